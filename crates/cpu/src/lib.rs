@@ -1,0 +1,1 @@
+//! Built-in CPU workloads with self-checking results

@@ -1,0 +1,1 @@
+//! Environment capture: the machine, its limits and the preflight checks

@@ -1,0 +1,1 @@
+//! Exporters: tables, JSON, CSV and the other views of a Run

@@ -1,0 +1,1 @@
+//! The reference HTTP target that dyno's load tests and its own tests aim at

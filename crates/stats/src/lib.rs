@@ -1,0 +1,1 @@
+//! Summaries, confidence intervals, tests of difference and scaling fits

@@ -1,0 +1,1 @@
+//! The result store: every Run saved, listed, exported and compared
