@@ -1,1 +1,45 @@
-fn main() {}
+//! The `dyno` binary: parses the command line, hands each subcommand to its
+//! module under `cmd/`, and turns the outcome into an exit code.
+//!
+//! Exit codes are decided here and nowhere else: 0 success, 1 a measurement
+//! that ran but failed its checks, 2 a usage or configuration error (clap's
+//! own usage errors exit 2 as well).
+
+mod cli;
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// How a subcommand that did not error ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Everything asked for was done and passed its checks.
+    Success,
+    /// The measurement ran, but failed its checks (errors over threshold,
+    /// output mismatch).
+    ChecksFailed,
+}
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match cmd::run(cli) {
+        Ok(ExitStatus::Success) => ExitCode::SUCCESS,
+        Ok(ExitStatus::ChecksFailed) => ExitCode::from(1),
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("dyno: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `dyno history | head` closes our stdout early; that is not an error.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -183,7 +183,9 @@ impl fmt::Display for RunId {
 
 /// A string that is not a valid run identifier.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("'{0}' is not a run id: ids are 26 characters of Crockford base32, as `dyno history` lists them")]
+#[error(
+    "'{0}' is not a run id: ids are 26 characters of Crockford base32, as `dyno history` lists them"
+)]
 pub struct ParseRunIdError(String);
 
 impl FromStr for RunId {
@@ -260,7 +262,9 @@ mod tests {
         let run = Run::new(Kind::Cpu, "x");
         let mut value = serde_json::to_value(&run).unwrap();
         value["surprise"] = serde_json::json!(1);
-        let err = serde_json::from_value::<Run>(value).unwrap_err().to_string();
+        let err = serde_json::from_value::<Run>(value)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("surprise"), "{err}");
     }
 }

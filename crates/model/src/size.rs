@@ -15,7 +15,9 @@ pub enum SizeError {
     Negative(String),
     #[error("size '{0}' has no number: write it as digits with an optional unit, such as 64k")]
     NoNumber(String),
-    #[error("size '{input}' has an unknown unit '{unit}': use k, m, g or t (powers of 1024), e.g. 64k")]
+    #[error(
+        "size '{input}' has an unknown unit '{unit}': use k, m, g or t (powers of 1024), e.g. 64k"
+    )]
     UnknownUnit { input: String, unit: String },
     #[error("size '{0}' is too large")]
     TooLarge(String),
@@ -109,13 +111,27 @@ mod tests {
     fn rejects_malformed_sizes_with_a_reason() {
         assert_eq!(parse_size(""), Err(SizeError::Empty));
         assert_eq!(parse_size("-5"), Err(SizeError::Negative("-5".into())));
-        assert!(matches!(parse_size("1x"), Err(SizeError::UnknownUnit { unit, .. }) if unit == "x"));
+        assert!(
+            matches!(parse_size("1x"), Err(SizeError::UnknownUnit { unit, .. }) if unit == "x")
+        );
         assert!(matches!(parse_size("k"), Err(SizeError::NoNumber(_))));
-        assert!(matches!(parse_size("1.5m"), Err(SizeError::UnknownUnit { .. })));
-        assert!(matches!(parse_size("99999999999999999999"), Err(SizeError::TooLarge(_))));
-        assert!(matches!(parse_size("20000000t"), Err(SizeError::TooLarge(_))));
+        assert!(matches!(
+            parse_size("1.5m"),
+            Err(SizeError::UnknownUnit { .. })
+        ));
+        assert!(matches!(
+            parse_size("99999999999999999999"),
+            Err(SizeError::TooLarge(_))
+        ));
+        assert!(matches!(
+            parse_size("20000000t"),
+            Err(SizeError::TooLarge(_))
+        ));
         let message = parse_size("1x").unwrap_err().to_string();
-        assert!(message.contains("'1x'") && message.contains("64k"), "{message}");
+        assert!(
+            message.contains("'1x'") && message.contains("64k"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -1,1 +1,329 @@
-//! The reference HTTP target that dyno's load tests and its own tests aim at
+//! The reference HTTP target that dyno's load tests and its own tests aim at.
+//!
+//! A small HTTP/1.1 server (hyper, keep-alive and pipelining on) with a few
+//! fixed endpoints whose answers cost next to nothing to produce, so that a
+//! load test measures the client and the network path rather than the server:
+//!
+//! - `/hello`: the 92-byte page [`HELLO`] (`text/html`).
+//! - `/blob/<size>`: `<size>` bytes (`512`, `64k`, `1m`, powers of 1024, up to
+//!   1 TiB), cut from one shared buffer without copying.
+//! - `/status/<code>`: an answer with that status (200–599).
+//! - `/delay/<ms>`: `/hello` after `<ms>` milliseconds (0–60000).
+//! - `/`: the list of endpoints; anything else is 404.
+//!
+//! [`serve`] runs on a listener the caller bound, until a shutdown future
+//! completes; [`spawn`] runs it on its own threads for in-process use (the
+//! default target of `dyno http`, and tests).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, ready};
+use std::thread;
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::body::{Body as _, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::Service;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+use tokio::time::Sleep;
+
+mod body;
+mod routes;
+
+use body::Body;
+use routes::Answer;
+
+/// The page served at `/hello` (and after `/delay/<ms>`): 92 bytes, the size
+/// of the classic `hello.html` that web-server benchmarks fetch.
+pub const HELLO: &[u8] = b"<html>\n<head><title>dyno hello</title></head>\n<body><h1>Hello from dyno</h1></body>\n</html>\n";
+
+/// How long in-flight requests get to finish after shutdown is asked for;
+/// connections still open after it are dropped.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// How long to wait before accepting again after an accept error that is not
+/// about one connection (out of file descriptors, out of memory): the error
+/// repeats until something is freed, so retrying at once would only spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The listening socket could not be handed to the async runtime.
+    #[error("could not use the listening socket (is it a bound, listening TCP socket?)")]
+    Listener(#[source] std::io::Error),
+    /// The async runtime could not be built.
+    #[error("could not start the server's async runtime (out of threads or memory?)")]
+    Runtime(#[source] std::io::Error),
+    /// The server thread could not be started.
+    #[error("could not start the server thread (out of threads or memory?)")]
+    Thread(#[source] std::io::Error),
+}
+
+/// Serves on `listener` until `shutdown` completes, then stops accepting and
+/// lets in-flight requests finish (graceful shutdown): idle connections close
+/// at once, busy ones after their current response. Connections still open
+/// after a grace period of a few seconds are dropped.
+///
+/// Accept errors (such as running out of file descriptors) do not stop the
+/// server: it pauses briefly and accepts again. Errors on one connection only
+/// end that connection.
+///
+/// Must run inside a tokio runtime with I/O and time enabled; connections are
+/// spawned onto it as tasks, so a multi-thread runtime serves them in parallel.
+pub async fn serve(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    serve_with_grace(listener, shutdown, GRACE).await;
+    Ok(())
+}
+
+async fn serve_with_grace(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) {
+    let mut shutdown = pin!(shutdown);
+    let blob = body::blob_buffer();
+    let mut builder = http1::Builder::new();
+    builder
+        .keep_alive(true)
+        // Answers to pipelined requests go out in one write.
+        .pipeline_flush(true)
+        // No timer is set, so no timeout could fire anyway; say so. A load
+        // generator's idle keep-alive connection must not be cut.
+        .header_read_timeout(None);
+    let (stop_tx, stop_rx) = watch::channel(());
+    let mut connections = JoinSet::new();
+
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _peer)) => {
+                let service = Svc { blob: blob.clone() };
+                let stop = stop_rx.clone();
+                connections.spawn(connection(&builder, stream, service, stop));
+            }
+            Err(err) if is_connection_error(&err) => {}
+            Err(_) => {
+                tokio::select! {
+                    biased;
+                    () = &mut shutdown => break,
+                    () = tokio::time::sleep(ACCEPT_BACKOFF) => {}
+                }
+            }
+        }
+        // Forget finished connections so the set stays as small as the open ones.
+        while connections.try_join_next().is_some() {}
+    }
+
+    // Refuse new connections from now on, then ask the open ones to finish.
+    drop(listener);
+    stop_tx.send_replace(());
+    let drained = tokio::time::timeout(grace, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        connections.shutdown().await;
+    }
+}
+
+/// Builds the connection future for one accepted socket: it serves until the
+/// client closes, or until `stop` fires and the current response is done.
+fn connection(
+    builder: &http1::Builder,
+    stream: TcpStream,
+    service: Svc,
+    mut stop: watch::Receiver<()>,
+) -> impl Future<Output = ()> + Send + 'static {
+    // Small responses must not wait for Nagle's algorithm. Failing to set it
+    // only costs latency, so it is not an error.
+    let _ = stream.set_nodelay(true);
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    async move {
+        let mut connection = pin!(connection);
+        tokio::select! {
+            // Per-connection errors (resets, malformed requests) only end this
+            // connection; there is no one to report them to.
+            _ = connection.as_mut() => return,
+            // Fires on shutdown (or if the server went away).
+            _ = stop.changed() => {}
+        }
+        connection.as_mut().graceful_shutdown();
+        let _ = connection.await;
+    }
+}
+
+/// Accept errors that concern only the connection being accepted.
+fn is_connection_error(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        err.kind(),
+        ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted | WouldBlock
+    )
+}
+
+/// The per-connection request handler: routes each request and holds the
+/// shared blob buffer (cloned once per connection, not per request).
+#[derive(Debug, Clone)]
+struct Svc {
+    blob: Bytes,
+}
+
+impl Service<Request<Incoming>> for Svc {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Respond;
+
+    fn call(&self, request: Request<Incoming>) -> Respond {
+        let (delay, response) = match routes::route(request.uri().path(), &self.blob) {
+            Answer::Now(response) => (None, response),
+            Answer::After(delay, response) => (Some(Box::pin(tokio::time::sleep(delay))), response),
+        };
+        let body = request.into_body();
+        Respond {
+            body: (!body.is_end_stream()).then_some(body),
+            delay,
+            response: Some(response),
+        }
+    }
+}
+
+/// The future of one answer: reads and discards the request body (so the
+/// connection can be kept alive after it), waits out any delay, then yields
+/// the response. Hand-written because `Service::Future` must be a nameable
+/// type: an `async` block would have to be boxed, one allocation per request.
+#[derive(Debug)]
+struct Respond {
+    body: Option<Incoming>,
+    delay: Option<Pin<Box<Sleep>>>,
+    response: Option<Response<Body>>,
+}
+
+impl Future for Respond {
+    type Output = Result<Response<Body>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(body) = &mut this.body {
+            // Stops at the end, or at an error: a broken body means a broken
+            // connection, so answer anyway and let hyper find out when it writes.
+            while let Some(Ok(_frame)) = ready!(Pin::new(&mut *body).poll_frame(cx)) {}
+            this.body = None;
+        }
+        if let Some(delay) = &mut this.delay {
+            ready!(delay.as_mut().poll(cx));
+            this.delay = None;
+        }
+        let response = this
+            .response
+            .take()
+            .expect("Respond polled after completion");
+        Poll::Ready(Ok(response))
+    }
+}
+
+/// Starts a server on `listener` on its own threads: a multi-thread tokio
+/// runtime with `threads` workers (at least one) serves the connections, and
+/// one more thread accepts them. For in-process use: the default target of
+/// `dyno http`, and tests.
+///
+/// Returns once the server is accepting (the listener is already listening, so
+/// connections made from now on are queued and served). Stop it with
+/// [`ServerHandle::shutdown`], or by dropping the handle.
+pub fn spawn(listener: std::net::TcpListener, threads: usize) -> Result<ServerHandle, ServeError> {
+    let local_addr = listener.local_addr().map_err(ServeError::Listener)?;
+    listener
+        .set_nonblocking(true)
+        .map_err(ServeError::Listener)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .thread_name("dyno-serve-worker")
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    let listener = {
+        let _guard = runtime.enter();
+        TcpListener::from_std(listener).map_err(ServeError::Listener)?
+    };
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let thread = thread::Builder::new()
+        .name("dyno-serve".to_owned())
+        .spawn(move || {
+            // A dropped sender stops the server too.
+            let shutdown = async move {
+                let _ = stop_rx.await;
+            };
+            // serve cannot fail once started; the runtime is dropped here, on
+            // its own thread, never inside the caller's async context.
+            let _ = runtime.block_on(serve(listener, shutdown));
+        })
+        .map_err(ServeError::Thread)?;
+    Ok(ServerHandle {
+        local_addr,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    })
+}
+
+/// A server started by [`spawn`]. Dropping it shuts the server down like
+/// [`ServerHandle::shutdown`].
+#[derive(Debug)]
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on (for a listener bound to port 0, the
+    /// port the system picked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops the server gracefully and waits for its threads to finish: new
+    /// connections are refused at once, in-flight requests get a few seconds
+    /// to complete. Blocks the calling thread until then.
+    pub fn shutdown(mut self) {
+        if let Err(panic) = self.stop_and_join() {
+            std::panic::resume_unwind(panic);
+        }
+    }
+
+    fn stop_and_join(&mut self) -> thread::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take() {
+            Some(thread) => thread.join(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        // A panic on the server thread is reported by `shutdown`; a drop
+        // (possibly during unwinding) must not panic again.
+        let _ = self.stop_and_join();
+    }
+}
+
+#[cfg(test)]
+mod tests;

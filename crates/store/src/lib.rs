@@ -1,1 +1,98 @@
-//! The result store: every Run saved, listed, exported and compared
+//! The result store: every [`Run`] an engine returns is saved here, and
+//! listed, shown, exported and compared from here.
+//!
+//! In the data flow the store sits after the engines: the binary hands it a
+//! finished [`Run`]; it never measures and never prints. [`Store`] is the
+//! interface every backend offers; [`SqliteStore`] is the embedded default, a
+//! single SQLite file at [`default_path`] (a PostgreSQL backend for a shared
+//! store can implement the same trait later).
+//!
+//! The store holds other people's data, so it is careful with files it does
+//! not recognise: it never deletes, truncates or rewrites a file that is not a
+//! dyno store of a version it understands, and says so in its error instead
+//! (see [`StoreError`]).
+
+mod error;
+mod path;
+mod schema;
+mod sqlite;
+
+use dyno_model::{Kind, Run, RunId};
+
+pub use error::StoreError;
+pub use path::{DYNO_HOME, FILE_NAME, NoDefaultPath, default_path, resolve_path};
+pub use sqlite::{Options, SqliteStore};
+
+/// Shortest run id prefix [`Store::get`] and [`Store::remove`] accept: a
+/// shorter one would match too many runs to be useful.
+pub const MIN_PREFIX_LEN: usize = 4;
+
+/// What every result store backend offers.
+///
+/// Runs are addressed by their full id or by a unique prefix of at least
+/// [`MIN_PREFIX_LEN`] characters, matched case-insensitively, as users type
+/// them from `dyno history`.
+pub trait Store {
+    /// Saves a run in one transaction. `Err(StoreError::Duplicate)` if its id
+    /// is already stored.
+    fn save(&mut self, run: &Run) -> Result<(), StoreError>;
+
+    /// A run by full id or by a unique prefix of at least
+    /// [`MIN_PREFIX_LEN`] characters (case-insensitive).
+    fn get(&self, id_or_prefix: &str) -> Result<Run, StoreError>;
+
+    /// Runs matching the filter, oldest first; [`Filter::limit`] keeps the
+    /// most recent N (still oldest first).
+    fn list(&self, filter: &Filter) -> Result<Vec<Run>, StoreError>;
+
+    /// Removes one run (full id or unique prefix), with its tags; returns its
+    /// id.
+    fn remove(&mut self, id_or_prefix: &str) -> Result<RunId, StoreError>;
+}
+
+/// Which runs [`Store::list`] returns. Every condition that is set must hold;
+/// the default matches every run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Only runs of this kind.
+    pub kind: Option<Kind>,
+    /// Only runs that carry every one of these tags (exact, case-sensitive).
+    pub tags: Vec<String>,
+    /// Only runs whose environment's host name is exactly this.
+    pub host: Option<String>,
+    /// Only runs that started at or after this instant.
+    pub since: Option<jiff::Timestamp>,
+    /// Keep only the most recent N of the matching runs (returned oldest
+    /// first all the same).
+    pub limit: Option<usize>,
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Runs to store in tests.
+
+    use dyno_model::{Direction, Kind, Metric, Run, Unit};
+    use jiff::Timestamp;
+
+    /// A run with something in every part of the record, started
+    /// `seconds` after 2024-01-01T00:00:00Z.
+    pub fn run(kind: Kind, seconds: i64, tags: &[&str], host: Option<&str>) -> Run {
+        let mut run = Run::new(kind, format!("{kind} run at +{seconds}s"));
+        run.started_at = Timestamp::from_second(1_704_067_200 + seconds).unwrap();
+        run.duration_ns = 1_500_000_000;
+        run.tags = tags.iter().map(|t| t.to_string()).collect();
+        run.environment.hostname = host.map(str::to_owned);
+        run.settings = serde_json::json!({"threads": 4, "duration_ns": 1_000_000_000u64});
+        let mut metric = Metric::new(
+            "requests_per_sec",
+            Unit::RequestsPerSec,
+            Direction::HigherIsBetter,
+            12_345.5,
+        );
+        metric.samples = vec![12_000.0, 12_691.0];
+        run.metrics.push(metric);
+        run.headline = Some("requests_per_sec".into());
+        run.warn("few_runs", "only 2 samples");
+        run
+    }
+}

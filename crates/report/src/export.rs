@@ -1,0 +1,115 @@
+//! Machine formats behind one trait: JSON (an array of runs), JSON Lines
+//! (one run per line) and CSV (one row per metric of each run, the tidy
+//! layout that spreadsheets and data frames pivot easily).
+
+use std::io::{self, Write};
+
+use dyno_model::{Direction, Run};
+
+/// Writes runs in one format.
+pub trait Exporter {
+    /// Writes every run to `out`.
+    fn write(&self, runs: &[Run], out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// A JSON array of runs (a single run is still an array, so readers need
+/// one code path).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Json;
+
+/// One run per line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonLines;
+
+/// One row per metric of each run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Csv;
+
+/// The exporter for a format name (`json`, `jsonl`, `csv`).
+pub fn exporter(format: &str) -> Option<Box<dyn Exporter>> {
+    match format {
+        "json" => Some(Box::new(Json)),
+        "jsonl" => Some(Box::new(JsonLines)),
+        "csv" => Some(Box::new(Csv)),
+        _ => None,
+    }
+}
+
+impl Exporter for Json {
+    fn write(&self, runs: &[Run], out: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, runs)?;
+        out.write_all(b"\n")
+    }
+}
+
+impl Exporter for JsonLines {
+    fn write(&self, runs: &[Run], out: &mut dyn Write) -> io::Result<()> {
+        for run in runs {
+            serde_json::to_writer(&mut *out, run)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+}
+
+impl Exporter for Csv {
+    fn write(&self, runs: &[Run], out: &mut dyn Write) -> io::Result<()> {
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record([
+            "run_id",
+            "kind",
+            "started_at",
+            "host",
+            "description",
+            "tags",
+            "metric",
+            "unit",
+            "direction",
+            "value",
+            "ci_low",
+            "ci_high",
+            "ci_confidence",
+            "samples",
+        ])?;
+        for run in runs {
+            for m in &run.metrics {
+                let (low, high, confidence) = m.uncertainty.as_ref().map_or_else(
+                    || (String::new(), String::new(), String::new()),
+                    |u| {
+                        (
+                            u.low.to_string(),
+                            u.high.to_string(),
+                            u.confidence.to_string(),
+                        )
+                    },
+                );
+                let samples = if m.samples.is_empty() {
+                    m.histogram.as_ref().map_or(0, |h| h.count)
+                } else {
+                    m.samples.len() as u64
+                };
+                w.write_record([
+                    run.id.to_string(),
+                    run.kind.to_string(),
+                    run.started_at.to_string(),
+                    run.environment.hostname.clone().unwrap_or_default(),
+                    run.description.clone(),
+                    run.tags.join(";"),
+                    m.name.clone(),
+                    m.unit.as_str().to_owned(),
+                    match m.direction {
+                        Direction::HigherIsBetter => "higher_is_better",
+                        Direction::LowerIsBetter => "lower_is_better",
+                    }
+                    .to_owned(),
+                    m.value.to_string(),
+                    low,
+                    high,
+                    confidence,
+                    samples.to_string(),
+                ])?;
+            }
+        }
+        w.flush()
+    }
+}

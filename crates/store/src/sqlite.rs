@@ -1,0 +1,1043 @@
+//! [`SqliteStore`]: the embedded default store, one SQLite file.
+//!
+//! Opening is ordered so that nothing is written to a file before it is known
+//! to be a dyno store this build understands: the file is first only read
+//! (SQLite rejects a file that is not a database on the first read, and a
+//! read of a database in rollback-journal mode creates no `-wal`/`-shm`
+//! files); only then is WAL mode switched on and the schema migrated.
+//!
+//! The file is never opened with plain `std::fs` calls while SQLite may hold
+//! it: closing any descriptor of a file drops every POSIX lock this process
+//! holds on it, which would let another process write under a connection's
+//! feet. All access goes through SQLite.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use dyno_model::{Run, RunId, SCHEMA_VERSION};
+use jiff::Timestamp;
+use rusqlite::types::{Type, Value};
+use rusqlite::{
+    Connection, MAIN_DB, OpenFlags, OptionalExtension, Row, TransactionBehavior, params,
+    params_from_iter,
+};
+
+use crate::error::classify;
+use crate::schema::{self, Contents};
+use crate::{Filter, MIN_PREFIX_LEN, Store, StoreError};
+
+/// Length of a run id in characters.
+const ID_LEN: usize = 26;
+
+/// How to open a [`SqliteStore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// How long to wait for another connection to release the database
+    /// before giving up with [`StoreError::Locked`]. Each statement waits
+    /// this long at most; opening, which may retry, at most about twice this.
+    pub busy_timeout: Duration,
+}
+
+impl Default for Options {
+    /// A five-second busy timeout: long enough to wait out another dyno
+    /// saving a run, short enough not to look hung.
+    fn default() -> Self {
+        Options {
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The result store in one SQLite file. Each `SqliteStore` owns one
+/// connection; several stores, in one process or many, may share a file.
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Opens the store at `path` with the default [`Options`], creating the
+    /// directory and the file if missing.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, Options::default())
+    }
+
+    /// Opens the store at `path`, creating the directory and the file if
+    /// missing, and brings its schema up to date.
+    ///
+    /// A file that is not an SQLite database ([`StoreError::NotADatabase`]),
+    /// another program's database ([`StoreError::Foreign`]) or a store from
+    /// a newer dyno ([`StoreError::NewerSchema`]) is refused and left as it
+    /// was.
+    pub fn open_with(path: &Path, options: Options) -> Result<SqliteStore, StoreError> {
+        let path = path.to_path_buf();
+        create_parent(&path)?;
+        if path.is_dir() {
+            return Err(StoreError::CannotOpen {
+                path,
+                source: io::Error::new(io::ErrorKind::IsADirectory, "it is a directory"),
+            });
+        }
+        // Not SQLITE_OPEN_URI: a relative path that starts with `file:` is a
+        // file name here, not a URI with options.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| classify(&path, e))?;
+        conn.busy_timeout(options.busy_timeout)
+            .map_err(|e| classify(&path, e))?;
+
+        // SQLite does not call the busy handler everywhere: switching a new
+        // file to WAL upgrades a read lock to a write lock and fails at once
+        // if another process is doing the same. Every step of `prepare` can
+        // be repeated, so retry until the busy timeout has passed.
+        let deadline = Instant::now() + options.busy_timeout;
+        loop {
+            match prepare(&mut conn, &path) {
+                Err(StoreError::Locked { .. }) if Instant::now() < deadline => {
+                    thread::sleep(Duration::from_millis(5));
+                }
+                result => return result.map(|()| SqliteStore { conn, path }),
+            }
+        }
+    }
+
+    /// The file this store lives in, as given to [`SqliteStore::open`].
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        |err| classify(&self.path, err)
+    }
+}
+
+/// Creates the directory that will hold the store file.
+fn create_parent(path: &Path) -> Result<(), StoreError> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CannotOpen {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Checks the file is a store this build may use, then switches on WAL and
+/// brings the schema up to date.
+fn prepare(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let sql = |err| classify(path, err);
+    // Only reads until the contents are known to be ours.
+    let contents = schema::inspect(conn).map_err(sql)?;
+    schema::refuse(path, contents)?;
+    // SQLite quietly falls back to read-only when the file is not writable;
+    // better to say so now than at the first save.
+    if conn.is_readonly(MAIN_DB).map_err(sql)? {
+        return Err(StoreError::CannotOpen {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::PermissionDenied, "the file is read-only"),
+        });
+    }
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(sql)?;
+    // WAL lets readers (`dyno history`) work while another process saves. A
+    // file system without shared memory keeps the old mode, which only
+    // costs concurrency, so the mode returned is not checked.
+    let _mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
+        .map_err(sql)?;
+    // An up-to-date store needs no write lock to open, so opening does not
+    // wait behind another process's save.
+    if contents != Contents::Dyno(schema::LATEST) {
+        schema::migrate(conn, path)?;
+    }
+    Ok(())
+}
+
+impl Store for SqliteStore {
+    fn save(&mut self, run: &Run) -> Result<(), StoreError> {
+        let record = encode(run)?;
+        let id = run.id.to_string();
+        let path = &self.path;
+        let sql = |err| classify(path, err);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let inserted = tx
+            .execute(
+                "INSERT INTO runs (id, kind, started_at_ns, host, description, schema_version, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (id) DO NOTHING",
+                params![
+                    id,
+                    run.kind.as_str(),
+                    unix_ns(run.started_at),
+                    run.environment.hostname,
+                    run.description,
+                    run.schema_version,
+                    record,
+                ],
+            )
+            .map_err(sql)?;
+        if inserted == 0 {
+            // Dropping the transaction rolls it back.
+            return Err(StoreError::Duplicate { id: run.id });
+        }
+        {
+            let mut insert_tag = tx
+                .prepare_cached(
+                    "INSERT INTO run_tags (run_id, tag) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                )
+                .map_err(sql)?;
+            for tag in &run.tags {
+                insert_tag.execute(params![id, tag]).map_err(sql)?;
+            }
+        }
+        tx.commit().map_err(sql)
+    }
+
+    fn get(&self, id_or_prefix: &str) -> Result<Run, StoreError> {
+        let id = resolve(&self.conn, &self.path, id_or_prefix)?;
+        let row = self
+            .conn
+            .query_row(
+                "SELECT schema_version, record FROM runs WHERE id = ?1",
+                [id.to_string()],
+                |row| Ok((row.get(0)?, row.get::<_, String>(1)?)),
+            )
+            .optional()
+            .map_err(self.sql())?;
+        // The run may have been removed since its id was resolved.
+        let (version, record) = row.ok_or_else(|| StoreError::NotFound {
+            id: id_or_prefix.to_owned(),
+        })?;
+        decode(id, version, &record)
+    }
+
+    fn list(&self, filter: &Filter) -> Result<Vec<Run>, StoreError> {
+        let Filter {
+            kind,
+            tags,
+            host,
+            since,
+            limit,
+        } = filter;
+        let mut sql =
+            String::from("SELECT id, started_at_ns, schema_version, record FROM runs AS r WHERE 1");
+        let mut args: Vec<Value> = Vec::new();
+        if let Some(kind) = kind {
+            sql.push_str(" AND r.kind = ?");
+            args.push(Value::Text(kind.as_str().to_owned()));
+        }
+        if let Some(host) = host {
+            sql.push_str(" AND r.host = ?");
+            args.push(Value::Text(host.clone()));
+        }
+        if let Some(since) = since {
+            sql.push_str(" AND r.started_at_ns >= ?");
+            args.push(Value::Integer(unix_ns(*since)));
+        }
+        for tag in tags {
+            sql.push_str(
+                " AND EXISTS (SELECT 1 FROM run_tags AS t WHERE t.run_id = r.id AND t.tag = ?)",
+            );
+            args.push(Value::Text(tag.clone()));
+        }
+        match limit {
+            Some(n) => {
+                // The newest N, then turned back to oldest first.
+                sql = format!(
+                    "SELECT * FROM ({sql} ORDER BY started_at_ns DESC, id DESC LIMIT ?)
+                     ORDER BY started_at_ns, id"
+                );
+                args.push(Value::Integer(i64::try_from(*n).unwrap_or(i64::MAX)));
+            }
+            None => sql.push_str(" ORDER BY started_at_ns, id"),
+        }
+
+        let mut stmt = self.conn.prepare(&sql).map_err(self.sql())?;
+        let rows = stmt
+            .query_map(params_from_iter(args), |row| {
+                Ok((id_column(row, 0)?, row.get(2)?, row.get::<_, String>(3)?))
+            })
+            .map_err(self.sql())?;
+        let mut runs = Vec::new();
+        for row in rows {
+            let (id, version, record) = row.map_err(self.sql())?;
+            runs.push(decode(id, version, &record)?);
+        }
+        Ok(runs)
+    }
+
+    fn remove(&mut self, id_or_prefix: &str) -> Result<RunId, StoreError> {
+        let path = &self.path;
+        let sql = |err| classify(path, err);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        // Resolved inside the transaction, so the run removed is the one the
+        // prefix named at that moment. Its tags go with it (ON DELETE CASCADE).
+        let id = resolve(&tx, path, id_or_prefix)?;
+        tx.execute("DELETE FROM runs WHERE id = ?1", [id.to_string()])
+            .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(id)
+    }
+}
+
+/// The one stored id that is `id_or_prefix` or starts with it.
+fn resolve(conn: &Connection, path: &Path, id_or_prefix: &str) -> Result<RunId, StoreError> {
+    let not_found = || StoreError::NotFound {
+        id: id_or_prefix.to_owned(),
+    };
+    if id_or_prefix.chars().count() < MIN_PREFIX_LEN {
+        return Err(StoreError::PrefixTooShort {
+            prefix: id_or_prefix.to_owned(),
+        });
+    }
+    // Ids are Crockford base32, stored in upper case. Anything else matches
+    // nothing, and cannot smuggle GLOB wildcards into the pattern.
+    if id_or_prefix.len() > ID_LEN || !id_or_prefix.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err(not_found());
+    }
+    let pattern = format!("{}*", id_or_prefix.to_ascii_uppercase());
+    let mut stmt = conn
+        .prepare_cached("SELECT id FROM runs WHERE id GLOB ?1 ORDER BY id")
+        .map_err(|e| classify(path, e))?;
+    let matches = stmt
+        .query_map([pattern], |row| id_column(row, 0))
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| classify(path, e))?;
+    match matches.as_slice() {
+        [] => Err(not_found()),
+        [id] => Ok(*id),
+        _ => Err(StoreError::Ambiguous {
+            prefix: id_or_prefix.to_owned(),
+            matches,
+        }),
+    }
+}
+
+/// A run's JSON record, checked to read back.
+fn encode(run: &Run) -> Result<String, StoreError> {
+    let unencodable = |source| StoreError::Unencodable { id: run.id, source };
+    let record = serde_json::to_string(run).map_err(unencodable)?;
+    // Refuse now what could not be read later: serde_json writes a NaN or
+    // infinite f64 as `null`, which no f64 field accepts back.
+    serde_json::from_str::<Run>(&record).map_err(unencodable)?;
+    Ok(record)
+}
+
+/// A run from its stored record, refusing records from a newer dyno before
+/// serde can fail on them with a confusing message.
+fn decode(id: RunId, schema_version: i64, record: &str) -> Result<Run, StoreError> {
+    if schema_version > i64::from(SCHEMA_VERSION) {
+        return Err(StoreError::NewerRecord {
+            id,
+            found: u32::try_from(schema_version).unwrap_or(u32::MAX),
+            supported: SCHEMA_VERSION,
+        });
+    }
+    serde_json::from_str(record).map_err(|source| StoreError::BadRecord { id, source })
+}
+
+/// The run id in column `idx`.
+fn id_column(row: &Row<'_>, idx: usize) -> rusqlite::Result<RunId> {
+    let text: String = row.get(idx)?;
+    text.parse()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
+}
+
+/// `t` in Unix nanoseconds, saturated to `i64` (years 1677 to 2262); a run
+/// outside that range still sorts before or after every other.
+fn unix_ns(t: Timestamp) -> i64 {
+    let ns = t.as_nanosecond();
+    i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::sync::{Arc, Barrier};
+
+    use dyno_model::Kind;
+
+    use super::*;
+    use crate::testutil::run;
+
+    fn id(s: &str) -> RunId {
+        s.parse().unwrap()
+    }
+
+    /// The names in `dir`, sorted.
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn raw(path: &Path) -> Connection {
+        Connection::open(path).unwrap()
+    }
+
+    fn ids(runs: &[Run]) -> Vec<RunId> {
+        runs.iter().map(|r| r.id).collect()
+    }
+
+    /// Opening `path` fails with an error `expected` accepts, and leaves the
+    /// file byte for byte as it was, with nothing new beside it.
+    fn assert_refused_untouched(path: &Path, expected: impl Fn(&StoreError) -> bool) {
+        let before = fs::read(path).unwrap();
+        let dir_before = entries(path.parent().unwrap());
+        let err = SqliteStore::open(path).unwrap_err();
+        assert!(expected(&err), "unexpected error: {err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("left untouched"), "{msg}");
+        assert!(fs::read(path).unwrap() == before, "the file changed");
+        assert_eq!(entries(path.parent().unwrap()), dir_before);
+    }
+
+    #[test]
+    fn a_new_store_is_created_with_its_directory_at_the_current_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/dyno.db");
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.path(), path);
+        assert!(path.is_file());
+        let conn = raw(&path);
+        let version: u32 = conn
+            .query_row("SELECT version FROM dyno_schema", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, schema::LATEST);
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        assert!(store.list(&Filter::default()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn reopening_keeps_the_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dyno.db");
+        let first = run(Kind::Http, 1, &["x"], Some("h"));
+        let second = run(Kind::Disk, 2, &[], None);
+        {
+            let mut store = SqliteStore::open(&path).unwrap();
+            store.save(&first).unwrap();
+            store.save(&second).unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.list(&Filter::default()).unwrap(), vec![first, second]);
+        // The last connection to close folds the WAL back into the file.
+        drop(store);
+        assert_eq!(entries(dir.path()), vec!["dyno.db"]);
+    }
+
+    #[test]
+    fn empty_and_version_zero_databases_are_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        // An empty file is an empty SQLite database.
+        let empty = dir.path().join("empty.db");
+        fs::write(&empty, b"").unwrap();
+        // A store whose version table says 0, in rollback-journal mode.
+        let zero = dir.path().join("zero.db");
+        raw(&zero)
+            .execute_batch(
+                "CREATE TABLE dyno_schema (version INTEGER NOT NULL);
+                 INSERT INTO dyno_schema VALUES (0);",
+            )
+            .unwrap();
+        for path in [empty, zero] {
+            let mut store = SqliteStore::open(&path).unwrap();
+            let r = run(Kind::Cpu, 0, &["t"], None);
+            store.save(&r).unwrap();
+            assert_eq!(store.get(&r.id.to_string()).unwrap(), r);
+            let version: u32 = raw(&path)
+                .query_row("SELECT version FROM dyno_schema", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(version, schema::LATEST, "{}", path.display());
+        }
+    }
+
+    #[test]
+    fn a_saved_run_reads_back_equal_by_id_in_either_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("dyno.db")).unwrap();
+        let r = run(Kind::Http, 5, &["prod", "v2"], Some("web-1"));
+        store.save(&r).unwrap();
+        assert_eq!(store.get(&r.id.to_string()).unwrap(), r);
+        assert_eq!(store.get(&r.id.to_string().to_lowercase()).unwrap(), r);
+    }
+
+    #[test]
+    fn saving_an_id_twice_is_refused_and_keeps_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("dyno.db")).unwrap();
+        let original = run(Kind::Http, 5, &["a"], None);
+        store.save(&original).unwrap();
+        let mut changed = original.clone();
+        changed.description = "something else".into();
+        changed.tags = vec!["b".into()];
+        let err = store.save(&changed).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Duplicate { id } if id == original.id),
+            "{err:?}"
+        );
+        assert_eq!(store.get(&original.id.to_string()).unwrap(), original);
+        let tagged_b = Filter {
+            tags: vec!["b".into()],
+            ..Filter::default()
+        };
+        assert!(store.list(&tagged_b).unwrap().is_empty(), "no tags leaked");
+    }
+
+    #[test]
+    fn runs_are_found_by_unique_prefix_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("dyno.db")).unwrap();
+        let a = id("01J0AAAAAAAAAAAAAAAAAAAAAA");
+        let b = id("01J0AAAAAAAAAAAAAAAAAAAAAB");
+        let c = id("01J1BBBBBBBBBBBBBBBBBBBBBB");
+        for (n, id) in [a, b, c].into_iter().enumerate() {
+            let mut r = run(Kind::Exec, n as i64, &[], None);
+            r.id = id;
+            store.save(&r).unwrap();
+        }
+        assert_eq!(store.get("01j1").unwrap().id, c);
+        assert_eq!(store.get("01J0AAAAAAAAAAAAAAAAAAAAAB").unwrap().id, b);
+        assert_eq!(store.get("01j0aaaaaaaaaaaaaaaaaaaaaa").unwrap().id, a);
+        match store.get("01J0").unwrap_err() {
+            StoreError::Ambiguous { prefix, matches } => {
+                assert_eq!(prefix, "01J0");
+                assert_eq!(matches, vec![a, b]);
+            }
+            err => panic!("expected Ambiguous, got {err:?}"),
+        }
+        assert!(matches!(
+            store.get("01J").unwrap_err(),
+            StoreError::PrefixTooShort { prefix } if prefix == "01J"
+        ));
+        for missing in [
+            "01J2",
+            "01J0AAAAAAAAAAAAAAAAAAAAAC",
+            "01J0*",
+            "01J0%",
+            "01J0AAAAAAAAAAAAAAAAAAAAAAA",
+        ] {
+            assert!(
+                matches!(store.get(missing).unwrap_err(), StoreError::NotFound { id } if id == missing),
+                "{missing}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_filter_narrows_the_list_and_order_is_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("dyno.db")).unwrap();
+        let r1 = run(Kind::Http, 10, &["prod", "v1"], Some("web-1"));
+        let r2 = run(Kind::Disk, 20, &["prod"], Some("db-1"));
+        let r3 = run(Kind::Http, 30, &["v1"], Some("web-2"));
+        let r4 = run(Kind::Http, 40, &["prod", "v1", "big"], Some("web-1"));
+        let r5 = run(Kind::Cpu, 50, &[], None);
+        // Saved out of time order: listing sorts by start time, not by insertion.
+        for r in [&r4, &r1, &r5, &r3, &r2] {
+            store.save(r).unwrap();
+        }
+        let list = |filter: Filter| ids(&store.list(&filter).unwrap());
+        let all = || Filter::default();
+        let tags = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+
+        assert_eq!(list(all()), vec![r1.id, r2.id, r3.id, r4.id, r5.id]);
+        assert_eq!(
+            list(Filter {
+                kind: Some(Kind::Http),
+                ..all()
+            }),
+            vec![r1.id, r3.id, r4.id]
+        );
+        assert!(
+            list(Filter {
+                kind: Some(Kind::Db),
+                ..all()
+            })
+            .is_empty()
+        );
+        assert_eq!(
+            list(Filter {
+                tags: tags(&["prod"]),
+                ..all()
+            }),
+            vec![r1.id, r2.id, r4.id]
+        );
+        assert_eq!(
+            list(Filter {
+                tags: tags(&["prod", "v1"]),
+                ..all()
+            }),
+            vec![r1.id, r4.id]
+        );
+        assert_eq!(
+            list(Filter {
+                tags: tags(&["prod", "v1", "big"]),
+                ..all()
+            }),
+            vec![r4.id]
+        );
+        assert!(
+            list(Filter {
+                tags: tags(&["PROD"]),
+                ..all()
+            })
+            .is_empty()
+        );
+        assert_eq!(
+            list(Filter {
+                host: Some("web-1".into()),
+                ..all()
+            }),
+            vec![r1.id, r4.id]
+        );
+        assert!(
+            list(Filter {
+                host: Some("web".into()),
+                ..all()
+            })
+            .is_empty()
+        );
+        assert_eq!(
+            list(Filter {
+                since: Some(r3.started_at),
+                ..all()
+            }),
+            vec![r3.id, r4.id, r5.id],
+            "since is inclusive"
+        );
+        assert_eq!(
+            list(Filter {
+                limit: Some(2),
+                ..all()
+            }),
+            vec![r4.id, r5.id]
+        );
+        assert_eq!(
+            list(Filter {
+                limit: Some(99),
+                ..all()
+            })
+            .len(),
+            5
+        );
+        assert!(
+            list(Filter {
+                limit: Some(0),
+                ..all()
+            })
+            .is_empty()
+        );
+        assert_eq!(
+            list(Filter {
+                kind: Some(Kind::Http),
+                tags: tags(&["v1"]),
+                host: Some("web-1".into()),
+                since: Some(r1.started_at),
+                limit: Some(1),
+            }),
+            vec![r4.id]
+        );
+        // Whole records come back, not just ids.
+        assert_eq!(
+            store
+                .list(&Filter {
+                    limit: Some(1),
+                    ..all()
+                })
+                .unwrap(),
+            vec![r5]
+        );
+    }
+
+    #[test]
+    fn removing_a_run_removes_its_tags_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dyno.db");
+        let mut store = SqliteStore::open(&path).unwrap();
+        let gone = run(Kind::Http, 1, &["a", "b"], None);
+        let kept = run(Kind::Http, 2, &["a"], None);
+        store.save(&gone).unwrap();
+        store.save(&kept).unwrap();
+        let prefix = &gone.id.to_string()[..20];
+        assert_eq!(store.remove(prefix).unwrap(), gone.id);
+        assert!(matches!(
+            store.get(&gone.id.to_string()).unwrap_err(),
+            StoreError::NotFound { .. }
+        ));
+        assert!(matches!(
+            store.remove(&gone.id.to_string()).unwrap_err(),
+            StoreError::NotFound { .. }
+        ));
+        let tags_left: i64 = raw(&path)
+            .query_row(
+                "SELECT count(*) FROM run_tags WHERE run_id = ?1",
+                [gone.id.to_string()],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tags_left, 0);
+        assert_eq!(store.list(&Filter::default()).unwrap(), vec![kept]);
+    }
+
+    #[test]
+    fn two_stores_on_one_file_save_concurrently_without_losing_a_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dyno.db");
+        SqliteStore::open(&path).unwrap();
+        let barrier = Arc::new(Barrier::new(2));
+        let workers: Vec<_> = (0..2)
+            .map(|worker| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                thread::spawn(move || {
+                    let mut store = SqliteStore::open(&path).unwrap();
+                    barrier.wait();
+                    for i in 0..50 {
+                        let tag = format!("worker-{worker}");
+                        store.save(&run(Kind::Exec, i, &[&tag], None)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.list(&Filter::default()).unwrap().len(), 100);
+        for worker in 0..2 {
+            let mine = Filter {
+                tags: vec![format!("worker-{worker}")],
+                ..Filter::default()
+            };
+            assert_eq!(store.list(&mine).unwrap().len(), 50);
+        }
+    }
+
+    #[test]
+    fn stores_opening_a_new_file_at_the_same_moment_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        for round in 0..10 {
+            let path = dir.path().join(format!("new-{round}/dyno.db"));
+            let barrier = Arc::new(Barrier::new(4));
+            let openers: Vec<_> = (0..4)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    thread::spawn(move || {
+                        barrier.wait();
+                        let mut store = SqliteStore::open(&path)?;
+                        store.save(&run(Kind::Cpu, 0, &[], None))
+                    })
+                })
+                .collect();
+            for opener in openers {
+                opener.join().unwrap().unwrap();
+            }
+            let store = SqliteStore::open(&path).unwrap();
+            assert_eq!(store.list(&Filter::default()).unwrap().len(), 4);
+            let rows: i64 = raw(&path)
+                .query_row("SELECT count(*) FROM dyno_schema", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(rows, 1, "migrated exactly once");
+        }
+    }
+
+    const CHILD_DB: &str = "DYNO_STORE_TEST_CHILD_DB";
+    const CHILD_GO: &str = "DYNO_STORE_TEST_CHILD_GO";
+
+    /// What each child process of the next test does: wait for the go file,
+    /// open the (new) store and save 50 runs.
+    #[test]
+    #[ignore = "run as a child process by separate_processes_create_and_fill_one_store"]
+    fn child_process_saves_runs() {
+        let (Some(db), Some(go)) = (std::env::var_os(CHILD_DB), std::env::var_os(CHILD_GO)) else {
+            panic!("only meant to run as a child of separate_processes_create_and_fill_one_store");
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !Path::new(&go).exists() {
+            assert!(Instant::now() < deadline, "no go file");
+            thread::sleep(Duration::from_millis(1));
+        }
+        let mut store = SqliteStore::open(Path::new(&db)).unwrap();
+        let tag = format!("pid-{}", std::process::id());
+        for i in 0..50 {
+            store.save(&run(Kind::Exec, i, &[&tag], None)).unwrap();
+        }
+    }
+
+    #[test]
+    fn separate_processes_create_and_fill_one_store() {
+        // Threads share one process's lock table; real dyno runs are separate
+        // processes, so test those too.
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("store/dyno.db");
+        let go = dir.path().join("go");
+        let children: Vec<_> = (0..3)
+            .map(|_| {
+                std::process::Command::new(std::env::current_exe().unwrap())
+                    .args([
+                        "sqlite::tests::child_process_saves_runs",
+                        "--exact",
+                        "--ignored",
+                    ])
+                    .args(["--test-threads=1", "--quiet"])
+                    .env(CHILD_DB, &db)
+                    .env(CHILD_GO, &go)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        fs::write(&go, "").unwrap();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "child failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+                "the child ran its test"
+            );
+        }
+        let store = SqliteStore::open(&db).unwrap();
+        let runs = store.list(&Filter::default()).unwrap();
+        assert_eq!(runs.len(), 150);
+        let mut pids: Vec<&String> = runs.iter().map(|r| &r.tags[0]).collect();
+        pids.sort();
+        pids.dedup();
+        assert_eq!(pids.len(), 3);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let is_not_a_db = |e: &StoreError| matches!(e, StoreError::NotADatabase { .. });
+
+        let random = dir.path().join("random/dyno.db");
+        fs::create_dir_all(random.parent().unwrap()).unwrap();
+        // xorshift64: arbitrary bytes without a dependency.
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let bytes: Vec<u8> = (0..10_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        fs::write(&random, bytes).unwrap();
+        assert_refused_untouched(&random, is_not_a_db);
+
+        let text = dir.path().join("text/dyno.db");
+        fs::create_dir_all(text.parent().unwrap()).unwrap();
+        fs::write(&text, "my notes, not a database\n").unwrap();
+        assert_refused_untouched(&text, is_not_a_db);
+
+        // Right magic, nonsense after it.
+        let corrupt = dir.path().join("corrupt/dyno.db");
+        fs::create_dir_all(corrupt.parent().unwrap()).unwrap();
+        let mut bytes = b"SQLite format 3\0".to_vec();
+        bytes.resize(8192, 0xFF);
+        fs::write(&corrupt, bytes).unwrap();
+        assert_refused_untouched(&corrupt, is_not_a_db);
+
+        // Right magic and a header that asks for WAL mode, garbage after it.
+        let wal = dir.path().join("wal/dyno.db");
+        fs::create_dir_all(wal.parent().unwrap()).unwrap();
+        let mut bytes = b"SQLite format 3\0\x10\x00\x02\x02\x00\x40\x20\x20".to_vec();
+        bytes.resize(8192, 0xA5);
+        fs::write(&wal, bytes).unwrap();
+        assert_refused_untouched(&wal, is_not_a_db);
+    }
+
+    #[test]
+    fn a_truncated_store_is_reported_as_corrupt_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dyno.db");
+        {
+            let mut store = SqliteStore::open(&path).unwrap();
+            for i in 0..20 {
+                store.save(&run(Kind::Http, i, &["t"], Some("h"))).unwrap();
+            }
+        }
+        let mut bytes = fs::read(&path).unwrap();
+        bytes.truncate(4096);
+        fs::write(&path, &bytes).unwrap();
+        let err = SqliteStore::open(&path)
+            .and_then(|store| store.list(&Filter::default()).map(drop))
+            .unwrap_err();
+        assert!(matches!(err, StoreError::NotADatabase { .. }), "{err:?}");
+        assert!(fs::read(&path).unwrap() == bytes, "the file changed");
+        assert_eq!(entries(dir.path()), vec!["dyno.db"]);
+    }
+
+    #[test]
+    fn another_programs_database_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dyno.db");
+        raw(&path)
+            .execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me');")
+            .unwrap();
+        assert_refused_untouched(&path, |e| matches!(e, StoreError::Foreign { .. }));
+    }
+
+    #[test]
+    fn a_store_from_a_newer_dyno_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dyno.db");
+        SqliteStore::open(&path).unwrap();
+        raw(&path)
+            .execute("UPDATE dyno_schema SET version = ?1", [schema::LATEST + 1])
+            .unwrap();
+        assert_refused_untouched(&path, |e| {
+            matches!(e, StoreError::NewerSchema { found, supported, .. }
+                if *found == schema::LATEST + 1 && *supported == schema::LATEST)
+        });
+    }
+
+    #[test]
+    fn a_place_that_cannot_be_created_or_written_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        // Tests may run as root, which ignores file modes: a regular file
+        // where a directory should be stops everyone.
+        let blocker = dir.path().join("not-a-dir");
+        fs::write(&blocker, "x").unwrap();
+        let err = SqliteStore::open(&blocker.join("sub/dyno.db")).unwrap_err();
+        assert!(matches!(err, StoreError::CannotOpen { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("not-a-dir") && msg.contains("DYNO_HOME"),
+            "{msg}"
+        );
+
+        let err = SqliteStore::open(&blocker.join("dyno.db")).unwrap_err();
+        assert!(matches!(err, StoreError::CannotOpen { .. }), "{err:?}");
+
+        let err = SqliteStore::open(dir.path()).unwrap_err();
+        assert!(matches!(err, StoreError::CannotOpen { .. }), "{err:?}");
+        assert_eq!(fs::read(&blocker).unwrap(), b"x");
+    }
+
+    #[test]
+    fn a_write_lock_held_past_the_busy_timeout_is_reported_as_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let quick = Options {
+            busy_timeout: Duration::from_millis(100),
+        };
+
+        // An up-to-date store opens under another writer (WAL readers do not
+        // wait), and saving then gives up.
+        let path = dir.path().join("dyno.db");
+        SqliteStore::open(&path).unwrap();
+        let holder = raw(&path);
+        holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let mut store = SqliteStore::open_with(&path, quick.clone()).unwrap();
+        let started = Instant::now();
+        let err = store.save(&run(Kind::Http, 0, &[], None)).unwrap_err();
+        assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
+        assert!(err.to_string().contains("another dyno process"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        holder.execute_batch("COMMIT").unwrap();
+        store.save(&run(Kind::Http, 0, &[], None)).unwrap();
+
+        // A new database held in rollback mode cannot even be read.
+        let path = dir.path().join("held.db");
+        let holder = raw(&path);
+        holder
+            .execute_batch("BEGIN EXCLUSIVE; CREATE TABLE pending (x);")
+            .unwrap();
+        let started = Instant::now();
+        let err = SqliteStore::open_with(&path, quick).unwrap_err();
+        assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn unreadable_and_newer_records_give_clear_errors_and_can_be_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dyno.db");
+        let mut store = SqliteStore::open(&path).unwrap();
+        let damaged = run(Kind::Http, 1, &[], None);
+        let newer = run(Kind::Http, 2, &[], None);
+        store.save(&damaged).unwrap();
+        store.save(&newer).unwrap();
+        let conn = raw(&path);
+        conn.execute(
+            "UPDATE runs SET record = '{\"schema_version\": 1, \"id\": 3}' WHERE id = ?1",
+            [damaged.id.to_string()],
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE runs SET schema_version = ?1, record = '{\"new_shape\": true}' WHERE id = ?2",
+            params![SCHEMA_VERSION + 1, newer.id.to_string()],
+        )
+        .unwrap();
+
+        let err = store.get(&damaged.id.to_string()).unwrap_err();
+        assert!(
+            matches!(err, StoreError::BadRecord { id, .. } if id == damaged.id),
+            "{err:?}"
+        );
+        let err = store.list(&Filter::default()).unwrap_err();
+        assert!(
+            matches!(err, StoreError::BadRecord { id, .. } if id == damaged.id),
+            "{err:?}"
+        );
+        let err = store.get(&newer.id.to_string()).unwrap_err();
+        assert!(
+            matches!(err, StoreError::NewerRecord { id, found, supported }
+                if id == newer.id && found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("Upgrade dyno"), "{err}");
+
+        assert_eq!(store.remove(&damaged.id.to_string()).unwrap(), damaged.id);
+        assert_eq!(store.remove(&newer.id.to_string()).unwrap(), newer.id);
+        assert!(store.list(&Filter::default()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_run_that_would_not_read_back_is_not_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("dyno.db")).unwrap();
+        let mut r = run(Kind::Cpu, 0, &["t"], None);
+        r.metrics[0].value = f64::NAN;
+        let err = store.save(&r).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Unencodable { id, .. } if id == r.id),
+            "{err:?}"
+        );
+        assert!(store.list(&Filter::default()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn timestamps_outside_the_nanosecond_range_still_sort() {
+        assert_eq!(unix_ns(Timestamp::UNIX_EPOCH), 0);
+        assert_eq!(unix_ns(Timestamp::MAX), i64::MAX);
+        assert_eq!(unix_ns(Timestamp::MIN), i64::MIN);
+        let t = Timestamp::from_nanosecond(1_704_067_200_123_456_789).unwrap();
+        assert_eq!(unix_ns(t), 1_704_067_200_123_456_789);
+    }
+}

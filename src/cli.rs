@@ -1,0 +1,342 @@
+//! The command line: clap-derive argument types, one per subcommand. Doc
+//! comments are the help text. Each `XxxArgs` is resolved into plain settings
+//! by its module under `cmd/`; engines never see these types.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use dyno_model::Kind;
+
+/// `0.1.0 (git 1a2b3c4d5e6f)`: the version with the revision it was built from.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (git ",
+    env!("DYNO_GIT_REVISION"),
+    ")"
+);
+
+/// dyno: one honest benchmark workbench for HTTP servers, disks, commands and
+/// whole machines.
+///
+/// Every measuring subcommand records the machine it ran on and saves a
+/// self-describing result in the local store ($DYNO_HOME/dyno.db, by default
+/// under the XDG data directory), so any two runs can be compared later.
+///
+/// Exit codes: 0 success; 1 the measurement ran but failed its checks;
+/// 2 usage or configuration error.
+#[derive(Debug, Parser)]
+#[command(
+    name = "dyno",
+    version = LONG_VERSION,
+    propagate_version = true,
+    max_term_width = 100,
+    after_help = "Examples:\n  dyno quick                 benchmark this machine and save the result\n  dyno history               list saved runs\n  dyno show 01JD             show a run by id prefix\n  dyno serve --addr 127.0.0.1:8080"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Quick(QuickArgs),
+    Sysinfo(SysinfoArgs),
+    Serve(ServeArgs),
+    History(HistoryArgs),
+    Show(ShowArgs),
+    Export(ExportArgs),
+    Import(ImportArgs),
+    Rm(RmArgs),
+    Completions(CompletionsArgs),
+    Man(ManArgs),
+}
+
+/// Flags every measuring subcommand shares.
+#[derive(Debug, Clone, Args)]
+pub struct SaveArgs {
+    /// Do not save the run in the store.
+    #[arg(long)]
+    pub no_save: bool,
+
+    /// Label the run (repeatable): `--tag baseline --tag laptop`.
+    #[arg(long = "tag", value_name = "NAME", value_parser = parse_tag)]
+    pub tags: Vec<String>,
+
+    /// Print the run as JSON (the versioned Run record) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Benchmark this machine on built-in defaults and print one summary table.
+///
+/// Records the environment and runs the `int64` CPU workload (a 64-bit
+/// integer loop of 100,000,000 iterations whose final state is checked) on
+/// one thread and on all cores, five times each, then saves the run. Takes
+/// about half a minute.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno quick\n  dyno quick --tag before-upgrade\n  dyno quick --json --no-save > quick.json"
+)]
+pub struct QuickArgs {
+    #[command(flatten)]
+    pub save: SaveArgs,
+
+    /// Timed repetitions of each workload.
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = repetitions)]
+    pub repetitions: u32,
+
+    /// Threads for the all-cores line [default: the CPUs this process may use].
+    #[arg(long, allow_negative_numbers = true, value_parser = threads)]
+    pub threads: Option<u32>,
+
+    /// Iterations of the int64 loop. Fewer than the standard 100,000,000 give
+    /// a quicker smoke test that is still checked, but is not comparable with
+    /// standard runs.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = dyno_cpu::int64::STANDARD_ITERATIONS,
+          value_parser = at_least_one)]
+    pub int64_iterations: u64,
+}
+
+/// Show the machine: CPU, caches, memory, OS, limits and kernel settings.
+///
+/// Every field that cannot be read here (common in VMs and containers) shows
+/// as "unknown". This is the environment that every saved run embeds.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  dyno sysinfo\n  dyno sysinfo --json | jq .cpu")]
+pub struct SysinfoArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run the built-in reference HTTP/1.1 server, the target for load tests.
+///
+/// Endpoints: GET /hello (a 92-byte HTML page), /blob/<size> (exactly <size>
+/// bytes: 512, 64k, 1m), /status/<code> (answers with that status),
+/// /delay/<ms> (answers after a delay). Keep-alive and pipelining are
+/// supported. Ctrl-C stops it gracefully.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno serve\n  dyno serve --addr 0.0.0.0:8080 --threads 4\n  dyno serve --addr 127.0.0.1:0    # any free port; the address is printed"
+)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+
+    /// Worker threads [default: the CPUs this process may use].
+    #[arg(long, allow_negative_numbers = true, value_parser = threads)]
+    pub threads: Option<u32>,
+}
+
+/// Which saved runs to take.
+#[derive(Debug, Clone, Args)]
+pub struct FilterArgs {
+    /// Only runs of this kind (quick, cpu, http, disk, exec, scale, db).
+    #[arg(long)]
+    pub kind: Option<Kind>,
+
+    /// Only runs carrying this tag (repeatable: all must match).
+    #[arg(long = "tag", value_name = "NAME", value_parser = parse_tag)]
+    pub tags: Vec<String>,
+
+    /// Only runs made on this host name.
+    #[arg(long)]
+    pub host: Option<String>,
+
+    /// Only runs started at or after this time: a date (2026-11-01), a
+    /// timestamp (2026-11-01T12:00:00Z) or an age (7d, 12h, 30m).
+    #[arg(long, value_name = "WHEN", value_parser = crate::cmd::parse_since)]
+    pub since: Option<jiff::Timestamp>,
+
+    /// At most this many runs, the most recent.
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
+    pub limit: Option<u64>,
+}
+
+/// List saved runs, oldest first: id, time, kind, host, description and
+/// headline figure.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno history\n  dyno history --kind quick --since 7d\n  dyno history --tag baseline --limit 10"
+)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// Show one saved run in full: metrics with confidence intervals, warnings,
+/// machine and settings.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  dyno show 01JDX3K2M8Q4\n  dyno show 01JDX3K2M8Q4 --json")]
+pub struct ShowArgs {
+    /// The run's id, or a unique prefix of at least 4 characters.
+    pub id: String,
+
+    /// Print the Run record as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Write saved runs to stdout (or a file) as JSON, JSON Lines or CSV.
+///
+/// CSV has one row per metric of each run (run_id, kind, started_at, host,
+/// description, tags, metric, unit, direction, value, ci_low, ci_high,
+/// ci_confidence, samples), ready for a spreadsheet pivot.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno export --format csv > runs.csv\n  dyno export --kind quick --since 30d --format jsonl -o quick.jsonl"
+)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub filter: FilterArgs,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+    pub format: ExportFormat,
+
+    /// Write to this file instead of stdout (it must not exist yet).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// A JSON array of Run records.
+    Json,
+    /// One Run record per line.
+    Jsonl,
+    /// One row per metric.
+    Csv,
+}
+
+impl ExportFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportFormat::Json => "json",
+            ExportFormat::Jsonl => "jsonl",
+            ExportFormat::Csv => "csv",
+        }
+    }
+}
+
+/// Add runs from a file made by `dyno export` or `--json` (one Run, an
+/// array of Runs, or JSON Lines). Runs already in the store are skipped.
+///
+/// The whole file is read and checked before anything is saved: a file with
+/// one bad record imports nothing.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno import runs.json\n  ssh lab1 dyno export --format jsonl | dyno import -"
+)]
+pub struct ImportArgs {
+    /// The file to read, or `-` for stdin.
+    pub file: PathBuf,
+}
+
+/// Remove saved runs by id (or unique prefix).
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  dyno rm 01JDX3K2M8Q4")]
+pub struct RmArgs {
+    /// Ids or unique prefixes of the runs to remove.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+}
+
+/// Print shell completions for bash, zsh, fish, elvish or PowerShell.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno completions bash > /etc/bash_completion.d/dyno\n  dyno completions zsh > \"${fpath[1]}/_dyno\"\n  dyno completions fish > ~/.config/fish/completions/dyno.fish"
+)]
+pub struct CompletionsArgs {
+    pub shell: clap_complete::Shell,
+}
+
+/// Print the man page (roff), or write one page per subcommand to a folder.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno man | man -l -\n  dyno man --dir /usr/local/share/man/man1   # dyno.1, dyno-quick.1, …"
+)]
+pub struct ManArgs {
+    /// Write dyno.1 and a page per subcommand (dyno-quick.1, …) into this folder.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// A whole number within `min..=max`, with a message that says which
+/// numbers are allowed.
+fn count(s: &str, min: u64, max: u64) -> Result<u64, String> {
+    let range = if max == u64::MAX {
+        format!("a whole number of at least {min}")
+    } else {
+        format!("a whole number from {min} to {max}")
+    };
+    let s = s.trim();
+    if s.starts_with('-') {
+        return Err(format!("'{s}' is negative: give {range}"));
+    }
+    let n: u64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a whole number: give {range}"))?;
+    if n < min || n > max {
+        return Err(format!("{n} is out of range: give {range}"));
+    }
+    Ok(n)
+}
+
+fn repetitions(s: &str) -> Result<u32, String> {
+    count(s, 1, 1000).map(|n| n as u32)
+}
+
+fn threads(s: &str) -> Result<u32, String> {
+    count(s, 1, 4096).map(|n| n as u32)
+}
+
+fn at_least_one(s: &str) -> Result<u64, String> {
+    count(s, 1, u64::MAX)
+}
+
+/// A tag is a short label without commas or spaces at either end.
+fn parse_tag(s: &str) -> Result<String, String> {
+    let tag = s.trim();
+    if tag.is_empty() {
+        return Err("a tag cannot be empty".into());
+    }
+    if tag.len() > 64 {
+        return Err(format!("tag '{tag}' is longer than 64 characters"));
+    }
+    if tag.contains([',', ';']) || tag.chars().any(char::is_control) {
+        return Err(format!(
+            "tag '{tag}' contains a comma, semicolon or control character; repeat --tag for several tags"
+        ));
+    }
+    Ok(tag.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn counts_explain_their_range() {
+        assert_eq!(repetitions("5").unwrap(), 5);
+        assert!(repetitions("-5").unwrap_err().contains("negative"));
+        assert!(repetitions("0").unwrap_err().contains("from 1 to 1000"));
+        assert!(threads("x").unwrap_err().contains("not a whole number"));
+        assert!(at_least_one("0").unwrap_err().contains("at least 1"));
+    }
+
+    #[test]
+    fn tags_are_validated() {
+        assert_eq!(parse_tag(" base ").unwrap(), "base");
+        assert!(parse_tag("").is_err());
+        assert!(parse_tag("a,b").unwrap_err().contains("repeat --tag"));
+    }
+}

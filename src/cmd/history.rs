@@ -1,0 +1,231 @@
+//! The store's subcommands: `history`, `show`, `export`, `import`, `rm`.
+
+use std::fs::OpenOptions;
+use std::io::{BufWriter, Read, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use dyno_model::{Run, SCHEMA_VERSION};
+use dyno_store::{Filter, Store, StoreError};
+use jiff::tz::TimeZone;
+
+use super::{open_store, print};
+use crate::ExitStatus;
+use crate::cli::{ExportArgs, FilterArgs, HistoryArgs, ImportArgs, RmArgs, ShowArgs};
+
+fn filter(args: FilterArgs) -> Filter {
+    let FilterArgs {
+        kind,
+        tags,
+        host,
+        since,
+        limit,
+    } = args;
+    Filter {
+        kind,
+        tags,
+        host,
+        since,
+        limit: limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
+    }
+}
+
+pub fn history(args: HistoryArgs) -> Result<ExitStatus> {
+    let HistoryArgs { filter: f } = args;
+    let runs = open_store()?.list(&filter(f))?;
+    if runs.is_empty() {
+        eprintln!("no runs match; `dyno quick` makes one");
+        return Ok(ExitStatus::Success);
+    }
+    print(&dyno_report::history(&runs, &TimeZone::system()))?;
+    Ok(ExitStatus::Success)
+}
+
+pub fn show(args: ShowArgs) -> Result<ExitStatus> {
+    let ShowArgs { id, json } = args;
+    let run = open_store()?.get(&id)?;
+    if json {
+        print(&(serde_json::to_string_pretty(&run)? + "\n"))?;
+    } else {
+        print(&dyno_report::run_details(&run, &TimeZone::system()))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+pub fn export(args: ExportArgs) -> Result<ExitStatus> {
+    let ExportArgs {
+        filter: f,
+        format,
+        output,
+    } = args;
+    let exporter =
+        dyno_report::exporter(format.name()).expect("every ExportFormat has an exporter");
+    let runs = open_store()?.list(&filter(f))?;
+    match output {
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            exporter.write(&runs, &mut stdout)?;
+            stdout.flush()?;
+        }
+        Some(path) => {
+            // create_new: an export never overwrites an existing file.
+            let file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .with_context(|| {
+                    format!(
+                        "could not create '{}' (an export never overwrites a file; choose a new name)",
+                        path.display()
+                    )
+                })?;
+            let mut out = BufWriter::new(file);
+            exporter
+                .write(&runs, &mut out)
+                .and_then(|()| out.flush())
+                .with_context(|| format!("could not write '{}'", path.display()))?;
+            eprintln!("exported {} runs to {}", runs.len(), path.display());
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+pub fn import(args: ImportArgs) -> Result<ExitStatus> {
+    let ImportArgs { file } = args;
+    let (name, text) = read_input(&file)?;
+    let runs = parse_runs(&text).with_context(|| format!("could not import '{name}'"))?;
+    if runs.is_empty() {
+        bail!(
+            "'{name}' holds no runs: expected a Run, an array of Runs or JSON Lines, as `dyno export` writes"
+        );
+    }
+    let mut store = open_store()?;
+    let (mut added, mut skipped) = (0, 0);
+    for run in &runs {
+        match store.save(run) {
+            Ok(()) => added += 1,
+            Err(StoreError::Duplicate { .. }) => skipped += 1,
+            Err(e) => {
+                return Err(e).context(format!("imported {added} runs from '{name}', then failed"));
+            }
+        }
+    }
+    eprintln!("imported {added} runs from {name} ({skipped} already in the store)");
+    Ok(ExitStatus::Success)
+}
+
+fn read_input(path: &Path) -> Result<(String, String)> {
+    if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("could not read stdin")?;
+        return Ok(("stdin".to_owned(), text));
+    }
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).with_context(|| format!("could not read '{name}'"))?;
+    Ok((name, text))
+}
+
+/// Reads every Run in `text`: one Run, an array of Runs, or one Run per line
+/// (any sequence of those). All are checked before any is saved.
+fn parse_runs(text: &str) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+    loop {
+        // The next record starts at the first non-blank byte after the last.
+        let rest = &text[stream.byte_offset()..];
+        let start = text.len() - rest.trim_start().len();
+        let line = text[..start].matches('\n').count() + 1;
+        let Some(value) = stream.next() else { break };
+        let value = value.with_context(|| format!("line {line} is not valid JSON"))?;
+        let records = match value {
+            serde_json::Value::Array(items) => items,
+            other => vec![other],
+        };
+        for record in records {
+            runs.push(parse_run(record).with_context(|| format!("the record at line {line}"))?);
+        }
+    }
+    Ok(runs)
+}
+
+fn parse_run(record: serde_json::Value) -> Result<Run> {
+    let version = record
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64)
+        .context("it has no schema_version: it is not a dyno Run record")?;
+    if version > u64::from(SCHEMA_VERSION) {
+        bail!(
+            "it was written by a newer dyno (schema version {version}; this build reads up to {SCHEMA_VERSION}): upgrade dyno"
+        );
+    }
+    serde_json::from_value(record).context("it is not a valid Run record")
+}
+
+pub fn rm(args: RmArgs) -> Result<ExitStatus> {
+    let RmArgs { ids } = args;
+    let mut store = open_store()?;
+    for id in ids {
+        let removed = store.remove(&id)?;
+        eprintln!("removed {removed}");
+    }
+    Ok(ExitStatus::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dyno_model::Kind;
+
+    fn record(desc: &str) -> String {
+        serde_json::to_string(&Run::new(Kind::Cpu, desc)).unwrap()
+    }
+
+    #[test]
+    fn reads_one_run_an_array_and_json_lines() {
+        let one = record("a");
+        assert_eq!(parse_runs(&one).unwrap().len(), 1);
+        let array = format!("[{}, {}]", record("a"), record("b"));
+        assert_eq!(parse_runs(&array).unwrap().len(), 2);
+        let lines = format!("{}\n{}\n\n{}\n", record("a"), record("b"), record("c"));
+        let runs = parse_runs(&lines).unwrap();
+        assert_eq!(
+            runs.iter()
+                .map(|r| r.description.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
+    }
+
+    #[test]
+    fn names_the_line_of_a_bad_record() {
+        let text = format!("{}\n{{\"schema_version\": 1}}\n", record("a"));
+        let err = format!("{:#}", parse_runs(&text).unwrap_err());
+        assert!(
+            err.contains("line 2") && err.contains("not a valid Run"),
+            "{err}"
+        );
+        let err = format!("{:#}", parse_runs("{\"x\": 1}").unwrap_err());
+        assert!(err.contains("no schema_version"), "{err}");
+        let err = format!(
+            "{:#}",
+            parse_runs(&format!("{}\n{{oops", record("a"))).unwrap_err()
+        );
+        assert!(
+            err.contains("line 2") && err.contains("not valid JSON"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn refuses_records_from_a_newer_schema() {
+        let mut value: serde_json::Value = serde_json::from_str(&record("a")).unwrap();
+        value["schema_version"] = serde_json::json!(SCHEMA_VERSION + 1);
+        let err = format!("{:#}", parse_runs(&value.to_string()).unwrap_err());
+        assert!(
+            err.contains("newer dyno") && err.contains("upgrade"),
+            "{err}"
+        );
+    }
+}

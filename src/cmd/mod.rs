@@ -1,0 +1,157 @@
+//! One module per subcommand, each wiring settings → engine → store →
+//! exporter. Helpers shared by several subcommands live here.
+
+mod completions;
+mod history;
+mod quick;
+mod serve;
+mod sysinfo;
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::{Context, Result};
+use dyno_model::{DynoBuild, Environment, Run};
+use dyno_store::{SqliteStore, Store};
+
+use crate::ExitStatus;
+use crate::cli::{Cli, Command, SaveArgs};
+
+/// Runs the subcommand the user asked for.
+pub fn run(cli: Cli) -> Result<ExitStatus> {
+    match cli.command {
+        Command::Quick(args) => quick::run(args),
+        Command::Sysinfo(args) => sysinfo::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::History(args) => history::history(args),
+        Command::Show(args) => history::show(args),
+        Command::Export(args) => history::export(args),
+        Command::Import(args) => history::import(args),
+        Command::Rm(args) => history::rm(args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man(args) => completions::man(args),
+    }
+}
+
+/// This build, as recorded in every run.
+pub fn build() -> DynoBuild {
+    DynoBuild {
+        version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+        git_revision: Some(env!("DYNO_GIT_REVISION").to_owned()),
+    }
+}
+
+/// The machine, as every run records it.
+pub fn environment() -> Environment {
+    dyno_env::capture(build())
+}
+
+/// Opens the result store at its default place ($DYNO_HOME/dyno.db).
+pub fn open_store() -> Result<SqliteStore> {
+    let path = dyno_store::default_path()?;
+    Ok(SqliteStore::open(&path)?)
+}
+
+/// Writes `text` to stdout, so a closed pipe surfaces as an error the caller
+/// can treat as success instead of a panic.
+pub fn print(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Prints a progress note on stderr when a person is watching.
+pub fn progress(note: &str) {
+    if std::io::stderr().is_terminal() {
+        eprintln!("{note}");
+    }
+}
+
+/// The end of every measuring subcommand: label the run, print it (a table
+/// or its JSON), then save it unless asked not to.
+///
+/// The store is opened by the caller *before* measuring, so a broken store
+/// fails in a second rather than after a long measurement.
+pub fn finish(
+    mut run: Run,
+    save: &SaveArgs,
+    store: Option<SqliteStore>,
+    human: impl FnOnce(&Run) -> String,
+) -> Result<Run> {
+    run.tags.clone_from(&save.tags);
+    if save.json {
+        print(&(serde_json::to_string_pretty(&run)? + "\n"))?;
+    } else {
+        print(&human(&run))?;
+    }
+    if let Some(mut store) = store {
+        store.save(&run).with_context(|| {
+            format!(
+                "the run was measured but could not be saved in {}",
+                store.path().display()
+            )
+        })?;
+        if !save.json {
+            eprintln!("saved as {} (dyno show {})", run.id, run.id);
+        }
+    }
+    Ok(run)
+}
+
+/// Opens the store unless `--no-save` was given.
+pub fn store_for(save: &SaveArgs) -> Result<Option<SqliteStore>> {
+    if save.no_save {
+        Ok(None)
+    } else {
+        open_store().map(Some)
+    }
+}
+
+/// Parses `--since`: an RFC 3339 timestamp, a date (midnight, local time) or
+/// an age such as `7d`, `12h` or `30m` counted back from now.
+pub fn parse_since(s: &str) -> Result<jiff::Timestamp, String> {
+    let s = s.trim();
+    if let Ok(ts) = s.parse::<jiff::Timestamp>() {
+        return Ok(ts);
+    }
+    if let Ok(date) = s.parse::<jiff::civil::Date>() {
+        return date
+            .to_zoned(jiff::tz::TimeZone::system())
+            .map(|z| z.timestamp())
+            .map_err(|e| e.to_string());
+    }
+    if let Ok(span) = s.parse::<jiff::Span>() {
+        if span.is_negative() {
+            return Err(format!(
+                "'{s}' is a negative age; write it as 7d, 12h or 30m"
+            ));
+        }
+        return jiff::Zoned::now()
+            .checked_sub(span)
+            .map(|z| z.timestamp())
+            .map_err(|e| e.to_string());
+    }
+    Err(format!(
+        "'{s}' is not a time: use a date (2026-11-01), a timestamp (2026-11-01T12:00:00Z) or an age (7d, 12h, 30m)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_accepts_dates_timestamps_and_ages() {
+        let ts = parse_since("2026-11-01T12:00:00Z").unwrap();
+        assert_eq!(ts.to_string(), "2026-11-01T12:00:00Z");
+        assert!(parse_since("2026-11-01").is_ok());
+        let week = parse_since("7d").unwrap();
+        let age = jiff::Timestamp::now().duration_since(week);
+        assert!((age.as_secs() - 7 * 86_400).abs() < 3_700, "{age:?}");
+        let hour = parse_since("90m").unwrap();
+        let age = jiff::Timestamp::now().duration_since(hour);
+        assert!((age.as_secs() - 5_400).abs() < 60, "{age:?}");
+        let err = parse_since("yesterday-ish").unwrap_err();
+        assert!(err.contains("7d"), "{err}");
+    }
+}

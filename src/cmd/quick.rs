@@ -1,0 +1,216 @@
+//! `dyno quick`: benchmark this machine on built-in defaults and print one
+//! summary table. Later families (HTTP, disk, scaling) add their lines here.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use dyno_cpu::int64;
+use dyno_model::{Direction, Kind, Metric, Run, Unit};
+use dyno_report::{SummaryRow, format_interval, format_value, summary};
+use dyno_stats::sampled_metric;
+use serde_json::json;
+
+use super::{environment, finish, progress, store_for};
+use crate::ExitStatus;
+use crate::cli::QuickArgs;
+
+/// What `dyno quick` runs, resolved from its flags.
+#[derive(Debug, Clone, Copy)]
+struct QuickSettings {
+    iterations: u64,
+    repetitions: usize,
+    /// Threads for the all-cores line.
+    threads: usize,
+}
+
+pub fn run(args: QuickArgs) -> Result<ExitStatus> {
+    let QuickArgs {
+        save,
+        repetitions,
+        threads,
+        int64_iterations,
+    } = args;
+    let settings = QuickSettings {
+        iterations: int64_iterations,
+        repetitions: repetitions as usize,
+        threads: threads.map_or_else(available_cpus, |t| t as usize),
+    };
+    let store = store_for(&save)?;
+
+    let started = Instant::now();
+    let mut run = Run::new(
+        Kind::Quick,
+        format!("int64 on 1 and {} threads", settings.threads),
+    );
+    run.environment = environment();
+    run.warnings = dyno_env::preflight(&run.environment);
+    run.settings = json!({
+        "int64": {
+            "iterations": settings.iterations,
+            "repetitions": settings.repetitions,
+            "warmup_repetitions": 1,
+            "threads": [1, settings.threads],
+            "interleaved": true,
+        }
+    });
+
+    match measure_int64(&settings) {
+        Ok(metrics) => run.metrics.extend(metrics),
+        Err(e) => {
+            eprintln!("dyno: check failed: {e}");
+            return Ok(ExitStatus::ChecksFailed);
+        }
+    }
+    if settings.iterations != int64::STANDARD_ITERATIONS {
+        run.warn(
+            "nonstandard_iterations",
+            format!(
+                "int64 ran {} iterations instead of the standard {}: its times are not comparable with standard runs",
+                settings.iterations,
+                int64::STANDARD_ITERATIONS
+            ),
+        );
+    }
+    let noisy: Vec<(String, f64)> = run
+        .metrics
+        .iter()
+        .filter(|m| m.unit == Unit::Ns)
+        .filter_map(|m| Some((m.name.clone(), relative_half_width(m)?)))
+        .filter(|(_, width)| *width > 0.05)
+        .collect();
+    for (name, width) in noisy {
+        run.warn(
+            "noisy",
+            format!(
+                "{name} varies by ±{:.1}% between repetitions: the machine is busy or its clock changes; close other work or add --repetitions",
+                width * 100.0
+            ),
+        );
+    }
+    run.headline = Some("int64_1t_ns".into());
+    run.duration_ns = started.elapsed().as_nanos() as u64;
+
+    finish(run, &save, store, table)?;
+    Ok(ExitStatus::Success)
+}
+
+/// Runs the int64 loop on one thread and on all threads, interleaved
+/// repetition by repetition after one discarded warm-up of each, so drift of
+/// the machine's clock affects both lines alike.
+fn measure_int64(settings: &QuickSettings) -> Result<Vec<Metric>, int64::Error> {
+    let one = |threads: usize| {
+        int64::measure(int64::Settings {
+            iterations: settings.iterations,
+            threads,
+            repetitions: 1,
+        })
+    };
+    let parallel = settings.threads > 1;
+    progress("int64: warm-up");
+    one(1)?;
+    if parallel {
+        one(settings.threads)?;
+    }
+    let mut single = Vec::new();
+    let mut multi = Vec::new();
+    for rep in 1..=settings.repetitions {
+        progress(&format!(
+            "int64: repetition {rep} of {}",
+            settings.repetitions
+        ));
+        single.push(one(1)?);
+        if parallel {
+            multi.push(one(settings.threads)?);
+        }
+    }
+    let mut metrics = lines("int64_1t", &single);
+    if parallel {
+        metrics.extend(lines("int64_nt", &multi));
+        let tp = |name: &str| metrics.iter().find(|m| m.name == name).map(|m| m.value);
+        if let (Some(t1), Some(tn)) = (tp("int64_1t_ops_per_sec"), tp("int64_nt_ops_per_sec")) {
+            let speedup = tn / t1;
+            metrics.push(Metric::new(
+                "int64_speedup",
+                Unit::Ratio,
+                Direction::HigherIsBetter,
+                speedup,
+            ));
+            metrics.push(Metric::new(
+                "int64_efficiency_percent",
+                Unit::Percent,
+                Direction::HigherIsBetter,
+                100.0 * speedup / settings.threads as f64,
+            ));
+        }
+    }
+    Ok(metrics)
+}
+
+/// The wall-time and throughput metrics of one line of repetitions.
+fn lines(prefix: &str, measurements: &[int64::Measurement]) -> Vec<Metric> {
+    let wall: Vec<f64> = measurements
+        .iter()
+        .flat_map(|m| m.wall.iter().map(|w| w.as_nanos() as f64))
+        .collect();
+    let throughput: Vec<f64> = measurements
+        .iter()
+        .flat_map(int64::Measurement::throughput_per_sec)
+        .collect();
+    vec![
+        sampled_metric(
+            format!("{prefix}_ns"),
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            wall,
+        ),
+        sampled_metric(
+            format!("{prefix}_ops_per_sec"),
+            Unit::OpsPerSec,
+            Direction::HigherIsBetter,
+            throughput,
+        ),
+    ]
+}
+
+fn relative_half_width(m: &Metric) -> Option<f64> {
+    let u = m.uncertainty.as_ref()?;
+    Some((u.high - u.low) / 2.0 / m.value.abs())
+}
+
+/// The summary table: one line per workload and thread count.
+fn table(run: &Run) -> String {
+    let threads = run.settings["int64"]["threads"][1].as_u64().unwrap_or(1);
+    let mut rows = Vec::new();
+    let row = |label: String, prefix: &str, note: String| {
+        let time = run.metric(&format!("{prefix}_ns"))?;
+        let rate = run.metric(&format!("{prefix}_ops_per_sec"))?;
+        Some(SummaryRow {
+            test: label,
+            result: format_value(time.value, time.unit),
+            uncertainty: format_interval(time).unwrap_or_default(),
+            rate: format_value(rate.value, rate.unit),
+            note,
+        })
+    };
+    rows.extend(row("int64, 1 thread".into(), "int64_1t", String::new()));
+    if threads > 1 {
+        let note = match (
+            run.metric("int64_speedup"),
+            run.metric("int64_efficiency_percent"),
+        ) {
+            (Some(s), Some(e)) => format!(
+                "speedup {}, efficiency {}",
+                format_value(s.value, s.unit),
+                format_value(e.value, e.unit)
+            ),
+            _ => String::new(),
+        };
+        rows.extend(row(format!("int64, {threads} threads"), "int64_nt", note));
+    }
+    summary(run, &rows)
+}
+
+/// The CPUs this process may run on (affinity and cgroup limits included).
+fn available_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

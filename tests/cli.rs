@@ -1,0 +1,706 @@
+//! The CLI integration tests: the real `dyno` binary, real engines, a real
+//! store in a temporary DYNO_HOME, and the real reference server on loopback.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+/// A `dyno` command with its store in `home`.
+fn dyno(home: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("dyno").unwrap();
+    cmd.env("DYNO_HOME", home).env_remove("XDG_DATA_HOME");
+    cmd
+}
+
+/// A quick run small enough for a test but still checked.
+const SMALL_QUICK: [&str; 5] = [
+    "quick",
+    "--int64-iterations",
+    "200000",
+    "--repetitions",
+    "2",
+];
+
+fn schema() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/run.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Validates `instance` against the Run schema, or against one of its
+/// `$defs` when `def` is given.
+fn assert_valid(instance: &Value, def: Option<&str>) {
+    let mut schema = schema();
+    if let Some(def) = def {
+        schema["$ref"] = Value::String(format!("#/$defs/{def}"));
+        let obj = schema.as_object_mut().unwrap();
+        for key in [
+            "properties",
+            "required",
+            "additionalProperties",
+            "type",
+            "title",
+        ] {
+            obj.remove(key);
+        }
+    }
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "schema violations: {errors:#?}\n{instance:#}"
+    );
+}
+
+fn stdout_json(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn quick_json(home: &Path, extra: &[&str]) -> Value {
+    let out = dyno(home)
+        .args(SMALL_QUICK)
+        .arg("--json")
+        .args(extra)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    stdout_json(&out)
+}
+
+fn temp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[test]
+fn version_names_the_git_revision() {
+    let out = Command::cargo_bin("dyno")
+        .unwrap()
+        .arg("--version")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.starts_with("dyno 0."), "{text}");
+    assert!(text.contains("(git "), "{text}");
+}
+
+#[test]
+fn every_subcommand_has_help_with_an_example() {
+    for sub in [
+        "quick",
+        "sysinfo",
+        "serve",
+        "history",
+        "show",
+        "export",
+        "import",
+        "rm",
+        "completions",
+        "man",
+    ] {
+        Command::cargo_bin("dyno")
+            .unwrap()
+            .args([sub, "--help"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Examples:"))
+            .stdout(predicate::str::contains(format!("dyno {sub}")));
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_with_a_clear_message() {
+    let home = temp();
+    dyno(home.path())
+        .args(["quick", "--frobnicate"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--frobnicate"));
+    dyno(home.path())
+        .args(["quick", "--repetitions", "-5"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("--repetitions").and(predicate::str::contains("negative")),
+        );
+    dyno(home.path())
+        .args(["quick", "--repetitions", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("from 1 to 1000"));
+    dyno(home.path())
+        .args(["history", "--kind", "htttp"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown run kind 'htttp'"));
+    dyno(home.path())
+        .args(["history", "--since", "someday"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("7d"));
+    dyno(home.path())
+        .args(["serve", "--addr", "localhost:99999"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--addr"));
+    assert!(
+        !home.path().join("dyno.db").exists(),
+        "usage errors must not create a store"
+    );
+}
+
+#[test]
+fn quick_prints_its_table_saves_and_history_lists_it() {
+    let home = temp();
+    let out = dyno(home.path())
+        .args(SMALL_QUICK)
+        .args(["--threads", "2", "--tag", "ci"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("int64, 1 thread"), "{table}");
+    assert!(table.contains("int64, 2 threads"), "{table}");
+    assert!(table.contains("speedup"), "{table}");
+    assert!(table.contains("ops/s"), "{table}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let id = stderr
+        .split_whitespace()
+        .skip_while(|w| *w != "as")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no id in {stderr}"))
+        .to_owned();
+    assert_eq!(id.len(), 26, "{stderr}");
+
+    let history = dyno(home.path())
+        .arg("history")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let history = String::from_utf8(history).unwrap();
+    assert!(history.contains(&id), "{history}");
+    assert!(history.contains("quick"), "{history}");
+    assert!(history.contains("int64_1t_ns"), "{history}");
+
+    let shown = dyno(home.path())
+        .args(["show", &id[..10]])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let shown = String::from_utf8(shown).unwrap();
+    assert!(
+        shown.contains(&id) && shown.contains("int64_nt_ops_per_sec"),
+        "{shown}"
+    );
+    assert!(shown.contains("Tags: ci"), "{shown}");
+
+    let json = dyno(home.path())
+        .args(["show", &id, "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let run = stdout_json(&json);
+    assert_valid(&run, None);
+    assert_eq!(run["id"], id.as_str());
+    assert_eq!(run["tags"], serde_json::json!(["ci"]));
+}
+
+#[test]
+fn quick_json_is_a_valid_run_with_checked_figures() {
+    let home = temp();
+    let run = quick_json(home.path(), &["--no-save", "--threads", "2"]);
+    assert_valid(&run, None);
+    assert_eq!(run["kind"], "quick");
+    let metric = |name: &str| {
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no metric {name}"))
+            .clone()
+    };
+    let one = metric("int64_1t_ns");
+    assert_eq!(one["unit"], "ns");
+    assert_eq!(one["direction"], "lower_is_better");
+    assert_eq!(one["samples"].as_array().unwrap().len(), 2);
+    assert_eq!(one["uncertainty"]["n"], 2);
+    assert!(one["value"].as_f64().unwrap() > 0.0);
+    let rate = metric("int64_1t_ops_per_sec")["value"].as_f64().unwrap();
+    // iterations / mean time and mean of (iterations / time) agree within a
+    // few percent for two close samples; a wildly different figure is a bug.
+    let implied = 200_000.0 / (one["value"].as_f64().unwrap() / 1e9);
+    assert!((rate / implied - 1.0).abs() < 0.5, "{rate} vs {implied}");
+    assert!(metric("int64_speedup")["value"].as_f64().unwrap() > 0.0);
+    assert_eq!(run["settings"]["int64"]["iterations"], 200_000);
+    assert!(
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "nonstandard_iterations"),
+        "a short run must say it is not comparable"
+    );
+    assert!(run["environment"]["dyno"]["git_revision"].is_string());
+    assert!(
+        !home.path().join("dyno.db").exists(),
+        "--no-save must not create a store"
+    );
+}
+
+#[test]
+fn sysinfo_prints_the_machine_and_valid_json() {
+    let home = temp();
+    let out = dyno(home.path())
+        .arg("sysinfo")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    for field in [
+        "host",
+        "kernel",
+        "logical cores",
+        "memory total",
+        "open files",
+        "somaxconn",
+        "dyno",
+    ] {
+        assert!(text.contains(field), "no {field} in\n{text}");
+    }
+    let out = dyno(home.path())
+        .args(["sysinfo", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let env = stdout_json(&out);
+    assert_valid(&env, Some("environment"));
+    assert!(env["cpu"]["logical_cores"].as_u64().unwrap() >= 1);
+    assert!(env["memory"]["total_bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn export_and_import_move_runs_between_stores() {
+    let a = temp();
+    let b = temp();
+    let first = quick_json(a.path(), &["--tag", "one"]);
+    let second = quick_json(a.path(), &["--tag", "two"]);
+
+    for (format, check) in [
+        ("json", "["),
+        ("jsonl", "{"),
+        ("csv", "run_id,kind,started_at"),
+    ] {
+        let out = dyno(a.path())
+            .args(["export", "--format", format])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with(check), "{format}: {text}");
+        assert!(text.contains(first["id"].as_str().unwrap()), "{format}");
+    }
+    let out = dyno(a.path())
+        .args(["export", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let exported = stdout_json(&out);
+    for run in exported.as_array().unwrap() {
+        assert_valid(run, None);
+    }
+
+    // CSV has one row per metric plus a header.
+    let out = dyno(a.path())
+        .args(["export", "--format", "csv", "--tag", "one"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let rows = String::from_utf8(out).unwrap().lines().count();
+    assert_eq!(rows, 1 + first["metrics"].as_array().unwrap().len());
+
+    let file = a.path().join("runs.jsonl");
+    dyno(a.path())
+        .args(["export", "--format", "jsonl", "-o"])
+        .arg(&file)
+        .assert()
+        .success();
+    // An export never overwrites.
+    dyno(a.path())
+        .args(["export", "-o"])
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("never overwrites"));
+
+    dyno(b.path())
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("imported 2 runs"));
+    dyno(b.path())
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success()
+        .stderr(
+            predicate::str::contains("imported 0 runs").and(predicate::str::contains("2 already")),
+        );
+    let out = dyno(b.path())
+        .args(["show", second["id"].as_str().unwrap(), "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert_eq!(
+        stdout_json(&out),
+        second,
+        "an imported run is the exported run"
+    );
+
+    // From stdin, and filters apply to what was imported.
+    let c = temp();
+    dyno(c.path())
+        .args(["import", "-"])
+        .pipe_stdin(&file)
+        .unwrap()
+        .assert()
+        .success();
+    let out = dyno(c.path())
+        .args(["history", "--tag", "two"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains(second["id"].as_str().unwrap())
+            && !text.contains(first["id"].as_str().unwrap()),
+        "{text}"
+    );
+}
+
+#[test]
+fn history_filters_by_kind_host_since_and_limit() {
+    let home = temp();
+    let runs: Vec<Value> = (0..3).map(|_| quick_json(home.path(), &[])).collect();
+    let ids: Vec<&str> = runs.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let list = |args: &[&str]| {
+        let out = dyno(home.path())
+            .arg("history")
+            .args(args)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let last_two = list(&["--limit", "2"]);
+    assert!(
+        !last_two.contains(ids[0]) && last_two.contains(ids[1]) && last_two.contains(ids[2]),
+        "{last_two}"
+    );
+    assert!(list(&["--kind", "quick"]).contains(ids[0]));
+    let none = dyno(home.path())
+        .args(["history", "--kind", "disk"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(none.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no runs match"));
+    let host = runs[0]["environment"]["hostname"].as_str().unwrap();
+    assert!(list(&["--host", host]).contains(ids[2]));
+    assert!(list(&["--since", "1h"]).contains(ids[0]));
+    dyno(home.path())
+        .args(["history", "--since", "2999-01-01"])
+        .assert()
+        .success()
+        .stdout(predicate::str::is_empty());
+}
+
+#[test]
+fn rm_removes_a_run_and_unknown_ids_exit_2() {
+    let home = temp();
+    let run = quick_json(home.path(), &[]);
+    let id = run["id"].as_str().unwrap();
+    dyno(home.path())
+        .args(["rm", id])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(id));
+    dyno(home.path())
+        .args(["show", id])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(id).and(predicate::str::contains("dyno history")));
+    dyno(home.path()).args(["rm", id]).assert().code(2);
+}
+
+#[test]
+fn two_processes_saving_at_once_both_succeed() {
+    let home = temp();
+    let bin = assert_cmd::cargo::cargo_bin("dyno");
+    let spawn = || {
+        StdCommand::new(&bin)
+            .args(SMALL_QUICK)
+            .arg("--json")
+            .env("DYNO_HOME", home.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let children: Vec<_> = (0..4).map(|_| spawn()).collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = dyno(home.path())
+        .args(["export", "--format", "jsonl"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(String::from_utf8(out).unwrap().lines().count(), 4);
+}
+
+#[test]
+fn a_corrupt_database_is_refused_and_left_untouched() {
+    let home = temp();
+    let db = home.path().join("dyno.db");
+    let garbage: Vec<u8> = (0..8192u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&db, &garbage).unwrap();
+    for args in [
+        &["history"][..],
+        &SMALL_QUICK[..],
+        &["show", "01ABCDEF"][..],
+    ] {
+        dyno(home.path())
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("dyno.db").and(predicate::str::contains("untouched")));
+    }
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        garbage,
+        "the file must not change"
+    );
+    let entries: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        entries.len(),
+        1,
+        "nothing may be created beside it: {entries:?}"
+    );
+}
+
+#[test]
+fn an_unwritable_home_says_how_to_fix_it() {
+    let home = temp();
+    let file = home.path().join("not-a-dir");
+    std::fs::write(&file, b"x").unwrap();
+    let bad = file.join("dyno");
+    dyno(&bad)
+        .args(SMALL_QUICK)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("DYNO_HOME").and(predicate::str::contains("not-a-dir")));
+    dyno(&bad)
+        .args(SMALL_QUICK)
+        .arg("--no-save")
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_locked_database_is_reported_not_waited_on_forever() {
+    let home = temp();
+    quick_json(home.path(), &[]);
+    let db = home.path().join("dyno.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let start = Instant::now();
+    dyno(home.path())
+        .args(SMALL_QUICK)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("locked").or(predicate::str::contains("another dyno")));
+    assert!(start.elapsed() < Duration::from_secs(60));
+    conn.execute_batch("ROLLBACK").unwrap();
+    dyno(home.path()).arg("history").assert().success();
+}
+
+#[test]
+fn import_of_a_bad_file_saves_nothing() {
+    let home = temp();
+    let file = home.path().join("bad.jsonl");
+    let good = quick_json(home.path(), &["--no-save"]);
+    std::fs::write(
+        &file,
+        format!("{good}\n{{\"schema_version\": 1, \"id\": \"x\"}}\n"),
+    )
+    .unwrap();
+    dyno(home.path())
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("line 2"));
+    dyno(home.path())
+        .args(["export", "--format", "jsonl"])
+        .assert()
+        .success()
+        .stdout(predicate::str::is_empty());
+    dyno(home.path())
+        .args(["import", "/nonexistent/runs.json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("/nonexistent/runs.json"));
+}
+
+#[test]
+fn completions_and_man_pages_are_generated() {
+    for (shell, marker) in [
+        ("bash", "_dyno()"),
+        ("zsh", "#compdef dyno"),
+        ("fish", "complete -c dyno"),
+    ] {
+        Command::cargo_bin("dyno")
+            .unwrap()
+            .args(["completions", shell])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(marker).and(predicate::str::contains("history")));
+    }
+    Command::cargo_bin("dyno")
+        .unwrap()
+        .arg("man")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(".TH dyno").and(predicate::str::contains("quick")));
+    let dir = temp();
+    Command::cargo_bin("dyno")
+        .unwrap()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    for page in ["dyno.1", "dyno-quick.1", "dyno-serve.1"] {
+        assert!(dir.path().join(page).exists(), "{page}");
+    }
+}
+
+/// Reads one HTTP/1.1 response with a Content-Length body.
+fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a header end");
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, raw[split + 4..].to_vec())
+}
+
+#[test]
+fn serve_answers_on_the_printed_address_and_stops_on_ctrl_c() {
+    let bin: PathBuf = assert_cmd::cargo::cargo_bin("dyno");
+    let mut child = StdCommand::new(bin)
+        .args(["serve", "--addr", "127.0.0.1:0", "--threads", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_owned();
+
+    let (status, body) = get(&addr, "/hello");
+    assert_eq!((status, body.len()), (200, 92));
+    let (status, body) = get(&addr, "/blob/64k");
+    assert_eq!((status, body.len()), (200, 65_536));
+    assert_eq!(get(&addr, "/status/503").0, 503);
+    assert_eq!(get(&addr, "/blob/1x").0, 400);
+
+    // SAFETY: kill(2) with a valid pid of our own child.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "dyno serve did not stop on SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(
+        TcpStream::connect(&addr).is_err(),
+        "the port must be closed"
+    );
+}
