@@ -69,6 +69,30 @@ fn stdout_json(out: &std::process::Output) -> Value {
     })
 }
 
+/// Runs `dyno args…` with its store in `home`, expects success, returns stdout.
+fn ok(home: &Path, args: &[&str]) -> String {
+    let out = dyno(home)
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
+/// Runs `dyno args…`, expects exit code 2 and returns stderr.
+fn fails(home: &Path, args: &[&str]) -> String {
+    let out = dyno(home)
+        .args(args)
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
 fn quick_json(home: &Path, extra: &[&str]) -> Value {
     let out = dyno(home)
         .args(SMALL_QUICK)
@@ -127,40 +151,36 @@ fn every_subcommand_has_help_with_an_example() {
 #[test]
 fn usage_errors_exit_2_with_a_clear_message() {
     let home = temp();
-    dyno(home.path())
-        .args(["quick", "--frobnicate"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--frobnicate"));
-    dyno(home.path())
-        .args(["quick", "--repetitions", "-5"])
-        .assert()
-        .code(2)
-        .stderr(
-            predicate::str::contains("--repetitions").and(predicate::str::contains("negative")),
-        );
-    dyno(home.path())
-        .args(["quick", "--repetitions", "0"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("from 1 to 1000"));
-    dyno(home.path())
-        .args(["history", "--kind", "htttp"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("unknown run kind 'htttp'"));
-    dyno(home.path())
-        .args(["history", "--since", "someday"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("7d"));
-    dyno(home.path())
-        .args(["serve", "--addr", "localhost:99999"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--addr"));
+    let h = home.path();
+    let cases: [(&[&str], &[&str]); 7] = [
+        (&["quick", "--frobnicate"], &["--frobnicate"]),
+        (
+            &["quick", "--repetitions", "-5"],
+            &["--repetitions", "negative"],
+        ),
+        (&["quick", "--repetitions", "0"], &["from 1 to 1000"]),
+        (
+            &["quick", "--threads", "many"],
+            &["--threads", "not a whole number"],
+        ),
+        (
+            &["history", "--kind", "htttp"],
+            &["unknown run kind 'htttp'"],
+        ),
+        (&["history", "--since", "someday"], &["7d"]),
+        (&["serve", "--addr", "localhost:99999"], &["--addr"]),
+    ];
+    for (args, needles) in cases {
+        let stderr = fails(h, args);
+        for needle in needles {
+            assert!(
+                stderr.contains(needle),
+                "{args:?}: no {needle:?} in {stderr}"
+            );
+        }
+    }
     assert!(
-        !home.path().join("dyno.db").exists(),
+        !h.join("dyno.db").exists(),
         "usage errors must not create a store"
     );
 }
@@ -189,26 +209,12 @@ fn quick_prints_its_table_saves_and_history_lists_it() {
         .to_owned();
     assert_eq!(id.len(), 26, "{stderr}");
 
-    let history = dyno(home.path())
-        .arg("history")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let history = String::from_utf8(history).unwrap();
+    let history = ok(home.path(), &["history"]);
     assert!(history.contains(&id), "{history}");
     assert!(history.contains("quick"), "{history}");
     assert!(history.contains("int64_1t_ns"), "{history}");
 
-    let shown = dyno(home.path())
-        .args(["show", &id[..10]])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let shown = String::from_utf8(shown).unwrap();
+    let shown = ok(home.path(), &["show", &id[..10]]);
     assert!(
         shown.contains(&id) && shown.contains("int64_nt_ops_per_sec"),
         "{shown}"
@@ -273,14 +279,7 @@ fn quick_json_is_a_valid_run_with_checked_figures() {
 #[test]
 fn sysinfo_prints_the_machine_and_valid_json() {
     let home = temp();
-    let out = dyno(home.path())
-        .arg("sysinfo")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = ok(home.path(), &["sysinfo"]);
     for field in [
         "host",
         "kernel",
@@ -316,14 +315,7 @@ fn export_and_import_move_runs_between_stores() {
         ("jsonl", "{"),
         ("csv", "run_id,kind,started_at"),
     ] {
-        let out = dyno(a.path())
-            .args(["export", "--format", format])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        let text = String::from_utf8(out).unwrap();
+        let text = ok(a.path(), &["export", "--format", format]);
         assert!(text.starts_with(check), "{format}: {text}");
         assert!(text.contains(first["id"].as_str().unwrap()), "{format}");
     }
@@ -339,14 +331,9 @@ fn export_and_import_move_runs_between_stores() {
     }
 
     // CSV has one row per metric plus a header.
-    let out = dyno(a.path())
-        .args(["export", "--format", "csv", "--tag", "one"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let rows = String::from_utf8(out).unwrap().lines().count();
+    let rows = ok(a.path(), &["export", "--format", "csv", "--tag", "one"])
+        .lines()
+        .count();
     assert_eq!(rows, 1 + first["metrics"].as_array().unwrap().len());
 
     let file = a.path().join("runs.jsonl");
@@ -397,14 +384,7 @@ fn export_and_import_move_runs_between_stores() {
         .unwrap()
         .assert()
         .success();
-    let out = dyno(c.path())
-        .args(["history", "--tag", "two"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = ok(c.path(), &["history", "--tag", "two"]);
     assert!(
         text.contains(second["id"].as_str().unwrap())
             && !text.contains(first["id"].as_str().unwrap()),
@@ -417,17 +397,7 @@ fn history_filters_by_kind_host_since_and_limit() {
     let home = temp();
     let runs: Vec<Value> = (0..3).map(|_| quick_json(home.path(), &[])).collect();
     let ids: Vec<&str> = runs.iter().map(|r| r["id"].as_str().unwrap()).collect();
-    let list = |args: &[&str]| {
-        let out = dyno(home.path())
-            .arg("history")
-            .args(args)
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        String::from_utf8(out).unwrap()
-    };
+    let list = |args: &[&str]| ok(home.path(), &[&["history"], args].concat());
     let last_two = list(&["--limit", "2"]);
     assert!(
         !last_two.contains(ids[0]) && last_two.contains(ids[1]) && last_two.contains(ids[2]),
@@ -493,14 +463,12 @@ fn two_processes_saving_at_once_both_succeed() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let out = dyno(home.path())
-        .args(["export", "--format", "jsonl"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    assert_eq!(String::from_utf8(out).unwrap().lines().count(), 4);
+    assert_eq!(
+        ok(home.path(), &["export", "--format", "jsonl"])
+            .lines()
+            .count(),
+        4
+    );
 }
 
 #[test]

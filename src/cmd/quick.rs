@@ -126,22 +126,34 @@ fn measure_int64(settings: &QuickSettings) -> Result<Vec<Metric>, int64::Error> 
     let mut metrics = lines("int64_1t", &single);
     if parallel {
         metrics.extend(lines("int64_nt", &multi));
-        let tp = |name: &str| metrics.iter().find(|m| m.name == name).map(|m| m.value);
-        if let (Some(t1), Some(tn)) = (tp("int64_1t_ops_per_sec"), tp("int64_nt_ops_per_sec")) {
-            let speedup = tn / t1;
-            metrics.push(Metric::new(
-                "int64_speedup",
-                Unit::Ratio,
-                Direction::HigherIsBetter,
-                speedup,
-            ));
-            metrics.push(Metric::new(
-                "int64_efficiency_percent",
-                Unit::Percent,
-                Direction::HigherIsBetter,
-                100.0 * speedup / settings.threads as f64,
-            ));
-        }
+        // Speedup per interleaved pair of repetitions, so its interval
+        // reflects how the two lines moved together.
+        let speedup: Vec<f64> = single
+            .iter()
+            .zip(&multi)
+            .flat_map(|(one, all)| {
+                one.throughput_per_sec()
+                    .into_iter()
+                    .zip(all.throughput_per_sec())
+                    .map(|(t1, tn)| tn / t1)
+            })
+            .collect();
+        let efficiency = speedup
+            .iter()
+            .map(|s| 100.0 * s / settings.threads as f64)
+            .collect();
+        metrics.push(sampled_metric(
+            "int64_speedup",
+            Unit::Ratio,
+            Direction::HigherIsBetter,
+            speedup,
+        ));
+        metrics.push(sampled_metric(
+            "int64_efficiency_percent",
+            Unit::Percent,
+            Direction::HigherIsBetter,
+            efficiency,
+        ));
     }
     Ok(metrics)
 }

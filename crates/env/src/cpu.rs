@@ -128,16 +128,9 @@ pub(crate) fn cpu_list_len(list: &str) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::cpuinfo::tests::X86_VM;
-
-    fn write(root: &Path, relative: &str, text: &str) {
-        let path = root.join(relative);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use crate::tests::write;
 
     #[test]
     fn cpu_lists() {

@@ -95,12 +95,13 @@ pub fn capture_from(root: &Path, build: DynoBuild) -> Environment {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use dyno_model::{Cache, Cpu, Limits, Memory, Network};
 
     use super::*;
 
-    fn write(root: &Path, relative: &str, text: &str) {
+    /// Writes `text` to `root/relative`, creating folders on the way.
+    pub(crate) fn write(root: &Path, relative: &str, text: &str) {
         let path = root.join(relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();

@@ -113,3 +113,37 @@ impl Exporter for Csv {
         w.flush()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+
+    fn export(format: &str) -> String {
+        let mut out = Vec::new();
+        let runs = [fixture::run()];
+        exporter(format).unwrap().write(&runs, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn csv_has_one_row_per_metric() {
+        insta::assert_snapshot!(export("csv"));
+    }
+
+    #[test]
+    fn json_and_json_lines_carry_the_whole_run() {
+        let json: Vec<Run> = serde_json::from_str(&export("json")).unwrap();
+        assert_eq!(json, vec![fixture::run()]);
+        let lines = export("jsonl");
+        assert_eq!(lines.lines().count(), 1);
+        let run: Run = serde_json::from_str(lines.trim_end()).unwrap();
+        assert_eq!(run, fixture::run());
+        insta::assert_snapshot!(lines);
+    }
+
+    #[test]
+    fn unknown_formats_have_no_exporter() {
+        assert!(exporter("xml").is_none());
+    }
+}

@@ -259,3 +259,50 @@ fn warnings(run: &Run, out: &mut String) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+
+    #[test]
+    fn history_lists_one_line_per_run() {
+        let mut second = fixture::run();
+        second.id = "01JD5Z9999999999999999999A".parse().unwrap();
+        second.headline = None;
+        second.environment.hostname = None;
+        insta::assert_snapshot!(history(&[fixture::run(), second], &TimeZone::UTC));
+    }
+
+    #[test]
+    fn run_details_show_everything() {
+        insta::assert_snapshot!(run_details(&fixture::run(), &TimeZone::UTC));
+    }
+
+    #[test]
+    fn summary_is_one_table() {
+        let rows = [
+            SummaryRow {
+                test: "int64, 1 thread".into(),
+                result: "1.250 s".into(),
+                uncertainty: "±2.0% (95% CI, n=3)".into(),
+                rate: "80.00 Mops/s".into(),
+                note: String::new(),
+            },
+            SummaryRow {
+                test: "int64, 32 threads".into(),
+                result: "1.857 s".into(),
+                uncertainty: String::new(),
+                rate: "861.6 Mops/s".into(),
+                note: "speedup 10.77×".into(),
+            },
+        ];
+        insta::assert_snapshot!(summary(&fixture::run(), &rows));
+    }
+
+    #[test]
+    fn environment_shows_unknown_for_what_was_not_read() {
+        insta::assert_snapshot!("environment_full", environment(&fixture::environment()));
+        insta::assert_snapshot!("environment_empty", environment(&Environment::default()));
+    }
+}
