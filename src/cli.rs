@@ -72,8 +72,8 @@ pub struct SaveArgs {
 ///
 /// Records the environment and runs the `int64` CPU workload (a 64-bit
 /// integer loop of 100,000,000 iterations whose final state is checked) on
-/// one thread and on all cores, five times each after a warm-up, then saves the run. Takes
-/// about ten seconds on a 2-core machine.
+/// one thread and on all cores, five times each after a warm-up, then saves
+/// the run. Takes about ten seconds on a 2-core machine.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno quick\n  dyno quick --tag before-upgrade\n  dyno quick --json --no-save > quick.json"

@@ -89,7 +89,8 @@ mod schema_tests {
     #[test]
     fn the_schema_rejects_what_the_types_reject() {
         let good = serde_json::to_value(full_run()).unwrap();
-        let mutations: [(&str, fn(&mut serde_json::Value)); 5] = [
+        type Mutation = fn(&mut serde_json::Value);
+        let mutations: [(&str, Mutation); 5] = [
             ("unknown unit", |r| {
                 r["metrics"][0]["unit"] = "furlongs".into()
             }),
