@@ -41,6 +41,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Quick(QuickArgs),
+    Http(Box<HttpArgs>),
     Sysinfo(SysinfoArgs),
     Serve(ServeArgs),
     History(HistoryArgs),
@@ -70,10 +71,11 @@ pub struct SaveArgs {
 
 /// Benchmark this machine on built-in defaults and print one summary table.
 ///
-/// Records the environment and runs the `int64` CPU workload (a 64-bit
-/// integer loop of 100,000,000 iterations whose final state is checked) on
-/// one thread and on all cores, five times each after a warm-up, then saves
-/// the run. Takes about ten seconds on a 2-core machine.
+/// Records the environment, runs the `int64` CPU workload (a 64-bit integer
+/// loop of 100,000,000 iterations whose final state is checked) on one
+/// thread and on all cores, five times each after a warm-up, then loads
+/// dyno's built-in HTTP server on loopback for three seconds, and saves the
+/// run. Takes about fifteen seconds on a 2-core machine.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno quick\n  dyno quick --tag before-upgrade\n  dyno quick --json --no-save > quick.json"
@@ -96,6 +98,129 @@ pub struct QuickArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = dyno_cpu::int64::STANDARD_ITERATIONS,
           value_parser = at_least_one)]
     pub int64_iterations: u64,
+
+    /// Length of the HTTP line (dyno's client against its built-in server on
+    /// loopback); 0 skips it.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub http_duration: std::time::Duration,
+}
+
+/// Load-test an HTTP server: as fast as wrk, honest about latency, and able
+/// to print ApacheBench's report.
+///
+/// Closed model (default): each of -c connections sends its next request as
+/// soon as the previous answer is in, for -d DURATION or -n N requests in
+/// total (exactly N, in-flight ones included). Open model (--rate R): R
+/// requests per second on a fixed schedule, latency counted from each
+/// request's due time, so a stalled server cannot hide its stall
+/// (coordinated omission); both corrected and uncorrected latency are shown.
+///
+/// With no URL, dyno starts its built-in server on a loopback port and loads
+/// /hello. The run is saved; exit code 1 when errors exceed --max-error-rate.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64"
+)]
+pub struct HttpArgs {
+    /// The URL to load (http://); may hold {seq} and {rand:MIN-MAX}, filled
+    /// per request. Omit it to load dyno's built-in server.
+    pub url: Option<String>,
+
+    /// Send exactly N measured requests in total.
+    #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration", allow_negative_numbers = true, value_parser = at_least_one)]
+    pub requests: Option<u64>,
+
+    /// Measure for this long (10s, 500ms, 2m) [default: 10s unless -n].
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+
+    /// Open connections (in total, across threads).
+    #[arg(short = 'c', long, default_value_t = 10, allow_negative_numbers = true, value_parser = connections)]
+    pub connections: u32,
+
+    /// Worker threads, each with its own event loop [default: the CPUs this
+    /// process may use; half of them when the built-in server runs beside].
+    #[arg(short = 't', long, allow_negative_numbers = true, value_parser = threads)]
+    pub threads: Option<u32>,
+
+    /// Open model: this many requests per second in total.
+    #[arg(long, value_name = "R", allow_negative_numbers = true, value_parser = parse_rate)]
+    pub rate: Option<f64>,
+
+    /// Run this long first without measuring (excluded from every figure).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub warmup: std::time::Duration,
+
+    /// Open a new connection for every request (ab without -k).
+    #[arg(long)]
+    pub no_keepalive: bool,
+
+    /// Keep connections alive (the default; accepted for ab and weighttp habits).
+    #[arg(short = 'k', long = "keepalive", conflicts_with = "no_keepalive")]
+    pub keepalive: bool,
+
+    /// HTTP/1.1 pipelining: requests written back to back per connection.
+    #[arg(long, value_name = "DEPTH", default_value_t = 1, allow_negative_numbers = true, value_parser = pipeline)]
+    pub pipeline: u32,
+
+    /// Request method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+
+    /// Add a header (repeatable): -H 'Accept: text/html'.
+    #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
+    pub headers: Vec<String>,
+
+    /// Request body.
+    #[arg(short = 'b', long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Request body read from a file.
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+
+    /// URLs to load round-robin, one per line (all on one server); replaces URL.
+    #[arg(long, value_name = "FILE", conflicts_with = "url")]
+    pub url_file: Option<PathBuf>,
+
+    /// Give up on a response after this long without progress.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+
+    /// Give up on connecting after this long.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub connect_timeout: std::time::Duration,
+
+    /// Count responses with status ≥ 400 as errors.
+    #[arg(long)]
+    pub fail_status: bool,
+
+    /// Exit with code 1 when more than this percentage of requests failed.
+    #[arg(long, value_name = "PERCENT", default_value_t = 1.0, allow_negative_numbers = true, value_parser = percent)]
+    pub max_error_rate: f64,
+
+    /// Report layout: dyno's own, or ApacheBench 2.3's (for scripts that parse ab).
+    #[arg(long, value_enum, default_value_t = HttpFormat::Human)]
+    pub format: HttpFormat,
+
+    /// Write per-second latency histograms in the HdrHistogram log format.
+    #[arg(long, value_name = "FILE")]
+    pub latency_log: Option<PathBuf>,
+
+    /// Seed for {rand:…} values (recorded in the run) [default: random].
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HttpFormat {
+    /// dyno's report: latency percentiles, connection times, errors by class.
+    Human,
+    /// ApacheBench 2.3's layout and labels.
+    Ab,
 }
 
 /// Show the machine: CPU, caches, memory, OS, limits and kernel settings.
@@ -297,6 +422,52 @@ fn at_least_one(s: &str) -> Result<u64, String> {
     count(s, 1, u64::MAX)
 }
 
+fn connections(s: &str) -> Result<u32, String> {
+    count(s, 1, 1_000_000).map(|n| n as u32)
+}
+
+fn pipeline(s: &str) -> Result<u32, String> {
+    count(s, 1, 1024).map(|n| n as u32)
+}
+
+/// A duration: `10s`, `500ms`, `2m`, `1h`, or a plain number of seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let hint = "write it as 10s, 500ms, 2m or 1h";
+    if t.starts_with('-') {
+        return Err(format!("'{t}' is negative: {hint}"));
+    }
+    if let Ok(secs) = t.parse::<f64>() {
+        return std::time::Duration::try_from_secs_f64(secs)
+            .map_err(|_| format!("'{t}' is not a duration: {hint}"));
+    }
+    let d: jiff::SignedDuration = t
+        .parse()
+        .map_err(|_| format!("'{t}' is not a duration: {hint}"))?;
+    std::time::Duration::try_from(d).map_err(|_| format!("'{t}' is not a duration: {hint}"))
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    match t.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 && r <= 1e9 => Ok(r),
+        Ok(_) => Err(format!(
+            "'{t}' is out of range: give requests per second above 0 (e.g. 5000)"
+        )),
+        Err(_) => Err(format!(
+            "'{t}' is not a number: give requests per second, e.g. 5000"
+        )),
+    }
+}
+
+fn percent(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    match t.parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!("'{s}' is not a percentage from 0 to 100")),
+    }
+}
+
 /// A tag is a short label without commas or spaces at either end.
 fn parse_tag(s: &str) -> Result<String, String> {
     let tag = s.trim();
@@ -331,6 +502,20 @@ mod tests {
         assert!(repetitions("0").unwrap_err().contains("from 1 to 1000"));
         assert!(threads("x").unwrap_err().contains("not a whole number"));
         assert!(at_least_one("0").unwrap_err().contains("at least 1"));
+    }
+
+    #[test]
+    fn durations_accept_units_and_plain_seconds() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("-1s").unwrap_err().contains("negative"));
+        assert!(parse_duration("soon").unwrap_err().contains("10s"));
+        assert!(parse_rate("0").is_err() && parse_rate("x").is_err());
+        assert_eq!(percent("5%").unwrap(), 5.0);
+        assert!(percent("101").is_err());
     }
 
     #[test]

@@ -19,12 +19,14 @@ fn dyno(home: &Path) -> Command {
 }
 
 /// A quick run small enough for a test but still checked.
-const SMALL_QUICK: [&str; 5] = [
+const SMALL_QUICK: [&str; 7] = [
     "quick",
     "--int64-iterations",
     "200000",
     "--repetitions",
     "2",
+    "--http-duration",
+    "0",
 ];
 
 fn schema() -> Value {
@@ -128,6 +130,7 @@ fn version_names_the_git_revision() {
 fn every_subcommand_has_help_with_an_example() {
     for sub in [
         "quick",
+        "http",
         "sysinfo",
         "serve",
         "history",
@@ -189,8 +192,14 @@ fn usage_errors_exit_2_with_a_clear_message() {
 fn quick_prints_its_table_saves_and_history_lists_it() {
     let home = temp();
     let out = dyno(home.path())
-        .args(SMALL_QUICK)
-        .args(["--threads", "2", "--tag", "ci"])
+        .args([
+            "quick",
+            "--int64-iterations",
+            "200000",
+            "--repetitions",
+            "2",
+        ])
+        .args(["--threads", "2", "--tag", "ci", "--http-duration", "1s"])
         .assert()
         .success()
         .get_output()
@@ -200,6 +209,10 @@ fn quick_prints_its_table_saves_and_history_lists_it() {
     assert!(table.contains("int64, 2 threads"), "{table}");
     assert!(table.contains("speedup"), "{table}");
     assert!(table.contains("ops/s"), "{table}");
+    assert!(
+        table.contains("http /hello") && table.contains("req/s"),
+        "{table}"
+    );
     let stderr = String::from_utf8(out.stderr).unwrap();
     let id = stderr
         .split_whitespace()
@@ -671,4 +684,190 @@ fn serve_answers_on_the_printed_address_and_stops_on_ctrl_c() {
         TcpStream::connect(&addr).is_err(),
         "the port must be closed"
     );
+}
+
+/// A metric's value from a Run in JSON.
+fn metric(run: &Value, name: &str) -> Option<f64> {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .and_then(|m| m["value"].as_f64())
+}
+
+fn http_json(home: &Path, args: &[&str]) -> Value {
+    let out = dyno(home)
+        .arg("http")
+        .args(args)
+        .args(["--json", "--no-save"])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    run
+}
+
+#[test]
+fn http_sends_exactly_n_requests_with_and_without_keepalive() {
+    let home = temp();
+    let run = http_json(home.path(), &["-n", "700", "-c", "3", "-t", "1"]);
+    assert_eq!(run["kind"], "http");
+    assert_eq!(metric(&run, "requests"), Some(700.0));
+    assert_eq!(metric(&run, "responses"), Some(700.0));
+    assert_eq!(metric(&run, "status_200"), Some(700.0));
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert_eq!(metric(&run, "connections_opened"), Some(3.0));
+    assert_eq!(metric(&run, "body_bytes"), Some(700.0 * 92.0));
+    assert!(metric(&run, "requests_per_sec").unwrap() > 0.0);
+    let latency = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "latency_ns")
+        .unwrap();
+    assert_eq!(latency["histogram"]["count"], 700);
+
+    let run = http_json(home.path(), &["-n", "300", "-c", "2", "--no-keepalive"]);
+    assert_eq!(metric(&run, "responses"), Some(300.0));
+    assert_eq!(metric(&run, "connections_opened"), Some(300.0));
+    assert_eq!(run["settings"]["keep_alive"], false);
+
+    let run = http_json(home.path(), &["-n", "400", "-c", "2", "--pipeline", "8"]);
+    assert_eq!(metric(&run, "responses"), Some(400.0));
+}
+
+#[test]
+fn http_prints_ab_layout_and_saves_the_run() {
+    let home = temp();
+    let out = dyno(home.path())
+        .args([
+            "http", "-n", "200", "-c", "2", "--format", "ab", "--tag", "ab",
+        ])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Timings and ports vary; the layout and the counts must not.
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"(?m)^(Server Port:\s+)\d+", "$1[port]");
+    settings.add_filter(r"dyno \d+\.\d+\.\d+", "dyno [version]");
+    settings.add_filter(
+        r"(?m)^(Time taken for tests:|Requests per second:|Time per request:|Transfer rate:)(\s+)[\d.]+",
+        "$1$2[n]",
+    );
+    settings.add_filter(
+        r"(?m)^(Connect:|Processing:|Waiting:|Total:)\s.*$",
+        "$1 [timings]",
+    );
+    settings.add_filter(r"(?m)^(\s+\d+%)\s+\d+", "$1 [ms]");
+    settings.bind(|| insta::assert_snapshot!("http_ab_format", text));
+    let history = ok(home.path(), &["history", "--kind", "http"]);
+    assert!(history.contains("requests_per_sec"), "{history}");
+    let id = history
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    // A saved run can be shown again in either layout.
+    let again = ok(home.path(), &["show", &id]);
+    assert!(again.contains("latency_ns"), "{again}");
+}
+
+#[test]
+fn http_counts_refused_connections_and_exits_1_over_the_error_rate() {
+    let home = temp();
+    let addr = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let url = format!("http://{addr}/");
+    let out = dyno(home.path())
+        .args(["http", &url, "-n", "25", "-c", "2", "--json", "--no-save"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    assert_eq!(metric(&run, "errors_connect_refused"), Some(25.0));
+    assert_eq!(metric(&run, "requests"), Some(25.0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-error-rate"));
+    assert!(
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "no_responses")
+    );
+    // A generous threshold lets the same run pass.
+    dyno(home.path())
+        .args([
+            "http",
+            &url,
+            "-n",
+            "5",
+            "--max-error-rate",
+            "100",
+            "--no-save",
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+}
+
+#[test]
+fn http_rejects_bad_input_with_exit_2() {
+    let home = temp();
+    let h = home.path();
+    let cases: [(&[&str], &str); 9] = [
+        (&["http", "-n", "0"], "at least 1"),
+        (&["http", "--rate", "0"], "above 0"),
+        (&["http", "-d", "soon"], "10s"),
+        (&["http", "-n", "5", "-d", "1s"], "cannot be used with"),
+        (&["http", "ftp://example.com/"], "ftp"),
+        (&["http", "localhost:8080/x"], "http://localhost:8080/x"),
+        (&["http", "-H", "NoColon", "-n", "1"], "Name: value"),
+        (&["http", "http://127.0.0.1:1/{nope}", "-n", "1"], "{nope}"),
+        (
+            &["http", "--body-file", "/nonexistent/body", "-n", "1"],
+            "/nonexistent/body",
+        ),
+    ];
+    for (args, needle) in cases {
+        let stderr = fails(h, args);
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: no {needle:?} in {stderr}"
+        );
+    }
+    assert!(
+        !h.join("dyno.db").exists(),
+        "bad input must not create a store"
+    );
+}
+
+#[test]
+fn http_open_model_reports_requested_and_achieved_rate() {
+    let home = temp();
+    let run = http_json(
+        home.path(),
+        &["--rate", "200", "-d", "1s", "-c", "4", "--warmup", "200ms"],
+    );
+    assert_eq!(run["settings"]["model"], "open");
+    assert_eq!(metric(&run, "requested_rate_per_sec"), Some(200.0));
+    let responses = metric(&run, "responses").unwrap();
+    // 200 req/s for 1 s on a fixed schedule: 200 requests are due.
+    assert!((190.0..=201.0).contains(&responses), "{responses}");
+    assert!(metric(&run, "latency_uncorrected_ns").is_some());
+    assert!(metric(&run, "late_sends").is_some());
 }

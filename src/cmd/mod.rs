@@ -3,6 +3,7 @@
 
 mod completions;
 mod history;
+mod http;
 mod quick;
 mod serve;
 mod sysinfo;
@@ -20,6 +21,7 @@ use crate::cli::{Cli, Command, SaveArgs};
 pub fn run(cli: Cli) -> Result<ExitStatus> {
     match cli.command {
         Command::Quick(args) => quick::run(args),
+        Command::Http(args) => http::run(*args),
         Command::Sysinfo(args) => sysinfo::run(args),
         Command::Serve(args) => serve::run(args),
         Command::History(args) => history::history(args),

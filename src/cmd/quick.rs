@@ -14,6 +14,9 @@ use super::{environment, finish, progress, store_for};
 use crate::ExitStatus;
 use crate::cli::QuickArgs;
 
+/// Connections of the HTTP line.
+const HTTP_CONNECTIONS: usize = 16;
+
 /// What `dyno quick` runs, resolved from its flags.
 #[derive(Debug, Clone, Copy)]
 struct QuickSettings {
@@ -29,6 +32,7 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
         repetitions,
         threads,
         int64_iterations,
+        http_duration,
     } = args;
     let settings = QuickSettings {
         iterations: int64_iterations,
@@ -40,7 +44,10 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
     let started = Instant::now();
     let mut run = Run::new(
         Kind::Quick,
-        format!("int64 on 1 and {} threads", settings.threads),
+        format!(
+            "int64 on 1 and {} threads, HTTP on loopback",
+            settings.threads
+        ),
     );
     run.environment = environment();
     run.warnings = dyno_env::preflight(&run.environment);
@@ -51,6 +58,13 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
             "warmup_repetitions": 1,
             "threads": [1, settings.threads],
             "interleaved": true,
+        },
+        "http": {
+            "target": "built-in server, GET /hello, loopback",
+            "duration_ns": http_duration.as_nanos() as u64,
+            "warmup_ns": 500_000_000u64,
+            "connections": HTTP_CONNECTIONS,
+            "model": "closed",
         }
     });
 
@@ -59,6 +73,14 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
         Err(e) => {
             eprintln!("dyno: check failed: {e}");
             return Ok(ExitStatus::ChecksFailed);
+        }
+    }
+    if !http_duration.is_zero() {
+        progress("http: dyno's client against its built-in server on loopback");
+        let (http_settings, outcome) = super::http::quick_load(http_duration, HTTP_CONNECTIONS)?;
+        for mut m in outcome.metrics(&http_settings) {
+            m.name = format!("http_{}", m.name);
+            run.metrics.push(m);
         }
     }
     if settings.iterations != int64::STANDARD_ITERATIONS {
@@ -218,6 +240,27 @@ fn table(run: &Run) -> String {
             _ => String::new(),
         };
         rows.extend(row(format!("int64, {threads} threads"), "int64_nt", note));
+    }
+    if let (Some(rate), Some(latency)) = (
+        run.metric("http_requests_per_sec"),
+        run.metric("http_latency_ns"),
+    ) {
+        let p99 = latency
+            .histogram
+            .as_ref()
+            .and_then(|h| h.percentiles.iter().find(|p| p.percentile == 99.0))
+            .map(|p| format_value(p.value, Unit::Ns))
+            .unwrap_or_default();
+        let cpu = run
+            .metric("http_client_cpu_percent")
+            .map_or(0.0, |m| m.value);
+        rows.push(SummaryRow {
+            test: format!("http /hello, c={HTTP_CONNECTIONS}"),
+            result: format_value(latency.value, latency.unit),
+            uncertainty: String::new(),
+            rate: format_value(rate.value, rate.unit),
+            note: format!("mean latency; p99 {p99}; client CPU {cpu:.0}%"),
+        });
     }
     summary(run, &rows)
 }

@@ -8,10 +8,14 @@
 
 mod export;
 mod format;
+mod hdrlog;
+mod http;
 mod text;
 
 pub use export::{Csv, Exporter, Json, JsonLines, exporter};
 pub use format::{format_duration_ns, format_interval, format_value};
+pub use hdrlog::write_latency_log;
+pub use http::{ab_report, http_report};
 pub use text::{SummaryRow, environment, history, run_details, summary};
 
 /// A fixed run for the snapshot tests of every view.

@@ -251,7 +251,7 @@ pub fn summary(run: &Run, rows: &[SummaryRow]) -> String {
     out
 }
 
-fn warnings(run: &Run, out: &mut String) {
+pub(crate) fn warnings(run: &Run, out: &mut String) {
     if !run.warnings.is_empty() {
         out.push_str("\nWarnings:\n");
         for w in &run.warnings {

@@ -1,0 +1,22 @@
+//! The HTTP load engine behind `dyno http`.
+//!
+//! Settings in, a measurement out: the engine never prints, parses flags or
+//! touches the store. Each worker thread runs its own event loop (a tokio
+//! current-thread runtime) with its own connections, histograms and
+//! counters; they are merged once per second for the timeline and once at
+//! the end.
+//!
+//! - [`request`]: request templates, encoded once and filled per request.
+//! - [`parse`]: the incremental response parser (framing only).
+//! - [`settings`]: what to do; [`engine`]: the driver; [`stats`]: what was measured.
+
+pub mod engine;
+mod outcome;
+pub mod parse;
+pub mod request;
+pub mod settings;
+pub mod stats;
+
+pub use engine::{EngineError, Outcome, Progress, run};
+pub use settings::{Schedule, Settings, Stop};
+pub use stats::{ErrorClass, Interval, Stats};

@@ -1,0 +1,135 @@
+//! Turns an [`Outcome`] into the metrics of a Run, so every view (the
+//! human report, ab's layout, JSON, comparisons) reads one record.
+
+use dyno_model::{Direction, Metric, Unit};
+use dyno_stats::hdr;
+use hdrhistogram::Histogram;
+
+use crate::engine::Outcome;
+use crate::settings::Settings;
+use crate::stats::ErrorClass;
+
+fn count(name: impl Into<String>, value: u64) -> Metric {
+    Metric::new(name, Unit::Count, Direction::LowerIsBetter, value as f64)
+}
+
+fn distribution(name: &str, h: &Histogram<u64>) -> Metric {
+    let mut m = Metric::new(name, Unit::Ns, Direction::LowerIsBetter, h.mean());
+    m.histogram = Some(hdr::to_model(h));
+    m
+}
+
+impl Outcome {
+    /// Requests per second over the measured time.
+    pub fn requests_per_sec(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.stats.responses as f64 / secs
+        } else {
+            0.0
+        }
+    }
+
+    /// Share of the generator's threads the whole process kept busy, in
+    /// percent: near 100 the client, not the server, set the pace.
+    pub fn client_cpu_percent(&self, threads: usize) -> f64 {
+        let capacity = self.wall.as_secs_f64() * threads.max(1) as f64;
+        if capacity > 0.0 {
+            100.0 * self.cpu.as_secs_f64() / capacity
+        } else {
+            0.0
+        }
+    }
+
+    /// The run's metrics. Counts of error classes and status codes are
+    /// included only when non-zero; absent means zero.
+    pub fn metrics(&self, settings: &Settings) -> Vec<Metric> {
+        let s = &self.stats;
+        let secs = self.elapsed.as_secs_f64();
+        let mut metrics = vec![
+            Metric::new(
+                "requests_per_sec",
+                Unit::RequestsPerSec,
+                Direction::HigherIsBetter,
+                self.requests_per_sec(),
+            ),
+            Metric::new(
+                "transfer_bytes_per_sec",
+                Unit::BytesPerSec,
+                Direction::HigherIsBetter,
+                if secs > 0.0 {
+                    s.bytes_read as f64 / secs
+                } else {
+                    0.0
+                },
+            ),
+            distribution("latency_ns", &s.latency),
+            distribution("connect_ns", &s.connect),
+            distribution("waiting_ns", &s.waiting),
+            distribution("processing_ns", &s.processing),
+            count("requests", s.requests()),
+            count("responses", s.responses),
+            count("errors", s.total_errors()),
+            count("connections_opened", s.connects),
+            Metric::new(
+                "bytes_read",
+                Unit::Bytes,
+                Direction::HigherIsBetter,
+                s.bytes_read as f64,
+            ),
+            Metric::new(
+                "bytes_written",
+                Unit::Bytes,
+                Direction::HigherIsBetter,
+                s.bytes_written as f64,
+            ),
+            Metric::new(
+                "body_bytes",
+                Unit::Bytes,
+                Direction::HigherIsBetter,
+                s.body_bytes as f64,
+            ),
+            Metric::new(
+                "measured_ns",
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                self.elapsed.as_nanos() as f64,
+            ),
+            Metric::new(
+                "client_cpu_percent",
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                self.client_cpu_percent(settings.threads),
+            ),
+        ];
+        if let Some(rate) = settings.schedule.rate_per_sec {
+            metrics.push(distribution("latency_uncorrected_ns", &s.uncorrected));
+            metrics.push(Metric::new(
+                "requested_rate_per_sec",
+                Unit::RequestsPerSec,
+                Direction::HigherIsBetter,
+                rate,
+            ));
+            metrics.push(count("late_sends", s.late_sends));
+            metrics.push(Metric::new(
+                "max_lateness_ns",
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                s.max_lateness.as_nanos() as f64,
+            ));
+            metrics.push(count("dropped_sends", s.dropped));
+        }
+        for class in ErrorClass::ALL {
+            let n = s.errors_of(class);
+            if n > 0 {
+                metrics.push(count(format!("errors_{}", class.as_str()), n));
+            }
+        }
+        for &(code, n) in &s.status {
+            let mut m = count(format!("status_{code}"), n);
+            m.direction = Direction::HigherIsBetter;
+            metrics.push(m);
+        }
+        metrics
+    }
+}

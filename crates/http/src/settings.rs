@@ -1,0 +1,51 @@
+//! What a load test is asked to do, as plain values: the engine's only input.
+
+use std::time::Duration;
+
+use crate::request::{RequestTemplate, Target};
+
+/// When a run ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    /// After exactly this many measured requests (warm-up not counted).
+    Requests(u64),
+    /// After this long (warm-up not counted).
+    Duration(Duration),
+}
+
+/// How requests are paced: one value drives the one driver loop.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Schedule {
+    pub stop: Stop,
+    /// `None`: closed model — each connection sends its next request as
+    /// soon as the previous answer is in. `Some(r)`: open model — `r`
+    /// requests per second in total on a fixed schedule; latency counts from
+    /// each request's due time, so a stalled server cannot hide its stall.
+    pub rate_per_sec: Option<f64>,
+    /// Time at the start whose requests are made but not measured.
+    pub warmup: Duration,
+}
+
+/// Everything the engine needs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub target: Target,
+    /// Requests used round-robin (one unless `--url-file`).
+    pub requests: Vec<RequestTemplate>,
+    pub schedule: Schedule,
+    /// Connections in total, spread evenly over the threads.
+    pub connections: usize,
+    pub threads: usize,
+    /// Requests written back to back on a connection before reading the
+    /// answers (HTTP/1.1 pipelining); 1 turns it off.
+    pub pipeline: usize,
+    /// Reuse connections (the default); false opens one per request.
+    pub keep_alive: bool,
+    /// Longest wait for a response (or its next bytes) before giving up.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Count answers with status ≥ 400 as errors.
+    pub fail_status: bool,
+    /// Seed of the random numbers filled into request templates.
+    pub seed: u64,
+}

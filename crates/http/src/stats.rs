@@ -1,0 +1,308 @@
+//! Per-thread accumulators: each worker thread owns one, records into it
+//! without locks, and they are merged once per second (the timeline) and
+//! once at the end.
+
+use std::ops::AddAssign;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use dyno_stats::hdr::latency_histogram;
+
+/// Why a request failed. Per-request failures are data, counted by class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorClass {
+    ConnectRefused,
+    ConnectTimeout,
+    /// Connecting failed for another reason (no route, address in use…).
+    ConnectOther,
+    ReadTimeout,
+    /// The peer reset the connection.
+    Reset,
+    /// The connection closed before the response was complete.
+    ClosedEarly,
+    /// The response could not be parsed.
+    Malformed,
+    /// The body was shorter than its Content-Length.
+    BodyLengthMismatch,
+    /// Status ≥ 400, counted as an error with `--fail-status`.
+    Status,
+    /// Writing the request failed.
+    Write,
+}
+
+impl ErrorClass {
+    pub const ALL: [ErrorClass; 10] = [
+        ErrorClass::ConnectRefused,
+        ErrorClass::ConnectTimeout,
+        ErrorClass::ConnectOther,
+        ErrorClass::ReadTimeout,
+        ErrorClass::Reset,
+        ErrorClass::ClosedEarly,
+        ErrorClass::Malformed,
+        ErrorClass::BodyLengthMismatch,
+        ErrorClass::Status,
+        ErrorClass::Write,
+    ];
+
+    /// The snake_case name used in metric names and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::ConnectRefused => "connect_refused",
+            ErrorClass::ConnectTimeout => "connect_timeout",
+            ErrorClass::ConnectOther => "connect_other",
+            ErrorClass::ReadTimeout => "read_timeout",
+            ErrorClass::Reset => "reset",
+            ErrorClass::ClosedEarly => "closed_early",
+            ErrorClass::Malformed => "malformed_response",
+            ErrorClass::BodyLengthMismatch => "body_length_mismatch",
+            ErrorClass::Status => "status",
+            ErrorClass::Write => "write",
+        }
+    }
+
+    /// Words for people.
+    pub fn label(self) -> &'static str {
+        match self {
+            ErrorClass::ConnectRefused => "connect refused",
+            ErrorClass::ConnectTimeout => "connect timeout",
+            ErrorClass::ConnectOther => "connect failed",
+            ErrorClass::ReadTimeout => "read timeout",
+            ErrorClass::Reset => "reset",
+            ErrorClass::ClosedEarly => "closed early",
+            ErrorClass::Malformed => "malformed response",
+            ErrorClass::BodyLengthMismatch => "body length mismatch",
+            ErrorClass::Status => "status >= 400",
+            ErrorClass::Write => "write failed",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Everything one thread measured.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    /// Request latency: from the due time in the open model (corrected),
+    /// from the first byte written in the closed model.
+    pub latency: Histogram<u64>,
+    /// Open model only: latency from the moment the request was really sent.
+    pub uncorrected: Histogram<u64>,
+    /// Connection set-up time of each request (0 when it reused one).
+    pub connect: Histogram<u64>,
+    /// From sending to the first byte of the answer.
+    pub waiting: Histogram<u64>,
+    /// From sending to the last byte of the answer.
+    pub processing: Histogram<u64>,
+    /// Completed responses (any status).
+    pub responses: u64,
+    /// Failed requests by class (index = `ErrorClass as usize`).
+    pub errors: [u64; ErrorClass::ALL.len()],
+    /// Responses by status code.
+    pub status: Vec<(u16, u64)>,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Body bytes of completed responses (ab's "HTML transferred").
+    pub body_bytes: u64,
+    /// Connections opened.
+    pub connects: u64,
+    /// Open model: requests sent more than [`LATE_AFTER`] after their due time.
+    pub late_sends: u64,
+    pub max_lateness: Duration,
+    /// Open model: requests that were due before the end but never sent.
+    pub dropped: u64,
+}
+
+/// A send this much behind its due time counts as late.
+pub const LATE_AFTER: Duration = Duration::from_millis(1);
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats {
+            latency: latency_histogram(),
+            uncorrected: latency_histogram(),
+            connect: latency_histogram(),
+            waiting: latency_histogram(),
+            processing: latency_histogram(),
+            responses: 0,
+            errors: [0; ErrorClass::ALL.len()],
+            status: Vec::new(),
+            bytes_read: 0,
+            bytes_written: 0,
+            body_bytes: 0,
+            connects: 0,
+            late_sends: 0,
+            max_lateness: Duration::ZERO,
+            dropped: 0,
+        }
+    }
+}
+
+fn record(h: &mut Histogram<u64>, d: Duration) {
+    // `auto(true)` histograms grow instead of failing; saturate just in case.
+    let _ = h.record(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+}
+
+/// The timings of one completed response.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub connect: Duration,
+    pub waiting: Duration,
+    pub processing: Duration,
+    /// Open model: from the due time to the last byte.
+    pub corrected: Option<Duration>,
+}
+
+impl Stats {
+    /// Records one completed response.
+    pub fn response(&mut self, status: u16, body_bytes: u64, t: Timing) {
+        self.responses += 1;
+        self.body_bytes += body_bytes;
+        match self.status.iter_mut().find(|(code, _)| *code == status) {
+            Some((_, n)) => *n += 1,
+            None => self.status.push((status, 1)),
+        }
+        record(&mut self.connect, t.connect);
+        record(&mut self.waiting, t.waiting);
+        record(&mut self.processing, t.processing);
+        let total = t.connect + t.processing;
+        match t.corrected {
+            Some(corrected) => {
+                record(&mut self.latency, corrected.max(total));
+                record(&mut self.uncorrected, total);
+            }
+            None => record(&mut self.latency, total),
+        }
+    }
+
+    /// Counts one failed request.
+    pub fn error(&mut self, class: ErrorClass) {
+        self.errors[class.index()] += 1;
+    }
+
+    /// Failed requests of one class.
+    pub fn errors_of(&self, class: ErrorClass) -> u64 {
+        self.errors[class.index()]
+    }
+
+    /// Failed requests of every class.
+    pub fn total_errors(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// Requests accounted for: answered or failed. (A response counted as
+    /// a status error is in both, so it is subtracted once.)
+    pub fn requests(&self) -> u64 {
+        self.responses + self.total_errors() - self.errors_of(ErrorClass::Status)
+    }
+
+    /// Records how late a send was against its due time.
+    pub fn lateness(&mut self, late: Duration) {
+        if late > LATE_AFTER {
+            self.late_sends += 1;
+        }
+        self.max_lateness = self.max_lateness.max(late);
+    }
+}
+
+impl AddAssign<&Stats> for Stats {
+    fn add_assign(&mut self, other: &Stats) {
+        let _ = self.latency.add(&other.latency);
+        let _ = self.uncorrected.add(&other.uncorrected);
+        let _ = self.connect.add(&other.connect);
+        let _ = self.waiting.add(&other.waiting);
+        let _ = self.processing.add(&other.processing);
+        self.responses += other.responses;
+        for (mine, theirs) in self.errors.iter_mut().zip(other.errors) {
+            *mine += theirs;
+        }
+        for &(code, n) in &other.status {
+            match self.status.iter_mut().find(|(c, _)| *c == code) {
+                Some((_, m)) => *m += n,
+                None => self.status.push((code, n)),
+            }
+        }
+        self.status.sort_unstable();
+        self.bytes_read += other.bytes_read;
+        self.bytes_written += other.bytes_written;
+        self.body_bytes += other.body_bytes;
+        self.connects += other.connects;
+        self.late_sends += other.late_sends;
+        self.max_lateness = self.max_lateness.max(other.max_lateness);
+        self.dropped += other.dropped;
+    }
+}
+
+/// What one thread finished in one second of the timeline.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    /// Seconds since the measured part of the run began (0 = warm-up).
+    pub index: u64,
+    pub latency: Histogram<u64>,
+    pub responses: u64,
+    pub errors: u64,
+}
+
+impl Interval {
+    pub fn new(index: u64) -> Self {
+        Interval {
+            index,
+            latency: latency_histogram(),
+            responses: 0,
+            errors: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timing(ms: u64) -> Timing {
+        Timing {
+            connect: Duration::ZERO,
+            waiting: Duration::from_millis(ms / 2),
+            processing: Duration::from_millis(ms),
+            corrected: None,
+        }
+    }
+
+    #[test]
+    fn merging_adds_everything() {
+        let mut a = Stats::default();
+        a.response(200, 92, timing(2));
+        a.error(ErrorClass::Reset);
+        let mut b = Stats::default();
+        b.response(200, 92, timing(4));
+        b.response(404, 10, timing(1));
+        b.error(ErrorClass::Status);
+        a += &b;
+        assert_eq!(a.responses, 3);
+        assert_eq!(a.status, vec![(200, 2), (404, 1)]);
+        assert_eq!(a.body_bytes, 194);
+        assert_eq!(a.errors_of(ErrorClass::Reset), 1);
+        assert_eq!(a.total_errors(), 2);
+        assert_eq!(a.requests(), 4, "the 404 is one request, not two");
+        assert_eq!(a.latency.len(), 3);
+        assert_eq!(a.latency.max(), a.latency.highest_equivalent(4_000_000));
+    }
+
+    #[test]
+    fn open_model_latency_counts_from_the_due_time() {
+        let mut s = Stats::default();
+        let mut t = timing(2);
+        t.corrected = Some(Duration::from_millis(50));
+        s.response(200, 0, t);
+        assert_eq!(s.latency.max(), s.latency.highest_equivalent(50_000_000));
+        assert_eq!(
+            s.uncorrected.max(),
+            s.uncorrected.highest_equivalent(2_000_000)
+        );
+        s.lateness(Duration::from_micros(10));
+        s.lateness(Duration::from_millis(30));
+        assert_eq!(s.late_sends, 1);
+        assert_eq!(s.max_lateness, Duration::from_millis(30));
+    }
+}

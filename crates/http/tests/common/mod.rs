@@ -1,0 +1,496 @@
+//! Fault-injecting HTTP/1.x servers on loopback, for the engine's
+//! integration tests (`tests/faults.rs`).
+//!
+//! Plain `std::net` and threads, so each fault is deterministic and easy to
+//! read: one thread accepts, one thread per connection runs the fault's
+//! handler. A handler sees a [`Conn`], which reads whole request heads (the
+//! engine's requests are GETs without a body, so a head ends the request)
+//! and keeps any bytes after them, so keep-alive and pipelining work.
+//!
+//! Nothing here can hang a test: every read waits at most [`POLL`] before
+//! looking at the stop flag, every write gives up after [`WRITE_TIMEOUT`],
+//! and dropping a [`Server`] stops it and joins all its threads.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// How long a blocking read waits before the handler looks at the stop flag.
+const POLL: Duration = Duration::from_millis(20);
+/// A write that cannot finish in this time fails (the client stopped reading).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// A request head larger than this ends the connection (no test sends one).
+const MAX_REQUEST: usize = 1 << 20;
+
+/// A small valid answer: 200 with a 5-byte body, keep-alive.
+pub const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+/// The body of [`OK`].
+pub const OK_BODY: &[u8] = b"hello";
+
+/// A running server. Dropping it stops accepting, ends every connection's
+/// handler at its next read or write, and joins all threads.
+#[derive(Debug)]
+pub struct Server {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    accepted: Arc<AtomicU64>,
+    acceptor: Option<JoinHandle<()>>,
+    handlers: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl Server {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept; the connection it makes sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+        let handlers = std::mem::take(&mut *self.handlers.lock().expect("not poisoned"));
+        for h in handlers {
+            let _ = h.join();
+        }
+    }
+}
+
+/// One accepted connection, as a handler sees it.
+#[derive(Debug)]
+pub struct Conn {
+    stream: TcpStream,
+    /// Bytes read but not yet taken as a request.
+    pending: Vec<u8>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Conn {
+    /// Waits for the next complete request head and consumes it. False when
+    /// the client closed the connection, the server is stopping, or reading
+    /// failed: the handler should then return.
+    pub fn next_request(&mut self) -> bool {
+        loop {
+            if let Some(at) = find(&self.pending, b"\r\n\r\n") {
+                self.pending.drain(..at + 4);
+                return true;
+            }
+            if self.pending.len() > MAX_REQUEST || !self.read_some() {
+                return false;
+            }
+        }
+    }
+
+    /// One read into `pending`, waiting at most [`POLL`]. False at the end
+    /// of the stream, on an error, or when the server is stopping.
+    fn read_some(&mut self) -> bool {
+        let mut buf = [0u8; 4096];
+        loop {
+            if self.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            match self.stream.read(&mut buf) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    self.pending.extend_from_slice(&buf[..n]);
+                    return true;
+                }
+                Err(e) if is_timeout(&e) => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Reads and discards until the client closes (or the server stops):
+    /// a server that took the request and never answers.
+    pub fn hold(&mut self) {
+        while self.read_some() {
+            self.pending.clear();
+        }
+    }
+
+    /// Writes all of `bytes`; false if the client is gone.
+    pub fn send(&mut self, bytes: &[u8]) -> bool {
+        !self.stop.load(Ordering::SeqCst) && self.stream.write_all(bytes).is_ok()
+    }
+
+    /// Writes `pieces` one at a time with `pause` between them (each its
+    /// own TCP segment: the socket has `TCP_NODELAY`).
+    pub fn send_pieces(&mut self, pieces: &[&[u8]], pause: Duration) -> bool {
+        for (i, piece) in pieces.iter().enumerate() {
+            if i > 0 {
+                thread::sleep(pause);
+            }
+            if !self.send(piece) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Writes `bytes` one byte at a time with `pause` between bytes.
+    pub fn drip(&mut self, bytes: &[u8], pause: Duration) -> bool {
+        let pieces: Vec<&[u8]> = bytes.chunks(1).collect();
+        self.send_pieces(&pieces, pause)
+    }
+
+    /// Sends FIN: the client reads end-of-stream, we can still read.
+    pub fn shutdown_write(&self) {
+        let _ = self.stream.shutdown(Shutdown::Write);
+    }
+
+    /// Closes with `SO_LINGER` 0, so the kernel sends RST instead of FIN.
+    /// (`TcpStream::set_linger` is unstable, hence libc.)
+    pub fn reset(self) {
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: a valid socket descriptor and a correctly sized
+        // `struct linger` that outlives the call.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                std::ptr::from_ref(&linger).cast(),
+                size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(
+            rc,
+            0,
+            "setsockopt(SO_LINGER): {}",
+            io::Error::last_os_error()
+        );
+        drop(self);
+    }
+}
+
+/// Where `needle` starts in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// Starts a server on `127.0.0.1:0` that runs `handler` on every accepted
+/// connection, each on its own thread; the connection closes when the
+/// handler returns (or drops the [`Conn`]).
+pub fn serve(handler: impl Fn(Conn) + Send + Sync + 'static) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    serve_on(listener, handler)
+}
+
+fn serve_on(listener: TcpListener, handler: impl Fn(Conn) + Send + Sync + 'static) -> Server {
+    let addr = listener
+        .local_addr()
+        .expect("a bound listener has an address");
+    let stop = Arc::new(AtomicBool::new(false));
+    let accepted = Arc::new(AtomicU64::new(0));
+    let handlers: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
+    let handler = Arc::new(handler);
+    let acceptor = {
+        let (stop, accepted, handlers) = (
+            Arc::clone(&stop),
+            Arc::clone(&accepted),
+            Arc::clone(&handlers),
+        );
+        thread::Builder::new()
+            .name("fault-accept".into())
+            .spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else {
+                        // Out of descriptors or similar: do not spin.
+                        thread::sleep(Duration::from_millis(1));
+                        continue;
+                    };
+                    accepted.fetch_add(1, Ordering::SeqCst);
+                    let _ = stream.set_nodelay(true);
+                    let _ = stream.set_read_timeout(Some(POLL));
+                    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+                    let conn = Conn {
+                        stream,
+                        pending: Vec::new(),
+                        stop: Arc::clone(&stop),
+                    };
+                    let handler = Arc::clone(&handler);
+                    let h = thread::Builder::new()
+                        .name("fault-conn".into())
+                        .spawn(move || handler(conn))
+                        .expect("spawn a connection thread");
+                    let mut hs = handlers.lock().expect("not poisoned");
+                    // Reap finished threads so a long run does not pile them up.
+                    let (done, running): (Vec<_>, Vec<_>) =
+                        hs.drain(..).partition(JoinHandle::is_finished);
+                    *hs = running;
+                    hs.push(h);
+                    drop(hs);
+                    for d in done {
+                        let _ = d.join();
+                    }
+                }
+            })
+            .expect("spawn the accept thread")
+    };
+    Server {
+        addr,
+        stop,
+        accepted,
+        acceptor: Some(acceptor),
+        handlers,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The faults.
+
+/// An address where nothing listens: bound, then closed, so connecting is
+/// refused (RST to the SYN).
+pub fn refused() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener
+        .local_addr()
+        .expect("a bound listener has an address")
+}
+
+/// A listener that never accepts and whose accept queue is full (backlog 0
+/// and one connection already queued), so Linux drops further SYNs and
+/// connecting times out. The returned stream holds the queue's one slot.
+pub fn full_backlog() -> (TcpListener, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    // SAFETY: listen(2) on a socket we own; calling it again only changes
+    // the backlog.
+    let rc = unsafe { libc::listen(listener.as_raw_fd(), 0) };
+    assert_eq!(rc, 0, "listen(fd, 0): {}", io::Error::last_os_error());
+    let filler = TcpStream::connect(listener.local_addr().expect("bound"))
+        .expect("the first connection fits the queue");
+    (listener, filler)
+}
+
+/// Accepts, then closes at once (FIN before any byte of an answer). It
+/// still reads the request before letting go, so the close is a clean FIN
+/// and never an RST for unread data: the client must see end-of-stream.
+pub fn accept_then_close() -> Server {
+    serve(|mut c| {
+        c.shutdown_write();
+        let _ = c.next_request();
+    })
+}
+
+/// The first line and half a header name, then close.
+pub const MID_HEADERS: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Le";
+
+/// Reads the request, sends [`MID_HEADERS`], closes.
+pub fn close_mid_headers() -> Server {
+    serve(|mut c| {
+        if c.next_request() {
+            c.send(MID_HEADERS);
+        }
+    })
+}
+
+/// A head promising 100 body bytes and only 10 of them.
+pub const MID_BODY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789";
+
+/// Reads the request, sends [`MID_BODY`], closes.
+pub fn close_mid_body() -> Server {
+    serve(|mut c| {
+        if c.next_request() {
+            c.send(MID_BODY);
+        }
+    })
+}
+
+/// Reads the request, then closes with RST (no answer).
+pub fn reset() -> Server {
+    serve(|mut c| {
+        if c.next_request() {
+            c.reset();
+        }
+    })
+}
+
+/// Reads the request and never answers; lets go when the client does.
+pub fn stall() -> Server {
+    serve(|mut c| {
+        if c.next_request() {
+            c.hold();
+        }
+    })
+}
+
+/// Not HTTP at all.
+pub const GARBAGE: &[u8] = b"HELLO WORLD\r\n\r\n";
+
+/// Answers every request with [`GARBAGE`] (and keeps the connection until
+/// the client drops it).
+pub fn garbage() -> Server {
+    serve(|mut c| {
+        while c.next_request() {
+            if !c.send(GARBAGE) {
+                return;
+            }
+        }
+    })
+}
+
+/// An answer whose head holds a 100 KiB header field.
+pub fn oversized_head() -> Vec<u8> {
+    let mut r = b"HTTP/1.1 200 OK\r\nX-Big: ".to_vec();
+    r.resize(r.len() + 100 * 1024, b'a');
+    r.extend_from_slice(b"\r\nContent-Length: 5\r\n\r\nhello");
+    r
+}
+
+/// Answers every request with [`oversized_head`].
+pub fn oversized_headers() -> Server {
+    let answer = oversized_head();
+    serve(move |mut c| {
+        while c.next_request() {
+            if !c.send(&answer) {
+                return;
+            }
+        }
+    })
+}
+
+/// A chunked answer with the awkward parts of RFC 9112 section 7.1: chunk
+/// extensions (with and without a value), uppercase and zero-padded hex
+/// sizes, an extension on the last chunk, and a trailer section. Cut into
+/// pieces at the places a parser is most likely to get wrong: inside the
+/// size, between CR and LF, inside the data, inside the trailers, before the
+/// final LF.
+pub const CHUNKED_PIECES: &[&[u8]] = &[
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r",
+    b"\n1",
+    b"A;name=value;flag\r",
+    b"\nabcdefghijklm",
+    b"nopqrstuvwxyz",
+    b"\r\n00a\r\n0123456789\r",
+    b"\n0;last=\"yes\"\r\nX-Check",
+    b"sum: 42\r\nX-Other: yes\r\n\r",
+    b"\n",
+];
+
+/// Bytes of the chunked answer after its head (what the engine counts as
+/// body bytes: chunk framing and trailers included).
+pub fn chunked_body_len() -> usize {
+    let total: usize = CHUNKED_PIECES.iter().map(|p| p.len()).sum();
+    let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".len();
+    total - head
+}
+
+/// Answers every request with [`CHUNKED_PIECES`], 2 ms apart, keep-alive.
+pub fn chunked() -> Server {
+    serve(|mut c| {
+        while c.next_request() {
+            if !c.send_pieces(CHUNKED_PIECES, Duration::from_millis(2)) {
+                return;
+            }
+        }
+    })
+}
+
+/// A valid answer that says it closes the connection.
+pub const CLOSE_ANSWER: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
+
+/// Answers one request with [`CLOSE_ANSWER`], then closes.
+pub fn connection_close() -> Server {
+    serve(|mut c| {
+        if c.next_request() {
+            c.send(CLOSE_ANSWER);
+        }
+    })
+}
+
+/// The body of the close-delimited answer.
+pub const HTTP10_BODY_LEN: usize = 1000;
+
+/// Answers one request the HTTP/1.0 way: no `Content-Length`, the body in
+/// two writes, then close (which is what ends the body).
+pub fn http10_close_delimited() -> Server {
+    serve(|mut c| {
+        if c.next_request() {
+            let body = [b'x'; HTTP10_BODY_LEN];
+            c.send_pieces(
+                &[
+                    b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n",
+                    &body[..400],
+                    &body[400..],
+                ],
+                Duration::from_millis(2),
+            );
+        }
+    })
+}
+
+/// Interim answers before the real one: `100 Continue`, then `103 Early
+/// Hints` with a header, then [`OK`], each its own write; keep-alive.
+pub fn interim_1xx() -> Server {
+    serve(|mut c| {
+        while c.next_request() {
+            let pieces: &[&[u8]] = &[
+                b"HTTP/1.1 100 Continue\r\n\r\n",
+                b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n",
+                OK,
+            ];
+            if !c.send_pieces(pieces, Duration::from_millis(2)) {
+                return;
+            }
+        }
+    })
+}
+
+/// Answers every request with [`OK`] written one byte at a time, `pause`
+/// between bytes; keep-alive.
+pub fn drip(pause: Duration) -> Server {
+    serve(move |mut c| {
+        while c.next_request() {
+            if !c.drip(OK, pause) {
+                return;
+            }
+        }
+    })
+}
+
+/// Answers at once, except that every answer due between `t0 + from` and
+/// `t0 + until` (t0: the first request the server saw) waits until
+/// `t0 + until`: the server stalls for `until - from` once.
+pub fn stall_window(from: Duration, until: Duration) -> Server {
+    let t0: Arc<OnceLock<Instant>> = Arc::default();
+    serve(move |mut c| {
+        while c.next_request() {
+            let now = Instant::now();
+            let t0 = *t0.get_or_init(|| now);
+            if now >= t0 + from && now < t0 + until {
+                thread::sleep(t0 + until - now);
+            }
+            if !c.send(OK) {
+                return;
+            }
+        }
+    })
+}

@@ -1,0 +1,521 @@
+//! The engine against misbehaving servers: every fault is counted under its
+//! class, exactly once per request, the engine reconnects and goes on, and
+//! no run outlives what its settings allow.
+//!
+//! Each test runs the real engine ([`dyno_http::run`]) against one server
+//! from `common` on loopback. Most use a small closed-model load (20
+//! requests on 2 connections, 500 ms timeouts), so a request that waits out
+//! its whole timeout costs at most 0.5 s. The bound on each run's wall time
+//! is derived from its settings (see [`hang_bound`]); it catches hangs and
+//! is not a speed assertion.
+
+mod common;
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
+use dyno_http::{ErrorClass, Outcome, Schedule, Settings, Stop};
+
+use common::Server;
+
+const REQUESTS: u64 = 20;
+const CONNECTIONS: usize = 2;
+const TIMEOUT: Duration = Duration::from_millis(500);
+/// Added to every bound on a run's wall time: thread start-up, a loaded
+/// machine (tests run in parallel), the servers' 20 ms polls.
+const SLACK: Duration = Duration::from_secs(5);
+
+/// Closed-model settings for `http://{addr}{path}`: 2 connections on one
+/// thread, 500 ms timeouts, no warm-up, keep-alive.
+fn settings_for(addr: SocketAddr, path: &str, stop: Stop) -> Settings {
+    let (target, path) = parse_url(&format!("http://{addr}{path}")).expect("a valid URL");
+    let spec = RequestSpec {
+        method: "GET".into(),
+        path,
+        headers: vec![],
+        body: None,
+        keep_alive: true,
+    };
+    Settings {
+        requests: vec![RequestTemplate::new(&target, &spec).expect("a valid request")],
+        target,
+        schedule: Schedule {
+            stop,
+            rate_per_sec: None,
+            warmup: Duration::ZERO,
+        },
+        connections: CONNECTIONS,
+        threads: 1,
+        pipeline: 1,
+        keep_alive: true,
+        timeout: TIMEOUT,
+        connect_timeout: TIMEOUT,
+        fail_status: false,
+        seed: 1,
+    }
+}
+
+/// [`settings_for`] with `Stop::Requests(20)` on `/x`.
+fn settings(addr: SocketAddr) -> Settings {
+    settings_for(addr, "/x", Stop::Requests(REQUESTS))
+}
+
+/// The longest a run may take. Closed model with `n` requests: even if
+/// every request waits out a whole timeout, one after the other, it ends
+/// within n × timeout (connecting on loopback either succeeds in
+/// microseconds or fails, so a request waits for one timeout, not both; the
+/// 2 connections make this a factor 2 generous), plus the ≤ 100 ms back-off
+/// after a failed connect per request, plus slack. A duration run: its
+/// duration, then at most one timeout for the requests under way.
+fn hang_bound(s: &Settings) -> Duration {
+    let wait = s.timeout.max(s.connect_timeout);
+    match s.schedule.stop {
+        Stop::Requests(n) => {
+            let n = u32::try_from(n).expect("a small test");
+            s.schedule.warmup + (wait + Duration::from_millis(100)) * n + SLACK
+        }
+        Stop::Duration(d) => s.schedule.warmup + d + wait + SLACK,
+    }
+}
+
+/// Runs the engine to the end and checks it did not outlive [`hang_bound`].
+fn run(settings: Settings) -> Outcome {
+    run_with_stop(settings, Arc::new(AtomicBool::new(false)))
+}
+
+fn run_with_stop(settings: Settings, stop: Arc<AtomicBool>) -> Outcome {
+    let bound = hang_bound(&settings);
+    let began = Instant::now();
+    let outcome = dyno_http::run(settings, stop, |_progress| {}).expect("the run starts");
+    let took = began.elapsed();
+    assert!(
+        took < bound,
+        "the run took {took:?}, more than its bound {bound:?}"
+    );
+    outcome
+}
+
+/// Every one of the 20 requests failed, all of them with `class`.
+fn assert_all_failed(o: &Outcome, class: ErrorClass) {
+    let s = &o.stats;
+    assert_eq!(
+        s.errors_of(class),
+        REQUESTS,
+        "{class:?}; errors: {:?}",
+        s.errors
+    );
+    assert_eq!(s.total_errors(), REQUESTS, "only {class:?}: {:?}", s.errors);
+    assert_eq!(s.responses, 0);
+    assert_eq!(s.requests(), REQUESTS, "every request counted once");
+    assert!(
+        s.status.is_empty(),
+        "no status without a response: {:?}",
+        s.status
+    );
+    assert_eq!(s.latency.len(), 0, "failures have no latency");
+    assert!(!o.interrupted);
+}
+
+/// Every one of the 20 requests got a 200 and nothing failed.
+fn assert_all_ok(o: &Outcome, body_bytes_each: usize) {
+    let s = &o.stats;
+    assert_eq!(s.total_errors(), 0, "errors: {:?}", s.errors);
+    assert_eq!(s.responses, REQUESTS);
+    assert_eq!(s.requests(), REQUESTS);
+    assert_eq!(s.status, vec![(200, REQUESTS)]);
+    assert_eq!(s.body_bytes, REQUESTS * body_bytes_each as u64);
+    assert_eq!(s.latency.len(), REQUESTS);
+    assert!(!o.interrupted);
+}
+
+/// The engine made a fresh connection for every request, and the server
+/// saw exactly those.
+fn assert_one_connection_per_request(o: &Outcome, server: &Server) {
+    assert_eq!(o.stats.connects, REQUESTS, "one connection per request");
+    assert_eq!(server.accepted(), REQUESTS, "the server saw them all");
+}
+
+// ---------------------------------------------------------------------------
+// Connecting fails.
+
+#[test]
+fn refused_connections_are_connect_refused() {
+    let o = run(settings(common::refused()));
+    assert_all_failed(&o, ErrorClass::ConnectRefused);
+    assert_eq!(o.stats.connects, 0);
+    assert_eq!(
+        o.stats.bytes_written, 0,
+        "nothing is sent without a connection"
+    );
+}
+
+#[test]
+fn a_full_accept_queue_is_connect_timeout() {
+    // Linux drops SYNs to a listener whose accept queue is full and the
+    // client retries only after a second, so each connect waits out the
+    // 500 ms connect timeout: 4 requests keep the test short.
+    let (listener, _filler) = common::full_backlog();
+    let mut s = settings(listener.local_addr().expect("bound"));
+    s.schedule.stop = Stop::Requests(4);
+    let o = run(s);
+    assert_eq!(
+        o.stats.errors_of(ErrorClass::ConnectTimeout),
+        4,
+        "{:?}",
+        o.stats.errors
+    );
+    assert_eq!(o.stats.total_errors(), 4);
+    assert_eq!(o.stats.requests(), 4);
+    assert_eq!(o.stats.responses, 0);
+    assert_eq!(o.stats.connects, 0);
+}
+
+// ---------------------------------------------------------------------------
+// The connection ends before the answer is complete.
+
+#[test]
+fn close_before_any_byte_is_closed_early() {
+    let server = common::accept_then_close();
+    let o = run(settings(server.addr()));
+    assert_all_failed(&o, ErrorClass::ClosedEarly);
+    assert_one_connection_per_request(&o, &server);
+    assert_eq!(o.stats.bytes_read, 0);
+}
+
+#[test]
+fn close_mid_headers_is_closed_early() {
+    let server = common::close_mid_headers();
+    let o = run(settings(server.addr()));
+    assert_all_failed(&o, ErrorClass::ClosedEarly);
+    assert_one_connection_per_request(&o, &server);
+    assert_eq!(
+        o.stats.bytes_read,
+        REQUESTS * common::MID_HEADERS.len() as u64
+    );
+}
+
+#[test]
+fn close_mid_body_is_body_length_mismatch() {
+    let server = common::close_mid_body();
+    let o = run(settings(server.addr()));
+    assert_all_failed(&o, ErrorClass::BodyLengthMismatch);
+    assert_one_connection_per_request(&o, &server);
+    assert_eq!(o.stats.bytes_read, REQUESTS * common::MID_BODY.len() as u64);
+    assert_eq!(
+        o.stats.body_bytes, 0,
+        "only complete responses count body bytes"
+    );
+}
+
+#[test]
+fn reset_is_reset() {
+    let server = common::reset();
+    let o = run(settings(server.addr()));
+    assert_all_failed(&o, ErrorClass::Reset);
+    assert_one_connection_per_request(&o, &server);
+}
+
+// ---------------------------------------------------------------------------
+// The server takes too long.
+
+#[test]
+fn a_stalled_server_is_read_timeout() {
+    let server = common::stall();
+    let began = Instant::now();
+    let o = run(settings(server.addr()));
+    let took = began.elapsed();
+    assert_all_failed(&o, ErrorClass::ReadTimeout);
+    assert_one_connection_per_request(&o, &server);
+    // Each connection waits out 10 timeouts, one after the other: the
+    // timeout is really waited for, not cut short.
+    let each = REQUESTS / CONNECTIONS as u64;
+    let least = TIMEOUT * u32::try_from(each).expect("small");
+    assert!(took >= least, "{took:?} < {least:?}: timeouts cut short");
+}
+
+#[test]
+fn a_duration_run_against_a_stalled_server_ends_on_time() {
+    let server = common::stall();
+    let duration = Duration::from_secs(1);
+    // run() asserts the wall time stays under duration + timeout + slack.
+    let o = run(settings_for(server.addr(), "/x", Stop::Duration(duration)));
+    let s = &o.stats;
+    // Each connection starts a request at 0 and 0.5 s (and perhaps one
+    // more if the machine is slow); the one under way at the end is still
+    // counted, as a timeout.
+    assert!(s.requests() >= 2 * CONNECTIONS as u64, "{s:?}");
+    assert!(s.requests() <= 3 * CONNECTIONS as u64, "{s:?}");
+    assert_eq!(s.errors_of(ErrorClass::ReadTimeout), s.requests());
+    assert_eq!(s.responses, 0);
+    assert_eq!(s.connects, s.requests());
+}
+
+// ---------------------------------------------------------------------------
+// The answer is not valid HTTP.
+
+#[test]
+fn garbage_is_malformed() {
+    let server = common::garbage();
+    let o = run(settings(server.addr()));
+    assert_all_failed(&o, ErrorClass::Malformed);
+    // The framing is lost after garbage: the engine must not reuse it.
+    assert_one_connection_per_request(&o, &server);
+}
+
+#[test]
+fn an_oversized_head_is_malformed() {
+    let server = common::oversized_headers();
+    let o = run(settings(server.addr()));
+    assert_all_failed(&o, ErrorClass::Malformed);
+    assert_one_connection_per_request(&o, &server);
+    // The engine gives up once 64 KiB of head came without its end; it
+    // does not have to read all 100 KiB.
+    let read_each = o.stats.bytes_read / REQUESTS;
+    assert!(read_each >= 64 * 1024, "gave up after {read_each} bytes");
+}
+
+// ---------------------------------------------------------------------------
+// Valid but unusual answers: all must succeed.
+
+#[test]
+fn chunked_edge_cases_are_framed() {
+    let server = common::chunked();
+    let o = run(settings(server.addr()));
+    // Body bytes of a chunked answer include its framing and trailers.
+    assert_all_ok(&o, common::chunked_body_len());
+    assert_eq!(o.stats.connects, CONNECTIONS as u64, "keep-alive held");
+    assert_eq!(server.accepted(), CONNECTIONS as u64);
+}
+
+#[test]
+fn connection_close_is_honoured_and_the_engine_reconnects() {
+    let server = common::connection_close();
+    let o = run(settings(server.addr()));
+    assert_all_ok(&o, common::OK_BODY.len());
+    assert_one_connection_per_request(&o, &server);
+    assert_eq!(
+        o.stats.bytes_read,
+        REQUESTS * common::CLOSE_ANSWER.len() as u64
+    );
+}
+
+#[test]
+fn http10_close_delimited_bodies_end_at_the_close() {
+    let server = common::http10_close_delimited();
+    let o = run(settings(server.addr()));
+    assert_all_ok(&o, common::HTTP10_BODY_LEN);
+    assert_one_connection_per_request(&o, &server);
+}
+
+#[test]
+fn interim_1xx_answers_are_skipped() {
+    let server = common::interim_1xx();
+    let o = run(settings(server.addr()));
+    // Only the final 200 is a response; its body is the only body.
+    assert_all_ok(&o, common::OK_BODY.len());
+    assert_eq!(o.stats.connects, CONNECTIONS as u64, "keep-alive held");
+    assert_eq!(server.accepted(), CONNECTIONS as u64);
+}
+
+#[test]
+fn an_answer_dripped_byte_by_byte_is_complete_only_at_its_last_byte() {
+    let pause = Duration::from_millis(1);
+    let server = common::drip(pause);
+    let o = run(settings(server.addr()));
+    assert_all_ok(&o, common::OK_BODY.len());
+    assert_eq!(o.stats.connects, CONNECTIONS as u64, "keep-alive held");
+    assert_eq!(o.stats.bytes_read, REQUESTS * common::OK.len() as u64);
+    // len − 1 pauses of at least 1 ms lie between its first and last byte.
+    let gaps = u32::try_from(common::OK.len() - 1).expect("small");
+    let least = (pause * gaps).as_nanos() as u64;
+    let min = o.stats.latency.min();
+    assert!(
+        o.stats.latency.highest_equivalent(min) >= least,
+        "fastest answer {min} ns < {least} ns"
+    );
+}
+
+#[test]
+fn the_timeout_is_per_read_not_per_answer() {
+    // 43 bytes 15 ms apart take ~0.65 s, longer than the 500 ms timeout,
+    // but no single wait for the next byte comes near it: a timeout that
+    // means "longest wait for a response (or its next bytes)" must let
+    // every answer through.
+    let pause = Duration::from_millis(15);
+    let server = common::drip(pause);
+    let mut s = settings(server.addr());
+    s.schedule.stop = Stop::Requests(4);
+    let o = run(s);
+    assert_eq!(o.stats.total_errors(), 0, "errors: {:?}", o.stats.errors);
+    assert_eq!(o.stats.responses, 4);
+    let whole = pause * u32::try_from(common::OK.len() - 1).expect("small");
+    assert!(
+        whole > TIMEOUT,
+        "the test needs answers slower than the timeout"
+    );
+    let min = o.stats.latency.min();
+    assert!(min >= whole.as_nanos() as u64 * 99 / 100, "{min} ns");
+}
+
+// ---------------------------------------------------------------------------
+// Against the reference server.
+
+fn reference_server() -> dyno_serve::ServerHandle {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    dyno_serve::spawn(listener, 1).expect("dyno-serve starts")
+}
+
+#[test]
+fn the_stop_flag_ends_a_long_run_at_once() {
+    let server = reference_server();
+    let settings = settings_for(
+        server.local_addr(),
+        "/hello",
+        Stop::Duration(Duration::from_secs(30)),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let ctrl_c = {
+        let stop = Arc::clone(&stop);
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(300));
+            stop.store(true, Ordering::SeqCst);
+        })
+    };
+    let began = Instant::now();
+    let o = run_with_stop(settings, stop);
+    let took = began.elapsed();
+    ctrl_c.join().expect("the Ctrl-C thread ends");
+    // After the flag, only the requests under way finish (each within one
+    // timeout).
+    let bound = Duration::from_millis(300) + TIMEOUT + SLACK;
+    assert!(took < bound, "stopping took {took:?}");
+    assert!(o.interrupted);
+    assert!(o.stats.responses > 0);
+    assert_eq!(o.stats.total_errors(), 0, "errors: {:?}", o.stats.errors);
+    assert_eq!(o.stats.requests(), o.stats.responses);
+}
+
+/// `Stop::Requests(1000)` on `/hello` against dyno-serve.
+fn reference_settings(addr: SocketAddr) -> Settings {
+    let mut s = settings_for(addr, "/hello", Stop::Requests(1000));
+    // These answers come from a real server on a possibly busy machine; a
+    // long timeout keeps a scheduling hiccup from becoming an error.
+    s.timeout = Duration::from_secs(5);
+    s.connect_timeout = Duration::from_secs(5);
+    s
+}
+
+fn assert_exact_1000(o: &Outcome) {
+    let s = &o.stats;
+    assert_eq!(s.total_errors(), 0, "errors: {:?}", s.errors);
+    assert_eq!(s.responses, 1000);
+    assert_eq!(s.requests(), 1000);
+    assert_eq!(s.status, vec![(200, 1000)]);
+    assert_eq!(s.body_bytes, 1000 * dyno_serve::HELLO.len() as u64);
+    assert_eq!(s.latency.len(), 1000);
+}
+
+#[test]
+fn exactly_n_requests_with_keep_alive() {
+    let server = reference_server();
+    let o = run(reference_settings(server.local_addr()));
+    assert_exact_1000(&o);
+    assert_eq!(o.stats.connects, CONNECTIONS as u64);
+}
+
+#[test]
+fn exactly_n_requests_without_keep_alive() {
+    let server = reference_server();
+    let (target, path) =
+        parse_url(&format!("http://{}/hello", server.local_addr())).expect("a valid URL");
+    let mut s = reference_settings(server.local_addr());
+    // As `--no-keepalive` does: say `Connection: close`, and close.
+    let spec = RequestSpec {
+        method: "GET".into(),
+        path,
+        headers: vec![],
+        body: None,
+        keep_alive: false,
+    };
+    s.requests = vec![RequestTemplate::new(&target, &spec).expect("a valid request")];
+    s.keep_alive = false;
+    let o = run(s);
+    assert_exact_1000(&o);
+    assert_eq!(o.stats.connects, 1000);
+}
+
+#[test]
+fn exactly_n_requests_pipelined() {
+    let server = reference_server();
+    let mut s = reference_settings(server.local_addr());
+    s.pipeline = 4;
+    let o = run(s);
+    assert_exact_1000(&o);
+    assert_eq!(o.stats.connects, CONNECTIONS as u64);
+}
+
+// ---------------------------------------------------------------------------
+// The open model does not hide a stall.
+
+#[test]
+fn the_open_model_counts_a_stall_from_the_due_time() {
+    // 200 requests/s for 2 s on one connection: request k is due at
+    // k × 5 ms, k = 0..399. The server answers at once, except that it
+    // holds every answer between t0 + 0.5 s and t0 + 1.0 s until t0 + 1.0 s.
+    //
+    // - Request 100 (due 0.5 s) is sent on time and answered at 1.0 s.
+    // - Requests 101..199 (due 0.505..0.995 s) cannot be sent before that
+    //   answer (one connection, no pipelining in the open model); they go
+    //   out back to back just after 1.0 s and are answered at once.
+    // - From the due time, request 100 + j took ≈ 0.5 − 0.005 j s: 100
+    //   latencies spread evenly over (0, 0.5 s]; the other 300 take well
+    //   under a millisecond.
+    // - Corrected p90 is the 360th of 400: the 60th of the 100 stalled,
+    //   ≈ 0.005 × 60 = 0.30 s; the max ≈ 0.5 s.
+    // - From the real send, only request 100 waited (0.5 s): 399 of 400
+    //   are fast, so the uncorrected p90 is well under a millisecond.
+    let server = common::stall_window(Duration::from_millis(500), Duration::from_millis(1000));
+    let mut s = settings_for(server.addr(), "/x", Stop::Duration(Duration::from_secs(2)));
+    s.schedule.rate_per_sec = Some(200.0);
+    s.connections = 1;
+    // Longer than the stall, which must be measured, not timed out.
+    s.timeout = Duration::from_secs(5);
+    let o = run(s);
+    let st = &o.stats;
+    assert_eq!(st.total_errors(), 0, "errors: {:?}", st.errors);
+    assert_eq!(st.responses, 400, "every request due in 2 s was sent");
+    assert_eq!(st.dropped, 0);
+    assert_eq!(st.connects, 1);
+    // The 99 requests held back by the stall were sent late.
+    assert!(st.late_sends >= 90, "late sends: {}", st.late_sends);
+
+    let secs = |ns: u64| ns as f64 / 1e9;
+    let p90 = secs(st.latency.value_at_quantile(0.90));
+    let max = secs(st.latency.max());
+    assert!((0.15..=0.45).contains(&p90), "corrected p90 {p90} s");
+    assert!(max >= 0.4, "corrected max {max} s");
+    let raw_p90 = secs(st.uncorrected.value_at_quantile(0.90));
+    let raw_max = secs(st.uncorrected.max());
+    assert!(raw_p90 < 0.05, "uncorrected p90 {raw_p90} s");
+    assert!(raw_max >= 0.4, "the stalled request itself: {raw_max} s");
+    assert_eq!(st.uncorrected.len(), 400);
+    eprintln!(
+        "TMP p90={p90} max={max} raw_p90={raw_p90} raw_max={raw_max} late={}",
+        st.late_sends
+    );
+}
+
+#[test]
+fn tmp_open_model_lateness_without_stall() {
+    let server = common::stall_window(Duration::from_secs(100), Duration::from_secs(101));
+    let mut s = settings_for(server.addr(), "/x", Stop::Duration(Duration::from_secs(2)));
+    s.schedule.rate_per_sec = Some(200.0);
+    s.connections = 1;
+    s.timeout = Duration::from_secs(5);
+    let o = run(s);
+    eprintln!("TMP2 late={} max_lateness={:?} p50={} p99={} responses={}", o.stats.late_sends, o.stats.max_lateness, o.stats.latency.value_at_quantile(0.5), o.stats.latency.value_at_quantile(0.99), o.stats.responses);
+}

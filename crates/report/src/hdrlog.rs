@@ -1,0 +1,113 @@
+//! The per-second latency histograms of an HTTP run in the HdrHistogram
+//! interval log format (`.hlog`), which HdrHistogram's own tools read and
+//! which merges losslessly across runs and machines.
+
+use std::fs::OpenOptions;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use dyno_model::Run;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
+
+/// Writes `timeline` (second index ≥ 1 after the warm-up, histogram in ns)
+/// to a new file at `path`; an existing file is never overwritten.
+///
+/// Interval start times are seconds since the run started (StartTime), so
+/// the warm-up shows as the gap before the first interval. Max values are
+/// written in milliseconds, as HdrHistogram's tools expect by default.
+pub fn write_latency_log(
+    path: &Path,
+    run: &Run,
+    timeline: &[(u64, &Histogram<u64>)],
+) -> io::Result<()> {
+    let file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    let mut out = BufWriter::new(file);
+    write_log(&mut out, run, timeline)?;
+    out.flush()
+}
+
+fn write_log(
+    out: &mut impl Write,
+    run: &Run,
+    timeline: &[(u64, &Histogram<u64>)],
+) -> io::Result<()> {
+    let warmup = Duration::from_nanos(run.settings["warmup_ns"].as_u64().unwrap_or(0));
+    let start = SystemTime::UNIX_EPOCH
+        + Duration::from_nanos(u64::try_from(run.started_at.as_nanosecond()).unwrap_or(0));
+    let mut serializer = V2DeflateSerializer::new();
+    let mut writer = IntervalLogWriterBuilder::new()
+        .add_comment(&format!(
+            "dyno {} run {}: {}",
+            run.kind, run.id, run.description
+        ))
+        .add_comment("latency in nanoseconds; max column in milliseconds")
+        .with_start_time(start)
+        .with_max_value_divisor(1e6)
+        .begin_log_with(out, &mut serializer)?;
+    for (index, histogram) in timeline {
+        let offset = warmup + Duration::from_secs(index.saturating_sub(1));
+        writer
+            .write_histogram(histogram, offset, Duration::from_secs(1), None)
+            .map_err(|e| io::Error::other(format!("{e:?}")))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dyno_model::Kind;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+
+    #[test]
+    fn intervals_read_back_losslessly() {
+        let mut run = Run::new(Kind::Http, "GET /");
+        run.settings = serde_json::json!({"warmup_ns": 2_000_000_000u64});
+        let mut a = dyno_stats::hdr::latency_histogram();
+        let mut b = dyno_stats::hdr::latency_histogram();
+        a.record(1_000).unwrap();
+        b.record(5_000_000).unwrap();
+        b.record(7_000_000).unwrap();
+        let mut text = Vec::new();
+        write_log(&mut text, &run, &[(1, &a), (2, &b)]).unwrap();
+        let mut seen = Vec::new();
+        for entry in IntervalLogIterator::new(&text) {
+            if let Ok(LogEntry::Interval(h)) = entry {
+                seen.push((h.start_timestamp(), decode(h.encoded_histogram())));
+            }
+        }
+        assert_eq!(seen.len(), 2);
+        assert_eq!(
+            seen[0].0,
+            Duration::from_secs(2),
+            "the first second starts after the warm-up"
+        );
+        assert_eq!(seen[1].0, Duration::from_secs(3));
+        assert_eq!(seen[0].1, a);
+        assert_eq!(seen[1].1, b);
+        // Refuses to overwrite.
+        let dir = std::env::temp_dir().join(format!("dyno-hlog-{}", run.id));
+        std::fs::write(&dir, b"keep me").unwrap();
+        assert!(write_latency_log(&dir, &run, &[]).is_err());
+        assert_eq!(std::fs::read(&dir).unwrap(), b"keep me");
+        std::fs::remove_file(&dir).unwrap();
+    }
+
+    /// Decodes a log line's histogram with the same decoder a Run uses.
+    fn decode(encoded: &str) -> Histogram<u64> {
+        let m = dyno_model::Histogram {
+            encoding: dyno_stats::hdr::ENCODING.into(),
+            data: encoded.into(),
+            count: 0,
+            min: 0.0,
+            max: 0.0,
+            mean: 0.0,
+            stddev: 0.0,
+            percentiles: vec![],
+        };
+        dyno_stats::hdr::from_model(&m).unwrap()
+    }
+}

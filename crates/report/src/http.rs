@@ -1,0 +1,389 @@
+//! The views of an HTTP run: dyno's own report and ApacheBench 2.3's
+//! layout. Both read only the Run, so a saved run can be shown either way.
+
+use std::fmt::Write as _;
+
+use dyno_model::{Metric, Run};
+use dyno_stats::hdr;
+use hdrhistogram::Histogram;
+
+use crate::format::{format_duration_ns, format_value};
+
+fn value(run: &Run, name: &str) -> f64 {
+    run.metric(name).map_or(0.0, |m| m.value)
+}
+
+fn count(run: &Run, name: &str) -> u64 {
+    value(run, name).round() as u64
+}
+
+fn histogram(run: &Run, name: &str) -> Option<Histogram<u64>> {
+    run.metric(name)
+        .and_then(|m| m.histogram.as_ref())
+        .and_then(|h| hdr::from_model(h).ok())
+}
+
+fn setting<'a>(run: &'a Run, key: &str) -> &'a serde_json::Value {
+    &run.settings[key]
+}
+
+/// Status codes and error classes, from the metrics that name them.
+fn tallies<'a>(run: &'a Run, prefix: &'a str) -> impl Iterator<Item = (&'a str, u64)> + 'a {
+    run.metrics.iter().filter_map(move |m: &Metric| {
+        m.name
+            .strip_prefix(prefix)
+            .map(|rest| (rest, m.value.round() as u64))
+    })
+}
+
+/// dyno's report of an HTTP run.
+pub fn http_report(run: &Run) -> String {
+    let mut out = String::new();
+    let url = setting(run, "url").as_str().unwrap_or("?");
+    let builtin = if setting(run, "builtin_server").as_bool() == Some(true) {
+        " (dyno's built-in server)"
+    } else {
+        ""
+    };
+    let _ = writeln!(out, "Target      {url}{builtin}");
+    let open = setting(run, "model").as_str() == Some("open");
+    let length = match (
+        setting(run, "requests").as_u64(),
+        setting(run, "duration_ns").as_u64(),
+    ) {
+        (Some(n), _) => format!("{n} requests"),
+        (None, Some(ns)) => format_duration_ns(ns as f64),
+        _ => "?".into(),
+    };
+    let warmup = setting(run, "warmup_ns").as_u64().unwrap_or(0);
+    let warmup = if warmup == 0 {
+        "no warm-up".to_owned()
+    } else {
+        format!("{} warm-up excluded", format_duration_ns(warmup as f64))
+    };
+    let keep = if setting(run, "keep_alive").as_bool() == Some(false) {
+        "new connection per request"
+    } else {
+        "keep-alive"
+    };
+    let pipeline = setting(run, "pipeline").as_u64().unwrap_or(1);
+    let pipeline = if pipeline > 1 {
+        format!(", pipeline {pipeline}")
+    } else {
+        String::new()
+    };
+    let model = if open {
+        format!(
+            "open model: {} req/s on a fixed schedule, latency from due times",
+            setting(run, "rate_per_sec").as_f64().unwrap_or(0.0)
+        )
+    } else {
+        "closed model: each connection waits for its answer before the next request".into()
+    };
+    let _ = writeln!(out, "Model       {model}");
+    let _ = writeln!(
+        out,
+        "Settings    {} connections, {} worker threads, {keep}{pipeline}, {length}, {warmup}",
+        setting(run, "connections"),
+        setting(run, "threads"),
+    );
+    out.push('\n');
+
+    let measured = value(run, "measured_ns");
+    let _ = writeln!(
+        out,
+        "Requests    {} answered in {}: {}",
+        count(run, "responses"),
+        format_duration_ns(measured),
+        format_value(
+            value(run, "requests_per_sec"),
+            dyno_model::Unit::RequestsPerSec
+        )
+    );
+    if open {
+        let _ = writeln!(
+            out,
+            "Rate        requested {:.0} req/s, achieved {:.0} req/s; {} late sends (max {} late), {} dropped",
+            value(run, "requested_rate_per_sec"),
+            value(run, "requests_per_sec"),
+            count(run, "late_sends"),
+            format_duration_ns(value(run, "max_lateness_ns")),
+            count(run, "dropped_sends"),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Transfer    {} ({} read, {} written, {} of bodies)",
+        format_value(
+            value(run, "transfer_bytes_per_sec"),
+            dyno_model::Unit::BytesPerSec
+        ),
+        format_value(value(run, "bytes_read"), dyno_model::Unit::Bytes),
+        format_value(value(run, "bytes_written"), dyno_model::Unit::Bytes),
+        format_value(value(run, "body_bytes"), dyno_model::Unit::Bytes),
+    );
+    out.push('\n');
+
+    let mut rows: Vec<(&str, Histogram<u64>)> = Vec::new();
+    if let Some(h) = histogram(run, "latency_ns") {
+        rows.push((if open { "corrected" } else { "latency" }, h));
+    }
+    if let Some(h) = histogram(run, "latency_uncorrected_ns") {
+        rows.push(("uncorrected", h));
+    }
+    if !rows.is_empty() {
+        let _ = writeln!(
+            out,
+            "{:<12}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}  mean ± sd",
+            "Latency", "p50", "p75", "p90", "p99", "p99.9", "p99.99", "max"
+        );
+        for (label, h) in &rows {
+            let mut line = format!("{label:<12}");
+            for p in hdr::REPORTED_PERCENTILES {
+                let _ = write!(
+                    line,
+                    "{:>10}",
+                    short_ns(h.value_at_quantile(p / 100.0) as f64)
+                );
+            }
+            let _ = write!(
+                line,
+                "{:>10}  {} ± {}",
+                short_ns(h.max() as f64),
+                short_ns(h.mean()),
+                short_ns(h.stdev())
+            );
+            let _ = writeln!(out, "{line}");
+        }
+        out.push('\n');
+    }
+
+    let _ = writeln!(
+        out,
+        "Connection times    min      mean     sd       median   max"
+    );
+    for (label, name) in [
+        ("Connect", "connect_ns"),
+        ("Processing", "processing_ns"),
+        ("Waiting", "waiting_ns"),
+        ("Total", "latency_ns"),
+    ] {
+        if let Some(h) = histogram(run, name) {
+            let _ = writeln!(
+                out,
+                "{label:<20}{:<9}{:<9}{:<9}{:<9}{}",
+                short_ns(h.min() as f64),
+                short_ns(h.mean()),
+                short_ns(h.stdev()),
+                short_ns(h.value_at_quantile(0.5) as f64),
+                short_ns(h.max() as f64),
+            );
+        }
+    }
+    out.push('\n');
+
+    let statuses: Vec<String> = tallies(run, "status_")
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "Status      {}",
+        if statuses.is_empty() {
+            "none".into()
+        } else {
+            statuses.join(", ")
+        }
+    );
+    let errors: Vec<String> = tallies(run, "errors_")
+        .map(|(class, n)| format!("{}: {n}", class.replace('_', " ")))
+        .collect();
+    let _ = writeln!(
+        out,
+        "Errors      {}",
+        if errors.is_empty() {
+            "none".into()
+        } else {
+            errors.join(", ")
+        }
+    );
+    let _ = writeln!(
+        out,
+        "Client CPU  {:.0}% of {} worker threads",
+        value(run, "client_cpu_percent"),
+        setting(run, "threads")
+    );
+    crate::text::warnings(run, &mut out);
+    out
+}
+
+/// A latency in a short, fixed form for tables.
+fn short_ns(ns: f64) -> String {
+    format_duration_ns(ns).replace(' ', "")
+}
+
+fn ms(ns: f64) -> f64 {
+    ns / 1e6
+}
+
+/// The report in ApacheBench 2.3's layout and labels, so scripts written
+/// for ab keep working. Open-model runs show the corrected latencies.
+pub fn ab_report(run: &Run) -> String {
+    let mut out = String::new();
+    let url = setting(run, "url").as_str().unwrap_or("");
+    let (host, port, path) = split_url(url);
+    let responses = count(run, "responses");
+    let secs = value(run, "measured_ns") / 1e9;
+    let concurrency = setting(run, "connections").as_u64().unwrap_or(1);
+    let _ = writeln!(
+        out,
+        "This is dyno {}, reporting in the layout of ApacheBench, Version 2.3\n",
+        run.environment.dyno.version.as_deref().unwrap_or("")
+    );
+    let _ = writeln!(out, "Server Software:        ");
+    let _ = writeln!(out, "Server Hostname:        {host}");
+    let _ = writeln!(out, "Server Port:            {port}\n");
+    let _ = writeln!(out, "Document Path:          {path}");
+    let doc_len = count(run, "body_bytes").checked_div(responses).unwrap_or(0);
+    let _ = writeln!(out, "Document Length:        {doc_len} bytes\n");
+    let _ = writeln!(out, "Concurrency Level:      {concurrency}");
+    let _ = writeln!(out, "Time taken for tests:   {secs:.3} seconds");
+    let _ = writeln!(out, "Complete requests:      {}", count(run, "requests"));
+    let failed = count(run, "errors") - count(run, "errors_status");
+    let _ = writeln!(out, "Failed requests:        {failed}");
+    if failed > 0 {
+        let connect = count(run, "errors_connect_refused")
+            + count(run, "errors_connect_timeout")
+            + count(run, "errors_connect_other");
+        let length = count(run, "errors_body_length_mismatch");
+        let receive = count(run, "errors_read_timeout")
+            + count(run, "errors_reset")
+            + count(run, "errors_closed_early");
+        let exceptions = failed - connect - length - receive;
+        let _ = writeln!(
+            out,
+            "   (Connect: {connect}, Receive: {receive}, Length: {length}, Exceptions: {exceptions})"
+        );
+    }
+    let non2xx: u64 = tallies(run, "status_")
+        .filter(|(code, _)| !code.starts_with('2'))
+        .map(|(_, n)| n)
+        .sum();
+    if non2xx > 0 {
+        let _ = writeln!(out, "Non-2xx responses:      {non2xx}");
+    }
+    let _ = writeln!(
+        out,
+        "Total transferred:      {} bytes",
+        count(run, "bytes_read")
+    );
+    let _ = writeln!(
+        out,
+        "HTML transferred:       {} bytes",
+        count(run, "body_bytes")
+    );
+    let rps = if secs > 0.0 {
+        responses as f64 / secs
+    } else {
+        0.0
+    };
+    let _ = writeln!(out, "Requests per second:    {rps:.2} [#/sec] (mean)");
+    let per = if responses > 0 {
+        secs * 1e3 / responses as f64
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        out,
+        "Time per request:       {:.3} [ms] (mean)",
+        per * concurrency as f64
+    );
+    let _ = writeln!(
+        out,
+        "Time per request:       {per:.3} [ms] (mean, across all concurrent requests)"
+    );
+    let kbps = if secs > 0.0 {
+        value(run, "bytes_read") / 1024.0 / secs
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        out,
+        "Transfer rate:          {kbps:.2} [Kbytes/sec] received\n"
+    );
+
+    let _ = writeln!(out, "Connection Times (ms)");
+    let _ = writeln!(out, "              min  mean[+/-sd] median   max");
+    for (label, name) in [
+        ("Connect:", "connect_ns"),
+        ("Processing:", "processing_ns"),
+        ("Waiting:", "waiting_ns"),
+        ("Total:", "latency_ns"),
+    ] {
+        let h = histogram(run, name);
+        let (min, mean, sd, median, max) = h.as_ref().map_or((0.0, 0.0, 0.0, 0.0, 0.0), |h| {
+            (
+                ms(h.min() as f64),
+                ms(h.mean()),
+                ms(h.stdev()),
+                ms(h.value_at_quantile(0.5) as f64),
+                ms(h.max() as f64),
+            )
+        });
+        let _ = writeln!(
+            out,
+            "{label:<12}{min:>5.0} {mean:>5.0} {sd:>5.1} {median:>6.0} {max:>7.0}"
+        );
+    }
+    if let Some(h) = histogram(run, "latency_ns") {
+        let _ = writeln!(
+            out,
+            "\nPercentage of the requests served within a certain time (ms)"
+        );
+        for p in [50u8, 66, 75, 80, 90, 95, 98, 99] {
+            let v = ms(h.value_at_quantile(f64::from(p) / 100.0) as f64);
+            let _ = writeln!(out, "  {p}% {v:>6.0}");
+        }
+        let _ = writeln!(out, " 100% {:>6.0} (longest request)", ms(h.max() as f64));
+    }
+    out
+}
+
+/// Host, port and path of an http:// URL, as ab prints them.
+fn split_url(url: &str) -> (String, u16, String) {
+    let rest = url.strip_prefix("http://").unwrap_or(url);
+    let (authority, path) = rest
+        .find('/')
+        .map_or((rest, "/"), |i| (&rest[..i], &rest[i..]));
+    let (host, port) = match authority.rfind(':') {
+        Some(i) if !authority[i..].contains(']') => {
+            (&authority[..i], authority[i + 1..].parse().unwrap_or(80))
+        }
+        _ => (authority, 80),
+    };
+    (host.to_owned(), port, path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_like_ab() {
+        assert_eq!(
+            split_url("http://127.0.0.1:8080/hello"),
+            ("127.0.0.1".into(), 8080, "/hello".into())
+        );
+        assert_eq!(
+            split_url("http://example.com"),
+            ("example.com".into(), 80, "/".into())
+        );
+        assert_eq!(
+            split_url("http://[::1]:81/a?b"),
+            ("[::1]".into(), 81, "/a?b".into())
+        );
+        assert_eq!(
+            split_url("http://[::1]/x"),
+            ("[::1]".into(), 80, "/x".into())
+        );
+    }
+}

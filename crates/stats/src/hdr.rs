@@ -1,0 +1,132 @@
+//! Latency distributions: HDR histograms as every engine records them, and
+//! their lossless form inside a Run (HdrHistogram's V2 compressed encoding
+//! in base64, the encoding of the HdrHistogram log format), so that
+//! histograms from many threads, runs or machines merge exactly.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use dyno_model::Percentile;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+
+/// The encoding name stored in [`dyno_model::Histogram::encoding`].
+pub const ENCODING: &str = "hdr-v2-deflate-base64";
+
+/// The percentiles every latency report prints (methodology.md).
+pub const REPORTED_PERCENTILES: [f64; 6] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99];
+
+/// Highest latency a histogram can hold: one hour, in nanoseconds.
+pub const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
+
+/// Why a stored histogram could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum HdrError {
+    #[error("unknown histogram encoding '{0}' (expected {ENCODING})")]
+    Encoding(String),
+    #[error("the histogram data is not valid base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    #[error("the histogram data is damaged: {0:?}")]
+    Decode(hdrhistogram::serialization::DeserializeError),
+}
+
+/// An empty latency histogram: nanoseconds from 1 ns to one hour with three
+/// significant digits, auto-resizing past that rather than dropping values.
+pub fn latency_histogram() -> Histogram<u64> {
+    let mut h =
+        Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("constant bounds are valid");
+    h.auto(true);
+    h
+}
+
+/// The model form of `h`: the lossless encoding plus a readable summary.
+pub fn to_model(h: &Histogram<u64>) -> dyno_model::Histogram {
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .expect("serialising into a Vec cannot fail");
+    let empty = h.is_empty();
+    dyno_model::Histogram {
+        encoding: ENCODING.to_owned(),
+        data: STANDARD.encode(bytes),
+        count: h.len(),
+        min: if empty { 0.0 } else { h.min() as f64 },
+        max: h.max() as f64,
+        mean: h.mean(),
+        stddev: h.stdev(),
+        percentiles: REPORTED_PERCENTILES
+            .iter()
+            .map(|&p| Percentile {
+                percentile: p,
+                value: h.value_at_quantile(p / 100.0) as f64,
+            })
+            .collect(),
+    }
+}
+
+/// Decodes the histogram stored in a Run.
+pub fn from_model(m: &dyno_model::Histogram) -> Result<Histogram<u64>, HdrError> {
+    if m.encoding != ENCODING {
+        return Err(HdrError::Encoding(m.encoding.clone()));
+    }
+    let bytes = STANDARD.decode(&m.data)?;
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(HdrError::Decode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_losslessly_and_summarises() {
+        let mut h = latency_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let m = to_model(&h);
+        assert_eq!(m.count, 1000);
+        assert_eq!(m.encoding, ENCODING);
+        let p50 = m.percentiles.iter().find(|p| p.percentile == 50.0).unwrap();
+        assert!((p50.value - 500_000.0).abs() <= 500.0, "{}", p50.value);
+        let back = from_model(&m).unwrap();
+        assert_eq!(back, h);
+    }
+
+    #[test]
+    fn merged_histograms_equal_one_recorded_together() {
+        let (mut a, mut b, mut all) = (
+            latency_histogram(),
+            latency_histogram(),
+            latency_histogram(),
+        );
+        for v in [10u64, 2_000, 3_000_000] {
+            a.record(v).unwrap();
+            all.record(v).unwrap();
+        }
+        for v in [7u64, 90_000, 4_000_000_000] {
+            b.record(v).unwrap();
+            all.record(v).unwrap();
+        }
+        let mut merged = from_model(&to_model(&a)).unwrap();
+        merged.add(from_model(&to_model(&b)).unwrap()).unwrap();
+        assert_eq!(merged, all);
+    }
+
+    #[test]
+    fn damaged_data_is_an_error_not_a_panic() {
+        let mut m = to_model(&latency_histogram());
+        m.data = "not base64!".into();
+        assert!(matches!(from_model(&m), Err(HdrError::Base64(_))));
+        m.data = STANDARD.encode(b"garbage");
+        assert!(matches!(from_model(&m), Err(HdrError::Decode(_))));
+        m.encoding = "zip".into();
+        assert!(matches!(from_model(&m), Err(HdrError::Encoding(_))));
+    }
+
+    #[test]
+    fn empty_histograms_encode() {
+        let m = to_model(&latency_histogram());
+        assert_eq!((m.count, m.min, m.max), (0, 0.0, 0.0));
+    }
+}

@@ -1,0 +1,381 @@
+//! `dyno http`: resolve flags into engine settings, start the built-in
+//! server when no URL is given, run the engine with a progress line and
+//! Ctrl-C handling, then print, save and judge the run.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use dyno_http::request::{
+    RequestSpec, RequestTemplate, Scheme, parse_header, parse_url, parse_url_list,
+};
+use dyno_http::{Outcome, Progress, Schedule, Settings, Stop};
+use dyno_model::{Environment, Kind, Run};
+use serde_json::json;
+
+use super::{environment, finish, store_for};
+use crate::ExitStatus;
+use crate::cli::{HttpArgs, HttpFormat};
+
+/// Where the load goes: a URL the user gave, or the built-in server.
+struct Target {
+    /// Keeps the built-in server alive for the run.
+    _server: Option<dyno_serve::ServerHandle>,
+    url: String,
+}
+
+pub fn run(args: HttpArgs) -> Result<ExitStatus> {
+    let HttpArgs {
+        url,
+        requests,
+        duration,
+        connections,
+        threads,
+        rate,
+        warmup,
+        no_keepalive,
+        keepalive: _,
+        pipeline,
+        method,
+        headers,
+        body,
+        body_file,
+        url_file,
+        timeout,
+        connect_timeout,
+        fail_status,
+        max_error_rate,
+        format,
+        latency_log,
+        seed,
+        save,
+    } = args;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let builtin = url.is_none() && url_file.is_none();
+    // Beside the built-in server, the client takes half the CPUs.
+    let threads = threads.map_or(if builtin { (cpus / 2).max(1) } else { cpus }, |t| {
+        t as usize
+    });
+
+    let body = match (body, body_file) {
+        (Some(b), _) => Some(b.into_bytes()),
+        (None, Some(path)) => Some(
+            std::fs::read(&path)
+                .with_context(|| format!("could not read the body file '{}'", path.display()))?,
+        ),
+        (None, None) => None,
+    };
+    let headers = headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let target = if builtin {
+        let target = builtin_server((cpus - threads.min(cpus)).max(1))?;
+        eprintln!(
+            "no URL given: loading dyno's built-in server at {}",
+            target.url
+        );
+        target
+    } else {
+        Target {
+            _server: None,
+            url: url.clone().unwrap_or_default(),
+        }
+    };
+    let (http_target, paths) = match &url_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("could not read the URL file '{}'", path.display()))?;
+            parse_url_list(&text)
+                .with_context(|| format!("in the URL file '{}'", path.display()))?
+        }
+        None => {
+            let (t, p) = parse_url(&target.url)?;
+            (t, vec![p])
+        }
+    };
+    if http_target.scheme == Scheme::Https {
+        bail!("https:// is not supported yet; load the server over http:// for now");
+    }
+    let keep_alive = !no_keepalive;
+    let templates = paths
+        .iter()
+        .map(|path| {
+            RequestTemplate::new(
+                &http_target,
+                &RequestSpec {
+                    method: method.clone(),
+                    path: path.clone(),
+                    headers: headers.clone(),
+                    body: body.clone(),
+                    keep_alive,
+                },
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let stop = match (requests, duration) {
+        (Some(n), _) => Stop::Requests(n),
+        (None, Some(d)) => Stop::Duration(d),
+        (None, None) => Stop::Duration(std::time::Duration::from_secs(10)),
+    };
+    let seed = seed.unwrap_or_else(|| fastrand::u64(..));
+    let settings = Settings {
+        target: http_target,
+        requests: templates,
+        schedule: Schedule {
+            stop,
+            rate_per_sec: rate,
+            warmup,
+        },
+        connections: connections as usize,
+        threads,
+        pipeline: pipeline as usize,
+        keep_alive,
+        timeout,
+        connect_timeout,
+        fail_status,
+        seed,
+    };
+
+    let store = store_for(&save)?;
+    let mut run = Run::new(Kind::Http, description(&settings, &target.url));
+    run.environment = environment();
+    run.settings = json!({
+        "url": target.url,
+        "urls": paths.len(),
+        "builtin_server": builtin,
+        "method": method,
+        "model": if rate.is_some() { "open" } else { "closed" },
+        "requests": requests,
+        "duration_ns": match stop { Stop::Duration(d) => Some(d.as_nanos() as u64), Stop::Requests(_) => None },
+        "rate_per_sec": rate,
+        "warmup_ns": warmup.as_nanos() as u64,
+        "connections": connections,
+        "threads": threads,
+        "pipeline": pipeline,
+        "keep_alive": keep_alive,
+        "timeout_ns": timeout.as_nanos() as u64,
+        "connect_timeout_ns": connect_timeout.as_nanos() as u64,
+        "fail_status": fail_status,
+        "max_error_rate_percent": max_error_rate,
+        "seed": seed,
+        "headers": headers.len(),
+        "body_bytes": body.as_ref().map_or(0, Vec::len),
+    });
+    run.warnings.extend(preflight(&run.environment, &settings));
+
+    // Ctrl-C ends the run early; what was measured is still printed and
+    // saved. A second Ctrl-C exits at once.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(
+        signal_hook::consts::SIGINT,
+        130,
+        Arc::clone(&interrupted),
+    )
+    .context("could not install the Ctrl-C handler")?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
+        .context("could not install the Ctrl-C handler")?;
+
+    let started = Instant::now();
+    let tty = std::io::stderr().is_terminal();
+    let outcome = dyno_http::run(settings.clone(), interrupted, |p| {
+        if tty {
+            progress_line(&p);
+        }
+    })?;
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    run.duration_ns = started.elapsed().as_nanos() as u64;
+    run.metrics = outcome.metrics(&settings);
+    run.headline = Some("requests_per_sec".into());
+    run.warnings.extend(judge(&outcome, &settings));
+
+    if let Some(path) = &latency_log {
+        dyno_report::write_latency_log(path, &run, &outcome_timeline(&outcome))
+            .with_context(|| format!("could not write the latency log '{}'", path.display()))?;
+    }
+    let run = finish(run, &save, store, |run| match format {
+        HttpFormat::Human => dyno_report::http_report(run),
+        HttpFormat::Ab => dyno_report::ab_report(run),
+    })?;
+    let requests = outcome.stats.requests().max(1);
+    let error_rate = 100.0 * outcome.stats.total_errors() as f64 / requests as f64;
+    if error_rate > max_error_rate {
+        eprintln!(
+            "dyno: {:.2}% of requests failed, above --max-error-rate {max_error_rate}%",
+            error_rate
+        );
+        return Ok(ExitStatus::ChecksFailed);
+    }
+    if outcome.interrupted {
+        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// Starts the built-in server on a free loopback port.
+fn builtin_server(threads: usize) -> Result<Target> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .context("could not open a loopback port for the built-in server")?;
+    let server = dyno_serve::spawn(listener, threads)?;
+    let url = format!("http://{}/hello", server.local_addr());
+    Ok(Target {
+        _server: Some(server),
+        url,
+    })
+}
+
+/// `dyno quick`'s HTTP line: dyno's own client against the built-in server
+/// on loopback, half the CPUs each, closed model, keep-alive.
+pub fn quick_load(
+    duration: std::time::Duration,
+    connections: usize,
+) -> Result<(Settings, Outcome)> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = (cpus / 2).max(1);
+    let target = builtin_server((cpus - threads).max(1))?;
+    let (http_target, path) = parse_url(&target.url)?;
+    let template = RequestTemplate::new(
+        &http_target,
+        &RequestSpec {
+            path,
+            ..RequestSpec::default()
+        },
+    )?;
+    let settings = Settings {
+        target: http_target,
+        requests: vec![template],
+        schedule: Schedule {
+            stop: Stop::Duration(duration),
+            rate_per_sec: None,
+            warmup: std::time::Duration::from_millis(500),
+        },
+        connections,
+        threads,
+        pipeline: 1,
+        keep_alive: true,
+        timeout: std::time::Duration::from_secs(10),
+        connect_timeout: std::time::Duration::from_secs(5),
+        fail_status: true,
+        seed: 0,
+    };
+    let outcome = dyno_http::run(settings.clone(), Arc::new(AtomicBool::new(false)), |_| {})?;
+    Ok((settings, outcome))
+}
+
+fn outcome_timeline(outcome: &Outcome) -> Vec<(u64, &hdrhistogram::Histogram<u64>)> {
+    outcome
+        .timeline
+        .iter()
+        .map(|i| (i.index, &i.latency))
+        .collect()
+}
+
+fn description(settings: &Settings, url: &str) -> String {
+    let model = match settings.schedule.rate_per_sec {
+        Some(r) => format!("{r} req/s"),
+        None => format!("c={}", settings.connections),
+    };
+    let method = settings.requests[0].method();
+    format!("{method} {url} {model}")
+}
+
+fn progress_line(p: &Progress) {
+    let phase = if p.warmup { " (warm-up)" } else { "" };
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "\r\x1b[2K{:>6.1}s{phase}  {} responses  {} req/s  {} errors",
+        p.elapsed.as_secs_f64(),
+        p.responses,
+        p.last_second,
+        p.errors
+    );
+    let _ = err.flush();
+}
+
+/// Warnings known before the run: limits that would cap it.
+fn preflight(env: &Environment, settings: &Settings) -> Vec<dyno_model::Warning> {
+    let mut warnings = dyno_env::preflight(env);
+    let need = settings.connections as u64 + 64;
+    if let Some(soft) = env.limits.open_files_soft
+        && soft < need
+    {
+        warnings.push(dyno_model::Warning {
+            code: "open_files_limit".into(),
+            message: format!(
+                "the open-file limit ({soft}) is below connections plus margin ({need}): raise it with `ulimit -n {need}`"
+            ),
+        });
+    }
+    if let Some(backlog) = env.network.somaxconn
+        && settings.connections as u64 > u64::from(backlog)
+    {
+        warnings.push(dyno_model::Warning {
+            code: "listen_backlog".into(),
+            message: format!(
+                "{} connections exceed net.core.somaxconn ({backlog}): a local server may drop connection attempts; raise it with sysctl -w net.core.somaxconn={}",
+                settings.connections, settings.connections
+            ),
+        });
+    }
+    warnings
+}
+
+/// Warnings only the results can tell.
+fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::Warning> {
+    let mut warnings = Vec::new();
+    let mut warn = |code: &str, message: String| {
+        warnings.push(dyno_model::Warning {
+            code: code.into(),
+            message,
+        })
+    };
+    let cpu = outcome.client_cpu_percent(settings.threads);
+    if cpu >= 90.0 {
+        warn(
+            "client_saturated",
+            format!(
+                "dyno used {cpu:.0}% of its {} threads: the client may be the bottleneck, so the figures are a lower bound for the server; add threads or a second client machine",
+                settings.threads
+            ),
+        );
+    }
+    if outcome.interrupted {
+        warn(
+            "interrupted",
+            "the run was stopped early (Ctrl-C); figures cover the part that ran".into(),
+        );
+    }
+    if let Some(rate) = settings.schedule.rate_per_sec {
+        let achieved = outcome.requests_per_sec();
+        if achieved < rate * 0.99 {
+            warn(
+                "rate_not_reached",
+                format!(
+                    "achieved {achieved:.0} req/s of the {rate} requested: the server (or the client) could not keep up; latency counts from the due times"
+                ),
+            );
+        }
+        if outcome.stats.dropped > 0 {
+            warn(
+                "dropped_sends",
+                format!(
+                    "{} requests fell due but could not be sent before the end: all connections were busy; raise -c",
+                    outcome.stats.dropped
+                ),
+            );
+        }
+    }
+    if outcome.stats.responses == 0 {
+        warn(
+            "no_responses",
+            "no request was answered: is the server up and the URL right?".into(),
+        );
+    }
+    warnings
+}
