@@ -22,6 +22,7 @@ use tokio::task::LocalSet;
 use crate::parse::{ParseError, ResponseParser, Step};
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats, Timing};
+use crate::timer::Timer;
 
 /// Why a load test could not run at all (per-request failures are counted,
 /// not raised).
@@ -323,15 +324,23 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
                 }
             })
         };
+        // The open model's due times need a finer clock than tokio's; if
+        // no timerfd can be had, tokio's millisecond timer stands in.
+        let timer = settings
+            .schedule
+            .rate_per_sec
+            .and_then(|_| Timer::new().ok());
         let mut tasks = Vec::with_capacity(connections);
         for c in 0..connections {
             let global = index + c * threads;
             tasks.push(tokio::task::spawn_local(connection(
                 Arc::clone(shared),
                 Rc::clone(&local),
+                timer.clone(),
                 global,
             )));
         }
+        drop(timer);
         for t in tasks {
             let _ = t.await;
         }
@@ -491,11 +500,21 @@ struct Conn {
     parser: ResponseParser,
 }
 
-const READ_BUF: usize = 128 * 1024;
+/// Initial read buffer of a connection. Bodies are counted as they arrive
+/// and never kept, so the buffer only ever holds a partial head; it stays
+/// small (10,000 connections must not cost a gigabyte) and grows only for
+/// a head that does not fit, up to what the parser accepts.
+const READ_BUF: usize = 16 * 1024;
+const MAX_READ_BUF: usize = ResponseParser::MAX_HEAD_BYTES + READ_BUF;
 
 /// The driver loop of one connection: take a ticket (or a batch of them
 /// when pipelining), connect if needed, send, read, record, repeat.
-async fn connection(shared: Arc<Shared>, local: Rc<RefCell<Local>>, global_index: usize) {
+async fn connection(
+    shared: Arc<Shared>,
+    local: Rc<RefCell<Local>>,
+    timer: Option<Timer>,
+    global_index: usize,
+) {
     let settings = &shared.settings;
     let threads = settings.threads.min(settings.connections).max(1) as u64;
     let mut open = settings
@@ -530,8 +549,10 @@ async fn connection(shared: Arc<Shared>, local: Rc<RefCell<Local>>, global_index
         if batch.is_empty() {
             break;
         }
-        if let Some(due) = batch[0].due {
-            tokio::time::sleep_until(due.into()).await;
+        match (batch[0].due, &timer) {
+            (Some(due), Some(timer)) => timer.sleep_until(due).await,
+            (Some(due), None) => tokio::time::sleep_until(due.into()).await,
+            (None, _) => {}
         }
         match exchange(&shared, &local, &mut conn, &batch).await {
             Ok(()) => backoff = Duration::ZERO,
@@ -660,10 +681,15 @@ async fn exchange(
                 conn.start = 0;
                 conn.end = 0;
             } else if conn.end == conn.read_buf.len() {
-                // A partial head at the end of the buffer: move it to the front.
+                // A partial head at the end of the buffer: move it to the
+                // front, and make room if it fills the buffer on its own.
                 conn.read_buf.copy_within(conn.start..conn.end, 0);
                 conn.end -= conn.start;
                 conn.start = 0;
+                if conn.end == conn.read_buf.len() && conn.read_buf.len() < MAX_READ_BUF {
+                    let grown = (conn.read_buf.len() * 2).min(MAX_READ_BUF);
+                    conn.read_buf.resize(grown, 0);
+                }
             }
             let stream = conn.stream.as_mut().expect("connected");
             let read = tokio::time::timeout(

@@ -16,6 +16,7 @@ pub mod parse;
 pub mod request;
 pub mod settings;
 pub mod stats;
+mod timer;
 
 pub use engine::{EngineError, Outcome, Progress, run};
 pub use settings::{Schedule, Settings, Stop};

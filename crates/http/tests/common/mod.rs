@@ -152,6 +152,18 @@ impl Conn {
         let _ = self.stream.shutdown(Shutdown::Write);
     }
 
+    /// Closes the way a server that is done does: FIN at once, then reads
+    /// and discards until the client closes too (at most a second). Closing
+    /// with unread bytes would send RST instead, which the client may see
+    /// before the last bytes of the answer.
+    pub fn finish(mut self) {
+        self.shutdown_write();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline && self.read_some() {
+            self.pending.clear();
+        }
+    }
+
     /// Closes with `SO_LINGER` 0, so the kernel sends RST instead of FIN.
     /// (`TcpStream::set_linger` is unstable, hence libc.)
     pub fn reset(self) {
@@ -289,14 +301,24 @@ pub fn full_backlog() -> (TcpListener, TcpStream) {
     (listener, filler)
 }
 
-/// Accepts, then closes at once (FIN before any byte of an answer). It
-/// still reads the request before letting go, so the close is a clean FIN
-/// and never an RST for unread data: the client must see end-of-stream.
-pub fn accept_then_close() -> Server {
+/// Answers every request with [`OK`] at once, keep-alive: a well-behaved
+/// server.
+pub fn ok() -> Server {
     serve(|mut c| {
-        c.shutdown_write();
-        let _ = c.next_request();
+        while c.next_request() {
+            if !c.send(OK) {
+                return;
+            }
+        }
     })
+}
+
+/// Accepts, then closes at once (FIN before any byte of an answer). It
+/// still reads what the client sends before letting go, so the close stays
+/// a clean FIN and never becomes an RST for unread data: the client must
+/// see end-of-stream.
+pub fn accept_then_close() -> Server {
+    serve(|c| c.finish())
 }
 
 /// The first line and half a header name, then close.
@@ -307,6 +329,7 @@ pub fn close_mid_headers() -> Server {
     serve(|mut c| {
         if c.next_request() {
             c.send(MID_HEADERS);
+            c.finish();
         }
     })
 }
@@ -319,6 +342,7 @@ pub fn close_mid_body() -> Server {
     serve(|mut c| {
         if c.next_request() {
             c.send(MID_BODY);
+            c.finish();
         }
     })
 }
@@ -422,6 +446,7 @@ pub fn connection_close() -> Server {
     serve(|mut c| {
         if c.next_request() {
             c.send(CLOSE_ANSWER);
+            c.finish();
         }
     })
 }
@@ -443,6 +468,7 @@ pub fn http10_close_delimited() -> Server {
                 ],
                 Duration::from_millis(2),
             );
+            c.finish();
         }
     })
 }
