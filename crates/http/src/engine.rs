@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::LocalSet;
 
-use crate::parse::{ParseError, ResponseParser, Step};
+use crate::parse::{ResponseParser, Step};
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats, Timing};
 use crate::timer::Timer;
@@ -672,7 +672,7 @@ async fn exchange(
                     Err(e) => {
                         return Err(Failure::Request {
                             done: i,
-                            class: parse_class(&e),
+                            class: e.class(),
                         });
                     }
                 }
@@ -718,7 +718,7 @@ async fn exchange(
                     Err(e) => {
                         return Err(Failure::Request {
                             done: i,
-                            class: parse_class(&e),
+                            class: e.class(),
                         });
                     }
                 },
@@ -779,13 +779,5 @@ fn io_class(e: &io::Error, otherwise: ErrorClass) -> ErrorClass {
         | io::ErrorKind::ConnectionAborted => ErrorClass::Reset,
         io::ErrorKind::TimedOut => ErrorClass::ReadTimeout,
         _ => otherwise,
-    }
-}
-
-fn parse_class(e: &ParseError) -> ErrorClass {
-    match e {
-        ParseError::BodyTooShort { .. } => ErrorClass::BodyLengthMismatch,
-        ParseError::ClosedEarly { .. } => ErrorClass::ClosedEarly,
-        _ => ErrorClass::Malformed,
     }
 }
