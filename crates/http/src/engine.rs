@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::task::LocalSet;
 
@@ -324,6 +324,7 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
                 }
             })
         };
+        let read_buf = Rc::new(RefCell::new(vec![0u8; READ_BUF]));
         // The open model's due times need a finer clock than tokio's; if
         // no timerfd can be had, tokio's millisecond timer stands in.
         let timer = settings
@@ -337,6 +338,7 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
                 Arc::clone(shared),
                 Rc::clone(&local),
                 timer.clone(),
+                Rc::clone(&read_buf),
                 global,
             )));
         }
@@ -488,24 +490,24 @@ impl OpenSchedule {
     }
 }
 
-/// A connection's reusable state.
+/// A connection's reusable state. It owns no read buffer: every connection
+/// of a thread reads into the thread's one buffer ([`READ_BUF`]), and only
+/// bytes left unconsumed (a partial head, or an answer that arrived early)
+/// are kept here, so 10,000 idle connections cost next to nothing.
 #[derive(Debug)]
 struct Conn {
     stream: Option<TcpStream>,
-    read_buf: Vec<u8>,
-    /// Unconsumed bytes are `read_buf[start..end]`.
-    start: usize,
-    end: usize,
+    /// Received bytes not yet consumed by the parser.
+    pending: Vec<u8>,
+    /// Requests with placeholders, or several pipelined, are written here;
+    /// a single static request is written straight from its template.
     write_buf: Vec<u8>,
     parser: ResponseParser,
 }
 
-/// Initial read buffer of a connection. Bodies are counted as they arrive
-/// and never kept, so the buffer only ever holds a partial head; it stays
-/// small (10,000 connections must not cost a gigabyte) and grows only for
-/// a head that does not fit, up to what the parser accepts.
-const READ_BUF: usize = 16 * 1024;
-const MAX_READ_BUF: usize = ResponseParser::MAX_HEAD_BYTES + READ_BUF;
+/// The read buffer every connection of a thread shares. Bodies are counted
+/// as they arrive and never kept, so one buffer per thread suffices.
+const READ_BUF: usize = 64 * 1024;
 
 /// The driver loop of one connection: take a ticket (or a batch of them
 /// when pipelining), connect if needed, send, read, record, repeat.
@@ -513,6 +515,7 @@ async fn connection(
     shared: Arc<Shared>,
     local: Rc<RefCell<Local>>,
     timer: Option<Timer>,
+    read_buf: Rc<RefCell<Vec<u8>>>,
     global_index: usize,
 ) {
     let settings = &shared.settings;
@@ -524,10 +527,8 @@ async fn connection(
     let depth = if open.is_some() { 1 } else { settings.pipeline };
     let mut conn = Conn {
         stream: None,
-        read_buf: vec![0; READ_BUF],
-        start: 0,
-        end: 0,
-        write_buf: Vec::with_capacity(4096),
+        pending: Vec::new(),
+        write_buf: Vec::new(),
         parser: ResponseParser::default(),
     };
     let mut batch: Vec<Ticket> = Vec::with_capacity(depth);
@@ -554,7 +555,7 @@ async fn connection(
             (Some(due), None) => tokio::time::sleep_until(due.into()).await,
             (None, _) => {}
         }
-        match exchange(&shared, &local, &mut conn, &batch).await {
+        match exchange(&shared, &local, &read_buf, &mut conn, &batch).await {
             Ok(()) => backoff = Duration::ZERO,
             Err(Failure::Connect(class)) => {
                 for t in &batch {
@@ -591,10 +592,12 @@ enum Failure {
 async fn exchange(
     shared: &Shared,
     local: &RefCell<Local>,
+    read_buf: &RefCell<Vec<u8>>,
     conn: &mut Conn,
     batch: &[Ticket],
 ) -> Result<(), Failure> {
     let settings = &shared.settings;
+    let measured = batch.iter().any(|t| t.measured);
     let mut connect_time = Duration::ZERO;
     if conn.stream.is_none() {
         let began = Instant::now();
@@ -611,22 +614,26 @@ async fn exchange(
         let _ = stream.set_nodelay(true);
         connect_time = began.elapsed();
         conn.stream = Some(stream);
-        conn.start = 0;
-        conn.end = 0;
-        if batch.iter().any(|t| t.measured) {
+        conn.pending.clear();
+        if measured {
             local.borrow_mut().stats.connects += 1;
         }
     }
 
-    conn.write_buf.clear();
-    {
-        let mut l = local.borrow_mut();
-        let Local { rng, .. } = &mut *l;
-        for t in batch {
-            let template = &settings.requests[(t.seq % settings.requests.len() as u64) as usize];
-            template.write(t.seq, rng, &mut conn.write_buf);
+    let template_of =
+        |t: &Ticket| &settings.requests[(t.seq % settings.requests.len() as u64) as usize];
+    let request: &[u8] = match (batch, template_of(&batch[0]).static_bytes()) {
+        ([_], Some(bytes)) => bytes,
+        _ => {
+            conn.write_buf.clear();
+            let mut l = local.borrow_mut();
+            let Local { rng, .. } = &mut *l;
+            for t in batch {
+                template_of(t).write(t.seq, rng, &mut conn.write_buf);
+            }
+            &conn.write_buf
         }
-    }
+    };
     let stream = conn.stream.as_mut().expect("connected above");
     let sent = Instant::now();
     if let Some(due) = batch[0].due
@@ -637,108 +644,151 @@ async fn exchange(
             .stats
             .lateness(sent.saturating_duration_since(due));
     }
-    match tokio::time::timeout(settings.timeout, stream.write_all(&conn.write_buf)).await {
-        Err(_) => {
-            return Err(Failure::Request {
-                done: 0,
-                class: ErrorClass::ReadTimeout,
-            });
-        }
-        Ok(Err(e)) => {
-            return Err(Failure::Request {
-                done: 0,
-                class: io_class(&e, ErrorClass::Write),
-            });
-        }
+    let fail = |done: usize, class: ErrorClass| Failure::Request { done, class };
+    match tokio::time::timeout(settings.timeout, stream.write_all(request)).await {
+        Err(_) => return Err(fail(0, ErrorClass::ReadTimeout)),
+        Ok(Err(e)) => return Err(fail(0, io_class(&e, ErrorClass::Write))),
         Ok(Ok(())) => {}
     }
-    if batch.iter().any(|t| t.measured) {
-        local.borrow_mut().stats.bytes_written += conn.write_buf.len() as u64;
+    if measured {
+        local.borrow_mut().stats.bytes_written += request.len() as u64;
     }
 
-    let mut keep = settings.keep_alive;
-    for (i, ticket) in batch.iter().enumerate() {
-        let template = &settings.requests[(ticket.seq % settings.requests.len() as u64) as usize];
-        conn.parser.start(template.is_head());
-        let mut first_byte: Option<Instant> = (conn.start < conn.end).then(Instant::now);
-        let response = loop {
-            if conn.start < conn.end {
-                match conn.parser.feed(&conn.read_buf[conn.start..conn.end]) {
-                    Ok(Step::NeedMore(n)) => conn.start += n,
-                    Ok(Step::Done(n, response)) => {
-                        conn.start += n;
-                        break response;
-                    }
-                    Err(e) => {
-                        return Err(Failure::Request {
-                            done: i,
-                            class: e.class(),
-                        });
-                    }
+    // Read until every response of the batch is framed. Bytes are parsed
+    // straight from the thread's buffer; what the parser leaves (a partial
+    // head, the start of the next answer) moves to `conn.pending`.
+    let mut reader = Reader {
+        local,
+        batch,
+        settings,
+        sent,
+        connect_time,
+        next: 0,
+        first_byte: None,
+        keep: settings.keep_alive,
+    };
+    conn.parser.start(template_of(&batch[0]).is_head());
+    if !conn.pending.is_empty() {
+        let pending = std::mem::take(&mut conn.pending);
+        reader.first_byte = Some(Instant::now());
+        let used = reader.consume(&mut conn.parser, &pending)?;
+        conn.pending = pending;
+        conn.pending.drain(..used);
+    }
+    while reader.next < batch.len() {
+        let stream = conn.stream.as_mut().expect("connected");
+        match tokio::time::timeout(settings.timeout, stream.readable()).await {
+            Err(_) => return Err(fail(reader.next, ErrorClass::ReadTimeout)),
+            Ok(Err(e)) => return Err(fail(reader.next, io_class(&e, ErrorClass::ClosedEarly))),
+            Ok(Ok(())) => {}
+        }
+        let mut buf = read_buf.borrow_mut();
+        match stream.try_read(&mut buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(fail(reader.next, io_class(&e, ErrorClass::ClosedEarly))),
+            Ok(0) => {
+                // The peer closed: that ends a close-delimited body, or
+                // cuts the answer short.
+                let response = conn
+                    .parser
+                    .eof()
+                    .map_err(|e| fail(reader.next, e.class()))?;
+                reader.keep = false;
+                reader.record(response);
+                if reader.next < batch.len() {
+                    return Err(fail(reader.next, ErrorClass::ClosedEarly));
                 }
             }
-            if conn.start == conn.end {
-                conn.start = 0;
-                conn.end = 0;
-            } else if conn.end == conn.read_buf.len() {
-                // A partial head at the end of the buffer: move it to the
-                // front, and make room if it fills the buffer on its own.
-                conn.read_buf.copy_within(conn.start..conn.end, 0);
-                conn.end -= conn.start;
-                conn.start = 0;
-                if conn.end == conn.read_buf.len() && conn.read_buf.len() < MAX_READ_BUF {
-                    let grown = (conn.read_buf.len() * 2).min(MAX_READ_BUF);
-                    conn.read_buf.resize(grown, 0);
+            Ok(n) => {
+                reader.first_byte.get_or_insert_with(Instant::now);
+                if batch[reader.next].measured {
+                    local.borrow_mut().stats.bytes_read += n as u64;
+                }
+                if conn.pending.is_empty() {
+                    let used = reader.consume(&mut conn.parser, &buf[..n])?;
+                    conn.pending.extend_from_slice(&buf[used..n]);
+                } else {
+                    conn.pending.extend_from_slice(&buf[..n]);
+                    let pending = std::mem::take(&mut conn.pending);
+                    let used = reader.consume(&mut conn.parser, &pending);
+                    conn.pending = pending;
+                    conn.pending.drain(..*used.as_ref().unwrap_or(&0));
+                    used?;
                 }
             }
-            let stream = conn.stream.as_mut().expect("connected");
-            let read = tokio::time::timeout(
-                settings.timeout,
-                stream.read(&mut conn.read_buf[conn.end..]),
-            )
-            .await;
-            match read {
-                Err(_) => {
+        }
+    }
+    if !reader.keep {
+        conn.stream = None;
+    }
+    Ok(())
+}
+
+/// The read side of one exchange: which response of the batch comes next,
+/// and the timings that go with it.
+struct Reader<'a> {
+    local: &'a RefCell<Local>,
+    batch: &'a [Ticket],
+    settings: &'a Settings,
+    sent: Instant,
+    connect_time: Duration,
+    /// Index in the batch of the response being read.
+    next: usize,
+    first_byte: Option<Instant>,
+    keep: bool,
+}
+
+impl Reader<'_> {
+    /// Feeds `data` to the parser, recording every response it completes;
+    /// returns how many bytes were consumed (the rest must be kept).
+    fn consume(&mut self, parser: &mut ResponseParser, data: &[u8]) -> Result<usize, Failure> {
+        let mut used = 0;
+        while self.next < self.batch.len() && used < data.len() {
+            match parser.feed(&data[used..]) {
+                Ok(Step::NeedMore(n)) => {
+                    used += n;
+                    break;
+                }
+                Ok(Step::Done(n, response)) => {
+                    used += n;
+                    self.record(response);
+                    if let Some(t) = self.batch.get(self.next) {
+                        let template = &self.settings.requests
+                            [(t.seq % self.settings.requests.len() as u64) as usize];
+                        parser.start(template.is_head());
+                        // Its bytes, if any, are already here.
+                        self.first_byte = (used < data.len()).then(Instant::now);
+                    }
+                }
+                Err(e) => {
                     return Err(Failure::Request {
-                        done: i,
-                        class: ErrorClass::ReadTimeout,
+                        done: self.next,
+                        class: e.class(),
                     });
                 }
-                Ok(Err(e)) => {
-                    return Err(Failure::Request {
-                        done: i,
-                        class: io_class(&e, ErrorClass::ClosedEarly),
-                    });
-                }
-                Ok(Ok(0)) => match conn.parser.eof() {
-                    Ok(response) => {
-                        keep = false;
-                        break response;
-                    }
-                    Err(e) => {
-                        return Err(Failure::Request {
-                            done: i,
-                            class: e.class(),
-                        });
-                    }
-                },
-                Ok(Ok(n)) => {
-                    first_byte.get_or_insert_with(Instant::now);
-                    conn.end += n;
-                    if ticket.measured {
-                        local.borrow_mut().stats.bytes_read += n as u64;
-                    }
-                }
             }
-        };
+        }
+        Ok(used)
+    }
+
+    /// Records the response to `batch[next]` and moves on.
+    fn record(&mut self, response: crate::parse::Response) {
+        let ticket = self.batch[self.next];
         let done = Instant::now();
-        keep &= response.keep_alive;
+        self.keep &= response.keep_alive;
         if ticket.measured {
-            let mut l = local.borrow_mut();
+            let mut l = self.local.borrow_mut();
             let timing = Timing {
-                connect: if i == 0 { connect_time } else { Duration::ZERO },
-                waiting: first_byte.unwrap_or(done).saturating_duration_since(sent),
-                processing: done.saturating_duration_since(sent),
+                connect: if self.next == 0 {
+                    self.connect_time
+                } else {
+                    Duration::ZERO
+                },
+                waiting: self
+                    .first_byte
+                    .unwrap_or(done)
+                    .saturating_duration_since(self.sent),
+                processing: done.saturating_duration_since(self.sent),
                 corrected: ticket.due.map(|due| done.saturating_duration_since(due)),
             };
             l.stats
@@ -750,18 +800,15 @@ async fn exchange(
             let _ = l
                 .interval
                 .latency
-                .record(u64::try_from(total.as_nanos()).unwrap_or(u64::MAX).max(1));
-            if settings.fail_status && response.status >= 400 {
+                .record(u64::try_from(total.as_nanos()).unwrap_or(u64::MAX));
+            if self.settings.fail_status && response.status >= 400 {
                 l.stats.error(ErrorClass::Status);
                 l.interval.errors += 1;
             }
             l.last_done = Some(done);
         }
+        self.next += 1;
     }
-    if !keep {
-        conn.stream = None;
-    }
-    Ok(())
 }
 
 fn connect_class(e: &io::Error) -> ErrorClass {
