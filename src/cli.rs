@@ -183,6 +183,11 @@ pub struct HttpArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "url")]
     pub url_file: Option<PathBuf>,
 
+    /// Connect to this Unix domain socket; the URL still gives the Host
+    /// header and the path (e.g. http://localhost/status).
+    #[arg(long, value_name = "PATH", requires = "url")]
+    pub unix_socket: Option<PathBuf>,
+
     /// Give up on a response after this long without progress.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub timeout: std::time::Duration,

@@ -43,6 +43,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         body,
         body_file,
         url_file,
+        unix_socket,
         timeout,
         connect_timeout,
         fail_status,
@@ -138,6 +139,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         connect_timeout,
         fail_status,
         seed,
+        unix_socket: unix_socket.clone(),
     };
 
     let store = store_for(&save)?;
@@ -146,6 +148,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     run.settings = json!({
         "url": target.url,
         "urls": paths.len(),
+        "unix_socket": unix_socket.as_ref().map(|p| p.display().to_string()),
         "builtin_server": builtin,
         "method": method,
         "model": if rate.is_some() { "open" } else { "closed" },
@@ -262,6 +265,7 @@ pub fn quick_load(
         connect_timeout: std::time::Duration::from_secs(5),
         fail_status: true,
         seed: 0,
+        unix_socket: None,
     };
     let outcome = dyno_http::run(settings.clone(), Arc::new(AtomicBool::new(false)), |_| {})?;
     Ok((settings, outcome))

@@ -15,10 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 use tokio::task::LocalSet;
 
+use crate::conn::{Endpoint, Stream};
 use crate::parse::{ResponseParser, Step};
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats, Timing};
@@ -57,7 +56,8 @@ pub struct Outcome {
     pub cpu: Duration,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
-    pub address: SocketAddr,
+    /// Where the connections went.
+    pub endpoint: Endpoint,
 }
 
 /// Progress as it happens, once per second, for a progress line.
@@ -85,7 +85,7 @@ struct Ticket {
 #[derive(Debug)]
 struct Shared {
     settings: Settings,
-    address: SocketAddr,
+    endpoint: Endpoint,
     /// Start of the run; measuring starts after the warm-up.
     start: Instant,
     measure_from: Instant,
@@ -138,7 +138,10 @@ pub fn run(
     mut progress: impl FnMut(Progress),
 ) -> Result<Outcome, EngineError> {
     validate(&settings)?;
-    let address = resolve(&settings)?;
+    let endpoint = match &settings.unix_socket {
+        Some(path) => Endpoint::Unix(path.clone()),
+        None => Endpoint::Tcp(resolve(&settings)?),
+    };
     let threads = settings.threads.min(settings.connections).max(1);
     let start = Instant::now();
     let measure_from = start + settings.schedule.warmup;
@@ -148,7 +151,7 @@ pub fn run(
     };
     let shared = Arc::new(Shared {
         settings,
-        address,
+        endpoint,
         start,
         measure_from,
         end,
@@ -226,7 +229,7 @@ pub fn run(
         wall,
         cpu,
         interrupted: shared.stopped(),
-        address: shared.address,
+        endpoint: shared.endpoint.clone(),
     })
 }
 
@@ -496,7 +499,7 @@ impl OpenSchedule {
 /// are kept here, so 10,000 idle connections cost next to nothing.
 #[derive(Debug)]
 struct Conn {
-    stream: Option<TcpStream>,
+    stream: Option<Stream>,
     /// Received bytes not yet consumed by the parser.
     pending: Vec<u8>,
     /// Requests with placeholders, or several pipelined, are written here;
@@ -601,17 +604,14 @@ async fn exchange(
     let mut connect_time = Duration::ZERO;
     if conn.stream.is_none() {
         let began = Instant::now();
-        let stream = match tokio::time::timeout(
-            settings.connect_timeout,
-            TcpStream::connect(shared.address),
-        )
-        .await
-        {
-            Err(_) => return Err(Failure::Connect(ErrorClass::ConnectTimeout)),
-            Ok(Err(e)) => return Err(Failure::Connect(connect_class(&e))),
-            Ok(Ok(s)) => s,
-        };
-        let _ = stream.set_nodelay(true);
+        let stream =
+            match tokio::time::timeout(settings.connect_timeout, Stream::connect(&shared.endpoint))
+                .await
+            {
+                Err(_) => return Err(Failure::Connect(ErrorClass::ConnectTimeout)),
+                Ok(Err(e)) => return Err(Failure::Connect(connect_class(&e))),
+                Ok(Ok(s)) => s,
+            };
         connect_time = began.elapsed();
         conn.stream = Some(stream);
         conn.pending.clear();

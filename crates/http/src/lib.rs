@@ -10,6 +10,7 @@
 //! - [`parse`]: the incremental response parser (framing only).
 //! - [`settings`]: what to do; [`engine`]: the driver; [`stats`]: what was measured.
 
+mod conn;
 pub mod engine;
 mod outcome;
 pub mod parse;
@@ -18,6 +19,7 @@ pub mod settings;
 pub mod stats;
 mod timer;
 
+pub use conn::Endpoint;
 pub use engine::{EngineError, Outcome, Progress, run};
 pub use settings::{Schedule, Settings, Stop};
 pub use stats::{ErrorClass, Interval, Stats};

@@ -48,4 +48,7 @@ pub struct Settings {
     pub fail_status: bool,
     /// Seed of the random numbers filled into request templates.
     pub seed: u64,
+    /// Connect to this Unix domain socket instead of the URL's host and
+    /// port (the URL still gives the Host header and the path).
+    pub unix_socket: Option<std::path::PathBuf>,
 }

@@ -56,6 +56,7 @@ fn settings_for(addr: SocketAddr, path: &str, stop: Stop) -> Settings {
         connect_timeout: TIMEOUT,
         fail_status: false,
         seed: 1,
+        unix_socket: None,
     }
 }
 
@@ -554,4 +555,74 @@ fn the_open_model_sends_on_time_against_a_fast_server() {
     );
     // Generous: a loaded machine may delay some sends for real.
     assert!(st.late_sends <= 40, "{} of 400 sends late", st.late_sends);
+}
+
+/// A Unix-socket HTTP server: every request head gets a fixed 200 with a
+/// 5-byte body, on keep-alive connections, until `stop` is set.
+fn unix_server(path: &std::path::Path, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    use std::io::{Read, Write};
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let mut workers = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((mut stream, _)) => {
+                    let stop = Arc::clone(&stop);
+                    workers.push(std::thread::spawn(move || {
+                        stream.set_nonblocking(false).unwrap();
+                        stream
+                            .set_read_timeout(Some(Duration::from_millis(50)))
+                            .unwrap();
+                        let mut seen = Vec::new();
+                        let mut buf = [0u8; 4096];
+                        while !stop.load(Ordering::Relaxed) {
+                            match stream.read(&mut buf) {
+                                Ok(0) => return,
+                                Ok(n) => seen.extend_from_slice(&buf[..n]),
+                                Err(_) => continue,
+                            }
+                            while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                                seen.drain(..end + 4);
+                                let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+                                if stream.write_all(answer).is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                    }));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        for w in workers {
+            let _ = w.join();
+        }
+    })
+}
+
+#[test]
+fn unix_sockets_carry_the_load() {
+    let dir = std::env::temp_dir().join(format!("dyno-unix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("http.sock");
+    let _ = std::fs::remove_file(&path);
+    let stop = Arc::new(AtomicBool::new(false));
+    let server = unix_server(&path, Arc::clone(&stop));
+    // The URL names the Host header and the path; the socket carries them.
+    let mut s = settings_for(
+        "127.0.0.1:9".parse().unwrap(),
+        "/over-unix",
+        Stop::Requests(200),
+    );
+    s.unix_socket = Some(path.clone());
+    let o = run(s);
+    stop.store(true, Ordering::Relaxed);
+    server.join().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(o.stats.responses, 200);
+    assert_eq!(o.stats.total_errors(), 0);
+    assert_eq!(o.stats.body_bytes, 1000);
+    assert_eq!(o.stats.connects, CONNECTIONS as u64);
+    assert_eq!(o.endpoint, dyno_http::Endpoint::Unix(path));
 }
