@@ -871,3 +871,131 @@ fn http_open_model_reports_requested_and_achieved_rate() {
     assert!(metric(&run, "latency_uncorrected_ns").is_some());
     assert!(metric(&run, "late_sends").is_some());
 }
+
+#[test]
+fn http_url_files_latency_logs_and_templates() {
+    let home = temp();
+    let server = dyno_serve::spawn(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), 1).unwrap();
+    let addr = server.local_addr();
+    let urls = home.path().join("urls.txt");
+    std::fs::write(
+        &urls,
+        format!("# two pages, round-robin\nhttp://{addr}/hello\n\nhttp://{addr}/blob/1k\n"),
+    )
+    .unwrap();
+    let log = home.path().join("latency.hlog");
+    let out = dyno(home.path())
+        .args([
+            "http",
+            "-n",
+            "10",
+            "-c",
+            "1",
+            "--json",
+            "--no-save",
+            "--url-file",
+        ])
+        .arg(&urls)
+        .arg("--latency-log")
+        .arg(&log)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    assert_eq!(metric(&run, "body_bytes"), Some(5.0 * 92.0 + 5.0 * 1024.0));
+    assert_eq!(run["settings"]["urls"], 2);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("#[StartTime:"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| !l.starts_with('#') && l.contains(",HIST")),
+        "{text}"
+    );
+    // The log is never overwritten.
+    let again = fails(
+        home.path(),
+        &[
+            "http",
+            &format!("http://{addr}/hello"),
+            "-n",
+            "1",
+            "--no-save",
+            "--latency-log",
+            log.to_str().unwrap(),
+        ],
+    );
+    assert!(again.contains("latency.hlog"), "{again}");
+
+    // {seq} and {rand:…} are filled per request: /blob/{seq} asks for 0, 1,
+    // 2 … 9 bytes, 45 in all; /status/{rand:200-200} always answers 200.
+    let run = http_json(
+        home.path(),
+        &[
+            &format!("http://{addr}/blob/{{seq}}"),
+            "-n",
+            "10",
+            "-c",
+            "1",
+        ],
+    );
+    assert_eq!(metric(&run, "body_bytes"), Some(45.0));
+    let run = http_json(
+        home.path(),
+        &[
+            &format!("http://{addr}/status/{{rand:200-200}}"),
+            "-n",
+            "10",
+            "-c",
+            "2",
+            "--fail-status",
+        ],
+    );
+    assert_eq!(metric(&run, "status_200"), Some(10.0));
+}
+
+#[test]
+fn http_ctrl_c_prints_and_saves_the_partial_run() {
+    let home = temp();
+    let bin = assert_cmd::cargo::cargo_bin("dyno");
+    let child = StdCommand::new(bin)
+        .args(["http", "-d", "60s", "-c", "2", "--json"])
+        .env("DYNO_HOME", home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) with a valid pid of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "it must stop promptly"
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    assert!(metric(&run, "responses").unwrap() > 0.0);
+    assert!(
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "interrupted")
+    );
+    let saved = ok(home.path(), &["export", "--format", "jsonl"]);
+    assert!(
+        saved.contains(run["id"].as_str().unwrap()),
+        "the partial run is saved"
+    );
+}

@@ -143,6 +143,23 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     };
 
     let store = store_for(&save)?;
+    // Opened before measuring, so a bad path costs no run; never overwritten.
+    let mut log_file = latency_log
+        .as_ref()
+        .map(|path| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .map(std::io::BufWriter::new)
+                .with_context(|| {
+                    format!(
+                        "could not create the latency log '{}' (an existing file is never overwritten)",
+                        path.display()
+                    )
+                })
+        })
+        .transpose()?;
     let mut run = Run::new(Kind::Http, description(&settings, &target.url));
     run.environment = environment();
     run.settings = json!({
@@ -197,8 +214,8 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     run.headline = Some("requests_per_sec".into());
     run.warnings.extend(judge(&outcome, &settings));
 
-    if let Some(path) = &latency_log {
-        dyno_report::write_latency_log(path, &run, &outcome_timeline(&outcome))
+    if let (Some(out), Some(path)) = (&mut log_file, &latency_log) {
+        dyno_report::write_latency_log(out, &run, &outcome_timeline(&outcome))
             .with_context(|| format!("could not write the latency log '{}'", path.display()))?;
     }
     let run = finish(run, &save, store, |run| match format {

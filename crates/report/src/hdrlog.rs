@@ -2,9 +2,7 @@
 //! interval log format (`.hlog`), which HdrHistogram's own tools read and
 //! which merges losslessly across runs and machines.
 
-use std::fs::OpenOptions;
-use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::io::{self, Write};
 use std::time::{Duration, SystemTime};
 
 use dyno_model::Run;
@@ -13,23 +11,12 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 
 /// Writes `timeline` (second index ≥ 1 after the warm-up, histogram in ns)
-/// to a new file at `path`; an existing file is never overwritten.
+/// to `out`.
 ///
 /// Interval start times are seconds since the run started (StartTime), so
 /// the warm-up shows as the gap before the first interval. Max values are
 /// written in milliseconds, as HdrHistogram's tools expect by default.
 pub fn write_latency_log(
-    path: &Path,
-    run: &Run,
-    timeline: &[(u64, &Histogram<u64>)],
-) -> io::Result<()> {
-    let file = OpenOptions::new().write(true).create_new(true).open(path)?;
-    let mut out = BufWriter::new(file);
-    write_log(&mut out, run, timeline)?;
-    out.flush()
-}
-
-fn write_log(
     out: &mut impl Write,
     run: &Run,
     timeline: &[(u64, &Histogram<u64>)],
@@ -53,7 +40,7 @@ fn write_log(
             .write_histogram(histogram, offset, Duration::from_secs(1), None)
             .map_err(|e| io::Error::other(format!("{e:?}")))?;
     }
-    Ok(())
+    out.flush()
 }
 
 #[cfg(test)]
@@ -72,7 +59,7 @@ mod tests {
         b.record(5_000_000).unwrap();
         b.record(7_000_000).unwrap();
         let mut text = Vec::new();
-        write_log(&mut text, &run, &[(1, &a), (2, &b)]).unwrap();
+        write_latency_log(&mut text, &run, &[(1, &a), (2, &b)]).unwrap();
         let mut seen = Vec::new();
         for entry in IntervalLogIterator::new(&text) {
             if let Ok(LogEntry::Interval(h)) = entry {
@@ -88,12 +75,6 @@ mod tests {
         assert_eq!(seen[1].0, Duration::from_secs(3));
         assert_eq!(seen[0].1, a);
         assert_eq!(seen[1].1, b);
-        // Refuses to overwrite.
-        let dir = std::env::temp_dir().join(format!("dyno-hlog-{}", run.id));
-        std::fs::write(&dir, b"keep me").unwrap();
-        assert!(write_latency_log(&dir, &run, &[]).is_err());
-        assert_eq!(std::fs::read(&dir).unwrap(), b"keep me");
-        std::fs::remove_file(&dir).unwrap();
     }
 
     /// Decodes a log line's histogram with the same decoder a Run uses.
