@@ -105,8 +105,8 @@ pub struct QuickArgs {
     pub http_duration: std::time::Duration,
 }
 
-/// Load-test an HTTP server: as fast as wrk, honest about latency, and able
-/// to print ApacheBench's report.
+/// Load-test an HTTP or HTTPS server: as fast as wrk, honest about latency,
+/// and able to print ApacheBench's report.
 ///
 /// Closed model (default): each of -c connections sends its next request as
 /// soon as the previous answer is in, for -d DURATION or -n N requests in
@@ -119,11 +119,12 @@ pub struct QuickArgs {
 /// /hello. The run is saved; exit code 1 when errors exceed --max-error-rate.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64"
+    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server"
 )]
 pub struct HttpArgs {
-    /// The URL to load (http://); may hold {seq} and {rand:MIN-MAX}, filled
-    /// per request. Omit it to load dyno's built-in server.
+    /// The URL to load (http:// or https://); may hold {seq} and
+    /// {rand:MIN-MAX}, filled per request. Omit it to load dyno's built-in
+    /// server.
     pub url: Option<String>,
 
     /// Send exactly N measured requests in total.
@@ -192,9 +193,15 @@ pub struct HttpArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
 
-    /// Give up on connecting after this long.
+    /// Give up on connecting (with https://, the TLS handshake included)
+    /// after this long.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub connect_timeout: std::time::Duration,
+
+    /// Skip TLS certificate verification (self-signed test servers); the
+    /// run records that it did.
+    #[arg(long)]
+    pub insecure: bool,
 
     /// Count responses with status ≥ 400 as errors.
     #[arg(long)]

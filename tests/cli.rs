@@ -11,6 +11,12 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
+/// The engine tests' HTTPS server (rustls, self-signed certificate); this
+/// binary uses only part of it.
+#[allow(dead_code)]
+#[path = "../crates/http/tests/common/tls.rs"]
+mod tls_server;
+
 /// A `dyno` command with its store in `home`.
 fn dyno(home: &Path) -> Command {
     let mut cmd = Command::cargo_bin("dyno").unwrap();
@@ -829,7 +835,7 @@ fn http_counts_refused_connections_and_exits_1_over_the_error_rate() {
 fn http_rejects_bad_input_with_exit_2() {
     let home = temp();
     let h = home.path();
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 10] = [
         (&["http", "-n", "0"], "at least 1"),
         (&["http", "--rate", "0"], "above 0"),
         (&["http", "-d", "soon"], "10s"),
@@ -842,6 +848,10 @@ fn http_rejects_bad_input_with_exit_2() {
             &["http", "--body-file", "/nonexistent/body", "-n", "1"],
             "/nonexistent/body",
         ),
+        (
+            &["http", "https://localhost/", "--unix-socket", "/x.sock"],
+            "TLS over a Unix socket",
+        ),
     ];
     for (args, needle) in cases {
         let stderr = fails(h, args);
@@ -853,6 +863,63 @@ fn http_rejects_bad_input_with_exit_2() {
     assert!(
         !h.join("dyno.db").exists(),
         "bad input must not create a store"
+    );
+}
+
+#[test]
+fn https_with_insecure() {
+    let home = temp();
+    let server = tls_server::TlsServer::start(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        tls_server::After::KeepAlive,
+    );
+    let url = format!("https://{}/", server.addr());
+    let run = http_json(home.path(), &[&url, "-n", "50", "-c", "2", "--insecure"]);
+    assert_eq!(metric(&run, "status_200"), Some(50.0));
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert_eq!(metric(&run, "body_bytes"), Some(250.0));
+    assert_eq!(metric(&run, "connections_opened"), Some(2.0));
+    assert_eq!(run["settings"]["tls"], true);
+    assert_eq!(run["settings"]["insecure"], true);
+    let codes: Vec<&str> = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"tls_insecure"), "{codes:?}");
+
+    // Without --insecure the self-signed certificate is refused: every
+    // request fails its handshake, and the run fails its error check.
+    let out = dyno(home.path())
+        .args(["http", &url, "-n", "50", "-c", "2", "--json", "--no-save"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    assert_eq!(metric(&run, "errors_tls_handshake"), Some(50.0));
+    assert_eq!(metric(&run, "errors"), Some(50.0));
+    assert_eq!(metric(&run, "responses"), Some(0.0));
+    assert_eq!(run["settings"]["tls"], true);
+    assert_eq!(run["settings"]["insecure"], false);
+    let warning = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "tls_handshake_failed")
+        .expect("a warning says why and what to do");
+    let message = warning["message"].as_str().unwrap();
+    assert!(
+        message.contains("--insecure") && message.contains("certificate"),
+        "{message}"
+    );
+    assert_eq!(
+        server.accepted(),
+        2 + 50,
+        "one handshake per failed request"
     );
 }
 

@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use dyno_http::request::{
     RequestSpec, RequestTemplate, Scheme, parse_header, parse_url, parse_url_list,
 };
-use dyno_http::{Outcome, Progress, Schedule, Settings, Stop};
+use dyno_http::{ErrorClass, Outcome, Progress, Schedule, Settings, Stop, TlsSettings};
 use dyno_model::{Environment, Kind, Run};
 use serde_json::json;
 
@@ -46,6 +46,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         unix_socket,
         timeout,
         connect_timeout,
+        insecure,
         fail_status,
         max_error_rate,
         format,
@@ -98,8 +99,11 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
             (t, vec![p])
         }
     };
-    if http_target.scheme == Scheme::Https {
-        bail!("https:// is not supported yet; load the server over http:// for now");
+    let tls = http_target.scheme == Scheme::Https;
+    if tls && unix_socket.is_some() {
+        bail!(
+            "TLS over a Unix socket is not supported: give the URL as http:// with --unix-socket"
+        );
     }
     let keep_alive = !no_keepalive;
     let templates = paths
@@ -140,6 +144,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         fail_status,
         seed,
         unix_socket: unix_socket.clone(),
+        tls: TlsSettings { insecure },
     };
 
     let store = store_for(&save)?;
@@ -177,6 +182,8 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         "threads": threads,
         "pipeline": pipeline,
         "keep_alive": keep_alive,
+        "tls": tls,
+        "insecure": insecure,
         "timeout_ns": timeout.as_nanos() as u64,
         "connect_timeout_ns": connect_timeout.as_nanos() as u64,
         "fail_status": fail_status,
@@ -283,6 +290,7 @@ pub fn quick_load(
         fail_status: true,
         seed: 0,
         unix_socket: None,
+        tls: TlsSettings::default(),
     };
     let outcome = dyno_http::run(settings.clone(), Arc::new(AtomicBool::new(false)), |_| {})?;
     Ok((settings, outcome))
@@ -319,9 +327,16 @@ fn progress_line(p: &Progress) {
     let _ = err.flush();
 }
 
-/// Warnings known before the run: limits that would cap it.
+/// Warnings known before the run: limits that would cap it, and settings
+/// that make it less trustworthy.
 fn preflight(env: &Environment, settings: &Settings) -> Vec<dyno_model::Warning> {
     let mut warnings = dyno_env::preflight(env);
+    if settings.tls.insecure && settings.target.scheme == Scheme::Https {
+        warnings.push(dyno_model::Warning {
+            code: "tls_insecure".into(),
+            message: "--insecure: the server's certificate was not verified, so nothing shows this was the intended server; drop --insecure once it has a trusted certificate".into(),
+        });
+    }
     let need = settings.connections as u64 + 64;
     if let Some(soft) = env.limits.open_files_soft
         && soft < need
@@ -391,6 +406,22 @@ fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::Warning> {
                 ),
             );
         }
+    }
+    let handshakes = outcome.stats.errors_of(ErrorClass::Tls);
+    if handshakes > 0 {
+        let why = outcome
+            .tls_failure
+            .as_deref()
+            .map_or(String::new(), |e| format!(" (first: {e})"));
+        let hint = if settings.tls.insecure {
+            "does the server speak TLS on this port?"
+        } else {
+            "is the certificate trusted (Mozilla's roots) and issued for this host? For a self-signed test server add --insecure"
+        };
+        warn(
+            "tls_handshake_failed",
+            format!("{handshakes} TLS handshakes failed{why}: {hint}"),
+        );
     }
     if outcome.stats.responses == 0 {
         warn(

@@ -1,16 +1,22 @@
 //! The connection layer: where requests go (an [`Endpoint`]) and the byte
-//! stream to it. The engine reads with `readable` + `try_read` so that
-//! every connection of a thread can parse from the thread's one buffer.
-//! New transports (TLS, HTTP/2) are new variants here; the driver loop does
-//! not change.
+//! stream to it, plain or TLS. The engine reads through
+//! [`Stream::poll_read`] into the thread's one buffer, so every connection
+//! of a thread parses from the same memory whatever its transport. New
+//! transports (HTTP/2) are new variants here; the driver loop does not
+//! change.
 
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
+use tokio_rustls::client::TlsStream;
+
+use crate::tls::TlsClient;
 
 /// Where connections go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,42 +40,89 @@ impl fmt::Display for Endpoint {
 pub(crate) enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// HTTPS. Boxed: rustls' connection state is large, and a plain
+    /// connection should not pay for it.
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// Why a connection could not be made.
+#[derive(Debug)]
+pub(crate) enum ConnectError {
+    /// Connecting the socket failed.
+    Transport(io::Error),
+    /// The socket connected, but the TLS handshake failed (certificate not
+    /// trusted or for another name, no common protocol, not TLS at all).
+    Handshake(io::Error),
 }
 
 impl Stream {
     /// Connects, with Nagle's algorithm off for TCP (requests are written
-    /// whole, and waiting would add latency that is not the server's).
-    pub(crate) async fn connect(endpoint: &Endpoint) -> io::Result<Stream> {
+    /// whole, and waiting would add latency that is not the server's), and
+    /// with `tls` completes the TLS handshake too: it belongs to setting up
+    /// the connection, and is timed with it.
+    pub(crate) async fn connect(
+        endpoint: &Endpoint,
+        tls: Option<&TlsClient>,
+    ) -> Result<Stream, ConnectError> {
         match endpoint {
             Endpoint::Tcp(addr) => {
-                let stream = TcpStream::connect(addr).await?;
+                let stream = TcpStream::connect(addr)
+                    .await
+                    .map_err(ConnectError::Transport)?;
                 let _ = stream.set_nodelay(true);
-                Ok(Stream::Tcp(stream))
+                match tls {
+                    None => Ok(Stream::Tcp(stream)),
+                    Some(tls) => {
+                        let stream = tls
+                            .connector
+                            .connect(tls.server_name.clone(), stream)
+                            .await
+                            .map_err(ConnectError::Handshake)?;
+                        Ok(Stream::Tls(Box::new(stream)))
+                    }
+                }
             }
-            Endpoint::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
+            // The engine refuses TLS over a Unix socket before it starts.
+            Endpoint::Unix(path) => Ok(Stream::Unix(
+                UnixStream::connect(path)
+                    .await
+                    .map_err(ConnectError::Transport)?,
+            )),
         }
     }
 
-    /// Waits until a read may make progress.
-    pub(crate) async fn readable(&self) -> io::Result<()> {
+    /// Reads what is there into `buf`, or registers for a wake-up when
+    /// nothing is. Nothing read at all (and `Ready`) means the peer closed.
+    ///
+    /// A TLS peer that closes without `close_notify` is taken as closed,
+    /// not as an error: many servers end close-delimited bodies that way,
+    /// and a body with a length still shows its truncation to the parser.
+    pub(crate) fn poll_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         match self {
-            Stream::Tcp(s) => s.readable().await,
-            Stream::Unix(s) => s.readable().await,
+            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => match Pin::new(&mut **s).poll_read(cx, buf) {
+                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    Poll::Ready(Ok(()))
+                }
+                other => other,
+            },
         }
     }
 
-    /// Reads what is there without waiting (`WouldBlock` when nothing is).
-    pub(crate) fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.try_read(buf),
-            Stream::Unix(s) => s.try_read(buf),
-        }
-    }
-
+    /// Writes all of `buf`, and for TLS the records rustls still holds.
     pub(crate) async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.write_all(buf).await,
             Stream::Unix(s) => s.write_all(buf).await,
+            Stream::Tls(s) => {
+                s.write_all(buf).await?;
+                s.flush().await
+            }
         }
     }
 }

@@ -6,22 +6,26 @@
 //! connections share its counters through `Rc<RefCell<…>>`, threads meet
 //! once per second (the timeline) and once at the end.
 
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use tokio::io::ReadBuf;
 use tokio::task::LocalSet;
 
-use crate::conn::{Endpoint, Stream};
+use crate::conn::{ConnectError, Endpoint, Stream};
 use crate::parse::{ResponseParser, Step};
+use crate::request::Scheme;
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats, Timing};
 use crate::timer::Timer;
+use crate::tls::{TlsClient, TlsSetupError};
 
 /// Why a load test could not run at all (per-request failures are counted,
 /// not raised).
@@ -39,6 +43,8 @@ pub enum EngineError {
     Thread(usize, io::Error),
     #[error("invalid settings: {0}")]
     Settings(String),
+    #[error(transparent)]
+    Tls(#[from] TlsSetupError),
 }
 
 /// What a run measured.
@@ -58,6 +64,10 @@ pub struct Outcome {
     pub interrupted: bool,
     /// Where the connections went.
     pub endpoint: Endpoint,
+    /// Why a TLS handshake failed: the first failure a worker thread saw
+    /// (all of them are counted under [`ErrorClass::Tls`]); `None` when no
+    /// handshake failed.
+    pub tls_failure: Option<String>,
 }
 
 /// Progress as it happens, once per second, for a progress line.
@@ -86,6 +96,8 @@ struct Ticket {
 struct Shared {
     settings: Settings,
     endpoint: Endpoint,
+    /// `https://`: the one TLS configuration all connections use.
+    tls: Option<TlsClient>,
     /// Start of the run; measuring starts after the warm-up.
     start: Instant,
     measure_from: Instant,
@@ -114,6 +126,8 @@ struct Local {
     last_done: Option<Instant>,
     /// CPU time this thread used.
     cpu: Duration,
+    /// Why this thread's first failed TLS handshake failed.
+    tls_failure: Option<String>,
 }
 
 /// Adds one thread's interval to the timeline entry of the same second.
@@ -142,6 +156,10 @@ pub fn run(
         Some(path) => Endpoint::Unix(path.clone()),
         None => Endpoint::Tcp(resolve(&settings)?),
     };
+    let tls = match settings.target.scheme {
+        Scheme::Https => Some(TlsClient::new(&settings.target.host, &settings.tls)?),
+        Scheme::Http => None,
+    };
     let threads = settings.threads.min(settings.connections).max(1);
     let start = Instant::now();
     let measure_from = start + settings.schedule.warmup;
@@ -152,6 +170,7 @@ pub fn run(
     let shared = Arc::new(Shared {
         settings,
         endpoint,
+        tls,
         start,
         measure_from,
         end,
@@ -163,6 +182,7 @@ pub fn run(
     let mut timeline: Vec<Interval> = Vec::new();
     let mut last_done: Option<Instant> = None;
     let mut cpu = Duration::ZERO;
+    let mut tls_failure = None;
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for t in 0..threads {
@@ -212,6 +232,7 @@ pub fn run(
             merged += &local.stats;
             last_done = last_done.max(local.last_done);
             cpu += local.cpu;
+            tls_failure = tls_failure.take().or(local.tls_failure);
         }
         Ok(())
     })?;
@@ -230,6 +251,7 @@ pub fn run(
         cpu,
         interrupted: shared.stopped(),
         endpoint: shared.endpoint.clone(),
+        tls_failure,
     })
 }
 
@@ -250,6 +272,9 @@ fn validate(s: &Settings) -> Result<(), EngineError> {
         && n == 0
     {
         return bad("the number of requests must be at least 1");
+    }
+    if s.unix_socket.is_some() && s.target.scheme == Scheme::Https {
+        return bad("TLS over a Unix socket is not supported: use an http:// URL with the socket");
     }
     Ok(())
 }
@@ -305,6 +330,7 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
         ),
         last_done: None,
         cpu: Duration::ZERO,
+        tls_failure: None,
     }));
     let cpu_before = thread_cpu_time();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -604,14 +630,19 @@ async fn exchange(
     let mut connect_time = Duration::ZERO;
     if conn.stream.is_none() {
         let began = Instant::now();
-        let stream =
-            match tokio::time::timeout(settings.connect_timeout, Stream::connect(&shared.endpoint))
-                .await
-            {
-                Err(_) => return Err(Failure::Connect(ErrorClass::ConnectTimeout)),
-                Ok(Err(e)) => return Err(Failure::Connect(connect_class(&e))),
-                Ok(Ok(s)) => s,
-            };
+        let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
+        let stream = match tokio::time::timeout(settings.connect_timeout, connect).await {
+            Err(_) => return Err(Failure::Connect(ErrorClass::ConnectTimeout)),
+            Ok(Err(ConnectError::Transport(e))) => return Err(Failure::Connect(connect_class(&e))),
+            Ok(Err(ConnectError::Handshake(e))) => {
+                local
+                    .borrow_mut()
+                    .tls_failure
+                    .get_or_insert_with(|| e.to_string());
+                return Err(Failure::Connect(ErrorClass::Tls));
+            }
+            Ok(Ok(s)) => s,
+        };
         connect_time = began.elapsed();
         conn.stream = Some(stream);
         conn.pending.clear();
@@ -677,16 +708,13 @@ async fn exchange(
     }
     while reader.next < batch.len() {
         let stream = conn.stream.as_mut().expect("connected");
-        match tokio::time::timeout(settings.timeout, stream.readable()).await {
+        let (buf, n) = match tokio::time::timeout(settings.timeout, read(stream, read_buf)).await {
             Err(_) => return Err(fail(reader.next, ErrorClass::ReadTimeout)),
             Ok(Err(e)) => return Err(fail(reader.next, io_class(&e, ErrorClass::ClosedEarly))),
-            Ok(Ok(())) => {}
-        }
-        let mut buf = read_buf.borrow_mut();
-        match stream.try_read(&mut buf) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(fail(reader.next, io_class(&e, ErrorClass::ClosedEarly))),
-            Ok(0) => {
+            Ok(Ok(read)) => read,
+        };
+        match n {
+            0 => {
                 // The peer closed: that ends a close-delimited body, or
                 // cuts the answer short.
                 let response = conn
@@ -699,7 +727,7 @@ async fn exchange(
                     return Err(fail(reader.next, ErrorClass::ClosedEarly));
                 }
             }
-            Ok(n) => {
+            n => {
                 reader.first_byte.get_or_insert_with(Instant::now);
                 if batch[reader.next].measured {
                     local.borrow_mut().stats.bytes_read += n as u64;
@@ -722,6 +750,34 @@ async fn exchange(
         conn.stream = None;
     }
     Ok(())
+}
+
+/// The read step: waits until the stream has bytes (or has ended), reads
+/// them into the thread's shared buffer, and returns that buffer borrowed,
+/// with how many bytes came (0: the peer closed).
+///
+/// The buffer is borrowed inside each poll only, never across an await: a
+/// connection waiting here leaves it to the thread's other connections.
+/// The borrow handed back is taken in the poll that read the bytes, so no
+/// other connection can run between reading them and parsing them; the
+/// caller drops it before its next await.
+async fn read<'b>(
+    stream: &mut Stream,
+    shared: &'b RefCell<Vec<u8>>,
+) -> io::Result<(RefMut<'b, Vec<u8>>, usize)> {
+    std::future::poll_fn(|cx| {
+        let mut buf = shared.borrow_mut();
+        let mut read = ReadBuf::new(&mut buf);
+        match stream.poll_read(cx, &mut read) {
+            Poll::Ready(Ok(())) => {
+                let n = read.filled().len();
+                Poll::Ready(Ok((buf, n)))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
 }
 
 /// The read side of one exchange: which response of the batch comes next,

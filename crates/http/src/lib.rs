@@ -9,6 +9,7 @@
 //! - [`request`]: request templates, encoded once and filled per request.
 //! - [`parse`]: the incremental response parser (framing only).
 //! - [`settings`]: what to do; [`engine`]: the driver; [`stats`]: what was measured.
+//! - `conn` and `tls`: the byte streams, plain or through rustls.
 
 mod conn;
 pub mod engine;
@@ -18,8 +19,10 @@ pub mod request;
 pub mod settings;
 pub mod stats;
 mod timer;
+mod tls;
 
 pub use conn::Endpoint;
 pub use engine::{EngineError, Outcome, Progress, run};
-pub use settings::{Schedule, Settings, Stop};
+pub use settings::{Schedule, Settings, Stop, TlsSettings};
 pub use stats::{ErrorClass, Interval, Stats};
+pub use tls::TlsSetupError;

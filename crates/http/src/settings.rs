@@ -51,4 +51,16 @@ pub struct Settings {
     /// Connect to this Unix domain socket instead of the URL's host and
     /// port (the URL still gives the Host header and the path).
     pub unix_socket: Option<std::path::PathBuf>,
+    /// How `https://` targets are verified; unused for `http://`.
+    pub tls: TlsSettings,
+}
+
+/// TLS options. Whether TLS is used at all follows from the URL's scheme,
+/// so a setting here can never contradict the target.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// Accept any server certificate (self-signed test servers). The
+    /// handshake's signatures are still checked, so the connection is
+    /// really TLS; only the certificate's trust and name are not.
+    pub insecure: bool,
 }

@@ -16,6 +16,10 @@ pub enum ErrorClass {
     ConnectTimeout,
     /// Connecting failed for another reason (no route, address in use…).
     ConnectOther,
+    /// The TLS handshake failed: the certificate is not trusted or names
+    /// another host, no protocol version or cipher in common, or the
+    /// server does not speak TLS on that port.
+    Tls,
     ReadTimeout,
     /// The peer reset the connection.
     Reset,
@@ -32,10 +36,11 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 10] = [
+    pub const ALL: [ErrorClass; 11] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectOther,
+        ErrorClass::Tls,
         ErrorClass::ReadTimeout,
         ErrorClass::Reset,
         ErrorClass::ClosedEarly,
@@ -51,6 +56,7 @@ impl ErrorClass {
             ErrorClass::ConnectRefused => "connect_refused",
             ErrorClass::ConnectTimeout => "connect_timeout",
             ErrorClass::ConnectOther => "connect_other",
+            ErrorClass::Tls => "tls_handshake",
             ErrorClass::ReadTimeout => "read_timeout",
             ErrorClass::Reset => "reset",
             ErrorClass::ClosedEarly => "closed_early",
@@ -67,6 +73,7 @@ impl ErrorClass {
             ErrorClass::ConnectRefused => "connect refused",
             ErrorClass::ConnectTimeout => "connect timeout",
             ErrorClass::ConnectOther => "connect failed",
+            ErrorClass::Tls => "TLS handshake failed",
             ErrorClass::ReadTimeout => "read timeout",
             ErrorClass::Reset => "reset",
             ErrorClass::ClosedEarly => "closed early",
@@ -287,6 +294,20 @@ mod tests {
         assert_eq!(a.requests(), 4, "the 404 is one request, not two");
         assert_eq!(a.latency.len(), 3);
         assert_eq!(a.latency.max(), a.latency.highest_equivalent(4_000_000));
+    }
+
+    #[test]
+    fn every_class_has_its_own_slot_and_name() {
+        // `errors` is indexed by discriminant: ALL must list the classes
+        // in declaration order, each once, each with a distinct name.
+        for (i, class) in ErrorClass::ALL.into_iter().enumerate() {
+            assert_eq!(class.index(), i, "{class:?}");
+        }
+        let mut names: Vec<&str> = ErrorClass::ALL.iter().map(|c| c.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ErrorClass::ALL.len());
+        assert_eq!(ErrorClass::Tls.as_str(), "tls_handshake");
     }
 
     #[test]

@@ -18,9 +18,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
-use dyno_http::{ErrorClass, Outcome, Schedule, Settings, Stop};
+use dyno_http::{ErrorClass, Outcome, Schedule, Settings, Stop, TlsSettings};
 
 use common::Server;
+use common::tls::{After, TlsServer};
 
 const REQUESTS: u64 = 20;
 const CONNECTIONS: usize = 2;
@@ -32,7 +33,12 @@ const SLACK: Duration = Duration::from_secs(5);
 /// Closed-model settings for `http://{addr}{path}`: 2 connections on one
 /// thread, 500 ms timeouts, no warm-up, keep-alive.
 fn settings_for(addr: SocketAddr, path: &str, stop: Stop) -> Settings {
-    let (target, path) = parse_url(&format!("http://{addr}{path}")).expect("a valid URL");
+    settings_for_url(&format!("http://{addr}{path}"), stop)
+}
+
+/// [`settings_for`] with any URL (`https://` for TLS).
+fn settings_for_url(url: &str, stop: Stop) -> Settings {
+    let (target, path) = parse_url(url).expect("a valid URL");
     let spec = RequestSpec {
         method: "GET".into(),
         path,
@@ -57,6 +63,7 @@ fn settings_for(addr: SocketAddr, path: &str, stop: Stop) -> Settings {
         fail_status: false,
         seed: 1,
         unix_socket: None,
+        tls: TlsSettings::default(),
     }
 }
 
@@ -625,4 +632,91 @@ fn unix_sockets_carry_the_load() {
     assert_eq!(o.stats.body_bytes, 1000);
     assert_eq!(o.stats.connects, CONNECTIONS as u64);
     assert_eq!(o.endpoint, dyno_http::Endpoint::Unix(path));
+}
+
+// ---------------------------------------------------------------------------
+// HTTPS, against an in-test rustls server with a self-signed certificate.
+
+/// `Stop::Requests(n)` on `https://127.0.0.1:{port}/tls`.
+fn https_settings(server: &TlsServer, n: u64, insecure: bool) -> Settings {
+    let mut s = settings_for_url(&format!("https://{}/tls", server.addr()), Stop::Requests(n));
+    s.tls = TlsSettings { insecure };
+    // Handshakes cost CPU on a possibly busy machine: give them room.
+    s.timeout = Duration::from_secs(5);
+    s.connect_timeout = Duration::from_secs(5);
+    s
+}
+
+#[test]
+fn https_with_insecure_carries_the_load_on_kept_connections() {
+    let server = TlsServer::start(common::OK, After::KeepAlive);
+    let o = run(https_settings(&server, 200, true));
+    let s = &o.stats;
+    assert_eq!(s.total_errors(), 0, "errors: {:?}", s.errors);
+    assert_eq!(s.responses, 200);
+    assert_eq!(s.requests(), 200);
+    assert_eq!(s.status, vec![(200, 200)]);
+    assert_eq!(s.body_bytes, 200 * common::OK_BODY.len() as u64);
+    // Bytes are counted after decryption: exactly the answers.
+    assert_eq!(s.bytes_read, 200 * common::OK.len() as u64);
+    assert_eq!(s.connects, CONNECTIONS as u64, "keep-alive held over TLS");
+    assert_eq!(server.accepted(), CONNECTIONS as u64);
+    assert_eq!(o.tls_failure, None);
+    // The handshake is part of setting up the connection.
+    assert_eq!(s.connect.len(), 200);
+    assert!(s.connect.max() > 0);
+}
+
+#[test]
+fn an_untrusted_certificate_fails_every_request_as_tls() {
+    // The test certificate is self-signed: Mozilla's roots do not vouch
+    // for it, so without --insecure no handshake may succeed.
+    let server = TlsServer::start(common::OK, After::KeepAlive);
+    let mut s = https_settings(&server, REQUESTS, false);
+    s.connect_timeout = TIMEOUT;
+    s.timeout = TIMEOUT;
+    let o = run(s);
+    assert_all_failed(&o, ErrorClass::Tls);
+    assert_eq!(o.stats.connects, 0, "a failed handshake is no connection");
+    assert_eq!(
+        o.stats.bytes_written, 0,
+        "no request is sent before the handshake"
+    );
+    assert_eq!(server.accepted(), REQUESTS, "one attempt per request");
+    let why = o.tls_failure.expect("the first failure is kept");
+    assert!(why.contains("certificate"), "{why}");
+}
+
+#[test]
+fn a_tls_close_without_close_notify_ends_a_close_delimited_body() {
+    const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end";
+    for after in [After::Close, After::CloseNotify] {
+        let server = TlsServer::start(ANSWER, after);
+        let o = run(https_settings(&server, REQUESTS, true));
+        let s = &o.stats;
+        assert_eq!(s.total_errors(), 0, "{after:?}: errors: {:?}", s.errors);
+        assert_eq!(s.status, vec![(200, REQUESTS)], "{after:?}");
+        assert_eq!(s.body_bytes, REQUESTS * b"until the end".len() as u64);
+        assert_eq!(s.connects, REQUESTS, "{after:?}: one connection each");
+        assert_eq!(server.accepted(), REQUESTS);
+    }
+}
+
+#[test]
+fn a_tls_close_without_close_notify_still_shows_a_short_body() {
+    // Taking the missing close_notify as an end must not hide a body cut
+    // short of its Content-Length.
+    const SHORT: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort";
+    let server = TlsServer::start(SHORT, After::Close);
+    let o = run(https_settings(&server, REQUESTS, true));
+    assert_all_failed(&o, ErrorClass::BodyLengthMismatch);
+    assert_eq!(server.accepted(), REQUESTS);
+}
+
+#[test]
+fn tls_over_a_unix_socket_is_refused_before_the_run() {
+    let mut s = settings_for_url("https://localhost/", Stop::Requests(1));
+    s.unix_socket = Some("/nonexistent.sock".into());
+    let err = dyno_http::run(s, Arc::new(AtomicBool::new(false)), |_| {}).unwrap_err();
+    assert!(err.to_string().contains("Unix socket"), "{err}");
 }

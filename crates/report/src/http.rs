@@ -66,6 +66,14 @@ pub fn http_report(run: &Run) -> String {
     } else {
         "keep-alive"
     };
+    let tls = match (
+        setting(run, "tls").as_bool(),
+        setting(run, "insecure").as_bool(),
+    ) {
+        (Some(true), Some(true)) => ", TLS (certificate not verified)",
+        (Some(true), _) => ", TLS",
+        _ => "",
+    };
     let pipeline = setting(run, "pipeline").as_u64().unwrap_or(1);
     let pipeline = if pipeline > 1 {
         format!(", pipeline {pipeline}")
@@ -83,7 +91,7 @@ pub fn http_report(run: &Run) -> String {
     let _ = writeln!(out, "Model       {model}");
     let _ = writeln!(
         out,
-        "Settings    {} connections, {} worker threads, {keep}{pipeline}, {length}, {warmup}",
+        "Settings    {} connections, {} worker threads, {keep}{tls}{pipeline}, {length}, {warmup}",
         setting(run, "connections"),
         setting(run, "threads"),
     );
@@ -253,7 +261,8 @@ pub fn ab_report(run: &Run) -> String {
     if failed > 0 {
         let connect = count(run, "errors_connect_refused")
             + count(run, "errors_connect_timeout")
-            + count(run, "errors_connect_other");
+            + count(run, "errors_connect_other")
+            + count(run, "errors_tls_handshake");
         let length = count(run, "errors_body_length_mismatch");
         let receive = count(run, "errors_read_timeout")
             + count(run, "errors_reset")
@@ -348,17 +357,21 @@ pub fn ab_report(run: &Run) -> String {
     out
 }
 
-/// Host, port and path of an http:// URL, as ab prints them.
+/// Host, port and path of an http:// or https:// URL, as ab prints them.
 fn split_url(url: &str) -> (String, u16, String) {
-    let rest = url.strip_prefix("http://").unwrap_or(url);
+    let (rest, default_port) = match url.strip_prefix("https://") {
+        Some(rest) => (rest, 443),
+        None => (url.strip_prefix("http://").unwrap_or(url), 80),
+    };
     let (authority, path) = rest
         .find('/')
         .map_or((rest, "/"), |i| (&rest[..i], &rest[i..]));
     let (host, port) = match authority.rfind(':') {
-        Some(i) if !authority[i..].contains(']') => {
-            (&authority[..i], authority[i + 1..].parse().unwrap_or(80))
-        }
-        _ => (authority, 80),
+        Some(i) if !authority[i..].contains(']') => (
+            &authority[..i],
+            authority[i + 1..].parse().unwrap_or(default_port),
+        ),
+        _ => (authority, default_port),
     };
     (host.to_owned(), port, path.to_owned())
 }
@@ -384,6 +397,14 @@ mod tests {
         assert_eq!(
             split_url("http://[::1]/x"),
             ("[::1]".into(), 80, "/x".into())
+        );
+        assert_eq!(
+            split_url("https://example.com/a"),
+            ("example.com".into(), 443, "/a".into())
+        );
+        assert_eq!(
+            split_url("https://127.0.0.1:8443"),
+            ("127.0.0.1".into(), 8443, "/".into())
         );
     }
 }

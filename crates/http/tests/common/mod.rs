@@ -10,6 +10,8 @@
 //! Nothing here can hang a test: every read waits at most [`POLL`] before
 //! looking at the stop flag, every write gives up after [`WRITE_TIMEOUT`],
 //! and dropping a [`Server`] stops it and joins all its threads.
+//!
+//! [`tls`] holds the HTTPS server (tokio and rustls; the CLI tests share it).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -18,6 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+
+pub mod tls;
 
 /// How long a blocking read waits before the handler looks at the stop flag.
 const POLL: Duration = Duration::from_millis(20);

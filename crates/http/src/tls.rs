@@ -1,0 +1,157 @@
+//! TLS for `https://` targets: one rustls client configuration per run,
+//! built before the worker threads start and shared by all of them (the
+//! configuration, with its session cache, sits behind one `Arc`).
+//!
+//! Trust comes from Mozilla's root certificates compiled into the binary
+//! (`webpki-roots`), so a run never depends on the files of the machine it
+//! runs on and nothing is downloaded. `--insecure` swaps the certificate
+//! check for [`AcceptAnyCertificate`], for self-signed test servers.
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio_rustls::TlsConnector;
+
+use crate::settings::TlsSettings;
+
+/// What every connection of a run needs to start TLS: the shared
+/// configuration and the name the server's certificate must carry.
+#[derive(Clone)]
+pub(crate) struct TlsClient {
+    pub(crate) connector: TlsConnector,
+    /// The URL's host: a DNS name (sent as SNI) or an IP address (checked
+    /// against the certificate's IP entries; no SNI is sent for it).
+    pub(crate) server_name: ServerName<'static>,
+}
+
+impl std::fmt::Debug for TlsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsClient")
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why TLS could not be set up for a run.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsSetupError {
+    /// The host cannot be checked against a certificate.
+    #[error(
+        "'{0}' cannot be used as a TLS server name: use a DNS name (example.com) or an IP address"
+    )]
+    ServerName(String),
+    /// rustls refused the configuration (not expected with the built-in
+    /// provider and protocol versions).
+    #[error("could not configure TLS: {0}")]
+    Config(#[from] rustls::Error),
+}
+
+impl TlsClient {
+    /// Builds the configuration for `host`: TLS 1.3 and 1.2 through *ring*,
+    /// ALPN `http/1.1` (the engine speaks nothing else, so a server that
+    /// would pick HTTP/2 is told not to).
+    pub(crate) fn new(host: &str, settings: &TlsSettings) -> Result<TlsClient, TlsSetupError> {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let server_name = ServerName::try_from(host.to_owned())
+            .map_err(|_| TlsSetupError::ServerName(host.to_owned()))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()?;
+        let mut config = if settings.insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate {
+                    algorithms: provider.signature_verification_algorithms,
+                }))
+                .with_no_client_auth()
+        } else {
+            let roots = RootCertStore {
+                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+            };
+            builder.with_root_certificates(roots).with_no_client_auth()
+        };
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(TlsClient {
+            connector: TlsConnector::from(Arc::new(config)),
+            server_name,
+        })
+    }
+}
+
+/// `--insecure`: takes any certificate chain for any name, but still checks
+/// that the server signed the handshake with the key of the certificate it
+/// sent, using the provider's algorithms. The connection is encrypted and
+/// costs what a verified one costs; only whom it goes to is not checked.
+#[derive(Debug)]
+pub(crate) struct AcceptAnyCertificate {
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names_and_ip_addresses_are_server_names() {
+        let tls = TlsSettings::default();
+        let name = |host: &str| TlsClient::new(host, &tls).map(|c| c.server_name);
+        assert!(matches!(name("example.com"), Ok(ServerName::DnsName(_))));
+        assert!(matches!(name("127.0.0.1"), Ok(ServerName::IpAddress(_))));
+        assert!(matches!(name("::1"), Ok(ServerName::IpAddress(_))));
+        assert!(matches!(name("[::1]"), Ok(ServerName::IpAddress(_))));
+        let err = name("bad name").unwrap_err().to_string();
+        assert!(
+            err.contains("'bad name'") && err.contains("DNS name"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn only_http11_is_offered() {
+        for insecure in [false, true] {
+            let client = TlsClient::new("localhost", &TlsSettings { insecure }).unwrap();
+            assert_eq!(
+                client.connector.config().alpn_protocols,
+                vec![b"http/1.1".to_vec()]
+            );
+        }
+    }
+}

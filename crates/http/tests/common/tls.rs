@@ -1,0 +1,157 @@
+//! An HTTPS server on loopback for tests: rustls (through tokio-rustls)
+//! with a fresh self-signed certificate for `localhost` and 127.0.0.1,
+//! answering every request head with one fixed answer.
+//!
+//! Shared by the engine's tests (`crates/http/tests/faults.rs`) and the CLI
+//! tests (`tests/cli.rs` includes this file by path), so it depends only on
+//! std, tokio, rustls, tokio-rustls and rcgen.
+//!
+//! It runs on its own thread with its own current-thread runtime; dropping
+//! the [`TlsServer`] stops accepting, ends every connection (their tasks
+//! die with the runtime) and joins the thread, so nothing outlives a test.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::oneshot;
+use tokio_rustls::TlsAcceptor;
+
+/// What the server does after writing an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum After {
+    /// Keeps the connection open for the next request.
+    KeepAlive,
+    /// Ends the connection the proper way: `close_notify`, then TCP close.
+    CloseNotify,
+    /// Closes the TCP connection without `close_notify`, as many servers
+    /// do after a close-delimited body.
+    Close,
+}
+
+/// A running HTTPS server; dropping it stops it.
+#[derive(Debug)]
+pub struct TlsServer {
+    addr: SocketAddr,
+    accepted: Arc<AtomicU64>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TlsServer {
+    /// Starts a server on 127.0.0.1 (a free port) that answers every
+    /// request head with `answer`, then does what `after` says.
+    pub fn start(answer: &'static [u8], after: After) -> TlsServer {
+        let acceptor = TlsAcceptor::from(Arc::new(self_signed_config()));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let addr = listener.local_addr().expect("bound");
+        let accepted = Arc::new(AtomicU64::new(0));
+        let (stop, mut stopped) = oneshot::channel::<()>();
+        let count = Arc::clone(&accepted);
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("a listener");
+                loop {
+                    tokio::select! {
+                        _ = &mut stopped => break,
+                        conn = listener.accept() => {
+                            let Ok((tcp, _)) = conn else { continue };
+                            count.fetch_add(1, Ordering::SeqCst);
+                            tokio::spawn(serve(acceptor.clone(), tcp, answer, after));
+                        }
+                    }
+                }
+            });
+            // Dropping the runtime here drops the connections' tasks.
+        });
+        TlsServer {
+            addr,
+            accepted,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// TCP connections accepted so far (handshakes that failed included).
+    pub fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A server configuration with a certificate no public root vouches for.
+fn self_signed_config() -> rustls::ServerConfig {
+    let rcgen::CertifiedKey { cert, signing_key } =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .expect("a self-signed certificate");
+    let chain: Vec<CertificateDer<'static>> = vec![cert.der().clone()];
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(signing_key.serialize_der()));
+    rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("default protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("the certificate matches its key")
+}
+
+/// One connection: handshake, then an answer per request head.
+async fn serve(
+    acceptor: TlsAcceptor,
+    tcp: tokio::net::TcpStream,
+    answer: &'static [u8],
+    after: After,
+) {
+    // A client that does not trust the certificate ends the handshake.
+    let Ok(mut tls) = acceptor.accept(tcp).await else {
+        return;
+    };
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tls.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+        while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+            seen.drain(..end + 4);
+            if tls.write_all(answer).await.is_err() || tls.flush().await.is_err() {
+                return;
+            }
+            match after {
+                After::KeepAlive => {}
+                After::CloseNotify => {
+                    let _ = tls.shutdown().await;
+                    return;
+                }
+                After::Close => {
+                    // Drop the TCP stream under rustls: no close_notify.
+                    let (tcp, _) = tls.into_inner();
+                    drop(tcp);
+                    return;
+                }
+            }
+        }
+    }
+}
