@@ -363,7 +363,7 @@ fn preflight(env: &Environment, settings: &Settings) -> Vec<dyno_model::Warning>
 }
 
 /// Warnings only the results can tell.
-fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::Warning> {
+pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::Warning> {
     let mut warnings = Vec::new();
     let mut warn = |code: &str, message: String| {
         warnings.push(dyno_model::Warning {

@@ -82,6 +82,10 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
             m.name = format!("http_{}", m.name);
             run.metrics.push(m);
         }
+        for mut w in super::http::judge(&outcome, &http_settings) {
+            w.message = format!("http line: {}", w.message);
+            run.warnings.push(w);
+        }
     }
     if settings.iterations != int64::STANDARD_ITERATIONS {
         run.warn(
