@@ -376,8 +376,9 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
         warn(
             "client_saturated",
             format!(
-                "dyno used {cpu:.0}% of its {} threads: the client may be the bottleneck, so the figures are a lower bound for the server; add threads or a second client machine",
-                settings.threads
+                "dyno used {cpu:.0}% of its {} worker thread{}: the client may be the bottleneck, so the figures are a lower bound for the server; add threads or a second client machine",
+                settings.threads,
+                if settings.threads == 1 { "" } else { "s" }
             ),
         );
     }
