@@ -709,18 +709,24 @@ fn metric(run: &Value, name: &str) -> Option<f64> {
 }
 
 fn http_json(home: &Path, args: &[&str]) -> Value {
+    http_json_exit(home, args, 0).0
+}
+
+/// Runs `dyno http args… --json --no-save`, expects exit `code`, and
+/// returns the schema-checked Run with stderr.
+fn http_json_exit(home: &Path, args: &[&str], code: i32) -> (Value, String) {
     let out = dyno(home)
         .arg("http")
         .args(args)
         .args(["--json", "--no-save"])
         .timeout(Duration::from_secs(120))
         .assert()
-        .success()
+        .code(code)
         .get_output()
         .clone();
     let run = stdout_json(&out);
     assert_valid(&run, None);
-    run
+    (run, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 #[test]
@@ -802,18 +808,10 @@ fn http_counts_refused_connections_and_exits_1_over_the_error_rate() {
         listener.local_addr().unwrap()
     };
     let url = format!("http://{addr}/");
-    let out = dyno(home.path())
-        .args(["http", &url, "-n", "25", "-c", "2", "--json", "--no-save"])
-        .timeout(Duration::from_secs(60))
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
-    let run = stdout_json(&out);
-    assert_valid(&run, None);
+    let (run, stderr) = http_json_exit(home.path(), &[&url, "-n", "25", "-c", "2"], 1);
     assert_eq!(metric(&run, "errors_connect_refused"), Some(25.0));
     assert_eq!(metric(&run, "requests"), Some(25.0));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-error-rate"));
+    assert!(stderr.contains("--max-error-rate"), "{stderr}");
     assert!(
         run["warnings"]
             .as_array()
@@ -891,15 +889,7 @@ fn https_with_insecure() {
 
     // Without --insecure the self-signed certificate is refused: every
     // request fails its handshake, and the run fails its error check.
-    let out = dyno(home.path())
-        .args(["http", &url, "-n", "50", "-c", "2", "--json", "--no-save"])
-        .timeout(Duration::from_secs(60))
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
-    let run = stdout_json(&out);
-    assert_valid(&run, None);
+    let (run, _) = http_json_exit(home.path(), &[&url, "-n", "50", "-c", "2"], 1);
     assert_eq!(metric(&run, "errors_tls_handshake"), Some(50.0));
     assert_eq!(metric(&run, "errors"), Some(50.0));
     assert_eq!(metric(&run, "responses"), Some(0.0));
