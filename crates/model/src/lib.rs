@@ -49,7 +49,9 @@ mod schema_tests {
         run.environment.network.ephemeral_ports = Some([32768, 60999]);
         run.environment.load_average = Some([0.0, 0.5, 1.0]);
         run.environment.limits.open_files_soft = Some(u64::MAX);
-        let mut latency = Metric::new("latency_ns", Unit::Ns, Direction::LowerIsBetter, 1.0e5);
+        let mut latency = Metric::new("latency_ns", Unit::Ns, Direction::LowerIsBetter, 1.0e5)
+            .with_label("command", "make -j {N}")
+            .with_label("param.N", "2");
         latency.histogram = Some(Histogram {
             encoding: "hdr-v2-deflate-base64".into(),
             data: "HISTFAAAAB94nJNpmSzMwMDAxQABzFCaEUzz2X+AsQEuSgNu".into(),
@@ -90,11 +92,14 @@ mod schema_tests {
     fn the_schema_rejects_what_the_types_reject() {
         let good = serde_json::to_value(full_run()).unwrap();
         type Mutation = fn(&mut serde_json::Value);
-        let mutations: [(&str, Mutation); 5] = [
+        let mutations: [(&str, Mutation); 6] = [
             ("unknown unit", |r| {
                 r["metrics"][0]["unit"] = "furlongs".into()
             }),
             ("bad id", |r| r["id"] = "not-a-ulid".into()),
+            ("a label that is not a string", |r| {
+                r["metrics"][0]["labels"]["param.N"] = 2.into()
+            }),
             ("unknown field", |r| r["extra"] = 1.into()),
             ("newer version", |r| r["schema_version"] = 2.into()),
             ("missing metrics", |r| {

@@ -1,14 +1,21 @@
 //! Named measured values with their unit, direction and uncertainty.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// One measured figure of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Metric {
-    /// Stable, snake_case name, unique within a run (`int64_1t_ns`,
-    /// `requests_per_sec`).
+    /// Stable, snake_case name (`int64_1t_ns`, `requests_per_sec`). The
+    /// name and the labels together are unique within a run.
     pub name: String,
+    /// What the figure is of, when a run measures several subjects under the
+    /// same metric name: `dyno run` labels each command's `wall_ns` with
+    /// `command` and one `param.NAME` per parameter.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
     pub unit: Unit,
     pub direction: Direction,
     /// The figure itself, in `unit`: for repeated samples, their mean.
@@ -29,6 +36,7 @@ impl Metric {
     pub fn new(name: impl Into<String>, unit: Unit, direction: Direction, value: f64) -> Self {
         Metric {
             name: name.into(),
+            labels: BTreeMap::new(),
             unit,
             direction,
             value,
@@ -36,6 +44,31 @@ impl Metric {
             histogram: None,
             uncertainty: None,
         }
+    }
+
+    /// The metric with one more label.
+    pub fn with_label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// The value of label `key`, if the metric has it.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels.get(key).map(String::as_str)
+    }
+
+    /// The name with its labels, as shown to people: `wall_ns` or
+    /// `wall_ns{command=make -j 2}`.
+    pub fn display_name(&self) -> String {
+        if self.labels.is_empty() {
+            return self.name.clone();
+        }
+        let labels: Vec<String> = self
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("{}{{{}}}", self.name, labels.join(", "))
     }
 }
 
@@ -138,4 +171,34 @@ pub struct Percentile {
     /// The percentile, 0–100 (99.9 for p99.9).
     pub percentile: f64,
     pub value: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_name_the_subject_and_show_in_the_display_name() {
+        let plain = Metric::new("wall_ns", Unit::Ns, Direction::LowerIsBetter, 1.0);
+        assert_eq!(plain.display_name(), "wall_ns");
+        assert_eq!(plain.label("command"), None);
+        let m = plain
+            .with_label("param.N", "4")
+            .with_label("command", "make -j 4");
+        assert_eq!(m.label("command"), Some("make -j 4"));
+        assert_eq!(m.display_name(), "wall_ns{command=make -j 4, param.N=4}");
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(json["labels"]["param.N"], "4");
+        let unlabelled = serde_json::to_value(Metric::new(
+            "x",
+            Unit::Count,
+            Direction::HigherIsBetter,
+            1.0,
+        ))
+        .unwrap();
+        assert!(
+            unlabelled.get("labels").is_none(),
+            "empty labels are left out"
+        );
+    }
 }

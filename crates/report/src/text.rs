@@ -85,7 +85,7 @@ pub fn run_details(run: &Run, tz: &TimeZone) -> String {
     let mut t = table(&["METRIC", "VALUE", "UNCERTAINTY", "BETTER"]);
     for m in &run.metrics {
         t.add_row(vec![
-            Cell::new(&m.name),
+            Cell::new(m.display_name()),
             Cell::new(format_value(m.value, m.unit)).set_alignment(CellAlignment::Right),
             Cell::new(format_interval(m).unwrap_or_default()),
             Cell::new(match m.direction {
