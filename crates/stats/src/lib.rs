@@ -6,7 +6,10 @@
 //! tested against worked examples. Engines call these after measuring; the
 //! exporters only read the results.
 
+pub mod compare;
 pub mod hdr;
+pub mod outliers;
+pub mod scaling;
 mod summary;
 
 pub use summary::{Summary, sampled_metric, student_t_interval};
