@@ -42,6 +42,7 @@ pub struct Cli {
 pub enum Command {
     Quick(QuickArgs),
     Http(Box<HttpArgs>),
+    Run(Box<RunArgs>),
     Sysinfo(SysinfoArgs),
     Serve(ServeArgs),
     History(HistoryArgs),
@@ -233,6 +234,184 @@ pub enum HttpFormat {
     Human,
     /// ApacheBench 2.3's layout and labels.
     Ab,
+}
+
+/// Time commands, like hyperfine, with each run's own CPU time, CPU% and
+/// peak memory, confidence intervals and a verdict for every comparison.
+///
+/// Each run is one child process in its own process group, waited for with
+/// wait4, so user time, system time and peak RSS are that run's own. Under a
+/// shell (the default, `sh -c`), the shell's start-up time is measured first
+/// and subtracted. Commands take turns (A B C A B C …) unless
+/// --no-interleave, and every run gets a random-length environment variable
+/// (DYNO_RANDOM_PAD) so no single memory layout biases the result.
+///
+/// Without --runs, each command runs at least --min-runs times, then until
+/// the relative standard error of its mean is at most --target-rse, its runs
+/// have used --max-time, or --max-runs is reached; the output says which.
+///
+/// Parameters: -P NAME MIN MAX [--step S] and -L NAME a,b,c; several form
+/// their cross product (all -P first, then all -L, each in the order given).
+/// {NAME} is replaced in the commands, --name and the setup, prepare,
+/// conclude and cleanup commands; a {word} that is not a parameter is an
+/// error ({{ and }} are literal braces).
+///
+/// Exit codes: 1 when a command fails (without --ignore-failure) or the
+/// outputs differ under --check-output; 2 for bad flags.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno run 'sleep 0.1'\n  dyno run -N --warmup 3 'grep -r foo .' 'rg foo'\n  dyno run -P j 1 4 --prepare 'make clean' 'make -j {j}'      # then: dyno scale --last\n  dyno run -L cc gcc,clang '{cc} -O2 -o /tmp/a main.c' --check-output\n  dyno run --runs 20 --export-hyperfine-json out.json 'xz -9 -k -c big > /dev/null'"
+)]
+pub struct RunArgs {
+    /// The commands to time (run by --shell; quote each one).
+    #[arg(required = true, value_name = "COMMAND")]
+    pub commands: Vec<String>,
+
+    /// Run commands through this shell (its start-up time is subtracted), or
+    /// directly, split into words as sh would, with `none`.
+    #[arg(short = 'S', long, value_enum, default_value_t = ShellArg::Sh)]
+    pub shell: ShellArg,
+
+    /// The same as --shell none.
+    #[arg(short = 'N', conflicts_with = "shell")]
+    pub no_shell: bool,
+
+    /// Untimed runs of each command first (fills caches).
+    #[arg(short = 'w', long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = warmup_runs)]
+    pub warmup: u32,
+
+    /// Exactly this many timed runs of each command.
+    #[arg(short = 'r', long, value_name = "N", conflicts_with_all = ["min_runs", "max_runs", "target_rse", "max_time"],
+          allow_negative_numbers = true, value_parser = run_count)]
+    pub runs: Option<u32>,
+
+    /// Adaptive mode: at least this many timed runs (2 or more).
+    #[arg(short = 'm', long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = min_runs)]
+    pub min_runs: u32,
+
+    /// Adaptive mode: at most this many timed runs.
+    #[arg(short = 'M', long, value_name = "N", default_value_t = 1000, allow_negative_numbers = true, value_parser = min_runs)]
+    pub max_runs: u32,
+
+    /// Adaptive mode: stop once the relative standard error of the mean is
+    /// at most this (percent).
+    #[arg(long, value_name = "PERCENT", default_value_t = 1.0, allow_negative_numbers = true, value_parser = positive_percent)]
+    pub target_rse: f64,
+
+    /// Adaptive mode: stop adding runs to a command once its timed runs have
+    /// taken this long (after --min-runs).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub max_time: std::time::Duration,
+
+    /// Run this once per command before its first run (warm-up included).
+    #[arg(short = 's', long, value_name = "CMD")]
+    pub setup: Option<String>,
+
+    /// Run this before every run, untimed (e.g. 'make clean').
+    #[arg(short = 'p', long, value_name = "CMD")]
+    pub prepare: Option<String>,
+
+    /// Run this after every run, untimed.
+    #[arg(long, value_name = "CMD")]
+    pub conclude: Option<String>,
+
+    /// Run this once per command after its last run. With interleaving, all
+    /// setups run before the first round and all cleanups after the last.
+    #[arg(short = 'c', long, value_name = "CMD")]
+    pub cleanup: Option<String>,
+
+    /// Run the commands in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// Set an environment variable for the commands (repeatable): --env LC_ALL=C.
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+
+    /// Give the commands this file on stdin [default: /dev/null].
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+
+    /// Where the commands' output goes: null (discard), pipe (read by dyno
+    /// and discarded, like a terminal), inherit (show it), or a FILE
+    /// (truncated at each run).
+    #[arg(long, value_name = "WHERE", default_value = "null")]
+    pub output: String,
+
+    /// Kill a run (its whole process group) after this long; it counts as
+    /// failed.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+
+    /// Keep timing a command that exits non-zero (its exit codes are kept).
+    #[arg(short = 'i', long)]
+    pub ignore_failure: bool,
+
+    /// A range parameter: -P NAME MIN MAX, in steps of --step (default 1).
+    #[arg(short = 'P', long = "parameter-scan", num_args = 3, value_names = ["NAME", "MIN", "MAX"], allow_negative_numbers = true)]
+    pub scans: Vec<String>,
+
+    /// Step of the -P ranges: one for all, or one per -P in order.
+    #[arg(
+        short = 'D',
+        long = "step",
+        value_name = "S",
+        allow_negative_numbers = true
+    )]
+    pub steps: Vec<String>,
+
+    /// A list parameter: -L NAME a,b,c.
+    #[arg(short = 'L', long = "parameter-list", num_args = 2, value_names = ["NAME", "VALUES"])]
+    pub lists: Vec<String>,
+
+    /// A name for each command, in order (may hold {NAME}).
+    #[arg(short = 'n', long = "name", value_name = "NAME")]
+    pub names: Vec<String>,
+
+    /// Require every command and parameter value to print the same stdout
+    /// (hashed); a mismatch shows the differing commands and exits 1.
+    #[arg(long)]
+    pub check_output: bool,
+
+    /// Run each command's runs together instead of taking turns.
+    #[arg(long)]
+    pub no_interleave: bool,
+
+    /// Compare against this command (its number from 1, or its name)
+    /// instead of the fastest.
+    #[arg(long, value_name = "COMMAND")]
+    pub reference: Option<String>,
+
+    /// Differences smaller than this (percent) are not called faster or
+    /// slower.
+    #[arg(long, value_name = "PERCENT", default_value_t = 2.0, allow_negative_numbers = true, value_parser = percent)]
+    pub noise_band: f64,
+
+    /// Seed for the environment padding (recorded in the run) [default: random].
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Also write the results in hyperfine's JSON layout.
+    #[arg(long, value_name = "FILE")]
+    pub export_hyperfine_json: Option<PathBuf>,
+
+    /// Also write one CSV row per command (hyperfine's columns).
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+
+    /// Also write a Markdown table of the results.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShellArg {
+    Sh,
+    Bash,
+    None,
 }
 
 /// Show the machine: CPU, caches, memory, OS, limits and kernel settings.
@@ -442,6 +621,37 @@ fn pipeline(s: &str) -> Result<u32, String> {
     count(s, 1, 1024).map(|n| n as u32)
 }
 
+fn warmup_runs(s: &str) -> Result<u32, String> {
+    count(s, 0, 100_000).map(|n| n as u32)
+}
+
+fn run_count(s: &str) -> Result<u32, String> {
+    count(s, 1, 1_000_000).map(|n| n as u32)
+}
+
+fn min_runs(s: &str) -> Result<u32, String> {
+    count(s, 2, 1_000_000).map(|n| n as u32)
+}
+
+fn positive_percent(s: &str) -> Result<f64, String> {
+    match percent(s) {
+        Ok(p) if p > 0.0 => Ok(p),
+        _ => Err(format!("'{s}' is not a percentage above 0 and at most 100")),
+    }
+}
+
+/// `NAME=VALUE` for --env.
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, value))
+            if !name.is_empty() && !name.contains('\0') && !value.contains('\0') =>
+        {
+            Ok((name.to_owned(), value.to_owned()))
+        }
+        _ => Err(format!("'{s}' is not NAME=VALUE, e.g. --env LC_ALL=C")),
+    }
+}
+
 /// A duration: `10s`, `500ms`, `2m`, `1h`, or a plain number of seconds.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
@@ -535,5 +745,22 @@ mod tests {
         assert_eq!(parse_tag(" base ").unwrap(), "base");
         assert!(parse_tag("").is_err());
         assert!(parse_tag("a,b").unwrap_err().contains("repeat --tag"));
+    }
+
+    #[test]
+    fn run_flags_are_validated() {
+        assert_eq!(
+            parse_env("LC_ALL=C").unwrap(),
+            ("LC_ALL".into(), "C".into())
+        );
+        assert_eq!(parse_env("X=a=b").unwrap(), ("X".into(), "a=b".into()));
+        assert!(parse_env("=C").unwrap_err().contains("NAME=VALUE"));
+        assert!(parse_env("LC_ALL").is_err());
+        assert!(
+            min_runs("1").unwrap_err().contains("at least 2")
+                || min_runs("1").unwrap_err().contains("from 2")
+        );
+        assert!(positive_percent("0").is_err());
+        assert_eq!(warmup_runs("0").unwrap(), 0);
     }
 }

@@ -17,6 +17,13 @@ use serde_json::Value;
 #[path = "../crates/http/tests/common/tls.rs"]
 mod tls_server;
 
+/// `dyno run`'s tests.
+#[path = "cli/run.rs"]
+mod run;
+/// `dyno scale`'s tests.
+#[path = "cli/scale.rs"]
+mod scale;
+
 /// A `dyno` command with its store in `home`.
 fn dyno(home: &Path) -> Command {
     let mut cmd = Command::cargo_bin("dyno").unwrap();

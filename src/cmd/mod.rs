@@ -5,6 +5,7 @@ mod completions;
 mod history;
 mod http;
 mod quick;
+mod run;
 mod serve;
 mod sysinfo;
 
@@ -22,6 +23,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
     match cli.command {
         Command::Quick(args) => quick::run(args),
         Command::Http(args) => http::run(*args),
+        Command::Run(args) => run::run(*args),
         Command::Sysinfo(args) => sysinfo::run(args),
         Command::Serve(args) => serve::run(args),
         Command::History(args) => history::history(args),

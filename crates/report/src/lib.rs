@@ -6,16 +6,20 @@
 //! returned. Human renderers return `String`s so the binary decides where
 //! they go.
 
+mod exec;
 mod export;
 mod format;
 mod hdrlog;
 mod http;
+mod hyperfine;
 mod text;
 
+pub use exec::{Bench, benches, exec_report};
 pub use export::{Csv, Exporter, Json, JsonLines, exporter};
 pub use format::{format_duration_ns, format_interval, format_value};
 pub use hdrlog::write_latency_log;
 pub use http::{ab_report, http_report};
+pub use hyperfine::{hyperfine_csv, hyperfine_json, hyperfine_markdown};
 pub use text::{SummaryRow, environment, history, run_details, summary};
 
 /// A fixed run for the snapshot tests of every view.

@@ -1,0 +1,150 @@
+//! What `dyno run` was asked to do, as plain values: the binary resolves its
+//! flags into these, the engine reads nothing else, and the run records them
+//! so it can be repeated.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::params::Parameter;
+
+/// Everything the command timer needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// The commands to time, as templates that may hold `{NAME}`.
+    pub commands: Vec<CommandSpec>,
+    pub parameters: Vec<Parameter>,
+    pub shell: Shell,
+    /// Untimed runs of each benchmark before its timed ones.
+    pub warmup: u32,
+    pub policy: Policy,
+    pub hooks: Hooks,
+    /// Working directory of every command; the current one when absent.
+    pub cwd: Option<PathBuf>,
+    /// Extra environment variables, `(name, value)`.
+    pub env: Vec<(String, String)>,
+    /// A file given to every command on stdin; /dev/null when absent.
+    pub input: Option<PathBuf>,
+    pub output: Output,
+    /// Longest a single run may take before its process group is killed.
+    #[serde(with = "opt_duration_ns", rename = "timeout_ns")]
+    pub timeout: Option<Duration>,
+    /// Keep going when a command exits non-zero (its exit codes are kept).
+    pub ignore_failure: bool,
+    /// Hash each run's stdout and require all of them to be the same.
+    pub check_output: bool,
+    /// Run the benchmarks in rounds (A B C A B C …) instead of one after
+    /// the other.
+    pub interleave: bool,
+    /// Seeds the random environment padding, so a run can be replayed.
+    pub seed: u64,
+}
+
+/// One command given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandSpec {
+    pub template: String,
+    /// A name to show instead of the command, itself a template.
+    pub name: Option<String>,
+}
+
+/// How a command line becomes a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Shell {
+    /// `sh -c CMD`; the shell's own start-up time is measured and subtracted.
+    Sh,
+    /// `bash -c CMD`, likewise.
+    Bash,
+    /// The command is split into words (quotes as in sh) and run directly.
+    None,
+}
+
+impl Shell {
+    /// The shell program, or `None` for direct execution.
+    pub fn program(self) -> Option<&'static str> {
+        match self {
+            Shell::Sh => Some("sh"),
+            Shell::Bash => Some("bash"),
+            Shell::None => None,
+        }
+    }
+}
+
+/// Where a timed command's stdout goes (stderr follows it, except that it
+/// is never captured for `--check-output`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Output {
+    /// Discarded by the kernel: /dev/null.
+    Null,
+    /// Read by dyno through a pipe and discarded, as a terminal would read it.
+    Pipe,
+    /// Shown, as if the command ran alone.
+    Inherit,
+    /// Written to this file, truncated at each run (it keeps the last run's).
+    File(PathBuf),
+}
+
+/// How many timed runs each benchmark gets.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// Exactly this many.
+    Fixed { runs: u32 },
+    /// At least `min_runs`; then stop as soon as the relative standard error
+    /// of the mean is at most `target_rse`, or the timed runs have used
+    /// `max_time`, or `max_runs` is reached.
+    Adaptive {
+        min_runs: u32,
+        max_runs: u32,
+        target_rse: f64,
+        #[serde(with = "duration_ns", rename = "max_time_ns")]
+        max_time: Duration,
+    },
+}
+
+/// Commands around the timed ones, each a template like the commands.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hooks {
+    /// Once per benchmark, before its first run (warm-up included).
+    pub setup: Option<String>,
+    /// Before every run (e.g. `make clean`).
+    pub prepare: Option<String>,
+    /// After every run.
+    pub conclude: Option<String>,
+    /// Once per benchmark, after its last run.
+    pub cleanup: Option<String>,
+}
+
+mod duration_ns {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_nanos().min(u64::MAX as u128) as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_nanos)
+    }
+}
+
+mod opt_duration_ns {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::duration_ns::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Option::<u64>::deserialize(d).map(|v| v.map(Duration::from_nanos))
+    }
+}

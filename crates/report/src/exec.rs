@@ -1,0 +1,201 @@
+//! The report of a `dyno run` (kind `exec`): one block per benchmark with
+//! its time, interval, range, CPU and memory, then the comparison with the
+//! reference. Everything is read back from the Run's labelled metrics, so a
+//! stored run prints the same as a fresh one.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use dyno_model::{Metric, Run};
+use dyno_stats::Summary;
+
+use crate::format::{format_duration_ns, format_value};
+
+/// One benchmark of an exec run, as its metrics give it.
+#[derive(Debug, Clone)]
+pub struct Bench<'a> {
+    pub name: &'a str,
+    /// Parameter values, by parameter name.
+    pub parameters: BTreeMap<&'a str, &'a str>,
+    pub wall: &'a Metric,
+    pub user: Option<&'a Metric>,
+    pub system: Option<&'a Metric>,
+    pub cpu: Option<&'a Metric>,
+    pub rss: Option<&'a Metric>,
+    pub failed: Option<&'a Metric>,
+    /// Comparison with the reference, absent for the reference itself.
+    pub ratio: Option<&'a Metric>,
+    pub p_value: Option<&'a Metric>,
+    pub verdict: Option<&'a Metric>,
+    /// Which rule ended its runs, from the run's plan.
+    pub stopped_by: Option<&'a str>,
+}
+
+impl Bench<'_> {
+    /// The wall-time summary (ns) of its runs.
+    pub fn summary(&self) -> Option<Summary> {
+        Summary::of(&self.wall.samples)
+    }
+
+    /// Each run's exit code; `None` for a run ended by a signal.
+    pub fn exit_codes(&self) -> Vec<Option<i64>> {
+        self.failed.map_or_else(Vec::new, |m| {
+            m.samples
+                .iter()
+                .map(|&c| (c >= 0.0).then_some(c as i64))
+                .collect()
+        })
+    }
+}
+
+/// The benchmarks of an exec run, in the order they were given.
+pub fn benches(run: &Run) -> Vec<Bench<'_>> {
+    let plan = run.settings.get("benchmarks").and_then(|b| b.as_array());
+    run.metrics
+        .iter()
+        .filter(|m| m.name == "wall_ns" && m.label("command").is_some())
+        .map(|wall| {
+            let same = |name: &str| {
+                run.metrics.iter().find(|m| {
+                    m.name == name && wall.labels.iter().all(|(k, v)| m.labels.get(k) == Some(v))
+                })
+            };
+            let name = wall.label("command").unwrap_or_default();
+            Bench {
+                name,
+                parameters: wall
+                    .labels
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.strip_prefix("param.")?, v.as_str())))
+                    .collect(),
+                wall,
+                user: same("user_ns"),
+                system: same("system_ns"),
+                cpu: same("cpu_percent"),
+                rss: same("peak_rss_bytes"),
+                failed: same("failed_runs"),
+                ratio: same("ratio_to_reference"),
+                p_value: same("p_value"),
+                verdict: same("verdict"),
+                stopped_by: plan.and_then(|p| {
+                    p.iter()
+                        .find(|b| b["name"] == name)
+                        .and_then(|b| b["stopped_by"].as_str())
+                }),
+            }
+        })
+        .collect()
+}
+
+fn stop_reason(rule: &str) -> &str {
+    match rule {
+        "runs" => "the runs asked for",
+        "target_rse" => "target error reached",
+        "max_time" => "--max-time reached",
+        "max_runs" => "--max-runs reached",
+        "interrupted" => "interrupted",
+        other => other,
+    }
+}
+
+/// The human report of an exec run.
+pub fn exec_report(run: &Run) -> String {
+    let mut out = String::new();
+    if let Some(shell) = run.metric("shell_startup_ns") {
+        let sd = shell
+            .uncertainty
+            .as_ref()
+            .and_then(|u| u.stddev)
+            .map_or_else(String::new, |sd| format!(" ± {}", format_duration_ns(sd)));
+        let _ = writeln!(
+            out,
+            "Shell start-up: {}{sd} ({} runs), subtracted from every run\n",
+            format_duration_ns(shell.value),
+            shell.samples.len()
+        );
+    }
+    let benches = benches(run);
+    for (i, b) in benches.iter().enumerate() {
+        let _ = writeln!(out, "Benchmark {}: {}", i + 1, b.name);
+        let Some(s) = b.summary() else { continue };
+        let ci = b.wall.uncertainty.as_ref().map_or_else(String::new, |u| {
+            format!(
+                "    {:.0}% CI {} … {} (bootstrap)",
+                u.confidence * 100.0,
+                format_duration_ns(u.low),
+                format_duration_ns(u.high)
+            )
+        });
+        let _ = writeln!(
+            out,
+            "  Time (mean ± σ):   {} ± {}{ci}",
+            format_duration_ns(s.mean),
+            format_duration_ns(s.stddev)
+        );
+        let stopped = b
+            .stopped_by
+            .map_or_else(String::new, |r| format!(" ({})", stop_reason(r)));
+        let _ = writeln!(
+            out,
+            "  Range (min … max): {} … {}    median {}    {} runs{stopped}",
+            format_duration_ns(s.min),
+            format_duration_ns(s.max),
+            format_duration_ns(s.median),
+            s.n
+        );
+        let value = |m: Option<&Metric>| {
+            m.map_or_else(|| "n/a".to_owned(), |m| format_value(m.value, m.unit))
+        };
+        let _ = writeln!(
+            out,
+            "  CPU: user {}, system {}, {}    peak RSS {}",
+            value(b.user),
+            value(b.system),
+            value(b.cpu),
+            value(b.rss)
+        );
+        if let Some(f) = b.failed.filter(|f| f.value > 0.0) {
+            let _ = writeln!(out, "  Failed runs: {} of {}", f.value, s.n);
+        }
+        out.push('\n');
+    }
+    comparison(&benches, &mut out);
+    crate::text::warnings(run, &mut out);
+    out
+}
+
+/// The comparison with the reference, one line per other benchmark.
+fn comparison(benches: &[Bench<'_>], out: &mut String) {
+    let Some(reference) = benches
+        .iter()
+        .find_map(|b| b.ratio.and_then(|r| r.label("reference")))
+    else {
+        return;
+    };
+    let _ = writeln!(out, "Compared with '{reference}':");
+    for b in benches {
+        let (Some(ratio), Some(p), Some(verdict)) = (b.ratio, b.p_value, b.verdict) else {
+            continue;
+        };
+        let ci = ratio.uncertainty.as_ref().map_or_else(String::new, |u| {
+            format!(" (95% CI {:.3}–{:.3})", u.low, u.high)
+        });
+        let words = if verdict.value > 0.0 {
+            "faster"
+        } else if verdict.value < 0.0 {
+            "slower"
+        } else {
+            "no significant difference"
+        };
+        let p = if p.value < 0.001 {
+            "p < 0.001".to_owned()
+        } else {
+            format!("p = {:.3}", p.value)
+        };
+        let _ = writeln!(
+            out,
+            "  '{}' takes {:.3}× the time{ci}, {p}: {words}",
+            b.name, ratio.value
+        );
+    }
+}

@@ -1,0 +1,371 @@
+//! `dyno run`: resolve the flags into exec settings, time the commands with
+//! Ctrl-C wired to the engine's stop, then print, export, save and judge.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use dyno_exec::outcome::Compare;
+use dyno_exec::{
+    CommandSpec, ExecError, Hooks, Output, Parameter, Policy, Progress, Settings, Shell, Stop,
+};
+use dyno_model::{Kind, Run};
+use serde_json::json;
+
+use super::{environment, finish, store_for};
+use crate::ExitStatus;
+use crate::cli::{RunArgs, ShellArg};
+
+pub fn run(args: RunArgs) -> Result<ExitStatus> {
+    let RunArgs {
+        commands,
+        shell,
+        no_shell,
+        warmup,
+        runs,
+        min_runs,
+        max_runs,
+        target_rse,
+        max_time,
+        setup,
+        prepare,
+        conclude,
+        cleanup,
+        cwd,
+        env,
+        input,
+        output,
+        timeout,
+        ignore_failure,
+        scans,
+        steps,
+        lists,
+        names,
+        check_output,
+        no_interleave,
+        reference,
+        noise_band,
+        seed,
+        export_hyperfine_json,
+        export_csv,
+        export_markdown,
+        save,
+    } = args;
+
+    if names.len() > commands.len() {
+        bail!(
+            "{} --name values for {} commands: give at most one name per command",
+            names.len(),
+            commands.len()
+        );
+    }
+    if min_runs > max_runs {
+        bail!("--min-runs {min_runs} is above --max-runs {max_runs}: raise --max-runs");
+    }
+    if let Some(dir) = &cwd
+        && !dir.is_dir()
+    {
+        bail!("--cwd '{}' is not a directory", dir.display());
+    }
+    if let Some(file) = &input {
+        std::fs::File::open(file)
+            .with_context(|| format!("cannot read the --input file '{}'", file.display()))?;
+    }
+    let output = parse_output(&output)?;
+    if check_output && matches!(output, Output::Inherit | Output::File(_)) {
+        bail!(
+            "--check-output reads stdout itself: it cannot be combined with --output inherit or a file"
+        );
+    }
+    for path in [&export_hyperfine_json, &export_csv, &export_markdown]
+        .into_iter()
+        .flatten()
+    {
+        check_writable(path)?;
+    }
+    let parameters = parameters(&scans, &steps, &lists)?;
+    let shell = match (no_shell, shell) {
+        (true, _) | (false, ShellArg::None) => Shell::None,
+        (false, ShellArg::Sh) => Shell::Sh,
+        (false, ShellArg::Bash) => Shell::Bash,
+    };
+    let policy = match runs {
+        Some(runs) => Policy::Fixed { runs },
+        None => Policy::Adaptive {
+            min_runs,
+            max_runs,
+            target_rse: target_rse / 100.0,
+            max_time,
+        },
+    };
+    let settings = Settings {
+        commands: commands
+            .iter()
+            .enumerate()
+            .map(|(i, template)| CommandSpec {
+                template: template.clone(),
+                name: names.get(i).cloned(),
+            })
+            .collect(),
+        parameters,
+        shell,
+        warmup,
+        policy,
+        hooks: Hooks {
+            setup,
+            prepare,
+            conclude,
+            cleanup,
+        },
+        cwd,
+        env,
+        input,
+        output,
+        timeout,
+        ignore_failure,
+        check_output,
+        interleave: !no_interleave,
+        seed: seed.unwrap_or_else(|| fastrand::u64(..)),
+    };
+    // Resolve everything (templates, word splitting, the reference) before
+    // the store is opened or anything runs.
+    let planned = dyno_exec::engine::benchmarks(&settings)?;
+    let reference = reference
+        .map(|r| resolve_reference(&r, &planned))
+        .transpose()?;
+    let store = store_for(&save)?;
+
+    let mut run = Run::new(Kind::Exec, describe(&planned));
+    run.environment = environment();
+
+    // Ctrl-C kills the running command and ends the run; what was measured
+    // is printed and saved. A second Ctrl-C exits at once.
+    let stop = Stop::new().context("could not set up Ctrl-C handling")?;
+    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(
+        signal_hook::consts::SIGINT,
+        130,
+        std::sync::Arc::clone(&interrupted),
+    )
+    .context("could not install the Ctrl-C handler")?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted)
+        .context("could not install the Ctrl-C handler")?;
+    signal_hook::low_level::pipe::register(signal_hook::consts::SIGINT, stop.sender()?)
+        .context("could not install the Ctrl-C handler")?;
+
+    let started = Instant::now();
+    let tty = std::io::stderr().is_terminal();
+    // At most ten progress lines a second, so drawing them costs the timed
+    // commands nothing measurable.
+    let mut drawn = started;
+    let outcome = match dyno_exec::run(&settings, &stop, |p| {
+        if tty && drawn.elapsed() >= Duration::from_millis(100) {
+            drawn = Instant::now();
+            progress_line(p);
+        }
+    }) {
+        Ok(outcome) => outcome,
+        Err(err @ (ExecError::Failed { .. } | ExecError::Hook { .. })) => {
+            if tty {
+                eprint!("\r\x1b[2K");
+            }
+            eprintln!("dyno: {err}");
+            return Ok(ExitStatus::ChecksFailed);
+        }
+        Err(err) => return Err(err.into()),
+    };
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    run.duration_ns = started.elapsed().as_nanos() as u64;
+    let compare = Compare {
+        reference,
+        noise_band: noise_band / 100.0,
+        seed: settings.seed,
+    };
+    run.metrics = outcome.metrics(&compare);
+    run.headline = Some("wall_ns".into());
+    let mut recorded = serde_json::to_value(&settings)?;
+    recorded["benchmarks"] = outcome.plan();
+    recorded["noise_band_percent"] = json!(noise_band);
+    recorded["reference"] = json!(
+        outcome
+            .reference(reference)
+            .map(|i| outcome.results[i].benchmark.name.clone())
+    );
+    run.settings = recorded;
+    run.warnings.extend(outcome.warnings(&settings));
+    if outcome.interrupted {
+        run.warn(
+            "interrupted",
+            "the run was stopped early (Ctrl-C); figures cover the runs that finished",
+        );
+    }
+    let outputs = outcome.outputs();
+    let mismatch = check_output && outputs.len() > 1;
+    if mismatch {
+        run.warn("output_mismatch", mismatch_message(&outputs));
+    }
+
+    // Exports are written before saving, so a full store loses no result.
+    if let Some(path) = &export_hyperfine_json {
+        let text = serde_json::to_string_pretty(&dyno_report::hyperfine_json(&run))? + "\n";
+        write_export(path, text.as_bytes())?;
+    }
+    if let Some(path) = &export_csv {
+        let mut buf = Vec::new();
+        dyno_report::hyperfine_csv(&run, &mut buf)?;
+        write_export(path, &buf)?;
+    }
+    if let Some(path) = &export_markdown {
+        write_export(path, dyno_report::hyperfine_markdown(&run).as_bytes())?;
+    }
+    let run = finish(run, &save, store, dyno_report::exec_report)?;
+    if outcome.interrupted {
+        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+    }
+    if mismatch {
+        eprintln!("dyno: {}", mismatch_message(&outputs));
+        return Ok(ExitStatus::ChecksFailed);
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `--output`: null, pipe, inherit, or a file path.
+fn parse_output(value: &str) -> Result<Output> {
+    Ok(match value {
+        "null" => Output::Null,
+        "pipe" => Output::Pipe,
+        "inherit" => Output::Inherit,
+        "" => bail!("--output is empty: give null, pipe, inherit or a file name"),
+        path => {
+            let path = PathBuf::from(path);
+            check_writable(&path)?;
+            Output::File(path)
+        }
+    })
+}
+
+/// Refuses a path whose folder does not exist, before anything is timed.
+fn check_writable(path: &Path) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        bail!(
+            "cannot write '{}': the folder '{}' does not exist",
+            path.display(),
+            dir.display()
+        );
+    }
+    if path.is_dir() {
+        bail!("cannot write '{}': it is a folder", path.display());
+    }
+    Ok(())
+}
+
+fn write_export(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("could not write '{}'", path.display()))
+}
+
+/// The parameters, -P ranges first, then -L lists, each in the order given.
+///
+/// clap hands each flag's values over flat; every -P took exactly three and
+/// every -L two.
+fn parameters(scans: &[String], steps: &[String], lists: &[String]) -> Result<Vec<Parameter>> {
+    let scans: Vec<&[String]> = scans.chunks_exact(3).collect();
+    let lists: Vec<&[String]> = lists.chunks_exact(2).collect();
+    if steps.len() > 1 && steps.len() != scans.len() {
+        bail!(
+            "{} --step values for {} -P ranges: give one --step for all, or one per -P",
+            steps.len(),
+            scans.len()
+        );
+    }
+    if !steps.is_empty() && scans.is_empty() {
+        bail!("--step applies to -P ranges, and there are none");
+    }
+    let mut out = Vec::new();
+    for (i, scan) in scans.iter().enumerate() {
+        let step = steps.get(i).or(steps.first()).map(String::as_str);
+        out.push(Parameter::range(&scan[0], &scan[1], &scan[2], step)?);
+    }
+    for list in &lists {
+        out.push(Parameter::list(&list[0], &list[1])?);
+    }
+    Ok(out)
+}
+
+/// `--reference`: a benchmark number from 1, or a name.
+fn resolve_reference(given: &str, planned: &[dyno_exec::Benchmark]) -> Result<usize> {
+    if let Ok(n) = given.parse::<usize>() {
+        if (1..=planned.len()).contains(&n) {
+            return Ok(n - 1);
+        }
+        bail!(
+            "--reference {n}: there are {} benchmarks, numbered from 1",
+            planned.len()
+        );
+    }
+    planned
+        .iter()
+        .position(|b| b.name == given || b.command == given)
+        .with_context(|| {
+            let names: Vec<&str> = planned.iter().map(|b| b.name.as_str()).collect();
+            format!(
+                "--reference '{given}' names no benchmark; give a number from 1 or one of: {}",
+                names.join(", ")
+            )
+        })
+}
+
+fn describe(planned: &[dyno_exec::Benchmark]) -> String {
+    match planned {
+        [one] => format!("time '{}'", one.name),
+        many => format!("time {} commands: '{}', …", many.len(), many[0].name),
+    }
+}
+
+fn mismatch_message(outputs: &[(dyno_exec::child::Captured, Vec<String>)]) -> String {
+    let groups: Vec<String> = outputs
+        .iter()
+        .map(|(c, names)| {
+            let head = String::from_utf8_lossy(&c.head);
+            let head = head.lines().next().unwrap_or_default();
+            format!(
+                "{} printed {} bytes starting {:?}",
+                names
+                    .iter()
+                    .map(|n| format!("'{n}'"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                c.len,
+                head
+            )
+        })
+        .collect();
+    format!(
+        "--check-output: the outputs differ ({} different outputs): {}",
+        outputs.len(),
+        groups.join("; ")
+    )
+}
+
+fn progress_line(p: &Progress<'_>) {
+    let what = if p.warmup { "warm-up" } else { "run" };
+    let mean = p.mean_wall.map_or_else(String::new, |m| {
+        format!(
+            ", mean {}",
+            dyno_report::format_duration_ns(m.as_nanos() as f64)
+        )
+    });
+    let name: String = p.benchmark.chars().take(40).collect();
+    eprint!(
+        "\r\x1b[2K[{}/{}] {name}: {what} {}{mean}",
+        p.index + 1,
+        p.count,
+        p.runs_done
+    );
+}

@@ -1,0 +1,1 @@
+//! `dyno run`: real child processes timed through the binary.
