@@ -131,6 +131,16 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     // Resolve everything (templates, word splitting, the reference) before
     // the store is opened or anything runs.
     let planned = dyno_exec::engine::benchmarks(&settings)?;
+    if settings.shell == Shell::None {
+        for b in &planned {
+            let program = b.program();
+            if !on_path(program, settings.cwd.as_deref()) {
+                bail!(
+                    "command '{program}' was not found: check the spelling and that it is on PATH (with --shell none, shell builtins and syntax do not work)"
+                );
+            }
+        }
+    }
     let reference = reference
         .map(|r| resolve_reference(&r, &planned))
         .transpose()?;
@@ -230,6 +240,25 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::ChecksFailed);
     }
     Ok(ExitStatus::Success)
+}
+
+/// Whether `program` names an executable file, directly or on PATH.
+/// A relative path with a slash is taken from `cwd`, as the child will.
+fn on_path(program: &str, cwd: Option<&Path>) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let path = Path::new(program);
+        return match cwd {
+            Some(dir) if path.is_relative() => executable(&dir.join(path)),
+            _ => executable(path),
+        };
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
 }
 
 /// `--output`: null, pipe, inherit, or a file path.

@@ -1,1 +1,462 @@
 //! `dyno run`: real child processes timed through the binary.
+
+use super::*;
+
+/// `dyno run args… --json --no-save`, expecting `code`; the schema-checked
+/// Run and stderr.
+fn run_json(home: &Path, args: &[&str], code: i32) -> (Value, String) {
+    let out = dyno(home)
+        .arg("run")
+        .args(args)
+        .args(["--json", "--no-save"])
+        .assert()
+        .code(code)
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    (run, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Every metric named `name`, as (command label, metric).
+fn labelled<'a>(run: &'a Value, name: &str) -> Vec<(&'a str, &'a Value)> {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == name)
+        .map(|m| (m["labels"]["command"].as_str().unwrap_or(""), m))
+        .collect()
+}
+
+fn warning_codes(run: &Value) -> Vec<&str> {
+    run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn run_times_commands_and_compares_them() {
+    let home = temp();
+    let (run, _) = run_json(
+        home.path(),
+        &["-N", "--runs", "5", "sleep 0.02", "sleep 0.06"],
+        0,
+    );
+    assert_eq!(run["kind"], "exec");
+    let walls = labelled(&run, "wall_ns");
+    assert_eq!(walls.len(), 2);
+    let (name, fast) = walls[0];
+    assert_eq!(name, "sleep 0.02");
+    assert_eq!(fast["samples"].as_array().unwrap().len(), 5);
+    let mean = fast["value"].as_f64().unwrap();
+    assert!((20e6..200e6).contains(&mean), "{mean}");
+    assert_eq!(fast["uncertainty"]["method"], "bootstrap");
+    let ratio = labelled(&run, "ratio_to_reference");
+    assert_eq!(ratio.len(), 1);
+    assert_eq!(ratio[0].0, "sleep 0.06");
+    assert_eq!(ratio[0].1["labels"]["reference"], "sleep 0.02");
+    assert!(ratio[0].1["value"].as_f64().unwrap() > 1.5);
+    assert_eq!(labelled(&run, "verdict")[0].1["value"], -1.0);
+    let plan = run["settings"]["benchmarks"].as_array().unwrap();
+    assert_eq!(plan[0]["stopped_by"], "runs");
+    assert!(
+        labelled(&run, "peak_rss_bytes")[0].1["value"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+
+    // The human report, saved and shown again by id.
+    let out = ok(
+        home.path(),
+        &["run", "-N", "--runs", "3", "sleep 0.01", "true"],
+    );
+    for needle in [
+        "Benchmark 1: sleep 0.01",
+        "Benchmark 2: true",
+        "Time (mean ± σ)",
+        "Compared with 'true'",
+        "peak RSS",
+    ] {
+        assert!(out.contains(needle), "no {needle:?} in\n{out}");
+    }
+    let history = ok(home.path(), &["history", "--kind", "exec"]);
+    assert!(history.contains("time 2 commands"), "{history}");
+}
+
+#[test]
+fn a_shell_is_calibrated_and_adaptive_runs_say_why_they_stopped() {
+    let home = temp();
+    let (run, _) = run_json(
+        home.path(),
+        &[
+            "--min-runs",
+            "3",
+            "--max-runs",
+            "4",
+            "--target-rse",
+            "0.001",
+            "sleep 0.01",
+        ],
+        0,
+    );
+    let shell = metric(&run, "shell_startup_ns").unwrap();
+    assert!(shell > 0.0 && shell < 50e6, "{shell}");
+    let plan = &run["settings"]["benchmarks"][0];
+    assert_eq!(plan["runs"], 4);
+    assert_eq!(plan["stopped_by"], "max_runs");
+    assert!(
+        warning_codes(&run).contains(&"high_variance"),
+        "{:?}",
+        run["warnings"]
+    );
+    let (run, _) = run_json(
+        home.path(),
+        &[
+            "-N",
+            "--min-runs",
+            "3",
+            "--max-time",
+            "1ms",
+            "--target-rse",
+            "0.0001",
+            "sleep 0.01",
+        ],
+        0,
+    );
+    assert_eq!(run["settings"]["benchmarks"][0]["stopped_by"], "max_time");
+    assert_eq!(
+        run["settings"]["benchmarks"][0]["runs"], 3,
+        "min runs come first"
+    );
+}
+
+#[test]
+fn parameters_make_one_benchmark_per_value() {
+    let home = temp();
+    let (run, _) = run_json(
+        home.path(),
+        &[
+            "-N",
+            "--runs",
+            "2",
+            "-P",
+            "n",
+            "1",
+            "3",
+            "-L",
+            "w",
+            "x,y",
+            "--name",
+            "echo-{n}-{w}",
+            "echo {n} {w}",
+        ],
+        0,
+    );
+    let walls = labelled(&run, "wall_ns");
+    let names: Vec<&str> = walls.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        names,
+        [
+            "echo-1-x", "echo-1-y", "echo-2-x", "echo-2-y", "echo-3-x", "echo-3-y"
+        ]
+    );
+    assert_eq!(walls[3].1["labels"]["param.n"], "2");
+    assert_eq!(walls[3].1["labels"]["param.w"], "y");
+    let (run, _) = run_json(
+        home.path(),
+        &[
+            "-N",
+            "--runs",
+            "1",
+            "-P",
+            "d",
+            "0",
+            "0.02",
+            "--step",
+            "0.01",
+            "sleep {d}",
+        ],
+        0,
+    );
+    let names: Vec<&str> = labelled(&run, "wall_ns").iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, ["sleep 0.00", "sleep 0.01", "sleep 0.02"]);
+}
+
+#[test]
+fn bad_run_flags_are_refused_before_anything_runs() {
+    let home = temp();
+    assert_refused(
+        home.path(),
+        &[
+            (&["run", "make -j {jobs}"], &["{jobs}", "not a parameter"]),
+            (
+                &["run", "-P", "j", "1", "4", "make -j {job}"],
+                &["{job}", "the parameters are j"],
+            ),
+            (
+                &["run", "-P", "j", "4", "1", "make -j {j}"],
+                &["greater than MAX"],
+            ),
+            (
+                &["run", "-P", "j", "1", "4", "--step", "0", "make -j {j}"],
+                &["greater than zero"],
+            ),
+            (
+                &["run", "-P", "j", "1", "x", "make -j {j}"],
+                &["'x' is not a number"],
+            ),
+            (&["run", "-L", "cc", "", "{cc}"], &["empty list"]),
+            (&["run", "-L", "cc", "gcc,,clang", "{cc}"], &["empty value"]),
+            (
+                &["run", "-N", "dyno-no-such-program --flag"],
+                &["'dyno-no-such-program' was not found"],
+            ),
+            (&["run", "-N", "echo 'unterminated"], &["cannot split"]),
+            (
+                &["run", "--cwd", "/nonexistent-dir", "true"],
+                &["not a directory"],
+            ),
+            (
+                &["run", "--input", "/nonexistent-file", "true"],
+                &["--input", "/nonexistent-file"],
+            ),
+            (&["run", "--env", "NOEQUALS", "true"], &["NAME=VALUE"]),
+            (&["run", "--runs", "0", "true"], &["from 1"]),
+            (&["run", "--min-runs", "1", "true"], &["from 2"]),
+            (
+                &["run", "--min-runs", "20", "--max-runs", "10", "true"],
+                &["--max-runs"],
+            ),
+            (
+                &["run", "--output", "/nonexistent-dir/out.txt", "true"],
+                &["does not exist"],
+            ),
+            (
+                &["run", "--check-output", "--output", "inherit", "true"],
+                &["--check-output"],
+            ),
+            (
+                &["run", "--reference", "3", "true", "false"],
+                &["numbered from 1"],
+            ),
+            (
+                &["run", "--reference", "nope", "true"],
+                &["names no benchmark"],
+            ),
+            (&["run", "--step", "2", "true"], &["there are none"]),
+            (&["run", "--timeout", "soon", "true"], &["10s"]),
+            (
+                &["run", "-N", "--shell", "bash", "true"],
+                &["cannot be used with"],
+            ),
+        ],
+    );
+}
+
+#[test]
+fn a_failing_command_exits_1_unless_failures_are_ignored() {
+    let home = temp();
+    let out = dyno(home.path())
+        .args(["run", "--runs", "2", "--no-save", "exit 3"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("exited with code 3") && stderr.contains("--ignore-failure"),
+        "{stderr}"
+    );
+    let stderr = String::from_utf8_lossy(
+        &dyno(home.path())
+            .args(["run", "--runs", "2", "--no-save", "dyno-no-such-program"])
+            .assert()
+            .code(1)
+            .get_output()
+            .stderr,
+    )
+    .into_owned();
+    assert!(stderr.contains("could not find the command"), "{stderr}");
+
+    let (run, _) = run_json(home.path(), &["--runs", "3", "-i", "exit 3"], 0);
+    let failed = labelled(&run, "failed_runs")[0].1;
+    assert_eq!(failed["value"], 3.0);
+    assert_eq!(failed["samples"], serde_json::json!([3.0, 3.0, 3.0]));
+    assert!(warning_codes(&run).contains(&"failed_runs"));
+}
+
+#[test]
+fn a_hanging_command_is_killed_with_its_children_at_the_timeout() {
+    let home = temp();
+    let marker = home.path().join("grandchild-survived");
+    let script = format!("(sleep 1; touch '{}') & sleep 30", marker.display());
+    let started = Instant::now();
+    let out = dyno(home.path())
+        .args([
+            "run",
+            "--runs",
+            "1",
+            "--no-save",
+            "--timeout",
+            "300ms",
+            &script,
+        ])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("timeout"), "{stderr}");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !marker.exists(),
+        "a child of the timed-out command kept running"
+    );
+}
+
+#[test]
+fn check_output_names_the_commands_that_differ() {
+    let home = temp();
+    let (run, stderr) = run_json(
+        home.path(),
+        &[
+            "-N",
+            "--runs",
+            "2",
+            "--check-output",
+            "echo same",
+            "printf 'same\\n'",
+            "echo other",
+        ],
+        1,
+    );
+    assert!(stderr.contains("outputs differ"), "{stderr}");
+    assert!(
+        stderr.contains("'echo other'") && stderr.contains("\"other\""),
+        "{stderr}"
+    );
+    assert!(warning_codes(&run).contains(&"output_mismatch"));
+    run_json(
+        home.path(),
+        &[
+            "-N",
+            "--runs",
+            "2",
+            "--check-output",
+            "echo same",
+            "printf 'same\\n'",
+        ],
+        0,
+    );
+}
+
+#[test]
+fn exports_use_hyperfines_layouts() {
+    let home = temp();
+    let dir = home.path();
+    let json = dir.join("hf.json");
+    let csv = dir.join("hf.csv");
+    let md = dir.join("hf.md");
+    ok(
+        dir,
+        &[
+            "run",
+            "-N",
+            "--runs",
+            "3",
+            "--no-save",
+            "-L",
+            "t",
+            "0.01,0.02",
+            "sleep {t}",
+            "--export-hyperfine-json",
+            json.to_str().unwrap(),
+            "--export-csv",
+            csv.to_str().unwrap(),
+            "--export-markdown",
+            md.to_str().unwrap(),
+        ],
+    );
+    let exported: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let schema: Value =
+        serde_json::from_str(include_str!("../hyperfine-export.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&exported)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}\n{exported:#}");
+    let results = exported["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["command"], "sleep 0.01");
+    assert_eq!(results[0]["parameters"]["t"], "0.01");
+    assert_eq!(results[0]["times"].as_array().unwrap().len(), 3);
+    assert_eq!(results[0]["exit_codes"], serde_json::json!([0, 0, 0]));
+    let mean = results[1]["mean"].as_f64().unwrap();
+    assert!((0.02..0.5).contains(&mean), "seconds, not ns: {mean}");
+
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("command,mean,stddev,median,user,system,min,max,parameter_t")
+    );
+    assert!(lines.next().unwrap().starts_with("sleep 0.01,0.0"));
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.starts_with("| Command | Mean [ms] |"), "{md}");
+    assert!(md.contains("| `sleep 0.02` |"), "{md}");
+}
+
+#[test]
+fn ctrl_c_kills_the_command_and_keeps_the_partial_run() {
+    let home = temp();
+    let bin = assert_cmd::cargo::cargo_bin("dyno");
+    let child = StdCommand::new(bin)
+        .args(["run", "-N", "--runs", "1000", "--json", "sleep 0.2"])
+        .env("DYNO_HOME", home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) with a valid pid of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "it must stop promptly"
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    let runs = run["settings"]["benchmarks"][0]["runs"].as_u64().unwrap();
+    assert!((1..1000).contains(&runs), "{runs}");
+    assert_eq!(
+        run["settings"]["benchmarks"][0]["stopped_by"],
+        "interrupted"
+    );
+    assert!(warning_codes(&run).contains(&"interrupted"));
+    let history = ok(home.path(), &["history", "--kind", "exec"]);
+    assert!(
+        history.contains("sleep 0.2"),
+        "the partial run was saved: {history}"
+    );
+}

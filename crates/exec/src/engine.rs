@@ -32,6 +32,13 @@ pub struct Benchmark {
     cleanup: Option<Vec<String>>,
 }
 
+impl Benchmark {
+    /// The program that is started: the shell, or the command's first word.
+    pub fn program(&self) -> &str {
+        &self.argv[0]
+    }
+}
+
 /// Which rule ended a benchmark's timed runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopRule {
@@ -89,6 +96,9 @@ pub struct Outcome {
     pub interrupted: bool,
     /// Conclude/cleanup commands that were skipped because of the stop.
     pub skipped_cleanup: bool,
+    /// dyno's own peak RSS. Linux counts the parent's memory at the moment
+    /// of spawning in the child's peak, so no child's figure is below it.
+    pub spawner_rss_bytes: Option<u64>,
     pub duration: Duration,
 }
 
@@ -268,6 +278,7 @@ pub fn run(
         skipped_cleanup: interrupted
             && (settings.hooks.conclude.is_some() || settings.hooks.cleanup.is_some()),
         interrupted,
+        spawner_rss_bytes: own_peak_rss(),
         duration: started.elapsed(),
     })
 }
@@ -466,6 +477,14 @@ impl Runner<'_> {
             samples_ns: samples.iter().map(|s| s.wall.as_nanos() as f64).collect(),
         }))
     }
+}
+
+/// This process's peak resident set size (VmHWM), if /proc tells.
+fn own_peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// The rule that ends a benchmark after these wall times (seconds), if any.

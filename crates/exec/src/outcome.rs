@@ -267,6 +267,19 @@ impl Outcome {
                     );
                 }
             }
+            let rss = r.samples.iter().map(|s| s.max_rss_bytes).max().unwrap_or(0);
+            if let Some(floor) = self.spawner_rss_bytes
+                && rss as f64 <= floor as f64 * 1.25
+            {
+                warn(
+                    "peak_rss_floor",
+                    format!(
+                        "'{name}': its peak RSS ({:.1} MiB) is close to dyno's own ({:.1} MiB), which Linux counts in every child it starts: read it as an upper bound",
+                        rss as f64 / 1048576.0,
+                        floor as f64 / 1048576.0
+                    ),
+                );
+            }
             if walls.len() == 1 {
                 warn(
                     "single_run",

@@ -199,3 +199,141 @@ fn comparison(benches: &[Bench<'_>], out: &mut String) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use dyno_model::{Direction, Kind, Uncertainty, UncertaintyMethod, Unit};
+
+    use super::*;
+    use crate::{hyperfine_csv, hyperfine_json, hyperfine_markdown};
+
+    fn bench_metrics(name: &str, n: &str, walls: &[f64], ratio: Option<(f64, f64)>) -> Vec<Metric> {
+        let label = |m: Metric| m.with_label("command", name).with_label("param.n", n);
+        let mut wall = Metric::new(
+            "wall_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            walls.iter().sum::<f64>() / walls.len() as f64,
+        );
+        wall.samples = walls.to_vec();
+        wall.uncertainty = Some(Uncertainty {
+            method: UncertaintyMethod::Bootstrap,
+            confidence: 0.95,
+            low: wall.value * 0.99,
+            high: wall.value * 1.01,
+            n: walls.len() as u64,
+            stddev: None,
+        });
+        let mut rss = Metric::new(
+            "peak_rss_bytes",
+            Unit::Bytes,
+            Direction::LowerIsBetter,
+            4.0 * 1048576.0,
+        );
+        rss.samples = vec![4.0 * 1048576.0; walls.len()];
+        let mut failed = Metric::new("failed_runs", Unit::Count, Direction::LowerIsBetter, 1.0);
+        failed.samples = vec![0.0; walls.len()];
+        failed.samples[0] = -9.0;
+        let mut out = vec![
+            label(wall),
+            label(Metric::new(
+                "user_ns",
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                1.5e6,
+            )),
+            label(Metric::new(
+                "system_ns",
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                0.5e6,
+            )),
+            label(Metric::new(
+                "cpu_percent",
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                4.0,
+            )),
+            label(rss),
+            label(failed),
+        ];
+        if let Some((value, p)) = ratio {
+            let mut r = Metric::new(
+                "ratio_to_reference",
+                Unit::Ratio,
+                Direction::LowerIsBetter,
+                value,
+            );
+            r.uncertainty = Some(Uncertainty {
+                method: UncertaintyMethod::Bootstrap,
+                confidence: 0.95,
+                low: value - 0.05,
+                high: value + 0.05,
+                n: walls.len() as u64,
+                stddev: None,
+            });
+            for m in [
+                r,
+                Metric::new("p_value", Unit::Ratio, Direction::LowerIsBetter, p),
+                Metric::new("verdict", Unit::Ratio, Direction::HigherIsBetter, -1.0),
+            ] {
+                out.push(label(m).with_label("reference", "make -j 2"));
+            }
+        }
+        out
+    }
+
+    fn fixture() -> Run {
+        let mut run = Run::new(Kind::Exec, "time 2 commands");
+        let mut shell = Metric::new(
+            "shell_startup_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            6.0e5,
+        );
+        shell.samples = vec![6.0e5; 50];
+        run.metrics.push(shell);
+        run.metrics
+            .extend(bench_metrics("make -j 2", "2", &[40e6, 42e6, 41e6], None));
+        run.metrics.extend(bench_metrics(
+            "make -j 1",
+            "1",
+            &[80e6, 81e6, 82e6],
+            Some((1.95, 0.0004)),
+        ));
+        run.settings = serde_json::json!({"benchmarks": [
+            {"name": "make -j 2", "stopped_by": "target_rse"},
+            {"name": "make -j 1", "stopped_by": "max_runs"},
+        ]});
+        run.warn("failed_runs", "'make -j 2': 1 of 3 runs failed");
+        run
+    }
+
+    #[test]
+    fn benches_group_metrics_by_their_labels() {
+        let run = fixture();
+        let b = benches(&run);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[1].name, "make -j 1");
+        assert_eq!(b[1].parameters.get("n"), Some(&"1"));
+        assert_eq!(b[1].ratio.unwrap().value, 1.95);
+        assert!(b[0].ratio.is_none());
+        assert_eq!(b[0].stopped_by, Some("target_rse"));
+        assert_eq!(b[0].exit_codes(), vec![None, Some(0), Some(0)]);
+    }
+
+    #[test]
+    fn exec_report_snapshot() {
+        insta::assert_snapshot!(exec_report(&fixture()));
+    }
+
+    #[test]
+    fn hyperfine_layouts_snapshot() {
+        let run = fixture();
+        let mut csv = Vec::new();
+        hyperfine_csv(&run, &mut csv).unwrap();
+        insta::assert_snapshot!("hyperfine_csv", String::from_utf8(csv).unwrap());
+        insta::assert_snapshot!("hyperfine_markdown", hyperfine_markdown(&run));
+        insta::assert_json_snapshot!("hyperfine_json", hyperfine_json(&run));
+    }
+}
