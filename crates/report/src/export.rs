@@ -1,6 +1,7 @@
 //! Machine formats behind one trait: JSON (an array of runs), JSON Lines
 //! (one run per line) and CSV (one row per metric of each run, the tidy
-//! layout that spreadsheets and data frames pivot easily).
+//! layout that spreadsheets and data frames pivot easily; a metric's labels,
+//! such as the command of a `dyno run`, are one `k=v;k=v` column).
 
 use std::io::{self, Write};
 
@@ -63,6 +64,7 @@ impl Exporter for Csv {
             "description",
             "tags",
             "metric",
+            "labels",
             "unit",
             "direction",
             "value",
@@ -96,6 +98,11 @@ impl Exporter for Csv {
                     run.description.clone(),
                     run.tags.join(";"),
                     m.name.clone(),
+                    m.labels
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(";"),
                     m.unit.as_str().to_owned(),
                     match m.direction {
                         Direction::HigherIsBetter => "higher_is_better",
