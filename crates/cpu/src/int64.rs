@@ -13,6 +13,7 @@
 //! oracle ([`expected`]), so a broken or "optimised away" loop is caught.
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -157,19 +158,117 @@ pub fn measure(settings: Settings) -> Result<Measurement, Error> {
     Ok(Measurement { settings, wall })
 }
 
+/// Strong scaling: a fixed amount of work shared out among a pool of
+/// threads, so more threads should finish the same work sooner.
+///
+/// The total of iterations is cut into `tasks` pieces of (nearly) equal
+/// length. The cut does not depend on `threads`, so every thread count does
+/// exactly the same work; workers take the next task from a shared counter
+/// until none is left, which balances the load without a lock per task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitSettings {
+    /// Iterations in total, over all tasks.
+    pub iterations: u64,
+    /// Pieces the work is cut into (keep it the same across thread counts).
+    pub tasks: usize,
+    /// Worker threads taking tasks.
+    pub threads: usize,
+    /// Timed repetitions.
+    pub repetitions: usize,
+}
+
+impl SplitSettings {
+    /// The iterations of task `i`: the remainder of the cut goes one each to
+    /// the first tasks.
+    pub fn task_iterations(&self, i: usize) -> u64 {
+        let tasks = self.tasks as u64;
+        let base = self.iterations / tasks;
+        base + u64::from((i as u64) < self.iterations % tasks)
+    }
+}
+
+/// The wall times of one strong-scaling measurement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SplitMeasurement {
+    pub settings: SplitSettings,
+    /// For each repetition, the wall time from the common start of all
+    /// workers until the last task was done.
+    pub wall: Vec<Duration>,
+}
+
+impl SplitMeasurement {
+    /// Loop iterations per second, one value per repetition.
+    pub fn throughput_per_sec(&self) -> Vec<f64> {
+        let work = self.settings.iterations as f64;
+        self.wall.iter().map(|w| work / w.as_secs_f64()).collect()
+    }
+}
+
+/// Runs `settings.iterations` in total, cut into `settings.tasks` tasks that
+/// `settings.threads` workers share, `repetitions` times, and checks every
+/// task's result against [`expected`].
+pub fn measure_split(settings: SplitSettings) -> Result<SplitMeasurement, Error> {
+    if settings.threads == 0 || settings.repetitions == 0 || settings.tasks == 0 {
+        return Err(Error::Empty);
+    }
+    // Tasks have one of two lengths; their answers are known before timing.
+    let short = settings.task_iterations(settings.tasks - 1);
+    let answers = [(short, expected(short)), (short + 1, expected(short + 1))];
+    let mut wall = Vec::with_capacity(settings.repetitions);
+    for _ in 0..settings.repetitions {
+        let next = AtomicUsize::new(0);
+        let (elapsed, results) = run_gated(settings.threads, || {
+            let (mut done, mut wrong) = (0usize, None);
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= settings.tasks {
+                    break;
+                }
+                let n = settings.task_iterations(i);
+                let got = run_loop(n);
+                let want = if n == short {
+                    answers[0].1
+                } else {
+                    answers[1].1
+                };
+                if got != want {
+                    wrong.get_or_insert((got, want));
+                }
+                done += 1;
+            }
+            (done, wrong)
+        })?;
+        if let Some((got, expected)) = results.iter().find_map(|r| r.1) {
+            return Err(Error::WrongResult { got, expected });
+        }
+        let done: usize = results.iter().map(|r| r.0).sum();
+        assert_eq!(done, settings.tasks, "every task runs exactly once");
+        wall.push(elapsed);
+    }
+    Ok(SplitMeasurement { settings, wall })
+}
+
 /// Starts `threads` copies together and times from the moment they are
 /// released until the last one is done.
 fn run_parallel(iterations: u64, threads: usize) -> Result<(Duration, Vec<State>), Error> {
+    run_gated(threads, || run_loop(iterations))
+}
+
+/// Starts `threads` workers, each running `work` once, releases them
+/// together and times from that moment until the last one is done. Spawning
+/// happens before the clock starts, so thread creation is not timed.
+fn run_gated<T: Send>(
+    threads: usize,
+    work: impl Fn() -> T + Sync,
+) -> Result<(Duration, Vec<T>), Error> {
     let gate = Gate::default();
     std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(threads);
         for i in 0..threads {
-            let gate = &gate;
+            let (gate, work) = (&gate, &work);
             let spawned = std::thread::Builder::new()
                 .name(format!("int64-{i}"))
-                .spawn_scoped(scope, move || {
-                    gate.arrive_and_wait().then(|| run_loop(iterations))
-                });
+                .spawn_scoped(scope, move || gate.arrive_and_wait().then(work));
             match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
@@ -182,7 +281,7 @@ fn run_parallel(iterations: u64, threads: usize) -> Result<(Duration, Vec<State>
         gate.wait_for(threads);
         let start = Instant::now();
         gate.open(true);
-        let results: Vec<State> = handles
+        let results: Vec<T> = handles
             .into_iter()
             .filter_map(|h| h.join().expect("the int64 loop cannot panic"))
             .collect();
@@ -286,6 +385,54 @@ mod tests {
         let tp = m.throughput_per_sec();
         assert_eq!(tp.len(), 3);
         assert!(tp.iter().all(|&x| x.is_finite() && x > 0.0));
+    }
+
+    #[test]
+    fn the_split_shares_out_every_iteration_whatever_the_thread_count() {
+        let s = SplitSettings {
+            iterations: 1_003,
+            tasks: 10,
+            threads: 3,
+            repetitions: 1,
+        };
+        let lengths: Vec<u64> = (0..s.tasks).map(|i| s.task_iterations(i)).collect();
+        assert_eq!(lengths.iter().sum::<u64>(), 1_003);
+        assert_eq!(lengths[..3], [101, 101, 101]);
+        assert!(lengths[3..].iter().all(|&n| n == 100));
+        for threads in [1, 2, 3, 7] {
+            let m = measure_split(SplitSettings {
+                iterations: 2_000_000,
+                tasks: 16,
+                threads,
+                repetitions: 2,
+            })
+            .unwrap();
+            assert_eq!(m.wall.len(), 2);
+            assert!(
+                m.throughput_per_sec()
+                    .iter()
+                    .all(|&x| x.is_finite() && x > 0.0)
+            );
+        }
+    }
+
+    #[test]
+    fn the_split_runs_with_more_tasks_than_iterations_and_refuses_empty_settings() {
+        let m = measure_split(SplitSettings {
+            iterations: 5,
+            tasks: 8,
+            threads: 2,
+            repetitions: 1,
+        })
+        .unwrap();
+        assert_eq!(m.wall.len(), 1);
+        let empty = SplitSettings {
+            iterations: 10,
+            tasks: 0,
+            threads: 1,
+            repetitions: 1,
+        };
+        assert_eq!(measure_split(empty), Err(Error::Empty));
     }
 
     #[test]
