@@ -12,6 +12,7 @@ mod format;
 mod hdrlog;
 mod http;
 mod hyperfine;
+mod scale;
 mod text;
 
 pub use exec::{Bench, benches, exec_report};
@@ -20,6 +21,7 @@ pub use format::{format_duration_ns, format_interval, format_value};
 pub use hdrlog::write_latency_log;
 pub use http::{ab_report, http_report};
 pub use hyperfine::{hyperfine_csv, hyperfine_json, hyperfine_markdown};
+pub use scale::scale_report;
 pub use text::{SummaryRow, environment, history, run_details, summary};
 
 /// A fixed run for the snapshot tests of every view.

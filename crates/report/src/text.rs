@@ -13,7 +13,7 @@ use crate::format::{format_duration_ns, format_interval, format_value};
 const UNKNOWN: &str = "unknown";
 
 /// A borderless table with a header, laid out the same on any terminal.
-fn table(header: &[&str]) -> Table {
+pub(crate) fn table(header: &[&str]) -> Table {
     let mut table = Table::new();
     table
         .load_style(presets::NOTHING)
@@ -23,7 +23,7 @@ fn table(header: &[&str]) -> Table {
 }
 
 /// Trims the one-space padding comfy-table leaves at both ends of a line.
-fn render(table: &Table) -> String {
+pub(crate) fn render(table: &Table) -> String {
     let mut out = String::new();
     for line in table.lines() {
         let line = line.strip_prefix(' ').unwrap_or(&line);
