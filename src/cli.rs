@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use dyno_model::Kind;
 
 /// `0.1.0 (git 1a2b3c4d5e6f)`: the version with the revision it was built from.
@@ -43,6 +43,7 @@ pub enum Command {
     Quick(QuickArgs),
     Http(Box<HttpArgs>),
     Run(Box<RunArgs>),
+    Scale(Box<ScaleArgs>),
     Sysinfo(SysinfoArgs),
     Serve(ServeArgs),
     History(HistoryArgs),
@@ -414,6 +415,118 @@ pub enum ShellArg {
     None,
 }
 
+/// Explain how a program scales with threads, jobs or processors N:
+/// speedup, efficiency, Amdahl's parallel fraction, the Karp–Flatt serial
+/// fraction and the Universal Scalability Law.
+///
+/// The points (N, time) or (N, throughput) come from exactly one of:
+///
+/// - a saved `dyno run` sweep (RUN_ID or --last): N is its parameter (name it
+///   with --param when the run has several) and the value the mean wall time
+///   of each N. A run that timed several commands, or swept other parameters
+///   too, holds several curves: pick one with --command and --where.
+///
+/// - a CSV or JSON file (--file): a header naming an N column (n, N,
+///   threads, jobs, or --n-column) and a time column in seconds (seconds,
+///   time, time_s) or a throughput column (throughput, ops_per_sec, rate), or
+///   --value-column with --measure; JSON is an array of objects with the
+///   same keys.
+///
+/// - a built-in workload measured now (--workload int64): strong scaling, a
+///   fixed total of loop iterations cut into tasks that N threads share, each
+///   task's result checked.
+///
+/// Per N: the time or throughput, speedup against N = 1 (or the smallest N),
+/// efficiency, and the Amdahl and Karp–Flatt fractions; then the best N, the
+/// Amdahl fit (p and the ceiling 1/(1 − p)) and the USL fit (σ, κ, λ, R²,
+/// what bounds scaling, the peak N* and X(N*)). Model values outside the
+/// measured range are marked "(predicted)". Two points give the per-point
+/// figures and the Amdahl fit only; the USL needs three, and six or more are
+/// recommended (fewer are warned about). One point is refused.
+#[derive(Debug, Args)]
+#[command(
+    group(ArgGroup::new("input").required(true).args(["run", "last", "file", "workload"])),
+    group(ArgGroup::new("saved").args(["run", "last"])),
+    after_help = "Examples:\n  dyno run -P j 1 8 --prepare 'make clean' 'make -j {j}' && dyno scale --last\n  dyno scale 01JDX3K2 --param j --where cc=gcc\n  dyno scale --file sweep.csv                       # columns: threads,seconds\n  dyno scale --file rps.json --n-column clients --value-column rps --measure throughput\n  dyno scale --workload int64 --threads 1,2,4,8 --repetitions 5"
+)]
+pub struct ScaleArgs {
+    /// A saved `dyno run` sweep: its id or a unique prefix.
+    #[arg(value_name = "RUN_ID")]
+    pub run: Option<String>,
+
+    /// Analyse the most recent saved `dyno run`.
+    #[arg(long)]
+    pub last: bool,
+
+    /// The parameter of the run that is N [default: the run's only
+    /// parameter].
+    #[arg(long, value_name = "NAME", requires = "saved")]
+    pub param: Option<String>,
+
+    /// The command of the run to analyse, when it timed several: its number
+    /// from 1, or its command line as given to `dyno run` (with {NAME}).
+    #[arg(long, value_name = "COMMAND", requires = "saved")]
+    pub command: Option<String>,
+
+    /// Keep only the runs where another parameter has this value
+    /// (repeatable), when the run swept more than N: --where cc=gcc.
+    #[arg(long = "where", value_name = "NAME=VALUE", requires = "saved", value_parser = parse_where)]
+    pub wheres: Vec<(String, String)>,
+
+    /// Read the points from a CSV or JSON file.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+
+    /// The file's N column [default: n, N, threads or jobs].
+    #[arg(long, value_name = "NAME", requires = "file")]
+    pub n_column: Option<String>,
+
+    /// The file's value column [default: seconds, time, time_s, throughput,
+    /// ops_per_sec or rate].
+    #[arg(long, value_name = "NAME", requires = "file")]
+    pub value_column: Option<String>,
+
+    /// What the value column holds [default: from its name].
+    #[arg(long, value_enum, requires = "file")]
+    pub measure: Option<MeasureArg>,
+
+    /// Measure a built-in workload now.
+    #[arg(long, value_enum)]
+    pub workload: Option<WorkloadArg>,
+
+    /// Thread counts to measure: 1,2,4,8 [default: 1, 2, … up to the CPUs
+    /// this process may use].
+    #[arg(long, value_name = "N,…", value_delimiter = ',', requires = "workload", allow_negative_numbers = true, value_parser = threads)]
+    pub threads: Vec<u32>,
+
+    /// Iterations of the int64 loop in total at every N (shared out among
+    /// the threads) [default: 150,000,000, about a second on one thread].
+    #[arg(long, value_name = "N", requires = "workload", allow_negative_numbers = true, value_parser = at_least_one)]
+    pub iterations: Option<u64>,
+
+    /// Timed repetitions of each N, taken in turns after one warm-up
+    /// [default: 3].
+    #[arg(long, requires = "workload", allow_negative_numbers = true, value_parser = repetitions)]
+    pub repetitions: Option<u32>,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MeasureArg {
+    /// Seconds for the same work at every N: lower is better.
+    Time,
+    /// Work per unit of time: higher is better.
+    Throughput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WorkloadArg {
+    /// The int64 loop of `dyno quick`, its iterations cut into tasks.
+    Int64,
+}
+
 /// Show the machine: CPU, caches, memory, OS, limits and kernel settings.
 ///
 /// Every field that cannot be read here (common in VMs and containers) shows
@@ -498,7 +611,7 @@ pub struct ShowArgs {
 /// Write saved runs to stdout (or a file) as JSON, JSON Lines or CSV.
 ///
 /// CSV has one row per metric of each run (run_id, kind, started_at, host,
-/// description, tags, metric, unit, direction, value, ci_low, ci_high,
+/// description, tags, metric, labels, unit, direction, value, ci_low, ci_high,
 /// ci_confidence, samples), ready for a spreadsheet pivot.
 #[derive(Debug, Args)]
 #[command(
@@ -649,6 +762,16 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
             Ok((name.to_owned(), value.to_owned()))
         }
         _ => Err(format!("'{s}' is not NAME=VALUE, e.g. --env LC_ALL=C")),
+    }
+}
+
+/// `NAME=VALUE` for --where.
+fn parse_where(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_owned(), value.trim().to_owned()))
+        }
+        _ => Err(format!("'{s}' is not NAME=VALUE, e.g. --where cc=gcc")),
     }
 }
 

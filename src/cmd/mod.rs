@@ -6,6 +6,7 @@ mod history;
 mod http;
 mod quick;
 mod run;
+mod scale;
 mod serve;
 mod sysinfo;
 
@@ -24,6 +25,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Quick(args) => quick::run(args),
         Command::Http(args) => http::run(*args),
         Command::Run(args) => run::run(*args),
+        Command::Scale(args) => scale::run(*args),
         Command::Sysinfo(args) => sysinfo::run(args),
         Command::Serve(args) => serve::run(args),
         Command::History(args) => history::history(args),

@@ -1,0 +1,345 @@
+//! Points from a saved `dyno run` sweep: N is one of its parameters, the
+//! value each benchmark's mean wall time.
+//!
+//! A run may hold several curves over N: several command templates, or other
+//! parameters swept beside N (`-L cc gcc,clang`). One analysis is one curve,
+//! so the user picks it with `--command` and `--where`; an ambiguous choice
+//! is refused with the choices listed, never guessed.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, bail};
+use dyno_model::{Kind, Run, Warning};
+use dyno_report::Bench;
+use dyno_stats::scaling::Measure;
+use dyno_store::{Filter, SqliteStore, Store};
+use serde_json::json;
+
+use super::{Curve, Measured};
+
+/// Which curve of the run to take.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// The parameter that is N.
+    pub param: Option<String>,
+    /// The command: its number from 1, or its template.
+    pub command: Option<String>,
+    /// Values of the other parameters.
+    pub wheres: Vec<(String, String)>,
+}
+
+/// A curve of a run: its command's index and the other parameters' values.
+type CurveKey<'a> = (usize, Vec<(&'a str, &'a str)>);
+
+/// The most recent run of kind exec.
+pub fn last_exec(store: &SqliteStore) -> Result<Run> {
+    let filter = Filter {
+        kind: Some(Kind::Exec),
+        limit: Some(1),
+        ..Filter::default()
+    };
+    match store.list(&filter)?.pop() {
+        Some(run) => Ok(run),
+        None => bail!(
+            "there is no saved `dyno run` in the store to analyse: time a sweep first, e.g. dyno run -P n 1 8 'cmd --threads {{n}}'"
+        ),
+    }
+}
+
+/// One command given to `dyno run`, as its settings record it.
+struct Template {
+    template: String,
+    name: Option<String>,
+}
+
+impl Template {
+    /// What the benchmark of this template is called under `assignment`.
+    fn bench_name(&self, assignment: &dyno_exec::params::Assignment) -> String {
+        dyno_exec::params::substitute(self.name.as_ref().unwrap_or(&self.template), assignment)
+    }
+}
+
+/// The curve `selection` picks out of an exec run.
+pub fn curve(run: &Run, selection: &Selection) -> Result<Curve> {
+    let id = run.id;
+    if run.kind != Kind::Exec {
+        bail!(
+            "run {id} is a {} run, not a `dyno run` sweep: dyno scale reads runs of kind exec (`dyno history --kind exec` lists them)",
+            run.kind
+        );
+    }
+    let benches = dyno_report::benches(run);
+    if benches.is_empty() {
+        bail!("run {id} holds no timed commands");
+    }
+    let names = parameter_names(run, &benches);
+    if names.is_empty() {
+        bail!(
+            "run {id} has no parameter to use as N: time a sweep, e.g. dyno run -P n 1 8 'cmd --threads {{n}}'"
+        );
+    }
+    let listed = names.join(", ");
+    let param = match (&selection.param, names.as_slice()) {
+        (Some(p), _) if names.contains(p) => p.clone(),
+        (Some(p), _) => bail!("run {id} has no parameter '{p}'; its parameters: {listed}"),
+        (None, [only]) => only.clone(),
+        (None, _) => {
+            bail!("run {id} has the parameters {listed}: say which one is N with --param NAME")
+        }
+    };
+
+    let templates = templates(run);
+    // `dyno run` times each template under every combination of the
+    // parameters, template by template; the position tells two templates
+    // apart when they give the same command line (`{a}{b}` and `{b}{a}`).
+    let per_template = (templates.len() > 1 && benches.len().is_multiple_of(templates.len()))
+        .then(|| benches.len() / templates.len());
+    let mut chosen: Vec<(usize, &Bench<'_>)> = Vec::new();
+    for (k, b) in benches.iter().enumerate() {
+        let assignment: dyno_exec::params::Assignment = b
+            .parameters
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let matching: Vec<usize> = (0..templates.len())
+            .filter(|&i| templates[i].bench_name(&assignment) == b.name)
+            .collect();
+        let index = match (matching.as_slice(), per_template.map(|p| k / p)) {
+            _ if templates.len() <= 1 => 0,
+            ([one], _) => *one,
+            (many, Some(by_position)) if many.contains(&by_position) => by_position,
+            _ => bail!(
+                "run {id}: cannot tell which of its commands '{}' was timed from",
+                b.name
+            ),
+        };
+        chosen.push((index, b));
+    }
+
+    if let Some(c) = &selection.command {
+        let index = if let Ok(number) = c.parse::<usize>() {
+            if number == 0 || number > templates.len().max(1) {
+                bail!(
+                    "--command {number}: run {id} timed {} commands, numbered from 1",
+                    templates.len().max(1)
+                );
+            }
+            number - 1
+        } else {
+            match templates.iter().position(|t| &t.template == c) {
+                Some(i) => i,
+                None => bail!(
+                    "--command '{c}' is not a command of run {id}; give its number or its command line: {}",
+                    numbered(&templates)
+                ),
+            }
+        };
+        chosen.retain(|(i, _)| *i == index);
+    }
+    for (name, value) in &selection.wheres {
+        if *name == param {
+            bail!(
+                "--where {name}={value}: '{name}' is N itself; --where fixes the other parameters"
+            );
+        }
+        if !names.contains(name) {
+            bail!("--where {name}: run {id} has no parameter '{name}'; its parameters: {listed}");
+        }
+        let before: Vec<String> = distinct(
+            chosen
+                .iter()
+                .filter_map(|(_, b)| b.parameters.get(name.as_str())),
+        );
+        chosen.retain(|(_, b)| b.parameters.get(name.as_str()) == Some(&value.as_str()));
+        if chosen.is_empty() {
+            bail!(
+                "--where {name}={value}: no benchmark of run {id} has that value; '{name}' takes {}",
+                before.join(", ")
+            );
+        }
+    }
+
+    // The curves left: one per command and values of the other parameters.
+    let mut curves: BTreeMap<CurveKey<'_>, Vec<&Bench<'_>>> = BTreeMap::new();
+    for (i, b) in &chosen {
+        let others: Vec<(&str, &str)> = b
+            .parameters
+            .iter()
+            .filter(|(k, _)| **k != param)
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        curves.entry((*i, others)).or_default().push(b);
+    }
+    if curves.len() > 1 {
+        let mut hints = Vec::new();
+        let commands: Vec<usize> = distinct_usize(curves.keys().map(|k| k.0));
+        if commands.len() > 1 {
+            let list: Vec<String> = commands
+                .iter()
+                .map(|&i| format!("{} '{}'", i + 1, templates[i].template))
+                .collect();
+            hints.push(format!("--command with one of {}", list.join(", ")));
+        }
+        for name in names.iter().filter(|n| **n != param) {
+            let values = distinct(
+                chosen
+                    .iter()
+                    .filter_map(|(_, b)| b.parameters.get(name.as_str())),
+            );
+            if values.len() > 1 {
+                hints.push(format!(
+                    "--where {name}=VALUE (one of {})",
+                    values.join(", ")
+                ));
+            }
+        }
+        bail!(
+            "run {id} holds {} curves over {param}: pick one with {}",
+            curves.len(),
+            hints.join(" and ")
+        );
+    }
+    let ((index, others), benches) = curves.into_iter().next().expect("one curve");
+
+    let mut points = Vec::with_capacity(benches.len());
+    let mut warnings = Vec::new();
+    for b in benches {
+        let raw = b
+            .parameters
+            .get(param.as_str())
+            .copied()
+            .unwrap_or_default();
+        let n: f64 = match raw.trim().parse() {
+            Ok(n) => n,
+            Err(_) => bail!(
+                "parameter '{param}' of run {id} has the value '{raw}', which is not a number: N must be numeric; choose another with --param (parameters: {listed})"
+            ),
+        };
+        if points.iter().any(|p: &Measured| p.n == n) {
+            bail!("run {id} timed {param} = {raw} more than once in this curve");
+        }
+        let mut metric = b.wall.clone();
+        metric.name = "time_ns".into();
+        metric.labels.clear();
+        if let Some(failed) = b.failed.filter(|f| f.value > 0.0) {
+            warnings.push(Warning {
+                code: "failed_runs".into(),
+                message: format!(
+                    "'{}' ({param} = {raw}) failed {} of its runs in the sweep; its time may not be of the work you meant",
+                    b.name, failed.value
+                ),
+            });
+        }
+        points.push(Measured {
+            n,
+            value: metric.value / 1e9,
+            metric,
+        });
+    }
+    if !run.warnings.is_empty() {
+        warnings.push(Warning {
+            code: "source_warnings".into(),
+            message: format!(
+                "the sweep (run {id}) has {} warnings of its own; see dyno show {id}",
+                run.warnings.len()
+            ),
+        });
+    }
+
+    let template = templates
+        .get(index)
+        .map_or_else(|| benches_name(&chosen), |t| t.template.clone());
+    let fixed: BTreeMap<&str, &str> = others.into_iter().collect();
+    let fixed_text = if fixed.is_empty() {
+        String::new()
+    } else {
+        let pairs: Vec<String> = fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!(" with {}", pairs.join(", "))
+    };
+    Ok(Curve {
+        points,
+        measure: Measure::Time,
+        settings: json!({
+            "source": "run",
+            "run_id": id.to_string(),
+            "parameter": param,
+            "command": template,
+            "where": fixed,
+            "measure": "time",
+            "value": "mean wall time",
+        }),
+        description: format!("scaling of '{template}'{fixed_text} over {param} (run {id})"),
+        environment: run.environment.clone(),
+        warnings,
+    })
+}
+
+/// The run's parameter names, in the order `dyno run` was given them.
+fn parameter_names(run: &Run, benches: &[Bench<'_>]) -> Vec<String> {
+    let mut names: Vec<String> = run.settings["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect();
+    for b in benches {
+        for name in b.parameters.keys() {
+            if !names.iter().any(|n| n == name) {
+                names.push((*name).to_owned());
+            }
+        }
+    }
+    names
+}
+
+fn templates(run: &Run) -> Vec<Template> {
+    run.settings["commands"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            Some(Template {
+                template: c["template"].as_str()?.to_owned(),
+                name: c["name"].as_str().map(str::to_owned),
+            })
+        })
+        .collect()
+}
+
+fn numbered(templates: &[Template]) -> String {
+    templates
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("{} '{}'", i + 1, t.template))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A name for the curve when the run recorded no command templates.
+fn benches_name(chosen: &[(usize, &Bench<'_>)]) -> String {
+    chosen
+        .first()
+        .map_or_else(String::new, |(_, b)| b.name.to_owned())
+}
+
+/// The values in first-seen order, each once.
+fn distinct<S: AsRef<str>>(values: impl Iterator<Item = S>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in values {
+        let v = v.as_ref();
+        if !out.iter().any(|o| o == v) {
+            out.push(v.to_owned());
+        }
+    }
+    out
+}
+
+fn distinct_usize(values: impl Iterator<Item = usize>) -> Vec<usize> {
+    let mut out = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
