@@ -8,6 +8,7 @@ use dyno_cpu::int64;
 use dyno_model::{Direction, Kind, Metric, Run, Unit};
 use dyno_report::{SummaryRow, format_interval, format_value, summary};
 use dyno_stats::sampled_metric;
+use dyno_stats::scaling::{self, Measure, Point};
 use serde_json::json;
 
 use super::{environment, finish, progress, store_for};
@@ -168,6 +169,22 @@ fn measure_int64(settings: &QuickSettings) -> Result<Vec<Metric>, int64::Error> 
             .iter()
             .map(|s| 100.0 * s / settings.threads as f64)
             .collect();
+        // Amdahl's parallel fraction that would explain each pair's speedup,
+        // by the per-point formula of the scaling analysis. The all-cores
+        // line runs N copies (weak scaling), so this p says how much of the
+        // machine's throughput grows with cores, not how well one job splits.
+        let n = settings.threads as f64;
+        let parallel: Vec<f64> = speedup
+            .iter()
+            .filter_map(|&s| {
+                let points = [Point { n: 1.0, value: 1.0 }, Point { n, value: s }];
+                scaling::analyse(&points, Measure::Throughput)
+                    .ok()?
+                    .points
+                    .get(1)?
+                    .amdahl_parallel_fraction
+            })
+            .collect();
         metrics.push(sampled_metric(
             "int64_speedup",
             Unit::Ratio,
@@ -180,6 +197,14 @@ fn measure_int64(settings: &QuickSettings) -> Result<Vec<Metric>, int64::Error> 
             Direction::HigherIsBetter,
             efficiency,
         ));
+        if !parallel.is_empty() {
+            metrics.push(sampled_metric(
+                "int64_amdahl_parallel_fraction",
+                Unit::Ratio,
+                Direction::HigherIsBetter,
+                parallel,
+            ));
+        }
     }
     Ok(metrics)
 }
@@ -232,18 +257,34 @@ fn table(run: &Run) -> String {
     };
     rows.extend(row("int64, 1 thread".into(), "int64_1t", String::new()));
     if threads > 1 {
-        let note = match (
+        rows.extend(row(
+            format!("int64, {threads} threads"),
+            "int64_nt",
+            format!("{threads} copies at once"),
+        ));
+        // The scaling line: weak scaling (N copies), so the speedup is of
+        // throughput, and p is what Amdahl's law would make of it.
+        if let (Some(s), Some(e)) = (
             run.metric("int64_speedup"),
             run.metric("int64_efficiency_percent"),
         ) {
-            (Some(s), Some(e)) => format!(
-                "speedup {}, efficiency {}",
-                format_value(s.value, s.unit),
-                format_value(e.value, e.unit)
-            ),
-            _ => String::new(),
-        };
-        rows.extend(row(format!("int64, {threads} threads"), "int64_nt", note));
+            let p = run
+                .metric("int64_amdahl_parallel_fraction")
+                .map_or_else(String::new, |p| {
+                    format!(", Amdahl parallel fraction {:.1}%", 100.0 * p.value)
+                });
+            rows.push(SummaryRow {
+                test: format!("int64 scaling, 1→{threads} threads"),
+                result: String::new(),
+                uncertainty: String::new(),
+                rate: String::new(),
+                note: format!(
+                    "throughput speedup {} (weak scaling: {threads} copies), efficiency {}{p}",
+                    format_value(s.value, s.unit),
+                    format_value(e.value, e.unit)
+                ),
+            });
+        }
     }
     if let (Some(rate), Some(latency)) = (
         run.metric("http_requests_per_sec"),
