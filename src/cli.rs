@@ -478,16 +478,16 @@ pub struct ScaleArgs {
     pub file: Option<PathBuf>,
 
     /// The file's N column [default: n, N, threads or jobs].
-    #[arg(long, value_name = "NAME", requires = "file")]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["run", "last", "workload"])]
     pub n_column: Option<String>,
 
     /// The file's value column [default: seconds, time, time_s, throughput,
     /// ops_per_sec or rate].
-    #[arg(long, value_name = "NAME", requires = "file")]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["run", "last", "workload"])]
     pub value_column: Option<String>,
 
     /// What the value column holds [default: from its name].
-    #[arg(long, value_enum, requires = "file")]
+    #[arg(long, value_enum, conflicts_with_all = ["run", "last", "workload"])]
     pub measure: Option<MeasureArg>,
 
     /// Measure a built-in workload now.
@@ -496,17 +496,17 @@ pub struct ScaleArgs {
 
     /// Thread counts to measure: 1,2,4,8 [default: 1, 2, … up to the CPUs
     /// this process may use].
-    #[arg(long, value_name = "N,…", value_delimiter = ',', requires = "workload", allow_negative_numbers = true, value_parser = threads)]
+    #[arg(long, value_name = "N,…", value_delimiter = ',', conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = threads)]
     pub threads: Vec<u32>,
 
     /// Iterations of the int64 loop in total at every N (shared out among
     /// the threads) [default: 150,000,000, about a second on one thread].
-    #[arg(long, value_name = "N", requires = "workload", allow_negative_numbers = true, value_parser = at_least_one)]
+    #[arg(long, value_name = "N", conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = at_least_one)]
     pub iterations: Option<u64>,
 
     /// Timed repetitions of each N, taken in turns after one warm-up
     /// [default: 3].
-    #[arg(long, requires = "workload", allow_negative_numbers = true, value_parser = repetitions)]
+    #[arg(long, conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = repetitions)]
     pub repetitions: Option<u32>,
 
     #[command(flatten)]

@@ -343,3 +343,97 @@ fn distinct_usize(values: impl Iterator<Item = usize>) -> Vec<usize> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dyno_model::{Direction, Metric, Unit};
+
+    /// An exec run of `templates` under x, y ∈ {1, 2}, timed template by
+    /// template; each benchmark's wall time is `ms(command)` milliseconds.
+    fn sweep(templates: &[&str], ms: impl Fn(&str) -> f64) -> Run {
+        let mut run = Run::new(Kind::Exec, "sweep");
+        run.settings = json!({
+            "commands": templates.iter().map(|t| json!({"template": t, "name": null})).collect::<Vec<_>>(),
+            "parameters": [{"name": "x", "values": ["1", "2"]}, {"name": "y", "values": ["1", "2"]}],
+        });
+        for t in templates {
+            for x in ["1", "2"] {
+                for y in ["1", "2"] {
+                    let a = vec![
+                        ("x".to_owned(), x.to_owned()),
+                        ("y".to_owned(), y.to_owned()),
+                    ];
+                    let name = dyno_exec::params::substitute(t, &a);
+                    let wall = Metric::new(
+                        "wall_ns",
+                        Unit::Ns,
+                        Direction::LowerIsBetter,
+                        ms(&name) * 1e6,
+                    )
+                    .with_label("command", &name)
+                    .with_label("param.x", x)
+                    .with_label("param.y", y);
+                    run.metrics.push(wall);
+                }
+            }
+        }
+        run
+    }
+
+    fn pick(param: &str, command: Option<&str>, wheres: &[(&str, &str)]) -> Selection {
+        Selection {
+            param: Some(param.to_owned()),
+            command: command.map(str::to_owned),
+            wheres: wheres
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn commands_that_print_alike_are_told_apart_by_position() {
+        // 'a {x}{y}' and 'a {y}{x}' both give 'a 11' and 'a 22'.
+        let run = sweep(&["a {x}{y}", "a {y}{x}"], |name| {
+            name[2..].parse::<f64>().unwrap()
+        });
+        let curve = curve(&run, &pick("x", Some("2"), &[("y", "1")])).unwrap();
+        let points: Vec<(f64, f64)> = curve.points.iter().map(|p| (p.n, p.value)).collect();
+        // Template 2 with y = 1: 'a 11' (x = 1) and 'a 12' (x = 2).
+        assert_eq!(points, [(1.0, 0.011), (2.0, 0.012)]);
+        assert_eq!(curve.settings["command"], "a {y}{x}");
+        assert_eq!(curve.settings["where"], json!({"y": "1"}));
+        assert_eq!(curve.points[0].metric.name, "time_ns");
+        assert!(curve.points[0].metric.labels.is_empty());
+    }
+
+    #[test]
+    fn ambiguous_and_impossible_choices_are_refused_with_the_choices() {
+        let run = sweep(&["a {x}{y}"], |_| 5.0);
+        let err = curve(&run, &Selection::default()).unwrap_err().to_string();
+        assert!(
+            err.contains("parameters x, y") && err.contains("--param"),
+            "{err}"
+        );
+        let err = curve(&run, &pick("x", None, &[])).unwrap_err().to_string();
+        assert!(
+            err.contains("2 curves over x") && err.contains("--where y=VALUE (one of 1, 2)"),
+            "{err}"
+        );
+        let err = curve(&run, &pick("x", None, &[("x", "1")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is N itself"), "{err}");
+        let err = curve(&run, &pick("x", Some("a {y}"), &[("y", "1")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("1 'a {x}{y}'"), "{err}");
+        let mut other = run.clone();
+        other.kind = Kind::Http;
+        let err = curve(&other, &pick("x", None, &[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("http run"), "{err}");
+    }
+}
