@@ -169,22 +169,6 @@ fn measure_int64(settings: &QuickSettings) -> Result<Vec<Metric>, int64::Error> 
             .iter()
             .map(|s| 100.0 * s / settings.threads as f64)
             .collect();
-        // Amdahl's parallel fraction that would explain each pair's speedup,
-        // by the per-point formula of the scaling analysis. The all-cores
-        // line runs N copies (weak scaling), so this p says how much of the
-        // machine's throughput grows with cores, not how well one job splits.
-        let n = settings.threads as f64;
-        let parallel: Vec<f64> = speedup
-            .iter()
-            .filter_map(|&s| {
-                let points = [Point { n: 1.0, value: 1.0 }, Point { n, value: s }];
-                scaling::analyse(&points, Measure::Throughput)
-                    .ok()?
-                    .points
-                    .get(1)?
-                    .amdahl_parallel_fraction
-            })
-            .collect();
         metrics.push(sampled_metric(
             "int64_speedup",
             Unit::Ratio,
@@ -197,12 +181,27 @@ fn measure_int64(settings: &QuickSettings) -> Result<Vec<Metric>, int64::Error> 
             Direction::HigherIsBetter,
             efficiency,
         ));
-        if !parallel.is_empty() {
-            metrics.push(sampled_metric(
+        // Amdahl's parallel fraction that would explain the mean speedup, by
+        // the per-point formula of the scaling analysis (taken of the mean,
+        // so it matches the speedup shown beside it). The all-cores line runs
+        // N copies (weak scaling), so this p says how much of the machine's
+        // throughput grows with cores, not how well one job splits.
+        let n = settings.threads as f64;
+        let mean = metrics
+            .iter()
+            .find(|m| m.name == "int64_speedup")
+            .map_or(f64::NAN, |m| m.value);
+        let points = [Point { n: 1.0, value: 1.0 }, Point { n, value: mean }];
+        if let Some(p) = scaling::analyse(&points, Measure::Throughput)
+            .ok()
+            .and_then(|a| a.points.get(1)?.amdahl_parallel_fraction)
+            .filter(|p| p.is_finite())
+        {
+            metrics.push(Metric::new(
                 "int64_amdahl_parallel_fraction",
                 Unit::Ratio,
                 Direction::HigherIsBetter,
-                parallel,
+                p,
             ));
         }
     }
