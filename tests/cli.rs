@@ -1019,18 +1019,19 @@ fn http_url_files_latency_logs_and_templates() {
     assert_eq!(metric(&run, "status_200"), Some(10.0));
 }
 
-#[test]
-fn http_ctrl_c_prints_and_saves_the_partial_run() {
-    let home = temp();
+/// Starts `dyno args…` with its store in `home`, sends Ctrl-C (SIGINT)
+/// after `after`, and expects a prompt, successful exit with a schema-valid
+/// Run on stdout marked as interrupted.
+fn interrupted_run(home: &Path, args: &[&str], after: Duration) -> Value {
     let bin = assert_cmd::cargo::cargo_bin("dyno");
     let child = StdCommand::new(bin)
-        .args(["http", "-d", "60s", "-c", "2", "--json"])
-        .env("DYNO_HOME", home.path())
+        .args(args)
+        .env("DYNO_HOME", home)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(after);
     // SAFETY: kill(2) with a valid pid of our own child.
     assert_eq!(
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
@@ -1049,14 +1050,27 @@ fn http_ctrl_c_prints_and_saves_the_partial_run() {
     );
     let run = stdout_json(&out);
     assert_valid(&run, None);
-    assert!(metric(&run, "responses").unwrap() > 0.0);
     assert!(
         run["warnings"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|w| w["code"] == "interrupted")
+            .any(|w| w["code"] == "interrupted"),
+        "{:?}",
+        run["warnings"]
     );
+    run
+}
+
+#[test]
+fn http_ctrl_c_prints_and_saves_the_partial_run() {
+    let home = temp();
+    let run = interrupted_run(
+        home.path(),
+        &["http", "-d", "60s", "-c", "2", "--json"],
+        Duration::from_millis(1500),
+    );
+    assert!(metric(&run, "responses").unwrap() > 0.0);
     let saved = ok(home.path(), &["export", "--format", "jsonl"]);
     assert!(
         saved.contains(run["id"].as_str().unwrap()),

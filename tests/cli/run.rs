@@ -420,40 +420,17 @@ fn exports_use_hyperfines_layouts() {
 #[test]
 fn ctrl_c_kills_the_command_and_keeps_the_partial_run() {
     let home = temp();
-    let bin = assert_cmd::cargo::cargo_bin("dyno");
-    let child = StdCommand::new(bin)
-        .args(["run", "-N", "--runs", "1000", "--json", "sleep 0.2"])
-        .env("DYNO_HOME", home.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: kill(2) with a valid pid of our own child.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
-        0
+    let run = interrupted_run(
+        home.path(),
+        &["run", "-N", "--runs", "1000", "--json", "sleep 0.2"],
+        Duration::from_millis(1500),
     );
-    let started = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "it must stop promptly"
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = stdout_json(&out);
-    assert_valid(&run, None);
     let runs = run["settings"]["benchmarks"][0]["runs"].as_u64().unwrap();
     assert!((1..1000).contains(&runs), "{runs}");
     assert_eq!(
         run["settings"]["benchmarks"][0]["stopped_by"],
         "interrupted"
     );
-    assert!(warning_codes(&run).contains(&"interrupted"));
     let history = ok(home.path(), &["history", "--kind", "exec"]);
     assert!(
         history.contains("sleep 0.2"),

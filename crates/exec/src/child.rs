@@ -434,20 +434,28 @@ mod tests {
         words.iter().map(|w| (*w).to_owned()).collect()
     }
 
-    fn run(words: &[&str], capture: bool, timeout: Option<Duration>) -> Sample {
-        let argv = argv(words);
-        let stop = Stop::new().unwrap();
-        let inv = Invocation {
-            argv: &argv,
+    /// An invocation of `argv` with nothing else set.
+    fn plain(argv: &[String]) -> Invocation<'_> {
+        Invocation {
+            argv,
             cwd: None,
             env: &[],
             input: None,
             output: &Output::Null,
+            capture: false,
+            timeout: None,
+            pad: 10,
+        }
+    }
+
+    fn run(words: &[&str], capture: bool, timeout: Option<Duration>) -> Sample {
+        let argv = argv(words);
+        let inv = Invocation {
             capture,
             timeout,
-            pad: 10,
+            ..plain(&argv)
         };
-        execute(&inv, &stop).unwrap()
+        execute(&inv, &Stop::new().unwrap()).unwrap()
     }
 
     #[test]
@@ -524,17 +532,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(100));
             std::io::Write::write_all(&mut &sender, &[1]).unwrap();
         });
-        let inv = Invocation {
-            argv: &argv,
-            cwd: None,
-            env: &[],
-            input: None,
-            output: &Output::Null,
-            capture: false,
-            timeout: None,
-            pad: 0,
-        };
-        let sample = execute(&inv, &stop).unwrap();
+        let sample = execute(&plain(&argv), &stop).unwrap();
         trigger.join().unwrap();
         assert_eq!(sample.status, Status::Stopped);
         assert!(sample.wall < Duration::from_secs(10));
@@ -571,16 +569,7 @@ mod tests {
     fn missing_programs_and_files_are_clear_errors() {
         let stop = Stop::new().unwrap();
         let argv = argv(&["dyno-no-such-command"]);
-        let mut inv = Invocation {
-            argv: &argv,
-            cwd: None,
-            env: &[],
-            input: None,
-            output: &Output::Null,
-            capture: false,
-            timeout: None,
-            pad: 0,
-        };
+        let mut inv = plain(&argv);
         let err = execute(&inv, &stop).unwrap_err();
         assert!(matches!(err, SpawnError::NotFound(_)), "{err}");
         assert!(err.to_string().contains("dyno-no-such-command"));
@@ -602,14 +591,12 @@ mod tests {
         let env = [("GREETING".to_owned(), "hi".to_owned())];
         let output = Output::File(out.clone());
         let inv = Invocation {
-            argv: &argv,
             cwd: Some(dir.path()),
             env: &env,
             input: Some(&input),
             output: &output,
-            capture: false,
-            timeout: None,
             pad: 7,
+            ..plain(&argv)
         };
         let sample = execute(&inv, &Stop::new().unwrap()).unwrap();
         assert!(sample.status.success());

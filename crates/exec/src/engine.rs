@@ -521,31 +521,15 @@ pub fn stop_rule(policy: &Policy, walls: &[f64]) -> Option<StopRule> {
 mod tests {
     use super::*;
     use crate::params::Parameter;
-    use crate::settings::{CommandSpec, Hooks};
+    use crate::settings::Hooks;
 
     fn settings(commands: &[&str]) -> Settings {
         Settings {
-            commands: commands
-                .iter()
-                .map(|c| CommandSpec {
-                    template: (*c).to_owned(),
-                    name: None,
-                })
-                .collect(),
-            parameters: Vec::new(),
             shell: Shell::None,
-            warmup: 0,
             policy: Policy::Fixed { runs: 3 },
-            hooks: Hooks::default(),
-            cwd: None,
-            env: Vec::new(),
-            input: None,
-            output: Output::Null,
             timeout: Some(Duration::from_secs(20)),
-            ignore_failure: false,
-            check_output: false,
-            interleave: true,
             seed: 1,
+            ..Settings::new(commands.iter().copied())
         }
     }
 

@@ -41,6 +41,42 @@ pub struct Settings {
     pub seed: u64,
 }
 
+impl Settings {
+    /// Settings for `commands` with the defaults of `dyno run`: under `sh`,
+    /// adaptive runs (10 to 1000, 1% target error, 10 s), interleaved,
+    /// output discarded, no hooks, no timeout.
+    pub fn new<S: Into<String>>(commands: impl IntoIterator<Item = S>) -> Self {
+        Settings {
+            commands: commands
+                .into_iter()
+                .map(|c| CommandSpec {
+                    template: c.into(),
+                    name: None,
+                })
+                .collect(),
+            parameters: Vec::new(),
+            shell: Shell::Sh,
+            warmup: 0,
+            policy: Policy::Adaptive {
+                min_runs: 10,
+                max_runs: 1000,
+                target_rse: 0.01,
+                max_time: Duration::from_secs(10),
+            },
+            hooks: Hooks::default(),
+            cwd: None,
+            env: Vec::new(),
+            input: None,
+            output: Output::Null,
+            timeout: None,
+            ignore_failure: false,
+            check_output: false,
+            interleave: true,
+            seed: 0,
+        }
+    }
+}
+
 /// One command given on the command line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommandSpec {

@@ -5,34 +5,18 @@
 use std::time::Duration;
 
 use dyno_exec::outcome::Compare;
-use dyno_exec::{CommandSpec, Hooks, Output, Parameter, Policy, Settings, Shell, Stop};
+use dyno_exec::{Parameter, Policy, Settings, Shell, Stop};
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_dyno-exec-fixture");
 const MIB: f64 = 1024.0 * 1024.0;
 
 fn settings(commands: &[String]) -> Settings {
     Settings {
-        commands: commands
-            .iter()
-            .map(|c| CommandSpec {
-                template: c.clone(),
-                name: None,
-            })
-            .collect(),
-        parameters: Vec::new(),
         shell: Shell::None,
-        warmup: 0,
         policy: Policy::Fixed { runs: 3 },
-        hooks: Hooks::default(),
-        cwd: None,
-        env: Vec::new(),
-        input: None,
-        output: Output::Null,
         timeout: Some(Duration::from_secs(60)),
-        ignore_failure: false,
-        check_output: false,
-        interleave: true,
         seed: 7,
+        ..Settings::new(commands)
     }
 }
 
