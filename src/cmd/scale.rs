@@ -117,61 +117,42 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
         save,
     } = args;
     let started = Instant::now();
+    let started_at = jiff::Timestamp::now();
     let mut store = None;
-    let curve = if let Some(workload) = workload {
-        let WorkloadArg::Int64 = workload;
-        let threads = thread_counts(&threads)?;
-        let iterations = iterations.unwrap_or(DEFAULT_INT64_ITERATIONS);
-        let repetitions = repetitions.unwrap_or(DEFAULT_REPETITIONS) as usize;
-        // Open the store before measuring, so a broken one fails at once.
-        store = store_for(&save)?;
-        match measure_int64(&threads, iterations, repetitions) {
-            Ok(curve) => curve,
-            Err(e) => {
-                eprintln!("dyno: check failed: {e}");
-                return Ok(ExitStatus::ChecksFailed);
+    let curve = match (workload, file) {
+        (Some(WorkloadArg::Int64), _) => {
+            let threads = thread_counts(&threads)?;
+            let iterations = iterations.unwrap_or(DEFAULT_INT64_ITERATIONS);
+            let repetitions = repetitions.unwrap_or(DEFAULT_REPETITIONS) as usize;
+            // Open the store before measuring, so a broken one fails at once.
+            store = store_for(&save)?;
+            match measure_int64(&threads, iterations, repetitions) {
+                Ok(curve) => curve,
+                Err(e) => {
+                    eprintln!("dyno: check failed: {e}");
+                    return Ok(ExitStatus::ChecksFailed);
+                }
             }
         }
-    } else if let Some(path) = file {
-        let columns = file::Columns {
-            n: n_column,
-            value: value_column,
-            measure: measure.map(|m| match m {
-                MeasureArg::Time => Measure::Time,
-                MeasureArg::Throughput => Measure::Throughput,
-            }),
-        };
-        let mut curve = file::read(&path, &columns)?;
-        // The figures were measured who knows where: record no machine but
-        // the dyno that analysed them.
-        curve.environment = Environment {
-            dyno: build(),
-            ..Environment::default()
-        };
-        curve
-    } else {
-        let selection = saved::Selection {
-            param,
-            command,
-            wheres,
-        };
-        let source = match run {
-            Some(id) => open_store()?
-                .get(&id)
-                .with_context(|| format!("cannot analyse run '{id}'"))?,
-            // The "input" group leaves --last as the only other way here.
-            None => {
-                debug_assert!(last);
-                saved::last_exec(&open_store()?)?
-            }
-        };
-        let mut curve = saved::curve(&source, &selection)?;
-        // The figures were measured on the source run's machine.
-        curve.environment = Environment {
-            dyno: build(),
-            ..source.environment.clone()
-        };
-        curve
+        (None, Some(path)) => {
+            let columns = file::Columns {
+                n: n_column,
+                value: value_column,
+                measure: measure.map(|m| match m {
+                    MeasureArg::Time => Measure::Time,
+                    MeasureArg::Throughput => Measure::Throughput,
+                }),
+            };
+            file::read(&path, &columns)?
+        }
+        (None, None) => {
+            let selection = saved::Selection {
+                param,
+                command,
+                wheres,
+            };
+            from_saved(run, last, &selection)?
+        }
     };
     if curve.points.len() < 2 {
         bail!(
@@ -180,6 +161,7 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
         );
     }
     let mut run = analyse(curve)?;
+    run.started_at = started_at;
     run.duration_ns = started.elapsed().as_nanos() as u64;
     // Bad files and sweeps are refused above without creating a store; it
     // is opened here, once there is a result to keep.
@@ -188,6 +170,27 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
     }
     finish(run, &save, store, dyno_report::scale_report)?;
     Ok(ExitStatus::Success)
+}
+
+/// The curve of a saved sweep: RUN_ID, or the latest exec run with --last.
+fn from_saved(id: Option<String>, last: bool, selection: &saved::Selection) -> Result<Curve> {
+    let source = match id {
+        Some(id) => open_store()?
+            .get(&id)
+            .with_context(|| format!("cannot analyse run '{id}'"))?,
+        // The "input" group leaves --last as the only other way here.
+        None => {
+            debug_assert!(last);
+            saved::last_exec(&open_store()?)?
+        }
+    };
+    let mut curve = saved::curve(&source, selection)?;
+    // The figures were measured on the source run's machine.
+    curve.environment = Environment {
+        dyno: build(),
+        ..source.environment.clone()
+    };
+    Ok(curve)
 }
 
 /// `--threads`, or 1, 2, … up to the CPUs this process may use.

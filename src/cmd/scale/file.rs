@@ -126,7 +126,12 @@ pub fn read(path: &Path, columns: &Columns) -> Result<Curve> {
             "measure": measure,
         }),
         description: format!("scaling from {name} ({}, {})", header.n, header.value),
-        environment: Environment::default(),
+        // The figures were measured who knows where: record no machine, only
+        // the dyno that analysed them.
+        environment: Environment {
+            dyno: crate::cmd::build(),
+            ..Environment::default()
+        },
         warnings: Vec::new(),
     })
 }
