@@ -75,7 +75,9 @@ pub struct SaveArgs {
 ///
 /// Records the environment, runs the `int64` CPU workload (a 64-bit integer
 /// loop of 100,000,000 iterations whose final state is checked) on one
-/// thread and on all cores, five times each after a warm-up, then loads
+/// thread and on all cores, five times each after a warm-up (the all-cores
+/// line runs one copy per thread, so its speedup is of throughput, shown
+/// with the Amdahl parallel fraction that would explain it), then loads
 /// dyno's built-in HTTP server on loopback for three seconds, and saves the
 /// run. Takes about fifteen seconds on a 2-core machine.
 #[derive(Debug, Args)]
