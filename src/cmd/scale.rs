@@ -261,8 +261,14 @@ fn measure_int64(
         warnings.push(Warning {
             code: "oversubscribed".into(),
             message: format!(
-                "N = {} exceeds the {cpus} CPUs this process may use: those points measure time-sharing, not more parallel hardware",
-                over.join(", ")
+                "N = {} {} the {cpus} CPUs this process may use: {} time-sharing, not more parallel hardware",
+                over.join(", "),
+                if over.len() == 1 { "exceeds" } else { "exceed" },
+                if over.len() == 1 {
+                    "that point measures"
+                } else {
+                    "those points measure"
+                },
             ),
         });
     }
