@@ -162,6 +162,8 @@ fn every_subcommand_has_help_with_an_example() {
     for sub in [
         "quick",
         "http",
+        "run",
+        "scale",
         "sysinfo",
         "serve",
         "history",
