@@ -724,10 +724,15 @@ fn http_json(home: &Path, args: &[&str]) -> Value {
 /// Runs `dyno http args… --json --no-save`, expects exit `code`, and
 /// returns the schema-checked Run with stderr.
 fn http_json_exit(home: &Path, args: &[&str], code: i32) -> (Value, String) {
+    json_run(home, &[&["http"], args, &["--no-save"]].concat(), code)
+}
+
+/// Runs `dyno args… --json`, expects exit `code`, and returns the
+/// schema-checked Run with stderr.
+fn json_run(home: &Path, args: &[&str], code: i32) -> (Value, String) {
     let out = dyno(home)
-        .arg("http")
         .args(args)
-        .args(["--json", "--no-save"])
+        .arg("--json")
         .timeout(Duration::from_secs(120))
         .assert()
         .code(code)

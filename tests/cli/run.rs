@@ -5,17 +5,7 @@ use super::*;
 /// `dyno run args… --json --no-save`, expecting `code`; the schema-checked
 /// Run and stderr.
 fn run_json(home: &Path, args: &[&str], code: i32) -> (Value, String) {
-    let out = dyno(home)
-        .arg("run")
-        .args(args)
-        .args(["--json", "--no-save"])
-        .assert()
-        .code(code)
-        .get_output()
-        .clone();
-    let run = stdout_json(&out);
-    assert_valid(&run, None);
-    (run, String::from_utf8_lossy(&out.stderr).into_owned())
+    json_run(home, &[&["run"], args, &["--no-save"]].concat(), code)
 }
 
 /// Every metric named `name`, as (command label, metric).

@@ -21,20 +21,10 @@ fn amdahl_csv(ns: impl IntoIterator<Item = u32>) -> String {
 /// `dyno scale args… --json`, expecting success; the schema-checked Run and
 /// stderr.
 fn scale_json(home: &Path, args: &[&str]) -> (Value, String) {
-    let out = dyno(home)
-        .arg("scale")
-        .args(args)
-        .arg("--json")
-        .timeout(Duration::from_secs(120))
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let run = stdout_json(&out);
-    assert_valid(&run, None);
+    let (run, stderr) = json_run(home, &[&["scale"], args].concat(), 0);
     assert_eq!(run["kind"], "scale");
     assert_finite(&run);
-    (run, String::from_utf8_lossy(&out.stderr).into_owned())
+    (run, stderr)
 }
 
 /// Every figure is a finite number (JSON has no NaN or infinity; serde_json
@@ -545,18 +535,7 @@ fn quick_shows_the_int64_scaling_line() {
     );
     let table = ok(
         home.path(),
-        &[
-            "quick",
-            "--int64-iterations",
-            "200000",
-            "--repetitions",
-            "2",
-            "--http-duration",
-            "0",
-            "--threads",
-            "2",
-            "--no-save",
-        ],
+        &[&SMALL_QUICK[..], &["--threads", "2", "--no-save"]].concat(),
     );
     let line = table
         .lines()
