@@ -1,0 +1,387 @@
+//! One connection's driver loop and the exchange at its heart: connect if
+//! needed, write a request (or a pipelined batch), read into the thread's
+//! shared buffer, frame each response and record it. Failures are counted
+//! by class and the loop goes on with a new connection.
+
+use std::cell::{RefCell, RefMut};
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use tokio::io::ReadBuf;
+
+use super::schedule::{OpenSchedule, Ticket};
+use super::{Local, Shared};
+use crate::conn::{ConnectError, Stream};
+use crate::parse::{ResponseParser, Step};
+use crate::settings::Settings;
+use crate::stats::{ErrorClass, Timing};
+use crate::timer::Timer;
+
+/// A connection's reusable state. It owns no read buffer: every connection
+/// of a thread reads into the thread's one buffer ([`READ_BUF`]), and only
+/// bytes left unconsumed (a partial head, or an answer that arrived early)
+/// are kept here, so 10,000 idle connections cost next to nothing.
+#[derive(Debug)]
+struct Conn {
+    stream: Option<Stream>,
+    /// Received bytes not yet consumed by the parser.
+    pending: Vec<u8>,
+    /// Requests with placeholders, or several pipelined, are written here;
+    /// a single static request is written straight from its template.
+    write_buf: Vec<u8>,
+    parser: ResponseParser,
+}
+
+/// The read buffer every connection of a thread shares. Bodies are counted
+/// as they arrive and never kept, so one buffer per thread suffices.
+pub(super) const READ_BUF: usize = 64 * 1024;
+
+/// The driver loop of one connection: take a ticket (or a batch of them
+/// when pipelining), connect if needed, send, read, record, repeat.
+pub(super) async fn connection(
+    shared: Arc<Shared>,
+    local: Rc<RefCell<Local>>,
+    timer: Option<Timer>,
+    read_buf: Rc<RefCell<Vec<u8>>>,
+    global_index: usize,
+) {
+    let settings = &shared.settings;
+    let threads = settings.threads.min(settings.connections).max(1) as u64;
+    let mut open = settings
+        .schedule
+        .rate_per_sec
+        .map(|rate| OpenSchedule::new(&shared, global_index, rate));
+    let depth = if open.is_some() { 1 } else { settings.pipeline };
+    let mut conn = Conn {
+        stream: None,
+        pending: Vec::new(),
+        write_buf: Vec::new(),
+        parser: ResponseParser::default(),
+    };
+    let mut batch: Vec<Ticket> = Vec::with_capacity(depth);
+    let mut backoff = Duration::ZERO;
+    loop {
+        batch.clear();
+        {
+            for _ in 0..depth {
+                let ticket = match &mut open {
+                    Some(schedule) => schedule.ticket(&shared, &local),
+                    None => local.borrow_mut().closed_ticket(&shared, threads),
+                };
+                match ticket {
+                    Some(t) => batch.push(t),
+                    None => break,
+                }
+            }
+        }
+        if batch.is_empty() {
+            break;
+        }
+        match (batch[0].due, &timer) {
+            (Some(due), Some(timer)) => timer.sleep_until(due).await,
+            (Some(due), None) => tokio::time::sleep_until(due.into()).await,
+            (None, _) => {}
+        }
+        match exchange(&shared, &local, &read_buf, &mut conn, &batch).await {
+            Ok(()) => backoff = Duration::ZERO,
+            Err(Failure::Connect(class)) => {
+                for t in &batch {
+                    local.borrow_mut().record_error(t, class);
+                }
+                // Do not spin on a refusing server; the schedule goes on.
+                backoff = (backoff * 2).clamp(Duration::from_millis(1), Duration::from_millis(100));
+                if open.is_none() {
+                    tokio::time::sleep(backoff).await;
+                }
+            }
+            Err(Failure::Request { done, class }) => {
+                let mut l = local.borrow_mut();
+                for t in &batch[done..] {
+                    l.record_error(t, class);
+                }
+                conn.stream = None;
+            }
+        }
+    }
+}
+
+/// How an exchange failed.
+#[derive(Debug)]
+enum Failure {
+    /// No connection could be made; no request was sent.
+    Connect(ErrorClass),
+    /// The first `done` requests of the batch were answered; the rest failed.
+    Request { done: usize, class: ErrorClass },
+}
+
+/// Sends a batch of requests on the connection (connecting first if
+/// needed) and reads their responses.
+async fn exchange(
+    shared: &Shared,
+    local: &RefCell<Local>,
+    read_buf: &RefCell<Vec<u8>>,
+    conn: &mut Conn,
+    batch: &[Ticket],
+) -> Result<(), Failure> {
+    let settings = &shared.settings;
+    let measured = batch.iter().any(|t| t.measured);
+    let mut connect_time = Duration::ZERO;
+    if conn.stream.is_none() {
+        let began = Instant::now();
+        let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
+        let stream = match tokio::time::timeout(settings.connect_timeout, connect).await {
+            Err(_) => return Err(Failure::Connect(ErrorClass::ConnectTimeout)),
+            Ok(Err(ConnectError::Transport(e))) => return Err(Failure::Connect(connect_class(&e))),
+            Ok(Err(ConnectError::Handshake(e))) => {
+                local
+                    .borrow_mut()
+                    .tls_failure
+                    .get_or_insert_with(|| e.to_string());
+                return Err(Failure::Connect(ErrorClass::Tls));
+            }
+            Ok(Ok(s)) => s,
+        };
+        connect_time = began.elapsed();
+        conn.stream = Some(stream);
+        conn.pending.clear();
+        if measured {
+            local.borrow_mut().stats.connects += 1;
+        }
+    }
+
+    let template_of =
+        |t: &Ticket| &settings.requests[(t.seq % settings.requests.len() as u64) as usize];
+    let request: &[u8] = match (batch, template_of(&batch[0]).static_bytes()) {
+        ([_], Some(bytes)) => bytes,
+        _ => {
+            conn.write_buf.clear();
+            let mut l = local.borrow_mut();
+            let Local { rng, .. } = &mut *l;
+            for t in batch {
+                template_of(t).write(t.seq, rng, &mut conn.write_buf);
+            }
+            &conn.write_buf
+        }
+    };
+    let stream = conn.stream.as_mut().expect("connected above");
+    let sent = Instant::now();
+    if let Some(due) = batch[0].due
+        && batch[0].measured
+    {
+        local
+            .borrow_mut()
+            .stats
+            .lateness(sent.saturating_duration_since(due));
+    }
+    let fail = |done: usize, class: ErrorClass| Failure::Request { done, class };
+    match tokio::time::timeout(settings.timeout, stream.write_all(request)).await {
+        Err(_) => return Err(fail(0, ErrorClass::ReadTimeout)),
+        Ok(Err(e)) => return Err(fail(0, io_class(&e, ErrorClass::Write))),
+        Ok(Ok(())) => {}
+    }
+    if measured {
+        local.borrow_mut().stats.bytes_written += request.len() as u64;
+    }
+
+    // Read until every response of the batch is framed. Bytes are parsed
+    // straight from the thread's buffer; what the parser leaves (a partial
+    // head, the start of the next answer) moves to `conn.pending`.
+    let mut reader = Reader {
+        local,
+        batch,
+        settings,
+        sent,
+        connect_time,
+        next: 0,
+        first_byte: None,
+        keep: settings.keep_alive,
+    };
+    conn.parser.start(template_of(&batch[0]).is_head());
+    if !conn.pending.is_empty() {
+        let pending = std::mem::take(&mut conn.pending);
+        reader.first_byte = Some(Instant::now());
+        let used = reader.consume(&mut conn.parser, &pending)?;
+        conn.pending = pending;
+        conn.pending.drain(..used);
+    }
+    while reader.next < batch.len() {
+        let stream = conn.stream.as_mut().expect("connected");
+        let (buf, n) = match tokio::time::timeout(settings.timeout, read(stream, read_buf)).await {
+            Err(_) => return Err(fail(reader.next, ErrorClass::ReadTimeout)),
+            Ok(Err(e)) => return Err(fail(reader.next, io_class(&e, ErrorClass::ClosedEarly))),
+            Ok(Ok(read)) => read,
+        };
+        match n {
+            0 => {
+                // The peer closed: that ends a close-delimited body, or
+                // cuts the answer short.
+                let response = conn
+                    .parser
+                    .eof()
+                    .map_err(|e| fail(reader.next, e.class()))?;
+                reader.keep = false;
+                reader.record(response);
+                if reader.next < batch.len() {
+                    return Err(fail(reader.next, ErrorClass::ClosedEarly));
+                }
+            }
+            n => {
+                reader.first_byte.get_or_insert_with(Instant::now);
+                if batch[reader.next].measured {
+                    local.borrow_mut().stats.bytes_read += n as u64;
+                }
+                if conn.pending.is_empty() {
+                    let used = reader.consume(&mut conn.parser, &buf[..n])?;
+                    conn.pending.extend_from_slice(&buf[used..n]);
+                } else {
+                    conn.pending.extend_from_slice(&buf[..n]);
+                    let pending = std::mem::take(&mut conn.pending);
+                    let used = reader.consume(&mut conn.parser, &pending);
+                    conn.pending = pending;
+                    conn.pending.drain(..*used.as_ref().unwrap_or(&0));
+                    used?;
+                }
+            }
+        }
+    }
+    if !reader.keep {
+        conn.stream = None;
+    }
+    Ok(())
+}
+
+/// The read step: waits until the stream has bytes (or has ended), reads
+/// them into the thread's shared buffer, and returns that buffer borrowed,
+/// with how many bytes came (0: the peer closed).
+///
+/// The buffer is borrowed inside each poll only, never across an await: a
+/// connection waiting here leaves it to the thread's other connections.
+/// The borrow handed back is taken in the poll that read the bytes, so no
+/// other connection can run between reading them and parsing them; the
+/// caller drops it before its next await.
+async fn read<'b>(
+    stream: &mut Stream,
+    shared: &'b RefCell<Vec<u8>>,
+) -> io::Result<(RefMut<'b, Vec<u8>>, usize)> {
+    std::future::poll_fn(|cx| {
+        let mut buf = shared.borrow_mut();
+        let mut read = ReadBuf::new(&mut buf);
+        match stream.poll_read(cx, &mut read) {
+            Poll::Ready(Ok(())) => {
+                let n = read.filled().len();
+                Poll::Ready(Ok((buf, n)))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// The read side of one exchange: which response of the batch comes next,
+/// and the timings that go with it.
+struct Reader<'a> {
+    local: &'a RefCell<Local>,
+    batch: &'a [Ticket],
+    settings: &'a Settings,
+    sent: Instant,
+    connect_time: Duration,
+    /// Index in the batch of the response being read.
+    next: usize,
+    first_byte: Option<Instant>,
+    keep: bool,
+}
+
+impl Reader<'_> {
+    /// Feeds `data` to the parser, recording every response it completes;
+    /// returns how many bytes were consumed (the rest must be kept).
+    fn consume(&mut self, parser: &mut ResponseParser, data: &[u8]) -> Result<usize, Failure> {
+        let mut used = 0;
+        while self.next < self.batch.len() && used < data.len() {
+            match parser.feed(&data[used..]) {
+                Ok(Step::NeedMore(n)) => {
+                    used += n;
+                    break;
+                }
+                Ok(Step::Done(n, response)) => {
+                    used += n;
+                    self.record(response);
+                    if let Some(t) = self.batch.get(self.next) {
+                        let template = &self.settings.requests
+                            [(t.seq % self.settings.requests.len() as u64) as usize];
+                        parser.start(template.is_head());
+                        // Its bytes, if any, are already here.
+                        self.first_byte = (used < data.len()).then(Instant::now);
+                    }
+                }
+                Err(e) => {
+                    return Err(Failure::Request {
+                        done: self.next,
+                        class: e.class(),
+                    });
+                }
+            }
+        }
+        Ok(used)
+    }
+
+    /// Records the response to `batch[next]` and moves on.
+    fn record(&mut self, response: crate::parse::Response) {
+        let ticket = self.batch[self.next];
+        let done = Instant::now();
+        self.keep &= response.keep_alive;
+        if ticket.measured {
+            let mut l = self.local.borrow_mut();
+            let timing = Timing {
+                connect: if self.next == 0 {
+                    self.connect_time
+                } else {
+                    Duration::ZERO
+                },
+                waiting: self
+                    .first_byte
+                    .unwrap_or(done)
+                    .saturating_duration_since(self.sent),
+                processing: done.saturating_duration_since(self.sent),
+                corrected: ticket.due.map(|due| done.saturating_duration_since(due)),
+            };
+            l.stats
+                .response(response.status, response.body_bytes, timing);
+            l.interval.responses += 1;
+            let total = timing
+                .corrected
+                .unwrap_or(timing.connect + timing.processing);
+            let _ = l
+                .interval
+                .latency
+                .record(u64::try_from(total.as_nanos()).unwrap_or(u64::MAX));
+            if self.settings.fail_status && response.status >= 400 {
+                l.stats.error(ErrorClass::Status);
+                l.interval.errors += 1;
+            }
+            l.last_done = Some(done);
+        }
+        self.next += 1;
+    }
+}
+
+fn connect_class(e: &io::Error) -> ErrorClass {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorClass::ConnectRefused,
+        io::ErrorKind::TimedOut => ErrorClass::ConnectTimeout,
+        _ => ErrorClass::ConnectOther,
+    }
+}
+
+fn io_class(e: &io::Error, otherwise: ErrorClass) -> ErrorClass {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::ConnectionAborted => ErrorClass::Reset,
+        io::ErrorKind::TimedOut => ErrorClass::ReadTimeout,
+        _ => otherwise,
+    }
+}
