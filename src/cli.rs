@@ -165,6 +165,8 @@ pub struct HttpArgs {
     pub keepalive: bool,
 
     /// HTTP/1.1 pipelining: requests written back to back per connection.
+    /// When a connection fails, the unanswered requests of its batch are
+    /// counted under that failure's class.
     #[arg(long, value_name = "DEPTH", default_value_t = 1, allow_negative_numbers = true, value_parser = pipeline)]
     pub pipeline: u32,
 
@@ -203,7 +205,7 @@ pub struct HttpArgs {
     pub connect_timeout: std::time::Duration,
 
     /// Skip TLS certificate verification (self-signed test servers); the
-    /// run records that it did.
+    /// run records that it did. Only for https:// URLs.
     #[arg(long)]
     pub insecure: bool,
 

@@ -853,7 +853,7 @@ fn http_counts_refused_connections_and_exits_1_over_the_error_rate() {
 fn http_rejects_bad_input_with_exit_2() {
     let home = temp();
     let h = home.path();
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["http", "-n", "0"], "at least 1"),
         (&["http", "--rate", "0"], "above 0"),
         (&["http", "-d", "soon"], "10s"),
@@ -869,6 +869,10 @@ fn http_rejects_bad_input_with_exit_2() {
         (
             &["http", "https://localhost/", "--unix-socket", "/x.sock"],
             "TLS over a Unix socket",
+        ),
+        (
+            &["http", "http://127.0.0.1:1/", "--insecure", "-n", "1"],
+            "only skips the certificate check of https:// URLs",
         ),
     ];
     let cases: Vec<(&[&str], &[&str])> = cases
@@ -893,6 +897,48 @@ fn https_with_insecure() {
     assert_eq!(metric(&run, "connections_opened"), Some(2.0));
     assert_eq!(run["settings"]["tls"], true);
     assert_eq!(run["settings"]["insecure"], true);
+    // What the handshake settled on is kept, and shown as ab shows it.
+    let session = &run["settings"]["tls_session"];
+    assert_eq!(session["protocol"], "TLSv1.3");
+    assert_eq!(session["cipher"], "TLS13_AES_256_GCM_SHA384");
+    assert_eq!(session["key_exchange"], "X25519");
+    let ab = ok(
+        home.path(),
+        &[
+            "http",
+            &url,
+            "-n",
+            "10",
+            "-c",
+            "1",
+            "--insecure",
+            "--format",
+            "ab",
+            "--no-save",
+        ],
+    );
+    assert!(
+        ab.contains("SSL/TLS Protocol:       TLSv1.3,TLS13_AES_256_GCM_SHA384\n")
+            && ab.contains("Server Temp Key:        X25519\n"),
+        "{ab}"
+    );
+    let human = ok(
+        home.path(),
+        &[
+            "http",
+            &url,
+            "-n",
+            "10",
+            "-c",
+            "1",
+            "--insecure",
+            "--no-save",
+        ],
+    );
+    assert!(
+        human.contains("TLS TLSv1.3 TLS13_AES_256_GCM_SHA384, X25519 (certificate not verified)"),
+        "{human}"
+    );
     let codes: Vec<&str> = run["warnings"]
         .as_array()
         .unwrap()
@@ -909,6 +955,10 @@ fn https_with_insecure() {
     assert_eq!(metric(&run, "responses"), Some(0.0));
     assert_eq!(run["settings"]["tls"], true);
     assert_eq!(run["settings"]["insecure"], false);
+    assert!(
+        run["settings"].get("tls_session").is_none(),
+        "no handshake completed"
+    );
     let warning = run["warnings"]
         .as_array()
         .unwrap()
@@ -922,8 +972,8 @@ fn https_with_insecure() {
     );
     assert_eq!(
         server.accepted(),
-        2 + 50,
-        "one handshake per failed request"
+        2 + 1 + 1 + 50,
+        "one connection per kept-alive client, one handshake per failed request"
     );
 }
 

@@ -105,6 +105,11 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
             "TLS over a Unix socket is not supported: give the URL as http:// with --unix-socket"
         );
     }
+    if insecure && !tls {
+        bail!(
+            "--insecure only skips the certificate check of https:// URLs, and this URL is http://: drop --insecure"
+        );
+    }
     let keep_alive = !no_keepalive;
     let templates = paths
         .iter()
@@ -217,6 +222,15 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         eprint!("\r\x1b[2K");
     }
     run.duration_ns = started.elapsed().as_nanos() as u64;
+    if let Some(session) = &outcome.tls_session {
+        // What the server agreed to, as ab shows it: part of what was
+        // measured (TLS 1.2 and 1.3, or two ciphers, cost differently).
+        run.settings["tls_session"] = json!({
+            "protocol": session.protocol,
+            "cipher": session.cipher,
+            "key_exchange": session.key_exchange,
+        });
+    }
     run.metrics = outcome.metrics(&settings);
     run.headline = Some("requests_per_sec".into());
     run.warnings.extend(judge(&outcome, &settings));

@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::client::TlsStream;
 
-use crate::tls::TlsClient;
+use crate::tls::{TlsClient, TlsSession};
 
 /// Where connections go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +111,14 @@ impl Stream {
                 }
                 other => other,
             },
+        }
+    }
+
+    /// What the TLS handshake settled on; `None` for plain connections.
+    pub(crate) fn tls_session(&self) -> Option<TlsSession> {
+        match self {
+            Stream::Tls(s) => TlsSession::of(s.get_ref().1),
+            Stream::Tcp(_) | Stream::Unix(_) => None,
         }
     }
 

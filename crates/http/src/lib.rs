@@ -25,4 +25,4 @@ pub use conn::Endpoint;
 pub use engine::{EngineError, Outcome, Progress, run};
 pub use settings::{Schedule, Settings, Stop, TlsSettings};
 pub use stats::{ErrorClass, Interval, Stats};
-pub use tls::TlsSetupError;
+pub use tls::{TlsSession, TlsSetupError};

@@ -35,6 +35,44 @@ impl std::fmt::Debug for TlsClient {
     }
 }
 
+/// What a TLS handshake settled on, recorded once per run (every
+/// connection uses the same configuration, so the first session stands for
+/// all of them), as ab prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSession {
+    /// "TLSv1.3" or "TLSv1.2".
+    pub protocol: String,
+    /// The IANA name of the cipher suite, e.g. "TLS13_AES_256_GCM_SHA384".
+    pub cipher: String,
+    /// The key exchange group, e.g. "X25519", when one was used.
+    pub key_exchange: Option<String>,
+}
+
+impl TlsSession {
+    /// The session of a finished handshake; `None` before the handshake.
+    pub(crate) fn of(conn: &rustls::ClientConnection) -> Option<TlsSession> {
+        let protocol = match conn.protocol_version()? {
+            rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_owned(),
+            rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_owned(),
+            other => format!("{other:?}"),
+        };
+        let suite = conn.negotiated_cipher_suite()?.suite();
+        let cipher = suite
+            .as_str()
+            .map_or_else(|| format!("{suite:?}"), str::to_owned);
+        let key_exchange = conn.negotiated_key_exchange_group().map(|group| {
+            let name = group.name();
+            name.as_str()
+                .map_or_else(|| format!("{name:?}"), str::to_owned)
+        });
+        Some(TlsSession {
+            protocol,
+            cipher,
+            key_exchange,
+        })
+    }
+}
+
 /// Why TLS could not be set up for a run.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsSetupError {

@@ -18,7 +18,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
-use dyno_http::{ErrorClass, Outcome, Schedule, Settings, Stop, TlsSettings};
+use dyno_http::{ErrorClass, Outcome, Schedule, Settings, Stop, TlsSession, TlsSettings};
 
 use common::Server;
 use common::tls::{After, TlsServer};
@@ -662,6 +662,16 @@ fn https_with_insecure_carries_the_load_on_kept_connections() {
     assert_eq!(s.connects, CONNECTIONS as u64, "keep-alive held over TLS");
     assert_eq!(server.accepted(), CONNECTIONS as u64);
     assert_eq!(o.tls_failure, None);
+    // Both ends offer TLS 1.3 with ring's suites, preferred in ring's
+    // order, and X25519 first: that is what the handshake settles on.
+    assert_eq!(
+        o.tls_session,
+        Some(TlsSession {
+            protocol: "TLSv1.3".into(),
+            cipher: "TLS13_AES_256_GCM_SHA384".into(),
+            key_exchange: Some("X25519".into()),
+        })
+    );
     // The handshake is part of setting up the connection.
     assert_eq!(s.connect.len(), 200);
     assert!(s.connect.max() > 0);
@@ -683,6 +693,7 @@ fn an_untrusted_certificate_fails_every_request_as_tls() {
         "no request is sent before the handshake"
     );
     assert_eq!(server.accepted(), REQUESTS, "one attempt per request");
+    assert_eq!(o.tls_session, None, "no handshake completed");
     let why = o.tls_failure.expect("the first failure is kept");
     assert!(why.contains("certificate"), "{why}");
 }

@@ -70,9 +70,19 @@ pub fn http_report(run: &Run) -> String {
         setting(run, "tls").as_bool(),
         setting(run, "insecure").as_bool(),
     ) {
-        (Some(true), Some(true)) => ", TLS (certificate not verified)",
-        (Some(true), _) => ", TLS",
-        _ => "",
+        (Some(true), insecure) => {
+            let session = tls_session(run).map_or(String::new(), |(protocol, cipher, kx)| {
+                let kx = kx.map_or(String::new(), |kx| format!(", {kx}"));
+                format!(" {protocol} {cipher}{kx}")
+            });
+            let unverified = if insecure == Some(true) {
+                " (certificate not verified)"
+            } else {
+                ""
+            };
+            format!(", TLS{session}{unverified}")
+        }
+        _ => String::new(),
     };
     let pipeline = setting(run, "pipeline").as_u64().unwrap_or(1);
     let pipeline = if pipeline > 1 {
@@ -233,6 +243,17 @@ fn ms(ns: f64) -> f64 {
     ns / 1e6
 }
 
+/// The negotiated TLS protocol, cipher suite and key exchange group of an
+/// https run, when its handshakes succeeded.
+fn tls_session(run: &Run) -> Option<(&str, &str, Option<&str>)> {
+    let session = setting(run, "tls_session");
+    Some((
+        session.get("protocol")?.as_str()?,
+        session.get("cipher")?.as_str()?,
+        session.get("key_exchange").and_then(|k| k.as_str()),
+    ))
+}
+
 /// The report in ApacheBench 2.3's layout and labels, so scripts written
 /// for ab keep working. Open-model runs show the corrected latencies.
 pub fn ab_report(run: &Run) -> String {
@@ -249,7 +270,15 @@ pub fn ab_report(run: &Run) -> String {
     );
     let _ = writeln!(out, "Server Software:        ");
     let _ = writeln!(out, "Server Hostname:        {host}");
-    let _ = writeln!(out, "Server Port:            {port}\n");
+    let _ = writeln!(out, "Server Port:            {port}");
+    if let Some((protocol, cipher, kx)) = tls_session(run) {
+        let _ = writeln!(out, "SSL/TLS Protocol:       {protocol},{cipher}");
+        if let Some(kx) = kx {
+            let _ = writeln!(out, "Server Temp Key:        {kx}");
+        }
+        let _ = writeln!(out, "TLS Server Name:        {host}");
+    }
+    out.push('\n');
     let _ = writeln!(out, "Document Path:          {path}");
     let doc_len = count(run, "body_bytes").checked_div(responses).unwrap_or(0);
     let _ = writeln!(out, "Document Length:        {doc_len} bytes\n");

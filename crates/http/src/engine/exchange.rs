@@ -145,6 +145,9 @@ async fn exchange(
             Ok(Ok(s)) => s,
         };
         connect_time = began.elapsed();
+        if shared.tls.is_some() && local.borrow().tls_session.is_none() {
+            local.borrow_mut().tls_session = stream.tls_session();
+        }
         conn.stream = Some(stream);
         conn.pending.clear();
         if measured {

@@ -31,7 +31,7 @@ use crate::request::Scheme;
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats};
 use crate::timer::Timer;
-use crate::tls::{TlsClient, TlsSetupError};
+use crate::tls::{TlsClient, TlsSession, TlsSetupError};
 
 /// Why a load test could not run at all (per-request failures are counted,
 /// not raised).
@@ -74,6 +74,8 @@ pub struct Outcome {
     /// (all of them are counted under [`ErrorClass::Tls`]); `None` when no
     /// handshake failed.
     pub tls_failure: Option<String>,
+    /// What the first completed TLS handshake settled on (`https://` only).
+    pub tls_session: Option<TlsSession>,
 }
 
 /// Progress as it happens, once per second, for a progress line.
@@ -124,6 +126,8 @@ struct Local {
     cpu: Duration,
     /// Why this thread's first failed TLS handshake failed.
     tls_failure: Option<String>,
+    /// What this thread's first completed TLS handshake settled on.
+    tls_session: Option<TlsSession>,
 }
 
 /// Adds one thread's interval to the timeline entry of the same second.
@@ -179,6 +183,7 @@ pub fn run(
     let mut last_done: Option<Instant> = None;
     let mut cpu = Duration::ZERO;
     let mut tls_failure = None;
+    let mut tls_session = None;
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for t in 0..threads {
@@ -229,6 +234,7 @@ pub fn run(
             last_done = last_done.max(local.last_done);
             cpu += local.cpu;
             tls_failure = tls_failure.take().or(local.tls_failure);
+            tls_session = tls_session.take().or(local.tls_session);
         }
         Ok(())
     })?;
@@ -248,6 +254,7 @@ pub fn run(
         interrupted: shared.stopped(),
         endpoint: shared.endpoint.clone(),
         tls_failure,
+        tls_session,
     })
 }
 
@@ -327,6 +334,7 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
         last_done: None,
         cpu: Duration::ZERO,
         tls_failure: None,
+        tls_session: None,
     }));
     let cpu_before = thread_cpu_time();
     let runtime = tokio::runtime::Builder::new_current_thread()
