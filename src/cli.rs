@@ -44,6 +44,7 @@ pub enum Command {
     Http(Box<HttpArgs>),
     Run(Box<RunArgs>),
     Scale(Box<ScaleArgs>),
+    Disk(Box<DiskArgs>),
     Sysinfo(SysinfoArgs),
     Serve(ServeArgs),
     History(HistoryArgs),
@@ -695,6 +696,185 @@ pub struct ManArgs {
     /// Write dyno.1 and a page per subcommand (dyno-quick.1, …) into this folder.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+/// Measure a disk like CrystalDiskMark, with fio's accuracy.
+///
+/// Creates a test file of --size in the directory (default: the current
+/// one), fills it once with incompressible data that differs block to block
+/// (or zeros with --fill zero), then runs each test as reads, then writes:
+/// one discarded warm-up pass of --warmup, then --runs timed passes of
+/// --duration, --interval apart. The table shows the best pass, as
+/// CrystalDiskMark does, with the median; the saved run keeps every pass.
+///
+/// Tests are named like CrystalDiskMark's: SEQ1M Q8T1 is sequential 1 MiB
+/// blocks, 8 I/Os in flight per thread, 1 thread (threads take disjoint
+/// regions); RND4K Q32T1 is random 4 KiB blocks at uniform, aligned offsets
+/// from a recorded seed. MB/s is 1,000,000 bytes per second; latency is per
+/// I/O, from submission to completion, over all timed passes.
+///
+/// Presets: cdm8 (default: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K
+/// Q1T1), nvme (SEQ1M Q8T1, SEQ128K Q32T1, RND4K Q32T16, RND4K Q1T1), cdm3
+/// (SEQ1M Q1T1, RND512K Q1T1, RND4K Q1T1, RND4K Q32T1), sync (8 KiB writes
+/// made durable with fdatasync, fsync and O_DSYNC, like pg_test_fsync) and
+/// meta (create, stat and unlink of --files empty files, in files/s).
+///
+/// I/O is direct (O_DIRECT, aligned as statx's STATX_DIOALIGN or the
+/// device's logical block size says) through io_uring with one ring per
+/// thread. Where the file system has no direct I/O (tmpfs and others) the
+/// run says so, uses buffered I/O, drops the file's cached pages before each
+/// pass where it can, and carries a warning; where io_uring is unavailable
+/// a pread/pwrite thread pool keeps the same number of I/Os in flight, and
+/// the run records that.
+///
+/// Safety: dyno writes only its own new file and removes it at the end, on
+/// errors, on a full disk and on Ctrl-C. An existing file is refused unless
+/// --force (it is then overwritten and left in place); a block device needs
+/// --device --force. Free space for the file plus 64 MiB is checked first.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno disk                              # cdm8 in the current directory\n  dyno disk /mnt/ssd --profile peak --size 4g\n  dyno disk --preset nvme --runs 3 --duration 3s --interval 1s\n  dyno disk --test rnd:4k:q1:t1 --test rnd:4k:q32:t4 --mix 70\n  dyno disk /var/lib/postgresql --preset sync\n  dyno disk /srv --preset meta --files 20000"
+)]
+pub struct DiskArgs {
+    /// A directory for the test file (default: the current directory), a
+    /// new file name, or with --force an existing file (with --device
+    /// --force, a block device).
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+
+    /// Which table to run: cdm8, nvme, cdm3, sync or meta.
+    #[arg(long, default_value = "cdm8", value_parser = parse_preset)]
+    pub preset: dyno_disk::Preset,
+
+    /// Run only the high-queue rows (peak) or the queue-depth-1 rows (real).
+    #[arg(long, value_enum, default_value_t = ProfileArg::All)]
+    pub profile: ProfileArg,
+
+    /// A test of your own instead of the preset's (repeatable):
+    /// PATTERN:BLOCK[:qDEPTH][:tTHREADS], e.g. seq:1m:q8:t1 or rnd:4k:q32.
+    #[arg(long = "test", value_name = "SPEC", value_parser = parse_test_spec)]
+    pub tests: Vec<dyno_disk::TestSpec>,
+
+    /// Also run each test as a mix with this percentage of reads (e.g. 70
+    /// for 70/30 read/write).
+    #[arg(long, value_name = "READ_PERCENT", value_parser = mix_percent)]
+    pub mix: Option<u8>,
+
+    /// Size of the test file: 1g, 512m … (default: 1g; 16m for --preset sync).
+    #[arg(long, value_name = "SIZE", value_parser = parse_file_size)]
+    pub size: Option<u64>,
+
+    /// What the test file is filled with: random (incompressible) or zero.
+    #[arg(long, value_enum, default_value_t = FillArg::Random)]
+    pub fill: FillArg,
+
+    /// Timed passes per test and operation; the best is shown.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = disk_runs)]
+    pub runs: u32,
+
+    /// Length of each timed pass.
+    #[arg(short = 'd', long, value_name = "DURATION", default_value = "5s", value_parser = pass_duration)]
+    pub duration: std::time::Duration,
+
+    /// Pause between passes and between tests.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub interval: std::time::Duration,
+
+    /// Length of the discarded warm-up pass before each test's timed
+    /// passes; 0 skips it.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub warmup: std::time::Duration,
+
+    /// --preset meta: files created, stated and unlinked per pass.
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = meta_files)]
+    pub files: u64,
+
+    /// The I/O engine: io_uring, threads (pread/pwrite), or auto
+    /// (io_uring where available).
+    #[arg(long, value_enum, default_value_t = DiskEngineArg::Auto)]
+    pub engine: DiskEngineArg,
+
+    /// Use buffered I/O even where direct I/O is available.
+    #[arg(long)]
+    pub buffered: bool,
+
+    /// Overwrite an existing file (or, with --device, a block device).
+    #[arg(long)]
+    pub force: bool,
+
+    /// Allow PATH to be a block device (needs --force too): its data is
+    /// overwritten.
+    #[arg(long)]
+    pub device: bool,
+
+    /// Seed for the fill, random offsets and mixes (default: random; the
+    /// run records it).
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileArg {
+    All,
+    Peak,
+    Real,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FillArg {
+    Random,
+    Zero,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiskEngineArg {
+    Auto,
+    #[value(name = "io_uring", alias = "io-uring", alias = "uring")]
+    IoUring,
+    Threads,
+}
+
+fn parse_preset(s: &str) -> Result<dyno_disk::Preset, String> {
+    s.parse()
+}
+
+fn parse_test_spec(s: &str) -> Result<dyno_disk::TestSpec, String> {
+    dyno_disk::TestSpec::parse(s).map_err(|e| e.to_string())
+}
+
+fn mix_percent(s: &str) -> Result<u8, String> {
+    count(s.trim().trim_end_matches('%'), 1, 99)
+        .map(|n| n as u8)
+        .map_err(|e| format!("{e} (the read share of the mix, in percent)"))
+}
+
+fn parse_file_size(s: &str) -> Result<u64, String> {
+    let n = dyno_model::size::parse_size(s).map_err(|e| e.to_string())?;
+    if n < 1 << 20 {
+        return Err(format!(
+            "'{s}' is below 1m: the test file must hold at least 1 MiB"
+        ));
+    }
+    Ok(n)
+}
+
+fn disk_runs(s: &str) -> Result<u32, String> {
+    count(s, 1, 100).map(|n| n as u32)
+}
+
+fn meta_files(s: &str) -> Result<u64, String> {
+    count(s, 1, 10_000_000)
+}
+
+fn pass_duration(s: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s)?;
+    if d < std::time::Duration::from_millis(10) {
+        return Err(format!("'{s}' is too short: give at least 10ms, e.g. 5s"));
+    }
+    Ok(d)
 }
 
 /// A whole number within `min..=max`, with a message that says which

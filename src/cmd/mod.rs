@@ -2,6 +2,7 @@
 //! exporter. Helpers shared by several subcommands live here.
 
 mod completions;
+mod disk;
 mod history;
 mod http;
 mod quick;
@@ -26,6 +27,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Http(args) => http::run(*args),
         Command::Run(args) => run::run(*args),
         Command::Scale(args) => scale::run(*args),
+        Command::Disk(args) => disk::run(*args),
         Command::Sysinfo(args) => sysinfo::run(args),
         Command::Serve(args) => serve::run(args),
         Command::History(args) => history::history(args),

@@ -6,6 +6,7 @@
 //! returned. Human renderers return `String`s so the binary decides where
 //! they go.
 
+mod disk;
 mod exec;
 mod export;
 mod format;
@@ -15,6 +16,7 @@ mod hyperfine;
 mod scale;
 mod text;
 
+pub use disk::disk_report;
 pub use exec::{Bench, benches, exec_report};
 pub use export::{Csv, Exporter, Json, JsonLines, exporter};
 pub use format::{format_duration_ns, format_interval, format_value};

@@ -1,0 +1,354 @@
+//! `dyno disk`: flags → the test file → passes → Run → store and table.
+//!
+//! The test file (or the meta directory) is dropped — and so removed —
+//! as soon as the measuring ends, before anything is printed or saved, and
+//! on every early return: an error, a full disk or Ctrl-C.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use dyno_disk::engine::EngineKind;
+use dyno_disk::meta::{MetaDir, run_meta_tests};
+use dyno_disk::run::run_block_tests;
+use dyno_disk::sync::run_sync_tests;
+use dyno_disk::target::format_bytes;
+use dyno_disk::{
+    BlockPlan, Fill, IoMode, Measurement, Op, Passes, Preset, Profile, Progress, TargetKind,
+    TargetSpec, TestFile, TestSpec,
+};
+use dyno_model::{Kind, Run};
+use serde_json::json;
+
+use super::{environment, finish, store_for};
+use crate::ExitStatus;
+use crate::cli::{DiskArgs, DiskEngineArg, FillArg, ProfileArg};
+
+/// The default size of the test file, and for `--preset sync`.
+const DEFAULT_SIZE: u64 = 1 << 30;
+const SYNC_SIZE: u64 = 16 << 20;
+
+pub fn run(args: DiskArgs) -> Result<ExitStatus> {
+    let DiskArgs {
+        path,
+        preset,
+        profile,
+        tests,
+        mix,
+        size,
+        fill,
+        runs,
+        duration,
+        interval,
+        warmup,
+        files,
+        engine,
+        buffered,
+        force,
+        device,
+        seed,
+        save,
+    } = args;
+    let block_preset = !matches!(preset, Preset::Sync | Preset::Meta);
+    if !block_preset {
+        let flag = if !tests.is_empty() {
+            Some("--test")
+        } else if mix.is_some() {
+            Some("--mix")
+        } else if profile != ProfileArg::All {
+            Some("--profile")
+        } else {
+            None
+        };
+        if let Some(flag) = flag {
+            bail!(
+                "{flag} applies to block tests, not to --preset {}: drop {flag} or choose cdm8, nvme or cdm3",
+                preset.name()
+            );
+        }
+    }
+    if device && !force {
+        bail!("--device overwrites the device's data and needs --force too");
+    }
+    let profile = match profile {
+        ProfileArg::All => Profile::All,
+        ProfileArg::Peak => Profile::Peak,
+        ProfileArg::Real => Profile::Real,
+    };
+    let chosen: Vec<TestSpec> = if tests.is_empty() {
+        profile.select(&preset.tests())
+    } else {
+        profile.select(&tests)
+    };
+    if block_preset && chosen.is_empty() {
+        bail!(
+            "--profile {profile:?} leaves none of the tests given: drop --profile or add tests it keeps"
+        );
+    }
+    let size = size.unwrap_or(if preset == Preset::Sync {
+        SYNC_SIZE
+    } else {
+        DEFAULT_SIZE
+    });
+    if let Some(t) = chosen
+        .iter()
+        .find(|t| t.block_bytes * u64::from(t.threads) > size)
+    {
+        bail!(
+            "{t} needs at least {} for its {} threads; raise --size",
+            format_bytes(t.block_bytes * u64::from(t.threads)),
+            t.threads
+        );
+    }
+    let mut ops = vec![Op::Read, Op::Write];
+    if let Some(read_percent) = mix {
+        ops.push(Op::Mix { read_percent });
+    }
+    let seed = seed.unwrap_or_else(|| fastrand::u64(..));
+    let fill = match fill {
+        FillArg::Random => Fill::Random,
+        FillArg::Zero => Fill::Zero,
+    };
+    let passes = Passes {
+        runs,
+        duration,
+        interval,
+        warmup,
+    };
+    let path = match path {
+        Some(p) => p,
+        None => std::env::current_dir().context("could not read the current directory")?,
+    };
+    let engine = match engine {
+        DiskEngineArg::Auto => EngineKind::detect(),
+        DiskEngineArg::Threads => EngineKind::Threads {
+            reason: "--engine threads was asked for".into(),
+        },
+        DiskEngineArg::IoUring => match EngineKind::detect() {
+            EngineKind::IoUring => EngineKind::IoUring,
+            EngineKind::Threads { reason } => {
+                bail!("--engine io_uring: {reason}; use --engine threads or auto")
+            }
+        },
+    };
+
+    let store = store_for(&save)?;
+    // Ctrl-C stops the passes at once; the file is removed and what was
+    // measured is printed and saved. No second-Ctrl-C exit: that would
+    // leave the file behind, and every loop here checks the flag often.
+    let stop = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))
+        .context("could not install the Ctrl-C handler")?;
+
+    let tty = std::io::stderr().is_terminal();
+    let show = |p: &Progress| {
+        if tty {
+            progress_line(p);
+        }
+    };
+    let started = Instant::now();
+    let mut run = Run::new(Kind::Disk, String::new());
+    run.environment = environment();
+    let mut settings = json!({
+        "path": path.display().to_string(),
+        "preset": preset.name(),
+        "profile": format!("{profile:?}").to_lowercase(),
+        "tests": chosen.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "ops": ops.iter().map(Op::name).collect::<Vec<_>>(),
+        "size_bytes": size,
+        "fill": match fill { Fill::Random => "random", Fill::Zero => "zero" },
+        "runs": runs,
+        "duration_ns": duration.as_nanos() as u64,
+        "interval_ns": interval.as_nanos() as u64,
+        "warmup_ns": warmup.as_nanos() as u64,
+        "seed": seed,
+    });
+    let measured: Result<Vec<Measurement>> = if preset == Preset::Meta {
+        if !path.is_dir() {
+            bail!(
+                "--preset meta needs a directory to make its files in, and '{}' is not one",
+                path.display()
+            );
+        }
+        let dir = MetaDir::create(&path)?;
+        settings["files"] = json!(files);
+        settings["file"] = json!(dir.path().display().to_string());
+        run.description = format!("disk meta: {files} files in {}", path.display());
+        super::progress(&format!(
+            "creating, stating and unlinking {files} files in {}",
+            dir.path().display()
+        ));
+        let result = run_meta_tests(&dir, files, &passes, &stop, show);
+        drop(dir);
+        result.map_err(Into::into)
+    } else {
+        let spec = TargetSpec {
+            path: path.clone(),
+            size_bytes: size,
+            fill,
+            force,
+            device,
+            direct: !buffered,
+            seed,
+        };
+        let file = TestFile::open(&spec)?;
+        if file.kind() == TargetKind::Device {
+            eprintln!(
+                "dyno: warning: overwriting {} of the block device {} (--device --force): its data there is lost",
+                format_bytes(size),
+                path.display()
+            );
+        }
+        record_file(&mut settings, &file, &engine);
+        run.description = format!(
+            "disk {}: {} on {}",
+            preset.name(),
+            format_bytes(size),
+            path.display()
+        );
+        super::progress(&format!(
+            "filling the {} test file {}",
+            format_bytes(size),
+            file.path().display()
+        ));
+        let result = file
+            .fill(fill, seed, &|| {
+                stop.load(std::sync::atomic::Ordering::Relaxed)
+            })
+            .map_err(anyhow::Error::from)
+            .and_then(|()| {
+                let measured = if preset == Preset::Sync {
+                    run_sync_tests(&file, &passes, &stop, show)
+                } else {
+                    let plan = BlockPlan {
+                        tests: chosen.clone(),
+                        ops: ops.clone(),
+                        passes,
+                        seed,
+                    };
+                    run_block_tests(&file, &engine, &plan, &stop, show)
+                };
+                measured.map_err(Into::into)
+            });
+        drop(file);
+        result
+    };
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let measured = measured?;
+    let interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
+    if measured.iter().all(|m| m.passes.is_empty()) {
+        bail!(
+            "interrupted before any pass was measured; the test file was removed and nothing was saved"
+        );
+    }
+    run.settings = settings;
+    run.duration_ns = started.elapsed().as_nanos() as u64;
+    run.metrics = dyno_disk::outcome::metrics(&measured);
+    run.headline = Some(
+        if preset == Preset::Meta {
+            "files_per_sec"
+        } else if preset == Preset::Sync {
+            "iops"
+        } else {
+            "throughput_bytes_per_sec"
+        }
+        .into(),
+    );
+    run.warnings.extend(dyno_env::preflight(&run.environment));
+    warn(&mut run, &measured, interrupted);
+    let run = finish(run, &save, store, dyno_report::disk_report)?;
+    if interrupted {
+        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// What the file turned out to be: where, direct or not, which engine.
+fn record_file(settings: &mut serde_json::Value, file: &TestFile, engine: &EngineKind) {
+    settings["file"] = json!(file.path().display().to_string());
+    settings["target"] = json!(match file.kind() {
+        TargetKind::Created => "created",
+        TargetKind::Existing => "existing",
+        TargetKind::Device => "device",
+    });
+    settings["engine"] = json!(engine.name());
+    if let EngineKind::Threads { reason } = engine {
+        settings["engine_reason"] = json!(reason);
+    }
+    match file.mode() {
+        IoMode::Direct { offset_align, .. } => {
+            settings["direct_io"] = json!(true);
+            settings["alignment_bytes"] = json!(offset_align);
+        }
+        IoMode::Buffered { reason } => {
+            settings["direct_io"] = json!(false);
+            settings["buffered_reason"] = json!(reason);
+        }
+    }
+}
+
+/// Warnings that make the figures less trustworthy.
+fn warn(run: &mut Run, measured: &[Measurement], interrupted: bool) {
+    if run.settings["direct_io"] == json!(false) {
+        let why = run.settings["buffered_reason"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        run.warn(
+            "buffered_io",
+            format!("buffered I/O, not direct: {why}. The figures include the page cache and may be far above the device's"),
+        );
+    }
+    if let Some(reason) = run.settings["engine_reason"].as_str() {
+        let reason = reason.to_owned();
+        run.warn(
+            "thread_engine",
+            format!("the pread/pwrite thread pool moved the data ({reason}); its CPU cost per I/O is higher than io_uring's"),
+        );
+    }
+    if run.settings["fill"] == json!("zero") {
+        run.warn(
+            "zero_fill",
+            "the test file holds zeros (--fill zero): compressing or deduplicating storage may report speeds it cannot reach with real data",
+        );
+    }
+    let short: u64 = measured
+        .iter()
+        .flat_map(|m| &m.passes)
+        .map(|p| p.short)
+        .sum();
+    if short > 0 {
+        run.warn(
+            "short_io",
+            format!("{short} I/Os moved fewer bytes than asked"),
+        );
+    }
+    if interrupted {
+        run.warn(
+            "interrupted",
+            "interrupted (Ctrl-C): some tests or passes are missing",
+        );
+    }
+}
+
+fn progress_line(p: &Progress) {
+    let mut err = std::io::stderr().lock();
+    let pass = if p.pass == 0 {
+        "warm-up".to_owned()
+    } else {
+        format!("pass {}/{}", p.pass, p.runs)
+    };
+    let _ = write!(
+        err,
+        "\r\x1b[2K{} {} {pass}: {:.1} MB/s, {:.0} IOPS",
+        p.test,
+        p.op,
+        p.bytes_per_sec / 1e6,
+        p.iops
+    );
+    let _ = err.flush();
+}
