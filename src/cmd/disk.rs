@@ -151,6 +151,7 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
     let started = Instant::now();
     let mut run = Run::new(Kind::Disk, String::new());
     run.environment = environment();
+    run.environment.storage = Some(dyno_env::storage(&path));
     let mut settings = json!({
         "path": path.display().to_string(),
         "preset": preset.name(),
@@ -201,7 +202,7 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
                 path.display()
             );
         }
-        record_file(&mut settings, &file, &engine);
+        record_file(&mut run, &mut settings, &file, &engine);
         run.description = format!(
             "disk {}: {} on {}",
             preset.name(),
@@ -268,7 +269,15 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
 }
 
 /// What the file turned out to be: where, direct or not, which engine.
-fn record_file(settings: &mut serde_json::Value, file: &TestFile, engine: &EngineKind) {
+fn record_file(
+    run: &mut Run,
+    settings: &mut serde_json::Value,
+    file: &TestFile,
+    engine: &EngineKind,
+) {
+    if let Some(storage) = &mut run.environment.storage {
+        storage.direct_io = Some(file.mode().is_direct());
+    }
     settings["file"] = json!(file.path().display().to_string());
     settings["target"] = json!(match file.kind() {
         TargetKind::Created => "created",

@@ -17,6 +17,7 @@ mod memory;
 mod network;
 mod preflight;
 mod root;
+mod storage;
 mod system;
 mod virt;
 
@@ -38,6 +39,13 @@ pub fn capture(build: DynoBuild) -> Environment {
         limits: limits::capture(),
         ..capture_from(Path::new("/"), build)
     }
+}
+
+/// The file system and device under `path` (a directory, file or block
+/// device; a path that does not exist yet is looked up through its
+/// parent), for the environment of disk runs.
+pub fn storage(path: &Path) -> dyno_model::Storage {
+    storage::capture(Root::new(Path::new("/")), path)
 }
 
 /// Captures the machine whose file system is mounted at `root`: the fields
@@ -91,6 +99,7 @@ pub fn capture_from(root: &Path, build: DynoBuild) -> Environment {
         network: network::capture(root),
         load_average: system::load_average(root),
         dyno: build,
+        storage: None,
     }
 }
 
@@ -261,6 +270,7 @@ SwapFree:        8388604 kB
             },
             load_average: Some([0.52, 0.58, 0.59]),
             dyno: build(),
+            storage: None,
         };
         assert_eq!(env, expected);
         // An idle bare-metal machine on `performance`: nothing to warn about.

@@ -24,6 +24,11 @@ impl<'a> Root<'a> {
         self.path.join(relative)
     }
 
+    /// The real path of `relative` under this root.
+    pub(crate) fn path(&self, relative: &str) -> PathBuf {
+        self.join(relative)
+    }
+
     /// Whether `relative` exists (a file, directory or anything else).
     pub(crate) fn exists(&self, relative: &str) -> bool {
         // `symlink_metadata` so a marker that is a dangling link still counts.

@@ -26,6 +26,9 @@ pub struct Environment {
     /// The 1, 5 and 15 minute load averages when the run started.
     pub load_average: Option<[f64; 3]>,
     pub dyno: DynoBuild,
+    /// Disk runs: the file system and device under the tested path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage: Option<Storage>,
 }
 
 /// The processor.
@@ -93,4 +96,29 @@ pub struct Network {
 pub struct DynoBuild {
     pub version: Option<String>,
     pub git_revision: Option<String>,
+}
+
+/// The file system and device a disk run measured.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Storage {
+    /// The path tested (a directory, file or device).
+    pub path: Option<String>,
+    /// The file system type (`ext4`, `xfs`, `tmpfs` …).
+    pub filesystem: Option<String>,
+    pub mount_point: Option<String>,
+    /// The mount options (`rw,relatime,discard`).
+    pub mount_options: Option<String>,
+    /// What is mounted (`/dev/nvme0n1p2`).
+    pub source: Option<String>,
+    /// The whole block device under it (`nvme0n1`).
+    pub device: Option<String>,
+    /// The device's model as the kernel reports it.
+    pub model: Option<String>,
+    /// A spinning disk (true) or not (false), as the kernel believes.
+    pub rotational: Option<bool>,
+    /// The active I/O scheduler (`none`, `mq-deadline` …).
+    pub scheduler: Option<String>,
+    /// Whether the run's I/O bypassed the page cache (O_DIRECT).
+    pub direct_io: Option<bool>,
 }

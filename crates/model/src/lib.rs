@@ -13,7 +13,7 @@ mod metric;
 mod run;
 pub mod size;
 
-pub use environment::{Cache, Cpu, DynoBuild, Environment, Limits, Memory, Network};
+pub use environment::{Cache, Cpu, DynoBuild, Environment, Limits, Memory, Network, Storage};
 pub use metric::{Direction, Histogram, Metric, Percentile, Uncertainty, UncertaintyMethod, Unit};
 pub use run::{Kind, ParseKindError, ParseRunIdError, Run, RunId, SCHEMA_VERSION, Warning};
 

@@ -72,6 +72,32 @@ pub fn disk_report(run: &Run) -> String {
     if let Some(file) = s["file"].as_str() {
         let _ = writeln!(out, "File        {file}");
     }
+    if let Some(st) = &run.environment.storage {
+        let unknown = "?";
+        let kind = match st.rotational {
+            Some(true) => ", rotational",
+            Some(false) => ", non-rotational",
+            None => "",
+        };
+        let device = st.device.as_deref().map_or(String::new(), |d| {
+            let model = st
+                .model
+                .as_deref()
+                .map_or(String::new(), |m| format!(" {m}"));
+            let sched = st
+                .scheduler
+                .as_deref()
+                .map_or(String::new(), |s| format!(", scheduler {s}"));
+            format!(" — {d}{model}{kind}{sched}")
+        });
+        let _ = writeln!(
+            out,
+            "Storage     {} on {} ({}){device}",
+            st.filesystem.as_deref().unwrap_or(unknown),
+            st.source.as_deref().unwrap_or(unknown),
+            st.mount_options.as_deref().unwrap_or(unknown),
+        );
+    }
     if preset == "sync" {
         let _ = writeln!(
             out,

@@ -85,6 +85,7 @@ pub(crate) mod fixture {
                 version: Some("0.1.0".into()),
                 git_revision: Some("0123456789ab".into()),
             },
+            storage: None,
         }
     }
 

@@ -147,6 +147,41 @@ fn hz(value: Option<u64>) -> String {
 
 /// The machine as `dyno sysinfo` shows it: one field per line, "unknown"
 /// where it could not be read.
+/// The storage lines of a disk run's environment.
+fn storage_rows(st: &dyno_model::Storage) -> Vec<(&'static str, String)> {
+    let kind = match st.rotational {
+        Some(true) => " (rotational)",
+        Some(false) => " (non-rotational)",
+        None => "",
+    };
+    vec![
+        ("storage path", opt(st.path.as_deref())),
+        (
+            "file system",
+            format!(
+                "{} on {} at {}",
+                opt(st.filesystem.as_deref()),
+                opt(st.source.as_deref()),
+                opt(st.mount_point.as_deref())
+            ),
+        ),
+        ("mount options", opt(st.mount_options.as_deref())),
+        (
+            "device",
+            format!(
+                "{}{kind}, model {}",
+                opt(st.device.as_deref()),
+                opt(st.model.as_deref())
+            ),
+        ),
+        ("I/O scheduler", opt(st.scheduler.as_deref())),
+        (
+            "direct I/O",
+            opt(st.direct_io.map(|d| if d { "yes" } else { "no" })),
+        ),
+    ]
+}
+
 pub fn environment(env: &Environment) -> String {
     let caches = if env.cpu.caches.is_empty() {
         UNKNOWN.to_owned()
@@ -165,7 +200,7 @@ pub fn environment(env: &Environment) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let rows: Vec<(&str, String)> = vec![
+    let mut rows: Vec<(&str, String)> = vec![
         ("host", opt(env.hostname.as_deref())),
         ("os", opt(env.os.as_deref())),
         ("kernel", opt(env.kernel.as_deref())),
@@ -207,6 +242,9 @@ pub fn environment(env: &Environment) -> String {
         ("dyno", opt(env.dyno.version.as_deref())),
         ("git revision", opt(env.dyno.git_revision.as_deref())),
     ];
+    if let Some(st) = &env.storage {
+        rows.extend(storage_rows(st));
+    }
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     let mut out = String::new();
     for (key, value) in rows {
