@@ -17,12 +17,18 @@ use serde_json::Value;
 #[path = "../crates/http/tests/common/tls.rs"]
 mod tls_server;
 
+/// `dyno disk`'s tests.
+#[path = "cli/disk.rs"]
+mod disk;
 /// `dyno run`'s tests.
 #[path = "cli/run.rs"]
 mod run;
 /// `dyno scale`'s tests.
 #[path = "cli/scale.rs"]
 mod scale;
+/// Size-limited tmpfs mounts, shared with the disk engine's tests.
+#[path = "../crates/disk/tests/common/mod.rs"]
+mod tmpfs;
 
 /// A `dyno` command with its store in `home`.
 fn dyno(home: &Path) -> Command {
@@ -164,6 +170,7 @@ fn every_subcommand_has_help_with_an_example() {
         "http",
         "run",
         "scale",
+        "disk",
         "sysinfo",
         "serve",
         "history",

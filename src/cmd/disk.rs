@@ -6,7 +6,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -134,21 +134,6 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         },
     };
 
-    let store = store_for(&save)?;
-    // Ctrl-C stops the passes at once; the file is removed and what was
-    // measured is printed and saved. No second-Ctrl-C exit: that would
-    // leave the file behind, and every loop here checks the flag often.
-    let stop = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))
-        .context("could not install the Ctrl-C handler")?;
-
-    let tty = std::io::stderr().is_terminal();
-    let show = |p: &Progress| {
-        if tty {
-            progress_line(p);
-        }
-    };
-    let started = Instant::now();
     let mut run = Run::new(Kind::Disk, String::new());
     run.environment = environment();
     run.environment.storage = Some(dyno_env::storage(&path));
@@ -166,7 +151,9 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         "warmup_ns": warmup.as_nanos() as u64,
         "seed": seed,
     });
-    let measured: Result<Vec<Measurement>> = if preset == Preset::Meta {
+    // The safety rules first: a refused path costs nothing, not even a
+    // store. From here on, dropping `target` removes what dyno created.
+    let target = if preset == Preset::Meta {
         if !path.is_dir() {
             bail!(
                 "--preset meta needs a directory to make its files in, and '{}' is not one",
@@ -177,15 +164,9 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         settings["files"] = json!(files);
         settings["file"] = json!(dir.path().display().to_string());
         run.description = format!("disk meta: {files} files in {}", path.display());
-        super::progress(&format!(
-            "creating, stating and unlinking {files} files in {}",
-            dir.path().display()
-        ));
-        let result = run_meta_tests(&dir, files, &passes, &stop, show);
-        drop(dir);
-        result.map_err(Into::into)
+        Target::Meta(dir)
     } else {
-        let spec = TargetSpec {
+        let file = TestFile::open(&TargetSpec {
             path: path.clone(),
             size_bytes: size,
             fill,
@@ -193,15 +174,7 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
             device,
             direct: !buffered,
             seed,
-        };
-        let file = TestFile::open(&spec)?;
-        if file.kind() == TargetKind::Device {
-            eprintln!(
-                "dyno: warning: overwriting {} of the block device {} (--device --force): its data there is lost",
-                format_bytes(size),
-                path.display()
-            );
-        }
+        })?;
         record_file(&mut run, &mut settings, &file, &engine);
         run.description = format!(
             "disk {}: {} on {}",
@@ -209,38 +182,68 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
             format_bytes(size),
             path.display()
         );
-        super::progress(&format!(
-            "filling the {} test file {}",
-            format_bytes(size),
-            file.path().display()
-        ));
-        let result = file
-            .fill(fill, seed, &|| {
-                stop.load(std::sync::atomic::Ordering::Relaxed)
-            })
-            .map_err(anyhow::Error::from)
-            .and_then(|()| {
-                let measured = if preset == Preset::Sync {
-                    run_sync_tests(&file, &passes, &stop, show)
-                } else {
-                    let plan = BlockPlan {
-                        tests: chosen.clone(),
-                        ops: ops.clone(),
-                        passes,
-                        seed,
-                    };
-                    run_block_tests(&file, &engine, &plan, &stop, show)
-                };
-                measured.map_err(Into::into)
-            });
-        drop(file);
-        result
+        Target::File(file)
     };
+    let store = store_for(&save)?;
+    // Ctrl-C stops the passes at once; the file is removed and what was
+    // measured is printed and saved. No second-Ctrl-C exit: that would
+    // leave the file behind, and every loop here checks the flag often.
+    let stop = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))
+        .context("could not install the Ctrl-C handler")?;
+
+    let tty = std::io::stderr().is_terminal();
+    let show = |p: &Progress| {
+        if tty {
+            progress_line(p);
+        }
+    };
+    let started = Instant::now();
+    let measured: Result<Vec<Measurement>> = match &target {
+        Target::Meta(dir) => {
+            super::progress(&format!(
+                "creating, stating and unlinking {files} files in {}",
+                dir.path().display()
+            ));
+            run_meta_tests(dir, files, &passes, &stop, show).map_err(Into::into)
+        }
+        Target::File(file) => {
+            if file.kind() == TargetKind::Device {
+                eprintln!(
+                    "dyno: warning: overwriting {} of the block device {} (--device --force): its data there is lost",
+                    format_bytes(size),
+                    path.display()
+                );
+            }
+            super::progress(&format!(
+                "filling the {} test file {}",
+                format_bytes(size),
+                file.path().display()
+            ));
+            file.fill(fill, seed, &|| stop.load(Ordering::Relaxed))
+                .map_err(anyhow::Error::from)
+                .and_then(|()| {
+                    let measured = if preset == Preset::Sync {
+                        run_sync_tests(file, &passes, &stop, show)
+                    } else {
+                        let plan = BlockPlan {
+                            tests: chosen.clone(),
+                            ops: ops.clone(),
+                            passes,
+                            seed,
+                        };
+                        run_block_tests(file, &engine, &plan, &stop, show)
+                    };
+                    measured.map_err(Into::into)
+                })
+        }
+    };
+    drop(target);
     if tty {
         eprint!("\r\x1b[2K");
     }
     let measured = measured?;
-    let interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
+    let interrupted = stop.load(Ordering::Relaxed);
     if measured.iter().all(|m| m.passes.is_empty()) {
         bail!(
             "interrupted before any pass was measured; the test file was removed and nothing was saved"
@@ -266,6 +269,12 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
     }
     Ok(ExitStatus::Success)
+}
+
+/// What the run writes to; dropping it removes what dyno created.
+enum Target {
+    Meta(MetaDir),
+    File(TestFile),
 }
 
 /// What the file turned out to be: where, direct or not, which engine.

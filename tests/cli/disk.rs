@@ -1,0 +1,314 @@
+//! `dyno disk`: real runs on real files through the binary, read back from
+//! the store; every refusal; the tmpfs fallback; Ctrl-C; a full disk.
+
+use super::*;
+use crate::tmpfs::Tmpfs;
+
+/// Short passes on a small file: the flags every test here shares.
+const SMALL: [&str; 12] = [
+    "--size",
+    "8m",
+    "--runs",
+    "2",
+    "-d",
+    "100ms",
+    "--interval",
+    "0",
+    "--warmup",
+    "20ms",
+    "--seed",
+    "9",
+];
+
+/// `dyno disk DIR SMALL… extra… --json`, expecting success.
+fn disk_json(home: &Path, dir: &Path, extra: &[&str]) -> (Value, String) {
+    let mut args = vec!["disk", dir.to_str().unwrap()];
+    args.extend(SMALL);
+    args.extend(extra);
+    let (run, stderr) = json_run(home, &args, 0);
+    assert_eq!(run["kind"], "disk");
+    (run, stderr)
+}
+
+/// The metric `name` of test `test` and operation `op`.
+fn labelled<'a>(run: &'a Value, name: &str, test: &str, op: &str) -> &'a Value {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name && m["labels"]["test"] == test && m["labels"]["op"] == op)
+        .unwrap_or_else(|| panic!("no {name} for {test} {op}"))
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn warning_codes(run: &Value) -> Vec<String> {
+    run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn disk_runs_the_real_profile_saves_every_pass_and_removes_its_file() {
+    let home = temp();
+    let dir = temp();
+    let (run, _) = disk_json(home.path(), dir.path(), &["--profile", "real"]);
+    assert_eq!(
+        entries(dir.path()),
+        Vec::<String>::new(),
+        "the test file is gone"
+    );
+    assert_eq!(
+        run["settings"]["tests"],
+        serde_json::json!(["SEQ1M Q1T1", "RND4K Q1T1"])
+    );
+    assert_eq!(run["settings"]["seed"], 9);
+    assert_eq!(run["settings"]["size_bytes"], 8 << 20);
+    for test in ["SEQ1M Q1T1", "RND4K Q1T1"] {
+        let block = if test.starts_with("SEQ") {
+            1 << 20
+        } else {
+            4096
+        };
+        for op in ["read", "write"] {
+            let t = labelled(&run, "throughput_bytes_per_sec", test, op);
+            let samples: Vec<f64> = t["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            assert_eq!(samples.len(), 2, "every timed pass, not the warm-up");
+            let best = samples.iter().copied().fold(0.0, f64::max);
+            assert_eq!(t["value"].as_f64().unwrap(), best, "the best pass");
+            let iops = labelled(&run, "iops", test, op)["value"].as_f64().unwrap();
+            // One block size: bytes/s = IOPS × block, for the same pass.
+            assert!((best / iops - f64::from(block)).abs() < 1e-6 * best);
+            let latency = labelled(&run, "latency_ns", test, op);
+            assert!(latency["histogram"]["count"].as_u64().unwrap() > 0);
+        }
+    }
+    let storage = &run["environment"]["storage"];
+    assert!(storage["filesystem"].is_string(), "{storage}");
+    assert_eq!(storage["path"], dir.path().to_str().unwrap());
+
+    // Saved: the store gives the same record back.
+    let id = run["id"].as_str().unwrap();
+    let out = dyno(home.path())
+        .args(["show", id, "--json"])
+        .assert()
+        .success();
+    let stored: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(stored, run);
+    let shown = ok(home.path(), &["show", id]);
+    assert!(shown.contains("RND4K Q1T1"), "{shown}");
+}
+
+#[test]
+fn disk_table_shows_reads_and_writes_side_by_side() {
+    let home = temp();
+    let dir = temp();
+    let mut args = vec!["disk", dir.path().to_str().unwrap()];
+    args.extend(SMALL);
+    args.extend(["--test", "rnd:4k:q4:t2", "--mix", "70", "--no-save"]);
+    let text = ok(home.path(), &args);
+    for needle in [
+        "Test ",
+        "Read MB/s",
+        "Write MB/s",
+        "Mix70 MB/s",
+        "RND4K Q4T2",
+        "best pass shown",
+        "Every pass (MB/s, * best):",
+        "RND4K Q4T2 mix70:",
+        "seed 9",
+    ] {
+        assert!(text.contains(needle), "{needle}:\n{text}");
+    }
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[test]
+fn disk_sync_and_meta_presets() {
+    let home = temp();
+    let dir = temp();
+    let (run, _) = disk_json(home.path(), dir.path(), &["--preset", "sync"]);
+    for test in ["fdatasync 8K", "fsync 8K", "O_DSYNC 8K"] {
+        let ops = labelled(&run, "iops", test, "write")["value"]
+            .as_f64()
+            .unwrap();
+        assert!(ops > 0.0, "{test}");
+        let latency = labelled(&run, "latency_ns", test, "write");
+        assert!(latency["value"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(
+        run["settings"]["size_bytes"],
+        8 << 20,
+        "--size still applies"
+    );
+
+    let (run, _) = disk_json(
+        home.path(),
+        dir.path(),
+        &["--preset", "meta", "--files", "300"],
+    );
+    for op in ["create", "stat", "unlink"] {
+        let rate = labelled(&run, "files_per_sec", "files", op);
+        assert_eq!(rate["samples"].as_array().unwrap().len(), 2);
+    }
+    assert_eq!(run["settings"]["files"], 300);
+    assert!(entries(dir.path()).is_empty(), "no file or directory left");
+}
+
+#[test]
+fn disk_refuses_what_it_must_not_overwrite_and_bad_flags() {
+    let home = temp();
+    let h = home.path();
+    let dir = temp();
+    let precious = dir.path().join("precious");
+    std::fs::write(&precious, b"keep me").unwrap();
+    let precious_s = precious.to_str().unwrap();
+    let blockdev = dir.path().join("blockdev");
+    // A block device node with no driver behind it: safe to name.
+    let made = StdCommand::new("mknod")
+        .arg(&blockdev)
+        .args(["b", "7", "250"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let existing = ["disk", precious_s];
+    let meta_on_file = ["disk", precious_s, "--preset", "meta"];
+    let cases: Vec<(&[&str], &str)> = vec![
+        (&existing, "did not create"),
+        (&["disk", "--test", "zig:4k"], "unknown pattern"),
+        (&["disk", "--test", "seq:1000"], "multiple of 512"),
+        (&["disk", "--mix", "0"], "from 1 to 99"),
+        (&["disk", "--mix", "100"], "from 1 to 99"),
+        (&["disk", "--size", "10k"], "below 1m"),
+        (&["disk", "--size", "lots"], "no number"),
+        (&["disk", "--runs", "0"], "from 1 to 100"),
+        (&["disk", "-d", "1ms"], "too short"),
+        (&["disk", "--preset", "cdm9"], "cdm8, nvme"),
+        (
+            &["disk", "--preset", "sync", "--test", "seq:1m"],
+            "--test applies to block tests",
+        ),
+        (
+            &["disk", "--preset", "meta", "--mix", "70"],
+            "--mix applies to block tests",
+        ),
+        (
+            &["disk", "--test", "rnd:4k:q32", "--profile", "real"],
+            "leaves none",
+        ),
+        (
+            &["disk", "--test", "seq:1m:t16", "--size", "8m"],
+            "raise --size",
+        ),
+        (&["disk", "--device"], "needs --force"),
+        (
+            &["disk", "/nonexistent-dir/x", "--size", "1m"],
+            "does not exist",
+        ),
+        (&meta_on_file, "not one"),
+    ];
+    let cases: Vec<(&[&str], &[&str])> = cases
+        .iter()
+        .map(|(args, needle)| (*args, std::slice::from_ref(needle)))
+        .collect();
+    assert_refused(h, &cases);
+    assert_eq!(std::fs::read(&precious).unwrap(), b"keep me", "untouched");
+    if made {
+        let err = fails(h, &["disk", blockdev.to_str().unwrap()]);
+        assert!(
+            err.contains("block device") && err.contains("--device --force"),
+            "{err}"
+        );
+        let err = fails(h, &["disk", blockdev.to_str().unwrap(), "--force"]);
+        assert!(
+            err.contains("--device --force"),
+            "--force alone is not enough: {err}"
+        );
+    } else {
+        eprintln!("SKIPPED the block-device refusal: mknod is not permitted here");
+    }
+}
+
+#[test]
+fn disk_on_tmpfs_falls_back_to_buffered_io_and_says_so() {
+    let Some(fs) = Tmpfs::mount("200m", false) else {
+        return;
+    };
+    let home = temp();
+    let (run, _) = disk_json(home.path(), fs.path(), &["--profile", "real"]);
+    assert_eq!(run["settings"]["direct_io"], false);
+    assert!(
+        run["settings"]["buffered_reason"]
+            .as_str()
+            .unwrap()
+            .contains("tmpfs"),
+        "{}",
+        run["settings"]
+    );
+    assert_eq!(run["environment"]["storage"]["filesystem"], "tmpfs");
+    assert_eq!(run["environment"]["storage"]["direct_io"], false);
+    assert!(warning_codes(&run).contains(&"buffered_io".to_owned()));
+    assert!(fs.entries().is_empty());
+}
+
+#[test]
+fn disk_refuses_a_file_system_too_small_and_leaves_nothing() {
+    let Some(fs) = Tmpfs::mount("32m", false) else {
+        return;
+    };
+    let home = temp();
+    let err = fails(
+        home.path(),
+        &["disk", fs.path().to_str().unwrap(), "--size", "4m"],
+    );
+    assert!(
+        err.contains("not enough free space") && err.contains("68.00 MiB"),
+        "{err}"
+    );
+    assert!(fs.entries().is_empty());
+}
+
+#[test]
+fn disk_ctrl_c_removes_the_file_and_keeps_the_passes_done() {
+    let home = temp();
+    let dir = temp();
+    // Two passes with a minute between them: Ctrl-C lands in the pause.
+    let run = interrupted_run(
+        home.path(),
+        &[
+            "disk",
+            dir.path().to_str().unwrap(),
+            "--test",
+            "rnd:4k:q2",
+            "--size",
+            "8m",
+            "--runs",
+            "2",
+            "-d",
+            "200ms",
+            "--interval",
+            "60s",
+            "--warmup",
+            "0",
+            "--json",
+        ],
+        Duration::from_secs(3),
+    );
+    assert!(entries(dir.path()).is_empty(), "the test file is removed");
+    let t = labelled(&run, "throughput_bytes_per_sec", "RND4K Q2T1", "read");
+    assert_eq!(t["samples"].as_array().unwrap().len(), 1, "the pass done");
+    let id = run["id"].as_str().unwrap();
+    ok(home.path(), &["show", id]);
+}
