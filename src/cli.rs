@@ -108,6 +108,11 @@ pub struct QuickArgs {
     /// loopback); 0 skips it.
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     pub http_duration: std::time::Duration,
+
+    /// Length of each pass of the disk line (SEQ1M Q8T1 and RND4K Q1T1, read
+    /// and write, on a 64 MiB file in the current directory); 0 skips it.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub disk_duration: std::time::Duration,
 }
 
 /// Load-test an HTTP or HTTPS server: as fast as wrk, honest about latency,

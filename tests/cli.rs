@@ -38,13 +38,15 @@ fn dyno(home: &Path) -> Command {
 }
 
 /// A quick run small enough for a test but still checked.
-const SMALL_QUICK: [&str; 7] = [
+const SMALL_QUICK: [&str; 9] = [
     "quick",
     "--int64-iterations",
     "200000",
     "--repetitions",
     "2",
     "--http-duration",
+    "0",
+    "--disk-duration",
     "0",
 ];
 

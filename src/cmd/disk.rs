@@ -370,3 +370,75 @@ fn progress_line(p: &Progress) {
     );
     let _ = err.flush();
 }
+
+/// The size of `dyno quick`'s disk file.
+const QUICK_SIZE: u64 = 64 << 20;
+
+/// `dyno quick`'s disk line: SEQ1M Q8T1 and RND4K Q1T1, read and write,
+/// one pass of `duration` each on a 64 MiB file in the current directory
+/// (direct I/O where the file system has it). Returns the metrics (named
+/// `disk_…`), the warnings and the settings. Ctrl-C during it stops the
+/// passes and still removes the file.
+pub fn quick_measure(
+    duration: std::time::Duration,
+) -> Result<(
+    Vec<dyno_model::Metric>,
+    Vec<dyno_model::Warning>,
+    serde_json::Value,
+)> {
+    let dir = std::env::current_dir().context("could not read the current directory")?;
+    let seed = fastrand::u64(..);
+    let file = TestFile::open(&TargetSpec {
+        path: dir.clone(),
+        size_bytes: QUICK_SIZE,
+        fill: Fill::Random,
+        force: false,
+        device: false,
+        direct: true,
+        seed,
+    })?;
+    let engine = EngineKind::detect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let signal = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))
+        .context("could not install the Ctrl-C handler")?;
+    let plan = BlockPlan {
+        tests: vec![
+            TestSpec::new(dyno_disk::Pattern::Sequential, 1 << 20, 8, 1),
+            TestSpec::new(dyno_disk::Pattern::Random, 4096, 1, 1),
+        ],
+        ops: vec![Op::Read, Op::Write],
+        passes: Passes {
+            runs: 1,
+            duration,
+            interval: std::time::Duration::ZERO,
+            warmup: std::time::Duration::ZERO,
+        },
+        seed,
+    };
+    let measured = file
+        .fill(Fill::Random, seed, &|| stop.load(Ordering::Relaxed))
+        .map_err(anyhow::Error::from)
+        .and_then(|()| run_block_tests(&file, &engine, &plan, &stop, |_| {}).map_err(Into::into));
+    signal_hook::low_level::unregister(signal);
+    let mut run = Run::new(Kind::Disk, String::new());
+    let mut settings = json!({
+        "path": dir.display().to_string(),
+        "size_bytes": QUICK_SIZE,
+        "tests": plan.tests.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "duration_ns": duration.as_nanos() as u64,
+        "seed": seed,
+    });
+    record_file(&mut run, &mut settings, &file, &engine);
+    drop(file);
+    let measured = measured?;
+    run.settings = settings;
+    warn(&mut run, &measured, stop.load(Ordering::Relaxed));
+    let metrics = dyno_disk::outcome::metrics(&measured)
+        .into_iter()
+        .map(|mut m| {
+            m.name = format!("disk_{}", m.name);
+            m
+        })
+        .collect();
+    Ok((metrics, run.warnings, run.settings))
+}

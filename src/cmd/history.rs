@@ -5,7 +5,7 @@ use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use dyno_model::{Run, SCHEMA_VERSION};
+use dyno_model::{Kind, Run, SCHEMA_VERSION};
 use dyno_store::{Filter, Store, StoreError};
 use jiff::tz::TimeZone;
 
@@ -47,7 +47,13 @@ pub fn show(args: ShowArgs) -> Result<ExitStatus> {
     if json {
         print(&(serde_json::to_string_pretty(&run)? + "\n"))?;
     } else {
-        print(&dyno_report::run_details(&run, &TimeZone::system()))?;
+        let mut text = dyno_report::run_details(&run, &TimeZone::system());
+        // A disk run's table reads better than its metric list.
+        if run.kind == Kind::Disk {
+            text.push('\n');
+            text.push_str(&dyno_report::disk_report(&run));
+        }
+        print(&text)?;
     }
     Ok(ExitStatus::Success)
 }

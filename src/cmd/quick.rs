@@ -34,6 +34,7 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
         threads,
         int64_iterations,
         http_duration,
+        disk_duration,
     } = args;
     let settings = QuickSettings {
         iterations: int64_iterations,
@@ -46,7 +47,7 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
     let mut run = Run::new(
         Kind::Quick,
         format!(
-            "int64 on 1 and {} threads, HTTP on loopback",
+            "int64 on 1 and {} threads, HTTP on loopback, disk",
             settings.threads
         ),
     );
@@ -86,6 +87,25 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
         for mut w in super::http::judge(&outcome, &http_settings) {
             w.message = format!("http line: {}", w.message);
             run.warnings.push(w);
+        }
+    }
+    if !disk_duration.is_zero() {
+        progress("disk: a 64 MiB file in the current directory, SEQ1M Q8T1 and RND4K Q1T1");
+        // A directory that cannot hold the file costs the disk line, not
+        // the whole run.
+        match super::disk::quick_measure(disk_duration) {
+            Ok((metrics, warnings, disk_settings)) => {
+                run.metrics.extend(metrics);
+                run.settings["disk"] = disk_settings;
+                for mut w in warnings {
+                    w.message = format!("disk line: {}", w.message);
+                    run.warnings.push(w);
+                }
+            }
+            Err(e) => run.warn(
+                "disk_line_skipped",
+                format!("the disk line was skipped: {e:#}"),
+            ),
         }
     }
     if settings.iterations != int64::STANDARD_ITERATIONS {
@@ -304,6 +324,39 @@ fn table(run: &Run) -> String {
             uncertainty: String::new(),
             rate: format_value(rate.value, rate.unit),
             note: format!("mean latency; p99 {p99}; client CPU {cpu:.0}%"),
+        });
+    }
+    for test in ["SEQ1M Q8T1", "RND4K Q1T1"] {
+        let get = |name: &str, op: &str| {
+            run.metrics.iter().find(|m| {
+                m.name == name && m.label("test") == Some(test) && m.label("op") == Some(op)
+            })
+        };
+        let (Some(read), Some(write)) = (
+            get("disk_throughput_bytes_per_sec", "read"),
+            get("disk_throughput_bytes_per_sec", "write"),
+        ) else {
+            continue;
+        };
+        let iops = |op| get("disk_iops", op).map_or(0.0, |m| m.value);
+        let latency = get("disk_latency_ns", "read")
+            .map_or_else(String::new, |m| format_value(m.value, m.unit));
+        let direct = if run.settings["disk"]["direct_io"] == json!(true) {
+            "direct I/O"
+        } else {
+            "BUFFERED I/O"
+        };
+        rows.push(SummaryRow {
+            test: format!("disk {test}"),
+            result: latency,
+            uncertainty: String::new(),
+            rate: format!("{:.1} MB/s", read.value / 1e6),
+            note: format!(
+                "mean read latency; read {:.0} IOPS, write {:.1} MB/s ({:.0} IOPS); {direct}",
+                iops("read"),
+                write.value / 1e6,
+                iops("write")
+            ),
         });
     }
     summary(run, &rows)

@@ -312,3 +312,55 @@ fn disk_ctrl_c_removes_the_file_and_keeps_the_passes_done() {
     let id = run["id"].as_str().unwrap();
     ok(home.path(), &["show", id]);
 }
+
+#[test]
+fn quick_gains_a_disk_line_and_skips_it_where_the_file_cannot_go() {
+    let home = temp();
+    let dir = temp();
+    let mut args: Vec<&str> = SMALL_QUICK[..SMALL_QUICK.len() - 2].to_vec();
+    args.extend(["--disk-duration", "100ms"]);
+    let out = dyno(home.path())
+        .current_dir(dir.path())
+        .args(&args)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    for test in ["SEQ1M Q8T1", "RND4K Q1T1"] {
+        for op in ["read", "write"] {
+            let t = labelled(&run, "disk_throughput_bytes_per_sec", test, op);
+            assert!(t["value"].as_f64().unwrap() > 0.0, "{test} {op}");
+        }
+    }
+    assert_eq!(run["settings"]["disk"]["size_bytes"], 64 << 20);
+    assert!(entries(dir.path()).is_empty(), "the quick file is removed");
+    let id = run["id"].as_str().unwrap();
+    let table = ok(home.path(), &["show", id]);
+    assert!(table.contains("RND4K Q1T1"), "{table}");
+
+    // Where 64 MiB do not fit, the rest of quick still runs.
+    let Some(fs) = Tmpfs::mount("16m", false) else {
+        return;
+    };
+    let out = dyno(home.path())
+        .current_dir(fs.path())
+        .args(&args)
+        .args(["--json", "--no-save"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    assert!(warning_codes(&run).contains(&"disk_line_skipped".to_owned()));
+    assert!(
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "int64_1t_ns")
+    );
+    assert!(fs.entries().is_empty());
+}
