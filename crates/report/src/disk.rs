@@ -237,6 +237,31 @@ pub fn disk_report(run: &Run) -> String {
             );
         }
     }
+
+    // The latency distribution behind the table's mean and p99.
+    let _ = writeln!(out, "\nLatency per I/O over all timed passes (µs):");
+    let mut t = table(&["Test", "Op", "mean", "p50", "p99", "p99.9", "max"]);
+    for (test, ops) in &rows {
+        for op in ops {
+            let Some(h) = find(run, "latency_ns", test, op)
+                .and_then(|m| m.histogram.as_ref())
+                .and_then(|h| hdr::from_model(h).ok())
+            else {
+                continue;
+            };
+            let us = |ns: f64| right(format!("{:.1}", ns / 1e3));
+            t.add_row(vec![
+                Cell::new(test),
+                Cell::new(op),
+                us(h.mean()),
+                us(h.value_at_quantile(0.50) as f64),
+                us(h.value_at_quantile(0.99) as f64),
+                us(h.value_at_quantile(0.999) as f64),
+                us(h.max() as f64),
+            ]);
+        }
+    }
+    out.push_str(&render(&t));
     warnings(run, &mut out);
     out
 }
