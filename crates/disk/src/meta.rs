@@ -96,14 +96,13 @@ pub fn run_meta_tests(
             }
         })?;
         for (k, stats) in phases.into_iter().enumerate() {
-            progress(&Progress {
-                test: "files".into(),
-                op: META_OPS[k].into(),
-                pass: index,
-                runs: settings.runs,
-                bytes_per_sec: 0.0,
-                iops: stats.iops(),
-            });
+            progress(&Progress::of(
+                "files",
+                META_OPS[k],
+                index,
+                settings.runs,
+                &stats,
+            ));
             if index > 0 && stats.ios() > 0 {
                 kept[k].push(stats);
             }

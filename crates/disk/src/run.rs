@@ -82,6 +82,20 @@ pub struct Progress {
     pub iops: f64,
 }
 
+impl Progress {
+    /// Pass `pass` of `runs` of `test` as `op` has just measured `stats`.
+    pub fn of(test: &str, op: &str, pass: u32, runs: u32, stats: &PassStats) -> Progress {
+        Progress {
+            test: test.to_owned(),
+            op: op.to_owned(),
+            pass,
+            runs,
+            bytes_per_sec: stats.bytes_per_sec(),
+            iops: stats.iops(),
+        }
+    }
+}
+
 /// Why a run stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -208,16 +222,7 @@ pub fn run_block_tests(
                     run_pass(engine, file.file(), align, &job, stop)
                         .map_err(|e| RunError::io(test.clone(), op_name.clone(), e))
                 },
-                |pass, stats| {
-                    progress(&Progress {
-                        test: test.clone(),
-                        op: op_name.clone(),
-                        pass,
-                        runs: settings.runs,
-                        bytes_per_sec: stats.bytes_per_sec(),
-                        iops: stats.iops(),
-                    });
-                },
+                |pass, stats| progress(&Progress::of(&test, &op_name, pass, settings.runs, stats)),
             )?;
             out.push(Measurement {
                 test,

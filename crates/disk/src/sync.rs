@@ -89,16 +89,7 @@ pub fn run_sync_tests(
                     }
                 })
             },
-            |pass, stats| {
-                progress(&Progress {
-                    test: test.clone(),
-                    op: "write".into(),
-                    pass,
-                    runs: settings.runs,
-                    bytes_per_sec: stats.bytes_per_sec(),
-                    iops: stats.iops(),
-                })
-            },
+            |pass, stats| progress(&Progress::of(&test, "write", pass, settings.runs, stats)),
         )?;
         out.push(Measurement {
             test,

@@ -41,6 +41,22 @@ pub fn capture(build: DynoBuild) -> Environment {
     }
 }
 
+/// CPU time (user + system) the calling thread has used so far; zero where
+/// the kernel will not say. Engines read it around their worker threads,
+/// so a server in the same process (the built-in target) is not counted.
+pub fn thread_cpu_time() -> std::time::Duration {
+    // SAFETY: getrusage only writes the struct we hand it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec as u64)
+            + std::time::Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
 /// The file system and device under `path` (a directory, file or block
 /// device; a path that does not exist yet is looked up through its
 /// parent), for the environment of disk runs.

@@ -179,7 +179,7 @@ pub fn run_pass(
                 let write_share = write_share(job.op);
                 let seed = job.seed ^ u64::from(t).wrapping_mul(0x9E37_79B9_7F4A_7C15);
                 scope.spawn(move || {
-                    let cpu_before = thread_cpu_time();
+                    let cpu_before = dyno_env::thread_cpu_time();
                     let worker = Worker {
                         file,
                         align,
@@ -198,7 +198,7 @@ pub fn run_pass(
                         EngineKind::Threads { .. } => threads::run(worker),
                     };
                     result.map(|mut s| {
-                        s.cpu += thread_cpu_time().saturating_sub(cpu_before);
+                        s.cpu += dyno_env::thread_cpu_time().saturating_sub(cpu_before);
                         s
                     })
                 })
@@ -328,19 +328,6 @@ impl Offsets {
         };
         self.base + index * self.block
     }
-}
-
-/// CPU time (user + system) of the calling thread so far.
-fn thread_cpu_time() -> Duration {
-    // SAFETY: getrusage only writes the struct we hand it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
-        return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 #[cfg(test)]

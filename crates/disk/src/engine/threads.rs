@@ -6,7 +6,7 @@
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
 
-use super::{IoFailure, PassStats, Worker, thread_cpu_time};
+use super::{IoFailure, PassStats, Worker};
 use crate::buffer::AlignedBuf;
 
 pub(super) fn run(w: Worker<'_>) -> Result<PassStats, IoFailure> {
@@ -30,9 +30,9 @@ pub(super) fn run(w: Worker<'_>) -> Result<PassStats, IoFailure> {
                     stamp: w.stamp ^ (lane << 48),
                 };
                 scope.spawn(move || {
-                    let cpu = thread_cpu_time();
+                    let cpu = dyno_env::thread_cpu_time();
                     let mut stats = one_at_a_time(&mut lane_worker)?;
-                    stats.cpu += thread_cpu_time().saturating_sub(cpu);
+                    stats.cpu += dyno_env::thread_cpu_time().saturating_sub(cpu);
                     Ok(stats)
                 })
             })

@@ -294,21 +294,6 @@ fn resolve(s: &Settings) -> Result<SocketAddr, EngineError> {
         .ok_or_else(|| EngineError::NoAddress(s.target.host.clone()))
 }
 
-/// CPU time (user + system) of the calling thread so far. Counting each
-/// worker's own thread keeps a server running in the same process (the
-/// built-in target) out of the client's figure.
-fn thread_cpu_time() -> Duration {
-    // SAFETY: getrusage only writes the struct we hand it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
-        return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
 /// One worker thread: its event loop, its connections, its ticker.
 fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<Interval>) -> Local {
     let settings = &shared.settings;
@@ -336,7 +321,7 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
         tls_failure: None,
         tls_session: None,
     }));
-    let cpu_before = thread_cpu_time();
+    let cpu_before = dyno_env::thread_cpu_time();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -390,7 +375,7 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
     match Rc::try_unwrap(local) {
         Ok(local) => {
             let mut local = local.into_inner();
-            local.cpu = thread_cpu_time().saturating_sub(cpu_before);
+            local.cpu = dyno_env::thread_cpu_time().saturating_sub(cpu_before);
             local
         }
         Err(_) => unreachable!("every task of the thread has ended"),
