@@ -129,7 +129,8 @@ pub(super) fn run(mut w: Worker<'_>) -> Result<PassStats, IoFailure> {
             ring.completion()
                 .map(|cqe| (cqe.user_data() as usize, cqe.result())),
         );
-        for (i, result) in completed.drain(..) {
+        let batch = completed.len();
+        for (k, (i, result)) in completed.drain(..).enumerate() {
             in_flight -= 1;
             let slot = &mut slots[i];
             if result < 0 {
@@ -154,17 +155,18 @@ pub(super) fn run(mut w: Worker<'_>) -> Result<PassStats, IoFailure> {
                 // whole batch of completions (fio's iodepth_batch=1): on the
                 // virtio disk here, batching resubmissions cost 10-20% of
                 // RND4K Q32T1's throughput for ~20% less CPU per I/O
-                // (bench/disk-vs-fio.sh).
-                ring.submit()
-                    .map_err(|source| IoFailure {
+                // (bench/disk-vs-fio.sh). The batch's last one goes with the
+                // wait below, in the same system call: at queue depth 1
+                // that is one call per I/O, not two.
+                if k + 1 < batch
+                    && let Err(source) = ring.submit()
+                {
+                    failure.get_or_insert(IoFailure {
                         op: "io_uring submit",
                         offset: slot.offset,
                         source,
-                    })
-                    .map(drop)
-                    .unwrap_or_else(|e| {
-                        failure.get_or_insert(e);
                     });
+                }
             }
         }
     }
