@@ -169,11 +169,9 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         let file = TestFile::open(&TargetSpec {
             path: path.clone(),
             size_bytes: size,
-            fill,
             force,
             device,
             direct: !buffered,
-            seed,
         })?;
         record_file(&mut run, &mut settings, &file, &engine);
         run.description = format!(
@@ -391,11 +389,9 @@ pub fn quick_measure(
     let file = TestFile::open(&TargetSpec {
         path: dir.clone(),
         size_bytes: QUICK_SIZE,
-        fill: Fill::Random,
         force: false,
         device: false,
         direct: true,
-        seed,
     })?;
     let engine = EngineKind::detect();
     let stop = Arc::new(AtomicBool::new(false));

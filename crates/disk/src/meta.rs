@@ -32,14 +32,7 @@ impl MetaDir {
             fastrand::u32(..)
         ));
         std::fs::create_dir(&path).map_err(|source| TargetError::Create {
-            hint: match source.raw_os_error() {
-                Some(libc::EACCES | libc::EPERM) => {
-                    " (no permission to write there: choose a directory you can write to)"
-                }
-                Some(libc::EROFS) => " (the file system is read-only: choose a writable directory)",
-                Some(libc::ENOENT) => " (its parent directory does not exist)",
-                _ => "",
-            },
+            hint: crate::target::create_hint(&source),
             path: path.clone(),
             source,
         })?;

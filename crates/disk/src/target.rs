@@ -24,14 +24,12 @@ pub struct TargetSpec {
     /// with `force` an existing file or block device.
     pub path: PathBuf,
     pub size_bytes: u64,
-    pub fill: Fill,
     /// Overwrite an existing file (or device, with `device`).
     pub force: bool,
     /// Allow a block device.
     pub device: bool,
     /// Try direct I/O (O_DIRECT); false asks for buffered I/O.
     pub direct: bool,
-    pub seed: u64,
 }
 
 /// What the test file is filled with before any test.
@@ -373,7 +371,8 @@ fn unique_name(dir: &Path) -> PathBuf {
     ))
 }
 
-fn create_hint(e: &io::Error) -> &'static str {
+/// What to do about a failed create or mkdir.
+pub(crate) fn create_hint(e: &io::Error) -> &'static str {
     match e.raw_os_error() {
         Some(libc::EACCES | libc::EPERM) => {
             " (no permission to write there: choose a directory you can write to)"
@@ -518,11 +517,9 @@ mod tests {
         TargetSpec {
             path: path.to_path_buf(),
             size_bytes: 1 << 20,
-            fill: Fill::Random,
             force: false,
             device: false,
             direct: true,
-            seed: 7,
         }
     }
 

@@ -19,11 +19,9 @@ fn spec(dir: &std::path::Path, size: u64) -> TargetSpec {
     TargetSpec {
         path: dir.to_path_buf(),
         size_bytes: size,
-        fill: Fill::Random,
         force: false,
         device: false,
         direct: true,
-        seed: 11,
     }
 }
 
