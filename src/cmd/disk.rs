@@ -261,7 +261,7 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         .into(),
     );
     run.warnings.extend(dyno_env::preflight(&run.environment));
-    warn(&mut run, &measured, interrupted);
+    warn(&mut run, &engine, &measured, interrupted);
     let run = finish(run, &save, store, dyno_report::disk_report)?;
     if interrupted {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
@@ -308,7 +308,7 @@ fn record_file(
 }
 
 /// Warnings that make the figures less trustworthy.
-fn warn(run: &mut Run, measured: &[Measurement], interrupted: bool) {
+fn warn(run: &mut Run, engine: &EngineKind, measured: &[Measurement], interrupted: bool) {
     if run.settings["direct_io"] == json!(false) {
         let why = run.settings["buffered_reason"]
             .as_str()
@@ -319,8 +319,7 @@ fn warn(run: &mut Run, measured: &[Measurement], interrupted: bool) {
             format!("buffered I/O, not direct: {why}. The figures include the page cache and may be far above the device's"),
         );
     }
-    if let Some(reason) = run.settings["engine_reason"].as_str() {
-        let reason = reason.to_owned();
+    if let EngineKind::Threads { reason } = engine {
         run.warn(
             "thread_engine",
             format!("the pread/pwrite thread pool moved the data ({reason}); its CPU cost per I/O is higher than io_uring's"),
@@ -330,6 +329,47 @@ fn warn(run: &mut Run, measured: &[Measurement], interrupted: bool) {
         run.warn(
             "zero_fill",
             "the test file holds zeros (--fill zero): compressing or deduplicating storage may report speeds it cannot reach with real data",
+        );
+    }
+    let cpus = dyno_env::available_cpus();
+    let mut over: Vec<String> = measured
+        .iter()
+        .filter_map(|m| m.spec.as_ref())
+        .filter(|t| engine.io_threads(t) > cpus as u64)
+        .map(ToString::to_string)
+        .collect();
+    over.dedup();
+    if !over.is_empty() {
+        run.warn(
+            "oversubscribed",
+            format!(
+                "{} {} more I/O threads than the {cpus} CPU{} this process may use: the threads take turns, so the figures may be bounded by this machine's CPUs rather than the storage",
+                over.join(", "),
+                if over.len() == 1 { "runs" } else { "run" },
+                if cpus == 1 { "" } else { "s" },
+            ),
+        );
+    }
+    let saturated: Vec<String> = measured
+        .iter()
+        .filter_map(|m| {
+            let threads = engine.io_threads(m.spec.as_ref()?) as usize;
+            let busy = m
+                .passes
+                .iter()
+                .filter_map(|p| p.busy_percent(threads.min(cpus)))
+                .max_by(f64::total_cmp)?;
+            (busy >= 90.0).then(|| format!("{} {} ({busy:.0}%)", m.test, m.op))
+        })
+        .collect();
+    if !saturated.is_empty() {
+        run.warn(
+            "engine_saturated",
+            format!(
+                "dyno's I/O threads were busy at least 90% of the time in {}: the CPU, not the storage, may have set {} figures, so they are a lower bound for the storage",
+                saturated.join(", "),
+                if saturated.len() == 1 { "that test's" } else { "those tests'" },
+            ),
         );
     }
     let short: u64 = measured
@@ -428,7 +468,7 @@ pub fn quick_measure(
     drop(file);
     let measured = measured?;
     run.settings = settings;
-    warn(&mut run, &measured, stop.load(Ordering::Relaxed));
+    warn(&mut run, &engine, &measured, stop.load(Ordering::Relaxed));
     let metrics = dyno_disk::outcome::metrics(&measured)
         .into_iter()
         .map(|mut m| {

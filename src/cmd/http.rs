@@ -54,7 +54,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         seed,
         save,
     } = args;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = dyno_env::available_cpus();
     let builtin = url.is_none() && url_file.is_none();
     // Beside the built-in server, the client takes half the CPUs.
     let threads = threads.map_or(if builtin { (cpus / 2).max(1) } else { cpus }, |t| {
@@ -276,7 +276,7 @@ pub fn quick_load(
     duration: std::time::Duration,
     connections: usize,
 ) -> Result<(Settings, Outcome)> {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = dyno_env::available_cpus();
     let threads = (cpus / 2).max(1);
     let target = builtin_server((cpus - threads).max(1))?;
     let (http_target, path) = parse_url(&target.url)?;

@@ -39,7 +39,7 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
     let settings = QuickSettings {
         iterations: int64_iterations,
         repetitions: repetitions as usize,
-        threads: threads.map_or_else(available_cpus, |t| t as usize),
+        threads: threads.map_or_else(dyno_env::available_cpus, |t| t as usize),
     };
     let store = store_for(&save)?;
 
@@ -360,9 +360,4 @@ fn table(run: &Run) -> String {
         });
     }
     summary(run, &rows)
-}
-
-/// The CPUs this process may run on (affinity and cgroup limits included).
-fn available_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }

@@ -195,7 +195,7 @@ fn from_saved(id: Option<String>, last: bool, selection: &saved::Selection) -> R
 
 /// `--threads`, or 1, 2, … up to the CPUs this process may use.
 fn thread_counts(given: &[u32]) -> Result<Vec<usize>> {
-    let cpus = available_cpus();
+    let cpus = dyno_env::available_cpus();
     let threads: Vec<usize> = if given.is_empty() {
         (1..=cpus).collect()
     } else {
@@ -251,7 +251,7 @@ fn measure_int64(
     }
     let env = environment();
     let mut warnings = dyno_env::preflight(&env);
-    let cpus = available_cpus();
+    let cpus = dyno_env::available_cpus();
     let over: Vec<String> = threads
         .iter()
         .filter(|&&t| t > cpus)
@@ -497,11 +497,6 @@ fn metrics(
         }
     }
     out
-}
-
-/// The CPUs this process may run on (affinity and cgroup limits included).
-fn available_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[cfg(test)]

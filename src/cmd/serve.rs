@@ -8,10 +8,7 @@ use crate::cli::ServeArgs;
 
 pub fn run(args: ServeArgs) -> Result<ExitStatus> {
     let ServeArgs { addr, threads } = args;
-    let threads = threads.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        |t| t as usize,
-    );
+    let threads = threads.map_or_else(dyno_env::available_cpus, |t| t as usize);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("dyno-serve")

@@ -137,6 +137,45 @@ fn disk_table_shows_reads_and_writes_side_by_side() {
 }
 
 #[test]
+fn disk_warns_when_its_io_threads_outnumber_the_cpus() {
+    let home = temp();
+    let dir = temp();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let over = format!("rnd:4k:q1:t{}", cpus + 1);
+    let fits = "seq:1m:q1:t1";
+    let (run, _) = disk_json(
+        home.path(),
+        dir.path(),
+        &["--test", &over, "--test", fits, "--no-save"],
+    );
+    let warning = |run: &Value| {
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["code"] == "oversubscribed")
+            .map(|w| w["message"].as_str().unwrap().to_owned())
+    };
+    let message = warning(&run).expect("more threads than CPUs is said");
+    let name = format!("RND4K Q1T{}", cpus + 1);
+    assert!(message.contains(&name), "{message}");
+    assert!(!message.contains("SEQ1M"), "{message}");
+    assert!(message.contains(&format!("{cpus} CPU")), "{message}");
+
+    // The thread pool issues from a thread per I/O in flight: one worker
+    // at a queue depth above the CPUs oversubscribes them too.
+    let deep = format!("rnd:4k:q{}:t1", cpus + 1);
+    let (run, _) = disk_json(
+        home.path(),
+        dir.path(),
+        &["--test", &deep, "--engine", "threads", "--no-save"],
+    );
+    assert!(warning(&run).is_some(), "{}", run["warnings"]);
+    let (run, _) = disk_json(home.path(), dir.path(), &["--test", fits, "--no-save"]);
+    assert!(warning(&run).is_none(), "{}", run["warnings"]);
+}
+
+#[test]
 fn disk_sync_and_meta_presets() {
     let home = temp();
     let dir = temp();

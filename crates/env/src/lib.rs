@@ -41,6 +41,12 @@ pub fn capture(build: DynoBuild) -> Environment {
     }
 }
 
+/// The CPUs this process may run on (its affinity mask and cgroup quota,
+/// as the standard library reads them); 1 where that cannot be read.
+pub fn available_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// CPU time (user + system) the calling thread has used so far; zero where
 /// the kernel will not say. Engines read it around their worker threads,
 /// so a server in the same process (the built-in target) is not counted.

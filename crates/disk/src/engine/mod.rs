@@ -35,6 +35,16 @@ impl EngineKind {
         }
     }
 
+    /// The threads that issue `spec`'s I/O: one per worker with io_uring,
+    /// one per I/O in flight with the thread pool.
+    pub fn io_threads(&self, spec: &TestSpec) -> u64 {
+        let workers = u64::from(spec.threads);
+        match self {
+            EngineKind::IoUring => workers,
+            EngineKind::Threads { .. } => workers * u64::from(spec.queue_depth),
+        }
+    }
+
     /// io_uring when this kernel and sandbox allow it (a ring can be set
     /// up), else the thread pool with the reason.
     pub fn detect() -> EngineKind {
@@ -107,6 +117,16 @@ impl PassStats {
 
     pub fn iops(&self) -> f64 {
         per_sec(self.ios(), self.elapsed)
+    }
+
+    /// The worker threads' CPU time as a percentage of what `usable` CPUs
+    /// could give over the pass (the threads, or the CPUs where fewer):
+    /// near 100 the engine, not the storage, may have set the pace.
+    pub fn busy_percent(&self, usable: usize) -> Option<f64> {
+        if self.elapsed.is_zero() {
+            return None;
+        }
+        Some(100.0 * self.cpu.as_secs_f64() / (self.elapsed.as_secs_f64() * usable.max(1) as f64))
     }
 
     /// Records one completed I/O.
@@ -342,6 +362,27 @@ mod tests {
             span,
             seed: 1,
         }
+    }
+
+    #[test]
+    fn the_thread_pool_issues_from_a_thread_per_io_in_flight() {
+        let spec = TestSpec::new(Pattern::Random, 4096, 32, 2);
+        assert_eq!(EngineKind::IoUring.io_threads(&spec), 2);
+        let pool = EngineKind::Threads {
+            reason: String::new(),
+        };
+        assert_eq!(pool.io_threads(&spec), 64);
+    }
+
+    #[test]
+    fn busy_percent_divides_cpu_by_the_usable_cpus_time() {
+        let mut p = PassStats::new();
+        assert_eq!(p.busy_percent(1), None, "an empty pass says nothing");
+        p.elapsed = Duration::from_secs(2);
+        p.cpu = Duration::from_secs(3);
+        assert_eq!(p.busy_percent(2), Some(75.0));
+        assert_eq!(p.busy_percent(4), Some(37.5));
+        assert_eq!(p.busy_percent(0), Some(150.0), "zero counts as one");
     }
 
     #[test]
