@@ -67,10 +67,15 @@ WORK=$(mktemp -d -p "$DIR" dyno-bench-disk.XXXXXX)
 echo "dyno $($DYNO --version | cut -d' ' -f2-) vs $(fio --version); $ROUNDS rounds, ${SECS}s per pass, $SIZE file in $WORK"
 echo "file system: $(df -T "$WORK" | awk 'NR==2{print $2" on "$1}')"
 
-# fio lays its file out once; dyno makes (and fills) its own each run.
+# dyno makes and fills its own file for each test; fio gets a freshly laid
+# out file for each test too, so both measure a file written seconds
+# before (a host's cache under a VM's disk favours a recently written file).
 FIOFILE=$WORK/fio.dat
-fio --name=layout --filename="$FIOFILE" --size="$SIZE" --rw=write --bs=1m \
-  --direct=1 --ioengine=io_uring --output-format=terse > /dev/null
+layout() {
+  rm -f "$FIOFILE"
+  fio --name=layout --filename="$FIOFILE" --size="$SIZE" --rw=write --bs=1m \
+    --direct=1 --ioengine=io_uring --output-format=terse > /dev/null
+}
 
 : > "$WORK/results"
 for round in $(seq "$ROUNDS"); do
@@ -83,6 +88,7 @@ for round in $(seq "$ROUNDS"); do
       region=$(( $(numfmt --from=iec "${SIZE^^}") / th ))
       SEQ_REGIONS=(--size="$region" --offset_increment="$region")
     fi
+    layout
     for op in read write; do
       if [ "$pattern" = seq ]; then rw=$op; else rw=rand$op; fi
       fio --name=job --filename="$FIOFILE" --size="$SIZE" --rw="$rw" --bs="$bs" \
@@ -119,16 +125,20 @@ rows = {}
 for line in open(sys.argv[1]):
     tool, rnd, spec, op, mbs, cpu = line.split()
     rows.setdefault((spec, op), {}).setdefault(tool, {})[rnd] = (float(mbs), float(cpu))
-print(f"{'test':<15}{'op':<6}{'fio MB/s':>10}{'dyno MB/s':>11}{'dyno/fio':>10}{'per round':>11}"
-      f"{'fio ns/IO':>11}{'dyno ns/IO':>12}{'CPU ratio':>11}{'per round':>11}")
+# "fio spread": (max - min) / median of fio's own MB/s over the rounds, the
+# noise floor any dyno/fio ratio sits on.
+print(f"{'test':<15}{'op':<6}{'fio MB/s':>10}{'fio spread':>11}{'dyno MB/s':>11}{'dyno/fio':>10}"
+      f"{'per round':>11}{'fio ns/IO':>11}{'dyno ns/IO':>12}{'CPU ratio':>11}{'per round':>11}")
 med = statistics.median
 for (spec, op), tools in rows.items():
     f = tools["fio"]; d = tools["dyno"]
-    fm = med(x[0] for x in f.values()); dm = med(x[0] for x in d.values())
+    fmbs = [x[0] for x in f.values()]
+    fm = med(fmbs); dm = med(x[0] for x in d.values())
     fc = med(x[1] for x in f.values()); dc = med(x[1] for x in d.values())
     both = [r for r in f if r in d]
     rmb = med(d[r][0] / f[r][0] for r in both)
     rcpu = med(d[r][1] / f[r][1] for r in both)
-    print(f"{spec:<15}{op:<6}{fm:>10.2f}{dm:>11.2f}{dm / fm:>9.3f}x{rmb:>10.3f}x"
+    spread = (max(fmbs) - min(fmbs)) / fm * 100
+    print(f"{spec:<15}{op:<6}{fm:>10.2f}{spread:>10.0f}%{dm:>11.2f}{dm / fm:>9.3f}x{rmb:>10.3f}x"
           f"{fc:>11.0f}{dc:>12.0f}{dc / fc:>10.3f}x{rcpu:>10.3f}x")
 PY

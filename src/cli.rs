@@ -730,7 +730,10 @@ pub struct ManArgs {
 /// run says so, uses buffered I/O, drops the file's cached pages before each
 /// pass where it can, and carries a warning; where io_uring is unavailable
 /// a pread/pwrite thread pool keeps the same number of I/Os in flight, and
-/// the run records that.
+/// the run records that. CPU time per I/O counts the threads that issue
+/// it, as fio does; a test with more I/O threads than CPUs, or whose I/O
+/// threads were busy 90% of the time or more, is marked with a warning (the
+/// CPU, not the storage, may have set its figures).
 ///
 /// Safety: dyno writes only its own new file and removes it at the end, on
 /// errors, on a full disk and on Ctrl-C. An existing file is refused unless
