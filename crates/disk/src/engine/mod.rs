@@ -144,6 +144,17 @@ impl PassStats {
             .record(u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX).max(1));
     }
 
+    /// One pass from its threads' parts; the first failure if any failed.
+    fn merged(
+        parts: impl IntoIterator<Item = Result<PassStats, IoFailure>>,
+    ) -> Result<PassStats, IoFailure> {
+        let mut merged = PassStats::new();
+        for part in parts {
+            merged.merge(&part?);
+        }
+        Ok(merged)
+    }
+
     fn merge(&mut self, other: &PassStats) {
         self.bytes_read += other.bytes_read;
         self.bytes_written += other.bytes_written;
@@ -229,10 +240,7 @@ pub fn run_pass(
             .map(|w| w.join().expect("a disk worker thread panicked"))
             .collect()
     });
-    let mut merged = PassStats::new();
-    for r in results {
-        merged.merge(&r?);
-    }
+    let mut merged = PassStats::merged(results)?;
     merged.interrupted |= stop.load(Ordering::Relaxed);
     Ok(merged)
 }

@@ -42,11 +42,7 @@ pub(super) fn run(w: Worker<'_>) -> Result<PassStats, IoFailure> {
             .map(|l| l.join().expect("a disk I/O thread panicked"))
             .collect()
     });
-    let mut merged = PassStats::new();
-    for r in results {
-        merged.merge(&r?);
-    }
-    Ok(merged)
+    PassStats::merged(results)
 }
 
 fn one_at_a_time(w: &mut Worker<'_>) -> Result<PassStats, IoFailure> {
