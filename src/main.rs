@@ -3,7 +3,8 @@
 //!
 //! Exit codes are decided here and nowhere else: 0 success, 1 a measurement
 //! that ran but failed its checks, 2 a usage or configuration error (clap's
-//! own usage errors exit 2 as well).
+//! own usage errors exit 2 as well), 130 a run that an interrupt (SIGINT,
+//! SIGTERM or SIGHUP) ended early.
 
 mod cli;
 mod cmd;
@@ -20,6 +21,9 @@ pub enum ExitStatus {
     /// The measurement ran, but failed its checks (errors over threshold,
     /// output mismatch).
     ChecksFailed,
+    /// An interrupt ended the measurement early; what was measured was
+    /// printed and saved.
+    Interrupted,
 }
 
 fn main() -> ExitCode {
@@ -27,6 +31,7 @@ fn main() -> ExitCode {
     match cmd::run(cli) {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
         Ok(ExitStatus::ChecksFailed) => ExitCode::from(1),
+        Ok(ExitStatus::Interrupted) => ExitCode::from(cmd::interrupt::EXIT_CODE),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("dyno: error: {err:#}");

@@ -1099,10 +1099,11 @@ fn http_url_files_latency_logs_and_templates() {
     assert_eq!(metric(&run, "status_200"), Some(10.0));
 }
 
-/// Starts `dyno args…` with its store in `home`, sends Ctrl-C (SIGINT)
-/// after `after`, and expects a prompt, successful exit with a schema-valid
-/// Run on stdout marked as interrupted.
-fn interrupted_run(home: &Path, args: &[&str], after: Duration) -> Value {
+/// Starts `dyno args…` with its store in `home`, sends `signal` (SIGINT,
+/// SIGTERM or SIGHUP: all three interrupt alike) after `after`, and expects
+/// a prompt exit with code 130 and a schema-valid Run on stdout marked as
+/// interrupted.
+fn interrupted_run(home: &Path, args: &[&str], after: Duration, signal: i32) -> Value {
     let bin = assert_cmd::cargo::cargo_bin("dyno");
     let child = StdCommand::new(bin)
         .args(args)
@@ -1113,19 +1114,17 @@ fn interrupted_run(home: &Path, args: &[&str], after: Duration) -> Value {
         .unwrap();
     std::thread::sleep(after);
     // SAFETY: kill(2) with a valid pid of our own child.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
-        0
-    );
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "it must stop promptly"
     );
-    assert!(
-        out.status.success(),
-        "{}",
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "an interrupted run exits 130: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let run = stdout_json(&out);
@@ -1143,12 +1142,13 @@ fn interrupted_run(home: &Path, args: &[&str], after: Duration) -> Value {
 }
 
 #[test]
-fn http_ctrl_c_prints_and_saves_the_partial_run() {
+fn http_sighup_prints_and_saves_the_partial_run() {
     let home = temp();
     let run = interrupted_run(
         home.path(),
         &["http", "-d", "60s", "-c", "2", "--json"],
         Duration::from_millis(1500),
+        libc::SIGHUP,
     );
     assert!(metric(&run, "responses").unwrap() > 0.0);
     let saved = ok(home.path(), &["export", "--format", "jsonl"]);

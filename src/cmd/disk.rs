@@ -2,7 +2,7 @@
 //!
 //! The test file (or the meta directory) is dropped — and so removed —
 //! as soon as the measuring ends, before anything is printed or saved, and
-//! on every early return: an error, a full disk or Ctrl-C.
+//! on every early return: an error, a full disk or an interrupt.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -22,6 +22,7 @@ use dyno_disk::{
 use dyno_model::{Kind, Run};
 use serde_json::json;
 
+use super::interrupt::{Interrupt, Second};
 use super::{environment, finish, store_for};
 use crate::ExitStatus;
 use crate::cli::{DiskArgs, DiskEngineArg, FillArg, ProfileArg};
@@ -183,12 +184,12 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         Target::File(file)
     };
     let store = store_for(&save)?;
-    // Ctrl-C stops the passes at once; the file is removed and what was
-    // measured is printed and saved. No second-Ctrl-C exit: that would
-    // leave the file behind, and every loop here checks the flag often.
-    let stop = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))
-        .context("could not install the Ctrl-C handler")?;
+    // An interrupt (Ctrl-C, SIGTERM, SIGHUP) stops the passes at once; the
+    // file is removed and what was measured is printed and saved. No exit
+    // on a second one: that would leave the file behind, and every loop
+    // here checks the flag often.
+    let interrupt = Interrupt::install(Second::Waits)?;
+    let stop = interrupt.flag();
 
     let tty = std::io::stderr().is_terminal();
     let show = |p: &Progress| {
@@ -240,13 +241,20 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
     if tty {
         eprint!("\r\x1b[2K");
     }
-    let measured = measured?;
-    let interrupted = stop.load(Ordering::Relaxed);
-    if measured.iter().all(|m| m.passes.is_empty()) {
-        bail!(
-            "interrupted before any pass was measured; the test file was removed and nothing was saved"
+    let interrupted = interrupt.is_set();
+    // An interrupt during the fill surfaces as the fill's error; either way
+    // nothing was measured, and the exit code says interrupted, not misused.
+    if interrupted
+        && measured
+            .as_ref()
+            .map_or(true, |m| m.iter().all(|m| m.passes.is_empty()))
+    {
+        eprintln!(
+            "dyno: interrupted before any pass was measured; the test file was removed and nothing was saved"
         );
+        return Ok(ExitStatus::Interrupted);
     }
+    let measured = measured?;
     run.settings = settings;
     run.duration_ns = started.elapsed().as_nanos() as u64;
     run.metrics = dyno_disk::outcome::metrics(&measured);
@@ -265,6 +273,7 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
     let run = finish(run, &save, store, dyno_report::disk_report)?;
     if interrupted {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+        return Ok(ExitStatus::Interrupted);
     }
     Ok(ExitStatus::Success)
 }
@@ -386,7 +395,7 @@ fn warn(run: &mut Run, engine: &EngineKind, measured: &[Measurement], interrupte
     if interrupted {
         run.warn(
             "interrupted",
-            "interrupted (Ctrl-C): some tests or passes are missing",
+            "interrupted (Ctrl-C, SIGTERM or SIGHUP): some tests or passes are missing",
         );
     }
 }
@@ -419,6 +428,7 @@ const QUICK_SIZE: u64 = 64 << 20;
 /// passes and still removes the file.
 pub fn quick_measure(
     duration: std::time::Duration,
+    stop: Arc<AtomicBool>,
 ) -> Result<(
     Vec<dyno_model::Metric>,
     Vec<dyno_model::Warning>,
@@ -434,9 +444,6 @@ pub fn quick_measure(
         direct: true,
     })?;
     let engine = EngineKind::detect();
-    let stop = Arc::new(AtomicBool::new(false));
-    let signal = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))
-        .context("could not install the Ctrl-C handler")?;
     let plan = BlockPlan {
         tests: vec![
             TestSpec::new(dyno_disk::Pattern::Sequential, 1 << 20, 8, 1),
@@ -455,7 +462,6 @@ pub fn quick_measure(
         .fill(Fill::Random, seed, &|| stop.load(Ordering::Relaxed))
         .map_err(anyhow::Error::from)
         .and_then(|()| run_block_tests(&file, &engine, &plan, &stop, |_| {}).map_err(Into::into));
-    signal_hook::low_level::unregister(signal);
     let mut run = Run::new(Kind::Disk, String::new());
     let mut settings = json!({
         "path": dir.display().to_string(),

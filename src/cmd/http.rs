@@ -1,6 +1,6 @@
 //! `dyno http`: resolve flags into engine settings, start the built-in
 //! server when no URL is given, run the engine with a progress line and
-//! Ctrl-C handling, then print, save and judge the run.
+//! interrupt handling (Ctrl-C, SIGTERM, SIGHUP), then print, save and judge the run.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use dyno_http::{ErrorClass, Outcome, Progress, Schedule, Settings, Stop, TlsSett
 use dyno_model::{Environment, Kind, Run};
 use serde_json::json;
 
+use super::interrupt::{Interrupt, Second};
 use super::{environment, finish, store_for};
 use crate::ExitStatus;
 use crate::cli::{HttpArgs, HttpFormat};
@@ -199,21 +200,13 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     });
     run.warnings.extend(preflight(&run.environment, &settings));
 
-    // Ctrl-C ends the run early; what was measured is still printed and
-    // saved. A second Ctrl-C exits at once.
-    let interrupted = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register_conditional_shutdown(
-        signal_hook::consts::SIGINT,
-        130,
-        Arc::clone(&interrupted),
-    )
-    .context("could not install the Ctrl-C handler")?;
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
-        .context("could not install the Ctrl-C handler")?;
+    // An interrupt (Ctrl-C, SIGTERM, SIGHUP) ends the run early; what was
+    // measured is still printed and saved. A second one exits at once.
+    let interrupt = Interrupt::install(Second::Exits)?;
 
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
-    let outcome = dyno_http::run(settings.clone(), interrupted, |p| {
+    let outcome = dyno_http::run(settings.clone(), interrupt.flag(), |p| {
         if tty {
             progress_line(&p);
         }
@@ -243,6 +236,12 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         HttpFormat::Human => dyno_report::http_report(run),
         HttpFormat::Ab => dyno_report::ab_report(run),
     })?;
+    if outcome.interrupted {
+        // One exit code for every interrupted run, checks or not: a script
+        // must be able to tell a partial run from a complete one.
+        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+        return Ok(ExitStatus::Interrupted);
+    }
     let requests = outcome.stats.requests().max(1);
     let error_rate = 100.0 * outcome.stats.total_errors() as f64 / requests as f64;
     if error_rate > max_error_rate {
@@ -251,9 +250,6 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
             error_rate
         );
         return Ok(ExitStatus::ChecksFailed);
-    }
-    if outcome.interrupted {
-        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
     }
     Ok(ExitStatus::Success)
 }
@@ -275,6 +271,7 @@ fn builtin_server(threads: usize) -> Result<Target> {
 pub fn quick_load(
     duration: std::time::Duration,
     connections: usize,
+    interrupted: Arc<AtomicBool>,
 ) -> Result<(Settings, Outcome)> {
     let cpus = dyno_env::available_cpus();
     let threads = (cpus / 2).max(1);
@@ -306,7 +303,7 @@ pub fn quick_load(
         unix_socket: None,
         tls: TlsSettings::default(),
     };
-    let outcome = dyno_http::run(settings.clone(), Arc::new(AtomicBool::new(false)), |_| {})?;
+    let outcome = dyno_http::run(settings.clone(), interrupted, |_| {})?;
     Ok((settings, outcome))
 }
 
@@ -399,7 +396,7 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
     if outcome.interrupted {
         warn(
             "interrupted",
-            "the run was stopped early (Ctrl-C); figures cover the part that ran".into(),
+            "the run was stopped early by an interrupt (Ctrl-C, SIGTERM or SIGHUP); figures cover the part that ran".into(),
         );
     }
     if let Some(rate) = settings.schedule.rate_per_sec {

@@ -5,6 +5,7 @@ mod completions;
 mod disk;
 mod history;
 mod http;
+pub mod interrupt;
 mod quick;
 mod run;
 mod scale;

@@ -1,6 +1,7 @@
 //! `dyno quick`: benchmark this machine on built-in defaults and print one
 //! summary table. Later families (HTTP, disk, scaling) add their lines here.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::Result;
@@ -11,6 +12,7 @@ use dyno_stats::sampled_metric;
 use dyno_stats::scaling::{self, Measure, Point};
 use serde_json::json;
 
+use super::interrupt::{Interrupt, Second};
 use super::{environment, finish, progress, store_for};
 use crate::ExitStatus;
 use crate::cli::QuickArgs;
@@ -70,16 +72,25 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
         }
     });
 
-    match measure_int64(&settings) {
+    // An interrupt (Ctrl-C, SIGTERM, SIGHUP) ends the current line early and
+    // skips the rest; the lines measured so far are printed and saved. Not
+    // a second-interrupt exit: the disk line must remove its file.
+    let interrupt = Interrupt::install(Second::Waits)?;
+    match measure_int64(&settings, &interrupt.flag()) {
+        Ok(metrics) if metrics.is_empty() => {
+            eprintln!("dyno: interrupted before the first repetition; nothing was saved");
+            return Ok(ExitStatus::Interrupted);
+        }
         Ok(metrics) => run.metrics.extend(metrics),
         Err(e) => {
             eprintln!("dyno: check failed: {e}");
             return Ok(ExitStatus::ChecksFailed);
         }
     }
-    if !http_duration.is_zero() {
+    if !http_duration.is_zero() && !interrupt.is_set() {
         progress("http: dyno's client against its built-in server on loopback");
-        let (http_settings, outcome) = super::http::quick_load(http_duration, HTTP_CONNECTIONS)?;
+        let (http_settings, outcome) =
+            super::http::quick_load(http_duration, HTTP_CONNECTIONS, interrupt.flag())?;
         for mut m in outcome.metrics(&http_settings) {
             m.name = format!("http_{}", m.name);
             run.metrics.push(m);
@@ -89,11 +100,11 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
             run.warnings.push(w);
         }
     }
-    if !disk_duration.is_zero() {
+    if !disk_duration.is_zero() && !interrupt.is_set() {
         progress("disk: a 64 MiB file in the current directory, SEQ1M Q8T1 and RND4K Q1T1");
         // A directory that cannot hold the file costs the disk line, not
         // the whole run.
-        match super::disk::quick_measure(disk_duration) {
+        match super::disk::quick_measure(disk_duration, interrupt.flag()) {
             Ok((metrics, warnings, disk_settings)) => {
                 run.metrics.extend(metrics);
                 run.settings["disk"] = disk_settings;
@@ -137,14 +148,29 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
     run.headline = Some("int64_1t_ns".into());
     run.duration_ns = started.elapsed().as_nanos() as u64;
 
-    finish(run, &save, store, table)?;
+    if interrupt.is_set() {
+        run.warn(
+            "interrupted",
+            "the run was stopped early by an interrupt (Ctrl-C, SIGTERM or SIGHUP): lines after the interrupted one are missing",
+        );
+    }
+    let run = finish(run, &save, store, table)?;
+    if interrupt.is_set() {
+        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+        return Ok(ExitStatus::Interrupted);
+    }
     Ok(ExitStatus::Success)
 }
 
 /// Runs the int64 loop on one thread and on all threads, interleaved
 /// repetition by repetition after one discarded warm-up of each, so drift of
 /// the machine's clock affects both lines alike.
-fn measure_int64(settings: &QuickSettings) -> Result<Vec<Metric>, int64::Error> {
+/// An interrupt ends the repetitions early; with none finished the result
+/// is empty.
+fn measure_int64(
+    settings: &QuickSettings,
+    interrupted: &AtomicBool,
+) -> Result<Vec<Metric>, int64::Error> {
     let one = |threads: usize| {
         int64::measure(int64::Settings {
             iterations: settings.iterations,
@@ -161,6 +187,9 @@ fn measure_int64(settings: &QuickSettings) -> Result<Vec<Metric>, int64::Error> 
     let mut single = Vec::new();
     let mut multi = Vec::new();
     for rep in 1..=settings.repetitions {
+        if interrupted.load(Ordering::Relaxed) {
+            break;
+        }
         progress(&format!(
             "int64: repetition {rep} of {}",
             settings.repetitions
@@ -169,6 +198,10 @@ fn measure_int64(settings: &QuickSettings) -> Result<Vec<Metric>, int64::Error> 
         if parallel {
             multi.push(one(settings.threads)?);
         }
+    }
+    // The interrupt is checked between pairs, so every pair is whole.
+    if single.is_empty() {
+        return Ok(Vec::new());
     }
     let mut metrics = lines("int64_1t", &single);
     if parallel {

@@ -1,5 +1,5 @@
 //! `dyno run`: resolve the flags into exec settings, time the commands with
-//! Ctrl-C wired to the engine's stop, then print, export, save and judge.
+//! interrupts (Ctrl-C, SIGTERM, SIGHUP) wired to the engine's stop, then print, export, save and judge.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -13,6 +13,7 @@ use dyno_exec::{
 use dyno_model::{Kind, Run};
 use serde_json::json;
 
+use super::interrupt::{Interrupt, Second};
 use super::{environment, finish, store_for};
 use crate::ExitStatus;
 use crate::cli::{RunArgs, ShellArg};
@@ -149,20 +150,12 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let mut run = Run::new(Kind::Exec, describe(&planned));
     run.environment = environment();
 
-    // Ctrl-C kills the running command and ends the run; what was measured
-    // is printed and saved. A second Ctrl-C exits at once.
-    let stop = Stop::new().context("could not set up Ctrl-C handling")?;
-    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    signal_hook::flag::register_conditional_shutdown(
-        signal_hook::consts::SIGINT,
-        130,
-        std::sync::Arc::clone(&interrupted),
-    )
-    .context("could not install the Ctrl-C handler")?;
-    signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted)
-        .context("could not install the Ctrl-C handler")?;
-    signal_hook::low_level::pipe::register(signal_hook::consts::SIGINT, stop.sender()?)
-        .context("could not install the Ctrl-C handler")?;
+    // An interrupt (Ctrl-C, SIGTERM, SIGHUP) kills the running command's
+    // process group and ends the run; what was measured is printed and
+    // saved. A second one exits at once.
+    let stop = Stop::new().context("could not set up interrupt handling")?;
+    let mut interrupt = Interrupt::install(Second::Exits)?;
+    interrupt.wake(&stop.sender()?)?;
 
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
@@ -209,7 +202,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     if outcome.interrupted {
         run.warn(
             "interrupted",
-            "the run was stopped early (Ctrl-C); figures cover the runs that finished",
+            "the run was stopped early by an interrupt (Ctrl-C, SIGTERM or SIGHUP); figures cover the runs that finished",
         );
     }
     let outputs = outcome.outputs();
@@ -234,6 +227,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let run = finish(run, &save, store, dyno_report::exec_report)?;
     if outcome.interrupted {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+        return Ok(ExitStatus::Interrupted);
     }
     if mismatch {
         eprintln!("dyno: {}", mismatch_message(&outputs));

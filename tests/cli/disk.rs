@@ -320,10 +320,11 @@ fn disk_refuses_a_file_system_too_small_and_leaves_nothing() {
 }
 
 #[test]
-fn disk_ctrl_c_removes_the_file_and_keeps_the_passes_done() {
+fn disk_sigterm_removes_the_file_and_keeps_the_passes_done() {
     let home = temp();
     let dir = temp();
-    // Two passes with a minute between them: Ctrl-C lands in the pause.
+    // Two passes with a minute between them: SIGTERM (what `timeout` and
+    // CI send) lands in the pause.
     let run = interrupted_run(
         home.path(),
         &[
@@ -344,6 +345,7 @@ fn disk_ctrl_c_removes_the_file_and_keeps_the_passes_done() {
             "--json",
         ],
         Duration::from_secs(3),
+        libc::SIGTERM,
     );
     assert!(entries(dir.path()).is_empty(), "the test file is removed");
     let t = labelled(&run, "throughput_bytes_per_sec", "RND4K Q2T1", "read");

@@ -414,6 +414,7 @@ fn ctrl_c_kills_the_command_and_keeps_the_partial_run() {
         home.path(),
         &["run", "-N", "--runs", "1000", "--json", "sleep 0.2"],
         Duration::from_millis(1500),
+        libc::SIGINT,
     );
     let runs = run["settings"]["benchmarks"][0]["runs"].as_u64().unwrap();
     assert!((1..1000).contains(&runs), "{runs}");
@@ -425,5 +426,30 @@ fn ctrl_c_kills_the_command_and_keeps_the_partial_run() {
     assert!(
         history.contains("sleep 0.2"),
         "the partial run was saved: {history}"
+    );
+}
+
+#[test]
+fn sigterm_kills_the_command_with_its_children_and_keeps_the_partial_run() {
+    let home = temp();
+    let marker = home.path().join("grandchild-survived");
+    // The first run ends at once; the second hangs with a child that would
+    // leave a mark two seconds after dyno is gone, if it were orphaned.
+    let script = format!(
+        "if [ -e '{done}' ]; then (sleep 2; touch '{marker}') & sleep 30; else touch '{done}'; fi",
+        done = home.path().join("first-run-done").display(),
+        marker = marker.display()
+    );
+    let run = interrupted_run(
+        home.path(),
+        &["run", "--runs", "5", "--json", &script],
+        Duration::from_millis(1500),
+        libc::SIGTERM,
+    );
+    assert_eq!(run["settings"]["benchmarks"][0]["runs"].as_u64(), Some(1));
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        !marker.exists(),
+        "a child of the interrupted command kept running"
     );
 }
