@@ -90,6 +90,37 @@ pub fn bootstrap_metric(
     metric
 }
 
+/// Below this many samples [`mean_metric`] gives a Student-t interval
+/// instead of a percentile bootstrap.
+///
+/// The percentile bootstrap can only return means of resamples of what was
+/// seen, so with n = 2 or 3 its 95% interval is essentially [min, max] and
+/// covers the true mean far less often than 95% (it ignores the uncertainty
+/// of the spread itself, which Student's t carries in its heavy tails: for
+/// three values t(0.975, 2) = 4.30 against the normal 1.96). Around ten
+/// samples the two agree to within the bootstrap's Monte Carlo error for
+/// timing-like data, and beyond it the bootstrap's freedom from normality is
+/// worth more.
+pub const BOOTSTRAP_MIN_SAMPLES: usize = 10;
+
+/// A metric whose value is the mean of `samples`, with every sample kept and
+/// a 95% interval of the mean: Student-t below [`BOOTSTRAP_MIN_SAMPLES`]
+/// samples ([`crate::sampled_metric`]), percentile bootstrap from there on
+/// ([`bootstrap_metric`]). The interval's `method` says which.
+pub fn mean_metric(
+    name: impl Into<String>,
+    unit: Unit,
+    direction: Direction,
+    samples: Vec<f64>,
+    seed: u64,
+) -> Metric {
+    if samples.len() < BOOTSTRAP_MIN_SAMPLES {
+        crate::sampled_metric(name, unit, direction, samples)
+    } else {
+        bootstrap_metric(name, unit, direction, samples, seed)
+    }
+}
+
 /// The percentile-bootstrap interval of mean(`a`) / mean(`b`) at
 /// `confidence`: each of `resamples` rounds resamples `a` and `b`
 /// independently with replacement (they are separate runs, not pairs) and
@@ -205,9 +236,55 @@ pub enum Verdict {
     /// Significantly worse in the metric's direction, by more than the
     /// noise band.
     Slower,
-    /// Not shown to differ: the test is not significant, the ratio lies
-    /// inside the noise band, or the test and the ratio disagree.
+    /// Not shown to differ: the test is not significant and the interval
+    /// of the ratio reaches into the noise band, or the ratio lies inside
+    /// the noise band.
     NoSignificantDifference,
+    /// No test was possible: with this few runs even a complete separation
+    /// of the two samples cannot reach significance (Mann–Whitney with 3
+    /// against 3 cannot go below p = 0.1). Not evidence of no difference.
+    TooFewRuns,
+    /// The interval of the ratio lies wholly outside the noise band, but the
+    /// rank test is not significant or leans the other way (a few extreme
+    /// runs move the means): neither "no difference" nor a call is honest.
+    Inconclusive,
+}
+
+impl Verdict {
+    /// A short, stable name for the record (the `verdict` label of the
+    /// stored metric).
+    pub fn code(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoSignificantDifference => "no_significant_difference",
+            Verdict::TooFewRuns => "too_few_runs",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// The verdict a [`Verdict::code`] names.
+    pub fn from_code(code: &str) -> Option<Verdict> {
+        [
+            Verdict::Faster,
+            Verdict::Slower,
+            Verdict::NoSignificantDifference,
+            Verdict::TooFewRuns,
+            Verdict::Inconclusive,
+        ]
+        .into_iter()
+        .find(|v| v.code() == code)
+    }
+
+    /// The stored metric's value: +1 faster, −1 slower, 0 otherwise (the
+    /// `verdict` label tells the zeros apart).
+    pub fn value(self) -> f64 {
+        match self {
+            Verdict::Faster => 1.0,
+            Verdict::Slower => -1.0,
+            _ => 0.0,
+        }
+    }
 }
 
 impl fmt::Display for Verdict {
@@ -216,8 +293,32 @@ impl fmt::Display for Verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
             Verdict::NoSignificantDifference => "no significant difference",
+            Verdict::TooFewRuns => "too few runs to test",
+            Verdict::Inconclusive => "inconclusive",
         })
     }
+}
+
+/// The smallest two-sided p-value the Mann–Whitney test can give for `m`
+/// against `n` values: 2 / C(m + n, m), a complete separation without ties
+/// (ties only raise it). 1 when either sample is empty.
+pub fn smallest_p_value(m: usize, n: usize) -> f64 {
+    if m == 0 || n == 0 {
+        return 1.0;
+    }
+    // C(m + n, m) as a running product, in floating point: it only has to
+    // be compared with 2 / alpha.
+    let ways = (1..=m).fold(1.0, |acc, i| acc * (n + i) as f64 / i as f64);
+    (2.0 / ways).min(1.0)
+}
+
+/// The fewest runs per command (the same number for both) at which the
+/// Mann–Whitney test can reach significance at `alpha`: 4 at 0.05, since
+/// 2 / C(8, 4) = 0.029 while 2 / C(6, 3) = 0.1.
+pub fn runs_needed_to_test(alpha: f64) -> usize {
+    (1..1000)
+        .find(|&k| smallest_p_value(k, k) < alpha)
+        .unwrap_or(1000)
 }
 
 /// A candidate's samples compared with a reference's.
@@ -252,6 +353,13 @@ pub struct Comparison {
 ///   candidate that is usually quicker but slower on average because of a
 ///   few very slow runs is not called either way.
 ///
+/// When the sample sizes are so small that no outcome could be significant
+/// (see [`smallest_p_value`]), the verdict is [`Verdict::TooFewRuns`]
+/// instead, whatever the data: a test that cannot reject says nothing. When
+/// nothing is called but the interval of the ratio lies wholly outside the
+/// noise band, it is [`Verdict::Inconclusive`], never "no significant
+/// difference", which that interval would contradict.
+///
 /// `direction` says which side is better: for
 /// [`Direction::LowerIsBetter`] (times) a ratio below 1 is faster, for
 /// [`Direction::HigherIsBetter`] (throughputs) a ratio above 1 is.
@@ -282,8 +390,15 @@ pub fn compare(
     let significant = test.p_value < alpha;
     let outside_band = ratio < 1.0 - noise_band || ratio > 1.0 + noise_band;
     let agree = (ratio < 1.0 && test.z < 0.0) || (ratio > 1.0 && test.z > 0.0);
-    let verdict = if !(significant && outside_band && agree) {
-        Verdict::NoSignificantDifference
+    let interval_outside_band = low > 1.0 + noise_band || high < 1.0 - noise_band;
+    let verdict = if smallest_p_value(candidate.len(), reference.len()) >= alpha {
+        Verdict::TooFewRuns
+    } else if !(significant && outside_band && agree) {
+        if interval_outside_band {
+            Verdict::Inconclusive
+        } else {
+            Verdict::NoSignificantDifference
+        }
     } else if (ratio < 1.0) == (direction == Direction::LowerIsBetter) {
         Verdict::Faster
     } else {
@@ -911,7 +1026,121 @@ mod tests {
         assert_eq!(compare(&ok, &ok, dir, 0.02, 1.0, 0), None);
         let c = compare(&ok, &ok, dir, 0.0, 0.05, 0).unwrap();
         assert_eq!((c.ratio, c.p_value), (1.0, 1.0));
+        // Three runs each cannot be tested at 5%.
+        assert_eq!(c.verdict, Verdict::TooFewRuns);
+        let four = [1.0, 2.0, 3.0, 4.0];
+        let c = compare(&four, &four, dir, 0.0, 0.05, 0).unwrap();
         assert_eq!(c.verdict, Verdict::NoSignificantDifference);
+    }
+
+    #[test]
+    fn smallest_p_values_by_hand() {
+        // 2 / C(m + n, m): 2 + 2 → 2/6, 3 + 3 → 2/20, 4 + 4 → 2/70,
+        // 3 + 4 → 2/35 = 0.057 (still not below 0.05), 3 + 5 → 2/56.
+        assert!(close(smallest_p_value(2, 2), 1.0 / 3.0, 1e-15));
+        assert!(close(smallest_p_value(3, 3), 0.1, 1e-15));
+        assert!(close(smallest_p_value(4, 4), 2.0 / 70.0, 1e-15));
+        assert!(close(smallest_p_value(3, 4), 2.0 / 35.0, 1e-15));
+        assert!(close(smallest_p_value(5, 3), 2.0 / 56.0, 1e-15));
+        assert_eq!(smallest_p_value(1, 1), 1.0);
+        assert_eq!(smallest_p_value(0, 5), 1.0);
+        // It is what the test gives for a complete separation.
+        let t = mann_whitney_u(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]).unwrap();
+        assert!(close(t.p_value, smallest_p_value(4, 4), 1e-15));
+        assert_eq!(runs_needed_to_test(0.05), 4);
+        assert_eq!(runs_needed_to_test(0.1), 4, "2/20 is not below 0.1");
+        assert_eq!(runs_needed_to_test(0.01), 5, "2/252 < 0.01 < 2/70");
+    }
+
+    #[test]
+    fn too_few_runs_is_not_no_difference() {
+        // The newcomer audit's case: 'sleep 0.01' against 'sleep 0.3', three
+        // runs each, 23× slower with an interval far from 1. Mann–Whitney
+        // cannot go below p = 0.1 here, so no test is possible: the verdict
+        // says so instead of "no significant difference".
+        let fast = [11.2e6, 11.5e6, 11.9e6];
+        let slow = [268.0e6, 271.0e6, 275.0e6];
+        let dir = Direction::LowerIsBetter;
+        let c = compare(&slow, &fast, dir, 0.02, 0.05, 1).unwrap();
+        assert_eq!(c.verdict, Verdict::TooFewRuns);
+        assert!(c.low > 20.0, "{}", c.low);
+        assert!(close(c.p_value, 0.1, 1e-15));
+        // Two runs each: the same.
+        let c = compare(&slow[..2], &fast[..2], dir, 0.02, 0.05, 1).unwrap();
+        assert_eq!(c.verdict, Verdict::TooFewRuns);
+        // Four runs each can be called.
+        let fast = [11.2e6, 11.5e6, 11.9e6, 11.4e6];
+        let slow = [268.0e6, 271.0e6, 275.0e6, 270.0e6];
+        let c = compare(&slow, &fast, dir, 0.02, 0.05, 1).unwrap();
+        assert_eq!(c.verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn an_interval_far_from_one_is_never_no_difference() {
+        // Half of the candidate's runs beat every reference run and half
+        // take ten times as long: the ranks balance exactly (U = 50 of 100,
+        // p = 1), while the mean is five times the reference's and its
+        // bootstrap interval stays well above 1. Saying "no significant
+        // difference" would contradict that interval.
+        let reference: Vec<f64> = (0..10).map(|i| 100.0 + i as f64).collect();
+        let candidate: Vec<f64> = (0..10)
+            .map(|i| {
+                if i % 2 == 0 {
+                    50.0 + i as f64
+                } else {
+                    1000.0 + i as f64
+                }
+            })
+            .collect();
+        let c = compare(
+            &candidate,
+            &reference,
+            Direction::LowerIsBetter,
+            0.02,
+            0.05,
+            1,
+        )
+        .unwrap();
+        assert!(c.p_value > 0.5, "{}", c.p_value);
+        assert!(c.low > 1.5, "{} {}", c.low, c.high);
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn verdict_codes_round_trip() {
+        for v in [
+            Verdict::Faster,
+            Verdict::Slower,
+            Verdict::NoSignificantDifference,
+            Verdict::TooFewRuns,
+            Verdict::Inconclusive,
+        ] {
+            assert_eq!(Verdict::from_code(v.code()), Some(v));
+        }
+        assert_eq!(Verdict::from_code("maybe"), None);
+        assert_eq!(Verdict::TooFewRuns.value(), 0.0);
+        assert_eq!(Verdict::Slower.value(), -1.0);
+    }
+
+    #[test]
+    fn mean_metric_uses_student_t_below_ten_samples() {
+        // Three values: the bootstrap's 95% interval is about [min, max]
+        // (the audit's complaint); Student-t with t(0.975, 2) = 4.303 is
+        // mean ± 4.303 · sd / sqrt(3) = 2 ± 2.484.
+        let m = mean_metric(
+            "wall_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            vec![1.0, 2.0, 3.0],
+            1,
+        );
+        let u = m.uncertainty.unwrap();
+        assert_eq!(u.method, UncertaintyMethod::StudentT);
+        assert!(close(u.high - 2.0, 4.302_653 / 3f64.sqrt(), 1e-5), "{u:?}");
+        assert!(u.low < 1.0 && u.high > 3.0);
+        let ten: Vec<f64> = (1..=10).map(f64::from).collect();
+        let m = mean_metric("wall_ns", Unit::Ns, Direction::LowerIsBetter, ten, 1);
+        assert_eq!(m.uncertainty.unwrap().method, UncertaintyMethod::Bootstrap);
     }
 
     #[test]
