@@ -198,7 +198,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
             .map(|i| outcome.results[i].benchmark.name.clone())
     );
     run.settings = recorded;
-    run.warnings.extend(outcome.warnings(&settings));
+    run.warnings.extend(outcome.warnings(&settings, &compare));
     if outcome.interrupted {
         run.warn(
             "interrupted",

@@ -94,8 +94,11 @@ pub struct Outcome {
     pub shell_startup: Option<ShellStartup>,
     /// A stop (Ctrl-C) ended the run early; results cover what ran.
     pub interrupted: bool,
-    /// Conclude/cleanup commands that were skipped because of the stop.
-    pub skipped_cleanup: bool,
+    /// The --conclude of the run the stop cut short was skipped. (The
+    /// --cleanup commands still run after a stop.)
+    pub skipped_conclude: bool,
+    /// --cleanup commands that failed after a stop, as messages.
+    pub cleanup_failures: Vec<String>,
     /// dyno's own peak RSS. Linux counts the parent's memory at the moment
     /// of spawning in the child's peak, so no child's figure is below it.
     pub spawner_rss_bytes: Option<u64>,
@@ -140,6 +143,12 @@ pub struct Progress<'a> {
 pub enum ExecError {
     #[error("no command to time: give at least one")]
     NoCommands,
+    #[error("command {0} is empty: give the command to time (for the shell alone, time 'true')")]
+    EmptyCommand(usize),
+    #[error(
+        "two commands are named {0:?}: give each --name its own text (identical commands without --name are numbered instead)"
+    )]
+    DuplicateName(String),
     #[error(transparent)]
     Param(#[from] ParamError),
     #[error("cannot split {command:?} into words: {reason} (with --shell none quotes must match)")]
@@ -180,8 +189,51 @@ pub fn benchmarks(settings: &Settings) -> Result<Vec<Benchmark>, ExecError> {
             .into_iter()
             .flatten(),
         );
-    for t in templates {
+    for t in templates.clone() {
         params::check(t, &settings.parameters)?;
+    }
+    if let Some(i) = settings
+        .commands
+        .iter()
+        .position(|c| c.template.trim().is_empty())
+    {
+        return Err(ExecError::EmptyCommand(i + 1));
+    }
+    let names: Vec<&String> = settings
+        .commands
+        .iter()
+        .filter_map(|c| c.name.as_ref())
+        .collect();
+    if let Some(name) = names
+        .iter()
+        .enumerate()
+        .find_map(|(i, n)| names[..i].contains(n).then_some(*n))
+    {
+        return Err(ExecError::DuplicateName(name.clone()));
+    }
+    // A parameter that no command or hook holds makes benchmarks that all
+    // time the same thing (a --name alone only relabels them).
+    let code: Vec<&String> = settings
+        .commands
+        .iter()
+        .map(|c| &c.template)
+        .chain(
+            [
+                &hooks.setup,
+                &hooks.prepare,
+                &hooks.conclude,
+                &hooks.cleanup,
+            ]
+            .into_iter()
+            .flatten(),
+        )
+        .collect();
+    if let Some(p) = settings
+        .parameters
+        .iter()
+        .find(|p| !code.iter().any(|t| params::uses(t, &p.name)))
+    {
+        return Err(ParamError::Unused(p.name.clone()).into());
     }
     let combinations = params::combinations(&settings.parameters)?;
     let hook = |t: &Option<String>, a: &Assignment| {
@@ -208,7 +260,21 @@ pub fn benchmarks(settings: &Settings) -> Result<Vec<Benchmark>, ExecError> {
             });
         }
     }
+    number_repeated_names(&mut out);
     Ok(out)
+}
+
+/// Gives the second and later benchmarks of one name a number, "sleep 0.01
+/// (2)", so that an A/A test (the same command twice) yields two benchmarks
+/// that every report, export and saved metric can tell apart.
+fn number_repeated_names(benches: &mut [Benchmark]) {
+    let given: Vec<String> = benches.iter().map(|b| b.name.clone()).collect();
+    for (i, b) in benches.iter_mut().enumerate() {
+        let earlier = given[..i].iter().filter(|n| **n == given[i]).count();
+        if earlier > 0 {
+            b.name = format!("{} ({})", given[i], earlier + 1);
+        }
+    }
 }
 
 /// The process to start for `command`.
@@ -249,6 +315,7 @@ pub fn run(
         stop,
         rng: fastrand::Rng::with_seed(settings.seed),
         shell: None,
+        cleanup_failures: Vec::new(),
     };
     runner.shell = runner.calibrate_shell()?;
     let count = benches.len();
@@ -275,8 +342,8 @@ pub fn run(
     Ok(Outcome {
         results,
         shell_startup: runner.shell,
-        skipped_cleanup: interrupted
-            && (settings.hooks.conclude.is_some() || settings.hooks.cleanup.is_some()),
+        skipped_conclude: interrupted && settings.hooks.conclude.is_some(),
+        cleanup_failures: runner.cleanup_failures,
         interrupted,
         spawner_rss_bytes: own_peak_rss(),
         duration: started.elapsed(),
@@ -288,6 +355,8 @@ struct Runner<'a> {
     stop: &'a Stop,
     rng: fastrand::Rng,
     shell: Option<ShellStartup>,
+    /// Cleanups after a stop that failed, as messages.
+    cleanup_failures: Vec<String>,
 }
 
 impl Runner<'_> {
@@ -299,12 +368,59 @@ impl Runner<'_> {
         results: &mut [BenchResult],
         progress: &mut impl FnMut(&Progress<'_>),
     ) -> Result<bool, ExecError> {
-        let count = results.len();
-        for &i in group {
+        for (done, &i) in group.iter().enumerate() {
             if self.hook("setup", &results[i].benchmark.setup)? {
+                self.clean_up_after_stop(&group[..done], results);
                 return Ok(true);
             }
         }
+        if self.timed_rounds(group, results, progress)? {
+            self.clean_up_after_stop(group, results);
+            return Ok(true);
+        }
+        for &i in group {
+            if self.hook("cleanup", &results[i].benchmark.cleanup)? {
+                self.clean_up_after_stop(group, results);
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// After a stop, the cleanup of every benchmark in `group` (those whose
+    /// setup ran), so that a Ctrl-C leaves the machine as a finished run
+    /// does. The stop that ended the run would kill each cleanup at once,
+    /// so they run under a fresh one; a second interrupt still ends dyno.
+    /// A failure is recorded, not raised: the partial run is still kept.
+    fn clean_up_after_stop(&mut self, group: &[usize], results: &[BenchResult]) {
+        let Ok(fresh) = Stop::new() else {
+            self.cleanup_failures
+                .push("could not set up the cleanup after the stop".to_owned());
+            return;
+        };
+        for &i in group {
+            let Some(argv) = &results[i].benchmark.cleanup else {
+                continue;
+            };
+            let command = argv.last().cloned().unwrap_or_default();
+            match self.execute_under(argv, &Output::Null, false, &fresh) {
+                Ok(sample) if sample.status.success() => {}
+                Ok(sample) => self
+                    .cleanup_failures
+                    .push(format!("{command:?} {}", sample.status)),
+                Err(err) => self.cleanup_failures.push(err.to_string()),
+            }
+        }
+    }
+
+    /// Warm-ups and rounds of timed runs. Returns whether a stop came.
+    fn timed_rounds(
+        &mut self,
+        group: &[usize],
+        results: &mut [BenchResult],
+        progress: &mut impl FnMut(&Progress<'_>),
+    ) -> Result<bool, ExecError> {
+        let count = results.len();
         for round in 0..self.settings.warmup as usize {
             for &i in group {
                 let b = &results[i].benchmark;
@@ -348,11 +464,6 @@ impl Runner<'_> {
                 }
             }
             active = still;
-        }
-        for &i in group {
-            if self.hook("cleanup", &results[i].benchmark.cleanup)? {
-                return Ok(true);
-            }
         }
         Ok(false)
     }
@@ -423,6 +534,17 @@ impl Runner<'_> {
         output: &Output,
         capture: bool,
     ) -> Result<Sample, ExecError> {
+        let stop = self.stop;
+        self.execute_under(argv, output, capture, stop)
+    }
+
+    fn execute_under(
+        &mut self,
+        argv: &[String],
+        output: &Output,
+        capture: bool,
+        stop: &Stop,
+    ) -> Result<Sample, ExecError> {
         let s = self.settings;
         let inv = Invocation {
             argv,
@@ -434,7 +556,7 @@ impl Runner<'_> {
             timeout: s.timeout,
             pad: self.rng.usize(0..PAD_MAX),
         };
-        child::execute(&inv, self.stop).map_err(|source| ExecError::Spawn {
+        child::execute(&inv, stop).map_err(|source| ExecError::Spawn {
             command: argv.last().cloned().unwrap_or_default(),
             source,
         })
@@ -606,7 +728,7 @@ mod tests {
         let err = benchmarks(&s).unwrap_err();
         assert!(matches!(err, ExecError::BadCommand { .. }), "{err}");
         let s = settings(&["  "]);
-        assert!(matches!(benchmarks(&s), Err(ExecError::BadCommand { .. })));
+        assert!(matches!(benchmarks(&s), Err(ExecError::EmptyCommand(1))));
         assert!(matches!(
             benchmarks(&settings(&[])),
             Err(ExecError::NoCommands)
@@ -614,6 +736,48 @@ mod tests {
         let mut s = settings(&["true"]);
         s.hooks.prepare = Some("rm {missing}".into());
         assert!(matches!(benchmarks(&s), Err(ExecError::Param(_))));
+    }
+
+    #[test]
+    fn repeated_names_are_numbered_and_mistakes_refused() {
+        // An A/A test: the same command three times.
+        let s = settings(&["sleep 0.01", "sleep 0.01", "true", "sleep 0.01"]);
+        let names: Vec<String> = benchmarks(&s)
+            .unwrap()
+            .into_iter()
+            .map(|b| b.name)
+            .collect();
+        assert_eq!(
+            names,
+            ["sleep 0.01", "sleep 0.01 (2)", "true", "sleep 0.01 (3)"]
+        );
+        // The same --name twice is a mistake.
+        let mut s = settings(&["true", "sleep 0"]);
+        s.commands[0].name = Some("same".into());
+        s.commands[1].name = Some("same".into());
+        let err = benchmarks(&s).unwrap_err();
+        assert!(
+            matches!(err, ExecError::DuplicateName(ref n) if n == "same"),
+            "{err}"
+        );
+        // An empty command, with or without a shell.
+        let mut s = settings(&["true", ""]);
+        s.shell = Shell::Sh;
+        assert!(matches!(benchmarks(&s), Err(ExecError::EmptyCommand(2))));
+        // A parameter no command holds: two identical benchmarks.
+        let mut s = settings(&["echo hi"]);
+        s.parameters = vec![Parameter::range("n", "1", "2", None).unwrap()];
+        let err = benchmarks(&s).unwrap_err();
+        assert!(
+            matches!(err, ExecError::Param(ParamError::Unused(ref n)) if n == "n"),
+            "{err}"
+        );
+        // Used in a name only: still the same command.
+        s.commands[0].name = Some("hi {n}".into());
+        assert!(benchmarks(&s).is_err());
+        // Used in a hook only: the commands differ in what precedes them.
+        s.hooks.prepare = Some("echo {n}".into());
+        assert_eq!(benchmarks(&s).unwrap().len(), 2);
     }
 
     #[test]
@@ -725,5 +889,44 @@ mod tests {
         assert!(outcome.interrupted);
         assert_eq!(outcome.results[0].samples.len(), 3);
         assert_eq!(outcome.results[0].stopped_by, StopRule::Interrupted);
+    }
+
+    #[test]
+    fn the_cleanup_runs_after_a_stop() {
+        // The audit's repro: --cleanup 'touch X', then Ctrl-C mid-run.
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("cleaned");
+        let mut s = settings(&["sleep 0.05", "sleep 0.01"]);
+        s.policy = Policy::Fixed { runs: 1000 };
+        s.hooks.cleanup = Some(format!("touch {}", marker.display()));
+        s.hooks.conclude = Some("true".into());
+        let stop = Stop::new().unwrap();
+        let outcome = run(&s, &stop, |p| {
+            if p.runs_done == 2 {
+                stop.trigger();
+            }
+        })
+        .unwrap();
+        assert!(outcome.interrupted);
+        assert!(marker.exists(), "the cleanup did not run after the stop");
+        assert!(outcome.cleanup_failures.is_empty());
+        assert!(outcome.skipped_conclude);
+
+        // A failing cleanup after a stop is recorded, and the run kept.
+        s.hooks.cleanup = Some("false".into());
+        let stop = Stop::new().unwrap();
+        let outcome = run(&s, &stop, |p| {
+            if p.runs_done == 2 {
+                stop.trigger();
+            }
+        })
+        .unwrap();
+        // One failure per benchmark of the interrupted group.
+        assert_eq!(
+            outcome.cleanup_failures.len(),
+            2,
+            "{:?}",
+            outcome.cleanup_failures
+        );
     }
 }

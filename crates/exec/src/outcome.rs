@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use dyno_model::{Direction, Metric, Unit, Warning};
-use dyno_stats::compare::{Verdict, bootstrap_metric, compare};
+use dyno_stats::compare::{compare, mean_metric, runs_needed_to_test, smallest_p_value};
 use dyno_stats::outliers::{first_is_outlier, outliers};
 use dyno_stats::{Summary, sampled_metric};
 use serde_json::json;
@@ -99,27 +99,21 @@ impl Outcome {
             let series =
                 |f: fn(&crate::Sample) -> f64| r.samples.iter().map(f).collect::<Vec<f64>>();
             let lower = Direction::LowerIsBetter;
-            out.push(labelled(
-                bootstrap_metric("wall_ns", Unit::Ns, lower, r.wall_ns(), seed),
-                b,
-            ));
-            out.push(labelled(
-                bootstrap_metric("user_ns", Unit::Ns, lower, series(|s| ns(s.user)), seed),
-                b,
-            ));
-            out.push(labelled(
-                bootstrap_metric("system_ns", Unit::Ns, lower, series(|s| ns(s.system)), seed),
-                b,
-            ));
-            let cpu: Vec<f64> = r
-                .samples
-                .iter()
-                .filter(|s| !s.wall.is_zero())
-                .map(|s| 100.0 * (ns(s.user) + ns(s.system)) / ns(s.wall))
-                .collect();
-            if !cpu.is_empty() {
+            // A Student-t interval of a few times can reach below zero,
+            // which no time can: cut it there.
+            let time = |name: &str, samples: Vec<f64>| {
+                let mut m = mean_metric(name, Unit::Ns, lower, samples, seed);
+                if let Some(u) = &mut m.uncertainty {
+                    u.low = u.low.max(0.0);
+                }
+                labelled(m, b)
+            };
+            out.push(time("wall_ns", r.wall_ns()));
+            out.push(time("user_ns", series(|s| ns(s.user))));
+            out.push(time("system_ns", series(|s| ns(s.system))));
+            if let Some(cpu) = self.cpu_percent(r) {
                 out.push(labelled(
-                    sampled_metric("cpu_percent", Unit::Percent, lower, cpu),
+                    Metric::new("cpu_percent", Unit::Percent, lower, cpu),
                     b,
                 ));
             }
@@ -172,19 +166,38 @@ impl Outcome {
                 lower,
                 c.p_value,
             )));
-            let verdict = match c.verdict {
-                Verdict::Faster => 1.0,
-                Verdict::Slower => -1.0,
-                Verdict::NoSignificantDifference => 0.0,
-            };
-            out.push(with_reference(Metric::new(
-                "verdict",
-                Unit::Ratio,
-                Direction::HigherIsBetter,
-                verdict,
-            )));
+            // +1 faster, −1 slower, 0 otherwise; the label names the verdict,
+            // so "too few runs to test" is not read as "no difference".
+            out.push(
+                with_reference(Metric::new(
+                    "verdict",
+                    Unit::Ratio,
+                    Direction::HigherIsBetter,
+                    c.verdict.value(),
+                ))
+                .with_label("verdict", c.verdict.code()),
+            );
         }
         out
+    }
+
+    /// CPU use as a percentage of wall time: total user + system time over
+    /// total wall time of the timed runs, both with the shell's start-up
+    /// subtracted (so measured the same way), as a ratio of sums rather
+    /// than a mean of per-run ratios, which one near-zero run would swamp.
+    ///
+    /// `None` (shown as n/a) when the wall time is zero, or, under a shell,
+    /// when the command's own time is below the shell's start-up: then both
+    /// sides of the ratio are the difference of two close numbers, mostly
+    /// noise (the audit saw 1338% for `echo hi`).
+    fn cpu_percent(&self, r: &BenchResult) -> Option<f64> {
+        let wall: f64 = r.samples.iter().map(|s| ns(s.wall)).sum();
+        let cpu: f64 = r.samples.iter().map(|s| ns(s.user) + ns(s.system)).sum();
+        let floor = self
+            .shell_startup
+            .as_ref()
+            .map_or(0.0, |shell| ns(shell.wall) * r.samples.len() as f64);
+        (wall > 0.0 && wall >= floor).then(|| 100.0 * cpu / wall)
     }
 
     /// What each benchmark ran and which rule ended it, for the run's
@@ -204,8 +217,9 @@ impl Outcome {
             .collect()
     }
 
-    /// Everything that makes the figures less trustworthy.
-    pub fn warnings(&self, settings: &Settings) -> Vec<Warning> {
+    /// Everything that makes the figures less trustworthy; `how` is the
+    /// comparison [`Outcome::metrics`] made.
+    pub fn warnings(&self, settings: &Settings, how: &Compare) -> Vec<Warning> {
         let mut out = Vec::new();
         let mut warn = |code: &str, message: String| {
             out.push(Warning {
@@ -213,10 +227,13 @@ impl Outcome {
                 message,
             })
         };
+        let mut near_floor: Vec<&str> = Vec::new();
+        let mut not_run: Vec<&str> = Vec::new();
         for r in &self.results {
             let name = &r.benchmark.name;
             let walls = r.wall_ns();
             let Some(summary) = Summary::of(&walls) else {
+                not_run.push(name);
                 continue;
             };
             if first_is_outlier(&walls) {
@@ -271,14 +288,7 @@ impl Outcome {
             if let Some(floor) = self.spawner_rss_bytes
                 && rss as f64 <= floor as f64 * 1.25
             {
-                warn(
-                    "peak_rss_floor",
-                    format!(
-                        "'{name}': its peak RSS ({:.1} MiB) is close to dyno's own ({:.1} MiB), which Linux counts in every child it starts: read it as an upper bound",
-                        rss as f64 / 1048576.0,
-                        floor as f64 / 1048576.0
-                    ),
-                );
+                near_floor.push(name);
             }
             if walls.len() == 1 {
                 warn(
@@ -303,14 +313,172 @@ impl Outcome {
                 warn("failed_runs", message);
             }
         }
-        if self.skipped_cleanup {
+        if let Some(floor) = self.spawner_rss_bytes
+            && !near_floor.is_empty()
+        {
             warn(
-                "cleanup_skipped",
-                "the run was stopped, so the --conclude / --cleanup commands did not run"
+                "peak_rss_floor",
+                format!(
+                    "the peak RSS of {} is close to dyno's own ({:.1} MiB), which Linux counts in every child it starts: read it as an upper bound",
+                    quoted(&near_floor),
+                    floor as f64 / 1048576.0
+                ),
+            );
+        }
+        if !not_run.is_empty() {
+            warn(
+                "not_run",
+                format!(
+                    "{} finished no timed run{}, so {} left out of the figures and comparisons",
+                    quoted(&not_run),
+                    if self.interrupted {
+                        " before the stop"
+                    } else {
+                        ""
+                    },
+                    if not_run.len() == 1 {
+                        "it is"
+                    } else {
+                        "they are"
+                    }
+                ),
+            );
+        }
+        self.interleave_warning(settings, &mut warn);
+        self.comparison_warnings(how, &mut warn);
+        if self.skipped_conclude {
+            warn(
+                "conclude_skipped",
+                "the run was stopped, so the --conclude command of the run it cut short did not run (the --cleanup commands did)"
                     .to_owned(),
             );
         }
+        for failure in &self.cleanup_failures {
+            warn(
+                "cleanup_failed",
+                format!("after the stop, the --cleanup command {failure}"),
+            );
+        }
         out
+    }
+}
+
+/// Names quoted and joined: 'a', 'b' and 'c'.
+fn quoted(names: &[&str]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+    match q.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// Interleaved commands whose mean times differ by more than this factor
+/// get a warning: the short one runs right after the long one.
+pub const INTERLEAVE_RATIO_WARNING: f64 = 10.0;
+
+impl Outcome {
+    /// Interleaving times the short command right after the long one, whose
+    /// wake (caches, CPU frequency, scheduler state) it inherits: `true`
+    /// took 1.15 ms after `sleep 0.05` but 0.84 ms on its own. With very
+    /// different lengths that bias outweighs the drift interleaving guards
+    /// against, so say so.
+    fn interleave_warning(&self, settings: &Settings, warn: &mut impl FnMut(&str, String)) {
+        if !settings.interleave {
+            return;
+        }
+        let means: Vec<(&str, f64)> = self
+            .results
+            .iter()
+            .filter_map(|r| Some((r.benchmark.name.as_str(), Summary::of(&r.wall_ns())?.mean)))
+            .collect();
+        let (Some(short), Some(long)) = (
+            means.iter().min_by(|a, b| a.1.total_cmp(&b.1)),
+            means.iter().max_by(|a, b| a.1.total_cmp(&b.1)),
+        ) else {
+            return;
+        };
+        if means.len() < 2 || long.1 <= short.1 * INTERLEAVE_RATIO_WARNING {
+            return;
+        }
+        warn(
+            "interleaved_lengths",
+            format!(
+                "'{}' ({}) was timed in turns with '{}' ({}), more than {INTERLEAVE_RATIO_WARNING:.0}× longer, so each of its runs starts in the wake of a long one (caches, CPU frequency); interleaving guards against drift, but for commands this different in length --no-interleave times the short one more faithfully",
+                short.0,
+                fmt_ns(short.1),
+                long.0,
+                fmt_ns(long.1)
+            ),
+        );
+    }
+
+    /// Why a comparison that was asked for is missing or cannot be called.
+    fn comparison_warnings(&self, how: &Compare, warn: &mut impl FnMut(&str, String)) {
+        let timed: Vec<&BenchResult> = self
+            .results
+            .iter()
+            .filter(|r| !r.samples.is_empty())
+            .collect();
+        if timed.len() < 2 {
+            return;
+        }
+        if let Some(reference) = self.reference(how.reference) {
+            let base = &self.results[reference];
+            let uncompared: Vec<&str> = self
+                .results
+                .iter()
+                .enumerate()
+                .filter(|&(i, r)| i != reference && !r.samples.is_empty())
+                .filter(|(i, r)| {
+                    let seed = how.seed.wrapping_add(*i as u64);
+                    let lower = Direction::LowerIsBetter;
+                    compare(
+                        &r.wall_ns(),
+                        &base.wall_ns(),
+                        lower,
+                        how.noise_band,
+                        ALPHA,
+                        seed,
+                    )
+                    .is_none()
+                })
+                .map(|(_, r)| r.benchmark.name.as_str())
+                .collect();
+            if !uncompared.is_empty() {
+                let why = if base.samples.len() < 2 {
+                    "it ran once, so the ratio has no interval"
+                } else if base.samples.iter().any(|s| s.wall.is_zero()) {
+                    "some of its runs measured 0 ns (below what the shell subtraction resolves), so the ratio has no interval"
+                } else {
+                    "a command that runs once has no interval to compare"
+                };
+                warn(
+                    "no_comparison",
+                    format!(
+                        "{} could not be compared with '{}': {why}; use --shell none, more runs, or more work per run",
+                        quoted(&uncompared),
+                        base.benchmark.name
+                    ),
+                );
+                return;
+            }
+        }
+        let needed = runs_needed_to_test(ALPHA);
+        let few = timed.iter().map(|r| r.samples.len()).min().unwrap_or(0);
+        let untestable = timed.iter().enumerate().any(|(i, a)| {
+            timed[..i]
+                .iter()
+                .any(|b| smallest_p_value(a.samples.len(), b.samples.len()) >= ALPHA)
+        });
+        if untestable {
+            warn(
+                "too_few_runs",
+                format!(
+                    "{few} runs of a command are too few to test a difference at p < {ALPHA} (Mann–Whitney needs at least {needed} runs per command): such comparisons give a ratio but no verdict; use --runs {needed} or more"
+                ),
+            );
+        }
     }
 }
 
@@ -321,5 +489,181 @@ fn fmt_ns(v: f64) -> String {
         format!("{:.1} ms", v / 1e6)
     } else {
         format!("{:.1} µs", v / 1e3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{ShellStartup, StopRule, benchmarks};
+    use crate::settings::Shell;
+    use crate::{Sample, Status};
+
+    fn ms(v: f64) -> Duration {
+        Duration::from_secs_f64(v / 1e3)
+    }
+
+    /// An outcome of `commands`, each with its (wall, cpu) runs in ms.
+    fn outcome(commands: &[(&str, &[(f64, f64)])], shell_ms: Option<f64>) -> Outcome {
+        let settings = Settings::new(commands.iter().map(|c| c.0));
+        let results = benchmarks(&settings)
+            .unwrap()
+            .into_iter()
+            .zip(commands)
+            .map(|(benchmark, (_, runs))| BenchResult {
+                benchmark,
+                samples: runs
+                    .iter()
+                    .map(|&(wall, cpu)| Sample {
+                        wall: ms(wall),
+                        user: ms(cpu),
+                        system: Duration::ZERO,
+                        max_rss_bytes: 1 << 20,
+                        status: Status::Exited(0),
+                        stdout: None,
+                    })
+                    .collect(),
+                stopped_by: StopRule::Runs,
+            })
+            .collect();
+        Outcome {
+            results,
+            shell_startup: shell_ms.map(|w| ShellStartup {
+                shell: Shell::Sh,
+                wall: ms(w),
+                user: ms(w / 2.0),
+                system: Duration::ZERO,
+                samples_ns: vec![w * 1e6; 3],
+            }),
+            interrupted: false,
+            skipped_conclude: false,
+            cleanup_failures: Vec::new(),
+            spawner_rss_bytes: Some(1 << 20),
+            duration: Duration::from_secs(1),
+        }
+    }
+
+    fn how() -> Compare {
+        Compare {
+            reference: None,
+            noise_band: 0.02,
+            seed: 1,
+        }
+    }
+
+    fn find<'a>(metrics: &'a [Metric], name: &str, command: &str) -> Option<&'a Metric> {
+        metrics
+            .iter()
+            .find(|m| m.name == name && m.label("command") == Some(command))
+    }
+
+    #[test]
+    fn cpu_percent_is_a_ratio_of_sums_and_na_under_the_shell_floor() {
+        // The audit's `echo hi`: after subtracting a 1 ms shell start-up the
+        // wall time is a few µs while the CPU time's noise is 70 µs; the
+        // ratio was 1338%. Below the shell's start-up it is n/a.
+        let echo: &[(f64, f64)] = &[(0.005, 0.07), (0.004, 0.0), (0.006, 0.08)];
+        let busy: &[(f64, f64)] = &[(20.0, 19.0), (22.0, 21.0)];
+        let o = outcome(&[("echo hi", echo), ("loop", busy)], Some(1.0));
+        let m = o.metrics(&how());
+        assert!(find(&m, "cpu_percent", "echo hi").is_none());
+        let cpu = find(&m, "cpu_percent", "loop").unwrap().value;
+        assert!((cpu - 100.0 * 40.0 / 42.0).abs() < 1e-9, "{cpu}");
+        // Without a shell only a zero wall time is n/a.
+        let o = outcome(&[("echo hi", echo), ("zero", &[(0.0, 0.0)])], None);
+        let m = o.metrics(&how());
+        assert!(find(&m, "cpu_percent", "echo hi").is_some());
+        assert!(find(&m, "cpu_percent", "zero").is_none());
+    }
+
+    #[test]
+    fn verdicts_are_labelled_so_too_few_runs_is_not_no_difference() {
+        let fast: &[(f64, f64)] = &[(11.2, 1.0), (11.5, 1.0), (11.9, 1.0)];
+        let slow: &[(f64, f64)] = &[(268.0, 1.0), (271.0, 1.0), (275.0, 1.0)];
+        let o = outcome(&[("sleep 0.01", fast), ("sleep 0.3", slow)], None);
+        let m = o.metrics(&how());
+        let v = find(&m, "verdict", "sleep 0.3").unwrap();
+        assert_eq!(v.value, 0.0);
+        assert_eq!(v.label("verdict"), Some("too_few_runs"));
+        let w = o.warnings(&Settings::new(["sleep 0.01", "sleep 0.3"]), &how());
+        let few = w.iter().find(|w| w.code == "too_few_runs").unwrap();
+        assert!(few.message.contains("at least 4 runs"), "{}", few.message);
+    }
+
+    #[test]
+    fn warnings_name_commands_once_and_say_what_was_not_run() {
+        let runs: &[(f64, f64)] = &[(10.0, 1.0), (11.0, 1.0), (10.5, 1.0), (10.2, 1.0)];
+        let mut o = outcome(&[("a", runs), ("b", runs), ("c", &[])], None);
+        o.interrupted = true;
+        let w = o.warnings(&Settings::new(["a", "b", "c"]), &how());
+        let floors: Vec<_> = w.iter().filter(|w| w.code == "peak_rss_floor").collect();
+        assert_eq!(floors.len(), 1, "{w:?}");
+        assert!(
+            floors[0].message.contains("'a' and 'b'"),
+            "{}",
+            floors[0].message
+        );
+        let not_run = w.iter().find(|w| w.code == "not_run").unwrap();
+        assert!(
+            not_run
+                .message
+                .starts_with("'c' finished no timed run before the stop")
+        );
+    }
+
+    #[test]
+    fn interleaving_commands_of_very_different_length_is_warned() {
+        let short: &[(f64, f64)] = &[(1.1, 1.0), (1.2, 1.0), (1.15, 1.0), (1.1, 1.0)];
+        let long: &[(f64, f64)] = &[(50.0, 1.0), (51.0, 1.0), (50.5, 1.0), (50.2, 1.0)];
+        let o = outcome(&[("true", short), ("sleep 0.05", long)], None);
+        let mut s = Settings::new(["true", "sleep 0.05"]);
+        let w = o.warnings(&s, &how());
+        let lengths = w.iter().find(|w| w.code == "interleaved_lengths").unwrap();
+        assert!(
+            lengths.message.contains("--no-interleave"),
+            "{}",
+            lengths.message
+        );
+        assert!(lengths.message.starts_with("'true'"), "{}", lengths.message);
+        s.interleave = false;
+        assert!(
+            o.warnings(&s, &how())
+                .iter()
+                .all(|w| w.code != "interleaved_lengths")
+        );
+        // Within 10×: no warning.
+        let o = outcome(
+            &[("true", short), ("near", &[(5.0, 1.0), (6.0, 1.0)])],
+            None,
+        );
+        let w = o.warnings(&Settings::new(["true", "near"]), &how());
+        assert!(w.iter().all(|w| w.code != "interleaved_lengths"));
+    }
+
+    #[test]
+    fn all_zero_times_are_not_compared_and_say_why() {
+        let zero: &[(f64, f64)] = &[(0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)];
+        let o = outcome(&[("true", zero), (":", zero)], Some(1.0));
+        let m = o.metrics(&how());
+        assert!(m.iter().all(|m| m.name != "ratio_to_reference"));
+        let w = o.warnings(&Settings::new(["true", ":"]), &how());
+        assert!(w.iter().any(|w| w.code == "no_comparison"), "{w:?}");
+        // Some zeros in the reference: a resample of all zeros has no ratio.
+        let some: &[(f64, f64)] = &[(0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (5.0, 0.0)];
+        let ten: &[(f64, f64)] = &[(10.0, 0.0), (11.0, 0.0), (12.0, 0.0), (10.5, 0.0)];
+        let o = outcome(&[("echo hi", some), ("sleep 0.01", ten)], Some(1.0));
+        assert!(
+            o.metrics(&how())
+                .iter()
+                .all(|m| m.name != "ratio_to_reference")
+        );
+        let w = o.warnings(&Settings::new(["echo hi", "sleep 0.01"]), &how());
+        let no = w.iter().find(|w| w.code == "no_comparison").unwrap();
+        assert!(
+            no.message
+                .starts_with("'sleep 0.01' could not be compared with 'echo hi'"),
+            "{}",
+            no.message
+        );
     }
 }

@@ -54,6 +54,14 @@ pub enum ParamError {
         "parameter '{0}' has an empty value in its list (two commas in a row or a trailing comma)"
     )]
     EmptyValue(String),
+    #[error(
+        "parameter '{name}' lists '{value}' twice: each value makes one benchmark, so a repeat would time the same thing twice under one name"
+    )]
+    DuplicateValue { name: String, value: String },
+    #[error(
+        "parameter '{0}' is not used: no command, setup, prepare, conclude or cleanup command holds {{{0}}}, so every value would time the same thing; put {{{0}}} in a command or drop the parameter"
+    )]
+    Unused(String),
     #[error("{template:?} uses {{{placeholder}}}, which is not a parameter{known}")]
     Unknown {
         template: String,
@@ -125,6 +133,16 @@ impl Parameter {
         let values: Vec<String> = values.split(',').map(str::to_owned).collect();
         if values.iter().any(String::is_empty) {
             return Err(ParamError::EmptyValue(name.to_owned()));
+        }
+        if let Some(value) = values
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| values[..i].contains(v).then_some(v))
+        {
+            return Err(ParamError::DuplicateValue {
+                name: name.to_owned(),
+                value: value.clone(),
+            });
         }
         Ok(Parameter {
             name: name.to_owned(),
@@ -216,6 +234,13 @@ fn pieces(template: &str) -> Vec<Piece<'_>> {
     }
     out.push(Piece::Text(&template[text_start..]));
     out
+}
+
+/// Whether `template` holds the placeholder `{name}`.
+pub fn uses(template: &str, name: &str) -> bool {
+    pieces(template)
+        .iter()
+        .any(|p| matches!(p, Piece::Placeholder(n) if *n == name))
 }
 
 /// Checks that every `{NAME}` in `template` names one of `parameters`.
@@ -313,6 +338,25 @@ mod tests {
             Parameter::list("cc", "a,"),
             Err(ParamError::EmptyValue(_))
         ));
+        // The audit's `-L w a,a`: two benchmarks that time the same thing.
+        let err = Parameter::list("w", "a,b,a").unwrap_err();
+        assert_eq!(
+            err,
+            ParamError::DuplicateValue {
+                name: "w".into(),
+                value: "a".into()
+            }
+        );
+        assert!(err.to_string().contains("'a' twice"), "{err}");
+    }
+
+    #[test]
+    fn uses_finds_placeholders_only() {
+        assert!(uses("sleep 0.0{n}", "n"));
+        assert!(!uses("echo hi", "n"));
+        assert!(!uses("echo {{n}}", "n"), "literal braces");
+        assert!(!uses("echo ${n}", "n"), "left to the shell");
+        assert!(!uses("echo {nn}", "n"));
     }
 
     #[test]

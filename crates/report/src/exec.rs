@@ -6,8 +6,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use dyno_model::{Metric, Run};
+use dyno_model::{Metric, Run, UncertaintyMethod};
 use dyno_stats::Summary;
+use dyno_stats::compare::{Verdict, runs_needed_to_test};
+
+/// Significance level of `dyno run`'s comparisons (the exec engine's
+/// `ALPHA`; the report crate does not depend on the engine).
+const ALPHA: f64 = 0.05;
 
 use crate::format::{format_duration_ns, format_value};
 
@@ -120,17 +125,26 @@ pub fn exec_report(run: &Run) -> String {
         let Some(s) = b.summary() else { continue };
         let ci = b.wall.uncertainty.as_ref().map_or_else(String::new, |u| {
             format!(
-                "    {:.0}% CI {} … {} (bootstrap)",
+                "    {:.0}% CI {} … {} ({})",
                 u.confidence * 100.0,
                 format_duration_ns(u.low),
-                format_duration_ns(u.high)
+                format_duration_ns(u.high),
+                match u.method {
+                    UncertaintyMethod::Bootstrap => "bootstrap",
+                    UncertaintyMethod::StudentT => "Student t",
+                }
             )
         });
+        // One run has no spread to show.
+        let sd = if s.n > 1 {
+            format_duration_ns(s.stddev)
+        } else {
+            "n/a".to_owned()
+        };
         let _ = writeln!(
             out,
-            "  Time (mean ± σ):   {} ± {}{ci}",
-            format_duration_ns(s.mean),
-            format_duration_ns(s.stddev)
+            "  Time (mean ± σ):   {} ± {sd}{ci}",
+            format_duration_ns(s.mean)
         );
         let stopped = b
             .stopped_by
@@ -159,9 +173,36 @@ pub fn exec_report(run: &Run) -> String {
         }
         out.push('\n');
     }
+    not_run(run, &benches, &mut out);
     comparison(&benches, &mut out);
+    // Without a comparison the last block's blank line already separates
+    // the warnings.
+    if out.ends_with("\n\n") {
+        out.pop();
+    }
     crate::text::warnings(run, &mut out);
     out
+}
+
+/// Benchmarks in the run's plan that finished no timed run (an interrupt
+/// came first): they have no metrics, but are named rather than dropped.
+fn not_run(run: &Run, benches: &[Bench<'_>], out: &mut String) {
+    let Some(plan) = run.settings.get("benchmarks").and_then(|b| b.as_array()) else {
+        return;
+    };
+    for p in plan {
+        let (Some(name), Some(0)) = (p["name"].as_str(), p["runs"].as_u64()) else {
+            continue;
+        };
+        if benches.iter().all(|b| b.name != name) {
+            let _ = writeln!(
+                out,
+                "Not run: {name}
+  no timed run finished before the stop
+"
+            );
+        }
+    }
 }
 
 /// The comparison with the reference, one line per other benchmark.
@@ -180,12 +221,21 @@ fn comparison(benches: &[Bench<'_>], out: &mut String) {
         let ci = ratio.uncertainty.as_ref().map_or_else(String::new, |u| {
             format!(" (95% CI {:.3}–{:.3})", u.low, u.high)
         });
-        let words = if verdict.value > 0.0 {
-            "faster"
-        } else if verdict.value < 0.0 {
-            "slower"
-        } else {
-            "no significant difference"
+        // The label names the verdict; runs saved before it existed carry
+        // only the value.
+        let words = match verdict.label("verdict").and_then(Verdict::from_code) {
+            Some(Verdict::TooFewRuns) => format!(
+                "too few runs to test (need ≥ {} per command)",
+                runs_needed_to_test(ALPHA)
+            ),
+            Some(Verdict::Inconclusive) => {
+                "inconclusive (the interval excludes no difference, the rank test does not confirm it)"
+                    .to_owned()
+            }
+            Some(v) => v.to_string(),
+            None if verdict.value > 0.0 => Verdict::Faster.to_string(),
+            None if verdict.value < 0.0 => Verdict::Slower.to_string(),
+            None => Verdict::NoSignificantDifference.to_string(),
         };
         let p = if p.value < 0.001 {
             "p < 0.001".to_owned()
@@ -202,7 +252,7 @@ fn comparison(benches: &[Bench<'_>], out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use dyno_model::{Direction, Kind, Uncertainty, UncertaintyMethod, Unit};
+    use dyno_model::{Direction, Kind, Uncertainty, Unit};
 
     use super::*;
     use crate::{hyperfine_csv, hyperfine_json, hyperfine_markdown};
@@ -320,6 +370,44 @@ mod tests {
         assert!(b[0].ratio.is_none());
         assert_eq!(b[0].stopped_by, Some("target_rse"));
         assert_eq!(b[0].exit_codes(), vec![None, Some(0), Some(0)]);
+    }
+
+    #[test]
+    fn report_names_the_verdict_method_single_runs_and_what_did_not_run() {
+        let mut run = Run::new(Kind::Exec, "time 3 commands");
+        run.metrics.extend(bench_metrics("once", "1", &[5e6], None));
+        let mut slow = bench_metrics("slow", "2", &[80e6, 81e6, 82e6], Some((16.2, 0.1)));
+        for m in &mut slow {
+            if let Some(u) = &mut m.uncertainty
+                && m.name == "wall_ns"
+            {
+                u.method = UncertaintyMethod::StudentT;
+            }
+            if m.name == "verdict" {
+                m.value = 0.0;
+                m.labels.insert("verdict".into(), "too_few_runs".into());
+            }
+        }
+        run.metrics.extend(slow);
+        run.settings = serde_json::json!({"benchmarks": [
+            {"name": "once", "runs": 1, "stopped_by": "interrupted"},
+            {"name": "slow", "runs": 3, "stopped_by": "runs"},
+            {"name": "never", "runs": 0, "stopped_by": "interrupted"},
+        ]});
+        let text = exec_report(&run);
+        assert!(text.contains("5.000 ms ± n/a"), "{text}");
+        assert!(text.contains("(Student t)"), "{text}");
+        assert!(
+            text.contains("p = 0.100: too few runs to test (need ≥ 4 per command)"),
+            "{text}"
+        );
+        assert!(!text.contains("no significant difference"), "{text}");
+        assert!(text.contains("Not run: never"), "{text}");
+        // A run saved before the label existed reads its value.
+        for m in &mut run.metrics {
+            m.labels.remove("verdict");
+        }
+        assert!(exec_report(&run).contains("no significant difference"));
     }
 
     #[test]
