@@ -265,7 +265,14 @@ pub enum HttpFormat {
 /// their cross product (all -P first, then all -L, each in the order given).
 /// {NAME} is replaced in the commands, --name and the setup, prepare,
 /// conclude and cleanup commands; a {word} that is not a parameter is an
-/// error ({{ and }} are literal braces).
+/// error ({{ and }} are literal braces). A parameter no command uses, a
+/// repeated -L value, an empty command and a repeated --name are refused;
+/// the same command given twice is numbered ("sleep 0.01 (2)").
+///
+/// The interval of the mean is Student t below 10 runs, bootstrap from 10.
+/// Each command is compared with the fastest: ratio, Mann–Whitney p and a
+/// verdict; with 3 runs or fewer per command no test can reach p < 0.05, so
+/// the verdict is "too few runs to test" (use --runs 4 or more).
 ///
 /// Exit codes: 1 when a command fails (without --ignore-failure) or the
 /// outputs differ under --check-output; 2 for bad flags.
@@ -310,8 +317,8 @@ pub struct RunArgs {
     pub target_rse: f64,
 
     /// Adaptive mode: stop adding runs to a command once its timed runs have
-    /// taken this long (after --min-runs).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    /// taken this long (after --min-runs). Must be above zero.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = run_limit)]
     pub max_time: std::time::Duration,
 
     /// Run this once per command before its first run (warm-up included).
@@ -350,8 +357,8 @@ pub struct RunArgs {
     pub output: String,
 
     /// Kill a run (its whole process group) after this long; it counts as
-    /// failed.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// failed. Must be above zero.
+    #[arg(long, value_name = "DURATION", value_parser = run_limit)]
     pub timeout: Option<std::time::Duration>,
 
     /// Keep timing a command that exits non-zero (its exit codes are kept).
@@ -384,7 +391,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub check_output: bool,
 
-    /// Run each command's runs together instead of taking turns.
+    /// Run each command's runs together instead of taking turns. Taking
+    /// turns (the default) spreads drift of the machine over every command
+    /// alike, but times each run in the wake of the previous command: when
+    /// the commands differ more than 10× in length the run warns, and this
+    /// flag times the short one more faithfully.
     #[arg(long)]
     pub no_interleave: bool,
 
@@ -402,7 +413,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
 
-    /// Also write the results in hyperfine's JSON layout.
+    /// Also write the results in hyperfine's JSON layout. Like hyperfine,
+    /// the --export-* flags replace an existing FILE (and say so on
+    /// stderr).
     #[arg(long, value_name = "FILE")]
     pub export_hyperfine_json: Option<PathBuf>,
 
@@ -968,6 +981,20 @@ fn parse_where(s: &str) -> Result<(String, String), String> {
 }
 
 /// A duration: `10s`, `500ms`, `2m`, `1h`, or a plain number of seconds.
+/// A `dyno run` limit (--timeout, --max-time): a duration above zero. A zero
+/// timeout would kill the shell before it starts, and a zero --max-time
+/// would leave only --min-runs.
+fn run_limit(s: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!(
+            "'{}' is zero: give a duration above zero, such as 10s or 500ms",
+            s.trim()
+        ));
+    }
+    Ok(d)
+}
+
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let hint = "write it as 10s, 500ms, 2m or 1h";

@@ -289,8 +289,16 @@ fn check_writable(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Writes an --export-* file. Like hyperfine's exports (which these
+/// imitate, and which scripts rerun into the same file), an existing file
+/// is replaced, but not silently: stderr names it.
 fn write_export(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).with_context(|| format!("could not write '{}'", path.display()))
+    let existed = path.exists();
+    std::fs::write(path, bytes).with_context(|| format!("could not write '{}'", path.display()))?;
+    if existed {
+        eprintln!("dyno: replaced the existing '{}'", path.display());
+    }
+    Ok(())
 }
 
 /// The parameters, -P ranges first, then -L lists, each in the order given.

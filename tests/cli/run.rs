@@ -44,7 +44,8 @@ fn run_times_commands_and_compares_them() {
     assert_eq!(fast["samples"].as_array().unwrap().len(), 5);
     let mean = fast["value"].as_f64().unwrap();
     assert!((20e6..200e6).contains(&mean), "{mean}");
-    assert_eq!(fast["uncertainty"]["method"], "bootstrap");
+    // Student t below 10 runs (a bootstrap of 5 is too narrow).
+    assert_eq!(fast["uncertainty"]["method"], "student_t");
     let ratio = labelled(&run, "ratio_to_reference");
     assert_eq!(ratio.len(), 1);
     assert_eq!(ratio[0].0, "sleep 0.06");
@@ -240,6 +241,27 @@ fn bad_run_flags_are_refused_before_anything_runs() {
             ),
             (&["run", "--step", "2", "true"], &["there are none"]),
             (&["run", "--timeout", "soon", "true"], &["10s"]),
+            // Defect 11: a zero timeout killed the shell before it started.
+            (
+                &["run", "--timeout", "0", "true"],
+                &["'0' is zero", "above zero"],
+            ),
+            (&["run", "--timeout", "0ms", "true"], &["above zero"]),
+            (&["run", "--max-time", "0s", "true"], &["above zero"]),
+            (&["run", "--timeout=-1s", "true"], &["negative"]),
+            // Defect 30: mistakes that would time one thing twice.
+            (
+                &["run", "-P", "n", "1", "2", "echo hi"],
+                &["parameter 'n' is not used", "{n}"],
+            ),
+            (&["run", "-L", "w", "a,a", "echo {w}"], &["'a' twice"]),
+            (&["run", "true", ""], &["command 2 is empty"]),
+            (&["run", "-N", "  "], &["command 1 is empty"]),
+            // Defect 5: the same --name twice.
+            (
+                &["run", "-n", "same", "-n", "same", "true", "sleep 0"],
+                &["two commands are named \"same\""],
+            ),
             (
                 &["run", "-N", "--shell", "bash", "true"],
                 &["cannot be used with"],
@@ -452,4 +474,211 @@ fn sigterm_kills_the_command_with_its_children_and_keeps_the_partial_run() {
         !marker.exists(),
         "a child of the interrupted command kept running"
     );
+}
+
+#[test]
+fn three_runs_each_are_too_few_to_test_not_no_difference() {
+    // Defect 3: 'sleep 0.3' is 20× 'sleep 0.01', but Mann–Whitney with 3
+    // against 3 cannot go below p = 0.1; the verdict used to be "no
+    // significant difference".
+    let home = temp();
+    let args = ["-N", "--runs", "3", "sleep 0.01", "sleep 0.3"];
+    let (run, _) = run_json(home.path(), &args, 0);
+    let verdict = labelled(&run, "verdict");
+    assert_eq!(verdict.len(), 1);
+    assert_eq!(verdict[0].0, "sleep 0.3");
+    assert_eq!(verdict[0].1["value"], 0.0);
+    assert_eq!(verdict[0].1["labels"]["verdict"], "too_few_runs");
+    assert!(warning_codes(&run).contains(&"too_few_runs"));
+    // Defect 13: the interval of three runs is Student t, and says so.
+    let wall = labelled(&run, "wall_ns")[0].1;
+    assert_eq!(wall["uncertainty"]["method"], "student_t");
+    let samples: Vec<f64> = wall["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = samples.iter().copied().fold(0.0, f64::max);
+    let (low, high) = (
+        wall["uncertainty"]["low"].as_f64().unwrap(),
+        wall["uncertainty"]["high"].as_f64().unwrap(),
+    );
+    assert!(low < min && high > max, "[{low}, {high}] vs [{min}, {max}]");
+
+    let out = ok(home.path(), &[&["run", "--no-save"], &args[..]].concat());
+    assert!(
+        out.contains("too few runs to test (need ≥ 4 per command)"),
+        "{out}"
+    );
+    assert!(!out.contains("no significant difference"), "{out}");
+    assert!(out.contains("(Student t)"), "{out}");
+    // Four runs each can be called.
+    let (run, _) = run_json(
+        home.path(),
+        &["-N", "--runs", "4", "sleep 0.01", "sleep 0.3"],
+        0,
+    );
+    let verdict = labelled(&run, "verdict");
+    assert_eq!(verdict[0].1["value"], -1.0);
+    assert_eq!(verdict[0].1["labels"]["verdict"], "slower");
+}
+
+#[test]
+fn the_same_command_twice_gives_two_benchmarks_told_apart() {
+    // Defect 5: an A/A test, and a busy loop named apart from a sleep.
+    let home = temp();
+    let busy = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done";
+    let (run, _) = run_json(
+        home.path(),
+        &["--runs", "4", "sleep 0.02", busy, "sleep 0.02"],
+        0,
+    );
+    let walls: Vec<&str> = labelled(&run, "wall_ns").iter().map(|w| w.0).collect();
+    assert_eq!(walls, ["sleep 0.02", busy, "sleep 0.02 (2)"]);
+    let users = labelled(&run, "user_ns");
+    assert_eq!(users.len(), 3);
+    let user = |name: &str| {
+        users.iter().find(|u| u.0 == name).unwrap().1["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(user(busy) > user("sleep 0.02") && user(busy) > user("sleep 0.02 (2)"));
+    // One comparison line per other benchmark, each with its own name.
+    let ratios: Vec<&str> = labelled(&run, "ratio_to_reference")
+        .iter()
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(ratios.len(), 2);
+    assert_ne!(ratios[0], ratios[1]);
+    let plan: Vec<&str> = run["settings"]["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(plan, walls);
+    // Defect 37: one peak_rss_floor warning for all the commands.
+    let codes = warning_codes(&run);
+    assert!(
+        codes.iter().filter(|c| **c == "peak_rss_floor").count() <= 1,
+        "{codes:?}"
+    );
+}
+
+#[test]
+fn cpu_percent_is_not_inflated_by_the_shell_subtraction() {
+    // Defect 8: `echo hi` under sh printed 1338% CPU: its wall time, after
+    // the shell's start-up is subtracted, is near zero.
+    let home = temp();
+    let (run, _) = run_json(home.path(), &["--runs", "5", "echo hi", "sleep 0.05"], 0);
+    let cpu = labelled(&run, "cpu_percent");
+    for (name, m) in &cpu {
+        let v = m["value"].as_f64().unwrap();
+        assert!(
+            v <= 200.0,
+            "'{name}': {v}% CPU for a single-threaded command"
+        );
+    }
+    let sleep = cpu
+        .iter()
+        .find(|c| c.0 == "sleep 0.05")
+        .expect("sleep has a CPU%");
+    assert!(sleep.1["value"].as_f64().unwrap() < 100.0);
+}
+
+#[test]
+fn the_cleanup_runs_after_an_interrupt_and_unrun_commands_are_named() {
+    // Defect 12: --cleanup after Ctrl-C. Defect 37: the second command,
+    // never reached with --no-interleave, is named, not dropped.
+    let home = temp();
+    let marker = home.path().join("cleaned");
+    let cleanup = format!("touch '{}'", marker.display());
+    let run = interrupted_run(
+        home.path(),
+        &[
+            "run",
+            "--no-save",
+            "--no-interleave",
+            "--runs",
+            "1000",
+            "--json",
+            "--cleanup",
+            &cleanup,
+            "sleep 0.2",
+            "sleep 0.01",
+        ],
+        Duration::from_millis(1500),
+        libc::SIGINT,
+    );
+    assert!(marker.exists(), "--cleanup did not run after the interrupt");
+    let codes = warning_codes(&run);
+    assert!(codes.contains(&"not_run"), "{codes:?}");
+    assert!(!codes.contains(&"cleanup_failed"), "{codes:?}");
+    let text = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "not_run")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        text.starts_with("'sleep 0.01' finished no timed run"),
+        "{text}"
+    );
+}
+
+#[test]
+fn exports_replace_an_existing_file_and_say_so() {
+    // Defect 24: the --export-* flags replace an existing file as
+    // hyperfine's do (the documented rule), but not silently.
+    let home = temp();
+    let csv = home.path().join("out.csv");
+    std::fs::write(
+        &csv,
+        "old contents that are much longer than the new export\n".repeat(100),
+    )
+    .unwrap();
+    let out = dyno(home.path())
+        .args(["run", "-N", "--runs", "2", "--no-save", "true"])
+        .arg("--export-csv")
+        .arg(&csv)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("replaced the existing"), "{stderr}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("command,mean"), "{text}");
+    assert!(!text.contains("old contents"), "{text}");
+    // A new file is written without a note.
+    let fresh = home.path().join("new.csv");
+    let out = dyno(home.path())
+        .args(["run", "-N", "--runs", "2", "--no-save", "true"])
+        .arg("--export-csv")
+        .arg(&fresh)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("replaced"));
+}
+
+#[test]
+fn interleaving_very_different_lengths_is_warned() {
+    let home = temp();
+    // `true` takes about a millisecond (a few on a loaded machine): far
+    // more than 10× below 0.4 s either way.
+    let (run, _) = run_json(home.path(), &["-N", "--runs", "4", "true", "sleep 0.4"], 0);
+    assert!(warning_codes(&run).contains(&"interleaved_lengths"));
+    let (run, _) = run_json(
+        home.path(),
+        &["-N", "--runs", "4", "--no-interleave", "true", "sleep 0.4"],
+        0,
+    );
+    assert!(!warning_codes(&run).contains(&"interleaved_lengths"));
 }
