@@ -54,16 +54,31 @@ impl Bench<'_> {
 }
 
 /// The benchmarks of an exec run, in the order they were given.
+///
+/// Each benchmark's metrics are found by its labels and, where labels repeat
+/// (runs saved before repeated names were numbered, such as an A/A test of
+/// one command twice), by position: the k-th wall time with those labels
+/// goes with the k-th metric of each name with them, since a run lists its
+/// benchmarks' metrics in benchmark order.
 pub fn benches(run: &Run) -> Vec<Bench<'_>> {
     let plan = run.settings.get("benchmarks").and_then(|b| b.as_array());
-    run.metrics
+    let walls: Vec<&Metric> = run
+        .metrics
         .iter()
         .filter(|m| m.name == "wall_ns" && m.label("command").is_some())
-        .map(|wall| {
+        .collect();
+    walls
+        .iter()
+        .enumerate()
+        .map(|(index, &wall)| {
+            let has_labels =
+                |m: &Metric| wall.labels.iter().all(|(k, v)| m.labels.get(k) == Some(v));
+            let nth = walls[..index].iter().filter(|w| has_labels(w)).count();
             let same = |name: &str| {
-                run.metrics.iter().find(|m| {
-                    m.name == name && wall.labels.iter().all(|(k, v)| m.labels.get(k) == Some(v))
-                })
+                run.metrics
+                    .iter()
+                    .filter(|m| m.name == name && has_labels(m))
+                    .nth(nth)
             };
             let name = wall.label("command").unwrap_or_default();
             Bench {
@@ -219,7 +234,7 @@ fn comparison(benches: &[Bench<'_>], out: &mut String) {
             continue;
         };
         let ci = ratio.uncertainty.as_ref().map_or_else(String::new, |u| {
-            format!(" (95% CI {:.3}–{:.3})", u.low, u.high)
+            format!(" (95% CI {:.3}–{:.3}, bootstrap)", u.low, u.high)
         });
         // The label names the verdict; runs saved before it existed carry
         // only the value.
@@ -408,6 +423,27 @@ mod tests {
             m.labels.remove("verdict");
         }
         assert!(exec_report(&run).contains("no significant difference"));
+    }
+
+    #[test]
+    fn repeated_labels_of_an_old_run_pair_by_position() {
+        // Saved before names were numbered: two benchmarks both labelled
+        // "same", the second with other CPU figures. Each keeps its own.
+        let mut run = Run::new(Kind::Exec, "time 2 commands");
+        run.metrics
+            .extend(bench_metrics("same", "1", &[1e6, 1.1e6, 1.2e6], None));
+        let mut second = bench_metrics("same", "1", &[9e6, 9.1e6, 9.2e6], None);
+        for m in &mut second {
+            if m.name == "user_ns" {
+                m.value = 7.5e6;
+            }
+        }
+        run.metrics.extend(second);
+        let b = benches(&run);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].user.unwrap().value, 1.5e6);
+        assert_eq!(b[1].user.unwrap().value, 7.5e6);
+        assert_eq!(b[1].wall.value, b[1].summary().unwrap().mean);
     }
 
     #[test]
