@@ -415,10 +415,11 @@ impl Outcome {
 
     /// Why a comparison that was asked for is missing or cannot be called.
     fn comparison_warnings(&self, how: &Compare, warn: &mut impl FnMut(&str, String)) {
+        // A command that ran once has its own `single_run` warning.
         let timed: Vec<&BenchResult> = self
             .results
             .iter()
-            .filter(|r| !r.samples.is_empty())
+            .filter(|r| r.samples.len() >= 2)
             .collect();
         if timed.len() < 2 {
             return;
@@ -429,7 +430,7 @@ impl Outcome {
                 .results
                 .iter()
                 .enumerate()
-                .filter(|&(i, r)| i != reference && !r.samples.is_empty())
+                .filter(|&(i, r)| i != reference && r.samples.len() >= 2)
                 .filter(|(i, r)| {
                     let seed = how.seed.wrapping_add(*i as u64);
                     let lower = Direction::LowerIsBetter;
@@ -445,13 +446,11 @@ impl Outcome {
                 })
                 .map(|(_, r)| r.benchmark.name.as_str())
                 .collect();
-            if !uncompared.is_empty() {
-                let why = if base.samples.len() < 2 {
-                    "it ran once, so the ratio has no interval"
-                } else if base.samples.iter().any(|s| s.wall.is_zero()) {
+            if !uncompared.is_empty() && base.samples.len() >= 2 {
+                let why = if base.samples.iter().any(|s| s.wall.is_zero()) {
                     "some of its runs measured 0 ns (below what the shell subtraction resolves), so the ratio has no interval"
                 } else {
-                    "a command that runs once has no interval to compare"
+                    "the ratio of their means has no interval"
                 };
                 warn(
                     "no_comparison",
@@ -604,6 +603,25 @@ mod tests {
             floors[0].message
         );
         let not_run = w.iter().find(|w| w.code == "not_run").unwrap();
+        // Single runs: one `single_run` warning each, nothing more about
+        // the comparison they cannot have.
+        let o = outcome(&[("a", &[(10.0, 1.0)]), ("b", &[(20.0, 1.0)])], None);
+        let codes: Vec<String> = o
+            .warnings(&Settings::new(["a", "b"]), &how())
+            .into_iter()
+            .map(|w| w.code)
+            .collect();
+        assert_eq!(
+            codes.iter().filter(|c| *c == "single_run").count(),
+            2,
+            "{codes:?}"
+        );
+        assert!(
+            codes
+                .iter()
+                .all(|c| c != "too_few_runs" && c != "no_comparison"),
+            "{codes:?}"
+        );
         assert!(
             not_run
                 .message
