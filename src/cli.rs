@@ -274,8 +274,13 @@ pub enum HttpFormat {
 /// verdict; with 3 runs or fewer per command no test can reach p < 0.05, so
 /// the verdict is "too few runs to test" (use --runs 4 or more).
 ///
+/// CPU% is total user + system time over total wall time, both after the
+/// shell's start-up is subtracted; n/a for a command shorter than that
+/// start-up, where both are mostly calibration noise.
+///
 /// Exit codes: 1 when a command fails (without --ignore-failure) or the
-/// outputs differ under --check-output; 2 for bad flags.
+/// outputs differ under --check-output; 2 for bad flags; 130 when
+/// interrupted (the partial run is printed and saved).
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno run 'sleep 0.1'\n  dyno run -N --warmup 3 'grep -r foo .' 'rg foo'\n  dyno run -P j 1 4 --prepare 'make clean' 'make -j {j}'      # then: dyno scale --last\n  dyno run -L cc gcc,clang '{cc} -O2 -o /tmp/a main.c' --check-output\n  dyno run --runs 20 --export-hyperfine-json out.json 'xz -9 -k -c big > /dev/null'"
@@ -335,6 +340,7 @@ pub struct RunArgs {
 
     /// Run this once per command after its last run. With interleaving, all
     /// setups run before the first round and all cleanups after the last.
+    /// It also runs after an interrupt, for every command whose setup ran.
     #[arg(short = 'c', long, value_name = "CMD")]
     pub cleanup: Option<String>,
 
