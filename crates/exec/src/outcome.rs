@@ -3,9 +3,13 @@
 //! later) reads one record.
 //!
 //! Each benchmark's metrics carry the labels `command` (its name) and
-//! `param.NAME` per parameter. Times are in nanoseconds with 95% bootstrap
-//! intervals of the mean; the comparison with the reference is a ratio of
-//! means with its bootstrap interval, a Mann–Whitney p-value and a verdict.
+//! `param.NAME` per parameter (repeated names are numbered by the engine, so
+//! the labels tell every benchmark apart). Times are in nanoseconds with 95%
+//! intervals of the mean (Student t below 10 runs, bootstrap from 10); the
+//! comparison with the reference is a ratio of means with its bootstrap
+//! interval, a Mann–Whitney p-value and a verdict, +1 / −1 / 0 with a
+//! `verdict` label naming it (so "too few runs to test" is not read as "no
+//! significant difference").
 
 use std::time::Duration;
 
