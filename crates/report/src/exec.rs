@@ -418,6 +418,9 @@ mod tests {
         );
         assert!(!text.contains("no significant difference"), "{text}");
         assert!(text.contains("Not run: never"), "{text}");
+        let md = hyperfine_markdown(&run);
+        assert!(md.contains("| `once` | 5.0 | 5.0 | 5.0 |"), "{md}");
+        assert!(md.contains("| `slow` | 81.0 ± 1.0 |"), "{md}");
         // A run saved before the label existed reads its value.
         for m in &mut run.metrics {
             m.labels.remove("verdict");

@@ -132,11 +132,15 @@ pub fn hyperfine_markdown(run: &Run) -> String {
             None if reference.is_none_or(|r| r == b.name) => "1.00".to_owned(),
             None => "n/a".to_owned(),
         };
+        // One run has no spread: the mean alone, as hyperfine writes it.
+        let mean = if s.n > 1 {
+            format!("{:.1} ± {:.1}", s.mean / scale, s.stddev / scale)
+        } else {
+            format!("{:.1}", s.mean / scale)
+        };
         out.push_str(&format!(
-            "| `{}` | {:.1} ± {:.1} | {:.1} | {:.1} | {relative} |\n",
+            "| `{}` | {mean} | {:.1} | {:.1} | {relative} |\n",
             b.name.replace('|', "\\|"),
-            s.mean / scale,
-            s.stddev / scale,
             s.min / scale,
             s.max / scale,
         ));
