@@ -26,6 +26,9 @@ mod run;
 /// `dyno scale`'s tests.
 #[path = "cli/scale.rs"]
 mod scale;
+/// The store's subcommands, and the store under every subcommand.
+#[path = "cli/store.rs"]
+mod store;
 /// Size-limited tmpfs mounts, shared with the disk engine's tests.
 #[path = "../crates/disk/tests/common/mod.rs"]
 mod tmpfs;

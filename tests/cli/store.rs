@@ -1,0 +1,64 @@
+//! The result store's subcommands (`history`, `show`, `export`, `import`,
+//! `rm`) and how every subcommand treats the store.
+
+use super::*;
+
+/// A `dyno run` result (kind exec) as JSON, not saved.
+fn exec_run(home: &Path) -> Value {
+    let (run, _) = json_run(home, &["run", "--runs", "2", "-N", "true", "--no-save"], 0);
+    run
+}
+
+/// Imports `n` copies of `run` into the store in `home`, each with its own
+/// id, so the store grows to many pages.
+fn import_copies(home: &Path, run: &Value, n: usize) {
+    let file = home.join("copies.jsonl");
+    let mut text = String::new();
+    for i in 0..n {
+        let mut copy = run.clone();
+        copy["id"] = Value::String(format!("01J0{i:022}"));
+        copy["description"] = Value::String(format!("copy {i} {}", "x".repeat(300)));
+        text.push_str(&copy.to_string());
+        text.push('\n');
+    }
+    std::fs::write(&file, text).unwrap();
+    dyno(home).arg("import").arg(&file).assert().success();
+    std::fs::remove_file(&file).unwrap();
+}
+
+#[test]
+fn every_writer_refuses_a_store_with_garbage_middle_pages_and_leaves_it_untouched() {
+    let home = temp();
+    let run = exec_run(home.path());
+    import_copies(home.path(), &run, 200);
+    let db = home.path().join("dyno.db");
+    // The audit's repro: dd bs=4096 seek=25 count=2 conv=notrunc.
+    let mut bytes = std::fs::read(&db).unwrap();
+    assert!(bytes.len() > 27 * 4096, "{} bytes", bytes.len());
+    for (i, b) in bytes[25 * 4096..27 * 4096].iter_mut().enumerate() {
+        *b = ((i as u32).wrapping_mul(2_654_435_761) >> 13) as u8;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let import = home.path().join("one.json");
+    std::fs::write(&import, exec_run(home.path()).to_string()).unwrap();
+    let import = import.to_str().unwrap();
+    for args in [
+        &["history"][..],
+        &["run", "--runs", "2", "-N", "true"][..],
+        &SMALL_QUICK[..],
+        &["import", import][..],
+        &["rm", "01J00000000000000000000001"][..],
+        &["show", "01J00000000000000000000001"][..],
+        &["export"][..],
+    ] {
+        let stderr = fails(home.path(), args);
+        assert!(
+            stderr.contains("is not a dyno result store") && stderr.contains("left untouched"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            std::fs::read(&db).unwrap() == bytes,
+            "{args:?} changed the file"
+        );
+    }
+}
