@@ -54,6 +54,20 @@ pub enum Command {
     Rm(RmArgs),
     Completions(CompletionsArgs),
     Man(ManArgs),
+    /// Planned, not yet available: a clear answer instead of clap's
+    /// suggestion of a similar-sounding subcommand.
+    #[command(hide = true)]
+    Compare(PlannedArgs),
+    /// Planned, not yet available (see `Compare`).
+    #[command(hide = true)]
+    Report(PlannedArgs),
+}
+
+/// Whatever was typed after a planned subcommand; it is not read.
+#[derive(Debug, Args)]
+pub struct PlannedArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub args: Vec<String>,
 }
 
 /// Flags every measuring subcommand shares.
@@ -572,8 +586,9 @@ pub struct ServeArgs {
 /// Which saved runs to take.
 #[derive(Debug, Clone, Args)]
 pub struct FilterArgs {
-    /// Only runs of this kind (quick, cpu, http, disk, exec, scale, db).
-    #[arg(long)]
+    /// Only runs of this kind: quick, http, disk, run (`dyno run` results,
+    /// stored and listed as kind exec; `exec` works too) or scale.
+    #[arg(long, value_parser = parse_kind)]
     pub kind: Option<Kind>,
 
     /// Only runs carrying this tag (repeatable: all must match).
@@ -675,6 +690,9 @@ pub struct ImportArgs {
 }
 
 /// Remove saved runs by id (or unique prefix).
+///
+/// All or nothing: every id is resolved first, and if one matches no run
+/// (or several), no run is removed.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  dyno rm 01JDX3K2M8Q4")]
 pub struct RmArgs {
@@ -1006,6 +1024,20 @@ fn percent(s: &str) -> Result<f64, String> {
 }
 
 /// A tag is a short label without commas or spaces at either end.
+/// `--kind`: a kind name as stored, or `run` for what `dyno run` makes
+/// (kind exec). The model's kinds cpu and db are accepted (imported runs
+/// may carry them) but not offered: no command makes them yet.
+fn parse_kind(s: &str) -> Result<Kind, String> {
+    if s.trim().eq_ignore_ascii_case("run") {
+        return Ok(Kind::Exec);
+    }
+    s.trim().parse().map_err(|_| {
+        format!(
+            "unknown run kind '{s}': expected one of quick, http, disk, run (`dyno run` results, also called exec), scale"
+        )
+    })
+}
+
 fn parse_tag(s: &str) -> Result<String, String> {
     let tag = s.trim();
     if tag.is_empty() {
@@ -1053,6 +1085,26 @@ mod tests {
         assert!(parse_rate("0").is_err() && parse_rate("x").is_err());
         assert_eq!(percent("5%").unwrap(), 5.0);
         assert!(percent("101").is_err());
+    }
+
+    #[test]
+    fn kind_run_is_exec_and_unmade_kinds_are_not_offered() {
+        assert_eq!(parse_kind("run").unwrap(), Kind::Exec);
+        assert_eq!(parse_kind("Exec").unwrap(), Kind::Exec);
+        assert_eq!(parse_kind("quick").unwrap(), Kind::Quick);
+        let err = parse_kind("htttp").unwrap_err();
+        assert!(
+            err.contains("unknown run kind 'htttp'") && err.contains("run"),
+            "{err}"
+        );
+        assert!(!err.contains("cpu") && !err.contains("db"), "{err}");
+        let help = Cli::command()
+            .find_subcommand_mut("history")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("run (`dyno run` results"), "{help}");
+        assert!(!help.contains("cpu") && !help.contains(" db"), "{help}");
     }
 
     #[test]

@@ -471,7 +471,9 @@ fn history_filters_by_kind_host_since_and_limit() {
         .get_output()
         .clone();
     assert!(none.stdout.is_empty());
-    assert!(String::from_utf8_lossy(&none.stderr).contains("no runs match"));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("no run matches the filters --kind disk")
+    );
     let host = runs[0]["environment"]["hostname"].as_str().unwrap();
     assert!(list(&["--host", host]).contains(ids[2]));
     assert!(list(&["--since", "1h"]).contains(ids[0]));

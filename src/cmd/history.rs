@@ -30,11 +30,42 @@ fn filter(args: FilterArgs) -> Filter {
     }
 }
 
+/// The filters given, as they were typed (`--tag nope`), for a message.
+fn describe(args: &FilterArgs) -> Vec<String> {
+    let FilterArgs {
+        kind,
+        tags,
+        host,
+        since,
+        limit: _,
+    } = args;
+    let mut given = Vec::new();
+    if let Some(kind) = kind {
+        given.push(format!("--kind {kind}"));
+    }
+    given.extend(tags.iter().map(|t| format!("--tag {t}")));
+    if let Some(host) = host {
+        given.push(format!("--host {host}"));
+    }
+    if let Some(since) = since {
+        given.push(format!("--since {since}"));
+    }
+    given
+}
+
 pub fn history(args: HistoryArgs) -> Result<ExitStatus> {
     let HistoryArgs { filter: f } = args;
+    let filters = describe(&f);
     let runs = open_store()?.list(&filter(f))?;
     if runs.is_empty() {
-        eprintln!("no runs match; `dyno quick` makes one");
+        if filters.is_empty() {
+            eprintln!("no runs saved yet; `dyno quick` makes one");
+        } else {
+            eprintln!(
+                "no run matches the filters {}; `dyno history` with no filters lists every run",
+                filters.join(" ")
+            );
+        }
         return Ok(ExitStatus::Success);
     }
     print(&dyno_report::history(&runs, &TimeZone::system()))?;
@@ -172,9 +203,11 @@ fn parse_run(record: serde_json::Value) -> Result<Run> {
 pub fn rm(args: RmArgs) -> Result<ExitStatus> {
     let RmArgs { ids } = args;
     let mut store = open_store()?;
-    for id in ids {
-        let removed = store.remove(&id)?;
-        eprintln!("removed {removed}");
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    // All or nothing: one id that matches no run (or several) removes none.
+    let removed = store.remove_all(&ids).context("no run was removed")?;
+    for id in removed {
+        eprintln!("removed {id}");
     }
     Ok(ExitStatus::Success)
 }

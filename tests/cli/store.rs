@@ -62,3 +62,82 @@ fn every_writer_refuses_a_store_with_garbage_middle_pages_and_leaves_it_untouche
         );
     }
 }
+
+#[test]
+fn rm_with_one_unknown_id_removes_nothing() {
+    let home = temp();
+    let run = exec_run(home.path());
+    import_copies(home.path(), &run, 2);
+    let (a, b) = ("01J00000000000000000000000", "01J00000000000000000000001");
+    let stderr = fails(home.path(), &["rm", a, "ZZZZZZ"]);
+    assert!(
+        stderr.contains("no run was removed") && stderr.contains("'ZZZZZZ'"),
+        "{stderr}"
+    );
+    let listed = ok(home.path(), &["history"]);
+    assert!(listed.contains(a) && listed.contains(b), "{listed}");
+    dyno(home.path())
+        .args(["rm", a, b])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(format!("removed {a}")));
+    assert!(ok(home.path(), &["history"]).is_empty());
+}
+
+#[test]
+fn history_kind_run_lists_run_results_and_unmade_kinds_are_not_offered() {
+    let home = temp();
+    let run = exec_run(home.path());
+    import_copies(home.path(), &run, 1);
+    let id = "01J00000000000000000000000";
+    assert!(ok(home.path(), &["history", "--kind", "run"]).contains(id));
+    assert!(ok(home.path(), &["history", "--kind", "exec"]).contains(id));
+    let stderr = fails(home.path(), &["history", "--kind", "bogus"]);
+    assert!(
+        stderr.contains("unknown run kind 'bogus'") && stderr.contains("run (`dyno run`"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("cpu") && !stderr.contains(" db"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn history_with_filters_that_match_nothing_names_the_filters() {
+    let home = temp();
+    let out = dyno(home.path()).arg("history").assert().success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("no runs saved yet; `dyno quick`"),
+        "{stderr}"
+    );
+    let out = dyno(home.path())
+        .args(["history", "--tag", "nope", "--kind", "disk"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("no run matches the filters --kind disk --tag nope")
+            && !stderr.contains("dyno quick"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn planned_subcommands_say_so_instead_of_suggesting_another() {
+    let home = temp();
+    for (sub, needle) in [
+        ("compare", "`dyno compare` is not available yet"),
+        ("report", "`dyno report` is not available yet"),
+    ] {
+        let stderr = fails(home.path(), &[sub, "a", "b"]);
+        assert!(stderr.contains(needle), "{stderr}");
+        assert!(!stderr.contains("completions"), "{stderr}");
+    }
+    let help = ok(home.path(), &["--help"]);
+    assert!(
+        !help.contains("  compare") && !help.contains("  report"),
+        "{help}"
+    );
+}

@@ -301,20 +301,31 @@ impl Store for SqliteStore {
         Ok(runs)
     }
 
-    fn remove(&mut self, id_or_prefix: &str) -> Result<RunId, StoreError> {
+    fn remove_all(&mut self, ids_or_prefixes: &[&str]) -> Result<Vec<RunId>, StoreError> {
         let path = &self.path;
         let sql = |err| classify(path, err);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql)?;
-        // Resolved inside the transaction, so the run removed is the one the
-        // prefix named at that moment. Its tags go with it (ON DELETE CASCADE).
-        let id = resolve(&tx, path, id_or_prefix)?;
-        tx.execute("DELETE FROM runs WHERE id = ?1", [id.to_string()])
-            .map_err(sql)?;
+        // Every id is resolved before anything is deleted, inside the one
+        // transaction, so the runs removed are the ones the prefixes named at
+        // that moment, and a bad id leaves every run in place (dropping the
+        // transaction rolls it back).
+        let mut ids = Vec::with_capacity(ids_or_prefixes.len());
+        for id_or_prefix in ids_or_prefixes {
+            let id = resolve(&tx, path, id_or_prefix)?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        for id in &ids {
+            // Its tags go with it (ON DELETE CASCADE).
+            tx.execute("DELETE FROM runs WHERE id = ?1", [id.to_string()])
+                .map_err(sql)?;
+        }
         tx.commit().map_err(sql)?;
-        Ok(id)
+        Ok(ids)
     }
 }
 
@@ -723,6 +734,32 @@ mod tests {
             .unwrap();
         assert_eq!(tags_left, 0);
         assert_eq!(store.list(&Filter::default()).unwrap(), vec![kept]);
+    }
+
+    #[test]
+    fn removing_several_runs_is_all_or_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("dyno.db")).unwrap();
+        let a = run(Kind::Http, 1, &["a"], None);
+        let b = run(Kind::Disk, 2, &[], None);
+        let c = run(Kind::Exec, 3, &[], None);
+        for r in [&a, &b, &c] {
+            store.save(r).unwrap();
+        }
+        let (a_id, b_id) = (a.id.to_string(), b.id.to_string());
+        // A valid id then an unknown one: nothing is removed.
+        let err = store.remove_all(&[&a_id, "ZZZZZZ"]).unwrap_err();
+        assert!(
+            matches!(&err, StoreError::NotFound { id } if id == "ZZZZZZ"),
+            "{err:?}"
+        );
+        assert_eq!(store.list(&Filter::default()).unwrap().len(), 3);
+        // The same run twice (in either case) is removed once.
+        let removed = store
+            .remove_all(&[&b_id, &a_id, &a_id.to_lowercase()])
+            .unwrap();
+        assert_eq!(removed, vec![b.id, a.id]);
+        assert_eq!(store.list(&Filter::default()).unwrap(), vec![c]);
     }
 
     #[test]
