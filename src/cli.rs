@@ -637,7 +637,9 @@ pub struct ShowArgs {
 ///
 /// CSV has one row per metric of each run (run_id, kind, started_at, host,
 /// description, tags, metric, labels, unit, direction, value, ci_low, ci_high,
-/// ci_confidence, samples), ready for a spreadsheet pivot.
+/// ci_confidence, samples), ready for a spreadsheet pivot. `labels` is
+/// `k=v;k=v` with `%`, `;` and `=` in keys and values percent-escaped (`%25`,
+/// `%3B`, `%3D`); `tags` are joined with `;`, which no tag contains.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno export --format csv > runs.csv\n  dyno export --kind quick --since 30d --format jsonl -o quick.jsonl"

@@ -110,18 +110,13 @@ pub fn export(args: ExportArgs) -> Result<ExitStatus> {
                 .write(true)
                 .create_new(true)
                 .open(&path)
-                .with_context(|| {
-                    format!(
-                        "could not create '{}' (an export never overwrites a file; choose a new name)",
-                        path.display()
-                    )
-                })?;
+                .map_err(|err| cannot_create(&path, err))?;
             let mut out = BufWriter::new(file);
             exporter
                 .write(&runs, &mut out)
                 .and_then(|()| out.flush())
                 .with_context(|| format!("could not write '{}'", path.display()))?;
-            eprintln!("exported {} runs to {}", runs.len(), path.display());
+            eprintln!("exported {} to {}", runs_n(runs.len()), path.display());
         }
     }
     Ok(ExitStatus::Success)
@@ -137,18 +132,49 @@ pub fn import(args: ImportArgs) -> Result<ExitStatus> {
         );
     }
     let mut store = open_store()?;
-    let (mut added, mut skipped) = (0, 0);
+    let (mut added, mut skipped) = (0usize, 0usize);
     for run in &runs {
         match store.save(run) {
             Ok(()) => added += 1,
             Err(StoreError::Duplicate { .. }) => skipped += 1,
             Err(e) => {
-                return Err(e).context(format!("imported {added} runs from '{name}', then failed"));
+                return Err(e).context(format!(
+                    "imported {} from '{name}', then failed",
+                    runs_n(added)
+                ));
             }
         }
     }
-    eprintln!("imported {added} runs from {name} ({skipped} already in the store)");
+    eprintln!(
+        "imported {} from {name} ({skipped} already in the store)",
+        runs_n(added)
+    );
     Ok(ExitStatus::Success)
+}
+
+/// `1 run`, `2 runs`.
+fn runs_n(n: usize) -> String {
+    format!("{n} {}", if n == 1 { "run" } else { "runs" })
+}
+
+/// Why `export -o PATH` could not create its file, in words that fit the
+/// cause: an existing file, a missing directory, or what the system said.
+fn cannot_create(path: &Path, err: std::io::Error) -> anyhow::Error {
+    let shown = path.display();
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    match err.kind() {
+        std::io::ErrorKind::AlreadyExists => anyhow::anyhow!(
+            "'{shown}' already exists (an export never overwrites a file; choose a new name)"
+        ),
+        std::io::ErrorKind::NotFound => anyhow::anyhow!(
+            "could not create '{shown}': the directory '{}' does not exist (create it first; an export does not create directories)",
+            dir.display()
+        ),
+        _ => anyhow::Error::new(err).context(format!("could not create '{shown}'")),
+    }
 }
 
 fn read_input(path: &Path) -> Result<(String, String)> {

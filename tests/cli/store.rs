@@ -141,3 +141,83 @@ fn planned_subcommands_say_so_instead_of_suggesting_another() {
         "{help}"
     );
 }
+
+#[test]
+fn csv_labels_with_semicolons_and_equals_signs_split_back() {
+    let home = temp();
+    let command = "x=1; y=100%; true";
+    ok(home.path(), &["run", "--runs", "2", command]);
+    let text = ok(home.path(), &["export", "--format", "csv"]);
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let column = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "labels")
+        .unwrap();
+    let mut commands = Vec::new();
+    for record in reader.records() {
+        let cell = record.unwrap()[column].to_owned();
+        if cell.is_empty() {
+            continue;
+        }
+        for pair in cell.split(';') {
+            let (key, value) = pair.split_once('=').unwrap();
+            let unescape = |s: &str| {
+                s.replace("%3B", ";")
+                    .replace("%3D", "=")
+                    .replace("%25", "%")
+            };
+            if unescape(key) == "command" {
+                commands.push(unescape(value));
+            }
+        }
+    }
+    assert!(!commands.is_empty(), "{text}");
+    assert!(
+        commands.iter().all(|c| c == command),
+        "{commands:?}\n{text}"
+    );
+}
+
+#[test]
+fn export_to_a_missing_directory_says_so_and_counts_read_well() {
+    let home = temp();
+    let run = exec_run(home.path());
+    import_copies(home.path(), &run, 1);
+    let missing = home.path().join("newdir/x.json");
+    let stderr = fails(home.path(), &["export", "-o", missing.to_str().unwrap()]);
+    assert!(
+        stderr.contains("newdir' does not exist") && !stderr.contains("never overwrites"),
+        "{stderr}"
+    );
+    let file = home.path().join("x.json");
+    dyno(home.path())
+        .args(["export", "-o", file.to_str().unwrap()])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("exported 1 run to"));
+    let stderr = fails(home.path(), &["export", "-o", file.to_str().unwrap()]);
+    assert!(
+        stderr.contains("already exists") && stderr.contains("never overwrites"),
+        "{stderr}"
+    );
+    let other = temp();
+    dyno(other.path())
+        .args(["import", file.to_str().unwrap()])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("imported 1 run from"));
+}
+
+#[test]
+fn an_unopenable_store_says_why_once() {
+    // /proc refuses new files whoever we are, even root.
+    let stderr = fails(Path::new("/proc/self"), &["history"]);
+    assert_eq!(
+        stderr.matches("unable to open database file").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("DYNO_HOME"), "{stderr}");
+}
