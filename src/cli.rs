@@ -621,16 +621,31 @@ pub struct HistoryArgs {
 }
 
 /// Show one saved run in full: metrics with confidence intervals, warnings,
-/// machine and settings.
+/// machine and settings, then the report its subcommand printed (http, run,
+/// disk, scale and quick runs), rebuilt from the saved record.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  dyno show 01JDX3K2M8Q4\n  dyno show 01JDX3K2M8Q4 --json")]
+#[command(
+    after_help = "Examples:\n  dyno show 01JDX3K2M8Q4\n  dyno show 01JDX3K2M8Q4 --json\n  dyno show 01JDX3K2M8Q4 --format ab   # an http run in ApacheBench's layout"
+)]
 pub struct ShowArgs {
     /// The run's id, or a unique prefix of at least 4 characters.
     pub id: String,
 
     /// Print the Run record as JSON.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+
+    /// Layout: `text` (dyno's) or `ab` (ApacheBench's, for http runs).
+    #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+    pub format: ShowFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    /// The run in full, then its subcommand's own report.
+    Text,
+    /// ApacheBench 2.3's layout (http runs only).
+    Ab,
 }
 
 /// Write saved runs to stdout (or a file) as JSON, JSON Lines or CSV.

@@ -1,5 +1,6 @@
 //! The store's subcommands: `history`, `show`, `export`, `import`, `rm`.
 
+use std::fmt::Write as _;
 use std::fs::OpenOptions;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
@@ -11,7 +12,7 @@ use jiff::tz::TimeZone;
 
 use super::{open_store, print};
 use crate::ExitStatus;
-use crate::cli::{ExportArgs, FilterArgs, HistoryArgs, ImportArgs, RmArgs, ShowArgs};
+use crate::cli::{ExportArgs, FilterArgs, HistoryArgs, ImportArgs, RmArgs, ShowArgs, ShowFormat};
 
 fn filter(args: FilterArgs) -> Filter {
     let FilterArgs {
@@ -73,20 +74,53 @@ pub fn history(args: HistoryArgs) -> Result<ExitStatus> {
 }
 
 pub fn show(args: ShowArgs) -> Result<ExitStatus> {
-    let ShowArgs { id, json } = args;
+    let ShowArgs { id, json, format } = args;
     let run = open_store()?.get(&id)?;
     if json {
         print(&(serde_json::to_string_pretty(&run)? + "\n"))?;
-    } else {
-        let mut text = dyno_report::run_details(&run, &TimeZone::system());
-        // A disk run's table reads better than its metric list.
-        if run.kind == Kind::Disk {
-            text.push('\n');
-            text.push_str(&dyno_report::disk_report(&run));
+        return Ok(ExitStatus::Success);
+    }
+    match format {
+        ShowFormat::Ab if run.kind == Kind::Http => print(&dyno_report::ab_report(&run))?,
+        ShowFormat::Ab => bail!(
+            "--format ab is ApacheBench's layout, for http runs; run {} is of kind {} (leave out --format)",
+            run.id,
+            run.kind
+        ),
+        ShowFormat::Text => {
+            let tz = TimeZone::system();
+            // The report the subcommand printed, rebuilt from the record: it
+            // has what the metric list cannot say in one row (percentiles,
+            // the disk table, comparisons, the scaling verdict).
+            let report = match run.kind {
+                Kind::Http => Some(dyno_report::http_report(&run)),
+                Kind::Exec => Some(dyno_report::exec_report(&run)),
+                Kind::Disk => Some(dyno_report::disk_report(&run)),
+                Kind::Scale => Some(dyno_report::scale_report(&run)),
+                Kind::Quick => Some(super::quick::table(&run)),
+                Kind::Cpu | Kind::Db => None,
+            };
+            let text = match report {
+                Some(report) => {
+                    let mut text = dyno_report::run_details_before_report(&run, &tz);
+                    let _ = writeln!(text, "\nAs `dyno {}` reported it:\n", command_of(run.kind));
+                    text.push_str(&report);
+                    text
+                }
+                None => dyno_report::run_details(&run, &tz),
+            };
+            print(&text)?;
         }
-        print(&text)?;
     }
     Ok(ExitStatus::Success)
+}
+
+/// The subcommand that makes runs of `kind`.
+fn command_of(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Exec => "run",
+        other => other.as_str(),
+    }
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitStatus> {

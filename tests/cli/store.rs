@@ -221,3 +221,57 @@ fn an_unopenable_store_says_why_once() {
     );
     assert!(stderr.contains("DYNO_HOME"), "{stderr}");
 }
+
+/// The row of `name` in `show`'s metric table, split into its cells.
+fn metric_row(text: &str, name: &str) -> Vec<String> {
+    text.lines()
+        .find(|l| l.split_whitespace().next() == Some(name) || l.starts_with(&format!("{name}{{")))
+        .unwrap_or_else(|| panic!("no {name} row in {text}"))
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn show_reprints_each_kinds_report_and_reads_non_time_metrics() {
+    let home = temp();
+    let (http, _) = json_run(home.path(), &["http", "-n", "200", "-c", "2"], 0);
+    let id = http["id"].as_str().unwrap();
+    let text = ok(home.path(), &["show", id]);
+    assert!(text.contains("As `dyno http` reported it"), "{text}");
+    assert!(text.contains("p99.9") && text.contains("p50"), "{text}");
+    for tally in ["requests", "responses", "connections_opened", "bytes_read"] {
+        assert_eq!(metric_row(&text, tally).last().unwrap(), "–", "{tally}");
+    }
+    assert_eq!(text.matches("Warnings:").count(), 1, "{text}");
+    let ab = ok(home.path(), &["show", id, "--format", "ab"]);
+    assert!(
+        ab.contains("Requests per second:") && ab.contains("Percentage of the requests served"),
+        "{ab}"
+    );
+
+    let (exec, _) = json_run(
+        home.path(),
+        &["run", "--runs", "3", "sleep 0.01", "sleep 0.02"],
+        0,
+    );
+    let id = exec["id"].as_str().unwrap();
+    let text = ok(home.path(), &["show", id]);
+    assert!(text.contains("As `dyno run` reported it"), "{text}");
+    assert!(text.contains("Compared with"), "{text}");
+    let p = metric_row(&text, "p_value");
+    assert!(!p[1].contains('×') && p[1].parse::<f64>().is_ok(), "{p:?}");
+    let verdict = metric_row(&text, "verdict");
+    assert!(
+        ["faster", "slower", "no significant difference"].contains(&verdict[1].as_str()),
+        "{verdict:?}"
+    );
+    assert!(!text.contains("NaN"), "{text}");
+    let stderr = fails(home.path(), &["show", id, "--format", "ab"]);
+    assert!(
+        stderr.contains("for http runs") && stderr.contains("kind exec"),
+        "{stderr}"
+    );
+}

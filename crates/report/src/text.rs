@@ -221,6 +221,16 @@ pub fn history(runs: &[Run], tz: &TimeZone) -> String {
 /// A run in full: header, metrics with their intervals, warnings, the
 /// machine in brief, and the settings that repeat it.
 pub fn run_details(run: &Run, tz: &TimeZone) -> String {
+    details(run, tz, true)
+}
+
+/// [`run_details`] without its warnings, for a view that prints the run's
+/// own report (which ends with them) after it.
+pub fn run_details_before_report(run: &Run, tz: &TimeZone) -> String {
+    details(run, tz, false)
+}
+
+fn details(run: &Run, tz: &TimeZone, with_warnings: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Run {} ({}): {}", run.id, run.kind, run.description);
     let _ = writeln!(
@@ -248,7 +258,9 @@ pub fn run_details(run: &Run, tz: &TimeZone) -> String {
     }
     out.push_str(&render(&t));
 
-    warnings(run, &mut out);
+    if with_warnings {
+        warnings(run, &mut out);
+    }
     if !run.settings.is_null() {
         out.push_str("\nSettings:\n");
         let settings = serde_json::to_string_pretty(&run.settings).unwrap_or_default();
