@@ -258,7 +258,7 @@ fn quick_prints_its_table_saves_and_history_lists_it() {
     let history = ok(home.path(), &["history"]);
     assert!(history.contains(&id), "{history}");
     assert!(history.contains("quick"), "{history}");
-    assert!(history.contains("int64_1t_ns"), "{history}");
+    assert!(history.contains("int64 1 thread"), "{history}");
 
     let shown = ok(home.path(), &["show", &id[..10]]);
     assert!(
