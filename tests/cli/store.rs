@@ -42,7 +42,12 @@ fn every_writer_refuses_a_store_with_garbage_middle_pages_and_leaves_it_untouche
     let import = home.path().join("one.json");
     std::fs::write(&import, exec_run(home.path()).to_string()).unwrap();
     let import = import.to_str().unwrap();
+    let sweep = home.path().join("sweep.csv");
+    std::fs::write(&sweep, "threads,seconds\n1,10\n2,5.5\n4,3\n").unwrap();
+    let sweep = sweep.to_str().unwrap();
     for args in [
+        &["http", "-n", "10"][..],
+        &["scale", "--file", sweep][..],
         &["history"][..],
         &["run", "--runs", "2", "-N", "true"][..],
         &SMALL_QUICK[..],
