@@ -47,11 +47,20 @@ fn headline(run: &Run) -> String {
     run.headline_metric()
         .map(|m| {
             let (value, _) = shown(m, None);
-            let subject = m
-                .label("command")
-                .map(|c| format!(" '{c}'"))
+            // What the figure is of: the command, the disk test, or N.
+            let subject = match (m.label("command"), m.label("test"), m.label("n")) {
+                (Some(command), _, _) => format!(" '{command}'"),
+                (None, Some(test), _) => match m.label("op") {
+                    Some(op) => format!(" {test} {op}"),
+                    None => format!(" {test}"),
+                },
+                _ => String::new(),
+            };
+            let at = m
+                .label("n")
+                .map(|n| format!(" at N={n}"))
                 .unwrap_or_default();
-            format!("{}{subject} {value}", title(&m.name))
+            format!("{}{subject} {value}{at}", title(&m.name))
         })
         .unwrap_or_default()
 }
@@ -81,6 +90,7 @@ fn title(name: &str) -> String {
             "1t" => "1 thread".to_owned(),
             "nt" => "all threads".to_owned(),
             "wall" => "wall time".to_owned(),
+            "requests" if name == "requests_per_sec" => "throughput".to_owned(),
             w => match w.strip_suffix('t') {
                 Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
                     format!("{n} threads")
@@ -550,7 +560,7 @@ mod tests {
         assert_eq!(title("int64_1t_ns"), "int64 1 thread");
         assert_eq!(title("int64_nt_ops_per_sec"), "int64 all threads rate");
         assert_eq!(title("wall_ns"), "wall time");
-        assert_eq!(title("requests_per_sec"), "requests");
+        assert_eq!(title("requests_per_sec"), "throughput");
         assert_eq!(title("throughput_bytes_per_sec"), "throughput");
         assert_eq!(title("best_speedup"), "best speedup");
         let mut run = fixture::run();
@@ -561,6 +571,24 @@ mod tests {
         ];
         run.headline = Some("wall_ns".into());
         assert_eq!(headline(&run), "wall time 'sleep 0.01' 10.89 ms");
+        run.metrics = vec![
+            Metric::new(
+                "throughput_bytes_per_sec",
+                Unit::BytesPerSec,
+                Direction::HigherIsBetter,
+                1.42e9,
+            )
+            .with_label("test", "SEQ1M Q8T1")
+            .with_label("op", "read"),
+        ];
+        run.headline = Some("throughput_bytes_per_sec".into());
+        assert_eq!(headline(&run), "throughput SEQ1M Q8T1 read 1420.00 MB/s");
+        run.metrics = vec![
+            Metric::new("best_speedup", Unit::Ratio, Direction::HigherIsBetter, 5.88)
+                .with_label("n", "8"),
+        ];
+        run.headline = Some("best_speedup".into());
+        assert_eq!(headline(&run), "best speedup 5.88× at N=8");
     }
 
     #[test]
