@@ -828,7 +828,10 @@ fn http_prints_ab_layout_and_saves_the_run() {
     settings.add_filter(r"(?m)^(\s+\d+%)\s+\d+", "$1 [ms]");
     settings.bind(|| insta::assert_snapshot!("http_ab_format", text));
     let history = ok(home.path(), &["history", "--kind", "http"]);
-    assert!(history.contains("requests_per_sec"), "{history}");
+    assert!(
+        history.contains("throughput") && history.contains("req/s"),
+        "{history}"
+    );
     let id = history
         .lines()
         .nth(1)
