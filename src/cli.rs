@@ -54,11 +54,12 @@ pub enum Command {
     Rm(RmArgs),
     Completions(CompletionsArgs),
     Man(ManArgs),
-    /// Planned, not yet available: a clear answer instead of clap's
-    /// suggestion of a similar-sounding subcommand.
+    // Hidden, so that typing them gets a clear "planned" answer instead of
+    // clap's suggestion of a similar-sounding subcommand (`completions`).
+    /// Not available yet (planned): compare saved runs.
     #[command(hide = true)]
     Compare(PlannedArgs),
-    /// Planned, not yet available (see `Compare`).
+    /// Not available yet (planned): a report of saved runs.
     #[command(hide = true)]
     Report(PlannedArgs),
 }
