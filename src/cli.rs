@@ -54,6 +54,21 @@ pub enum Command {
     Rm(RmArgs),
     Completions(CompletionsArgs),
     Man(ManArgs),
+    // Hidden, so that typing them gets a clear "planned" answer instead of
+    // clap's suggestion of a similar-sounding subcommand (`completions`).
+    /// Not available yet (planned): compare saved runs.
+    #[command(hide = true)]
+    Compare(PlannedArgs),
+    /// Not available yet (planned): a report of saved runs.
+    #[command(hide = true)]
+    Report(PlannedArgs),
+}
+
+/// Whatever was typed after a planned subcommand; it is not read.
+#[derive(Debug, Args)]
+pub struct PlannedArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub args: Vec<String>,
 }
 
 /// Flags every measuring subcommand shares.
@@ -591,8 +606,9 @@ pub struct ServeArgs {
 /// Which saved runs to take.
 #[derive(Debug, Clone, Args)]
 pub struct FilterArgs {
-    /// Only runs of this kind (quick, cpu, http, disk, exec, scale, db).
-    #[arg(long)]
+    /// Only runs of this kind: quick, http, disk, run (`dyno run` results,
+    /// stored and listed as kind exec; `exec` works too) or scale.
+    #[arg(long, value_parser = parse_kind)]
     pub kind: Option<Kind>,
 
     /// Only runs carrying this tag (repeatable: all must match).
@@ -625,23 +641,40 @@ pub struct HistoryArgs {
 }
 
 /// Show one saved run in full: metrics with confidence intervals, warnings,
-/// machine and settings.
+/// machine and settings, then the report its subcommand printed (http, run,
+/// disk, scale and quick runs), rebuilt from the saved record.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  dyno show 01JDX3K2M8Q4\n  dyno show 01JDX3K2M8Q4 --json")]
+#[command(
+    after_help = "Examples:\n  dyno show 01JDX3K2M8Q4\n  dyno show 01JDX3K2M8Q4 --json\n  dyno show 01JDX3K2M8Q4 --format ab   # an http run in ApacheBench's layout"
+)]
 pub struct ShowArgs {
     /// The run's id, or a unique prefix of at least 4 characters.
     pub id: String,
 
     /// Print the Run record as JSON.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+
+    /// Layout: `text` (dyno's) or `ab` (ApacheBench's, for http runs).
+    #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+    pub format: ShowFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    /// The run in full, then its subcommand's own report.
+    Text,
+    /// ApacheBench 2.3's layout (http runs only).
+    Ab,
 }
 
 /// Write saved runs to stdout (or a file) as JSON, JSON Lines or CSV.
 ///
 /// CSV has one row per metric of each run (run_id, kind, started_at, host,
 /// description, tags, metric, labels, unit, direction, value, ci_low, ci_high,
-/// ci_confidence, samples), ready for a spreadsheet pivot.
+/// ci_confidence, samples), ready for a spreadsheet pivot. `labels` is
+/// `k=v;k=v` with `%`, `;` and `=` in keys and values percent-escaped (`%25`,
+/// `%3B`, `%3D`); `tags` are joined with `;`, which no tag contains.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno export --format csv > runs.csv\n  dyno export --kind quick --since 30d --format jsonl -o quick.jsonl"
@@ -694,6 +727,9 @@ pub struct ImportArgs {
 }
 
 /// Remove saved runs by id (or unique prefix).
+///
+/// All or nothing: every id is resolved first, and if one matches no run
+/// (or several), no run is removed.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  dyno rm 01JDX3K2M8Q4")]
 pub struct RmArgs {
@@ -1039,6 +1075,20 @@ fn percent(s: &str) -> Result<f64, String> {
 }
 
 /// A tag is a short label without commas or spaces at either end.
+/// `--kind`: a kind name as stored, or `run` for what `dyno run` makes
+/// (kind exec). The model's kinds cpu and db are accepted (imported runs
+/// may carry them) but not offered: no command makes them yet.
+fn parse_kind(s: &str) -> Result<Kind, String> {
+    if s.trim().eq_ignore_ascii_case("run") {
+        return Ok(Kind::Exec);
+    }
+    s.trim().parse().map_err(|_| {
+        format!(
+            "unknown run kind '{s}': expected one of quick, http, disk, run (`dyno run` results, also called exec), scale"
+        )
+    })
+}
+
 fn parse_tag(s: &str) -> Result<String, String> {
     let tag = s.trim();
     if tag.is_empty() {
@@ -1086,6 +1136,26 @@ mod tests {
         assert!(parse_rate("0").is_err() && parse_rate("x").is_err());
         assert_eq!(percent("5%").unwrap(), 5.0);
         assert!(percent("101").is_err());
+    }
+
+    #[test]
+    fn kind_run_is_exec_and_unmade_kinds_are_not_offered() {
+        assert_eq!(parse_kind("run").unwrap(), Kind::Exec);
+        assert_eq!(parse_kind("Exec").unwrap(), Kind::Exec);
+        assert_eq!(parse_kind("quick").unwrap(), Kind::Quick);
+        let err = parse_kind("htttp").unwrap_err();
+        assert!(
+            err.contains("unknown run kind 'htttp'") && err.contains("run"),
+            "{err}"
+        );
+        assert!(!err.contains("cpu") && !err.contains("db"), "{err}");
+        let help = Cli::command()
+            .find_subcommand_mut("history")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("run (`dyno run` results"), "{help}");
+        assert!(!help.contains("cpu") && !help.contains(" db"), "{help}");
     }
 
     #[test]

@@ -26,6 +26,9 @@ mod run;
 /// `dyno scale`'s tests.
 #[path = "cli/scale.rs"]
 mod scale;
+/// The store's subcommands, and the store under every subcommand.
+#[path = "cli/store.rs"]
+mod store;
 /// Size-limited tmpfs mounts, shared with the disk engine's tests.
 #[path = "../crates/disk/tests/common/mod.rs"]
 mod tmpfs;
@@ -255,7 +258,7 @@ fn quick_prints_its_table_saves_and_history_lists_it() {
     let history = ok(home.path(), &["history"]);
     assert!(history.contains(&id), "{history}");
     assert!(history.contains("quick"), "{history}");
-    assert!(history.contains("int64_1t_ns"), "{history}");
+    assert!(history.contains("int64 1 thread"), "{history}");
 
     let shown = ok(home.path(), &["show", &id[..10]]);
     assert!(
@@ -468,7 +471,9 @@ fn history_filters_by_kind_host_since_and_limit() {
         .get_output()
         .clone();
     assert!(none.stdout.is_empty());
-    assert!(String::from_utf8_lossy(&none.stderr).contains("no runs match"));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("no run matches the filters --kind disk")
+    );
     let host = runs[0]["environment"]["hostname"].as_str().unwrap();
     assert!(list(&["--host", host]).contains(ids[2]));
     assert!(list(&["--since", "1h"]).contains(ids[0]));
@@ -823,7 +828,10 @@ fn http_prints_ab_layout_and_saves_the_run() {
     settings.add_filter(r"(?m)^(\s+\d+%)\s+\d+", "$1 [ms]");
     settings.bind(|| insta::assert_snapshot!("http_ab_format", text));
     let history = ok(home.path(), &["history", "--kind", "http"]);
-    assert!(history.contains("requests_per_sec"), "{history}");
+    assert!(
+        history.contains("throughput") && history.contains("req/s"),
+        "{history}"
+    );
     let id = history
         .lines()
         .nth(1)

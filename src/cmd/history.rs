@@ -1,5 +1,6 @@
 //! The store's subcommands: `history`, `show`, `export`, `import`, `rm`.
 
+use std::fmt::Write as _;
 use std::fs::OpenOptions;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
@@ -11,7 +12,7 @@ use jiff::tz::TimeZone;
 
 use super::{open_store, print};
 use crate::ExitStatus;
-use crate::cli::{ExportArgs, FilterArgs, HistoryArgs, ImportArgs, RmArgs, ShowArgs};
+use crate::cli::{ExportArgs, FilterArgs, HistoryArgs, ImportArgs, RmArgs, ShowArgs, ShowFormat};
 
 fn filter(args: FilterArgs) -> Filter {
     let FilterArgs {
@@ -30,11 +31,42 @@ fn filter(args: FilterArgs) -> Filter {
     }
 }
 
+/// The filters given, as they were typed (`--tag nope`), for a message.
+fn describe(args: &FilterArgs) -> Vec<String> {
+    let FilterArgs {
+        kind,
+        tags,
+        host,
+        since,
+        limit: _,
+    } = args;
+    let mut given = Vec::new();
+    if let Some(kind) = kind {
+        given.push(format!("--kind {kind}"));
+    }
+    given.extend(tags.iter().map(|t| format!("--tag {t}")));
+    if let Some(host) = host {
+        given.push(format!("--host {host}"));
+    }
+    if let Some(since) = since {
+        given.push(format!("--since {since}"));
+    }
+    given
+}
+
 pub fn history(args: HistoryArgs) -> Result<ExitStatus> {
     let HistoryArgs { filter: f } = args;
+    let filters = describe(&f);
     let runs = open_store()?.list(&filter(f))?;
     if runs.is_empty() {
-        eprintln!("no runs match; `dyno quick` makes one");
+        if filters.is_empty() {
+            eprintln!("no runs saved yet; `dyno quick` makes one");
+        } else {
+            eprintln!(
+                "no run matches the filters {}; `dyno history` with no filters lists every run",
+                filters.join(" ")
+            );
+        }
         return Ok(ExitStatus::Success);
     }
     print(&dyno_report::history(&runs, &TimeZone::system()))?;
@@ -42,20 +74,53 @@ pub fn history(args: HistoryArgs) -> Result<ExitStatus> {
 }
 
 pub fn show(args: ShowArgs) -> Result<ExitStatus> {
-    let ShowArgs { id, json } = args;
+    let ShowArgs { id, json, format } = args;
     let run = open_store()?.get(&id)?;
     if json {
         print(&(serde_json::to_string_pretty(&run)? + "\n"))?;
-    } else {
-        let mut text = dyno_report::run_details(&run, &TimeZone::system());
-        // A disk run's table reads better than its metric list.
-        if run.kind == Kind::Disk {
-            text.push('\n');
-            text.push_str(&dyno_report::disk_report(&run));
+        return Ok(ExitStatus::Success);
+    }
+    match format {
+        ShowFormat::Ab if run.kind == Kind::Http => print(&dyno_report::ab_report(&run))?,
+        ShowFormat::Ab => bail!(
+            "--format ab is ApacheBench's layout, for http runs; run {} is of kind {} (leave out --format)",
+            run.id,
+            run.kind
+        ),
+        ShowFormat::Text => {
+            let tz = TimeZone::system();
+            // The report the subcommand printed, rebuilt from the record: it
+            // has what the metric list cannot say in one row (percentiles,
+            // the disk table, comparisons, the scaling verdict).
+            let report = match run.kind {
+                Kind::Http => Some(dyno_report::http_report(&run)),
+                Kind::Exec => Some(dyno_report::exec_report(&run)),
+                Kind::Disk => Some(dyno_report::disk_report(&run)),
+                Kind::Scale => Some(dyno_report::scale_report(&run)),
+                Kind::Quick => Some(super::quick::table(&run)),
+                Kind::Cpu | Kind::Db => None,
+            };
+            let text = match report {
+                Some(report) => {
+                    let mut text = dyno_report::run_details_before_report(&run, &tz);
+                    let _ = writeln!(text, "\nAs `dyno {}` reported it:\n", command_of(run.kind));
+                    text.push_str(&report);
+                    text
+                }
+                None => dyno_report::run_details(&run, &tz),
+            };
+            print(&text)?;
         }
-        print(&text)?;
     }
     Ok(ExitStatus::Success)
+}
+
+/// The subcommand that makes runs of `kind`.
+fn command_of(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Exec => "run",
+        other => other.as_str(),
+    }
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitStatus> {
@@ -79,18 +144,13 @@ pub fn export(args: ExportArgs) -> Result<ExitStatus> {
                 .write(true)
                 .create_new(true)
                 .open(&path)
-                .with_context(|| {
-                    format!(
-                        "could not create '{}' (an export never overwrites a file; choose a new name)",
-                        path.display()
-                    )
-                })?;
+                .map_err(|err| cannot_create(&path, err))?;
             let mut out = BufWriter::new(file);
             exporter
                 .write(&runs, &mut out)
                 .and_then(|()| out.flush())
                 .with_context(|| format!("could not write '{}'", path.display()))?;
-            eprintln!("exported {} runs to {}", runs.len(), path.display());
+            eprintln!("exported {} to {}", runs_n(runs.len()), path.display());
         }
     }
     Ok(ExitStatus::Success)
@@ -106,18 +166,49 @@ pub fn import(args: ImportArgs) -> Result<ExitStatus> {
         );
     }
     let mut store = open_store()?;
-    let (mut added, mut skipped) = (0, 0);
+    let (mut added, mut skipped) = (0usize, 0usize);
     for run in &runs {
         match store.save(run) {
             Ok(()) => added += 1,
             Err(StoreError::Duplicate { .. }) => skipped += 1,
             Err(e) => {
-                return Err(e).context(format!("imported {added} runs from '{name}', then failed"));
+                return Err(e).context(format!(
+                    "imported {} from '{name}', then failed",
+                    runs_n(added)
+                ));
             }
         }
     }
-    eprintln!("imported {added} runs from {name} ({skipped} already in the store)");
+    eprintln!(
+        "imported {} from {name} ({skipped} already in the store)",
+        runs_n(added)
+    );
     Ok(ExitStatus::Success)
+}
+
+/// `1 run`, `2 runs`.
+fn runs_n(n: usize) -> String {
+    format!("{n} {}", if n == 1 { "run" } else { "runs" })
+}
+
+/// Why `export -o PATH` could not create its file, in words that fit the
+/// cause: an existing file, a missing directory, or what the system said.
+fn cannot_create(path: &Path, err: std::io::Error) -> anyhow::Error {
+    let shown = path.display();
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    match err.kind() {
+        std::io::ErrorKind::AlreadyExists => anyhow::anyhow!(
+            "'{shown}' already exists (an export never overwrites a file; choose a new name)"
+        ),
+        std::io::ErrorKind::NotFound => anyhow::anyhow!(
+            "could not create '{shown}': the directory '{}' does not exist (create it first; an export does not create directories)",
+            dir.display()
+        ),
+        _ => anyhow::Error::new(err).context(format!("could not create '{shown}'")),
+    }
 }
 
 fn read_input(path: &Path) -> Result<(String, String)> {
@@ -172,9 +263,11 @@ fn parse_run(record: serde_json::Value) -> Result<Run> {
 pub fn rm(args: RmArgs) -> Result<ExitStatus> {
     let RmArgs { ids } = args;
     let mut store = open_store()?;
-    for id in ids {
-        let removed = store.remove(&id)?;
-        eprintln!("removed {removed}");
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    // All or nothing: one id that matches no run (or several) removes none.
+    let removed = store.remove_all(&ids).context("no run was removed")?;
+    for id in removed {
+        eprintln!("removed {id}");
     }
     Ok(ExitStatus::Success)
 }

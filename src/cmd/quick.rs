@@ -292,8 +292,9 @@ fn relative_half_width(m: &Metric) -> Option<f64> {
     Some((u.high - u.low) / 2.0 / m.value.abs())
 }
 
-/// The summary table: one line per workload and thread count.
-fn table(run: &Run) -> String {
+/// The summary table: one line per workload and thread count (also what
+/// `dyno show` prints for a quick run).
+pub(super) fn table(run: &Run) -> String {
     let threads = run.settings["int64"]["threads"][1].as_u64().unwrap_or(1);
     let mut rows = Vec::new();
     let row = |label: String, prefix: &str, note: String| {

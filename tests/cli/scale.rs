@@ -143,7 +143,7 @@ fn scale_reads_json_files_and_throughputs_and_labels_a_predicted_peak() {
     assert!(codes(&run).is_empty(), "{:?}", codes(&run));
     // Saved, and listed with its headline.
     let history = ok(home.path(), &["history", "--kind", "scale"]);
-    assert!(history.contains("best_speedup"), "{history}");
+    assert!(history.contains("best speedup"), "{history}");
 
     let mut again = vec!["scale", "--no-save"];
     again.extend(args);

@@ -1,7 +1,9 @@
 //! Machine formats behind one trait: JSON (an array of runs), JSON Lines
 //! (one run per line) and CSV (one row per metric of each run, the tidy
 //! layout that spreadsheets and data frames pivot easily; a metric's labels,
-//! such as the command of a `dyno run`, are one `k=v;k=v` column).
+//! such as the command of a `dyno run`, are one `k=v;k=v` column, with `%`,
+//! `;` and `=` inside a key or value percent-escaped as `%25`, `%3B` and
+//! `%3D`, so the cell always splits back into its pairs).
 
 use std::io::{self, Write};
 
@@ -98,11 +100,7 @@ impl Exporter for Csv {
                     run.description.clone(),
                     run.tags.join(";"),
                     m.name.clone(),
-                    m.labels
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(";"),
+                    labels_cell(&m.labels),
                     m.unit.as_str().to_owned(),
                     match m.direction {
                         Direction::HigherIsBetter => "higher_is_better",
@@ -119,6 +117,29 @@ impl Exporter for Csv {
         }
         w.flush()
     }
+}
+
+/// The CSV `labels` cell: `k=v;k=v`, sorted by key, with `%`, `;` and `=`
+/// inside keys and values percent-escaped. Split on `;`, then on the first
+/// `=`, then percent-decode each part (Python: `urllib.parse.unquote`).
+fn labels_cell(labels: &std::collections::BTreeMap<String, String>) -> String {
+    fn escape(s: &str) -> String {
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            match c {
+                '%' => out.push_str("%25"),
+                ';' => out.push_str("%3B"),
+                '=' => out.push_str("%3D"),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+    labels
+        .iter()
+        .map(|(k, v)| format!("{}={}", escape(k), escape(v)))
+        .collect::<Vec<_>>()
+        .join(";")
 }
 
 #[cfg(test)]
@@ -147,6 +168,36 @@ mod tests {
         let run: Run = serde_json::from_str(lines.trim_end()).unwrap();
         assert_eq!(run, fixture::run());
         insta::assert_snapshot!(lines);
+    }
+
+    /// The reader's side of [`labels_cell`], as a script would write it.
+    fn split_labels(cell: &str) -> Vec<(String, String)> {
+        fn unescape(s: &str) -> String {
+            s.replace("%3B", ";")
+                .replace("%3D", "=")
+                .replace("%25", "%")
+        }
+        cell.split(';')
+            .map(|pair| {
+                let (k, v) = pair.split_once('=').unwrap();
+                (unescape(k), unescape(v))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn csv_labels_split_back_into_their_pairs() {
+        let mut labels = std::collections::BTreeMap::new();
+        labels.insert("command".to_owned(), "sleep 0.01; kill -9 $$".to_owned());
+        labels.insert("a=b;c".to_owned(), "x=1;y=%3B 100%".to_owned());
+        labels.insert("plain".to_owned(), "echo hi".to_owned());
+        let cell = labels_cell(&labels);
+        assert_eq!(
+            cell,
+            "a%3Db%3Bc=x%3D1%3By%3D%253B 100%25;command=sleep 0.01%3B kill -9 $$;plain=echo hi"
+        );
+        let back: std::collections::BTreeMap<_, _> = split_labels(&cell).into_iter().collect();
+        assert_eq!(back, labels);
     }
 
     #[test]

@@ -39,20 +39,22 @@ pub fn format_duration_ns(ns: f64) -> String {
 }
 
 /// The confidence interval of a metric as `±x.x%` of its value, with the
-/// confidence level and sample count (`±1.2% (95% CI, n=5)`).
+/// confidence level and sample count (`±1.2% (95% CI, n=5)`). A value of
+/// zero has no relative width, so its interval is shown as its two ends
+/// (`0.000 ns … 0.000 ns (95% CI, n=5)`).
 pub fn format_interval(metric: &Metric) -> Option<String> {
     let u = metric.uncertainty.as_ref()?;
+    let level = format!("({:.0}% CI, n={})", u.confidence * 100.0, u.n);
+    if metric.value == 0.0 || !metric.value.is_finite() {
+        return Some(format!(
+            "{} … {} {level}",
+            format_value(u.low, metric.unit),
+            format_value(u.high, metric.unit)
+        ));
+    }
     let half = (u.high - u.low) / 2.0;
-    let relative = if metric.value != 0.0 {
-        100.0 * half / metric.value.abs()
-    } else {
-        f64::NAN
-    };
-    Some(format!(
-        "±{relative:.1}% ({:.0}% CI, n={})",
-        u.confidence * 100.0,
-        u.n
-    ))
+    let relative = 100.0 * half / metric.value.abs();
+    Some(format!("±{relative:.1}% {level}"))
 }
 
 fn decimal_prefix(value: f64) -> String {
@@ -69,7 +71,7 @@ fn decimal_prefix(value: f64) -> String {
     format!("{} {prefix}", four_figures(scaled))
 }
 
-fn four_figures(value: f64) -> String {
+pub(crate) fn four_figures(value: f64) -> String {
     let abs = value.abs();
     let decimals = if abs >= 1000.0 {
         0
@@ -122,5 +124,14 @@ mod tests {
             stddev: None,
         });
         assert_eq!(format_interval(&m).unwrap(), "±2.0% (95% CI, n=5)");
+        // No NaN% for a value of zero (system time of a command that uses
+        // none): the two ends instead.
+        m.value = 0.0;
+        m.uncertainty.as_mut().unwrap().low = 0.0;
+        m.uncertainty.as_mut().unwrap().high = 0.0;
+        assert_eq!(
+            format_interval(&m).unwrap(),
+            "0.000 ns … 0.000 ns (95% CI, n=5)"
+        );
     }
 }

@@ -1,14 +1,15 @@
 //! Human views: the history list, one run in full, and the machine.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 use dyno_model::size::BinarySize;
-use dyno_model::{Direction, Environment, Run};
+use dyno_model::{Direction, Environment, Metric, Run, Unit};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-use crate::format::{format_duration_ns, format_interval, format_value};
+use crate::format::{format_duration_ns, format_interval, format_value, four_figures};
 
 const UNKNOWN: &str = "unknown";
 
@@ -39,11 +40,173 @@ fn when(ts: Timestamp, tz: &TimeZone) -> String {
         .to_string()
 }
 
-/// The headline figure of a run, as `dyno history` shows it.
+/// The headline figure of a run, as `dyno history` shows it: the metric in
+/// words (`int64 1 thread 807.6 µs`, `wall time 'make' 10.89 ms`), not its
+/// stored name.
 fn headline(run: &Run) -> String {
     run.headline_metric()
-        .map(|m| format!("{} {}", m.name, format_value(m.value, m.unit)))
+        .map(|m| {
+            let (value, _) = shown(m, None);
+            // What the figure is of: the command, the disk test, or N.
+            let subject = match (m.label("command"), m.label("test"), m.label("n")) {
+                (Some(command), _, _) => format!(" '{command}'"),
+                (None, Some(test), _) => match m.label("op") {
+                    Some(op) => format!(" {test} {op}"),
+                    None => format!(" {test}"),
+                },
+                _ => String::new(),
+            };
+            let at = m
+                .label("n")
+                .map(|n| format!(" at N={n}"))
+                .unwrap_or_default();
+            format!("{}{subject} {value}{at}", title(&m.name))
+        })
         .unwrap_or_default()
+}
+
+/// A metric's stored name in words: unit suffixes dropped (the value shows
+/// the unit), `_` as spaces, `1t`/`nt` as threads, `wall` as wall time.
+fn title(name: &str) -> String {
+    let mut base = name;
+    for suffix in [
+        "_bytes_per_sec",
+        "_ops_per_sec",
+        "_per_sec",
+        "_percent",
+        "_bytes",
+        "_ns",
+    ] {
+        if let Some(stem) = base.strip_suffix(suffix) {
+            base = stem;
+            break;
+        }
+    }
+    if name.ends_with("_ops_per_sec") {
+        return format!("{} rate", title(base));
+    }
+    base.split('_')
+        .map(|word| match word {
+            "1t" => "1 thread".to_owned(),
+            "nt" => "all threads".to_owned(),
+            "wall" => "wall time".to_owned(),
+            "requests" if name == "requests_per_sec" => "throughput".to_owned(),
+            w => match w.strip_suffix('t') {
+                Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                    format!("{n} threads")
+                }
+                _ => w.to_owned(),
+            },
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `value` with `digits` significant digits, in plain decimals down to
+/// 1e-4 and in scientific notation below (σ = 0.002498, p = 3.1e-6).
+fn significant(value: f64, digits: usize) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    let magnitude = value.abs().log10().floor() as i32;
+    if magnitude < -4 {
+        return format!("{value:.prec$e}", prec = digits.saturating_sub(1));
+    }
+    let decimals = (digits as i32 - 1 - magnitude).max(0) as usize;
+    format!("{value:.decimals$}")
+}
+
+/// Metrics that describe how much was done (requests sent, bytes read), not
+/// how well: no direction is better.
+fn is_volume(name: &str) -> bool {
+    matches!(
+        name,
+        "requests"
+            | "responses"
+            | "connections_opened"
+            | "bytes_read"
+            | "bytes_written"
+            | "body_bytes"
+            | "measured_ns"
+    ) || name.starts_with("status_")
+}
+
+/// A metric's value and its BETTER word as the metric table shows them.
+///
+/// Engines store p-values, verdicts, fractions and fit parameters as plain
+/// ratios and tallies as counts; saved runs keep those units, so the reading
+/// is decided here, by name: fractions as %, p-values, σ and κ with
+/// significant digits, R² with four decimals, a verdict and a bound as
+/// words, and no direction for tallies and test results. `ops` is the
+/// decimal prefix every row of this metric shares, so a column does not
+/// mix ops/s and kops/s.
+fn shown(m: &Metric, ops: Option<(f64, &str)>) -> (String, &'static str) {
+    let better = match m.direction {
+        Direction::HigherIsBetter => "higher",
+        Direction::LowerIsBetter => "lower",
+    };
+    let none = "–";
+    let value = m.value;
+    match m.name.as_str() {
+        "verdict" => {
+            let word = if value > 0.0 {
+                "faster"
+            } else if value < 0.0 {
+                "slower"
+            } else {
+                "no significant difference"
+            };
+            return (word.to_owned(), none);
+        }
+        "p_value" => return (significant(value, 2), none),
+        "usl_bound" => {
+            let word = m
+                .label("bound")
+                .map_or_else(|| format_value(value, m.unit), str::to_owned);
+            return (word, none);
+        }
+        "usl_sigma" | "usl_kappa" => return (significant(value, 4), better),
+        name if name.ends_with("r_squared") => return (format!("{value:.4}"), better),
+        _ => {}
+    }
+    let better = if is_volume(&m.name) { none } else { better };
+    if m.unit == Unit::Ratio && (m.name.contains("fraction") || m.name == "efficiency") {
+        return (format!("{:.1}%", 100.0 * value), better);
+    }
+    if let (Unit::OpsPerSec, Some((scale, prefix)), true) = (m.unit, ops, value.is_finite()) {
+        return (
+            format!("{} {prefix}ops/s", four_figures(value / scale)),
+            better,
+        );
+    }
+    (format_value(value, m.unit), better)
+}
+
+/// For each metric name in ops/s, the one decimal prefix that fits its
+/// largest value, so all its rows read in the same unit.
+fn ops_prefixes(run: &Run) -> BTreeMap<&str, (f64, &'static str)> {
+    let mut largest: BTreeMap<&str, f64> = BTreeMap::new();
+    for m in run.metrics.iter().filter(|m| m.unit == Unit::OpsPerSec) {
+        let top = largest.entry(m.name.as_str()).or_insert(0.0);
+        if m.value.is_finite() {
+            *top = top.max(m.value.abs());
+        }
+    }
+    largest
+        .into_iter()
+        .map(|(name, top)| {
+            let prefix = if top >= 1e9 {
+                (1e9, "G")
+            } else if top >= 1e6 {
+                (1e6, "M")
+            } else if top >= 1e3 {
+                (1e3, "k")
+            } else {
+                (1.0, "")
+            };
+            (name, prefix)
+        })
+        .collect()
 }
 
 /// One line per run: id, when, kind, host, description and headline figure.
@@ -68,6 +231,16 @@ pub fn history(runs: &[Run], tz: &TimeZone) -> String {
 /// A run in full: header, metrics with their intervals, warnings, the
 /// machine in brief, and the settings that repeat it.
 pub fn run_details(run: &Run, tz: &TimeZone) -> String {
+    details(run, tz, true)
+}
+
+/// [`run_details`] without its warnings, for a view that prints the run's
+/// own report (which ends with them) after it.
+pub fn run_details_before_report(run: &Run, tz: &TimeZone) -> String {
+    details(run, tz, false)
+}
+
+fn details(run: &Run, tz: &TimeZone, with_warnings: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Run {} ({}): {}", run.id, run.kind, run.description);
     let _ = writeln!(
@@ -83,20 +256,21 @@ pub fn run_details(run: &Run, tz: &TimeZone) -> String {
     out.push('\n');
 
     let mut t = table(&["METRIC", "VALUE", "UNCERTAINTY", "BETTER"]);
+    let prefixes = ops_prefixes(run);
     for m in &run.metrics {
+        let (value, better) = shown(m, prefixes.get(m.name.as_str()).copied());
         t.add_row(vec![
             Cell::new(m.display_name()),
-            Cell::new(format_value(m.value, m.unit)).set_alignment(CellAlignment::Right),
+            Cell::new(value).set_alignment(CellAlignment::Right),
             Cell::new(format_interval(m).unwrap_or_default()),
-            Cell::new(match m.direction {
-                Direction::HigherIsBetter => "higher",
-                Direction::LowerIsBetter => "lower",
-            }),
+            Cell::new(better),
         ]);
     }
     out.push_str(&render(&t));
 
-    warnings(run, &mut out);
+    if with_warnings {
+        warnings(run, &mut out);
+    }
     if !run.settings.is_null() {
         out.push_str("\nSettings:\n");
         let settings = serde_json::to_string_pretty(&run.settings).unwrap_or_default();
@@ -310,6 +484,111 @@ mod tests {
         second.headline = None;
         second.environment.hostname = None;
         insta::assert_snapshot!(history(&[fixture::run(), second], &TimeZone::UTC));
+    }
+
+    #[test]
+    fn non_time_metrics_read_as_what_they_are() {
+        let mut run = fixture::run();
+        let m = |name: &str, unit, direction, value| Metric::new(name, unit, direction, value);
+        use Direction::{HigherIsBetter as Higher, LowerIsBetter as Lower};
+        run.metrics = vec![
+            m("p_value", Unit::Ratio, Lower, 0.1034),
+            m("p_value", Unit::Ratio, Lower, 3.1e-6),
+            m("verdict", Unit::Ratio, Higher, 0.0),
+            m("verdict", Unit::Ratio, Higher, -1.0),
+            m("efficiency", Unit::Ratio, Higher, 0.9434).with_label("n", "2"),
+            m("int64_amdahl_parallel_fraction", Unit::Ratio, Higher, 0.995),
+            m("usl_sigma", Unit::Ratio, Lower, 0.04127),
+            m("usl_kappa", Unit::Ratio, Lower, 0.002498),
+            m("usl_r_squared", Unit::Ratio, Higher, 0.99871),
+            m("usl_bound", Unit::Count, Lower, 2.0).with_label("bound", "coherency"),
+            m("requests", Unit::Count, Lower, 33314.0),
+            m("connections_opened", Unit::Count, Lower, 2.0),
+            m("bytes_read", Unit::Bytes, Higher, 1024.0),
+            m("errors", Unit::Count, Lower, 0.0),
+            m("iops", Unit::OpsPerSec, Higher, 959.5).with_label("test", "a"),
+            m("iops", Unit::OpsPerSec, Higher, 3020.0).with_label("test", "b"),
+            m("speedup", Unit::Ratio, Higher, 1.89),
+        ];
+        let text = run_details(&run, &TimeZone::UTC);
+        let row = |needle: &str| -> Vec<String> {
+            text.lines()
+                .find(|l| l.starts_with(needle))
+                .unwrap_or_else(|| panic!("no {needle} in {text}"))
+                .split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let lines: Vec<Vec<String>> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("METRIC"))
+            .skip(1)
+            .take(run.metrics.len())
+            .map(|l| {
+                l.split("  ")
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .collect();
+        let cells = |i: usize| lines[i][1..].join(" | ");
+        assert_eq!(cells(0), "0.10 | –");
+        assert_eq!(cells(1), "3.1e-6 | –");
+        assert_eq!(cells(2), "no significant difference | –");
+        assert_eq!(cells(3), "slower | –");
+        assert_eq!(cells(4), "94.3% | higher");
+        assert_eq!(cells(5), "99.5% | higher");
+        assert_eq!(cells(6), "0.04127 | lower");
+        assert_eq!(cells(7), "0.002498 | lower");
+        assert_eq!(cells(8), "0.9987 | higher");
+        assert_eq!(cells(9), "coherency | –");
+        assert_eq!(cells(10), "33314 | –");
+        assert_eq!(cells(11), "2 | –");
+        assert_eq!(cells(12), "1 KiB | –");
+        assert_eq!(cells(13), "0 | lower");
+        assert_eq!(cells(14), "0.960 kops/s | higher");
+        assert_eq!(cells(15), "3.020 kops/s | higher");
+        assert_eq!(cells(16), "1.89× | higher");
+        assert_eq!(row("speedup")[1], "1.89×");
+    }
+
+    #[test]
+    fn headlines_name_the_metric_in_words() {
+        assert_eq!(title("int64_1t_ns"), "int64 1 thread");
+        assert_eq!(title("int64_nt_ops_per_sec"), "int64 all threads rate");
+        assert_eq!(title("wall_ns"), "wall time");
+        assert_eq!(title("requests_per_sec"), "throughput");
+        assert_eq!(title("throughput_bytes_per_sec"), "throughput");
+        assert_eq!(title("best_speedup"), "best speedup");
+        let mut run = fixture::run();
+        assert_eq!(headline(&run), "int64 1 thread 1.250 s");
+        run.metrics = vec![
+            Metric::new("wall_ns", Unit::Ns, Direction::LowerIsBetter, 1.089e7)
+                .with_label("command", "sleep 0.01"),
+        ];
+        run.headline = Some("wall_ns".into());
+        assert_eq!(headline(&run), "wall time 'sleep 0.01' 10.89 ms");
+        run.metrics = vec![
+            Metric::new(
+                "throughput_bytes_per_sec",
+                Unit::BytesPerSec,
+                Direction::HigherIsBetter,
+                1.42e9,
+            )
+            .with_label("test", "SEQ1M Q8T1")
+            .with_label("op", "read"),
+        ];
+        run.headline = Some("throughput_bytes_per_sec".into());
+        assert_eq!(headline(&run), "throughput SEQ1M Q8T1 read 1420.00 MB/s");
+        run.metrics = vec![
+            Metric::new("best_speedup", Unit::Ratio, Direction::HigherIsBetter, 5.88)
+                .with_label("n", "8"),
+        ];
+        run.headline = Some("best_speedup".into());
+        assert_eq!(headline(&run), "best speedup 5.88× at N=8");
     }
 
     #[test]

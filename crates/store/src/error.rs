@@ -181,9 +181,15 @@ pub(crate) fn classify(path: &Path, err: rusqlite::Error) -> StoreError {
         }
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Locked { path },
         Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied | ErrorCode::ReadOnly) => {
+            // Only SQLite's one-line reason: its error value would add the
+            // same words again as its own source, and the path once more.
+            let reason = match &err {
+                rusqlite::Error::SqliteFailure(e, _) => rusqlite::ffi::code_to_str(e.extended_code),
+                _ => "SQLite cannot open or write it",
+            };
             StoreError::CannotOpen {
                 path,
-                source: io::Error::other(err),
+                source: io::Error::other(reason),
             }
         }
         _ => StoreError::Sqlite(err),
@@ -269,6 +275,23 @@ mod tests {
             classify(path, failure(rusqlite::ffi::SQLITE_READONLY)),
             StoreError::CannotOpen { .. }
         ));
+        // The reason is said once, not once per link of SQLite's chain.
+        let cannot_open = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some("unable to open database file: x.db".into()),
+        );
+        let err = classify(path, cannot_open);
+        let mut msg = err.to_string();
+        let mut cause = std::error::Error::source(&err);
+        while let Some(c) = cause {
+            msg = format!("{msg}: {c}");
+            cause = c.source();
+        }
+        assert_eq!(
+            msg.matches("unable to open database file").count(),
+            1,
+            "{msg}"
+        );
         assert!(matches!(
             classify(path, failure(rusqlite::ffi::SQLITE_FULL)),
             StoreError::Sqlite(_)

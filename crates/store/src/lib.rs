@@ -47,7 +47,16 @@ pub trait Store {
 
     /// Removes one run (full id or unique prefix), with its tags; returns its
     /// id.
-    fn remove(&mut self, id_or_prefix: &str) -> Result<RunId, StoreError>;
+    fn remove(&mut self, id_or_prefix: &str) -> Result<RunId, StoreError> {
+        let removed = self.remove_all(&[id_or_prefix])?;
+        Ok(removed[0])
+    }
+
+    /// Removes every run named (full ids or unique prefixes), with their
+    /// tags, all or nothing: if any id does not resolve to exactly one run,
+    /// nothing is removed and the error names that id. Returns the ids
+    /// removed, in the order given, each once.
+    fn remove_all(&mut self, ids_or_prefixes: &[&str]) -> Result<Vec<RunId>, StoreError>;
 }
 
 /// Which runs [`Store::list`] returns. Every condition that is set must hold;

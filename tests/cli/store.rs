@@ -1,0 +1,282 @@
+//! The result store's subcommands (`history`, `show`, `export`, `import`,
+//! `rm`) and how every subcommand treats the store.
+
+use super::*;
+
+/// A `dyno run` result (kind exec) as JSON, not saved.
+fn exec_run(home: &Path) -> Value {
+    let (run, _) = json_run(home, &["run", "--runs", "2", "-N", "true", "--no-save"], 0);
+    run
+}
+
+/// Imports `n` copies of `run` into the store in `home`, each with its own
+/// id, so the store grows to many pages.
+fn import_copies(home: &Path, run: &Value, n: usize) {
+    let file = home.join("copies.jsonl");
+    let mut text = String::new();
+    for i in 0..n {
+        let mut copy = run.clone();
+        copy["id"] = Value::String(format!("01J0{i:022}"));
+        copy["description"] = Value::String(format!("copy {i} {}", "x".repeat(300)));
+        text.push_str(&copy.to_string());
+        text.push('\n');
+    }
+    std::fs::write(&file, text).unwrap();
+    dyno(home).arg("import").arg(&file).assert().success();
+    std::fs::remove_file(&file).unwrap();
+}
+
+#[test]
+fn every_writer_refuses_a_store_with_garbage_middle_pages_and_leaves_it_untouched() {
+    let home = temp();
+    let run = exec_run(home.path());
+    import_copies(home.path(), &run, 200);
+    let db = home.path().join("dyno.db");
+    // The audit's repro: dd bs=4096 seek=25 count=2 conv=notrunc.
+    let mut bytes = std::fs::read(&db).unwrap();
+    assert!(bytes.len() > 27 * 4096, "{} bytes", bytes.len());
+    for (i, b) in bytes[25 * 4096..27 * 4096].iter_mut().enumerate() {
+        *b = ((i as u32).wrapping_mul(2_654_435_761) >> 13) as u8;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let import = home.path().join("one.json");
+    std::fs::write(&import, exec_run(home.path()).to_string()).unwrap();
+    let import = import.to_str().unwrap();
+    let sweep = home.path().join("sweep.csv");
+    std::fs::write(&sweep, "threads,seconds\n1,10\n2,5.5\n4,3\n").unwrap();
+    let sweep = sweep.to_str().unwrap();
+    for args in [
+        &["http", "-n", "10"][..],
+        &["scale", "--file", sweep][..],
+        &["history"][..],
+        &["run", "--runs", "2", "-N", "true"][..],
+        &SMALL_QUICK[..],
+        &["import", import][..],
+        &["rm", "01J00000000000000000000001"][..],
+        &["show", "01J00000000000000000000001"][..],
+        &["export"][..],
+    ] {
+        let stderr = fails(home.path(), args);
+        assert!(
+            stderr.contains("is not a dyno result store") && stderr.contains("left untouched"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            std::fs::read(&db).unwrap() == bytes,
+            "{args:?} changed the file"
+        );
+    }
+}
+
+#[test]
+fn rm_with_one_unknown_id_removes_nothing() {
+    let home = temp();
+    let run = exec_run(home.path());
+    import_copies(home.path(), &run, 2);
+    let (a, b) = ("01J00000000000000000000000", "01J00000000000000000000001");
+    let stderr = fails(home.path(), &["rm", a, "ZZZZZZ"]);
+    assert!(
+        stderr.contains("no run was removed") && stderr.contains("'ZZZZZZ'"),
+        "{stderr}"
+    );
+    let listed = ok(home.path(), &["history"]);
+    assert!(listed.contains(a) && listed.contains(b), "{listed}");
+    dyno(home.path())
+        .args(["rm", a, b])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(format!("removed {a}")));
+    assert!(ok(home.path(), &["history"]).is_empty());
+}
+
+#[test]
+fn history_kind_run_lists_run_results_and_unmade_kinds_are_not_offered() {
+    let home = temp();
+    let run = exec_run(home.path());
+    import_copies(home.path(), &run, 1);
+    let id = "01J00000000000000000000000";
+    assert!(ok(home.path(), &["history", "--kind", "run"]).contains(id));
+    assert!(ok(home.path(), &["history", "--kind", "exec"]).contains(id));
+    let stderr = fails(home.path(), &["history", "--kind", "bogus"]);
+    assert!(
+        stderr.contains("unknown run kind 'bogus'") && stderr.contains("run (`dyno run`"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("cpu") && !stderr.contains(" db"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn history_with_filters_that_match_nothing_names_the_filters() {
+    let home = temp();
+    let out = dyno(home.path()).arg("history").assert().success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("no runs saved yet; `dyno quick`"),
+        "{stderr}"
+    );
+    let out = dyno(home.path())
+        .args(["history", "--tag", "nope", "--kind", "disk"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("no run matches the filters --kind disk --tag nope")
+            && !stderr.contains("dyno quick"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn planned_subcommands_say_so_instead_of_suggesting_another() {
+    let home = temp();
+    for (sub, needle) in [
+        ("compare", "`dyno compare` is not available yet"),
+        ("report", "`dyno report` is not available yet"),
+    ] {
+        let stderr = fails(home.path(), &[sub, "a", "b"]);
+        assert!(stderr.contains(needle), "{stderr}");
+        assert!(!stderr.contains("completions"), "{stderr}");
+    }
+    let help = ok(home.path(), &["--help"]);
+    assert!(
+        !help.contains("  compare") && !help.contains("  report"),
+        "{help}"
+    );
+}
+
+#[test]
+fn csv_labels_with_semicolons_and_equals_signs_split_back() {
+    let home = temp();
+    let command = "x=1; y=100%; true";
+    ok(home.path(), &["run", "--runs", "2", command]);
+    let text = ok(home.path(), &["export", "--format", "csv"]);
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let column = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "labels")
+        .unwrap();
+    let mut commands = Vec::new();
+    for record in reader.records() {
+        let cell = record.unwrap()[column].to_owned();
+        if cell.is_empty() {
+            continue;
+        }
+        for pair in cell.split(';') {
+            let (key, value) = pair.split_once('=').unwrap();
+            let unescape = |s: &str| {
+                s.replace("%3B", ";")
+                    .replace("%3D", "=")
+                    .replace("%25", "%")
+            };
+            if unescape(key) == "command" {
+                commands.push(unescape(value));
+            }
+        }
+    }
+    assert!(!commands.is_empty(), "{text}");
+    assert!(
+        commands.iter().all(|c| c == command),
+        "{commands:?}\n{text}"
+    );
+}
+
+#[test]
+fn export_to_a_missing_directory_says_so_and_counts_read_well() {
+    let home = temp();
+    let run = exec_run(home.path());
+    import_copies(home.path(), &run, 1);
+    let missing = home.path().join("newdir/x.json");
+    let stderr = fails(home.path(), &["export", "-o", missing.to_str().unwrap()]);
+    assert!(
+        stderr.contains("newdir' does not exist") && !stderr.contains("never overwrites"),
+        "{stderr}"
+    );
+    let file = home.path().join("x.json");
+    dyno(home.path())
+        .args(["export", "-o", file.to_str().unwrap()])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("exported 1 run to"));
+    let stderr = fails(home.path(), &["export", "-o", file.to_str().unwrap()]);
+    assert!(
+        stderr.contains("already exists") && stderr.contains("never overwrites"),
+        "{stderr}"
+    );
+    let other = temp();
+    dyno(other.path())
+        .args(["import", file.to_str().unwrap()])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("imported 1 run from"));
+}
+
+#[test]
+fn an_unopenable_store_says_why_once() {
+    // /proc refuses new files whoever we are, even root.
+    let stderr = fails(Path::new("/proc/self"), &["history"]);
+    assert_eq!(
+        stderr.matches("unable to open database file").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("DYNO_HOME"), "{stderr}");
+}
+
+/// The row of `name` in `show`'s metric table, split into its cells.
+fn metric_row(text: &str, name: &str) -> Vec<String> {
+    text.lines()
+        .find(|l| l.split_whitespace().next() == Some(name) || l.starts_with(&format!("{name}{{")))
+        .unwrap_or_else(|| panic!("no {name} row in {text}"))
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn show_reprints_each_kinds_report_and_reads_non_time_metrics() {
+    let home = temp();
+    let (http, _) = json_run(home.path(), &["http", "-n", "200", "-c", "2"], 0);
+    let id = http["id"].as_str().unwrap();
+    let text = ok(home.path(), &["show", id]);
+    assert!(text.contains("As `dyno http` reported it"), "{text}");
+    assert!(text.contains("p99.9") && text.contains("p50"), "{text}");
+    for tally in ["requests", "responses", "connections_opened", "bytes_read"] {
+        assert_eq!(metric_row(&text, tally).last().unwrap(), "–", "{tally}");
+    }
+    assert_eq!(text.matches("Warnings:").count(), 1, "{text}");
+    let ab = ok(home.path(), &["show", id, "--format", "ab"]);
+    assert!(
+        ab.contains("Requests per second:") && ab.contains("Percentage of the requests served"),
+        "{ab}"
+    );
+
+    let (exec, _) = json_run(
+        home.path(),
+        &["run", "--runs", "3", "sleep 0.01", "sleep 0.02"],
+        0,
+    );
+    let id = exec["id"].as_str().unwrap();
+    let text = ok(home.path(), &["show", id]);
+    assert!(text.contains("As `dyno run` reported it"), "{text}");
+    assert!(text.contains("Compared with"), "{text}");
+    let p = metric_row(&text, "p_value");
+    assert!(!p[1].contains('×') && p[1].parse::<f64>().is_ok(), "{p:?}");
+    let verdict = metric_row(&text, "verdict");
+    assert!(
+        ["faster", "slower", "no significant difference"].contains(&verdict[1].as_str()),
+        "{verdict:?}"
+    );
+    assert!(!text.contains("NaN"), "{text}");
+    let stderr = fails(home.path(), &["show", id, "--format", "ab"]);
+    assert!(
+        stderr.contains("for http runs") && stderr.contains("kind exec"),
+        "{stderr}"
+    );
+}
