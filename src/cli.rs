@@ -141,7 +141,9 @@ pub struct HttpArgs {
     #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration", allow_negative_numbers = true, value_parser = at_least_one)]
     pub requests: Option<u64>,
 
-    /// Measure for this long (10s, 500ms, 2m) [default: 10s unless -n].
+    /// Measure for this long (10s, 500ms, 2m) [default: 10s unless -n]. The
+    /// run ends then: requests still under way are counted as unfinished,
+    /// not waited for, and rates divide by this duration.
     #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
 

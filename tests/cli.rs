@@ -20,6 +20,9 @@ mod tls_server;
 /// `dyno disk`'s tests.
 #[path = "cli/disk.rs"]
 mod disk;
+/// `dyno http`'s engine: deadlines, rates, latency logs, connecting.
+#[path = "cli/http_engine.rs"]
+mod http_engine;
 /// `dyno run`'s tests.
 #[path = "cli/run.rs"]
 mod run;

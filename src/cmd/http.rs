@@ -214,6 +214,23 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     if tty {
         eprint!("\r\x1b[2K");
     }
+    if outcome.interrupted && outcome.stats.requests() == 0 {
+        // Stopped in the warm-up (or before any answer): an empty run
+        // would only clutter the store and skew comparisons.
+        if let (Some(out), Some(path)) = (log_file.take(), &latency_log) {
+            drop(out);
+            let _ = std::fs::remove_file(path);
+        }
+        eprintln!(
+            "dyno: interrupted before any request was measured{}; nothing was saved",
+            if outcome.elapsed.is_zero() && !warmup.is_zero() {
+                " (still in the warm-up)"
+            } else {
+                ""
+            }
+        );
+        return Ok(ExitStatus::Interrupted);
+    }
     run.duration_ns = started.elapsed().as_nanos() as u64;
     if let Some(session) = &outcome.tls_session {
         // What the server agreed to, as ab shows it: part of what was

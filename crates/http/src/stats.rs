@@ -120,6 +120,11 @@ pub struct Stats {
     pub max_lateness: Duration,
     /// Open model: requests that were due before the end but never sent.
     pub dropped: u64,
+    /// Requests written but neither answered nor failed when a duration run
+    /// reached its end (or was interrupted): the run ends on time instead of
+    /// waiting for them, and they are counted here, as wrk and oha do. Not
+    /// errors, and not in [`Stats::requests`].
+    pub unfinished: u64,
 }
 
 /// A send this much behind its due time counts as late.
@@ -143,6 +148,7 @@ impl Default for Stats {
             late_sends: 0,
             max_lateness: Duration::ZERO,
             dropped: 0,
+            unfinished: 0,
         }
     }
 }
@@ -162,6 +168,16 @@ pub struct Timing {
     pub corrected: Option<Duration>,
 }
 
+impl Timing {
+    /// The latency this response counts with: from the due time in the open
+    /// model (never less than the round trip), connect plus processing in
+    /// the closed model.
+    pub fn latency(&self) -> Duration {
+        let total = self.connect + self.processing;
+        self.corrected.map_or(total, |c| c.max(total))
+    }
+}
+
 impl Stats {
     /// Records one completed response.
     pub fn response(&mut self, status: u16, body_bytes: u64, t: Timing) {
@@ -174,13 +190,9 @@ impl Stats {
         record(&mut self.connect, t.connect);
         record(&mut self.waiting, t.waiting);
         record(&mut self.processing, t.processing);
-        let total = t.connect + t.processing;
-        match t.corrected {
-            Some(corrected) => {
-                record(&mut self.latency, corrected.max(total));
-                record(&mut self.uncorrected, total);
-            }
-            None => record(&mut self.latency, total),
+        record(&mut self.latency, t.latency());
+        if t.corrected.is_some() {
+            record(&mut self.uncorrected, t.connect + t.processing);
         }
     }
 
@@ -239,6 +251,7 @@ impl AddAssign<&Stats> for Stats {
         self.late_sends += other.late_sends;
         self.max_lateness = self.max_lateness.max(other.max_lateness);
         self.dropped += other.dropped;
+        self.unfinished += other.unfinished;
     }
 }
 

@@ -253,13 +253,38 @@ fn a_duration_run_against_a_stalled_server_ends_on_time() {
     let o = run(settings_for(server.addr(), "/x", Stop::Duration(duration)));
     let s = &o.stats;
     // Each connection starts a request at 0 and 0.5 s (and perhaps one
-    // more if the machine is slow); the one under way at the end is still
-    // counted, as a timeout.
-    assert!(s.requests() >= 2 * CONNECTIONS as u64, "{s:?}");
-    assert!(s.requests() <= 3 * CONNECTIONS as u64, "{s:?}");
+    // more if the machine is slow). The first times out at 0.5 s; the
+    // second times out at the end, and one under way then is unfinished.
+    assert!(
+        s.requests() + s.unfinished >= 2 * CONNECTIONS as u64,
+        "{s:?}"
+    );
+    assert!(
+        s.requests() + s.unfinished <= 3 * CONNECTIONS as u64,
+        "{s:?}"
+    );
+    assert!(s.requests() >= CONNECTIONS as u64, "{s:?}");
     assert_eq!(s.errors_of(ErrorClass::ReadTimeout), s.requests());
     assert_eq!(s.responses, 0);
-    assert_eq!(s.connects, s.requests());
+    assert_eq!(o.elapsed, duration, "rates divide by the duration");
+}
+
+#[test]
+fn a_duration_run_does_not_wait_for_requests_under_way_at_its_end() {
+    // A 60 s timeout: the run used to wait for it after its 1 s.
+    let server = common::stall();
+    let duration = Duration::from_secs(1);
+    let mut settings = settings_for(server.addr(), "/x", Stop::Duration(duration));
+    settings.timeout = Duration::from_secs(60);
+    let began = Instant::now();
+    let o = dyno_http::run(settings, Arc::new(AtomicBool::new(false)), |_| {}).expect("runs");
+    let took = began.elapsed();
+    assert!(took < duration + SLACK, "the run took {took:?}");
+    let s = &o.stats;
+    assert_eq!(s.unfinished, CONNECTIONS as u64, "{s:?}");
+    assert_eq!(s.requests(), 0, "{s:?}");
+    assert_eq!(o.elapsed, duration);
+    assert!(!o.interrupted);
 }
 
 // ---------------------------------------------------------------------------

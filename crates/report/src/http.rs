@@ -93,7 +93,7 @@ pub fn http_report(run: &Run) -> String {
     let model = if open {
         format!(
             "open model: {} req/s on a fixed schedule, latency from due times",
-            setting(run, "rate_per_sec").as_f64().unwrap_or(0.0)
+            rate(setting(run, "rate_per_sec").as_f64().unwrap_or(0.0))
         )
     } else {
         "closed model: each connection waits for its answer before the next request".into()
@@ -108,9 +108,15 @@ pub fn http_report(run: &Run) -> String {
     out.push('\n');
 
     let measured = value(run, "measured_ns");
+    let unfinished = count(run, "unfinished_requests");
+    let unfinished = if unfinished > 0 {
+        format!(" ({unfinished} still under way at the end: cut, not waited for)")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "Requests    {} answered in {}: {}",
+        "Requests    {} answered in {}: {}{unfinished}",
         count(run, "responses"),
         format_duration_ns(measured),
         format_value(
@@ -121,9 +127,9 @@ pub fn http_report(run: &Run) -> String {
     if open {
         let _ = writeln!(
             out,
-            "Rate        requested {:.0} req/s, achieved {:.0} req/s; {} late sends (max {} late), {} dropped",
-            value(run, "requested_rate_per_sec"),
-            value(run, "requests_per_sec"),
+            "Rate        requested {} req/s, achieved {} req/s; {} late sends (max {} late), {} dropped",
+            rate(value(run, "requested_rate_per_sec")),
+            rate(value(run, "requests_per_sec")),
             count(run, "late_sends"),
             format_duration_ns(value(run, "max_lateness_ns")),
             count(run, "dropped_sends"),
@@ -232,6 +238,16 @@ pub fn http_report(run: &Run) -> String {
     );
     crate::text::warnings(run, &mut out);
     out
+}
+
+/// A request rate: whole numbers from 10 up, two decimals below (a
+/// requested 0.5 req/s is not "0 req/s").
+fn rate(per_sec: f64) -> String {
+    if per_sec.abs() < 10.0 {
+        format!("{per_sec:.2}")
+    } else {
+        format!("{per_sec:.0}")
+    }
 }
 
 /// A latency in a short, fixed form for tables.
@@ -408,6 +424,13 @@ fn split_url(url: &str) -> (String, u16, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_below_ten_keep_their_decimals() {
+        assert_eq!(rate(0.5), "0.50");
+        assert_eq!(rate(2.4), "2.40");
+        assert_eq!(rate(1000.4), "1000");
+    }
 
     #[test]
     fn urls_split_like_ab() {

@@ -89,7 +89,7 @@ pub(super) async fn connection(
             Ok(()) => backoff = Duration::ZERO,
             Err(Failure::Connect(class)) => {
                 for t in &batch {
-                    local.borrow_mut().record_error(t, class);
+                    local.borrow_mut().record_error(&shared, t, class, false);
                 }
                 // Do not spin on a refusing server; the schedule goes on.
                 backoff = (backoff * 2).clamp(Duration::from_millis(1), Duration::from_millis(100));
@@ -100,7 +100,7 @@ pub(super) async fn connection(
             Err(Failure::Request { done, class }) => {
                 let mut l = local.borrow_mut();
                 for t in &batch[done..] {
-                    l.record_error(t, class);
+                    l.record_error(&shared, t, class, true);
                 }
                 conn.stream = None;
             }
@@ -171,13 +171,16 @@ async fn exchange(
     };
     let stream = conn.stream.as_mut().expect("connected above");
     let sent = Instant::now();
-    if let Some(due) = batch[0].due
-        && batch[0].measured
     {
-        local
-            .borrow_mut()
-            .stats
-            .lateness(sent.saturating_duration_since(due));
+        let mut l = local.borrow_mut();
+        // From here each measured request of the batch is in flight until
+        // it is answered or fails (or the run is cut).
+        l.in_flight += batch.iter().filter(|t| t.measured).count() as u64;
+        if let Some(due) = batch[0].due
+            && batch[0].measured
+        {
+            l.stats.lateness(sent.saturating_duration_since(due));
+        }
     }
     let fail = |done: usize, class: ErrorClass| Failure::Request { done, class };
     match tokio::time::timeout(settings.timeout, stream.write_all(request)).await {
@@ -194,6 +197,7 @@ async fn exchange(
     // head, the start of the next answer) moves to `conn.pending`.
     let mut reader = Reader {
         local,
+        shared,
         batch,
         settings,
         sent,
@@ -288,6 +292,7 @@ async fn read<'b>(
 /// and the timings that go with it.
 struct Reader<'a> {
     local: &'a RefCell<Local>,
+    shared: &'a Shared,
     batch: &'a [Ticket],
     settings: &'a Settings,
     sent: Instant,
@@ -338,6 +343,13 @@ impl Reader<'_> {
         self.keep &= response.keep_alive;
         if ticket.measured {
             let mut l = self.local.borrow_mut();
+            l.in_flight -= 1;
+            if self.shared.end.is_some_and(|end| done >= end) {
+                // Answered after the deadline: not part of the run.
+                l.stats.unfinished += 1;
+                self.next += 1;
+                return;
+            }
             let timing = Timing {
                 connect: if self.next == 0 {
                     self.connect_time
@@ -353,17 +365,15 @@ impl Reader<'_> {
             };
             l.stats
                 .response(response.status, response.body_bytes, timing);
-            l.interval.responses += 1;
-            let total = timing
-                .corrected
-                .unwrap_or(timing.connect + timing.processing);
-            let _ = l
-                .interval
+            let interval = l.interval_at(self.shared.measure_from, done);
+            interval.responses += 1;
+            // The same figure the run's latency histogram records.
+            let _ = interval
                 .latency
-                .record(u64::try_from(total.as_nanos()).unwrap_or(u64::MAX));
+                .record(u64::try_from(timing.latency().as_nanos()).unwrap_or(u64::MAX));
             if self.settings.fail_status && response.status >= 400 {
+                interval.errors += 1;
                 l.stats.error(ErrorClass::Status);
-                l.interval.errors += 1;
             }
             l.last_done = Some(done);
         }

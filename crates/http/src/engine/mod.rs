@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use tokio::task::LocalSet;
+use tokio::task::{JoinSet, LocalSet};
 
 use self::exchange::{READ_BUF, connection};
 use self::schedule::Ticket;
@@ -58,9 +58,14 @@ pub enum EngineError {
 pub struct Outcome {
     /// All threads merged.
     pub stats: Stats,
-    /// One merged entry per second of the measured part of the run.
+    /// One merged entry per second of the measured part of the run. Every
+    /// measured response and error is in exactly one entry, so the entries
+    /// add up to [`Stats`] (a latency log holds the report's count).
     pub timeline: Vec<Interval>,
-    /// From the end of warm-up to the last measured response.
+    /// The measured window every rate divides by: from the end of the
+    /// warm-up to the deadline of a duration run (or to the interrupt, if
+    /// that came first), or to the last measured response of a run of `-n`
+    /// requests.
     pub elapsed: Duration,
     /// Wall time of the whole run, warm-up included.
     pub wall: Duration,
@@ -118,6 +123,12 @@ struct Local {
     interval: Interval,
     /// Closed model with `-n`: measured requests this thread may still start.
     quota: Option<u64>,
+    /// Measured requests written and not yet answered or failed: what is
+    /// left of them when the run is cut at its deadline is unfinished.
+    in_flight: u64,
+    /// Where finished intervals go (the coordinator's timeline); dropped
+    /// when the thread is done, which tells the coordinator.
+    tx: Option<mpsc::Sender<Interval>>,
     /// Sequence numbers for `{seq}`: thread index + k × threads.
     next_seq: u64,
     rng: fastrand::Rng,
@@ -181,6 +192,7 @@ pub fn run(
     let mut merged = Stats::default();
     let mut timeline: Vec<Interval> = Vec::new();
     let mut last_done: Option<Instant> = None;
+    let mut finished = start;
     let mut cpu = Duration::ZERO;
     let mut tls_failure = None;
     let mut tls_session = None;
@@ -228,6 +240,7 @@ pub fn run(
                 next_tick += Duration::from_secs(1);
             }
         }
+        finished = Instant::now();
         for h in handles {
             let local = h.join().expect("a worker thread panicked");
             merged += &local.stats;
@@ -239,12 +252,26 @@ pub fn run(
         Ok(())
     })?;
     timeline.sort_by_key(|i| i.index);
-    // Interval 0 is the warm-up; the timeline shows measured seconds.
+    // Interval 0 is the warm-up, which holds no measured request (a
+    // request is filed by the same clock that marks it measured); the
+    // timeline shows measured seconds.
+    debug_assert!(
+        timeline
+            .iter()
+            .all(|i| i.index > 0 || (i.responses == 0 && i.errors == 0))
+    );
     timeline.retain(|i| i.index > 0);
     let wall = start.elapsed();
-    let elapsed = last_done.map_or(Duration::ZERO, |t| {
-        t.saturating_duration_since(measure_from)
-    });
+    // A duration run is measured over its scheduled window (cut short by an
+    // interrupt); requests still under way at its end are unfinished, not
+    // waited for. A run of n requests lasts until its last answer.
+    let elapsed = match end {
+        Some(end) if shared.stopped() => finished.min(end).saturating_duration_since(measure_from),
+        Some(end) => end.saturating_duration_since(measure_from),
+        None => last_done.map_or(Duration::ZERO, |t| {
+            t.saturating_duration_since(measure_from)
+        }),
+    };
     Ok(Outcome {
         stats: merged,
         timeline,
@@ -312,6 +339,8 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
         stats: Stats::default(),
         interval: Interval::new(0),
         quota,
+        in_flight: 0,
+        tx: Some(tx),
         next_seq: index as u64,
         rng: fastrand::Rng::with_seed(
             settings.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -333,12 +362,11 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
         let ticker = {
             let local = Rc::clone(&local);
             let shared = Arc::clone(shared);
-            let tx = tx.clone();
             tokio::task::spawn_local(async move {
                 for k in 0.. {
                     tokio::time::sleep_until((shared.measure_from + Duration::from_secs(k)).into())
                         .await;
-                    flush_interval(&local, &tx, k + 1);
+                    local.borrow_mut().roll_interval(k + 1);
                 }
             })
         };
@@ -349,32 +377,40 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
             .schedule
             .rate_per_sec
             .and_then(|_| Timer::new().ok());
-        let mut tasks = Vec::with_capacity(connections);
+        let mut tasks = JoinSet::new();
         for c in 0..connections {
             let global = index + c * threads;
-            tasks.push(tokio::task::spawn_local(connection(
+            tasks.spawn_local(connection(
                 Arc::clone(shared),
                 Rc::clone(&local),
                 timer.clone(),
                 Rc::clone(&read_buf),
                 global,
-            )));
+            ));
         }
         drop(timer);
-        for t in tasks {
-            let _ = t.await;
+        // The connections end by themselves (quota or deadline reached, no
+        // new request started), but a request under way is not waited for
+        // past the deadline or an interrupt: it is cut, and counted as
+        // unfinished.
+        tokio::select! {
+            () = async { while tasks.join_next().await.is_some() {} } => {}
+            () = cutoff(shared) => {}
         }
+        tasks.shutdown().await;
         ticker.abort();
     });
     // Tasks hold clones of `local` until the event loop is gone.
     drop(set);
     drop(runtime);
-    // The last, partial second.
-    let last = local.borrow().interval.index;
-    flush_interval(&local, &tx, last + 1);
     match Rc::try_unwrap(local) {
         Ok(local) => {
             let mut local = local.into_inner();
+            local.stats.unfinished += std::mem::take(&mut local.in_flight);
+            // The last, partial second.
+            let next = local.interval.index + 1;
+            local.roll_interval(next);
+            local.tx = None;
             local.cpu = dyno_env::thread_cpu_time().saturating_sub(cpu_before);
             local
         }
@@ -382,20 +418,65 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
     }
 }
 
-/// Sends this thread's current interval to the coordinator and starts the
-/// next one.
-fn flush_interval(local: &Rc<RefCell<Local>>, tx: &mpsc::Sender<Interval>, next_index: u64) {
-    let mut l = local.borrow_mut();
-    let finished = std::mem::replace(&mut l.interval, Interval::new(next_index));
-    let _ = tx.send(finished);
+/// How often a worker looks at the stop flag while requests are under way.
+const STOP_POLL: Duration = Duration::from_millis(20);
+
+/// Resolves when the run's requests must be cut: at the deadline of a
+/// duration run, or soon after the stop flag is raised.
+async fn cutoff(shared: &Shared) {
+    loop {
+        if shared.stopped() {
+            return;
+        }
+        let now = Instant::now();
+        let wake = match shared.end {
+            Some(end) if now >= end => return,
+            Some(end) => end.min(now + STOP_POLL),
+            None => now + STOP_POLL,
+        };
+        tokio::time::sleep_until(wake.into()).await;
+    }
 }
 
 impl Local {
-    fn record_error(&mut self, ticket: &Ticket, class: ErrorClass) {
+    /// Sends the current interval to the coordinator, if it is older than
+    /// `index`, and starts interval `index`.
+    fn roll_interval(&mut self, index: u64) {
+        if self.interval.index < index {
+            let finished = std::mem::replace(&mut self.interval, Interval::new(index));
+            if let Some(tx) = &self.tx {
+                let _ = tx.send(finished);
+            }
+        }
+    }
+
+    /// The interval of a measured request that ended at `now`: second
+    /// 1 + ⌊(now − end of warm-up) / 1 s⌋. It is found from the same clock
+    /// that marked the request measured, never from the ticker's (late)
+    /// wake-up, so no measured request can fall into the warm-up's
+    /// interval 0.
+    fn interval_at(&mut self, measure_from: Instant, now: Instant) -> &mut Interval {
+        let index = 1 + now.saturating_duration_since(measure_from).as_secs();
+        self.roll_interval(index);
+        &mut self.interval
+    }
+
+    /// Counts a measured request as failed with `class`. `sent`: it was
+    /// written (it was in flight), as opposed to failing to connect.
+    fn record_error(&mut self, shared: &Shared, ticket: &Ticket, class: ErrorClass, sent: bool) {
         if ticket.measured {
+            if sent {
+                self.in_flight -= 1;
+            }
+            let now = Instant::now();
+            if shared.end.is_some_and(|end| now >= end) {
+                // It failed after the deadline: it did not end in the run.
+                self.stats.unfinished += 1;
+                return;
+            }
             self.stats.error(class);
-            self.interval.errors += 1;
-            self.last_done = Some(Instant::now());
+            self.interval_at(shared.measure_from, now).errors += 1;
+            self.last_done = Some(now);
         }
     }
 }
