@@ -199,7 +199,8 @@ pub struct HttpArgs {
     pub url_file: Option<PathBuf>,
 
     /// Connect to this Unix domain socket; the URL still gives the Host
-    /// header and the path (e.g. http://localhost/status).
+    /// header and the path (e.g. http://localhost/status). A path with no
+    /// socket is refused before the run.
     #[arg(long, value_name = "PATH", requires = "url")]
     pub unix_socket: Option<PathBuf>,
 

@@ -153,6 +153,9 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         tls: TlsSettings { insecure },
     };
 
+    dyno_http::engine::validate(&settings)?;
+    let env = environment();
+    check_open_files(&env, &settings, builtin)?;
     let store = store_for(&save)?;
     // Opened before measuring, so a bad path costs no run; never overwritten.
     let mut log_file = latency_log
@@ -172,7 +175,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         })
         .transpose()?;
     let mut run = Run::new(Kind::Http, description(&settings, &target.url));
-    run.environment = environment();
+    run.environment = env;
     run.settings = json!({
         "url": target.url,
         "urls": paths.len(),
@@ -242,6 +245,9 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         });
     }
     run.metrics = outcome.metrics(&settings);
+    // Nothing listens there: the run stopped at once, and is shown but not
+    // saved (it measured no server).
+    let store = if outcome.refused { None } else { store };
     run.headline = Some("requests_per_sec".into());
     run.warnings.extend(judge(&outcome, &settings));
 
@@ -253,6 +259,14 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         HttpFormat::Human => dyno_report::http_report(run),
         HttpFormat::Ab => dyno_report::ab_report(run),
     })?;
+    if outcome.refused {
+        eprintln!(
+            "dyno: every connection to {} was refused ({} attempts, none accepted), so the run stopped: is the server up and listening there? Nothing was saved",
+            outcome.endpoint,
+            outcome.stats.errors_of(ErrorClass::ConnectRefused),
+        );
+        return Ok(ExitStatus::ChecksFailed);
+    }
     if outcome.interrupted {
         // One exit code for every interrupted run, checks or not: a script
         // must be able to tell a partial run from a complete one.
@@ -355,6 +369,37 @@ fn progress_line(p: &Progress) {
     let _ = err.flush();
 }
 
+/// Descriptors dyno needs besides one per connection: its event loops,
+/// timers, the store, stdio, the log file.
+const OPEN_FILES_MARGIN: u64 = 64;
+
+/// Refuses a run whose connections cannot all be open at once: past the
+/// open-file limit every further connect fails (EMFILE) for the whole run,
+/// which measures nothing. The built-in server needs a descriptor for its
+/// end of each connection too.
+fn check_open_files(env: &Environment, settings: &Settings, builtin: bool) -> Result<()> {
+    let sockets = settings.connections as u64 * if builtin { 2 } else { 1 };
+    let need = sockets + OPEN_FILES_MARGIN;
+    if let Some(soft) = env.limits.open_files_soft
+        && soft < need
+    {
+        let hard = env
+            .limits
+            .open_files_hard
+            .map_or(String::new(), |h| format!(" (hard limit {h})"));
+        bail!(
+            "{} connections need about {need} open files{}, but the open-file limit is {soft}{hard}: raise it with `ulimit -n {need}`, or lower -c",
+            settings.connections,
+            if builtin {
+                " (the built-in server holds the other end of each)"
+            } else {
+                ""
+            },
+        );
+    }
+    Ok(())
+}
+
 /// Warnings known before the run: limits that would cap it, and settings
 /// that make it less trustworthy.
 fn preflight(env: &Environment, settings: &Settings) -> Vec<dyno_model::Warning> {
@@ -363,17 +408,6 @@ fn preflight(env: &Environment, settings: &Settings) -> Vec<dyno_model::Warning>
         warnings.push(dyno_model::Warning {
             code: "tls_insecure".into(),
             message: "--insecure: the server's certificate was not verified, so nothing shows this was the intended server; drop --insecure once it has a trusted certificate".into(),
-        });
-    }
-    let need = settings.connections as u64 + 64;
-    if let Some(soft) = env.limits.open_files_soft
-        && soft < need
-    {
-        warnings.push(dyno_model::Warning {
-            code: "open_files_limit".into(),
-            message: format!(
-                "the open-file limit ({soft}) is below connections plus margin ({need}): raise it with `ulimit -n {need}`"
-            ),
         });
     }
     if let Some(backlog) = env.network.somaxconn
@@ -407,6 +441,16 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
                 "dyno used {cpu:.0}% of its {} worker thread{}: the client may be the bottleneck, so the figures are a lower bound for the server; add threads or a second client machine",
                 settings.threads,
                 if settings.threads == 1 { "" } else { "s" }
+            ),
+        );
+    }
+    if outcome.refused {
+        warn(
+            "connection_refused",
+            format!(
+                "the first {} connection attempts were all refused and none succeeded: nothing listens at {}, so the run was stopped",
+                dyno_http::engine::GIVE_UP_AFTER_REFUSALS,
+                outcome.endpoint
             ),
         );
     }

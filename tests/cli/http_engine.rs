@@ -200,3 +200,68 @@ fn http_interrupted_in_the_warmup_saves_nothing_and_exits_130() {
     let saved = ok(home.path(), &["export", "--format", "jsonl"]);
     assert!(saved.trim().is_empty(), "nothing saved: {saved}");
 }
+
+#[test]
+fn http_against_a_closed_port_stops_after_a_few_refusals() {
+    let home = temp();
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = format!("http://{addr}/");
+    // -n 100 used to try all 100, backing off after each refusal (4.4 s).
+    let (run, stderr) = http_json_exit(home.path(), &[&url, "-n", "100", "-c", "2"], 1);
+    let refused = metric(&run, "errors_connect_refused").unwrap();
+    assert!((10.0..=12.0).contains(&refused), "{refused} refusals");
+    assert!(stderr.contains("was refused"), "{stderr}");
+    assert!(stderr.contains("Nothing was saved"), "{stderr}");
+    assert!(
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "connection_refused"),
+        "{:?}",
+        run["warnings"]
+    );
+}
+
+#[test]
+fn http_refuses_more_connections_than_the_open_file_limit_allows() {
+    let home = temp();
+    let server = reference_server();
+    let url = format!("http://{}/hello", server.local_addr());
+    let bin = assert_cmd::cargo::cargo_bin("dyno");
+    let out = StdCommand::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 256 && exec '{}' http {url} -c 400 -d 1s --no-save",
+            bin.display()
+        ))
+        .env("DYNO_HOME", home.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ulimit -n 464"), "{stderr}");
+    assert!(stderr.contains("open-file limit is 256"), "{stderr}");
+    assert!(out.stdout.is_empty(), "no run was made");
+}
+
+#[test]
+fn http_a_missing_unix_socket_is_a_configuration_error() {
+    let home = temp();
+    let missing = home.path().join("nothing.sock");
+    let out = dyno(home.path())
+        .args(["http", "http://localhost/", "-n", "1", "--no-save"])
+        .arg("--unix-socket")
+        .arg(&missing)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no Unix socket at"), "{stderr}");
+    assert!(stderr.contains("nothing.sock"), "{stderr}");
+}

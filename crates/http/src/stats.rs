@@ -14,7 +14,7 @@ use dyno_stats::hdr::latency_histogram;
 pub enum ErrorClass {
     ConnectRefused,
     ConnectTimeout,
-    /// Connecting failed for another reason (no route, address in use…).
+    /// Connecting failed for another reason than those named below.
     ConnectOther,
     /// The TLS handshake failed: the certificate is not trusted or names
     /// another host, no protocol version or cipher in common, or the
@@ -33,10 +33,23 @@ pub enum ErrorClass {
     Status,
     /// Writing the request failed.
     Write,
+    /// No socket could be opened: the process ran out of file descriptors
+    /// (EMFILE) or the system did (ENFILE). Raise `ulimit -n`.
+    ConnectTooManyFiles,
+    /// Nothing at the Unix socket's path (ENOENT), or it is not a socket
+    /// (ENOTSOCK).
+    ConnectNoSocket,
+    /// No local port or address was free (EADDRNOTAVAIL): typically the
+    /// ephemeral ports are used up by connections in TIME_WAIT.
+    ConnectNoLocalPort,
+    /// No route to the network or host (ENETUNREACH, EHOSTUNREACH).
+    ConnectUnreachable,
+    /// Not allowed (EACCES, EPERM): socket permissions or a firewall.
+    ConnectDenied,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 11] = [
+    pub const ALL: [ErrorClass; 16] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectOther,
@@ -48,6 +61,11 @@ impl ErrorClass {
         ErrorClass::BodyLengthMismatch,
         ErrorClass::Status,
         ErrorClass::Write,
+        ErrorClass::ConnectTooManyFiles,
+        ErrorClass::ConnectNoSocket,
+        ErrorClass::ConnectNoLocalPort,
+        ErrorClass::ConnectUnreachable,
+        ErrorClass::ConnectDenied,
     ];
 
     /// The snake_case name used in metric names and JSON.
@@ -64,6 +82,11 @@ impl ErrorClass {
             ErrorClass::BodyLengthMismatch => "body_length_mismatch",
             ErrorClass::Status => "status",
             ErrorClass::Write => "write",
+            ErrorClass::ConnectTooManyFiles => "connect_too_many_open_files",
+            ErrorClass::ConnectNoSocket => "connect_no_such_socket",
+            ErrorClass::ConnectNoLocalPort => "connect_no_local_port",
+            ErrorClass::ConnectUnreachable => "connect_unreachable",
+            ErrorClass::ConnectDenied => "connect_permission_denied",
         }
     }
 
@@ -81,6 +104,11 @@ impl ErrorClass {
             ErrorClass::BodyLengthMismatch => "body length mismatch",
             ErrorClass::Status => "status >= 400",
             ErrorClass::Write => "write failed",
+            ErrorClass::ConnectTooManyFiles => "connect failed: too many open files",
+            ErrorClass::ConnectNoSocket => "connect failed: no such socket",
+            ErrorClass::ConnectNoLocalPort => "connect failed: no free local port",
+            ErrorClass::ConnectUnreachable => "connect failed: unreachable",
+            ErrorClass::ConnectDenied => "connect failed: permission denied",
         }
     }
 

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use dyno_http::engine::GIVE_UP_AFTER_REFUSALS;
 use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
 use dyno_http::{ErrorClass, Outcome, Schedule, Settings, Stop, TlsSession, TlsSettings};
 
@@ -152,12 +153,73 @@ fn assert_one_connection_per_request(o: &Outcome, server: &Server) {
 
 #[test]
 fn refused_connections_are_connect_refused() {
-    let o = run(settings(common::refused()));
-    assert_all_failed(&o, ErrorClass::ConnectRefused);
+    // Fewer attempts than the engine gives up after.
+    let mut s = settings(common::refused());
+    s.schedule.stop = Stop::Requests(GIVE_UP_AFTER_REFUSALS - 1);
+    let o = run(s);
+    let st = &o.stats;
+    assert_eq!(
+        st.errors_of(ErrorClass::ConnectRefused),
+        GIVE_UP_AFTER_REFUSALS - 1
+    );
+    assert_eq!(st.total_errors(), st.requests(), "{:?}", st.errors);
+    assert!(!o.refused, "fewer refusals than the limit");
     assert_eq!(o.stats.connects, 0);
     assert_eq!(
         o.stats.bytes_written, 0,
         "nothing is sent without a connection"
+    );
+}
+
+#[test]
+fn a_closed_port_gives_the_run_up_after_a_few_refusals() {
+    // 1000 requests against a closed port used to wait out a back-off after
+    // each refusal (seconds in all); nothing listens, so it stops early.
+    let mut s = settings(common::refused());
+    s.schedule.stop = Stop::Requests(1000);
+    let o = run(s);
+    let st = &o.stats;
+    assert!(o.refused, "given up: {st:?}");
+    assert!(!o.interrupted);
+    let refused = st.errors_of(ErrorClass::ConnectRefused);
+    assert!(
+        (GIVE_UP_AFTER_REFUSALS..GIVE_UP_AFTER_REFUSALS + CONNECTIONS as u64).contains(&refused),
+        "{refused} refusals"
+    );
+    assert_eq!(st.requests(), refused);
+}
+
+#[test]
+fn refusals_after_a_success_are_counted_not_given_up_on() {
+    // The server answers one request with `Connection: close` and closes
+    // its listener before answering: every reconnect after is refused, but
+    // the server was there, so the run goes on and counts them.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("bound");
+    let server = thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut conn, _) = listener.accept().expect("one connection");
+        drop(listener);
+        let mut buf = [0u8; 1024];
+        let mut seen = Vec::new();
+        while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = conn.read(&mut buf).expect("a request");
+            seen.extend_from_slice(&buf[..n]);
+        }
+        conn.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+            .expect("answer");
+    });
+    let mut s = settings(addr);
+    s.connections = 1;
+    s.schedule.stop = Stop::Requests(2 * GIVE_UP_AFTER_REFUSALS);
+    let o = run(s);
+    server.join().expect("the server thread ends");
+    let st = &o.stats;
+    assert!(!o.refused);
+    assert_eq!(st.responses, 1);
+    assert_eq!(
+        st.errors_of(ErrorClass::ConnectRefused),
+        2 * GIVE_UP_AFTER_REFUSALS - 1
     );
 }
 
@@ -755,4 +817,20 @@ fn tls_over_a_unix_socket_is_refused_before_the_run() {
     s.unix_socket = Some("/nonexistent.sock".into());
     let err = dyno_http::run(s, Arc::new(AtomicBool::new(false)), |_| {}).unwrap_err();
     assert!(err.to_string().contains("Unix socket"), "{err}");
+}
+
+#[test]
+fn a_missing_unix_socket_is_refused_before_the_run() {
+    let mut s = settings_for_url("http://localhost/", Stop::Requests(1));
+    s.unix_socket = Some("/nonexistent/dyno.sock".into());
+    let err = dyno_http::run(s.clone(), Arc::new(AtomicBool::new(false)), |_| {}).unwrap_err();
+    assert!(
+        matches!(err, dyno_http::EngineError::NoSocket(_)),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("/nonexistent/dyno.sock"), "{err}");
+    // A path that is there but no socket is refused too.
+    s.unix_socket = Some(std::env::temp_dir());
+    let err = dyno_http::run(s, Arc::new(AtomicBool::new(false)), |_| {}).unwrap_err();
+    assert!(err.to_string().contains("not a Unix socket"), "{err}");
 }

@@ -304,9 +304,8 @@ pub fn ab_report(run: &Run) -> String {
     let failed = count(run, "errors") - count(run, "errors_status");
     let _ = writeln!(out, "Failed requests:        {failed}");
     if failed > 0 {
-        let connect = count(run, "errors_connect_refused")
-            + count(run, "errors_connect_timeout")
-            + count(run, "errors_connect_other")
+        // Every connect class (refused, timeout, too many open files …).
+        let connect = tallies(run, "errors_connect_").map(|(_, n)| n).sum::<u64>()
             + count(run, "errors_tls_handshake");
         let length = count(run, "errors_body_length_mismatch");
         let receive = count(run, "errors_read_timeout")

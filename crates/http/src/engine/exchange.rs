@@ -88,6 +88,9 @@ pub(super) async fn connection(
         match exchange(&shared, &local, &read_buf, &mut conn, &batch).await {
             Ok(()) => backoff = Duration::ZERO,
             Err(Failure::Connect(class)) => {
+                if class == ErrorClass::ConnectRefused {
+                    shared.connect_refused();
+                }
                 for t in &batch {
                     local.borrow_mut().record_error(&shared, t, class, false);
                 }
@@ -144,6 +147,7 @@ async fn exchange(
             }
             Ok(Ok(s)) => s,
         };
+        shared.connect_succeeded();
         connect_time = began.elapsed();
         if shared.tls.is_some() && local.borrow().tls_session.is_none() {
             local.borrow_mut().tls_session = stream.tls_session();
@@ -381,7 +385,17 @@ impl Reader<'_> {
     }
 }
 
+/// The class of a failed connect, named by its errno where one says what
+/// to fix (a "connect failed" with no reason helps nobody).
 fn connect_class(e: &io::Error) -> ErrorClass {
+    match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE) => return ErrorClass::ConnectTooManyFiles,
+        Some(libc::ENOENT | libc::ENOTSOCK) => return ErrorClass::ConnectNoSocket,
+        Some(libc::EADDRNOTAVAIL) => return ErrorClass::ConnectNoLocalPort,
+        Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => return ErrorClass::ConnectUnreachable,
+        Some(libc::EACCES | libc::EPERM) => return ErrorClass::ConnectDenied,
+        _ => {}
+    }
     match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorClass::ConnectRefused,
         io::ErrorKind::TimedOut => ErrorClass::ConnectTimeout,
@@ -396,5 +410,24 @@ fn io_class(e: &io::Error, otherwise: ErrorClass) -> ErrorClass {
         | io::ErrorKind::ConnectionAborted => ErrorClass::Reset,
         io::ErrorKind::TimedOut => ErrorClass::ReadTimeout,
         _ => otherwise,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_failures_are_named_by_their_errno() {
+        let class = |errno| connect_class(&io::Error::from_raw_os_error(errno));
+        assert_eq!(class(libc::EMFILE), ErrorClass::ConnectTooManyFiles);
+        assert_eq!(class(libc::ENFILE), ErrorClass::ConnectTooManyFiles);
+        assert_eq!(class(libc::ENOENT), ErrorClass::ConnectNoSocket);
+        assert_eq!(class(libc::EADDRNOTAVAIL), ErrorClass::ConnectNoLocalPort);
+        assert_eq!(class(libc::EHOSTUNREACH), ErrorClass::ConnectUnreachable);
+        assert_eq!(class(libc::EACCES), ErrorClass::ConnectDenied);
+        assert_eq!(class(libc::ECONNREFUSED), ErrorClass::ConnectRefused);
+        assert_eq!(class(libc::ETIMEDOUT), ErrorClass::ConnectTimeout);
+        assert_eq!(class(libc::EPROTO), ErrorClass::ConnectOther);
     }
 }

@@ -18,7 +18,7 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -49,6 +49,10 @@ pub enum EngineError {
     Thread(usize, io::Error),
     #[error("invalid settings: {0}")]
     Settings(String),
+    #[error("there is no Unix socket at '{0}': is the server running, and is the path right?")]
+    NoSocket(std::path::PathBuf),
+    #[error("'{0}' is not a Unix socket: give the path of the server's socket")]
+    NotASocket(std::path::PathBuf),
     #[error(transparent)]
     Tls(#[from] TlsSetupError),
 }
@@ -73,6 +77,10 @@ pub struct Outcome {
     pub cpu: Duration,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// The run was given up early because the first
+    /// [`GIVE_UP_AFTER_REFUSALS`] connection attempts were all refused and
+    /// none ever succeeded: nothing listens there.
+    pub refused: bool,
     /// Where the connections went.
     pub endpoint: Endpoint,
     /// Why a TLS handshake failed: the first failure a worker thread saw
@@ -108,11 +116,41 @@ struct Shared {
     /// after this.
     end: Option<Instant>,
     stop: Arc<AtomicBool>,
+    /// Some connection attempt has succeeded.
+    connected: AtomicBool,
+    /// Refused connection attempts while none has succeeded.
+    refusals: AtomicU64,
+    /// Given up: nothing listens at the endpoint.
+    gave_up: AtomicBool,
 }
 
+/// Refused connection attempts, with none ever accepted, after which a run
+/// gives up (ab stops at the first): a closed port should fail in a moment,
+/// not after n back-offs. Once one connection succeeded, refusals are the
+/// server's flakiness and are counted, never given up on.
+pub const GIVE_UP_AFTER_REFUSALS: u64 = 10;
+
 impl Shared {
+    /// The run must stop: interrupted, or given up.
     fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop.load(Ordering::Relaxed) || self.gave_up.load(Ordering::Relaxed)
+    }
+
+    /// Notes a successful connect.
+    fn connect_succeeded(&self) {
+        if !self.connected.load(Ordering::Relaxed) {
+            self.connected.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes a refused connect; gives the run up when nothing ever listened.
+    fn connect_refused(&self) {
+        if !self.connected.load(Ordering::Relaxed)
+            && self.refusals.fetch_add(1, Ordering::Relaxed) + 1 >= GIVE_UP_AFTER_REFUSALS
+            && !self.connected.load(Ordering::Relaxed)
+        {
+            self.gave_up.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -186,6 +224,9 @@ pub fn run(
         measure_from,
         end,
         stop,
+        connected: AtomicBool::new(false),
+        refusals: AtomicU64::new(0),
+        gave_up: AtomicBool::new(false),
     });
     let (tx, rx) = mpsc::channel::<Interval>();
 
@@ -278,14 +319,18 @@ pub fn run(
         elapsed,
         wall,
         cpu,
-        interrupted: shared.stopped(),
+        interrupted: shared.stop.load(Ordering::Relaxed),
+        refused: shared.gave_up.load(Ordering::Relaxed),
         endpoint: shared.endpoint.clone(),
         tls_failure,
         tls_session,
     })
 }
 
-fn validate(s: &Settings) -> Result<(), EngineError> {
+/// Checks settings before a run; [`run`] calls it too. A caller that must
+/// set things up first (a store, a log file) calls it earlier, so a mistake
+/// costs nothing.
+pub fn validate(s: &Settings) -> Result<(), EngineError> {
     let bad = |m: &str| Err(EngineError::Settings(m.to_owned()));
     if s.requests.is_empty() {
         return bad("no request to send");
@@ -305,6 +350,18 @@ fn validate(s: &Settings) -> Result<(), EngineError> {
     }
     if s.unix_socket.is_some() && s.target.scheme == Scheme::Https {
         return bad("TLS over a Unix socket is not supported: use an http:// URL with the socket");
+    }
+    if let Some(path) = &s.unix_socket {
+        // A missing socket is a mistake in the command, not a failure of
+        // every request for the whole run.
+        use std::os::unix::fs::FileTypeExt;
+        match std::fs::metadata(path) {
+            Err(_) => return Err(EngineError::NoSocket(path.clone())),
+            Ok(m) if !m.file_type().is_socket() => {
+                return Err(EngineError::NotASocket(path.clone()));
+            }
+            Ok(_) => {}
+        }
     }
     Ok(())
 }
