@@ -92,6 +92,15 @@ fn http_rates_divide_by_the_scheduled_duration() {
     let responses = metric(&run, "responses").unwrap();
     assert_eq!(responses, 8.0);
     assert_eq!(metric(&run, "requests_per_sec"), Some(responses / 2.0));
+    // The send lag (client delay from due time to send) is a distribution
+    // with every measured send in it.
+    let lag = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "send_lag_ns")
+        .expect("a send_lag_ns metric");
+    assert_eq!(lag["histogram"]["count"].as_f64(), Some(responses));
 
     // Rates under 10 keep their decimals in the report.
     let text = ok(
@@ -100,6 +109,7 @@ fn http_rates_divide_by_the_scheduled_duration() {
     );
     assert!(text.contains("requested 0.50 req/s"), "{text}");
     assert!(text.contains("achieved 0.50 req/s"), "{text}");
+    assert!(text.contains("Send lag    p50 "), "{text}");
 }
 
 /// The total count of every interval in an HdrHistogram log.

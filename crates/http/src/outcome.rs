@@ -115,6 +115,9 @@ impl Outcome {
                 rate,
             ));
             metrics.push(count("late_sends", s.late_sends));
+            // The client's own share of the corrected latency: a reader can
+            // tell it from the server's queueing.
+            metrics.push(distribution("send_lag_ns", &s.send_lag));
             metrics.push(Metric::new(
                 "max_lateness_ns",
                 Unit::Ns,

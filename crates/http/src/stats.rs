@@ -145,6 +145,11 @@ pub struct Stats {
     pub connects: u64,
     /// Open model: requests sent more than [`LATE_AFTER`] after their due time.
     pub late_sends: u64,
+    /// Open model: the send lag of every measured request — when it was
+    /// really written minus when it was due. The client's own delay (timer
+    /// wake-up, a busy thread) and waiting for a busy connection both show
+    /// here; the corrected latency includes it, the uncorrected does not.
+    pub send_lag: Histogram<u64>,
     pub max_lateness: Duration,
     /// Open model: requests that were due before the end but never sent.
     pub dropped: u64,
@@ -174,6 +179,7 @@ impl Default for Stats {
             body_bytes: 0,
             connects: 0,
             late_sends: 0,
+            send_lag: latency_histogram(),
             max_lateness: Duration::ZERO,
             dropped: 0,
             unfinished: 0,
@@ -250,6 +256,7 @@ impl Stats {
         if late > LATE_AFTER {
             self.late_sends += 1;
         }
+        record(&mut self.send_lag, late);
         self.max_lateness = self.max_lateness.max(late);
     }
 }
@@ -277,6 +284,7 @@ impl AddAssign<&Stats> for Stats {
         self.body_bytes += other.body_bytes;
         self.connects += other.connects;
         self.late_sends += other.late_sends;
+        let _ = self.send_lag.add(&other.send_lag);
         self.max_lateness = self.max_lateness.max(other.max_lateness);
         self.dropped += other.dropped;
         self.unfinished += other.unfinished;
@@ -366,5 +374,14 @@ mod tests {
         s.lateness(Duration::from_millis(30));
         assert_eq!(s.late_sends, 1);
         assert_eq!(s.max_lateness, Duration::from_millis(30));
+        // Every send's lag is kept, as a distribution.
+        assert_eq!(s.send_lag.len(), 2);
+        assert_eq!(
+            s.send_lag.value_at_quantile(0.5),
+            s.send_lag.highest_equivalent(10_000)
+        );
+        let mut merged = Stats::default();
+        merged += &s;
+        assert_eq!(merged.send_lag.len(), 2);
     }
 }

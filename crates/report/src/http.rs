@@ -134,6 +134,15 @@ pub fn http_report(run: &Run) -> String {
             format_duration_ns(value(run, "max_lateness_ns")),
             count(run, "dropped_sends"),
         );
+        if let Some(h) = histogram(run, "send_lag_ns") {
+            let _ = writeln!(
+                out,
+                "Send lag    p50 {}, p99 {}, max {}: from each due time to the real send (the client's own delay, or a busy connection); in the corrected latency, not the uncorrected",
+                short_ns(h.value_at_quantile(0.5) as f64),
+                short_ns(h.value_at_quantile(0.99) as f64),
+                short_ns(h.max() as f64),
+            );
+        }
     }
     let _ = writeln!(
         out,

@@ -47,6 +47,7 @@ pub(super) async fn connection(
     timer: Option<Timer>,
     read_buf: Rc<RefCell<Vec<u8>>>,
     global_index: usize,
+    stream: Option<Stream>,
 ) {
     let settings = &shared.settings;
     let threads = settings.threads.min(settings.connections).max(1) as u64;
@@ -56,7 +57,7 @@ pub(super) async fn connection(
         .map(|rate| OpenSchedule::new(&shared, global_index, rate));
     let depth = if open.is_some() { 1 } else { settings.pipeline };
     let mut conn = Conn {
-        stream: None,
+        stream,
         pending: Vec::new(),
         write_buf: Vec::new(),
         parser: ResponseParser::default(),
@@ -348,7 +349,7 @@ impl Reader<'_> {
         if ticket.measured {
             let mut l = self.local.borrow_mut();
             l.in_flight -= 1;
-            if self.shared.end.is_some_and(|end| done >= end) {
+            if self.shared.end().is_some_and(|end| done >= end) {
                 // Answered after the deadline: not part of the run.
                 l.stats.unfinished += 1;
                 self.next += 1;
@@ -369,7 +370,7 @@ impl Reader<'_> {
             };
             l.stats
                 .response(response.status, response.body_bytes, timing);
-            let interval = l.interval_at(self.shared.measure_from, done);
+            let interval = l.interval_at(self.shared.measure_from(), done);
             interval.responses += 1;
             // The same figure the run's latency histogram records.
             let _ = interval
@@ -379,6 +380,7 @@ impl Reader<'_> {
                 interval.errors += 1;
                 l.stats.error(ErrorClass::Status);
             }
+            l.publish();
             l.last_done = Some(done);
         }
         self.next += 1;

@@ -19,14 +19,14 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{Condvar, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use tokio::task::{JoinSet, LocalSet};
 
 use self::exchange::{READ_BUF, connection};
 use self::schedule::Ticket;
-use crate::conn::Endpoint;
+use crate::conn::{Endpoint, Stream};
 use crate::request::Scheme;
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats};
@@ -109,12 +109,11 @@ struct Shared {
     endpoint: Endpoint,
     /// `https://`: the one TLS configuration all connections use.
     tls: Option<TlsClient>,
-    /// Start of the run; measuring starts after the warm-up.
-    start: Instant,
-    measure_from: Instant,
-    /// Closed model with a duration, and the open model: no request starts
-    /// after this.
-    end: Option<Instant>,
+    /// When the run started, set once every thread is ready (connected, in
+    /// the open model): the schedule's clock.
+    clock: OnceLock<Clock>,
+    /// Where threads say they are ready, and wait for the clock.
+    gate: (Mutex<usize>, Condvar),
     stop: Arc<AtomicBool>,
     /// Some connection attempt has succeeded.
     connected: AtomicBool,
@@ -130,7 +129,63 @@ struct Shared {
 /// server's flakiness and are counted, never given up on.
 pub const GIVE_UP_AFTER_REFUSALS: u64 = 10;
 
+/// The run's clock, fixed when it starts.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    /// Start of the run; measuring starts after the warm-up.
+    start: Instant,
+    measure_from: Instant,
+    /// A duration run: no request starts after this, and requests under
+    /// way then are cut.
+    end: Option<Instant>,
+}
+
 impl Shared {
+    fn clock(&self) -> &Clock {
+        self.clock
+            .get()
+            .expect("the clock is set before any request")
+    }
+
+    fn start(&self) -> Instant {
+        self.clock().start
+    }
+
+    fn measure_from(&self) -> Instant {
+        self.clock().measure_from
+    }
+
+    fn end(&self) -> Option<Instant> {
+        self.clock().end
+    }
+
+    /// Starts the clock now and lets every waiting thread go.
+    fn start_clock(&self) {
+        let start = Instant::now();
+        let measure_from = start + self.settings.schedule.warmup;
+        let end = match self.settings.schedule.stop {
+            Stop::Duration(d) => Some(measure_from + d),
+            Stop::Requests(_) => None,
+        };
+        let _ = self.clock.set(Clock {
+            start,
+            measure_from,
+            end,
+        });
+        let _guard = self.gate.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.gate.1.notify_all();
+    }
+
+    /// A worker thread is ready: says so, and waits for the clock.
+    fn ready_and_wait(&self) {
+        let mut ready = self.gate.0.lock().unwrap_or_else(|e| e.into_inner());
+        *ready += 1;
+        self.gate.1.notify_all();
+        while self.clock.get().is_none() {
+            ready = self.gate.1.wait(ready).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
     /// The run must stop: interrupted, or given up.
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed) || self.gave_up.load(Ordering::Relaxed)
@@ -167,6 +222,8 @@ struct Local {
     /// Where finished intervals go (the coordinator's timeline); dropped
     /// when the thread is done, which tells the coordinator.
     tx: Option<mpsc::Sender<Interval>>,
+    /// This thread's counts for the progress line.
+    published: Arc<Counters>,
     /// Sequence numbers for `{seq}`: thread index + k × threads.
     next_seq: u64,
     rng: fastrand::Rng,
@@ -210,19 +267,12 @@ pub fn run(
         Scheme::Http => None,
     };
     let threads = settings.threads.min(settings.connections).max(1);
-    let start = Instant::now();
-    let measure_from = start + settings.schedule.warmup;
-    let end = match settings.schedule.stop {
-        Stop::Duration(d) => Some(measure_from + d),
-        Stop::Requests(_) => None,
-    };
     let shared = Arc::new(Shared {
         settings,
         endpoint,
         tls,
-        start,
-        measure_from,
-        end,
+        clock: OnceLock::new(),
+        gate: (Mutex::new(0), Condvar::new()),
         stop,
         connected: AtomicBool::new(false),
         refusals: AtomicU64::new(0),
@@ -233,49 +283,73 @@ pub fn run(
     let mut merged = Stats::default();
     let mut timeline: Vec<Interval> = Vec::new();
     let mut last_done: Option<Instant> = None;
-    let mut finished = start;
+    let mut finished = Instant::now();
+    // Each thread publishes its counts for the progress line here, as they
+    // change (one relaxed store per response, on its own cache line).
+    let counters: Vec<Arc<Counters>> = (0..threads).map(|_| Arc::default()).collect();
     let mut cpu = Duration::ZERO;
     let mut tls_failure = None;
     let mut tls_session = None;
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
-        for t in 0..threads {
+        for (t, published) in counters.iter().enumerate() {
             let for_thread = Arc::clone(&shared);
             let tx = tx.clone();
+            let published = Arc::clone(published);
             let handle = std::thread::Builder::new()
                 .name(format!("dyno-http-{t}"))
-                .spawn_scoped(scope, move || worker(t, threads, &for_thread, tx))
+                .spawn_scoped(scope, move || {
+                    worker(t, threads, &for_thread, tx, published)
+                })
                 .map_err(|e| EngineError::Thread(t, e));
             match handle {
                 Ok(h) => handles.push(h),
                 Err(e) => {
+                    // Let the threads already started go, to stop at once.
                     shared.stop.store(true, Ordering::Relaxed);
+                    shared.start_clock();
                     return Err(e);
                 }
             }
         }
         drop(tx);
-        // The timeline: merge each second's intervals as threads send them,
-        // and report progress once a second.
-        let (mut responses, mut errors, mut reported) = (0, 0, 0);
-        let mut next_tick = Instant::now() + Duration::from_secs(1);
+        // Start the clock once every thread is ready (in the open model,
+        // its connections are open): connecting is not part of the
+        // schedule. A thread that died early does not hold the others.
+        {
+            let mut ready = shared.gate.0.lock().unwrap_or_else(|e| e.into_inner());
+            while *ready < threads && !handles.iter().any(|h| h.is_finished()) {
+                ready = shared
+                    .gate
+                    .1
+                    .wait_timeout(ready, Duration::from_millis(50))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+        shared.start_clock();
+        // The timeline: merge each second's intervals as threads send them;
+        // report progress once a second from the threads' live counts.
+        let mut reported = 0;
+        let mut next_tick = shared.start() + Duration::from_secs(1);
         loop {
             match rx.recv_timeout(next_tick.saturating_duration_since(Instant::now())) {
-                Ok(interval) => {
-                    responses += interval.responses;
-                    errors += interval.errors;
-                    merge_interval(&mut timeline, &interval);
-                }
+                Ok(interval) => merge_interval(&mut timeline, &interval),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
             if Instant::now() >= next_tick {
+                let (mut responses, mut errors) = (0, 0);
+                for c in &counters {
+                    responses += c.responses.load(Ordering::Relaxed);
+                    errors += c.errors.load(Ordering::Relaxed);
+                }
                 progress(Progress {
-                    elapsed: shared.start.elapsed(),
-                    warmup: Instant::now() < shared.measure_from,
+                    elapsed: shared.start().elapsed(),
+                    warmup: Instant::now() < shared.measure_from(),
                     responses,
                     errors,
-                    last_second: responses - reported,
+                    last_second: responses.saturating_sub(reported),
                 });
                 reported = responses;
                 next_tick += Duration::from_secs(1);
@@ -302,6 +376,11 @@ pub fn run(
             .all(|i| i.index > 0 || (i.responses == 0 && i.errors == 0))
     );
     timeline.retain(|i| i.index > 0);
+    let Clock {
+        start,
+        measure_from,
+        end,
+    } = *shared.clock();
     let wall = start.elapsed();
     // A duration run is measured over its scheduled window (cut short by an
     // interrupt); requests still under way at its end are unfinished, not
@@ -378,8 +457,23 @@ fn resolve(s: &Settings) -> Result<SocketAddr, EngineError> {
         .ok_or_else(|| EngineError::NoAddress(s.target.host.clone()))
 }
 
+/// A thread's running counts of measured responses and errors, for the
+/// progress line; written only by its thread.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Counters {
+    responses: AtomicU64,
+    errors: AtomicU64,
+}
+
 /// One worker thread: its event loop, its connections, its ticker.
-fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<Interval>) -> Local {
+fn worker(
+    index: usize,
+    threads: usize,
+    shared: &Arc<Shared>,
+    tx: mpsc::Sender<Interval>,
+    published: Arc<Counters>,
+) -> Local {
     let settings = &shared.settings;
     // Connections of this thread: an even share, the first threads taking
     // the remainder.
@@ -398,6 +492,7 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
         quota,
         in_flight: 0,
         tx: Some(tx),
+        published,
         next_seq: index as u64,
         rng: fastrand::Rng::with_seed(
             settings.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -414,6 +509,42 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
         .expect("a current-thread runtime builds");
     let set = LocalSet::new();
     set.block_on(&runtime, async {
+        // The open model connects every connection before the schedule
+        // starts (as wrk2 does), so no request pays for a connect (or a TLS
+        // handshake) inside its latency. One that fails is tried again
+        // when its first request is due, and counted then.
+        let mut streams: Vec<Option<Stream>> = Vec::with_capacity(connections);
+        if settings.schedule.rate_per_sec.is_some() {
+            let mut connecting = Vec::with_capacity(connections);
+            for _ in 0..connections {
+                let shared = Arc::clone(shared);
+                connecting.push(tokio::task::spawn_local(async move {
+                    let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
+                    match tokio::time::timeout(shared.settings.connect_timeout, connect).await {
+                        Ok(Ok(stream)) => Some(stream),
+                        _ => None,
+                    }
+                }));
+            }
+            for c in connecting {
+                let stream = c.await.ok().flatten();
+                if let Some(s) = &stream {
+                    shared.connect_succeeded();
+                    let mut l = local.borrow_mut();
+                    if settings.schedule.warmup.is_zero() {
+                        l.stats.connects += 1;
+                    }
+                    if l.tls_session.is_none() {
+                        l.tls_session = s.tls_session();
+                    }
+                }
+                streams.push(stream);
+            }
+        }
+        streams.resize_with(connections, || None);
+        // Blocks this thread (nothing else runs on it yet) until every
+        // thread is ready and the clock starts.
+        shared.ready_and_wait();
         // Interval 0 is the warm-up; interval i ≥ 1 is the i-th second
         // after it. The ticker closes each one on time.
         let ticker = {
@@ -421,8 +552,10 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
             let shared = Arc::clone(shared);
             tokio::task::spawn_local(async move {
                 for k in 0.. {
-                    tokio::time::sleep_until((shared.measure_from + Duration::from_secs(k)).into())
-                        .await;
+                    tokio::time::sleep_until(
+                        (shared.measure_from() + Duration::from_secs(k)).into(),
+                    )
+                    .await;
                     local.borrow_mut().roll_interval(k + 1);
                 }
             })
@@ -435,7 +568,7 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
             .rate_per_sec
             .and_then(|_| Timer::new().ok());
         let mut tasks = JoinSet::new();
-        for c in 0..connections {
+        for (c, stream) in streams.into_iter().enumerate() {
             let global = index + c * threads;
             tasks.spawn_local(connection(
                 Arc::clone(shared),
@@ -443,6 +576,7 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
                 timer.clone(),
                 Rc::clone(&read_buf),
                 global,
+                stream,
             ));
         }
         drop(timer);
@@ -486,7 +620,7 @@ async fn cutoff(shared: &Shared) {
             return;
         }
         let now = Instant::now();
-        let wake = match shared.end {
+        let wake = match shared.end() {
             Some(end) if now >= end => return,
             Some(end) => end.min(now + STOP_POLL),
             None => now + STOP_POLL,
@@ -496,6 +630,16 @@ async fn cutoff(shared: &Shared) {
 }
 
 impl Local {
+    /// Publishes this thread's measured counts for the progress line.
+    pub(super) fn publish(&self) {
+        self.published
+            .responses
+            .store(self.stats.responses, Ordering::Relaxed);
+        self.published
+            .errors
+            .store(self.stats.total_errors(), Ordering::Relaxed);
+    }
+
     /// Sends the current interval to the coordinator, if it is older than
     /// `index`, and starts interval `index`.
     fn roll_interval(&mut self, index: u64) {
@@ -526,14 +670,15 @@ impl Local {
                 self.in_flight -= 1;
             }
             let now = Instant::now();
-            if shared.end.is_some_and(|end| now >= end) {
+            if shared.end().is_some_and(|end| now >= end) {
                 // It failed after the deadline: it did not end in the run.
                 self.stats.unfinished += 1;
                 return;
             }
             self.stats.error(class);
-            self.interval_at(shared.measure_from, now).errors += 1;
+            self.interval_at(shared.measure_from(), now).errors += 1;
             self.last_done = Some(now);
+            self.publish();
         }
     }
 }
