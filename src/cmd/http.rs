@@ -466,7 +466,8 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
             warn(
                 "rate_not_reached",
                 format!(
-                    "achieved {achieved:.0} req/s of the {rate} requested: the server (or the client) could not keep up; latency counts from the due times"
+                    "achieved {achieved:.prec$} req/s of the {rate} requested: the server (or the client) could not keep up; latency counts from the due times",
+                    prec = if achieved < 10.0 { 2 } else { 0 }
                 ),
             );
         }

@@ -79,7 +79,8 @@ fn settings(addr: SocketAddr) -> Settings {
 /// microseconds or fails, so a request waits for one timeout, not both; the
 /// 2 connections make this a factor 2 generous), plus the ≤ 100 ms back-off
 /// after a failed connect per request, plus slack. A duration run: its
-/// duration, then at most one timeout for the requests under way.
+/// duration (requests under way then are cut, not waited for), plus one
+/// timeout of margin and slack.
 fn hang_bound(s: &Settings) -> Duration {
     let wait = s.timeout.max(s.connect_timeout);
     match s.schedule.stop {

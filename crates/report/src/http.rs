@@ -137,7 +137,7 @@ pub fn http_report(run: &Run) -> String {
         if let Some(h) = histogram(run, "send_lag_ns") {
             let _ = writeln!(
                 out,
-                "Send lag    p50 {}, p99 {}, max {}: from each due time to the real send (the client's own delay, or a busy connection); in the corrected latency, not the uncorrected",
+                "Send lag    p50 {}, p99 {}, max {} from due time to real send (client delay or a busy connection; counted in corrected latency only)",
                 short_ns(h.value_at_quantile(0.5) as f64),
                 short_ns(h.value_at_quantile(0.99) as f64),
                 short_ns(h.max() as f64),

@@ -2,9 +2,15 @@
 //! its connections and its [`Stats`]; one loop per connection that takes
 //! [`Ticket`]s from the schedule, sends, reads and records.
 //!
-//! No lock, channel message or atomic operation per request: a thread's
+//! No lock, channel message or read-modify-write per request: a thread's
 //! connections share its counters through `Rc<RefCell<…>>`, threads meet
-//! once per second (the timeline) and once at the end.
+//! once per second (the timeline) and once at the end. The one cross-thread
+//! write per response is a relaxed store of the thread's running count into
+//! its own cache line, which the progress line reads.
+//!
+//! The run's clock starts once every thread is ready (the open model's
+//! connections open first); a duration run ends at its deadline, cutting
+//! requests still under way (counted as unfinished).
 //!
 //! - this file: the threads, their shared and own state, the merge;
 //! - `schedule`: which request comes next (closed quota or open timetable);
