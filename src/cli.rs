@@ -156,7 +156,9 @@ pub struct HttpArgs {
     #[arg(short = 't', long, allow_negative_numbers = true, value_parser = threads)]
     pub threads: Option<u32>,
 
-    /// Open model: this many requests per second in total.
+    /// Open model: this many requests per second in total. Every connection
+    /// is opened before the schedule starts; the report shows the send lag
+    /// (due time to real send) beside the corrected latency.
     #[arg(long, value_name = "R", allow_negative_numbers = true, value_parser = parse_rate)]
     pub rate: Option<f64>,
 
