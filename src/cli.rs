@@ -156,7 +156,9 @@ pub struct HttpArgs {
     #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration", allow_negative_numbers = true, value_parser = at_least_one)]
     pub requests: Option<u64>,
 
-    /// Measure for this long (10s, 500ms, 2m) [default: 10s unless -n].
+    /// Measure for this long (10s, 500ms, 2m) [default: 10s unless -n]. The
+    /// run ends then: requests still under way are counted as unfinished,
+    /// not waited for, and rates divide by this duration.
     #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
 
@@ -169,7 +171,9 @@ pub struct HttpArgs {
     #[arg(short = 't', long, allow_negative_numbers = true, value_parser = threads)]
     pub threads: Option<u32>,
 
-    /// Open model: this many requests per second in total.
+    /// Open model: this many requests per second in total. Every connection
+    /// is opened before the schedule starts; the report shows the send lag
+    /// (due time to real send) beside the corrected latency.
     #[arg(long, value_name = "R", allow_negative_numbers = true, value_parser = parse_rate)]
     pub rate: Option<f64>,
 
@@ -212,7 +216,8 @@ pub struct HttpArgs {
     pub url_file: Option<PathBuf>,
 
     /// Connect to this Unix domain socket; the URL still gives the Host
-    /// header and the path (e.g. http://localhost/status).
+    /// header and the path (e.g. http://localhost/status). A path with no
+    /// socket is refused before the run.
     #[arg(long, value_name = "PATH", requires = "url")]
     pub unix_socket: Option<PathBuf>,
 

@@ -153,6 +153,9 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         tls: TlsSettings { insecure },
     };
 
+    dyno_http::engine::validate(&settings)?;
+    let env = environment();
+    check_open_files(&env, &settings, builtin)?;
     let store = store_for(&save)?;
     // Opened before measuring, so a bad path costs no run; never overwritten.
     let mut log_file = latency_log
@@ -172,7 +175,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         })
         .transpose()?;
     let mut run = Run::new(Kind::Http, description(&settings, &target.url));
-    run.environment = environment();
+    run.environment = env;
     run.settings = json!({
         "url": target.url,
         "urls": paths.len(),
@@ -214,6 +217,23 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     if tty {
         eprint!("\r\x1b[2K");
     }
+    if outcome.interrupted && outcome.stats.requests() == 0 {
+        // Stopped in the warm-up (or before any answer): an empty run
+        // would only clutter the store and skew comparisons.
+        if let (Some(out), Some(path)) = (log_file.take(), &latency_log) {
+            drop(out);
+            let _ = std::fs::remove_file(path);
+        }
+        eprintln!(
+            "dyno: interrupted before any request was measured{}; nothing was saved",
+            if outcome.elapsed.is_zero() && !warmup.is_zero() {
+                " (still in the warm-up)"
+            } else {
+                ""
+            }
+        );
+        return Ok(ExitStatus::Interrupted);
+    }
     run.duration_ns = started.elapsed().as_nanos() as u64;
     if let Some(session) = &outcome.tls_session {
         // What the server agreed to, as ab shows it: part of what was
@@ -225,6 +245,9 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         });
     }
     run.metrics = outcome.metrics(&settings);
+    // Nothing listens there: the run stopped at once, and is shown but not
+    // saved (it measured no server).
+    let store = if outcome.refused { None } else { store };
     run.headline = Some("requests_per_sec".into());
     run.warnings.extend(judge(&outcome, &settings));
 
@@ -236,6 +259,14 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         HttpFormat::Human => dyno_report::http_report(run),
         HttpFormat::Ab => dyno_report::ab_report(run),
     })?;
+    if outcome.refused {
+        eprintln!(
+            "dyno: every connection to {} was refused ({} attempts, none accepted), so the run stopped: is the server up and listening there? Nothing was saved",
+            outcome.endpoint,
+            outcome.stats.errors_of(ErrorClass::ConnectRefused),
+        );
+        return Ok(ExitStatus::ChecksFailed);
+    }
     if outcome.interrupted {
         // One exit code for every interrupted run, checks or not: a script
         // must be able to tell a partial run from a complete one.
@@ -338,6 +369,37 @@ fn progress_line(p: &Progress) {
     let _ = err.flush();
 }
 
+/// Descriptors dyno needs besides one per connection: its event loops,
+/// timers, the store, stdio, the log file.
+const OPEN_FILES_MARGIN: u64 = 64;
+
+/// Refuses a run whose connections cannot all be open at once: past the
+/// open-file limit every further connect fails (EMFILE) for the whole run,
+/// which measures nothing. The built-in server needs a descriptor for its
+/// end of each connection too.
+fn check_open_files(env: &Environment, settings: &Settings, builtin: bool) -> Result<()> {
+    let sockets = settings.connections as u64 * if builtin { 2 } else { 1 };
+    let need = sockets + OPEN_FILES_MARGIN;
+    if let Some(soft) = env.limits.open_files_soft
+        && soft < need
+    {
+        let hard = env
+            .limits
+            .open_files_hard
+            .map_or(String::new(), |h| format!(" (hard limit {h})"));
+        bail!(
+            "{} connections need about {need} open files{}, but the open-file limit is {soft}{hard}: raise it with `ulimit -n {need}`, or lower -c",
+            settings.connections,
+            if builtin {
+                " (the built-in server holds the other end of each)"
+            } else {
+                ""
+            },
+        );
+    }
+    Ok(())
+}
+
 /// Warnings known before the run: limits that would cap it, and settings
 /// that make it less trustworthy.
 fn preflight(env: &Environment, settings: &Settings) -> Vec<dyno_model::Warning> {
@@ -346,17 +408,6 @@ fn preflight(env: &Environment, settings: &Settings) -> Vec<dyno_model::Warning>
         warnings.push(dyno_model::Warning {
             code: "tls_insecure".into(),
             message: "--insecure: the server's certificate was not verified, so nothing shows this was the intended server; drop --insecure once it has a trusted certificate".into(),
-        });
-    }
-    let need = settings.connections as u64 + 64;
-    if let Some(soft) = env.limits.open_files_soft
-        && soft < need
-    {
-        warnings.push(dyno_model::Warning {
-            code: "open_files_limit".into(),
-            message: format!(
-                "the open-file limit ({soft}) is below connections plus margin ({need}): raise it with `ulimit -n {need}`"
-            ),
         });
     }
     if let Some(backlog) = env.network.somaxconn
@@ -393,6 +444,16 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
             ),
         );
     }
+    if outcome.refused {
+        warn(
+            "connection_refused",
+            format!(
+                "the first {} connection attempts were all refused and none succeeded: nothing listens at {}, so the run was stopped",
+                dyno_http::engine::GIVE_UP_AFTER_REFUSALS,
+                outcome.endpoint
+            ),
+        );
+    }
     if outcome.interrupted {
         warn(
             "interrupted",
@@ -405,7 +466,8 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
             warn(
                 "rate_not_reached",
                 format!(
-                    "achieved {achieved:.0} req/s of the {rate} requested: the server (or the client) could not keep up; latency counts from the due times"
+                    "achieved {achieved:.prec$} req/s of the {rate} requested: the server (or the client) could not keep up; latency counts from the due times",
+                    prec = if achieved < 10.0 { 2 } else { 0 }
                 ),
             );
         }

@@ -20,7 +20,8 @@ fn distribution(name: &str, h: &Histogram<u64>) -> Metric {
 }
 
 impl Outcome {
-    /// Requests per second over the measured time.
+    /// Requests per second over the measured window ([`Outcome::elapsed`]:
+    /// the scheduled duration of a `-d` run, not the time to its last answer).
     pub fn requests_per_sec(&self) -> f64 {
         let secs = self.elapsed.as_secs_f64();
         if secs > 0.0 {
@@ -71,6 +72,9 @@ impl Outcome {
             count("responses", s.responses),
             count("errors", s.total_errors()),
             count("connections_opened", s.connects),
+            // Written but not answered when a duration run reached its end
+            // (or was interrupted): cut, not waited for.
+            count("unfinished_requests", s.unfinished),
             Metric::new(
                 "bytes_read",
                 Unit::Bytes,
@@ -111,6 +115,9 @@ impl Outcome {
                 rate,
             ));
             metrics.push(count("late_sends", s.late_sends));
+            // The client's own share of the corrected latency: a reader can
+            // tell it from the server's queueing.
+            metrics.push(distribution("send_lag_ns", &s.send_lag));
             metrics.push(Metric::new(
                 "max_lateness_ns",
                 Unit::Ns,

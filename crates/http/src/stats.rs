@@ -14,7 +14,7 @@ use dyno_stats::hdr::latency_histogram;
 pub enum ErrorClass {
     ConnectRefused,
     ConnectTimeout,
-    /// Connecting failed for another reason (no route, address in use…).
+    /// Connecting failed for another reason than those named below.
     ConnectOther,
     /// The TLS handshake failed: the certificate is not trusted or names
     /// another host, no protocol version or cipher in common, or the
@@ -33,10 +33,23 @@ pub enum ErrorClass {
     Status,
     /// Writing the request failed.
     Write,
+    /// No socket could be opened: the process ran out of file descriptors
+    /// (EMFILE) or the system did (ENFILE). Raise `ulimit -n`.
+    ConnectTooManyFiles,
+    /// Nothing at the Unix socket's path (ENOENT), or it is not a socket
+    /// (ENOTSOCK).
+    ConnectNoSocket,
+    /// No local port or address was free (EADDRNOTAVAIL): typically the
+    /// ephemeral ports are used up by connections in TIME_WAIT.
+    ConnectNoLocalPort,
+    /// No route to the network or host (ENETUNREACH, EHOSTUNREACH).
+    ConnectUnreachable,
+    /// Not allowed (EACCES, EPERM): socket permissions or a firewall.
+    ConnectDenied,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 11] = [
+    pub const ALL: [ErrorClass; 16] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectOther,
@@ -48,6 +61,11 @@ impl ErrorClass {
         ErrorClass::BodyLengthMismatch,
         ErrorClass::Status,
         ErrorClass::Write,
+        ErrorClass::ConnectTooManyFiles,
+        ErrorClass::ConnectNoSocket,
+        ErrorClass::ConnectNoLocalPort,
+        ErrorClass::ConnectUnreachable,
+        ErrorClass::ConnectDenied,
     ];
 
     /// The snake_case name used in metric names and JSON.
@@ -64,6 +82,11 @@ impl ErrorClass {
             ErrorClass::BodyLengthMismatch => "body_length_mismatch",
             ErrorClass::Status => "status",
             ErrorClass::Write => "write",
+            ErrorClass::ConnectTooManyFiles => "connect_too_many_open_files",
+            ErrorClass::ConnectNoSocket => "connect_no_such_socket",
+            ErrorClass::ConnectNoLocalPort => "connect_no_local_port",
+            ErrorClass::ConnectUnreachable => "connect_unreachable",
+            ErrorClass::ConnectDenied => "connect_permission_denied",
         }
     }
 
@@ -81,6 +104,11 @@ impl ErrorClass {
             ErrorClass::BodyLengthMismatch => "body length mismatch",
             ErrorClass::Status => "status >= 400",
             ErrorClass::Write => "write failed",
+            ErrorClass::ConnectTooManyFiles => "connect failed: too many open files",
+            ErrorClass::ConnectNoSocket => "connect failed: no such socket",
+            ErrorClass::ConnectNoLocalPort => "connect failed: no free local port",
+            ErrorClass::ConnectUnreachable => "connect failed: unreachable",
+            ErrorClass::ConnectDenied => "connect failed: permission denied",
         }
     }
 
@@ -117,9 +145,19 @@ pub struct Stats {
     pub connects: u64,
     /// Open model: requests sent more than [`LATE_AFTER`] after their due time.
     pub late_sends: u64,
+    /// Open model: the send lag of every measured request — when it was
+    /// really written minus when it was due. The client's own delay (timer
+    /// wake-up, a busy thread) and waiting for a busy connection both show
+    /// here; the corrected latency includes it, the uncorrected does not.
+    pub send_lag: Histogram<u64>,
     pub max_lateness: Duration,
     /// Open model: requests that were due before the end but never sent.
     pub dropped: u64,
+    /// Requests written but neither answered nor failed when a duration run
+    /// reached its end (or was interrupted): the run ends on time instead of
+    /// waiting for them, and they are counted here, as wrk and oha do. Not
+    /// errors, and not in [`Stats::requests`].
+    pub unfinished: u64,
 }
 
 /// A send this much behind its due time counts as late.
@@ -141,8 +179,10 @@ impl Default for Stats {
             body_bytes: 0,
             connects: 0,
             late_sends: 0,
+            send_lag: latency_histogram(),
             max_lateness: Duration::ZERO,
             dropped: 0,
+            unfinished: 0,
         }
     }
 }
@@ -162,6 +202,16 @@ pub struct Timing {
     pub corrected: Option<Duration>,
 }
 
+impl Timing {
+    /// The latency this response counts with: from the due time in the open
+    /// model (never less than the round trip), connect plus processing in
+    /// the closed model.
+    pub fn latency(&self) -> Duration {
+        let total = self.connect + self.processing;
+        self.corrected.map_or(total, |c| c.max(total))
+    }
+}
+
 impl Stats {
     /// Records one completed response.
     pub fn response(&mut self, status: u16, body_bytes: u64, t: Timing) {
@@ -174,13 +224,9 @@ impl Stats {
         record(&mut self.connect, t.connect);
         record(&mut self.waiting, t.waiting);
         record(&mut self.processing, t.processing);
-        let total = t.connect + t.processing;
-        match t.corrected {
-            Some(corrected) => {
-                record(&mut self.latency, corrected.max(total));
-                record(&mut self.uncorrected, total);
-            }
-            None => record(&mut self.latency, total),
+        record(&mut self.latency, t.latency());
+        if t.corrected.is_some() {
+            record(&mut self.uncorrected, t.connect + t.processing);
         }
     }
 
@@ -210,6 +256,7 @@ impl Stats {
         if late > LATE_AFTER {
             self.late_sends += 1;
         }
+        record(&mut self.send_lag, late);
         self.max_lateness = self.max_lateness.max(late);
     }
 }
@@ -237,8 +284,10 @@ impl AddAssign<&Stats> for Stats {
         self.body_bytes += other.body_bytes;
         self.connects += other.connects;
         self.late_sends += other.late_sends;
+        let _ = self.send_lag.add(&other.send_lag);
         self.max_lateness = self.max_lateness.max(other.max_lateness);
         self.dropped += other.dropped;
+        self.unfinished += other.unfinished;
     }
 }
 
@@ -325,5 +374,14 @@ mod tests {
         s.lateness(Duration::from_millis(30));
         assert_eq!(s.late_sends, 1);
         assert_eq!(s.max_lateness, Duration::from_millis(30));
+        // Every send's lag is kept, as a distribution.
+        assert_eq!(s.send_lag.len(), 2);
+        assert_eq!(
+            s.send_lag.value_at_quantile(0.5),
+            s.send_lag.highest_equivalent(10_000)
+        );
+        let mut merged = Stats::default();
+        merged += &s;
+        assert_eq!(merged.send_lag.len(), 2);
     }
 }

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use dyno_http::engine::GIVE_UP_AFTER_REFUSALS;
 use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
 use dyno_http::{ErrorClass, Outcome, Schedule, Settings, Stop, TlsSession, TlsSettings};
 
@@ -78,7 +79,8 @@ fn settings(addr: SocketAddr) -> Settings {
 /// microseconds or fails, so a request waits for one timeout, not both; the
 /// 2 connections make this a factor 2 generous), plus the ≤ 100 ms back-off
 /// after a failed connect per request, plus slack. A duration run: its
-/// duration, then at most one timeout for the requests under way.
+/// duration (requests under way then are cut, not waited for), plus one
+/// timeout of margin and slack.
 fn hang_bound(s: &Settings) -> Duration {
     let wait = s.timeout.max(s.connect_timeout);
     match s.schedule.stop {
@@ -152,12 +154,73 @@ fn assert_one_connection_per_request(o: &Outcome, server: &Server) {
 
 #[test]
 fn refused_connections_are_connect_refused() {
-    let o = run(settings(common::refused()));
-    assert_all_failed(&o, ErrorClass::ConnectRefused);
+    // Fewer attempts than the engine gives up after.
+    let mut s = settings(common::refused());
+    s.schedule.stop = Stop::Requests(GIVE_UP_AFTER_REFUSALS - 1);
+    let o = run(s);
+    let st = &o.stats;
+    assert_eq!(
+        st.errors_of(ErrorClass::ConnectRefused),
+        GIVE_UP_AFTER_REFUSALS - 1
+    );
+    assert_eq!(st.total_errors(), st.requests(), "{:?}", st.errors);
+    assert!(!o.refused, "fewer refusals than the limit");
     assert_eq!(o.stats.connects, 0);
     assert_eq!(
         o.stats.bytes_written, 0,
         "nothing is sent without a connection"
+    );
+}
+
+#[test]
+fn a_closed_port_gives_the_run_up_after_a_few_refusals() {
+    // 1000 requests against a closed port used to wait out a back-off after
+    // each refusal (seconds in all); nothing listens, so it stops early.
+    let mut s = settings(common::refused());
+    s.schedule.stop = Stop::Requests(1000);
+    let o = run(s);
+    let st = &o.stats;
+    assert!(o.refused, "given up: {st:?}");
+    assert!(!o.interrupted);
+    let refused = st.errors_of(ErrorClass::ConnectRefused);
+    assert!(
+        (GIVE_UP_AFTER_REFUSALS..GIVE_UP_AFTER_REFUSALS + CONNECTIONS as u64).contains(&refused),
+        "{refused} refusals"
+    );
+    assert_eq!(st.requests(), refused);
+}
+
+#[test]
+fn refusals_after_a_success_are_counted_not_given_up_on() {
+    // The server answers one request with `Connection: close` and closes
+    // its listener before answering: every reconnect after is refused, but
+    // the server was there, so the run goes on and counts them.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("bound");
+    let server = thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut conn, _) = listener.accept().expect("one connection");
+        drop(listener);
+        let mut buf = [0u8; 1024];
+        let mut seen = Vec::new();
+        while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = conn.read(&mut buf).expect("a request");
+            seen.extend_from_slice(&buf[..n]);
+        }
+        conn.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+            .expect("answer");
+    });
+    let mut s = settings(addr);
+    s.connections = 1;
+    s.schedule.stop = Stop::Requests(2 * GIVE_UP_AFTER_REFUSALS);
+    let o = run(s);
+    server.join().expect("the server thread ends");
+    let st = &o.stats;
+    assert!(!o.refused);
+    assert_eq!(st.responses, 1);
+    assert_eq!(
+        st.errors_of(ErrorClass::ConnectRefused),
+        2 * GIVE_UP_AFTER_REFUSALS - 1
     );
 }
 
@@ -253,13 +316,38 @@ fn a_duration_run_against_a_stalled_server_ends_on_time() {
     let o = run(settings_for(server.addr(), "/x", Stop::Duration(duration)));
     let s = &o.stats;
     // Each connection starts a request at 0 and 0.5 s (and perhaps one
-    // more if the machine is slow); the one under way at the end is still
-    // counted, as a timeout.
-    assert!(s.requests() >= 2 * CONNECTIONS as u64, "{s:?}");
-    assert!(s.requests() <= 3 * CONNECTIONS as u64, "{s:?}");
+    // more if the machine is slow). The first times out at 0.5 s; the
+    // second times out at the end, and one under way then is unfinished.
+    assert!(
+        s.requests() + s.unfinished >= 2 * CONNECTIONS as u64,
+        "{s:?}"
+    );
+    assert!(
+        s.requests() + s.unfinished <= 3 * CONNECTIONS as u64,
+        "{s:?}"
+    );
+    assert!(s.requests() >= CONNECTIONS as u64, "{s:?}");
     assert_eq!(s.errors_of(ErrorClass::ReadTimeout), s.requests());
     assert_eq!(s.responses, 0);
-    assert_eq!(s.connects, s.requests());
+    assert_eq!(o.elapsed, duration, "rates divide by the duration");
+}
+
+#[test]
+fn a_duration_run_does_not_wait_for_requests_under_way_at_its_end() {
+    // A 60 s timeout: the run used to wait for it after its 1 s.
+    let server = common::stall();
+    let duration = Duration::from_secs(1);
+    let mut settings = settings_for(server.addr(), "/x", Stop::Duration(duration));
+    settings.timeout = Duration::from_secs(60);
+    let began = Instant::now();
+    let o = dyno_http::run(settings, Arc::new(AtomicBool::new(false)), |_| {}).expect("runs");
+    let took = began.elapsed();
+    assert!(took < duration + SLACK, "the run took {took:?}");
+    let s = &o.stats;
+    assert_eq!(s.unfinished, CONNECTIONS as u64, "{s:?}");
+    assert_eq!(s.requests(), 0, "{s:?}");
+    assert_eq!(o.elapsed, duration);
+    assert!(!o.interrupted);
 }
 
 // ---------------------------------------------------------------------------
@@ -730,4 +818,20 @@ fn tls_over_a_unix_socket_is_refused_before_the_run() {
     s.unix_socket = Some("/nonexistent.sock".into());
     let err = dyno_http::run(s, Arc::new(AtomicBool::new(false)), |_| {}).unwrap_err();
     assert!(err.to_string().contains("Unix socket"), "{err}");
+}
+
+#[test]
+fn a_missing_unix_socket_is_refused_before_the_run() {
+    let mut s = settings_for_url("http://localhost/", Stop::Requests(1));
+    s.unix_socket = Some("/nonexistent/dyno.sock".into());
+    let err = dyno_http::run(s.clone(), Arc::new(AtomicBool::new(false)), |_| {}).unwrap_err();
+    assert!(
+        matches!(err, dyno_http::EngineError::NoSocket(_)),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("/nonexistent/dyno.sock"), "{err}");
+    // A path that is there but no socket is refused too.
+    s.unix_socket = Some(std::env::temp_dir());
+    let err = dyno_http::run(s, Arc::new(AtomicBool::new(false)), |_| {}).unwrap_err();
+    assert!(err.to_string().contains("not a Unix socket"), "{err}");
 }

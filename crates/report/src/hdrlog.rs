@@ -14,7 +14,10 @@ use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 /// to `out`.
 ///
 /// Interval start times are seconds since the run started (StartTime), so
-/// the warm-up shows as the gap before the first interval. Max values are
+/// the warm-up shows as the gap before the first interval. Each interval is
+/// one second long except the last, partial one, which ends where the
+/// measured window (the run's `measured_ns`) ends, so a consumer dividing a
+/// count by its interval's length gets the real rate. Max values are
 /// written in milliseconds, as HdrHistogram's tools expect by default.
 pub fn write_latency_log(
     out: &mut impl Write,
@@ -34,10 +37,19 @@ pub fn write_latency_log(
         .with_start_time(start)
         .with_max_value_divisor(1e6)
         .begin_log_with(out, &mut serializer)?;
+    let measured = run
+        .metric("measured_ns")
+        .map(|m| Duration::from_nanos(m.value as u64));
     for (index, histogram) in timeline {
-        let offset = warmup + Duration::from_secs(index.saturating_sub(1));
+        let since_warmup = Duration::from_secs(index.saturating_sub(1));
+        let length = match measured {
+            Some(window) if window > since_warmup => {
+                (window - since_warmup).min(Duration::from_secs(1))
+            }
+            _ => Duration::from_secs(1),
+        };
         writer
-            .write_histogram(histogram, offset, Duration::from_secs(1), None)
+            .write_histogram(histogram, warmup + since_warmup, length, None)
             .map_err(|e| io::Error::other(format!("{e:?}")))?;
     }
     out.flush()
@@ -75,6 +87,33 @@ mod tests {
         assert_eq!(seen[1].0, Duration::from_secs(3));
         assert_eq!(seen[0].1, a);
         assert_eq!(seen[1].1, b);
+    }
+
+    #[test]
+    fn the_last_partial_interval_has_its_real_length() {
+        // A run measured for 1.25 s: a whole first second, then 0.25 s.
+        let mut run = Run::new(Kind::Http, "GET /");
+        run.settings = serde_json::json!({"warmup_ns": 0u64});
+        run.metrics.push(dyno_model::Metric::new(
+            "measured_ns",
+            dyno_model::Unit::Ns,
+            dyno_model::Direction::LowerIsBetter,
+            1.25e9,
+        ));
+        let mut a = dyno_stats::hdr::latency_histogram();
+        a.record(1_000).unwrap();
+        let mut text = Vec::new();
+        write_latency_log(&mut text, &run, &[(1, &a), (2, &a)]).unwrap();
+        let lengths: Vec<Duration> = IntervalLogIterator::new(&text)
+            .filter_map(|e| match e {
+                Ok(LogEntry::Interval(h)) => Some(h.duration()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            lengths,
+            vec![Duration::from_secs(1), Duration::from_millis(250)]
+        );
     }
 
     /// Decodes a log line's histogram with the same decoder a Run uses.

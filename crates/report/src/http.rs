@@ -93,7 +93,7 @@ pub fn http_report(run: &Run) -> String {
     let model = if open {
         format!(
             "open model: {} req/s on a fixed schedule, latency from due times",
-            setting(run, "rate_per_sec").as_f64().unwrap_or(0.0)
+            rate(setting(run, "rate_per_sec").as_f64().unwrap_or(0.0))
         )
     } else {
         "closed model: each connection waits for its answer before the next request".into()
@@ -108,9 +108,15 @@ pub fn http_report(run: &Run) -> String {
     out.push('\n');
 
     let measured = value(run, "measured_ns");
+    let unfinished = count(run, "unfinished_requests");
+    let unfinished = if unfinished > 0 {
+        format!(" ({unfinished} still under way at the end: cut, not waited for)")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "Requests    {} answered in {}: {}",
+        "Requests    {} answered in {}: {}{unfinished}",
         count(run, "responses"),
         format_duration_ns(measured),
         format_value(
@@ -121,13 +127,22 @@ pub fn http_report(run: &Run) -> String {
     if open {
         let _ = writeln!(
             out,
-            "Rate        requested {:.0} req/s, achieved {:.0} req/s; {} late sends (max {} late), {} dropped",
-            value(run, "requested_rate_per_sec"),
-            value(run, "requests_per_sec"),
+            "Rate        requested {} req/s, achieved {} req/s; {} late sends (max {} late), {} dropped",
+            rate(value(run, "requested_rate_per_sec")),
+            rate(value(run, "requests_per_sec")),
             count(run, "late_sends"),
             format_duration_ns(value(run, "max_lateness_ns")),
             count(run, "dropped_sends"),
         );
+        if let Some(h) = histogram(run, "send_lag_ns") {
+            let _ = writeln!(
+                out,
+                "Send lag    p50 {}, p99 {}, max {} from due time to real send (client delay or a busy connection; counted in corrected latency only)",
+                short_ns(h.value_at_quantile(0.5) as f64),
+                short_ns(h.value_at_quantile(0.99) as f64),
+                short_ns(h.max() as f64),
+            );
+        }
     }
     let _ = writeln!(
         out,
@@ -234,6 +249,16 @@ pub fn http_report(run: &Run) -> String {
     out
 }
 
+/// A request rate: whole numbers from 10 up, two decimals below (a
+/// requested 0.5 req/s is not "0 req/s").
+fn rate(per_sec: f64) -> String {
+    if per_sec.abs() < 10.0 {
+        format!("{per_sec:.2}")
+    } else {
+        format!("{per_sec:.0}")
+    }
+}
+
 /// A latency in a short, fixed form for tables.
 fn short_ns(ns: f64) -> String {
     format_duration_ns(ns).replace(' ', "")
@@ -288,9 +313,8 @@ pub fn ab_report(run: &Run) -> String {
     let failed = count(run, "errors") - count(run, "errors_status");
     let _ = writeln!(out, "Failed requests:        {failed}");
     if failed > 0 {
-        let connect = count(run, "errors_connect_refused")
-            + count(run, "errors_connect_timeout")
-            + count(run, "errors_connect_other")
+        // Every connect class (refused, timeout, too many open files …).
+        let connect = tallies(run, "errors_connect_").map(|(_, n)| n).sum::<u64>()
             + count(run, "errors_tls_handshake");
         let length = count(run, "errors_body_length_mismatch");
         let receive = count(run, "errors_read_timeout")
@@ -408,6 +432,13 @@ fn split_url(url: &str) -> (String, u16, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_below_ten_keep_their_decimals() {
+        assert_eq!(rate(0.5), "0.50");
+        assert_eq!(rate(2.4), "2.40");
+        assert_eq!(rate(1000.4), "1000");
+    }
 
     #[test]
     fn urls_split_like_ab() {

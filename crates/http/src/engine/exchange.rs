@@ -47,6 +47,7 @@ pub(super) async fn connection(
     timer: Option<Timer>,
     read_buf: Rc<RefCell<Vec<u8>>>,
     global_index: usize,
+    stream: Option<Stream>,
 ) {
     let settings = &shared.settings;
     let threads = settings.threads.min(settings.connections).max(1) as u64;
@@ -56,7 +57,7 @@ pub(super) async fn connection(
         .map(|rate| OpenSchedule::new(&shared, global_index, rate));
     let depth = if open.is_some() { 1 } else { settings.pipeline };
     let mut conn = Conn {
-        stream: None,
+        stream,
         pending: Vec::new(),
         write_buf: Vec::new(),
         parser: ResponseParser::default(),
@@ -88,8 +89,11 @@ pub(super) async fn connection(
         match exchange(&shared, &local, &read_buf, &mut conn, &batch).await {
             Ok(()) => backoff = Duration::ZERO,
             Err(Failure::Connect(class)) => {
+                if class == ErrorClass::ConnectRefused {
+                    shared.connect_refused();
+                }
                 for t in &batch {
-                    local.borrow_mut().record_error(t, class);
+                    local.borrow_mut().record_error(&shared, t, class, false);
                 }
                 // Do not spin on a refusing server; the schedule goes on.
                 backoff = (backoff * 2).clamp(Duration::from_millis(1), Duration::from_millis(100));
@@ -100,7 +104,7 @@ pub(super) async fn connection(
             Err(Failure::Request { done, class }) => {
                 let mut l = local.borrow_mut();
                 for t in &batch[done..] {
-                    l.record_error(t, class);
+                    l.record_error(&shared, t, class, true);
                 }
                 conn.stream = None;
             }
@@ -144,6 +148,7 @@ async fn exchange(
             }
             Ok(Ok(s)) => s,
         };
+        shared.connect_succeeded();
         connect_time = began.elapsed();
         if shared.tls.is_some() && local.borrow().tls_session.is_none() {
             local.borrow_mut().tls_session = stream.tls_session();
@@ -171,13 +176,16 @@ async fn exchange(
     };
     let stream = conn.stream.as_mut().expect("connected above");
     let sent = Instant::now();
-    if let Some(due) = batch[0].due
-        && batch[0].measured
     {
-        local
-            .borrow_mut()
-            .stats
-            .lateness(sent.saturating_duration_since(due));
+        let mut l = local.borrow_mut();
+        // From here each measured request of the batch is in flight until
+        // it is answered or fails (or the run is cut).
+        l.in_flight += batch.iter().filter(|t| t.measured).count() as u64;
+        if let Some(due) = batch[0].due
+            && batch[0].measured
+        {
+            l.stats.lateness(sent.saturating_duration_since(due));
+        }
     }
     let fail = |done: usize, class: ErrorClass| Failure::Request { done, class };
     match tokio::time::timeout(settings.timeout, stream.write_all(request)).await {
@@ -194,6 +202,7 @@ async fn exchange(
     // head, the start of the next answer) moves to `conn.pending`.
     let mut reader = Reader {
         local,
+        shared,
         batch,
         settings,
         sent,
@@ -288,6 +297,7 @@ async fn read<'b>(
 /// and the timings that go with it.
 struct Reader<'a> {
     local: &'a RefCell<Local>,
+    shared: &'a Shared,
     batch: &'a [Ticket],
     settings: &'a Settings,
     sent: Instant,
@@ -338,6 +348,13 @@ impl Reader<'_> {
         self.keep &= response.keep_alive;
         if ticket.measured {
             let mut l = self.local.borrow_mut();
+            l.in_flight -= 1;
+            if self.shared.end().is_some_and(|end| done >= end) {
+                // Answered after the deadline: not part of the run.
+                l.stats.unfinished += 1;
+                self.next += 1;
+                return;
+            }
             let timing = Timing {
                 connect: if self.next == 0 {
                     self.connect_time
@@ -353,25 +370,34 @@ impl Reader<'_> {
             };
             l.stats
                 .response(response.status, response.body_bytes, timing);
-            l.interval.responses += 1;
-            let total = timing
-                .corrected
-                .unwrap_or(timing.connect + timing.processing);
-            let _ = l
-                .interval
+            let interval = l.interval_at(self.shared.measure_from(), done);
+            interval.responses += 1;
+            // The same figure the run's latency histogram records.
+            let _ = interval
                 .latency
-                .record(u64::try_from(total.as_nanos()).unwrap_or(u64::MAX));
+                .record(u64::try_from(timing.latency().as_nanos()).unwrap_or(u64::MAX));
             if self.settings.fail_status && response.status >= 400 {
+                interval.errors += 1;
                 l.stats.error(ErrorClass::Status);
-                l.interval.errors += 1;
             }
+            l.publish();
             l.last_done = Some(done);
         }
         self.next += 1;
     }
 }
 
+/// The class of a failed connect, named by its errno where one says what
+/// to fix (a "connect failed" with no reason helps nobody).
 fn connect_class(e: &io::Error) -> ErrorClass {
+    match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE) => return ErrorClass::ConnectTooManyFiles,
+        Some(libc::ENOENT | libc::ENOTSOCK) => return ErrorClass::ConnectNoSocket,
+        Some(libc::EADDRNOTAVAIL) => return ErrorClass::ConnectNoLocalPort,
+        Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => return ErrorClass::ConnectUnreachable,
+        Some(libc::EACCES | libc::EPERM) => return ErrorClass::ConnectDenied,
+        _ => {}
+    }
     match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorClass::ConnectRefused,
         io::ErrorKind::TimedOut => ErrorClass::ConnectTimeout,
@@ -386,5 +412,24 @@ fn io_class(e: &io::Error, otherwise: ErrorClass) -> ErrorClass {
         | io::ErrorKind::ConnectionAborted => ErrorClass::Reset,
         io::ErrorKind::TimedOut => ErrorClass::ReadTimeout,
         _ => otherwise,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_failures_are_named_by_their_errno() {
+        let class = |errno| connect_class(&io::Error::from_raw_os_error(errno));
+        assert_eq!(class(libc::EMFILE), ErrorClass::ConnectTooManyFiles);
+        assert_eq!(class(libc::ENFILE), ErrorClass::ConnectTooManyFiles);
+        assert_eq!(class(libc::ENOENT), ErrorClass::ConnectNoSocket);
+        assert_eq!(class(libc::EADDRNOTAVAIL), ErrorClass::ConnectNoLocalPort);
+        assert_eq!(class(libc::EHOSTUNREACH), ErrorClass::ConnectUnreachable);
+        assert_eq!(class(libc::EACCES), ErrorClass::ConnectDenied);
+        assert_eq!(class(libc::ECONNREFUSED), ErrorClass::ConnectRefused);
+        assert_eq!(class(libc::ETIMEDOUT), ErrorClass::ConnectTimeout);
+        assert_eq!(class(libc::EPROTO), ErrorClass::ConnectOther);
     }
 }

@@ -2,9 +2,15 @@
 //! its connections and its [`Stats`]; one loop per connection that takes
 //! [`Ticket`]s from the schedule, sends, reads and records.
 //!
-//! No lock, channel message or atomic operation per request: a thread's
+//! No lock, channel message or read-modify-write per request: a thread's
 //! connections share its counters through `Rc<RefCell<…>>`, threads meet
-//! once per second (the timeline) and once at the end.
+//! once per second (the timeline) and once at the end. The one cross-thread
+//! write per response is a relaxed store of the thread's running count into
+//! its own cache line, which the progress line reads.
+//!
+//! The run's clock starts once every thread is ready (the open model's
+//! connections open first); a duration run ends at its deadline, cutting
+//! requests still under way (counted as unfinished).
 //!
 //! - this file: the threads, their shared and own state, the merge;
 //! - `schedule`: which request comes next (closed quota or open timetable);
@@ -18,15 +24,15 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
-use tokio::task::LocalSet;
+use tokio::task::{JoinSet, LocalSet};
 
 use self::exchange::{READ_BUF, connection};
 use self::schedule::Ticket;
-use crate::conn::Endpoint;
+use crate::conn::{Endpoint, Stream};
 use crate::request::Scheme;
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats};
@@ -49,6 +55,10 @@ pub enum EngineError {
     Thread(usize, io::Error),
     #[error("invalid settings: {0}")]
     Settings(String),
+    #[error("there is no Unix socket at '{0}': is the server running, and is the path right?")]
+    NoSocket(std::path::PathBuf),
+    #[error("'{0}' is not a Unix socket: give the path of the server's socket")]
+    NotASocket(std::path::PathBuf),
     #[error(transparent)]
     Tls(#[from] TlsSetupError),
 }
@@ -58,9 +68,14 @@ pub enum EngineError {
 pub struct Outcome {
     /// All threads merged.
     pub stats: Stats,
-    /// One merged entry per second of the measured part of the run.
+    /// One merged entry per second of the measured part of the run. Every
+    /// measured response and error is in exactly one entry, so the entries
+    /// add up to [`Stats`] (a latency log holds the report's count).
     pub timeline: Vec<Interval>,
-    /// From the end of warm-up to the last measured response.
+    /// The measured window every rate divides by: from the end of the
+    /// warm-up to the deadline of a duration run (or to the interrupt, if
+    /// that came first), or to the last measured response of a run of `-n`
+    /// requests.
     pub elapsed: Duration,
     /// Wall time of the whole run, warm-up included.
     pub wall: Duration,
@@ -68,6 +83,10 @@ pub struct Outcome {
     pub cpu: Duration,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// The run was given up early because the first
+    /// [`GIVE_UP_AFTER_REFUSALS`] connection attempts were all refused and
+    /// none ever succeeded: nothing listens there.
+    pub refused: bool,
     /// Where the connections went.
     pub endpoint: Endpoint,
     /// Why a TLS handshake failed: the first failure a worker thread saw
@@ -96,18 +115,103 @@ struct Shared {
     endpoint: Endpoint,
     /// `https://`: the one TLS configuration all connections use.
     tls: Option<TlsClient>,
+    /// When the run started, set once every thread is ready (connected, in
+    /// the open model): the schedule's clock.
+    clock: OnceLock<Clock>,
+    /// Where threads say they are ready, and wait for the clock.
+    gate: (Mutex<usize>, Condvar),
+    stop: Arc<AtomicBool>,
+    /// Some connection attempt has succeeded.
+    connected: AtomicBool,
+    /// Refused connection attempts while none has succeeded.
+    refusals: AtomicU64,
+    /// Given up: nothing listens at the endpoint.
+    gave_up: AtomicBool,
+}
+
+/// Refused connection attempts, with none ever accepted, after which a run
+/// gives up (ab stops at the first): a closed port should fail in a moment,
+/// not after n back-offs. Once one connection succeeded, refusals are the
+/// server's flakiness and are counted, never given up on.
+pub const GIVE_UP_AFTER_REFUSALS: u64 = 10;
+
+/// The run's clock, fixed when it starts.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
     /// Start of the run; measuring starts after the warm-up.
     start: Instant,
     measure_from: Instant,
-    /// Closed model with a duration, and the open model: no request starts
-    /// after this.
+    /// A duration run: no request starts after this, and requests under
+    /// way then are cut.
     end: Option<Instant>,
-    stop: Arc<AtomicBool>,
 }
 
 impl Shared {
+    fn clock(&self) -> &Clock {
+        self.clock
+            .get()
+            .expect("the clock is set before any request")
+    }
+
+    fn start(&self) -> Instant {
+        self.clock().start
+    }
+
+    fn measure_from(&self) -> Instant {
+        self.clock().measure_from
+    }
+
+    fn end(&self) -> Option<Instant> {
+        self.clock().end
+    }
+
+    /// Starts the clock now and lets every waiting thread go.
+    fn start_clock(&self) {
+        let start = Instant::now();
+        let measure_from = start + self.settings.schedule.warmup;
+        let end = match self.settings.schedule.stop {
+            Stop::Duration(d) => Some(measure_from + d),
+            Stop::Requests(_) => None,
+        };
+        let _ = self.clock.set(Clock {
+            start,
+            measure_from,
+            end,
+        });
+        let _guard = self.gate.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.gate.1.notify_all();
+    }
+
+    /// A worker thread is ready: says so, and waits for the clock.
+    fn ready_and_wait(&self) {
+        let mut ready = self.gate.0.lock().unwrap_or_else(|e| e.into_inner());
+        *ready += 1;
+        self.gate.1.notify_all();
+        while self.clock.get().is_none() {
+            ready = self.gate.1.wait(ready).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The run must stop: interrupted, or given up.
     fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop.load(Ordering::Relaxed) || self.gave_up.load(Ordering::Relaxed)
+    }
+
+    /// Notes a successful connect.
+    fn connect_succeeded(&self) {
+        if !self.connected.load(Ordering::Relaxed) {
+            self.connected.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes a refused connect; gives the run up when nothing ever listened.
+    fn connect_refused(&self) {
+        if !self.connected.load(Ordering::Relaxed)
+            && self.refusals.fetch_add(1, Ordering::Relaxed) + 1 >= GIVE_UP_AFTER_REFUSALS
+            && !self.connected.load(Ordering::Relaxed)
+        {
+            self.gave_up.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -118,6 +222,14 @@ struct Local {
     interval: Interval,
     /// Closed model with `-n`: measured requests this thread may still start.
     quota: Option<u64>,
+    /// Measured requests written and not yet answered or failed: what is
+    /// left of them when the run is cut at its deadline is unfinished.
+    in_flight: u64,
+    /// Where finished intervals go (the coordinator's timeline); dropped
+    /// when the thread is done, which tells the coordinator.
+    tx: Option<mpsc::Sender<Interval>>,
+    /// This thread's counts for the progress line.
+    published: Arc<Counters>,
     /// Sequence numbers for `{seq}`: thread index + k × threads.
     next_seq: u64,
     rng: fastrand::Rng,
@@ -161,73 +273,95 @@ pub fn run(
         Scheme::Http => None,
     };
     let threads = settings.threads.min(settings.connections).max(1);
-    let start = Instant::now();
-    let measure_from = start + settings.schedule.warmup;
-    let end = match settings.schedule.stop {
-        Stop::Duration(d) => Some(measure_from + d),
-        Stop::Requests(_) => None,
-    };
     let shared = Arc::new(Shared {
         settings,
         endpoint,
         tls,
-        start,
-        measure_from,
-        end,
+        clock: OnceLock::new(),
+        gate: (Mutex::new(0), Condvar::new()),
         stop,
+        connected: AtomicBool::new(false),
+        refusals: AtomicU64::new(0),
+        gave_up: AtomicBool::new(false),
     });
     let (tx, rx) = mpsc::channel::<Interval>();
 
     let mut merged = Stats::default();
     let mut timeline: Vec<Interval> = Vec::new();
     let mut last_done: Option<Instant> = None;
+    let mut finished = Instant::now();
+    // Each thread publishes its counts for the progress line here, as they
+    // change (one relaxed store per response, on its own cache line).
+    let counters: Vec<Arc<Counters>> = (0..threads).map(|_| Arc::default()).collect();
     let mut cpu = Duration::ZERO;
     let mut tls_failure = None;
     let mut tls_session = None;
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
-        for t in 0..threads {
+        for (t, published) in counters.iter().enumerate() {
             let for_thread = Arc::clone(&shared);
             let tx = tx.clone();
+            let published = Arc::clone(published);
             let handle = std::thread::Builder::new()
                 .name(format!("dyno-http-{t}"))
-                .spawn_scoped(scope, move || worker(t, threads, &for_thread, tx))
+                .spawn_scoped(scope, move || {
+                    worker(t, threads, &for_thread, tx, published)
+                })
                 .map_err(|e| EngineError::Thread(t, e));
             match handle {
                 Ok(h) => handles.push(h),
                 Err(e) => {
+                    // Let the threads already started go, to stop at once.
                     shared.stop.store(true, Ordering::Relaxed);
+                    shared.start_clock();
                     return Err(e);
                 }
             }
         }
         drop(tx);
-        // The timeline: merge each second's intervals as threads send them,
-        // and report progress once a second.
-        let (mut responses, mut errors, mut reported) = (0, 0, 0);
-        let mut next_tick = Instant::now() + Duration::from_secs(1);
+        // Start the clock once every thread is ready (in the open model,
+        // its connections are open): connecting is not part of the
+        // schedule. A thread that died early does not hold the others.
+        {
+            let mut ready = shared.gate.0.lock().unwrap_or_else(|e| e.into_inner());
+            while *ready < threads && !handles.iter().any(|h| h.is_finished()) {
+                ready = shared
+                    .gate
+                    .1
+                    .wait_timeout(ready, Duration::from_millis(50))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+        shared.start_clock();
+        // The timeline: merge each second's intervals as threads send them;
+        // report progress once a second from the threads' live counts.
+        let mut reported = 0;
+        let mut next_tick = shared.start() + Duration::from_secs(1);
         loop {
             match rx.recv_timeout(next_tick.saturating_duration_since(Instant::now())) {
-                Ok(interval) => {
-                    responses += interval.responses;
-                    errors += interval.errors;
-                    merge_interval(&mut timeline, &interval);
-                }
+                Ok(interval) => merge_interval(&mut timeline, &interval),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
             if Instant::now() >= next_tick {
+                let (mut responses, mut errors) = (0, 0);
+                for c in &counters {
+                    responses += c.responses.load(Ordering::Relaxed);
+                    errors += c.errors.load(Ordering::Relaxed);
+                }
                 progress(Progress {
-                    elapsed: shared.start.elapsed(),
-                    warmup: Instant::now() < shared.measure_from,
+                    elapsed: shared.start().elapsed(),
+                    warmup: Instant::now() < shared.measure_from(),
                     responses,
                     errors,
-                    last_second: responses - reported,
+                    last_second: responses.saturating_sub(reported),
                 });
                 reported = responses;
                 next_tick += Duration::from_secs(1);
             }
         }
+        finished = Instant::now();
         for h in handles {
             let local = h.join().expect("a worker thread panicked");
             merged += &local.stats;
@@ -239,26 +373,49 @@ pub fn run(
         Ok(())
     })?;
     timeline.sort_by_key(|i| i.index);
-    // Interval 0 is the warm-up; the timeline shows measured seconds.
+    // Interval 0 is the warm-up, which holds no measured request (a
+    // request is filed by the same clock that marks it measured); the
+    // timeline shows measured seconds.
+    debug_assert!(
+        timeline
+            .iter()
+            .all(|i| i.index > 0 || (i.responses == 0 && i.errors == 0))
+    );
     timeline.retain(|i| i.index > 0);
+    let Clock {
+        start,
+        measure_from,
+        end,
+    } = *shared.clock();
     let wall = start.elapsed();
-    let elapsed = last_done.map_or(Duration::ZERO, |t| {
-        t.saturating_duration_since(measure_from)
-    });
+    // A duration run is measured over its scheduled window (cut short by an
+    // interrupt); requests still under way at its end are unfinished, not
+    // waited for. A run of n requests lasts until its last answer.
+    let elapsed = match end {
+        Some(end) if shared.stopped() => finished.min(end).saturating_duration_since(measure_from),
+        Some(end) => end.saturating_duration_since(measure_from),
+        None => last_done.map_or(Duration::ZERO, |t| {
+            t.saturating_duration_since(measure_from)
+        }),
+    };
     Ok(Outcome {
         stats: merged,
         timeline,
         elapsed,
         wall,
         cpu,
-        interrupted: shared.stopped(),
+        interrupted: shared.stop.load(Ordering::Relaxed),
+        refused: shared.gave_up.load(Ordering::Relaxed),
         endpoint: shared.endpoint.clone(),
         tls_failure,
         tls_session,
     })
 }
 
-fn validate(s: &Settings) -> Result<(), EngineError> {
+/// Checks settings before a run; [`run`] calls it too. A caller that must
+/// set things up first (a store, a log file) calls it earlier, so a mistake
+/// costs nothing.
+pub fn validate(s: &Settings) -> Result<(), EngineError> {
     let bad = |m: &str| Err(EngineError::Settings(m.to_owned()));
     if s.requests.is_empty() {
         return bad("no request to send");
@@ -279,6 +436,18 @@ fn validate(s: &Settings) -> Result<(), EngineError> {
     if s.unix_socket.is_some() && s.target.scheme == Scheme::Https {
         return bad("TLS over a Unix socket is not supported: use an http:// URL with the socket");
     }
+    if let Some(path) = &s.unix_socket {
+        // A missing socket is a mistake in the command, not a failure of
+        // every request for the whole run.
+        use std::os::unix::fs::FileTypeExt;
+        match std::fs::metadata(path) {
+            Err(_) => return Err(EngineError::NoSocket(path.clone())),
+            Ok(m) if !m.file_type().is_socket() => {
+                return Err(EngineError::NotASocket(path.clone()));
+            }
+            Ok(_) => {}
+        }
+    }
     Ok(())
 }
 
@@ -294,8 +463,23 @@ fn resolve(s: &Settings) -> Result<SocketAddr, EngineError> {
         .ok_or_else(|| EngineError::NoAddress(s.target.host.clone()))
 }
 
+/// A thread's running counts of measured responses and errors, for the
+/// progress line; written only by its thread.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Counters {
+    responses: AtomicU64,
+    errors: AtomicU64,
+}
+
 /// One worker thread: its event loop, its connections, its ticker.
-fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<Interval>) -> Local {
+fn worker(
+    index: usize,
+    threads: usize,
+    shared: &Arc<Shared>,
+    tx: mpsc::Sender<Interval>,
+    published: Arc<Counters>,
+) -> Local {
     let settings = &shared.settings;
     // Connections of this thread: an even share, the first threads taking
     // the remainder.
@@ -312,6 +496,9 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
         stats: Stats::default(),
         interval: Interval::new(0),
         quota,
+        in_flight: 0,
+        tx: Some(tx),
+        published,
         next_seq: index as u64,
         rng: fastrand::Rng::with_seed(
             settings.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -328,17 +515,54 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
         .expect("a current-thread runtime builds");
     let set = LocalSet::new();
     set.block_on(&runtime, async {
+        // The open model connects every connection before the schedule
+        // starts (as wrk2 does), so no request pays for a connect (or a TLS
+        // handshake) inside its latency. One that fails is tried again
+        // when its first request is due, and counted then.
+        let mut streams: Vec<Option<Stream>> = Vec::with_capacity(connections);
+        if settings.schedule.rate_per_sec.is_some() {
+            let mut connecting = Vec::with_capacity(connections);
+            for _ in 0..connections {
+                let shared = Arc::clone(shared);
+                connecting.push(tokio::task::spawn_local(async move {
+                    let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
+                    match tokio::time::timeout(shared.settings.connect_timeout, connect).await {
+                        Ok(Ok(stream)) => Some(stream),
+                        _ => None,
+                    }
+                }));
+            }
+            for c in connecting {
+                let stream = c.await.ok().flatten();
+                if let Some(s) = &stream {
+                    shared.connect_succeeded();
+                    let mut l = local.borrow_mut();
+                    if settings.schedule.warmup.is_zero() {
+                        l.stats.connects += 1;
+                    }
+                    if l.tls_session.is_none() {
+                        l.tls_session = s.tls_session();
+                    }
+                }
+                streams.push(stream);
+            }
+        }
+        streams.resize_with(connections, || None);
+        // Blocks this thread (nothing else runs on it yet) until every
+        // thread is ready and the clock starts.
+        shared.ready_and_wait();
         // Interval 0 is the warm-up; interval i ≥ 1 is the i-th second
         // after it. The ticker closes each one on time.
         let ticker = {
             let local = Rc::clone(&local);
             let shared = Arc::clone(shared);
-            let tx = tx.clone();
             tokio::task::spawn_local(async move {
                 for k in 0.. {
-                    tokio::time::sleep_until((shared.measure_from + Duration::from_secs(k)).into())
-                        .await;
-                    flush_interval(&local, &tx, k + 1);
+                    tokio::time::sleep_until(
+                        (shared.measure_from() + Duration::from_secs(k)).into(),
+                    )
+                    .await;
+                    local.borrow_mut().roll_interval(k + 1);
                 }
             })
         };
@@ -349,32 +573,41 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
             .schedule
             .rate_per_sec
             .and_then(|_| Timer::new().ok());
-        let mut tasks = Vec::with_capacity(connections);
-        for c in 0..connections {
+        let mut tasks = JoinSet::new();
+        for (c, stream) in streams.into_iter().enumerate() {
             let global = index + c * threads;
-            tasks.push(tokio::task::spawn_local(connection(
+            tasks.spawn_local(connection(
                 Arc::clone(shared),
                 Rc::clone(&local),
                 timer.clone(),
                 Rc::clone(&read_buf),
                 global,
-            )));
+                stream,
+            ));
         }
         drop(timer);
-        for t in tasks {
-            let _ = t.await;
+        // The connections end by themselves (quota or deadline reached, no
+        // new request started), but a request under way is not waited for
+        // past the deadline or an interrupt: it is cut, and counted as
+        // unfinished.
+        tokio::select! {
+            () = async { while tasks.join_next().await.is_some() {} } => {}
+            () = cutoff(shared) => {}
         }
+        tasks.shutdown().await;
         ticker.abort();
     });
     // Tasks hold clones of `local` until the event loop is gone.
     drop(set);
     drop(runtime);
-    // The last, partial second.
-    let last = local.borrow().interval.index;
-    flush_interval(&local, &tx, last + 1);
     match Rc::try_unwrap(local) {
         Ok(local) => {
             let mut local = local.into_inner();
+            local.stats.unfinished += std::mem::take(&mut local.in_flight);
+            // The last, partial second.
+            let next = local.interval.index + 1;
+            local.roll_interval(next);
+            local.tx = None;
             local.cpu = dyno_env::thread_cpu_time().saturating_sub(cpu_before);
             local
         }
@@ -382,20 +615,76 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
     }
 }
 
-/// Sends this thread's current interval to the coordinator and starts the
-/// next one.
-fn flush_interval(local: &Rc<RefCell<Local>>, tx: &mpsc::Sender<Interval>, next_index: u64) {
-    let mut l = local.borrow_mut();
-    let finished = std::mem::replace(&mut l.interval, Interval::new(next_index));
-    let _ = tx.send(finished);
+/// How often a worker looks at the stop flag while requests are under way.
+const STOP_POLL: Duration = Duration::from_millis(20);
+
+/// Resolves when the run's requests must be cut: at the deadline of a
+/// duration run, or soon after the stop flag is raised.
+async fn cutoff(shared: &Shared) {
+    loop {
+        if shared.stopped() {
+            return;
+        }
+        let now = Instant::now();
+        let wake = match shared.end() {
+            Some(end) if now >= end => return,
+            Some(end) => end.min(now + STOP_POLL),
+            None => now + STOP_POLL,
+        };
+        tokio::time::sleep_until(wake.into()).await;
+    }
 }
 
 impl Local {
-    fn record_error(&mut self, ticket: &Ticket, class: ErrorClass) {
+    /// Publishes this thread's measured counts for the progress line.
+    pub(super) fn publish(&self) {
+        self.published
+            .responses
+            .store(self.stats.responses, Ordering::Relaxed);
+        self.published
+            .errors
+            .store(self.stats.total_errors(), Ordering::Relaxed);
+    }
+
+    /// Sends the current interval to the coordinator, if it is older than
+    /// `index`, and starts interval `index`.
+    fn roll_interval(&mut self, index: u64) {
+        if self.interval.index < index {
+            let finished = std::mem::replace(&mut self.interval, Interval::new(index));
+            if let Some(tx) = &self.tx {
+                let _ = tx.send(finished);
+            }
+        }
+    }
+
+    /// The interval of a measured request that ended at `now`: second
+    /// 1 + ⌊(now − end of warm-up) / 1 s⌋. It is found from the same clock
+    /// that marked the request measured, never from the ticker's (late)
+    /// wake-up, so no measured request can fall into the warm-up's
+    /// interval 0.
+    fn interval_at(&mut self, measure_from: Instant, now: Instant) -> &mut Interval {
+        let index = 1 + now.saturating_duration_since(measure_from).as_secs();
+        self.roll_interval(index);
+        &mut self.interval
+    }
+
+    /// Counts a measured request as failed with `class`. `sent`: it was
+    /// written (it was in flight), as opposed to failing to connect.
+    fn record_error(&mut self, shared: &Shared, ticket: &Ticket, class: ErrorClass, sent: bool) {
         if ticket.measured {
+            if sent {
+                self.in_flight -= 1;
+            }
+            let now = Instant::now();
+            if shared.end().is_some_and(|end| now >= end) {
+                // It failed after the deadline: it did not end in the run.
+                self.stats.unfinished += 1;
+                return;
+            }
             self.stats.error(class);
-            self.interval.errors += 1;
-            self.last_done = Some(Instant::now());
+            self.interval_at(shared.measure_from(), now).errors += 1;
+            self.last_done = Some(now);
+            self.publish();
         }
     }
 }

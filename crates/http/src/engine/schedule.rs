@@ -28,9 +28,9 @@ impl Local {
             return None;
         }
         let now = Instant::now();
-        let measured = now >= shared.measure_from;
+        let measured = now >= shared.measure_from();
         if measured {
-            if let Some(end) = shared.end
+            if let Some(end) = shared.end()
                 && now >= end
             {
                 return None;
@@ -86,7 +86,7 @@ impl OpenSchedule {
     }
 
     fn due(&self, shared: &Shared, k: u64) -> Instant {
-        shared.start + Duration::from_nanos((k as f64 * self.interval_ns) as u64)
+        shared.start() + Duration::from_nanos((k as f64 * self.interval_ns) as u64)
     }
 
     /// The next request of this connection, counting the ones that fell due
@@ -97,7 +97,7 @@ impl OpenSchedule {
             return None;
         }
         let due = self.due(shared, k);
-        if let Some(end) = shared.end
+        if let Some(end) = shared.end()
             && due >= end
         {
             return None;
@@ -105,7 +105,7 @@ impl OpenSchedule {
         if shared.stopped() {
             return None;
         }
-        if let Some(end) = shared.end {
+        if let Some(end) = shared.end() {
             // Requests due while this connection was busy past the end are
             // never sent: count them instead of pretending they were not due.
             let now = Instant::now();

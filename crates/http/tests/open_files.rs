@@ -1,0 +1,73 @@
+//! Connections past the open-file limit fail with their errno named
+//! ("too many open files"), not as an unnamed "connect failed". Its own
+//! test binary: it lowers the process's open-file limit.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
+use dyno_http::{ErrorClass, Schedule, Settings, Stop, TlsSettings};
+
+/// Descriptors open in this process now.
+fn open_descriptors() -> u64 {
+    std::fs::read_dir("/proc/self/fd").map_or(16, |d| d.count() as u64)
+}
+
+#[test]
+fn connections_past_the_open_file_limit_are_named_too_many_open_files() {
+    // A listener that never accepts: connects complete in its backlog.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("bound");
+    // Room for the engine's event loop and a few connections, not 200.
+    let limit = open_descriptors() + 24;
+    let rl = libc::rlimit {
+        rlim_cur: limit,
+        rlim_max: limit,
+    };
+    // SAFETY: setrlimit on this process with a valid struct; lowering is
+    // always allowed.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) }, 0);
+
+    let (target, path) = parse_url(&format!("http://{addr}/")).expect("a URL");
+    let spec = RequestSpec {
+        method: "GET".into(),
+        path,
+        headers: vec![],
+        body: None,
+        keep_alive: true,
+    };
+    let settings = Settings {
+        requests: vec![RequestTemplate::new(&target, &spec).expect("a request")],
+        target,
+        schedule: Schedule {
+            stop: Stop::Duration(Duration::from_millis(500)),
+            rate_per_sec: None,
+            warmup: Duration::ZERO,
+        },
+        connections: 200,
+        threads: 1,
+        pipeline: 1,
+        keep_alive: true,
+        timeout: Duration::from_secs(5),
+        connect_timeout: Duration::from_secs(5),
+        fail_status: false,
+        seed: 1,
+        unix_socket: None,
+        tls: TlsSettings::default(),
+    };
+    let o = dyno_http::run(settings, Arc::new(AtomicBool::new(false)), |_| {}).expect("runs");
+    let s = &o.stats;
+    assert!(
+        s.errors_of(ErrorClass::ConnectTooManyFiles) > 0,
+        "errors: {:?}",
+        s.errors
+    );
+    assert_eq!(s.errors_of(ErrorClass::ConnectOther), 0, "none unnamed");
+    assert_eq!(
+        ErrorClass::ConnectTooManyFiles.as_str(),
+        "connect_too_many_open_files"
+    );
+    drop(listener);
+}

@@ -1,0 +1,277 @@
+//! `dyno http`'s engine behaviour seen from the command line: when a run
+//! ends, what its rates divide by, what the latency log holds, and how
+//! connecting fails.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+
+use super::{dyno, http_json_exit, metric, ok, temp};
+
+/// A server that accepts connections and reads requests but never
+/// answers. The listener thread lives as long as the test process.
+fn silent_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held: Vec<std::thread::JoinHandle<()>> = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            held.push(std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while matches!(stream.read(&mut buf), Ok(n) if n > 0) {}
+            }));
+        }
+    });
+    addr
+}
+
+/// dyno's reference server on a free loopback port, for the test's life.
+fn reference_server() -> dyno_serve::ServerHandle {
+    dyno_serve::spawn(TcpListener::bind("127.0.0.1:0").unwrap(), 1).unwrap()
+}
+
+#[test]
+fn http_a_duration_run_ends_at_its_deadline_and_counts_requests_under_way() {
+    let home = temp();
+    let addr = silent_server();
+    let url = format!("http://{addr}/");
+    let began = Instant::now();
+    // A 30 s timeout: before the fix the run waited for it past -d.
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[&url, "-d", "1s", "-c", "4", "-t", "1", "--timeout", "30s"],
+        0,
+    );
+    let took = began.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "-d 1s must end at about 1 s, took {took:?}"
+    );
+    assert_eq!(metric(&run, "responses"), Some(0.0));
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert_eq!(
+        metric(&run, "unfinished_requests"),
+        Some(4.0),
+        "each connection's request was under way at the end"
+    );
+    assert_eq!(
+        metric(&run, "measured_ns"),
+        Some(1e9),
+        "the measured window is the duration asked for"
+    );
+
+    // The human report says so.
+    let out = dyno(home.path())
+        .args(["http", &url, "-d", "1s", "-c", "2", "-t", "1", "--no-save"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .get_output()
+        .clone();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2 still under way at the end"),
+        "the report names the unfinished requests: {text}"
+    );
+}
+
+#[test]
+fn http_rates_divide_by_the_scheduled_duration() {
+    let home = temp();
+    let server = reference_server();
+    let url = format!("http://{}/hello", server.local_addr());
+    // 4 req/s for 2 s: 8 requests fall due at 0, 0.25 … 1.75 s. Before the
+    // fix req/s divided by the time to the last answer (≈1.75 s): above
+    // the rate asked for.
+    let (run, _) = http_json_exit(home.path(), &[&url, "--rate", "4", "-d", "2s"], 0);
+    assert_eq!(metric(&run, "measured_ns"), Some(2e9));
+    let responses = metric(&run, "responses").unwrap();
+    assert_eq!(responses, 8.0);
+    assert_eq!(metric(&run, "requests_per_sec"), Some(responses / 2.0));
+    // The send lag (client delay from due time to send) is a distribution
+    // with every measured send in it.
+    let lag = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "send_lag_ns")
+        .expect("a send_lag_ns metric");
+    assert_eq!(lag["histogram"]["count"].as_f64(), Some(responses));
+
+    // Rates under 10 keep their decimals in the report.
+    let text = ok(
+        home.path(),
+        &["http", &url, "--rate", "0.5", "-d", "2s", "--no-save"],
+    );
+    assert!(text.contains("requested 0.50 req/s"), "{text}");
+    assert!(text.contains("achieved 0.50 req/s"), "{text}");
+    assert!(text.contains("Send lag    p50 "), "{text}");
+}
+
+/// The total count of every interval in an HdrHistogram log.
+fn log_count(path: &Path) -> u64 {
+    let text = std::fs::read(path).unwrap();
+    let mut total = 0;
+    let mut intervals = 0;
+    for entry in IntervalLogIterator::new(&text) {
+        if let Ok(LogEntry::Interval(h)) = entry {
+            let model = dyno_model::Histogram {
+                encoding: dyno_stats::hdr::ENCODING.into(),
+                data: h.encoded_histogram().into(),
+                count: 0,
+                min: 0.0,
+                max: 0.0,
+                mean: 0.0,
+                stddev: 0.0,
+                percentiles: vec![],
+            };
+            total += dyno_stats::hdr::from_model(&model).unwrap().len();
+            intervals += 1;
+        }
+    }
+    assert!(intervals > 0, "no interval in the log");
+    total
+}
+
+#[test]
+fn http_latency_log_holds_every_request_the_report_counts() {
+    let home = temp();
+    let server = reference_server();
+    let url = format!("http://{}/hello", server.local_addr());
+    let modes: &[&[&str]] = &[
+        &["-d", "1s", "-c", "4"],
+        &["-d", "1s", "-c", "4", "--warmup", "500ms"],
+        &["--rate", "2000", "-d", "1s", "-c", "4"],
+        &["--rate", "2000", "-d", "1s", "-c", "4", "--warmup", "500ms"],
+        &["-n", "3000", "-c", "4"],
+        &["-n", "3000", "-c", "4", "--warmup", "500ms"],
+        &[
+            "-n", "500", "--rate", "1000", "-c", "4", "--warmup", "300ms",
+        ],
+    ];
+    for (i, mode) in modes.iter().enumerate() {
+        let log = home.path().join(format!("{i}.hlog"));
+        let args = [
+            &[url.as_str()],
+            *mode,
+            &["--latency-log", log.to_str().unwrap()],
+        ]
+        .concat();
+        let (run, _) = http_json_exit(home.path(), &args, 0);
+        let responses = metric(&run, "responses").unwrap() as u64;
+        assert!(responses > 0, "{mode:?}");
+        assert_eq!(metric(&run, "errors"), Some(0.0), "{mode:?}");
+        assert_eq!(
+            log_count(&log),
+            responses,
+            "{mode:?}: the log must hold every measured response"
+        );
+        if let Some(n) = mode.iter().position(|a| *a == "-n") {
+            let n: f64 = mode[n + 1].parse().unwrap();
+            assert_eq!(metric(&run, "requests"), Some(n), "{mode:?}: -n is exact");
+        }
+    }
+}
+
+#[test]
+fn http_interrupted_in_the_warmup_saves_nothing_and_exits_130() {
+    let home = temp();
+    let server = reference_server();
+    let url = format!("http://{}/hello", server.local_addr());
+    let bin = assert_cmd::cargo::cargo_bin("dyno");
+    let log = home.path().join("warm.hlog");
+    let child = StdCommand::new(bin)
+        .args([
+            "http", &url, "--warmup", "5s", "-d", "5s", "-c", "2", "--json",
+        ])
+        .arg("--latency-log")
+        .arg(&log)
+        .env("DYNO_HOME", home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) with a valid pid of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("nothing was saved"), "{stderr}");
+    assert!(out.stdout.is_empty(), "no empty run is printed");
+    assert!(!log.exists(), "no empty latency log is left behind");
+    let saved = ok(home.path(), &["export", "--format", "jsonl"]);
+    assert!(saved.trim().is_empty(), "nothing saved: {saved}");
+}
+
+#[test]
+fn http_against_a_closed_port_stops_after_a_few_refusals() {
+    let home = temp();
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = format!("http://{addr}/");
+    // -n 100 used to try all 100, backing off after each refusal (4.4 s).
+    let (run, stderr) = http_json_exit(home.path(), &[&url, "-n", "100", "-c", "2"], 1);
+    let refused = metric(&run, "errors_connect_refused").unwrap();
+    assert!((10.0..=12.0).contains(&refused), "{refused} refusals");
+    assert!(stderr.contains("was refused"), "{stderr}");
+    assert!(stderr.contains("Nothing was saved"), "{stderr}");
+    assert!(
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "connection_refused"),
+        "{:?}",
+        run["warnings"]
+    );
+}
+
+#[test]
+fn http_refuses_more_connections_than_the_open_file_limit_allows() {
+    let home = temp();
+    let server = reference_server();
+    let url = format!("http://{}/hello", server.local_addr());
+    let bin = assert_cmd::cargo::cargo_bin("dyno");
+    let out = StdCommand::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 256 && exec '{}' http {url} -c 400 -d 1s --no-save",
+            bin.display()
+        ))
+        .env("DYNO_HOME", home.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ulimit -n 464"), "{stderr}");
+    assert!(stderr.contains("open-file limit is 256"), "{stderr}");
+    assert!(out.stdout.is_empty(), "no run was made");
+}
+
+#[test]
+fn http_a_missing_unix_socket_is_a_configuration_error() {
+    let home = temp();
+    let missing = home.path().join("nothing.sock");
+    let out = dyno(home.path())
+        .args(["http", "http://localhost/", "-n", "1", "--no-save"])
+        .arg("--unix-socket")
+        .arg(&missing)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no Unix socket at"), "{stderr}");
+    assert!(stderr.contains("nothing.sock"), "{stderr}");
+}
