@@ -141,8 +141,9 @@ pub struct HttpArgs {
     #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration", allow_negative_numbers = true, value_parser = at_least_one)]
     pub requests: Option<u64>,
 
-    /// Measure for this long (10s, 500ms, 2m) [default: 10s unless -n].
-    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Measure for this long (10s, 500ms, 2m; at least 10ms) [default: 10s
+    /// unless -n].
+    #[arg(short = 'd', long, value_name = "DURATION", allow_hyphen_values = true, value_parser = pass_duration)]
     pub duration: Option<std::time::Duration>,
 
     /// Open connections (in total, across threads).
@@ -159,7 +160,7 @@ pub struct HttpArgs {
     pub rate: Option<f64>,
 
     /// Run this long first without measuring (excluded from every figure).
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "0s", value_parser = parse_duration)]
     pub warmup: std::time::Duration,
 
     /// Open a new connection for every request (ab without -k).
@@ -201,13 +202,13 @@ pub struct HttpArgs {
     #[arg(long, value_name = "PATH", requires = "url")]
     pub unix_socket: Option<PathBuf>,
 
-    /// Give up on a response after this long without progress.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    /// Give up on a response after this long without progress (at least 1ms).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "10s", value_parser = http_timeout)]
     pub timeout: std::time::Duration,
 
     /// Give up on connecting (with https://, the TLS handshake included)
-    /// after this long.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    /// after this long (at least 1ms).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "5s", value_parser = http_timeout)]
     pub connect_timeout: std::time::Duration,
 
     /// Skip TLS certificate verification (self-signed test servers); the
@@ -881,6 +882,16 @@ fn pass_duration(s: &str) -> Result<std::time::Duration, String> {
     let d = parse_duration(s)?;
     if d < std::time::Duration::from_millis(10) {
         return Err(format!("'{s}' is too short: give at least 10ms, e.g. 5s"));
+    }
+    Ok(d)
+}
+
+/// `dyno http --timeout` and `--connect-timeout`: 0 would fail every
+/// request at once, so anything under a millisecond is a mistake.
+fn http_timeout(s: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s)?;
+    if d < std::time::Duration::from_millis(1) {
+        return Err(format!("'{s}' is too short: give at least 1ms, e.g. 10s"));
     }
     Ok(d)
 }

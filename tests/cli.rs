@@ -20,6 +20,9 @@ mod tls_server;
 /// `dyno disk`'s tests.
 #[path = "cli/disk.rs"]
 mod disk;
+/// `dyno http`'s flags, checks and reports.
+#[path = "cli/http.rs"]
+mod http;
 /// `dyno run`'s tests.
 #[path = "cli/run.rs"]
 mod run;
