@@ -216,7 +216,16 @@ pub struct HttpArgs {
     #[arg(long)]
     pub insecure: bool,
 
-    /// Count responses with status ≥ 400 as errors.
+    /// The statuses that count as answered, as codes, classes or ranges:
+    /// `--expect-status 2xx,404`, `--expect-status 503`, `--expect-status
+    /// any`. Any other status is counted as a failed request ("unexpected
+    /// status"), warned about, and fails the run above --max-error-rate, so
+    /// a server answering every request with 503 cannot pass as fast.
+    #[arg(long, value_name = "LIST", default_value = "2xx,3xx", value_parser = expect_status)]
+    pub expect_status: dyno_http::StatusSet,
+
+    /// Kept for old scripts: statuses of 400 and above are already counted
+    /// as errors by default (see --expect-status).
     #[arg(long)]
     pub fail_status: bool,
 
@@ -894,6 +903,10 @@ fn http_timeout(s: &str) -> Result<std::time::Duration, String> {
         return Err(format!("'{s}' is too short: give at least 1ms, e.g. 10s"));
     }
     Ok(d)
+}
+
+fn expect_status(s: &str) -> Result<dyno_http::StatusSet, String> {
+    dyno_http::StatusSet::parse(s).map_err(|e| e.to_string())
 }
 
 /// A whole number within `min..=max`, with a message that says which

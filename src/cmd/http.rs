@@ -48,7 +48,8 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         timeout,
         connect_timeout,
         insecure,
-        fail_status,
+        expect_status,
+        fail_status: _,
         max_error_rate,
         format,
         latency_log,
@@ -147,7 +148,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         keep_alive,
         timeout,
         connect_timeout,
-        fail_status,
+        expect_status,
         seed,
         unix_socket: unix_socket.clone(),
         tls: TlsSettings { insecure },
@@ -192,7 +193,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         "insecure": insecure,
         "timeout_ns": timeout.as_nanos() as u64,
         "connect_timeout_ns": connect_timeout.as_nanos() as u64,
-        "fail_status": fail_status,
+        "expect_status": expect_status.to_string(),
         "max_error_rate_percent": max_error_rate,
         "seed": seed,
         "headers": headers.len(),
@@ -298,7 +299,7 @@ pub fn quick_load(
         keep_alive: true,
         timeout: std::time::Duration::from_secs(10),
         connect_timeout: std::time::Duration::from_secs(5),
-        fail_status: true,
+        expect_status: dyno_http::StatusSet::default(),
         seed: 0,
         unix_socket: None,
         tls: TlsSettings::default(),
@@ -418,6 +419,30 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
                 ),
             );
         }
+    }
+    let unexpected: Vec<(u16, u64)> = outcome
+        .stats
+        .status
+        .iter()
+        .copied()
+        .filter(|&(code, _)| !settings.expect_status.contains(code))
+        .collect();
+    if !unexpected.is_empty() {
+        // wrk's "Non-2xx or 3xx responses", as a warning that says what to do.
+        let n: u64 = unexpected.iter().map(|&(_, n)| n).sum();
+        let share = 100.0 * n as f64 / outcome.stats.responses.max(1) as f64;
+        let codes: Vec<String> = unexpected.iter().map(|(c, _)| c.to_string()).collect();
+        warn(
+            "unexpected_status",
+            format!(
+                "{n} of {} responses ({share:.1}%) had a status outside {} (got {}): they count as failed requests; if the server is meant to answer so, say so with --expect-status {},{}",
+                outcome.stats.responses,
+                settings.expect_status,
+                codes.join(", "),
+                settings.expect_status,
+                codes.join(","),
+            ),
+        );
     }
     let handshakes = outcome.stats.errors_of(ErrorClass::Tls);
     if handshakes > 0 {

@@ -50,3 +50,87 @@ fn zero_durations_and_timeouts_are_usage_errors() {
         ],
     );
 }
+
+/// The reference server on a free loopback port, for as long as the handle lives.
+fn reference_server() -> (dyno_serve::ServerHandle, String) {
+    let server = dyno_serve::spawn(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), 1).unwrap();
+    let base = format!("http://{}", server.local_addr());
+    (server, base)
+}
+
+fn warning<'a>(run: &'a Value, code: &str) -> Option<&'a str> {
+    run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == code)
+        .and_then(|w| w["message"].as_str())
+}
+
+#[test]
+fn unexpected_statuses_are_errors_unless_expected() {
+    let home = temp();
+    let (_server, base) = reference_server();
+    let url = format!("{base}/status/503");
+    // Every answer a 503: failed requests, a warning that says how to
+    // expect them, and exit 1 over --max-error-rate.
+    let (run, stderr) = http_json_exit(home.path(), &[&url, "-n", "40", "-c", "2"], 1);
+    assert_eq!(metric(&run, "status_503"), Some(40.0));
+    assert_eq!(metric(&run, "errors_status"), Some(40.0));
+    assert_eq!(metric(&run, "requests"), Some(40.0));
+    assert_eq!(run["settings"]["expect_status"], "200-399");
+    let message = warning(&run, "unexpected_status").expect("a warning");
+    assert!(
+        message.contains("40 of 40 responses") && message.contains("--expect-status 200-399,503"),
+        "{message}"
+    );
+    assert!(stderr.contains("--max-error-rate"), "{stderr}");
+    // The human report names them.
+    let out = dyno(home.path())
+        .args(["http", &url, "-n", "10", "-c", "1", "--no-save"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("unexpected status: 10"), "{text}");
+    assert!(text.contains("expected 200-399"), "{text}");
+
+    // Said to be expected, the same answers pass.
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[&url, "-n", "40", "-c", "2", "--expect-status", "503"],
+        0,
+    );
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert!(warning(&run, "unexpected_status").is_none());
+    assert_eq!(run["settings"]["expect_status"], "503");
+    // And then a 200 is unexpected.
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &format!("{base}/hello"),
+            "-n",
+            "5",
+            "--expect-status",
+            "5xx",
+        ],
+        1,
+    );
+    assert_eq!(metric(&run, "errors_status"), Some(5.0));
+    // --fail-status is still accepted and changes nothing.
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[&format!("{base}/hello"), "-n", "5", "--fail-status"],
+        0,
+    );
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert_refused(
+        home.path(),
+        &[(
+            &["http", "--expect-status", "2xx,50"],
+            &["'50' is not a status", "e.g. 2xx,3xx,404"],
+        )],
+    );
+}

@@ -203,9 +203,13 @@ pub fn http_report(run: &Run) -> String {
     let statuses: Vec<String> = tallies(run, "status_")
         .map(|(c, n)| format!("{c}: {n}"))
         .collect();
+    // Runs saved before --expect-status have no such setting.
+    let expected = setting(run, "expect_status")
+        .as_str()
+        .map_or(String::new(), |e| format!(" (expected {e})"));
     let _ = writeln!(
         out,
-        "Status      {}",
+        "Status      {}{expected}",
         if statuses.is_empty() {
             "none".into()
         } else {
@@ -213,7 +217,10 @@ pub fn http_report(run: &Run) -> String {
         }
     );
     let errors: Vec<String> = tallies(run, "errors_")
-        .map(|(class, n)| format!("{}: {n}", class.replace('_', " ")))
+        .map(|(class, n)| match class {
+            "status" => format!("unexpected status: {n}"),
+            class => format!("{}: {n}", class.replace('_', " ")),
+        })
         .collect();
     let _ = writeln!(
         out,

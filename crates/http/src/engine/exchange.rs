@@ -361,7 +361,7 @@ impl Reader<'_> {
                 .interval
                 .latency
                 .record(u64::try_from(total.as_nanos()).unwrap_or(u64::MAX));
-            if self.settings.fail_status && response.status >= 400 {
+            if !self.settings.expect_status.contains(response.status) {
                 l.stats.error(ErrorClass::Status);
                 l.interval.errors += 1;
             }
