@@ -150,8 +150,10 @@ pub struct HttpArgs {
     #[arg(short = 'c', long, default_value_t = 10, allow_negative_numbers = true, value_parser = connections)]
     pub connections: u32,
 
-    /// Worker threads, each with its own event loop [default: the CPUs this
-    /// process may use; half of them when the built-in server runs beside].
+    /// Worker threads, each with its own event loop, at most one per
+    /// connection (more would sit idle: -t above -c uses -c threads, with a
+    /// note) [default: the CPUs this process may use; half of them when the
+    /// built-in server runs beside].
     #[arg(short = 't', long, allow_negative_numbers = true, value_parser = threads)]
     pub threads: Option<u32>,
 

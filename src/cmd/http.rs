@@ -59,9 +59,21 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     let cpus = dyno_env::available_cpus();
     let builtin = url.is_none() && url_file.is_none();
     // Beside the built-in server, the client takes half the CPUs.
-    let threads = threads.map_or(if builtin { (cpus / 2).max(1) } else { cpus }, |t| {
-        t as usize
-    });
+    let default_threads = if builtin { (cpus / 2).max(1) } else { cpus };
+    // A thread gets whole connections: one beyond -c would sit idle and
+    // dilute the client-CPU check. wrk refuses; dyno uses -c threads and
+    // says so when -t asked for more.
+    let threads = match threads {
+        Some(t) if t > connections => {
+            eprintln!(
+                "dyno: -t {t} is more than -c {connections}: using {connections} worker thread{} (a thread without a connection would sit idle)",
+                if connections == 1 { "" } else { "s" }
+            );
+            connections as usize
+        }
+        Some(t) => t as usize,
+        None => default_threads.min(connections as usize),
+    };
 
     let body = match (body, body_file) {
         (Some(b), _) => Some(b.into_bytes()),

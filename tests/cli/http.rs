@@ -134,3 +134,18 @@ fn unexpected_statuses_are_errors_unless_expected() {
         )],
     );
 }
+
+#[test]
+fn threads_beyond_connections_are_clamped_with_a_note() {
+    let home = temp();
+    let (run, stderr) = http_json_exit(home.path(), &["-n", "20", "-c", "2", "-t", "8"], 0);
+    assert_eq!(run["settings"]["threads"], 2);
+    assert!(
+        stderr.contains("-t 8 is more than -c 2: using 2 worker threads"),
+        "{stderr}"
+    );
+    // Without -t the default is clamped too, silently.
+    let (run, stderr) = http_json_exit(home.path(), &["-n", "5", "-c", "1"], 0);
+    assert_eq!(run["settings"]["threads"], 1);
+    assert!(!stderr.contains("more than -c"), "{stderr}");
+}
