@@ -179,7 +179,9 @@ pub struct HttpArgs {
     #[arg(long, value_name = "DEPTH", default_value_t = 1, allow_negative_numbers = true, value_parser = pipeline)]
     pub pipeline: u32,
 
-    /// Request method.
+    /// Request method. The standard ones (GET, HEAD, POST, PUT, DELETE,
+    /// CONNECT, OPTIONS, TRACE, PATCH) are sent in upper case however they
+    /// are typed (`-m post` sends POST); any other is sent as given.
     #[arg(short = 'm', long, default_value = "GET")]
     pub method: String,
 
@@ -187,7 +189,9 @@ pub struct HttpArgs {
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
     pub headers: Vec<String>,
 
-    /// Request body.
+    /// Request body. No Content-Type is added (curl -d would add
+    /// application/x-www-form-urlencoded, wrong for JSON): give one with -H,
+    /// or the run warns.
     #[arg(short = 'b', long, conflicts_with = "body_file")]
     pub body: Option<String>,
 

@@ -87,6 +87,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    let method = standard_method(method);
 
     let target = if builtin {
         let target = builtin_server((cpus - threads.min(cpus)).max(1))?;
@@ -212,6 +213,18 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         "body_bytes": body.as_ref().map_or(0, Vec::len),
     });
     run.warnings.extend(preflight(&run.environment, &settings));
+    if body.is_some()
+        && !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+    {
+        // curl -d would add application/x-www-form-urlencoded; a guess is
+        // wrong for the JSON most load tests send, so dyno sends none and says so.
+        run.warnings.push(dyno_model::Warning {
+            code: "no_content_type".into(),
+            message: "the body was sent without a Content-Type header: many servers answer such requests with 415 or parse them as something else; add one, e.g. -H 'Content-Type: application/json'".into(),
+        });
+    }
 
     // An interrupt (Ctrl-C, SIGTERM, SIGHUP) ends the run early; what was
     // measured is still printed and saved. A second one exits at once.
@@ -265,6 +278,19 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::ChecksFailed);
     }
     Ok(ExitStatus::Success)
+}
+
+/// Methods are case-sensitive, and servers answer `post` with 400 or 405:
+/// the standard ones (RFC 9110 and PATCH) go in upper case however they
+/// were typed; any other method is sent exactly as given.
+fn standard_method(method: String) -> String {
+    const STANDARD: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+    ];
+    match STANDARD.iter().find(|m| m.eq_ignore_ascii_case(&method)) {
+        Some(m) => (*m).to_owned(),
+        None => method,
+    }
 }
 
 /// Starts the built-in server on a free loopback port.

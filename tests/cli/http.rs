@@ -4,14 +4,21 @@
 
 use super::*;
 
+/// Request heads a [`canned_server`] received.
+type Heads = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
 /// A loopback server that answers every request on every connection with
-/// `response` (keep-alive), for as long as the test runs.
-fn canned_server(response: &'static [u8]) -> std::net::SocketAddr {
+/// `response` (keep-alive; requests without a body), for as long as the
+/// test runs, and keeps the request heads it read.
+fn canned_server(response: &'static [u8]) -> (std::net::SocketAddr, Heads) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
+    let heads = Heads::default();
+    let kept = heads.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
+            let heads = kept.clone();
             std::thread::spawn(move || {
                 let mut buf = [0u8; 8192];
                 let mut seen = Vec::new();
@@ -21,7 +28,11 @@ fn canned_server(response: &'static [u8]) -> std::net::SocketAddr {
                         Ok(n) => seen.extend_from_slice(&buf[..n]),
                     }
                     while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
-                        seen.drain(..end + 4);
+                        let head: Vec<u8> = seen.drain(..end + 4).collect();
+                        heads
+                            .lock()
+                            .unwrap()
+                            .push(String::from_utf8_lossy(&head).into_owned());
                         if stream.write_all(response).is_err() {
                             return;
                         }
@@ -30,7 +41,7 @@ fn canned_server(response: &'static [u8]) -> std::net::SocketAddr {
             });
         }
     });
-    addr
+    (addr, heads)
 }
 
 #[test]
@@ -148,4 +159,61 @@ fn threads_beyond_connections_are_clamped_with_a_note() {
     let (run, stderr) = http_json_exit(home.path(), &["-n", "5", "-c", "1"], 0);
     assert_eq!(run["settings"]["threads"], 1);
     assert!(!stderr.contains("more than -c"), "{stderr}");
+}
+
+#[test]
+fn known_methods_are_sent_in_upper_case_and_a_bare_body_is_warned_about() {
+    let home = temp();
+    let (addr, heads) = canned_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    let url = format!("http://{addr}/");
+    // The canned server reads heads only: a body-less POST.
+    let (run, _) = http_json_exit(home.path(), &[&url, "-n", "3", "-c", "1", "-m", "post"], 0);
+    assert_eq!(run["settings"]["method"], "POST");
+    assert!(run["description"].as_str().unwrap().starts_with("POST "));
+    let seen = heads.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    assert!(
+        seen.iter().all(|h| h.starts_with("POST / HTTP/1.1\r\n")),
+        "{seen:?}"
+    );
+    // A method dyno does not know is sent as given.
+    heads.lock().unwrap().clear();
+    http_json_exit(home.path(), &[&url, "-n", "1", "-m", "Purge"], 0);
+    assert!(heads.lock().unwrap()[0].starts_with("Purge / "));
+    assert!(warning(&run, "no_content_type").is_none());
+
+    // A body without a Content-Type goes as it is, with a warning that says
+    // which header to add; with one, no warning.
+    let (_server, base) = reference_server();
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &format!("{base}/hello"),
+            "-n",
+            "2",
+            "-m",
+            "POST",
+            "-b",
+            "{}",
+        ],
+        0,
+    );
+    let message = warning(&run, "no_content_type").expect("a warning");
+    assert!(message.contains("-H 'Content-Type: "), "{message}");
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &format!("{base}/hello"),
+            "-n",
+            "2",
+            "-m",
+            "POST",
+            "-b",
+            "{}",
+            "-H",
+            "content-type: application/json",
+        ],
+        0,
+    );
+    assert!(warning(&run, "no_content_type").is_none());
 }
