@@ -171,19 +171,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     // Opened before measuring, so a bad path costs no run; never overwritten.
     let mut log_file = latency_log
         .as_ref()
-        .map(|path| {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .map(std::io::BufWriter::new)
-                .with_context(|| {
-                    format!(
-                        "could not create the latency log '{}' (an existing file is never overwritten)",
-                        path.display()
-                    )
-                })
-        })
+        .map(|path| create_log(path))
         .transpose()?;
     let mut run = Run::new(Kind::Http, description(&settings, &target.url));
     run.environment = environment();
@@ -278,6 +266,36 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::ChecksFailed);
     }
     Ok(ExitStatus::Success)
+}
+
+/// Creates the latency log, never over an existing file; the error says
+/// which of the usual causes it was.
+fn create_log(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::File>> {
+    use std::io::ErrorKind;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path);
+    let e = match file {
+        Ok(f) => return Ok(std::io::BufWriter::new(f)),
+        Err(e) => e,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.display().to_string(),
+        _ => ".".into(),
+    };
+    let why = match e.kind() {
+        ErrorKind::AlreadyExists => {
+            "it already exists, and an existing file is never overwritten: remove it or give another name".to_owned()
+        }
+        ErrorKind::NotFound => format!("the directory '{dir}' does not exist: create it first"),
+        ErrorKind::PermissionDenied => format!("no permission to write in '{dir}'"),
+        _ => e.to_string(),
+    };
+    bail!(
+        "could not create the latency log '{}': {why}",
+        path.display()
+    )
 }
 
 /// Methods are case-sensitive, and servers answer `post` with 400 or 405:

@@ -217,3 +217,41 @@ fn known_methods_are_sent_in_upper_case_and_a_bare_body_is_warned_about() {
     );
     assert!(warning(&run, "no_content_type").is_none());
 }
+
+#[test]
+fn a_latency_log_in_a_missing_directory_says_so() {
+    let home = temp();
+    let log = home.path().join("no-such-dir/x.hlog");
+    let stderr = fails(
+        home.path(),
+        &[
+            "http",
+            "-n",
+            "1",
+            "--no-save",
+            "--latency-log",
+            log.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        stderr.contains("no-such-dir' does not exist: create it first"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("never overwritten"), "{stderr}");
+    // An existing file: that is the reason given.
+    let existing = home.path().join("x.hlog");
+    std::fs::write(&existing, "keep me").unwrap();
+    let stderr = fails(
+        home.path(),
+        &[
+            "http",
+            "-n",
+            "1",
+            "--no-save",
+            "--latency-log",
+            existing.to_str().unwrap(),
+        ],
+    );
+    assert!(stderr.contains("already exists"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
+}

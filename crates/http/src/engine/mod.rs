@@ -37,7 +37,7 @@ use crate::tls::{TlsClient, TlsSession, TlsSetupError};
 /// not raised).
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("cannot resolve '{host}': {source}")]
+    #[error("cannot resolve '{host}' (check the host name and the DNS settings)")]
     Resolve {
         host: String,
         #[source]
