@@ -268,6 +268,32 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// What to try after a failed TLS handshake, from the first failure's
+/// words (rustls' and tokio-rustls' messages): a certificate problem, or a
+/// server that does not speak TLS at all — a plain-HTTP server closes the
+/// connection on a ClientHello ("tls handshake eof") or answers in plain
+/// text ("corrupt message", "InvalidContentType").
+fn tls_hint(failure: &str, insecure: bool) -> &'static str {
+    let lower = failure.to_ascii_lowercase();
+    let not_tls = [
+        "eof",
+        "corrupt message",
+        "invalidcontenttype",
+        "invalid content type",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    if not_tls {
+        "the server may not speak TLS on this port (a plain-HTTP server closes or answers in plain text): try the URL with http://"
+    } else if insecure {
+        "does the server speak TLS on this port, with a protocol version and cipher dyno offers (TLS 1.2 or 1.3)?"
+    } else if lower.contains("certificate") || lower.contains("cert") {
+        "is the certificate trusted (Mozilla's roots) and issued for this host? For a self-signed test server add --insecure"
+    } else {
+        "is the certificate trusted (Mozilla's roots) and issued for this host, and does the server speak TLS 1.2 or 1.3 on this port? For a self-signed test server add --insecure"
+    }
+}
+
 /// Creates the latency log, never over an existing file; the error says
 /// which of the usual causes it was.
 fn create_log(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::File>> {
@@ -502,15 +528,9 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
     }
     let handshakes = outcome.stats.errors_of(ErrorClass::Tls);
     if handshakes > 0 {
-        let why = outcome
-            .tls_failure
-            .as_deref()
-            .map_or(String::new(), |e| format!(" (first: {e})"));
-        let hint = if settings.tls.insecure {
-            "does the server speak TLS on this port?"
-        } else {
-            "is the certificate trusted (Mozilla's roots) and issued for this host? For a self-signed test server add --insecure"
-        };
+        let failure = outcome.tls_failure.as_deref();
+        let why = failure.map_or(String::new(), |e| format!(" (first: {e})"));
+        let hint = tls_hint(failure.unwrap_or(""), settings.tls.insecure);
         warn(
             "tls_handshake_failed",
             format!("{handshakes} TLS handshakes failed{why}: {hint}"),
@@ -523,4 +543,29 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
         );
     }
     warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_hints_follow_the_failure() {
+        let plain = tls_hint("tls handshake eof", false);
+        assert!(plain.contains("http://") && !plain.contains("--insecure"));
+        assert!(
+            tls_hint("received corrupt message of type InvalidContentType", true)
+                .contains("http://")
+        );
+        let cert = tls_hint("invalid peer certificate: UnknownIssuer", false);
+        assert!(cert.contains("--insecure") && !cert.contains("http://"));
+        assert!(tls_hint("peer is incompatible", true).contains("TLS 1.2 or 1.3"));
+    }
+
+    #[test]
+    fn standard_methods_go_in_upper_case() {
+        assert_eq!(standard_method("post".into()), "POST");
+        assert_eq!(standard_method("Patch".into()), "PATCH");
+        assert_eq!(standard_method("purge".into()), "purge");
+    }
 }

@@ -255,3 +255,18 @@ fn a_latency_log_in_a_missing_directory_says_so() {
     assert!(stderr.contains("already exists"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
 }
+
+#[test]
+fn https_to_a_plain_http_port_suggests_http() {
+    let home = temp();
+    let (_server, base) = reference_server();
+    let url = base.replace("http://", "https://") + "/hello";
+    let (run, _) = http_json_exit(home.path(), &[&url, "-n", "4", "-c", "1"], 1);
+    assert_eq!(metric(&run, "errors_tls_handshake"), Some(4.0));
+    let message = warning(&run, "tls_handshake_failed").expect("a warning");
+    assert!(
+        message.contains("may not speak TLS") && message.contains("http://"),
+        "{message}"
+    );
+    assert!(!message.contains("add --insecure"), "{message}");
+}
