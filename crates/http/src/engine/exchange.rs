@@ -202,6 +202,10 @@ async fn exchange(
         first_byte: None,
         keep: settings.keep_alive,
     };
+    if local.borrow().server.is_none() {
+        // Until this thread has it: one copy, not one per request.
+        conn.parser.capture_server();
+    }
     conn.parser.start(template_of(&batch[0]).is_head());
     if !conn.pending.is_empty() {
         let pending = std::mem::take(&mut conn.pending);
@@ -249,6 +253,9 @@ async fn exchange(
                 }
             }
         }
+    }
+    if let Some(server) = conn.parser.take_server() {
+        local.borrow_mut().server.get_or_insert(server);
     }
     if !reader.keep {
         conn.stream = None;

@@ -76,6 +76,9 @@ pub struct Outcome {
     pub tls_failure: Option<String>,
     /// What the first completed TLS handshake settled on (`https://` only).
     pub tls_session: Option<TlsSession>,
+    /// The `Server` field of the first answer that had one (ab's "Server
+    /// Software").
+    pub server: Option<String>,
 }
 
 /// Progress as it happens, once per second, for a progress line.
@@ -128,6 +131,8 @@ struct Local {
     tls_failure: Option<String>,
     /// What this thread's first completed TLS handshake settled on.
     tls_session: Option<TlsSession>,
+    /// The `Server` field of this thread's first answer that had one.
+    server: Option<Box<str>>,
 }
 
 /// Adds one thread's interval to the timeline entry of the same second.
@@ -184,6 +189,7 @@ pub fn run(
     let mut cpu = Duration::ZERO;
     let mut tls_failure = None;
     let mut tls_session = None;
+    let mut server = None;
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for t in 0..threads {
@@ -235,6 +241,7 @@ pub fn run(
             cpu += local.cpu;
             tls_failure = tls_failure.take().or(local.tls_failure);
             tls_session = tls_session.take().or(local.tls_session);
+            server = server.take().or(local.server.map(String::from));
         }
         Ok(())
     })?;
@@ -255,6 +262,7 @@ pub fn run(
         endpoint: shared.endpoint.clone(),
         tls_failure,
         tls_session,
+        server,
     })
 }
 
@@ -320,6 +328,7 @@ fn worker(index: usize, threads: usize, shared: &Arc<Shared>, tx: mpsc::Sender<I
         cpu: Duration::ZERO,
         tls_failure: None,
         tls_session: None,
+        server: None,
     }));
     let cpu_before = dyno_env::thread_cpu_time();
     let runtime = tokio::runtime::Builder::new_current_thread()
