@@ -173,10 +173,12 @@ pub struct HttpArgs {
     #[arg(short = 'k', long = "keepalive", conflicts_with = "no_keepalive")]
     pub keepalive: bool,
 
-    /// HTTP/1.1 pipelining: requests written back to back per connection.
-    /// When a connection fails, the unanswered requests of its batch are
-    /// counted under that failure's class.
-    #[arg(long, value_name = "DEPTH", default_value_t = 1, allow_negative_numbers = true, value_parser = pipeline)]
+    /// HTTP/1.1 pipelining (closed model only): each connection writes DEPTH
+    /// requests back to back, then sends the next DEPTH once all are
+    /// answered. When a connection fails, the unanswered requests of its
+    /// batch are counted under that failure's class.
+    #[arg(long, value_name = "DEPTH", default_value_t = 1, allow_negative_numbers = true, value_parser = pipeline,
+          conflicts_with = "rate")]
     pub pipeline: u32,
 
     /// Request method. The standard ones (GET, HEAD, POST, PUT, DELETE,
@@ -239,8 +241,9 @@ pub struct HttpArgs {
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0, allow_negative_numbers = true, value_parser = percent)]
     pub max_error_rate: f64,
 
-    /// Report layout: dyno's own, or ApacheBench 2.3's (for scripts that parse ab).
-    #[arg(long, value_enum, default_value_t = HttpFormat::Human)]
+    /// Report layout: dyno's own, or ApacheBench 2.3's (for scripts that
+    /// parse ab). Not with --json, which prints the Run instead of any table.
+    #[arg(long, value_enum, default_value_t = HttpFormat::Human, conflicts_with = "json")]
     pub format: HttpFormat,
 
     /// Write per-second latency histograms in the HdrHistogram log format.
@@ -259,7 +262,12 @@ pub struct HttpArgs {
 pub enum HttpFormat {
     /// dyno's report: latency percentiles, connection times, errors by class.
     Human,
-    /// ApacheBench 2.3's layout and labels.
+    /// ApacheBench 2.3's layout and labels, with dyno's counts: the banner
+    /// names dyno (it is not ab); "Failed requests" includes unexpected
+    /// statuses (ab counts them only under "Non-2xx responses", also
+    /// printed); "Keep-Alive requests" counts requests sent on an already
+    /// open connection; with --rate a line says the model is open and "Time
+    /// per request (mean)" is the mean corrected latency.
     Ab,
 }
 

@@ -238,6 +238,10 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
             "key_exchange": session.key_exchange,
         });
     }
+    if let Some(server) = &outcome.server {
+        // The server's own name for itself (ab's "Server Software").
+        run.settings["server_software"] = json!(server);
+    }
     run.metrics = outcome.metrics(&settings);
     run.headline = Some("requests_per_sec".into());
     run.warnings.extend(judge(&outcome, &settings));

@@ -270,3 +270,101 @@ fn https_to_a_plain_http_port_suggests_http() {
     );
     assert!(!message.contains("add --insecure"), "{message}");
 }
+
+#[test]
+fn ab_layout_names_the_server_counts_keep_alive_and_failed_statuses() {
+    let home = temp();
+    let (addr, _) = canned_server(
+        b"HTTP/1.1 503 Service Unavailable\r\nServer: canned/1.0\r\nContent-Length: 4\r\n\r\nbusy",
+    );
+    let url = format!("http://{addr}/x");
+    let args = [
+        "http",
+        &url,
+        "-n",
+        "10",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--format",
+        "ab",
+        "--no-save",
+    ];
+    let out = dyno(home.path())
+        .args(args)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in [
+        "Server Software:        canned/1.0\n",
+        "Complete requests:      10\n",
+        // The unexpected statuses fail the run, so ab's count says so too.
+        "Failed requests:        10\n",
+        "   (Connect: 0, Receive: 0, Length: 0, Exceptions: 10)\n",
+        "Non-2xx responses:      10\n",
+        // Two requests opened the two connections; eight reused them.
+        "Keep-Alive requests:    8\n",
+    ] {
+        assert!(text.contains(line), "no {line:?} in\n{text}");
+    }
+    // ab's widths: %5d %4d %5.1f %6d %7d after a 12-character label.
+    let connect = text.lines().find(|l| l.starts_with("Connect:")).unwrap();
+    assert_eq!(
+        connect.len(),
+        12 + 5 + 1 + 4 + 1 + 5 + 1 + 6 + 1 + 7,
+        "{connect:?}"
+    );
+    // Statuses said to be expected pass, as ab would count them.
+    let out = dyno(home.path())
+        .args(args)
+        .args(["--expect-status", "503"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Failed requests:        0\n"), "{text}");
+    // Without keep-alive there is no Keep-Alive line, as in ab without -k.
+    let text = ok(
+        home.path(),
+        &[
+            "http",
+            &url,
+            "-n",
+            "4",
+            "--no-keepalive",
+            "--expect-status",
+            "5xx",
+            "--format",
+            "ab",
+            "--no-save",
+        ],
+    );
+    assert!(!text.contains("Keep-Alive"), "{text}");
+    // The Run keeps the server's name.
+    let (run, _) = http_json_exit(home.path(), &[&url, "-n", "2", "--expect-status", "5xx"], 0);
+    assert_eq!(run["settings"]["server_software"], "canned/1.0");
+}
+
+#[test]
+fn ab_layout_and_json_conflict_and_pipelining_needs_the_closed_model() {
+    let home = temp();
+    assert_refused(
+        home.path(),
+        &[
+            (
+                &["http", "--format", "ab", "--json", "-n", "1"],
+                &["'--format <FORMAT>' cannot be used with '--json'"],
+            ),
+            (
+                &["http", "--rate", "100", "--pipeline", "4"],
+                &["--pipeline <DEPTH>", "cannot be used with", "--rate <R>"],
+            ),
+        ],
+    );
+}
