@@ -126,7 +126,8 @@ pub struct QuickArgs {
 /// (coordinated omission); both corrected and uncorrected latency are shown.
 ///
 /// With no URL, dyno starts its built-in server on a loopback port and loads
-/// /hello. The run is saved; exit code 1 when errors exceed --max-error-rate.
+/// /hello. The run is saved; exit code 1 when errors (answers outside
+/// --expect-status included) exceed --max-error-rate.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server"
