@@ -141,7 +141,8 @@ pub struct QuickArgs {
 /// (coordinated omission); both corrected and uncorrected latency are shown.
 ///
 /// With no URL, dyno starts its built-in server on a loopback port and loads
-/// /hello. The run is saved; exit code 1 when errors exceed --max-error-rate.
+/// /hello. The run is saved; exit code 1 when errors (answers outside
+/// --expect-status included) exceed --max-error-rate.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server"
@@ -156,18 +157,20 @@ pub struct HttpArgs {
     #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration", allow_negative_numbers = true, value_parser = at_least_one)]
     pub requests: Option<u64>,
 
-    /// Measure for this long (10s, 500ms, 2m) [default: 10s unless -n]. The
-    /// run ends then: requests still under way are counted as unfinished,
-    /// not waited for, and rates divide by this duration.
-    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Measure for this long (10s, 500ms, 2m; at least 10ms) [default: 10s
+    /// unless -n]. The run ends then: requests still under way are counted
+    /// as unfinished, not waited for, and rates divide by this duration.
+    #[arg(short = 'd', long, value_name = "DURATION", allow_hyphen_values = true, value_parser = pass_duration)]
     pub duration: Option<std::time::Duration>,
 
     /// Open connections (in total, across threads).
     #[arg(short = 'c', long, default_value_t = 10, allow_negative_numbers = true, value_parser = connections)]
     pub connections: u32,
 
-    /// Worker threads, each with its own event loop [default: the CPUs this
-    /// process may use; half of them when the built-in server runs beside].
+    /// Worker threads, each with its own event loop, at most one per
+    /// connection (more would sit idle: -t above -c uses -c threads, with a
+    /// note) [default: the CPUs this process may use; half of them when the
+    /// built-in server runs beside].
     #[arg(short = 't', long, allow_negative_numbers = true, value_parser = threads)]
     pub threads: Option<u32>,
 
@@ -178,7 +181,7 @@ pub struct HttpArgs {
     pub rate: Option<f64>,
 
     /// Run this long first without measuring (excluded from every figure).
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "0s", value_parser = parse_duration)]
     pub warmup: std::time::Duration,
 
     /// Open a new connection for every request (ab without -k).
@@ -189,13 +192,17 @@ pub struct HttpArgs {
     #[arg(short = 'k', long = "keepalive", conflicts_with = "no_keepalive")]
     pub keepalive: bool,
 
-    /// HTTP/1.1 pipelining: requests written back to back per connection.
-    /// When a connection fails, the unanswered requests of its batch are
-    /// counted under that failure's class.
-    #[arg(long, value_name = "DEPTH", default_value_t = 1, allow_negative_numbers = true, value_parser = pipeline)]
+    /// HTTP/1.1 pipelining (closed model only): each connection writes DEPTH
+    /// requests back to back, then sends the next DEPTH once all are
+    /// answered. When a connection fails, the unanswered requests of its
+    /// batch are counted under that failure's class.
+    #[arg(long, value_name = "DEPTH", default_value_t = 1, allow_negative_numbers = true, value_parser = pipeline,
+          conflicts_with = "rate")]
     pub pipeline: u32,
 
-    /// Request method.
+    /// Request method. The standard ones (GET, HEAD, POST, PUT, DELETE,
+    /// CONNECT, OPTIONS, TRACE, PATCH) are sent in upper case however they
+    /// are typed (`-m post` sends POST); any other is sent as given.
     #[arg(short = 'm', long, default_value = "GET")]
     pub method: String,
 
@@ -203,7 +210,9 @@ pub struct HttpArgs {
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
     pub headers: Vec<String>,
 
-    /// Request body.
+    /// Request body. No Content-Type is added (curl -d would add
+    /// application/x-www-form-urlencoded, wrong for JSON): give one with -H,
+    /// or the run warns.
     #[arg(short = 'b', long, conflicts_with = "body_file")]
     pub body: Option<String>,
 
@@ -221,13 +230,13 @@ pub struct HttpArgs {
     #[arg(long, value_name = "PATH", requires = "url")]
     pub unix_socket: Option<PathBuf>,
 
-    /// Give up on a response after this long without progress.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    /// Give up on a response after this long without progress (at least 1ms).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "10s", value_parser = http_timeout)]
     pub timeout: std::time::Duration,
 
     /// Give up on connecting (with https://, the TLS handshake included)
-    /// after this long.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    /// after this long (at least 1ms).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "5s", value_parser = http_timeout)]
     pub connect_timeout: std::time::Duration,
 
     /// Skip TLS certificate verification (self-signed test servers); the
@@ -235,7 +244,16 @@ pub struct HttpArgs {
     #[arg(long)]
     pub insecure: bool,
 
-    /// Count responses with status ≥ 400 as errors.
+    /// The statuses that count as answered, as codes, classes or ranges:
+    /// `--expect-status 2xx,404`, `--expect-status 503`, `--expect-status
+    /// any`. Any other status is counted as a failed request ("unexpected
+    /// status"), warned about, and fails the run above --max-error-rate, so
+    /// a server answering every request with 503 cannot pass as fast.
+    #[arg(long, value_name = "LIST", default_value = "2xx,3xx", value_parser = expect_status)]
+    pub expect_status: dyno_http::StatusSet,
+
+    /// Kept for old scripts: statuses of 400 and above are already counted
+    /// as errors by default (see --expect-status).
     #[arg(long)]
     pub fail_status: bool,
 
@@ -243,8 +261,9 @@ pub struct HttpArgs {
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0, allow_negative_numbers = true, value_parser = percent)]
     pub max_error_rate: f64,
 
-    /// Report layout: dyno's own, or ApacheBench 2.3's (for scripts that parse ab).
-    #[arg(long, value_enum, default_value_t = HttpFormat::Human)]
+    /// Report layout: dyno's own, or ApacheBench 2.3's (for scripts that
+    /// parse ab). Not with --json, which prints the Run instead of any table.
+    #[arg(long, value_enum, default_value_t = HttpFormat::Human, conflicts_with = "json")]
     pub format: HttpFormat,
 
     /// Write per-second latency histograms in the HdrHistogram log format.
@@ -263,7 +282,12 @@ pub struct HttpArgs {
 pub enum HttpFormat {
     /// dyno's report: latency percentiles, connection times, errors by class.
     Human,
-    /// ApacheBench 2.3's layout and labels.
+    /// ApacheBench 2.3's layout and labels, with dyno's counts: the banner
+    /// names dyno (it is not ab); "Failed requests" includes unexpected
+    /// statuses (ab counts them only under "Non-2xx responses", also
+    /// printed); "Keep-Alive requests" counts requests sent on an already
+    /// open connection; with --rate a line says the model is open and "Time
+    /// per request (mean)" is the mean corrected latency.
     Ab,
 }
 
@@ -943,6 +967,20 @@ fn pass_duration(s: &str) -> Result<std::time::Duration, String> {
         return Err(format!("'{s}' is too short: give at least 10ms, e.g. 5s"));
     }
     Ok(d)
+}
+
+/// `dyno http --timeout` and `--connect-timeout`: 0 would fail every
+/// request at once, so anything under a millisecond is a mistake.
+fn http_timeout(s: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s)?;
+    if d < std::time::Duration::from_millis(1) {
+        return Err(format!("'{s}' is too short: give at least 1ms, e.g. 10s"));
+    }
+    Ok(d)
+}
+
+fn expect_status(s: &str) -> Result<dyno_http::StatusSet, String> {
+    dyno_http::StatusSet::parse(s).map_err(|e| e.to_string())
 }
 
 /// A whole number within `min..=max`, with a message that says which

@@ -20,6 +20,9 @@ mod tls_server;
 /// `dyno disk`'s tests.
 #[path = "cli/disk.rs"]
 mod disk;
+/// `dyno http`'s flags, checks and reports.
+#[path = "cli/http.rs"]
+mod http;
 /// `dyno http`'s engine: deadlines, rates, latency logs, connecting.
 #[path = "cli/http_engine.rs"]
 mod http_engine;

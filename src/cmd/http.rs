@@ -48,7 +48,8 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         timeout,
         connect_timeout,
         insecure,
-        fail_status,
+        expect_status,
+        fail_status: _,
         max_error_rate,
         format,
         latency_log,
@@ -58,9 +59,21 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     let cpus = dyno_env::available_cpus();
     let builtin = url.is_none() && url_file.is_none();
     // Beside the built-in server, the client takes half the CPUs.
-    let threads = threads.map_or(if builtin { (cpus / 2).max(1) } else { cpus }, |t| {
-        t as usize
-    });
+    let default_threads = if builtin { (cpus / 2).max(1) } else { cpus };
+    // A thread gets whole connections: one beyond -c would sit idle and
+    // dilute the client-CPU check. wrk refuses; dyno uses -c threads and
+    // says so when -t asked for more.
+    let threads = match threads {
+        Some(t) if t > connections => {
+            eprintln!(
+                "dyno: -t {t} is more than -c {connections}: using {connections} worker thread{} (a thread without a connection would sit idle)",
+                if connections == 1 { "" } else { "s" }
+            );
+            connections as usize
+        }
+        Some(t) => t as usize,
+        None => default_threads.min(connections as usize),
+    };
 
     let body = match (body, body_file) {
         (Some(b), _) => Some(b.into_bytes()),
@@ -74,6 +87,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    let method = standard_method(method);
 
     let target = if builtin {
         let target = builtin_server((cpus - threads.min(cpus)).max(1))?;
@@ -147,7 +161,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         keep_alive,
         timeout,
         connect_timeout,
-        fail_status,
+        expect_status,
         seed,
         unix_socket: unix_socket.clone(),
         tls: TlsSettings { insecure },
@@ -160,19 +174,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     // Opened before measuring, so a bad path costs no run; never overwritten.
     let mut log_file = latency_log
         .as_ref()
-        .map(|path| {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .map(std::io::BufWriter::new)
-                .with_context(|| {
-                    format!(
-                        "could not create the latency log '{}' (an existing file is never overwritten)",
-                        path.display()
-                    )
-                })
-        })
+        .map(|path| create_log(path))
         .transpose()?;
     let mut run = Run::new(Kind::Http, description(&settings, &target.url));
     run.environment = env;
@@ -195,13 +197,25 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         "insecure": insecure,
         "timeout_ns": timeout.as_nanos() as u64,
         "connect_timeout_ns": connect_timeout.as_nanos() as u64,
-        "fail_status": fail_status,
+        "expect_status": expect_status.to_string(),
         "max_error_rate_percent": max_error_rate,
         "seed": seed,
         "headers": headers.len(),
         "body_bytes": body.as_ref().map_or(0, Vec::len),
     });
     run.warnings.extend(preflight(&run.environment, &settings));
+    if body.is_some()
+        && !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+    {
+        // curl -d would add application/x-www-form-urlencoded; a guess is
+        // wrong for the JSON most load tests send, so dyno sends none and says so.
+        run.warnings.push(dyno_model::Warning {
+            code: "no_content_type".into(),
+            message: "the body was sent without a Content-Type header: many servers answer such requests with 415 or parse them as something else; add one, e.g. -H 'Content-Type: application/json'".into(),
+        });
+    }
 
     // An interrupt (Ctrl-C, SIGTERM, SIGHUP) ends the run early; what was
     // measured is still printed and saved. A second one exits at once.
@@ -244,6 +258,10 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
             "key_exchange": session.key_exchange,
         });
     }
+    if let Some(server) = &outcome.server {
+        // The server's own name for itself (ab's "Server Software").
+        run.settings["server_software"] = json!(server);
+    }
     run.metrics = outcome.metrics(&settings);
     // Nothing listens there: the run stopped at once, and is shown but not
     // saved (it measured no server).
@@ -283,6 +301,75 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::ChecksFailed);
     }
     Ok(ExitStatus::Success)
+}
+
+/// What to try after a failed TLS handshake, from the first failure's
+/// words (rustls' and tokio-rustls' messages): a certificate problem, or a
+/// server that does not speak TLS at all — a plain-HTTP server closes the
+/// connection on a ClientHello ("tls handshake eof") or answers in plain
+/// text ("corrupt message", "InvalidContentType").
+fn tls_hint(failure: &str, insecure: bool) -> &'static str {
+    let lower = failure.to_ascii_lowercase();
+    let not_tls = [
+        "eof",
+        "corrupt message",
+        "invalidcontenttype",
+        "invalid content type",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    if not_tls {
+        "the server may not speak TLS on this port (a plain-HTTP server closes or answers in plain text): try the URL with http://"
+    } else if insecure {
+        "does the server speak TLS on this port, with a protocol version and cipher dyno offers (TLS 1.2 or 1.3)?"
+    } else if lower.contains("certificate") || lower.contains("cert") {
+        "is the certificate trusted (Mozilla's roots) and issued for this host? For a self-signed test server add --insecure"
+    } else {
+        "is the certificate trusted (Mozilla's roots) and issued for this host, and does the server speak TLS 1.2 or 1.3 on this port? For a self-signed test server add --insecure"
+    }
+}
+
+/// Creates the latency log, never over an existing file; the error says
+/// which of the usual causes it was.
+fn create_log(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::File>> {
+    use std::io::ErrorKind;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path);
+    let e = match file {
+        Ok(f) => return Ok(std::io::BufWriter::new(f)),
+        Err(e) => e,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.display().to_string(),
+        _ => ".".into(),
+    };
+    let why = match e.kind() {
+        ErrorKind::AlreadyExists => {
+            "it already exists, and an existing file is never overwritten: remove it or give another name".to_owned()
+        }
+        ErrorKind::NotFound => format!("the directory '{dir}' does not exist: create it first"),
+        ErrorKind::PermissionDenied => format!("no permission to write in '{dir}'"),
+        _ => e.to_string(),
+    };
+    bail!(
+        "could not create the latency log '{}': {why}",
+        path.display()
+    )
+}
+
+/// Methods are case-sensitive, and servers answer `post` with 400 or 405:
+/// the standard ones (RFC 9110 and PATCH) go in upper case however they
+/// were typed; any other method is sent exactly as given.
+fn standard_method(method: String) -> String {
+    const STANDARD: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+    ];
+    match STANDARD.iter().find(|m| m.eq_ignore_ascii_case(&method)) {
+        Some(m) => (*m).to_owned(),
+        None => method,
+    }
 }
 
 /// Starts the built-in server on a free loopback port.
@@ -329,7 +416,7 @@ pub fn quick_load(
         keep_alive: true,
         timeout: std::time::Duration::from_secs(10),
         connect_timeout: std::time::Duration::from_secs(5),
-        fail_status: true,
+        expect_status: dyno_http::StatusSet::default(),
         seed: 0,
         unix_socket: None,
         tls: TlsSettings::default(),
@@ -481,17 +568,35 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
             );
         }
     }
+    let unexpected: Vec<(u16, u64)> = outcome
+        .stats
+        .status
+        .iter()
+        .copied()
+        .filter(|&(code, _)| !settings.expect_status.contains(code))
+        .collect();
+    if !unexpected.is_empty() {
+        // wrk's "Non-2xx or 3xx responses", as a warning that says what to do.
+        let n: u64 = unexpected.iter().map(|&(_, n)| n).sum();
+        let share = 100.0 * n as f64 / outcome.stats.responses.max(1) as f64;
+        let codes: Vec<String> = unexpected.iter().map(|(c, _)| c.to_string()).collect();
+        warn(
+            "unexpected_status",
+            format!(
+                "{n} of {} responses ({share:.1}%) had a status outside {} (got {}): they count as failed requests; if the server is meant to answer so, say so with --expect-status {},{}",
+                outcome.stats.responses,
+                settings.expect_status,
+                codes.join(", "),
+                settings.expect_status,
+                codes.join(","),
+            ),
+        );
+    }
     let handshakes = outcome.stats.errors_of(ErrorClass::Tls);
     if handshakes > 0 {
-        let why = outcome
-            .tls_failure
-            .as_deref()
-            .map_or(String::new(), |e| format!(" (first: {e})"));
-        let hint = if settings.tls.insecure {
-            "does the server speak TLS on this port?"
-        } else {
-            "is the certificate trusted (Mozilla's roots) and issued for this host? For a self-signed test server add --insecure"
-        };
+        let failure = outcome.tls_failure.as_deref();
+        let why = failure.map_or(String::new(), |e| format!(" (first: {e})"));
+        let hint = tls_hint(failure.unwrap_or(""), settings.tls.insecure);
         warn(
             "tls_handshake_failed",
             format!("{handshakes} TLS handshakes failed{why}: {hint}"),
@@ -504,4 +609,29 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
         );
     }
     warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_hints_follow_the_failure() {
+        let plain = tls_hint("tls handshake eof", false);
+        assert!(plain.contains("http://") && !plain.contains("--insecure"));
+        assert!(
+            tls_hint("received corrupt message of type InvalidContentType", true)
+                .contains("http://")
+        );
+        let cert = tls_hint("invalid peer certificate: UnknownIssuer", false);
+        assert!(cert.contains("--insecure") && !cert.contains("http://"));
+        assert!(tls_hint("peer is incompatible", true).contains("TLS 1.2 or 1.3"));
+    }
+
+    #[test]
+    fn standard_methods_go_in_upper_case() {
+        assert_eq!(standard_method("post".into()), "POST");
+        assert_eq!(standard_method("Patch".into()), "PATCH");
+        assert_eq!(standard_method("purge".into()), "purge");
+    }
 }

@@ -69,6 +69,7 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
             "warmup_ns": 500_000_000u64,
             "connections": HTTP_CONNECTIONS,
             "model": "closed",
+            "expect_status": "200-399",
         }
     });
 

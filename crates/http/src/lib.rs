@@ -18,6 +18,7 @@ pub mod parse;
 pub mod request;
 pub mod settings;
 pub mod stats;
+pub mod status;
 mod timer;
 mod tls;
 
@@ -25,4 +26,5 @@ pub use conn::Endpoint;
 pub use engine::{EngineError, Outcome, Progress, run};
 pub use settings::{Schedule, Settings, Stop, TlsSettings};
 pub use stats::{ErrorClass, Interval, Stats};
+pub use status::{StatusSet, StatusSetError};
 pub use tls::{TlsSession, TlsSetupError};

@@ -54,6 +54,11 @@ pub struct ResponseParser {
     body_bytes: u64,
     /// What the final response's head says about the connection.
     keep_alive: bool,
+    /// Copy the next final response's `Server` field into `server` (set by
+    /// [`capture_server`](Self::capture_server); kept across responses).
+    capture_server: bool,
+    /// The captured `Server` field, until taken.
+    server: Option<Box<str>>,
 }
 
 /// A response whose framing is complete.
@@ -225,6 +230,8 @@ struct Head {
     status: u16,
     keep_alive: bool,
     framing: Framing,
+    /// Where the `Server` field's value lies in the head, when asked for.
+    server: Option<(usize, usize)>,
 }
 
 /// What one look at the buffer in the head state gave.
@@ -243,10 +250,29 @@ impl ResponseParser {
     /// Starts a new response; `head_request`: the request was HEAD, so the
     /// response has no body whatever its `Content-Length` says.
     pub fn start(&mut self, head_request: bool) {
+        self.reset(head_request);
+    }
+
+    /// Ready for a new response; the `Server` capture survives.
+    fn reset(&mut self, head_request: bool) {
         *self = ResponseParser {
             head_request,
+            capture_server: self.capture_server,
+            server: self.server.take(),
             ..ResponseParser::default()
         };
+    }
+
+    /// Copies the `Server` field of the next final response that has one
+    /// (ab's "Server Software"), for [`take_server`](Self::take_server).
+    /// One allocation, once: the engine asks only until it has the value.
+    pub fn capture_server(&mut self) {
+        self.capture_server = self.server.is_none();
+    }
+
+    /// The `Server` field captured since [`capture_server`](Self::capture_server).
+    pub fn take_server(&mut self) -> Option<Box<str>> {
+        self.server.take()
     }
 
     /// Whether any byte of the current response has been seen (for
@@ -322,7 +348,7 @@ impl ResponseParser {
             }),
             State::UntilClose => Ok(self.response()),
         };
-        *self = ResponseParser::default();
+        self.reset(false);
         result
     }
 
@@ -338,7 +364,7 @@ impl ResponseParser {
     /// The response is complete: returns it and gets ready for the next.
     fn finish(&mut self) -> Response {
         let response = self.response();
-        *self = ResponseParser::default();
+        self.reset(false);
         response
     }
 
@@ -371,16 +397,18 @@ impl ResponseParser {
             // Resume the search where the last one stopped; httparse runs
             // only once the head is complete.
             match find_head_end(window, scanned.min(window.len())) {
-                Some(end) => match parse_head(&window[..end], self.head_request)? {
-                    Some(head) => Some(head),
-                    None => return Err(ParseError::Malformed("incomplete response head")),
-                },
+                Some(end) => {
+                    match parse_head(&window[..end], self.head_request, self.capture_server)? {
+                        Some(head) => Some(head),
+                        None => return Err(ParseError::Malformed("incomplete response head")),
+                    }
+                }
                 None => None,
             }
         } else {
             // First look: usually the whole head arrived in one read, and one
             // httparse pass both finds its end and parses it.
-            parse_head(window, self.head_request)?
+            parse_head(window, self.head_request, self.capture_server)?
         };
 
         let Some(head) = head else {
@@ -411,6 +439,11 @@ impl ResponseParser {
                 self.status = head.status;
                 self.head_bytes = head.len;
                 self.keep_alive = head.keep_alive;
+                if let Some((from, to)) = head.server {
+                    let value = String::from_utf8_lossy(&window[from..to]);
+                    self.server = Some(value.trim().into());
+                    self.capture_server = false;
+                }
                 self.state = match head.framing {
                     Framing::Length(n) => State::Length { remaining: n },
                     Framing::Chunked => State::Chunked(CHUNK_START),
@@ -455,7 +488,11 @@ fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
 }
 
 /// Parses a head with httparse: `None` if `buf` holds no complete head.
-fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, ParseError> {
+fn parse_head(
+    buf: &[u8],
+    head_request: bool,
+    capture_server: bool,
+) -> Result<Option<Head>, ParseError> {
     let mut headers = [MaybeUninit::<httparse::Header<'_>>::uninit(); MAX_HEADERS];
     let mut response = httparse::Response::new(&mut []);
     let len = match httparse::ParserConfig::default().parse_response_with_uninit_headers(
@@ -480,6 +517,7 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, ParseError
             status,
             keep_alive: true,
             framing: Framing::Length(0),
+            server: None,
         }));
     }
 
@@ -488,6 +526,7 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, ParseError
     let mut chunked = false;
     let mut close = false;
     let mut keep_alive_token = false;
+    let mut server = None;
     for header in response.headers.iter() {
         let name = header.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -505,6 +544,10 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, ParseError
                 close |= token.eq_ignore_ascii_case(b"close");
                 keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
             }
+        } else if capture_server && name.eq_ignore_ascii_case(b"server") {
+            // The value is a slice of `buf`: keep its place, not a copy.
+            let from = header.value.as_ptr() as usize - buf.as_ptr() as usize;
+            server = Some((from, from + header.value.len()));
         }
     }
 
@@ -535,6 +578,7 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, ParseError
         status,
         keep_alive,
         framing,
+        server,
     }))
 }
 
@@ -1402,5 +1446,38 @@ mod tests {
             let pieces = pieces(&stream, &cuts);
             drive(pieces.iter().map(Vec::as_slice), &[], true);
         }
+    }
+
+    #[test]
+    fn the_server_field_is_captured_once_when_asked() {
+        let two = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nserver:  nginx/1.25 \r\n\r\n\
+HTTP/1.1 200 OK\r\nServer: other\r\nContent-Length: 0\r\n\r\n";
+        let mut parser = ResponseParser::default();
+        // Not asked: nothing is kept.
+        assert!(matches!(parser.feed(two), Ok(Step::Done(..))));
+        assert_eq!(parser.take_server(), None);
+        let mut parser = ResponseParser::default();
+        parser.capture_server();
+        parser.start(false);
+        let Ok(Step::Done(n, _)) = parser.feed(two) else {
+            panic!("one response")
+        };
+        parser.start(false);
+        assert!(matches!(parser.feed(&two[n..]), Ok(Step::Done(..))));
+        // The first response's value, trimmed; the second is not copied.
+        assert_eq!(parser.take_server().as_deref(), Some("nginx/1.25"));
+        assert_eq!(parser.take_server(), None);
+        // A head without the field leaves the request standing.
+        let mut parser = ResponseParser::default();
+        parser.capture_server();
+        assert!(matches!(
+            parser.feed(b"HTTP/1.1 204 No Content\r\n\r\n"),
+            Ok(Step::Done(..))
+        ));
+        assert!(matches!(
+            parser.feed(b"HTTP/1.1 204 No Content\r\nServer: late\r\n\r\n"),
+            Ok(Step::Done(..))
+        ));
+        assert_eq!(parser.take_server().as_deref(), Some("late"));
     }
 }

@@ -44,8 +44,9 @@ pub struct Settings {
     /// Longest wait for a response (or its next bytes) before giving up.
     pub timeout: Duration,
     pub connect_timeout: Duration,
-    /// Count answers with status ≥ 400 as errors.
-    pub fail_status: bool,
+    /// The statuses that count as answered; any other is an error of
+    /// class [`crate::ErrorClass::Status`] (default: 2xx and 3xx).
+    pub expect_status: crate::status::StatusSet,
     /// Seed of the random numbers filled into request templates.
     pub seed: u64,
     /// Connect to this Unix domain socket instead of the URL's host and

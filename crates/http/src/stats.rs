@@ -29,7 +29,7 @@ pub enum ErrorClass {
     Malformed,
     /// The body was shorter than its Content-Length.
     BodyLengthMismatch,
-    /// Status ≥ 400, counted as an error with `--fail-status`.
+    /// A status outside the expected set (default: 2xx and 3xx).
     Status,
     /// Writing the request failed.
     Write,
@@ -102,7 +102,7 @@ impl ErrorClass {
             ErrorClass::ClosedEarly => "closed early",
             ErrorClass::Malformed => "malformed response",
             ErrorClass::BodyLengthMismatch => "body length mismatch",
-            ErrorClass::Status => "status >= 400",
+            ErrorClass::Status => "unexpected status",
             ErrorClass::Write => "write failed",
             ErrorClass::ConnectTooManyFiles => "connect failed: too many open files",
             ErrorClass::ConnectNoSocket => "connect failed: no such socket",

@@ -61,7 +61,7 @@ fn settings_for_url(url: &str, stop: Stop) -> Settings {
         keep_alive: true,
         timeout: TIMEOUT,
         connect_timeout: TIMEOUT,
-        fail_status: false,
+        expect_status: dyno_http::StatusSet::any(),
         seed: 1,
         unix_socket: None,
         tls: TlsSettings::default(),

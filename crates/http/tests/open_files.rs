@@ -52,7 +52,7 @@ fn connections_past_the_open_file_limit_are_named_too_many_open_files() {
         keep_alive: true,
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(5),
-        fail_status: false,
+        expect_status: dyno_http::StatusSet::any(),
         seed: 1,
         unix_socket: None,
         tls: TlsSettings::default(),

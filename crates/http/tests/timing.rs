@@ -37,7 +37,7 @@ fn settings(addr: SocketAddr, stop: Stop) -> Settings {
         keep_alive: true,
         timeout: Duration::from_secs(10),
         connect_timeout: Duration::from_secs(10),
-        fail_status: false,
+        expect_status: dyno_http::StatusSet::any(),
         seed: 1,
         unix_socket: None,
         tls: TlsSettings::default(),

@@ -211,6 +211,10 @@ async fn exchange(
         first_byte: None,
         keep: settings.keep_alive,
     };
+    if local.borrow().server.is_none() {
+        // Until this thread has it: one copy, not one per request.
+        conn.parser.capture_server();
+    }
     conn.parser.start(template_of(&batch[0]).is_head());
     if !conn.pending.is_empty() {
         let pending = std::mem::take(&mut conn.pending);
@@ -258,6 +262,9 @@ async fn exchange(
                 }
             }
         }
+    }
+    if let Some(server) = conn.parser.take_server() {
+        local.borrow_mut().server.get_or_insert(server);
     }
     if !reader.keep {
         conn.stream = None;
@@ -376,7 +383,7 @@ impl Reader<'_> {
             let _ = interval
                 .latency
                 .record(u64::try_from(timing.latency().as_nanos()).unwrap_or(u64::MAX));
-            if self.settings.fail_status && response.status >= 400 {
+            if !self.settings.expect_status.contains(response.status) {
                 interval.errors += 1;
                 l.stats.error(ErrorClass::Status);
             }

@@ -43,7 +43,7 @@ use crate::tls::{TlsClient, TlsSession, TlsSetupError};
 /// not raised).
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("cannot resolve '{host}': {source}")]
+    #[error("cannot resolve '{host}' (check the host name and the DNS settings)")]
     Resolve {
         host: String,
         #[source]
@@ -95,6 +95,9 @@ pub struct Outcome {
     pub tls_failure: Option<String>,
     /// What the first completed TLS handshake settled on (`https://` only).
     pub tls_session: Option<TlsSession>,
+    /// The `Server` field of the first answer that had one (ab's "Server
+    /// Software").
+    pub server: Option<String>,
 }
 
 /// Progress as it happens, once per second, for a progress line.
@@ -240,6 +243,8 @@ struct Local {
     tls_failure: Option<String>,
     /// What this thread's first completed TLS handshake settled on.
     tls_session: Option<TlsSession>,
+    /// The `Server` field of this thread's first answer that had one.
+    server: Option<Box<str>>,
 }
 
 /// Adds one thread's interval to the timeline entry of the same second.
@@ -296,6 +301,7 @@ pub fn run(
     let mut cpu = Duration::ZERO;
     let mut tls_failure = None;
     let mut tls_session = None;
+    let mut server = None;
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (t, published) in counters.iter().enumerate() {
@@ -369,6 +375,7 @@ pub fn run(
             cpu += local.cpu;
             tls_failure = tls_failure.take().or(local.tls_failure);
             tls_session = tls_session.take().or(local.tls_session);
+            server = server.take().or(local.server.map(String::from));
         }
         Ok(())
     })?;
@@ -409,6 +416,7 @@ pub fn run(
         endpoint: shared.endpoint.clone(),
         tls_failure,
         tls_session,
+        server,
     })
 }
 
@@ -507,6 +515,7 @@ fn worker(
         cpu: Duration::ZERO,
         tls_failure: None,
         tls_session: None,
+        server: None,
     }));
     let cpu_before = dyno_env::thread_cpu_time();
     let runtime = tokio::runtime::Builder::new_current_thread()

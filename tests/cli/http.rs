@@ -1,0 +1,370 @@
+//! `dyno http`: flag checks, the statuses a run expects, and what the
+//! human and ab reports say, through the real binary against real servers
+//! on loopback.
+
+use super::*;
+
+/// Request heads a [`canned_server`] received.
+type Heads = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A loopback server that answers every request on every connection with
+/// `response` (keep-alive; requests without a body), for as long as the
+/// test runs, and keeps the request heads it read.
+fn canned_server(response: &'static [u8]) -> (std::net::SocketAddr, Heads) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let heads = Heads::default();
+    let kept = heads.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let heads = kept.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                let mut seen = Vec::new();
+                loop {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                    while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head: Vec<u8> = seen.drain(..end + 4).collect();
+                        heads
+                            .lock()
+                            .unwrap()
+                            .push(String::from_utf8_lossy(&head).into_owned());
+                        if stream.write_all(response).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (addr, heads)
+}
+
+#[test]
+fn zero_durations_and_timeouts_are_usage_errors() {
+    let home = temp();
+    assert_refused(
+        home.path(),
+        &[
+            (&["http", "-d", "0"], &["too short", "at least 10ms"]),
+            (&["http", "-d", "5ms"], &["too short", "at least 10ms"]),
+            (&["http", "--timeout", "0"], &["too short", "at least 1ms"]),
+            (
+                &["http", "--connect-timeout", "0s"],
+                &["too short", "at least 1ms"],
+            ),
+            (&["http", "--warmup", "-1s"], &["negative"]),
+        ],
+    );
+}
+
+/// The reference server on a free loopback port, for as long as the handle lives.
+fn reference_server() -> (dyno_serve::ServerHandle, String) {
+    let server = dyno_serve::spawn(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), 1).unwrap();
+    let base = format!("http://{}", server.local_addr());
+    (server, base)
+}
+
+fn warning<'a>(run: &'a Value, code: &str) -> Option<&'a str> {
+    run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == code)
+        .and_then(|w| w["message"].as_str())
+}
+
+#[test]
+fn unexpected_statuses_are_errors_unless_expected() {
+    let home = temp();
+    let (_server, base) = reference_server();
+    let url = format!("{base}/status/503");
+    // Every answer a 503: failed requests, a warning that says how to
+    // expect them, and exit 1 over --max-error-rate.
+    let (run, stderr) = http_json_exit(home.path(), &[&url, "-n", "40", "-c", "2"], 1);
+    assert_eq!(metric(&run, "status_503"), Some(40.0));
+    assert_eq!(metric(&run, "errors_status"), Some(40.0));
+    assert_eq!(metric(&run, "requests"), Some(40.0));
+    assert_eq!(run["settings"]["expect_status"], "200-399");
+    let message = warning(&run, "unexpected_status").expect("a warning");
+    assert!(
+        message.contains("40 of 40 responses") && message.contains("--expect-status 200-399,503"),
+        "{message}"
+    );
+    assert!(stderr.contains("--max-error-rate"), "{stderr}");
+    // The human report names them.
+    let out = dyno(home.path())
+        .args(["http", &url, "-n", "10", "-c", "1", "--no-save"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("unexpected status: 10"), "{text}");
+    assert!(text.contains("expected 200-399"), "{text}");
+
+    // Said to be expected, the same answers pass.
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[&url, "-n", "40", "-c", "2", "--expect-status", "503"],
+        0,
+    );
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert!(warning(&run, "unexpected_status").is_none());
+    assert_eq!(run["settings"]["expect_status"], "503");
+    // And then a 200 is unexpected.
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &format!("{base}/hello"),
+            "-n",
+            "5",
+            "--expect-status",
+            "5xx",
+        ],
+        1,
+    );
+    assert_eq!(metric(&run, "errors_status"), Some(5.0));
+    // --fail-status is still accepted and changes nothing.
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[&format!("{base}/hello"), "-n", "5", "--fail-status"],
+        0,
+    );
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert_refused(
+        home.path(),
+        &[(
+            &["http", "--expect-status", "2xx,50"],
+            &["'50' is not a status", "e.g. 2xx,3xx,404"],
+        )],
+    );
+}
+
+#[test]
+fn threads_beyond_connections_are_clamped_with_a_note() {
+    let home = temp();
+    let (run, stderr) = http_json_exit(home.path(), &["-n", "20", "-c", "2", "-t", "8"], 0);
+    assert_eq!(run["settings"]["threads"], 2);
+    assert!(
+        stderr.contains("-t 8 is more than -c 2: using 2 worker threads"),
+        "{stderr}"
+    );
+    // Without -t the default is clamped too, silently.
+    let (run, stderr) = http_json_exit(home.path(), &["-n", "5", "-c", "1"], 0);
+    assert_eq!(run["settings"]["threads"], 1);
+    assert!(!stderr.contains("more than -c"), "{stderr}");
+}
+
+#[test]
+fn known_methods_are_sent_in_upper_case_and_a_bare_body_is_warned_about() {
+    let home = temp();
+    let (addr, heads) = canned_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    let url = format!("http://{addr}/");
+    // The canned server reads heads only: a body-less POST.
+    let (run, _) = http_json_exit(home.path(), &[&url, "-n", "3", "-c", "1", "-m", "post"], 0);
+    assert_eq!(run["settings"]["method"], "POST");
+    assert!(run["description"].as_str().unwrap().starts_with("POST "));
+    let seen = heads.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    assert!(
+        seen.iter().all(|h| h.starts_with("POST / HTTP/1.1\r\n")),
+        "{seen:?}"
+    );
+    // A method dyno does not know is sent as given.
+    heads.lock().unwrap().clear();
+    http_json_exit(home.path(), &[&url, "-n", "1", "-m", "Purge"], 0);
+    assert!(heads.lock().unwrap()[0].starts_with("Purge / "));
+    assert!(warning(&run, "no_content_type").is_none());
+
+    // A body without a Content-Type goes as it is, with a warning that says
+    // which header to add; with one, no warning.
+    let (_server, base) = reference_server();
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &format!("{base}/hello"),
+            "-n",
+            "2",
+            "-m",
+            "POST",
+            "-b",
+            "{}",
+        ],
+        0,
+    );
+    let message = warning(&run, "no_content_type").expect("a warning");
+    assert!(message.contains("-H 'Content-Type: "), "{message}");
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &format!("{base}/hello"),
+            "-n",
+            "2",
+            "-m",
+            "POST",
+            "-b",
+            "{}",
+            "-H",
+            "content-type: application/json",
+        ],
+        0,
+    );
+    assert!(warning(&run, "no_content_type").is_none());
+}
+
+#[test]
+fn a_latency_log_in_a_missing_directory_says_so() {
+    let home = temp();
+    let log = home.path().join("no-such-dir/x.hlog");
+    let stderr = fails(
+        home.path(),
+        &[
+            "http",
+            "-n",
+            "1",
+            "--no-save",
+            "--latency-log",
+            log.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        stderr.contains("no-such-dir' does not exist: create it first"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("never overwritten"), "{stderr}");
+    // An existing file: that is the reason given.
+    let existing = home.path().join("x.hlog");
+    std::fs::write(&existing, "keep me").unwrap();
+    let stderr = fails(
+        home.path(),
+        &[
+            "http",
+            "-n",
+            "1",
+            "--no-save",
+            "--latency-log",
+            existing.to_str().unwrap(),
+        ],
+    );
+    assert!(stderr.contains("already exists"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
+}
+
+#[test]
+fn https_to_a_plain_http_port_suggests_http() {
+    let home = temp();
+    let (_server, base) = reference_server();
+    let url = base.replace("http://", "https://") + "/hello";
+    let (run, _) = http_json_exit(home.path(), &[&url, "-n", "4", "-c", "1"], 1);
+    assert_eq!(metric(&run, "errors_tls_handshake"), Some(4.0));
+    let message = warning(&run, "tls_handshake_failed").expect("a warning");
+    assert!(
+        message.contains("may not speak TLS") && message.contains("http://"),
+        "{message}"
+    );
+    assert!(!message.contains("add --insecure"), "{message}");
+}
+
+#[test]
+fn ab_layout_names_the_server_counts_keep_alive_and_failed_statuses() {
+    let home = temp();
+    let (addr, _) = canned_server(
+        b"HTTP/1.1 503 Service Unavailable\r\nServer: canned/1.0\r\nContent-Length: 4\r\n\r\nbusy",
+    );
+    let url = format!("http://{addr}/x");
+    let args = [
+        "http",
+        &url,
+        "-n",
+        "10",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--format",
+        "ab",
+        "--no-save",
+    ];
+    let out = dyno(home.path())
+        .args(args)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in [
+        "Server Software:        canned/1.0\n",
+        "Complete requests:      10\n",
+        // The unexpected statuses fail the run, so ab's count says so too.
+        "Failed requests:        10\n",
+        "   (Connect: 0, Receive: 0, Length: 0, Exceptions: 10)\n",
+        "Non-2xx responses:      10\n",
+        // Two requests opened the two connections; eight reused them.
+        "Keep-Alive requests:    8\n",
+    ] {
+        assert!(text.contains(line), "no {line:?} in\n{text}");
+    }
+    // ab's widths: %5d %4d %5.1f %6d %7d after a 12-character label.
+    let connect = text.lines().find(|l| l.starts_with("Connect:")).unwrap();
+    assert_eq!(
+        connect.len(),
+        12 + 5 + 1 + 4 + 1 + 5 + 1 + 6 + 1 + 7,
+        "{connect:?}"
+    );
+    // Statuses said to be expected pass, as ab would count them.
+    let out = dyno(home.path())
+        .args(args)
+        .args(["--expect-status", "503"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Failed requests:        0\n"), "{text}");
+    // Without keep-alive there is no Keep-Alive line, as in ab without -k.
+    let text = ok(
+        home.path(),
+        &[
+            "http",
+            &url,
+            "-n",
+            "4",
+            "--no-keepalive",
+            "--expect-status",
+            "5xx",
+            "--format",
+            "ab",
+            "--no-save",
+        ],
+    );
+    assert!(!text.contains("Keep-Alive"), "{text}");
+    // The Run keeps the server's name.
+    let (run, _) = http_json_exit(home.path(), &[&url, "-n", "2", "--expect-status", "5xx"], 0);
+    assert_eq!(run["settings"]["server_software"], "canned/1.0");
+}
+
+#[test]
+fn ab_layout_and_json_conflict_and_pipelining_needs_the_closed_model() {
+    let home = temp();
+    assert_refused(
+        home.path(),
+        &[
+            (
+                &["http", "--format", "ab", "--json", "-n", "1"],
+                &["'--format <FORMAT>' cannot be used with '--json'"],
+            ),
+            (
+                &["http", "--rate", "100", "--pipeline", "4"],
+                &["--pipeline <DEPTH>", "cannot be used with", "--rate <R>"],
+            ),
+        ],
+    );
+}
