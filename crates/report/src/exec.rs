@@ -14,7 +14,7 @@ use dyno_stats::compare::{Verdict, runs_needed_to_test};
 /// `ALPHA`; the report crate does not depend on the engine).
 const ALPHA: f64 = 0.05;
 
-use crate::format::{format_duration_ns, format_value};
+use crate::format::{counted, format_duration_ns, format_value};
 
 /// One benchmark of an exec run, as its metrics give it.
 #[derive(Debug, Clone)]
@@ -166,11 +166,11 @@ pub fn exec_report(run: &Run) -> String {
             .map_or_else(String::new, |r| format!(" ({})", stop_reason(r)));
         let _ = writeln!(
             out,
-            "  Range (min … max): {} … {}    median {}    {} runs{stopped}",
+            "  Range (min … max): {} … {}    median {}    {}{stopped}",
             format_duration_ns(s.min),
             format_duration_ns(s.max),
             format_duration_ns(s.median),
-            s.n
+            counted(s.n as u64, "run")
         );
         let value = |m: Option<&Metric>| {
             m.map_or_else(|| "n/a".to_owned(), |m| format_value(m.value, m.unit))

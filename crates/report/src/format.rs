@@ -6,6 +6,16 @@ use dyno_model::size::BinarySize;
 use dyno_model::{Metric, Unit};
 
 /// A value in `unit`, scaled for reading.
+/// A count with its noun, singular for one: "1 run", "2 runs" (regular
+/// plurals only: every noun dyno counts takes an "s").
+pub fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 pub fn format_value(value: f64, unit: Unit) -> String {
     if !value.is_finite() {
         return "n/a".to_owned();
@@ -89,6 +99,13 @@ pub(crate) fn four_figures(value: f64) -> String {
 mod tests {
     use super::*;
     use dyno_model::{Direction, Uncertainty, UncertaintyMethod};
+
+    #[test]
+    fn one_of_a_thing_is_singular() {
+        assert_eq!(counted(1, "worker thread"), "1 worker thread");
+        assert_eq!(counted(0, "run"), "0 runs");
+        assert_eq!(counted(2, "connection"), "2 connections");
+    }
 
     #[test]
     fn durations_pick_a_readable_unit() {

@@ -7,7 +7,7 @@ use dyno_model::{Metric, Run};
 use dyno_stats::hdr;
 use hdrhistogram::Histogram;
 
-use crate::format::{format_duration_ns, format_value};
+use crate::format::{counted, format_duration_ns, format_value};
 
 fn value(run: &Run, name: &str) -> f64 {
     run.metric(name).map_or(0.0, |m| m.value)
@@ -105,9 +105,15 @@ pub fn http_report(run: &Run) -> String {
     let _ = writeln!(out, "Model       {model}");
     let _ = writeln!(
         out,
-        "Settings    {} connections, {} worker threads, {keep}{tls}{pipeline}, {length}, {warmup}",
-        setting(run, "connections"),
-        setting(run, "threads"),
+        "Settings    {}, {}, {keep}{tls}{pipeline}, {length}, {warmup}",
+        counted(
+            setting(run, "connections").as_u64().unwrap_or(0),
+            "connection"
+        ),
+        counted(
+            setting(run, "threads").as_u64().unwrap_or(0),
+            "worker thread"
+        ),
     );
     out.push('\n');
 
@@ -264,9 +270,12 @@ pub fn http_report(run: &Run) -> String {
     );
     let _ = writeln!(
         out,
-        "Client CPU  {:.0}% of {} worker threads",
+        "Client CPU  {:.0}% of {}",
         value(run, "client_cpu_percent"),
-        setting(run, "threads")
+        counted(
+            setting(run, "threads").as_u64().unwrap_or(0),
+            "worker thread"
+        )
     );
     crate::text::warnings(run, &mut out);
     out

@@ -107,7 +107,11 @@ pub fn curve(run: &Run, selection: &Selection) -> Result<Curve> {
         let index = match (matching.as_slice(), per_template.map(|p| k / p)) {
             _ if templates.len() <= 1 => 0,
             ([one], _) => *one,
-            (many, Some(by_position)) if many.contains(&by_position) => by_position,
+            // No template gives the name when `dyno run` numbered a
+            // repeated command line ("sleep 0.011 (2)"): the position does.
+            (many, Some(by_position)) if many.is_empty() || many.contains(&by_position) => {
+                by_position
+            }
             _ => bail!(
                 "run {id}: cannot tell which of its commands '{}' was timed from",
                 b.name
