@@ -797,8 +797,10 @@ pub struct DiskArgs {
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = meta_files)]
     pub files: u64,
 
-    /// The I/O engine: io_uring, threads (pread/pwrite), or auto
-    /// (io_uring where available).
+    /// The I/O engine: io_uring, threads (pread/pwrite), or auto: the
+    /// thread pool where I/O is buffered (tmpfs, --buffered: io_uring hands
+    /// buffered I/O to kernel workers and was 50× slower there), io_uring
+    /// with direct I/O where the kernel allows it. The run says which and why.
     #[arg(long, value_enum, default_value_t = DiskEngineArg::Auto)]
     pub engine: DiskEngineArg,
 

@@ -122,18 +122,21 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         Some(p) => p,
         None => std::env::current_dir().context("could not read the current directory")?,
     };
-    let engine = match engine {
-        DiskEngineArg::Auto => EngineKind::detect(),
-        DiskEngineArg::Threads => EngineKind::Threads {
+    // `auto` is decided once the file says whether direct I/O is in effect.
+    let asked_engine = match engine {
+        DiskEngineArg::Auto => None,
+        DiskEngineArg::Threads => Some(EngineKind::Threads {
             reason: "--engine threads was asked for".into(),
-        },
+        }),
         DiskEngineArg::IoUring => match EngineKind::detect() {
-            EngineKind::IoUring => EngineKind::IoUring,
+            EngineKind::IoUring => Some(EngineKind::IoUring),
             EngineKind::Threads { reason } => {
                 bail!("--engine io_uring: {reason}; use --engine threads or auto")
             }
         },
     };
+    // (What meta records, which moves no blocks; a file replaces it below.)
+    let mut engine = asked_engine.clone().unwrap_or_else(EngineKind::detect);
 
     let mut run = Run::new(Kind::Disk, String::new());
     run.environment = environment();
@@ -174,7 +177,18 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
             device,
             direct: !buffered,
         })?;
-        record_file(&mut run, &mut settings, &file, &engine);
+        let (chosen_engine, why) = match asked_engine {
+            Some(EngineKind::IoUring) => (
+                EngineKind::IoUring,
+                "--engine io_uring was asked for".to_owned(),
+            ),
+            Some(e @ EngineKind::Threads { .. }) => {
+                (e, "--engine threads was asked for".to_owned())
+            }
+            None => EngineKind::auto(file.mode()),
+        };
+        engine = chosen_engine;
+        record_file(&mut run, &mut settings, &file, &engine, &why);
         run.description = format!(
             "disk {}: {} on {}",
             preset.name(),
@@ -290,6 +304,7 @@ fn record_file(
     settings: &mut serde_json::Value,
     file: &TestFile,
     engine: &EngineKind,
+    why: &str,
 ) {
     if let Some(storage) = &mut run.environment.storage {
         storage.direct_io = Some(file.mode().is_direct());
@@ -301,9 +316,7 @@ fn record_file(
         TargetKind::Device => "device",
     });
     settings["engine"] = json!(engine.name());
-    if let EngineKind::Threads { reason } = engine {
-        settings["engine_reason"] = json!(reason);
-    }
+    settings["engine_reason"] = json!(why);
     match file.mode() {
         IoMode::Direct { offset_align, .. } => {
             settings["direct_io"] = json!(true);
@@ -328,11 +341,22 @@ fn warn(run: &mut Run, engine: &EngineKind, measured: &[Measurement], interrupte
             format!("buffered I/O, not direct: {why}. The figures include the page cache and may be far above the device's"),
         );
     }
-    if let EngineKind::Threads { reason } = engine {
-        run.warn(
-            "thread_engine",
-            format!("the pread/pwrite thread pool moved the data ({reason}); its CPU cost per I/O is higher than io_uring's"),
-        );
+    let buffered = run.settings["direct_io"] == json!(false);
+    match engine {
+        // For buffered I/O the pool is the better engine, not a fallback.
+        EngineKind::Threads { reason } if !(buffered && reason.starts_with("auto")) => {
+            run.warn(
+                "thread_engine",
+                format!("the pread/pwrite thread pool moved the data ({reason}); its CPU cost per I/O is higher than io_uring's"),
+            );
+        }
+        EngineKind::IoUring if buffered => {
+            run.warn(
+                "uring_buffered",
+                "io_uring moved buffered I/O: the kernel queues it to worker threads, which can make it many times slower than the thread pool (50x on tmpfs); --engine auto or threads measures the file system instead of that path",
+            );
+        }
+        _ => {}
     }
     if run.settings["fill"] == json!("zero") {
         run.warn(
@@ -443,7 +467,7 @@ pub fn quick_measure(
         device: false,
         direct: true,
     })?;
-    let engine = EngineKind::detect();
+    let (engine, why) = EngineKind::auto(file.mode());
     let plan = BlockPlan {
         tests: vec![
             TestSpec::new(dyno_disk::Pattern::Sequential, 1 << 20, 8, 1),
@@ -470,7 +494,7 @@ pub fn quick_measure(
         "duration_ns": duration.as_nanos() as u64,
         "seed": seed,
     });
-    record_file(&mut run, &mut settings, &file, &engine);
+    record_file(&mut run, &mut settings, &file, &engine, &why);
     drop(file);
     let measured = measured?;
     run.settings = settings;

@@ -405,3 +405,45 @@ fn quick_gains_a_disk_line_and_skips_it_where_the_file_cannot_go() {
     );
     assert!(fs.entries().is_empty());
 }
+
+/// Defect 10: `--engine auto` chooses from what the file system does well:
+/// the thread pool for buffered I/O on tmpfs (io_uring was ~50× slower
+/// there), io_uring with direct I/O; the run records and prints why.
+#[test]
+fn disk_auto_engine_is_threads_on_tmpfs_and_says_why() {
+    let Some(fs) = Tmpfs::mount("200m", false) else {
+        return;
+    };
+    let home = temp();
+    let (run, _) = disk_json(home.path(), fs.path(), &["--test", "rnd:4k:q1:t1"]);
+    assert_eq!(run["settings"]["direct_io"], false);
+    assert_eq!(run["settings"]["engine"], "threads", "{}", run["settings"]);
+    let why = run["settings"]["engine_reason"].as_str().unwrap();
+    assert!(why.contains("auto") && why.contains("buffered"), "{why}");
+    assert!(
+        !warning_codes(&run).contains(&"thread_engine".to_owned()),
+        "the pool is the right engine here, not a fallback"
+    );
+    let shown = ok(home.path(), &["show", run["id"].as_str().unwrap()]);
+    assert!(
+        shown.contains("threads engine (auto: buffered I/O"),
+        "{shown}"
+    );
+    let dir = temp();
+    let (run, _) = disk_json(home.path(), dir.path(), &["--test", "rnd:4k:q1:t1"]);
+    if run["settings"]["direct_io"] == true {
+        let why = run["settings"]["engine_reason"].as_str().unwrap();
+        assert!(why.contains("auto"), "{why}");
+        if run["settings"]["engine"] == "io_uring" {
+            assert!(why.contains("direct I/O"), "{why}");
+            // Asking for io_uring on buffered I/O is allowed, and warned.
+            let (run, _) = disk_json(
+                home.path(),
+                fs.path(),
+                &["--test", "rnd:4k:q1:t1", "--engine", "io_uring"],
+            );
+            assert_eq!(run["settings"]["engine"], "io_uring");
+            assert!(warning_codes(&run).contains(&"uring_buffered".to_owned()));
+        }
+    }
+}
