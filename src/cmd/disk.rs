@@ -143,7 +143,8 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
     run.environment.storage = Some(dyno_env::storage(&path));
     let mut settings = json!({
         "path": path.display().to_string(),
-        "preset": preset.name(),
+        // --test replaces the preset: "custom", the tests listed below.
+        "preset": if tests.is_empty() { preset.name() } else { "custom" },
         "profile": format!("{profile:?}").to_lowercase(),
         "tests": chosen.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "ops": ops.iter().map(Op::name).collect::<Vec<_>>(),
@@ -189,12 +190,17 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         };
         engine = chosen_engine;
         record_file(&mut run, &mut settings, &file, &engine, &why);
-        run.description = format!(
-            "disk {}: {} on {}",
-            preset.name(),
-            format_bytes(size),
-            path.display()
-        );
+        // --test replaces the preset's tests: name them, not the preset.
+        let what = if tests.is_empty() {
+            preset.name().to_owned()
+        } else {
+            chosen
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        run.description = format!("disk {what}: {} on {}", format_bytes(size), path.display());
         Target::File(file)
     };
     let store = store_for(&save)?;

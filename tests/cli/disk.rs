@@ -447,3 +447,33 @@ fn disk_auto_engine_is_threads_on_tmpfs_and_says_why() {
         }
     }
 }
+
+/// Defect 20: with --test the header, description and history name the
+/// tests run, not the preset they replaced.
+#[test]
+fn disk_custom_tests_are_named_instead_of_the_preset() {
+    let home = temp();
+    let dir = temp();
+    let (run, _) = disk_json(
+        home.path(),
+        dir.path(),
+        &["--test", "rnd:4k:q1:t1", "--test", "seq:64k:q2:t1"],
+    );
+    let description = run["description"].as_str().unwrap();
+    assert!(
+        description.starts_with("disk RND4K Q1T1, SEQ64K Q2T1: 8.00 MiB"),
+        "{description}"
+    );
+    assert_eq!(run["settings"]["preset"], "custom");
+    let id = run["id"].as_str().unwrap();
+    let shown = ok(home.path(), &["show", id]);
+    assert!(
+        shown.contains("dyno disk — disk RND4K Q1T1, SEQ64K Q2T1"),
+        "{shown}"
+    );
+    let history = ok(home.path(), &["history"]);
+    assert!(
+        history.contains("RND4K Q1T1") && !history.contains("cdm8"),
+        "{history}"
+    );
+}
