@@ -768,7 +768,9 @@ pub struct DiskArgs {
     #[arg(long, value_name = "READ_PERCENT", value_parser = mix_percent)]
     pub mix: Option<u8>,
 
-    /// Size of the test file: 1g, 512m … (default: 1g; 16m for --preset sync).
+    /// Size of the test file: 1g, 512m … (default: 1g; 16m for --preset
+    /// sync). It must hold block × queue depth × threads of every test;
+    /// under 1 GiB the run warns that caches can hold the file.
     #[arg(long, value_name = "SIZE", value_parser = parse_file_size)]
     pub size: Option<u64>,
 

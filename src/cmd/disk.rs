@@ -93,14 +93,19 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
     } else {
         DEFAULT_SIZE
     });
-    if let Some(t) = chosen
-        .iter()
-        .find(|t| t.block_bytes * u64::from(t.threads) > size)
-    {
+    // Every I/O in flight needs a block of its own: a smaller file has
+    // several I/Os at the same offset, which measures nothing real.
+    let smallest = chosen.iter().map(least_size).max().unwrap_or(0);
+    if let Some(t) = chosen.iter().find(|t| least_size(t) > size) {
         bail!(
-            "{t} needs at least {} for its {} threads; raise --size",
-            format_bytes(t.block_bytes * u64::from(t.threads)),
-            t.threads
+            "{t} needs a file of at least {} (one {} block for each of its {} I/Os in flight per thread × {} thread{}), and --size is {}; raise --size to {} or more",
+            format_bytes(least_size(t)),
+            format_bytes(t.block_bytes),
+            t.queue_depth,
+            t.threads,
+            if t.threads == 1 { "" } else { "s" },
+            format_bytes(size),
+            size_flag(smallest),
         );
     }
     let mut ops = vec![Op::Read, Op::Write];
@@ -290,6 +295,15 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
     );
     run.warnings.extend(dyno_env::preflight(&run.environment));
     warn(&mut run, &engine, &measured, interrupted);
+    if block_preset && size < CACHE_SIZE {
+        run.warn(
+            "small_file",
+            format!(
+                "the {} test file is under 1 GiB: device, controller and host caches can hold it, so the figures may be the cache's rather than the storage's; use --size 1g or more (several GiB for devices with large caches or on a virtual machine)",
+                format_bytes(size)
+            ),
+        );
+    }
     let run = finish(run, &save, store, dyno_report::disk_report)?;
     if interrupted {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
@@ -297,6 +311,21 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
     }
     Ok(ExitStatus::Success)
 }
+
+/// The smallest file `t` can run on: block × queue depth × threads.
+fn least_size(t: &TestSpec) -> u64 {
+    t.block_bytes * u64::from(t.queue_depth) * u64::from(t.threads)
+}
+
+/// A size as --size takes it: whole MiB, rounded up (at least 1m).
+fn size_flag(bytes: u64) -> String {
+    format!("{}m", bytes.div_ceil(1 << 20).max(1))
+}
+
+/// Below this a test file fits in the caches of SSDs, RAID controllers and
+/// hypervisors (hundreds of MiB are common), so reads may never reach the
+/// medium: the rule behind the `small_file` warning.
+const CACHE_SIZE: u64 = 1 << 30;
 
 /// What the run writes to; dropping it removes what dyno created.
 enum Target {

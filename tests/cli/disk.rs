@@ -251,9 +251,15 @@ fn disk_refuses_what_it_must_not_overwrite_and_bad_flags() {
             &["disk", "--test", "seq:1m:t16", "--size", "8m"],
             "raise --size",
         ),
+        // Defect 21: 8 I/Os of 1 MiB in flight need 8 MiB, not 1.
+        (&["disk", "--size", "1m"], "raise --size to 8m"),
+        (
+            &["disk", "--test", "rnd:64k:q16:t2", "--size", "1m"],
+            "at least 2.00 MiB",
+        ),
         (&["disk", "--device"], "needs --force"),
         (
-            &["disk", "/nonexistent-dir/x", "--size", "1m"],
+            &["disk", "/nonexistent-dir/x", "--size", "8m"],
             "does not exist",
         ),
         (&meta_on_file, "not one"),
@@ -310,7 +316,14 @@ fn disk_refuses_a_file_system_too_small_and_leaves_nothing() {
     let home = temp();
     let err = fails(
         home.path(),
-        &["disk", fs.path().to_str().unwrap(), "--size", "4m"],
+        &[
+            "disk",
+            fs.path().to_str().unwrap(),
+            "--size",
+            "4m",
+            "--test",
+            "rnd:4k",
+        ],
     );
     assert!(
         err.contains("not enough free space") && err.contains("68.00 MiB"),
@@ -476,4 +489,16 @@ fn disk_custom_tests_are_named_instead_of_the_preset() {
         history.contains("RND4K Q1T1") && !history.contains("cdm8"),
         "{history}"
     );
+}
+
+/// Defect 21: a file under 1 GiB is within reach of device and host
+/// caches, and the run says so.
+#[test]
+fn disk_warns_that_a_small_file_fits_in_caches() {
+    let home = temp();
+    let dir = temp();
+    let (run, _) = disk_json(home.path(), dir.path(), &["--test", "rnd:4k:q1:t1"]);
+    assert!(warning_codes(&run).contains(&"small_file".to_owned()));
+    let text = run["warnings"].to_string();
+    assert!(text.contains("8.00 MiB test file is under 1 GiB"), "{text}");
 }
