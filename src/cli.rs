@@ -106,12 +106,12 @@ pub struct QuickArgs {
 
     /// Length of the HTTP line (dyno's client against its built-in server on
     /// loopback); 0 skips it.
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     pub http_duration: std::time::Duration,
 
     /// Length of each pass of the disk line (SEQ1M Q8T1 and RND4K Q1T1, read
     /// and write, on a 64 MiB file in the current directory); 0 skips it.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub disk_duration: std::time::Duration,
 }
 
@@ -142,7 +142,7 @@ pub struct HttpArgs {
     pub requests: Option<u64>,
 
     /// Measure for this long (10s, 500ms, 2m) [default: 10s unless -n].
-    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, short = 'd', long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
 
     /// Open connections (in total, across threads).
@@ -159,7 +159,7 @@ pub struct HttpArgs {
     pub rate: Option<f64>,
 
     /// Run this long first without measuring (excluded from every figure).
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub warmup: std::time::Duration,
 
     /// Open a new connection for every request (ab without -k).
@@ -202,12 +202,12 @@ pub struct HttpArgs {
     pub unix_socket: Option<PathBuf>,
 
     /// Give up on a response after this long without progress.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
 
     /// Give up on connecting (with https://, the TLS handshake included)
     /// after this long.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub connect_timeout: std::time::Duration,
 
     /// Skip TLS certificate verification (self-signed test servers); the
@@ -311,7 +311,7 @@ pub struct RunArgs {
 
     /// Adaptive mode: stop adding runs to a command once its timed runs have
     /// taken this long (after --min-runs).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub max_time: std::time::Duration,
 
     /// Run this once per command before its first run (warm-up included).
@@ -351,7 +351,7 @@ pub struct RunArgs {
 
     /// Kill a run (its whole process group) after this long; it counts as
     /// failed.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<std::time::Duration>,
 
     /// Keep timing a command that exits non-zero (its exit codes are kept).
@@ -768,10 +768,11 @@ pub struct DiskArgs {
     #[arg(long, value_name = "READ_PERCENT", value_parser = mix_percent)]
     pub mix: Option<u8>,
 
-    /// Size of the test file: 1g, 512m … (default: 1g; 16m for --preset
-    /// sync). It must hold block × queue depth × threads of every test;
+    /// Size of the test file: 1g, 512m, 1.5g … (default: 1g; 16m for
+    /// --preset sync). k, m, g and KiB, MiB, GiB count in 1024s; kB, MB, GB
+    /// in 1000s, like MB/s (rounded down to a whole 4 KiB). It must hold block × queue depth × threads of every test;
     /// under 1 GiB the run warns that caches can hold the file.
-    #[arg(long, value_name = "SIZE", value_parser = parse_file_size)]
+    #[arg(allow_hyphen_values = true, long, value_name = "SIZE", value_parser = parse_file_size)]
     pub size: Option<u64>,
 
     /// What the test file is filled with: random (incompressible) or zero.
@@ -779,24 +780,24 @@ pub struct DiskArgs {
     pub fill: FillArg,
 
     /// Timed passes per test and operation; the best is shown.
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = disk_runs)]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 5, value_parser = disk_runs)]
     pub runs: u32,
 
     /// Length of each timed pass.
-    #[arg(short = 'd', long, value_name = "DURATION", default_value = "5s", value_parser = pass_duration)]
+    #[arg(allow_hyphen_values = true, short = 'd', long, value_name = "DURATION", default_value = "5s", value_parser = pass_duration)]
     pub duration: std::time::Duration,
 
     /// Pause between passes and between tests.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub interval: std::time::Duration,
 
     /// Length of the discarded warm-up pass before each test's timed
     /// passes; 0 skips it.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub warmup: std::time::Duration,
 
     /// --preset meta: files created, stated and unlinked per pass.
-    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = meta_files)]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 10_000, value_parser = meta_files)]
     pub files: u64,
 
     /// The I/O engine: io_uring, threads (pread/pwrite), or auto: the
@@ -870,7 +871,8 @@ fn parse_file_size(s: &str) -> Result<u64, String> {
             "'{s}' is below 1m: the test file must hold at least 1 MiB"
         ));
     }
-    Ok(n)
+    // Direct I/O moves whole blocks: 1GB (10^9 bytes) becomes 999,997,440.
+    Ok(n / 4096 * 4096)
 }
 
 fn disk_runs(s: &str) -> Result<u32, String> {
@@ -976,7 +978,9 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let hint = "write it as 10s, 500ms, 2m or 1h";
     if t.starts_with('-') {
-        return Err(format!("'{t}' is negative: {hint}"));
+        return Err(format!(
+            "'{t}' is negative: a duration must be positive; {hint}"
+        ));
     }
     if let Ok(secs) = t.parse::<f64>() {
         return std::time::Duration::try_from_secs_f64(secs)

@@ -21,6 +21,9 @@ mod tls_server;
 #[path = "cli/disk.rs"]
 mod disk;
 /// `dyno run`'s tests.
+#[path = "cli/misc.rs"]
+mod misc;
+
 #[path = "cli/run.rs"]
 mod run;
 /// `dyno scale`'s tests.
