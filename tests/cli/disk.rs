@@ -502,3 +502,25 @@ fn disk_warns_that_a_small_file_fits_in_caches() {
     let text = run["warnings"].to_string();
     assert!(text.contains("8.00 MiB test file is under 1 GiB"), "{text}");
 }
+
+/// Defect 23: the cause of a failed create is printed once, and /proc
+/// (which exists, but takes no files) is not called missing.
+#[test]
+fn disk_create_errors_name_the_cause_once() {
+    let home = temp();
+    let err = fails(home.path(), &["disk", "/proc", "--size", "8m"]);
+    assert!(
+        err.contains("does not allow new files") && !err.contains("does not exist"),
+        "{err}"
+    );
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
+    let Some(fs) = Tmpfs::mount("100m", true) else {
+        return;
+    };
+    let err = fails(
+        home.path(),
+        &["disk", fs.path().to_str().unwrap(), "--size", "8m"],
+    );
+    assert!(err.contains("read-only"), "{err}");
+    assert_eq!(err.matches("os error 30").count(), 1, "{err}");
+}

@@ -222,7 +222,7 @@ pub(crate) fn new_histogram() -> Histogram<u64> {
 
 /// Why a pass failed.
 #[derive(Debug, thiserror::Error)]
-#[error("{op} at offset {offset}: {source}")]
+#[error("{op} at offset {offset}")]
 pub struct IoFailure {
     pub op: &'static str,
     pub offset: u64,
