@@ -560,8 +560,10 @@ pub struct SysinfoArgs {
     after_help = "Examples:\n  dyno serve\n  dyno serve --addr 0.0.0.0:8080 --threads 4\n  dyno serve --addr 127.0.0.1:0    # any free port; the address is printed"
 )]
 pub struct ServeArgs {
-    /// Address to listen on; port 0 picks a free port.
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Address to listen on, HOST:PORT (127.0.0.1:8080, localhost:8080,
+    /// [::1]:8080; a host name is resolved and its first address used);
+    /// port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = listen_addr)]
     pub addr: SocketAddr,
 
     /// Worker threads [default: the CPUs this process may use].
@@ -698,7 +700,9 @@ pub struct CompletionsArgs {
     after_help = "Examples:\n  dyno man | man -l -\n  dyno man --dir /usr/local/share/man/man1   # dyno.1, dyno-quick.1, …"
 )]
 pub struct ManArgs {
-    /// Write dyno.1 and a page per subcommand (dyno-quick.1, …) into this folder.
+    /// Write dyno.1 and a page per subcommand (dyno-quick.1, …) into this
+    /// folder. Its parent must exist: only the last folder is created, so a
+    /// typo does not leave a tree of stray folders.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 }
@@ -848,6 +852,31 @@ pub enum DiskEngineArg {
     #[value(name = "io_uring", alias = "io-uring", alias = "uring")]
     IoUring,
     Threads,
+}
+
+/// `serve --addr`: IP:PORT, or HOST:PORT resolved here (its first
+/// address); a missing port is named, with an example.
+fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let t = s.trim();
+    if let Ok(addr) = t.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let example =
+        "give HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080 (port 0 picks a free port)";
+    let bare = t.trim_start_matches('[').trim_end_matches(']');
+    let has_port = t
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if bare.parse::<std::net::IpAddr>().is_ok() || !has_port {
+        return Err(format!("'{t}' has no port: {example}"));
+    }
+    match t.to_socket_addrs() {
+        Ok(mut addrs) => addrs
+            .next()
+            .ok_or_else(|| format!("'{t}' resolves to no address: {example}")),
+        Err(e) => Err(format!("cannot resolve '{t}' ({e}): {example}")),
+    }
 }
 
 fn parse_preset(s: &str) -> Result<dyno_disk::Preset, String> {

@@ -61,3 +61,70 @@ fn disk_sizes_take_decimals_and_si_units() {
         assert_eq!(run["settings"]["size_bytes"], bytes, "{size}");
     }
 }
+
+/// Defect 25: `serve --addr localhost:0` resolves the host name and
+/// serves; an address without a port says IP:PORT with an example.
+#[test]
+fn serve_resolves_host_names_and_names_a_missing_port() {
+    let home = temp();
+    for addr in ["127.0.0.1", "localhost", "::1", "[::1]"] {
+        let err = fails(home.path(), &["serve", "--addr", addr]);
+        assert!(
+            err.contains("has no port") && err.contains("127.0.0.1:8080"),
+            "{addr}: {err}"
+        );
+    }
+    let err = fails(home.path(), &["serve", "--addr", "no-such-host.invalid:80"]);
+    assert!(err.contains("cannot resolve"), "{err}");
+
+    let bin: PathBuf = assert_cmd::cargo::cargo_bin("dyno");
+    let mut child = StdCommand::new(bin)
+        .args(["serve", "--addr", "localhost:0", "--threads", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_owned();
+    let ip: std::net::SocketAddr = addr.parse().unwrap();
+    assert!(ip.ip().is_loopback(), "{addr}");
+    if ip.is_ipv4() {
+        assert_eq!(get(&addr, "/hello").0, 200);
+    }
+    // SAFETY: kill(2) with a valid pid of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "dyno serve did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Defect 26: `man --dir` creates only the last folder; a missing parent
+/// is refused and nothing is created.
+#[test]
+fn man_dir_creates_only_the_last_folder() {
+    let home = temp();
+    let root = temp();
+    let deep = root.path().join("missing/man1");
+    let err = fails(home.path(), &["man", "--dir", deep.to_str().unwrap()]);
+    assert!(
+        err.contains("does not exist") && err.contains("missing"),
+        "{err}"
+    );
+    assert!(!root.path().join("missing").exists(), "nothing created");
+    let one = root.path().join("man1");
+    ok(home.path(), &["man", "--dir", one.to_str().unwrap()]);
+    assert!(one.join("dyno.1").exists());
+}
