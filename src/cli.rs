@@ -80,7 +80,8 @@ pub struct SaveArgs {
 /// line runs one copy per thread, so its speedup is of throughput, shown
 /// with the Amdahl parallel fraction that would explain it), then loads
 /// dyno's built-in HTTP server on loopback for three seconds, and saves the
-/// run. Takes about fifteen seconds on a 2-core machine.
+/// run. Takes about twelve seconds on a 2-core machine. More threads than
+/// CPUs, a single repetition and an efficiency above 100% are warned.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno quick\n  dyno quick --tag before-upgrade\n  dyno quick --json --no-save > quick.json"

@@ -128,3 +128,58 @@ fn man_dir_creates_only_the_last_folder() {
     ok(home.path(), &["man", "--dir", one.to_str().unwrap()]);
     assert!(one.join("dyno.1").exists());
 }
+
+/// Defect 32: more threads than CPUs is warned and gets no Amdahl
+/// fraction; one repetition is warned; a super-linear figure is named.
+#[test]
+fn quick_warns_oversubscription_and_a_single_repetition() {
+    let home = temp();
+    let out = dyno(home.path())
+        .args([
+            "quick",
+            "--threads",
+            "64",
+            "--repetitions",
+            "1",
+            "--int64-iterations",
+            "200000",
+            "--http-duration",
+            "0",
+            "--disk-duration",
+            "0",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    let codes: Vec<&str> = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"oversubscribed"), "{codes:?}");
+    assert!(codes.contains(&"single_repetition"), "{codes:?}");
+    let names: Vec<&str> = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"int64_speedup"), "{names:?}");
+    assert!(
+        !names.contains(&"int64_amdahl_parallel_fraction"),
+        "{names:?}"
+    );
+    let efficiency = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "int64_efficiency_percent")
+        .unwrap()["value"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(codes.contains(&"superlinear"), efficiency > 100.0);
+}
