@@ -96,7 +96,7 @@ pub fn parse_size(input: &str) -> Result<u64, SizeError> {
             .ok_or_else(|| SizeError::Fraction(input.to_owned()))?;
         let digits: u128 = fraction.parse().map_err(|_| too_large())?;
         let part = digits * u128::from(multiplier);
-        if part % scale != 0 {
+        if !part.is_multiple_of(scale) {
             return Err(SizeError::Fraction(input.to_owned()));
         }
         let part = u64::try_from(part / scale).map_err(|_| too_large())?;
