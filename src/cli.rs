@@ -733,9 +733,10 @@ pub struct ManArgs {
 /// device's logical block size says) through io_uring with one ring per
 /// thread. Where the file system has no direct I/O (tmpfs and others) the
 /// run says so, uses buffered I/O, drops the file's cached pages before each
-/// pass where it can, and carries a warning; where io_uring is unavailable
-/// a pread/pwrite thread pool keeps the same number of I/Os in flight, and
-/// the run records that. CPU time per I/O counts the threads that issue
+/// pass where it can, carries a warning, and moves the data with a
+/// pread/pwrite thread pool (io_uring is far slower for buffered I/O);
+/// where io_uring is unavailable the same pool keeps the same number of
+/// I/Os in flight. The run records and prints the engine and why. CPU time per I/O counts the threads that issue
 /// it, as fio does; a test with more I/O threads than CPUs, or whose I/O
 /// threads were busy 90% of the time or more, is marked with a warning (the
 /// CPU, not the storage, may have set its figures).
