@@ -95,7 +95,8 @@ pub struct SaveArgs {
 /// line runs one copy per thread, so its speedup is of throughput, shown
 /// with the Amdahl parallel fraction that would explain it), then loads
 /// dyno's built-in HTTP server on loopback for three seconds, and saves the
-/// run. Takes about fifteen seconds on a 2-core machine.
+/// run. Takes about twelve seconds on a 2-core machine. More threads than
+/// CPUs, a single repetition and an efficiency above 100% are warned.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno quick\n  dyno quick --tag before-upgrade\n  dyno quick --json --no-save > quick.json"
@@ -121,12 +122,12 @@ pub struct QuickArgs {
 
     /// Length of the HTTP line (dyno's client against its built-in server on
     /// loopback); 0 skips it.
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     pub http_duration: std::time::Duration,
 
     /// Length of each pass of the disk line (SEQ1M Q8T1 and RND4K Q1T1, read
     /// and write, on a 64 MiB file in the current directory); 0 skips it.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub disk_duration: std::time::Duration,
 }
 
@@ -367,7 +368,7 @@ pub struct RunArgs {
 
     /// Adaptive mode: stop adding runs to a command once its timed runs have
     /// taken this long (after --min-runs). Must be above zero.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = run_limit)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "10s", value_parser = run_limit)]
     pub max_time: std::time::Duration,
 
     /// Run this once per command before its first run (warm-up included).
@@ -408,7 +409,7 @@ pub struct RunArgs {
 
     /// Kill a run (its whole process group) after this long; it counts as
     /// failed. Must be above zero.
-    #[arg(long, value_name = "DURATION", value_parser = run_limit)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = run_limit)]
     pub timeout: Option<std::time::Duration>,
 
     /// Keep timing a command that exits non-zero (its exit codes are kept).
@@ -623,8 +624,10 @@ pub struct SysinfoArgs {
     after_help = "Examples:\n  dyno serve\n  dyno serve --addr 0.0.0.0:8080 --threads 4\n  dyno serve --addr 127.0.0.1:0    # any free port; the address is printed"
 )]
 pub struct ServeArgs {
-    /// Address to listen on; port 0 picks a free port.
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Address to listen on, HOST:PORT (127.0.0.1:8080, localhost:8080,
+    /// [::1]:8080; a host name is resolved and its first address used);
+    /// port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = listen_addr)]
     pub addr: SocketAddr,
 
     /// Worker threads [default: the CPUs this process may use].
@@ -782,7 +785,9 @@ pub struct CompletionsArgs {
     after_help = "Examples:\n  dyno man | man -l -\n  dyno man --dir /usr/local/share/man/man1   # dyno.1, dyno-quick.1, …"
 )]
 pub struct ManArgs {
-    /// Write dyno.1 and a page per subcommand (dyno-quick.1, …) into this folder.
+    /// Write dyno.1 and a page per subcommand (dyno-quick.1, …) into this
+    /// folder. Its parent must exist: only the last folder is created, so a
+    /// typo does not leave a tree of stray folders.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 }
@@ -812,9 +817,10 @@ pub struct ManArgs {
 /// device's logical block size says) through io_uring with one ring per
 /// thread. Where the file system has no direct I/O (tmpfs and others) the
 /// run says so, uses buffered I/O, drops the file's cached pages before each
-/// pass where it can, and carries a warning; where io_uring is unavailable
-/// a pread/pwrite thread pool keeps the same number of I/Os in flight, and
-/// the run records that. CPU time per I/O counts the threads that issue
+/// pass where it can, carries a warning, and moves the data with a
+/// pread/pwrite thread pool (io_uring is far slower for buffered I/O);
+/// where io_uring is unavailable the same pool keeps the same number of
+/// I/Os in flight. The run records and prints the engine and why. CPU time per I/O counts the threads that issue
 /// it, as fio does; a test with more I/O threads than CPUs, or whose I/O
 /// threads were busy 90% of the time or more, is marked with a warning (the
 /// CPU, not the storage, may have set its figures).
@@ -852,8 +858,11 @@ pub struct DiskArgs {
     #[arg(long, value_name = "READ_PERCENT", value_parser = mix_percent)]
     pub mix: Option<u8>,
 
-    /// Size of the test file: 1g, 512m … (default: 1g; 16m for --preset sync).
-    #[arg(long, value_name = "SIZE", value_parser = parse_file_size)]
+    /// Size of the test file: 1g, 512m, 1.5g … (default: 1g; 16m for
+    /// --preset sync). k, m, g and KiB, MiB, GiB count in 1024s; kB, MB, GB
+    /// in 1000s, like MB/s (rounded down to a whole 4 KiB). It must hold block × queue depth × threads of every test;
+    /// under 1 GiB the run warns that caches can hold the file.
+    #[arg(allow_hyphen_values = true, long, value_name = "SIZE", value_parser = parse_file_size)]
     pub size: Option<u64>,
 
     /// What the test file is filled with: random (incompressible) or zero.
@@ -861,28 +870,30 @@ pub struct DiskArgs {
     pub fill: FillArg,
 
     /// Timed passes per test and operation; the best is shown.
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = disk_runs)]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 5, value_parser = disk_runs)]
     pub runs: u32,
 
     /// Length of each timed pass.
-    #[arg(short = 'd', long, value_name = "DURATION", default_value = "5s", value_parser = pass_duration)]
+    #[arg(allow_hyphen_values = true, short = 'd', long, value_name = "DURATION", default_value = "5s", value_parser = pass_duration)]
     pub duration: std::time::Duration,
 
     /// Pause between passes and between tests.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub interval: std::time::Duration,
 
     /// Length of the discarded warm-up pass before each test's timed
     /// passes; 0 skips it.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub warmup: std::time::Duration,
 
     /// --preset meta: files created, stated and unlinked per pass.
-    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = meta_files)]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 10_000, value_parser = meta_files)]
     pub files: u64,
 
-    /// The I/O engine: io_uring, threads (pread/pwrite), or auto
-    /// (io_uring where available).
+    /// The I/O engine: io_uring, threads (pread/pwrite), or auto: the
+    /// thread pool where I/O is buffered (tmpfs, --buffered: io_uring hands
+    /// buffered I/O to kernel workers and was 50× slower there), io_uring
+    /// with direct I/O where the kernel allows it. The run says which and why.
     #[arg(long, value_enum, default_value_t = DiskEngineArg::Auto)]
     pub engine: DiskEngineArg,
 
@@ -929,6 +940,31 @@ pub enum DiskEngineArg {
     Threads,
 }
 
+/// `serve --addr`: IP:PORT, or HOST:PORT resolved here (its first
+/// address); a missing port is named, with an example.
+fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let t = s.trim();
+    if let Ok(addr) = t.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let example =
+        "give HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080 (port 0 picks a free port)";
+    let bare = t.trim_start_matches('[').trim_end_matches(']');
+    let has_port = t
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if bare.parse::<std::net::IpAddr>().is_ok() || !has_port {
+        return Err(format!("'{t}' has no port: {example}"));
+    }
+    match t.to_socket_addrs() {
+        Ok(mut addrs) => addrs
+            .next()
+            .ok_or_else(|| format!("'{t}' resolves to no address: {example}")),
+        Err(e) => Err(format!("cannot resolve '{t}' ({e}): {example}")),
+    }
+}
+
 fn parse_preset(s: &str) -> Result<dyno_disk::Preset, String> {
     s.parse()
 }
@@ -950,7 +986,8 @@ fn parse_file_size(s: &str) -> Result<u64, String> {
             "'{s}' is below 1m: the test file must hold at least 1 MiB"
         ));
     }
-    Ok(n)
+    // Direct I/O moves whole blocks: 1GB (10^9 bytes) becomes 999,997,440.
+    Ok(n / 4096 * 4096)
 }
 
 fn disk_runs(s: &str) -> Result<u32, String> {
@@ -1084,7 +1121,9 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let hint = "write it as 10s, 500ms, 2m or 1h";
     if t.starts_with('-') {
-        return Err(format!("'{t}' is negative: {hint}"));
+        return Err(format!(
+            "'{t}' is negative: a duration must be positive; {hint}"
+        ));
     }
     if let Ok(secs) = t.parse::<f64>() {
         return std::time::Duration::try_from_secs_f64(secs)

@@ -27,6 +27,9 @@ mod http;
 #[path = "cli/http_engine.rs"]
 mod http_engine;
 /// `dyno run`'s tests.
+#[path = "cli/misc.rs"]
+mod misc;
+
 #[path = "cli/run.rs"]
 mod run;
 /// `dyno scale`'s tests.

@@ -25,8 +25,22 @@ pub fn man(args: ManArgs) -> Result<ExitStatus> {
             super::print(&String::from_utf8_lossy(&page))?;
         }
         Some(dir) => {
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("could not create '{}'", dir.display()))?;
+            // Only the last folder: a typo in the path must not create a
+            // tree of stray folders.
+            let parent = match dir.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => std::path::Path::new("."),
+            };
+            if !parent.is_dir() {
+                anyhow::bail!(
+                    "'{}' does not exist (or is not a folder): create it first, or give --dir a folder whose parent exists; dyno man creates only the last folder",
+                    parent.display()
+                );
+            }
+            if !dir.is_dir() {
+                std::fs::create_dir(&dir)
+                    .with_context(|| format!("could not create '{}'", dir.display()))?;
+            }
             // dyno.1 plus one page per subcommand (dyno-quick.1, …).
             clap_mangen::generate_to(command, &dir)
                 .with_context(|| format!("could not write man pages to '{}'", dir.display()))?;

@@ -93,14 +93,19 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
     } else {
         DEFAULT_SIZE
     });
-    if let Some(t) = chosen
-        .iter()
-        .find(|t| t.block_bytes * u64::from(t.threads) > size)
-    {
+    // Every I/O in flight needs a block of its own: a smaller file has
+    // several I/Os at the same offset, which measures nothing real.
+    let smallest = chosen.iter().map(least_size).max().unwrap_or(0);
+    if let Some(t) = chosen.iter().find(|t| least_size(t) > size) {
         bail!(
-            "{t} needs at least {} for its {} threads; raise --size",
-            format_bytes(t.block_bytes * u64::from(t.threads)),
-            t.threads
+            "{t} needs a file of at least {} (one {} block for each of its {} I/Os in flight per thread × {} thread{}), and --size is {}; raise --size to {} or more",
+            format_bytes(least_size(t)),
+            format_bytes(t.block_bytes),
+            t.queue_depth,
+            t.threads,
+            if t.threads == 1 { "" } else { "s" },
+            format_bytes(size),
+            size_flag(smallest),
         );
     }
     let mut ops = vec![Op::Read, Op::Write];
@@ -122,25 +127,29 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         Some(p) => p,
         None => std::env::current_dir().context("could not read the current directory")?,
     };
-    let engine = match engine {
-        DiskEngineArg::Auto => EngineKind::detect(),
-        DiskEngineArg::Threads => EngineKind::Threads {
+    // `auto` is decided once the file says whether direct I/O is in effect.
+    let asked_engine = match engine {
+        DiskEngineArg::Auto => None,
+        DiskEngineArg::Threads => Some(EngineKind::Threads {
             reason: "--engine threads was asked for".into(),
-        },
+        }),
         DiskEngineArg::IoUring => match EngineKind::detect() {
-            EngineKind::IoUring => EngineKind::IoUring,
+            EngineKind::IoUring => Some(EngineKind::IoUring),
             EngineKind::Threads { reason } => {
                 bail!("--engine io_uring: {reason}; use --engine threads or auto")
             }
         },
     };
+    // (What meta records, which moves no blocks; a file replaces it below.)
+    let mut engine = asked_engine.clone().unwrap_or_else(EngineKind::detect);
 
     let mut run = Run::new(Kind::Disk, String::new());
     run.environment = environment();
     run.environment.storage = Some(dyno_env::storage(&path));
     let mut settings = json!({
         "path": path.display().to_string(),
-        "preset": preset.name(),
+        // --test replaces the preset: "custom", the tests listed below.
+        "preset": if tests.is_empty() { preset.name() } else { "custom" },
         "profile": format!("{profile:?}").to_lowercase(),
         "tests": chosen.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "ops": ops.iter().map(Op::name).collect::<Vec<_>>(),
@@ -174,13 +183,29 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
             device,
             direct: !buffered,
         })?;
-        record_file(&mut run, &mut settings, &file, &engine);
-        run.description = format!(
-            "disk {}: {} on {}",
-            preset.name(),
-            format_bytes(size),
-            path.display()
-        );
+        let (chosen_engine, why) = match asked_engine {
+            Some(EngineKind::IoUring) => (
+                EngineKind::IoUring,
+                "--engine io_uring was asked for".to_owned(),
+            ),
+            Some(e @ EngineKind::Threads { .. }) => {
+                (e, "--engine threads was asked for".to_owned())
+            }
+            None => EngineKind::auto(file.mode()),
+        };
+        engine = chosen_engine;
+        record_file(&mut run, &mut settings, &file, &engine, &why);
+        // --test replaces the preset's tests: name them, not the preset.
+        let what = if tests.is_empty() {
+            preset.name().to_owned()
+        } else {
+            chosen
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        run.description = format!("disk {what}: {} on {}", format_bytes(size), path.display());
         Target::File(file)
     };
     let store = store_for(&save)?;
@@ -270,6 +295,15 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
     );
     run.warnings.extend(dyno_env::preflight(&run.environment));
     warn(&mut run, &engine, &measured, interrupted);
+    if block_preset && size < CACHE_SIZE {
+        run.warn(
+            "small_file",
+            format!(
+                "the {} test file is under 1 GiB: device, controller and host caches can hold it, so the figures may be the cache's rather than the storage's; use --size 1g or more (several GiB for devices with large caches or on a virtual machine)",
+                format_bytes(size)
+            ),
+        );
+    }
     let run = finish(run, &save, store, dyno_report::disk_report)?;
     if interrupted {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
@@ -277,6 +311,21 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
     }
     Ok(ExitStatus::Success)
 }
+
+/// The smallest file `t` can run on: block × queue depth × threads.
+fn least_size(t: &TestSpec) -> u64 {
+    t.block_bytes * u64::from(t.queue_depth) * u64::from(t.threads)
+}
+
+/// A size as --size takes it: whole MiB, rounded up (at least 1m).
+fn size_flag(bytes: u64) -> String {
+    format!("{}m", bytes.div_ceil(1 << 20).max(1))
+}
+
+/// Below this a test file fits in the caches of SSDs, RAID controllers and
+/// hypervisors (hundreds of MiB are common), so reads may never reach the
+/// medium: the rule behind the `small_file` warning.
+const CACHE_SIZE: u64 = 1 << 30;
 
 /// What the run writes to; dropping it removes what dyno created.
 enum Target {
@@ -290,6 +339,7 @@ fn record_file(
     settings: &mut serde_json::Value,
     file: &TestFile,
     engine: &EngineKind,
+    why: &str,
 ) {
     if let Some(storage) = &mut run.environment.storage {
         storage.direct_io = Some(file.mode().is_direct());
@@ -301,9 +351,7 @@ fn record_file(
         TargetKind::Device => "device",
     });
     settings["engine"] = json!(engine.name());
-    if let EngineKind::Threads { reason } = engine {
-        settings["engine_reason"] = json!(reason);
-    }
+    settings["engine_reason"] = json!(why);
     match file.mode() {
         IoMode::Direct { offset_align, .. } => {
             settings["direct_io"] = json!(true);
@@ -328,11 +376,22 @@ fn warn(run: &mut Run, engine: &EngineKind, measured: &[Measurement], interrupte
             format!("buffered I/O, not direct: {why}. The figures include the page cache and may be far above the device's"),
         );
     }
-    if let EngineKind::Threads { reason } = engine {
-        run.warn(
-            "thread_engine",
-            format!("the pread/pwrite thread pool moved the data ({reason}); its CPU cost per I/O is higher than io_uring's"),
-        );
+    let buffered = run.settings["direct_io"] == json!(false);
+    match engine {
+        // For buffered I/O the pool is the better engine, not a fallback.
+        EngineKind::Threads { reason } if !(buffered && reason.starts_with("auto")) => {
+            run.warn(
+                "thread_engine",
+                format!("the pread/pwrite thread pool moved the data ({reason}); its CPU cost per I/O is higher than io_uring's"),
+            );
+        }
+        EngineKind::IoUring if buffered => {
+            run.warn(
+                "uring_buffered",
+                "io_uring moved buffered I/O: the kernel queues it to worker threads, which can make it many times slower than the thread pool (50x on tmpfs); --engine auto or threads measures the file system instead of that path",
+            );
+        }
+        _ => {}
     }
     if run.settings["fill"] == json!("zero") {
         run.warn(
@@ -443,7 +502,7 @@ pub fn quick_measure(
         device: false,
         direct: true,
     })?;
-    let engine = EngineKind::detect();
+    let (engine, why) = EngineKind::auto(file.mode());
     let plan = BlockPlan {
         tests: vec![
             TestSpec::new(dyno_disk::Pattern::Sequential, 1 << 20, 8, 1),
@@ -470,7 +529,7 @@ pub fn quick_measure(
         "duration_ns": duration.as_nanos() as u64,
         "seed": seed,
     });
-    record_file(&mut run, &mut settings, &file, &engine);
+    record_file(&mut run, &mut settings, &file, &engine, &why);
     drop(file);
     let measured = measured?;
     run.settings = settings;

@@ -146,6 +146,7 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
             ),
         );
     }
+    judge_int64(&mut run, &settings);
     run.headline = Some("int64_1t_ns".into());
     run.duration_ns = started.elapsed().as_nanos() as u64;
 
@@ -161,6 +162,52 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Interrupted);
     }
     Ok(ExitStatus::Success)
+}
+
+/// Warnings about the int64 lines: more threads than CPUs, a single
+/// repetition, and a super-linear figure (N copies on N threads cannot do
+/// more than N times one copy's work, so an efficiency above 100% — 105%
+/// with several repetitions — is noise or a clock change, never a property
+/// of the machine).
+fn judge_int64(run: &mut Run, settings: &QuickSettings) {
+    let cpus = dyno_env::available_cpus();
+    if settings.threads > cpus {
+        run.warn(
+            "oversubscribed",
+            format!(
+                "--threads {} is more than the {cpus} CPU{} this process may use: the copies take turns, so the speedup cannot pass {cpus} and no Amdahl parallel fraction is given (it would describe the oversubscription, not the machine)",
+                settings.threads,
+                if cpus == 1 { "" } else { "s" },
+            ),
+        );
+    }
+    if settings.repetitions == 1 {
+        run.warn(
+            "single_repetition",
+            "one repetition (--repetitions 1): the figures have no confidence interval and a single disturbance moves them; use 3 or more to compare",
+        );
+    }
+    let efficiency = run
+        .metrics
+        .iter()
+        .find(|m| m.name == "int64_efficiency_percent")
+        .map(|m| m.value);
+    // With one repetition any excess is unexplained noise; with several,
+    // a few percent is within it (as the scaling analysis allows 5%).
+    let limit = if settings.repetitions == 1 {
+        100.0
+    } else {
+        105.0
+    };
+    if let Some(e) = efficiency.filter(|e| *e > limit) {
+        run.warn(
+            "superlinear",
+            format!(
+                "int64 efficiency {e:.1}% is above 100%: {} copies cannot do more than {} times one copy's work, so the excess (and a parallel fraction above 100%) is noise or a change of clock speed between the lines, not a property of the machine",
+                settings.threads, settings.threads,
+            ),
+        );
+    }
 }
 
 /// Runs the int64 loop on one thread and on all threads, interleaved
@@ -246,10 +293,14 @@ fn measure_int64(
             .find(|m| m.name == "int64_speedup")
             .map_or(f64::NAN, |m| m.value);
         let points = [Point { n: 1.0, value: 1.0 }, Point { n, value: mean }];
+        // With more threads than CPUs the copies take turns: the speedup
+        // is capped by the CPUs, and a p fitted to it describes the
+        // oversubscription, not the machine (judge_int64 says so).
+        let oversubscribed = settings.threads > dyno_env::available_cpus();
         if let Some(p) = scaling::analyse(&points, Measure::Throughput)
             .ok()
             .and_then(|a| a.points.get(1)?.amdahl_parallel_fraction)
-            .filter(|p| p.is_finite())
+            .filter(|p| p.is_finite() && !oversubscribed)
         {
             metrics.push(Metric::new(
                 "int64_amdahl_parallel_fraction",

@@ -36,6 +36,9 @@ pub const DEFAULT_INT64_ITERATIONS: u64 = 150_000_000;
 /// Default timed repetitions of each N.
 const DEFAULT_REPETITIONS: u32 = 3;
 
+/// Efficiency above this is super-linear beyond noise (5% over N).
+const SUPERLINEAR_EFFICIENCY: f64 = 1.05;
+
 /// At least this many tasks, so that every thread count up to a sixteenth of
 /// it gets several tasks per thread and finishes within one short task of
 /// the others.
@@ -381,6 +384,21 @@ fn analyse(curve: Curve) -> Result<Run> {
             ),
         );
     }
+    let above: Vec<String> = analysis
+        .points
+        .iter()
+        .filter(|p| p.efficiency > SUPERLINEAR_EFFICIENCY)
+        .map(|p| format!("N = {} ({:.0}%)", fmt_n(p.n), 100.0 * p.efficiency))
+        .collect();
+    if !above.is_empty() {
+        run.warn(
+            "superlinear",
+            format!(
+                "super-linear scaling: efficiency above 100% at {}. More units did more than their share, which usually means cache effects (the working set fits in the caches of more cores or nodes), a slowed baseline or noise; Amdahl and the USL assume speedup ≤ N and cannot describe it (their σ = κ = 0 is a floor, not linear scaling)",
+                above.join(", ")
+            ),
+        );
+    }
     if let Some(fit) = &usl
         && fit.r_squared < POOR_FIT
     {
@@ -460,7 +478,13 @@ fn metrics(
             fit.lambda,
         ));
         push(ratio("usl_r_squared", Higher, fit.r_squared));
+        // Super-linear points pin σ = κ = 0: that is not "almost linear".
+        let superlinear = analysis
+            .points
+            .iter()
+            .any(|p| p.efficiency > SUPERLINEAR_EFFICIENCY);
         let (code, name) = match fit.bound {
+            Bound::Linear if superlinear => (0.0, "superlinear"),
             Bound::Linear => (0.0, "linear"),
             Bound::Contention => (1.0, "contention"),
             Bound::Coherency => (2.0, "coherency"),

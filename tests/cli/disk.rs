@@ -251,9 +251,15 @@ fn disk_refuses_what_it_must_not_overwrite_and_bad_flags() {
             &["disk", "--test", "seq:1m:t16", "--size", "8m"],
             "raise --size",
         ),
+        // Defect 21: 8 I/Os of 1 MiB in flight need 8 MiB, not 1.
+        (&["disk", "--size", "1m"], "raise --size to 8m"),
+        (
+            &["disk", "--test", "rnd:64k:q16:t2", "--size", "1m"],
+            "at least 2.00 MiB",
+        ),
         (&["disk", "--device"], "needs --force"),
         (
-            &["disk", "/nonexistent-dir/x", "--size", "1m"],
+            &["disk", "/nonexistent-dir/x", "--size", "8m"],
             "does not exist",
         ),
         (&meta_on_file, "not one"),
@@ -310,7 +316,14 @@ fn disk_refuses_a_file_system_too_small_and_leaves_nothing() {
     let home = temp();
     let err = fails(
         home.path(),
-        &["disk", fs.path().to_str().unwrap(), "--size", "4m"],
+        &[
+            "disk",
+            fs.path().to_str().unwrap(),
+            "--size",
+            "4m",
+            "--test",
+            "rnd:4k",
+        ],
     );
     assert!(
         err.contains("not enough free space") && err.contains("68.00 MiB"),
@@ -404,4 +417,110 @@ fn quick_gains_a_disk_line_and_skips_it_where_the_file_cannot_go() {
             .any(|m| m["name"] == "int64_1t_ns")
     );
     assert!(fs.entries().is_empty());
+}
+
+/// Defect 10: `--engine auto` chooses from what the file system does well:
+/// the thread pool for buffered I/O on tmpfs (io_uring was ~50× slower
+/// there), io_uring with direct I/O; the run records and prints why.
+#[test]
+fn disk_auto_engine_is_threads_on_tmpfs_and_says_why() {
+    let Some(fs) = Tmpfs::mount("200m", false) else {
+        return;
+    };
+    let home = temp();
+    let (run, _) = disk_json(home.path(), fs.path(), &["--test", "rnd:4k:q1:t1"]);
+    assert_eq!(run["settings"]["direct_io"], false);
+    assert_eq!(run["settings"]["engine"], "threads", "{}", run["settings"]);
+    let why = run["settings"]["engine_reason"].as_str().unwrap();
+    assert!(why.contains("auto") && why.contains("buffered"), "{why}");
+    assert!(
+        !warning_codes(&run).contains(&"thread_engine".to_owned()),
+        "the pool is the right engine here, not a fallback"
+    );
+    let shown = ok(home.path(), &["show", run["id"].as_str().unwrap()]);
+    assert!(
+        shown.contains("threads engine (auto: buffered I/O"),
+        "{shown}"
+    );
+    let dir = temp();
+    let (run, _) = disk_json(home.path(), dir.path(), &["--test", "rnd:4k:q1:t1"]);
+    if run["settings"]["direct_io"] == true {
+        let why = run["settings"]["engine_reason"].as_str().unwrap();
+        assert!(why.contains("auto"), "{why}");
+        if run["settings"]["engine"] == "io_uring" {
+            assert!(why.contains("direct I/O"), "{why}");
+            // Asking for io_uring on buffered I/O is allowed, and warned.
+            let (run, _) = disk_json(
+                home.path(),
+                fs.path(),
+                &["--test", "rnd:4k:q1:t1", "--engine", "io_uring"],
+            );
+            assert_eq!(run["settings"]["engine"], "io_uring");
+            assert!(warning_codes(&run).contains(&"uring_buffered".to_owned()));
+        }
+    }
+}
+
+/// Defect 20: with --test the header, description and history name the
+/// tests run, not the preset they replaced.
+#[test]
+fn disk_custom_tests_are_named_instead_of_the_preset() {
+    let home = temp();
+    let dir = temp();
+    let (run, _) = disk_json(
+        home.path(),
+        dir.path(),
+        &["--test", "rnd:4k:q1:t1", "--test", "seq:64k:q2:t1"],
+    );
+    let description = run["description"].as_str().unwrap();
+    assert!(
+        description.starts_with("disk RND4K Q1T1, SEQ64K Q2T1: 8.00 MiB"),
+        "{description}"
+    );
+    assert_eq!(run["settings"]["preset"], "custom");
+    let id = run["id"].as_str().unwrap();
+    let shown = ok(home.path(), &["show", id]);
+    assert!(
+        shown.contains("dyno disk — disk RND4K Q1T1, SEQ64K Q2T1"),
+        "{shown}"
+    );
+    let history = ok(home.path(), &["history"]);
+    assert!(
+        history.contains("RND4K Q1T1") && !history.contains("cdm8"),
+        "{history}"
+    );
+}
+
+/// Defect 21: a file under 1 GiB is within reach of device and host
+/// caches, and the run says so.
+#[test]
+fn disk_warns_that_a_small_file_fits_in_caches() {
+    let home = temp();
+    let dir = temp();
+    let (run, _) = disk_json(home.path(), dir.path(), &["--test", "rnd:4k:q1:t1"]);
+    assert!(warning_codes(&run).contains(&"small_file".to_owned()));
+    let text = run["warnings"].to_string();
+    assert!(text.contains("8.00 MiB test file is under 1 GiB"), "{text}");
+}
+
+/// Defect 23: the cause of a failed create is printed once, and /proc
+/// (which exists, but takes no files) is not called missing.
+#[test]
+fn disk_create_errors_name_the_cause_once() {
+    let home = temp();
+    let err = fails(home.path(), &["disk", "/proc", "--size", "8m"]);
+    assert!(
+        err.contains("does not allow new files") && !err.contains("does not exist"),
+        "{err}"
+    );
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
+    let Some(fs) = Tmpfs::mount("100m", true) else {
+        return;
+    };
+    let err = fails(
+        home.path(),
+        &["disk", fs.path().to_str().unwrap(), "--size", "8m"],
+    );
+    assert!(err.contains("read-only"), "{err}");
+    assert_eq!(err.matches("os error 30").count(), 1, "{err}");
 }

@@ -548,3 +548,52 @@ fn quick_shows_the_int64_scaling_line() {
         "{line}"
     );
 }
+
+/// Defect 31: fractional N is refused; --measure throughput on a seconds
+/// column names the column and the fix.
+#[test]
+fn scale_file_refuses_fractional_n_and_names_the_other_kind_of_column() {
+    let home = temp();
+    let h = home.path();
+    let fractional = data_file(h, "frac.csv", "n,seconds\n1,1.0\n1.5,0.8\n2,0.6\n");
+    let err = fails(h, &["scale", "--file", &fractional]);
+    assert!(
+        err.contains("N = 1.5 is not a whole number") && err.contains("line 3"),
+        "{err}"
+    );
+    let times = data_file(h, "t.csv", "threads,seconds\n1,1.0\n2,0.6\n4,0.4\n");
+    let err = fails(h, &["scale", "--file", &times, "--measure", "throughput"]);
+    assert!(
+        err.contains("'seconds' holds a time") && err.contains("--measure time"),
+        "{err}"
+    );
+}
+
+/// Defect 31: super-linear points are warned and not called "almost
+/// linear"; a file's run says its measuring machine is not recorded.
+#[test]
+fn scale_file_warns_superlinear_points_and_unknown_machine() {
+    let home = temp();
+    let h = home.path();
+    let file = data_file(h, "super.csv", "n,seconds\n1,10\n2,4\n4,2\n8,1\n");
+    let (run, _) = scale_json(h, &["--file", &file]);
+    let c = codes(&run);
+    assert!(c.contains(&"superlinear"), "{c:?}");
+    assert!(
+        run["settings"]["environment"]
+            .as_str()
+            .unwrap()
+            .starts_with("not recorded"),
+        "{}",
+        run["settings"]
+    );
+    let text = run["warnings"].to_string();
+    assert!(text.contains("N = 2 (125%)"), "{text}");
+    let shown = ok(h, &["show", run["id"].as_str().unwrap()]);
+    assert!(!shown.contains("almost linearly"), "{shown}");
+    assert!(shown.contains("super-linear"), "{shown}");
+    // An ordinary Amdahl curve gets neither super-linear warning nor label.
+    let amdahl = data_file(h, "a.csv", &amdahl_csv([1, 2, 4, 8, 16, 32]));
+    let (run, _) = scale_json(h, &["--file", &amdahl]);
+    assert!(!codes(&run).contains(&"superlinear"));
+}

@@ -32,7 +32,7 @@ impl MetaDir {
             fastrand::u32(..)
         ));
         std::fs::create_dir(&path).map_err(|source| TargetError::Create {
-            hint: crate::target::create_hint(&source),
+            hint: crate::target::create_hint(&source, &path),
             path: path.clone(),
             source,
         })?;

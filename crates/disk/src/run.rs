@@ -101,7 +101,7 @@ impl Progress {
 pub enum RunError {
     #[error(transparent)]
     Target(#[from] TargetError),
-    #[error("{test} {op} failed: {source}")]
+    #[error("{test} {op} failed")]
     Io {
         test: String,
         op: String,

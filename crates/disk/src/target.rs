@@ -101,7 +101,9 @@ pub enum TargetError {
     Device(PathBuf),
     #[error("'{0}' is neither a directory, a regular file nor a block device")]
     NotAFile(PathBuf),
-    #[error("could not create the test file '{path}': {source}{hint}")]
+    // The cause is the source, which the error chain prints after this
+    // (`{:#}`): naming it here too printed it twice.
+    #[error("could not create the test file '{path}'{hint}")]
     Create {
         path: PathBuf,
         #[source]
@@ -122,7 +124,7 @@ pub enum TargetError {
         "the file system ran out of space (ENOSPC) while {what}; the test file was removed. Use a smaller --size or another directory"
     )]
     Full { what: String },
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         what: String,
         #[source]
@@ -217,7 +219,7 @@ impl TestFile {
             TargetKind::Existing | TargetKind::Device => &mut options,
         };
         let file = options.open(&path).map_err(|source| TargetError::Create {
-            hint: create_hint(&source),
+            hint: create_hint(&source, &path),
             path: path.clone(),
             source,
         })?;
@@ -372,8 +374,23 @@ fn unique_name(dir: &Path) -> PathBuf {
 }
 
 /// What to do about a failed create or mkdir.
-pub(crate) fn create_hint(e: &io::Error) -> &'static str {
+pub(crate) fn create_hint(e: &io::Error, path: &Path) -> &'static str {
+    let parent_is_dir = path
+        .parent()
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        })
+        .is_some_and(Path::is_dir);
     match e.raw_os_error() {
+        // /proc, /sys and other virtual file systems say ENOENT for a new
+        // file in a directory that exists.
+        Some(libc::ENOENT) if parent_is_dir => {
+            " (the file system there does not allow new files, as /proc and /sys: choose a directory on a disk)"
+        }
         Some(libc::EACCES | libc::EPERM) => {
             " (no permission to write there: choose a directory you can write to)"
         }
@@ -579,6 +596,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("could not create"), "{err}");
+        // Defect 23: /proc exists; it just takes no files.
+        let err = TestFile::open(&spec(Path::new("/proc")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("does not allow new files") && !err.contains("does not exist"),
+            "{err}"
+        );
     }
 
     #[test]

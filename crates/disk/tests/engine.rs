@@ -261,3 +261,34 @@ fn a_read_only_file_system_says_so() {
         .to_string();
     assert!(err.contains("read-only"), "{err}");
 }
+
+/// Defect 10: on tmpfs io_uring runs buffered I/O ~50× slower than pread,
+/// so `auto` picks the thread pool there, and io_uring where direct I/O is
+/// in effect (a disk file system), each with its reason.
+#[test]
+fn auto_picks_threads_on_tmpfs_and_io_uring_with_direct_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let on_disk = TestFile::open(&spec(dir.path(), SIZE)).unwrap();
+    if on_disk.mode().is_direct() {
+        let (engine, why) = EngineKind::auto(on_disk.mode());
+        match EngineKind::detect() {
+            EngineKind::IoUring => {
+                assert_eq!(engine, EngineKind::IoUring, "{why}");
+                assert!(why.contains("direct I/O"), "{why}");
+            }
+            EngineKind::Threads { .. } => {
+                assert_eq!(engine.name(), "threads");
+                assert!(why.contains("io_uring is unavailable"), "{why}");
+            }
+        }
+    } else {
+        eprintln!("SKIPPED the direct-I/O half: {:?}", on_disk.mode());
+    }
+    let Some(tmpfs) = Tmpfs::mount("100m", false) else {
+        return;
+    };
+    let file = TestFile::open(&spec(tmpfs.path(), SIZE)).unwrap();
+    let (engine, why) = EngineKind::auto(file.mode());
+    assert_eq!(engine.name(), "threads", "{why}");
+    assert!(why.contains("buffered I/O"), "{why}");
+}

@@ -1,8 +1,11 @@
-//! Byte sizes as people type them: `512`, `64k`, `1m`, `4KiB`.
+//! Byte sizes as people type them: `512`, `64k`, `1m`, `1.5m`, `4KiB`, `1MB`.
 //!
-//! Suffixes are powers of 1024 (k, m, g, t, optionally followed by `b` or
-//! `ib`), the convention of disk and HTTP benchmark tools for block and body
-//! sizes.
+//! One rule, the one MB/s follows (methodology.md): a bare letter (k, m,
+//! g, t) or an IEC unit (KiB, MiB, GiB, TiB) is a power of 1024, the
+//! convention of disk and HTTP benchmark tools for block and body sizes;
+//! an SI unit spelled with B (kB/KB, MB, GB, TB) is a power of 1000, as in
+//! MB/s and as dd reads it. Decimals are accepted where they come to a
+//! whole number of bytes (`1.5m`, `0.5g`).
 
 use std::fmt;
 
@@ -11,26 +14,33 @@ use std::fmt;
 pub enum SizeError {
     #[error("empty size: give a number of bytes such as 512, 64k or 1m")]
     Empty,
-    #[error("size '{0}' is negative: sizes count bytes and must be 0 or more")]
+    #[error("size '{0}' is negative: a size must be positive (a number of bytes, such as 64k)")]
     Negative(String),
     #[error("size '{0}' has no number: write it as digits with an optional unit, such as 64k")]
     NoNumber(String),
     #[error(
-        "size '{input}' has an unknown unit '{unit}': use k, m, g or t (powers of 1024), e.g. 64k"
+        "size '{input}' has an unknown unit '{unit}': use k, m, g or t (or KiB, MiB, GiB, TiB: powers of 1024), or kB, MB, GB, TB (powers of 1000), e.g. 64k or 1.5m"
     )]
     UnknownUnit { input: String, unit: String },
+    #[error(
+        "size '{0}' is not a whole number of bytes: give more digits of a smaller unit, e.g. 1536k"
+    )]
+    Fraction(String),
     #[error("size '{0}' is too large")]
     TooLarge(String),
 }
 
-/// Parses a byte size: digits, then an optional unit k, m, g or t (each a
-/// power of 1024, case-insensitive, optionally followed by `b` or `ib`).
+/// Parses a byte size: a number (decimals allowed), then an optional unit:
+/// k, m, g, t or KiB … TiB are powers of 1024; kB, MB, GB, TB powers of
+/// 1000 (case-insensitive except that an `ib` ending is binary).
 ///
 /// ```
 /// use dyno_model::size::parse_size;
 /// assert_eq!(parse_size("512").unwrap(), 512);
 /// assert_eq!(parse_size("64k").unwrap(), 65_536);
 /// assert_eq!(parse_size("1MiB").unwrap(), 1_048_576);
+/// assert_eq!(parse_size("1MB").unwrap(), 1_000_000);
+/// assert_eq!(parse_size("1.5m").unwrap(), 1_572_864);
 /// assert!(parse_size("1x").is_err());
 /// ```
 pub fn parse_size(input: &str) -> Result<u64, SizeError> {
@@ -41,21 +51,24 @@ pub fn parse_size(input: &str) -> Result<u64, SizeError> {
     if s.starts_with('-') {
         return Err(SizeError::Negative(input.to_owned()));
     }
-    let digits_end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, unit) = s.split_at(digits_end);
-    if digits.is_empty() {
+    let number_end = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (number, unit) = s.split_at(number_end);
+    if !number.chars().any(|c| c.is_ascii_digit()) {
         return Err(SizeError::NoNumber(input.to_owned()));
     }
-    let number: u64 = digits
-        .parse()
-        .map_err(|_| SizeError::TooLarge(input.to_owned()))?;
     let unit_lower = unit.trim().to_ascii_lowercase();
-    let shift = match unit_lower.as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
+    let (base, power): (u64, u32) = match unit_lower.as_str() {
+        "" | "b" => (1, 0),
+        "k" | "kib" => (1024, 1),
+        "m" | "mib" => (1024, 2),
+        "g" | "gib" => (1024, 3),
+        "t" | "tib" => (1024, 4),
+        "kb" => (1000, 1),
+        "mb" => (1000, 2),
+        "gb" => (1000, 3),
+        "tb" => (1000, 4),
         _ => {
             return Err(SizeError::UnknownUnit {
                 input: input.to_owned(),
@@ -63,9 +76,33 @@ pub fn parse_size(input: &str) -> Result<u64, SizeError> {
             });
         }
     };
-    number
-        .checked_mul(1u64 << shift)
-        .ok_or_else(|| SizeError::TooLarge(input.to_owned()))
+    let multiplier = base.pow(power);
+    let too_large = || SizeError::TooLarge(input.to_owned());
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if fraction.contains('.') {
+        return Err(SizeError::NoNumber(input.to_owned()));
+    }
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| too_large())?
+    };
+    let mut bytes = whole.checked_mul(multiplier).ok_or_else(too_large)?;
+    // The fraction exactly, in integers: digits × multiplier / 10^len.
+    let fraction = fraction.trim_end_matches('0');
+    if !fraction.is_empty() {
+        let scale = 10u128
+            .checked_pow(fraction.len() as u32)
+            .ok_or_else(|| SizeError::Fraction(input.to_owned()))?;
+        let digits: u128 = fraction.parse().map_err(|_| too_large())?;
+        let part = digits * u128::from(multiplier);
+        if !part.is_multiple_of(scale) {
+            return Err(SizeError::Fraction(input.to_owned()));
+        }
+        let part = u64::try_from(part / scale).map_err(|_| too_large())?;
+        bytes = bytes.checked_add(part).ok_or_else(too_large)?;
+    }
+    Ok(bytes)
 }
 
 /// A byte count in binary units for people: `512 B`, `64 KiB`, `1.5 MiB`.
@@ -107,6 +144,22 @@ mod tests {
         assert_eq!(parse_size(" 4k ").unwrap(), 4096);
     }
 
+    /// Defect 22: decimals, and SI units (with B) as powers of 1000 like
+    /// MB/s; bare letters and IEC units stay binary.
+    #[test]
+    fn decimals_and_si_units() {
+        assert_eq!(parse_size("1.5m").unwrap(), 1_572_864);
+        assert_eq!(parse_size("0.5g").unwrap(), 512 << 20);
+        assert_eq!(parse_size(".5k").unwrap(), 512);
+        assert_eq!(parse_size("2.0k").unwrap(), 2048);
+        assert_eq!(parse_size("1MB").unwrap(), 1_000_000);
+        assert_eq!(parse_size("1mb").unwrap(), 1_000_000);
+        assert_eq!(parse_size("4kB").unwrap(), 4000);
+        assert_eq!(parse_size("1.5GB").unwrap(), 1_500_000_000);
+        assert_eq!(parse_size("2TB").unwrap(), 2_000_000_000_000);
+        assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
+    }
+
     #[test]
     fn rejects_malformed_sizes_with_a_reason() {
         assert_eq!(parse_size(""), Err(SizeError::Empty));
@@ -115,10 +168,16 @@ mod tests {
             matches!(parse_size("1x"), Err(SizeError::UnknownUnit { unit, .. }) if unit == "x")
         );
         assert!(matches!(parse_size("k"), Err(SizeError::NoNumber(_))));
-        assert!(matches!(
-            parse_size("1.5m"),
-            Err(SizeError::UnknownUnit { .. })
-        ));
+        assert!(matches!(parse_size("0.1k"), Err(SizeError::Fraction(_))));
+        assert!(matches!(parse_size("1.5"), Err(SizeError::Fraction(_))));
+        assert!(matches!(parse_size("."), Err(SizeError::NoNumber(_))));
+        assert!(matches!(parse_size("1.2.3m"), Err(SizeError::NoNumber(_))));
+        assert!(
+            parse_size("-5")
+                .unwrap_err()
+                .to_string()
+                .contains("must be positive")
+        );
         assert!(matches!(
             parse_size("99999999999999999999"),
             Err(SizeError::TooLarge(_))

@@ -116,7 +116,10 @@ pub fn disk_report(run: &Run) -> String {
                     .unwrap_or("direct I/O unavailable")
             ),
         };
-        let engine = s["engine"].as_str().unwrap_or("?");
+        let engine = match s["engine_reason"].as_str() {
+            Some(why) => format!("{} engine ({why})", s["engine"].as_str().unwrap_or("?")),
+            None => s["engine"].as_str().unwrap_or("?").to_owned(),
+        };
         let _ = writeln!(
             out,
             "I/O         {io}; {engine}; {} fill; seed {}",

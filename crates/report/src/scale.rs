@@ -175,6 +175,9 @@ fn usl(run: &Run, time: bool, points: usize, out: &mut String) {
         .and_then(|m| m.label("bound"))
         .map_or_else(String::new, |b| match b {
             "linear" => ": scales almost linearly over the measured N".to_owned(),
+            "superlinear" => {
+                ": super-linear (efficiency above 100%), which the USL cannot follow".to_owned()
+            }
             other => format!(": {other}-bound"),
         });
     let lambda = if time {

@@ -80,6 +80,13 @@ pub fn read(path: &Path, columns: &Columns) -> Result<Curve> {
                 fmt_n(n)
             );
         }
+        if n.fract() != 0.0 {
+            bail!(
+                "{}: N = {} is not a whole number; N counts threads, jobs or processors, so it is a whole number of at least 1",
+                at(&header.n),
+                fmt_n(n)
+            );
+        }
         if value <= 0.0 {
             let what = match header.measure {
                 Measure::Time => "a time",
@@ -124,10 +131,13 @@ pub fn read(path: &Path, columns: &Columns) -> Result<Curve> {
             "n_column": header.n,
             "value_column": header.value,
             "measure": measure,
+            "environment": "not recorded: the points were measured outside dyno, on a machine dyno cannot describe; host and environment show as unknown",
         }),
         description: format!("scaling from {name} ({}, {})", header.n, header.value),
         // The figures were measured who knows where: record no machine, only
-        // the dyno that analysed them.
+        // the dyno that analysed them. The machine that ran this command is
+        // not the measured one, so its description would be a false record;
+        // settings.environment says so.
         environment: Environment {
             dyno: crate::cmd::build(),
             ..Environment::default()
@@ -327,9 +337,27 @@ fn choose(header: &[String], columns: &Columns) -> Result<Chosen> {
                     one.clone(),
                     measure.or_else(|| kind(one)).expect("a known name"),
                 ),
-                [] => bail!(
-                    "no column holds the values: the columns are {has}; name one seconds, time or time_s (a time in seconds) or throughput, ops_per_sec or rate, or give --value-column with --measure"
-                ),
+                [] => {
+                    // --measure names one kind; a column of the other kind
+                    // is the likely mistake.
+                    let other: &[&str] = match measure {
+                        Some(Measure::Time) => &THROUGHPUT_NAMES,
+                        Some(Measure::Throughput) => &TIME_NAMES,
+                        None => &[],
+                    };
+                    if let [found, ..] = candidates(header, other)?.as_slice() {
+                        let (holds, flag) = match measure {
+                            Some(Measure::Time) => ("a throughput", "throughput"),
+                            _ => ("a time in seconds", "time"),
+                        };
+                        bail!(
+                            "no column holds the values that --measure asks for: the column '{found}' holds {holds}; use --measure {flag} (or leave --measure out), or --value-column '{found}' --measure with what it really holds"
+                        );
+                    }
+                    bail!(
+                        "no column holds the values: the columns are {has}; name one seconds, time or time_s (a time in seconds) or throughput, ops_per_sec or rate, or give --value-column with --measure"
+                    )
+                }
                 many => bail!(
                     "the columns {} could each be the value: say which with --value-column",
                     quoted(many.iter().map(String::as_str))
