@@ -696,13 +696,14 @@ fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
     (status, raw[split + 4..].to_vec())
 }
 
-#[test]
-fn serve_answers_on_the_printed_address_and_stops_on_ctrl_c() {
+/// Starts `dyno serve --addr ADDR --threads N` and reads the address it
+/// printed on its first line.
+fn spawn_serve(addr: &str, threads: u32) -> (std::process::Child, String) {
     let bin: PathBuf = assert_cmd::cargo::cargo_bin("dyno");
     let mut child = StdCommand::new(bin)
-        .args(["serve", "--addr", "127.0.0.1:0", "--threads", "2"])
+        .args(["serve", "--addr", addr, "--threads", &threads.to_string()])
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut first = String::new();
@@ -715,6 +716,12 @@ fn serve_answers_on_the_printed_address_and_stops_on_ctrl_c() {
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no address in {first:?}"))
         .to_owned();
+    (child, addr)
+}
+
+#[test]
+fn serve_answers_on_the_printed_address_and_stops_on_ctrl_c() {
+    let (mut child, addr) = spawn_serve("127.0.0.1:0", 2);
 
     let (status, body) = get(&addr, "/hello");
     assert_eq!((status, body.len()), (200, 92));

@@ -49,8 +49,8 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
     let mut run = Run::new(
         Kind::Quick,
         format!(
-            "int64 on 1 and {} threads, HTTP on loopback, disk",
-            settings.threads
+            "int64 on 1 and {}, HTTP on loopback, disk",
+            dyno_report::counted(settings.threads as u64, "thread")
         ),
     );
     run.environment = environment();

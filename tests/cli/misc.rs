@@ -77,23 +77,7 @@ fn serve_resolves_host_names_and_names_a_missing_port() {
     let err = fails(home.path(), &["serve", "--addr", "no-such-host.invalid:80"]);
     assert!(err.contains("cannot resolve"), "{err}");
 
-    let bin: PathBuf = assert_cmd::cargo::cargo_bin("dyno");
-    let mut child = StdCommand::new(bin)
-        .args(["serve", "--addr", "localhost:0", "--threads", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {first:?}"))
-        .to_owned();
+    let (mut child, addr) = spawn_serve("localhost:0", 1);
     let ip: std::net::SocketAddr = addr.parse().unwrap();
     assert!(ip.ip().is_loopback(), "{addr}");
     if ip.is_ipv4() {

@@ -179,16 +179,7 @@ pub fn benchmarks(settings: &Settings) -> Result<Vec<Benchmark>, ExecError> {
         .commands
         .iter()
         .flat_map(|c| std::iter::once(&c.template).chain(&c.name))
-        .chain(
-            [
-                &hooks.setup,
-                &hooks.prepare,
-                &hooks.conclude,
-                &hooks.cleanup,
-            ]
-            .into_iter()
-            .flatten(),
-        );
+        .chain(hooks.commands());
     for t in templates.clone() {
         params::check(t, &settings.parameters)?;
     }
@@ -217,16 +208,7 @@ pub fn benchmarks(settings: &Settings) -> Result<Vec<Benchmark>, ExecError> {
         .commands
         .iter()
         .map(|c| &c.template)
-        .chain(
-            [
-                &hooks.setup,
-                &hooks.prepare,
-                &hooks.conclude,
-                &hooks.cleanup,
-            ]
-            .into_iter()
-            .flatten(),
-        )
+        .chain(hooks.commands())
         .collect();
     if let Some(p) = settings
         .parameters

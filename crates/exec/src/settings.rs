@@ -154,6 +154,15 @@ pub struct Hooks {
     pub cleanup: Option<String>,
 }
 
+impl Hooks {
+    /// The hook commands that are set, in the order they run.
+    pub fn commands(&self) -> impl Iterator<Item = &String> + Clone {
+        [&self.setup, &self.prepare, &self.conclude, &self.cleanup]
+            .into_iter()
+            .flatten()
+    }
+}
+
 mod duration_ns {
     use std::time::Duration;
 

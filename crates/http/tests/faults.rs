@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use dyno_http::engine::GIVE_UP_AFTER_REFUSALS;
 use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
-use dyno_http::{ErrorClass, Outcome, Schedule, Settings, Stop, TlsSession, TlsSettings};
+use dyno_http::{ErrorClass, Outcome, Settings, Stop, TlsSession, TlsSettings};
 
 use common::Server;
 use common::tls::{After, TlsServer};
@@ -39,33 +39,7 @@ fn settings_for(addr: SocketAddr, path: &str, stop: Stop) -> Settings {
 
 /// [`settings_for`] with any URL (`https://` for TLS).
 fn settings_for_url(url: &str, stop: Stop) -> Settings {
-    let (target, path) = parse_url(url).expect("a valid URL");
-    let spec = RequestSpec {
-        method: "GET".into(),
-        path,
-        headers: vec![],
-        body: None,
-        keep_alive: true,
-    };
-    Settings {
-        requests: vec![RequestTemplate::new(&target, &spec).expect("a valid request")],
-        target,
-        schedule: Schedule {
-            stop,
-            rate_per_sec: None,
-            warmup: Duration::ZERO,
-        },
-        connections: CONNECTIONS,
-        threads: 1,
-        pipeline: 1,
-        keep_alive: true,
-        timeout: TIMEOUT,
-        connect_timeout: TIMEOUT,
-        expect_status: dyno_http::StatusSet::any(),
-        seed: 1,
-        unix_socket: None,
-        tls: TlsSettings::default(),
-    }
+    common::settings(url, stop, CONNECTIONS, TIMEOUT)
 }
 
 /// [`settings_for`] with `Stop::Requests(20)` on `/x`.

@@ -2,13 +2,16 @@
 //! ("too many open files"), not as an unnamed "connect failed". Its own
 //! test binary: it lowers the process's open-file limit.
 
+/// The fault tests' servers and settings; this binary uses the settings.
+#[allow(dead_code)]
+mod common;
+
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
-use dyno_http::{ErrorClass, Schedule, Settings, Stop, TlsSettings};
+use dyno_http::{ErrorClass, Stop};
 
 /// Descriptors open in this process now.
 fn open_descriptors() -> u64 {
@@ -30,33 +33,12 @@ fn connections_past_the_open_file_limit_are_named_too_many_open_files() {
     // always allowed.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) }, 0);
 
-    let (target, path) = parse_url(&format!("http://{addr}/")).expect("a URL");
-    let spec = RequestSpec {
-        method: "GET".into(),
-        path,
-        headers: vec![],
-        body: None,
-        keep_alive: true,
-    };
-    let settings = Settings {
-        requests: vec![RequestTemplate::new(&target, &spec).expect("a request")],
-        target,
-        schedule: Schedule {
-            stop: Stop::Duration(Duration::from_millis(500)),
-            rate_per_sec: None,
-            warmup: Duration::ZERO,
-        },
-        connections: 200,
-        threads: 1,
-        pipeline: 1,
-        keep_alive: true,
-        timeout: Duration::from_secs(5),
-        connect_timeout: Duration::from_secs(5),
-        expect_status: dyno_http::StatusSet::any(),
-        seed: 1,
-        unix_socket: None,
-        tls: TlsSettings::default(),
-    };
+    let settings = common::settings(
+        &format!("http://{addr}/"),
+        Stop::Duration(Duration::from_millis(500)),
+        200,
+        Duration::from_secs(5),
+    );
     let o = dyno_http::run(settings, Arc::new(AtomicBool::new(false)), |_| {}).expect("runs");
     let s = &o.stats;
     assert!(

@@ -11,37 +11,15 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
-use dyno_http::{Progress, Schedule, Settings, Stop, TlsSettings};
+use dyno_http::{Progress, Settings, Stop};
 
 fn settings(addr: SocketAddr, stop: Stop) -> Settings {
-    let (target, path) = parse_url(&format!("http://{addr}/hello")).expect("a URL");
-    let spec = RequestSpec {
-        method: "GET".into(),
-        path,
-        headers: vec![],
-        body: None,
-        keep_alive: true,
-    };
-    Settings {
-        requests: vec![RequestTemplate::new(&target, &spec).expect("a request")],
-        target,
-        schedule: Schedule {
-            stop,
-            rate_per_sec: None,
-            warmup: Duration::ZERO,
-        },
-        connections: 4,
-        threads: 1,
-        pipeline: 1,
-        keep_alive: true,
-        timeout: Duration::from_secs(10),
-        connect_timeout: Duration::from_secs(10),
-        expect_status: dyno_http::StatusSet::any(),
-        seed: 1,
-        unix_socket: None,
-        tls: TlsSettings::default(),
-    }
+    common::settings(
+        &format!("http://{addr}/hello"),
+        stop,
+        4,
+        Duration::from_secs(10),
+    )
 }
 
 fn reference_server() -> dyno_serve::ServerHandle {

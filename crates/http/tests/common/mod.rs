@@ -23,6 +23,44 @@ use std::time::{Duration, Instant};
 
 pub mod tls;
 
+/// Closed-model engine settings for `url`: one thread, keep-alive, no
+/// warm-up, every status expected; each test sets what it varies.
+pub fn settings(
+    url: &str,
+    stop: dyno_http::Stop,
+    connections: usize,
+    timeout: Duration,
+) -> dyno_http::Settings {
+    use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
+    let (target, path) = parse_url(url).expect("a valid URL");
+    let spec = RequestSpec {
+        method: "GET".into(),
+        path,
+        headers: vec![],
+        body: None,
+        keep_alive: true,
+    };
+    dyno_http::Settings {
+        requests: vec![RequestTemplate::new(&target, &spec).expect("a valid request")],
+        target,
+        schedule: dyno_http::Schedule {
+            stop,
+            rate_per_sec: None,
+            warmup: Duration::ZERO,
+        },
+        connections,
+        threads: 1,
+        pipeline: 1,
+        keep_alive: true,
+        timeout,
+        connect_timeout: timeout,
+        expect_status: dyno_http::StatusSet::any(),
+        seed: 1,
+        unix_socket: None,
+        tls: dyno_http::TlsSettings::default(),
+    }
+}
+
 /// How long a blocking read waits before the handler looks at the stop flag.
 const POLL: Duration = Duration::from_millis(20);
 /// A write that cannot finish in this time fails (the client stopped reading).
