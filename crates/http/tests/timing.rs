@@ -90,9 +90,10 @@ fn progress_counts_are_current_not_a_second_behind() {
         let part = into - into.floor();
         let done_seconds: u64 = (1..=whole).map(count_in).sum();
         let partial = count_in(whole + 1) as f64;
-        // Half of the share of the partial second that had passed: a
-        // generous floor that only live counts reach.
-        let floor = done_seconds as f64 + partial * part / 2.0;
+        // A quarter of the share of the partial second that had passed: a
+        // floor that only live counts reach (counts published once a second
+        // show `done_seconds` alone), with room for a stall on a busy machine.
+        let floor = done_seconds as f64 + partial * part / 4.0;
         assert!(
             p.responses as f64 >= floor,
             "at {:?}: {} responses shown, at least {floor:.0} done ({done_seconds} in whole seconds, {partial} in second {})",
