@@ -119,17 +119,9 @@ fn log_count(path: &Path) -> u64 {
     let mut intervals = 0;
     for entry in IntervalLogIterator::new(&text) {
         if let Ok(LogEntry::Interval(h)) = entry {
-            let model = dyno_model::Histogram {
-                encoding: dyno_stats::hdr::ENCODING.into(),
-                data: h.encoded_histogram().into(),
-                count: 0,
-                min: 0.0,
-                max: 0.0,
-                mean: 0.0,
-                stddev: 0.0,
-                percentiles: vec![],
-            };
-            total += dyno_stats::hdr::from_model(&model).unwrap().len();
+            total += dyno_stats::hdr::decode(h.encoded_histogram())
+                .unwrap()
+                .len();
             intervals += 1;
         }
     }

@@ -14,7 +14,9 @@
 use std::time::Duration;
 
 use dyno_model::{Direction, Metric, Unit, Warning};
-use dyno_stats::compare::{compare, mean_metric, runs_needed_to_test, smallest_p_value};
+use dyno_stats::compare::{
+    Comparison, compare, mean_metric, runs_needed_to_test, smallest_p_value,
+};
 use dyno_stats::outliers::{first_is_outlier, outliers};
 use dyno_stats::{Summary, sampled_metric};
 use serde_json::json;
@@ -68,6 +70,19 @@ impl BenchResult {
 impl Outcome {
     /// The benchmark the others are compared with: the one given, or the
     /// one with the lowest mean wall time. `None` when nothing was timed.
+    /// Benchmark `i`'s wall times against the reference's, seeded per
+    /// benchmark, as the metrics record it and the warnings judge it.
+    fn compare_wall(&self, i: usize, reference: usize, how: &Compare) -> Option<Comparison> {
+        compare(
+            &self.results[i].wall_ns(),
+            &self.results[reference].wall_ns(),
+            Direction::LowerIsBetter,
+            how.noise_band,
+            ALPHA,
+            how.seed.wrapping_add(i as u64),
+        )
+    }
+
     pub fn reference(&self, given: Option<usize>) -> Option<usize> {
         if let Some(i) =
             given.filter(|&i| self.results.get(i).is_some_and(|r| !r.samples.is_empty()))
@@ -142,14 +157,7 @@ impl Outcome {
                 continue;
             };
             let base = &self.results[reference];
-            let Some(c) = compare(
-                &r.wall_ns(),
-                &base.wall_ns(),
-                lower,
-                how.noise_band,
-                ALPHA,
-                seed,
-            ) else {
+            let Some(c) = self.compare_wall(i, reference, how) else {
                 continue;
             };
             let with_reference =
@@ -435,19 +443,7 @@ impl Outcome {
                 .iter()
                 .enumerate()
                 .filter(|&(i, r)| i != reference && r.samples.len() >= 2)
-                .filter(|(i, r)| {
-                    let seed = how.seed.wrapping_add(*i as u64);
-                    let lower = Direction::LowerIsBetter;
-                    compare(
-                        &r.wall_ns(),
-                        &base.wall_ns(),
-                        lower,
-                        how.noise_band,
-                        ALPHA,
-                        seed,
-                    )
-                    .is_none()
-                })
+                .filter(|&(i, _)| self.compare_wall(i, reference, how).is_none())
                 .map(|(_, r)| r.benchmark.name.as_str())
                 .collect();
             if !uncompared.is_empty() && base.samples.len() >= 2 {

@@ -118,16 +118,6 @@ mod tests {
 
     /// Decodes a log line's histogram with the same decoder a Run uses.
     fn decode(encoded: &str) -> Histogram<u64> {
-        let m = dyno_model::Histogram {
-            encoding: dyno_stats::hdr::ENCODING.into(),
-            data: encoded.into(),
-            count: 0,
-            min: 0.0,
-            max: 0.0,
-            mean: 0.0,
-            stddev: 0.0,
-            percentiles: vec![],
-        };
-        dyno_stats::hdr::from_model(&m).unwrap()
+        dyno_stats::hdr::decode(encoded).unwrap()
     }
 }

@@ -68,7 +68,13 @@ pub fn from_model(m: &dyno_model::Histogram) -> Result<Histogram<u64>, HdrError>
     if m.encoding != ENCODING {
         return Err(HdrError::Encoding(m.encoding.clone()));
     }
-    let bytes = STANDARD.decode(&m.data)?;
+    decode(&m.data)
+}
+
+/// Decodes base64 text of a compressed V2 histogram: the `data` of a
+/// [`dyno_model::Histogram`], or a line of an HdrHistogram interval log.
+pub fn decode(base64: &str) -> Result<Histogram<u64>, HdrError> {
+    let bytes = STANDARD.decode(base64)?;
     Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .map_err(HdrError::Decode)
