@@ -236,21 +236,16 @@ fn comparison(benches: &[Bench<'_>], out: &mut String) {
         let ci = ratio.uncertainty.as_ref().map_or_else(String::new, |u| {
             format!(" (95% CI {:.3}–{:.3}, bootstrap)", u.low, u.high)
         });
-        // The label names the verdict; runs saved before it existed carry
-        // only the value.
-        let words = match verdict.label("verdict").and_then(Verdict::from_code) {
-            Some(Verdict::TooFewRuns) => format!(
+        let words = match Verdict::of_metric(verdict) {
+            Verdict::TooFewRuns => format!(
                 "too few runs to test (need ≥ {} per command)",
                 runs_needed_to_test(ALPHA)
             ),
-            Some(Verdict::Inconclusive) => {
+            Verdict::Inconclusive => {
                 "inconclusive (the interval excludes no difference, the rank test does not confirm it)"
                     .to_owned()
             }
-            Some(v) => v.to_string(),
-            None if verdict.value > 0.0 => Verdict::Faster.to_string(),
-            None if verdict.value < 0.0 => Verdict::Slower.to_string(),
-            None => Verdict::NoSignificantDifference.to_string(),
+            v => v.to_string(),
         };
         let p = if p.value < 0.001 {
             "p < 0.001".to_owned()

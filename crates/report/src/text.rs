@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 use dyno_model::size::BinarySize;
 use dyno_model::{Direction, Environment, Metric, Run, Unit};
+use dyno_stats::compare::Verdict;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
@@ -148,16 +149,9 @@ fn shown(m: &Metric, ops: Option<(f64, &str)>) -> (String, &'static str) {
     let none = "–";
     let value = m.value;
     match m.name.as_str() {
-        "verdict" => {
-            let word = if value > 0.0 {
-                "faster"
-            } else if value < 0.0 {
-                "slower"
-            } else {
-                "no significant difference"
-            };
-            return (word.to_owned(), none);
-        }
+        // The label tells a zero's meanings apart: no difference, too few
+        // runs to test, inconclusive.
+        "verdict" => return (Verdict::of_metric(m).to_string(), none),
         "p_value" => return (significant(value, 2), none),
         "usl_bound" => {
             let word = m
@@ -509,6 +503,7 @@ mod tests {
             m("iops", Unit::OpsPerSec, Higher, 959.5).with_label("test", "a"),
             m("iops", Unit::OpsPerSec, Higher, 3020.0).with_label("test", "b"),
             m("speedup", Unit::Ratio, Higher, 1.89),
+            m("verdict", Unit::Ratio, Higher, 0.0).with_label("verdict", "too_few_runs"),
         ];
         let text = run_details(&run, &TimeZone::UTC);
         let row = |needle: &str| -> Vec<String> {
@@ -539,6 +534,11 @@ mod tests {
         assert_eq!(cells(1), "3.1e-6 | –");
         assert_eq!(cells(2), "no significant difference | –");
         assert_eq!(cells(3), "slower | –");
+        // A zero the label names otherwise is not "no difference".
+        assert_eq!(
+            lines.last().unwrap()[1..].join(" | "),
+            "too few runs to test | –"
+        );
         assert_eq!(cells(4), "94.3% | higher");
         assert_eq!(cells(5), "99.5% | higher");
         assert_eq!(cells(6), "0.04127 | lower");

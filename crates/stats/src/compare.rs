@@ -263,6 +263,17 @@ impl Verdict {
         }
     }
 
+    /// The verdict a stored `verdict` metric records: its `verdict` label,
+    /// or for runs saved before the label existed, the sign of its value.
+    pub fn of_metric(m: &dyno_model::Metric) -> Verdict {
+        match m.label("verdict").and_then(Verdict::from_code) {
+            Some(v) => v,
+            None if m.value > 0.0 => Verdict::Faster,
+            None if m.value < 0.0 => Verdict::Slower,
+            None => Verdict::NoSignificantDifference,
+        }
+    }
+
     /// The verdict a [`Verdict::code`] names.
     pub fn from_code(code: &str) -> Option<Verdict> {
         [
