@@ -98,7 +98,7 @@ pub fn show(args: ShowArgs) -> Result<ExitStatus> {
                 Kind::Disk => Some(dyno_report::disk_report(&run)),
                 Kind::Scale => Some(dyno_report::scale_report(&run)),
                 Kind::Quick => Some(super::quick::table(&run)),
-                Kind::Cpu | Kind::Db => None,
+                Kind::Cpu | Kind::Db | Kind::Compare => None,
             };
             let text = match report {
                 Some(report) => {

@@ -105,11 +105,14 @@ pub enum Kind {
     Scale,
     /// A database benchmark.
     Db,
+    /// A comparison of saved runs (`dyno compare`): ratios, verdicts and a
+    /// geometric-mean score, with what differs between the runs.
+    Compare,
 }
 
 impl Kind {
     /// Every kind, in the order they are documented.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Quick,
         Kind::Cpu,
         Kind::Http,
@@ -117,6 +120,7 @@ impl Kind {
         Kind::Exec,
         Kind::Scale,
         Kind::Db,
+        Kind::Compare,
     ];
 
     /// The lowercase name used in JSON, the store and on the command line.
@@ -129,6 +133,7 @@ impl Kind {
             Kind::Exec => "exec",
             Kind::Scale => "scale",
             Kind::Db => "db",
+            Kind::Compare => "compare",
         }
     }
 }
@@ -141,7 +146,7 @@ impl fmt::Display for Kind {
 
 /// A name that is not one of [`Kind::ALL`].
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("unknown run kind '{0}': expected one of quick, cpu, http, disk, exec, scale, db")]
+#[error("unknown run kind '{0}': expected one of quick, cpu, http, disk, exec, scale, db, compare")]
 pub struct ParseKindError(String);
 
 impl FromStr for Kind {
