@@ -144,6 +144,12 @@ pub enum UncertaintyMethod {
     StudentT,
     /// Percentile bootstrap of the mean.
     Bootstrap,
+    /// The distribution-free interval of a percentile from the order
+    /// statistics of a histogram (ranks nq ∓ z·sqrt(nq(1 − q))).
+    OrderStatistic,
+    /// Propagated from the intervals of the figures this one is computed
+    /// from (the delta method on the log scale, for a geometric mean).
+    Delta,
 }
 
 /// A latency (or other) distribution: a lossless HDR histogram, plus a

@@ -147,6 +147,8 @@ pub fn exec_report(run: &Run) -> String {
                 match u.method {
                     UncertaintyMethod::Bootstrap => "bootstrap",
                     UncertaintyMethod::StudentT => "Student t",
+                    UncertaintyMethod::OrderStatistic => "order statistic",
+                    UncertaintyMethod::Delta => "delta method",
                 }
             )
         });

@@ -248,6 +248,9 @@ pub enum Verdict {
     /// rank test is not significant or leans the other way (a few extreme
     /// runs move the means): neither "no difference" nor a call is honest.
     Inconclusive,
+    /// No test exists for what was given: one value on each side (a single
+    /// run whose metric keeps no samples), or a baseline of zero.
+    Untested,
 }
 
 impl Verdict {
@@ -260,6 +263,7 @@ impl Verdict {
             Verdict::NoSignificantDifference => "no_significant_difference",
             Verdict::TooFewRuns => "too_few_runs",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::Untested => "no_test",
         }
     }
 
@@ -282,6 +286,7 @@ impl Verdict {
             Verdict::NoSignificantDifference,
             Verdict::TooFewRuns,
             Verdict::Inconclusive,
+            Verdict::Untested,
         ]
         .into_iter()
         .find(|v| v.code() == code)
@@ -306,6 +311,7 @@ impl fmt::Display for Verdict {
             Verdict::NoSignificantDifference => "no significant difference",
             Verdict::TooFewRuns => "too few runs to test",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::Untested => "no test",
         })
     }
 }
@@ -398,13 +404,78 @@ pub fn compare(
         bootstrap_ratio_interval(candidate, reference, 1.0 - alpha, DEFAULT_RESAMPLES, seed)?;
     let test = mann_whitney_u(candidate, reference)?;
 
-    let significant = test.p_value < alpha;
-    let outside_band = ratio < 1.0 - noise_band || ratio > 1.0 + noise_band;
-    let agree = (ratio < 1.0 && test.z < 0.0) || (ratio > 1.0 && test.z > 0.0);
-    let interval_outside_band = low > 1.0 + noise_band || high < 1.0 - noise_band;
     let verdict = if smallest_p_value(candidate.len(), reference.len()) >= alpha {
         Verdict::TooFewRuns
-    } else if !(significant && outside_band && agree) {
+    } else {
+        let leans = Lean::from_z(test.z);
+        decide(
+            ratio,
+            (low, high),
+            test.p_value,
+            leans,
+            direction,
+            noise_band,
+            alpha,
+        )
+    };
+    Some(Comparison {
+        ratio,
+        low,
+        high,
+        p_value: test.p_value,
+        verdict,
+    })
+}
+
+/// Which way the evidence of a test leans: the candidate tends to give
+/// smaller values, larger ones, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lean {
+    Lower,
+    Higher,
+    Neither,
+}
+
+impl Lean {
+    /// The lean of a rank test's statistic (negative: the candidate tends
+    /// to be smaller).
+    pub fn from_z(z: f64) -> Lean {
+        if z < 0.0 {
+            Lean::Lower
+        } else if z > 0.0 {
+            Lean::Higher
+        } else {
+            Lean::Neither
+        }
+    }
+}
+
+/// The call drawn from a ratio candidate / reference, its interval
+/// `(low, high)`, a test's two-sided p-value and which way that test leans,
+/// once a test was possible at all. [`compare`] and `dyno compare`'s
+/// histogram comparisons both decide here, so one rule judges every
+/// difference dyno reports:
+///
+/// - [`Verdict::Faster`] or [`Verdict::Slower`] only when p < `alpha`, the
+///   ratio lies outside the noise band [1 − `noise_band`, 1 + `noise_band`]
+///   and the test leans the same way as the ratio;
+/// - otherwise [`Verdict::Inconclusive`] when the interval lies wholly
+///   outside the noise band (it contradicts "no difference"), else
+///   [`Verdict::NoSignificantDifference`].
+pub fn decide(
+    ratio: f64,
+    (low, high): (f64, f64),
+    p_value: f64,
+    lean: Lean,
+    direction: Direction,
+    noise_band: f64,
+    alpha: f64,
+) -> Verdict {
+    let significant = p_value < alpha;
+    let outside_band = ratio < 1.0 - noise_band || ratio > 1.0 + noise_band;
+    let agree = (ratio < 1.0 && lean == Lean::Lower) || (ratio > 1.0 && lean == Lean::Higher);
+    let interval_outside_band = low > 1.0 + noise_band || high < 1.0 - noise_band;
+    if !(significant && outside_band && agree) {
         if interval_outside_band {
             Verdict::Inconclusive
         } else {
@@ -414,14 +485,7 @@ pub fn compare(
         Verdict::Faster
     } else {
         Verdict::Slower
-    };
-    Some(Comparison {
-        ratio,
-        low,
-        high,
-        p_value: test.p_value,
-        verdict,
-    })
+    }
 }
 
 fn resamplable(samples: &[f64]) -> bool {

@@ -11,5 +11,6 @@ pub mod hdr;
 pub mod outliers;
 pub mod scaling;
 mod summary;
+pub mod versus;
 
 pub use summary::{Summary, sampled_metric, student_t_interval};

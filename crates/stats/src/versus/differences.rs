@@ -1,0 +1,203 @@
+//! What differs between the compared runs: their settings (like with like)
+//! and the machines they ran on (what else could explain a difference).
+
+use std::collections::BTreeMap;
+
+use dyno_model::Run;
+use serde_json::Value;
+
+/// One setting or environment field whose value is not the same in every
+/// group, with the value(s) each group holds (`a | b` when the runs of one
+/// group disagree among themselves).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Difference {
+    /// Dotted path: `http.connections`, `cpu.model`.
+    pub key: String,
+    /// Group name → value(s) as text, in the order the groups were given.
+    pub values: Vec<(String, String)>,
+}
+
+/// Setting leaves that differ between any two runs by design and say
+/// nothing about like with like: a random seed, a temporary file's name.
+const VOLATILE_SETTINGS: [&str; 2] = ["seed", "file"];
+
+/// Environment fields that change from minute to minute on one machine.
+const VOLATILE_ENVIRONMENT: [&str; 4] = [
+    "memory.available_bytes",
+    "memory.swap_used_bytes",
+    "cpu.frequency_current_hz",
+    "load_average",
+];
+
+/// Settings that differ between the groups or within one, keyed by
+/// `kind.path` so that an http run's `connections` is never set beside a
+/// disk run's.
+pub fn settings(groups: &[(&str, Vec<&Run>)]) -> Vec<Difference> {
+    differences(groups, |run| {
+        let mut out = BTreeMap::new();
+        let builtin = run.settings.get("builtin_server") == Some(&Value::Bool(true));
+        flatten(run.kind.as_str(), &run.settings, &mut out);
+        out.retain(|key, _| {
+            let leaf = key.rsplit('.').next().unwrap_or(key);
+            // The built-in server listens on a fresh port each run.
+            let builtin_url = builtin && (leaf == "url" || leaf == "urls");
+            !VOLATILE_SETTINGS.contains(&leaf) && !builtin_url
+        });
+        out
+    })
+}
+
+/// Environment fields that differ between the groups or within one.
+pub fn environment(groups: &[(&str, Vec<&Run>)]) -> Vec<Difference> {
+    differences(groups, |run| {
+        let mut out = BTreeMap::new();
+        let env = serde_json::to_value(&run.environment).unwrap_or(Value::Null);
+        flatten("", &env, &mut out);
+        out.retain(|key, _| !VOLATILE_ENVIRONMENT.contains(&key.as_str()));
+        out
+    })
+}
+
+fn differences(
+    groups: &[(&str, Vec<&Run>)],
+    fields: impl Fn(&Run) -> BTreeMap<String, String>,
+) -> Vec<Difference> {
+    // key → per group, the distinct values of its runs (in order seen).
+    let mut table: BTreeMap<String, Vec<Vec<String>>> = BTreeMap::new();
+    for (g, (_, runs)) in groups.iter().enumerate() {
+        for run in runs {
+            for (key, value) in fields(run) {
+                let per_group = table
+                    .entry(key)
+                    .or_insert_with(|| vec![Vec::new(); groups.len()]);
+                if !per_group[g].contains(&value) {
+                    per_group[g].push(value);
+                }
+            }
+        }
+    }
+    // A key some runs lack counts as "absent" there, so a setting only one
+    // side has is a difference too.
+    for (g, (_, runs)) in groups.iter().enumerate() {
+        for run in runs {
+            let have = fields(run);
+            for (key, per_group) in table.iter_mut() {
+                if !have.contains_key(key) && !per_group[g].iter().any(|v| v == ABSENT) {
+                    per_group[g].push(ABSENT.to_owned());
+                }
+            }
+        }
+    }
+    table
+        .into_iter()
+        .filter(|(_, per_group)| {
+            let first = &per_group[0];
+            per_group.iter().any(|v| v.len() > 1 || v != first)
+        })
+        .map(|(key, per_group)| Difference {
+            key,
+            values: groups
+                .iter()
+                .zip(per_group)
+                .map(|((name, _), values)| ((*name).to_owned(), values.join(" | ")))
+                .collect(),
+        })
+        .collect()
+}
+
+/// How a field that a run does not have is shown.
+const ABSENT: &str = "(none)";
+
+/// Leaves of `value` as `prefix.path` → text. Arrays of scalars are one
+/// leaf (`[1, 2]`); arrays of objects are one leaf of their JSON.
+fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
+    let join = |key: &str| {
+        if prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{prefix}.{key}")
+        }
+    };
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                flatten(&join(key), v, out);
+            }
+        }
+        Value::Null => {}
+        Value::String(s) => {
+            out.insert(prefix.to_owned(), s.clone());
+        }
+        other => {
+            out.insert(prefix.to_owned(), other.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dyno_model::Kind;
+    use serde_json::json;
+
+    fn run(kind: Kind, settings: Value, cpu: &str) -> Run {
+        let mut r = Run::new(kind, "x");
+        r.settings = settings;
+        r.environment.cpu.model = Some(cpu.into());
+        r.environment.memory.available_bytes = Some(fastrand::u64(..));
+        r
+    }
+
+    #[test]
+    fn differing_settings_are_named_per_group_and_volatile_ones_ignored() {
+        let a = run(
+            Kind::Http,
+            json!({"connections": 16, "seed": 1, "tls": false}),
+            "Xeon",
+        );
+        let b = run(
+            Kind::Http,
+            json!({"connections": 64, "seed": 2, "tls": false}),
+            "Opteron",
+        );
+        let b2 = run(
+            Kind::Http,
+            json!({"connections": 32, "seed": 3, "tls": false}),
+            "Opteron",
+        );
+        let groups = [("xeon", vec![&a]), ("opteron", vec![&b, &b2])];
+        let d = settings(&groups);
+        assert_eq!(
+            d,
+            vec![Difference {
+                key: "http.connections".into(),
+                values: vec![
+                    ("xeon".into(), "16".into()),
+                    ("opteron".into(), "64 | 32".into())
+                ]
+            }]
+        );
+        let e = environment(&groups);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].key, "cpu.model");
+        assert_eq!(e[0].values[1].1, "Opteron");
+    }
+
+    #[test]
+    fn a_setting_only_one_side_has_is_a_difference() {
+        let a = run(Kind::Disk, json!({"size_bytes": 1}), "x");
+        let b = run(Kind::Disk, json!({"size_bytes": 1, "direct_io": true}), "x");
+        let d = settings(&[("a", vec![&a]), ("b", vec![&b])]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].key, "disk.direct_io");
+        assert_eq!(d[0].values[0].1, "(none)");
+    }
+
+    #[test]
+    fn identical_runs_have_no_differences() {
+        let a = run(Kind::Exec, json!({"runs": 10, "commands": ["a", "b"]}), "x");
+        let b = run(Kind::Exec, json!({"runs": 10, "commands": ["a", "b"]}), "x");
+        assert!(settings(&[("a", vec![&a]), ("b", vec![&b])]).is_empty());
+        assert!(environment(&[("a", vec![&a]), ("b", vec![&b])]).is_empty());
+    }
+}

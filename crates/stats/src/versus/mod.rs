@@ -1,0 +1,770 @@
+//! Saved runs set side by side: `dyno compare`'s engine.
+//!
+//! Groups of runs (one run each, or all of machine A's against all of
+//! machine B's) are compared metric by metric with the first group as the
+//! baseline. Metrics are matched by the run's kind, the metric's name and
+//! its labels; for each match the candidate / baseline ratio gets an
+//! interval, a p-value and a verdict by the same rule [`crate::compare`]
+//! applies within one `dyno run` ([`crate::compare::decide`]):
+//!
+//! - several values on each side (a metric's kept samples when each side is
+//!   one run, or one value per run when a side has several): the bootstrap
+//!   interval of the ratio of means and the Mann–Whitney U test, through
+//!   [`crate::compare::compare`] itself;
+//! - one run per side with a latency histogram: its percentiles, compared by
+//!   an order-statistic bootstrap ([`quantile`]);
+//! - one value on each side: the ratio alone, "one sample each: no test".
+//!
+//! The result is itself a [`Run`] of kind [`Kind::Compare`], so it is saved,
+//! shown, exported and drawn like any other; its shape is documented on
+//! [`compare_runs`].
+
+mod differences;
+mod quantile;
+
+use std::collections::{BTreeMap, HashMap};
+
+use dyno_model::{Direction, Kind, Metric, Run, Uncertainty, UncertaintyMethod, Unit};
+use serde_json::json;
+
+use crate::compare::{DEFAULT_RESAMPLES, Lean, Verdict, compare, decide, mean_metric};
+pub use differences::Difference;
+pub use quantile::{Cdf, QuantileComparison, compare_percentile};
+
+/// The percentiles of a latency histogram that are compared.
+pub const COMPARED_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+
+/// Seed of the bootstrap when none is given, so that the same runs always
+/// compare to the same numbers.
+pub const DEFAULT_SEED: u64 = 0x0d1e_5eed;
+
+/// Metrics that describe how a run was made or compare within it, not how
+/// fast the subject was: never matched. Matched by the end of the name, so
+/// `dyno quick`'s `http_measured_ns` is excluded with `measured_ns`.
+const NOT_COMPARED: [&str; 6] = [
+    "ratio_to_reference",
+    "p_value",
+    "verdict",
+    "shell_startup_ns",
+    "measured_ns",
+    "client_cpu_percent",
+];
+
+/// A named set of runs: one side of the comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// How the group is shown: `xeon`, or the run's id when it is one run.
+    pub name: String,
+    /// How its runs were chosen, as typed: `@tag:xeon`, `01JD…`.
+    pub selector: String,
+    pub runs: Vec<Run>,
+}
+
+/// How differences are judged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Relative differences below this are never called (0.02 = 2%).
+    pub noise_band: f64,
+    /// Significance level of the tests (0.05); intervals are at 1 − alpha.
+    pub alpha: f64,
+    /// Seeds every bootstrap.
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            noise_band: 0.02,
+            alpha: 0.05,
+            seed: DEFAULT_SEED,
+        }
+    }
+}
+
+/// Why runs could not be compared.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum VersusError {
+    #[error(
+        "a comparison needs at least two sides, but only {0} was given: name two runs, or two groups such as a=@tag:x b=@tag:y"
+    )]
+    TooFewGroups(usize),
+    #[error("'{0}' selects no runs: check it with `dyno history`")]
+    EmptyGroup(String),
+    #[error(
+        "run {id} is on both sides ('{first}' and '{second}'): a run compared with itself tells nothing; pick different runs"
+    )]
+    SameRun {
+        id: String,
+        first: String,
+        second: String,
+    },
+    #[error(
+        "run {0} is itself a comparison: compare the runs it compared (its settings list them), or show it with `dyno show`"
+    )]
+    NestedCompare(String),
+    #[error(
+        "'{baseline}' ({baseline_kinds}) and '{candidate}' ({candidate_kinds}) have no metric in common: runs of different kinds cannot be compared"
+    )]
+    NothingInCommon {
+        baseline: String,
+        baseline_kinds: String,
+        candidate: String,
+        candidate_kinds: String,
+    },
+    #[error("{0}")]
+    Options(String),
+}
+
+/// One comparable figure of one run.
+#[derive(Debug, Clone)]
+struct Subject {
+    kind: Kind,
+    name: String,
+    /// The labels shown and matched (with `percentile` for a histogram's).
+    labels: BTreeMap<String, String>,
+    unit: Unit,
+    direction: Direction,
+    value: f64,
+    samples: Vec<f64>,
+    /// The histogram and the percentile this subject reads from it.
+    quantile: Option<(std::rc::Rc<Cdf>, f64)>,
+}
+
+impl Subject {
+    fn display(&self) -> String {
+        let mut m = Metric::new(self.name.clone(), self.unit, self.direction, 0.0);
+        m.labels = self.labels.clone();
+        m.display_name()
+    }
+
+    /// The matching key: kind, name and labels, without `command` when
+    /// `loose_command` (parameter values, or a single command per side,
+    /// identify the subject instead).
+    fn key(&self, loose_command: bool) -> String {
+        let mut labels = self.labels.clone();
+        let has_params = labels.keys().any(|k| k.starts_with("param."));
+        if has_params || loose_command {
+            labels.remove("command");
+        }
+        let mut m = Metric::new(self.name.clone(), self.unit, self.direction, 0.0);
+        m.labels = labels;
+        format!("{}/{}", self.kind, m.display_name())
+    }
+}
+
+/// Whether `m` is a figure of merit that two runs can be judged on, rather
+/// than a total that grows with the run's length or a note on how it ran.
+fn comparable(m: &Metric) -> bool {
+    let excluded = NOT_COMPARED
+        .iter()
+        .any(|x| m.name == *x || m.name.ends_with(&format!("_{x}")));
+    let total = match m.unit {
+        Unit::Count => true,
+        // Bytes moved grow with the run's length; a peak size does not.
+        Unit::Bytes => !m.name.contains("peak"),
+        _ => false,
+    };
+    !excluded && !total && m.value.is_finite()
+}
+
+/// The comparable figures of `run`: each metric of merit, and for each
+/// latency histogram its [`COMPARED_PERCENTILES`] instead of its mean.
+fn subjects(run: &Run) -> Vec<Subject> {
+    let mut out = Vec::new();
+    for m in run.metrics.iter().filter(|m| comparable(m)) {
+        let base = Subject {
+            kind: run.kind,
+            name: m.name.clone(),
+            labels: m.labels.clone(),
+            unit: m.unit,
+            direction: m.direction,
+            value: m.value,
+            samples: m.samples.clone(),
+            quantile: None,
+        };
+        let cdf = m
+            .histogram
+            .as_ref()
+            .and_then(|h| crate::hdr::from_model(h).ok())
+            .and_then(|h| Cdf::of(&h));
+        match cdf {
+            Some(cdf) => {
+                let cdf = std::rc::Rc::new(cdf);
+                for p in COMPARED_PERCENTILES {
+                    let mut s = base.clone();
+                    s.labels.insert("percentile".into(), percentile_label(p));
+                    s.value = cdf.percentile(p);
+                    s.samples.clear();
+                    s.quantile = Some((cdf.clone(), p));
+                    out.push(s);
+                }
+            }
+            None => out.push(base),
+        }
+    }
+    out
+}
+
+/// `99.9` → "99.9", `50.0` → "50".
+fn percentile_label(p: f64) -> String {
+    let s = format!("{p}");
+    s.strip_suffix(".0").map(str::to_owned).unwrap_or(s)
+}
+
+/// What one side holds for one matched metric.
+#[derive(Debug, Clone)]
+enum Evidence {
+    /// Several values: one run's kept samples, or one value per run.
+    Values { values: Vec<f64>, per_run: bool },
+    /// One run's latency histogram, read at a percentile.
+    Quantile(std::rc::Rc<Cdf>, f64),
+    /// One value.
+    Single(f64),
+}
+
+impl Evidence {
+    fn of(subjects: &[&Subject]) -> Evidence {
+        match subjects {
+            [one] => match &one.quantile {
+                Some((cdf, p)) => Evidence::Quantile(cdf.clone(), *p),
+                None if one.samples.len() >= 2 && one.samples.iter().all(|x| x.is_finite()) => {
+                    Evidence::Values {
+                        values: one.samples.clone(),
+                        per_run: false,
+                    }
+                }
+                None => Evidence::Single(one.value),
+            },
+            many => Evidence::Values {
+                values: many.iter().map(|s| s.value).collect(),
+                per_run: true,
+            },
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Evidence::Values { per_run: true, .. } => "runs",
+            Evidence::Values { per_run: false, .. } => "samples",
+            Evidence::Quantile(..) => "histogram",
+            Evidence::Single(_) => "single",
+        }
+    }
+
+    fn value(&self) -> f64 {
+        match self {
+            Evidence::Values { values, .. } => values.iter().sum::<f64>() / values.len() as f64,
+            Evidence::Quantile(cdf, p) => cdf.percentile(*p),
+            Evidence::Single(v) => *v,
+        }
+    }
+
+    /// The side's value as a metric with its interval.
+    fn metric(&self, template: &Subject, options: &Options) -> Metric {
+        let mut m = match self {
+            Evidence::Values { values, .. } => {
+                let mut m = mean_metric(
+                    "value",
+                    template.unit,
+                    template.direction,
+                    values.clone(),
+                    options.seed,
+                );
+                if let Some(u) = &mut m.uncertainty {
+                    // Times, rates and sizes are never negative.
+                    u.low = u.low.max(0.0);
+                }
+                m
+            }
+            Evidence::Quantile(cdf, p) => {
+                let mut m = Metric::new(
+                    "value",
+                    template.unit,
+                    template.direction,
+                    cdf.percentile(*p),
+                );
+                let (low, high) = cdf.percentile_interval(*p, 1.0 - options.alpha);
+                m.uncertainty = Some(Uncertainty {
+                    method: UncertaintyMethod::OrderStatistic,
+                    confidence: 1.0 - options.alpha,
+                    low,
+                    high,
+                    n: cdf.count(),
+                    stddev: None,
+                });
+                m
+            }
+            Evidence::Single(v) => Metric::new("value", template.unit, template.direction, *v),
+        };
+        m.labels.insert("evidence".into(), self.code().into());
+        m
+    }
+}
+
+/// A candidate's metric against the baseline's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Outcome {
+    ratio: Option<f64>,
+    interval: Option<(f64, f64)>,
+    p_value: Option<f64>,
+    verdict: Verdict,
+}
+
+fn judge(baseline: &Evidence, candidate: &Evidence, direction: Direction, o: &Options) -> Outcome {
+    let (a, b) = (baseline.value(), candidate.value());
+    let ratio = (a != 0.0 && (b / a).is_finite()).then(|| b / a);
+    let untested = Outcome {
+        ratio,
+        interval: None,
+        p_value: None,
+        verdict: Verdict::Untested,
+    };
+    if ratio.is_none() {
+        return untested;
+    }
+    match (baseline, candidate) {
+        (Evidence::Values { values: va, .. }, Evidence::Values { values: vb, .. }) => {
+            match compare(vb, va, direction, o.noise_band, o.alpha, o.seed) {
+                Some(c) => Outcome {
+                    ratio: Some(c.ratio),
+                    interval: Some((c.low, c.high)),
+                    p_value: Some(c.p_value),
+                    verdict: c.verdict,
+                },
+                None => untested,
+            }
+        }
+        (Evidence::Quantile(ca, p), Evidence::Quantile(cb, _)) => {
+            match compare_percentile(cb, ca, *p, 1.0 - o.alpha, DEFAULT_RESAMPLES, o.seed) {
+                Some(q) => {
+                    let lean = if q.below_one > 0.5 {
+                        Lean::Lower
+                    } else if q.below_one < 0.5 {
+                        Lean::Higher
+                    } else {
+                        Lean::Neither
+                    };
+                    Outcome {
+                        ratio: Some(q.ratio),
+                        interval: Some((q.low, q.high)),
+                        p_value: Some(q.p_value),
+                        verdict: decide(
+                            q.ratio,
+                            (q.low, q.high),
+                            q.p_value,
+                            lean,
+                            direction,
+                            o.noise_band,
+                            o.alpha,
+                        ),
+                    }
+                }
+                None => untested,
+            }
+        }
+        (Evidence::Single(_), Evidence::Single(_)) => untested,
+        // One side has several values and the other one: no test can
+        // reach significance with a single value on a side.
+        _ => Outcome {
+            verdict: Verdict::TooFewRuns,
+            ..untested
+        },
+    }
+}
+
+/// The improvement factor of a ratio candidate / baseline: above 1 when the
+/// candidate is better, whichever way the metric points.
+pub fn improvement(ratio: f64, direction: Direction) -> f64 {
+    match direction {
+        Direction::HigherIsBetter => ratio,
+        Direction::LowerIsBetter => 1.0 / ratio,
+    }
+}
+
+/// The geometric mean of improvement factors with its interval: the mean
+/// of their logarithms, whose variance is the sum of each factor's (read
+/// from its interval, as if normal on the log scale) over k². Factors
+/// without an interval add no variance; `with_interval` counts the others.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Geomean {
+    value: f64,
+    interval: Option<(f64, f64)>,
+    n: usize,
+    with_interval: usize,
+}
+
+fn geomean(factors: &[(f64, Option<(f64, f64)>)], alpha: f64) -> Option<Geomean> {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let usable: Vec<_> = factors
+        .iter()
+        .filter(|(f, _)| f.is_finite() && *f > 0.0)
+        .collect();
+    if usable.is_empty() {
+        return None;
+    }
+    let k = usable.len() as f64;
+    let z = Normal::standard().inverse_cdf(1.0 - alpha / 2.0);
+    let mean_ln = usable.iter().map(|(f, _)| f.ln()).sum::<f64>() / k;
+    let variances: Vec<f64> = usable
+        .iter()
+        .filter_map(|(_, i)| *i)
+        .filter(|(lo, hi)| *lo > 0.0 && hi.is_finite())
+        .map(|(lo, hi)| ((hi.ln() - lo.ln()) / (2.0 * z)).powi(2))
+        .collect();
+    let interval = (!variances.is_empty()).then(|| {
+        let se = variances.iter().sum::<f64>().sqrt() / k;
+        ((mean_ln - z * se).exp(), (mean_ln + z * se).exp())
+    });
+    Some(Geomean {
+        value: mean_ln.exp(),
+        interval,
+        n: usable.len(),
+        with_interval: variances.len(),
+    })
+}
+
+/// Compares every group with the first (the baseline) and returns the
+/// comparison as a [`Run`] of kind [`Kind::Compare`]:
+///
+/// - `settings`: `baseline` (its name), `groups` (each `name`, `selector`
+///   and `runs` ids), `noise`, `alpha`, `seed`, `setting_differences` and
+///   `environment_differences` (each `key` and `values`: group → text),
+///   `unmatched` (each `group`, `metric` and `partner`, the group where it
+///   has no match).
+/// - `metrics`: per matched metric and group, `value` labelled `metric`
+///   (the original display name), `kind`, `group` and `evidence` (`samples`,
+///   `runs`, `histogram` or `single`), in the original unit and direction,
+///   with its interval; per matched metric and candidate group, `ratio`
+///   (candidate / baseline, unit ratio, the original direction, with its
+///   interval) labelled `metric`, `kind`, `group` and `verdict` (a
+///   [`Verdict::code`]), and `p_value` where a test was made; per candidate
+///   group, `geomean` of the improvement factors (higher is better) and the
+///   counts `better`, `worse`, `same` and `untested`. The headline is
+///   `geomean`.
+/// - `warnings`: settings that differ, the machines' differences, metrics
+///   without a partner, and the warnings of the runs compared.
+///
+/// The environment, start time and duration are the caller's to fill.
+pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusError> {
+    validate(groups, options)?;
+    let subjects: Vec<Vec<Vec<Subject>>> = groups
+        .iter()
+        .map(|g| g.runs.iter().map(subjects).collect())
+        .collect();
+    let loose_command = single_command_each(&subjects);
+    // Per group: key → its subjects, one per run; keys in order seen.
+    let mut order: Vec<String> = Vec::new();
+    let mut by_key: Vec<HashMap<String, Vec<&Subject>>> = vec![HashMap::new(); groups.len()];
+    for (g, runs) in subjects.iter().enumerate() {
+        for s in runs.iter().flatten() {
+            let key = s.key(loose_command);
+            if !order.contains(&key) {
+                order.push(key.clone());
+            }
+            by_key[g].entry(key).or_default().push(s);
+        }
+    }
+
+    let baseline = &groups[0];
+    let mut run = Run::new(
+        Kind::Compare,
+        groups
+            .iter()
+            .map(|g| g.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" vs "),
+    );
+    let mut unmatched = Vec::new();
+    let mut value_emitted: Vec<std::collections::HashSet<String>> =
+        vec![Default::default(); groups.len()];
+    let mut used_histograms = false;
+    let mut untestable = 0usize;
+    for (g, group) in groups.iter().enumerate().skip(1) {
+        let mut factors = Vec::new();
+        let mut counts = [0usize; 4];
+        let mut matched = 0usize;
+        for key in &order {
+            let (a, b) = (by_key[0].get(key), by_key[g].get(key));
+            let (a, b) = match (a, b) {
+                (Some(a), Some(b)) => (a, b),
+                (Some(a), None) => {
+                    unmatched.push((baseline.name.clone(), a[0].display(), group.name.clone()));
+                    continue;
+                }
+                (None, Some(b)) => {
+                    unmatched.push((group.name.clone(), b[0].display(), baseline.name.clone()));
+                    continue;
+                }
+                (None, None) => continue,
+            };
+            matched += 1;
+            let template = a[0];
+            let labels = |m: Metric, group: &str| {
+                m.with_label("metric", template.display())
+                    .with_label("kind", template.kind.as_str())
+                    .with_label("group", group)
+            };
+            let (ea, eb) = (Evidence::of(a), Evidence::of(b));
+            used_histograms |= matches!(ea, Evidence::Quantile(..));
+            for (side, e) in [(0, &ea), (g, &eb)] {
+                if value_emitted[side].insert(key.clone()) {
+                    run.metrics
+                        .push(labels(e.metric(template, options), &groups[side].name));
+                }
+            }
+            let outcome = judge(&ea, &eb, template.direction, options);
+            let Some(ratio) = outcome.ratio else {
+                untestable += 1;
+                counts[3] += 1;
+                continue;
+            };
+            let mut m = Metric::new("ratio", Unit::Ratio, template.direction, ratio);
+            m.uncertainty = outcome.interval.map(|(low, high)| Uncertainty {
+                method: match ea {
+                    Evidence::Quantile(..) => UncertaintyMethod::OrderStatistic,
+                    _ => UncertaintyMethod::Bootstrap,
+                },
+                confidence: 1.0 - options.alpha,
+                low,
+                high,
+                n: match (&ea, &eb) {
+                    (Evidence::Values { values, .. }, _) => values.len() as u64,
+                    (Evidence::Quantile(c, _), _) => c.count(),
+                    _ => 1,
+                },
+                stddev: None,
+            });
+            run.metrics
+                .push(labels(m, &group.name).with_label("verdict", outcome.verdict.code()));
+            if let Some(p) = outcome.p_value {
+                run.metrics.push(labels(
+                    Metric::new("p_value", Unit::Ratio, Direction::LowerIsBetter, p),
+                    &group.name,
+                ));
+            }
+            counts[match outcome.verdict {
+                Verdict::Faster => 0,
+                Verdict::Slower => 1,
+                Verdict::NoSignificantDifference => 2,
+                _ => 3,
+            }] += 1;
+            let f = improvement(ratio, template.direction);
+            let fi = outcome.interval.map(|(lo, hi)| {
+                let (x, y) = (
+                    improvement(lo, template.direction),
+                    improvement(hi, template.direction),
+                );
+                (x.min(y), x.max(y))
+            });
+            factors.push((f, fi));
+        }
+        if matched == 0 {
+            return Err(VersusError::NothingInCommon {
+                baseline: baseline.name.clone(),
+                baseline_kinds: kinds(baseline),
+                candidate: group.name.clone(),
+                candidate_kinds: kinds(group),
+            });
+        }
+        if let Some(gm) = geomean(&factors, options.alpha) {
+            let mut m = Metric::new("geomean", Unit::Ratio, Direction::HigherIsBetter, gm.value)
+                .with_label("group", &group.name)
+                .with_label("metrics", gm.n.to_string());
+            m.uncertainty = gm.interval.map(|(low, high)| Uncertainty {
+                method: UncertaintyMethod::Delta,
+                confidence: 1.0 - options.alpha,
+                low,
+                high,
+                n: gm.with_interval as u64,
+                stddev: None,
+            });
+            run.metrics.push(m);
+        }
+        for (name, count) in ["better", "worse", "same", "untested"].iter().zip(counts) {
+            run.metrics.push(
+                Metric::new(*name, Unit::Count, Direction::HigherIsBetter, count as f64)
+                    .with_label("group", &group.name),
+            );
+        }
+    }
+    run.headline = Some("geomean".into());
+
+    let sides: Vec<(&str, Vec<&Run>)> = groups
+        .iter()
+        .map(|g| (g.name.as_str(), g.runs.iter().collect()))
+        .collect();
+    let setting_differences = differences::settings(&sides);
+    let environment_differences = differences::environment(&sides);
+    let as_json = |d: &[Difference]| {
+        d.iter()
+            .map(|d| {
+                let values: serde_json::Map<String, serde_json::Value> = d
+                    .values
+                    .iter()
+                    .map(|(g, v)| (g.clone(), v.clone().into()))
+                    .collect();
+                json!({"key": d.key, "values": values})
+            })
+            .collect::<Vec<_>>()
+    };
+    run.settings = json!({
+        "baseline": baseline.name,
+        "groups": groups.iter().map(|g| json!({
+            "name": g.name,
+            "selector": g.selector,
+            "runs": g.runs.iter().map(|r| r.id.to_string()).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "noise": options.noise_band,
+        "alpha": options.alpha,
+        "seed": options.seed,
+        "setting_differences": as_json(&setting_differences),
+        "environment_differences": as_json(&environment_differences),
+        "unmatched": unmatched.iter().map(|(g, m, p)| json!({"group": g, "metric": m, "partner": p})).collect::<Vec<_>>(),
+    });
+
+    if !setting_differences.is_empty() {
+        let keys: Vec<&str> = setting_differences.iter().map(|d| d.key.as_str()).collect();
+        run.warn(
+            "settings_differ",
+            format!(
+                "the runs were not made alike: {} differ{}",
+                keys.join(", "),
+                if keys.len() == 1 { "s" } else { "" }
+            ),
+        );
+    }
+    if !environment_differences.is_empty() {
+        let keys: Vec<&str> = environment_differences
+            .iter()
+            .map(|d| d.key.as_str())
+            .collect();
+        run.warn(
+            "environment_differs",
+            format!(
+                "the runs come from different setups ({}): a difference may come from any of them",
+                keys.join(", ")
+            ),
+        );
+    }
+    if !unmatched.is_empty() {
+        run.warn(
+            "unmatched_metrics",
+            format!(
+                "{} without a partner on the other side, not compared",
+                plural(unmatched.len(), "metric")
+            ),
+        );
+    }
+    if loose_command {
+        run.warn(
+            "different_commands",
+            "each side timed one command and the commands differ: they are compared with each other",
+        );
+    }
+    if used_histograms {
+        run.warn(
+            "histogram_intervals",
+            "percentile intervals come from one run per side and treat its requests as independent: they show how precisely each run pinned its percentiles, not how much a repeat would move them; compare groups of repeated runs for that",
+        );
+    }
+    if untestable > 0 {
+        run.warn(
+            "zero_baseline",
+            format!(
+                "{} a baseline of zero: no ratio",
+                plural(untestable, "metric has")
+            ),
+        );
+    }
+    for (g, group) in groups.iter().enumerate() {
+        for r in &group.runs {
+            for w in &r.warnings {
+                run.warn(
+                    &format!("source_{}", w.code),
+                    format!("{} run {}: {}", groups[g].name, r.id, w.message),
+                );
+            }
+        }
+    }
+    Ok(run)
+}
+
+fn validate(groups: &[Group], options: &Options) -> Result<(), VersusError> {
+    if groups.len() < 2 {
+        return Err(VersusError::TooFewGroups(groups.len()));
+    }
+    let band_ok = options.noise_band >= 0.0 && options.noise_band < 1.0;
+    if !band_ok {
+        return Err(VersusError::Options(format!(
+            "the noise band must be at least 0% and below 100%, not {}%",
+            options.noise_band * 100.0
+        )));
+    }
+    if !(options.alpha > 0.0 && options.alpha < 1.0) {
+        return Err(VersusError::Options(format!(
+            "the significance level must be between 0 and 1, not {}",
+            options.alpha
+        )));
+    }
+    let mut seen: HashMap<dyno_model::RunId, &str> = HashMap::new();
+    for g in groups {
+        if g.runs.is_empty() {
+            return Err(VersusError::EmptyGroup(g.selector.clone()));
+        }
+        for r in &g.runs {
+            if r.kind == Kind::Compare {
+                return Err(VersusError::NestedCompare(r.id.to_string()));
+            }
+            if let Some(first) = seen.insert(r.id, &g.name) {
+                return Err(VersusError::SameRun {
+                    id: r.id.to_string(),
+                    first: first.to_owned(),
+                    second: g.name.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether every side timed exactly one command without parameters and
+/// the commands are not all the same: then they are compared with each
+/// other (gzip against zstd), not listed as unmatched.
+fn single_command_each(groups: &[Vec<Vec<Subject>>]) -> bool {
+    let commands: Vec<Vec<&str>> = groups
+        .iter()
+        .map(|runs| {
+            let mut c: Vec<&str> = runs
+                .iter()
+                .flatten()
+                .filter(|s| !s.labels.keys().any(|k| k.starts_with("param.")))
+                .filter_map(|s| s.labels.get("command").map(String::as_str))
+                .collect();
+            c.sort_unstable();
+            c.dedup();
+            c
+        })
+        .collect();
+    commands.iter().all(|c| c.len() == 1) && commands.iter().any(|c| c != &commands[0])
+}
+
+/// `1 metric`, `2 metrics`; `1 metric has`, `2 metrics have`.
+fn plural(n: usize, noun: &str) -> String {
+    match noun.split_once(' ') {
+        Some((noun, "has")) if n != 1 => format!("{n} {noun}s have"),
+        Some(_) => format!("{n} {noun}"),
+        None if n == 1 => format!("{n} {noun}"),
+        None => format!("{n} {noun}s"),
+    }
+}
+
+/// The kinds of a group's runs, for a message: `http`, `disk and exec`.
+fn kinds(group: &Group) -> String {
+    let mut k: Vec<&str> = group.runs.iter().map(|r| r.kind.as_str()).collect();
+    k.sort_unstable();
+    k.dedup();
+    k.join(" and ")
+}
+
+#[cfg(test)]
+mod tests;
