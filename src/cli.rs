@@ -54,11 +54,9 @@ pub enum Command {
     Rm(RmArgs),
     Completions(CompletionsArgs),
     Man(ManArgs),
-    // Hidden, so that typing them gets a clear "planned" answer instead of
+    Compare(Box<CompareArgs>),
+    // Hidden, so that typing it gets a clear "planned" answer instead of
     // clap's suggestion of a similar-sounding subcommand (`completions`).
-    /// Not available yet (planned): compare saved runs.
-    #[command(hide = true)]
-    Compare(PlannedArgs),
     /// Not available yet (planned): a report of saved runs.
     #[command(hide = true)]
     Report(PlannedArgs),
@@ -635,6 +633,135 @@ pub struct ServeArgs {
     pub threads: Option<u32>,
 }
 
+/// Compare saved runs: is B faster than A, and by how much?
+///
+/// Each SIDE is a run (its id or a unique prefix), or a named group of runs
+/// NAME=SELECTOR; the first side is the baseline, every other side is
+/// compared with it. A SELECTOR is run ids joined by commas
+/// (`old=01JD3,01JD4`), or filters joined by commas that must all hold:
+/// `@tag:T`, `@host:H`, `@kind:K`, `@since:WHEN`, `@last:N` (`xeon=@tag:xeon`,
+/// `a=@host:box1,@kind:http`). The filters --kind, --tag, --host, --since
+/// and --limit apply to every side; --last N compares the N most recent
+/// runs that match them, oldest first.
+///
+/// Metrics are matched by kind, name and labels (a disk test with the same
+/// test, an exec command with the same command or parameter values). For
+/// each match: both values with their intervals, the ratio candidate /
+/// baseline with its 95% interval, a p-value and a verdict: better, worse,
+/// or ~ (no significant difference beyond the noise band). Several values
+/// per side (a run's samples, or one value per run of a group) are tested
+/// with Mann–Whitney U and a bootstrap interval, the same code as `dyno
+/// run`; one run per side with a latency histogram compares its
+/// percentiles; one value each gives the ratio and "one sample each: no
+/// test". Totals that grow with a run's length (request counts, bytes) are
+/// not compared. A geometric mean of the improvement factors sums it up.
+/// Settings and machines that differ are listed, and so are metrics without
+/// a partner.
+///
+/// The comparison is saved (kind compare; `dyno show` reprints it) unless
+/// --no-save. Exit 1 when --fail-if-worse finds a regression; 2 on bad input.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  dyno compare 01JD3 01JD7                      # two runs
+  dyno compare --last 2                         # the two most recent runs
+  dyno compare xeon=@tag:xeon opteron=@tag:opteron --kind http
+  dyno compare --baseline @tag:main @tag:pr-42 --fail-if-worse 5
+  dyno compare before=01JD3,01JD4,01JD5 after=@since:1h --format markdown")]
+pub struct CompareArgs {
+    /// Runs or groups to compare, the baseline first: ID, NAME=ID,ID… or
+    /// NAME=@tag:T,@host:H,@kind:K,@since:WHEN,@last:N.
+    #[arg(value_name = "SIDE")]
+    pub sides: Vec<String>,
+
+    /// The baseline side (a SIDE as above), put before the others: for CI,
+    /// `--baseline @tag:main`.
+    #[arg(long, value_name = "SIDE")]
+    pub baseline: Option<String>,
+
+    /// Compare the N most recent runs that match the filters, each its own
+    /// side, the oldest as baseline.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = at_least_two)]
+    pub last: Option<usize>,
+
+    #[command(flatten)]
+    pub filter: FilterArgs,
+
+    /// Relative differences below this many percent are never called.
+    #[arg(long, value_name = "PCT", default_value = "2", allow_negative_numbers = true, value_parser = noise_percent)]
+    pub noise: f64,
+
+    /// Seed of the bootstrap resampling (the same runs and seed always give
+    /// the same intervals).
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Output layout.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
+
+    /// Exit 1 when a matched metric is significantly worse than the
+    /// baseline by more than PCT percent (with --score: the geomean).
+    #[arg(long, value_name = "PCT", allow_negative_numbers = true, value_parser = worse_percent)]
+    pub fail_if_worse: Option<f64>,
+
+    /// With --fail-if-worse: judge only the geometric-mean score.
+    #[arg(long, requires = "fail_if_worse")]
+    pub score: bool,
+
+    /// Do not save the comparison in the store.
+    #[arg(long)]
+    pub no_save: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// A table per compared side, benchstat's layout.
+    Text,
+    /// The same tables in Markdown.
+    Markdown,
+    /// One row per metric and side.
+    Csv,
+    /// The comparison's Run record.
+    Json,
+}
+
+fn at_least_two(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 2 => Ok(n),
+        _ => Err(format!(
+            "'{s}' is not a number of runs to compare: give 2 or more"
+        )),
+    }
+}
+
+fn noise_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage: give e.g. 2 or 0.5"))?;
+    if (0.0..100.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "the noise band must be at least 0 and below 100 percent, not {s}"
+        ))
+    }
+}
+
+fn worse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage: give e.g. 5"))?;
+    if (0.0..100.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "--fail-if-worse takes a percentage from 0 to below 100, not {s}"
+        ))
+    }
+}
+
 /// Which saved runs to take.
 #[derive(Debug, Clone, Args)]
 pub struct FilterArgs {
@@ -1160,7 +1287,7 @@ fn percent(s: &str) -> Result<f64, String> {
 /// `--kind`: a kind name as stored, or `run` for what `dyno run` makes
 /// (kind exec). The model's kinds cpu and db are accepted (imported runs
 /// may carry them) but not offered: no command makes them yet.
-fn parse_kind(s: &str) -> Result<Kind, String> {
+pub(crate) fn parse_kind(s: &str) -> Result<Kind, String> {
     if s.trim().eq_ignore_ascii_case("run") {
         return Ok(Kind::Exec);
     }

@@ -17,6 +17,9 @@ use serde_json::Value;
 #[path = "../crates/http/tests/common/tls.rs"]
 mod tls_server;
 
+/// `dyno compare`'s tests.
+#[path = "cli/compare.rs"]
+mod compare;
 /// `dyno disk`'s tests.
 #[path = "cli/disk.rs"]
 mod disk;
@@ -194,6 +197,7 @@ fn every_subcommand_has_help_with_an_example() {
         "rm",
         "completions",
         "man",
+        "compare",
     ] {
         Command::cargo_bin("dyno")
             .unwrap()

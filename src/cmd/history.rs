@@ -14,7 +14,7 @@ use super::{open_store, print};
 use crate::ExitStatus;
 use crate::cli::{ExportArgs, FilterArgs, HistoryArgs, ImportArgs, RmArgs, ShowArgs, ShowFormat};
 
-fn filter(args: FilterArgs) -> Filter {
+pub(super) fn filter(args: FilterArgs) -> Filter {
     let FilterArgs {
         kind,
         tags,
@@ -98,7 +98,8 @@ pub fn show(args: ShowArgs) -> Result<ExitStatus> {
                 Kind::Disk => Some(dyno_report::disk_report(&run)),
                 Kind::Scale => Some(dyno_report::scale_report(&run)),
                 Kind::Quick => Some(super::quick::table(&run)),
-                Kind::Cpu | Kind::Db | Kind::Compare => None,
+                Kind::Compare => Some(dyno_report::compare_report(&run)),
+                Kind::Cpu | Kind::Db => None,
             };
             let text = match report {
                 Some(report) => {

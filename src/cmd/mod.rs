@@ -1,6 +1,7 @@
 //! One module per subcommand, each wiring settings → engine → store →
 //! exporter. Helpers shared by several subcommands live here.
 
+mod compare;
 mod completions;
 mod disk;
 mod history;
@@ -38,9 +39,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Rm(args) => history::rm(args),
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
-        Command::Compare(_) => anyhow::bail!(
-            "`dyno compare` is not available yet (it is planned). Meanwhile: `dyno run 'cmd A' 'cmd B'` times commands side by side and compares them; `dyno history` and `dyno show ID` show saved runs; `dyno export --format csv` writes them for a spreadsheet"
-        ),
+        Command::Compare(args) => compare::run(*args),
         Command::Report(_) => anyhow::bail!(
             "`dyno report` is not available yet (it is planned). Meanwhile: `dyno show ID` prints a saved run's report, and `dyno export` writes runs as JSON or CSV"
         ),

@@ -6,6 +6,7 @@
 //! returned. Human renderers return `String`s so the binary decides where
 //! they go.
 
+mod compare;
 mod disk;
 mod exec;
 mod export;
@@ -16,6 +17,7 @@ mod hyperfine;
 mod scale;
 mod text;
 
+pub use compare::{Comparison, Row, compare_csv, compare_markdown, compare_report, metric_title};
 pub use disk::disk_report;
 pub use exec::{Bench, benches, exec_report};
 pub use export::{Csv, Exporter, Json, JsonLines, exporter};

@@ -39,15 +39,20 @@ pub const COMPARED_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 pub const DEFAULT_SEED: u64 = 0x0d1e_5eed;
 
 /// Metrics that describe how a run was made or compare within it, not how
-/// fast the subject was: never matched. Matched by the end of the name, so
-/// `dyno quick`'s `http_measured_ns` is excluded with `measured_ns`.
-const NOT_COMPARED: [&str; 6] = [
+/// fast the subject was, and ApacheBench's split of an HTTP request's time
+/// (connect, waiting, processing), which `latency_ns` already covers: never
+/// matched. Matched by the end of the name, so `dyno quick`'s
+/// `http_measured_ns` is excluded with `measured_ns`.
+const NOT_COMPARED: [&str; 9] = [
     "ratio_to_reference",
     "p_value",
     "verdict",
     "shell_startup_ns",
     "measured_ns",
     "client_cpu_percent",
+    "connect_ns",
+    "waiting_ns",
+    "processing_ns",
 ];
 
 /// A named set of runs: one side of the comparison.
@@ -676,15 +681,28 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
             ),
         );
     }
-    for (g, group) in groups.iter().enumerate() {
+    // The compared runs' own warnings, once per code: which runs, and the
+    // first one's words.
+    let mut sources: Vec<(String, Vec<String>, String)> = Vec::new();
+    for group in groups {
         for r in &group.runs {
             for w in &r.warnings {
-                run.warn(
-                    &format!("source_{}", w.code),
-                    format!("{} run {}: {}", groups[g].name, r.id, w.message),
-                );
+                let id = r.id.to_string()[..10].to_owned();
+                match sources.iter_mut().find(|(code, ..)| *code == w.code) {
+                    Some((_, ids, _)) => ids.push(id),
+                    None => sources.push((w.code.clone(), vec![id], w.message.clone())),
+                }
             }
         }
+    }
+    let total: usize = groups.iter().map(|g| g.runs.len()).sum();
+    for (code, ids, message) in sources {
+        let which = if ids.len() == total && total > 1 {
+            format!("all {total} runs")
+        } else {
+            format!("{} ({})", plural(ids.len(), "run"), ids.join(", "))
+        };
+        run.warn(&format!("source_{code}"), format!("{which}: {message}"));
     }
     Ok(run)
 }

@@ -1,0 +1,586 @@
+//! The views of a comparison (a run of kind `compare`, made by `dyno
+//! compare`): a benchstat-like table for the terminal, the same table in
+//! Markdown, and one CSV row per metric and group. Each reads only the
+//! record, so `dyno show` of a saved comparison prints what `dyno compare`
+//! printed.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use comfy_table::{Cell, CellAlignment};
+use dyno_model::{Direction, Metric, Run};
+use dyno_stats::compare::{Verdict, runs_needed_to_test};
+
+use crate::format::format_value;
+use crate::text::{render, table, warnings};
+
+/// One matched metric of one candidate group against the baseline.
+#[derive(Debug, Clone)]
+pub struct Row<'a> {
+    pub kind: &'a str,
+    /// The metric as `dyno show` names it (`latency_ns{percentile=99}`).
+    pub metric: &'a str,
+    pub baseline: &'a Metric,
+    pub candidate: &'a Metric,
+    /// candidate / baseline; `None` when the baseline is zero.
+    pub ratio: Option<&'a Metric>,
+    pub p_value: Option<&'a Metric>,
+}
+
+impl Row<'_> {
+    /// The verdict recorded for this row.
+    pub fn verdict(&self) -> Verdict {
+        self.ratio.map_or(Verdict::Untested, Verdict::of_metric)
+    }
+}
+
+/// A comparison record read back: its groups and rows.
+#[derive(Debug, Clone)]
+pub struct Comparison<'a> {
+    pub run: &'a Run,
+    pub baseline: String,
+    /// Every group's name, the baseline first.
+    pub groups: Vec<String>,
+    pub noise: f64,
+    pub alpha: f64,
+}
+
+impl<'a> Comparison<'a> {
+    /// Reads the record of a comparison.
+    pub fn of(run: &'a Run) -> Comparison<'a> {
+        let s = &run.settings;
+        let groups: Vec<String> = s["groups"]
+            .as_array()
+            .map(|g| {
+                g.iter()
+                    .filter_map(|g| g["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Comparison {
+            run,
+            baseline: s["baseline"].as_str().unwrap_or_default().to_owned(),
+            groups,
+            noise: s["noise"].as_f64().unwrap_or(0.02),
+            alpha: s["alpha"].as_f64().unwrap_or(0.05),
+        }
+    }
+
+    /// The groups compared with the baseline.
+    pub fn candidates(&self) -> impl Iterator<Item = &str> {
+        self.groups.iter().skip(1).map(String::as_str)
+    }
+
+    fn find(&self, name: &str, metric: &str, group: &str) -> Option<&'a Metric> {
+        self.run.metrics.iter().find(|m| {
+            m.name == name && m.label("metric") == Some(metric) && m.label("group") == Some(group)
+        })
+    }
+
+    /// The group's own metric of `name` (`geomean`, `better` …).
+    pub fn group_metric(&self, name: &str, group: &str) -> Option<&'a Metric> {
+        self.run
+            .metrics
+            .iter()
+            .find(|m| m.name == name && m.label("group") == Some(group))
+    }
+
+    /// The rows of `candidate` against the baseline, in the record's order.
+    pub fn rows(&self, candidate: &str) -> Vec<Row<'a>> {
+        self.run
+            .metrics
+            .iter()
+            .filter(|m| m.name == "value" && m.label("group") == Some(self.baseline.as_str()))
+            .filter_map(|base| {
+                let metric = base.label("metric")?;
+                Some(Row {
+                    kind: base.label("kind").unwrap_or_default(),
+                    metric,
+                    baseline: base,
+                    candidate: self.find("value", metric, candidate)?,
+                    ratio: self.find("ratio", metric, candidate),
+                    p_value: self.find("p_value", metric, candidate),
+                })
+            })
+            .collect()
+    }
+
+    fn runs_of(&self, group: &str) -> (usize, String) {
+        let g = self.run.settings["groups"]
+            .as_array()
+            .and_then(|gs| gs.iter().find(|g| g["name"] == group));
+        let n = g.and_then(|g| g["runs"].as_array()).map_or(0, |r| r.len());
+        let selector = g
+            .and_then(|g| g["selector"].as_str())
+            .unwrap_or_default()
+            .to_owned();
+        (n, selector)
+    }
+
+    /// `xeon (5 runs: @tag:xeon)`.
+    fn describe(&self, group: &str) -> String {
+        let (n, selector) = self.runs_of(group);
+        let runs = crate::counted(n as u64, "run");
+        if selector.is_empty() || selector == group {
+            format!("{group} ({runs})")
+        } else {
+            format!("{group} ({runs}: {selector})")
+        }
+    }
+
+    /// The words for a row's verdict.
+    fn verdict_words(&self, row: &Row) -> String {
+        match row.verdict() {
+            Verdict::Faster => "better".into(),
+            Verdict::Slower => "worse".into(),
+            Verdict::NoSignificantDifference => "~".into(),
+            Verdict::TooFewRuns => format!(
+                "too few runs to test (need ≥ {} per side)",
+                runs_needed_to_test(self.alpha)
+            ),
+            Verdict::Inconclusive => "inconclusive".into(),
+            Verdict::Untested if row.ratio.is_none() => "baseline is 0: no ratio".into(),
+            Verdict::Untested => "one sample each: no test".into(),
+        }
+    }
+}
+
+/// `latency_ns{percentile=99}` → `latency_ns p99`; other labels stay.
+pub fn metric_title(metric: &str) -> String {
+    let Some((name, rest)) = metric.split_once('{') else {
+        return metric.to_owned();
+    };
+    let labels = rest.strip_suffix('}').unwrap_or(rest);
+    let mut percentile = None;
+    let kept: Vec<&str> = labels
+        .split(", ")
+        .filter(|l| match l.strip_prefix("percentile=") {
+            Some(p) => {
+                percentile = Some(p);
+                false
+            }
+            None => true,
+        })
+        .collect();
+    let mut out = name.to_owned();
+    if !kept.is_empty() {
+        let _ = write!(out, "{{{}}}", kept.join(", "));
+    }
+    if let Some(p) = percentile {
+        let _ = write!(out, " p{p}");
+    }
+    out
+}
+
+/// A side's value with its interval as `±x%` (or nothing).
+fn value_cell(m: &Metric) -> String {
+    let value = format_value(m.value, m.unit);
+    match &m.uncertainty {
+        Some(u) if m.value != 0.0 && m.value.is_finite() => {
+            let half = 100.0 * (u.high - u.low) / 2.0 / m.value.abs();
+            format!("{value} ±{half:.1}%")
+        }
+        _ => value,
+    }
+}
+
+fn ratio_cells(row: &Row) -> [String; 3] {
+    let Some(r) = row.ratio else {
+        return [String::new(), String::new(), String::new()];
+    };
+    let ci = r
+        .uncertainty
+        .as_ref()
+        .map_or_else(String::new, |u| format!("{:.3}–{:.3}", u.low, u.high));
+    let p = row.p_value.map_or_else(String::new, |p| p_text(p.value));
+    [format!("{:.3}×", r.value), ci, p]
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// `+21.6%`: how much the candidate's value differs, in its own direction.
+fn delta(row: &Row) -> String {
+    row.ratio
+        .map_or_else(String::new, |r| format!("{:+.1}%", (r.value - 1.0) * 100.0))
+}
+
+fn arrow(direction: Direction) -> &'static str {
+    match direction {
+        Direction::HigherIsBetter => "↑",
+        Direction::LowerIsBetter => "↓",
+    }
+}
+
+/// The geomean line's ratio, interval and counts.
+fn geomean_cells(c: &Comparison, group: &str) -> Option<[String; 4]> {
+    let gm = c.group_metric("geomean", group)?;
+    let ci = gm
+        .uncertainty
+        .as_ref()
+        .map_or_else(String::new, |u| format!("{:.3}–{:.3}", u.low, u.high));
+    let count = |name| c.group_metric(name, group).map_or(0, |m| m.value as u64);
+    let verdicts = format!(
+        "{} better, {} worse, {} ~, {} untested",
+        count("better"),
+        count("worse"),
+        count("same"),
+        count("untested")
+    );
+    let n = gm.label("metrics").unwrap_or("?");
+    Some([
+        format!("geomean ({n} metrics)"),
+        format!("{:.3}×", gm.value),
+        ci,
+        verdicts,
+    ])
+}
+
+/// The comparison as `dyno compare` prints it.
+pub fn compare_report(run: &Run) -> String {
+    let c = Comparison::of(run);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Baseline {}; noise band ±{}%, α = {}, intervals at {:.0}%.",
+        c.describe(&c.baseline),
+        c.noise * 100.0,
+        c.alpha,
+        (1.0 - c.alpha) * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "Ratio = candidate / baseline; ↑ higher is better, ↓ lower is better; ~ no significant difference."
+    );
+    for candidate in c.candidates() {
+        let _ = writeln!(out, "\n{} against {}:\n", c.describe(candidate), c.baseline);
+        let mut t = table(&[
+            "KIND",
+            "METRIC",
+            &c.baseline,
+            candidate,
+            "DELTA",
+            "RATIO",
+            "95% CI",
+            "P",
+            "VERDICT",
+        ]);
+        for row in c.rows(candidate) {
+            let [ratio, ci, p] = ratio_cells(&row);
+            t.add_row(vec![
+                Cell::new(row.kind),
+                Cell::new(format!(
+                    "{} {}",
+                    metric_title(row.metric),
+                    arrow(row.baseline.direction)
+                )),
+                Cell::new(value_cell(row.baseline)).set_alignment(CellAlignment::Right),
+                Cell::new(value_cell(row.candidate)).set_alignment(CellAlignment::Right),
+                Cell::new(delta(&row)).set_alignment(CellAlignment::Right),
+                Cell::new(ratio).set_alignment(CellAlignment::Right),
+                Cell::new(ci),
+                Cell::new(p).set_alignment(CellAlignment::Right),
+                Cell::new(c.verdict_words(&row)),
+            ]);
+        }
+        if let Some([label, ratio, ci, verdicts]) = geomean_cells(&c, candidate) {
+            t.add_row(vec![
+                Cell::new(""),
+                Cell::new(format!("{label} ↑")),
+                Cell::new(""),
+                Cell::new(""),
+                Cell::new(""),
+                Cell::new(ratio).set_alignment(CellAlignment::Right),
+                Cell::new(ci),
+                Cell::new(""),
+                Cell::new(verdicts),
+            ]);
+        }
+        out.push_str(&render(&t));
+    }
+    differences(&c, &mut out);
+    warnings(run, &mut out);
+    out
+}
+
+/// Settings and machines that differ, and metrics without a partner.
+fn differences(c: &Comparison, out: &mut String) {
+    let s = &c.run.settings;
+    for (key, title) in [
+        (
+            "setting_differences",
+            "Settings that differ (like is not compared with like):",
+        ),
+        (
+            "environment_differences",
+            "What differs between the setups:",
+        ),
+    ] {
+        let Some(diffs) = s[key].as_array().filter(|d| !d.is_empty()) else {
+            continue;
+        };
+        let _ = writeln!(out, "\n{title}");
+        let mut t = table(
+            &std::iter::once("FIELD")
+                .chain(c.groups.iter().map(String::as_str))
+                .collect::<Vec<_>>(),
+        );
+        for d in diffs {
+            let mut row = vec![Cell::new(d["key"].as_str().unwrap_or_default())];
+            for g in &c.groups {
+                row.push(Cell::new(d["values"][g].as_str().unwrap_or("")));
+            }
+            t.add_row(row);
+        }
+        out.push_str(&indent(&render(&t)));
+    }
+    if let Some(unmatched) = s["unmatched"].as_array().filter(|u| !u.is_empty()) {
+        let _ = writeln!(out, "\nNot compared (no partner on the other side):");
+        for u in unmatched {
+            let _ = writeln!(
+                out,
+                "  {}: {} (absent from {})",
+                u["group"].as_str().unwrap_or_default(),
+                metric_title(u["metric"].as_str().unwrap_or_default()),
+                u["partner"].as_str().unwrap_or_default()
+            );
+        }
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+/// The comparison as a Markdown table per candidate, for a pull request
+/// or a wiki page.
+pub fn compare_markdown(run: &Run) -> String {
+    let c = Comparison::of(run);
+    let mut out = String::new();
+    let esc = |s: &str| s.replace('|', "\\|");
+    for candidate in c.candidates() {
+        let _ = writeln!(
+            out,
+            "### {} against {}\n",
+            esc(&c.describe(candidate)),
+            esc(&c.describe(&c.baseline))
+        );
+        let _ = writeln!(
+            out,
+            "| Kind | Metric | {} | {} | Delta | Ratio | 95% CI | p | Verdict |",
+            esc(&c.baseline),
+            esc(candidate)
+        );
+        out.push_str("|:--|:--|--:|--:|--:|--:|:--|--:|:--|\n");
+        for row in c.rows(candidate) {
+            let [ratio, ci, p] = ratio_cells(&row);
+            let _ = writeln!(
+                out,
+                "| {} | {} {} | {} | {} | {} | {} | {} | {} | {} |",
+                esc(row.kind),
+                esc(&metric_title(row.metric)),
+                arrow(row.baseline.direction),
+                esc(&value_cell(row.baseline)),
+                esc(&value_cell(row.candidate)),
+                delta(&row),
+                ratio,
+                ci,
+                p,
+                esc(&c.verdict_words(&row))
+            );
+        }
+        if let Some([label, ratio, ci, verdicts]) = geomean_cells(&c, candidate) {
+            let _ = writeln!(
+                out,
+                "| | **{label}** ↑ | | | | **{ratio}** | {ci} | | {verdicts} |"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nNoise band ±{}%, α = {}; ↑ higher is better, ↓ lower is better; ~ no significant difference.\n",
+            c.noise * 100.0,
+            c.alpha
+        );
+    }
+    if !run.warnings.is_empty() {
+        out.push_str("Warnings:\n\n");
+        for w in &run.warnings {
+            let _ = writeln!(out, "- {}", esc(&w.message));
+        }
+    }
+    out
+}
+
+/// One CSV row per matched metric and candidate group, with both sides'
+/// values and intervals in the metric's base unit, the ratio with its
+/// interval, the p-value and the verdict's code.
+pub fn compare_csv(run: &Run, out: &mut dyn Write) -> io::Result<()> {
+    let c = Comparison::of(run);
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record([
+        "kind",
+        "metric",
+        "unit",
+        "direction",
+        "baseline",
+        "baseline_value",
+        "baseline_low",
+        "baseline_high",
+        "group",
+        "value",
+        "low",
+        "high",
+        "ratio",
+        "ratio_low",
+        "ratio_high",
+        "p_value",
+        "verdict",
+    ])?;
+    let num = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    let low = |m: &Metric| num(m.uncertainty.as_ref().map(|u| u.low));
+    let high = |m: &Metric| num(m.uncertainty.as_ref().map(|u| u.high));
+    for candidate in c.candidates() {
+        for row in c.rows(candidate) {
+            let direction = match row.baseline.direction {
+                Direction::HigherIsBetter => "higher_is_better",
+                Direction::LowerIsBetter => "lower_is_better",
+            };
+            w.write_record([
+                row.kind.to_owned(),
+                row.metric.to_owned(),
+                row.baseline.unit.as_str().to_owned(),
+                direction.to_owned(),
+                c.baseline.clone(),
+                row.baseline.value.to_string(),
+                low(row.baseline),
+                high(row.baseline),
+                candidate.to_owned(),
+                row.candidate.value.to_string(),
+                low(row.candidate),
+                high(row.candidate),
+                num(row.ratio.map(|r| r.value)),
+                row.ratio.map_or_else(String::new, low),
+                row.ratio.map_or_else(String::new, high),
+                num(row.p_value.map(|p| p.value)),
+                row.verdict().code().to_owned(),
+            ])?;
+        }
+    }
+    w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dyno_model::{Kind, Unit};
+    use dyno_stats::versus::{Group, Options, compare_runs};
+
+    fn side(name: &str, rates: &[f64], latency: &[f64]) -> Group {
+        let runs = rates
+            .iter()
+            .zip(latency)
+            .map(|(&r, &l)| {
+                let mut run = Run::new(Kind::Http, "x");
+                run.settings =
+                    serde_json::json!({"connections": if name == "a" { 16 } else { 64 }});
+                run.metrics = vec![
+                    Metric::new(
+                        "requests_per_sec",
+                        Unit::RequestsPerSec,
+                        Direction::HigherIsBetter,
+                        r,
+                    ),
+                    Metric::new("mean_ns", Unit::Ns, Direction::LowerIsBetter, l),
+                ];
+                run
+            })
+            .collect();
+        Group {
+            name: name.into(),
+            selector: format!("@tag:{name}"),
+            runs,
+        }
+    }
+
+    fn comparison() -> Run {
+        compare_runs(
+            &[
+                side(
+                    "a",
+                    &[100.0, 101.0, 99.0, 100.5, 100.2],
+                    &[10.0, 10.1, 9.9, 10.0, 10.05],
+                ),
+                side(
+                    "b",
+                    &[120.0, 121.0, 119.0, 120.5, 120.2],
+                    &[10.0, 10.2, 9.8, 10.1, 9.95],
+                ),
+            ],
+            &Options::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_table_has_both_values_the_ratio_and_a_verdict_per_metric_and_a_geomean() {
+        let text = compare_report(&comparison());
+        let line = |needle: &str| {
+            text.lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle} in\n{text}"))
+        };
+        let rps = line("requests_per_sec ↑");
+        assert!(rps.contains("100.1") && rps.contains("120.1"), "{rps}");
+        assert!(rps.contains("1.200×") && rps.contains("+20.0%"), "{rps}");
+        assert!(rps.trim_end().ends_with("better"), "{rps}");
+        let lat = line("mean_ns ↓");
+        assert!(lat.trim_end().ends_with('~'), "{lat}");
+        let gm = line("geomean (2 metrics) ↑");
+        assert!(gm.contains("1 better, 0 worse, 1 ~, 0 untested"), "{gm}");
+        assert!(text.contains("Baseline a (5 runs: @tag:a)"), "{text}");
+        assert!(text.contains("b (5 runs: @tag:b) against a"), "{text}");
+        let settings = line("http.connections");
+        assert!(
+            settings.contains("16") && settings.contains("64"),
+            "{settings}"
+        );
+    }
+
+    #[test]
+    fn markdown_and_csv_carry_the_same_rows() {
+        let run = comparison();
+        let md = compare_markdown(&run);
+        assert!(md.contains("| http | requests_per_sec ↑ |"), "{md}");
+        assert!(md.contains("**geomean (2 metrics)**"), "{md}");
+        let mut csv = Vec::new();
+        compare_csv(&run, &mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        let rows: Vec<&str> = csv.lines().collect();
+        assert_eq!(rows.len(), 3, "{csv}");
+        assert!(rows[1].starts_with("http,requests_per_sec,requests_per_sec,higher_is_better,a,"));
+        assert!(rows[1].ends_with(",faster"), "{}", rows[1]);
+        assert!(
+            rows[2].ends_with(",no_significant_difference"),
+            "{}",
+            rows[2]
+        );
+    }
+
+    #[test]
+    fn percentiles_read_as_people_write_them() {
+        assert_eq!(
+            metric_title("latency_ns{percentile=99.9}"),
+            "latency_ns p99.9"
+        );
+        assert_eq!(
+            metric_title("disk_latency_ns{op=read, percentile=50, test=RND4K Q1T1}"),
+            "disk_latency_ns{op=read, test=RND4K Q1T1} p50"
+        );
+        assert_eq!(metric_title("wall_ns"), "wall_ns");
+    }
+}

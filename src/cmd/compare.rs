@@ -1,0 +1,248 @@
+//! `dyno compare`: sides resolved from the store → the comparison engine
+//! (`dyno_stats::versus`) → the table, Markdown, CSV or JSON → the store.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use dyno_model::{Kind, Run};
+use dyno_report::Comparison;
+use dyno_stats::compare::Verdict;
+use dyno_stats::versus::{self, Group, Options};
+use dyno_store::{Filter, SqliteStore, Store};
+
+use super::{open_store, print};
+use crate::ExitStatus;
+use crate::cli::{CompareArgs, CompareFormat};
+
+pub fn run(args: CompareArgs) -> Result<ExitStatus> {
+    let CompareArgs {
+        sides,
+        baseline,
+        last,
+        filter,
+        noise,
+        seed,
+        format,
+        fail_if_worse,
+        score,
+        no_save,
+    } = args;
+    let common = super::history::filter(filter);
+    let mut store = open_store()?;
+    let started = Instant::now();
+    let mut groups = Vec::new();
+    for side in baseline.iter().chain(&sides) {
+        groups.push(resolve(&store, side, &common)?);
+    }
+    if let Some(n) = last {
+        groups.extend(latest(&store, n, &common)?);
+    }
+    if groups.len() < 2 {
+        bail!(
+            "dyno compare needs at least two sides, but {} given: name two runs (`dyno compare ID ID`), two groups (`a=@tag:x b=@tag:y`) or --last 2; `dyno history` lists the runs",
+            if groups.is_empty() {
+                "none was".to_owned()
+            } else {
+                "one was".to_owned()
+            }
+        );
+    }
+    distinct_names(&mut groups)?;
+    let options = Options {
+        noise_band: noise / 100.0,
+        seed: seed.unwrap_or(versus::DEFAULT_SEED),
+        ..Options::default()
+    };
+    let mut run = versus::compare_runs(&groups, &options)?;
+    run.environment = super::environment();
+    run.duration_ns = started.elapsed().as_nanos() as u64;
+
+    match format {
+        CompareFormat::Text => print(&dyno_report::compare_report(&run))?,
+        CompareFormat::Markdown => print(&dyno_report::compare_markdown(&run))?,
+        CompareFormat::Csv => {
+            let mut out = Vec::new();
+            dyno_report::compare_csv(&run, &mut out)?;
+            print(&String::from_utf8(out).expect("CSV of UTF-8 text is UTF-8"))?;
+        }
+        CompareFormat::Json => print(&(serde_json::to_string_pretty(&run)? + "\n"))?,
+    }
+    if !no_save {
+        save(&mut store, &run, format)?;
+    }
+    match fail_if_worse {
+        Some(pct) if regressed(&run, pct, score) => Ok(ExitStatus::ChecksFailed),
+        _ => Ok(ExitStatus::Success),
+    }
+}
+
+fn save(store: &mut SqliteStore, run: &Run, format: CompareFormat) -> Result<()> {
+    store.save(run).with_context(|| {
+        format!(
+            "the comparison was made but could not be saved in {}",
+            store.path().display()
+        )
+    })?;
+    if format == CompareFormat::Text {
+        eprintln!("saved as {} (dyno show {})", run.id, run.id);
+    }
+    Ok(())
+}
+
+/// Whether a metric (or with `score`, the geomean) is significantly worse
+/// than the baseline by more than `pct` percent; says which on stderr.
+fn regressed(run: &Run, pct: f64, score: bool) -> bool {
+    let c = Comparison::of(run);
+    let limit = 1.0 - pct / 100.0;
+    let mut failed = false;
+    for candidate in c.candidates() {
+        if score {
+            let Some(gm) = c.group_metric("geomean", candidate) else {
+                continue;
+            };
+            let significant = gm.uncertainty.as_ref().is_some_and(|u| u.high < 1.0);
+            if gm.value < limit && significant {
+                eprintln!(
+                    "regression: {candidate}'s geomean score is {:.3}× the baseline's, worse by more than {pct}%",
+                    gm.value
+                );
+                failed = true;
+            }
+            continue;
+        }
+        for row in c.rows(candidate) {
+            let Some(ratio) = row.ratio else { continue };
+            let factor = versus::improvement(ratio.value, ratio.direction);
+            if row.verdict() == Verdict::Slower && factor < limit {
+                eprintln!(
+                    "regression: {candidate}'s {} is {:.3}× the baseline's, significantly worse by more than {pct}%",
+                    dyno_report::metric_title(row.metric),
+                    ratio.value
+                );
+                failed = true;
+            }
+        }
+    }
+    failed
+}
+
+/// One side: `ID`, `NAME=ID,ID…` or `NAME=@filter,@filter…`.
+fn resolve(store: &SqliteStore, side: &str, common: &Filter) -> Result<Group> {
+    let (name, selector) = match side.split_once('=') {
+        Some((name, selector)) if !name.is_empty() && !name.starts_with('@') => {
+            (name.to_owned(), selector)
+        }
+        _ => (side.to_owned(), side),
+    };
+    if selector.trim().is_empty() {
+        bail!("side '{side}' selects nothing: write NAME=ID or NAME=@tag:T");
+    }
+    let terms: Vec<&str> = selector.split(',').map(str::trim).collect();
+    let filters = terms.iter().filter(|t| t.starts_with('@')).count();
+    let runs = if filters == 0 {
+        terms
+            .iter()
+            .map(|id| store.get(id).map_err(anyhow::Error::from))
+            .collect::<Result<Vec<Run>>>()?
+    } else if filters == terms.len() {
+        let mut filter = common.clone();
+        for term in &terms {
+            apply(&mut filter, term)?;
+        }
+        let runs = comparable(store.list(&filter)?);
+        if runs.is_empty() {
+            bail!(
+                "'{selector}' selects no runs: `dyno history` with the same filters lists what there is"
+            );
+        }
+        runs
+    } else {
+        bail!(
+            "'{selector}' mixes run ids and @filters: a side is either ids (a,b) or filters (@tag:x,@kind:http)"
+        );
+    };
+    Ok(Group {
+        name,
+        selector: selector.to_owned(),
+        runs,
+    })
+}
+
+/// Adds one `@key:value` term to `filter`.
+fn apply(filter: &mut Filter, term: &str) -> Result<()> {
+    let Some((key, value)) = term.strip_prefix('@').and_then(|t| t.split_once(':')) else {
+        bail!("'{term}' is not a filter: write @tag:T, @host:H, @kind:K, @since:WHEN or @last:N");
+    };
+    match key {
+        "tag" => filter.tags.push(value.to_owned()),
+        "host" => filter.host = Some(value.to_owned()),
+        "kind" => {
+            let kind = crate::cli::parse_kind(value).map_err(|e| anyhow::anyhow!(e))?;
+            filter.kind = Some(kind);
+        }
+        "since" => {
+            filter.since = Some(super::parse_since(value).map_err(|e| anyhow::anyhow!(e))?);
+        }
+        "last" => match value.parse::<usize>() {
+            Ok(n) if n >= 1 => filter.limit = Some(n),
+            _ => bail!("'{term}': @last takes a number of runs, 1 or more"),
+        },
+        _ => bail!(
+            "'{term}': unknown filter @{key}; the filters are @tag:T, @host:H, @kind:K, @since:WHEN and @last:N"
+        ),
+    }
+    Ok(())
+}
+
+/// The `n` most recent runs that match `common`, each its own side.
+fn latest(store: &SqliteStore, n: usize, common: &Filter) -> Result<Vec<Group>> {
+    let all = comparable(store.list(common)?);
+    if all.len() < n {
+        bail!(
+            "--last {n} needs {n} saved runs, but {} match{}: `dyno history` lists them",
+            all.len(),
+            if all.len() == 1 { "es" } else { "" }
+        );
+    }
+    Ok(all[all.len() - n..]
+        .iter()
+        .map(|run| {
+            let id = run.id.to_string();
+            Group {
+                name: id[..10].to_owned(),
+                selector: id,
+                runs: vec![run.clone()],
+            }
+        })
+        .collect())
+}
+
+/// Runs a filter may select for comparison: not earlier comparisons.
+fn comparable(runs: Vec<Run>) -> Vec<Run> {
+    runs.into_iter()
+        .filter(|r| r.kind != Kind::Compare)
+        .collect()
+}
+
+/// Refuses two sides of one name; a name shortened from an id is made
+/// longer until it is unique.
+fn distinct_names(groups: &mut [Group]) -> Result<()> {
+    for i in 0..groups.len() {
+        for j in 0..i {
+            if groups[i].name != groups[j].name {
+                continue;
+            }
+            let from_last = |g: &Group| g.runs.len() == 1 && g.selector == g.runs[0].id.to_string();
+            if from_last(&groups[i]) && from_last(&groups[j]) {
+                groups[i].name = groups[i].selector.clone();
+                groups[j].name = groups[j].selector.clone();
+            } else {
+                bail!(
+                    "two sides are named '{}': give each its own name (NAME=SELECTOR)",
+                    groups[i].name
+                );
+            }
+        }
+    }
+    Ok(())
+}

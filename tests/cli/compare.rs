@@ -1,0 +1,345 @@
+//! `dyno compare`: saved runs of every kind set side by side, from the
+//! store, through the real binary.
+
+use super::*;
+
+/// Ids of the saved runs, oldest first.
+fn ids(home: &Path) -> Vec<String> {
+    let out = ok(home, &["export", "--format", "jsonl"]);
+    out.lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The compare metric `name` of `subject` for `group`.
+fn compared<'a>(run: &'a Value, name: &str, subject: &str, group: &str) -> &'a Value {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| {
+            m["name"] == name && m["labels"]["metric"] == subject && m["labels"]["group"] == group
+        })
+        .unwrap_or_else(|| panic!("no {name} of {subject} for {group} in {run:#}"))
+}
+
+#[test]
+fn two_quick_runs_compare_to_a_verdict_table_with_a_geomean_that_show_reprints() {
+    let home = temp();
+    let h = home.path();
+    ok(h, &SMALL_QUICK);
+    ok(h, &[&SMALL_QUICK[..], &["--tag", "after"]].concat());
+    let out = dyno(h)
+        .args(["compare", "--last", "2"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let line = |needle: &str| {
+        text.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle} in\n{text}"))
+            .to_owned()
+    };
+    // Two repetitions a side: Mann–Whitney cannot reach 0.05 with 2 and 2.
+    let int64 = line("int64_1t_ns ↓");
+    assert!(
+        int64.contains("too few runs to test (need ≥ 4 per side)"),
+        "{int64}"
+    );
+    assert!(int64.contains('×'), "the ratio is shown: {int64}");
+    let geomean = line("geomean (");
+    assert!(
+        geomean.contains("better") && geomean.contains("untested"),
+        "{geomean}"
+    );
+    assert!(text.contains("noise band ±2%"), "{text}");
+    let saved = stderr
+        .split_whitespace()
+        .skip_while(|w| *w != "as")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no 'saved as' in {stderr}"))
+        .to_owned();
+
+    // Saved as a run of kind compare; show reprints the table from it.
+    let shown = ok(h, &["show", &saved]);
+    assert!(shown.contains(&int64), "show lost the row:\n{shown}");
+    assert!(shown.contains(&geomean), "{shown}");
+    let history = ok(h, &["history", "--kind", "compare"]);
+    assert!(history.contains(&saved), "{history}");
+    // A comparison is never itself a side of --last.
+    let again = ok(
+        h,
+        &["compare", "--last", "2", "--format", "json", "--no-save"],
+    );
+    let run: Value = serde_json::from_str(&again).unwrap();
+    assert_valid(&run, None);
+    assert_eq!(run["kind"], "compare");
+    assert_eq!(run["headline"], "geomean");
+    let groups = run["settings"]["groups"].as_array().unwrap();
+    let all = ids(h);
+    assert_eq!(groups[0]["runs"][0], all[0].as_str());
+    assert_eq!(groups[1]["runs"][0], all[1].as_str());
+    assert_eq!(
+        ids(h).len(),
+        3,
+        "--no-save saved nothing; the first comparison was saved"
+    );
+
+    let md = ok(
+        h,
+        &[
+            "compare",
+            "--last",
+            "2",
+            "--format",
+            "markdown",
+            "--no-save",
+        ],
+    );
+    assert!(md.contains("| quick | int64_1t_ns ↓ |"), "{md}");
+    let csv_text = ok(
+        h,
+        &["compare", "--last", "2", "--format", "csv", "--no-save"],
+    );
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    let verdict = headers.iter().position(|c| c == "verdict").unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|r| !r[verdict].is_empty()), "{csv_text}");
+}
+
+/// `dyno run --runs 5 CMD --tag TAG`, saved.
+fn timed(home: &Path, command: &str, tag: &str) {
+    ok(
+        home,
+        &["run", "--runs", "5", "--warmup", "0", "--tag", tag, command],
+    );
+}
+
+#[test]
+fn a_tagged_baseline_catches_a_regression_with_fail_if_worse() {
+    let home = temp();
+    let h = home.path();
+    timed(h, "sleep 0.01", "main");
+    timed(h, "sleep 0.06", "pr");
+    let out = dyno(h)
+        .args([
+            "compare",
+            "--baseline",
+            "@tag:main",
+            "@tag:pr",
+            "--fail-if-worse",
+            "5",
+            "--no-save",
+        ])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let wall = text
+        .lines()
+        .find(|l| l.contains("wall_ns"))
+        .unwrap_or_else(|| panic!("{text}"));
+    // 5 against 5 completely separated: exact Mann–Whitney p = 2/252.
+    assert!(
+        wall.contains("0.008") && wall.trim_end().ends_with("worse"),
+        "{wall}"
+    );
+    assert!(stderr.contains("regression: @tag:pr's wall_ns"), "{stderr}");
+    assert!(
+        text.contains("the commands differ") || text.contains("[different_commands]"),
+        "{text}"
+    );
+    // The other way round it is an improvement: exit 0.
+    dyno(h)
+        .args([
+            "compare",
+            "--baseline",
+            "@tag:pr",
+            "@tag:main",
+            "--fail-if-worse",
+            "5",
+            "--no-save",
+        ])
+        .assert()
+        .success();
+}
+
+#[test]
+fn compare_gives_the_numbers_dyno_run_gives_for_the_same_samples() {
+    let home = temp();
+    let h = home.path();
+    let (run, _) = json_run(
+        h,
+        &[
+            "run",
+            "--runs",
+            "6",
+            "--warmup",
+            "0",
+            "--no-save",
+            "sleep 0.01",
+            "sleep 0.03",
+        ],
+        0,
+    );
+    let seed = run["settings"]["seed"].as_u64().unwrap();
+    let ratio = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "ratio_to_reference")
+        .unwrap()
+        .clone();
+    let reference = ratio["labels"]["reference"].as_str().unwrap().to_owned();
+    let candidate = ratio["labels"]["command"].as_str().unwrap().to_owned();
+    // The candidate is the second command, compared with seed + 1.
+    assert_eq!(candidate, "sleep 0.03");
+    // Split the run in two, one command each, and import both.
+    let half = |command: &str, id: &str| {
+        let mut r = run.clone();
+        r["id"] = Value::from(id);
+        let metrics: Vec<Value> = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["labels"]["command"] == command && m["labels"].get("reference").is_none())
+            .cloned()
+            .collect();
+        r["metrics"] = Value::Array(metrics);
+        r
+    };
+    let file = h.join("halves.json");
+    let halves = Value::Array(vec![
+        half(&reference, "01JD0000000000000000000001"),
+        half(&candidate, "01JD0000000000000000000002"),
+    ]);
+    std::fs::write(&file, halves.to_string()).unwrap();
+    ok(h, &["import", file.to_str().unwrap()]);
+    let seed = (seed + 1).to_string();
+    let out = ok(
+        h,
+        &[
+            "compare",
+            "a=01JD0000000000000000000001",
+            "b=01JD0000000000000000000002",
+            "--seed",
+            &seed,
+            "--format",
+            "json",
+            "--no-save",
+        ],
+    );
+    let c: Value = serde_json::from_str(&out).unwrap();
+    let mine = compared(&c, "ratio", "wall_ns{command=sleep 0.01}", "b");
+    assert_eq!(mine["value"], ratio["value"]);
+    assert_eq!(mine["uncertainty"]["low"], ratio["uncertainty"]["low"]);
+    assert_eq!(mine["uncertainty"]["high"], ratio["uncertainty"]["high"]);
+    let p_run = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "p_value")
+        .unwrap();
+    assert_eq!(
+        compared(&c, "p_value", "wall_ns{command=sleep 0.01}", "b")["value"],
+        p_run["value"]
+    );
+}
+
+#[test]
+fn runs_from_another_machine_compare_after_export_and_import() {
+    let (a, b) = (temp(), temp());
+    ok(
+        a.path(),
+        &[&SMALL_QUICK[..], &["--tag", "machine-a"]].concat(),
+    );
+    ok(
+        b.path(),
+        &[&SMALL_QUICK[..], &["--tag", "machine-b"]].concat(),
+    );
+    let file = a.path().join("b.json");
+    ok(
+        b.path(),
+        &["export", "--tag", "machine-b", "-o", file.to_str().unwrap()],
+    );
+    ok(a.path(), &["import", file.to_str().unwrap()]);
+    let text = ok(
+        a.path(),
+        &[
+            "compare",
+            "a=@tag:machine-a",
+            "b=@tag:machine-b",
+            "--no-save",
+        ],
+    );
+    assert!(
+        text.contains("b (1 run: @tag:machine-b) against a"),
+        "{text}"
+    );
+    assert!(text.contains("int64_nt_ns"), "{text}");
+}
+
+#[test]
+fn bad_comparisons_exit_2_and_save_nothing() {
+    let home = temp();
+    let h = home.path();
+    ok(h, &SMALL_QUICK);
+    ok(h, &["run", "--runs", "2", "--warmup", "0", "true"]);
+    let all = ids(h);
+    let (quick, exec) = (all[0].as_str(), all[1].as_str());
+    let cases: [(&[&str], &str); 11] = [
+        (&["compare"], "at least two sides"),
+        (&["compare", quick], "at least two sides"),
+        (&["compare", quick, quick], "compared with itself"),
+        (&["compare", quick, exec], "no metric in common"),
+        (
+            &["compare", quick, "01JD000000000000000000000Z"],
+            "01JD000000000000000000000Z",
+        ),
+        (
+            &["compare", "a=@tag:nope", "b=@kind:quick"],
+            "'@tag:nope' selects no runs",
+        ),
+        (
+            &["compare", "a=@colour:red", quick],
+            "unknown filter @colour",
+        ),
+        (
+            &["compare", &format!("a={quick},@tag:x"), exec],
+            "mixes run ids and @filters",
+        ),
+        (
+            &["compare", "x=@kind:quick", &format!("x={exec}")],
+            "two sides are named 'x'",
+        ),
+        (&["compare", "--last", "2", "--noise", "150"], "noise band"),
+        (&["compare", "--last", "5"], "--last 5 needs 5 saved runs"),
+    ];
+    for (args, needle) in cases {
+        let stderr = fails(h, args);
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: no {needle:?} in {stderr}"
+        );
+    }
+    assert_eq!(ids(h).len(), 2, "a refused comparison saves nothing");
+    // A saved comparison is not itself comparable.
+    ok(h, &[&SMALL_QUICK[..]].concat());
+    let out = ok(h, &["compare", "--kind", "quick", "--last", "2", "--format", "json"]);
+    let c: Value = serde_json::from_str(&out).unwrap();
+    let id = c["id"].as_str().unwrap();
+    let stderr = fails(h, &["compare", quick, id]);
+    assert!(stderr.contains("is itself a comparison"), "{stderr}");
+}
