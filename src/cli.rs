@@ -656,13 +656,18 @@ pub struct FilterArgs {
     #[arg(long, value_name = "WHEN", value_parser = crate::cmd::parse_since)]
     pub since: Option<jiff::Timestamp>,
 
-    /// At most this many runs, the most recent.
+    /// At most this many runs, the most recent (a skipped unreadable run
+    /// counts among them).
     #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     pub limit: Option<u64>,
 }
 
 /// List saved runs, oldest first: id, time, kind, host, description and
 /// headline figure.
+///
+/// A run whose saved record cannot be read (damaged, or saved by a newer
+/// dyno) is skipped and named on stderr with what to do: `dyno rm ID`
+/// removes a damaged one.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno history\n  dyno history --kind quick --since 7d\n  dyno history --tag baseline --limit 10"
@@ -707,6 +712,10 @@ pub enum ShowFormat {
 /// ci_confidence, samples), ready for a spreadsheet pivot. `labels` is
 /// `k=v;k=v` with `%`, `;` and `=` in keys and values percent-escaped (`%25`,
 /// `%3B`, `%3D`); `tags` are joined with `;`, which no tag contains.
+///
+/// A run whose saved record cannot be read (damaged, or saved by a newer
+/// dyno) is left out and named on stderr with what to do: `dyno rm ID`
+/// removes a damaged one.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno export --format csv > runs.csv\n  dyno export --kind quick --since 30d --format jsonl -o quick.jsonl"
