@@ -500,8 +500,9 @@ pub enum ShellArg {
 ///   of each N. A run that timed several commands, or swept other parameters
 ///   too, holds several curves: pick one with --command and --where.
 ///
-/// - a CSV or JSON file (--file): a header naming an N column (n, N,
-///   threads, jobs, or --n-column) and a time column in seconds (seconds,
+/// - a CSV or JSON file (--file): a header naming an N column (n, threads,
+///   jobs, concurrency, clients, cpus, processes or load, in any case, or
+///   --n-column) and a time column in seconds (seconds,
 ///   time, time_s) or a throughput column (throughput, ops_per_sec, rate), or
 ///   --value-column with --measure; JSON is an array of objects with the
 ///   same keys.
@@ -551,7 +552,8 @@ pub struct ScaleArgs {
     #[arg(long, value_name = "FILE")]
     pub file: Option<PathBuf>,
 
-    /// The file's N column [default: n, N, threads or jobs].
+    /// The file's N column [default: the one named n, threads, jobs,
+    /// concurrency, clients, cpus, processes or load, in any case].
     #[arg(long, value_name = "NAME", conflicts_with_all = ["run", "last", "workload"])]
     pub n_column: Option<String>,
 
