@@ -513,7 +513,8 @@ pub enum ShellArg {
 ///
 /// Per N: the time or throughput, speedup against N = 1 (or the smallest N),
 /// efficiency, and the Amdahl and Karp–Flatt fractions; then the best N, the
-/// Amdahl fit (p and the ceiling 1/(1 − p)) and the USL fit (σ, κ, λ, R²,
+/// Amdahl fit (p and the ceiling 1/(1 − p); p, wherever shown, has the
+/// digits that keep three significant figures of 1 − p) and the USL fit (σ, κ, λ, R²,
 /// what bounds scaling, the peak N* and X(N*)). Model values outside the
 /// measured range are marked "(predicted)". Two points give the per-point
 /// figures and the Amdahl fit only; the USL needs three, and six or more are

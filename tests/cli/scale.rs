@@ -124,6 +124,31 @@ fn scale_file_finds_n_under_the_names_people_give_it() {
 }
 
 #[test]
+fn a_parallel_fraction_keeps_three_figures_of_its_serial_part_in_every_report() {
+    let home = temp();
+    // Amdahl's law with p = 0.9896: 1 − p = 1.04% needs two decimals.
+    let mut text = String::from("threads,seconds\n");
+    for n in [1, 2, 4, 8] {
+        text.push_str(&format!("{n},{}\n", 0.0104 + 0.9896 / f64::from(n)));
+    }
+    let csv = data_file(home.path(), "p.csv", &text);
+    let report = ok(home.path(), &["scale", "--file", &csv, "--no-save"]);
+    assert!(report.contains("parallel fraction p = 98.96%"), "{report}");
+    let row = report
+        .lines()
+        .find(|l| l.starts_with("8 "))
+        .unwrap_or_else(|| panic!("no N = 8 row in {report}"));
+    assert!(row.contains("98.96%"), "{row}");
+    let (run, _) = scale_json(home.path(), &["--file", &csv]);
+    let shown = ok(home.path(), &["show", run["id"].as_str().unwrap()]);
+    let fit = shown
+        .lines()
+        .find(|l| l.starts_with("amdahl_fit_parallel_fraction"))
+        .unwrap_or_else(|| panic!("no fit row in {shown}"));
+    assert!(fit.contains("98.96%"), "{fit}");
+}
+
+#[test]
 fn scale_reads_json_files_and_throughputs_and_labels_a_predicted_peak() {
     let home = temp();
     // X(N) = 1000 N / (1 + 0.05 (N − 1) + 0.002 N (N − 1)): peak at N* = 21.
