@@ -498,8 +498,9 @@ pub enum ShellArg {
 ///   of each N. A run that timed several commands, or swept other parameters
 ///   too, holds several curves: pick one with --command and --where.
 ///
-/// - a CSV or JSON file (--file): a header naming an N column (n, N,
-///   threads, jobs, or --n-column) and a time column in seconds (seconds,
+/// - a CSV or JSON file (--file): a header naming an N column (n, threads,
+///   jobs, concurrency, clients, cpus, processes or load, in any case, or
+///   --n-column) and a time column in seconds (seconds,
 ///   time, time_s) or a throughput column (throughput, ops_per_sec, rate), or
 ///   --value-column with --measure; JSON is an array of objects with the
 ///   same keys.
@@ -510,7 +511,8 @@ pub enum ShellArg {
 ///
 /// Per N: the time or throughput, speedup against N = 1 (or the smallest N),
 /// efficiency, and the Amdahl and Karp–Flatt fractions; then the best N, the
-/// Amdahl fit (p and the ceiling 1/(1 − p)) and the USL fit (σ, κ, λ, R²,
+/// Amdahl fit (p and the ceiling 1/(1 − p); p, wherever shown, has the
+/// digits that keep three significant figures of 1 − p) and the USL fit (σ, κ, λ, R²,
 /// what bounds scaling, the peak N* and X(N*)). Model values outside the
 /// measured range are marked "(predicted)". Two points give the per-point
 /// figures and the Amdahl fit only; the USL needs three, and six or more are
@@ -549,7 +551,8 @@ pub struct ScaleArgs {
     #[arg(long, value_name = "FILE")]
     pub file: Option<PathBuf>,
 
-    /// The file's N column [default: n, N, threads or jobs].
+    /// The file's N column [default: the one named n, threads, jobs,
+    /// concurrency, clients, cpus, processes or load, in any case].
     #[arg(long, value_name = "NAME", conflicts_with_all = ["run", "last", "workload"])]
     pub n_column: Option<String>,
 
@@ -783,13 +786,18 @@ pub struct FilterArgs {
     #[arg(long, value_name = "WHEN", value_parser = crate::cmd::parse_since)]
     pub since: Option<jiff::Timestamp>,
 
-    /// At most this many runs, the most recent.
+    /// At most this many runs, the most recent (a skipped unreadable run
+    /// counts among them).
     #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     pub limit: Option<u64>,
 }
 
 /// List saved runs, oldest first: id, time, kind, host, description and
 /// headline figure.
+///
+/// A run whose saved record cannot be read (damaged, or saved by a newer
+/// dyno) is skipped and named on stderr with what to do: `dyno rm ID`
+/// removes a damaged one.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno history\n  dyno history --kind quick --since 7d\n  dyno history --tag baseline --limit 10"
@@ -834,6 +842,10 @@ pub enum ShowFormat {
 /// ci_confidence, samples), ready for a spreadsheet pivot. `labels` is
 /// `k=v;k=v` with `%`, `;` and `=` in keys and values percent-escaped (`%25`,
 /// `%3B`, `%3D`); `tags` are joined with `;`, which no tag contains.
+///
+/// A run whose saved record cannot be read (damaged, or saved by a newer
+/// dyno) is left out and named on stderr with what to do: `dyno rm ID`
+/// removes a damaged one.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno export --format csv > runs.csv\n  dyno export --kind quick --since 30d --format jsonl -o quick.jsonl"

@@ -7,10 +7,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use dyno_model::{Kind, Run, SCHEMA_VERSION};
-use dyno_store::{Filter, Store, StoreError};
+use dyno_store::{Filter, Listing, Store, StoreError};
 use jiff::tz::TimeZone;
 
-use super::{open_store, print};
+use super::{list_runs, open_store, print, report_skipped};
 use crate::ExitStatus;
 use crate::cli::{ExportArgs, FilterArgs, HistoryArgs, ImportArgs, RmArgs, ShowArgs, ShowFormat};
 
@@ -57,9 +57,12 @@ fn describe(args: &FilterArgs) -> Vec<String> {
 pub fn history(args: HistoryArgs) -> Result<ExitStatus> {
     let HistoryArgs { filter: f } = args;
     let filters = describe(&f);
-    let runs = open_store()?.list(&filter(f))?;
+    let Listing { runs, skipped } = open_store()?.list(&filter(f))?;
+    report_skipped(&skipped);
     if runs.is_empty() {
-        if filters.is_empty() {
+        if !skipped.is_empty() {
+            // The lines above say what is there.
+        } else if filters.is_empty() {
             eprintln!("no runs saved yet; `dyno quick` makes one");
         } else {
             eprintln!(
@@ -132,7 +135,7 @@ pub fn export(args: ExportArgs) -> Result<ExitStatus> {
     } = args;
     let exporter =
         dyno_report::exporter(format.name()).expect("every ExportFormat has an exporter");
-    let runs = open_store()?.list(&filter(f))?;
+    let runs = list_runs(&open_store()?, &filter(f))?;
     match output {
         None => {
             let mut stdout = std::io::stdout().lock();

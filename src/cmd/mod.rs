@@ -17,7 +17,7 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::{Context, Result};
 use dyno_model::{DynoBuild, Environment, Run};
-use dyno_store::{SqliteStore, Store};
+use dyno_store::{Filter, Listing, SkipReason, Skipped, SqliteStore, Store};
 
 use crate::ExitStatus;
 use crate::cli::{Cli, Command, SaveArgs};
@@ -63,6 +63,42 @@ pub fn environment() -> Environment {
 pub fn open_store() -> Result<SqliteStore> {
     let path = dyno_store::default_path()?;
     Ok(SqliteStore::open(&path)?)
+}
+
+/// The runs `filter` matches, oldest first, for every subcommand that lists
+/// saved runs.
+///
+/// A stored record that cannot be read does not fail the listing: it is
+/// skipped and named on stderr with what to do about it (see
+/// [`report_skipped`]), and the rest are returned.
+pub(crate) fn list_runs<S: Store + ?Sized>(store: &S, filter: &Filter) -> Result<Vec<Run>> {
+    let Listing { runs, skipped } = store.list(filter)?;
+    report_skipped(&skipped);
+    Ok(runs)
+}
+
+/// Names each skipped record on stderr, one line each.
+pub(crate) fn report_skipped(skipped: &[Skipped]) {
+    for s in skipped {
+        eprintln!("skipped {}", unreadable(s));
+    }
+}
+
+/// "run ID: why it cannot be read; the way out", for a record
+/// [`Store::list`] skipped. A damaged record will never read again, so
+/// removing it loses nothing; one from a newer dyno is data, so the way out
+/// is an upgrade, not `rm`.
+pub(crate) fn unreadable(skipped: &Skipped) -> String {
+    let Skipped { id, reason } = skipped;
+    match reason {
+        SkipReason::Damaged { .. } => {
+            format!("run {id}: its record is damaged ({reason}); `dyno rm {id}` removes it")
+        }
+        SkipReason::Newer { .. } => {
+            format!("run {id}: it was saved by a newer dyno ({reason}); upgrade dyno to read it")
+        }
+        _ => format!("run {id}: its record cannot be read ({reason})"),
+    }
 }
 
 /// Writes `text` to stdout, so a closed pipe surfaces as an error the caller
@@ -153,6 +189,35 @@ pub fn parse_since(s: &str) -> Result<jiff::Timestamp, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_skipped_record_is_named_with_the_way_out() {
+        let id: dyno_model::RunId = "01J00000000000000000000007".parse().unwrap();
+        let damaged = Skipped {
+            id,
+            reason: SkipReason::Damaged {
+                detail: "expected value at line 1 column 1".into(),
+            },
+        };
+        assert_eq!(
+            unreadable(&damaged),
+            "run 01J00000000000000000000007: its record is damaged \
+             (expected value at line 1 column 1); `dyno rm 01J00000000000000000000007` removes it"
+        );
+        let newer = Skipped {
+            id,
+            reason: SkipReason::Newer {
+                found: 9,
+                supported: 1,
+            },
+        };
+        let line = unreadable(&newer);
+        assert!(
+            line.contains("newer dyno") && line.contains("version 9") && line.contains("upgrade"),
+            "{line}"
+        );
+        assert!(!line.contains("dyno rm"), "{line}");
+    }
 
     #[test]
     fn since_accepts_dates_timestamps_and_ages() {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Result;
 use dyno_cpu::int64;
 use dyno_model::{Direction, Kind, Metric, Run, Unit};
-use dyno_report::{SummaryRow, format_interval, format_value, summary};
+use dyno_report::{SummaryRow, format_interval, format_parallel_fraction, format_value, summary};
 use dyno_stats::sampled_metric;
 use dyno_stats::scaling::{self, Measure, Point};
 use serde_json::json;
@@ -376,7 +376,10 @@ pub(super) fn table(run: &Run) -> String {
             let p = run
                 .metric("int64_amdahl_parallel_fraction")
                 .map_or_else(String::new, |p| {
-                    format!(", Amdahl parallel fraction {:.1}%", 100.0 * p.value)
+                    format!(
+                        ", Amdahl parallel fraction {}",
+                        format_parallel_fraction(p.value)
+                    )
                 });
             rows.push(SummaryRow {
                 test: format!("int64 scaling, 1→{threads} threads"),

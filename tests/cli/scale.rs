@@ -107,6 +107,48 @@ fn scale_file_with_an_amdahl_curve_finds_p_in_the_report_and_the_json() {
 }
 
 #[test]
+fn scale_file_finds_n_under_the_names_people_give_it() {
+    let home = temp();
+    for name in ["concurrency", "Clients", "CPUS", "processes", "Load"] {
+        let text = amdahl_csv([1, 2, 4]).replacen("threads", name, 1);
+        let csv = data_file(home.path(), &format!("{name}.csv"), &text);
+        let (run, _) = scale_json(home.path(), &["--file", &csv, "--no-save"]);
+        assert_eq!(run["settings"]["n_column"], name);
+        let p = at(&run, "amdahl_parallel_fraction", Some("4")).unwrap();
+        assert!((p - 0.9).abs() < 1e-9, "{name}: {p}");
+    }
+    let help = ok(home.path(), &["scale", "--help"]);
+    for name in ["concurrency", "clients", "cpus", "processes", "load"] {
+        assert!(help.contains(name), "{name} not in --help: {help}");
+    }
+}
+
+#[test]
+fn a_parallel_fraction_keeps_three_figures_of_its_serial_part_in_every_report() {
+    let home = temp();
+    // Amdahl's law with p = 0.9896: 1 − p = 1.04% needs two decimals.
+    let mut text = String::from("threads,seconds\n");
+    for n in [1, 2, 4, 8] {
+        text.push_str(&format!("{n},{}\n", 0.0104 + 0.9896 / f64::from(n)));
+    }
+    let csv = data_file(home.path(), "p.csv", &text);
+    let report = ok(home.path(), &["scale", "--file", &csv, "--no-save"]);
+    assert!(report.contains("parallel fraction p = 98.96%"), "{report}");
+    let row = report
+        .lines()
+        .find(|l| l.starts_with("8 "))
+        .unwrap_or_else(|| panic!("no N = 8 row in {report}"));
+    assert!(row.contains("98.96%"), "{row}");
+    let (run, _) = scale_json(home.path(), &["--file", &csv]);
+    let shown = ok(home.path(), &["show", run["id"].as_str().unwrap()]);
+    let fit = shown
+        .lines()
+        .find(|l| l.starts_with("amdahl_fit_parallel_fraction"))
+        .unwrap_or_else(|| panic!("no fit row in {shown}"));
+    assert!(fit.contains("98.96%"), "{fit}");
+}
+
+#[test]
 fn scale_reads_json_files_and_throughputs_and_labels_a_predicted_peak() {
     let home = temp();
     // X(N) = 1000 N / (1 + 0.05 (N − 1) + 0.002 N (N − 1)): peak at N* = 21.

@@ -68,6 +68,152 @@ fn every_writer_refuses_a_store_with_garbage_middle_pages_and_leaves_it_untouche
     }
 }
 
+/// Overwrites the stored record of run `id` in the store in `home` (and its
+/// schema version, when given), as a bad disk block inside a text value or a
+/// hand edit would: the database stays valid SQLite, only the JSON is wrong.
+fn damage_record(home: &Path, id: &str, record: &str, schema_version: Option<u32>) {
+    let conn = rusqlite::Connection::open(home.join("dyno.db")).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE runs SET record = ?1, schema_version = coalesce(?2, schema_version) WHERE id = ?3",
+            rusqlite::params![record, schema_version, id],
+        )
+        .unwrap();
+    assert_eq!(changed, 1, "no run {id} to damage");
+}
+
+/// Runs `dyno args…`, expects success, returns stdout and stderr.
+fn ok_both(home: &Path, args: &[&str]) -> (String, String) {
+    let out = dyno(home)
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// The ids of `import_copies`, in order.
+fn copy_id(i: usize) -> String {
+    format!("01J0{i:022}")
+}
+
+#[test]
+fn history_and_export_skip_a_damaged_record_and_name_it_with_the_way_to_remove_it() {
+    let home = temp();
+    let h = home.path();
+    let run = exec_run(h);
+    import_copies(h, &run, 4);
+    let damaged = copy_id(1);
+    // Cut off halfway, as a torn write would leave it.
+    let mut record = run.to_string();
+    record.truncate(record.len() / 2);
+    damage_record(h, &damaged, &record, None);
+    let good = [copy_id(0), copy_id(2), copy_id(3)];
+    let hint = format!("skipped run {damaged}: its record is damaged (EOF while parsing");
+    let remove = format!("`dyno rm {damaged}` removes it");
+
+    let (listed, stderr) = ok_both(h, &["history"]);
+    for id in &good {
+        assert!(listed.contains(id.as_str()), "{id} missing: {listed}");
+    }
+    assert!(!listed.contains(&damaged), "{listed}");
+    assert!(
+        stderr.contains(&hint) && stderr.contains(&remove),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // Filters still apply to it, and a filter that leaves it out is quiet.
+    let (_, stderr) = ok_both(h, &["history", "--kind", "disk"]);
+    assert!(!stderr.contains("skipped"), "{stderr}");
+
+    let (exported, stderr) = ok_both(h, &["export", "--format", "jsonl"]);
+    let ids: Vec<String> = exported
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids, good, "{exported}");
+    assert!(
+        stderr.contains(&hint) && stderr.contains(&remove),
+        "{stderr}"
+    );
+    let file = h.join("out.json");
+    let (_, stderr) = ok_both(h, &["export", "-o", file.to_str().unwrap()]);
+    assert!(
+        stderr.contains(&remove) && stderr.contains("exported 3 runs to"),
+        "{stderr}"
+    );
+    let (csv, _) = ok_both(h, &["export", "--format", "csv"]);
+    assert!(csv.contains(&good[0]) && !csv.contains(&damaged), "{csv}");
+
+    // show names the run and refuses it; rm removes it, and the listing is
+    // whole again.
+    let stderr = fails(h, &["show", &damaged]);
+    assert!(
+        stderr.contains("damaged") && stderr.contains(&format!("`dyno rm {damaged}`")),
+        "{stderr}"
+    );
+    ok_both(h, &["rm", &damaged]);
+    let (listed, stderr) = ok_both(h, &["history"]);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(listed.matches("01J0").count(), 3, "{listed}");
+}
+
+#[test]
+fn a_record_from_a_newer_dyno_is_skipped_with_upgrade_advice_not_removal() {
+    let home = temp();
+    let h = home.path();
+    let run = exec_run(h);
+    import_copies(h, &run, 2);
+    let newer = copy_id(0);
+    damage_record(
+        h,
+        &newer,
+        r#"{"schema_version": 99, "shape": "new"}"#,
+        Some(99),
+    );
+    let (listed, stderr) = ok_both(h, &["history"]);
+    assert!(
+        listed.contains(&copy_id(1)) && !listed.contains(&newer),
+        "{listed}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "skipped run {newer}: it was saved by a newer dyno"
+        )) && stderr.contains("version 99")
+            && stderr.contains("upgrade dyno"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("dyno rm"), "{stderr}");
+    let stderr = fails(h, &["show", &newer]);
+    assert!(stderr.contains("Upgrade dyno"), "{stderr}");
+}
+
+#[test]
+fn scale_last_refuses_an_unreadable_newest_sweep_instead_of_taking_an_older_one() {
+    let home = temp();
+    let h = home.path();
+    let run = exec_run(h);
+    import_copies(h, &run, 2);
+    let newest = copy_id(1);
+    damage_record(h, &newest, "not json", None);
+    let stderr = fails(h, &["scale", "--last", "--no-save"]);
+    assert!(
+        stderr.contains("most recent `dyno run`")
+            && stderr.contains(&format!("`dyno rm {newest}` removes it"))
+            && stderr.contains("give its id"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn rm_with_one_unknown_id_removes_nothing() {
     let home = temp();

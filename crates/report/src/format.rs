@@ -95,10 +95,82 @@ pub(crate) fn four_figures(value: f64) -> String {
     format!("{value:.decimals$}")
 }
 
+/// The most decimals [`format_parallel_fraction`] shows: 1 − p keeps three
+/// significant figures down to 0.00100%, closer to 100% than any
+/// measurement can tell apart.
+const MAX_FRACTION_DECIMALS: usize = 4;
+
+/// Amdahl's parallel fraction `p` (a ratio, 0.98957) as a percentage with
+/// enough digits that the serial part 1 − p keeps three significant figures:
+/// the serial part is what sets the ceiling 1/(1 − p), so 98.96% and 99.0%
+/// are a ceiling of 96× and one of 100×. At least one decimal is shown.
+///
+/// - 0.98957 → `98.96%` (1 − p = 1.04%), 0.999 → `99.900%` (0.100%),
+///   0.80805 → `80.8%` (19.2%), 0.5 → `50.0%`.
+/// - exactly 1 → `100%`: no serial part at all.
+/// - below 1 but within 0.00005% of it → `> 99.9999%`, never a rounded
+///   `100%` that would claim no serial part.
+/// - above 1 (noise or super-linear speedup) and at or below 0 (slower with
+///   more units) follow the same rule on |1 − p|: `101.23%`, `0.0%`,
+///   `-50.0%`.
+/// - not finite → `n/a`, as [`format_value`] shows one.
+pub fn format_parallel_fraction(p: f64) -> String {
+    if !p.is_finite() {
+        return "n/a".to_owned();
+    }
+    if p == 1.0 {
+        return "100%".to_owned();
+    }
+    let serial = (100.0 * (1.0 - p)).abs();
+    // The magnitude of the serial part after rounding to three figures,
+    // so 0.09996% counts as 0.100%, not as 0.0999%.
+    let rounded: f64 = format!("{serial:.2e}").parse().unwrap_or(serial);
+    let magnitude = rounded.log10().floor() as i32;
+    let decimals = usize::try_from(2 - magnitude)
+        .unwrap_or(0)
+        .clamp(1, MAX_FRACTION_DECIMALS);
+    let shown = format!("{:.decimals$}%", 100.0 * p);
+    if p < 1.0 && shown.starts_with("100.") {
+        return format!("> {:.decimals$}%", 100.0 - 0.1f64.powi(decimals as i32));
+    }
+    shown
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use dyno_model::{Direction, Uncertainty, UncertaintyMethod};
+
+    #[test]
+    fn a_parallel_fraction_keeps_three_figures_of_its_serial_part() {
+        assert_eq!(format_parallel_fraction(0.98957), "98.96%");
+        assert_eq!(format_parallel_fraction(0.9990), "99.900%");
+        assert_eq!(format_parallel_fraction(0.80805), "80.8%");
+        assert_eq!(format_parallel_fraction(0.9), "90.0%");
+        assert_eq!(format_parallel_fraction(0.5), "50.0%");
+        assert_eq!(format_parallel_fraction(0.995), "99.500%");
+        assert_eq!(format_parallel_fraction(0.99987), "99.9870%");
+        // Rounded to three figures first: 1 − p = 0.09996% reads as 0.100%.
+        assert_eq!(format_parallel_fraction(0.9990004), "99.900%");
+        assert_eq!(format_parallel_fraction(0.98996), "99.00%");
+    }
+
+    #[test]
+    fn a_parallel_fraction_at_or_past_its_bounds_reads_honestly() {
+        assert_eq!(format_parallel_fraction(1.0), "100%");
+        // So close to 1 that four decimals round to 100: still not 100%.
+        assert_eq!(format_parallel_fraction(0.9999999), "> 99.9999%");
+        assert_eq!(format_parallel_fraction(1.0 - 1e-15), "> 99.9999%");
+        assert_eq!(format_parallel_fraction(0.0), "0.0%");
+        assert_eq!(format_parallel_fraction(-0.5), "-50.0%");
+        assert_eq!(format_parallel_fraction(-3.0), "-300.0%");
+        // Noise above 1 keeps the same rule on |1 − p|.
+        assert_eq!(format_parallel_fraction(1.0123), "101.23%");
+        assert_eq!(format_parallel_fraction(1.25), "125.0%");
+        assert_eq!(format_parallel_fraction(1.0 + 1e-12), "100.0000%");
+        assert_eq!(format_parallel_fraction(f64::NAN), "n/a");
+        assert_eq!(format_parallel_fraction(f64::INFINITY), "n/a");
+    }
 
     #[test]
     fn one_of_a_thing_is_singular() {

@@ -21,7 +21,9 @@ pub use compare::{Comparison, Row, compare_csv, compare_markdown, compare_report
 pub use disk::disk_report;
 pub use exec::{Bench, benches, exec_report};
 pub use export::{Csv, Exporter, Json, JsonLines, exporter};
-pub use format::{counted, format_duration_ns, format_interval, format_value};
+pub use format::{
+    counted, format_duration_ns, format_interval, format_parallel_fraction, format_value,
+};
 pub use hdrlog::write_latency_log;
 pub use http::{ab_report, http_report};
 pub use hyperfine::{hyperfine_csv, hyperfine_json, hyperfine_markdown};

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use comfy_table::{Cell, CellAlignment};
 use dyno_model::{Metric, Run, Unit};
 
-use crate::format::{format_duration_ns, format_value};
+use crate::format::{format_duration_ns, format_parallel_fraction, format_value};
 use crate::text::{render, table};
 
 /// The metric `name` of the point at `n` (`None` for the fit metrics).
@@ -109,7 +109,9 @@ pub fn scale_report(run: &Run) -> String {
             right(measured),
             right(shown("speedup", &|m| format!("{:.2}×", m.value))),
             right(shown("efficiency", &|m| percent(m.value))),
-            right(shown("amdahl_parallel_fraction", &|m| percent(m.value))),
+            right(shown("amdahl_parallel_fraction", &|m| {
+                format_parallel_fraction(m.value)
+            })),
             right(shown("karp_flatt_serial_fraction", &|m| percent(m.value))),
         ]);
     }
@@ -148,7 +150,7 @@ pub fn scale_report(run: &Run) -> String {
         let _ = writeln!(
             out,
             "Amdahl     parallel fraction p = {}{r2}; {ceiling}",
-            percent(p)
+            format_parallel_fraction(p)
         );
     }
 

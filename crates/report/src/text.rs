@@ -10,7 +10,9 @@ use dyno_stats::compare::Verdict;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-use crate::format::{format_duration_ns, format_interval, format_value, four_figures};
+use crate::format::{
+    format_duration_ns, format_interval, format_parallel_fraction, format_value, four_figures,
+};
 
 const UNKNOWN: &str = "unknown";
 
@@ -136,8 +138,8 @@ fn is_volume(name: &str) -> bool {
 ///
 /// Engines store p-values, verdicts, fractions and fit parameters as plain
 /// ratios and tallies as counts; saved runs keep those units, so the reading
-/// is decided here, by name: fractions as %, p-values, σ and κ with
-/// significant digits, R² with four decimals, a verdict and a bound as
+/// is decided here, by name: fractions as % (a parallel fraction with three
+/// figures of its serial part), p-values, σ and κ with significant digits, R² with four decimals, a verdict and a bound as
 /// words, and no direction for tallies and test results. `ops` is the
 /// decimal prefix every row of this metric shares, so a column does not
 /// mix ops/s and kops/s.
@@ -164,6 +166,9 @@ fn shown(m: &Metric, ops: Option<(f64, &str)>) -> (String, &'static str) {
         _ => {}
     }
     let better = if is_volume(&m.name) { none } else { better };
+    if m.unit == Unit::Ratio && m.name.contains("parallel_fraction") {
+        return (format_parallel_fraction(value), better);
+    }
     if m.unit == Unit::Ratio && (m.name.contains("fraction") || m.name == "efficiency") {
         return (format!("{:.1}%", 100.0 * value), better);
     }
@@ -540,7 +545,7 @@ mod tests {
             "too few runs to test | –"
         );
         assert_eq!(cells(4), "94.3% | higher");
-        assert_eq!(cells(5), "99.5% | higher");
+        assert_eq!(cells(5), "99.500% | higher");
         assert_eq!(cells(6), "0.04127 | lower");
         assert_eq!(cells(7), "0.002498 | lower");
         assert_eq!(cells(8), "0.9987 | higher");

@@ -114,7 +114,7 @@ pub enum StoreError {
 
     /// The stored record of a run no longer parses.
     #[error(
-        "stored run {id} cannot be read: its record is damaged or was written by an incompatible dyno"
+        "stored run {id} cannot be read: its record is damaged or was written by an incompatible dyno (`dyno rm {id}` removes it)"
     )]
     BadRecord {
         /// The id of the run.

@@ -17,6 +17,8 @@ mod path;
 mod schema;
 mod sqlite;
 
+use std::fmt;
+
 use dyno_model::{Kind, Run, RunId};
 
 pub use error::StoreError;
@@ -41,9 +43,15 @@ pub trait Store {
     /// [`MIN_PREFIX_LEN`] characters (case-insensitive).
     fn get(&self, id_or_prefix: &str) -> Result<Run, StoreError>;
 
-    /// Runs matching the filter, oldest first; [`Filter::limit`] keeps the
-    /// most recent N (still oldest first).
-    fn list(&self, filter: &Filter) -> Result<Vec<Run>, StoreError>;
+    /// The runs matching the filter, oldest first, and the matching records
+    /// that could not be read; [`Filter::limit`] keeps the most recent N
+    /// records (still oldest first), readable or not.
+    ///
+    /// One unreadable record does not fail the listing: it is named in
+    /// [`Listing::skipped`] and the rest are read. `Err` is left for a store
+    /// that cannot be read at all (a locked or damaged file, a failing
+    /// disk).
+    fn list(&self, filter: &Filter) -> Result<Listing, StoreError>;
 
     /// Removes one run (full id or unique prefix), with its tags; returns its
     /// id.
@@ -74,6 +82,61 @@ pub struct Filter {
     /// Keep only the most recent N of the matching runs (returned oldest
     /// first all the same).
     pub limit: Option<usize>,
+}
+
+/// What [`Store::list`] found: the runs it read and the records it skipped.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    /// The runs read, oldest first.
+    pub runs: Vec<Run>,
+    /// The matching records that could not be read, oldest first.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A stored record that [`Store::list`] could not read, and why.
+///
+/// [`Store::get`] of its id fails with the matching [`StoreError`]
+/// ([`StoreError::BadRecord`] or [`StoreError::NewerRecord`]), and
+/// [`Store::remove`] removes it like any run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The run id the record is stored under.
+    pub id: RunId,
+    /// Why it could not be read.
+    pub reason: SkipReason,
+}
+
+/// Why a stored record could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// Its JSON does not decode as a run (damaged, or edited by hand); it
+    /// will not read again, so removing it loses nothing.
+    Damaged {
+        /// What the JSON parser said, in one line.
+        detail: String,
+    },
+    /// It was saved by a newer dyno; an upgraded dyno reads it, so it is
+    /// data to keep, not damage.
+    Newer {
+        /// The record's schema version.
+        found: u32,
+        /// [`dyno_model::SCHEMA_VERSION`].
+        supported: u32,
+    },
+}
+
+impl fmt::Display for SkipReason {
+    /// A short clause, to follow "its record …" or stand in parentheses.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::Damaged { detail } => f.write_str(detail),
+            SkipReason::Newer { found, supported } => write!(
+                f,
+                "record schema version {found}; this build reads versions up to {supported}"
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use rusqlite::{
 
 use crate::error::classify;
 use crate::schema::{self, Contents};
-use crate::{Filter, MIN_PREFIX_LEN, Store, StoreError};
+use crate::{Filter, Listing, MIN_PREFIX_LEN, SkipReason, Skipped, Store, StoreError};
 
 /// Length of a run id in characters.
 const ID_LEN: usize = 26;
@@ -235,7 +235,7 @@ impl Store for SqliteStore {
             .query_row(
                 "SELECT schema_version, record FROM runs WHERE id = ?1",
                 [id.to_string()],
-                |row| Ok((row.get(0)?, row.get::<_, String>(1)?)),
+                |row| Ok((row.get(0)?, record_column(row, 1)?.to_vec())),
             )
             .optional()
             .map_err(self.sql())?;
@@ -243,10 +243,10 @@ impl Store for SqliteStore {
         let (version, record) = row.ok_or_else(|| StoreError::NotFound {
             id: id_or_prefix.to_owned(),
         })?;
-        decode(id, version, &record)
+        decode(version, &record).map_err(|e| e.for_run(id))
     }
 
-    fn list(&self, filter: &Filter) -> Result<Vec<Run>, StoreError> {
+    fn list(&self, filter: &Filter) -> Result<Listing, StoreError> {
         let Filter {
             kind,
             tags,
@@ -288,17 +288,23 @@ impl Store for SqliteStore {
         }
 
         let mut stmt = self.conn.prepare(&sql).map_err(self.sql())?;
-        let rows = stmt
-            .query_map(params_from_iter(args), |row| {
-                Ok((id_column(row, 0)?, row.get(2)?, row.get::<_, String>(3)?))
-            })
-            .map_err(self.sql())?;
-        let mut runs = Vec::new();
-        for row in rows {
-            let (id, version, record) = row.map_err(self.sql())?;
-            runs.push(decode(id, version, &record)?);
+        let mut rows = stmt.query(params_from_iter(args)).map_err(self.sql())?;
+        let mut listing = Listing::default();
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            // The id and version columns are dyno's own and typed (STRICT);
+            // only the record is copied in from outside the store's checks.
+            let id = id_column(row, 0).map_err(self.sql())?;
+            let version = row.get(2).map_err(self.sql())?;
+            let record = record_column(row, 3).map_err(self.sql())?;
+            match decode(version, record) {
+                Ok(run) => listing.runs.push(run),
+                Err(err) => listing.skipped.push(Skipped {
+                    id,
+                    reason: err.reason(),
+                }),
+            }
         }
-        Ok(runs)
+        Ok(listing)
     }
 
     fn remove_all(&mut self, ids_or_prefixes: &[&str]) -> Result<Vec<RunId>, StoreError> {
@@ -372,17 +378,75 @@ fn encode(run: &Run) -> Result<String, StoreError> {
     Ok(record)
 }
 
+/// Why a stored record does not read as a run.
+enum DecodeError {
+    /// Its `schema_version` is newer than this build's.
+    Newer(u32),
+    /// Its JSON does not decode as a run.
+    Json(serde_json::Error),
+}
+
+impl DecodeError {
+    /// The error [`Store::get`] returns for run `id`.
+    fn for_run(self, id: RunId) -> StoreError {
+        match self {
+            DecodeError::Newer(found) => StoreError::NewerRecord {
+                id,
+                found,
+                supported: SCHEMA_VERSION,
+            },
+            DecodeError::Json(source) => StoreError::BadRecord { id, source },
+        }
+    }
+
+    /// Why [`Store::list`] skipped the record.
+    fn reason(self) -> SkipReason {
+        match self {
+            DecodeError::Newer(found) => SkipReason::Newer {
+                found,
+                supported: SCHEMA_VERSION,
+            },
+            DecodeError::Json(err) => SkipReason::Damaged {
+                detail: shorten(&err.to_string(), MAX_DETAIL_CHARS),
+            },
+        }
+    }
+}
+
+/// The most of a parser's message [`SkipReason::Damaged`] keeps: serde
+/// quotes the offending value, which may be a whole description.
+const MAX_DETAIL_CHARS: usize = 160;
+
+/// `text` cut to at most `max` characters, with an ellipsis if cut.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some(_) => {
+            let cut = text.char_indices().nth(max - 1).map_or(0, |(i, _)| i);
+            format!("{}…", &text[..cut])
+        }
+    }
+}
+
 /// A run from its stored record, refusing records from a newer dyno before
 /// serde can fail on them with a confusing message.
-fn decode(id: RunId, schema_version: i64, record: &str) -> Result<Run, StoreError> {
+///
+/// The record is taken as bytes, so text that is not UTF-8 reads as a
+/// damaged record rather than as a failure of the store.
+fn decode(schema_version: i64, record: &[u8]) -> Result<Run, DecodeError> {
     if schema_version > i64::from(SCHEMA_VERSION) {
-        return Err(StoreError::NewerRecord {
-            id,
-            found: u32::try_from(schema_version).unwrap_or(u32::MAX),
-            supported: SCHEMA_VERSION,
-        });
+        return Err(DecodeError::Newer(
+            u32::try_from(schema_version).unwrap_or(u32::MAX),
+        ));
     }
-    serde_json::from_str(record).map_err(|source| StoreError::BadRecord { id, source })
+    serde_json::from_slice(record).map_err(DecodeError::Json)
+}
+
+/// The record in column `idx`, as bytes.
+fn record_column<'r>(row: &'r Row<'_>, idx: usize) -> rusqlite::Result<&'r [u8]> {
+    row.get_ref(idx)?
+        .as_bytes()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
 }
 
 /// The run id in column `idx`.
@@ -461,7 +525,7 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
-        assert!(store.list(&Filter::default()).unwrap().is_empty());
+        assert!(store.list(&Filter::default()).unwrap().runs.is_empty());
     }
 
     #[test]
@@ -476,7 +540,10 @@ mod tests {
             store.save(&second).unwrap();
         }
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.list(&Filter::default()).unwrap(), vec![first, second]);
+        assert_eq!(
+            store.list(&Filter::default()).unwrap().runs,
+            vec![first, second]
+        );
         // The last connection to close folds the WAL back into the file.
         drop(store);
         assert_eq!(entries(dir.path()), vec!["dyno.db"]);
@@ -537,7 +604,10 @@ mod tests {
             tags: vec!["b".into()],
             ..Filter::default()
         };
-        assert!(store.list(&tagged_b).unwrap().is_empty(), "no tags leaked");
+        assert!(
+            store.list(&tagged_b).unwrap().runs.is_empty(),
+            "no tags leaked"
+        );
     }
 
     #[test]
@@ -593,7 +663,7 @@ mod tests {
         for r in [&r4, &r1, &r5, &r3, &r2] {
             store.save(r).unwrap();
         }
-        let list = |filter: Filter| ids(&store.list(&filter).unwrap());
+        let list = |filter: Filter| ids(&store.list(&filter).unwrap().runs);
         let all = || Filter::default();
         let tags = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
 
@@ -701,7 +771,8 @@ mod tests {
                     limit: Some(1),
                     ..all()
                 })
-                .unwrap(),
+                .unwrap()
+                .runs,
             vec![r5]
         );
     }
@@ -733,7 +804,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(tags_left, 0);
-        assert_eq!(store.list(&Filter::default()).unwrap(), vec![kept]);
+        assert_eq!(store.list(&Filter::default()).unwrap().runs, vec![kept]);
     }
 
     #[test]
@@ -753,13 +824,13 @@ mod tests {
             matches!(&err, StoreError::NotFound { id } if id == "ZZZZZZ"),
             "{err:?}"
         );
-        assert_eq!(store.list(&Filter::default()).unwrap().len(), 3);
+        assert_eq!(store.list(&Filter::default()).unwrap().runs.len(), 3);
         // The same run twice (in either case) is removed once.
         let removed = store
             .remove_all(&[&b_id, &a_id, &a_id.to_lowercase()])
             .unwrap();
         assert_eq!(removed, vec![b.id, a.id]);
-        assert_eq!(store.list(&Filter::default()).unwrap(), vec![c]);
+        assert_eq!(store.list(&Filter::default()).unwrap().runs, vec![c]);
     }
 
     #[test]
@@ -785,13 +856,13 @@ mod tests {
             w.join().unwrap();
         }
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.list(&Filter::default()).unwrap().len(), 100);
+        assert_eq!(store.list(&Filter::default()).unwrap().runs.len(), 100);
         for worker in 0..2 {
             let mine = Filter {
                 tags: vec![format!("worker-{worker}")],
                 ..Filter::default()
             };
-            assert_eq!(store.list(&mine).unwrap().len(), 50);
+            assert_eq!(store.list(&mine).unwrap().runs.len(), 50);
         }
     }
 
@@ -815,7 +886,7 @@ mod tests {
                 opener.join().unwrap().unwrap();
             }
             let store = SqliteStore::open(&path).unwrap();
-            assert_eq!(store.list(&Filter::default()).unwrap().len(), 4);
+            assert_eq!(store.list(&Filter::default()).unwrap().runs.len(), 4);
             let rows: i64 = raw(&path)
                 .query_row("SELECT count(*) FROM dyno_schema", [], |r| r.get(0))
                 .unwrap();
@@ -885,7 +956,7 @@ mod tests {
             );
         }
         let store = SqliteStore::open(&db).unwrap();
-        let runs = store.list(&Filter::default()).unwrap();
+        let runs = store.list(&Filter::default()).unwrap().runs;
         assert_eq!(runs.len(), 150);
         let mut pids: Vec<&String> = runs.iter().map(|r| &r.tags[0]).collect();
         pids.sort();
@@ -1088,10 +1159,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dyno.db");
         let mut store = SqliteStore::open(&path).unwrap();
-        let damaged = run(Kind::Http, 1, &[], None);
-        let newer = run(Kind::Http, 2, &[], None);
-        store.save(&damaged).unwrap();
-        store.save(&newer).unwrap();
+        let first = run(Kind::Http, 0, &["t"], None);
+        let damaged = run(Kind::Http, 1, &["t"], None);
+        let newer = run(Kind::Http, 2, &["t"], None);
+        let not_utf8 = run(Kind::Http, 3, &["t"], None);
+        let last = run(Kind::Http, 4, &["t"], None);
+        for r in [&first, &damaged, &newer, &not_utf8, &last] {
+            store.save(r).unwrap();
+        }
         let conn = raw(&path);
         conn.execute(
             "UPDATE runs SET record = '{\"schema_version\": 1, \"id\": 3}' WHERE id = ?1",
@@ -1103,15 +1178,62 @@ mod tests {
             params![SCHEMA_VERSION + 1, newer.id.to_string()],
         )
         .unwrap();
+        // A STRICT TEXT column still takes bytes that are not UTF-8 this way.
+        conn.execute(
+            "UPDATE runs SET record = CAST(X'7B22FF7D' AS TEXT) WHERE id = ?1",
+            [not_utf8.id.to_string()],
+        )
+        .unwrap();
+
+        // Listing reads the rest and names each record it skipped, in order.
+        let listing = store.list(&Filter::default()).unwrap();
+        assert_eq!(listing.runs, vec![first.clone(), last.clone()]);
+        let skipped: Vec<RunId> = listing.skipped.iter().map(|s| s.id).collect();
+        assert_eq!(skipped, vec![damaged.id, newer.id, not_utf8.id]);
+        assert!(
+            matches!(&listing.skipped[0].reason, SkipReason::Damaged { detail }
+                if detail.contains("invalid type")),
+            "{:?}",
+            listing.skipped[0]
+        );
+        assert_eq!(
+            listing.skipped[1].reason,
+            SkipReason::Newer {
+                found: SCHEMA_VERSION + 1,
+                supported: SCHEMA_VERSION
+            }
+        );
+        assert!(
+            matches!(listing.skipped[2].reason, SkipReason::Damaged { .. }),
+            "{:?}",
+            listing.skipped[2]
+        );
+        // Filters still apply to unreadable records (their columns are
+        // intact), and the limit counts them: the newest two records.
+        let tagged = |limit| Filter {
+            tags: vec!["t".into()],
+            limit,
+            ..Filter::default()
+        };
+        let listing = store.list(&tagged(Some(2))).unwrap();
+        assert_eq!(listing.runs, vec![last.clone()]);
+        assert_eq!(listing.skipped.len(), 1);
+        assert_eq!(listing.skipped[0].id, not_utf8.id);
+        let other_host = Filter {
+            host: Some("elsewhere".into()),
+            ..Filter::default()
+        };
+        let listing = store.list(&other_host).unwrap();
+        assert!(listing.runs.is_empty() && listing.skipped.is_empty());
 
         let err = store.get(&damaged.id.to_string()).unwrap_err();
         assert!(
             matches!(err, StoreError::BadRecord { id, .. } if id == damaged.id),
             "{err:?}"
         );
-        let err = store.list(&Filter::default()).unwrap_err();
+        let err = store.get(&not_utf8.id.to_string()).unwrap_err();
         assert!(
-            matches!(err, StoreError::BadRecord { id, .. } if id == damaged.id),
+            matches!(err, StoreError::BadRecord { id, .. } if id == not_utf8.id),
             "{err:?}"
         );
         let err = store.get(&newer.id.to_string()).unwrap_err();
@@ -1124,7 +1246,28 @@ mod tests {
 
         assert_eq!(store.remove(&damaged.id.to_string()).unwrap(), damaged.id);
         assert_eq!(store.remove(&newer.id.to_string()).unwrap(), newer.id);
-        assert!(store.list(&Filter::default()).unwrap().is_empty());
+        assert_eq!(store.remove(&not_utf8.id.to_string()).unwrap(), not_utf8.id);
+        let listing = store.list(&Filter::default()).unwrap();
+        assert_eq!(listing.runs, vec![first, last]);
+        assert!(listing.skipped.is_empty());
+    }
+
+    #[test]
+    fn a_long_parser_message_is_cut_to_a_short_reason() {
+        assert_eq!(shorten("short", 10), "short");
+        assert_eq!(shorten("exactly10!", 10), "exactly10!");
+        assert_eq!(shorten("eleven chars", 10), "eleven ch…");
+        assert_eq!(shorten("ééééééé", 4), "ééé…");
+        // serde quotes a string where a run should be.
+        let detail = decode(1, format!("{:?}", "x".repeat(1000)).as_bytes())
+            .map(drop)
+            .map_err(DecodeError::reason)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            detail.chars().count() <= MAX_DETAIL_CHARS && detail.ends_with('…'),
+            "{detail}"
+        );
     }
 
     #[test]
@@ -1138,7 +1281,7 @@ mod tests {
             matches!(err, StoreError::Unencodable { id, .. } if id == r.id),
             "{err:?}"
         );
-        assert!(store.list(&Filter::default()).unwrap().is_empty());
+        assert!(store.list(&Filter::default()).unwrap().runs.is_empty());
     }
 
     #[test]

@@ -12,8 +12,18 @@ use serde_json::{Value, json};
 
 use super::{Curve, Measured, fmt_n};
 
-/// Names an N column may have (compared ignoring case).
-const N_NAMES: [&str; 3] = ["n", "threads", "jobs"];
+/// Names an N column may have (compared ignoring case): what people call
+/// the thing they vary, from thread counts to load-test clients.
+const N_NAMES: [&str; 8] = [
+    "n",
+    "threads",
+    "jobs",
+    "concurrency",
+    "clients",
+    "cpus",
+    "processes",
+    "load",
+];
 /// Names of a time column, in seconds.
 const TIME_NAMES: [&str; 3] = ["seconds", "time", "time_s"];
 /// Names of a throughput column.
@@ -290,7 +300,7 @@ fn choose(header: &[String], columns: &Columns) -> Result<Chosen> {
         None => match candidates(header, &N_NAMES)?.as_slice() {
             [one] => one.clone(),
             [] => bail!(
-                "no column holds N: the columns are {has}; name one n, N, threads or jobs, or give --n-column"
+                "no column holds N: the columns are {has}; name one n, threads, jobs, concurrency, clients, cpus, processes or load (any case), or give --n-column"
             ),
             many => bail!(
                 "the columns {} could each be N: say which with --n-column",
@@ -408,6 +418,47 @@ mod tests {
         let curve = read_text("b.csv", "jobs,rate\n1,10\n4,30\n", &Columns::default()).unwrap();
         assert_eq!(curve.measure, Measure::Throughput);
         assert_eq!(curve.points[1].metric.name, "throughput");
+    }
+
+    #[test]
+    fn every_usual_name_for_n_is_found_in_any_case() {
+        for name in [
+            "concurrency",
+            "clients",
+            "cpus",
+            "processes",
+            "load",
+            "Concurrency",
+            "CLIENTS",
+            "Cpus",
+            "PROCESSES",
+            "Load",
+            "n",
+            "N",
+            "threads",
+            "Jobs",
+        ] {
+            let text = format!("{name},throughput\n1,100\n4,350\n");
+            let curve = read_text("u.csv", &text, &Columns::default())
+                .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            assert_eq!(curve.settings["n_column"], name);
+            let ns: Vec<f64> = curve.points.iter().map(|p| p.n).collect();
+            assert_eq!(ns, [1.0, 4.0], "{name}");
+            let json = format!(r#"[{{"{name}": 1, "seconds": 2}}, {{"{name}": 2, "seconds": 1}}]"#);
+            let curve = read_text("u.json", &json, &Columns::default())
+                .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            assert_eq!(curve.settings["n_column"], name);
+        }
+        // Two usual names are ambiguous, as before.
+        let err = error(
+            "v.csv",
+            "clients,cpus,seconds\n1,1,1\n",
+            &Columns::default(),
+        );
+        assert!(
+            err.contains("'clients', 'cpus'") && err.contains("--n-column"),
+            "{err}"
+        );
     }
 
     #[test]

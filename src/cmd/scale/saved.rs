@@ -12,7 +12,7 @@ use anyhow::{Result, bail};
 use dyno_model::{Kind, Run, Warning};
 use dyno_report::Bench;
 use dyno_stats::scaling::Measure;
-use dyno_store::{Filter, SqliteStore, Store};
+use dyno_store::{Filter, Listing, SqliteStore, Store};
 use serde_json::json;
 
 use super::{Curve, Measured};
@@ -38,12 +38,21 @@ pub fn last_exec(store: &SqliteStore) -> Result<Run> {
         limit: Some(1),
         ..Filter::default()
     };
-    match store.list(&filter)?.pop() {
-        Some(run) => Ok(run),
-        None => bail!(
-            "there is no saved `dyno run` in the store to analyse: time a sweep first, e.g. dyno run -P n 1 8 'cmd --threads {{n}}'"
-        ),
+    let Listing { mut runs, skipped } = store.list(&filter)?;
+    if let Some(run) = runs.pop() {
+        return Ok(run);
     }
+    // --last means the newest sweep; analysing an older one instead would
+    // be a quiet substitution, so an unreadable newest one is an error.
+    if let Some(newest) = skipped.last() {
+        bail!(
+            "cannot analyse the most recent `dyno run` (--last): {}. To analyse an older sweep, give its id (`dyno history --kind run` lists them)",
+            crate::cmd::unreadable(newest)
+        );
+    }
+    bail!(
+        "there is no saved `dyno run` in the store to analyse: time a sweep first, e.g. dyno run -P n 1 8 'cmd --threads {{n}}'"
+    )
 }
 
 /// One command given to `dyno run`, as its settings record it.
