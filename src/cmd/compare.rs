@@ -149,7 +149,7 @@ fn resolve(store: &SqliteStore, side: &str, common: &Filter) -> Result<Group> {
         for term in &terms {
             apply(&mut filter, term)?;
         }
-        let runs = comparable(store.list(&filter)?);
+        let runs = comparable(super::list_runs(store, &filter)?);
         if runs.is_empty() {
             bail!(
                 "'{selector}' selects no runs: `dyno history` with the same filters lists what there is"
@@ -196,7 +196,7 @@ fn apply(filter: &mut Filter, term: &str) -> Result<()> {
 
 /// The `n` most recent runs that match `common`, each its own side.
 fn latest(store: &SqliteStore, n: usize, common: &Filter) -> Result<Vec<Group>> {
-    let all = comparable(store.list(common)?);
+    let all = comparable(super::list_runs(store, common)?);
     if all.len() < n {
         bail!(
             "--last {n} needs {n} saved runs, but {} match{}: `dyno history` lists them",

@@ -689,6 +689,7 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
             for w in &r.warnings {
                 let id = r.id.to_string()[..10].to_owned();
                 match sources.iter_mut().find(|(code, ..)| *code == w.code) {
+                    Some((_, ids, _)) if ids.last() == Some(&id) => {}
                     Some((_, ids, _)) => ids.push(id),
                     None => sources.push((w.code.clone(), vec![id], w.message.clone())),
                 }
@@ -699,6 +700,12 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
     for (code, ids, message) in sources {
         let which = if ids.len() == total && total > 1 {
             format!("all {total} runs")
+        } else if ids.len() > 5 {
+            format!(
+                "{} ({}, …)",
+                plural(ids.len(), "run"),
+                ids[..5].join(", ")
+            )
         } else {
             format!("{} ({})", plural(ids.len(), "run"), ids.join(", "))
         };
