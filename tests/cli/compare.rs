@@ -337,9 +337,38 @@ fn bad_comparisons_exit_2_and_save_nothing() {
     assert_eq!(ids(h).len(), 2, "a refused comparison saves nothing");
     // A saved comparison is not itself comparable.
     ok(h, &[&SMALL_QUICK[..]].concat());
-    let out = ok(h, &["compare", "--kind", "quick", "--last", "2", "--format", "json"]);
+    let out = ok(
+        h,
+        &[
+            "compare", "--kind", "quick", "--last", "2", "--format", "json",
+        ],
+    );
     let c: Value = serde_json::from_str(&out).unwrap();
     let id = c["id"].as_str().unwrap();
     let stderr = fails(h, &["compare", quick, id]);
     assert!(stderr.contains("is itself a comparison"), "{stderr}");
+}
+
+#[test]
+fn a_damaged_record_in_a_group_is_skipped_and_named() {
+    let home = temp();
+    let h = home.path();
+    for tag in ["a", "a", "b"] {
+        ok(h, &[&SMALL_QUICK[..], &["--tag", tag]].concat());
+    }
+    let damaged = ids(h)[0].clone();
+    super::store::damage_record(h, &damaged, "{not json", None);
+    let out = dyno(h)
+        .args(["compare", "a=@tag:a", "b=@tag:b", "--no-save"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(text.contains("Baseline a (1 run: @tag:a)"), "{text}");
+    assert!(
+        stderr.contains(&format!("skipped run {damaged}")) && stderr.contains("dyno rm"),
+        "{stderr}"
+    );
 }

@@ -71,7 +71,7 @@ fn every_writer_refuses_a_store_with_garbage_middle_pages_and_leaves_it_untouche
 /// Overwrites the stored record of run `id` in the store in `home` (and its
 /// schema version, when given), as a bad disk block inside a text value or a
 /// hand edit would: the database stays valid SQLite, only the JSON is wrong.
-fn damage_record(home: &Path, id: &str, record: &str, schema_version: Option<u32>) {
+pub(crate) fn damage_record(home: &Path, id: &str, record: &str, schema_version: Option<u32>) {
     let conn = rusqlite::Connection::open(home.join("dyno.db")).unwrap();
     let changed = conn
         .execute(
@@ -279,7 +279,10 @@ fn history_with_filters_that_match_nothing_names_the_filters() {
 fn planned_subcommands_say_so_instead_of_suggesting_another() {
     let home = temp();
     let stderr = fails(home.path(), &["report", "a", "b"]);
-    assert!(stderr.contains("`dyno report` is not available yet"), "{stderr}");
+    assert!(
+        stderr.contains("`dyno report` is not available yet"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("completions"), "{stderr}");
     let help = ok(home.path(), &["--help"]);
     assert!(!help.contains("  report"), "{help}");

@@ -701,11 +701,7 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
         let which = if ids.len() == total && total > 1 {
             format!("all {total} runs")
         } else if ids.len() > 5 {
-            format!(
-                "{} ({}, …)",
-                plural(ids.len(), "run"),
-                ids[..5].join(", ")
-            )
+            format!("{} ({}, …)", plural(ids.len(), "run"), ids[..5].join(", "))
         } else {
             format!("{} ({})", plural(ids.len(), "run"), ids.join(", "))
         };
