@@ -769,7 +769,7 @@ fn worse_percent(s: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, Args)]
 pub struct FilterArgs {
     /// Only runs of this kind: quick, http, disk, run (`dyno run` results,
-    /// stored and listed as kind exec; `exec` works too) or scale.
+    /// stored and listed as kind exec; `exec` works too), scale or compare.
     #[arg(long, value_parser = parse_kind)]
     pub kind: Option<Kind>,
 
