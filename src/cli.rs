@@ -737,32 +737,23 @@ fn at_least_two(s: &str) -> Result<usize, String> {
     }
 }
 
-fn noise_percent(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim_end_matches('%')
-        .parse()
-        .map_err(|_| format!("'{s}' is not a percentage: give e.g. 2 or 0.5"))?;
-    if (0.0..100.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!(
-            "the noise band must be at least 0 and below 100 percent, not {s}"
-        ))
+/// A percentage from 0 to below 100, with or without a `%` sign.
+fn percent_below_100(s: &str, what: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(v) if (0.0..100.0).contains(&v) => Ok(v),
+        Ok(_) => Err(format!(
+            "{what} takes a percentage from 0 to below 100, not {s}"
+        )),
+        Err(_) => Err(format!("'{s}' is not a percentage: give e.g. 2 or 0.5")),
     }
 }
 
+fn noise_percent(s: &str) -> Result<f64, String> {
+    percent_below_100(s, "the noise band")
+}
+
 fn worse_percent(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim_end_matches('%')
-        .parse()
-        .map_err(|_| format!("'{s}' is not a percentage: give e.g. 5"))?;
-    if (0.0..100.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!(
-            "--fail-if-worse takes a percentage from 0 to below 100, not {s}"
-        ))
-    }
+    percent_below_100(s, "--fail-if-worse")
 }
 
 /// Which saved runs to take.

@@ -34,14 +34,7 @@ fn two_quick_runs_compare_to_a_verdict_table_with_a_geomean_that_show_reprints()
     let h = home.path();
     ok(h, &SMALL_QUICK);
     ok(h, &[&SMALL_QUICK[..], &["--tag", "after"]].concat());
-    let out = dyno(h)
-        .args(["compare", "--last", "2"])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
+    let (text, stderr) = super::store::ok_both(h, &["compare", "--last", "2"]);
     let line = |needle: &str| {
         text.lines()
             .find(|l| l.contains(needle))
@@ -358,14 +351,8 @@ fn a_damaged_record_in_a_group_is_skipped_and_named() {
     }
     let damaged = ids(h)[0].clone();
     super::store::damage_record(h, &damaged, "{not json", None);
-    let out = dyno(h)
-        .args(["compare", "a=@tag:a", "b=@tag:b", "--no-save"])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
+    let (text, stderr) =
+        super::store::ok_both(h, &["compare", "a=@tag:a", "b=@tag:b", "--no-save"]);
     assert!(text.contains("Baseline a (1 run: @tag:a)"), "{text}");
     assert!(
         stderr.contains(&format!("skipped run {damaged}")) && stderr.contains("dyno rm"),

@@ -83,7 +83,7 @@ pub(crate) fn damage_record(home: &Path, id: &str, record: &str, schema_version:
 }
 
 /// Runs `dyno args…`, expects success, returns stdout and stderr.
-fn ok_both(home: &Path, args: &[&str]) -> (String, String) {
+pub(crate) fn ok_both(home: &Path, args: &[&str]) -> (String, String) {
     let out = dyno(home)
         .args(args)
         .assert()
