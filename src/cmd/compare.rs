@@ -30,24 +30,8 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     let common = super::history::filter(filter);
     let mut store = open_store()?;
     let started = Instant::now();
-    let mut groups = Vec::new();
-    for side in baseline.iter().chain(&sides) {
-        groups.push(resolve(&store, side, &common)?);
-    }
-    if let Some(n) = last {
-        groups.extend(latest(&store, n, &common)?);
-    }
-    if groups.len() < 2 {
-        bail!(
-            "dyno compare needs at least two sides, but {} given: name two runs (`dyno compare ID ID`), two groups (`a=@tag:x b=@tag:y`) or --last 2; `dyno history` lists the runs",
-            if groups.is_empty() {
-                "none was".to_owned()
-            } else {
-                "one was".to_owned()
-            }
-        );
-    }
-    distinct_names(&mut groups)?;
+    let sides: Vec<String> = baseline.into_iter().chain(sides).collect();
+    let groups = select(&store, &sides, last, &common)?;
     let options = Options {
         noise_band: noise / 100.0,
         seed: seed.unwrap_or(versus::DEFAULT_SEED),
@@ -124,6 +108,32 @@ fn regressed(run: &Run, pct: f64, score: bool) -> bool {
         }
     }
     failed
+}
+
+/// The sides of a comparison, the baseline first: each SIDE as typed, then
+/// with `last` the N most recent runs matching `common`. At least two, with
+/// distinct names.
+pub(super) fn select(
+    store: &SqliteStore,
+    sides: &[String],
+    last: Option<usize>,
+    common: &Filter,
+) -> Result<Vec<Group>> {
+    let mut groups = Vec::new();
+    for side in sides {
+        groups.push(resolve(store, side, common)?);
+    }
+    if let Some(n) = last {
+        groups.extend(latest(store, n, common)?);
+    }
+    if groups.len() < 2 {
+        bail!(
+            "a comparison needs at least two sides, but {} given: name two runs (`dyno compare ID ID`), two groups (`a=@tag:x b=@tag:y`) or --last 2; `dyno history` lists the runs",
+            if groups.is_empty() { "none was" } else { "one was" }
+        );
+    }
+    distinct_names(&mut groups)?;
+    Ok(groups)
 }
 
 /// One side: `ID`, `NAME=ID,ID…` or `NAME=@filter,@filter…`.
