@@ -129,7 +129,11 @@ pub(super) fn select(
     if groups.len() < 2 {
         bail!(
             "a comparison needs at least two sides, but {} given: name two runs (`dyno compare ID ID`), two groups (`a=@tag:x b=@tag:y`) or --last 2; `dyno history` lists the runs",
-            if groups.is_empty() { "none was" } else { "one was" }
+            if groups.is_empty() {
+                "none was"
+            } else {
+                "one was"
+            }
         );
     }
     distinct_names(&mut groups)?;

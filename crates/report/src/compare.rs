@@ -220,10 +220,10 @@ fn arrow(direction: Direction) -> &'static str {
 /// The geomean line's ratio, interval and counts.
 fn geomean_cells(c: &Comparison, group: &str) -> Option<[String; 4]> {
     let gm = c.group_metric("geomean", group)?;
-    let ci = gm
-        .uncertainty
-        .as_ref()
-        .map_or_else(String::new, |u| format!("{:.3}–{:.3}", u.low, u.high));
+    let ci = gm.uncertainty.as_ref().map_or_else(
+        || "no interval: some metrics have none".to_owned(),
+        |u| format!("{:.3}–{:.3}", u.low, u.high),
+    );
     let count = |name| c.group_metric(name, group).map_or(0, |m| m.value as u64);
     let verdicts = format!(
         "{} better, {} worse, {} ~, {} untested",

@@ -388,14 +388,13 @@ pub fn improvement(ratio: f64, direction: Direction) -> f64 {
 
 /// The geometric mean of improvement factors with its interval: the mean
 /// of their logarithms, whose variance is the sum of each factor's (read
-/// from its interval, as if normal on the log scale) over k². Factors
-/// without an interval add no variance; `with_interval` counts the others.
+/// from its interval, as if normal on the log scale) over k². There is an
+/// interval only when every factor has one.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Geomean {
     value: f64,
     interval: Option<(f64, f64)>,
     n: usize,
-    with_interval: usize,
 }
 
 fn geomean(factors: &[(f64, Option<(f64, f64)>)], alpha: f64) -> Option<Geomean> {
@@ -416,7 +415,9 @@ fn geomean(factors: &[(f64, Option<(f64, f64)>)], alpha: f64) -> Option<Geomean>
         .filter(|(lo, hi)| *lo > 0.0 && hi.is_finite())
         .map(|(lo, hi)| ((hi.ln() - lo.ln()) / (2.0 * z)).powi(2))
         .collect();
-    let interval = (!variances.is_empty()).then(|| {
+    // A factor without an interval has an unknown spread: an interval of
+    // the others alone would look more certain than the score is.
+    let interval = (variances.len() == usable.len()).then(|| {
         let se = variances.iter().sum::<f64>().sqrt() / k;
         ((mean_ln - z * se).exp(), (mean_ln + z * se).exp())
     });
@@ -424,7 +425,6 @@ fn geomean(factors: &[(f64, Option<(f64, f64)>)], alpha: f64) -> Option<Geomean>
         value: mean_ln.exp(),
         interval,
         n: usable.len(),
-        with_interval: variances.len(),
     })
 }
 
@@ -580,7 +580,7 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
                 confidence: 1.0 - options.alpha,
                 low,
                 high,
-                n: gm.with_interval as u64,
+                n: gm.n as u64,
                 stddev: None,
             });
             run.metrics.push(m);

@@ -179,6 +179,12 @@ fn three_runs_a_side_are_too_few_and_one_value_each_is_untested() {
         "no test, no p-value"
     );
     assert_eq!(counts(&c, "b"), [0.0, 0.0, 0.0, 1.0]);
+    let gm = c.metric("geomean").unwrap();
+    assert_eq!(gm.value, 1.5);
+    assert!(
+        gm.uncertainty.is_none(),
+        "a factor without an interval leaves the score without one"
+    );
 }
 
 fn latency_run(offset: u64) -> Run {
