@@ -221,17 +221,20 @@ fn arrow(direction: Direction) -> &'static str {
 fn geomean_cells(c: &Comparison, group: &str) -> Option<[String; 4]> {
     let gm = c.group_metric("geomean", group)?;
     let ci = gm.uncertainty.as_ref().map_or_else(
-        || "no interval: some metrics have none".to_owned(),
+        || "no interval".to_owned(),
         |u| format!("{:.3}–{:.3}", u.low, u.high),
     );
     let count = |name| c.group_metric(name, group).map_or(0, |m| m.value as u64);
-    let verdicts = format!(
+    let mut verdicts = format!(
         "{} better, {} worse, {} ~, {} untested",
         count("better"),
         count("worse"),
         count("same"),
         count("untested")
     );
+    if gm.uncertainty.is_none() {
+        verdicts.push_str(" (the score has no interval while a metric has none)");
+    }
     let n = gm.label("metrics").unwrap_or("?");
     Some([
         format!("geomean ({n} metrics)"),
