@@ -210,7 +210,7 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
     let cats: Vec<String> = categories.iter().map(|c| (*c).to_owned()).collect();
     let chart = Chart::draw(
         "exec-sweep",
-        &format!("Mean wall time against {first}"),
+        format!("Mean wall time against {first}"),
         (groups.len(), points),
         (chart::WIDTH, chart::HEIGHT),
         |root| {

@@ -29,7 +29,7 @@ impl Series {
     /// holds a sample.
     pub fn of(name: impl Into<String>, metric: Option<&Metric>) -> Option<Series> {
         let h = hdr::from_model(metric?.histogram.as_ref()?).ok()?;
-        (h.len() > 0).then(|| Series {
+        (!h.is_empty()).then(|| Series {
             name: name.into(),
             histogram: h,
         })

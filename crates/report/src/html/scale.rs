@@ -101,7 +101,7 @@ pub fn charts(run: &Run) -> Vec<String> {
     {
         x_hi = p * 1.1;
     }
-    let x_lo = (n_lo * 0.9).min(1.0).max(0.0);
+    let x_lo = (n_lo * 0.9).clamp(0.0, 1.0);
     let grid: Vec<f64> = (0..=120)
         .map(|i| x_lo.max(1.0) + (x_hi - x_lo.max(1.0)) * f64::from(i) / 120.0)
         .collect();
@@ -156,7 +156,7 @@ pub fn charts(run: &Run) -> Vec<String> {
                 [(1.0f64.max(x_lo), 1.0f64.max(x_lo)), (ideal_top, ideal_top)],
                 6,
                 4,
-                GRID.stroke_width(2).into(),
+                GRID.stroke_width(2),
             ))?
             .label("ideal (S = N)")
             .legend(swatch(GRID));

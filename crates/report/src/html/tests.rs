@@ -164,6 +164,18 @@ fn scale_run() -> Run {
     run
 }
 
+/// metric, kind, unit, direction, baseline, candidate, verdict, interval.
+type Matched = (
+    &'static str,
+    &'static str,
+    Unit,
+    Direction,
+    f64,
+    f64,
+    &'static str,
+    (f64, f64),
+);
+
 /// A comparison of xeon (baseline) and opteron, as `dyno compare` records
 /// it: three matched metrics of two kinds.
 pub fn compare_run() -> Run {
@@ -180,7 +192,7 @@ pub fn compare_run() -> Run {
         "environment_differences": [{"key": "cpu.model", "values": {"xeon": "Xeon <E5>", "opteron": "Opteron 6272"}}],
         "unmatched": [{"group": "xeon", "metric": "disk_iops{op=read, test=RND4K Q32T1}"}]
     });
-    let rows: [(&str, &str, Unit, Direction, f64, f64, &str, (f64, f64)); 3] = [
+    let rows: [Matched; 3] = [
         (
             "requests_per_sec",
             "http",
