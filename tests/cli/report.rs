@@ -322,3 +322,17 @@ fn report_writes_to_stdout_and_draws_a_trend_of_filtered_runs() {
     let err = fails(home.path(), &["report", "--tag", "nothing", "-o", "-"]);
     assert!(err.contains("no saved run matches"), "{err}");
 }
+
+#[test]
+fn report_is_listed_and_its_help_has_examples() {
+    let home = tempfile::tempdir().unwrap();
+    let help = ok(home.path(), &["--help"]);
+    assert!(help.contains("  report"), "{help}");
+    let help = ok(home.path(), &["report", "--help"]);
+    for needle in ["--trend", "--force", "-o, --output", "Examples:", "dyno report --trend"] {
+        assert!(help.contains(needle), "{needle} in {help}");
+    }
+    // -o is required: a usage error, exit 2.
+    let err = fails(home.path(), &["report", "a", "b"]);
+    assert!(err.contains("--output"), "{err}");
+}
