@@ -329,7 +329,13 @@ fn report_is_listed_and_its_help_has_examples() {
     let help = ok(home.path(), &["--help"]);
     assert!(help.contains("  report"), "{help}");
     let help = ok(home.path(), &["report", "--help"]);
-    for needle in ["--trend", "--force", "-o, --output", "Examples:", "dyno report --trend"] {
+    for needle in [
+        "--trend",
+        "--force",
+        "-o, --output",
+        "Examples:",
+        "dyno report --trend",
+    ] {
         assert!(help.contains(needle), "{needle} in {help}");
     }
     // -o is required: a usage error, exit 2.
