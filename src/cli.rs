@@ -55,18 +55,7 @@ pub enum Command {
     Completions(CompletionsArgs),
     Man(ManArgs),
     Compare(Box<CompareArgs>),
-    // Hidden, so that typing it gets a clear "planned" answer instead of
-    // clap's suggestion of a similar-sounding subcommand (`completions`).
-    /// Not available yet (planned): a report of saved runs.
-    #[command(hide = true)]
-    Report(PlannedArgs),
-}
-
-/// Whatever was typed after a planned subcommand; it is not read.
-#[derive(Debug, Args)]
-pub struct PlannedArgs {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub args: Vec<String>,
+    Report(Box<ReportArgs>),
 }
 
 /// Flags every measuring subcommand shares.
@@ -781,6 +770,67 @@ pub struct FilterArgs {
     /// counts among them).
     #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     pub limit: Option<u64>,
+}
+
+/// Draw saved runs as one self-contained HTML page of charts.
+///
+/// The page works offline and alone: charts are inline SVG drawn now from
+/// the saved records, with the numbers behind each chart in a table below
+/// it; it has no script and loads nothing (its Content-Security-Policy
+/// forbids it). It reads well in light and dark viewers and printed.
+///
+/// Per run: http, the latency spectrum on a percentile axis (corrected and
+/// uncorrected for --rate runs) and the answers by status; disk,
+/// CrystalDiskMark's panel and the latency of each test; run, every run's
+/// wall time per command (box and dots, outliers marked) and, for a sweep,
+/// time against the parameter; scale, speedup with the ideal line, the
+/// Amdahl and USL fits and the peak N*, then efficiency; compare, each
+/// metric's improvement factor with its interval and the noise band, and
+/// what differs between the sides; quick, its parts as above. More than 12
+/// runs are drawn as an overview (each kind and description's headline over
+/// time, and a table of the runs), so the page stays small.
+///
+/// --trend METRIC draws one metric of the selected runs over time, each
+/// point with its interval; METRIC is written as `dyno show` displays it,
+/// labels included.
+///
+/// The page is written to a temporary file next to FILE and renamed, so an
+/// interrupted report never leaves half a file; an existing FILE is kept
+/// unless --force.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  dyno report 01JD3 01JD7 -o report.html           # two runs, by id prefix
+  dyno report --last 5 -o recent.html               # the five most recent runs
+  dyno report --kind http --since 7d -o http.html
+  dyno report --trend requests_per_sec --tag nightly -o trend.html
+  dyno report --trend 'iops{op=read, test=RND4K Q1T1}' --kind disk -o iops.html
+  dyno report 01JD3 -o - > page.html               # to stdout")]
+pub struct ReportArgs {
+    /// Runs to draw: ids or unique prefixes (at least 4 characters), as
+    /// `dyno show` takes them. Without any, the runs the filters select.
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+
+    #[command(flatten)]
+    pub filter: FilterArgs,
+
+    /// The N most recent runs that match the filters (the same as --limit).
+    #[arg(long, value_name = "N", conflicts_with = "limit", value_parser = at_least_one)]
+    pub last: Option<u64>,
+
+    /// Draw this one metric across the selected runs over time, with each
+    /// run's interval: a name as `dyno show` displays it, e.g.
+    /// `requests_per_sec` or `disk_iops{op=read, test=RND4K Q1T1}`.
+    #[arg(long, value_name = "METRIC")]
+    pub trend: Option<String>,
+
+    /// Where to write the page; `-` is stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// List saved runs, oldest first: id, time, kind, host, description and

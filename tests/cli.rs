@@ -33,6 +33,9 @@ mod http_engine;
 #[path = "cli/misc.rs"]
 mod misc;
 
+/// `dyno report`'s pages, files and the page in a browser.
+#[path = "cli/report.rs"]
+mod report;
 #[path = "cli/run.rs"]
 mod run;
 /// `dyno scale`'s tests.

@@ -8,6 +8,7 @@ mod history;
 mod http;
 pub mod interrupt;
 mod quick;
+mod report;
 mod run;
 mod scale;
 mod serve;
@@ -40,9 +41,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
         Command::Compare(args) => compare::run(*args),
-        Command::Report(_) => anyhow::bail!(
-            "`dyno report` is not available yet (it is planned). Meanwhile: `dyno show ID` prints a saved run's report, and `dyno export` writes runs as JSON or CSV"
-        ),
+        Command::Report(args) => report::run(*args),
     }
 }
 

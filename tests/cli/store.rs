@@ -276,19 +276,6 @@ fn history_with_filters_that_match_nothing_names_the_filters() {
 }
 
 #[test]
-fn planned_subcommands_say_so_instead_of_suggesting_another() {
-    let home = temp();
-    let stderr = fails(home.path(), &["report", "a", "b"]);
-    assert!(
-        stderr.contains("`dyno report` is not available yet"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("completions"), "{stderr}");
-    let help = ok(home.path(), &["--help"]);
-    assert!(!help.contains("  report"), "{help}");
-}
-
-#[test]
 fn csv_labels_with_semicolons_and_equals_signs_split_back() {
     let home = temp();
     let command = "x=1; y=100%; true";

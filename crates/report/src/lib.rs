@@ -1,6 +1,7 @@
 //! Everything that turns a [`dyno_model::Run`] into something to read:
 //! human tables (history, a run in full, the machine), and the machine
-//! formats (JSON, JSON Lines, CSV) behind the one [`Exporter`] trait.
+//! formats (JSON, JSON Lines, CSV) behind the one [`Exporter`] trait, and
+//! the offline HTML page of charts ([`html`]).
 //!
 //! Nothing here measures or saves; it only renders what the engines
 //! returned. Human renderers return `String`s so the binary decides where
@@ -12,6 +13,7 @@ mod exec;
 mod export;
 mod format;
 mod hdrlog;
+pub mod html;
 mod http;
 mod hyperfine;
 mod scale;

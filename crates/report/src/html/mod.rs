@@ -1,0 +1,185 @@
+//! The HTML report: one self-contained, offline page of charts drawn from
+//! [`Run`] values at report time, as inline SVG (plotters), with the
+//! numbers behind each chart in a table. No script, no external font,
+//! style or image; a Content-Security-Policy that forbids them says so.
+//!
+//! [`html_report`] draws every chart of every run for a few runs, and an
+//! overview (headline over time, a table of runs) for more than
+//! [`DETAILED_RUNS`], so the page stays small. [`html_trend`] draws one
+//! metric across runs over time. Each chart is a
+//! `<figure class="chart" data-chart="…" data-series="N" data-points="M">`.
+
+mod chart;
+mod compare;
+mod disk;
+mod exec;
+mod http;
+mod latency;
+mod markup;
+mod scale;
+mod summary;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt::Write as _;
+
+use dyno_model::{Kind, Run};
+
+pub use markup::{CSP, esc};
+
+use crate::format_value;
+use markup::Table;
+
+/// Up to this many runs, a report draws every chart of every run; above
+/// it, the overview.
+pub const DETAILED_RUNS: usize = 12;
+
+/// The page of `runs`: each run's charts (or, above [`DETAILED_RUNS`]
+/// runs, the overview). A run of kind `compare` is drawn as its
+/// improvement factors with the noise band and its differences.
+pub fn html_report(runs: &[Run]) -> String {
+    let mut body = String::new();
+    let title = match runs {
+        [one] => format!("dyno report: {} {}", one.kind, one.description),
+        _ => format!("dyno report: {} runs", runs.len()),
+    };
+    let _ = writeln!(body, "<h1>{}</h1>", esc(&title));
+    let _ = writeln!(
+        body,
+        "<p class=\"meta\">Drawn by dyno {} from the saved records. Charts are SVG; the numbers behind each are in the table below it.</p>",
+        esc(env!("CARGO_PKG_VERSION"))
+    );
+    if runs.len() > DETAILED_RUNS {
+        body.push_str(&summary::overview(runs));
+    } else {
+        for run in runs {
+            body.push_str(&section(run));
+        }
+    }
+    markup::page(&title, &body)
+}
+
+/// The page of one metric across `runs` over time, each point with its
+/// interval. `metric` is a name as `dyno show` displays it, labels
+/// included (`disk_iops{op=read, test=RND4K Q1T1}`). `None` when no run
+/// has that metric.
+pub fn html_trend(runs: &[Run], metric: &str) -> Option<String> {
+    let chart = summary::trend(runs, metric)?;
+    let title = format!("dyno trend: {metric}");
+    let body = format!("<h1>{}</h1>\n{chart}", esc(&title));
+    Some(markup::page(&title, &body))
+}
+
+/// Whether any of `runs` has a metric `metric` names (as [`html_trend`]
+/// reads it).
+pub fn has_metric(runs: &[Run], metric: &str) -> bool {
+    runs.iter()
+        .any(|r| r.metrics.iter().any(|m| summary::matches(m, metric)))
+}
+
+/// One run's section: what it was, its warnings, its charts.
+fn section(run: &Run) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<section class=\"run\" data-kind=\"{}\" id=\"run-{}\">",
+        run.kind, run.id
+    );
+    let _ = writeln!(
+        out,
+        "<h2>{}: {}</h2>",
+        esc(run.kind.as_str()),
+        esc(&run.description)
+    );
+    let host = run
+        .environment
+        .hostname
+        .as_deref()
+        .unwrap_or("unknown host");
+    let cpu = run
+        .environment
+        .cpu
+        .model
+        .as_deref()
+        .unwrap_or("unknown CPU");
+    let tags = if run.tags.is_empty() {
+        String::new()
+    } else {
+        format!(" · tags {}", run.tags.join(", "))
+    };
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\"><span class=\"id\">{}</span> · {} UTC · {} · {}{}</p>",
+        run.id,
+        run.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+        esc(host),
+        esc(cpu),
+        esc(&tags)
+    );
+    if let Some(h) = run.headline_metric() {
+        let _ = writeln!(
+            out,
+            "<p>Headline: <b>{} {}</b></p>",
+            esc(&h.display_name()),
+            esc(&format_value(h.value, h.unit))
+        );
+    }
+    if !run.warnings.is_empty() {
+        out.push_str("<ul class=\"warnings\">");
+        for w in &run.warnings {
+            let _ = write!(
+                out,
+                "<li>{} <code>[{}]</code></li>",
+                esc(&w.message),
+                esc(&w.code)
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+    let charts = match run.kind {
+        Kind::Http => http::charts(run, ""),
+        Kind::Disk => disk::charts(run, ""),
+        Kind::Exec => exec::charts(run),
+        Kind::Scale => scale::charts(run),
+        Kind::Compare => compare::charts(run),
+        Kind::Quick => quick(run),
+        Kind::Cpu | Kind::Db => vec![metric_table(run, |_| true)],
+    };
+    for c in charts {
+        out.push_str(&c);
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+/// A quick run: its CPU figures as a table, its HTTP and disk lines drawn
+/// as those kinds are.
+fn quick(run: &Run) -> Vec<String> {
+    let mut out = vec![
+        "<h3>CPU (int64)</h3>".to_owned(),
+        metric_table(run, |m| m.name.starts_with("int64_")),
+    ];
+    if run.metrics.iter().any(|m| m.name.starts_with("http_")) {
+        out.push("<h3>HTTP on loopback</h3>".into());
+        out.extend(http::charts(run, "http_"));
+    }
+    if run.metrics.iter().any(|m| m.name.starts_with("disk_")) {
+        out.push("<h3>Disk</h3>".into());
+        out.extend(disk::charts(run, "disk_"));
+    }
+    out
+}
+
+/// The metrics `keep` selects, with their intervals, as a table.
+fn metric_table(run: &Run, keep: impl Fn(&dyno_model::Metric) -> bool) -> String {
+    let mut t = Table::new(["metric", "value", "interval"]);
+    for m in run.metrics.iter().filter(|m| keep(m)) {
+        t.row([
+            m.display_name(),
+            format_value(m.value, m.unit),
+            crate::format_interval(m).unwrap_or_default(),
+        ]);
+    }
+    t.html()
+}

@@ -1,0 +1,291 @@
+//! The charts of a scaling analysis (kind `scale`): measured speedup
+//! against N with the ideal line and the stored Amdahl and USL fits drawn
+//! as curves, the USL peak N* marked; then efficiency against N.
+//!
+//! The curves come from the fitted parameters the run stores: Amdahl
+//! S(N) = 1/((1 − p) + p/N); USL X(N) = λN/(1 + σ(N − 1) + κN(N − 1)),
+//! turned into a speedup by the rate of one unit that the measured points
+//! imply (throughput / speedup).
+
+use dyno_model::{Metric, Run, Unit};
+use plotters::prelude::*;
+
+use super::chart::{self, Chart, FG, GRID, colour, font, swatch};
+use super::markup::Table;
+
+struct Point {
+    n: f64,
+    speedup: f64,
+    efficiency: Option<f64>,
+    /// The measured value (time or throughput), for the table.
+    measured: Option<String>,
+    /// Rate of one unit implied by this point (throughput / speedup).
+    unit_rate: Option<f64>,
+}
+
+fn fit(run: &Run, name: &str) -> Option<f64> {
+    run.metrics
+        .iter()
+        .find(|m| m.name == name)
+        .map(|m| m.value)
+        .filter(|v| v.is_finite())
+}
+
+fn points(run: &Run) -> Vec<Point> {
+    let mut out: Vec<Point> = Vec::new();
+    for m in run.metrics.iter().filter(|m| m.name == "speedup") {
+        let Some(n) = m.label("n").and_then(|n| n.parse::<f64>().ok()) else {
+            continue;
+        };
+        let at = |name: &str| {
+            run.metrics
+                .iter()
+                .find(|x| x.name == name && x.label("n") == m.label("n"))
+        };
+        // The measured metric is the one labelled n that is not a derived
+        // figure.
+        let measured: Option<&Metric> = run.metrics.iter().find(|x| {
+            x.label("n") == m.label("n")
+                && x.labels.len() == 1
+                && !matches!(
+                    x.name.as_str(),
+                    "speedup"
+                        | "efficiency"
+                        | "amdahl_parallel_fraction"
+                        | "karp_flatt_serial_fraction"
+                        | "best_speedup"
+                )
+        });
+        let rate = measured.map(|x| match x.unit {
+            Unit::Ns => 1e9 / x.value,
+            _ => x.value,
+        });
+        out.push(Point {
+            n,
+            speedup: m.value,
+            efficiency: at("efficiency").map(|e| e.value),
+            measured: measured.map(|x| crate::format_value(x.value, x.unit)),
+            unit_rate: rate
+                .map(|r| r / m.value)
+                .filter(|r| r.is_finite() && *r > 0.0),
+        });
+    }
+    out.sort_by(|a, b| a.n.total_cmp(&b.n));
+    out
+}
+
+pub fn charts(run: &Run) -> Vec<String> {
+    let pts = points(run);
+    if pts.is_empty() {
+        return vec!["<p class=\"note\">No scaling points in this run.</p>".into()];
+    }
+    let n_lo = pts[0].n;
+    let n_hi = pts[pts.len() - 1].n;
+    let amdahl = fit(run, "amdahl_fit_parallel_fraction");
+    let usl = match (
+        fit(run, "usl_sigma"),
+        fit(run, "usl_kappa"),
+        fit(run, "usl_lambda"),
+        pts[0].unit_rate,
+    ) {
+        (Some(s), Some(k), Some(l), Some(unit)) => Some((s, k, l, unit)),
+        _ => None,
+    };
+    let peak = fit(run, "usl_peak_n");
+    let peak_speedup = fit(run, "usl_peak_speedup");
+    // Draw the curves a little past the last N, and to the peak if near.
+    let mut x_hi = n_hi * 1.1;
+    if let Some(p) = peak
+        && p > n_hi
+        && p < n_hi * 2.0
+    {
+        x_hi = p * 1.1;
+    }
+    let x_lo = (n_lo * 0.9).clamp(0.0, 1.0);
+    let grid: Vec<f64> = (0..=120)
+        .map(|i| x_lo.max(1.0) + (x_hi - x_lo.max(1.0)) * f64::from(i) / 120.0)
+        .collect();
+    let amdahl_curve: Option<Vec<(f64, f64)>> = amdahl.map(|p| {
+        grid.iter()
+            .map(|&n| (n, 1.0 / ((1.0 - p) + p / n)))
+            .collect()
+    });
+    let usl_curve: Option<Vec<(f64, f64)>> = usl.map(|(s, k, l, unit)| {
+        grid.iter()
+            .map(|&n| (n, l * n / (1.0 + s * (n - 1.0) + k * n * (n - 1.0)) / unit))
+            .collect()
+    });
+    // The measured points and the fits set the height; the ideal line is
+    // cut where it leaves the chart.
+    let y_max = pts
+        .iter()
+        .map(|p| p.speedup)
+        .chain(amdahl_curve.iter().flatten().map(|p| p.1))
+        .chain(usl_curve.iter().flatten().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(1.0f64, f64::max)
+        * 1.25;
+    let mut series = 2; // measured, ideal
+    series += usize::from(amdahl_curve.is_some()) + usize::from(usl_curve.is_some());
+    let mut out = Vec::new();
+    let speedup = Chart::draw(
+        "scale-speedup",
+        "Speedup against N, with the ideal line and the fitted models",
+        (series, pts.len()),
+        (chart::WIDTH, chart::HEIGHT + 40),
+        |root| {
+            let mut c = ChartBuilder::on(root)
+                .margin(12)
+                .margin_right(34)
+                .x_label_area_size(42)
+                .y_label_area_size(56)
+                .build_cartesian_2d(x_lo..x_hi, 0f64..y_max)?;
+            c.configure_mesh()
+                .bold_line_style(GRID)
+                .light_line_style(TRANSPARENT)
+                .axis_style(FG)
+                .label_style(font(12))
+                .axis_desc_style(font(13))
+                .x_desc("N (threads, jobs or processors)")
+                .y_desc("speedup (×)")
+                .x_label_formatter(&chart::tick)
+                .y_label_formatter(&chart::tick)
+                .draw()?;
+            let ideal_top = x_hi.min(y_max);
+            c.draw_series(DashedLineSeries::new(
+                [(1.0f64.max(x_lo), 1.0f64.max(x_lo)), (ideal_top, ideal_top)],
+                6,
+                4,
+                GRID.stroke_width(2),
+            ))?
+            .label("ideal (S = N)")
+            .legend(swatch(GRID));
+            if let Some(curve) = &amdahl_curve {
+                let col = colour(1);
+                c.draw_series(LineSeries::new(curve.iter().copied(), col.stroke_width(2)))?
+                    .label(format!(
+                        "Amdahl fit, p = {}",
+                        crate::format_parallel_fraction(amdahl.unwrap_or(0.0))
+                    ))
+                    .legend(swatch(col));
+            }
+            if let Some(curve) = &usl_curve {
+                let col = colour(2);
+                let (s, k, _, _) = usl.unwrap_or_default();
+                c.draw_series(LineSeries::new(curve.iter().copied(), col.stroke_width(2)))?
+                    .label(format!(
+                        "USL fit, σ = {}, κ = {}",
+                        chart::num(s),
+                        chart::num(k)
+                    ))
+                    .legend(swatch(col));
+            }
+            let col = colour(0);
+            c.draw_series(LineSeries::new(
+                pts.iter().map(|p| (p.n, p.speedup)),
+                col.stroke_width(1),
+            ))?;
+            c.draw_series(
+                pts.iter()
+                    .map(|p| Circle::new((p.n, p.speedup), 4, col.filled())),
+            )?
+            .label("measured")
+            .legend(move |(x, y)| Circle::new((x + 9, y), 4, col.filled()));
+            if let (Some(p), Some(sp)) = (peak, peak_speedup)
+                && p <= x_hi
+            {
+                let top = y_max;
+                c.draw_series(std::iter::once(PathElement::new(
+                    vec![(p, 0.0), (p, top)],
+                    colour(2).stroke_width(1),
+                )))?;
+                c.draw_series(std::iter::once(TriangleMarker::new(
+                    (p, sp),
+                    7,
+                    colour(2).filled(),
+                )))?
+                .label(format!("USL peak N* = {}", chart::tick(&p)))
+                .legend(|(x, y)| TriangleMarker::new((x + 9, y), 5, colour(2).filled()));
+            }
+            chart::legend(&mut c)
+        },
+    );
+    let mut table = Table::new(["N", "measured", "speedup", "efficiency"]);
+    for p in &pts {
+        table.row([
+            chart::tick(&p.n),
+            p.measured.clone().unwrap_or_default(),
+            format!("{:.3}×", p.speedup),
+            p.efficiency
+                .map_or_else(String::new, |e| format!("{:.1}%", e * 100.0)),
+        ]);
+    }
+    let mut fits = Vec::new();
+    if let Some(p) = amdahl {
+        fits.push(format!("Amdahl p = {}", crate::format_parallel_fraction(p)));
+    }
+    if let Some((s, k, l, _)) = usl {
+        fits.push(format!(
+            "USL σ = {}, κ = {}, λ = {}",
+            chart::num(s),
+            chart::num(k),
+            chart::num(l)
+        ));
+    }
+    if let Some(p) = peak {
+        fits.push(format!(
+            "peak N* = {}{}",
+            chart::tick(&p),
+            if run.metric("usl_peak_n").and_then(|m| m.label("predicted")) == Some("true") {
+                " (predicted, outside the measured range)"
+            } else {
+                ""
+            }
+        ));
+    }
+    let note = if fits.is_empty() {
+        "No fit is stored for this run.".to_owned()
+    } else {
+        format!("Fits as stored in the run: {}.", fits.join("; "))
+    };
+    out.push(speedup.table(table).note(note).html());
+
+    let eff: Vec<(f64, f64)> = pts
+        .iter()
+        .filter_map(|p| Some((p.n, p.efficiency? * 100.0)))
+        .collect();
+    if !eff.is_empty() {
+        let top = eff.iter().map(|p| p.1).fold(100.0, f64::max) * 1.08;
+        let chart = Chart::draw(
+            "scale-efficiency",
+            "Efficiency (speedup / N) against N",
+            (1, eff.len()),
+            (chart::WIDTH, 240),
+            |root| {
+                let mut c = ChartBuilder::on(root)
+                    .margin(12)
+                    .margin_right(34)
+                    .x_label_area_size(42)
+                    .y_label_area_size(56)
+                    .build_cartesian_2d(x_lo..x_hi, 0f64..top)?;
+                c.configure_mesh()
+                    .bold_line_style(GRID)
+                    .light_line_style(TRANSPARENT)
+                    .axis_style(FG)
+                    .label_style(font(12))
+                    .axis_desc_style(font(13))
+                    .x_desc("N")
+                    .y_desc("efficiency (%)")
+                    .x_label_formatter(&chart::tick)
+                    .y_label_formatter(&chart::tick)
+                    .draw()?;
+                let col = colour(0);
+                c.draw_series(LineSeries::new(eff.iter().copied(), col.stroke_width(2)))?;
+                c.draw_series(eff.iter().map(|&p| Circle::new(p, 4, col.filled())))?;
+                Ok(())
+            },
+        );
+        out.push(chart.html());
+    }
+    out
+}

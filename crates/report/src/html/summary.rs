@@ -1,0 +1,283 @@
+//! Views across runs: a metric over time with each point's interval (the
+//! trend), and the overview drawn instead of every chart of every run when
+//! a report holds many runs (each kind and description's headline over
+//! time, and a table of the runs).
+
+use std::collections::BTreeMap;
+
+use dyno_model::{Metric, Run, Unit};
+use plotters::prelude::*;
+
+use super::chart::{self, Chart, FG, GRID, TimeUnit, colour, font, swatch};
+use super::markup::Table;
+use crate::format_value;
+
+/// How many (kind, description) groups of a large report get a chart; the
+/// rest are in the table.
+const SUMMARY_CHARTS: usize = 8;
+
+/// A divisor and the axis name of `unit` for values up to `max`.
+pub fn axis_unit(unit: Unit, max: f64) -> (f64, String) {
+    match unit {
+        Unit::Ns => {
+            let t = TimeUnit::for_max_ns(max);
+            (t.divisor, t.name.to_owned())
+        }
+        Unit::BytesPerSec => (1e6, "MB/s".into()),
+        Unit::Bytes if max >= f64::from(1u32 << 30) => (f64::from(1u32 << 30), "GiB".into()),
+        Unit::Bytes if max >= f64::from(1u32 << 20) => (f64::from(1u32 << 20), "MiB".into()),
+        Unit::Bytes => (1.0, "bytes".into()),
+        Unit::OpsPerSec => (1.0, "ops/s".into()),
+        Unit::RequestsPerSec => (1.0, "req/s".into()),
+        Unit::Count => (1.0, "count".into()),
+        Unit::Ratio => (1.0, "×".into()),
+        Unit::Percent => (1.0, "%".into()),
+    }
+}
+
+fn when(run: &Run) -> f64 {
+    run.started_at.as_second() as f64
+}
+
+fn date(x: f64, span: f64) -> String {
+    let Ok(t) = jiff::Timestamp::from_second(x.round() as i64) else {
+        return String::new();
+    };
+    let format = if span < 2.0 * 86_400.0 {
+        "%m-%d %H:%M"
+    } else {
+        "%Y-%m-%d"
+    };
+    t.strftime(format).to_string()
+}
+
+/// One point of a metric over time.
+struct Point<'a> {
+    run: &'a Run,
+    metric: &'a Metric,
+}
+
+/// A metric of several runs over time: one series per host, each point
+/// with its interval where the run stores one.
+fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
+    let first = points.first()?.metric;
+    let max = points
+        .iter()
+        .map(|p| {
+            p.metric
+                .uncertainty
+                .as_ref()
+                .map_or(p.metric.value, |u| u.high.max(p.metric.value))
+        })
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let (div, unit) = axis_unit(first.unit, max);
+    let mut hosts: BTreeMap<&str, Vec<&Point>> = BTreeMap::new();
+    for p in points {
+        let host = p
+            .run
+            .environment
+            .hostname
+            .as_deref()
+            .unwrap_or("unknown host");
+        hosts.entry(host).or_default().push(p);
+    }
+    let lo = points
+        .iter()
+        .map(|p| when(p.run))
+        .fold(f64::INFINITY, f64::min);
+    let hi = points
+        .iter()
+        .map(|p| when(p.run))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let span = hi - lo;
+    let min = points
+        .iter()
+        .map(|p| {
+            p.metric
+                .uncertainty
+                .as_ref()
+                .map_or(p.metric.value, |u| u.low)
+        })
+        .filter(|v| v.is_finite())
+        .fold(f64::INFINITY, f64::min);
+    let y = if min >= 0.0 {
+        chart::from_zero(max / div)
+    } else {
+        chart::padded(min / div, max / div)
+    };
+    let chart = Chart::draw(
+        id,
+        title,
+        (hosts.len(), points.len()),
+        (chart::WIDTH, chart::HEIGHT - 40),
+        |root| {
+            let mut c = ChartBuilder::on(root)
+                .margin(12)
+                .margin_right(34)
+                .x_label_area_size(42)
+                .y_label_area_size(64)
+                .build_cartesian_2d(chart::padded(lo, hi), y)?;
+            c.configure_mesh()
+                .bold_line_style(GRID)
+                .light_line_style(TRANSPARENT)
+                .axis_style(FG)
+                .label_style(font(12))
+                .axis_desc_style(font(13))
+                .x_desc("run started (UTC)")
+                .y_desc(format!("{} ({unit})", first.name))
+                .x_labels(6)
+                .x_label_formatter(&|x| date(*x, span))
+                .y_label_formatter(&chart::tick)
+                .draw()?;
+            for (i, (host, pts)) in hosts.iter().enumerate() {
+                let col = colour(i);
+                let mut pts = pts.clone();
+                pts.sort_by(|a, b| when(a.run).total_cmp(&when(b.run)));
+                c.draw_series(LineSeries::new(
+                    pts.iter().map(|p| (when(p.run), p.metric.value / div)),
+                    col.mix(0.6).stroke_width(1),
+                ))?
+                .label((*host).to_owned())
+                .legend(swatch(col));
+                c.draw_series(pts.iter().filter_map(|p| {
+                    let u = p.metric.uncertainty.as_ref()?;
+                    Some(ErrorBar::new_vertical(
+                        when(p.run),
+                        u.low / div,
+                        p.metric.value / div,
+                        u.high / div,
+                        col.stroke_width(1),
+                        6,
+                    ))
+                }))?;
+                c.draw_series(
+                    pts.iter()
+                        .map(|p| Circle::new((when(p.run), p.metric.value / div), 3, col.filled())),
+                )?;
+            }
+            if hosts.len() > 1 {
+                chart::legend(&mut c)?;
+            }
+            Ok(())
+        },
+    );
+    Some(chart)
+}
+
+fn interval_text(m: &Metric) -> String {
+    m.uncertainty.as_ref().map_or_else(String::new, |u| {
+        format!(
+            "{} – {} ({:.0}%, n={})",
+            format_value(u.low, m.unit),
+            format_value(u.high, m.unit),
+            u.confidence * 100.0,
+            u.n
+        )
+    })
+}
+
+/// Whether `m` is the metric `wanted` names, as `dyno show` displays it
+/// (spaces after commas optional).
+pub fn matches(m: &Metric, wanted: &str) -> bool {
+    let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    squash(&m.display_name()) == squash(wanted)
+}
+
+/// The trend of `metric` across `runs`: `None` when no run has it.
+pub fn trend(runs: &[Run], metric: &str) -> Option<String> {
+    let mut points: Vec<Point> = runs
+        .iter()
+        .filter_map(|run| {
+            let m = run.metrics.iter().find(|m| matches(m, metric))?;
+            m.value.is_finite().then_some(Point { run, metric: m })
+        })
+        .collect();
+    points.sort_by(|a, b| when(a.run).total_cmp(&when(b.run)));
+    let chart = over_time("trend", &format!("{metric} over time"), &points)?;
+    let mut table = Table::new([
+        "run",
+        "started (UTC)",
+        "host",
+        "value",
+        "interval",
+        "description",
+    ]);
+    for p in &points {
+        table.row([
+            p.run.id.to_string(),
+            p.run.started_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
+            p.run.environment.hostname.clone().unwrap_or_default(),
+            format_value(p.metric.value, p.metric.unit),
+            interval_text(p.metric),
+            p.run.description.clone(),
+        ]);
+    }
+    let missing = runs.len() - points.len();
+    let mut note = format!(
+        "{} of the {} selected runs have this metric; bars are each run's stored interval.",
+        points.len(),
+        runs.len()
+    );
+    if missing > 0 {
+        note.push_str(" Runs without it are listed nowhere on this chart.");
+    }
+    Some(chart.table(table).note(note).html())
+}
+
+/// The overview of many runs: headline over time per (kind, description),
+/// the largest groups charted, and every run in a table.
+pub fn overview(runs: &[Run]) -> String {
+    let mut groups: BTreeMap<(String, String), Vec<Point>> = BTreeMap::new();
+    for run in runs {
+        if let Some(m) = run.headline_metric() {
+            groups
+                .entry((run.kind.to_string(), run.description.clone()))
+                .or_default()
+                .push(Point { run, metric: m });
+        }
+    }
+    let mut ordered: Vec<(&(String, String), &Vec<Point>)> = groups.iter().collect();
+    ordered.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+    let mut out = String::new();
+    out.push_str(&format!(
+        "<p class=\"meta\">{} runs: too many to draw each one's charts, so this page shows each kind and description's headline metric over time ({} largest groups of {}), then every run in a table. Narrow the selection (--last, --tag, --kind, --since or run ids) for every chart of every run.</p>\n",
+        runs.len(),
+        ordered.len().min(SUMMARY_CHARTS),
+        ordered.len()
+    ));
+    for ((kind, description), points) in ordered.iter().take(SUMMARY_CHARTS) {
+        let name = &points[0].metric;
+        let title = format!(
+            "{kind}: {description} — {} over time ({} runs)",
+            name.display_name(),
+            points.len()
+        );
+        if let Some(c) = over_time("summary-headline", &title, points) {
+            out.push_str(&c.html());
+        }
+    }
+    let mut table = Table::new([
+        "run",
+        "started (UTC)",
+        "kind",
+        "host",
+        "description",
+        "headline",
+    ])
+    .caption("Every selected run");
+    for run in runs {
+        table.row([
+            run.id.to_string(),
+            run.started_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
+            run.kind.to_string(),
+            run.environment.hostname.clone().unwrap_or_default(),
+            run.description.clone(),
+            run.headline_metric().map_or_else(String::new, |m| {
+                format!("{} {}", m.display_name(), format_value(m.value, m.unit))
+            }),
+        ]);
+    }
+    out.push_str(&table.html());
+    out
+}

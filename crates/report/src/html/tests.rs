@@ -1,0 +1,554 @@
+//! The page of hand-built runs: its safety (CSP, nothing fetched, hostile
+//! text escaped) and each chart with the series and points plotters drew,
+//! counted in the SVG itself, not only in our data attributes.
+
+use dyno_model::{Direction, Kind, Metric, Run, Uncertainty, UncertaintyMethod, Unit};
+use dyno_stats::hdr;
+use serde_json::json;
+
+use super::chart::{PALETTE, hex};
+use super::{DETAILED_RUNS, html_report, html_trend};
+
+// ---- fixtures ----
+
+fn histogram(values: impl IntoIterator<Item = u64>) -> dyno_model::Histogram {
+    let mut h = hdr::latency_histogram();
+    for v in values {
+        h.record(v).unwrap();
+    }
+    hdr::to_model(&h)
+}
+
+fn with_histogram(name: &str, values: impl IntoIterator<Item = u64>) -> Metric {
+    let mut m = Metric::new(name, Unit::Ns, Direction::LowerIsBetter, 0.0);
+    m.histogram = Some(histogram(values));
+    m
+}
+
+fn tally(name: &str, v: f64) -> Metric {
+    Metric::new(name, Unit::Count, Direction::LowerIsBetter, v)
+}
+
+fn interval(m: Metric, low: f64, high: f64, n: u64) -> Metric {
+    let mut m = m;
+    m.uncertainty = Some(Uncertainty {
+        method: UncertaintyMethod::StudentT,
+        confidence: 0.95,
+        low,
+        high,
+        n,
+        stddev: None,
+    });
+    m
+}
+
+/// An open-model HTTP run of 12,345 requests: latency corrected and not,
+/// two statuses and an error class.
+fn http_run() -> Run {
+    let mut run = Run::new(Kind::Http, "GET http://127.0.0.1:8080/ 2000 req/s");
+    run.settings = json!({"model": "open", "rate_per_sec": 2000.0});
+    run.metrics = vec![
+        Metric::new(
+            "requests_per_sec",
+            Unit::RequestsPerSec,
+            Direction::HigherIsBetter,
+            2000.0,
+        ),
+        with_histogram("latency_ns", (0..12_345).map(|i| 50_000 + i * 37)),
+        with_histogram(
+            "latency_uncorrected_ns",
+            (0..12_345).map(|i| 40_000 + i * 11),
+        ),
+        tally("status_200", 12_000.0),
+        tally("status_503", 340.0),
+        tally("errors_timeout", 5.0),
+    ];
+    run.headline = Some("requests_per_sec".into());
+    run
+}
+
+fn disk_run() -> Run {
+    let mut run = Run::new(Kind::Disk, "disk cdm8: 1 GiB on /data");
+    for (test, mbs) in [("SEQ1M Q8T1", 2000e6), ("RND4K Q1T1", 50e6)] {
+        for op in ["read", "write"] {
+            let l = |m: Metric| m.with_label("test", test).with_label("op", op);
+            run.metrics.push(l(Metric::new(
+                "throughput_bytes_per_sec",
+                Unit::BytesPerSec,
+                Direction::HigherIsBetter,
+                mbs,
+            )));
+            run.metrics.push(l(Metric::new(
+                "iops",
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+                mbs / 4096.0,
+            )));
+            run.metrics
+                .push(l(with_histogram("latency_ns", (1..2_000).map(|i| i * 100))));
+        }
+    }
+    run.headline = Some("throughput_bytes_per_sec".into());
+    run
+}
+
+fn wall(command: &str, samples: &[f64]) -> Metric {
+    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+    let mut m = Metric::new("wall_ns", Unit::Ns, Direction::LowerIsBetter, mean)
+        .with_label("command", command);
+    m.samples = samples.to_vec();
+    interval(m, mean * 0.97, mean * 1.03, samples.len() as u64)
+}
+
+/// A sweep over N = 1..4 of one command, 5 runs each; N = 2 has an outlier.
+fn sweep_run() -> Run {
+    let mut run = Run::new(Kind::Exec, "time 4 commands: 'sleep 0.0{N}'");
+    run.settings = json!({"commands": [{"name": null, "template": "sleep 0.0{N}"}]});
+    for n in 1..=4 {
+        let base = f64::from(n) * 10e6;
+        let mut s = vec![base, base * 1.01, base * 0.99, base * 1.02, base * 0.98];
+        if n == 2 {
+            s[4] = base * 3.0;
+        }
+        run.metrics
+            .push(wall(&format!("sleep 0.0{n}"), &s).with_label("param.N", n.to_string()));
+    }
+    run
+}
+
+fn hostile_run() -> Run {
+    let mut run = Run::new(Kind::Exec, "</script><img src=x onerror=alert(1)>");
+    run.metrics = vec![wall(
+        "</script><img src=x onerror=alert(1)>",
+        &[1e6, 1.1e6, 0.9e6],
+    )];
+    run.tags = vec!["<b>tag</b>".into()];
+    run.warn("odd", "<script>alert(2)</script>");
+    run
+}
+
+fn scale_run() -> Run {
+    let mut run = Run::new(Kind::Scale, "scaling from s.csv");
+    let ratio = |name: &str, v: f64| Metric::new(name, Unit::Ratio, Direction::HigherIsBetter, v);
+    for (n, t) in [
+        (1, 10.0),
+        (2, 5.3),
+        (4, 2.9),
+        (8, 1.8),
+        (16, 1.4),
+        (32, 1.5),
+    ] {
+        let s = 10.0 / t;
+        let n_s = n.to_string();
+        run.metrics.push(
+            Metric::new("time_ns", Unit::Ns, Direction::LowerIsBetter, t * 1e9)
+                .with_label("n", &n_s),
+        );
+        run.metrics.push(ratio("speedup", s).with_label("n", &n_s));
+        run.metrics
+            .push(ratio("efficiency", s / f64::from(n)).with_label("n", &n_s));
+    }
+    run.metrics.extend([
+        ratio("amdahl_fit_parallel_fraction", 0.9),
+        ratio("usl_sigma", 0.06),
+        ratio("usl_kappa", 0.002),
+        Metric::new(
+            "usl_lambda",
+            Unit::OpsPerSec,
+            Direction::HigherIsBetter,
+            0.105,
+        ),
+        Metric::new("usl_peak_n", Unit::Count, Direction::HigherIsBetter, 21.0),
+        ratio("usl_peak_speedup", 7.2),
+    ]);
+    run
+}
+
+/// metric, kind, unit, direction, baseline, candidate, verdict, interval.
+type Matched = (
+    &'static str,
+    &'static str,
+    Unit,
+    Direction,
+    f64,
+    f64,
+    &'static str,
+    (f64, f64),
+);
+
+/// A comparison of xeon (baseline) and opteron, as `dyno compare` records
+/// it: three matched metrics of two kinds.
+pub fn compare_run() -> Run {
+    let mut run = Run::new(Kind::Compare, "xeon vs opteron");
+    run.settings = json!({
+        "baseline": "xeon",
+        "groups": [
+            {"name": "xeon", "selector": "@tag:xeon", "runs": ["01JD5Z7M3Q8XK2V4N6R9T0W1YB"]},
+            {"name": "opteron", "selector": "@tag:opteron", "runs": ["01JD5Z7M3Q8XK2V4N6R9T0W1YC"]}
+        ],
+        "noise": 0.02,
+        "alpha": 0.05,
+        "setting_differences": [{"key": "http.connections", "values": {"xeon": "16", "opteron": "64"}}],
+        "environment_differences": [{"key": "cpu.model", "values": {"xeon": "Xeon <E5>", "opteron": "Opteron 6272"}}],
+        "unmatched": [{"group": "xeon", "metric": "disk_iops{op=read, test=RND4K Q32T1}"}]
+    });
+    let rows: [Matched; 3] = [
+        (
+            "requests_per_sec",
+            "http",
+            Unit::RequestsPerSec,
+            Direction::HigherIsBetter,
+            100_000.0,
+            80_000.0,
+            "slower",
+            (0.78, 0.82),
+        ),
+        (
+            "latency_ns{percentile=99}",
+            "http",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            200_000.0,
+            150_000.0,
+            "faster",
+            (0.70, 0.80),
+        ),
+        (
+            "throughput_bytes_per_sec{op=read, test=SEQ1M Q8T1}",
+            "disk",
+            Unit::BytesPerSec,
+            Direction::HigherIsBetter,
+            2e9,
+            2.01e9,
+            "no_significant_difference",
+            (0.98, 1.03),
+        ),
+    ];
+    for (metric, kind, unit, dir, base, cand, verdict, (lo, hi)) in rows {
+        for (group, v) in [("xeon", base), ("opteron", cand)] {
+            run.metrics.push(
+                Metric::new("value", unit, dir, v)
+                    .with_label("metric", metric)
+                    .with_label("kind", kind)
+                    .with_label("group", group),
+            );
+        }
+        run.metrics.push(interval(
+            Metric::new("ratio", Unit::Ratio, dir, cand / base)
+                .with_label("metric", metric)
+                .with_label("kind", kind)
+                .with_label("group", "opteron")
+                .with_label("verdict", verdict),
+            lo,
+            hi,
+            5,
+        ));
+        run.metrics.push(
+            Metric::new("p_value", Unit::Ratio, Direction::LowerIsBetter, 0.008)
+                .with_label("metric", metric)
+                .with_label("kind", kind)
+                .with_label("group", "opteron"),
+        );
+    }
+    run.metrics.push(interval(
+        Metric::new("geomean", Unit::Ratio, Direction::HigherIsBetter, 1.05)
+            .with_label("group", "opteron"),
+        0.95,
+        1.16,
+        3,
+    ));
+    run.headline = Some("geomean".into());
+    run
+}
+
+// ---- reading the page ----
+
+/// The first `<figure>` whose data-chart is `id`.
+fn figure<'a>(html: &'a str, id: &str) -> &'a str {
+    figures(html, id)
+        .next()
+        .unwrap_or_else(|| panic!("no chart {id} in the page"))
+}
+
+fn figures<'a>(html: &'a str, id: &str) -> impl Iterator<Item = &'a str> + 'a {
+    let needle = format!("data-chart=\"{id}\"");
+    html.match_indices("<figure").filter_map(move |(at, _)| {
+        let rest = &html[at..];
+        let head_end = rest.find('>')?;
+        if !rest[..head_end].contains(&needle) {
+            return None;
+        }
+        let end = rest.find("</figure>")?;
+        Some(&rest[..end])
+    })
+}
+
+fn attr<'a>(fig: &'a str, name: &str) -> &'a str {
+    let key = format!("{name}=\"");
+    let at = fig.find(&key).unwrap() + key.len();
+    &fig[at..at + fig[at..].find('"').unwrap()]
+}
+
+/// The number of points of each data line (a polyline of more than two
+/// points) drawn in `colour`.
+fn lines(fig: &str, colour: &str) -> Vec<usize> {
+    fig.match_indices("<polyline")
+        .filter_map(|(at, _)| {
+            let tag = &fig[at..at + fig[at..].find("/>")?];
+            if !tag.contains(&format!("stroke=\"{colour}\"")) {
+                return None;
+            }
+            let points = attr(tag, "points").split_whitespace().count();
+            (points > 2).then_some(points)
+        })
+        .collect()
+}
+
+/// The text of every SVG `<text>` element, trimmed.
+fn texts(fig: &str) -> Vec<&str> {
+    fig.split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t[t.find('>')? + 1..t.find("</text>")?].trim()))
+        .collect()
+}
+
+fn count(fig: &str, needle: &str) -> usize {
+    fig.matches(needle).count()
+}
+
+// ---- the tests ----
+
+#[test]
+fn the_page_forbids_scripts_and_fetches_nothing() {
+    let html = html_report(&[
+        http_run(),
+        disk_run(),
+        sweep_run(),
+        scale_run(),
+        compare_run(),
+    ]);
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
+    ));
+    assert!(!html.to_lowercase().contains("<script"));
+    assert!(!html.contains("<link"));
+    for attr in ["src=", "href=", "url("] {
+        for (at, _) in html.match_indices(attr) {
+            let value = &html[at + attr.len()..(at + attr.len() + 12).min(html.len())];
+            assert!(
+                !value.contains("http:") && !value.contains("https:") && !value.contains("//"),
+                "a remote reference: {attr}{value}"
+            );
+        }
+    }
+    assert!(
+        !html.contains("xmlns=\"http"),
+        "inline SVG needs no namespace"
+    );
+    // Light, dark and print.
+    assert!(html.contains("prefers-color-scheme: dark"));
+    assert!(html.contains("@media print"));
+    assert!(html.contains("fill: currentColor"));
+}
+
+#[test]
+fn hostile_text_stays_text() {
+    let html = html_report(&[hostile_run()]);
+    assert!(
+        !html.contains("<img"),
+        "markup from a command name got through"
+    );
+    assert!(!html.contains("</script>"));
+    assert!(!html.contains("<script>alert"));
+    assert!(!html.contains("<b>tag"));
+    assert!(html.contains("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));
+    // plotters escapes its own labels too.
+    let fig = figure(&html, "exec-distribution");
+    assert!(fig.contains("&lt;/script&gt;"));
+}
+
+#[test]
+fn an_open_model_http_run_draws_corrected_and_uncorrected_spectra() {
+    let html = html_report(&[http_run()]);
+    let fig = figure(&html, "http-latency-spectrum");
+    assert_eq!(attr(fig, "data-series"), "2");
+    // 12,345 samples resolve four decades (to 99.99%): 41 points and the max.
+    let corrected = lines(fig, &hex(PALETTE[0]));
+    let uncorrected = lines(fig, &hex(PALETTE[1]));
+    assert_eq!(corrected, vec![42]);
+    assert_eq!(uncorrected, vec![42]);
+    assert_eq!(attr(fig, "data-points"), "84");
+    for label in ["0%", "90%", "99%", "99.9%", "99.99%"] {
+        assert!(texts(fig).contains(&label), "no tick {label}");
+    }
+    assert!(fig.contains("latency (µs)") || fig.contains("latency (ms)"));
+    assert!(fig.contains("<td>99.9%</td>"));
+
+    let answers = figure(&html, "http-answers");
+    assert_eq!(attr(answers, "data-points"), "3");
+    assert_eq!(count(answers, "<rect"), 3);
+    assert!(answers.contains("<td>HTTP 503</td><td class=\"n\">340</td>"));
+    assert!(answers.contains("error: timeout"));
+}
+
+#[test]
+fn a_closed_model_http_run_draws_one_spectrum() {
+    let mut run = http_run();
+    run.metrics.retain(|m| m.name != "latency_uncorrected_ns");
+    let html = html_report(&[run]);
+    let fig = figure(&html, "http-latency-spectrum");
+    assert_eq!(attr(fig, "data-series"), "1");
+    assert_eq!(lines(fig, &hex(PALETTE[0])).len(), 1);
+    assert!(lines(fig, &hex(PALETTE[1])).is_empty());
+}
+
+#[test]
+fn a_disk_run_draws_the_panel_and_a_spectrum_per_operation() {
+    let html = html_report(&[disk_run()]);
+    let panel = figure(&html, "disk-panel");
+    assert_eq!(count(panel, "class=\"tile\""), 4);
+    assert!(panel.contains("<div class=\"mbs\">2000.00</div>"));
+    // IOPS for the random test only.
+    assert_eq!(count(panel, "IOPS</div>"), 2);
+    for op in ["read", "write"] {
+        let fig = figure(&html, &format!("disk-latency-{op}"));
+        assert_eq!(attr(fig, "data-series"), "2");
+        assert_eq!(lines(fig, &hex(PALETTE[0])).len(), 1);
+        assert_eq!(lines(fig, &hex(PALETTE[1])).len(), 1);
+    }
+}
+
+#[test]
+fn an_exec_sweep_draws_every_run_and_time_against_the_parameter() {
+    let html = html_report(&[sweep_run()]);
+    let dist = figure(&html, "exec-distribution");
+    assert_eq!(attr(dist, "data-series"), "4");
+    // Every run is a circle: 19 dots and one ringed outlier.
+    assert_eq!(count(dist, "<circle"), 20);
+    assert_eq!(
+        count(dist, &format!("stroke=\"{}\"", hex(super::chart::WORSE))),
+        1
+    );
+    let sweep = figure(&html, "exec-sweep");
+    assert_eq!(lines(sweep, &hex(PALETTE[0])), vec![4]);
+    // A dot per mean, and the one plotters' error bar draws at its centre.
+    assert_eq!(count(sweep, "<circle"), 8);
+    assert!(sweep.contains("mean wall time (ms)"));
+}
+
+#[test]
+fn a_scale_run_draws_speedup_with_both_fits_and_the_peak() {
+    let html = html_report(&[scale_run()]);
+    let fig = figure(&html, "scale-speedup");
+    assert_eq!(attr(fig, "data-series"), "4");
+    // Measured points: six filled circles and the legend's.
+    assert_eq!(count(fig, &format!("fill=\"{}\"", hex(PALETTE[0]))), 7);
+    assert_eq!(lines(fig, &hex(PALETTE[1])).len(), 1, "the Amdahl curve");
+    assert_eq!(lines(fig, &hex(PALETTE[2])).len(), 1, "the USL curve");
+    assert!(fig.contains("USL peak N* = 21"));
+    let eff = figure(&html, "scale-efficiency");
+    assert_eq!(lines(eff, &hex(PALETTE[0])), vec![6]);
+}
+
+#[test]
+fn a_comparison_draws_improvement_factors_right_is_better() {
+    let html = html_report(&[compare_run()]);
+    let fig = figure(&html, "compare-factors");
+    // Geomean and three metrics.
+    assert_eq!(attr(fig, "data-points"), "4");
+    let bars = |c| count(fig, &format!("fill=\"{}\"", hex(c)));
+    assert_eq!(bars(super::chart::BETTER), 1, "p99 latency fell: better");
+    assert_eq!(bars(super::chart::WORSE), 1, "req/s fell: worse");
+    // Geomean (interval across 1) and the disk metric.
+    assert_eq!(bars(super::chart::NEUTRAL), 2);
+    // A lower-is-better ratio of 0.75 is an improvement of 1.333×.
+    assert!(fig.contains("<td class=\"n\">0.750×</td>"));
+    assert!(fig.contains("<td class=\"n\">1.333×</td>"));
+    assert!(fig.contains("<td>no significant difference</td>"));
+    assert!(fig.contains("<td class=\"n\">0.008</td>"));
+    // Grouped by kind: disk before http, geomean first.
+    let row = |cell: &str| fig.find(&format!("<tr><td>{cell}</td>")).unwrap();
+    assert!(row("") < row("disk") && row("disk") < row("http"));
+    let labels = texts(fig);
+    assert!(labels.contains(&"geomean (all metrics)"));
+    assert!(labels.contains(&"http · latency_ns p99"));
+    assert!(html.contains("<td>cpu.model</td><td>Xeon &lt;E5&gt;</td><td>Opteron 6272</td>"));
+    assert!(
+        html.contains("<td>http.connections</td><td class=\"n\">16</td><td class=\"n\">64</td>")
+    );
+    assert!(html.contains("disk_iops{op=read, test=RND4K Q32T1}"));
+}
+
+#[test]
+fn a_quick_run_draws_its_http_and_disk_parts() {
+    let mut run = Run::new(Kind::Quick, "int64, HTTP on loopback, disk");
+    let prefixed = |prefix: &str, m: &Metric| {
+        let mut m = m.clone();
+        m.name = format!("{prefix}{}", m.name);
+        m
+    };
+    run.metrics.push(Metric::new(
+        "int64_1t_ns",
+        Unit::Ns,
+        Direction::LowerIsBetter,
+        1e9,
+    ));
+    run.metrics
+        .extend(http_run().metrics.iter().map(|m| prefixed("http_", m)));
+    run.metrics
+        .extend(disk_run().metrics.iter().map(|m| prefixed("disk_", m)));
+    let html = html_report(&[run]);
+    for id in [
+        "http-latency-spectrum",
+        "http-answers",
+        "disk-panel",
+        "disk-latency-read",
+    ] {
+        figure(&html, id);
+    }
+    assert!(html.contains("<td>int64_1t_ns</td>"));
+}
+
+#[test]
+fn many_runs_get_an_overview_not_every_chart() {
+    let runs: Vec<Run> = (0..DETAILED_RUNS + 1)
+        .map(|i| {
+            let mut r = http_run();
+            r.id = dyno_model::RunId::new();
+            r.started_at = jiff::Timestamp::from_second(1_790_000_000 + i as i64 * 3600).unwrap();
+            r
+        })
+        .collect();
+    let html = html_report(&runs);
+    assert_eq!(figures(&html, "http-latency-spectrum").count(), 0);
+    let fig = figure(&html, "summary-headline");
+    assert_eq!(attr(fig, "data-points"), "13");
+    assert_eq!(count(fig, "<circle"), 13);
+    assert_eq!(count(&html, "<tr><td>"), 13, "one table row per run");
+}
+
+#[test]
+fn a_trend_draws_one_metric_with_its_intervals() {
+    let runs: Vec<Run> = (0..5)
+        .map(|i| {
+            let mut r = disk_run();
+            r.started_at = jiff::Timestamp::from_second(1_790_000_000 + i * 86_400).unwrap();
+            for m in &mut r.metrics {
+                if m.name == "iops" {
+                    *m = interval(m.clone(), m.value * 0.9, m.value * 1.1, 5);
+                }
+            }
+            r
+        })
+        .collect();
+    let html = html_trend(&runs, "iops{op=read,test=RND4K Q1T1}").unwrap();
+    let fig = figure(&html, "trend");
+    assert_eq!(attr(fig, "data-points"), "5");
+    // A dot per run, and the one plotters' error bar draws at its centre.
+    assert_eq!(count(fig, "<circle"), 10);
+    // Each error bar: plotters draws its stem and two caps.
+    assert!(count(fig, "<line") + count(fig, "<polyline") >= 15);
+    assert!(fig.contains("iops (ops/s)"));
+    assert!(html_trend(&runs, "no_such_metric").is_none());
+}

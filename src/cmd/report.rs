@@ -1,0 +1,165 @@
+//! `dyno report`: saved runs (by id, or the store's filters) → the HTML
+//! page `dyno_report::html` draws → a file, written whole or not at all.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use dyno_model::Run;
+use dyno_store::Store;
+
+use super::history::filter;
+use super::{list_runs, open_store, print};
+use crate::ExitStatus;
+use crate::cli::{FilterArgs, ReportArgs};
+
+pub fn run(args: ReportArgs) -> Result<ExitStatus> {
+    let ReportArgs {
+        runs: ids,
+        filter: mut f,
+        last,
+        trend,
+        output,
+        force,
+    } = args;
+    let stdout = output == Path::new("-");
+    if !stdout {
+        check_output(&output, force)?;
+    }
+    if last.is_some() {
+        f.limit = last;
+    }
+    let filtered = filters_given(&f);
+    let store = open_store()?;
+    let runs: Vec<Run> = if ids.is_empty() {
+        let runs = list_runs(&store, &filter(f))?;
+        if runs.is_empty() {
+            bail!(
+                "no saved run matches{}: see `dyno history` for what is stored",
+                if filtered { " the filters" } else { "" }
+            );
+        }
+        runs
+    } else {
+        if filtered {
+            bail!(
+                "give run ids or filters (--kind, --tag, --host, --since, --limit/--last), not both"
+            );
+        }
+        ids.iter()
+            .map(|id| {
+                store
+                    .get(id)
+                    .with_context(|| format!("no run to report for '{id}'"))
+            })
+            .collect::<Result<_>>()?
+    };
+    let page = match &trend {
+        Some(metric) => dyno_report::html::html_trend(&runs, metric).with_context(|| {
+            let known: Vec<String> = runs[0]
+                .metrics
+                .iter()
+                .take(6)
+                .map(|m| format!("'{}'", m.display_name()))
+                .collect();
+            format!(
+                "none of the {} selected runs has a metric '{metric}' (names as `dyno show` displays them, e.g. {})",
+                runs.len(),
+                known.join(", ")
+            )
+        })?,
+        None => dyno_report::html::html_report(&runs),
+    };
+    if stdout {
+        print(&page)?;
+    } else {
+        write_whole(&output, page.as_bytes(), force)?;
+        eprintln!(
+            "wrote {} ({} KB, {} run{})",
+            output.display(),
+            page.len().div_ceil(1000),
+            runs.len(),
+            if runs.len() == 1 { "" } else { "s" }
+        );
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn filters_given(f: &FilterArgs) -> bool {
+    let FilterArgs {
+        kind,
+        tags,
+        host,
+        since,
+        limit,
+    } = f;
+    kind.is_some() || !tags.is_empty() || host.is_some() || since.is_some() || limit.is_some()
+}
+
+/// Refuses, before any work, a FILE that exists (without --force) or whose
+/// directory is missing.
+fn check_output(path: &Path, force: bool) -> Result<()> {
+    let shown = path.display();
+    if path.is_dir() {
+        bail!("'{shown}' is a directory: give a file name for the report");
+    }
+    if path.exists() && !force {
+        bail!("'{shown}' already exists: choose a new name, or add --force to replace it");
+    }
+    let dir = directory(path);
+    if !dir.is_dir() {
+        bail!(
+            "cannot write '{shown}': the directory '{}' does not exist (create it first)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn directory(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Writes `bytes` to a new temporary file beside `path`, then renames it
+/// over `path`: a reader sees the old file or the whole new one, never a
+/// part. The temporary file is removed if anything fails.
+fn write_whole(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    let shown = path.display();
+    let dir = directory(path);
+    let name = path
+        .file_name()
+        .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(
+        ".{name}.{}-{:08x}.tmp",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    let written = (|| -> std::io::Result<()> {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()
+    })();
+    if let Err(err) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(err).with_context(|| {
+            format!(
+                "cannot write '{shown}' (a temporary file in '{}' could not be written)",
+                dir.display()
+            )
+        });
+    }
+    // Checked again just before the rename: a file that appeared while the
+    // page was drawn is not replaced without --force either.
+    if path.exists() && !force {
+        let _ = fs::remove_file(&tmp);
+        bail!("'{shown}' already exists: choose a new name, or add --force to replace it");
+    }
+    fs::rename(&tmp, path).map_err(|err| {
+        let _ = fs::remove_file(&tmp);
+        anyhow::Error::new(err).context(format!("cannot write '{shown}'"))
+    })
+}
