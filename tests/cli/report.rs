@@ -117,9 +117,11 @@ fn saved_runs(home: &Path, dir: &Path) -> Vec<String> {
 }
 
 /// Every chart the five runs give, with the series each must have.
-const EXPECTED: [(&str, &str); 8] = [
+const EXPECTED: [(&str, &str); 10] = [
     ("http-latency-spectrum", "1"),
     ("http-answers", "1"),
+    ("http-timeline-rate", "1"),
+    ("http-timeline-p99", "1"),
     ("disk-panel", "2"),
     ("disk-latency-read", "2"),
     ("exec-distribution", "3"),

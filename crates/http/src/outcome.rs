@@ -137,6 +137,59 @@ impl Outcome {
             m.direction = Direction::HigherIsBetter;
             metrics.push(m);
         }
+        metrics.extend(self.timeline_metrics());
         metrics
+    }
+
+    /// The per-second timeline as two series of samples, one per second of
+    /// the measured window (the last one as long as what remains of it):
+    /// `timeline_requests_per_sec`, the answers of each second over its
+    /// length, and `timeline_latency_p99_ns`, the p99 of the answers of each
+    /// second, 0 for a second without an answer (no latency was measured
+    /// then: a gap, not a fast second). Each value is the mean of its
+    /// samples, the p99's over the seconds with answers. Nothing when the
+    /// window is empty.
+    fn timeline_metrics(&self) -> Vec<Metric> {
+        let window = self.elapsed.as_secs_f64();
+        let seconds = window.ceil() as u64;
+        if seconds == 0 {
+            return Vec::new();
+        }
+        let mut rates = vec![0.0; seconds as usize];
+        let mut p99s = vec![0.0; seconds as usize];
+        for interval in &self.timeline {
+            // Interval i holds seconds [i − 1, i) of the measured window.
+            let Some(slot) = interval.index.checked_sub(1).filter(|&i| i < seconds) else {
+                continue;
+            };
+            let length = (window - slot as f64).clamp(f64::MIN_POSITIVE, 1.0);
+            rates[slot as usize] = interval.responses as f64 / length;
+            if !interval.latency.is_empty() {
+                p99s[slot as usize] = interval.latency.value_at_quantile(0.99) as f64;
+            }
+        }
+        let mean = |v: &[f64]| {
+            let seen: Vec<f64> = v.iter().copied().filter(|&x| x > 0.0).collect();
+            if seen.is_empty() {
+                0.0
+            } else {
+                seen.iter().sum::<f64>() / seen.len() as f64
+            }
+        };
+        let mut rate = Metric::new(
+            "timeline_requests_per_sec",
+            Unit::RequestsPerSec,
+            Direction::HigherIsBetter,
+            rates.iter().sum::<f64>() / rates.len() as f64,
+        );
+        rate.samples = rates;
+        let mut p99 = Metric::new(
+            "timeline_latency_p99_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            mean(&p99s),
+        );
+        p99.samples = p99s;
+        vec![rate, p99]
     }
 }

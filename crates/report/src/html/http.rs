@@ -1,6 +1,7 @@
 //! The charts of an HTTP run (and of the HTTP line of a quick run, whose
 //! metrics carry the prefix `http_`): the latency spectrum, corrected and
-//! uncorrected for open-model runs, and the answers by status and error.
+//! uncorrected for open-model runs, the answers by status and error, and
+//! req/s and p99 over time from the per-second timeline the run stores.
 
 use dyno_model::Run;
 use plotters::prelude::*;
@@ -46,13 +47,153 @@ pub fn charts(run: &Run, prefix: &str) -> Vec<String> {
     if out.is_empty() {
         out.push("<p class=\"note\">No latency histogram or answer counts in this run.</p>".into());
     }
-    out.push(format!(
-        "<p class=\"note\">{}</p>",
-        esc(
-            "The run record keeps no per-second timeline, so req/s and p99 over time are not drawn; `dyno http --latency-log FILE` writes one per second (HdrHistogram log format)."
-        )
-    ));
+    match timeline(run, prefix) {
+        Some(charts) => out.extend(charts.iter().map(Chart::html)),
+        None => out.push(format!(
+            "<p class=\"note\">{}</p>",
+            esc(
+                "This run's record keeps no per-second timeline (runs saved before dyno kept one), so req/s and p99 over time are not drawn."
+            )
+        )),
+    }
     out
+}
+
+/// Most points a timeline chart draws; longer runs are drawn in buckets of
+/// whole seconds.
+const TIMELINE_POINTS: usize = 600;
+/// Most rows of a timeline's table.
+const TIMELINE_ROWS: usize = 60;
+
+/// Seconds `per` at a time: (first second, mean rate, worst p99) of each
+/// bucket, skipping seconds without a p99 for the p99.
+fn buckets(rates: &[f64], p99s: &[f64], per: usize) -> Vec<(usize, f64, Option<f64>)> {
+    rates
+        .chunks(per)
+        .zip(p99s.chunks(per))
+        .enumerate()
+        .map(|(i, (r, p))| {
+            let worst = p
+                .iter()
+                .copied()
+                .filter(|&x| x > 0.0)
+                .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+            (i * per, r.iter().sum::<f64>() / r.len() as f64, worst)
+        })
+        .collect()
+}
+
+/// req/s and p99 over time, from the per-second timeline the run stores:
+/// two charts, a second per point up to [`TIMELINE_POINTS`] seconds, then
+/// buckets (mean req/s, worst p99 of the bucket).
+fn timeline(run: &Run, prefix: &str) -> Option<[Chart; 2]> {
+    let rates = &run
+        .metric(&format!("{prefix}timeline_requests_per_sec"))?
+        .samples;
+    let p99s = &run
+        .metric(&format!("{prefix}timeline_latency_p99_ns"))?
+        .samples;
+    if rates.is_empty() || rates.len() != p99s.len() {
+        return None;
+    }
+    let per = rates.len().div_ceil(TIMELINE_POINTS);
+    let points = buckets(rates, p99s, per);
+    let seconds = rates.len() as f64;
+    let how = if per == 1 {
+        "one point per second".to_owned()
+    } else {
+        format!("one point per {per} s: the mean req/s and the worst p99 of those seconds")
+    };
+    let max_rate = points.iter().map(|p| p.1).fold(0.0, f64::max);
+    let rate_chart = Chart::draw(
+        "http-timeline-rate",
+        "HTTP requests per second over time",
+        (1, points.len()),
+        (chart::WIDTH, chart::HEIGHT),
+        |root| {
+            let mut c = ChartBuilder::on(root)
+                .margin(12)
+                .margin_right(24)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0.0..seconds, chart::from_zero(max_rate))?;
+            c.configure_mesh()
+                .bold_line_style(GRID)
+                .light_line_style(TRANSPARENT)
+                .axis_style(FG)
+                .label_style(font(12))
+                .axis_desc_style(font(13))
+                .x_desc("seconds since the measured part began")
+                .y_desc("requests per second")
+                .x_label_formatter(&chart::tick)
+                .y_label_formatter(&chart::tick)
+                .draw()?;
+            c.draw_series(LineSeries::new(
+                points.iter().map(|p| (p.0 as f64 + per as f64 / 2.0, p.1)),
+                colour(0).stroke_width(2),
+            ))?;
+            Ok(())
+        },
+    )
+    .note(format!("From the run's per-second timeline, {how}."));
+    let p99 = points.iter().filter_map(|p| p.2).fold(0.0, f64::max);
+    let unit = chart::TimeUnit::for_max_ns(p99);
+    let drawn: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|p| {
+            p.2.map(|v| (p.0 as f64 + per as f64 / 2.0, v / unit.divisor))
+        })
+        .collect();
+    let p99_chart = Chart::draw(
+        "http-timeline-p99",
+        "HTTP p99 latency over time",
+        (1, drawn.len()),
+        (chart::WIDTH, chart::HEIGHT),
+        |root| {
+            let mut c = ChartBuilder::on(root)
+                .margin(12)
+                .margin_right(24)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0.0..seconds, chart::from_zero(p99 / unit.divisor))?;
+            c.configure_mesh()
+                .bold_line_style(GRID)
+                .light_line_style(TRANSPARENT)
+                .axis_style(FG)
+                .label_style(font(12))
+                .axis_desc_style(font(13))
+                .x_desc("seconds since the measured part began")
+                .y_desc(format!("p99 latency ({})", unit.name))
+                .x_label_formatter(&chart::tick)
+                .y_label_formatter(&chart::tick)
+                .draw()?;
+            c.draw_series(LineSeries::new(
+                drawn.iter().copied(),
+                colour(1).stroke_width(2),
+            ))?;
+            c.draw_series(
+                drawn
+                    .iter()
+                    .map(|&(x, y)| Circle::new((x, y), 2, colour(1).filled())),
+            )?;
+            Ok(())
+        },
+    )
+    .note(format!(
+        "The p99 of the answers of each second, {how}; a second without an answer has no point."
+    ));
+    // The table: at most TIMELINE_ROWS rows, in coarser buckets if need be.
+    let per_row = rates.len().div_ceil(TIMELINE_ROWS);
+    let mut table = Table::new(["seconds", "req/s (mean)", "p99 (worst)"]);
+    for (start, rate, worst) in buckets(rates, p99s, per_row) {
+        let end = (start + per_row).min(rates.len());
+        table.row([
+            format!("{start}–{end}"),
+            chart::num(rate),
+            worst.map_or_else(|| "no answer".into(), |v| crate::format_duration_ns(v)),
+        ]);
+    }
+    Some([rate_chart, p99_chart.table(table)])
 }
 
 /// Answers by status code and failures by error class, as bars.

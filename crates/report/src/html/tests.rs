@@ -552,3 +552,45 @@ fn a_trend_draws_one_metric_with_its_intervals() {
     assert!(fig.contains("iops (ops/s)"));
     assert!(html_trend(&runs, "no_such_metric").is_none());
 }
+
+#[test]
+fn an_hour_long_timeline_is_drawn_in_buckets_with_a_short_table() {
+    let mut run = http_run();
+    let seconds = 3_600;
+    let mut rate = Metric::new(
+        "timeline_requests_per_sec",
+        Unit::RequestsPerSec,
+        Direction::HigherIsBetter,
+        2000.0,
+    );
+    rate.samples = (0..seconds).map(|s| 2000.0 + (s % 7) as f64).collect();
+    let mut p99 = Metric::new(
+        "timeline_latency_p99_ns",
+        Unit::Ns,
+        Direction::LowerIsBetter,
+        1e6,
+    );
+    // Second 100 had no answer: no point there, not a fast one.
+    p99.samples = (0..seconds)
+        .map(|s| if s == 100 { 0.0 } else { 1e6 + s as f64 })
+        .collect();
+    run.metrics.extend([rate, p99]);
+    let html = html_report(&[run]);
+    let rate = figure(&html, "http-timeline-rate");
+    assert_eq!(attr(rate, "data-points"), "600");
+    assert_eq!(lines(rate, &hex(PALETTE[0])), vec![600]);
+    assert!(rate.contains("one point per 6 s"), "{rate}");
+    let p99 = figure(&html, "http-timeline-p99");
+    // Every bucket of six seconds has an answer, the one with second 100 too.
+    assert_eq!(lines(p99, &hex(PALETTE[1])), vec![600]);
+    assert_eq!(count(p99, "<tr>") - 1, 60, "the table has one row a minute");
+    assert!(p99.contains("<td>0–60</td>"), "{p99}");
+    assert!(html.len() < 2_000_000, "{} bytes", html.len());
+}
+
+#[test]
+fn a_run_saved_without_a_timeline_says_so() {
+    let html = html_report(&[http_run()]);
+    assert!(figures(&html, "http-timeline-rate").next().is_none());
+    assert!(html.contains("keeps no per-second timeline"));
+}

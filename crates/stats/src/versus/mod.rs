@@ -39,11 +39,15 @@ pub const COMPARED_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 pub const DEFAULT_SEED: u64 = 0x0d1e_5eed;
 
 /// Metrics that describe how a run was made or compare within it, not how
-/// fast the subject was, and ApacheBench's split of an HTTP request's time
-/// (connect, waiting, processing), which `latency_ns` already covers: never
-/// matched. Matched by the end of the name, so `dyno quick`'s
-/// `http_measured_ns` is excluded with `measured_ns`.
-const NOT_COMPARED: [&str; 9] = [
+/// fast the subject was (the requested rate, the client's own send lag),
+/// ApacheBench's split of an HTTP request's time (connect, waiting,
+/// processing), which `latency_ns` already covers, and the per-second
+/// timeline, whose seconds are not independent samples: never matched.
+/// Matched by the end of the name, so `dyno quick`'s `http_measured_ns` is
+/// excluded with `measured_ns`, and by the start for `timeline_`.
+const NOT_COMPARED: [&str; 11] = [
+    "requested_rate_per_sec",
+    "send_lag_ns",
     "ratio_to_reference",
     "p_value",
     "verdict",
@@ -160,9 +164,11 @@ impl Subject {
 /// Whether `m` is a figure of merit that two runs can be judged on, rather
 /// than a total that grows with the run's length or a note on how it ran.
 fn comparable(m: &Metric) -> bool {
-    let excluded = NOT_COMPARED
-        .iter()
-        .any(|x| m.name == *x || m.name.ends_with(&format!("_{x}")));
+    let excluded = m.name.starts_with("timeline_")
+        || m.name.contains("_timeline_")
+        || NOT_COMPARED
+            .iter()
+            .any(|x| m.name == *x || m.name.ends_with(&format!("_{x}")));
     let total = match m.unit {
         Unit::Count => true,
         // Bytes moved grow with the run's length; a peak size does not.
