@@ -190,7 +190,7 @@ fn timeline(run: &Run, prefix: &str) -> Option<[Chart; 2]> {
         table.row([
             format!("{start}–{end}"),
             chart::num(rate),
-            worst.map_or_else(|| "no answer".into(), |v| crate::format_duration_ns(v)),
+            worst.map_or_else(|| "no answer".into(), crate::format_duration_ns),
         ]);
     }
     Some([rate_chart, p99_chart.table(table)])
