@@ -802,6 +802,7 @@ pub struct FilterArgs {
   dyno report 01JD3 01JD7 -o report.html           # two runs, by id prefix
   dyno report --last 5 -o recent.html               # the five most recent runs
   dyno report --kind http --since 7d -o http.html
+  dyno report --compare xeon=@tag:xeon opteron=@tag:opteron -o machines.html
   dyno report --trend requests_per_sec --tag nightly -o trend.html
   dyno report --trend 'iops{op=read, test=RND4K Q1T1}' --kind disk -o iops.html
   dyno report 01JD3 -o - > page.html               # to stdout")]
@@ -817,6 +818,14 @@ pub struct ReportArgs {
     /// The N most recent runs that match the filters (the same as --limit).
     #[arg(long, value_name = "N", conflicts_with = "limit", value_parser = at_least_one)]
     pub last: Option<u64>,
+
+    /// Compare the runs first, as `dyno compare` does (the first RUN is the
+    /// baseline; a RUN may also be a group, NAME=@tag:T or NAME=ID,ID, and
+    /// --last N makes the N most recent runs the sides), and draw the
+    /// comparison above the runs. The comparison is not saved; `dyno
+    /// compare` saves one, and `dyno report ID` of it draws it too.
+    #[arg(long, conflicts_with = "trend")]
+    pub compare: bool,
 
     /// Draw this one metric across the selected runs over time, with each
     /// run's interval: a name as `dyno show` displays it, e.g.

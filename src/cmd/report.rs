@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use dyno_model::Run;
+use dyno_stats::versus;
 use dyno_store::Store;
 
 use super::history::filter;
@@ -19,6 +20,7 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
         runs: ids,
         filter: mut f,
         last,
+        compare,
         trend,
         output,
         force,
@@ -26,6 +28,16 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
     let stdout = output == Path::new("-");
     if !stdout {
         check_output(&output, force)?;
+    }
+    if compare {
+        let store = open_store()?;
+        let last = last.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let groups = super::compare::select(&store, &ids, last, &filter(f))?;
+        let mut comparison = versus::compare_runs(&groups, &versus::Options::default())?;
+        comparison.environment = super::environment();
+        let runs: Vec<Run> = groups.into_iter().flat_map(|g| g.runs).collect();
+        let page = dyno_report::html::html_comparison(&comparison, &runs);
+        return deliver(&output, stdout, &page, runs.len(), force);
     }
     if last.is_some() {
         f.limit = last;
@@ -71,16 +83,26 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
         })?,
         None => dyno_report::html::html_report(&runs),
     };
+    deliver(&output, stdout, &page, runs.len(), force)
+}
+
+/// Prints the page, or writes it whole to `output` and says so.
+fn deliver(
+    output: &Path,
+    stdout: bool,
+    page: &str,
+    runs: usize,
+    force: bool,
+) -> Result<ExitStatus> {
     if stdout {
-        print(&page)?;
+        print(page)?;
     } else {
-        write_whole(&output, page.as_bytes(), force)?;
+        write_whole(output, page.as_bytes(), force)?;
         eprintln!(
-            "wrote {} ({} KB, {} run{})",
+            "wrote {} ({} KB, {})",
             output.display(),
             page.len().div_ceil(1000),
-            runs.len(),
-            if runs.len() == 1 { "" } else { "s" }
+            dyno_report::counted(runs as u64, "run")
         );
     }
     Ok(ExitStatus::Success)

@@ -344,3 +344,43 @@ fn report_is_listed_and_its_help_has_examples() {
     let err = fails(home.path(), &["report", "a", "b"]);
     assert!(err.contains("--output"), "{err}");
 }
+
+#[test]
+fn report_compare_draws_the_comparison_above_the_runs_it_compared() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    ok(h, &SMALL_QUICK);
+    ok(h, &[&SMALL_QUICK[..], &["--tag", "after"]].concat());
+    let out = h.join("ab.html");
+    let out_arg = out.to_str().unwrap();
+    dyno(h)
+        .args(["report", "--compare", "--last", "2", "-o", out_arg])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("2 runs"));
+    let html = std::fs::read_to_string(&out).unwrap();
+    let factors = charts(&html, "compare-factors");
+    assert_eq!(factors.len(), 1, "one candidate side, one chart");
+    let compare_at = html.find("data-kind=\"compare\"").unwrap();
+    let quick_at = html.find("data-kind=\"quick\"").unwrap();
+    assert!(compare_at < quick_at, "the comparison comes first");
+    assert_eq!(html.matches("data-kind=\"quick\"").count(), 2);
+    // Nothing is saved by a report.
+    let history = ok(h, &["history", "--kind", "compare"]);
+    assert!(history.trim().is_empty(), "{history}");
+    // One side is not a comparison; the file is not written.
+    let lone = h.join("lone.html");
+    let stderr = fails(
+        h,
+        &[
+            "report",
+            "--compare",
+            "--last",
+            "1",
+            "-o",
+            lone.to_str().unwrap(),
+        ],
+    );
+    assert!(stderr.contains("at least two sides"), "{stderr}");
+    assert!(!lone.exists());
+}

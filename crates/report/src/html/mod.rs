@@ -60,6 +60,31 @@ pub fn html_report(runs: &[Run]) -> String {
     markup::page(&title, &body)
 }
 
+/// The page of a comparison made for the report (`dyno report --compare`):
+/// the comparison's chart and tables first, then the runs it compared, as
+/// [`html_report`] draws them (each in full, or the overview past
+/// [`DETAILED_RUNS`]).
+pub fn html_comparison(comparison: &Run, runs: &[Run]) -> String {
+    let title = format!("dyno report: {}", comparison.description);
+    let mut body = String::new();
+    let _ = writeln!(body, "<h1>{}</h1>", esc(&title));
+    let _ = writeln!(
+        body,
+        "<p class=\"meta\">Drawn by dyno {} from the saved records: the comparison, then the {} runs it compared. Charts are SVG; the numbers behind each are in the table below it.</p>",
+        esc(env!("CARGO_PKG_VERSION")),
+        runs.len()
+    );
+    body.push_str(&section(comparison));
+    if runs.len() > DETAILED_RUNS {
+        body.push_str(&summary::overview(runs));
+    } else {
+        for run in runs {
+            body.push_str(&section(run));
+        }
+    }
+    markup::page(&title, &body)
+}
+
 /// The page of one metric across `runs` over time, each point with its
 /// interval. `metric` is a name as `dyno show` displays it, labels
 /// included (`disk_iops{op=read, test=RND4K Q1T1}`). `None` when no run
