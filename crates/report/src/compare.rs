@@ -172,6 +172,27 @@ pub fn metric_title(metric: &str) -> String {
     out
 }
 
+/// `disk_latency_ns{op=read, percentile=99, test=RND4K Q1T1}` →
+/// `disk_latency_ns read RND4K Q1T1 p99`: the label values without their
+/// keys, for places too narrow for [`metric_title`].
+pub fn metric_short(metric: &str) -> String {
+    let Some((name, rest)) = metric.split_once('{') else {
+        return metric.to_owned();
+    };
+    let labels = rest.strip_suffix('}').unwrap_or(rest);
+    let mut words = vec![name.to_owned()];
+    let mut percentile = None;
+    for label in labels.split(", ") {
+        match label.split_once('=') {
+            Some(("percentile", p)) => percentile = Some(format!("p{p}")),
+            Some((_, value)) => words.push(value.to_owned()),
+            None => words.push(label.to_owned()),
+        }
+    }
+    words.extend(percentile);
+    words.join(" ")
+}
+
 /// A side's value with its interval as `±x%` (or nothing).
 fn value_cell(m: &Metric) -> String {
     let value = format_value(m.value, m.unit);
@@ -585,5 +606,13 @@ mod tests {
             "disk_latency_ns{op=read, test=RND4K Q1T1} p50"
         );
         assert_eq!(metric_title("wall_ns"), "wall_ns");
+        assert_eq!(
+            metric_short("disk_latency_ns{op=read, percentile=99.9, test=RND4K Q1T1}"),
+            "disk_latency_ns read RND4K Q1T1 p99.9"
+        );
+        assert_eq!(
+            metric_short("wall_ns{command=make -j 2}"),
+            "wall_ns make -j 2"
+        );
     }
 }

@@ -19,7 +19,9 @@ mod hyperfine;
 mod scale;
 mod text;
 
-pub use compare::{Comparison, Row, compare_csv, compare_markdown, compare_report, metric_title};
+pub use compare::{
+    Comparison, Row, compare_csv, compare_markdown, compare_report, metric_short, metric_title,
+};
 pub use disk::disk_report;
 pub use exec::{Bench, benches, exec_report};
 pub use export::{Csv, Exporter, Json, JsonLines, exporter};

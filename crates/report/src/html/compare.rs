@@ -10,6 +10,7 @@
 
 use dyno_model::{Direction, Metric, Run};
 use dyno_stats::compare::Verdict;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
 use super::chart::{self, BETTER, Chart, FG, GRID, NEUTRAL, WORSE, font};
@@ -160,7 +161,7 @@ fn factors(c: &Comparison, candidate: &str) -> Chart {
         let v = verdict(ratio);
         let (factor, interval) = improvement(ratio);
         bars.push(Bar {
-            label: format!("{} · {}", r.kind, crate::metric_title(r.metric)),
+            label: format!("{} · {}", r.kind, crate::metric_short(r.metric)),
             factor,
             interval,
             colour: verdict_colour(v),
@@ -215,8 +216,14 @@ fn factors(c: &Comparison, candidate: &str) -> Chart {
                 .margin(12)
                 .margin_right(34)
                 .x_label_area_size(42)
-                .y_label_area_size(250)
-                .build_cartesian_2d(-span..span, -0.6f64..(n as f64 - 0.4))?;
+                .y_label_area_size(330)
+                .build_cartesian_2d(
+                    FactorAxis {
+                        span,
+                        ticks: factor_ticks(span),
+                    },
+                    -0.6f64..(n as f64 - 0.4),
+                )?;
             ch.configure_mesh()
                 .disable_y_mesh()
                 .bold_line_style(GRID)
@@ -226,8 +233,16 @@ fn factors(c: &Comparison, candidate: &str) -> Chart {
                 .axis_desc_style(font(13))
                 .x_desc("improvement factor (log scale; > 1 is better)")
                 .y_labels(n.max(1))
-                .y_label_formatter(&|y| category(&labels, top - *y))
-                .x_label_formatter(&|x| format!("{}×", chart::num(x.exp())))
+                .y_label_formatter(&|y| category(&labels, top - *y, 48))
+                .x_label_formatter(&|x| {
+                    let v = chart::num(x.exp());
+                    let v = if v.contains('.') && !v.contains('e') {
+                        v.trim_end_matches('0').trim_end_matches('.').to_owned()
+                    } else {
+                        v
+                    };
+                    format!("{v}×")
+                })
                 .draw()?;
             ch.draw_series(std::iter::once(Rectangle::new(
                 [(-noise, -0.6), (noise, n as f64 - 0.4)],
@@ -262,6 +277,51 @@ fn factors(c: &Comparison, candidate: &str) -> Chart {
     chart.table(table)
 }
 
+/// The factor axis: linear in the logarithm of the factor over ±`span`,
+/// with its ticks at round factors rather than at round logarithms.
+struct FactorAxis {
+    span: f64,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for FactorAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, (from, to): (i32, i32)) -> i32 {
+        let share = (value + self.span) / (2.0 * self.span);
+        from + (share * f64::from(to - from)).round() as i32
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        self.ticks.clone()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        -self.span..self.span
+    }
+}
+
+/// Tick marks of the factor axis, in its log coordinates: round factors
+/// (0.9×, 1×, 1.1× …) spread over ±`span`, coarser as the span grows.
+fn factor_ticks(span: f64) -> Vec<f64> {
+    const SETS: [&[f64]; 5] = [
+        &[0.9, 0.95, 0.98, 1.0, 1.02, 1.05, 1.1],
+        &[0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5],
+        &[0.33, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0],
+        &[0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0],
+        &[0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0],
+    ];
+    let set = SETS
+        .iter()
+        .find(|set| set[set.len() - 1].ln() >= span * 0.8)
+        .unwrap_or(&SETS[SETS.len() - 1]);
+    set.iter()
+        .map(|f| f.ln())
+        .filter(|x| x.abs() <= span)
+        .collect()
+}
+
 /// A table of `settings[key]`: `[{key, values: {group: value}}]`.
 fn differences(run: &Run, key: &str, groups: &[String], caption: &str) -> Option<Table> {
     let list = run.settings[key].as_array().filter(|l| !l.is_empty())?;
@@ -279,4 +339,36 @@ fn differences(run: &Run, key: &str, groups: &[String], caption: &str) -> Option
         t.row(row);
     }
     Some(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::factor_ticks;
+
+    fn factors(span: f64) -> Vec<String> {
+        factor_ticks(span)
+            .iter()
+            .map(|x| format!("{:.2}", x.exp()))
+            .collect()
+    }
+
+    #[test]
+    fn the_factor_axis_is_marked_at_round_factors_for_any_span() {
+        // ±6%: every mark inside, 1 among them.
+        assert_eq!(factors(0.062), ["0.95", "0.98", "1.00", "1.02", "1.05"]);
+        assert_eq!(factors(1.2f64.ln()), ["0.90", "1.00", "1.10"]);
+        assert_eq!(
+            factors(3.5f64.ln()),
+            ["0.33", "0.50", "0.70", "1.00", "1.50", "2.00", "3.00"]
+        );
+        assert_eq!(
+            factors(6.0f64.ln()),
+            ["0.20", "0.50", "1.00", "2.00", "5.00"]
+        );
+        assert_eq!(
+            factors(12.0f64.ln()),
+            ["0.10", "0.20", "0.50", "1.00", "2.00", "5.00", "10.00"]
+        );
+        assert!(factors(1e5f64.ln()).contains(&"100.00".to_owned()));
+    }
 }

@@ -73,7 +73,7 @@ fn distribution(benches: &[Bench]) -> Option<Chart> {
                 .axis_desc_style(font(13))
                 .x_desc(format!("wall time ({})", unit.name))
                 .y_labels(n)
-                .y_label_formatter(&|y| category(&labels, *y))
+                .y_label_formatter(&|y| category(&labels, *y, 28))
                 .x_label_formatter(&chart::tick)
                 .draw()?;
             for (i, b) in with.iter().enumerate() {
@@ -232,7 +232,7 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
                 .x_desc(first.to_owned())
                 .y_desc(format!("mean wall time ({})", unit.name))
                 .y_label_formatter(&chart::tick);
-            let cat_label = |x: &f64| category(&cats, *x);
+            let cat_label = |x: &f64| category(&cats, *x, 28);
             if numeric {
                 mesh.x_label_formatter(&chart::tick);
             } else {

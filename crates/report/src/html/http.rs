@@ -245,7 +245,7 @@ fn answers(run: &Run, prefix: &str) -> Option<Chart> {
                 .axis_desc_style(font(13))
                 .x_desc("count")
                 .y_labels(n)
-                .y_label_formatter(&|y| category(&labels, *y))
+                .y_label_formatter(&|y| category(&labels, *y, 28))
                 .x_label_formatter(&chart::tick)
                 .draw()?;
             c.draw_series(bars.iter().enumerate().map(|(i, (_, v, col))| {
@@ -262,15 +262,16 @@ fn answers(run: &Run, prefix: &str) -> Option<Chart> {
     Some(chart.table(table))
 }
 
-/// The label of the category at `y` (a whole index), or nothing between.
-pub fn category(labels: &[String], y: f64) -> String {
+/// The label of the category at `y` (a whole index), cut to `width`
+/// characters, or nothing between.
+pub fn category(labels: &[String], y: f64, width: usize) -> String {
     let i = y.round();
     if (y - i).abs() > 1e-6 || i < 0.0 {
         return String::new();
     }
     labels
         .get(i as usize)
-        .map(|s| shorten(s, 28))
+        .map(|s| shorten(s, width))
         .unwrap_or_default()
 }
 
