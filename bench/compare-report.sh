@@ -30,7 +30,7 @@ echo "making the template runs (a short dyno quick and dyno http)…"
 
 python3 bench/synth_runs.py "$WORK/quick.json" a=100 b=100x1.05 >"$WORK/groups.json"
 python3 bench/synth_runs.py "$WORK/quick.json" many=1000 >"$WORK/many.json"
-python3 bench/synth_runs.py "$WORK/http.json" hour=1 --timeline 3600 >"$WORK/hour.json"
+python3 bench/synth_runs.py "$WORK/http.json" --timeline 3600 hour=1 >"$WORK/hour.json"
 for f in groups many hour; do "$DYNO" import "$WORK/$f.json" 2>/dev/null; done
 HOUR=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["id"])' "$WORK/hour.json")
 
@@ -61,7 +61,7 @@ size_of() {
 
 echo
 time_it "compare: 100 runs against 100" 0.5 "$DYNO" compare a=@tag:a b=@tag:b --no-save
-time_it "report: 1,000 stored runs" 1 "$DYNO" report --tag many -o - 
+time_it "report: 1,000 stored runs" 1 "$DYNO" report --tag many -o -
 cp "$WORK/out" "$WORK/many.html"
 time_it "report: one HTTP run of 3,600 s" 1 "$DYNO" report "$HOUR" -o -
 cp "$WORK/out" "$WORK/hour.html"

@@ -2,13 +2,17 @@
 """Makes many stored-run look-alikes from one real dyno Run record, for
 measuring how dyno compare and dyno report cope with large stores.
 
-Usage: synth_runs.py TEMPLATE.json GROUP=COUNT[xFACTOR] … > runs.json
+Usage: synth_runs.py TEMPLATE.json [--timeline SECONDS] GROUP=COUNT[xFACTOR] … > runs.json
 
 Each GROUP gets COUNT copies of the template tagged GROUP, with fresh ids
 and start times one hour apart (oldest first), every metric value jittered
 by ±2% and, with xFACTOR, multiplied by FACTOR (so `b=100x1.05` is 5% higher
 on every metric). Histograms and samples are kept as measured: the copies
-are as heavy as real runs. The output is a JSON array for `dyno import`.
+are as heavy as real runs. With --timeline, an HTTP run's per-second
+timeline (the samples of timeline_requests_per_sec and
+timeline_latency_p99_ns) is stretched to SECONDS by repeating its measured
+seconds, as an hour-long run would store it. The output is a JSON array for
+`dyno import`.
 """
 import json
 import random
@@ -27,8 +31,16 @@ def main() -> None:
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     template = json.load(open(sys.argv[1]))
+    args = sys.argv[2:]
+    if args[:1] == ["--timeline"]:
+        seconds = int(args[1])
+        args = args[2:]
+        for m in template["metrics"]:
+            if m["name"].endswith(("timeline_requests_per_sec", "timeline_latency_p99_ns")):
+                measured = m["samples"]
+                m["samples"] = [measured[i % len(measured)] for i in range(seconds)]
     groups = []
-    for arg in sys.argv[2:]:
+    for arg in args:
         name, _, rest = arg.partition("=")
         count, _, factor = rest.partition("x")
         groups.append((name, int(count), float(factor or 1.0)))

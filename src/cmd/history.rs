@@ -105,6 +105,11 @@ pub fn show(args: ShowArgs) -> Result<ExitStatus> {
                 Kind::Cpu | Kind::Db => None,
             };
             let text = match report {
+                // A comparison's tables are its record: the metric list
+                // and the settings would only repeat them, less readably.
+                Some(report) if run.kind == Kind::Compare => {
+                    format!("{}\n{report}", dyno_report::run_header(&run, &tz))
+                }
                 Some(report) => {
                     let mut text = dyno_report::run_details_before_report(&run, &tz);
                     let _ = writeln!(text, "\nAs `dyno {}` reported it:\n", command_of(run.kind));

@@ -32,7 +32,9 @@ pub use hdrlog::write_latency_log;
 pub use http::{ab_report, http_report};
 pub use hyperfine::{hyperfine_csv, hyperfine_json, hyperfine_markdown};
 pub use scale::scale_report;
-pub use text::{SummaryRow, environment, history, run_details, run_details_before_report, summary};
+pub use text::{
+    SummaryRow, environment, history, run_details, run_details_before_report, run_header, summary,
+};
 
 /// A fixed run for the snapshot tests of every view.
 #[cfg(test)]

@@ -239,7 +239,10 @@ pub fn run_details_before_report(run: &Run, tz: &TimeZone) -> String {
     details(run, tz, false)
 }
 
-fn details(run: &Run, tz: &TimeZone, with_warnings: bool) -> String {
+/// The lines that open a run's details: id, kind, description, when, how
+/// long, tags and machine. A comparison shows these and then its own
+/// report, whose tables say everything its metrics and settings hold.
+pub fn run_header(run: &Run, tz: &TimeZone) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Run {} ({}): {}", run.id, run.kind, run.description);
     let _ = writeln!(
@@ -252,6 +255,11 @@ fn details(run: &Run, tz: &TimeZone, with_warnings: bool) -> String {
         let _ = writeln!(out, "Tags: {}", run.tags.join(", "));
     }
     let _ = writeln!(out, "Host: {}", machine_line(&run.environment));
+    out
+}
+
+fn details(run: &Run, tz: &TimeZone, with_warnings: bool) -> String {
+    let mut out = run_header(run, tz);
     out.push('\n');
 
     let mut t = table(&["METRIC", "VALUE", "UNCERTAINTY", "BETTER"]);
