@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::{Ranged, ValueFormatter};
 use plotters::prelude::*;
 
 use super::markup::{Table, esc};
@@ -238,6 +239,27 @@ pub fn from_zero(hi: f64) -> std::ops::Range<f64> {
 /// Whether `x` is a power of ten (a log axis's labelled key points).
 pub fn is_decade(x: f64) -> bool {
     x > 0.0 && (x.log10() - x.log10().round()).abs() < 1e-9
+}
+
+/// The mesh every chart shares: grid lines at the bold key points only,
+/// axes and labels in the foreground colour (turned into `currentColor` by
+/// the page's CSS), tick labels at 12 px and axis titles at 13 px. Callers
+/// add their axis titles, formatters and what to leave out.
+pub fn mesh<'a, 'b, DB, XT, YT, X, Y>(
+    chart: &'b mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+) -> plotters::chart::MeshStyle<'a, 'b, X, Y, DB>
+where
+    DB: DrawingBackend,
+    X: Ranged<ValueType = XT> + ValueFormatter<XT>,
+    Y: Ranged<ValueType = YT> + ValueFormatter<YT>,
+{
+    let mut mesh = chart.configure_mesh();
+    mesh.bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .axis_style(FG)
+        .label_style(font(12))
+        .axis_desc_style(font(13));
+    mesh
 }
 
 /// The series legend drawn by plotters, without a background box (it

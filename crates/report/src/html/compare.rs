@@ -13,7 +13,7 @@ use dyno_stats::compare::Verdict;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
-use super::chart::{self, BETTER, Chart, FG, GRID, NEUTRAL, WORSE, font};
+use super::chart::{self, BETTER, Chart, FG, GRID, NEUTRAL, WORSE};
 use super::http::category;
 use super::markup::{Table, esc};
 use crate::{Comparison, format_value};
@@ -224,13 +224,8 @@ fn factors(c: &Comparison, candidate: &str) -> Chart {
                     },
                     -0.6f64..(n as f64 - 0.4),
                 )?;
-            ch.configure_mesh()
+            chart::mesh(&mut ch)
                 .disable_y_mesh()
-                .bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .axis_style(FG)
-                .label_style(font(12))
-                .axis_desc_style(font(13))
                 .x_desc("improvement factor (log scale; > 1 is better)")
                 .y_labels(n.max(1))
                 .y_label_formatter(&|y| category(&labels, top - *y, 48))

@@ -9,7 +9,7 @@ use dyno_model::Run;
 use dyno_stats::outliers::{quantile_sorted, tukey_fences};
 use plotters::prelude::*;
 
-use super::chart::{self, Chart, FG, GRID, TimeUnit, WORSE, colour, font, swatch};
+use super::chart::{self, Chart, TimeUnit, WORSE, colour, swatch};
 use super::http::category;
 use super::markup::Table;
 use crate::{Bench, benches, format_duration_ns};
@@ -64,13 +64,8 @@ fn distribution(benches: &[Bench]) -> Option<Chart> {
                     chart::from_zero(max / unit.divisor),
                     -0.5f64..(n as f64 - 0.5),
                 )?;
-            c.configure_mesh()
+            chart::mesh(&mut c)
                 .disable_y_mesh()
-                .bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .axis_style(FG)
-                .label_style(font(12))
-                .axis_desc_style(font(13))
                 .x_desc(format!("wall time ({})", unit.name))
                 .y_labels(n)
                 .y_label_formatter(&|y| category(&labels, *y, 28))
@@ -223,13 +218,8 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
                     chart::padded(x_lo, x_hi),
                     chart::from_zero(max / unit.divisor),
                 )?;
-            let mut mesh = c.configure_mesh();
-            mesh.bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .axis_style(FG)
-                .label_style(font(12))
-                .axis_desc_style(font(13))
-                .x_desc(first.to_owned())
+            let mut mesh = chart::mesh(&mut c);
+            mesh.x_desc(first.to_owned())
                 .y_desc(format!("mean wall time ({})", unit.name))
                 .y_label_formatter(&chart::tick);
             let cat_label = |x: &f64| category(&cats, *x, 28);

@@ -6,7 +6,7 @@
 use dyno_model::Run;
 use plotters::prelude::*;
 
-use super::chart::{self, Chart, FG, GRID, WORSE, colour, font};
+use super::chart::{self, Chart, WORSE, colour};
 use super::latency::{self, Series};
 use super::markup::{Table, esc};
 
@@ -104,80 +104,28 @@ fn timeline(run: &Run, prefix: &str) -> Option<[Chart; 2]> {
     } else {
         format!("one point per {per} s: the mean req/s and the worst p99 of those seconds")
     };
-    let max_rate = points.iter().map(|p| p.1).fold(0.0, f64::max);
-    let rate_chart = Chart::draw(
-        "http-timeline-rate",
-        "HTTP requests per second over time",
-        (1, points.len()),
-        (chart::WIDTH, chart::HEIGHT),
-        |root| {
-            let mut c = ChartBuilder::on(root)
-                .margin(12)
-                .margin_right(24)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d(0.0..seconds, chart::from_zero(max_rate))?;
-            c.configure_mesh()
-                .bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .axis_style(FG)
-                .label_style(font(12))
-                .axis_desc_style(font(13))
-                .x_desc("seconds since the measured part began")
-                .y_desc("requests per second")
-                .x_label_formatter(&chart::tick)
-                .y_label_formatter(&chart::tick)
-                .draw()?;
-            c.draw_series(LineSeries::new(
-                points.iter().map(|p| (p.0 as f64 + per as f64 / 2.0, p.1)),
-                colour(0).stroke_width(2),
-            ))?;
-            Ok(())
-        },
+    let middle = |start: usize| start as f64 + per as f64 / 2.0;
+    let rates_drawn: Vec<(f64, f64)> = points.iter().map(|p| (middle(p.0), p.1)).collect();
+    let rate_chart = over_time(
+        ("http-timeline-rate", "HTTP requests per second over time"),
+        seconds,
+        &rates_drawn,
+        "requests per second",
+        colour(0),
     )
     .note(format!("From the run's per-second timeline, {how}."));
     let p99 = points.iter().filter_map(|p| p.2).fold(0.0, f64::max);
     let unit = chart::TimeUnit::for_max_ns(p99);
-    let drawn: Vec<(f64, f64)> = points
+    let p99s_drawn: Vec<(f64, f64)> = points
         .iter()
-        .filter_map(|p| {
-            p.2.map(|v| (p.0 as f64 + per as f64 / 2.0, v / unit.divisor))
-        })
+        .filter_map(|p| p.2.map(|v| (middle(p.0), v / unit.divisor)))
         .collect();
-    let p99_chart = Chart::draw(
-        "http-timeline-p99",
-        "HTTP p99 latency over time",
-        (1, drawn.len()),
-        (chart::WIDTH, chart::HEIGHT),
-        |root| {
-            let mut c = ChartBuilder::on(root)
-                .margin(12)
-                .margin_right(24)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d(0.0..seconds, chart::from_zero(p99 / unit.divisor))?;
-            c.configure_mesh()
-                .bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .axis_style(FG)
-                .label_style(font(12))
-                .axis_desc_style(font(13))
-                .x_desc("seconds since the measured part began")
-                .y_desc(format!("p99 latency ({})", unit.name))
-                .x_label_formatter(&chart::tick)
-                .y_label_formatter(&chart::tick)
-                .draw()?;
-            c.draw_series(LineSeries::new(
-                drawn.iter().copied(),
-                colour(1).stroke_width(2),
-            ))?;
-            c.draw_series(
-                drawn
-                    .iter()
-                    .map(|&(x, y)| Circle::new((x, y), 2, colour(1).filled())),
-            )?;
-            Ok(())
-        },
+    let p99_chart = over_time(
+        ("http-timeline-p99", "HTTP p99 latency over time"),
+        seconds,
+        &p99s_drawn,
+        &format!("p99 latency ({})", unit.name),
+        colour(1),
     )
     .note(format!(
         "The p99 of the answers of each second, {how}; a second without an answer has no point."
@@ -194,6 +142,45 @@ fn timeline(run: &Run, prefix: &str) -> Option<[Chart; 2]> {
         ]);
     }
     Some([rate_chart, p99_chart.table(table)])
+}
+
+/// One series over the `seconds` of a run: a line through `points`, each
+/// marked with a dot (a gap in the points is a gap in the line's dots).
+fn over_time(
+    (id, title): (&str, &str),
+    seconds: f64,
+    points: &[(f64, f64)],
+    y_desc: &str,
+    col: RGBColor,
+) -> Chart {
+    let max = points.iter().map(|p| p.1).fold(0.0, f64::max);
+    Chart::draw(
+        id,
+        title,
+        (1, points.len()),
+        (chart::WIDTH, chart::HEIGHT),
+        |root| {
+            let mut c = ChartBuilder::on(root)
+                .margin(12)
+                .margin_right(24)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0.0..seconds, chart::from_zero(max))?;
+            chart::mesh(&mut c)
+                .x_desc("seconds since the measured part began")
+                .y_desc(y_desc)
+                .x_label_formatter(&chart::tick)
+                .y_label_formatter(&chart::tick)
+                .draw()?;
+            c.draw_series(LineSeries::new(points.iter().copied(), col.stroke_width(2)))?;
+            c.draw_series(
+                points
+                    .iter()
+                    .map(|&(x, y)| Circle::new((x, y), 2, col.filled())),
+            )?;
+            Ok(())
+        },
+    )
 }
 
 /// Answers by status code and failures by error class, as bars.
@@ -236,13 +223,8 @@ fn answers(run: &Run, prefix: &str) -> Option<Chart> {
                 .x_label_area_size(40)
                 .y_label_area_size(150)
                 .build_cartesian_2d(chart::from_zero(max), -0.5f64..(n as f64 - 0.5))?;
-            c.configure_mesh()
+            chart::mesh(&mut c)
                 .disable_y_mesh()
-                .bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .axis_style(FG)
-                .label_style(font(12))
-                .axis_desc_style(font(13))
                 .x_desc("count")
                 .y_labels(n)
                 .y_label_formatter(&|y| category(&labels, *y, 28))

@@ -8,7 +8,7 @@ use dyno_stats::hdr;
 use hdrhistogram::Histogram;
 use plotters::prelude::*;
 
-use super::chart::{self, Chart, FG, GRID, TimeUnit, colour, font, is_decade, swatch};
+use super::chart::{self, Chart, TimeUnit, colour, is_decade, swatch};
 use super::markup::Table;
 
 /// Points per decade of the nines axis.
@@ -90,12 +90,7 @@ pub fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart> {
                     (1f64..x_max).log_scale(),
                     chart::from_zero(max_ns / unit.divisor),
                 )?;
-            c.configure_mesh()
-                .bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .axis_style(FG)
-                .label_style(font(12))
-                .axis_desc_style(font(13))
+            chart::mesh(&mut c)
                 .x_desc("percentile (log scale of 1/(1 − q))")
                 .y_desc(format!("latency ({})", unit.name))
                 .x_label_formatter(&|x| {

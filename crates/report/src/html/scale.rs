@@ -10,7 +10,7 @@
 use dyno_model::{Metric, Run, Unit};
 use plotters::prelude::*;
 
-use super::chart::{self, Chart, FG, GRID, colour, font, swatch};
+use super::chart::{self, Chart, GRID, colour, swatch};
 use super::markup::Table;
 
 struct Point {
@@ -140,12 +140,7 @@ pub fn charts(run: &Run) -> Vec<String> {
                 .x_label_area_size(42)
                 .y_label_area_size(56)
                 .build_cartesian_2d(x_lo..x_hi, 0f64..y_max)?;
-            c.configure_mesh()
-                .bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .axis_style(FG)
-                .label_style(font(12))
-                .axis_desc_style(font(13))
+            chart::mesh(&mut c)
                 .x_desc("N (threads, jobs or processors)")
                 .y_desc("speedup (×)")
                 .x_label_formatter(&chart::tick)
@@ -268,12 +263,7 @@ pub fn charts(run: &Run) -> Vec<String> {
                     .x_label_area_size(42)
                     .y_label_area_size(56)
                     .build_cartesian_2d(x_lo..x_hi, 0f64..top)?;
-                c.configure_mesh()
-                    .bold_line_style(GRID)
-                    .light_line_style(TRANSPARENT)
-                    .axis_style(FG)
-                    .label_style(font(12))
-                    .axis_desc_style(font(13))
+                chart::mesh(&mut c)
                     .x_desc("N")
                     .y_desc("efficiency (%)")
                     .x_label_formatter(&chart::tick)

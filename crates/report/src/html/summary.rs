@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use dyno_model::{Metric, Run, Unit};
 use plotters::prelude::*;
 
-use super::chart::{self, Chart, FG, GRID, TimeUnit, colour, font, swatch};
+use super::chart::{self, Chart, TimeUnit, colour, swatch};
 use super::markup::Table;
 use crate::format_value;
 
@@ -118,12 +118,7 @@ fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
                 .x_label_area_size(42)
                 .y_label_area_size(64)
                 .build_cartesian_2d(chart::padded(lo, hi), y)?;
-            c.configure_mesh()
-                .bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .axis_style(FG)
-                .label_style(font(12))
-                .axis_desc_style(font(13))
+            chart::mesh(&mut c)
                 .x_desc("run started (UTC)")
                 .y_desc(format!("{} ({unit})", first.name))
                 .x_labels(6)
