@@ -510,7 +510,7 @@ pub enum ShellArg {
 #[command(
     group(ArgGroup::new("input").required(true).args(["run", "last", "file", "workload"])),
     group(ArgGroup::new("saved").args(["run", "last"])),
-    after_help = "Examples:\n  dyno run -P j 1 8 --prepare 'make clean' 'make -j {j}' && dyno scale --last\n  dyno scale 01JDX3K2 --param j --where cc=gcc\n  dyno scale --file sweep.csv                       # columns: threads,seconds\n  dyno scale --file rps.json --n-column clients --value-column rps --measure throughput\n  dyno scale --workload int64 --threads 1,2,4,8 --repetitions 5"
+    after_help = "Examples:\n  dyno run -P j 1 8 --prepare 'make clean' 'make -j {j}' && dyno scale --last\n  dyno scale 01JDX3K2 --param j --where cc=gcc\n  dyno scale --file sweep.csv                       # columns: threads,seconds\n  dyno scale --file rps.json --n-column clients --value-column rps --measure throughput\n  dyno scale --workload int64 --threads 1,2,4,8 --repetitions 5\n  dyno scale --workload tree-read --threads 1,2"
 )]
 pub struct ScaleArgs {
     /// A saved `dyno run` sweep: its id or a unique prefix.
@@ -568,6 +568,20 @@ pub struct ScaleArgs {
     #[arg(long, value_name = "N", conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = at_least_one)]
     pub iterations: Option<u64>,
 
+    /// tree-read: tasks that each count every node of their version
+    /// [default: 1,000, the thesis's].
+    #[arg(long, value_name = "N", conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = at_least_one)]
+    pub tasks: Option<u64>,
+
+    /// tree-read: levels of the tree below its root [default: 8].
+    #[arg(long, value_name = "LEVELS", conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = tree_depth)]
+    pub depth: Option<u32>,
+
+    /// tree-read: about how many nodes the tree starts with [default:
+    /// 800,000].
+    #[arg(long, value_name = "N", conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = at_least_one)]
+    pub nodes: Option<u64>,
+
     /// Timed repetitions of each N, taken in turns after one warm-up
     /// [default: 3].
     #[arg(long, conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = repetitions)]
@@ -589,6 +603,20 @@ pub enum MeasureArg {
 pub enum WorkloadArg {
     /// The int64 loop of `dyno quick`, its iterations cut into tasks.
     Int64,
+    /// The thesis's parallel read on dyno's tree database: --tasks tasks
+    /// each count every node of the version they are handed (a tree of
+    /// --depth levels and about --nodes nodes) while a writer adds a node
+    /// before each hand-out; every count is checked.
+    TreeRead,
+}
+
+fn tree_depth(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(d) if (1..=64).contains(&d) => Ok(d),
+        _ => Err(format!(
+            "'{s}' is not a tree depth: give a number of levels from 1 to 64"
+        )),
+    }
 }
 
 /// Show the machine: CPU, caches, memory, OS, limits and kernel settings.

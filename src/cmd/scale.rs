@@ -22,6 +22,7 @@ use dyno_stats::scaling::{
     UslFit,
 };
 use dyno_store::Store;
+use dyno_tree::workload;
 use serde_json::json;
 
 use super::{build, environment, finish, open_store, progress, store_for};
@@ -116,6 +117,9 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
         workload,
         threads,
         iterations,
+        tasks,
+        depth,
+        nodes,
         repetitions,
         save,
     } = args;
@@ -123,13 +127,29 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
     let started_at = jiff::Timestamp::now();
     let mut store = None;
     let curve = match (workload, file) {
-        (Some(WorkloadArg::Int64), _) => {
+        (Some(w), _) => {
             let threads = thread_counts(&threads)?;
-            let iterations = iterations.unwrap_or(DEFAULT_INT64_ITERATIONS);
             let repetitions = repetitions.unwrap_or(DEFAULT_REPETITIONS) as usize;
             // Open the store before measuring, so a broken one fails at once.
             store = store_for(&save)?;
-            match measure_int64(&threads, iterations, repetitions) {
+            let measured = match w {
+                WorkloadArg::Int64 => measure_int64(
+                    &threads,
+                    iterations.unwrap_or(DEFAULT_INT64_ITERATIONS),
+                    repetitions,
+                ),
+                WorkloadArg::TreeRead => {
+                    let shape = workload::ReadSettings {
+                        depth: depth.unwrap_or(workload::DEFAULT_DEPTH),
+                        nodes: nodes.unwrap_or(workload::DEFAULT_NODES),
+                        tasks: tasks.map_or(workload::DEFAULT_TASKS, |t| t as usize),
+                        threads: 1,
+                        seed: 1,
+                    };
+                    measure_tree_read(&threads, shape, repetitions)
+                }
+            };
+            match measured {
                 Ok(curve) => curve,
                 Err(e) => {
                     eprintln!("dyno: check failed: {e}");
@@ -222,34 +242,25 @@ fn thread_counts(given: &[u32]) -> Result<Vec<usize>> {
     Ok(threads)
 }
 
-/// Strong scaling of the int64 loop: the same total of iterations, cut into
-/// the same tasks, at every thread count; one warm-up of each, then the
-/// repetitions in turns (1, 2, 4, 1, 2, 4, …) so drift of the machine's clock
-/// touches every N alike.
-fn measure_int64(
+/// `once(N)` at every N in `threads`: one warm-up pass, then
+/// `repetitions` passes taken in turns, each giving one or more wall times;
+/// the points, with the machine's warnings and those of noisy or
+/// oversubscribed points. An error from `once` is a failed check.
+fn measure(
+    name: &str,
     threads: &[usize],
-    iterations: u64,
     repetitions: usize,
-) -> Result<Curve, int64::Error> {
-    let max = threads.iter().copied().max().unwrap_or(1);
-    let tasks = MIN_TASKS.max(4 * max);
-    let once = |threads: usize| {
-        int64::measure_split(int64::SplitSettings {
-            iterations,
-            tasks,
-            threads,
-            repetitions: 1,
-        })
-    };
-    progress("int64: warm-up");
+    mut once: impl FnMut(usize) -> Result<Vec<std::time::Duration>, String>,
+) -> Result<(Vec<Measured>, Environment, Vec<Warning>), String> {
+    progress(&format!("{name}: warm-up"));
     for &t in threads {
         once(t)?;
     }
     let mut walls = vec![Vec::with_capacity(repetitions); threads.len()];
     for rep in 1..=repetitions {
-        progress(&format!("int64: repetition {rep} of {repetitions}"));
+        progress(&format!("{name}: repetition {rep} of {repetitions}"));
         for (i, &t) in threads.iter().enumerate() {
-            walls[i].extend(once(t)?.wall.iter().map(|w| w.as_nanos() as f64));
+            walls[i].extend(once(t)?.iter().map(|w| w.as_nanos() as f64));
         }
     }
     let env = environment();
@@ -296,6 +307,22 @@ fn measure_int64(
             metric,
         });
     }
+    Ok((points, env, warnings))
+}
+
+fn measure_int64(threads: &[usize], iterations: u64, repetitions: usize) -> Result<Curve, String> {
+    let max = threads.iter().copied().max().unwrap_or(1);
+    let tasks = MIN_TASKS.max(4 * max);
+    let (points, environment, mut warnings) = measure("int64", threads, repetitions, |threads| {
+        int64::measure_split(int64::SplitSettings {
+            iterations,
+            tasks,
+            threads,
+            repetitions: 1,
+        })
+        .map(|m| m.wall)
+        .map_err(|e| e.to_string())
+    })?;
     if iterations < tasks as u64 {
         warnings.push(Warning {
             code: "tiny_workload".into(),
@@ -321,7 +348,56 @@ fn measure_int64(
             "measure": "time",
         }),
         description: format!("int64 strong scaling on {} threads", list.join(", ")),
-        environment: env,
+        environment,
+        warnings,
+    })
+}
+
+/// The thesis's parallel read on the tree database: `tasks` tasks each
+/// count every node of the version they are handed, on N threads, while a
+/// writer adds a node before each hand-out; every count is checked.
+fn measure_tree_read(
+    threads: &[usize],
+    shape: workload::ReadSettings,
+    repetitions: usize,
+) -> Result<Curve, String> {
+    let mut nodes = 0;
+    let (points, environment, warnings) = measure("tree-read", threads, repetitions, |threads| {
+        let outcome = workload::parallel_read(&workload::ReadSettings { threads, ..shape });
+        nodes = outcome.nodes;
+        if outcome.wrong > 0 {
+            return Err(format!(
+                "tree-read: {} of {} tasks on {threads} threads counted a wrong number of nodes",
+                outcome.wrong, shape.tasks
+            ));
+        }
+        Ok(vec![outcome.wall])
+    })?;
+    let list: Vec<String> = threads.iter().map(ToString::to_string).collect();
+    Ok(Curve {
+        points,
+        measure: Measure::Time,
+        settings: json!({
+            "source": "workload",
+            "workload": "tree-read",
+            "scaling": "strong",
+            "threads": threads,
+            "tasks": shape.tasks,
+            "depth": shape.depth,
+            "nodes_asked": shape.nodes,
+            "nodes": nodes,
+            "seed": shape.seed,
+            "repetitions": repetitions,
+            "warmup_repetitions": 1,
+            "interleaved": true,
+            "measure": "time",
+        }),
+        description: format!(
+            "tree-read: {} tasks over {nodes} nodes on {} threads",
+            shape.tasks,
+            list.join(", ")
+        ),
+        environment,
         warnings,
     })
 }

@@ -528,7 +528,7 @@ fn scale_refuses_runs_it_cannot_analyse() {
 #[test]
 fn scale_usage_errors_exit_2() {
     let home = temp();
-    let cases: [(&[&str], &[&str]); 7] = [
+    let cases: [(&[&str], &[&str]); 9] = [
         (&["scale"], &["--last", "--file", "--workload"]),
         (
             &["scale", "--last", "--file", "x.csv"],
@@ -550,6 +550,14 @@ fn scale_usage_errors_exit_2() {
         (
             &["scale", "--workload", "int64", "--threads", "0,2"],
             &["--threads", "from 1"],
+        ),
+        (
+            &["scale", "--workload", "tree-read", "--depth", "0"],
+            &["--depth", "from 1 to 64"],
+        ),
+        (
+            &["scale", "--file", "x.csv", "--tasks", "5"],
+            &["--tasks", "cannot be used with"],
         ),
     ];
     assert_refused(home.path(), &cases);
@@ -638,4 +646,59 @@ fn scale_file_warns_superlinear_points_and_unknown_machine() {
     let amdahl = data_file(h, "a.csv", &amdahl_csv([1, 2, 4, 8, 16, 32]));
     let (run, _) = scale_json(h, &["--file", &amdahl]);
     assert!(!codes(&run).contains(&"superlinear"));
+}
+
+#[test]
+fn scale_workload_tree_read_checks_every_count_and_fits_the_curve() {
+    let home = temp();
+    let (run, _) = scale_json(
+        home.path(),
+        &[
+            "--workload",
+            "tree-read",
+            "--threads",
+            "1,2",
+            "--tasks",
+            "30",
+            "--depth",
+            "5",
+            "--nodes",
+            "20000",
+            "--repetitions",
+            "2",
+            "--no-save",
+        ],
+    );
+    let settings = &run["settings"];
+    assert_eq!(settings["workload"], "tree-read");
+    assert_eq!(settings["tasks"], 30);
+    assert_eq!(settings["depth"], 5);
+    let nodes = settings["nodes"].as_u64().unwrap();
+    assert!((15_000..25_000).contains(&nodes), "{nodes}");
+    for n in ["1", "2"] {
+        assert!(at(&run, "time_ns", Some(n)).unwrap() > 0.0);
+    }
+    assert!(at(&run, "speedup", Some("2")).unwrap() > 0.0);
+    assert!(at(&run, "amdahl_fit_parallel_fraction", None).is_some());
+    let text = ok(
+        home.path(),
+        &[
+            "scale",
+            "--workload",
+            "tree-read",
+            "--threads",
+            "1,2",
+            "--tasks",
+            "10",
+            "--depth",
+            "3",
+            "--nodes",
+            "500",
+            "--repetitions",
+            "1",
+            "--no-save",
+        ],
+    );
+    assert!(text.contains("every count checked"), "{text}");
+    assert!(text.contains("tree-read: 10 tasks over"), "{text}");
 }

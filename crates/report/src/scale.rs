@@ -297,6 +297,10 @@ fn source(settings: &serde_json::Value) -> String {
             s("measure"),
             s("value_column")
         ),
+        Some("workload") if s("workload") == "tree-read" => format!(
+            "tree-read measured now, strong scaling: {} tasks at every N, each counting every node of its own version of a tree of depth {} ({} nodes) while a writer adds one node per task; every count checked; {} repetitions of each N after a warm-up",
+            settings["tasks"], settings["depth"], settings["nodes"], settings["repetitions"]
+        ),
         Some("workload") => format!(
             "{} measured now, strong scaling: {} iterations in total at every N, cut into {} tasks; {} repetitions of each N after a warm-up",
             s("workload"),

@@ -17,6 +17,7 @@
 mod db;
 mod edit;
 mod node;
+pub mod workload;
 
 pub use db::{Commit, Database, MAX_RETRIES, Transaction, Tree, TreeError, TreeStats, Version};
 pub use edit::{Edit, EditError, Path};
