@@ -39,25 +39,11 @@ pub const DETAILED_RUNS: usize = 12;
 /// runs, the overview). A run of kind `compare` is drawn as its
 /// improvement factors with the noise band and its differences.
 pub fn html_report(runs: &[Run]) -> String {
-    let mut body = String::new();
     let title = match runs {
         [one] => format!("dyno report: {} {}", one.kind, one.description),
         _ => format!("dyno report: {} runs", runs.len()),
     };
-    let _ = writeln!(body, "<h1>{}</h1>", esc(&title));
-    let _ = writeln!(
-        body,
-        "<p class=\"meta\">Drawn by dyno {} from the saved records. Charts are SVG; the numbers behind each are in the table below it.</p>",
-        esc(env!("CARGO_PKG_VERSION"))
-    );
-    if runs.len() > DETAILED_RUNS {
-        body.push_str(&summary::overview(runs));
-    } else {
-        for run in runs {
-            body.push_str(&section(run));
-        }
-    }
-    markup::page(&title, &body)
+    page(&title, "", None, runs)
 }
 
 /// The page of a comparison made for the report (`dyno report --compare`):
@@ -66,15 +52,25 @@ pub fn html_report(runs: &[Run]) -> String {
 /// [`DETAILED_RUNS`]).
 pub fn html_comparison(comparison: &Run, runs: &[Run]) -> String {
     let title = format!("dyno report: {}", comparison.description);
+    let what = format!(": the comparison, then the {} runs it compared", runs.len());
+    page(&title, &what, Some(comparison), runs)
+}
+
+/// A page titled `title`: the line saying what it is drawn from (`what`
+/// added to it), `lead`'s section when there is one, then `runs`, each in
+/// full or, past [`DETAILED_RUNS`], the overview.
+fn page(title: &str, what: &str, lead: Option<&Run>, runs: &[Run]) -> String {
     let mut body = String::new();
-    let _ = writeln!(body, "<h1>{}</h1>", esc(&title));
+    let _ = writeln!(body, "<h1>{}</h1>", esc(title));
     let _ = writeln!(
         body,
-        "<p class=\"meta\">Drawn by dyno {} from the saved records: the comparison, then the {} runs it compared. Charts are SVG; the numbers behind each are in the table below it.</p>",
+        "<p class=\"meta\">Drawn by dyno {} from the saved records{}. Charts are SVG; the numbers behind each are in the table below it.</p>",
         esc(env!("CARGO_PKG_VERSION")),
-        runs.len()
+        esc(what)
     );
-    body.push_str(&section(comparison));
+    if let Some(lead) = lead {
+        body.push_str(&section(lead));
+    }
     if runs.len() > DETAILED_RUNS {
         body.push_str(&summary::overview(runs));
     } else {
@@ -82,7 +78,7 @@ pub fn html_comparison(comparison: &Run, runs: &[Run]) -> String {
             body.push_str(&section(run));
         }
     }
-    markup::page(&title, &body)
+    markup::page(title, &body)
 }
 
 /// The page of one metric across `runs` over time, each point with its
@@ -94,13 +90,6 @@ pub fn html_trend(runs: &[Run], metric: &str) -> Option<String> {
     let title = format!("dyno trend: {metric}");
     let body = format!("<h1>{}</h1>\n{chart}", esc(&title));
     Some(markup::page(&title, &body))
-}
-
-/// Whether any of `runs` has a metric `metric` names (as [`html_trend`]
-/// reads it).
-pub fn has_metric(runs: &[Run], metric: &str) -> bool {
-    runs.iter()
-        .any(|r| r.metrics.iter().any(|m| summary::matches(m, metric)))
 }
 
 /// One run's section: what it was, its warnings, its charts.
