@@ -7,7 +7,36 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use arc_swap::ArcSwap;
 
+use crate::codec::{self, RecordRef};
+use crate::durable::Durable;
+use crate::log::{Log, LogError, LogStats};
 use crate::{Edit, EditError, Node};
+
+/// How many old versions of each tree are kept by default, besides the
+/// current one; older ones are compacted away as new ones come (readers
+/// holding one keep it alive). [`Options::history`] changes it.
+pub const DEFAULT_HISTORY: usize = 1_000;
+
+/// How a database keeps its trees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Old versions kept per tree, besides the current one; `usize::MAX`
+    /// keeps every one (until [`Tree::compact`]).
+    pub history: usize,
+    /// A durable database writes a snapshot and starts a new log file once
+    /// the log passes this many bytes, or the last snapshot's size if that
+    /// is larger, so that reopening replays a bounded log.
+    pub checkpoint_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            history: DEFAULT_HISTORY,
+            checkpoint_bytes: 64 << 20,
+        }
+    }
+}
 
 /// How many times a commit replays its edits on a newer version before it
 /// gives up: far beyond what any contention short of a livelock needs.
@@ -42,6 +71,15 @@ pub enum TreeError {
     Conflict { version: u64, source: EditError },
     #[error("the commit was retried {0} times without getting in: give up")]
     Starved(u32),
+    /// The commit is not durable and was not acknowledged; the database
+    /// takes no more commits (restart it: reopening recovers every commit
+    /// that was acknowledged).
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// A record could not be encoded (a value past the size a record can
+    /// hold).
+    #[error("the commit could not be written as a record: {0}")]
+    Encode(String),
 }
 
 /// Commits and retries of one tree so far.
@@ -56,27 +94,53 @@ pub struct TreeStats {
 /// A named tree: its current version, the older ones kept, and its counts.
 #[derive(Debug)]
 pub struct Tree {
+    /// The tree's number in the log.
+    id: u64,
     name: Arc<str>,
     current: ArcSwap<Version>,
     /// Every committed version still kept, by number.
     history: Mutex<BTreeMap<u64, Arc<Version>>>,
+    /// Old versions kept besides the current one.
+    keep: usize,
+    /// Where commits are made durable; `None` in memory.
+    log: Option<Arc<Log>>,
     commits: AtomicU64,
     retries: AtomicU64,
 }
 
 impl Tree {
-    fn new(name: &str) -> Tree {
-        let empty = Arc::new(Version {
-            number: 0,
-            root: Node::new(),
-        });
+    /// Tree `id`, with `version` (numbered `number`) as its current one.
+    pub(crate) fn restore(
+        id: u64,
+        name: &str,
+        number: u64,
+        root: Node,
+        keep: usize,
+        log: Option<Arc<Log>>,
+    ) -> Tree {
+        let version = Arc::new(Version { number, root });
         Tree {
+            id,
             name: name.into(),
-            current: ArcSwap::new(empty.clone()),
-            history: Mutex::new(BTreeMap::from([(0, empty)])),
+            current: ArcSwap::new(version.clone()),
+            history: Mutex::new(BTreeMap::from([(number, version)])),
+            keep,
+            log,
             commits: AtomicU64::new(0),
             retries: AtomicU64::new(0),
         }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Makes `root` the next version without logging it: replay of a
+    /// record that is on disk already.
+    pub(crate) fn replayed(&self, root: Node) {
+        let base = self.snapshot();
+        self.install(&base, root)
+            .expect("nothing else commits while a database is opened");
     }
 
     pub fn name(&self) -> &str {
@@ -139,7 +203,7 @@ impl Tree {
                 version: t.base.number,
                 source,
             })?;
-            match self.publish(&t.base, t.root) {
+            match self.publish(&t.base, t.root, &t.edits)? {
                 Ok(version) => return Ok((Commit { version, retries }, out)),
                 Err(_) => {
                     self.retries.fetch_add(1, Ordering::Relaxed);
@@ -149,18 +213,55 @@ impl Tree {
         Err(TreeError::Starved(MAX_RETRIES))
     }
 
-    /// Makes `root` the version after `base` if `base` is still current;
-    /// otherwise the version that is.
-    fn publish(&self, base: &Arc<Version>, root: Node) -> Result<u64, Arc<Version>> {
+    /// Makes `root` (`edits` of `base`) the version after `base` if `base`
+    /// is still current, and returns its number once it is durable;
+    /// otherwise returns the version that is current.
+    fn publish(
+        &self,
+        base: &Arc<Version>,
+        root: Node,
+        edits: &[Edit],
+    ) -> Result<Result<u64, Arc<Version>>, TreeError> {
+        let Some(log) = &self.log else {
+            return Ok(self.install(base, root).map(|v| v.number));
+        };
+        let mut record = Vec::new();
+        codec::frame(
+            &RecordRef::Commit {
+                tree: self.id,
+                version: base.number + 1,
+                edits,
+            },
+            &mut record,
+        )
+        .map_err(|e| TreeError::Encode(e.to_string()))?;
+        match log.append_if(&record, || self.install(base, root))? {
+            Ok((version, lsn)) => {
+                log.wait(lsn)?;
+                Ok(Ok(version.number))
+            }
+            Err(newer) => Ok(Err(newer)),
+        }
+    }
+
+    /// Compare-and-swap of the current version: `root` becomes the version
+    /// after `base` if `base` is still current (the new version is
+    /// returned), otherwise the current one is returned.
+    fn install(&self, base: &Arc<Version>, root: Node) -> Result<Arc<Version>, Arc<Version>> {
         let next = Arc::new(Version {
             number: base.number + 1,
             root,
         });
         let previous = self.current.compare_and_swap(base, next.clone());
         if Arc::ptr_eq(&*previous, base) {
-            self.history().insert(next.number, next);
+            let mut history = self.history();
+            history.insert(next.number, next.clone());
+            while history.len() > self.keep.saturating_add(1) {
+                history.pop_first();
+            }
+            drop(history);
             self.commits.fetch_add(1, Ordering::Relaxed);
-            Ok(base.number + 1)
+            Ok(next)
         } else {
             Err(arc_swap::Guard::into_inner(previous))
         }
@@ -232,7 +333,7 @@ impl Transaction<'_> {
             edits,
         } = self;
         for retries in 0..=MAX_RETRIES {
-            match tree.publish(&base, root) {
+            match tree.publish(&base, root, &edits)? {
                 Ok(version) => return Ok(Commit { version, retries }),
                 Err(newer) => {
                     tree.retries.fetch_add(1, Ordering::Relaxed);
@@ -258,31 +359,104 @@ fn replay(edits: &[Edit], version: &Version) -> Result<Node, TreeError> {
 
 /// Named trees. Writers of different trees never wait for each other:
 /// looking a tree up takes a shared lock for an instant, and a commit
-/// touches only its own tree.
-#[derive(Debug, Default)]
+/// touches only its own tree (and, when durable, appends to the shared log
+/// under a lock held for a copy of its record).
+///
+/// [`Database::new`] keeps everything in memory; [`Database::open`] keeps
+/// it in a directory, where every acknowledged commit is durable.
+#[derive(Debug)]
 pub struct Database {
-    trees: RwLock<HashMap<Arc<str>, Arc<Tree>>>,
+    pub(crate) shared: Arc<Shared>,
+    /// The directory's lock and the checkpoint thread, when durable.
+    durable: Option<Durable>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) trees: RwLock<HashMap<Arc<str>, Arc<Tree>>>,
+    pub(crate) next_id: AtomicU64,
+    pub(crate) options: Options,
+    pub(crate) log: Option<Arc<Log>>,
+}
+
+impl Default for Database {
+    fn default() -> Database {
+        Database::with_options(Options::default())
+    }
 }
 
 impl Database {
+    /// An empty database in memory.
     pub fn new() -> Database {
         Database::default()
     }
 
-    /// Makes an empty tree named `name`.
-    pub fn create_tree(&self, name: &str) -> Result<Arc<Tree>, TreeError> {
-        let mut trees = self.trees.write().unwrap_or_else(|e| e.into_inner());
-        if trees.contains_key(name) {
-            return Err(TreeError::Exists(name.to_owned()));
+    /// An empty database in memory that keeps history as `options` say.
+    pub fn with_options(options: Options) -> Database {
+        Database {
+            shared: Arc::new(Shared {
+                trees: RwLock::default(),
+                next_id: AtomicU64::new(0),
+                options,
+                log: None,
+            }),
+            durable: None,
         }
-        let tree = Arc::new(Tree::new(name));
-        trees.insert(tree.name.clone(), tree.clone());
+    }
+
+    pub(crate) fn from_parts(shared: Arc<Shared>, durable: Option<Durable>) -> Database {
+        Database { shared, durable }
+    }
+
+    pub(crate) fn durable(&self) -> Option<&Durable> {
+        self.durable.as_ref()
+    }
+
+    pub(crate) fn durable_mut(&mut self) -> Option<&mut Durable> {
+        self.durable.as_mut()
+    }
+
+    /// Makes an empty tree named `name` (durably, in a durable database).
+    pub fn create_tree(&self, name: &str) -> Result<Arc<Tree>, TreeError> {
+        let shared = &self.shared;
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let tree = Arc::new(Tree::restore(
+            id,
+            name,
+            0,
+            Node::new(),
+            shared.options.history,
+            shared.log.clone(),
+        ));
+        let insert = || {
+            let mut trees = shared.trees.write().unwrap_or_else(|e| e.into_inner());
+            if trees.contains_key(name) {
+                return Err(());
+            }
+            trees.insert(tree.name.clone(), tree.clone());
+            Ok(())
+        };
+        let exists = || TreeError::Exists(name.to_owned());
+        match &shared.log {
+            None => insert().map_err(|()| exists())?,
+            Some(log) => {
+                let mut record = Vec::new();
+                codec::frame(&RecordRef::Create { tree: id, name }, &mut record)
+                    .map_err(|e| TreeError::Encode(e.to_string()))?;
+                // The log's lock is taken before the trees' (as a
+                // checkpoint does), and the record goes in only if the
+                // name was free.
+                let ((), lsn) = log.append_if(&record, insert)?.map_err(|()| exists())?;
+                log.wait(lsn)?;
+            }
+        }
         Ok(tree)
     }
 
     /// The tree named `name`.
     pub fn tree(&self, name: &str) -> Option<Arc<Tree>> {
-        self.trees
+        self.shared
+            .trees
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
@@ -292,6 +466,7 @@ impl Database {
     /// The names of the trees, sorted.
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
+            .shared
             .trees
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -300,5 +475,15 @@ impl Database {
             .collect();
         names.sort();
         names
+    }
+
+    /// What the log has done since the database was opened (all zero in
+    /// memory).
+    pub fn log_stats(&self) -> LogStats {
+        self.shared
+            .log
+            .as_ref()
+            .map(|l| l.stats())
+            .unwrap_or_default()
     }
 }

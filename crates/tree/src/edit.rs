@@ -9,7 +9,7 @@ use crate::Node;
 pub type Path = Vec<usize>;
 
 /// One change to a tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Edit {
     /// Inserts `node` (with its subtree) as child number `at` of the node
     /// at `path`; `at` may be the number of children, to append.

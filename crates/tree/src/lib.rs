@@ -11,17 +11,33 @@
 //! version and tries again, and [`TreeStats::retries`] counts how often
 //! (the contention that capped Jungle's write scaling).
 //!
-//! This is the in-memory core; durability (an append-only, checksummed
-//! log with group commit) is built on it.
+//! [`Database::new`] keeps the trees in memory. [`Database::open`] keeps
+//! them in a directory: every commit is appended to a log of checksummed
+//! records and acknowledged only once the log is fsynced, concurrent
+//! committers sharing one fsync (group commit); snapshots bound what
+//! reopening replays ([`Database::checkpoint`]).
 
+mod codec;
+#[cfg(test)]
+mod crashfs;
 mod db;
+mod durable;
 mod edit;
+pub mod fs;
+mod log;
 mod node;
 pub mod workload;
 
-pub use db::{Commit, Database, MAX_RETRIES, Transaction, Tree, TreeError, TreeStats, Version};
+pub use db::{
+    Commit, DEFAULT_HISTORY, Database, MAX_RETRIES, Options, Transaction, Tree, TreeError,
+    TreeStats, Version,
+};
+pub use durable::{OpenError, Recovery};
 pub use edit::{Edit, EditError, Path};
+pub use log::{LogError, LogStats};
 pub use node::{Attribute, Node};
 
+#[cfg(test)]
+mod durability_tests;
 #[cfg(test)]
 mod tests;

@@ -44,6 +44,14 @@ impl Node {
         self
     }
 
+    /// A node from what a record holds.
+    pub(crate) fn from_parts(attributes: Option<Arc<[Attribute]>>, children: Vec<Node>) -> Node {
+        Node {
+            attributes,
+            children: (!children.is_empty()).then(|| children.into()),
+        }
+    }
+
     /// The children, in order.
     pub fn children(&self) -> &[Node] {
         self.children.as_deref().unwrap_or(&[])

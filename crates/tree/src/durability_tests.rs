@@ -1,0 +1,406 @@
+//! The durable database: reopening, power cuts, torn and damaged files,
+//! a full disk, the directory's lock.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use proptest::prelude::*;
+
+use crate::crashfs::CrashFs;
+use crate::durable::open_fs;
+use crate::*;
+
+fn leaf(writer: usize, seq: usize) -> Node {
+    Node::with_attributes([
+        ("writer", writer.to_string().as_bytes()),
+        ("seq", seq.to_string().as_bytes()),
+    ])
+}
+
+fn number(node: &Node, name: &str) -> usize {
+    std::str::from_utf8(node.attribute(name).expect("the attribute is there"))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Appends `leaf(writer, seq)` to `tree` and sets the root's `count` in the
+/// same commit.
+fn post(tree: &Tree, writer: usize, seq: usize) -> Commit {
+    tree.update(|t| {
+        let n = t.root().children().len();
+        t.edit(Edit::AddChild {
+            path: vec![],
+            at: n,
+            node: leaf(writer, seq),
+        })?
+        .edit(Edit::PutAttribute {
+            path: vec![],
+            name: "count".into(),
+            value: (n + 1).to_string().into_bytes(),
+        })?;
+        Ok(())
+    })
+    .expect("a post always fits")
+    .0
+}
+
+/// A snapshot is never a partial commit: the root's `count` is its number
+/// of children.
+fn consistent(root: &Node) -> bool {
+    match root.attribute("count") {
+        None => root.children().is_empty(),
+        Some(_) => number(root, "count") == root.children().len(),
+    }
+}
+
+fn small_checkpoints() -> Options {
+    Options {
+        checkpoint_bytes: 4 << 10,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn a_reopened_database_holds_every_tree_and_version() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(dir.path()).unwrap();
+        let a = db.create_tree("a").unwrap();
+        let b = db.create_tree("b").unwrap();
+        for seq in 0..20 {
+            post(&a, 0, seq);
+        }
+        post(&b, 1, 0);
+        assert_eq!(db.log_stats().records, 23);
+        assert!(db.log_stats().fsyncs >= 1);
+    }
+    let db = Database::open(dir.path()).unwrap();
+    assert_eq!(db.names(), ["a", "b"]);
+    let a = db.tree("a").unwrap().snapshot();
+    assert_eq!(a.number(), 20);
+    assert_eq!(number(a.root(), "count"), 20);
+    let seqs: Vec<usize> = a
+        .root()
+        .children()
+        .iter()
+        .map(|c| number(c, "seq"))
+        .collect();
+    assert_eq!(seqs, (0..20).collect::<Vec<_>>());
+    assert_eq!(db.tree("b").unwrap().snapshot().number(), 1);
+    assert_eq!(db.recovery().unwrap().replayed, 23);
+    // The versions replayed are kept, by number.
+    assert_eq!(
+        db.tree("a")
+            .unwrap()
+            .version(7)
+            .unwrap()
+            .root()
+            .children()
+            .len(),
+        7
+    );
+    // A made tree keeps its name after reopening, and new commits go on
+    // from the recovered version.
+    assert!(matches!(db.create_tree("a"), Err(TreeError::Exists(_))));
+    assert_eq!(post(&db.tree("a").unwrap(), 0, 20).version, 21);
+}
+
+#[test]
+fn a_checkpoint_replaces_the_log_and_reopening_reads_the_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(dir.path()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for seq in 0..10 {
+            post(&t, 0, seq);
+        }
+        db.checkpoint().unwrap();
+        for seq in 10..15 {
+            post(&t, 0, seq);
+        }
+        db.checkpoint().unwrap();
+        post(&t, 0, 15);
+        assert_eq!(db.log_stats().checkpoints, 2);
+    }
+    let mut files: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["LOCK", "log-0000000002", "snapshot-0000000002"]);
+    let db = Database::open(dir.path()).unwrap();
+    let recovery = db.recovery().unwrap();
+    assert_eq!((recovery.snapshot, recovery.replayed), (Some(2), 1));
+    let root = db.tree("t").unwrap().snapshot();
+    assert_eq!((root.number(), root.root().children().len()), (16, 16));
+}
+
+#[test]
+fn a_second_process_cannot_open_a_directory_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let err = Database::open(dir.path()).unwrap_err();
+    assert!(matches!(err, OpenError::Locked(_)), "{err}");
+    assert!(
+        err.to_string().contains("in use by another process"),
+        "{err}"
+    );
+    drop(db);
+    Database::open(dir.path()).unwrap();
+}
+
+#[test]
+fn a_torn_last_record_is_dropped_with_a_warning_and_the_log_goes_on() {
+    let fs = CrashFs::new();
+    let db = open_fs(Arc::new(fs.clone()), Options::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for seq in 0..5 {
+        post(&t, 0, seq);
+    }
+    // A sixth record half written when the power goes: appended by hand,
+    // as a committer that never got its fsync would leave it.
+    let len = fs.len("log-0000000000");
+    let cut = {
+        let mut file = crate::fs::Fs::append(&fs, "log-0000000000").unwrap();
+        let mut record = Vec::new();
+        codec::frame(
+            &codec::RecordRef::Create {
+                tree: 99,
+                name: "never acknowledged",
+            },
+            &mut record,
+        )
+        .unwrap();
+        file.write_all(&record[..record.len() - 3]).unwrap();
+        record.len() - 3
+    };
+    let after = fs.after_power_cut(|n| n);
+    drop(db);
+    let db = open_fs(Arc::new(after.clone()), Options::default()).unwrap();
+    let recovery = db.recovery().unwrap();
+    assert_eq!(recovery.torn, Some(("log-0000000000".into(), cut)));
+    assert!(recovery.warning().unwrap().contains("cut short"));
+    assert_eq!(
+        after.len("log-0000000000"),
+        len,
+        "the torn bytes are cut off"
+    );
+    assert_eq!(db.names(), ["t"]);
+    let t = db.tree("t").unwrap();
+    post(&t, 0, 5);
+    drop(db);
+    let db = open_fs(Arc::new(after), Options::default()).unwrap();
+    assert_eq!(db.tree("t").unwrap().snapshot().root().children().len(), 6);
+    assert_eq!(db.recovery().unwrap().torn, None);
+}
+
+#[test]
+fn damage_in_the_middle_refuses_to_open_and_changes_nothing() {
+    let fs = CrashFs::new();
+    {
+        let db = open_fs(Arc::new(fs.clone()), Options::default()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for seq in 0..5 {
+            post(&t, 0, seq);
+        }
+    }
+    let name = "log-0000000000";
+    fs.flip(name, fs.len(name) / 2);
+    let before = crate::fs::Fs::read(&fs, name).unwrap();
+    let err = open_fs(Arc::new(fs.clone()), Options::default()).unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, OpenError::Damaged { .. }), "{message}");
+    assert!(
+        message.contains(name) && message.contains("Nothing was changed"),
+        "{message}"
+    );
+    assert_eq!(crate::fs::Fs::read(&fs, name).unwrap(), before);
+}
+
+#[test]
+fn a_damaged_snapshot_refuses_to_open() {
+    let fs = CrashFs::new();
+    {
+        let db = open_fs(Arc::new(fs.clone()), Options::default()).unwrap();
+        post(&db.create_tree("t").unwrap(), 0, 0);
+        db.checkpoint().unwrap();
+    }
+    let name = "snapshot-0000000001";
+    fs.flip(name, fs.len(name) - 2);
+    let err = open_fs(Arc::new(fs), Options::default()).unwrap_err();
+    assert!(err.to_string().contains(name), "{err}");
+}
+
+#[test]
+fn a_full_disk_fails_the_commit_and_keeps_every_acknowledged_one() {
+    let fs = CrashFs::new();
+    let db = open_fs(Arc::new(fs.clone()), Options::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for seq in 0..3 {
+        post(&t, 0, seq);
+    }
+    fs.set_capacity(Some(fs.len("log-0000000000")));
+    let err = t
+        .update(|t| {
+            t.edit(Edit::PutAttribute {
+                path: vec![],
+                name: "x".into(),
+                value: vec![1; 100],
+            })
+            .map(drop)
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("no space left"), "{err}");
+    // Nothing more is acknowledged, not even what would fit.
+    assert!(db.create_tree("u").is_err());
+    drop(db);
+    fs.set_capacity(None);
+    let db = open_fs(Arc::new(fs.after_power_cut(|n| n)), Options::default()).unwrap();
+    let root = db.tree("t").unwrap().snapshot();
+    assert_eq!(root.root().children().len(), 3);
+    assert_eq!(root.root().attribute("x"), None);
+}
+
+/// What the power-cut property test runs.
+#[derive(Debug, Clone)]
+struct Plan {
+    writers: usize,
+    readers: usize,
+    /// Commits each writer tries.
+    commits: usize,
+    /// After how many acknowledged commits the power is cut.
+    cut_after: usize,
+    /// How much of each file's unsynced tail survives (per mille).
+    torn: u16,
+}
+
+fn plans() -> impl Strategy<Value = Plan> {
+    (1usize..4, 0usize..3, 5usize..40, 0u16..=1000).prop_flat_map(
+        |(writers, readers, commits, torn)| {
+            (0..=writers * commits * 2).prop_map(move |cut_after| Plan {
+                writers,
+                readers,
+                commits,
+                cut_after,
+                torn,
+            })
+        },
+    )
+}
+
+/// Writers post to their own tree and to a shared one, readers check
+/// every snapshot they take, and at some moment the power is cut (the
+/// files as they would be then are copied off). Every commit acknowledged
+/// before the cut must be in the database reopened from the copy, and
+/// every tree must still be whole.
+fn power_cut(plan: &Plan) -> Result<(), TestCaseError> {
+    let fs = CrashFs::new();
+    let db = open_fs(Arc::new(fs.clone()), small_checkpoints()).unwrap();
+    let shared = db.create_tree("shared").unwrap();
+    let own: Vec<_> = (0..plan.writers)
+        .map(|w| db.create_tree(&format!("own-{w}")).unwrap())
+        .collect();
+    // Every acknowledged commit: (writer, seq), in the order acknowledged.
+    let acked = Mutex::new(Vec::new());
+    let done = AtomicBool::new(false);
+    let cut = Mutex::new(None);
+    let bad_reads = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for (w, tree) in own.iter().enumerate() {
+            let (acked, shared) = (&acked, &shared);
+            s.spawn(move || {
+                for seq in 0..plan.commits {
+                    post(tree, w, seq);
+                    post(shared, w, seq);
+                    acked.lock().unwrap().push((w, seq));
+                }
+            });
+        }
+        for _ in 0..plan.readers {
+            let (done, bad_reads, own, shared) = (&done, &bad_reads, &own, &shared);
+            s.spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    for tree in own.iter().chain([shared]) {
+                        let v = tree.snapshot();
+                        if !consistent(v.root()) {
+                            bad_reads.lock().unwrap().push(v.number());
+                        }
+                    }
+                }
+            });
+        }
+        // Cut the power once enough commits are acknowledged (or all).
+        let total = plan.writers * plan.commits;
+        loop {
+            let n = acked.lock().unwrap().len();
+            if n >= plan.cut_after.min(total) {
+                // Only what was acknowledged before the copy began must
+                // survive; later acknowledgements may or may not.
+                let before = acked.lock().unwrap().clone();
+                let torn = u64::from(plan.torn);
+                let copy = fs.after_power_cut(|n| (n as u64 * torn / 1000) as usize);
+                *cut.lock().unwrap() = Some((before, copy));
+                break;
+            }
+            thread::yield_now();
+        }
+        // Let the writers finish before the readers stop.
+        while acked.lock().unwrap().len() < total {
+            thread::yield_now();
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    prop_assert_eq!(bad_reads.into_inner().unwrap(), Vec::<u64>::new());
+    drop(db);
+    let (before, copy) = cut.into_inner().unwrap().unwrap();
+    let db = open_fs(Arc::new(copy), small_checkpoints())
+        .map_err(|e| TestCaseError::fail(format!("reopening after the cut: {e}")))?;
+    let shared = db.tree("shared").expect("made before the cut");
+    let root = shared.snapshot();
+    prop_assert!(consistent(root.root()));
+    let in_shared: Vec<(usize, usize)> = root
+        .root()
+        .children()
+        .iter()
+        .map(|c| (number(c, "writer"), number(c, "seq")))
+        .collect();
+    for w in 0..plan.writers {
+        let tree = db.tree(&format!("own-{w}")).expect("made before the cut");
+        let root = tree.snapshot();
+        prop_assert!(consistent(root.root()));
+        let seqs: Vec<usize> = root
+            .root()
+            .children()
+            .iter()
+            .map(|c| number(c, "seq"))
+            .collect();
+        // A writer's own tree holds a prefix of its posts, in order.
+        prop_assert_eq!(&seqs, &(0..seqs.len()).collect::<Vec<_>>());
+        for &(writer, seq) in before.iter().filter(|(writer, _)| *writer == w) {
+            prop_assert!(
+                seq < seqs.len(),
+                "writer {writer}'s post {seq} was acknowledged and lost"
+            );
+            prop_assert_eq!(
+                in_shared.iter().filter(|&&p| p == (writer, seq)).count(),
+                1,
+                "post {:?} in the shared tree",
+                (writer, seq)
+            );
+        }
+    }
+    // The reopened database takes commits and keeps them.
+    post(&shared, 99, 0);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_acknowledged_commit_survives_a_power_cut(plan in plans()) {
+        power_cut(&plan)?;
+    }
+}
