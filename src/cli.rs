@@ -510,7 +510,7 @@ pub enum ShellArg {
 #[command(
     group(ArgGroup::new("input").required(true).args(["run", "last", "file", "workload"])),
     group(ArgGroup::new("saved").args(["run", "last"])),
-    after_help = "Examples:\n  dyno run -P j 1 8 --prepare 'make clean' 'make -j {j}' && dyno scale --last\n  dyno scale 01JDX3K2 --param j --where cc=gcc\n  dyno scale --file sweep.csv                       # columns: threads,seconds\n  dyno scale --file rps.json --n-column clients --value-column rps --measure throughput\n  dyno scale --workload int64 --threads 1,2,4,8 --repetitions 5\n  dyno scale --workload tree-read --threads 1,2"
+    after_help = "Examples:\n  dyno run -P j 1 8 --prepare 'make clean' 'make -j {j}' && dyno scale --last\n  dyno scale 01JDX3K2 --param j --where cc=gcc\n  dyno scale --file sweep.csv                       # columns: threads,seconds\n  dyno scale --file rps.json --n-column clients --value-column rps --measure throughput\n  dyno scale --workload int64 --threads 1,2,4,8 --repetitions 5\n  dyno scale --workload tree-read --threads 1,2\n  dyno scale --workload tree-write --threads 1,2 --dir /mnt/ssd/tmp"
 )]
 pub struct ScaleArgs {
     /// A saved `dyno run` sweep: its id or a unique prefix.
@@ -568,19 +568,28 @@ pub struct ScaleArgs {
     #[arg(long, value_name = "N", conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = at_least_one)]
     pub iterations: Option<u64>,
 
-    /// tree-read: tasks that each count every node of their version
-    /// [default: 1,000, the thesis's].
+    /// tree-read, tree-write: tasks that each count every node of their
+    /// version, or build and register one tree [default: 1,000, the
+    /// thesis's].
     #[arg(long, value_name = "N", conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = at_least_one)]
     pub tasks: Option<u64>,
 
-    /// tree-read: levels of the tree below its root [default: 8].
+    /// tree-read, tree-write: levels of a tree below its root [default: 8
+    /// for tree-read, 6 for tree-write].
     #[arg(long, value_name = "LEVELS", conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = tree_depth)]
     pub depth: Option<u32>,
 
     /// tree-read: about how many nodes the tree starts with [default:
-    /// 800,000].
+    /// 800,000]; tree-write: about how many nodes each task's tree gets
+    /// [default: 10,000].
     #[arg(long, value_name = "N", conflicts_with_all = ["run", "last", "file"], allow_negative_numbers = true, value_parser = at_least_one)]
     pub nodes: Option<u64>,
+
+    /// tree-write: the directory the database is kept in during the run
+    /// (made for it and removed after; its file system's fsync is what is
+    /// measured) [default: a new directory in the current one].
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["run", "last", "file"])]
+    pub dir: Option<PathBuf>,
 
     /// Timed repetitions of each N, taken in turns after one warm-up
     /// [default: 3].
@@ -608,6 +617,11 @@ pub enum WorkloadArg {
     /// --depth levels and about --nodes nodes) while a writer adds a node
     /// before each hand-out; every count is checked.
     TreeRead,
+    /// The thesis's parallel write on dyno's tree database, durable: --tasks
+    /// tasks each build a tree node by node (--depth levels, about --nodes
+    /// nodes), register it in the database (fsynced) and count it back;
+    /// commits/s, fsyncs per commit and retries are reported.
+    TreeWrite,
 }
 
 fn tree_depth(s: &str) -> Result<u32, String> {

@@ -101,6 +101,8 @@ pub struct Curve {
     pub description: String,
     pub environment: Environment,
     pub warnings: Vec<Warning>,
+    /// Figures measured beside the points, labelled with their N.
+    pub extra: Vec<Metric>,
 }
 
 pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
@@ -120,6 +122,7 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
         tasks,
         depth,
         nodes,
+        dir,
         repetitions,
         save,
     } = args;
@@ -147,6 +150,24 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
                         seed: 1,
                     };
                     measure_tree_read(&threads, shape, repetitions)
+                }
+                WorkloadArg::TreeWrite => {
+                    let dir = match dir {
+                        Some(d) => d.join(format!(".dyno-tree-write-{}", std::process::id())),
+                        None => std::path::PathBuf::from(format!(
+                            ".dyno-tree-write-{}",
+                            std::process::id()
+                        )),
+                    };
+                    let shape = workload::WriteSettings {
+                        depth: depth.unwrap_or(workload::DEFAULT_WRITE_DEPTH),
+                        nodes: nodes.unwrap_or(workload::DEFAULT_WRITE_NODES),
+                        tasks: tasks.map_or(workload::DEFAULT_TASKS, |t| t as usize),
+                        threads: 1,
+                        seed: 1,
+                        dir: Some(dir),
+                    };
+                    measure_tree_write(&threads, shape, repetitions)?
                 }
             };
             match measured {
@@ -350,6 +371,7 @@ fn measure_int64(threads: &[usize], iterations: u64, repetitions: usize) -> Resu
         description: format!("int64 strong scaling on {} threads", list.join(", ")),
         environment,
         warnings,
+        extra: Vec::new(),
     })
 }
 
@@ -399,7 +421,153 @@ fn measure_tree_read(
         ),
         environment,
         warnings,
+        extra: Vec::new(),
     })
+}
+
+/// The thesis's parallel write on the tree database, durable: `tasks`
+/// tasks each build one tree node by node in a transaction and commit it
+/// on N threads; every tree is counted back. Commits per second, fsyncs
+/// per commit and retries come beside the times.
+fn measure_tree_write(
+    threads: &[usize],
+    shape: workload::WriteSettings,
+    repetitions: usize,
+) -> Result<Result<Curve, String>> {
+    let dir = shape.dir.clone().expect("tree-write is durable");
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if !parent.is_dir() {
+        bail!(
+            "--dir {}: no such directory; give an existing directory on the file system to measure",
+            parent.display()
+        );
+    }
+    let parent = parent.canonicalize().unwrap_or(parent);
+    let storage = dyno_env::storage(&parent);
+    // Per N: (commits/s, fsyncs per commit, retries, log bytes per commit)
+    // of each timed pass.
+    let mut figures: Vec<(usize, f64, f64, f64, f64)> = Vec::new();
+    let mut nodes = 0;
+    // The first pass over the thread counts is the warm-up.
+    let mut calls = 0;
+    let warmup_calls = threads.len();
+    let measured = measure("tree-write", threads, repetitions, |threads| {
+        let outcome = workload::parallel_write(&workload::WriteSettings {
+            threads,
+            ..shape.clone()
+        })
+        .map_err(|e| format!("tree-write: {e}"))?;
+        if outcome.correct != shape.tasks {
+            return Err(format!(
+                "tree-write: only {} of {} tasks on {threads} threads counted back the tree they wrote",
+                outcome.correct, shape.tasks
+            ));
+        }
+        nodes = outcome.nodes;
+        let commits = outcome.log.records.max(1) as f64;
+        calls += 1;
+        if calls > warmup_calls {
+            figures.push((
+                threads,
+                commits / outcome.wall.as_secs_f64(),
+                outcome.log.fsyncs as f64 / commits,
+                outcome.retries as f64,
+                outcome.log.bytes as f64 / commits,
+            ));
+        }
+        Ok(vec![outcome.wall])
+    });
+    let (points, environment, mut warnings) = match measured {
+        Ok(m) => m,
+        Err(e) => return Ok(Err(e)),
+    };
+    if storage.filesystem.as_deref() == Some("tmpfs") {
+        warnings.push(Warning {
+            code: "tmpfs".into(),
+            message: format!(
+                "the database is on tmpfs ({}), where fsync does nothing: the times leave out what durability costs on a disk; give --dir on a real file system",
+                parent.display()
+            ),
+        });
+    }
+    let mut extra = Vec::new();
+    for &t in threads {
+        let n = fmt_n(t as f64);
+        let mine: Vec<_> = figures.iter().filter(|f| f.0 == t).collect();
+        let mean = |pick: fn(&(usize, f64, f64, f64, f64)) -> f64| {
+            mine.iter().map(|f| pick(f)).sum::<f64>() / mine.len().max(1) as f64
+        };
+        extra.push(
+            Metric::new(
+                "commits_per_sec",
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+                mean(|f| f.1),
+            )
+            .with_label("n", &n),
+        );
+        extra.push(
+            Metric::new(
+                "fsyncs_per_commit",
+                Unit::Ratio,
+                Direction::LowerIsBetter,
+                mean(|f| f.2),
+            )
+            .with_label("n", &n),
+        );
+        extra.push(
+            Metric::new(
+                "retries",
+                Unit::Count,
+                Direction::LowerIsBetter,
+                mean(|f| f.3),
+            )
+            .with_label("n", &n),
+        );
+        extra.push(
+            Metric::new(
+                "log_bytes_per_commit",
+                Unit::Bytes,
+                Direction::LowerIsBetter,
+                mean(|f| f.4),
+            )
+            .with_label("n", &n),
+        );
+    }
+    let list: Vec<String> = threads.iter().map(ToString::to_string).collect();
+    Ok(Ok(Curve {
+        points,
+        measure: Measure::Time,
+        settings: json!({
+            "source": "workload",
+            "workload": "tree-write",
+            "scaling": "strong",
+            "threads": threads,
+            "tasks": shape.tasks,
+            "depth": shape.depth,
+            "nodes_asked": shape.nodes,
+            "nodes": nodes,
+            "seed": shape.seed,
+            "durable": true,
+            "dir": parent.display().to_string(),
+            "filesystem": storage.filesystem,
+            "repetitions": repetitions,
+            "warmup_repetitions": 1,
+            "interleaved": true,
+            "measure": "time",
+        }),
+        description: format!(
+            "tree-write: {} tasks each committing a tree ({nodes} nodes in all) on {} threads, durable",
+            shape.tasks,
+            list.join(", ")
+        ),
+        environment,
+        warnings,
+        extra,
+    }))
 }
 
 /// The scale run of a curve: per-point figures, the fits, warnings.
@@ -411,6 +579,7 @@ fn analyse(curve: Curve) -> Result<Run> {
         description,
         environment,
         warnings,
+        extra,
     } = curve;
     points.sort_by(|a, b| a.n.total_cmp(&b.n));
     let plain: Vec<Point> = points
@@ -433,6 +602,7 @@ fn analyse(curve: Curve) -> Result<Run> {
     run.settings = settings;
     run.warnings = warnings;
     run.metrics = metrics(&points, &analysis, &amdahl, usl.as_ref(), measure);
+    run.metrics.extend(extra);
     run.headline = Some("best_speedup".into());
 
     let count = plain.len();
@@ -614,6 +784,7 @@ mod tests {
             description: "test".into(),
             environment: Environment::default(),
             warnings: Vec::new(),
+            extra: Vec::new(),
         }
     }
 

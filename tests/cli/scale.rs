@@ -702,3 +702,84 @@ fn scale_workload_tree_read_checks_every_count_and_fits_the_curve() {
     assert!(text.contains("every count checked"), "{text}");
     assert!(text.contains("tree-read: 10 tasks over"), "{text}");
 }
+
+#[test]
+fn scale_workload_tree_write_is_durable_checks_every_tree_and_reports_the_log() {
+    let home = temp();
+    let dir = home.path().join("db-here");
+    std::fs::create_dir(&dir).unwrap();
+    let (run, _) = scale_json(
+        home.path(),
+        &[
+            "--workload",
+            "tree-write",
+            "--threads",
+            "1,2",
+            "--tasks",
+            "20",
+            "--depth",
+            "3",
+            "--nodes",
+            "300",
+            "--repetitions",
+            "1",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--no-save",
+        ],
+    );
+    let settings = &run["settings"];
+    assert_eq!(settings["workload"], "tree-write");
+    assert_eq!(settings["durable"], true);
+    assert_eq!(settings["tasks"], 20);
+    assert!(settings["dir"].as_str().unwrap().ends_with("db-here"));
+    for n in ["1", "2"] {
+        assert!(at(&run, "time_ns", Some(n)).unwrap() > 0.0);
+        assert!(at(&run, "commits_per_sec", Some(n)).unwrap() > 0.0);
+        let fsyncs = at(&run, "fsyncs_per_commit", Some(n)).unwrap();
+        assert!(fsyncs > 0.0 && fsyncs <= 1.0, "{fsyncs}");
+        assert_eq!(at(&run, "retries", Some(n)), Some(0.0));
+        assert!(at(&run, "log_bytes_per_commit", Some(n)).unwrap() > 0.0);
+    }
+    // The run's database is gone afterwards.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    let text = ok(
+        home.path(),
+        &[
+            "scale",
+            "--workload",
+            "tree-write",
+            "--threads",
+            "1,2",
+            "--tasks",
+            "5",
+            "--depth",
+            "2",
+            "--nodes",
+            "50",
+            "--repetitions",
+            "1",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--no-save",
+        ],
+    );
+    assert!(text.contains("FSYNCS/COMMIT"), "{text}");
+    assert!(text.contains("every tree counted back"), "{text}");
+    let missing = home.path().join("nowhere");
+    Command::cargo_bin("dyno")
+        .unwrap()
+        .current_dir(home.path())
+        .args([
+            "scale",
+            "--workload",
+            "tree-write",
+            "--threads",
+            "1,2",
+            "--dir",
+        ])
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no such directory"));
+}

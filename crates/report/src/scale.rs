@@ -117,6 +117,7 @@ pub fn scale_report(run: &Run) -> String {
     }
     out.push_str(&render(&t));
     out.push('\n');
+    database(run, &ns, &mut out);
 
     if let Some(best) = run.metric("best_speedup") {
         let n = best.label("n").unwrap_or("?");
@@ -157,6 +158,41 @@ pub fn scale_report(run: &Run) -> String {
     usl(run, time, ns.len(), &mut out);
     crate::text::warnings(run, &mut out);
     out
+}
+
+/// The durable write workload's figures per N: commits per second, fsyncs
+/// per commit (below 1 when group commit shares them), log bytes per
+/// commit and retries; nothing for other sources.
+fn database(run: &Run, ns: &[(f64, &str)], out: &mut String) {
+    if at(run, "commits_per_sec", ns.first().map(|n| n.1)).is_none() {
+        return;
+    }
+    let mut t = table(&[
+        "N",
+        "COMMITS/S",
+        "FSYNCS/COMMIT",
+        "LOG BYTES/COMMIT",
+        "RETRIES",
+    ]);
+    for &(_, n) in ns {
+        let shown = |name: &str, f: &dyn Fn(f64) -> String| {
+            at(run, name, Some(n)).map_or_else(|| "–".to_owned(), |m| f(m.value))
+        };
+        let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+        t.add_row(vec![
+            right(n.to_owned()),
+            right(shown("commits_per_sec", &|v| {
+                format_value(v, Unit::OpsPerSec)
+            })),
+            right(shown("fsyncs_per_commit", &|v| format!("{v:.3}"))),
+            right(shown("log_bytes_per_commit", &|v| {
+                format_value(v, Unit::Bytes)
+            })),
+            right(shown("retries", &|v| format!("{v:.0}"))),
+        ]);
+    }
+    out.push_str(&render(&t));
+    out.push('\n');
 }
 
 /// The USL lines: parameters and bound, then the peak (or why there is none).
@@ -300,6 +336,15 @@ fn source(settings: &serde_json::Value) -> String {
         Some("workload") if s("workload") == "tree-read" => format!(
             "tree-read measured now, strong scaling: {} tasks at every N, each counting every node of its own version of a tree of depth {} ({} nodes) while a writer adds one node per task; every count checked; {} repetitions of each N after a warm-up",
             settings["tasks"], settings["depth"], settings["nodes"], settings["repetitions"]
+        ),
+        Some("workload") if s("workload") == "tree-write" => format!(
+            "tree-write measured now, strong scaling, durable (fsync on {}, {}): {} tasks at every N, each building a tree node by node to depth {} and registering it ({} nodes in all); every tree counted back; {} repetitions of each N after a warm-up",
+            s("dir"),
+            s("filesystem"),
+            settings["tasks"],
+            settings["depth"],
+            settings["nodes"],
+            settings["repetitions"]
         ),
         Some("workload") => format!(
             "{} measured now, strong scaling: {} iterations in total at every N, cut into {} tasks; {} repetitions of each N after a warm-up",

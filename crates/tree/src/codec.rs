@@ -30,8 +30,8 @@ pub(crate) const MAX_RECORD: usize = u32::MAX as usize;
 /// What the log holds, one per acknowledged change.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Record {
-    /// A tree was made.
-    Create { tree: u64, name: String },
+    /// A tree was made, `root` its version 0.
+    Create { tree: u64, name: String, root: Node },
     /// `edits`, applied to version `version - 1` of `tree`, made `version`.
     Commit {
         tree: u64,
@@ -47,6 +47,7 @@ pub(crate) enum RecordRef<'a> {
     Create {
         tree: u64,
         name: &'a str,
+        root: &'a Node,
     },
     Commit {
         tree: u64,
@@ -64,13 +65,29 @@ pub(crate) struct Image {
     pub root: Node,
 }
 
+/// Payloads at least this long are compressed.
+const COMPRESS_FROM: usize = 2048;
+/// The first byte of a payload: how the rest is stored.
+const PLAIN: u8 = 0;
+const LZ4: u8 = 1;
+
 /// Appends `value` to `out` as one framed record.
 pub(crate) fn frame<T: Serialize>(value: &T, out: &mut Vec<u8>) -> Result<(), postcard::Error> {
     let start = out.len();
     out.extend_from_slice(&[0; FRAME_HEADER]);
-    let mut out_vec = std::mem::take(out);
-    out_vec = postcard::to_extend(value, out_vec)?;
-    *out = out_vec;
+    let mut plain = std::mem::take(out);
+    plain.push(PLAIN);
+    plain = postcard::to_extend(value, plain)?;
+    let body = start + FRAME_HEADER + 1;
+    if plain.len() - body >= COMPRESS_FROM {
+        let packed = lz4_flex::compress_prepend_size(&plain[body..]);
+        if packed.len() < plain.len() - body {
+            plain.truncate(body);
+            plain[body - 1] = LZ4;
+            plain.extend_from_slice(&packed);
+        }
+    }
+    *out = plain;
     let len = out.len() - start - FRAME_HEADER;
     if len > MAX_RECORD {
         out.truncate(start);
@@ -149,8 +166,16 @@ pub(crate) fn records(bytes: &[u8]) -> (Vec<&[u8]>, Tail) {
 }
 
 /// Decodes one record's payload.
-pub(crate) fn decode<'a, T: Deserialize<'a>>(payload: &'a [u8]) -> Result<T, postcard::Error> {
-    postcard::from_bytes(payload)
+pub(crate) fn decode<T: for<'a> Deserialize<'a>>(payload: &[u8]) -> Result<T, String> {
+    match payload.split_first() {
+        Some((&PLAIN, rest)) => postcard::from_bytes(rest).map_err(|e| e.to_string()),
+        Some((&LZ4, rest)) => {
+            let plain = lz4_flex::decompress_size_prepended(rest).map_err(|e| e.to_string())?;
+            postcard::from_bytes(&plain).map_err(|e| e.to_string())
+        }
+        Some((other, _)) => Err(format!("unknown payload encoding {other}")),
+        None => Err("an empty record".into()),
+    }
 }
 
 impl Serialize for Node {
@@ -355,10 +380,48 @@ mod tests {
     }
 
     #[test]
+    fn a_large_record_is_compressed_and_reads_back() {
+        let edits: Vec<Edit> = (0..2_000)
+            .map(|i| Edit::AddChild {
+                path: vec![0, i % 7],
+                at: 0,
+                node: Node::with_attributes([("leaf", &b"1"[..])]),
+            })
+            .collect();
+        let record = RecordRef::Commit {
+            tree: 1,
+            version: 2,
+            edits: &edits,
+        };
+        let mut out = Vec::new();
+        frame(&record, &mut out).unwrap();
+        let plain = postcard::to_stdvec(&record).unwrap();
+        assert!(
+            out.len() * 3 < plain.len(),
+            "{} of {}",
+            out.len(),
+            plain.len()
+        );
+        let (payload, _) = unframe(&out).unwrap();
+        match decode::<Record>(payload).unwrap() {
+            Record::Commit { edits: back, .. } => assert_eq!(back, edits),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn a_cut_or_zeroed_tail_is_torn_and_damage_before_an_intact_record_is_not() {
         let mut log = Vec::new();
         for i in 0..3 {
-            frame(&RecordRef::Create { tree: i, name: "t" }, &mut log).unwrap();
+            frame(
+                &RecordRef::Create {
+                    tree: i,
+                    name: "t",
+                    root: &Node::new(),
+                },
+                &mut log,
+            )
+            .unwrap();
         }
         let one = log.len() / 3;
         assert_eq!(records(&log).1, Tail::Clean);

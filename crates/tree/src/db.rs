@@ -50,7 +50,8 @@ pub struct Version {
 }
 
 impl Version {
-    /// Versions count from 0 (the empty tree) up by one per commit.
+    /// Versions count from 0 (the tree as made, empty unless made by
+    /// [`Database::create_tree_with`]) up by one per commit.
     pub fn number(&self) -> u64 {
         self.number
     }
@@ -303,7 +304,7 @@ impl Transaction<'_> {
     /// Applies `edit` to the transaction's tree now, so a path that does
     /// not exist is an error here rather than at commit.
     pub fn edit(&mut self, edit: Edit) -> Result<&mut Self, EditError> {
-        self.root = edit.apply(&self.root)?;
+        edit.apply_in_place(&mut self.root)?;
         self.edits.push(edit);
         Ok(self)
     }
@@ -348,13 +349,15 @@ impl Transaction<'_> {
 
 /// `edits` applied in order to `version`'s root.
 fn replay(edits: &[Edit], version: &Version) -> Result<Node, TreeError> {
-    edits
-        .iter()
-        .try_fold(version.root.clone(), |root, edit| edit.apply(&root))
-        .map_err(|source| TreeError::Conflict {
-            version: version.number,
-            source,
-        })
+    let mut root = version.root.clone();
+    for edit in edits {
+        edit.apply_in_place(&mut root)
+            .map_err(|source| TreeError::Conflict {
+                version: version.number,
+                source,
+            })?;
+    }
+    Ok(root)
 }
 
 /// Named trees. Writers of different trees never wait for each other:
@@ -418,13 +421,19 @@ impl Database {
 
     /// Makes an empty tree named `name` (durably, in a durable database).
     pub fn create_tree(&self, name: &str) -> Result<Arc<Tree>, TreeError> {
+        self.create_tree_with(name, Node::new())
+    }
+
+    /// Makes a tree named `name` whose version 0 is `root`: a tree built
+    /// apart and registered whole, in one record and one fsync.
+    pub fn create_tree_with(&self, name: &str, root: Node) -> Result<Arc<Tree>, TreeError> {
         let shared = &self.shared;
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let tree = Arc::new(Tree::restore(
             id,
             name,
             0,
-            Node::new(),
+            root,
             shared.options.history,
             shared.log.clone(),
         ));
@@ -441,8 +450,15 @@ impl Database {
             None => insert().map_err(|()| exists())?,
             Some(log) => {
                 let mut record = Vec::new();
-                codec::frame(&RecordRef::Create { tree: id, name }, &mut record)
-                    .map_err(|e| TreeError::Encode(e.to_string()))?;
+                codec::frame(
+                    &RecordRef::Create {
+                        tree: id,
+                        name,
+                        root: tree.snapshot().root(),
+                    },
+                    &mut record,
+                )
+                .map_err(|e| TreeError::Encode(e.to_string()))?;
                 // The log's lock is taken before the trees' (as a
                 // checkpoint does), and the record goes in only if the
                 // name was free.

@@ -73,11 +73,15 @@ fn a_reopened_database_holds_every_tree_and_version() {
             post(&a, 0, seq);
         }
         post(&b, 1, 0);
-        assert_eq!(db.log_stats().records, 23);
+        let built = Node::new().with_children(vec![leaf(7, 0), leaf(7, 1)]);
+        db.create_tree_with("c", built).unwrap();
+        assert_eq!(db.log_stats().records, 24);
         assert!(db.log_stats().fsyncs >= 1);
     }
     let db = Database::open(dir.path()).unwrap();
-    assert_eq!(db.names(), ["a", "b"]);
+    assert_eq!(db.names(), ["a", "b", "c"]);
+    let c = db.tree("c").unwrap().snapshot();
+    assert_eq!((c.number(), c.root().count()), (0, 3));
     let a = db.tree("a").unwrap().snapshot();
     assert_eq!(a.number(), 20);
     assert_eq!(number(a.root(), "count"), 20);
@@ -89,7 +93,7 @@ fn a_reopened_database_holds_every_tree_and_version() {
         .collect();
     assert_eq!(seqs, (0..20).collect::<Vec<_>>());
     assert_eq!(db.tree("b").unwrap().snapshot().number(), 1);
-    assert_eq!(db.recovery().unwrap().replayed, 23);
+    assert_eq!(db.recovery().unwrap().replayed, 24);
     // The versions replayed are kept, by number.
     assert_eq!(
         db.tree("a")
@@ -169,6 +173,7 @@ fn a_torn_last_record_is_dropped_with_a_warning_and_the_log_goes_on() {
             &codec::RecordRef::Create {
                 tree: 99,
                 name: "never acknowledged",
+                root: &Node::new(),
             },
             &mut record,
         )

@@ -465,7 +465,7 @@ fn replay_log(
 /// to the old log while the snapshot was taken) is skipped.
 fn apply(record: Record, state: &mut Restored) -> Result<(), String> {
     match record {
-        Record::Create { tree, name } => {
+        Record::Create { tree, name, root } => {
             state.next_tree = state.next_tree.max(tree + 1);
             if let Some((held, _, _)) = state.trees.get(&tree) {
                 return if *held == name {
@@ -474,7 +474,7 @@ fn apply(record: Record, state: &mut Restored) -> Result<(), String> {
                     Err(format!("tree {tree} is made as '{name}' but is '{held}'"))
                 };
             }
-            state.trees.insert(tree, (name, 0, Node::new()));
+            state.trees.insert(tree, (name, 0, root));
             Ok(())
         }
         Record::Commit {
@@ -493,10 +493,11 @@ fn apply(record: Record, state: &mut Restored) -> Result<(), String> {
                     "version {version} of tree {tree} follows version {current}: the ones between are missing"
                 ));
             }
-            let root = edits
-                .iter()
-                .try_fold(root.clone(), |root, edit| edit.apply(&root))
-                .map_err(|e| format!("version {version} of tree {tree} does not apply: {e}"))?;
+            let mut root = root.clone();
+            for edit in &edits {
+                edit.apply_in_place(&mut root)
+                    .map_err(|e| format!("version {version} of tree {tree} does not apply: {e}"))?;
+            }
             state.pending.entry(tree).or_default().push(root);
             Ok(())
         }

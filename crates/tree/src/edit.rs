@@ -63,6 +63,27 @@ impl Edit {
         update(root, path, path, |node| self.change(node))
     }
 
+    /// Applies the edit to `root` itself, copying only the nodes on the
+    /// path that `root` shares with others (another version, a reader) and
+    /// changing those it alone holds in place: what a transaction does to
+    /// the tree only it can see, so that its second edit on a path copies
+    /// nothing. Nobody else can tell the difference from [`Edit::apply`].
+    /// On an error `root` reads as before.
+    pub fn apply_in_place(&self, root: &mut Node) -> Result<(), EditError> {
+        let path = self.path();
+        let mut node = root;
+        for &i in path {
+            node = node
+                .children_mut()
+                .and_then(|c| c.get_mut(i))
+                .ok_or_else(|| EditError::NoNode {
+                    path: path.to_vec(),
+                })?;
+        }
+        *node = self.change(node)?;
+        Ok(())
+    }
+
     /// The edited node, given the node at the edit's path.
     fn change(&self, node: &Node) -> Result<Node, EditError> {
         let no_child = |at: usize| EditError::NoChild {
@@ -71,13 +92,19 @@ impl Edit {
             children: node.children().len(),
         };
         match self {
-            Edit::AddChild { at, node: new, .. } => node.map_children(|c| {
+            Edit::AddChild { at, node: new, .. } => {
+                let c = node.children();
                 if *at > c.len() {
                     return Err(no_child(*at));
                 }
-                c.insert(*at, new.clone());
-                Ok(())
-            }),
+                // One allocation of the new sibling group, filled in order.
+                let children = c[..*at]
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once(new.clone()))
+                    .chain(c[*at..].iter().cloned());
+                Ok(node.with_children_from(children))
+            }
             Edit::DeleteChild { at, .. } => node.map_children(|c| {
                 if *at >= c.len() {
                     return Err(no_child(*at));
@@ -142,6 +169,49 @@ mod tests {
             .iter()
             .map(|c| String::from_utf8(c.attribute("v").unwrap().to_vec()).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn an_edit_in_place_changes_only_what_nothing_else_holds() {
+        let root = Node::new().with_children(vec![
+            Node::new().with_children(vec![leaf("a"), leaf("b")]),
+            Node::new().with_children(vec![leaf("c")]),
+        ]);
+        let before = root.clone();
+        let mut mine = root.clone();
+        let edit = Edit::PutAttribute {
+            path: vec![0, 1],
+            name: "v".into(),
+            value: b"B".to_vec(),
+        };
+        edit.apply_in_place(&mut mine).unwrap();
+        assert_eq!(mine, edit.apply(&root).unwrap());
+        assert_eq!(root, before, "the shared original is unchanged");
+        assert_eq!(values(&root.children()[0]), ["a", "b"]);
+        assert!(mine.children()[1].shares(&root.children()[1]));
+        // A second edit on the same path finds it unshared and copies
+        // nothing on the way down.
+        let first_level = mine.children()[0].clone();
+        drop(first_level);
+        Edit::AddChild {
+            path: vec![0],
+            at: 0,
+            node: leaf("z"),
+        }
+        .apply_in_place(&mut mine)
+        .unwrap();
+        assert_eq!(values(&mine.children()[0]), ["z", "a", "B"]);
+        // A path that is not there is an error and leaves the tree as it
+        // read.
+        let copy = mine.clone();
+        let err = Edit::DeleteChild {
+            path: vec![0, 5],
+            at: 0,
+        }
+        .apply_in_place(&mut mine)
+        .unwrap_err();
+        assert!(matches!(err, EditError::NoNode { .. }));
+        assert_eq!(mine, copy);
     }
 
     #[test]

@@ -52,6 +52,21 @@ impl Node {
         }
     }
 
+    /// The node with the children `children` yields (at least one), in one
+    /// allocation when the iterator knows its length.
+    pub(crate) fn with_children_from(&self, children: impl Iterator<Item = Node>) -> Node {
+        Node {
+            attributes: self.attributes.clone(),
+            children: Some(children.collect()),
+        }
+    }
+
+    /// The children to change in place: copied first if anything else
+    /// shares them, so no one else sees the change.
+    pub(crate) fn children_mut(&mut self) -> Option<&mut [Node]> {
+        self.children.as_mut().map(Arc::make_mut)
+    }
+
     /// The children, in order.
     pub fn children(&self) -> &[Node] {
         self.children.as_deref().unwrap_or(&[])

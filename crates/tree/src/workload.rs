@@ -1,15 +1,24 @@
-//! The thesis's parallel-read experiment on this database: one tree of
-//! depth 8 and about 800,000 nodes; 1,000 tasks, each handed the version
-//! of that moment, count every node of it on a pool of threads; before
-//! each task is handed its version, a random node is added to the tree, so
-//! that every task reads a different version while the writer goes on, and
-//! every count is checked against the version's own size.
+//! The thesis's two experiments on this database.
+//!
+//! Parallel read: one tree of depth 8 and about 800,000 nodes; 1,000
+//! tasks, each handed the version of that moment, count every node of it
+//! on a pool of threads; before each task is handed its version, a random
+//! node is added to the tree, so that every task reads a different version
+//! while the writer goes on, and every count is checked against the
+//! version's own size.
+//!
+//! Parallel write: 1,000 tasks on a pool of threads each build a tree of
+//! depth 6 and about 10,000 nodes node by node, register it in the
+//! database durably (one record, one shared fsync), and count its nodes
+//! back.
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::{Database, Edit, Node, Version};
+use crate::{Database, Edit, LogStats, Node, Version};
 
 /// The thesis's shape: depth 8, about 800,000 nodes, 1,000 tasks.
 pub const DEFAULT_DEPTH: u32 = 8;
@@ -172,6 +181,189 @@ pub fn parallel_read(settings: &ReadSettings) -> ReadOutcome {
     }
 }
 
+/// The thesis's write shape: 1,000 trees of depth 6 and about 10,000 nodes.
+pub const DEFAULT_WRITE_DEPTH: u32 = 6;
+pub const DEFAULT_WRITE_NODES: u64 = 10_000;
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteSettings {
+    /// Levels below each tree's root.
+    pub depth: u32,
+    /// About how many nodes each tree gets.
+    pub nodes: u64,
+    pub tasks: usize,
+    pub threads: usize,
+    pub seed: u64,
+    /// The database's directory (made empty for the run, removed after);
+    /// `None` keeps it in memory.
+    pub dir: Option<PathBuf>,
+}
+
+/// What a write run did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// From the first task's start to the last task's check.
+    pub wall: Duration,
+    /// Nodes written in all (every tree's, its root included).
+    pub nodes: u64,
+    /// Tasks whose tree counted back its own number of nodes.
+    pub correct: usize,
+    /// Commits that replayed their edits on a newer version first.
+    pub retries: u64,
+    /// The log's work: records, fsyncs, bytes (zero in memory).
+    pub log: LogStats,
+}
+
+/// Why a write run could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("could not prepare the database directory {0}: {1}")]
+    Dir(PathBuf, #[source] std::io::Error),
+    #[error(transparent)]
+    Open(#[from] crate::OpenError),
+    #[error("task {task} could not commit: {source}")]
+    Commit {
+        task: usize,
+        #[source]
+        source: crate::TreeError,
+    },
+}
+
+/// The edits that build one tree of the write experiment from an empty
+/// root, in pre-order (each node added as the last child of its parent),
+/// and the number of nodes they add.
+pub fn write_edits(depth: u32, nodes: u64, seed: u64) -> (Vec<Edit>, u64) {
+    let fanout = fanout_for(depth, nodes.saturating_sub(1).max(1));
+    let (base, extra) = (fanout.floor() as usize, fanout.fract());
+    let mut rng = fastrand_like(seed);
+    let mut edits = Vec::new();
+    // Every leaf is the same immutable node; sharing it is what a
+    // persistent tree allows (each is still added by its own edit).
+    let leaf = Node::with_attributes([("leaf", &b"1"[..])]);
+    // Depth-first, with an explicit stack of (path, children still to add,
+    // levels below): the root's children come first.
+    let mut path: Vec<usize> = Vec::new();
+    let mut todo: Vec<(usize, usize, u32)> = vec![(0, base + usize::from(rng() < extra), depth)];
+    while let Some((next, count, below)) = todo.last_mut() {
+        if *next == *count {
+            todo.pop();
+            path.pop();
+            continue;
+        }
+        let at = *next;
+        *next += 1;
+        let below = *below - 1;
+        let node = if below == 0 {
+            leaf.clone()
+        } else {
+            Node::new()
+        };
+        edits.push(Edit::AddChild {
+            path: path.clone(),
+            at,
+            node,
+        });
+        if below > 0 {
+            let children = base + usize::from(rng() < extra);
+            path.push(at);
+            todo.push((0, children, below));
+        }
+    }
+    let added = edits.len() as u64;
+    (edits, added)
+}
+
+/// Runs the write experiment on `threads` threads.
+pub fn parallel_write(settings: &WriteSettings) -> Result<WriteOutcome, WriteError> {
+    let db = match &settings.dir {
+        Some(dir) => {
+            match std::fs::remove_dir_all(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(WriteError::Dir(dir.clone(), e)),
+            }
+            Database::open(dir)?
+        }
+        None => Database::new(),
+    };
+    let next = AtomicUsize::new(0);
+    let correct = AtomicUsize::new(0);
+    let nodes = AtomicU64::new(0);
+    let failed = Mutex::new(None);
+    let start = Instant::now();
+    thread::scope(|s| {
+        for _ in 0..settings.threads.max(1) {
+            s.spawn(|| {
+                loop {
+                    let task = next.fetch_add(1, Ordering::Relaxed);
+                    if task >= settings.tasks {
+                        break;
+                    }
+                    // Build the tree node by node, apart, then register
+                    // it: one durable record per task, as Jungle's tasks
+                    // built a tree and registered it.
+                    let commit = || -> Result<u64, crate::TreeError> {
+                        let (edits, added) = write_edits(
+                            settings.depth,
+                            settings.nodes,
+                            settings.seed.wrapping_add(task as u64),
+                        );
+                        let mut root = Node::new();
+                        for edit in edits {
+                            edit.apply_in_place(&mut root).map_err(|source| {
+                                crate::TreeError::Conflict { version: 0, source }
+                            })?;
+                        }
+                        db.create_tree_with(&format!("task-{task}"), root)?;
+                        let counted = db
+                            .tree(&format!("task-{task}"))
+                            .map(|t| t.snapshot().root().count());
+                        Ok(u64::from(counted == Some(added + 1)) * (added + 1))
+                    };
+                    match commit() {
+                        Ok(0) => {}
+                        Ok(written) => {
+                            nodes.fetch_add(written, Ordering::Relaxed);
+                            correct.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(source) => {
+                            failed
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .get_or_insert(WriteError::Commit { task, source });
+                            // Stop handing out tasks.
+                            next.store(settings.tasks, Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let wall = start.elapsed();
+    if let Some(e) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    let retries = db
+        .names()
+        .iter()
+        .filter_map(|n| db.tree(n))
+        .map(|t| t.stats().retries)
+        .sum();
+    let outcome = WriteOutcome {
+        wall,
+        nodes: nodes.into_inner(),
+        correct: correct.into_inner(),
+        retries,
+        log: db.log_stats(),
+    };
+    drop(db);
+    if let Some(dir) = &settings.dir {
+        std::fs::remove_dir_all(dir).map_err(|e| WriteError::Dir(dir.clone(), e))?;
+    }
+    Ok(outcome)
+}
+
 /// A path from the root to a random inner node (where a leaf is added).
 fn random_path(root: &Node, rng: &mut impl FnMut() -> f64) -> Vec<usize> {
     let mut path = Vec::new();
@@ -201,6 +393,47 @@ mod tests {
             node = first;
         }
         assert_eq!(depth, 8);
+    }
+
+    #[test]
+    fn a_write_tree_has_the_asked_depth_and_about_the_asked_size() {
+        let (edits, added) = write_edits(6, 10_000, 3);
+        let root = edits
+            .iter()
+            .try_fold(Node::new(), |r, e| e.apply(&r))
+            .unwrap();
+        assert_eq!(root.count(), added + 1);
+        assert!((8_000..12_500).contains(&added), "{added}");
+        let mut depth = 0;
+        let mut node = &root;
+        while let Some(first) = node.children().first() {
+            depth += 1;
+            node = first;
+        }
+        assert_eq!(depth, 6);
+    }
+
+    #[test]
+    fn durable_writers_on_several_threads_all_write_correctly_and_share_fsyncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = WriteSettings {
+            depth: 3,
+            nodes: 200,
+            tasks: 40,
+            threads: 4,
+            seed: 1,
+            dir: Some(dir.path().join("db")),
+        };
+        let outcome = parallel_write(&settings).unwrap();
+        assert_eq!(outcome.correct, 40);
+        assert_eq!(outcome.retries, 0, "every task writes its own tree");
+        // One tree registered per task, each acknowledged durable.
+        assert_eq!(outcome.log.records, 40);
+        assert!(outcome.log.fsyncs >= 1 && outcome.log.fsyncs <= 40);
+        assert!(
+            !dir.path().join("db").exists(),
+            "the run removes its database"
+        );
     }
 
     #[test]

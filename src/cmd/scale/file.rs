@@ -153,6 +153,7 @@ pub fn read(path: &Path, columns: &Columns) -> Result<Curve> {
             ..Environment::default()
         },
         warnings: Vec::new(),
+        extra: Vec::new(),
     })
 }
 

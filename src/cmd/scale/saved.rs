@@ -284,6 +284,7 @@ pub fn curve(run: &Run, selection: &Selection) -> Result<Curve> {
         description: format!("scaling of '{template}'{fixed_text} over {param} (run {id})"),
         environment: run.environment.clone(),
         warnings,
+        extra: Vec::new(),
     })
 }
 
