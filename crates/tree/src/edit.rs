@@ -43,8 +43,6 @@ pub enum EditError {
     },
     #[error("the node at {path:?} has no attribute '{name}'")]
     NoAttribute { path: Path, name: String },
-    #[error("the list at {path:?} is full: it holds at most {capacity} items")]
-    Full { path: Path, capacity: u64 },
 }
 
 impl Edit {

@@ -26,7 +26,6 @@ mod edit;
 pub mod fs;
 mod log;
 mod node;
-pub mod seq;
 pub mod workload;
 
 pub use db::{
