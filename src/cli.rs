@@ -651,9 +651,18 @@ pub struct SysinfoArgs {
 /// bytes: 512, 64k, 1m), /status/<code> (answers with that status),
 /// /delay/<ms> (answers after a delay). Keep-alive and pipelining are
 /// supported. Ctrl-C stops it gracefully.
+///
+/// With --app bbs it also serves the bulletin board of the Jungle thesis,
+/// kept in the tree database: the five functions /showBoard,
+/// /createBoard, /showBoardMessage, /createBoardMessage and /editMessage,
+/// whose parameters bname (board), author, msg, key (the poster's edit key)
+/// and id (the message to edit) come in the query string, so that a load
+/// generator that only GETs can write, or in a form body; a JSON API under
+/// /api/boards; and pages for a browser at /bbs. /hello on the same server
+/// is the HTTP-only ceiling to compare the board's rates with.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno serve\n  dyno serve --addr 0.0.0.0:8080 --threads 4\n  dyno serve --addr 127.0.0.1:0    # any free port; the address is printed"
+    after_help = "Examples:\n  dyno serve\n  dyno serve --addr 0.0.0.0:8080 --threads 4\n  dyno serve --addr 127.0.0.1:0    # any free port; the address is printed\n  dyno serve --app bbs --data ./bbs-data --threads 1\n  dyno http 'http://127.0.0.1:8080/showBoardMessage?bname=hello' -n 1000000 -c 100"
 )]
 pub struct ServeArgs {
     /// Address to listen on, HOST:PORT (127.0.0.1:8080, localhost:8080,
@@ -665,6 +674,21 @@ pub struct ServeArgs {
     /// Worker threads [default: the CPUs this process may use].
     #[arg(long, allow_negative_numbers = true, value_parser = threads)]
     pub threads: Option<u32>,
+
+    /// Serve an app besides the fixed endpoints: bbs, the bulletin board
+    /// (needs --data).
+    #[arg(long, value_enum, value_name = "APP")]
+    pub app: Option<ServeApp>,
+
+    /// The directory the app keeps its data in (with --app bbs).
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServeApp {
+    /// The Jungle thesis's bulletin board on the tree database.
+    Bbs,
 }
 
 /// Compare saved runs: is B faster than A, and by how much?

@@ -17,6 +17,9 @@ use serde_json::Value;
 #[path = "../crates/http/tests/common/tls.rs"]
 mod tls_server;
 
+/// `dyno serve --app bbs`: the bulletin board through the real binary.
+#[path = "cli/bbs.rs"]
+mod bbs;
 /// `dyno compare`'s tests.
 #[path = "cli/compare.rs"]
 mod compare;

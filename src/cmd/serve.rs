@@ -1,14 +1,43 @@
-//! `dyno serve`: the reference HTTP target in the foreground until Ctrl-C.
+//! `dyno serve`: the reference HTTP target in the foreground until Ctrl-C,
+//! with the bulletin board on the tree database when `--app bbs` asks.
 
-use anyhow::{Context, Result};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use dyno_serve::App;
 
 use super::print;
 use crate::ExitStatus;
-use crate::cli::ServeArgs;
+use crate::cli::{ServeApp, ServeArgs};
 
 pub fn run(args: ServeArgs) -> Result<ExitStatus> {
-    let ServeArgs { addr, threads } = args;
+    let ServeArgs {
+        addr,
+        threads,
+        app,
+        data,
+    } = args;
     let threads = threads.map_or_else(dyno_env::available_cpus, |t| t as usize);
+    let data = app_data(app, data)?;
+    let (app, banner) = match data {
+        None => (App::Plain, String::new()),
+        Some(data) => {
+            // lead: Database::open(&data)
+            let db = Arc::new(dyno_tree::Database::new());
+            let kept = format!(
+                "in memory only: {} is not used until the durable store is built",
+                data.display()
+            );
+            (
+                App::Bbs(db),
+                format!(
+                    "bbs: /showBoard  /createBoard  /showBoardMessage  /createBoardMessage  /editMessage\n\
+                     bbs: JSON under /api/boards, pages at /bbs; boards kept {kept}\n"
+                ),
+            )
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("dyno-serve")
@@ -22,7 +51,8 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
         let local = listener.local_addr()?;
         print(&format!(
             "dyno serve: listening on http://{local} with {threads} threads\n\
-             endpoints: /hello  /blob/<size>  /status/<code>  /delay/<ms>   (Ctrl-C stops)\n"
+             endpoints: /hello  /blob/<size>  /status/<code>  /delay/<ms>   (Ctrl-C stops)\n\
+             {banner}"
         ))?;
         let shutdown = async {
             // If the signal handler cannot be installed, serve until killed.
@@ -30,11 +60,27 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
                 std::future::pending::<()>().await;
             }
         };
-        dyno_serve::serve(listener, shutdown)
+        dyno_serve::serve_app(listener, shutdown, app)
             .await
             .context("the server stopped with an error")?;
         eprintln!("dyno serve: stopped");
         anyhow::Ok(())
     })?;
     Ok(ExitStatus::Success)
+}
+
+/// The data directory of the app asked for, if any: `--app` and `--data`
+/// come together.
+fn app_data(app: Option<ServeApp>, data: Option<PathBuf>) -> Result<Option<PathBuf>> {
+    match (app, data) {
+        (None, None) => Ok(None),
+        (Some(ServeApp::Bbs), Some(data)) => Ok(Some(data)),
+        (Some(ServeApp::Bbs), None) => bail!(
+            "--app bbs keeps its boards in a directory: give it with --data DIR (e.g. --data ./bbs-data)"
+        ),
+        (None, Some(data)) => bail!(
+            "--data {} is the directory of an app, and no app was asked for: add --app bbs, or leave --data out",
+            data.display()
+        ),
+    }
 }

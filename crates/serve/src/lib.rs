@@ -11,19 +11,29 @@
 //! - `/delay/<ms>`: `/hello` after `<ms>` milliseconds (0–60000).
 //! - `/`: the list of endpoints; anything else is 404.
 //!
+//! Given a database ([`App::Bbs`]), it also serves the thesis's bulletin
+//! board on it: the five functions `/showBoard`, `/createBoard`,
+//! `/showBoardMessage`, `/createBoardMessage`, `/editMessage` (query
+//! parameters `bname`, `author`, `msg`, `key`, `id`), a JSON API under
+//! `/api/boards` and pages for a browser under `/bbs`; `/hello` on the same
+//! server is then the HTTP-only ceiling of the BBS benchmark.
+//!
 //! [`serve`] runs on a listener the caller bound, until a shutdown future
 //! completes; [`spawn`] runs it on its own threads for in-process use (the
-//! default target of `dyno http`, and tests).
+//! default target of `dyno http`, and tests). [`serve_app`] and
+//! [`spawn_app`] do the same for an [`App`].
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::thread;
 use std::time::Duration;
 
 use bytes::Bytes;
+use dyno_tree::Database;
 use hyper::body::{Body as _, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::Service;
@@ -34,9 +44,11 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
 
+mod bbs;
 mod body;
 mod routes;
 
+use bbs::{Bbs, Handled};
 use body::Body;
 use routes::Answer;
 
@@ -52,6 +64,18 @@ const GRACE: Duration = Duration::from_secs(5);
 /// about one connection (out of file descriptors, out of memory): the error
 /// repeats until something is freed, so retrying at once would only spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// What a server serves besides its fixed endpoints.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum App {
+    /// The fixed endpoints only.
+    #[default]
+    Plain,
+    /// The fixed endpoints and the bulletin board, kept in this database
+    /// (one tree per board, named `board/` and the board's name).
+    Bbs(Arc<Database>),
+}
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +107,17 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    serve_with_grace(listener, shutdown, GRACE).await;
+    serve_app(listener, shutdown, App::Plain).await
+}
+
+/// [`serve`] with `app` besides the fixed endpoints. The BBS's writes run
+/// on the runtime's blocking pool (a durable commit waits for the disk).
+pub async fn serve_app(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+    app: App,
+) -> Result<(), ServeError> {
+    serve_with_grace(listener, shutdown, GRACE, app).await;
     Ok(())
 }
 
@@ -91,9 +125,18 @@ async fn serve_with_grace(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
     grace: Duration,
+    app: App,
 ) {
     let mut shutdown = pin!(shutdown);
     let blob = body::blob_buffer();
+    let bbs = match app {
+        App::Plain => None,
+        App::Bbs(db) => Some(Arc::new(Bbs::new(db))),
+    };
+    let index = match bbs {
+        None => Bytes::from_static(routes::INDEX),
+        Some(_) => Bytes::from([routes::INDEX, bbs::INDEX.as_bytes()].concat()),
+    };
     let mut builder = http1::Builder::new();
     builder
         .keep_alive(true)
@@ -113,7 +156,11 @@ async fn serve_with_grace(
         };
         match accepted {
             Ok((stream, _peer)) => {
-                let service = Svc { blob: blob.clone() };
+                let service = Svc {
+                    blob: blob.clone(),
+                    index: index.clone(),
+                    bbs: bbs.clone(),
+                };
                 let stop = stop_rx.clone();
                 connections.spawn(connection(&builder, stream, service, stop));
             }
@@ -178,10 +225,13 @@ fn is_connection_error(err: &std::io::Error) -> bool {
 }
 
 /// The per-connection request handler: routes each request and holds the
-/// shared blob buffer (cloned once per connection, not per request).
+/// shared blob buffer, the index page and the BBS (cloned once per
+/// connection, not per request).
 #[derive(Debug, Clone)]
 struct Svc {
     blob: Bytes,
+    index: Bytes,
+    bbs: Option<Arc<Bbs>>,
 }
 
 impl Service<Request<Incoming>> for Svc {
@@ -190,28 +240,61 @@ impl Service<Request<Incoming>> for Svc {
     type Future = Respond;
 
     fn call(&self, request: Request<Incoming>) -> Respond {
-        let (delay, response) = match routes::route(request.uri().path(), &self.blob) {
+        let path = request.uri().path();
+        // A plain server pays one test of None here.
+        if let Some(bbs) = &self.bbs
+            && bbs::owns(path)
+        {
+            return match bbs.call(request) {
+                Handled::Now(response, body) => Respond::new(body, None, response),
+                Handled::Later(later) => Respond {
+                    body: None,
+                    delay: None,
+                    response: None,
+                    later: Some(Later(later)),
+                },
+            };
+        }
+        let (delay, response) = match routes::route(path, &self.blob, &self.index) {
             Answer::Now(response) => (None, response),
             Answer::After(delay, response) => (Some(Box::pin(tokio::time::sleep(delay))), response),
         };
-        let body = request.into_body();
-        Respond {
-            body: (!body.is_end_stream()).then_some(body),
-            delay,
-            response: Some(response),
-        }
+        Respond::new(request.into_body(), delay, response)
     }
 }
 
 /// The future of one answer: reads and discards the request body (so the
 /// connection can be kept alive after it), waits out any delay, then yields
-/// the response. Hand-written because `Service::Future` must be a nameable
-/// type: an `async` block would have to be boxed, one allocation per request.
+/// the response; or awaits the BBS's answer, which reads the body itself.
+/// Hand-written because `Service::Future` must be a nameable type: an
+/// `async` block would have to be boxed, one allocation per request (the
+/// BBS pays it only for writes and bodies).
 #[derive(Debug)]
 struct Respond {
     body: Option<Incoming>,
     delay: Option<Pin<Box<Sleep>>>,
     response: Option<Response<Body>>,
+    later: Option<Later>,
+}
+
+/// An answer still being made (a BBS write).
+struct Later(Pin<Box<dyn Future<Output = Response<Body>> + Send>>);
+
+impl std::fmt::Debug for Later {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Later(..)")
+    }
+}
+
+impl Respond {
+    fn new(body: Incoming, delay: Option<Pin<Box<Sleep>>>, response: Response<Body>) -> Respond {
+        Respond {
+            body: (!body.is_end_stream()).then_some(body),
+            delay,
+            response: Some(response),
+            later: None,
+        }
+    }
 }
 
 impl Future for Respond {
@@ -219,6 +302,9 @@ impl Future for Respond {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        if let Some(later) = &mut this.later {
+            return later.0.as_mut().poll(cx).map(Ok);
+        }
         if let Some(body) = &mut this.body {
             // Stops at the end, or at an error: a broken body means a broken
             // connection, so answer anyway and let hyper find out when it writes.
@@ -246,6 +332,15 @@ impl Future for Respond {
 /// connections made from now on are queued and served). Stop it with
 /// [`ServerHandle::shutdown`], or by dropping the handle.
 pub fn spawn(listener: std::net::TcpListener, threads: usize) -> Result<ServerHandle, ServeError> {
+    spawn_app(listener, threads, App::Plain)
+}
+
+/// [`spawn`] with `app` besides the fixed endpoints.
+pub fn spawn_app(
+    listener: std::net::TcpListener,
+    threads: usize,
+    app: App,
+) -> Result<ServerHandle, ServeError> {
     let local_addr = listener.local_addr().map_err(ServeError::Listener)?;
     listener
         .set_nonblocking(true)
@@ -271,7 +366,7 @@ pub fn spawn(listener: std::net::TcpListener, threads: usize) -> Result<ServerHa
             };
             // serve cannot fail once started; the runtime is dropped here, on
             // its own thread, never inside the caller's async context.
-            let _ = runtime.block_on(serve(listener, shutdown));
+            let _ = runtime.block_on(serve_app(listener, shutdown, app));
         })
         .map_err(ServeError::Thread)?;
     Ok(ServerHandle {

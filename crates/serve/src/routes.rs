@@ -24,8 +24,8 @@ const TEXT_HTML: &str = "text/html";
 const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
 const OCTET_STREAM: &str = "application/octet-stream";
 
-/// The endpoint list served at `/`.
-const INDEX: &[u8] = b"dyno reference server\n\
+/// The endpoint list served at `/` (the BBS's follows, when served).
+pub(crate) const INDEX: &[u8] = b"dyno reference server\n\
 \n\
 GET /hello          a 92-byte HTML page\n\
 GET /blob/<size>    <size> bytes (512, 64k, 1m, ...; powers of 1024, up to 1t)\n\
@@ -45,8 +45,9 @@ pub(crate) enum Answer {
     After(Duration, Response<Body>),
 }
 
-/// Routes a request by its path. `blob` is the server's shared blob buffer.
-pub(crate) fn route(path: &str, blob: &Bytes) -> Answer {
+/// Routes a request by its path. `blob` is the server's shared blob buffer,
+/// `index` the page served at `/`.
+pub(crate) fn route(path: &str, blob: &Bytes, index: &Bytes) -> Answer {
     if path == "/hello" {
         Answer::Now(hello())
     } else if let Some(size) = path.strip_prefix("/blob/") {
@@ -59,13 +60,17 @@ pub(crate) fn route(path: &str, blob: &Bytes) -> Answer {
             Err(message) => Answer::Now(text(StatusCode::BAD_REQUEST, message.into())),
         }
     } else if path == "/" {
-        Answer::Now(text(StatusCode::OK, Bytes::from_static(INDEX)))
+        Answer::Now(text(StatusCode::OK, index.clone()))
     } else {
         Answer::Now(text(StatusCode::NOT_FOUND, Bytes::from_static(NOT_FOUND)))
     }
 }
 
-fn response(status: StatusCode, content_type: &'static str, body: Body) -> Response<Body> {
+pub(crate) fn response(
+    status: StatusCode,
+    content_type: &'static str,
+    body: Body,
+) -> Response<Body> {
     let mut response = Response::new(body);
     *response.status_mut() = status;
     // from_static shares the static string; it only checks its few bytes.
@@ -190,19 +195,29 @@ mod tests {
         }
     }
 
+    fn route_plain(path: &str, blob: &Bytes) -> Answer {
+        route(path, blob, &Bytes::from_static(INDEX))
+    }
+
     #[test]
     fn routes_by_path() {
         let blob = crate::body::blob_buffer();
-        assert_eq!(now(route("/hello", &blob)).status(), StatusCode::OK);
-        assert_eq!(now(route("/", &blob)).status(), StatusCode::OK);
-        assert_eq!(now(route("/nope", &blob)).status(), StatusCode::NOT_FOUND);
-        assert_eq!(now(route("/hello/", &blob)).status(), StatusCode::NOT_FOUND);
-        let blob_answer = now(route("/blob/3m", &blob));
+        assert_eq!(now(route_plain("/hello", &blob)).status(), StatusCode::OK);
+        assert_eq!(now(route_plain("/", &blob)).status(), StatusCode::OK);
+        assert_eq!(
+            now(route_plain("/nope", &blob)).status(),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            now(route_plain("/hello/", &blob)).status(),
+            StatusCode::NOT_FOUND
+        );
+        let blob_answer = now(route_plain("/blob/3m", &blob));
         assert_eq!(blob_answer.body().size_hint().exact(), Some(3 << 20));
-        let no_content = now(route("/status/204", &blob));
+        let no_content = now(route_plain("/status/204", &blob));
         assert_eq!(no_content.status(), StatusCode::NO_CONTENT);
         assert_eq!(no_content.body().size_hint().exact(), Some(0));
-        match route("/delay/5", &blob) {
+        match route_plain("/delay/5", &blob) {
             Answer::After(delay, response) => {
                 assert_eq!(delay, Duration::from_millis(5));
                 assert_eq!(

@@ -10,14 +10,14 @@ use super::*;
 
 /// One parsed response.
 #[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -28,18 +28,18 @@ impl Reply {
         self.header("content-length").map(|v| v.parse().unwrap())
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 }
 
 /// A raw HTTP/1.1 connection.
-struct Client {
+pub(crate) struct Client {
     reader: BufReader<TcpStream>,
 }
 
 impl Client {
-    fn connect(addr: SocketAddr) -> Self {
+    pub(crate) fn connect(addr: SocketAddr) -> Self {
         let stream = TcpStream::connect(addr).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -49,16 +49,16 @@ impl Client {
         }
     }
 
-    fn send_raw(&mut self, raw: &[u8]) {
+    pub(crate) fn send_raw(&mut self, raw: &[u8]) {
         self.reader.get_mut().write_all(raw).unwrap();
     }
 
-    fn send(&mut self, method: &str, path: &str) {
+    pub(crate) fn send(&mut self, method: &str, path: &str) {
         self.send_raw(request(method, path).as_bytes());
     }
 
     /// Reads one response; `head` says it answers a HEAD request (no body).
-    fn read(&mut self, head: bool) -> Reply {
+    pub(crate) fn read(&mut self, head: bool) -> Reply {
         let mut line = String::new();
         self.reader.read_line(&mut line).unwrap();
         let mut parts = line.trim_end().splitn(3, ' ');
@@ -94,13 +94,33 @@ impl Client {
         reply
     }
 
-    fn get(&mut self, path: &str) -> Reply {
+    pub(crate) fn get(&mut self, path: &str) -> Reply {
         self.send("GET", path);
         self.read(false)
     }
 
+    /// Sends `method path` with `body` (of `content_type`, when given) and
+    /// reads the answer.
+    pub(crate) fn send_body(
+        &mut self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        body: &[u8],
+    ) -> Reply {
+        let kind = content_type
+            .map(|t| format!("Content-Type: {t}\r\n"))
+            .unwrap_or_default();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: test\r\n{kind}Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        self.send_raw(&[head.as_bytes(), body].concat());
+        self.read(method == "HEAD")
+    }
+
     /// True when the server has closed the connection (reads EOF or a reset).
-    fn is_closed(&mut self) -> bool {
+    pub(crate) fn is_closed(&mut self) -> bool {
         match self.reader.fill_buf() {
             Ok(buffered) => buffered.is_empty(),
             Err(err) => err.kind() == std::io::ErrorKind::ConnectionReset,
@@ -117,7 +137,7 @@ fn server() -> ServerHandle {
     spawn(listener, 2).unwrap()
 }
 
-fn get(addr: SocketAddr, path: &str) -> Reply {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> Reply {
     Client::connect(addr).get(path)
 }
 
@@ -355,6 +375,7 @@ async fn grace_period_is_bounded() {
             let _ = stop_rx.await;
         },
         Duration::from_millis(100),
+        App::Plain,
     ));
     // A request that would outlive the grace period by far.
     let slow = tokio::task::spawn_blocking(move || {
