@@ -23,17 +23,21 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
     let (app, banner) = match data {
         None => (App::Plain, String::new()),
         Some(data) => {
-            // lead: Database::open(&data)
-            let db = Arc::new(dyno_tree::Database::new());
-            let kept = format!(
-                "in memory only: {} is not used until the durable store is built",
-                data.display()
-            );
+            let db = dyno_tree::Database::open(&data).with_context(|| {
+                format!(
+                    "could not open the bulletin board's data in {}",
+                    data.display()
+                )
+            })?;
+            if let Some(warning) = db.recovery().and_then(|r| r.warning()) {
+                eprintln!("dyno serve: warning: {warning}");
+            }
             (
-                App::Bbs(db),
+                App::Bbs(Arc::new(db)),
                 format!(
                     "bbs: /showBoard  /createBoard  /showBoardMessage  /createBoardMessage  /editMessage\n\
-                     bbs: JSON under /api/boards, pages at /bbs; boards kept {kept}\n"
+                     bbs: JSON under /api/boards, pages at /bbs; kept in {} (every post fsynced before it is answered)\n",
+                    data.display()
                 ),
             )
         }

@@ -116,3 +116,186 @@ fn the_board_takes_reads_and_writes_from_dyno_http() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// One GET on a new connection; `None` when the server is gone or the
+/// answer is cut off.
+fn try_get(addr: &str, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).ok()?;
+    let text = String::from_utf8(raw).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    let length: usize = head.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("content-length:")
+            .map(|v| v.trim().parse().ok())
+    })??;
+    (body.len() == length).then(|| (status, body.to_owned()))
+}
+
+/// Every message of board `bname` as (id, text), read page by page.
+fn all_messages(addr: &str, bname: &str) -> Vec<(u64, String)> {
+    let mut out = Vec::new();
+    let mut before = String::new();
+    loop {
+        let (status, body) = try_get(
+            addr,
+            &format!("/showBoardMessage?bname={bname}&limit=1000{before}"),
+        )
+        .unwrap();
+        assert_eq!(status, 200, "{body}");
+        let page: Vec<(u64, String)> = body
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let mut fields = l.split('\t');
+                let id = fields.next()?.parse().ok()?;
+                Some((id, fields.nth(1)?.to_owned()))
+            })
+            .collect();
+        let Some(&(oldest, _)) = page.last() else {
+            break;
+        };
+        out.extend(page);
+        if oldest <= 1 {
+            break;
+        }
+        before = format!("&before={oldest}");
+    }
+    out
+}
+
+fn kill9(child: &mut std::process::Child) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn kill_9_in_the_middle_of_a_write_load_loses_no_acknowledged_post() {
+    let data = temp();
+    let (mut child, addr, _) = spawn_bbs(data.path());
+    let (status, _) = try_get(&addr, "/createBoard?bname=load&author=a&msg=first&key=k").unwrap();
+    assert_eq!(status, 200);
+    // Eight posters, each keeping the posts the server acknowledged.
+    let acknowledged = std::sync::Mutex::new(Vec::new());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for writer in 0..8 {
+            let (addr, acknowledged, stop) = (&addr, &acknowledged, &stop);
+            s.spawn(move || {
+                for seq in 0.. {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let msg = format!("w{writer}-{seq}");
+                    let path =
+                        format!("/createBoardMessage?bname=load&author=w{writer}&msg={msg}&key=k");
+                    match try_get(addr, &path) {
+                        Some((200, body)) => {
+                            let id: u64 = body
+                                .strip_prefix("posted message ")
+                                .and_then(|r| r.split_whitespace().next())
+                                .and_then(|id| id.parse().ok())
+                                .unwrap_or_else(|| panic!("{body}"));
+                            acknowledged.lock().unwrap().push((id, msg));
+                        }
+                        Some((status, body)) => panic!("{status}: {body}"),
+                        // The server was killed under this request.
+                        None => break,
+                    }
+                }
+            });
+        }
+        // Kill it once a few hundred posts are in, with the load running.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while acknowledged.lock().unwrap().len() < 300 {
+            assert!(Instant::now() < deadline, "the posts did not come");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        kill9(&mut child);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let acknowledged = acknowledged.into_inner().unwrap();
+    // A new server on the same directory (the lock died with the process).
+    let (mut child, addr, _) = spawn_bbs(data.path());
+    let stored: std::collections::HashMap<u64, String> =
+        all_messages(&addr, "load").into_iter().collect();
+    for (id, msg) in &acknowledged {
+        assert_eq!(
+            stored.get(id),
+            Some(msg),
+            "acknowledged post {id} ({msg}) was lost"
+        );
+    }
+    // Ids stay unique and the board goes on after recovery.
+    let (status, body) = try_get(
+        &addr,
+        "/createBoardMessage?bname=load&author=a&msg=after&key=k",
+    )
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let next: u64 = body["posted message ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(next, stored.keys().max().unwrap() + 1);
+    kill9(&mut child);
+}
+
+#[test]
+fn a_data_directory_in_use_damaged_or_impossible_is_refused_and_kept() {
+    let (home, data) = (temp(), temp());
+    let (mut child, addr, _) = spawn_bbs(data.path());
+    try_get(&addr, "/createBoard?bname=b&author=a&msg=one&key=k").unwrap();
+    for i in 0..20 {
+        try_get(
+            &addr,
+            &format!("/createBoardMessage?bname=b&author=a&msg=m{i}&key=k"),
+        )
+        .unwrap();
+    }
+    // A second server on the same directory.
+    dyno(home.path())
+        .args(["serve", "--addr", "127.0.0.1:0", "--app", "bbs", "--data"])
+        .arg(data.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("in use by another process"));
+    kill9(&mut child);
+    // Damage in the middle of the log: refused, and the file kept as it was.
+    let log = data.path().join("log-0000000000");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    std::fs::write(&log, &bytes).unwrap();
+    dyno(home.path())
+        .args(["serve", "--addr", "127.0.0.1:0", "--app", "bbs", "--data"])
+        .arg(data.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("log-0000000000 is damaged"))
+        .stderr(predicate::str::contains("Nothing was changed"));
+    assert_eq!(std::fs::read(&log).unwrap(), bytes);
+    // A directory that cannot be made: its parent is a file.
+    let file = data.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    dyno(home.path())
+        .args(["serve", "--addr", "127.0.0.1:0", "--app", "bbs", "--data"])
+        .arg(file.join("data"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "could not open the bulletin board's data",
+        ));
+}
