@@ -1,7 +1,8 @@
 //! The boards as trees of the database: how messages are laid out, posted,
-//! edited and read. Nothing here knows HTTP; the writes block (a durable
-//! database waits for its log), so the handlers run them on tokio's
-//! blocking pool, while reads take a snapshot and never wait.
+//! edited and read. Nothing here knows HTTP. Writes block (a durable
+//! database waits for its log), so they run on tokio's blocking pool: posts
+//! through their board's writer (below), the rest from the handlers. Reads
+//! take a snapshot and never wait.
 //!
 //! One tree per board, named [`PREFIX`] + the board's name, so writers on
 //! different boards never meet, and other users of the database cannot
@@ -25,6 +26,16 @@
 //! copy half a trillion; with pages a post copies at most 128 nodes plus one
 //! per 4,096 messages (244 at a million).
 //!
+//! Posts to one board are committed in groups: the first post to find the
+//! board's writer idle starts it on the blocking pool, and the posts that
+//! arrive while it commits go into its next transaction together (up to
+//! [`MAX_BATCH`]). Concurrent posts would otherwise race for the same root,
+//! every loser redoing its work, and each would hold a blocking thread and,
+//! in a durable database, wait for the disk on its own. Measured
+//! before this: 57–76 µs of server CPU a post with 100 connections on one
+//! core (a fifth in thread switches, another in arc-swap paying the debts
+//! of hundreds of blocking threads), against 12 µs a read.
+//!
 //! A message is a node with the attributes `id` (its number, written out so
 //! that the stored tree reads on its own), `author`, `msg`, `key` (the
 //! poster's edit key, compared on edit and never shown), `time` (unix
@@ -33,16 +44,22 @@
 //! that to check the key on a snapshot before it commits.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use dyno_tree::{Database, Edit, Node, Tree, TreeError, Version};
+use tokio::sync::oneshot;
 
 /// Tree names of boards start with this; the rest is the board's name.
 pub(crate) const PREFIX: &str = "board/";
 
 /// Children per page and pages per chunk.
 const FANOUT: u64 = 64;
+
+/// The most posts one transaction of a board's writer takes (a few MiB of
+/// log record at most); more wait for the next.
+pub(crate) const MAX_BATCH: usize = 256;
 
 /// Why a board operation did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -55,8 +72,17 @@ pub(crate) enum BoardError {
     NoMessage { bname: String, id: u64 },
     #[error("wrong key for message {id}: give the key it was posted with")]
     WrongKey { id: u64 },
+    /// Shared by every post of a failed group.
     #[error("the database did not take the write: {0}")]
-    Store(TreeError),
+    Store(Arc<TreeError>),
+    #[error("the board's writer failed inside the server; the post was not made")]
+    Writer,
+}
+
+impl From<TreeError> for BoardError {
+    fn from(err: TreeError) -> BoardError {
+        BoardError::Store(Arc::new(err))
+    }
 }
 
 /// A message to post.
@@ -71,11 +97,47 @@ pub(crate) struct NewMessage {
 #[derive(Debug)]
 pub(crate) struct Boards {
     db: Arc<Database>,
+    /// Each board's queue of posts, made at its first post.
+    queues: Mutex<HashMap<String, Arc<Queue>>>,
+}
+
+/// Posts waiting for a board's writer.
+#[derive(Debug, Default)]
+struct Queue {
+    state: Mutex<Waiting>,
+}
+
+type Reply = oneshot::Sender<Result<u64, BoardError>>;
+
+#[derive(Debug, Default)]
+struct Waiting {
+    posts: Vec<(NewMessage, Reply)>,
+    /// A writer is running and will take these posts.
+    writing: bool,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, Waiting> {
+        // A writer that panicked clears the queue on its way out (see
+        // write_posts), so what is left is consistent.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl Boards {
     pub(crate) fn new(db: Arc<Database>) -> Boards {
-        Boards { db }
+        Boards {
+            db,
+            queues: Mutex::default(),
+        }
+    }
+
+    fn queue(&self, bname: &str) -> Arc<Queue> {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(queue) = queues.get(bname) {
+            return queue.clone();
+        }
+        queues.entry(bname.to_owned()).or_default().clone()
     }
 
     fn tree(&self, bname: &str) -> Option<Arc<Tree>> {
@@ -134,7 +196,7 @@ impl Boards {
         name.push_str(bname);
         let tree = self.db.create_tree(&name).map_err(|err| match err {
             TreeError::Exists(_) => BoardError::Exists(bname.to_owned()),
-            err => BoardError::Store(err),
+            err => err.into(),
         })?;
         let created = now().to_string();
         // The board and its first message are two commits: a crash between
@@ -146,15 +208,26 @@ impl Boards {
                 value: created.as_bytes().to_vec(),
             })?;
             Ok(())
-        })
-        .map_err(BoardError::Store)?;
-        post_to(&tree, first)
+        })?;
+        Ok(append_messages(&tree, [first])?)
     }
 
-    /// Posts `message` to board `bname`; returns its id. Blocks until the
-    /// commit is durable.
-    pub(crate) fn post(&self, bname: &str, message: &NewMessage) -> Result<u64, BoardError> {
-        post_to(&*self.existing(bname)?, message)
+    /// Posts `message` to board `bname`; resolves to its id once the
+    /// commit is durable. Needs a tokio runtime: the board's writer runs on
+    /// its blocking pool.
+    pub(crate) async fn post(&self, bname: &str, message: NewMessage) -> Result<u64, BoardError> {
+        let tree = self.existing(bname)?;
+        let queue = self.queue(bname);
+        let (reply, answer) = oneshot::channel();
+        let start = {
+            let mut waiting = queue.lock();
+            waiting.posts.push((message, reply));
+            !std::mem::replace(&mut waiting.writing, true)
+        };
+        if start {
+            tokio::task::spawn_blocking(move || write_posts(&tree, &queue));
+        }
+        answer.await.unwrap_or(Err(BoardError::Writer))
     }
 
     /// Replaces the author and text of message `id` of board `bname`, if
@@ -197,21 +270,67 @@ impl Boards {
                 })?;
             }
             Ok(())
-        })
-        .map_err(BoardError::Store)?;
+        })?;
         Ok(())
     }
 }
 
-/// Appends `message` to the board `tree` as its next message.
-fn post_to(tree: &Tree, message: &NewMessage) -> Result<u64, BoardError> {
+/// A board's writer: commits the posts waiting in `queue` to `tree`, a
+/// group at a time, until none are left.
+fn write_posts(tree: &Tree, queue: &Queue) {
+    let _stop = StopOnPanic(queue);
+    loop {
+        let group = {
+            let mut waiting = queue.lock();
+            if waiting.posts.is_empty() {
+                // Under the lock that a poster takes to see whether a
+                // writer runs: none is left waiting unseen.
+                waiting.writing = false;
+                return;
+            }
+            if waiting.posts.len() <= MAX_BATCH {
+                std::mem::take(&mut waiting.posts)
+            } else {
+                waiting.posts.drain(..MAX_BATCH).collect()
+            }
+        };
+        let first =
+            append_messages(tree, group.iter().map(|(message, _)| message)).map_err(Arc::new);
+        for (i, (_, reply)) in (0..).zip(group) {
+            let id = first.clone().map(|first| first + i);
+            // A poster that went away (its connection closed) needs no answer.
+            let _ = reply.send(id.map_err(BoardError::Store));
+        }
+    }
+}
+
+/// Clears a board's queue when its writer panics, so that the next post
+/// starts a new one; the posts it drops are answered with
+/// [`BoardError::Writer`].
+struct StopOnPanic<'a>(&'a Queue);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut waiting = self.0.lock();
+            waiting.posts.clear();
+            waiting.writing = false;
+        }
+    }
+}
+
+/// Appends `messages` to the board `tree` in one commit; returns the id of
+/// the first. Blocks until the commit is durable.
+fn append_messages<'m>(
+    tree: &Tree,
+    messages: impl IntoIterator<Item = &'m NewMessage> + Clone,
+) -> Result<u64, TreeError> {
     let time = now().to_string();
-    // Rerun on a conflict: the id is the count of messages of the version
-    // the post lands on.
-    let (_, id) = tree
-        .update(|t| {
-            let position = count(t.root());
-            let id = position + 1;
+    // Rerun on a conflict: the ids follow the count of messages of the
+    // version the commit lands on.
+    let (_, first) = tree.update(|t| {
+        let first = count(t.root()) + 1;
+        for (id, message) in (first..).zip(messages.clone()) {
             let id_text = id.to_string();
             let node = Node::with_attributes([
                 ("id", id_text.as_bytes()),
@@ -220,11 +339,11 @@ fn post_to(tree: &Tree, message: &NewMessage) -> Result<u64, BoardError> {
                 ("key", message.key.as_bytes()),
                 ("time", time.as_bytes()),
             ]);
-            t.edit(append(position, node))?;
-            Ok(id)
-        })
-        .map_err(BoardError::Store)?;
-    Ok(id)
+            t.edit(append(id - 1, node))?;
+        }
+        Ok(first)
+    })?;
+    Ok(first)
 }
 
 /// The edit that puts `node` at `position`, the end of the board: into the
@@ -405,6 +524,17 @@ mod tests {
         Boards::new(Arc::new(Database::new()))
     }
 
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    /// Posts through the board's writer, on a runtime of its own.
+    fn post(boards: &Boards, bname: &str, message: NewMessage) -> Result<u64, BoardError> {
+        runtime().block_on(boards.post(bname, message))
+    }
+
     #[test]
     fn paths_walk_chunks_pages_and_messages() {
         assert_eq!(path_of(0), [0, 0, 0]);
@@ -421,14 +551,12 @@ mod tests {
         boards.create("b", &message("a", "1", "k")).unwrap();
         // Across a page and a chunk boundary.
         let n = 4096 + 70;
-        for i in 2..=n {
-            assert_eq!(
-                boards
-                    .post("b", &message("a", &i.to_string(), "k"))
-                    .unwrap(),
-                i
-            );
-        }
+        runtime().block_on(async {
+            for i in 2..=n {
+                let id = boards.post("b", message("a", &i.to_string(), "k")).await;
+                assert_eq!(id.unwrap(), i);
+            }
+        });
         let board = boards.board("b").unwrap();
         assert_eq!(board.total(), n);
         let root = board.version.root();
@@ -451,6 +579,45 @@ mod tests {
             [2, 1]
         );
         assert_eq!(board.newest(Some(1), 10).count(), 0);
+    }
+
+    #[test]
+    fn concurrent_posts_commit_in_groups_with_every_id_once() {
+        let boards = Arc::new(boards());
+        boards.create("b", &message("a", "0", "k")).unwrap();
+        assert!(matches!(
+            post(&boards, "nope", message("a", "1", "k")),
+            Err(BoardError::NoBoard(_))
+        ));
+        let n = 1000;
+        let mut ids = runtime().block_on(async {
+            let mut posts = tokio::task::JoinSet::new();
+            for i in 1..=n {
+                let boards = boards.clone();
+                posts.spawn(async move {
+                    let id = boards.post("b", message("a", &i.to_string(), "k")).await;
+                    (id.unwrap(), i)
+                });
+            }
+            posts.join_all().await
+        });
+        ids.sort_unstable();
+        assert_eq!(
+            ids.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            (2..=n + 1).collect::<Vec<_>>()
+        );
+        let board = boards.board("b").unwrap();
+        for (id, i) in ids {
+            assert_eq!(board.message(id).unwrap().msg(), i.to_string());
+        }
+        // The board was made, its first message posted, and the rest went
+        // in groups: far fewer commits than posts.
+        let commits = boards.tree("b").unwrap().stats().commits;
+        assert!(commits < n / 2, "{commits} commits for {n} posts");
+        assert!(
+            !boards.queue("b").lock().writing,
+            "the writer stops when done"
+        );
     }
 
     #[test]
@@ -496,7 +663,7 @@ mod tests {
         for b in ["c", "a", "b", "d"] {
             boards.create(b, &message("x", "y", "z")).unwrap();
         }
-        boards.post("b", &message("x", "y", "z")).unwrap();
+        post(&boards, "b", message("x", "y", "z")).unwrap();
         let first = boards.list(None, 2);
         assert_eq!(first.total, 4);
         assert_eq!(first.boards, [("a".to_owned(), 1), ("b".to_owned(), 2)]);

@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 
 use super::Failure;
+use super::board::NewMessage;
 
 /// Longest board name, in bytes.
 pub(crate) const MAX_BNAME: usize = 100;
@@ -129,13 +130,6 @@ impl<'a> Fields<'a> {
             .map(|(_, v)| &**v)
     }
 
-    /// The value of `name`, which must be given, within `limit` bytes.
-    pub(crate) fn required(&self, name: &str, limit: usize) -> Result<&str, Failure> {
-        let value = self.get(name).ok_or_else(|| missing("parameter", name))?;
-        check_len(name, value, limit)?;
-        Ok(value)
-    }
-
     /// The board name `bname`, which must be given.
     pub(crate) fn bname(&self) -> Result<&str, Failure> {
         let value = self
@@ -224,6 +218,41 @@ pub(crate) fn check_len(name: &str, value: &str, limit: usize) -> Result<(), Fai
     Ok(())
 }
 
+/// A message to post, from its fields `author`, `msg` and `key` (`kind`
+/// says "parameter" or "field" when one is missing), each within its
+/// limit: the author one line of text, the message text with tabs and line
+/// breaks but no other control character (which could drive the terminal
+/// of someone reading the plain-text listing), the key anything.
+pub(crate) fn new_message(
+    kind: &str,
+    author: Option<&str>,
+    msg: Option<&str>,
+    key: Option<&str>,
+) -> Result<NewMessage, Failure> {
+    let field = |name: &str, value: Option<&str>, limit: usize| {
+        let value = value.ok_or_else(|| missing(kind, name))?;
+        check_len(name, value, limit)?;
+        Ok::<_, Failure>(value.to_owned())
+    };
+    let author = field("author", author, MAX_AUTHOR)?;
+    let msg = field("msg", msg, MAX_MSG)?;
+    let key = field("key", key, MAX_KEY)?;
+    if author.chars().any(char::is_control) {
+        return Err(Failure::bad_request(
+            "author holds a control character (a newline, a tab, ...): give one line of text",
+        ));
+    }
+    if msg
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+    {
+        return Err(Failure::bad_request(
+            "msg holds a control character other than a tab or a line break",
+        ));
+    }
+    Ok(NewMessage { author, msg, key })
+}
+
 /// A board name: 1 to [`MAX_BNAME`] bytes, no control characters.
 pub(crate) fn check_bname(value: &str) -> Result<(), Failure> {
     if value.is_empty() {
@@ -292,14 +321,24 @@ mod tests {
                 .message
                 .contains("1 to 1000")
         );
-        let err = f.required("author", MAX_AUTHOR).unwrap_err();
-        assert_eq!(err.message, "missing parameter 'author'");
-        let long = format!("msg={}", "x".repeat(MAX_MSG + 1));
-        let f = Fields::parse(None, &long).unwrap();
-        let err = f.required("msg", MAX_MSG).unwrap_err();
+        let message = |a, m, k| new_message("parameter", a, m, k).unwrap_err().message;
         assert_eq!(
-            err.message,
+            message(None, Some("m"), Some("k")),
+            "missing parameter 'author'"
+        );
+        let long = "x".repeat(MAX_MSG + 1);
+        assert_eq!(
+            message(Some("a"), Some(&long), Some("k")),
             "msg is 10241 bytes long; the limit is 10240 bytes"
+        );
+        assert!(
+            message(Some("a\u{1b}[2J"), Some("m"), Some("k")).contains("author holds a control")
+        );
+        assert!(message(Some("a"), Some("m\u{7}"), Some("k")).contains("msg holds a control"));
+        let ok = new_message("field", Some("ann"), Some("a\tb\r\nc"), Some("\u{0}")).unwrap();
+        assert_eq!(
+            (&*ok.author, &*ok.msg, &*ok.key),
+            ("ann", "a\tb\r\nc", "\u{0}")
         );
         assert!(check_bname("a\nb").is_err());
         assert!(check_bname(&"b".repeat(101)).is_err());

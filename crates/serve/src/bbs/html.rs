@@ -17,7 +17,7 @@ use percent_encoding::{NON_ALPHANUMERIC, PercentEncode, utf8_percent_encode};
 
 use super::board::{BoardError, Boards, Message};
 use super::form::{Fields, MAX_AUTHOR, MAX_BNAME, MAX_KEY, MAX_MSG};
-use super::{Answer, Done, Failure, respond, see_other};
+use super::{Answer, Done, Failure, respond, see_other, text};
 use crate::body::Body;
 
 const CONTENT_TYPE: &str = "text/html; charset=utf-8";
@@ -97,7 +97,8 @@ pub(crate) fn index(boards: &Boards, fields: &Fields<'_>) -> Answer {
     let (after, limit) = fields.after_and_limit()?;
     let list = boards.list(after, limit);
     Ok(page(StatusCode::OK, "Boards", |out| {
-        let _ = write!(out, "<h1>Boards</h1>\n<p>{} boards", list.total);
+        let total = list.total;
+        let _ = write!(out, "<h1>Boards</h1>\n<p>{total} board{}", text::s(total));
         if after.is_some() {
             out.push_str(" · <a href=\"/bbs\">first page</a>");
         }
@@ -144,7 +145,8 @@ pub(crate) fn board(boards: &Boards, fields: &Fields<'_>) -> Answer {
     Ok(page(StatusCode::OK, bname, |out| {
         out.push_str("<p><a href=\"/bbs\">All boards</a></p>\n<h1>");
         push_escaped(out, bname);
-        let _ = write!(out, "</h1>\n<p>{} messages", board.total());
+        let total = board.total();
+        let _ = write!(out, "</h1>\n<p>{total} message{}", text::s(total));
         if before.is_some() {
             let _ = write!(out, " · <a href=\"/bbs/board?bname={encoded}\">newest</a>");
         }
@@ -214,7 +216,7 @@ pub(crate) fn edit_form(boards: &Boards, fields: &Fields<'_>) -> Answer {
 pub(crate) fn written(done: &Done) -> Response<Body> {
     see_other(format!(
         "/bbs/board?bname={}#m{}",
-        url_encode(done.write.bname()),
+        url_encode(&done.bname),
         done.id
     ))
 }

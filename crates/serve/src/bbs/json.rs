@@ -26,8 +26,8 @@ use hyper::{Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use super::board::{BoardError, Boards, Message, NewMessage};
-use super::form::{self, Fields, MAX_AUTHOR, MAX_KEY, MAX_MSG};
-use super::{Answer, Done, Failure, Route, Write, html, respond};
+use super::form::{self, Fields};
+use super::{Answer, Done, Failure, Made, Route, Write, html, respond};
 use crate::body::Body;
 
 pub(crate) const CONTENT_TYPE: &str = "application/json";
@@ -187,9 +187,8 @@ pub(crate) fn message(boards: &Boards, bname: &str, id: u64) -> Answer {
     Ok(json(StatusCode::OK, &MessageOut::from(message)))
 }
 
-/// The write a POST or PUT of the API asks for, and whether it makes
-/// something (201) rather than changes it.
-pub(crate) fn write(route: &Route, body: &[u8]) -> Result<(Write, bool), Failure> {
+/// The write a POST or PUT of the API asks for.
+pub(crate) fn write(route: &Route, body: &[u8]) -> Result<Write, Failure> {
     let input: MessageIn = serde_json::from_slice(body).map_err(|err| {
         Failure::bad_request(format!(
             "bad JSON body: {err} (send {{\"author\": ..., \"msg\": ..., \"key\": ...}})"
@@ -206,17 +205,17 @@ pub(crate) fn write(route: &Route, body: &[u8]) -> Result<(Write, bool), Failure
             let bname = name.ok_or_else(|| form::missing("field", "name"))?;
             form::check_bname(&bname)?;
             let first = new_message(author, msg, key)?;
-            (Write::Create { bname, first }, true)
+            Write::Create { bname, first }
         }
         Route::ApiMessages(bname) => {
             let message = new_message(author, msg, key)?;
             let bname = bname.clone();
-            (Write::Post { bname, message }, true)
+            Write::Post { bname, message }
         }
         Route::ApiMessage(bname, id) => {
             let message = new_message(author, msg, key)?;
             let (bname, id) = (bname.clone(), *id);
-            (Write::Edit { bname, id, message }, false)
+            Write::Edit { bname, id, message }
         }
         _ => unreachable!("only the API's POST and PUT routes write"),
     })
@@ -227,21 +226,13 @@ fn new_message(
     msg: Option<String>,
     key: Option<String>,
 ) -> Result<NewMessage, Failure> {
-    let field = |value: Option<String>, name: &str, limit: usize| {
-        let value = value.ok_or_else(|| form::missing("field", name))?;
-        form::check_len(name, &value, limit)?;
-        Ok::<_, Failure>(value)
-    };
-    Ok(NewMessage {
-        author: field(author, "author", MAX_AUTHOR)?,
-        msg: field(msg, "msg", MAX_MSG)?,
-        key: field(key, "key", MAX_KEY)?,
-    })
+    form::new_message("field", author.as_deref(), msg.as_deref(), key.as_deref())
 }
 
 /// The answer to a write of the API.
-pub(crate) fn written(done: &Done, created: bool) -> Response<Body> {
-    let bname = done.write.bname();
+pub(crate) fn written(done: &Done) -> Response<Body> {
+    let bname = &done.bname;
+    let created = done.made != Made::Edit;
     let out = WrittenOut {
         board: bname,
         id: done.id,

@@ -39,7 +39,7 @@ mod json;
 mod text;
 
 use board::{BoardError, Boards, NewMessage};
-use form::{Fields, MAX_AUTHOR, MAX_KEY, MAX_MSG};
+use form::{Fields, MAX_MSG};
 
 /// The largest request body read, in bytes: room for the largest valid
 /// form (a 10 KiB message percent-encoded is 30 KiB) or JSON body (escaped
@@ -113,8 +113,11 @@ impl From<BoardError> for Failure {
             // An edit the store refused is a bug of ours; anything else
             // (contention past all retries, the log failing) is the
             // database being unable to take writes now.
-            BoardError::Store(TreeError::Conflict { .. }) => StatusCode::INTERNAL_SERVER_ERROR,
+            BoardError::Store(err) if matches!(**err, TreeError::Conflict { .. }) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
             BoardError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            BoardError::Writer => StatusCode::INTERNAL_SERVER_ERROR,
         };
         Failure::new(status, err.to_string())
     }
@@ -317,9 +320,9 @@ impl Bbs {
         let raw = read_body(body).await?;
         if Front::of(parts.uri.path()) == Front::Json {
             // Only a POST or PUT of the API comes here.
-            let (write, created) = json::write(&route, &raw)?;
+            let write = json::write(&route, &raw)?;
             let done = self.commit(write).await?;
-            return Ok(json::written(&done, created));
+            return Ok(json::written(&done));
         }
         let form = if has_body {
             Some(form_body(&parts, &raw)?)
@@ -358,20 +361,38 @@ impl Bbs {
         })
     }
 
-    /// Runs `write` on the blocking pool: a durable commit waits for the
-    /// disk, which must not stall the connections this thread serves.
+    /// Makes `write`. A post goes to its board's writer, which commits
+    /// the posts that arrive together in one transaction; the rest runs on
+    /// the blocking pool, since a durable commit waits for the disk and
+    /// must not stall the connections this thread serves.
     async fn commit(self: Arc<Self>, write: Write) -> Result<Done, Failure> {
+        if let Write::Post { bname, message } = write {
+            let id = self.boards.post(&bname, message).await?;
+            return Ok(Done {
+                made: Made::Post,
+                bname,
+                id,
+            });
+        }
         tokio::task::spawn_blocking(move || {
-            let id = match &write {
-                Write::Create { bname, first } => self.boards.create(bname, first)?,
-                Write::Post { bname, message } => self.boards.post(bname, message)?,
+            let boards = &self.boards;
+            Ok(match write {
+                Write::Create { bname, first } => Done {
+                    made: Made::Board,
+                    id: boards.create(&bname, &first)?,
+                    bname,
+                },
                 Write::Edit { bname, id, message } => {
-                    self.boards
-                        .edit(bname, *id, &message.author, &message.msg, &message.key)?;
-                    *id
+                    let NewMessage { author, msg, key } = message;
+                    boards.edit(&bname, id, &author, &msg, &key)?;
+                    Done {
+                        made: Made::Edit,
+                        bname,
+                        id,
+                    }
                 }
-            };
-            Ok(Done { write, id })
+                Write::Post { .. } => unreachable!("posts go to their board's writer"),
+            })
         })
         .await
         .unwrap_or_else(|err| {
@@ -401,30 +422,31 @@ pub(crate) enum Write {
     },
 }
 
-impl Write {
-    fn bname(&self) -> &str {
-        match self {
-            Write::Create { bname, .. } | Write::Post { bname, .. } | Write::Edit { bname, .. } => {
-                bname
-            }
-        }
-    }
-}
-
-/// A write made, and the id of the message it made or edited.
+/// A write made.
 #[derive(Debug)]
 pub(crate) struct Done {
-    write: Write,
+    made: Made,
+    bname: String,
+    /// The message made or edited.
     id: u64,
 }
 
-/// `author`, `msg` and `key` of a form or query, within their limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Made {
+    /// A board, with its first message.
+    Board,
+    Post,
+    Edit,
+}
+
+/// `author`, `msg` and `key` of a form or query.
 fn new_message(fields: &Fields<'_>) -> Result<NewMessage, Failure> {
-    Ok(NewMessage {
-        author: fields.required("author", MAX_AUTHOR)?.to_owned(),
-        msg: fields.required("msg", MAX_MSG)?.to_owned(),
-        key: fields.required("key", MAX_KEY)?.to_owned(),
-    })
+    form::new_message(
+        "parameter",
+        fields.get("author"),
+        fields.get("msg"),
+        fields.get("key"),
+    )
 }
 
 /// Reads a request body of at most [`MAX_BODY`] bytes.

@@ -117,6 +117,12 @@ fn unknown_boards_ids_and_existing_boards_say_so() {
     let mut c = Client::connect(server.local_addr());
     expect(&c.get("/createBoard?bname=b&author=a&msg=m&key=k"), 200, "");
     expect(
+        &c.get("/showBoardMessage?bname=b"),
+        200,
+        "board b: 1 message, showing 1 to 1\n",
+    );
+    expect(&c.get("/showBoard"), 200, "1 board\n");
+    expect(
         &c.get("/createBoard?bname=b&author=a&msg=m&key=k"),
         409,
         "a board named 'b' exists already",
@@ -506,6 +512,16 @@ fn bad_input_is_refused_with_a_reason_and_the_server_goes_on() {
             "/showBoardMessage?bname=".into(),
             400,
             "bname is empty".into(),
+        ),
+        (
+            "/createBoardMessage?bname=b&author=a%1B&msg=m&key=k".into(),
+            400,
+            "author holds a control character".into(),
+        ),
+        (
+            "/createBoardMessage?bname=b&author=a&msg=m%07&key=k".into(),
+            400,
+            "msg holds a control character".into(),
         ),
         (
             "/createBoard?bname=a%0Ab&author=a&msg=m&key=k".into(),

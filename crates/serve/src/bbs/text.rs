@@ -17,7 +17,7 @@ use hyper::{Response, StatusCode};
 
 use super::board::{BoardError, Boards};
 use super::form::Fields;
-use super::{Answer, Done, Failure, Write, html, respond};
+use super::{Answer, Done, Failure, Made, html, respond};
 use crate::body::Body;
 
 pub(crate) const CONTENT_TYPE: &str = "text/plain; charset=utf-8";
@@ -28,7 +28,8 @@ pub(crate) fn boards(boards: &Boards, fields: &Fields<'_>) -> Answer {
     let list = boards.list(after, limit);
     let names: usize = list.boards.iter().map(|(b, _)| b.len() + 24).sum();
     let mut out = String::with_capacity(64 + names);
-    let _ = write!(out, "{} boards", list.total);
+    let total = list.total;
+    let _ = write!(out, "{total} board{}", s(total));
     if let Some(after) = &list.next_after {
         let _ = write!(out, "; more: after={}", html::url_encode(after));
     }
@@ -55,7 +56,8 @@ pub(crate) fn messages(boards: &Boards, fields: &Fields<'_>) -> Answer {
         .map(|m| m.author().len() + m.msg().len() + 24)
         .sum();
     let mut out = String::with_capacity(bname.len() + 96 + size);
-    let _ = write!(out, "board {bname}: {} messages", board.total());
+    let total = board.total();
+    let _ = write!(out, "board {bname}: {total} message{}", s(total));
     if let (Some(newest), Some(oldest)) = (shown.first(), shown.last()) {
         let _ = write!(out, ", showing {} to {}", newest.id, oldest.id);
         if oldest.id > 1 {
@@ -76,10 +78,11 @@ pub(crate) fn messages(boards: &Boards, fields: &Fields<'_>) -> Answer {
 /// The answer to a write: what was made, with its id.
 pub(crate) fn written(done: &Done) -> Response<Body> {
     let id = done.id;
-    let line = match &done.write {
-        Write::Create { bname, .. } => format!("created board {bname}: message {id}\n"),
-        Write::Post { bname, .. } => format!("posted message {id} to board {bname}\n"),
-        Write::Edit { bname, .. } => format!("edited message {id} of board {bname}\n"),
+    let bname = &done.bname;
+    let line = match done.made {
+        Made::Board => format!("created board {bname}: message {id}\n"),
+        Made::Post => format!("posted message {id} to board {bname}\n"),
+        Made::Edit => format!("edited message {id} of board {bname}\n"),
     };
     respond(StatusCode::OK, CONTENT_TYPE, line.into())
 }
@@ -87,6 +90,11 @@ pub(crate) fn written(done: &Done) -> Response<Body> {
 pub(crate) fn failure(failure: &Failure) -> Response<Body> {
     let body = format!("{}\n", failure.message);
     respond(failure.status, CONTENT_TYPE, body.into())
+}
+
+/// The plural ending for a count of `n`.
+pub(crate) fn s(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// Appends `value` with backslash, tab, newline and carriage return escaped.
