@@ -680,7 +680,9 @@ pub struct ServeArgs {
     #[arg(long, value_enum, value_name = "APP")]
     pub app: Option<ServeApp>,
 
-    /// The directory the app keeps its data in (with --app bbs).
+    /// The directory the app keeps its data in (with --app bbs): made when
+    /// missing, locked while the server runs; every write is on disk
+    /// before it is answered.
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
 }

@@ -194,22 +194,20 @@ impl Boards {
         let mut name = String::with_capacity(PREFIX.len() + bname.len());
         name.push_str(PREFIX);
         name.push_str(bname);
-        let tree = self.db.create_tree(&name).map_err(|err| match err {
-            TreeError::Exists(_) => BoardError::Exists(bname.to_owned()),
-            err => err.into(),
-        })?;
+        // The board, its creation time and its first message in one
+        // record: a crash leaves the board whole or not there.
         let created = now().to_string();
-        // The board and its first message are two commits: a crash between
-        // them leaves an empty board, which reads and takes posts as any.
-        tree.update(|t| {
-            t.edit(Edit::PutAttribute {
-                path: vec![],
-                name: "created".into(),
-                value: created.as_bytes().to_vec(),
+        let mut root = Node::with_attributes([("created", created.as_bytes())]);
+        append(0, message_node(1, first, &created))
+            .apply_in_place(&mut root)
+            .expect("an empty board takes its first message");
+        self.db
+            .create_tree_with(&name, root)
+            .map_err(|err| match err {
+                TreeError::Exists(_) => BoardError::Exists(bname.to_owned()),
+                err => err.into(),
             })?;
-            Ok(())
-        })?;
-        Ok(append_messages(&tree, [first])?)
+        Ok(1)
     }
 
     /// Posts `message` to board `bname`; resolves to its id once the
@@ -331,19 +329,23 @@ fn append_messages<'m>(
     let (_, first) = tree.update(|t| {
         let first = count(t.root()) + 1;
         for (id, message) in (first..).zip(messages.clone()) {
-            let id_text = id.to_string();
-            let node = Node::with_attributes([
-                ("id", id_text.as_bytes()),
-                ("author", message.author.as_bytes()),
-                ("msg", message.msg.as_bytes()),
-                ("key", message.key.as_bytes()),
-                ("time", time.as_bytes()),
-            ]);
-            t.edit(append(id - 1, node))?;
+            t.edit(append(id - 1, message_node(id, message, &time)))?;
         }
         Ok(first)
     })?;
     Ok(first)
+}
+
+/// The node of message `id`.
+fn message_node(id: u64, message: &NewMessage, time: &str) -> Node {
+    let id_text = id.to_string();
+    Node::with_attributes([
+        ("id", id_text.as_bytes()),
+        ("author", message.author.as_bytes()),
+        ("msg", message.msg.as_bytes()),
+        ("key", message.key.as_bytes()),
+        ("time", time.as_bytes()),
+    ])
 }
 
 /// The edit that puts `node` at `position`, the end of the board: into the
