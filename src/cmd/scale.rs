@@ -493,49 +493,38 @@ fn measure_tree_write(
             ),
         });
     }
+    // The mean of each figure over the timed passes, per N.
+    type Figures = (usize, f64, f64, f64, f64);
+    type Column = (&'static str, Unit, Direction, fn(&Figures) -> f64);
+    let columns: [Column; 4] = [
+        (
+            "commits_per_sec",
+            Unit::OpsPerSec,
+            Direction::HigherIsBetter,
+            |f| f.1,
+        ),
+        (
+            "fsyncs_per_commit",
+            Unit::Ratio,
+            Direction::LowerIsBetter,
+            |f| f.2,
+        ),
+        ("retries", Unit::Count, Direction::LowerIsBetter, |f| f.3),
+        (
+            "log_bytes_per_commit",
+            Unit::Bytes,
+            Direction::LowerIsBetter,
+            |f| f.4,
+        ),
+    ];
     let mut extra = Vec::new();
     for &t in threads {
         let n = fmt_n(t as f64);
-        let mine: Vec<_> = figures.iter().filter(|f| f.0 == t).collect();
-        let mean = |pick: fn(&(usize, f64, f64, f64, f64)) -> f64| {
-            mine.iter().map(|f| pick(f)).sum::<f64>() / mine.len().max(1) as f64
-        };
-        extra.push(
-            Metric::new(
-                "commits_per_sec",
-                Unit::OpsPerSec,
-                Direction::HigherIsBetter,
-                mean(|f| f.1),
-            )
-            .with_label("n", &n),
-        );
-        extra.push(
-            Metric::new(
-                "fsyncs_per_commit",
-                Unit::Ratio,
-                Direction::LowerIsBetter,
-                mean(|f| f.2),
-            )
-            .with_label("n", &n),
-        );
-        extra.push(
-            Metric::new(
-                "retries",
-                Unit::Count,
-                Direction::LowerIsBetter,
-                mean(|f| f.3),
-            )
-            .with_label("n", &n),
-        );
-        extra.push(
-            Metric::new(
-                "log_bytes_per_commit",
-                Unit::Bytes,
-                Direction::LowerIsBetter,
-                mean(|f| f.4),
-            )
-            .with_label("n", &n),
-        );
+        let mine: Vec<&Figures> = figures.iter().filter(|f| f.0 == t).collect();
+        for (name, unit, direction, pick) in columns {
+            let mean = mine.iter().map(|f| pick(f)).sum::<f64>() / mine.len().max(1) as f64;
+            extra.push(Metric::new(name, unit, direction, mean).with_label("n", &n));
+        }
     }
     let list: Vec<String> = threads.iter().map(ToString::to_string).collect();
     Ok(Ok(Curve {
