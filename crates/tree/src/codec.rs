@@ -25,7 +25,13 @@ pub(crate) const FRAME_HEADER: usize = 8;
 
 /// The largest payload a record may have (a tree image in a snapshot is one
 /// record).
-pub(crate) const MAX_RECORD: usize = u32::MAX as usize;
+pub(crate) const MAX_RECORD: usize = (BATCH - 1) as usize;
+
+/// Set in a frame's length when the frame is a batch: the records one
+/// fsync of the log made durable, framed together, so that a batch torn by
+/// a crash (its pages written in any order, some not at all) is dropped
+/// whole and cannot pass for damage in the middle.
+const BATCH: u32 = 1 << 31;
 
 /// What the log holds, one per acknowledged change.
 #[derive(Debug, Serialize, Deserialize)]
@@ -107,16 +113,25 @@ fn checksum(len: &[u8; 4], payload: &[u8]) -> u32 {
     h.finalize()
 }
 
-/// The framed record at the start of `bytes`: its payload and its whole
-/// length, or `None` when there is no intact record there (too short, or
-/// the checksum does not match).
-pub(crate) fn unframe(bytes: &[u8]) -> Option<(&[u8], usize)> {
+/// Appends `records` (framed records) to `out` as one batch frame.
+pub(crate) fn frame_batch(records: &[u8], out: &mut Vec<u8>) {
+    let len = (records.len() as u32 | BATCH).to_le_bytes();
+    out.extend_from_slice(&len);
+    out.extend_from_slice(&checksum(&len, records).to_le_bytes());
+    out.extend_from_slice(records);
+}
+
+/// The intact frame at the start of `bytes`: its payload, its whole length
+/// and whether it is a batch; `None` when there is no intact frame there
+/// (too short, or the checksum does not match).
+pub(crate) fn unframe(bytes: &[u8]) -> Option<(&[u8], usize, bool)> {
     let header = bytes.get(..FRAME_HEADER)?;
     let len: [u8; 4] = header[..4].try_into().ok()?;
     let crc = u32::from_le_bytes(header[4..].try_into().ok()?);
-    let end = FRAME_HEADER.checked_add(u32::from_le_bytes(len) as usize)?;
+    let raw = u32::from_le_bytes(len);
+    let end = FRAME_HEADER.checked_add((raw & !BATCH) as usize)?;
     let payload = bytes.get(FRAME_HEADER..end)?;
-    (checksum(&len, payload) == crc).then_some((payload, end))
+    (checksum(&len, payload) == crc).then_some((payload, end, raw & BATCH != 0))
 }
 
 /// How a run of framed records ends.
@@ -133,25 +148,28 @@ pub(crate) enum Tail {
     Damaged { at: usize },
 }
 
-/// The intact records at the start of `bytes`, in order, and how the rest
-/// ends.
-pub(crate) fn records(bytes: &[u8]) -> (Vec<&[u8]>, Tail) {
+/// The intact frames at the start of `bytes`, in order, and how the rest
+/// ends: records, or with `batches` the batch frames of a log.
+pub(crate) fn records(bytes: &[u8], batches: bool) -> (Vec<&[u8]>, Tail) {
+    fn intact(at: &[u8], batches: bool) -> Option<(&[u8], usize, bool)> {
+        unframe(at).filter(|f| f.2 == batches)
+    }
     let mut found = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
-        match unframe(&bytes[at..]) {
-            Some((payload, len)) => {
+        match intact(&bytes[at..], batches) {
+            Some((payload, len, _)) => {
                 found.push(payload);
                 at += len;
             }
             None => {
                 let rest = &bytes[at..];
                 // A torn write leaves nothing intact behind it; any intact
-                // record further on means the damage is in the middle.
+                // frame further on means the damage is in the middle.
                 let intact_later = (1..rest.len()).any(|i| {
                     rest[i..].len() > FRAME_HEADER
                         && rest[i..FRAME_HEADER + i].iter().any(|&b| b != 0)
-                        && unframe(&rest[i..]).is_some()
+                        && intact(&rest[i..], batches).is_some()
                 });
                 let tail = if intact_later {
                     Tail::Damaged { at }
@@ -367,7 +385,7 @@ mod tests {
             &mut out,
         )
         .unwrap();
-        let (payload, len) = unframe(&out).unwrap();
+        let (payload, len, _) = unframe(&out).unwrap();
         assert_eq!(len, out.len());
         match decode::<Record>(payload).unwrap() {
             Record::Commit {
@@ -402,7 +420,7 @@ mod tests {
             out.len(),
             plain.len()
         );
-        let (payload, _) = unframe(&out).unwrap();
+        let (payload, _, _) = unframe(&out).unwrap();
         match decode::<Record>(payload).unwrap() {
             Record::Commit { edits: back, .. } => assert_eq!(back, edits),
             other => panic!("{other:?}"),
@@ -424,24 +442,61 @@ mod tests {
             .unwrap();
         }
         let one = log.len() / 3;
-        assert_eq!(records(&log).1, Tail::Clean);
-        assert_eq!(records(&log).0.len(), 3);
+        assert_eq!(records(&log, false).1, Tail::Clean);
+        assert_eq!(records(&log, false).0.len(), 3);
         for cut in 1..one {
-            let (found, tail) = records(&log[..log.len() - cut]);
+            let (found, tail) = records(&log[..log.len() - cut], false);
             assert_eq!((found.len(), tail), (2, Tail::Torn { at: 2 * one }));
         }
         let mut zeroed = log.clone();
         zeroed.extend_from_slice(&[0; 4096]);
-        assert_eq!(records(&zeroed).1, Tail::Torn { at: 3 * one });
+        assert_eq!(records(&zeroed, false).1, Tail::Torn { at: 3 * one });
         let mut damaged = log.clone();
         damaged[one + FRAME_HEADER] ^= 1;
-        assert_eq!(records(&damaged).1, Tail::Damaged { at: one });
+        assert_eq!(records(&damaged, false).1, Tail::Damaged { at: one });
         // A flipped bit in the last record is indistinguishable from a
         // torn write of it: dropped, like one.
         let mut last = log.clone();
         let n = last.len();
         last[n - 1] ^= 1;
-        assert_eq!(records(&last).1, Tail::Torn { at: 2 * one });
+        assert_eq!(records(&last, false).1, Tail::Torn { at: 2 * one });
+    }
+
+    #[test]
+    fn a_torn_batch_with_holes_is_torn_and_a_damaged_one_before_another_is_not() {
+        let record = |i| {
+            let mut r = Vec::new();
+            frame(
+                &RecordRef::Create {
+                    tree: i,
+                    name: "t",
+                    root: &Node::new(),
+                },
+                &mut r,
+            )
+            .unwrap();
+            r
+        };
+        let mut log = Vec::new();
+        frame_batch(&[record(0), record(1)].concat(), &mut log);
+        let first = log.len();
+        frame_batch(&[record(2), record(3), record(4)].concat(), &mut log);
+        let (found, tail) = records(&log, true);
+        assert_eq!((found.len(), &tail), (2, &Tail::Clean));
+        assert_eq!(records(found[1], false).0.len(), 3);
+        // The last batch's middle never reached the disk; its last record
+        // did: the batch is torn, not damage.
+        let mut holed = log.clone();
+        let hole = first + FRAME_HEADER + record(2).len();
+        holed[hole..hole + 10].fill(0);
+        assert_eq!(
+            records(&holed, true),
+            (vec![found[0]], Tail::Torn { at: first })
+        );
+        // Damage in the first batch, with an intact batch after it.
+        let mut damaged = log.clone();
+        damaged[FRAME_HEADER + 3] ^= 1;
+        assert_eq!(records(&damaged, true).1, Tail::Damaged { at: 0 });
     }
 
     #[test]

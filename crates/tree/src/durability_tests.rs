@@ -163,23 +163,29 @@ fn a_torn_last_record_is_dropped_with_a_warning_and_the_log_goes_on() {
     for seq in 0..5 {
         post(&t, 0, seq);
     }
-    // A sixth record half written when the power goes: appended by hand,
-    // as a committer that never got its fsync would leave it.
+    // A batch of two more records when the power goes, appended by hand
+    // as a leader whose fsync never came would leave it: its first record's
+    // pages never reached the disk (zeros), its last did.
     let len = fs.len("log-0000000000");
     let cut = {
         let mut file = crate::fs::Fs::append(&fs, "log-0000000000").unwrap();
-        let mut record = Vec::new();
-        codec::frame(
-            &codec::RecordRef::Create {
-                tree: 99,
-                name: "never acknowledged",
-                root: &Node::new(),
-            },
-            &mut record,
-        )
-        .unwrap();
-        file.write_all(&record[..record.len() - 3]).unwrap();
-        record.len() - 3
+        let mut records = Vec::new();
+        for tree in [98, 99] {
+            codec::frame(
+                &codec::RecordRef::Create {
+                    tree,
+                    name: "never acknowledged",
+                    root: &Node::new(),
+                },
+                &mut records,
+            )
+            .unwrap();
+        }
+        let mut batch = Vec::new();
+        codec::frame_batch(&records, &mut batch);
+        batch[codec::FRAME_HEADER..codec::FRAME_HEADER + records.len() / 2].fill(0);
+        file.write_all(&batch).unwrap();
+        batch.len()
     };
     let after = fs.after_power_cut(|n| n);
     drop(db);

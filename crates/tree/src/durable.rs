@@ -335,7 +335,7 @@ fn read_snapshot(fs: &dyn Fs, generation: u64) -> Result<Restored, OpenError> {
         what: format!("read {name}"),
         source,
     })?;
-    let (records, tail) = codec::records(&bytes);
+    let (records, tail) = codec::records(&bytes, false);
     if let Tail::Torn { at } | Tail::Damaged { at } = tail {
         // A snapshot is fsynced before it gets its name: it is whole or
         // it is damage.
@@ -419,13 +419,21 @@ fn replay_log(
         what: format!("read {name}"),
         source,
     })?;
-    let (records, tail) = codec::records(&bytes);
+    // The header, then batches of records.
+    let Some((first, start, false)) = codec::unframe(&bytes) else {
+        if last {
+            // Made by a checkpoint or the first open, its header never
+            // made durable: nothing was ever written after it.
+            return Ok(None);
+        }
+        return Err(damaged(&name, 0, "the file has no intact header"));
+    };
+    header(&name, &[first], LOG_MAGIC, generation)?;
+    let (batches, tail) = codec::records(&bytes[start..], true);
     let intact = match tail {
         Tail::Clean => bytes.len(),
         Tail::Torn { at } if last => {
-            if records.is_empty() {
-                return Ok(None);
-            }
+            let at = start + at;
             fs.truncate(&name, at as u64)
                 .map_err(|source| OpenError::Io {
                     what: format!("cut the torn record off {name}"),
@@ -437,26 +445,37 @@ fn replay_log(
         Tail::Torn { at } => {
             return Err(damaged(
                 &name,
-                at,
+                start + at,
                 "a record is cut short, but a newer log follows this one",
             ));
         }
         Tail::Damaged { at } => {
             return Err(damaged(
                 &name,
-                at,
+                start + at,
                 "a record's checksum does not match and intact records follow it",
             ));
         }
     };
-    header(&name, &records, LOG_MAGIC, generation)?;
-    let mut offset = codec::FRAME_HEADER + records[0].len();
-    for payload in &records[1..] {
-        let record: Record = codec::decode(payload)
-            .map_err(|e| damaged(&name, offset, format!("a record does not decode: {e}")))?;
-        apply(record, state).map_err(|why| damaged(&name, offset, why))?;
-        recovery.replayed += 1;
-        offset += codec::FRAME_HEADER + payload.len();
+    let mut offset = start;
+    for batch in batches {
+        let (records, tail) = codec::records(batch, false);
+        if tail != Tail::Clean {
+            return Err(damaged(
+                &name,
+                offset,
+                "a batch holds a record that is not whole",
+            ));
+        }
+        let mut at = offset + codec::FRAME_HEADER;
+        for payload in records {
+            let record: Record = codec::decode(payload)
+                .map_err(|e| damaged(&name, at, format!("a record does not decode: {e}")))?;
+            apply(record, state).map_err(|why| damaged(&name, at, why))?;
+            recovery.replayed += 1;
+            at += codec::FRAME_HEADER + payload.len();
+        }
+        offset += codec::FRAME_HEADER + batch.len();
     }
     Ok(Some(intact))
 }

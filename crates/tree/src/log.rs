@@ -1,7 +1,9 @@
 //! The write-ahead log: framed records appended in commit order, made
 //! durable by group commit.
 //!
-//! A committer appends its record to a buffer in memory under a short
+//! After its header, a log file is a sequence of batches (framed like a
+//! record, with a flag): the records one fsync made durable. A committer
+//! appends its record to a buffer in memory under a short
 //! lock, the same lock under which its version is published, so the log's
 //! order is the order of the versions. Then it waits until its record is
 //! durable. The first waiter to find no write under way becomes the
@@ -12,6 +14,7 @@
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use crate::codec;
 use crate::fs::{Fs, FsFile};
 
 /// A position in the log: bytes appended since the database was opened.
@@ -133,8 +136,11 @@ impl Log {
                 Some(mut file) => {
                     let batch = std::mem::take(&mut state.pending);
                     let upto = state.appended;
+                    state.file_bytes += codec::FRAME_HEADER as u64;
                     drop(state);
-                    let written = file.write_all(&batch).and_then(|()| file.sync());
+                    let mut framed = Vec::with_capacity(codec::FRAME_HEADER + batch.len());
+                    codec::frame_batch(&batch, &mut framed);
+                    let written = file.write_all(&framed).and_then(|()| file.sync());
                     state = self.lock();
                     state.file = Some(file);
                     match written {
@@ -174,8 +180,12 @@ impl Log {
         };
         let batch = std::mem::take(&mut state.pending);
         let next = state.generation + 1;
+        let mut framed = Vec::with_capacity(codec::FRAME_HEADER + batch.len());
+        if !batch.is_empty() {
+            codec::frame_batch(&batch, &mut framed);
+        }
         let switched = file
-            .write_all(&batch)
+            .write_all(&framed)
             .and_then(|()| file.sync())
             .and_then(|()| open(&*self.fs, next));
         let result = match switched {
