@@ -299,3 +299,53 @@ fn a_data_directory_in_use_damaged_or_impossible_is_refused_and_kept() {
             "could not open the bulletin board's data",
         ));
 }
+
+/// A person's view: the board page opened in headless Chromium (in a
+/// network namespace of its own, with the server beside it on its
+/// loopback), a hostile message shown as text, the post form there.
+#[test]
+fn a_board_page_opens_in_chromium_with_hostile_text_shown_not_run() {
+    let data = temp();
+    let bin: PathBuf = assert_cmd::cargo::cargo_bin("dyno");
+    let script = r#"
+ip link set lo up || exit 9
+"$DYNO" serve --addr 127.0.0.1:18181 --threads 1 --app bbs --data "$DATA" >/dev/null 2>&1 &
+server=$!
+for _ in $(seq 100); do
+  curl -sf http://127.0.0.1:18181/hello >/dev/null && break
+  sleep 0.05
+done
+curl -sf 'http://127.0.0.1:18181/createBoard?bname=demo&author=%3Ci%3Eeve&msg=%3Cscript%3Ealert(1)%3C%2Fscript%3E&key=k' >/dev/null || exit 8
+profile=$(mktemp -d)
+chromium --headless --no-sandbox --disable-gpu --user-data-dir="$profile" \
+  --dump-dom 'http://127.0.0.1:18181/bbs/board?bname=demo' 2>/dev/null
+status=$?
+kill $server
+rm -rf "$profile"
+exit $status
+"#;
+    let out = StdCommand::new("unshare")
+        .args(["-n", "sh", "-c", script])
+        .env("DYNO", &bin)
+        .env("DATA", data.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect(
+            "this test needs unshare (util-linux), curl and Chromium; scripts/test installs them",
+        );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(dom.contains("<h1>demo</h1>"), "{dom}");
+    // The message is a text node: escaped in the serialised DOM, and no
+    // script element came of it.
+    assert!(
+        dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{dom}"
+    );
+    assert!(dom.contains("&lt;i&gt;eve"), "{dom}");
+    assert!(!dom.contains("<script"), "{dom}");
+    assert!(
+        dom.contains(r#"<form method="post" action="/bbs/board">"#),
+        "{dom}"
+    );
+}
