@@ -356,23 +356,41 @@ fn measure_int64(threads: &[usize], iterations: u64, repetitions: usize) -> Resu
     Ok(Curve {
         points,
         measure: Measure::Time,
-        settings: json!({
-            "source": "workload",
-            "workload": "int64",
-            "scaling": "strong",
-            "threads": threads,
-            "iterations": iterations,
-            "tasks": tasks,
-            "repetitions": repetitions,
-            "warmup_repetitions": 1,
-            "interleaved": true,
-            "measure": "time",
-        }),
+        settings: workload_settings(
+            "int64",
+            threads,
+            repetitions,
+            json!({ "iterations": iterations, "tasks": tasks }),
+        ),
         description: format!("int64 strong scaling on {} threads", list.join(", ")),
         environment,
         warnings,
         extra: Vec::new(),
     })
+}
+
+/// The settings every built-in workload records (strong scaling, one
+/// warm-up, repetitions taken in turns, time measured), with its own.
+fn workload_settings(
+    name: &str,
+    threads: &[usize],
+    repetitions: usize,
+    own: serde_json::Value,
+) -> serde_json::Value {
+    let mut settings = json!({
+        "source": "workload",
+        "workload": name,
+        "scaling": "strong",
+        "threads": threads,
+        "repetitions": repetitions,
+        "warmup_repetitions": 1,
+        "interleaved": true,
+        "measure": "time",
+    });
+    if let (Some(all), serde_json::Value::Object(own)) = (settings.as_object_mut(), own) {
+        all.extend(own);
+    }
+    settings
 }
 
 /// The thesis's parallel read on the tree database: `tasks` tasks each
@@ -399,21 +417,18 @@ fn measure_tree_read(
     Ok(Curve {
         points,
         measure: Measure::Time,
-        settings: json!({
-            "source": "workload",
-            "workload": "tree-read",
-            "scaling": "strong",
-            "threads": threads,
-            "tasks": shape.tasks,
-            "depth": shape.depth,
-            "nodes_asked": shape.nodes,
-            "nodes": nodes,
-            "seed": shape.seed,
-            "repetitions": repetitions,
-            "warmup_repetitions": 1,
-            "interleaved": true,
-            "measure": "time",
-        }),
+        settings: workload_settings(
+            "tree-read",
+            threads,
+            repetitions,
+            json!({
+                "tasks": shape.tasks,
+                "depth": shape.depth,
+                "nodes_asked": shape.nodes,
+                "nodes": nodes,
+                "seed": shape.seed,
+            }),
+        ),
         description: format!(
             "tree-read: {} tasks over {nodes} nodes on {} threads",
             shape.tasks,
@@ -530,24 +545,21 @@ fn measure_tree_write(
     Ok(Ok(Curve {
         points,
         measure: Measure::Time,
-        settings: json!({
-            "source": "workload",
-            "workload": "tree-write",
-            "scaling": "strong",
-            "threads": threads,
-            "tasks": shape.tasks,
-            "depth": shape.depth,
-            "nodes_asked": shape.nodes,
-            "nodes": nodes,
-            "seed": shape.seed,
-            "durable": true,
-            "dir": parent.display().to_string(),
-            "filesystem": storage.filesystem,
-            "repetitions": repetitions,
-            "warmup_repetitions": 1,
-            "interleaved": true,
-            "measure": "time",
-        }),
+        settings: workload_settings(
+            "tree-write",
+            threads,
+            repetitions,
+            json!({
+                "tasks": shape.tasks,
+                "depth": shape.depth,
+                "nodes_asked": shape.nodes,
+                "nodes": nodes,
+                "seed": shape.seed,
+                "durable": true,
+                "dir": parent.display().to_string(),
+                "filesystem": storage.filesystem,
+            }),
+        ),
         description: format!(
             "tree-write: {} tasks each committing a tree ({nodes} nodes in all) on {} threads, durable",
             shape.tasks,

@@ -574,12 +574,7 @@ fn the_open_model_counts_a_stall_from_the_due_time() {
     // - From the real send, only request 100 waited (0.5 s): 399 of 400
     //   are fast, so the uncorrected p90 is well under a millisecond.
     let server = common::stall_window(Duration::from_millis(500), Duration::from_millis(1000));
-    let mut s = settings_for(server.addr(), "/x", Stop::Duration(Duration::from_secs(2)));
-    s.schedule.rate_per_sec = Some(200.0);
-    s.connections = 1;
-    // Longer than the stall, which must be measured, not timed out.
-    s.timeout = Duration::from_secs(5);
-    let o = run(s);
+    let o = run(open_at_200(server.addr()));
     let st = &o.stats;
     assert_eq!(st.total_errors(), 0, "errors: {:?}", st.errors);
     assert_eq!(st.responses, 400, "every request due in 2 s was sent");
@@ -600,6 +595,17 @@ fn the_open_model_counts_a_stall_from_the_due_time() {
     assert_eq!(st.uncorrected.len(), 400);
 }
 
+/// The open model at 200 requests/s for 2 s on one connection, with a
+/// timeout (5 s) longer than any stall these tests make, which must be
+/// measured, not timed out.
+fn open_at_200(addr: SocketAddr) -> Settings {
+    let mut s = settings_for(addr, "/x", Stop::Duration(Duration::from_secs(2)));
+    s.schedule.rate_per_sec = Some(200.0);
+    s.connections = 1;
+    s.timeout = Duration::from_secs(5);
+    s
+}
+
 #[test]
 fn the_open_model_sends_on_time_against_a_fast_server() {
     // An instant server at 200 requests/s on one connection: nothing is
@@ -614,11 +620,7 @@ fn the_open_model_sends_on_time_against_a_fast_server() {
     // guards against made every try late (75 or more of 400).
     let mut lates = Vec::new();
     for _ in 0..3 {
-        let mut s = settings_for(server.addr(), "/x", Stop::Duration(Duration::from_secs(2)));
-        s.schedule.rate_per_sec = Some(200.0);
-        s.connections = 1;
-        s.timeout = Duration::from_secs(5);
-        let o = run(s);
+        let o = run(open_at_200(server.addr()));
         let st = &o.stats;
         assert_eq!(st.total_errors(), 0, "errors: {:?}", st.errors);
         assert_eq!(st.responses, 400);

@@ -303,7 +303,8 @@ pub fn parallel_write(settings: &WriteSettings) -> Result<WriteOutcome, WriteErr
                     // Build the tree node by node, apart, then register
                     // it: one durable record per task, as Jungle's tasks
                     // built a tree and registered it.
-                    let commit = || -> Result<u64, crate::TreeError> {
+                    // The tree's nodes when it counts back right.
+                    let commit = || -> Result<Option<u64>, crate::TreeError> {
                         let (edits, added) = write_edits(
                             settings.depth,
                             settings.nodes,
@@ -319,11 +320,11 @@ pub fn parallel_write(settings: &WriteSettings) -> Result<WriteOutcome, WriteErr
                         let counted = db
                             .tree(&format!("task-{task}"))
                             .map(|t| t.snapshot().root().count());
-                        Ok(u64::from(counted == Some(added + 1)) * (added + 1))
+                        Ok((counted == Some(added + 1)).then_some(added + 1))
                     };
                     match commit() {
-                        Ok(0) => {}
-                        Ok(written) => {
+                        Ok(None) => {}
+                        Ok(Some(written)) => {
                             nodes.fetch_add(written, Ordering::Relaxed);
                             correct.fetch_add(1, Ordering::Relaxed);
                         }

@@ -153,8 +153,8 @@ impl Boards {
     }
 
     /// The board named `bname` as it is now.
-    pub(crate) fn board(&self, bname: &str) -> Option<Board> {
-        self.tree(bname).map(|tree| Board {
+    pub(crate) fn board(&self, bname: &str) -> Result<Board, BoardError> {
+        self.existing(bname).map(|tree| Board {
             version: tree.snapshot(),
         })
     }
@@ -173,7 +173,7 @@ impl Boards {
                 break;
             }
             // A board listed by names() is never removed, so it is there.
-            if let Some(board) = self.board(bname) {
+            if let Ok(board) = self.board(bname) {
                 listed.push((bname.to_owned(), board.total()));
             }
         }
@@ -429,6 +429,14 @@ impl Board {
         let position = id.checked_sub(1)?;
         let node = self.version.root().at(&path_of(position))?;
         Some(Message { id, node })
+    }
+
+    /// Message `id` of this board, named `bname`, or why there is none.
+    pub(crate) fn found(&self, bname: &str, id: u64) -> Result<Message<'_>, BoardError> {
+        self.message(id).ok_or_else(|| BoardError::NoMessage {
+            bname: bname.to_owned(),
+            id,
+        })
     }
 
     /// Up to `limit` messages older than `before` (from the newest when

@@ -15,7 +15,7 @@ use hyper::header::HeaderValue;
 use hyper::{Response, StatusCode};
 use percent_encoding::{NON_ALPHANUMERIC, PercentEncode, utf8_percent_encode};
 
-use super::board::{BoardError, Boards, Message};
+use super::board::{Boards, Message};
 use super::form::{Fields, MAX_AUTHOR, MAX_BNAME, MAX_KEY, MAX_MSG};
 use super::{Answer, Done, Failure, respond, see_other, text};
 use crate::body::Body;
@@ -137,9 +137,7 @@ pub(crate) fn index(boards: &Boards, fields: &Fields<'_>) -> Answer {
 pub(crate) fn board(boards: &Boards, fields: &Fields<'_>) -> Answer {
     let bname = fields.bname()?;
     let (before, limit) = fields.before_and_limit()?;
-    let board = boards
-        .board(bname)
-        .ok_or_else(|| BoardError::NoBoard(bname.to_owned()))?;
+    let board = boards.board(bname)?;
     let encoded = url_encode(bname).to_string();
     let shown: Vec<Message<'_>> = board.newest(before, limit).collect();
     Ok(page(StatusCode::OK, bname, |out| {
@@ -187,13 +185,8 @@ pub(crate) fn board(boards: &Boards, fields: &Fields<'_>) -> Answer {
 pub(crate) fn edit_form(boards: &Boards, fields: &Fields<'_>) -> Answer {
     let bname = fields.bname()?;
     let id = fields.id()?;
-    let board = boards
-        .board(bname)
-        .ok_or_else(|| BoardError::NoBoard(bname.to_owned()))?;
-    let message = board.message(id).ok_or_else(|| BoardError::NoMessage {
-        bname: bname.to_owned(),
-        id,
-    })?;
+    let board = boards.board(bname)?;
+    let message = board.found(bname, id)?;
     Ok(page(StatusCode::OK, &format!("Edit message {id}"), |out| {
         let _ = write!(
             out,

@@ -25,7 +25,7 @@ use hyper::header::{HeaderValue, LOCATION};
 use hyper::{Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
-use super::board::{BoardError, Boards, Message, NewMessage};
+use super::board::{Boards, Message, NewMessage};
 use super::form::{self, Fields};
 use super::{Answer, Done, Failure, Made, Route, Write, html, respond};
 use crate::body::Body;
@@ -148,9 +148,7 @@ pub(crate) fn boards(boards: &Boards, fields: &Fields<'_>) -> Answer {
 
 /// `GET /api/boards/{name}`
 pub(crate) fn board(boards: &Boards, bname: &str) -> Answer {
-    let board = boards
-        .board(bname)
-        .ok_or_else(|| BoardError::NoBoard(bname.to_owned()))?;
+    let board = boards.board(bname)?;
     let out = BoardOut {
         name: bname,
         messages: board.total(),
@@ -162,9 +160,7 @@ pub(crate) fn board(boards: &Boards, bname: &str) -> Answer {
 /// `GET /api/boards/{name}/messages`
 pub(crate) fn messages(boards: &Boards, bname: &str, fields: &Fields<'_>) -> Answer {
     let (before, limit) = fields.before_and_limit()?;
-    let board = boards
-        .board(bname)
-        .ok_or_else(|| BoardError::NoBoard(bname.to_owned()))?;
+    let board = boards.board(bname)?;
     let messages: Vec<MessageOut<'_>> = board.newest(before, limit).map(Into::into).collect();
     let out = MessagesOut {
         board: bname,
@@ -177,13 +173,8 @@ pub(crate) fn messages(boards: &Boards, bname: &str, fields: &Fields<'_>) -> Ans
 
 /// `GET /api/boards/{name}/messages/{id}`
 pub(crate) fn message(boards: &Boards, bname: &str, id: u64) -> Answer {
-    let board = boards
-        .board(bname)
-        .ok_or_else(|| BoardError::NoBoard(bname.to_owned()))?;
-    let message = board.message(id).ok_or_else(|| BoardError::NoMessage {
-        bname: bname.to_owned(),
-        id,
-    })?;
+    let board = boards.board(bname)?;
+    let message = board.found(bname, id)?;
     Ok(json(StatusCode::OK, &MessageOut::from(message)))
 }
 

@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 
 use hyper::{Response, StatusCode};
 
-use super::board::{BoardError, Boards};
+use super::board::Boards;
 use super::form::Fields;
 use super::{Answer, Done, Failure, Made, html, respond};
 use crate::body::Body;
@@ -45,9 +45,7 @@ pub(crate) fn boards(boards: &Boards, fields: &Fields<'_>) -> Answer {
 pub(crate) fn messages(boards: &Boards, fields: &Fields<'_>) -> Answer {
     let bname = fields.bname()?;
     let (before, limit) = fields.before_and_limit()?;
-    let board = boards
-        .board(bname)
-        .ok_or_else(|| BoardError::NoBoard(bname.to_owned()))?;
+    let board = boards.board(bname)?;
     let shown: Vec<_> = board.newest(before, limit).collect();
     // One allocation of the right size for the common case of messages
     // without characters to escape.
