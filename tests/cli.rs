@@ -684,6 +684,21 @@ fn completions_and_man_pages_are_generated() {
     }
 }
 
+/// Sends `dyno serve` (a child of this test) Ctrl-C and waits, at most 20 s,
+/// for it to stop.
+fn stop_server(child: &mut std::process::Child) {
+    // SAFETY: kill(2) with a valid pid of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "dyno serve did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Reads one HTTP/1.1 response with a Content-Length body.
 fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
     let mut stream = TcpStream::connect(addr).unwrap();

@@ -105,16 +105,7 @@ fn the_board_takes_reads_and_writes_from_dyno_http() {
     assert_eq!(status, 200);
     assert!(String::from_utf8_lossy(&page).contains("post 299"));
 
-    // SAFETY: kill(2) with a valid pid of our own child.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
-        0
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "dyno serve did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    stop_server(&mut child);
 }
 
 /// One GET on a new connection; `None` when the server is gone or the

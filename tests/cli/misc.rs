@@ -83,16 +83,7 @@ fn serve_resolves_host_names_and_names_a_missing_port() {
     if ip.is_ipv4() {
         assert_eq!(get(&addr, "/hello").0, 200);
     }
-    // SAFETY: kill(2) with a valid pid of our own child.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
-        0
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "dyno serve did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    stop_server(&mut child);
 }
 
 /// Defect 26: `man --dir` creates only the last folder; a missing parent
