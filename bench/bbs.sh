@@ -18,12 +18,15 @@
 # Usage: bench/bbs.sh [REQUESTS] [CONNECTIONS] [DATA_DIR]
 #        (default 1000000, 1000 as the thesis's weighttp, and a new
 #        directory under the current one: its file system's fsync is measured)
+#        DYNO=path/to/dyno runs that build instead of building this checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
 C=${2:-1000}
-cargo build --release --quiet
-dyno=$PWD/target/release/dyno
+if [ -z "${DYNO:-}" ]; then
+  cargo build --release --quiet
+fi
+dyno=${DYNO:-$PWD/target/release/dyno}
 work=$(mktemp -d)
 data=${3:-$PWD/.bbs-bench-$$}
 export DYNO_HOME=$work/home

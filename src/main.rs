@@ -26,6 +26,11 @@ pub enum ExitStatus {
     Interrupted,
 }
 
+/// mimalloc keeps allocations of one size together, which is what the tree
+/// database's traversals want (see `Cargo.toml`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match cmd::run(cli) {

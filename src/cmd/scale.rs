@@ -401,10 +401,11 @@ fn measure_tree_read(
     shape: workload::ReadSettings,
     repetitions: usize,
 ) -> Result<Curve, String> {
-    let mut nodes = 0;
+    progress("tree-read: building the tree");
+    let start = workload::ReadTree::build(&shape);
+    let nodes = start.nodes();
     let (points, environment, warnings) = measure("tree-read", threads, repetitions, |threads| {
-        let outcome = workload::parallel_read(&workload::ReadSettings { threads, ..shape });
-        nodes = outcome.nodes;
+        let outcome = workload::parallel_read(&workload::ReadSettings { threads, ..shape }, &start);
         if outcome.wrong > 0 {
             return Err(format!(
                 "tree-read: {} of {} tasks on {threads} threads counted a wrong number of nodes",

@@ -262,7 +262,7 @@ impl<'de> Deserialize<'de> for ByteBuf {
 }
 
 /// An entry read back: attributes and the number of children to come.
-struct EntryOwned(Option<Arc<[Attribute]>>, usize);
+struct EntryOwned(Vec<Attribute>, usize);
 
 impl<'de> Deserialize<'de> for EntryOwned {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -271,10 +271,7 @@ impl<'de> Deserialize<'de> for EntryOwned {
             .into_iter()
             .map(|(name, value)| (Arc::from(name), value.0))
             .collect();
-        Ok(EntryOwned(
-            (!attributes.is_empty()).then(|| attributes.into()),
-            children,
-        ))
+        Ok(EntryOwned(attributes, children))
     }
 }
 
@@ -289,7 +286,7 @@ impl<'de> Deserialize<'de> for Node {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
                 // Nodes whose children are still being read: attributes,
                 // children expected, children read so far.
-                type Open = (Option<Arc<[Attribute]>>, usize, Vec<Node>);
+                type Open = (Vec<Attribute>, usize, Vec<Node>);
                 let mut open: Vec<Open> = Vec::new();
                 while let Some(EntryOwned(attributes, children)) = seq.next_element()? {
                     // The count comes from the file: never trust it with a

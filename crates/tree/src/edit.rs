@@ -71,17 +71,15 @@ impl Edit {
     /// On an error `root` reads as before.
     pub fn apply_in_place(&self, root: &mut Node) -> Result<(), EditError> {
         let path = self.path();
-        let mut node = root;
-        for &i in path {
-            node = node
-                .children_mut()
-                .and_then(|c| c.get_mut(i))
-                .ok_or_else(|| EditError::NoNode {
-                    path: path.to_vec(),
-                })?;
-        }
-        *node = self.change(node)?;
-        Ok(())
+        in_place(root, path, &mut |node| {
+            *node = self.change(node)?;
+            Ok(())
+        })
+        .unwrap_or_else(|| {
+            Err(EditError::NoNode {
+                path: path.to_vec(),
+            })
+        })
     }
 
     /// The edited node, given the node at the edit's path.
@@ -103,7 +101,7 @@ impl Edit {
                     .cloned()
                     .chain(std::iter::once(new.clone()))
                     .chain(c[*at..].iter().cloned());
-                Ok(node.with_children_from(children))
+                Ok(node.with_children_from(c.len() + 1, children))
             }
             Edit::DeleteChild { at, .. } => node.map_children(|c| {
                 if *at >= c.len() {
@@ -131,6 +129,20 @@ impl Edit {
                 Ok(())
             }),
         }
+    }
+}
+
+/// Calls `f` on the node at `rest` below `node`, changing in place the
+/// sibling groups on the way that only `node` holds and copying the others;
+/// `None` when there is no node at `rest`.
+fn in_place(
+    node: &mut Node,
+    rest: &[usize],
+    f: &mut dyn FnMut(&mut Node) -> Result<(), EditError>,
+) -> Option<Result<(), EditError>> {
+    match rest.split_first() {
+        None => Some(f(node)),
+        Some((&i, below)) => node.with_child_mut(i, |child| in_place(child, below, f))?,
     }
 }
 

@@ -114,15 +114,40 @@ fn fastrand_like(seed: u64) -> impl FnMut() -> f64 {
     }
 }
 
-/// Runs the read experiment on `threads` threads. The tree is built before
-/// the clock starts; the writer (this thread) adds one random leaf before
-/// handing out each task's version.
-pub fn parallel_read(settings: &ReadSettings) -> ReadOutcome {
+/// The tree a read experiment starts from, built once and shared by every
+/// run of it: runs at different thread counts then read the very same
+/// nodes at the very same addresses, so that the allocator's layout of a
+/// tree built later (in memory another run freed) cannot pass for a
+/// difference in scaling.
+#[derive(Debug, Clone)]
+pub struct ReadTree {
+    root: Node,
+    nodes: u64,
+}
+
+impl ReadTree {
+    /// The tree `settings` describes (its depth, size and seed).
+    pub fn build(settings: &ReadSettings) -> ReadTree {
+        let (root, nodes) = read_tree(settings.depth, settings.nodes, settings.seed);
+        ReadTree { root, nodes }
+    }
+
+    /// How many nodes it has.
+    pub fn nodes(&self) -> u64 {
+        self.nodes
+    }
+}
+
+/// Runs the read experiment on `settings.threads` threads over `start`
+/// (built with the same settings): a new database whose tree holds `start`,
+/// shared, not copied; the writer (this thread) adds one random leaf before
+/// handing out each task's version. The clock starts at the first hand-out.
+pub fn parallel_read(settings: &ReadSettings, start: &ReadTree) -> ReadOutcome {
     let db = Database::new();
     let tree = db
         .create_tree("read")
         .expect("a fresh database has no trees");
-    let (root, nodes) = read_tree(settings.depth, settings.nodes, settings.seed);
+    let (root, nodes) = (&start.root, start.nodes);
     tree.update(|t| {
         t.edit(Edit::AddChild {
             path: vec![],
@@ -439,17 +464,25 @@ mod tests {
 
     #[test]
     fn every_task_counts_its_own_version_on_several_threads() {
-        let outcome = parallel_read(&ReadSettings {
+        let settings = ReadSettings {
             depth: 4,
             nodes: 2_000,
             tasks: 50,
             threads: 3,
             seed: 7,
-        });
-        assert_eq!(outcome.wrong, 0);
-        // Task k reads the tree with k + 1 leaves added, the root on top.
-        let n = outcome.nodes + 1;
-        let expected: u64 = (1..=50).map(|k| n + k).sum();
-        assert_eq!(outcome.visits, expected);
+        };
+        let start = ReadTree::build(&settings);
+        // Twice over the same start: a run adds to its own database's
+        // tree, never to the shared start.
+        for _ in 0..2 {
+            let outcome = parallel_read(&settings, &start);
+            assert_eq!(outcome.wrong, 0);
+            assert_eq!(outcome.nodes, start.nodes());
+            // Task k reads the tree with k + 1 leaves added, the root on top.
+            let n = outcome.nodes + 1;
+            let expected: u64 = (1..=50).map(|k| n + k).sum();
+            assert_eq!(outcome.visits, expected);
+        }
+        assert_eq!(start.root.count(), start.nodes());
     }
 }
