@@ -33,6 +33,12 @@ for n in sorted(times, key=int):
     if n == "2":
         line += "   (Jungle 1.79×; goal ≥ 1.98×)"
     print(line)
+# The repetitions take N = 1 and N = 2 in turns: the ratio within each turn
+# is what drift between turns cannot move.
+if "1" in times and "2" in times:
+    pairs = sorted(a / b for a, b in zip(times["1"]["samples"], times["2"]["samples"]))
+    mid = pairs[len(pairs) // 2] if len(pairs) % 2 else (pairs[len(pairs) // 2 - 1] + pairs[len(pairs) // 2]) / 2
+    print(f"  speedup within each repetition: median {mid:.2f}×, from {pairs[0]:.2f}× to {pairs[-1]:.2f}× ({len(pairs)} repetitions)")
 p = next((m["value"] for m in run["metrics"] if m["name"] == "amdahl_fit_parallel_fraction"), None)
 if p is not None:
     print(f"  Amdahl fit p = {p * 100:.2f}%   (Jungle 98.96% at 12 threads; goal ≥ 99%)")

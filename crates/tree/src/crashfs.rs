@@ -26,6 +26,9 @@ struct State {
     synced_entries: HashMap<String, Arc<Mutex<Content>>>,
     /// When set, writes fail with "no space" once a file would pass it.
     capacity: Option<usize>,
+    /// How long an fsync takes: the bytes written while it runs are not
+    /// part of it, and a commit acknowledged too early shows in the gap.
+    sync_time: std::time::Duration,
 }
 
 /// See the module's documentation.
@@ -61,8 +64,14 @@ impl CrashFs {
                 synced_entries: entries.clone(),
                 entries,
                 capacity: None,
+                sync_time: std::time::Duration::ZERO,
             })),
         }
+    }
+
+    /// Makes every fsync take `time` (none by default).
+    pub(crate) fn set_sync_time(&self, time: std::time::Duration) {
+        self.lock().sync_time = time;
     }
 
     /// Makes writes fail with "no space left" past `bytes` per file.
@@ -174,8 +183,14 @@ impl FsFile for CrashFile {
     }
 
     fn sync(&mut self) -> io::Result<()> {
+        // What was written when the fsync began is what it makes durable.
+        let upto = self.content.lock().unwrap().written.len();
+        let time = self.fs.lock().sync_time;
+        if !time.is_zero() {
+            std::thread::sleep(time);
+        }
         let mut c = self.content.lock().unwrap();
-        c.synced = c.written.len();
+        c.synced = c.synced.max(upto);
         Ok(())
     }
 }

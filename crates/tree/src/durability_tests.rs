@@ -308,6 +308,9 @@ fn plans() -> impl Strategy<Value = Plan> {
 /// every tree must still be whole.
 fn power_cut(plan: &Plan) -> Result<(), TestCaseError> {
     let fs = CrashFs::new();
+    // fsyncs that take time, so that fsyncs overlap and an acknowledgement
+    // that comes before its fsync has returned is caught by the cut.
+    fs.set_sync_time(std::time::Duration::from_micros(300));
     let db = open_fs(Arc::new(fs.clone()), small_checkpoints()).unwrap();
     let shared = db.create_tree("shared").unwrap();
     let own: Vec<_> = (0..plan.writers)
@@ -318,14 +321,33 @@ fn power_cut(plan: &Plan) -> Result<(), TestCaseError> {
     let done = AtomicBool::new(false);
     let cut = Mutex::new(None);
     let bad_reads = Mutex::new(Vec::new());
+    // The power is cut by the writer whose acknowledgement is number
+    // `cut_at`, the moment it has it (before any writer starts for 0), so
+    // that an acknowledgement given before its fsync returned is caught.
+    // Only what was acknowledged before the copy must survive; later
+    // acknowledgements may or may not.
+    let total = plan.writers * plan.commits;
+    let cut_at = plan.cut_after.min(total);
+    let power_cut = |acked: &[(usize, usize)]| {
+        let torn = u64::from(plan.torn);
+        let copy = fs.after_power_cut(|n| (n as u64 * torn / 1000) as usize);
+        *cut.lock().unwrap() = Some((acked.to_vec(), copy));
+    };
+    if cut_at == 0 {
+        power_cut(&[]);
+    }
     thread::scope(|s| {
         for (w, tree) in own.iter().enumerate() {
-            let (acked, shared) = (&acked, &shared);
+            let (acked, shared, power_cut) = (&acked, &shared, &power_cut);
             s.spawn(move || {
                 for seq in 0..plan.commits {
                     post(tree, w, seq);
                     post(shared, w, seq);
-                    acked.lock().unwrap().push((w, seq));
+                    let mut acked = acked.lock().unwrap();
+                    acked.push((w, seq));
+                    if acked.len() == cut_at {
+                        power_cut(&acked);
+                    }
                 }
             });
         }
@@ -341,21 +363,6 @@ fn power_cut(plan: &Plan) -> Result<(), TestCaseError> {
                     }
                 }
             });
-        }
-        // Cut the power once enough commits are acknowledged (or all).
-        let total = plan.writers * plan.commits;
-        loop {
-            let n = acked.lock().unwrap().len();
-            if n >= plan.cut_after.min(total) {
-                // Only what was acknowledged before the copy began must
-                // survive; later acknowledgements may or may not.
-                let before = acked.lock().unwrap().clone();
-                let torn = u64::from(plan.torn);
-                let copy = fs.after_power_cut(|n| (n as u64 * torn / 1000) as usize);
-                *cut.lock().unwrap() = Some((before, copy));
-                break;
-            }
-            thread::yield_now();
         }
         // Let the writers finish before the readers stop.
         while acked.lock().unwrap().len() < total {
