@@ -38,6 +38,14 @@ for n in sorted(times, key=int):
     if n == "2":
         line += "   (Jungle 1.55×; goal ≥ 1.85×)"
     print(line)
+# The repetitions take N = 1 and N = 2 in turns: the ratio within each turn
+# is what drift between turns cannot move.
+samples = {m["labels"].get("n"): m["samples"] for m in run["metrics"] if m["name"] == "time_ns"}
+if "1" in samples and "2" in samples:
+    pairs = sorted(a / b for a, b in zip(samples["1"], samples["2"]))
+    k = len(pairs)
+    mid = pairs[k // 2] if k % 2 else (pairs[k // 2 - 1] + pairs[k // 2]) / 2
+    print(f"  speedup within each repetition: median {mid:.2f}×, from {pairs[0]:.2f}× to {pairs[-1]:.2f}× ({k} repetitions)")
 p = next((m["value"] for m in run["metrics"] if m["name"] == "amdahl_fit_parallel_fraction"), None)
 if p is not None:
     print(f"  Amdahl fit p = {p * 100:.2f}%   (Jungle 80.8% at 12 threads)")
