@@ -72,7 +72,14 @@ impl Edit {
     pub fn apply_in_place(&self, root: &mut Node) -> Result<(), EditError> {
         let path = self.path();
         in_place(root, path, &mut |node| {
-            *node = self.change(node)?;
+            match self {
+                // The node's children move to the new group instead of
+                // being copied, when only this tree holds them.
+                Edit::AddChild { at, node: new, .. } if *at <= node.children().len() => {
+                    node.insert_child(*at, new.clone());
+                }
+                _ => *node = self.change(node)?,
+            }
             Ok(())
         })
         .unwrap_or_else(|| {
@@ -91,17 +98,14 @@ impl Edit {
         };
         match self {
             Edit::AddChild { at, node: new, .. } => {
-                let c = node.children();
-                if *at > c.len() {
+                if *at > node.children().len() {
                     return Err(no_child(*at));
                 }
-                // One allocation of the new sibling group, filled in order.
-                let children = c[..*at]
-                    .iter()
-                    .cloned()
-                    .chain(std::iter::once(new.clone()))
-                    .chain(c[*at..].iter().cloned());
-                Ok(node.with_children_from(c.len() + 1, children))
+                // One allocation of the new sibling group, filled in order
+                // (a copy: the clone shares the children with `node`).
+                let mut changed = node.clone();
+                changed.insert_child(*at, new.clone());
+                Ok(changed)
             }
             Edit::DeleteChild { at, .. } => node.map_children(|c| {
                 if *at >= c.len() {

@@ -30,6 +30,12 @@ fn group<T>(items: impl ExactSizeIterator<Item = T>) -> Option<Group<T>> {
     (items.len() > 0).then(|| ThinArc::from_header_and_iter((), items))
 }
 
+/// A group of the `len` items `items` yields (a chain of slices, which
+/// does not say its length itself).
+fn group_of<T>(len: usize, items: impl Iterator<Item = T>) -> Option<Group<T>> {
+    group(Exactly { items, left: len })
+}
+
 /// The slice a group holds; empty for none.
 fn slice<T>(group: &Option<Group<T>>) -> &[T] {
     group.as_ref().map_or(&[], |g| &g.slice)
@@ -119,22 +125,6 @@ impl Node {
         }
     }
 
-    /// The node with the `len` children `children` yields, in one
-    /// allocation.
-    pub(crate) fn with_children_from(
-        &self,
-        len: usize,
-        children: impl Iterator<Item = Node>,
-    ) -> Node {
-        Node {
-            attributes: self.attributes.clone(),
-            children: group(Exactly {
-                items: children,
-                left: len,
-            }),
-        }
-    }
-
     /// Calls `f` with child `i` to change in place, the children copied
     /// first if anything else shares them, so no one else sees the change;
     /// `None` when there is no child `i`.
@@ -154,6 +144,43 @@ impl Node {
             let unique = triomphe::Arc::get_mut(arc).expect("copied above unless unique");
             Some(f(&mut unique.slice_mut()[i]))
         })
+    }
+
+    /// Inserts `child` at position `at` (at most the number of children)
+    /// of this node itself. The new sibling group is one allocation, as
+    /// always; when nothing else shares the old one its children are moved
+    /// into the new group, not copied, so the grandchildren's counts are
+    /// not touched (a copy adds one to each and the old group's drop takes
+    /// it away again).
+    pub(crate) fn insert_child(&mut self, at: usize, child: Node) {
+        let len = self.children().len();
+        assert!(at <= len, "insert_child past the end");
+        let once = std::iter::once(child);
+        let new = match self.children.as_mut() {
+            Some(group) if ThinArc::strong_count(group) == 1 => group.with_arc_mut(|arc| {
+                let old = triomphe::Arc::get_mut(arc)
+                    .expect("unique, as just seen")
+                    .slice_mut();
+                let (before, after) = old.split_at_mut(at);
+                let take = |n: &mut Node| std::mem::take(n);
+                let items = before
+                    .iter_mut()
+                    .map(take)
+                    .chain(once)
+                    .chain(after.iter_mut().map(take));
+                group_of(len + 1, items)
+            }),
+            _ => {
+                let old = self.children();
+                let items = old[..at]
+                    .iter()
+                    .cloned()
+                    .chain(once)
+                    .chain(old[at..].iter().cloned());
+                group_of(len + 1, items)
+            }
+        };
+        self.children = new;
     }
 
     /// The children, in order.
@@ -262,6 +289,32 @@ mod tests {
         // The read workload's speed rests on this: half the bytes of two
         // fat `Arc<[T]>` per node moved on every traversal.
         assert_eq!(std::mem::size_of::<Node>(), 16);
+    }
+
+    #[test]
+    fn insert_child_moves_what_it_alone_holds_and_copies_what_it_shares() {
+        let leaf = |v: &str| Node::with_attributes([("v", v.as_bytes())]);
+        let mut alone = Node::new().with_children(vec![leaf("a"), leaf("c")]);
+        let grandchild = alone.children()[1].clone();
+        alone.insert_child(1, leaf("b"));
+        alone.insert_child(3, leaf("d"));
+        let values: Vec<_> = alone
+            .children()
+            .iter()
+            .map(|c| c.attribute("v").unwrap())
+            .collect();
+        assert_eq!(values, [b"a", b"b", b"c", b"d"]);
+        assert!(
+            alone.children()[2].shares(&grandchild),
+            "moved, not rebuilt"
+        );
+
+        let shared = alone.clone();
+        let mut mine = alone;
+        mine.insert_child(0, leaf("z"));
+        assert_eq!(shared.children().len(), 4, "the other holder is unchanged");
+        assert_eq!(mine.children().len(), 5);
+        assert!(mine.children()[1].shares(&shared.children()[0]));
     }
 
     #[test]

@@ -255,48 +255,63 @@ pub enum WriteError {
     },
 }
 
-/// The edits that build one tree of the write experiment from an empty
-/// root, in pre-order (each node added as the last child of its parent),
-/// and the number of nodes they add.
-pub fn write_edits(depth: u32, nodes: u64, seed: u64) -> (Vec<Edit>, u64) {
+/// Calls `apply` with each edit that builds one tree of the write
+/// experiment from an empty root, in pre-order (each node added as the last
+/// child of its parent); returns the number of nodes they add, or `apply`'s
+/// first error. One edit is reused, its path changed in place, so that
+/// making the edits costs no memory of its own beside the tree's.
+pub fn write_edits<E>(
+    depth: u32,
+    nodes: u64,
+    seed: u64,
+    mut apply: impl FnMut(&Edit) -> Result<(), E>,
+) -> Result<u64, E> {
     let fanout = fanout_for(depth, nodes.saturating_sub(1).max(1));
     let (base, extra) = (fanout.floor() as usize, fanout.fract());
     let mut rng = fastrand_like(seed);
-    let mut edits = Vec::new();
     // Every leaf is the same immutable node; sharing it is what a
     // persistent tree allows (each is still added by its own edit).
     let leaf = Node::with_attributes([("leaf", &b"1"[..])]);
-    // Depth-first, with an explicit stack of (path, children still to add,
-    // levels below): the root's children come first.
-    let mut path: Vec<usize> = Vec::new();
+    let inner = Node::new();
+    let mut edit = Edit::AddChild {
+        path: Vec::with_capacity(depth as usize),
+        at: 0,
+        node: Node::new(),
+    };
+    let mut added = 0u64;
+    // Depth-first, with an explicit stack of (children added, children to
+    // add, levels below): the root's children come first. The edit's path
+    // is the path of the node whose children are being added.
     let mut todo: Vec<(usize, usize, u32)> = vec![(0, base + usize::from(rng() < extra), depth)];
     while let Some((next, count, below)) = todo.last_mut() {
+        let Edit::AddChild { path, at, node } = &mut edit else {
+            unreachable!("the edit is made an AddChild above")
+        };
         if *next == *count {
             todo.pop();
             path.pop();
             continue;
         }
-        let at = *next;
+        *at = *next;
         *next += 1;
         let below = *below - 1;
-        let node = if below == 0 {
+        *node = if below == 0 {
             leaf.clone()
         } else {
-            Node::new()
+            inner.clone()
         };
-        edits.push(Edit::AddChild {
-            path: path.clone(),
-            at,
-            node,
-        });
+        let at = *at;
+        apply(&edit)?;
+        added += 1;
         if below > 0 {
             let children = base + usize::from(rng() < extra);
-            path.push(at);
+            if let Edit::AddChild { path, .. } = &mut edit {
+                path.push(at);
+            }
             todo.push((0, children, below));
         }
     }
-    let added = edits.len() as u64;
-    (edits, added)
+    Ok(added)
 }
 
 /// Runs the write experiment on `threads` threads.
@@ -330,17 +345,14 @@ pub fn parallel_write(settings: &WriteSettings) -> Result<WriteOutcome, WriteErr
                     // built a tree and registered it.
                     // The tree's nodes when it counts back right.
                     let commit = || -> Result<Option<u64>, crate::TreeError> {
-                        let (edits, added) = write_edits(
+                        let mut root = Node::new();
+                        let added = write_edits(
                             settings.depth,
                             settings.nodes,
                             settings.seed.wrapping_add(task as u64),
-                        );
-                        let mut root = Node::new();
-                        for edit in edits {
-                            edit.apply_in_place(&mut root).map_err(|source| {
-                                crate::TreeError::Conflict { version: 0, source }
-                            })?;
-                        }
+                            |edit| edit.apply_in_place(&mut root),
+                        )
+                        .map_err(|source| crate::TreeError::Conflict { version: 0, source })?;
                         db.create_tree_with(&format!("task-{task}"), root)?;
                         let counted = db
                             .tree(&format!("task-{task}"))
@@ -423,11 +435,16 @@ mod tests {
 
     #[test]
     fn a_write_tree_has_the_asked_depth_and_about_the_asked_size() {
-        let (edits, added) = write_edits(6, 10_000, 3);
-        let root = edits
-            .iter()
-            .try_fold(Node::new(), |r, e| e.apply(&r))
-            .unwrap();
+        // Applied one by one as new versions, and in place: the same tree.
+        let mut versions = Node::new();
+        let mut in_place = Node::new();
+        let added = write_edits(6, 10_000, 3, |e| {
+            versions = e.apply(&versions)?;
+            e.apply_in_place(&mut in_place)
+        })
+        .unwrap();
+        assert_eq!(versions, in_place);
+        let root = versions;
         assert_eq!(root.count(), added + 1);
         assert!((8_000..12_500).contains(&added), "{added}");
         let mut depth = 0;
