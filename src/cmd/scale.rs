@@ -393,6 +393,24 @@ fn workload_settings(
     settings
 }
 
+/// What the tree workloads record of their shape: tasks, depth, the nodes
+/// asked for and the nodes the tree (or all trees) came to, the seed.
+fn tree_shape(
+    tasks: usize,
+    depth: u32,
+    nodes_asked: u64,
+    nodes: u64,
+    seed: u64,
+) -> serde_json::Map<String, serde_json::Value> {
+    serde_json::Map::from_iter([
+        ("tasks".to_owned(), json!(tasks)),
+        ("depth".to_owned(), json!(depth)),
+        ("nodes_asked".to_owned(), json!(nodes_asked)),
+        ("nodes".to_owned(), json!(nodes)),
+        ("seed".to_owned(), json!(seed)),
+    ])
+}
+
 /// The thesis's parallel read on the tree database: `tasks` tasks each
 /// count every node of the version they are handed, on N threads, while a
 /// writer adds a node before each hand-out; every count is checked.
@@ -422,13 +440,7 @@ fn measure_tree_read(
             "tree-read",
             threads,
             repetitions,
-            json!({
-                "tasks": shape.tasks,
-                "depth": shape.depth,
-                "nodes_asked": shape.nodes,
-                "nodes": nodes,
-                "seed": shape.seed,
-            }),
+            tree_shape(shape.tasks, shape.depth, shape.nodes, nodes, shape.seed).into(),
         ),
         description: format!(
             "tree-read: {} tasks over {nodes} nodes on {} threads",
@@ -546,21 +558,13 @@ fn measure_tree_write(
     Ok(Ok(Curve {
         points,
         measure: Measure::Time,
-        settings: workload_settings(
-            "tree-write",
-            threads,
-            repetitions,
-            json!({
-                "tasks": shape.tasks,
-                "depth": shape.depth,
-                "nodes_asked": shape.nodes,
-                "nodes": nodes,
-                "seed": shape.seed,
-                "durable": true,
-                "dir": parent.display().to_string(),
-                "filesystem": storage.filesystem,
-            }),
-        ),
+        settings: workload_settings("tree-write", threads, repetitions, {
+            let mut own = tree_shape(shape.tasks, shape.depth, shape.nodes, nodes, shape.seed);
+            own.insert("durable".into(), json!(true));
+            own.insert("dir".into(), json!(parent.display().to_string()));
+            own.insert("filesystem".into(), json!(storage.filesystem));
+            own.into()
+        }),
         description: format!(
             "tree-write: {} tasks each committing a tree ({nodes} nodes in all) on {} threads, durable",
             shape.tasks,

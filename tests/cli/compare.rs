@@ -118,6 +118,13 @@ fn timed(home: &Path, command: &str, tag: &str) {
     );
 }
 
+/// The wall-time row of a comparison table.
+fn wall_line(text: &str) -> &str {
+    text.lines()
+        .find(|l| l.contains("wall_ns"))
+        .unwrap_or_else(|| panic!("no wall_ns row in {text}"))
+}
+
 #[test]
 fn a_tagged_baseline_catches_a_regression_with_fail_if_worse() {
     let home = temp();
@@ -140,10 +147,7 @@ fn a_tagged_baseline_catches_a_regression_with_fail_if_worse() {
         .clone();
     let text = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
-    let wall = text
-        .lines()
-        .find(|l| l.contains("wall_ns"))
-        .unwrap_or_else(|| panic!("{text}"));
+    let wall = wall_line(&text);
     // 5 against 5 completely separated: exact Mann–Whitney p = 2/252.
     assert!(
         wall.contains("0.008") && wall.trim_end().ends_with("worse"),
@@ -173,10 +177,7 @@ fn a_tagged_baseline_catches_a_regression_with_fail_if_worse() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
-    let wall = text
-        .lines()
-        .find(|l| l.contains("wall_ns"))
-        .unwrap_or_else(|| panic!("{text}"));
+    let wall = wall_line(&text);
     assert!(wall.trim_end().ends_with("better"), "{wall}");
     assert!(!stderr.contains("wall_ns"), "{stderr}");
     assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");

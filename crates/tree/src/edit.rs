@@ -60,7 +60,12 @@ impl Edit {
     /// The new root after this edit of `root`; `root` itself is unchanged.
     pub fn apply(&self, root: &Node) -> Result<Node, EditError> {
         let path = self.path();
-        update(root, path, path, |node| self.change(node))
+        update(root, path, path, |node| {
+            // The clone shares `node`'s groups, so the change copies them.
+            let mut changed = node.clone();
+            self.change(&mut changed)?;
+            Ok(changed)
+        })
     }
 
     /// Applies the edit to `root` itself, copying only the nodes on the
@@ -71,68 +76,63 @@ impl Edit {
     /// On an error `root` reads as before.
     pub fn apply_in_place(&self, root: &mut Node) -> Result<(), EditError> {
         let path = self.path();
-        in_place(root, path, &mut |node| {
-            match self {
-                // The node's children move to the new group instead of
-                // being copied, when only this tree holds them.
-                Edit::AddChild { at, node: new, .. } if *at <= node.children().len() => {
-                    node.insert_child(*at, new.clone());
-                }
-                _ => *node = self.change(node)?,
-            }
-            Ok(())
-        })
-        .unwrap_or_else(|| {
+        in_place(root, path, &mut |node| self.change(node)).unwrap_or_else(|| {
             Err(EditError::NoNode {
                 path: path.to_vec(),
             })
         })
     }
 
-    /// The edited node, given the node at the edit's path.
-    fn change(&self, node: &Node) -> Result<Node, EditError> {
+    /// Changes `node`, the node at the edit's path, into the edited node;
+    /// on an error it is left as it was. Its groups that nothing else
+    /// shares are changed in place (an added child's siblings move to the
+    /// new group rather than being copied); shared ones are copied.
+    fn change(&self, node: &mut Node) -> Result<(), EditError> {
+        let children = node.children().len();
         let no_child = |at: usize| EditError::NoChild {
             path: self.path().to_vec(),
             at,
-            children: node.children().len(),
+            children,
         };
         match self {
             Edit::AddChild { at, node: new, .. } => {
-                if *at > node.children().len() {
+                if *at > children {
                     return Err(no_child(*at));
                 }
-                // One allocation of the new sibling group, filled in order
-                // (a copy: the clone shares the children with `node`).
-                let mut changed = node.clone();
-                changed.insert_child(*at, new.clone());
-                Ok(changed)
+                node.insert_child(*at, new.clone());
             }
-            Edit::DeleteChild { at, .. } => node.map_children(|c| {
-                if *at >= c.len() {
-                    return Err(no_child(*at));
-                }
-                c.remove(*at);
-                Ok(())
-            }),
-            Edit::PutAttribute { name, value, .. } => Ok(node.put_attribute(name, value)),
+            Edit::DeleteChild { at, .. } => {
+                *node = node.map_children(|c| {
+                    if *at >= c.len() {
+                        return Err(no_child(*at));
+                    }
+                    c.remove(*at);
+                    Ok(())
+                })?;
+            }
+            Edit::PutAttribute { name, value, .. } => *node = node.put_attribute(name, value),
             Edit::DeleteAttribute { path, name } => {
-                node.delete_attribute(name)
+                *node = node
+                    .delete_attribute(name)
                     .ok_or_else(|| EditError::NoAttribute {
                         path: path.clone(),
                         name: name.clone(),
-                    })
+                    })?;
             }
-            Edit::MoveChild { from, to, .. } => node.map_children(|c| {
-                for i in [*from, *to] {
-                    if i >= c.len() {
-                        return Err(no_child(i));
+            Edit::MoveChild { from, to, .. } => {
+                *node = node.map_children(|c| {
+                    for i in [*from, *to] {
+                        if i >= c.len() {
+                            return Err(no_child(i));
+                        }
                     }
-                }
-                let moved = c.remove(*from);
-                c.insert(*to, moved);
-                Ok(())
-            }),
+                    let moved = c.remove(*from);
+                    c.insert(*to, moved);
+                    Ok(())
+                })?;
+            }
         }
+        Ok(())
     }
 }
 

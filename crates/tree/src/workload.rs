@@ -44,8 +44,6 @@ pub struct ReadSettings {
 pub struct ReadOutcome {
     /// From handing out the first task to the last task's count.
     pub wall: Duration,
-    /// Nodes of the tree before the first task.
-    pub nodes: u64,
     /// Node visits in all (the sum of every task's count).
     pub visits: u64,
     /// Tasks whose count was not the size of their version.
@@ -164,7 +162,7 @@ pub fn parallel_read(settings: &ReadSettings, start: &ReadTree) -> ReadOutcome {
     let receive = Mutex::new(receive);
     let visits = std::sync::atomic::AtomicU64::new(0);
     let wrong = std::sync::atomic::AtomicUsize::new(0);
-    let start = Instant::now();
+    let began = Instant::now();
     thread::scope(|s| {
         for _ in 0..settings.threads.max(1) {
             s.spawn(|| {
@@ -199,8 +197,7 @@ pub fn parallel_read(settings: &ReadSettings, start: &ReadTree) -> ReadOutcome {
         drop(send);
     });
     ReadOutcome {
-        wall: start.elapsed(),
-        nodes,
+        wall: began.elapsed(),
         visits: visits.into_inner(),
         wrong: wrong.into_inner(),
     }
@@ -494,9 +491,8 @@ mod tests {
         for _ in 0..2 {
             let outcome = parallel_read(&settings, &start);
             assert_eq!(outcome.wrong, 0);
-            assert_eq!(outcome.nodes, start.nodes());
             // Task k reads the tree with k + 1 leaves added, the root on top.
-            let n = outcome.nodes + 1;
+            let n = start.nodes() + 1;
             let expected: u64 = (1..=50).map(|k| n + k).sum();
             assert_eq!(outcome.visits, expected);
         }
