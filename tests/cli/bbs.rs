@@ -264,10 +264,13 @@ fn a_data_directory_in_use_damaged_or_impossible_is_refused_and_kept() {
         .code(2)
         .stderr(predicate::str::contains("in use by another process"));
     kill9(&mut child);
-    // Damage in the middle of the log: refused, and the file kept as it was.
+    // Damage in the middle of the log's records (zeros laid down for
+    // records to come follow them): refused, and the file kept as it was.
     let log = data.path().join("log-0000000000");
     let mut bytes = std::fs::read(&log).unwrap();
-    let middle = bytes.len() / 2;
+    let used = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
+    assert!(used < bytes.len(), "zeros follow the records");
+    let middle = used / 2;
     bytes[middle] ^= 0x55;
     std::fs::write(&log, &bytes).unwrap();
     dyno(home.path())

@@ -139,9 +139,12 @@ pub(crate) fn unframe(bytes: &[u8]) -> Option<(&[u8], usize, bool)> {
 pub(crate) enum Tail {
     /// Every byte belongs to an intact record.
     Clean,
-    /// From `at` on, the bytes are one record cut short or zeros (a write
-    /// that was torn by a crash, or space the file system gave the file but
-    /// never filled): nothing intact follows.
+    /// From `at` on, every byte is zero: space the log laid down for
+    /// records not yet written.
+    Unused { at: usize },
+    /// From `at` on, the bytes are one record cut short, possibly with
+    /// holes of zeros (a write that was torn by a crash): nothing intact
+    /// follows.
     Torn { at: usize },
     /// The record at `at` is damaged and an intact one follows it: the
     /// middle of the file was changed.
@@ -164,6 +167,9 @@ pub(crate) fn records(bytes: &[u8], batches: bool) -> (Vec<&[u8]>, Tail) {
             }
             None => {
                 let rest = &bytes[at..];
+                if rest.iter().all(|&b| b == 0) {
+                    return (found, Tail::Unused { at });
+                }
                 // A torn write leaves nothing intact behind it; any intact
                 // frame further on means the damage is in the middle.
                 let intact_later = (1..rest.len()).any(|i| {
@@ -425,7 +431,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_or_zeroed_tail_is_torn_and_damage_before_an_intact_record_is_not() {
+    fn a_cut_tail_is_torn_zeros_are_unused_and_damage_before_an_intact_record_is_not() {
         let mut log = Vec::new();
         for i in 0..3 {
             frame(
@@ -447,7 +453,11 @@ mod tests {
         }
         let mut zeroed = log.clone();
         zeroed.extend_from_slice(&[0; 4096]);
-        assert_eq!(records(&zeroed, false).1, Tail::Torn { at: 3 * one });
+        assert_eq!(records(&zeroed, false).1, Tail::Unused { at: 3 * one });
+        // A record torn in space laid down with zeros.
+        let mut torn = log[..log.len() - 3].to_vec();
+        torn.extend_from_slice(&[0; 4096]);
+        assert_eq!(records(&torn, false).1, Tail::Torn { at: 2 * one });
         let mut damaged = log.clone();
         damaged[one + FRAME_HEADER] ^= 1;
         assert_eq!(records(&damaged, false).1, Tail::Damaged { at: one });

@@ -12,10 +12,28 @@ use crate::fs::{Fs, FsFile};
 
 #[derive(Debug, Default)]
 struct Content {
-    /// Every byte written.
+    /// The file as the running system reads it.
     written: Vec<u8>,
-    /// How many of them are durable.
-    synced: usize,
+    /// The file as a power cut would leave it, before any torn write.
+    durable: Vec<u8>,
+    /// The writes (position, bytes) since the last fsync, in order.
+    unsynced: Vec<(usize, Vec<u8>)>,
+}
+
+impl Content {
+    fn write(&mut self, at: usize, bytes: &[u8]) {
+        put(&mut self.written, at, bytes);
+        self.unsynced.push((at, bytes.to_vec()));
+    }
+}
+
+/// Writes `bytes` into `file` at `at`, growing it (with zeros) as needed.
+fn put(file: &mut Vec<u8>, at: usize, bytes: &[u8]) {
+    let end = at + bytes.len();
+    if file.len() < end {
+        file.resize(end, 0);
+    }
+    file[at..end].copy_from_slice(bytes);
 }
 
 #[derive(Debug, Default)]
@@ -44,18 +62,26 @@ impl CrashFs {
 
     /// The files as a power cut now would leave them, as a new file
     /// system (this one goes on undisturbed): the directory as it was at
-    /// its last sync, and each file with what was fsynced plus the first
-    /// `torn(n)` of the `n` bytes written after that.
+    /// its last sync, and each file with what was fsynced plus, of the `n`
+    /// bytes written after that, the first `torn(n)` in the order they
+    /// were written.
     pub(crate) fn after_power_cut(&self, mut torn: impl FnMut(usize) -> usize) -> CrashFs {
         let state = self.lock();
         let mut entries = HashMap::new();
         for (name, content) in &state.synced_entries {
             let c = content.lock().unwrap();
-            let unsynced = c.written.len() - c.synced;
-            let keep = c.synced + torn(unsynced).min(unsynced);
+            let unsynced = c.unsynced.iter().map(|(_, b)| b.len()).sum();
+            let mut keep = torn(unsynced).min(unsynced);
+            let mut file = c.durable.clone();
+            for (at, bytes) in &c.unsynced {
+                let n = keep.min(bytes.len());
+                put(&mut file, *at, &bytes[..n]);
+                keep -= n;
+            }
             let copy = Content {
-                written: c.written[..keep].to_vec(),
-                synced: keep,
+                durable: file.clone(),
+                written: file,
+                unsynced: Vec::new(),
             };
             entries.insert(name.clone(), Arc::new(Mutex::new(copy)));
         }
@@ -84,10 +110,18 @@ impl CrashFs {
         let state = self.lock();
         let mut c = state.entries[name].lock().unwrap();
         c.written[at] ^= 0x40;
+        c.durable[at] ^= 0x40;
     }
 
     pub(crate) fn len(&self, name: &str) -> usize {
         self.lock().entries[name].lock().unwrap().written.len()
+    }
+
+    /// The length of `name` without the zeros at its end.
+    pub(crate) fn used(&self, name: &str) -> usize {
+        let state = self.lock();
+        let c = state.entries[name].lock().unwrap();
+        c.written.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -118,22 +152,26 @@ impl Fs for CrashFs {
         state.entries.insert(name.to_owned(), content.clone());
         Ok(Box::new(CrashFile {
             content,
+            at: 0,
             fs: self.clone(),
         }))
     }
 
-    fn append(&self, name: &str) -> io::Result<Box<dyn FsFile>> {
+    fn write_from(&self, name: &str, at: u64) -> io::Result<Box<dyn FsFile>> {
         Ok(Box::new(CrashFile {
             content: self.file(name)?,
+            at: at as usize,
             fs: self.clone(),
         }))
     }
 
     fn truncate(&self, name: &str, len: u64) -> io::Result<()> {
+        // Cut and synced, as OsFs does.
         let file = self.file(name)?;
         let mut c = file.lock().unwrap();
         c.written.truncate(len as usize);
-        c.synced = c.synced.min(len as usize);
+        c.durable = c.written.clone();
+        c.unsynced.clear();
         Ok(())
     }
 
@@ -165,32 +203,54 @@ impl Fs for CrashFs {
 #[derive(Debug)]
 struct CrashFile {
     content: Arc<Mutex<Content>>,
+    /// Where the next write goes.
+    at: usize,
     fs: CrashFs,
 }
 
-impl FsFile for CrashFile {
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+impl CrashFile {
+    fn write_at(&mut self, at: usize, bytes: &[u8]) -> io::Result<()> {
         let capacity = self.fs.lock().capacity;
         let mut c = self.content.lock().unwrap();
-        if capacity.is_some_and(|cap| c.written.len() + bytes.len() > cap) {
+        if capacity.is_some_and(|cap| c.written.len().max(at + bytes.len()) > cap) {
             return Err(io::Error::new(
                 io::ErrorKind::StorageFull,
                 "no space left on device",
             ));
         }
-        c.written.extend_from_slice(bytes);
+        c.write(at, bytes);
+        Ok(())
+    }
+}
+
+impl FsFile for CrashFile {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write_at(self.at, bytes)?;
+        self.at += bytes.len();
+        Ok(())
+    }
+
+    fn zero_fill(&mut self, len: u64) -> io::Result<()> {
+        let end = self.content.lock().unwrap().written.len();
+        let len = len as usize;
+        if end < len {
+            self.write_at(end, &vec![0; len - end])?;
+        }
         Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {
         // What was written when the fsync began is what it makes durable.
-        let upto = self.content.lock().unwrap().written.len();
+        let upto = self.content.lock().unwrap().unsynced.len();
         let time = self.fs.lock().sync_time;
         if !time.is_zero() {
             std::thread::sleep(time);
         }
         let mut c = self.content.lock().unwrap();
-        c.synced = c.synced.max(upto);
+        let done: Vec<_> = c.unsynced.drain(..upto).collect();
+        for (at, bytes) in done {
+            put(&mut c.durable, at, &bytes);
+        }
         Ok(())
     }
 }

@@ -112,6 +112,38 @@ fn a_reopened_database_holds_every_tree_and_version() {
 }
 
 #[test]
+fn the_log_writes_over_zeros_laid_down_ahead_and_reopening_goes_on_from_its_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log-0000000000");
+    let len = || std::fs::metadata(&log).unwrap().len();
+    let mut filled = 0;
+    for round in 0..3 {
+        let db = Database::open(dir.path()).unwrap();
+        assert_eq!(db.recovery().unwrap().torn, None, "round {round}");
+        let t = match round {
+            0 => db.create_tree("t").unwrap(),
+            _ => db.tree("t").unwrap(),
+        };
+        assert_eq!(t.snapshot().root().children().len(), 10 * round);
+        for seq in 0..10 {
+            post(&t, 0, 10 * round + seq);
+        }
+        if round == 0 {
+            filled = len();
+        }
+    }
+    // Thirty small commits fit in the first fill: the file's size never
+    // changed after it, so no later fsync had a new size to commit.
+    let bytes = std::fs::read(&log).unwrap();
+    let used = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
+    assert!(filled > 64 << 10, "{filled}");
+    assert_eq!(len(), filled);
+    assert!(used < 8 << 10, "{used} bytes of records");
+    let db = Database::open(dir.path()).unwrap();
+    assert_eq!(db.recovery().unwrap().replayed, 31);
+}
+
+#[test]
 fn a_checkpoint_replaces_the_log_and_reopening_reads_the_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     {
@@ -164,11 +196,13 @@ fn a_torn_last_record_is_dropped_with_a_warning_and_the_log_goes_on() {
         post(&t, 0, seq);
     }
     // A batch of two more records when the power goes, appended by hand
-    // as a leader whose fsync never came would leave it: its first record's
-    // pages never reached the disk (zeros), its last did.
-    let len = fs.len("log-0000000000");
+    // over the zeros after the records, as a leader whose fsync never came
+    // would leave it: its first record's pages never reached the disk
+    // (zeros), its last did.
+    let len = fs.used("log-0000000000");
+    assert!(fs.len("log-0000000000") > len, "zeros follow the records");
     let cut = {
-        let mut file = crate::fs::Fs::append(&fs, "log-0000000000").unwrap();
+        let mut file = crate::fs::Fs::write_from(&fs, "log-0000000000", len as u64).unwrap();
         let mut records = Vec::new();
         for tree in [98, 99] {
             codec::frame(
@@ -185,7 +219,8 @@ fn a_torn_last_record_is_dropped_with_a_warning_and_the_log_goes_on() {
         codec::frame_batch(&records, &mut batch);
         batch[codec::FRAME_HEADER..codec::FRAME_HEADER + records.len() / 2].fill(0);
         file.write_all(&batch).unwrap();
-        batch.len()
+        // Counted to its last byte that is not zero.
+        batch.iter().rposition(|&b| b != 0).unwrap() + 1
     };
     let after = fs.after_power_cut(|n| n);
     drop(db);
@@ -196,7 +231,7 @@ fn a_torn_last_record_is_dropped_with_a_warning_and_the_log_goes_on() {
     assert_eq!(
         after.len("log-0000000000"),
         len,
-        "the torn bytes are cut off"
+        "the torn bytes are cut off, with the zeros after them"
     );
     assert_eq!(db.names(), ["t"]);
     let t = db.tree("t").unwrap();
@@ -218,7 +253,7 @@ fn damage_in_the_middle_refuses_to_open_and_changes_nothing() {
         }
     }
     let name = "log-0000000000";
-    fs.flip(name, fs.len(name) / 2);
+    fs.flip(name, fs.used(name) / 2);
     let before = crate::fs::Fs::read(&fs, name).unwrap();
     let err = open_fs(Arc::new(fs.clone()), Options::default()).unwrap_err();
     let message = err.to_string();
@@ -252,17 +287,26 @@ fn a_full_disk_fails_the_commit_and_keeps_every_acknowledged_one() {
     for seq in 0..3 {
         post(&t, 0, seq);
     }
+    // The disk fills up: the log goes on over the zeros laid down ahead,
+    // then fails when it needs more.
     fs.set_capacity(Some(fs.len("log-0000000000")));
-    let err = t
-        .update(|t| {
+    let mut acknowledged = 0;
+    let err = loop {
+        let put = t.update(|t| {
             t.edit(Edit::PutAttribute {
                 path: vec![],
-                name: "x".into(),
-                value: vec![1; 100],
+                name: format!("x{acknowledged}"),
+                value: vec![1; 1000],
             })
             .map(drop)
-        })
-        .unwrap_err();
+        });
+        match put {
+            Ok(_) => acknowledged += 1,
+            Err(e) => break e,
+        }
+        assert!(acknowledged < 10_000, "the disk never filled");
+    };
+    assert!(acknowledged > 0, "the zeros laid down ahead were used");
     assert!(err.to_string().contains("no space left"), "{err}");
     // Nothing more is acknowledged, not even what would fit.
     assert!(db.create_tree("u").is_err());
@@ -271,7 +315,13 @@ fn a_full_disk_fails_the_commit_and_keeps_every_acknowledged_one() {
     let db = open_fs(Arc::new(fs.after_power_cut(|n| n)), Options::default()).unwrap();
     let root = db.tree("t").unwrap().snapshot();
     assert_eq!(root.root().children().len(), 3);
-    assert_eq!(root.root().attribute("x"), None);
+    for i in 0..acknowledged {
+        assert!(
+            root.root().attribute(&format!("x{i}")).is_some(),
+            "x{i} lost"
+        );
+    }
+    assert_eq!(root.root().attribute(&format!("x{acknowledged}")), None);
 }
 
 /// What the power-cut property test runs.

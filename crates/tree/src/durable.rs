@@ -250,21 +250,21 @@ pub(crate) fn open_fs(fs: Arc<dyn Fs>, options: Options) -> Result<Database, Ope
         let name = snapshot_name(g);
         fs.remove(&name).map_err(io(format!("remove {name}")))?;
     }
-    let (generation, file, file_bytes) = match (replay.last(), last_len) {
-        (Some(&g), Some(Some(len))) => {
+    let (generation, file, file_bytes, filled) = match (replay.last(), last_len) {
+        (Some(&g), Some(Some((intact, len)))) => {
             let file = fs
-                .append(&log_name(g))
+                .write_from(&log_name(g), intact as u64)
                 .map_err(io(format!("open {}", log_name(g))))?;
-            (g, file, len as u64)
+            (g, file, intact as u64, len as u64)
         }
         // No log yet, or a last log whose header never became durable.
         (g, _) => {
             let g = g.copied().unwrap_or(first);
             let (file, len) = new_log(&*fs, g).map_err(io(format!("make {}", log_name(g))))?;
-            (g, file, len)
+            (g, file, len, len)
         }
     };
-    let log = Arc::new(Log::new(fs, file, generation, file_bytes));
+    let log = Arc::new(Log::new(fs, file, generation, file_bytes, filled));
     let shared = Arc::new(Shared {
         trees: RwLock::new(HashMap::new()),
         next_id: AtomicU64::new(state.next_tree),
@@ -336,7 +336,7 @@ fn read_snapshot(fs: &dyn Fs, generation: u64) -> Result<Restored, OpenError> {
         source,
     })?;
     let (records, tail) = codec::records(&bytes, false);
-    if let Tail::Torn { at } | Tail::Damaged { at } = tail {
+    if let Tail::Torn { at } | Tail::Damaged { at } | Tail::Unused { at } = tail {
         // A snapshot is fsynced before it gets its name: it is whole or
         // it is damage.
         return Err(damaged(&name, at, "a record's checksum does not match"));
@@ -406,14 +406,16 @@ fn header(
 }
 
 /// Replays log `generation` into `state`. Returns the length of its intact
-/// part, or `None` for a last log whose header itself never became durable.
+/// part and of the file (zeros laid down for records to come follow the
+/// intact part), or `None` for a last log whose header itself never became
+/// durable.
 fn replay_log(
     fs: &dyn Fs,
     generation: u64,
     last: bool,
     state: &mut Restored,
     recovery: &mut Recovery,
-) -> Result<Option<usize>, OpenError> {
+) -> Result<Option<(usize, usize)>, OpenError> {
     let name = log_name(generation);
     let bytes = fs.read(&name).map_err(|source| OpenError::Io {
         what: format!("read {name}"),
@@ -430,8 +432,9 @@ fn replay_log(
     };
     header(&name, &[first], LOG_MAGIC, generation)?;
     let (batches, tail) = codec::records(&bytes[start..], true);
-    let intact = match tail {
-        Tail::Clean => bytes.len(),
+    let (intact, len) = match tail {
+        Tail::Clean => (bytes.len(), bytes.len()),
+        Tail::Unused { at } => (start + at, bytes.len()),
         Tail::Torn { at } if last => {
             let at = start + at;
             fs.truncate(&name, at as u64)
@@ -439,8 +442,10 @@ fn replay_log(
                     what: format!("cut the torn record off {name}"),
                     source,
                 })?;
-            recovery.torn = Some((name.clone(), bytes.len() - at));
-            at
+            // The zeros after the torn bytes were never a record.
+            let used = bytes.iter().rposition(|&b| b != 0).map_or(at, |i| i + 1);
+            recovery.torn = Some((name.clone(), used - at));
+            (at, at)
         }
         Tail::Torn { at } => {
             return Err(damaged(
@@ -477,7 +482,7 @@ fn replay_log(
         }
         offset += codec::FRAME_HEADER + batch.len();
     }
-    Ok(Some(intact))
+    Ok(Some((intact, len)))
 }
 
 /// One log record replayed. A record the snapshot already holds (written
@@ -575,17 +580,14 @@ fn checkpoint_loop(shared: &Shared, wake: &Wake) {
 
 /// See [`Database::checkpoint`]. Returns the snapshot's size.
 fn checkpoint(shared: &Shared, log: &Log) -> Result<u64, TreeError> {
-    let (generation, (images, next_tree)) = log.rotate(
-        |fs, g| new_log(fs, g).map(|(file, _)| file),
-        || {
-            let trees = shared.trees.read().unwrap_or_else(|e| e.into_inner());
-            let images: Vec<_> = trees
-                .values()
-                .map(|t| (t.id(), t.name().to_owned(), t.snapshot()))
-                .collect();
-            (images, shared.next_id.load(Ordering::Relaxed))
-        },
-    )?;
+    let (generation, (images, next_tree)) = log.rotate(new_log, || {
+        let trees = shared.trees.read().unwrap_or_else(|e| e.into_inner());
+        let images: Vec<_> = trees
+            .values()
+            .map(|t| (t.id(), t.name().to_owned(), t.snapshot()))
+            .collect();
+        (images, shared.next_id.load(Ordering::Relaxed))
+    })?;
     let fs = &*log.fs;
     let io = |e: io::Error| TreeError::Log(crate::log::LogError(format!("snapshot: {e}")));
     let name = snapshot_name(generation);

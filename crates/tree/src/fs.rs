@@ -4,7 +4,8 @@
 
 use std::fmt::Debug;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// One directory of files, named without a path.
@@ -15,8 +16,9 @@ pub trait Fs: Send + Sync + Debug {
     fn read(&self, name: &str) -> io::Result<Vec<u8>>;
     /// Makes `name` empty (creating it), to write from the start.
     fn create(&self, name: &str) -> io::Result<Box<dyn FsFile>>;
-    /// Opens `name` to write after its last byte.
-    fn append(&self, name: &str) -> io::Result<Box<dyn FsFile>>;
+    /// Opens `name` to write from byte `at` on (what follows is
+    /// overwritten).
+    fn write_from(&self, name: &str, at: u64) -> io::Result<Box<dyn FsFile>>;
     /// Cuts `name` to its first `len` bytes, durably.
     fn truncate(&self, name: &str, len: u64) -> io::Result<()>;
     /// Renames `from` to `to`, replacing `to` (durable after
@@ -28,9 +30,15 @@ pub trait Fs: Send + Sync + Debug {
     fn sync_dir(&self) -> io::Result<()>;
 }
 
-/// A file open for writing.
+/// A file open for writing at a position.
 pub trait FsFile: Send + Debug {
+    /// Writes `bytes` at the position and moves it past them.
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Makes the file at least `len` bytes long by writing zeros after its
+    /// end; the position stays. The log writes its records over zeros laid
+    /// down ahead of them, so that an fsync need not also commit a new
+    /// file size (a journal write on most file systems) each time.
+    fn zero_fill(&mut self, len: u64) -> io::Result<()>;
     /// Makes every byte written so far durable (fdatasync).
     fn sync(&mut self) -> io::Result<()>;
 }
@@ -77,12 +85,17 @@ impl Fs for OsFs {
             .create(true)
             .truncate(true)
             .open(self.path(name))?;
-        Ok(Box::new(OsFile(file)))
+        Ok(Box::new(OsFile {
+            file,
+            at: 0,
+            len: 0,
+        }))
     }
 
-    fn append(&self, name: &str) -> io::Result<Box<dyn FsFile>> {
-        let file = OpenOptions::new().append(true).open(self.path(name))?;
-        Ok(Box::new(OsFile(file)))
+    fn write_from(&self, name: &str, at: u64) -> io::Result<Box<dyn FsFile>> {
+        let file = OpenOptions::new().write(true).open(self.path(name))?;
+        let len = file.metadata()?.len();
+        Ok(Box::new(OsFile { file, at, len }))
     }
 
     fn truncate(&self, name: &str, len: u64) -> io::Result<()> {
@@ -105,14 +118,38 @@ impl Fs for OsFs {
 }
 
 #[derive(Debug)]
-struct OsFile(File);
+struct OsFile {
+    file: File,
+    /// Where the next write goes.
+    at: u64,
+    /// The file's length, as far as this handle has made it.
+    len: u64,
+}
+
+/// Zeros written per call when filling.
+static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
 
 impl FsFile for OsFile {
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.0.write_all(bytes)
+        self.file.write_all_at(bytes, self.at)?;
+        self.at += bytes.len() as u64;
+        self.len = self.len.max(self.at);
+        Ok(())
+    }
+
+    fn zero_fill(&mut self, len: u64) -> io::Result<()> {
+        // Real zeros: space set aside with fallocate(2) or a hole left by
+        // set_len is marked unwritten, and the first write to it changes
+        // the file's metadata all the same.
+        while self.len < len {
+            let n = (len - self.len).min(ZEROS.len() as u64) as usize;
+            self.file.write_all_at(&ZEROS[..n], self.len)?;
+            self.len += n as u64;
+        }
+        Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        self.0.sync_data()
+        self.file.sync_data()
     }
 }

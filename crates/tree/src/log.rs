@@ -11,11 +11,24 @@
 //! and wakes every committer whose record that covered; the records
 //! appended meanwhile go out with the next leader's fsync. Many concurrent
 //! committers thus share one fsync.
+//!
+//! A leader writes over zeros laid down ahead of the records (as
+//! PostgreSQL fills its WAL segments): an fsync that finds the file's size
+//! unchanged need not commit the file system's journal as well, which
+//! makes it about a quarter cheaper on ext4. Recovery reads a log's zeros
+//! as space not yet used ([`crate::codec::Tail::Unused`]).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::codec;
 use crate::fs::{Fs, FsFile};
+
+/// How far beyond its records a log file is filled with zeros when they
+/// reach its end: as far again as it is long, from 64 KiB up to 4 MiB, so
+/// that a small database keeps a small file and a busy one fills rarely.
+fn fill_step(len: u64) -> u64 {
+    len.clamp(64 << 10, 4 << 20)
+}
 
 /// A position in the log: bytes appended since the database was opened.
 pub(crate) type Lsn = u64;
@@ -52,6 +65,8 @@ struct State {
     generation: u64,
     /// Bytes in the current log file, written or pending.
     file_bytes: u64,
+    /// The current file's length: where its records end, then zeros.
+    filled: u64,
     /// Set by the first write or fsync that failed: from then on nothing
     /// is acknowledged (what the file holds is no longer known).
     failed: Option<String>,
@@ -69,6 +84,7 @@ impl Log {
         file: Box<dyn FsFile>,
         generation: u64,
         file_bytes: u64,
+        filled: u64,
     ) -> Log {
         Log {
             fs,
@@ -79,6 +95,7 @@ impl Log {
                 file: Some(file),
                 generation,
                 file_bytes,
+                filled,
                 failed: None,
                 stats: LogStats::default(),
             }),
@@ -137,10 +154,17 @@ impl Log {
                     let batch = std::mem::take(&mut state.pending);
                     let upto = state.appended;
                     state.file_bytes += codec::FRAME_HEADER as u64;
+                    let fill = (state.file_bytes > state.filled).then(|| {
+                        state.filled = state.file_bytes + fill_step(state.filled);
+                        state.filled
+                    });
                     drop(state);
                     let mut framed = Vec::with_capacity(codec::FRAME_HEADER + batch.len());
                     codec::frame_batch(&batch, &mut framed);
-                    let written = file.write_all(&framed).and_then(|()| file.sync());
+                    let written = fill
+                        .map_or(Ok(()), |len| file.zero_fill(len))
+                        .and_then(|()| file.write_all(&framed))
+                        .and_then(|()| file.sync());
                     state = self.lock();
                     state.file = Some(file);
                     match written {
@@ -159,13 +183,14 @@ impl Log {
 
     /// Starts log file `generation + 1`: waits for any write under way,
     /// writes and fsyncs what is pending to the current file, then makes
-    /// the new one (`open(generation)` writes its header) current. `under`
+    /// the new one (`open(generation)` writes its header and says its
+    /// length) current. `under`
     /// runs under the lock once the new file is current, so what it sees of
     /// the trees is exactly what the old files hold. Returns the new
     /// generation and `under`'s answer.
     pub(crate) fn rotate<T>(
         &self,
-        open: impl FnOnce(&dyn Fs, u64) -> std::io::Result<Box<dyn FsFile>>,
+        open: impl FnOnce(&dyn Fs, u64) -> std::io::Result<(Box<dyn FsFile>, u64)>,
         under: impl FnOnce() -> T,
     ) -> Result<(u64, T), LogError> {
         let mut state = self.lock();
@@ -189,13 +214,14 @@ impl Log {
             .and_then(|()| file.sync())
             .and_then(|()| open(&*self.fs, next));
         let result = match switched {
-            Ok(new) => {
+            Ok((new, len)) => {
                 state.synced = state.appended;
                 state.stats.fsyncs += 1;
                 state.stats.bytes += batch.len() as u64;
                 state.stats.checkpoints += 1;
                 state.generation = next;
-                state.file_bytes = 0;
+                state.file_bytes = len;
+                state.filled = len;
                 state.file = Some(new);
                 Ok((next, under()))
             }
@@ -209,7 +235,7 @@ impl Log {
         result
     }
 
-    /// Bytes in the current log file.
+    /// Bytes in the current log file (its records, not the zeros after).
     pub(crate) fn file_bytes(&self) -> u64 {
         self.lock().file_bytes
     }
