@@ -1,0 +1,4 @@
+//! The PostgreSQL load engine: pgbench's job (its schema, its built-in
+//! scripts and its script language) with latencies in HDR histograms.
+
+pub mod script;

@@ -1,0 +1,1 @@
+//! pgbench's script language: parsing and evaluation.
