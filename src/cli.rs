@@ -56,6 +56,7 @@ pub enum Command {
     Man(ManArgs),
     Compare(Box<CompareArgs>),
     Report(Box<ReportArgs>),
+    Db(DbArgs),
 }
 
 /// Flags every measuring subcommand shares.
@@ -643,6 +644,57 @@ pub struct SysinfoArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Load a PostgreSQL server the way pgbench does.
+///
+/// The server is named by a connection string (a URL such as
+/// postgres://user@host:5432/db, or libpq's key=value form), and what the
+/// string leaves out comes from libpq's environment (PGHOST, PGPORT,
+/// PGUSER, PGDATABASE, PGPASSWORD) and libpq's defaults (the Unix socket in
+/// /var/run/postgresql, port 5432, your user name): the server psql and
+/// pgbench would reach from the same shell.
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    #[command(subcommand)]
+    pub command: DbCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    Init(DbInitArgs),
+}
+
+/// Make pgbench's four tables and fill them (what `pgbench -i` does).
+///
+/// Drops pgbench_accounts, pgbench_branches, pgbench_history and
+/// pgbench_tellers if they exist, makes them with pgbench's schema, loads
+/// --scale × 100,000 accounts, 10 tellers and 1 branch per unit with COPY,
+/// vacuums and analyses them, then adds the primary keys (and, with
+/// --foreign-keys, the foreign keys). pgbench runs on a database dyno made,
+/// and dyno on one pgbench made.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno db init --scale 10                     # on the server of PGHOST/PGPORT\n  dyno db init 'postgres://bench@db1/bench' -s 100 --fillfactor 90\n  pgbench -c 8 -j 2 -T 10                     # pgbench runs on the same tables"
+)]
+pub struct DbInitArgs {
+    /// The server: a URL or key=value connection string [default: libpq's
+    /// environment and defaults].
+    #[arg(value_name = "CONNINFO")]
+    pub conninfo: Option<String>,
+
+    /// Units of 100,000 accounts (pgbench's scale factor).
+    #[arg(short = 's', long, default_value_t = 1, value_name = "N")]
+    pub scale: u32,
+
+    /// Percent of each page the load fills (10–100): room left for updates
+    /// on the same page.
+    #[arg(short = 'F', long, default_value_t = 100, value_name = "PERCENT")]
+    pub fillfactor: u8,
+
+    /// Also add the foreign keys between the tables.
+    #[arg(long)]
+    pub foreign_keys: bool,
 }
 
 /// Run the built-in reference HTTP/1.1 server, the target for load tests.

@@ -3,6 +3,7 @@
 
 mod compare;
 mod completions;
+mod db;
 mod disk;
 mod history;
 mod http;
@@ -42,6 +43,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Man(args) => completions::man(args),
         Command::Compare(args) => compare::run(*args),
         Command::Report(args) => report::run(*args),
+        Command::Db(args) => db::run(args),
     }
 }
 

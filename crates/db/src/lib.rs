@@ -1,4 +1,8 @@
 //! The PostgreSQL load engine: pgbench's job (its schema, its built-in
 //! scripts and its script language) with latencies in HDR histograms.
 
+pub mod init;
 pub mod script;
+pub mod target;
+
+pub use target::{Target, TargetError};
