@@ -23,6 +23,9 @@ mod bbs;
 /// `dyno compare`'s tests.
 #[path = "cli/compare.rs"]
 mod compare;
+/// `dyno db`'s tests, on the throwaway PostgreSQL of `scripts/pg`.
+#[path = "cli/db.rs"]
+mod db;
 /// `dyno disk`'s tests.
 #[path = "cli/disk.rs"]
 mod disk;
