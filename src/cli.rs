@@ -663,6 +663,98 @@ pub struct DbArgs {
 #[derive(Debug, Subcommand)]
 pub enum DbCommand {
     Init(DbInitArgs),
+    Run(Box<DbRunArgs>),
+}
+
+/// How statements go to the server (pgbench's -M).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DbProtocol {
+    /// Text with the values written in: one round trip, parsed each time.
+    Simple,
+    /// An unnamed statement parsed, bound and run in one round trip.
+    Extended,
+    /// Each statement parsed once per connection, then bound and run.
+    Prepared,
+}
+
+/// Load the server with pgbench's scripts and report tps and latency.
+///
+/// pgbench's closed model: -c clients, each on its own connection, over -j
+/// threads; each client runs a transaction, waits for it, and starts the
+/// next, until -T seconds have passed or it has run -t transactions. The
+/// built-in scripts are pgbench's (tpcb-like by default, simple-update,
+/// select-only); -f runs a script in pgbench's language (\set with
+/// random(), random_exponential(), random_gaussian(), random_zipfian() and
+/// arithmetic, :variables in SQL, \sleep); NAME@WEIGHT mixes several.
+/// Every transaction's latency goes into an HDR histogram, reported from
+/// p50 to p99.99 and max; failures are counted by SQLSTATE; a serialization
+/// failure or deadlock is retried up to --max-tries times with the same
+/// random draws. The run is saved with the server's version and the
+/// settings that decide what it measured. Exit 1 when a client stopped on
+/// an error or a transaction failed.
+#[derive(Debug, Args)]
+#[command(
+    group(ArgGroup::new("length").args(["time", "transactions"])),
+    after_help = "Examples:\n  dyno db run -c 8 -j 2 -T 10                 # tpcb-like on the server of PGHOST/PGPORT\n  dyno db run -S -c 16 -j 2 -M prepared       # select-only\n  dyno db run -f mix.sql@9 -b simple-update@1 'postgres://bench@db1/bench'\n  dyno db run -c 8 -T 30 --max-tries 10 --tag after-tuning"
+)]
+pub struct DbRunArgs {
+    /// The server: a URL or key=value connection string [default: libpq's
+    /// environment and defaults].
+    #[arg(value_name = "CONNINFO")]
+    pub conninfo: Option<String>,
+
+    /// Concurrent clients (connections).
+    #[arg(short = 'c', long = "client", default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub clients: u32,
+
+    /// Threads the clients are spread over.
+    #[arg(short = 'j', long = "jobs", default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: u32,
+
+    /// How long to run (seconds, or 30s, 2m) [default: 10s unless -t].
+    #[arg(short = 'T', long, value_name = "DURATION", value_parser = parse_duration)]
+    pub time: Option<std::time::Duration>,
+
+    /// Transactions each client runs, instead of a duration.
+    #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub transactions: Option<u64>,
+
+    /// A built-in script, NAME or NAME@WEIGHT: tpcb-like, simple-update,
+    /// select-only (a unique prefix will do) [default: tpcb-like].
+    #[arg(short = 'b', long = "builtin", value_name = "NAME[@WEIGHT]")]
+    pub builtins: Vec<String>,
+
+    /// A script in pgbench's language, FILE or FILE@WEIGHT (repeatable).
+    #[arg(short = 'f', long = "file", value_name = "FILE[@WEIGHT]")]
+    pub files: Vec<String>,
+
+    /// The select-only built-in (as -b select-only).
+    #[arg(short = 'S', long)]
+    pub select_only: bool,
+
+    /// The simple-update built-in (as -b simple-update).
+    #[arg(short = 'N', long)]
+    pub skip_some_updates: bool,
+
+    /// How statements go to the server.
+    #[arg(short = 'M', long, value_enum, default_value_t = DbProtocol::Simple)]
+    pub protocol: DbProtocol,
+
+    /// The scale the scripts see [default: counted from pgbench_branches].
+    #[arg(short = 's', long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    pub scale: Option<i64>,
+
+    /// Tries of a transaction that meets a serialization failure or a
+    /// deadlock (1: no retry).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tries: u32,
+
+    /// Seed of the random draws, to repeat a run exactly [default: random].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
 }
 
 /// Make pgbench's four tables and fill them (what `pgbench -i` does).

@@ -200,3 +200,301 @@ fn init_refuses_bad_values_and_servers_it_cannot_use_with_the_reason() {
         .stdout(predicate::str::contains("postgres@127.0.0.1:"))
         .stdout(predicate::str::contains("not-the-password").not());
 }
+
+/// The run's JSON record.
+fn json_run(out: &[u8]) -> Value {
+    serde_json::from_slice(out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(out)))
+}
+
+fn metric(run: &Value, name: &str) -> f64 {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name && m["labels"].as_object().is_none_or(|l| l.is_empty()))
+        .unwrap_or_else(|| panic!("no metric {name}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn each_builtin_does_its_work_and_the_books_balance() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    let sums = "SELECT (SELECT sum(abalance) FROM pgbench_accounts) || ' ' || (SELECT sum(tbalance) FROM pgbench_tellers) || ' ' || (SELECT sum(bbalance) FROM pgbench_branches) || ' ' || (SELECT coalesce(sum(delta), 0) FROM pgbench_history) || ' ' || (SELECT count(*) FROM pgbench_history)";
+    let mut history = 0;
+    for (flags, protocol) in [
+        (vec!["-b", "tpcb"], "simple"),
+        (vec!["-b", "tpcb-like"], "extended"),
+        (vec![], "prepared"),
+    ] {
+        let out = pg
+            .dyno(home.path(), &db)
+            .args([
+                "db", "run", "-c", "4", "-j", "2", "-t", "50", "--json", "-M", protocol,
+            ])
+            .args(&flags)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let run = json_run(&out.stdout);
+        assert_eq!(run["kind"], "db");
+        assert_eq!(run["settings"]["scale"], 1);
+        assert_eq!(run["settings"]["protocol"], protocol);
+        assert_eq!(metric(&run, "transactions"), 200.0);
+        assert_eq!(metric(&run, "failed_transactions"), 0.0);
+        assert!(metric(&run, "transactions_per_sec") > 0.0);
+        history += 200;
+        // Every delta lands in one account, one teller, one branch and the
+        // history: the four sums agree, and the history grew by exactly
+        // the transactions.
+        let s: Vec<i64> = pg
+            .psql(&db, sums)
+            .split(' ')
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert_eq!(
+            (s[0], s[1], s[2], s[4]),
+            (s[3], s[3], s[3], history),
+            "{protocol}"
+        );
+    }
+    // simple-update touches accounts and history only; select-only nothing.
+    let before: Vec<i64> = pg
+        .psql(&db, sums)
+        .split(' ')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    pg.dyno(home.path(), &db)
+        .args(["db", "run", "-N", "-c", "2", "-t", "30", "--no-save"])
+        .assert()
+        .success();
+    let after: Vec<i64> = pg
+        .psql(&db, sums)
+        .split(' ')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!((after[1], after[2]), (before[1], before[2]));
+    assert_eq!(after[0] - before[0], after[3] - before[3]);
+    assert_eq!(after[4], before[4] + 60);
+    pg.dyno(home.path(), &db)
+        .args([
+            "db",
+            "run",
+            "-S",
+            "-c",
+            "2",
+            "-T",
+            "1",
+            "-M",
+            "prepared",
+            "--no-save",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("select-only@1"))
+        .stdout(predicate::str::contains("p99.99"));
+    assert_eq!(
+        pg.psql(&db, sums),
+        after
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    // The run is in the store, and shows again.
+    pg.dyno(home.path(), &db)
+        .args(["history", "--kind", "db"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("tpcb-like"));
+}
+
+#[test]
+fn a_custom_script_mix_runs_by_weight_with_its_variables() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.psql(&db, "CREATE TABLE hits (id int PRIMARY KEY, n int NOT NULL DEFAULT 0); INSERT INTO hits SELECT g, 0 FROM generate_series(1, 10) g");
+    let dir = temp();
+    let hit = dir.path().join("hit.sql");
+    std::fs::write(
+        &hit,
+        "-- one hit on a skewed id\n\\set id random_zipfian(1, 10, 1.5)\n\\set twice :id * 2\nUPDATE hits\n   SET n = n + 1\n WHERE id = :id AND :twice = 2 * id;\n\\sleep 1 ms\n",
+    )
+    .unwrap();
+    let read = dir.path().join("read.sql");
+    std::fs::write(&read, "SELECT sum(n) FROM hits;\n").unwrap();
+    let out = pg
+        .dyno(home.path(), &db)
+        .args([
+            "db", "run", "-c", "2", "-t", "100", "--json", "--seed", "7", "-M", "prepared",
+        ])
+        .arg("-f")
+        .arg(format!("{}@3", hit.display()))
+        .arg("-f")
+        .arg(format!("{}@1", read.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = json_run(&out.stdout);
+    assert_eq!(metric(&run, "transactions"), 200.0);
+    let hits: i64 = pg.psql(&db, "SELECT sum(n) FROM hits").parse().unwrap();
+    // About three in four transactions were hits.
+    assert!((110..=190).contains(&hits), "{hits} hits of 200");
+    // Zipf: id 1 got the most.
+    let top = pg.psql(&db, "SELECT id FROM hits ORDER BY n DESC, id LIMIT 1");
+    assert_eq!(top, "1");
+    // A script error names the file and the line.
+    let bad = dir.path().join("bad.sql");
+    std::fs::write(&bad, "\\set x 1\nSELECT :y;\n").unwrap();
+    pg.dyno(home.path(), &db)
+        .args(["db", "run", "-t", "1", "-f"])
+        .arg(&bad)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.sql:2"))
+        .stderr(predicate::str::contains("y"));
+}
+
+#[test]
+fn serialization_failures_are_retried_and_counted_by_sqlstate() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.psql(&db, "CREATE TABLE counter (id int PRIMARY KEY, v int NOT NULL); INSERT INTO counter VALUES (1, 0)");
+    let dir = temp();
+    let script = dir.path().join("contend.sql");
+    // Every client updates the one row under REPEATABLE READ, pausing
+    // inside the transaction: concurrent updates fail with 40001.
+    std::fs::write(
+        &script,
+        "BEGIN ISOLATION LEVEL REPEATABLE READ;\nSELECT v FROM counter WHERE id = 1;\n\\sleep 2 ms\nUPDATE counter SET v = v + 1 WHERE id = 1;\nEND;\n",
+    )
+    .unwrap();
+    let out = pg
+        .dyno(home.path(), &db)
+        .args([
+            "db",
+            "run",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-t",
+            "25",
+            "--max-tries",
+            "1000",
+            "--json",
+            "-f",
+        ])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = json_run(&out.stdout);
+    assert_eq!(metric(&run, "transactions"), 100.0);
+    assert!(metric(&run, "retries") > 0.0, "no conflict was met");
+    let by_code = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "retries" && m["labels"]["sqlstate"] == "40001")
+        .expect("retries counted under 40001");
+    assert_eq!(by_code["value"].as_f64().unwrap(), metric(&run, "retries"));
+    // Each committed transaction added exactly one: none twice, none lost.
+    assert_eq!(pg.psql(&db, "SELECT v FROM counter"), "100");
+    // Without retries the same conflicts fail the transactions: counted by
+    // SQLSTATE, the run ends, exit 1.
+    let out = pg
+        .dyno(home.path(), &db)
+        .args([
+            "db", "run", "-c", "4", "-j", "2", "-t", "25", "--json", "-f",
+        ])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = json_run(&out.stdout);
+    let failed = metric(&run, "failed_transactions");
+    assert!(failed > 0.0);
+    assert_eq!(metric(&run, "transactions") + failed, 100.0);
+    let v: f64 = pg.psql(&db, "SELECT v FROM counter").parse().unwrap();
+    assert_eq!(v, 100.0 + metric(&run, "transactions"));
+}
+
+#[test]
+fn missing_tables_and_a_server_that_goes_away_end_the_run_with_the_reason() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "run", "-t", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("run `dyno db init`"));
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    // The server ends every connection of this run mid-way (as a shutdown
+    // does): the clients stop, the run keeps what it measured, is saved,
+    // and exits 1.
+    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("dyno"))
+        .args(["db", "run", "-c", "3", "-T", "30", "--json"])
+        .envs(pg.env.iter().map(|(k, v)| (k, v)))
+        .env("PGDATABASE", &db)
+        .env("DYNO_HOME", home.path())
+        .env_remove("PGPASSWORD")
+        .env_remove("XDG_DATA_HOME")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let killed = pg.psql(
+        "postgres",
+        &format!("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{db}' AND backend_type = 'client backend'"),
+    );
+    assert_eq!(killed, "3");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = json_run(&out.stdout);
+    assert_eq!(metric(&run, "aborted_clients"), 3.0);
+    assert!(metric(&run, "transactions") > 0.0);
+    let aborted = run["settings"]["aborted"].as_array().unwrap();
+    assert!(
+        aborted
+            .iter()
+            .all(|a| a.as_str().unwrap().contains("client")),
+        "{aborted:?}"
+    );
+    pg.dyno(home.path(), &db)
+        .args(["history", "--kind", "db"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(run["id"].as_str().unwrap()));
+}

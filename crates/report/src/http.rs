@@ -9,15 +9,15 @@ use hdrhistogram::Histogram;
 
 use crate::format::{counted, format_duration_ns, format_value};
 
-fn value(run: &Run, name: &str) -> f64 {
+pub(crate) fn value(run: &Run, name: &str) -> f64 {
     run.metric(name).map_or(0.0, |m| m.value)
 }
 
-fn count(run: &Run, name: &str) -> u64 {
+pub(crate) fn count(run: &Run, name: &str) -> u64 {
     value(run, name).round() as u64
 }
 
-fn histogram(run: &Run, name: &str) -> Option<Histogram<u64>> {
+pub(crate) fn histogram(run: &Run, name: &str) -> Option<Histogram<u64>> {
     run.metric(name)
         .and_then(|m| m.histogram.as_ref())
         .and_then(|h| hdr::from_model(h).ok())
@@ -174,40 +174,7 @@ pub fn http_report(run: &Run) -> String {
     if let Some(h) = histogram(run, "latency_uncorrected_ns") {
         rows.push(("uncorrected", h));
     }
-    if !rows.is_empty() {
-        let _ = writeln!(
-            out,
-            "{:<12}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}  mean ± sd",
-            "Latency", "p50", "p75", "p90", "p99", "p99.9", "p99.99", "max"
-        );
-        for (label, h) in &rows {
-            let mut line = format!("{label:<12}");
-            if h.is_empty() {
-                // Nothing was answered: there is no latency to show.
-                for _ in 0..=hdr::REPORTED_PERCENTILES.len() {
-                    let _ = write!(line, "{:>10}", DASH);
-                }
-                let _ = writeln!(out, "{line}  {DASH}");
-                continue;
-            }
-            for p in hdr::REPORTED_PERCENTILES {
-                let _ = write!(
-                    line,
-                    "{:>10}",
-                    short_ns(h.value_at_quantile(p / 100.0) as f64)
-                );
-            }
-            let _ = write!(
-                line,
-                "{:>10}  {} ± {}",
-                short_ns(h.max() as f64),
-                short_ns(h.mean()),
-                short_ns(h.stdev())
-            );
-            let _ = writeln!(out, "{line}");
-        }
-        out.push('\n');
-    }
+    latency_table(&mut out, &rows);
 
     let _ = writeln!(
         out,
@@ -281,6 +248,45 @@ pub fn http_report(run: &Run) -> String {
     out
 }
 
+/// Latency percentiles, one row per histogram, then a blank line; nothing
+/// without rows.
+pub(crate) fn latency_table(out: &mut String, rows: &[(&str, Histogram<u64>)]) {
+    if !rows.is_empty() {
+        let _ = writeln!(
+            out,
+            "{:<12}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}  mean ± sd",
+            "Latency", "p50", "p75", "p90", "p99", "p99.9", "p99.99", "max"
+        );
+        for (label, h) in rows {
+            let mut line = format!("{label:<12}");
+            if h.is_empty() {
+                // Nothing was answered: there is no latency to show.
+                for _ in 0..=hdr::REPORTED_PERCENTILES.len() {
+                    let _ = write!(line, "{:>10}", DASH);
+                }
+                let _ = writeln!(out, "{line}  {DASH}");
+                continue;
+            }
+            for p in hdr::REPORTED_PERCENTILES {
+                let _ = write!(
+                    line,
+                    "{:>10}",
+                    short_ns(h.value_at_quantile(p / 100.0) as f64)
+                );
+            }
+            let _ = write!(
+                line,
+                "{:>10}  {} ± {}",
+                short_ns(h.max() as f64),
+                short_ns(h.mean()),
+                short_ns(h.stdev())
+            );
+            let _ = writeln!(out, "{line}");
+        }
+        out.push('\n');
+    }
+}
+
 /// A request rate: whole numbers from 10 up, two decimals below (a
 /// requested 0.5 req/s is not "0 req/s").
 fn rate(per_sec: f64) -> String {
@@ -295,7 +301,7 @@ fn rate(per_sec: f64) -> String {
 const DASH: &str = "–";
 
 /// A latency in a short, fixed form for tables.
-fn short_ns(ns: f64) -> String {
+pub(crate) fn short_ns(ns: f64) -> String {
     format_duration_ns(ns).replace(' ', "")
 }
 

@@ -8,6 +8,7 @@
 //! they go.
 
 mod compare;
+mod db;
 mod disk;
 mod exec;
 mod export;
@@ -22,6 +23,7 @@ mod text;
 pub use compare::{
     Comparison, Row, compare_csv, compare_markdown, compare_report, metric_short, metric_title,
 };
+pub use db::db_report;
 pub use disk::disk_report;
 pub use exec::{Bench, benches, exec_report};
 pub use export::{Csv, Exporter, Json, JsonLines, exporter};

@@ -1,0 +1,813 @@
+//! `dyno db run`: pgbench's closed-model load. `-c` clients, each on its
+//! own connection, spread over `-j` threads; each thread drives its clients
+//! on a single-threaded tokio runtime (the connections' I/O included), so
+//! a thread's CPU time is everything its clients cost. Every client runs a
+//! script chosen by weight, one transaction after another, until the
+//! duration ends or it has run its count; each transaction's latency goes
+//! into an HDR histogram, failures are counted by SQLSTATE, and a
+//! serialization failure or deadlock is retried up to `max_tries` times
+//! with the same random draws, as pgbench does.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use dyno_model::{Direction, Metric, Unit};
+use dyno_stats::hdr::{self, latency_histogram};
+use hdrhistogram::Histogram;
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Client, Statement};
+
+use crate::script::{CommandKind, Predefined, Script, Sql, Value};
+use crate::target::{Target, TargetError};
+
+/// How statements go to the server (pgbench's `-M`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Text with the values in it, one round trip, parsed every time.
+    Simple,
+    /// Parse, bind and execute an unnamed statement in one round trip.
+    Extended,
+    /// Each statement parsed once per connection, then bound and executed.
+    Prepared,
+}
+
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Simple => "simple",
+            Protocol::Extended => "extended",
+            Protocol::Prepared => "prepared",
+        }
+    }
+}
+
+/// When a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// No transaction starts after this long.
+    Duration(Duration),
+    /// Each client runs this many.
+    Transactions(u64),
+}
+
+/// A script and its share of the transactions.
+#[derive(Debug, Clone)]
+pub struct Weighted {
+    pub script: Script,
+    pub weight: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    pub target: Target,
+    pub scripts: Vec<Weighted>,
+    pub clients: usize,
+    pub threads: usize,
+    pub stop: Stop,
+    pub protocol: Protocol,
+    /// The scale the scripts see; `None`: counted from pgbench_branches.
+    pub scale: Option<i64>,
+    /// Tries of a transaction that meets a serialization failure or a
+    /// deadlock (1: none retried).
+    pub max_tries: u32,
+    pub seed: u64,
+}
+
+/// What the server is, as the run records it.
+#[derive(Debug, Clone, Default)]
+pub struct Server {
+    pub version: String,
+    /// The settings that decide what a run measures.
+    pub settings: Vec<(String, String)>,
+}
+
+/// The settings a run records beside its figures.
+const SETTINGS: [&str; 5] = [
+    "shared_buffers",
+    "synchronous_commit",
+    "max_connections",
+    "fsync",
+    "default_transaction_isolation",
+];
+
+/// The figures so far, for a progress line.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub transactions: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Latency of each transaction that committed, in nanoseconds.
+    pub latency: Histogram<u64>,
+    pub transactions: u64,
+    /// Transactions given up, by SQLSTATE (after their retries).
+    pub failed: BTreeMap<String, u64>,
+    /// Retries, by the SQLSTATE that caused them.
+    pub retries: BTreeMap<String, u64>,
+    /// Clients stopped by an error that is not retried, with the reason.
+    pub aborted: Vec<String>,
+    /// Committed transactions of each script, in the settings' order.
+    pub per_script: Vec<u64>,
+    /// From the moment every client was connected to the last one's end.
+    pub elapsed: Duration,
+    /// The time it took to connect every client.
+    pub connect: Duration,
+    /// CPU time of the client threads.
+    pub cpu: Duration,
+    pub scale: i64,
+    pub server: Server,
+    pub interrupted: bool,
+}
+
+impl Outcome {
+    /// Transactions per second, the connections' time left out (pgbench's
+    /// "without initial connection time").
+    pub fn tps(&self) -> f64 {
+        per_sec(self.transactions, self.elapsed)
+    }
+
+    /// Transactions per second, the connections' time counted in.
+    pub fn tps_with_connections(&self) -> f64 {
+        per_sec(self.transactions, self.elapsed + self.connect)
+    }
+
+    pub fn failed_total(&self) -> u64 {
+        self.failed.values().sum()
+    }
+}
+
+fn per_sec(n: u64, d: Duration) -> f64 {
+    if d.is_zero() {
+        0.0
+    } else {
+        n as f64 / d.as_secs_f64()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(
+        "the pgbench tables are missing in {0} (pgbench_branches does not exist): run `dyno db init` (or `pgbench -i`) first, or give --scale and a script that does not need them"
+    )]
+    NoTables(String),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// Runs the load; `stop` ends it early (what was measured is kept);
+/// `progress` is called about once a second.
+pub fn run(
+    settings: &RunSettings,
+    stop: Arc<AtomicBool>,
+    mut progress: impl FnMut(Progress),
+) -> Result<Outcome, RunError> {
+    let (server, scale) = probe(settings)?;
+    let threads = settings.threads.clamp(1, settings.clients.max(1));
+    let shared = Arc::new(Shared {
+        transactions: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        stop,
+        ready: Barrier::new(threads + 1),
+        setup_failed: Mutex::new(None),
+    });
+    let started_at = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        // Clients in contiguous blocks, as pgbench deals them out.
+        let first = settings.clients * t / threads;
+        let last = settings.clients * (t + 1) / threads;
+        let (settings, shared) = (settings.clone(), shared.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("dyno-db-{t}"))
+            .spawn(move || thread_main(&settings, &shared, first..last, scale))
+            .map_err(|e| RunError::Setup(format!("could not start a client thread: {e}")))?;
+        handles.push(handle);
+    }
+    shared.ready.wait();
+    let connect = started_at.elapsed();
+    let start = Instant::now();
+    let mut shown = Instant::now();
+    while !handles.iter().all(|h| h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(20));
+        if shown.elapsed() >= Duration::from_secs(1) {
+            shown = Instant::now();
+            progress(Progress {
+                elapsed: start.elapsed(),
+                transactions: shared.transactions.load(Ordering::Relaxed),
+                failed: shared.failed.load(Ordering::Relaxed),
+            });
+        }
+    }
+    let elapsed = start.elapsed();
+    let mut outcome = Outcome {
+        latency: latency_histogram(),
+        transactions: 0,
+        failed: BTreeMap::new(),
+        retries: BTreeMap::new(),
+        aborted: Vec::new(),
+        per_script: vec![0; settings.scripts.len()],
+        elapsed,
+        connect,
+        cpu: Duration::ZERO,
+        scale,
+        server,
+        interrupted: false,
+    };
+    for handle in handles {
+        let local = handle
+            .join()
+            .map_err(|_| RunError::Setup("a client thread panicked".into()))?;
+        outcome.absorb(local);
+    }
+    if let Some(why) = shared
+        .setup_failed
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+    {
+        return Err(why);
+    }
+    outcome.interrupted = shared.stop.load(Ordering::Relaxed);
+    Ok(outcome)
+}
+
+impl Outcome {
+    fn absorb(&mut self, local: Local) {
+        // Same bounds on both sides: adding cannot fail.
+        let _ = self.latency.add(&local.latency);
+        self.transactions += local.transactions;
+        for (code, n) in local.failed {
+            *self.failed.entry(code).or_default() += n;
+        }
+        for (code, n) in local.retries {
+            *self.retries.entry(code).or_default() += n;
+        }
+        self.aborted.extend(local.aborted);
+        for (sum, n) in self.per_script.iter_mut().zip(local.per_script) {
+            *sum += n;
+        }
+        self.cpu += local.cpu;
+    }
+}
+
+struct Shared {
+    transactions: AtomicU64,
+    failed: AtomicU64,
+    stop: Arc<AtomicBool>,
+    /// Every thread, and the caller, once every client is connected.
+    ready: Barrier,
+    setup_failed: Mutex<Option<RunError>>,
+}
+
+/// One thread's figures.
+struct Local {
+    latency: Histogram<u64>,
+    transactions: u64,
+    failed: BTreeMap<String, u64>,
+    retries: BTreeMap<String, u64>,
+    aborted: Vec<String>,
+    per_script: Vec<u64>,
+    cpu: Duration,
+}
+
+/// The server's version and settings, and the scale.
+fn probe(settings: &RunSettings) -> Result<(Server, i64), RunError> {
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        let client = settings.target.connect().await?;
+        let setup = |e: tokio_postgres::Error| RunError::Setup(message(&e));
+        let version: String = client
+            .query_one("SHOW server_version", &[])
+            .await
+            .map_err(setup)?
+            .get(0);
+        let rows = client
+            .query(
+                "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1) ORDER BY name",
+                &[&SETTINGS.as_slice()],
+            )
+            .await
+            .map_err(setup)?;
+        let server = Server {
+            version,
+            settings: rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
+        };
+        let scale = match settings.scale {
+            Some(s) => s,
+            None => match client
+                .query_one("SELECT count(*) FROM pgbench_branches", &[])
+                .await
+            {
+                Ok(row) => row.get::<_, i64>(0),
+                Err(e) if e.code().is_some_and(|c| c.code() == "42P01") => {
+                    return Err(RunError::NoTables(settings.target.to_string()));
+                }
+                Err(e) => return Err(setup(e)),
+            },
+        };
+        if scale < 1 {
+            return Err(RunError::Setup(format!(
+                "pgbench_branches has {scale} rows, so the scale would be {scale}: run `dyno db init` again"
+            )));
+        }
+        Ok((server, scale))
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Setup(format!("could not start a runtime: {e}")))
+}
+
+/// What a failed statement says, in the server's words when it has them.
+fn message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => {
+            let source = std::error::Error::source(e).map(|s| format!(": {s}"));
+            format!("{e}{}", source.unwrap_or_default())
+        }
+    }
+}
+
+fn thread_main(
+    settings: &RunSettings,
+    shared: &Shared,
+    clients: std::ops::Range<usize>,
+    scale: i64,
+) -> Local {
+    let cpu_before = dyno_env::thread_cpu_time();
+    let mut local = Local {
+        latency: latency_histogram(),
+        transactions: 0,
+        failed: BTreeMap::new(),
+        retries: BTreeMap::new(),
+        aborted: Vec::new(),
+        per_script: vec![0; settings.scripts.len()],
+        cpu: Duration::ZERO,
+    };
+    let runtime = match runtime() {
+        Ok(r) => r,
+        Err(e) => {
+            fail_setup(shared, e);
+            shared.ready.wait();
+            return local;
+        }
+    };
+    let connected = runtime.block_on(async {
+        let mut connections = Vec::new();
+        for id in clients.clone() {
+            let client = settings.target.connect().await?;
+            let prepared = prepare(&client, settings).await.map_err(RunError::Setup)?;
+            connections.push((id, client, prepared));
+        }
+        Ok::<_, RunError>(connections)
+    });
+    let connections = match connected {
+        Ok(c) => c,
+        Err(e) => {
+            fail_setup(shared, e);
+            Vec::new()
+        }
+    };
+    shared.ready.wait();
+    if lock(&shared.setup_failed).is_some() {
+        return local;
+    }
+    let deadline = match settings.stop {
+        Stop::Duration(d) => Some(Instant::now() + d),
+        Stop::Transactions(_) => None,
+    };
+    let results = runtime.block_on(async {
+        let tasks: Vec<_> = connections
+            .into_iter()
+            .map(|(id, client, prepared)| {
+                let mut runner = Runner {
+                    settings,
+                    shared,
+                    client,
+                    prepared,
+                    deadline,
+                    rng: fastrand::Rng::with_seed(
+                        settings.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    ),
+                    vars: settings
+                        .scripts
+                        .iter()
+                        .map(|w| {
+                            w.script.initial_values(&Predefined {
+                                scale,
+                                client_id: id as i64,
+                                random_seed: settings.seed as i64,
+                            })
+                        })
+                        .collect(),
+                    local: Local {
+                        latency: latency_histogram(),
+                        transactions: 0,
+                        failed: BTreeMap::new(),
+                        retries: BTreeMap::new(),
+                        aborted: Vec::new(),
+                        per_script: vec![0; settings.scripts.len()],
+                        cpu: Duration::ZERO,
+                    },
+                    text: String::new(),
+                    id,
+                };
+                async move {
+                    runner.run().await;
+                    runner.local
+                }
+            })
+            .collect();
+        futures_util::future::join_all(tasks).await
+    });
+    for r in results {
+        let _ = local.latency.add(&r.latency);
+        local.transactions += r.transactions;
+        for (code, n) in r.failed {
+            *local.failed.entry(code).or_default() += n;
+        }
+        for (code, n) in r.retries {
+            *local.retries.entry(code).or_default() += n;
+        }
+        local.aborted.extend(r.aborted);
+        for (sum, n) in local.per_script.iter_mut().zip(r.per_script) {
+            *sum += n;
+        }
+    }
+    local.cpu = dyno_env::thread_cpu_time().saturating_sub(cpu_before);
+    local
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn fail_setup(shared: &Shared, e: RunError) {
+    lock(&shared.setup_failed).get_or_insert(e);
+}
+
+/// Each script's statements parsed on `client` with `-M prepared`, by
+/// command; nothing otherwise.
+async fn prepare(
+    client: &Client,
+    settings: &RunSettings,
+) -> Result<Vec<Vec<Option<Statement>>>, String> {
+    let mut all = Vec::new();
+    for w in &settings.scripts {
+        let mut statements = Vec::new();
+        for command in w.script.commands() {
+            statements.push(match (&command.kind, settings.protocol) {
+                (CommandKind::Sql(sql), Protocol::Prepared) => {
+                    Some(client.prepare(sql.parameterized()).await.map_err(|e| {
+                        format!(
+                            "{}:{}: the statement could not be prepared: {}",
+                            w.script.name(),
+                            command.line,
+                            message(&e)
+                        )
+                    })?)
+                }
+                _ => None,
+            });
+        }
+        all.push(statements);
+    }
+    Ok(all)
+}
+
+/// One client: its connection, its random state and its variables.
+struct Runner<'a> {
+    settings: &'a RunSettings,
+    shared: &'a Shared,
+    client: Client,
+    prepared: Vec<Vec<Option<Statement>>>,
+    deadline: Option<Instant>,
+    rng: fastrand::Rng,
+    /// Each script's variables.
+    vars: Vec<Vec<Value>>,
+    local: Local,
+    /// The simple protocol's statement text, reused.
+    text: String,
+    id: usize,
+}
+
+/// Why a transaction did not commit.
+enum Failure {
+    /// A serialization failure or deadlock: rolled back, may be retried.
+    Retry(String),
+    /// Anything else: the client stops, as pgbench's does.
+    Abort(String),
+}
+
+impl Runner<'_> {
+    async fn run(&mut self) {
+        let total: u64 = self
+            .settings
+            .scripts
+            .iter()
+            .map(|w| u64::from(w.weight))
+            .sum();
+        let mut done = 0u64;
+        loop {
+            if self.shared.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            match (self.settings.stop, self.deadline) {
+                (Stop::Transactions(n), _) if done >= n => return,
+                (_, Some(deadline)) if Instant::now() >= deadline => return,
+                _ => {}
+            }
+            let which = self.choose(total);
+            done += 1;
+            let start = Instant::now();
+            let (rng, vars) = (self.rng.clone(), self.vars[which].clone());
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                match self.transaction(which).await {
+                    Ok(()) => {
+                        let ns = start.elapsed().as_nanos() as u64;
+                        let _ = self.local.latency.record(ns.max(1));
+                        self.local.transactions += 1;
+                        self.local.per_script[which] += 1;
+                        self.shared.transactions.fetch_add(1, Ordering::Relaxed);
+                        break;
+                    }
+                    Err(Failure::Retry(code)) => {
+                        let time_left = self.deadline.is_none_or(|d| Instant::now() < d);
+                        if tries < self.settings.max_tries && time_left {
+                            *self.local.retries.entry(code).or_default() += 1;
+                            // The same draws again, as pgbench retries.
+                            self.rng = rng.clone();
+                            self.vars[which].clone_from(&vars);
+                            continue;
+                        }
+                        *self.local.failed.entry(code).or_default() += 1;
+                        self.shared.failed.fetch_add(1, Ordering::Relaxed);
+                        break;
+                    }
+                    Err(Failure::Abort(why)) => {
+                        self.local
+                            .aborted
+                            .push(format!("client {} aborted: {why}", self.id));
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn choose(&mut self, total: u64) -> usize {
+        if self.settings.scripts.len() == 1 {
+            return 0;
+        }
+        let mut draw = self.rng.u64(0..total.max(1));
+        for (i, w) in self.settings.scripts.iter().enumerate() {
+            if draw < u64::from(w.weight) {
+                return i;
+            }
+            draw -= u64::from(w.weight);
+        }
+        0
+    }
+
+    /// Runs script `which` once.
+    async fn transaction(&mut self, which: usize) -> Result<(), Failure> {
+        let script = &self.settings.scripts[which].script;
+        for (i, command) in script.commands().iter().enumerate() {
+            let at = || format!("{}:{}", script.name(), command.line);
+            match &command.kind {
+                CommandKind::Set { slot, expr } => {
+                    let value = expr
+                        .eval(&self.vars[which], &mut self.rng)
+                        .map_err(|e| Failure::Abort(format!("{}: {e}", at())))?;
+                    self.vars[which][*slot] = value;
+                }
+                CommandKind::Sleep(sleep) => {
+                    let d = sleep
+                        .duration(&self.vars[which])
+                        .map_err(|e| Failure::Abort(format!("{}: {e}", at())))?;
+                    let d = match self.deadline {
+                        Some(deadline) => d.min(deadline.saturating_duration_since(Instant::now())),
+                        None => d,
+                    };
+                    tokio::time::sleep(d).await;
+                }
+                CommandKind::Sql(sql) => {
+                    let result = self.execute(which, i, sql).await;
+                    if let Err(e) = result {
+                        return Err(self.failure(e, &at()).await);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn execute(
+        &mut self,
+        which: usize,
+        index: usize,
+        sql: &Sql,
+    ) -> Result<(), tokio_postgres::Error> {
+        let vars = &self.vars[which];
+        match self.settings.protocol {
+            Protocol::Simple => {
+                self.text.clear();
+                sql.write_simple(vars, &mut self.text);
+                self.client.simple_query(&self.text).await.map(drop)
+            }
+            Protocol::Extended => {
+                let params: Vec<Param> = sql.params(vars).map(Param).collect();
+                let typed: Vec<(&(dyn ToSql + Sync), Type)> = params
+                    .iter()
+                    .map(|p| {
+                        let ty = match p.0 {
+                            Value::Int(_) => Type::INT8,
+                            Value::Double(_) => Type::FLOAT8,
+                        };
+                        (p as &(dyn ToSql + Sync), ty)
+                    })
+                    .collect();
+                self.client
+                    .query_typed(sql.parameterized(), &typed)
+                    .await
+                    .map(drop)
+            }
+            Protocol::Prepared => {
+                let params: Vec<Param> = sql.params(vars).map(Param).collect();
+                let refs: Vec<&(dyn ToSql + Sync)> =
+                    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+                let statement = self.prepared[which][index]
+                    .as_ref()
+                    .expect("every statement is prepared with -M prepared");
+                self.client.query(statement, &refs).await.map(drop)
+            }
+        }
+    }
+
+    /// Sorts an error out, rolling back what a retry must not find open.
+    async fn failure(&mut self, e: tokio_postgres::Error, at: &str) -> Failure {
+        let code = e.code().map(|c| c.code().to_owned());
+        match code.as_deref() {
+            // serialization_failure, deadlock_detected
+            Some(code @ ("40001" | "40P01")) => {
+                // Ends the failed transaction block, if one is open.
+                let _ = self.client.batch_execute("ROLLBACK").await;
+                Failure::Retry(code.to_owned())
+            }
+            _ => {
+                let hint = if e.is_closed() || e.as_db_error().is_none() {
+                    "; the connection to the server was lost"
+                } else if code.as_deref() == Some("42P01") {
+                    "; run `dyno db init` first"
+                } else {
+                    ""
+                };
+                Failure::Abort(format!("{at}: {}{hint}", message(&e)))
+            }
+        }
+    }
+}
+
+/// A script variable as a statement parameter, in the type the server
+/// inferred for it (`-M prepared`) or the one it was sent as.
+#[derive(Debug)]
+struct Param(Value);
+
+impl ToSql for Param {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        let int = || match self.0 {
+            Value::Int(i) => Ok(i),
+            Value::Double(d) => Err(format!(
+                "the value {d} goes to an integer parameter: make it an integer in the script (int(...))"
+            )),
+        };
+        match *ty {
+            Type::INT2 => i16::try_from(int()?)?.to_sql(ty, out),
+            Type::INT4 => i32::try_from(int()?)?.to_sql(ty, out),
+            Type::INT8 => int()?.to_sql(ty, out),
+            Type::FLOAT4 => (self.0.as_f64() as f32).to_sql(ty, out),
+            Type::FLOAT8 => self.0.as_f64().to_sql(ty, out),
+            _ => self.0.to_string().to_sql(ty, out),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(
+            *ty,
+            Type::INT2
+                | Type::INT4
+                | Type::INT8
+                | Type::FLOAT4
+                | Type::FLOAT8
+                | Type::TEXT
+                | Type::VARCHAR
+                | Type::BPCHAR
+                | Type::NAME
+        )
+    }
+
+    to_sql_checked!();
+}
+
+impl Outcome {
+    /// Share of the client threads the run kept busy, in percent: near 100
+    /// the client, not the server, set the pace.
+    pub fn client_cpu_percent(&self, threads: usize) -> f64 {
+        let capacity = self.elapsed.as_secs_f64() * threads.max(1) as f64;
+        if capacity > 0.0 {
+            100.0 * self.cpu.as_secs_f64() / capacity
+        } else {
+            0.0
+        }
+    }
+
+    /// The run's metrics. A failure count per SQLSTATE is included only
+    /// when non-zero.
+    pub fn metrics(&self, threads: usize) -> Vec<Metric> {
+        let count =
+            |name: &str, n: u64| Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64);
+        let mut latency = Metric::new(
+            "latency_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            if self.latency.is_empty() {
+                0.0
+            } else {
+                self.latency.mean()
+            },
+        );
+        latency.histogram = Some(hdr::to_model(&self.latency));
+        let mut metrics = vec![
+            Metric::new(
+                "transactions_per_sec",
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+                self.tps(),
+            ),
+            Metric::new(
+                "transactions_per_sec_with_connections",
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+                self.tps_with_connections(),
+            ),
+            latency,
+            count("transactions", self.transactions),
+            count("failed_transactions", self.failed_total()),
+            count("retries", self.retries.values().sum()),
+            count("aborted_clients", self.aborted.len() as u64),
+            Metric::new(
+                "connect_ns",
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                self.connect.as_nanos() as f64,
+            ),
+            Metric::new(
+                "measured_ns",
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                self.elapsed.as_nanos() as f64,
+            ),
+            Metric::new(
+                "client_cpu_percent",
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                self.client_cpu_percent(threads),
+            ),
+            Metric::new(
+                "client_cpu_per_transaction_ns",
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                self.cpu.as_nanos() as f64 / self.transactions.max(1) as f64,
+            ),
+        ];
+        for (code, n) in &self.failed {
+            let mut m = count("failed_transactions", *n);
+            m.labels.insert("sqlstate".into(), code.clone());
+            metrics.push(m);
+        }
+        for (code, n) in &self.retries {
+            let mut m = count("retries", *n);
+            m.labels.insert("sqlstate".into(), code.clone());
+            metrics.push(m);
+        }
+        metrics
+    }
+}
