@@ -102,7 +102,8 @@ pub fn show(args: ShowArgs) -> Result<ExitStatus> {
                 Kind::Scale => Some(dyno_report::scale_report(&run)),
                 Kind::Quick => Some(super::quick::table(&run)),
                 Kind::Compare => Some(dyno_report::compare_report(&run)),
-                Kind::Cpu | Kind::Db => None,
+                Kind::Db => Some(dyno_report::db_report(&run)),
+                Kind::Cpu => None,
             };
             let text = match report {
                 // A comparison's tables are its record: the metric list

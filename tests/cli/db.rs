@@ -497,4 +497,11 @@ fn missing_tables_and_a_server_that_goes_away_end_the_run_with_the_reason() {
         .assert()
         .success()
         .stdout(predicate::str::contains(run["id"].as_str().unwrap()));
+    // `dyno show` rebuilds the report from the record, the reasons included.
+    pg.dyno(home.path(), &db)
+        .args(["show", run["id"].as_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Aborted     client"))
+        .stdout(predicate::str::contains("p99.99"));
 }
