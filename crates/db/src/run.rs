@@ -207,25 +207,12 @@ pub fn run(
         }
     }
     let elapsed = start.elapsed();
-    let mut outcome = Outcome {
-        latency: latency_histogram(),
-        transactions: 0,
-        failed: BTreeMap::new(),
-        retries: BTreeMap::new(),
-        aborted: Vec::new(),
-        per_script: vec![0; settings.scripts.len()],
-        elapsed,
-        connect,
-        cpu: Duration::ZERO,
-        scale,
-        server,
-        interrupted: false,
-    };
+    let mut total = Local::new(settings.scripts.len());
     for handle in handles {
         let local = handle
             .join()
             .map_err(|_| RunError::Setup("a client thread panicked".into()))?;
-        outcome.absorb(local);
+        total.add(local);
     }
     if let Some(why) = shared
         .setup_failed
@@ -235,27 +222,20 @@ pub fn run(
     {
         return Err(why);
     }
-    outcome.interrupted = shared.stop.load(Ordering::Relaxed);
-    Ok(outcome)
-}
-
-impl Outcome {
-    fn absorb(&mut self, local: Local) {
-        // Same bounds on both sides: adding cannot fail.
-        let _ = self.latency.add(&local.latency);
-        self.transactions += local.transactions;
-        for (code, n) in local.failed {
-            *self.failed.entry(code).or_default() += n;
-        }
-        for (code, n) in local.retries {
-            *self.retries.entry(code).or_default() += n;
-        }
-        self.aborted.extend(local.aborted);
-        for (sum, n) in self.per_script.iter_mut().zip(local.per_script) {
-            *sum += n;
-        }
-        self.cpu += local.cpu;
-    }
+    Ok(Outcome {
+        latency: total.latency,
+        transactions: total.transactions,
+        failed: total.failed,
+        retries: total.retries,
+        aborted: total.aborted,
+        per_script: total.per_script,
+        elapsed,
+        connect,
+        cpu: total.cpu,
+        scale,
+        server,
+        interrupted: shared.stop.load(Ordering::Relaxed),
+    })
 }
 
 struct Shared {
@@ -276,6 +256,38 @@ struct Local {
     aborted: Vec<String>,
     per_script: Vec<u64>,
     cpu: Duration,
+}
+
+impl Local {
+    fn new(scripts: usize) -> Local {
+        Local {
+            latency: latency_histogram(),
+            transactions: 0,
+            failed: BTreeMap::new(),
+            retries: BTreeMap::new(),
+            aborted: Vec::new(),
+            per_script: vec![0; scripts],
+            cpu: Duration::ZERO,
+        }
+    }
+
+    /// Adds another client's or thread's figures to these.
+    fn add(&mut self, other: Local) {
+        // Same bounds on both sides: adding cannot fail.
+        let _ = self.latency.add(&other.latency);
+        self.transactions += other.transactions;
+        for (code, n) in other.failed {
+            *self.failed.entry(code).or_default() += n;
+        }
+        for (code, n) in other.retries {
+            *self.retries.entry(code).or_default() += n;
+        }
+        self.aborted.extend(other.aborted);
+        for (sum, n) in self.per_script.iter_mut().zip(other.per_script) {
+            *sum += n;
+        }
+        self.cpu += other.cpu;
+    }
 }
 
 /// The server's version and settings, and the scale.
@@ -347,15 +359,7 @@ fn thread_main(
     scale: i64,
 ) -> Local {
     let cpu_before = dyno_env::thread_cpu_time();
-    let mut local = Local {
-        latency: latency_histogram(),
-        transactions: 0,
-        failed: BTreeMap::new(),
-        retries: BTreeMap::new(),
-        aborted: Vec::new(),
-        per_script: vec![0; settings.scripts.len()],
-        cpu: Duration::ZERO,
-    };
+    let mut local = Local::new(settings.scripts.len());
     let runtime = match runtime() {
         Ok(r) => r,
         Err(e) => {
@@ -412,15 +416,7 @@ fn thread_main(
                             })
                         })
                         .collect(),
-                    local: Local {
-                        latency: latency_histogram(),
-                        transactions: 0,
-                        failed: BTreeMap::new(),
-                        retries: BTreeMap::new(),
-                        aborted: Vec::new(),
-                        per_script: vec![0; settings.scripts.len()],
-                        cpu: Duration::ZERO,
-                    },
+                    local: Local::new(settings.scripts.len()),
                     text: String::new(),
                     id,
                 };
@@ -433,18 +429,7 @@ fn thread_main(
         futures_util::future::join_all(tasks).await
     });
     for r in results {
-        let _ = local.latency.add(&r.latency);
-        local.transactions += r.transactions;
-        for (code, n) in r.failed {
-            *local.failed.entry(code).or_default() += n;
-        }
-        for (code, n) in r.retries {
-            *local.retries.entry(code).or_default() += n;
-        }
-        local.aborted.extend(r.aborted);
-        for (sum, n) in local.per_script.iter_mut().zip(r.per_script) {
-            *sum += n;
-        }
+        local.add(r);
     }
     local.cpu = dyno_env::thread_cpu_time().saturating_sub(cpu_before);
     local
