@@ -167,7 +167,8 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
         "seed": seed,
         "aborted": outcome.aborted,
     });
-    run.metrics = outcome.metrics(threads);
+    let names: Vec<&str> = settings.scripts.iter().map(|w| w.script.name()).collect();
+    run.metrics = outcome.metrics(threads, &names);
     run.headline = Some("transactions_per_sec".into());
     run.warnings.extend(dyno_env::preflight(&run.environment));
     run.warnings.extend(judge(&outcome, threads));
@@ -206,7 +207,6 @@ fn scripts(args: &DbRunArgs) -> Result<(Vec<Weighted>, bool)> {
     for spec in &args.builtins {
         scripts.push(builtin(spec)?);
     }
-    let builtins = scripts.len();
     for spec in &args.files {
         let (path, weight) = script::weighted(spec).map_err(anyhow::Error::msg)?;
         let text = std::fs::read_to_string(path)
@@ -214,16 +214,18 @@ fn scripts(args: &DbRunArgs) -> Result<(Vec<Weighted>, bool)> {
         let script = Script::parse(path, &text)?;
         scripts.push(Weighted { script, weight });
     }
-    let builtins = if scripts.is_empty() {
+    if scripts.is_empty() {
         scripts.push(builtin("tpcb-like")?);
-        1
-    } else {
-        builtins
-    };
+    }
     if scripts.iter().all(|w| w.weight == 0) {
         bail!("every script has weight 0: give at least one a weight above 0 (NAME@WEIGHT)");
     }
-    Ok((scripts, builtins > 0))
+    // Given, or the default.
+    let uses_builtin = args.select_only
+        || args.skip_some_updates
+        || !args.builtins.is_empty()
+        || args.files.is_empty();
+    Ok((scripts, uses_builtin))
 }
 
 fn description(settings: &RunSettings) -> String {

@@ -517,7 +517,9 @@ impl Runner<'_> {
             let which = self.choose(total);
             done += 1;
             let start = Instant::now();
-            let (rng, vars) = (self.rng.clone(), self.vars[which].clone());
+            // What a retry starts again from; nothing to keep without one.
+            let again =
+                (self.settings.max_tries > 1).then(|| (self.rng.clone(), self.vars[which].clone()));
             let mut tries = 0;
             loop {
                 tries += 1;
@@ -532,11 +534,14 @@ impl Runner<'_> {
                     }
                     Err(Failure::Retry(code)) => {
                         let time_left = self.deadline.is_none_or(|d| Instant::now() < d);
-                        if tries < self.settings.max_tries && time_left {
+                        if let Some((rng, vars)) = &again
+                            && tries < self.settings.max_tries
+                            && time_left
+                        {
                             *self.local.retries.entry(code).or_default() += 1;
                             // The same draws again, as pgbench retries.
                             self.rng = rng.clone();
-                            self.vars[which].clone_from(&vars);
+                            self.vars[which].clone_from(vars);
                             continue;
                         }
                         *self.local.failed.entry(code).or_default() += 1;
@@ -725,8 +730,10 @@ impl Outcome {
     }
 
     /// The run's metrics. A failure count per SQLSTATE is included only
-    /// when non-zero.
-    pub fn metrics(&self, threads: usize) -> Vec<Metric> {
+    /// when non-zero; with several scripts, each one's committed
+    /// transactions, labelled with its name (`scripts`, in the settings'
+    /// order).
+    pub fn metrics(&self, threads: usize, scripts: &[&str]) -> Vec<Metric> {
         let count =
             |name: &str, n: u64| Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64);
         let mut latency = Metric::new(
@@ -792,6 +799,13 @@ impl Outcome {
             let mut m = count("retries", *n);
             m.labels.insert("sqlstate".into(), code.clone());
             metrics.push(m);
+        }
+        if scripts.len() > 1 {
+            for (name, n) in scripts.iter().zip(&self.per_script) {
+                let mut m = count("transactions", *n);
+                m.labels.insert("script".into(), (*name).to_owned());
+                metrics.push(m);
+            }
         }
         metrics
     }

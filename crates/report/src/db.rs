@@ -76,6 +76,15 @@ pub fn db_report(run: &Run) -> String {
     if let Some(h) = histogram(run, "latency_ns") {
         latency_table(&mut out, &[("transaction", h)]);
     }
+    let per_script: Vec<String> = run
+        .metrics
+        .iter()
+        .filter(|m| m.name == "transactions")
+        .filter_map(|m| Some(format!("{}: {}", m.labels.get("script")?, m.value)))
+        .collect();
+    if !per_script.is_empty() {
+        let _ = writeln!(out, "Scripts     {}", per_script.join(", "));
+    }
     let failures: Vec<String> = run
         .metrics
         .iter()
