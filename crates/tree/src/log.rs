@@ -14,9 +14,9 @@
 //!
 //! A leader writes over zeros laid down ahead of the records (as
 //! PostgreSQL fills its WAL segments): an fsync that finds the file's size
-//! unchanged need not commit the file system's journal as well, which
-//! makes it about a quarter cheaper on ext4. Recovery reads a log's zeros
-//! as space not yet used ([`crate::codec::Tail::Unused`]).
+//! unchanged need not commit the file system's journal as well
+//! (`bench/tree-write.sh` shows what that is worth). Recovery reads a log's
+//! zeros as space not yet used ([`crate::codec::Tail::Unused`]).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
