@@ -19,7 +19,6 @@ pub mod request;
 pub mod settings;
 pub mod stats;
 pub mod status;
-mod timer;
 mod tls;
 
 pub use conn::Endpoint;

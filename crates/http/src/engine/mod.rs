@@ -36,7 +36,7 @@ use crate::conn::{Endpoint, Stream};
 use crate::request::Scheme;
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats};
-use crate::timer::Timer;
+use dyno_timer::Timer;
 use crate::tls::{TlsClient, TlsSession, TlsSetupError};
 
 /// Why a load test could not run at all (per-request failures are counted,

@@ -1,4 +1,6 @@
-//! A microsecond-precise timer for the open model's schedule.
+//! A microsecond-precise timer for the open model's schedules, shared by
+//! the HTTP engine (`dyno http --rate`) and the database engine
+//! (`dyno db run -R`).
 //!
 //! tokio's timer wheel has millisecond ticks and rounds deadlines up, so a
 //! request due at t would leave 1–2 ms late and that delay, the
