@@ -689,13 +689,17 @@ pub enum DbProtocol {
 /// Every transaction's latency goes into an HDR histogram, reported from
 /// p50 to p99.99 and max; failures are counted by SQLSTATE; a serialization
 /// failure or deadlock is retried up to --max-tries times with the same
-/// random draws. The run is saved with the server's version and the
-/// settings that decide what it measured. Exit 1 when a client stopped on
-/// an error or a transaction failed.
+/// random draws. With -R the model is open, as pgbench's: transactions
+/// are due at random times at that rate, latency counts from the due time
+/// and the schedule lag is shown; -L counts (and with -R skips) late ones;
+/// -r times every command; -C connects for every transaction; --pipeline
+/// sends a script's consecutive statements at once. The run is saved with
+/// the server's version and the settings that decide what it measured.
+/// Exit 1 when a client stopped on an error or a transaction failed.
 #[derive(Debug, Args)]
 #[command(
     group(ArgGroup::new("length").args(["time", "transactions"])),
-    after_help = "Examples:\n  dyno db run -c 8 -j 2 -T 10                 # tpcb-like on the server of PGHOST/PGPORT\n  dyno db run -S -c 16 -j 2 -M prepared       # select-only\n  dyno db run -f mix.sql@9 -b simple-update@1 'postgres://bench@db1/bench'\n  dyno db run -c 8 -T 30 --max-tries 10 --tag after-tuning"
+    after_help = "Examples:\n  dyno db run -c 8 -j 2 -T 10                 # tpcb-like on the server of PGHOST/PGPORT\n  dyno db run -S -c 16 -j 2 -M prepared       # select-only\n  dyno db run -f mix.sql@9 -b simple-update@1 'postgres://bench@db1/bench'\n  dyno db run -c 8 -T 30 --max-tries 10 --tag after-tuning\n  dyno db run -c 16 -j 2 -T 60 -R 2000 -L 50 -P 5      # open model, 50 ms limit\n  dyno db run -M prepared --pipeline -T 10     # a transaction's statements sent at once\n  dyno db run -r -T 10                        # each command's latency"
 )]
 pub struct DbRunArgs {
     /// The server: a URL or key=value connection string [default: libpq's
@@ -752,6 +756,40 @@ pub struct DbRunArgs {
     /// Seed of the random draws, to repeat a run exactly [default: random].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+
+    /// Open model: this many transactions per second in total, at random
+    /// due times (a Poisson process, as pgbench's -R, with exactly R × T of
+    /// them over -T); latency counts from each due time, and the schedule
+    /// lag (due time to real start) is shown beside it.
+    #[arg(short = 'R', long, value_name = "TPS", value_parser = parse_tps)]
+    pub rate: Option<f64>,
+
+    /// Count transactions slower than this as late (milliseconds, as
+    /// pgbench's -L, or 50ms, 1s); with -R, a transaction already this late
+    /// when its turn comes is skipped and counted.
+    #[arg(short = 'L', long, value_name = "MS", value_parser = parse_latency_limit)]
+    pub latency_limit: Option<std::time::Duration>,
+
+    /// Report each command's latency percentiles, per script (pgbench's -r).
+    #[arg(short = 'r', long = "report-per-command", conflicts_with = "pipeline")]
+    pub per_command: bool,
+
+    /// A new connection for every transaction, its time counted in the
+    /// transaction's latency and shown apart (pgbench's -C).
+    #[arg(short = 'C', long)]
+    pub connect: bool,
+
+    /// Send each run of consecutive SQL statements of a script at once
+    /// and read the answers after: one round trip for the run, as
+    /// pgbench's \startpipeline, with every protocol.
+    #[arg(long)]
+    pub pipeline: bool,
+
+    /// A progress line on stderr every this many seconds (or 500ms, 1m),
+    /// also when stderr is not a terminal [default: a line updated every
+    /// second on a terminal].
+    #[arg(short = 'P', long, value_name = "SECONDS", value_parser = parse_progress)]
+    pub progress: Option<std::time::Duration>,
 
     #[command(flatten)]
     pub save: SaveArgs,
@@ -1534,6 +1572,42 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         .parse()
         .map_err(|_| format!("'{t}' is not a duration: {hint}"))?;
     std::time::Duration::try_from(d).map_err(|_| format!("'{t}' is not a duration: {hint}"))
+}
+
+/// `dyno db run -R`: transactions per second.
+fn parse_tps(s: &str) -> Result<f64, String> {
+    parse_rate(s).map_err(|e| e.replace("requests per second", "transactions per second"))
+}
+
+/// `dyno db run -L`: a bare number is milliseconds, as pgbench's.
+fn parse_latency_limit(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let d = match t.parse::<f64>() {
+        Ok(ms) if ms.is_finite() && ms > 0.0 => std::time::Duration::from_secs_f64(ms / 1000.0),
+        Ok(_) => {
+            return Err(format!(
+                "'{t}' is out of range: give milliseconds above 0, e.g. 50"
+            ));
+        }
+        Err(_) => parse_duration(t).map_err(|e| format!("{e} (a bare number is milliseconds)"))?,
+    };
+    if d < std::time::Duration::from_micros(1) {
+        return Err(format!(
+            "'{t}' is too short: give at least 1 µs, e.g. 50 (ms)"
+        ));
+    }
+    Ok(d)
+}
+
+/// `dyno db run -P`: at least 100 ms between lines.
+fn parse_progress(s: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s)?;
+    if d < std::time::Duration::from_millis(100) {
+        return Err(format!(
+            "'{s}' is too often: give at least 100ms, e.g. 5 (seconds)"
+        ));
+    }
+    Ok(d)
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {

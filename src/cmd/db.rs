@@ -1,12 +1,13 @@
 //! `dyno db`: pgbench's job on a real PostgreSQL server.
 
+use std::fmt::Write as _;
 use std::io::IsTerminal;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use dyno_db::Target;
 use dyno_db::init::{InitSettings, init};
-use dyno_db::run::{Outcome, Protocol, RunSettings, Stop, Weighted};
+use dyno_db::run::{Outcome, Progress, Protocol, RunSettings, Stop, Weighted};
 use dyno_db::script::{self, Script};
 use dyno_model::{Kind, Run, Warning};
 use serde_json::json;
@@ -81,7 +82,47 @@ fn group(n: u64) -> String {
 }
 
 fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
-    let (scripts, builtin) = scripts(&args)?;
+    let settings = run_settings(&args)?;
+    let env = environment();
+    let store = store_for(&args.save)?;
+    let interrupt = Interrupt::install(Second::Exits)?;
+    let started = Instant::now();
+    let mut progress = ProgressLine::new(args.progress);
+    let outcome = dyno_db::run::run(&settings, interrupt.flag(), |p| progress.show(p));
+    progress.clear();
+    let outcome = outcome?;
+    if outcome.interrupted && outcome.transactions == 0 && outcome.failed_total() == 0 {
+        eprintln!("dyno: interrupted before any transaction ended; nothing was saved");
+        return Ok(ExitStatus::Interrupted);
+    }
+    let mut run = Run::new(Kind::Db, description(&settings));
+    run.environment = env;
+    run.duration_ns = started.elapsed().as_nanos() as u64;
+    run.settings = recorded(&settings, &outcome);
+    run.metrics = outcome.metrics(&settings);
+    run.headline = Some("transactions_per_sec".into());
+    run.warnings.extend(dyno_env::preflight(&run.environment));
+    run.warnings.extend(judge(&outcome, &settings));
+    let run = finish(run, &args.save, store, dyno_report::db_report)?;
+    if outcome.interrupted {
+        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+        return Ok(ExitStatus::Interrupted);
+    }
+    if !outcome.aborted.is_empty() || outcome.failed_total() > 0 {
+        eprintln!(
+            "dyno: {} of {} clients stopped on an error and {} transactions failed: see above",
+            outcome.aborted.len(),
+            settings.clients,
+            outcome.failed_total()
+        );
+        return Ok(ExitStatus::ChecksFailed);
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// The engine's settings from the flags.
+fn run_settings(args: &DbRunArgs) -> Result<RunSettings> {
+    let (scripts, builtin) = scripts(args)?;
     let target = Target::from_env(args.conninfo.as_deref().unwrap_or(""))?;
     let clients = args.clients as usize;
     let threads = if args.jobs > args.clients {
@@ -99,16 +140,23 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
     let stop = match (args.transactions, args.time) {
         (Some(n), _) => Stop::Transactions(n),
         (None, Some(d)) => Stop::Duration(d),
-        (None, None) => Stop::Duration(std::time::Duration::from_secs(10)),
+        (None, None) => Stop::Duration(Duration::from_secs(10)),
     };
     let protocol = match args.protocol {
         DbProtocol::Simple => Protocol::Simple,
         DbProtocol::Extended => Protocol::Extended,
         DbProtocol::Prepared => Protocol::Prepared,
     };
-    let seed = args.seed.unwrap_or_else(|| fastrand::u64(..));
-    let settings = RunSettings {
-        target: target.clone(),
+    if let (Some(rate), Stop::Duration(d)) = (args.rate, stop)
+        && rate * d.as_secs_f64() < 0.5
+    {
+        bail!(
+            "-R {rate} over -T {:.3} s schedules no transaction at all: raise the rate or the duration",
+            d.as_secs_f64()
+        );
+    }
+    Ok(RunSettings {
+        target,
         scripts,
         clients,
         threads,
@@ -122,70 +170,108 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
             Some(args.scale.unwrap_or(1))
         },
         max_tries: args.max_tries,
-        seed,
-    };
-    let env = environment();
-    let store = store_for(&args.save)?;
-    let interrupt = Interrupt::install(Second::Exits)?;
-    let tty = std::io::stderr().is_terminal();
-    let started = Instant::now();
-    let outcome = dyno_db::run::run(&settings, interrupt.flag(), |p| {
-        if tty {
-            eprint!(
-                "\r\x1b[2K{:.0} s: {} transactions ({:.0} tps), {} failed",
-                p.elapsed.as_secs_f64(),
-                group(p.transactions),
-                p.transactions as f64 / p.elapsed.as_secs_f64().max(1e-9),
-                p.failed
-            );
-        }
-    });
-    if tty {
-        eprint!("\r\x1b[2K");
-    }
-    let outcome = outcome?;
-    if outcome.interrupted && outcome.transactions == 0 && outcome.failed_total() == 0 {
-        eprintln!("dyno: interrupted before any transaction ended; nothing was saved");
-        return Ok(ExitStatus::Interrupted);
-    }
-    let mut run = Run::new(Kind::Db, description(&settings));
-    run.environment = env;
-    run.duration_ns = started.elapsed().as_nanos() as u64;
-    run.settings = json!({
-        "target": target.to_string(),
+        seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
+        rate: args.rate,
+        latency_limit: args.latency_limit,
+        per_statement: args.per_command,
+        reconnect: args.connect,
+        pipeline: args.pipeline,
+        progress_every: args.progress.unwrap_or(Duration::from_secs(1)),
+    })
+}
+
+/// The settings as the run records them, with the server's.
+fn recorded(settings: &RunSettings, outcome: &Outcome) -> serde_json::Value {
+    let nanos = |d: Duration| d.as_nanos() as u64;
+    json!({
+        "target": settings.target.to_string(),
         "server_version": outcome.server.version,
         "server_settings": outcome.server.settings.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "scripts": settings.scripts.iter().map(|w| json!({"name": w.script.name(), "weight": w.weight})).collect::<Vec<_>>(),
         "scale": outcome.scale,
-        "clients": clients,
-        "threads": threads,
-        "transactions": match stop { Stop::Transactions(n) => Some(n), Stop::Duration(_) => None },
-        "duration_ns": match stop { Stop::Duration(d) => Some(d.as_nanos() as u64), Stop::Transactions(_) => None },
-        "protocol": protocol.name(),
-        "model": "closed",
+        "clients": settings.clients,
+        "threads": settings.threads,
+        "transactions": match settings.stop { Stop::Transactions(n) => Some(n), Stop::Duration(_) => None },
+        "duration_ns": match settings.stop { Stop::Duration(d) => Some(nanos(d)), Stop::Transactions(_) => None },
+        "protocol": settings.protocol.name(),
+        "model": if settings.rate.is_some() { "open" } else { "closed" },
+        "rate_per_sec": settings.rate,
+        "latency_limit_ns": settings.latency_limit.map(nanos),
+        "reconnect": settings.reconnect,
+        "pipeline": settings.pipeline,
         "max_tries": settings.max_tries,
-        "seed": seed,
+        "seed": settings.seed,
         "aborted": outcome.aborted,
-    });
-    let names: Vec<&str> = settings.scripts.iter().map(|w| w.script.name()).collect();
-    run.metrics = outcome.metrics(threads, &names);
-    run.headline = Some("transactions_per_sec".into());
-    run.warnings.extend(dyno_env::preflight(&run.environment));
-    run.warnings.extend(judge(&outcome, threads));
-    let run = finish(run, &args.save, store, dyno_report::db_report)?;
-    if outcome.interrupted {
-        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
-        return Ok(ExitStatus::Interrupted);
+    })
+}
+
+/// The progress shown while a run goes on: with -P, a line every
+/// interval with that interval's figures, as pgbench's; otherwise, on a
+/// terminal, one line rewritten every second.
+struct ProgressLine {
+    every: Option<Duration>,
+    tty: bool,
+    last: Option<Progress>,
+}
+
+impl ProgressLine {
+    fn new(every: Option<Duration>) -> ProgressLine {
+        ProgressLine {
+            every,
+            tty: std::io::stderr().is_terminal(),
+            last: None,
+        }
     }
-    if !outcome.aborted.is_empty() || outcome.failed_total() > 0 {
-        eprintln!(
-            "dyno: {} of {clients} clients stopped on an error and {} transactions failed: see above",
-            outcome.aborted.len(),
-            outcome.failed_total()
+
+    fn show(&mut self, p: Progress) {
+        let zero = Progress {
+            elapsed: Duration::ZERO,
+            transactions: 0,
+            failed: 0,
+            latency_sum: Duration::ZERO,
+            lag_sum: Duration::ZERO,
+            started: 0,
+            skipped: 0,
+        };
+        let last = self.last.replace(p).unwrap_or(zero);
+        let done = p.transactions - last.transactions;
+        let secs = (p.elapsed - last.elapsed).as_secs_f64().max(1e-9);
+        let mut line = format!(
+            "{:.1} s: {:.1} tps",
+            p.elapsed.as_secs_f64(),
+            done as f64 / secs
         );
-        return Ok(ExitStatus::ChecksFailed);
+        if done > 0 {
+            let _ = write!(
+                line,
+                ", latency {:.3} ms",
+                (p.latency_sum - last.latency_sum).as_secs_f64() * 1e3 / done as f64
+            );
+        }
+        let started = p.started - last.started;
+        if started > 0 && p.lag_sum > Duration::ZERO {
+            let _ = write!(
+                line,
+                ", lag {:.3} ms",
+                (p.lag_sum - last.lag_sum).as_secs_f64() * 1e3 / started as f64
+            );
+        }
+        if p.skipped > 0 {
+            let _ = write!(line, ", {} skipped", p.skipped - last.skipped);
+        }
+        let _ = write!(line, ", {} failed", p.failed - last.failed);
+        if self.every.is_some() {
+            eprintln!("progress: {line}");
+        } else if self.tty {
+            eprint!("\r\x1b[2K{line}");
+        }
     }
-    Ok(ExitStatus::Success)
+
+    fn clear(&self) {
+        if self.every.is_none() && self.tty {
+            eprint!("\r\x1b[2K");
+        }
+    }
 }
 
 /// The scripts the flags name, parsed (tpcb-like when none), and whether a
@@ -240,8 +326,20 @@ fn description(settings: &RunSettings) -> String {
 }
 
 /// Warnings about what the figures mean.
-fn judge(outcome: &Outcome, threads: usize) -> Vec<Warning> {
+fn judge(outcome: &Outcome, settings: &RunSettings) -> Vec<Warning> {
+    let threads = settings.threads;
     let mut warnings = Vec::new();
+    if let Some(rate) = settings.rate {
+        let achieved = outcome.tps();
+        if !outcome.interrupted && achieved < rate * 0.99 {
+            warnings.push(Warning {
+                code: "rate_not_reached".into(),
+                message: format!(
+                    "{achieved:.1} tps of the {rate} requested: the server (or the client) could not keep up, and latency from the schedule grew with the backlog; lower -R, or add clients (-c) if the schedule lag is high"
+                ),
+            });
+        }
+    }
     let cpu = outcome.client_cpu_percent(threads);
     if cpu >= 90.0 {
         warnings.push(Warning {

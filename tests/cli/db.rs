@@ -238,8 +238,13 @@ fn each_builtin_does_its_work_and_the_books_balance() {
     let mut history = 0;
     for (flags, protocol) in [
         (vec!["-b", "tpcb"], "simple"),
-        (vec!["-b", "tpcb-like"], "extended"),
+        (vec!["-b", "tpcb-like", "-r"], "extended"),
         (vec![], "prepared"),
+        // The same books with the statements pipelined, and with a new
+        // connection for every transaction.
+        (vec!["--pipeline"], "simple"),
+        (vec!["--pipeline", "-C"], "extended"),
+        (vec!["--pipeline"], "prepared"),
     ] {
         let run = json_run(
             pg.dyno(home.path(), &db)
@@ -255,6 +260,30 @@ fn each_builtin_does_its_work_and_the_books_balance() {
         assert_eq!(metric(&run, "transactions"), 200.0);
         assert_eq!(metric(&run, "failed_transactions"), 0.0);
         assert!(metric(&run, "transactions_per_sec") > 0.0);
+        assert_eq!(run["settings"]["pipeline"], flags.contains(&"--pipeline"));
+        // -r times each of tpcb-like's eleven commands, 200 times each;
+        // -C connects 200 times.
+        let count_of = |name: &str| {
+            run["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["name"] == name)
+                .map(|m| m["histogram"]["count"].as_u64().unwrap())
+                .collect::<Vec<_>>()
+        };
+        let per_command = count_of("statement_latency_ns");
+        if flags.contains(&"-r") {
+            assert_eq!(per_command, vec![200; 11], "{flags:?}");
+        } else {
+            assert!(per_command.is_empty(), "{flags:?}");
+        }
+        let reconnects = count_of("reconnect_ns");
+        if flags.contains(&"-C") {
+            assert_eq!(reconnects, vec![200], "{flags:?}");
+        } else {
+            assert!(reconnects.is_empty(), "{flags:?}");
+        }
         history += 200;
         // Every delta lands in one account, one teller, one branch and the
         // history: the four sums agree, and the history grew by exactly
@@ -511,4 +540,127 @@ fn missing_tables_and_a_server_that_goes_away_end_the_run_with_the_reason() {
         .success()
         .stdout(predicate::str::contains("Aborted     client"))
         .stdout(predicate::str::contains("p99.99"));
+}
+
+/// `name`'s histogram field `field` (count, max, …) in a run's JSON.
+fn distribution(run: &Value, name: &str, field: &str) -> f64 {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name}"))["histogram"][field]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn rate_mode_keeps_the_schedule_and_counts_latency_from_it() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    // Below capacity: exactly R × T due times, each run, latency counted
+    // from them.
+    let run = json_run(
+        pg.dyno(home.path(), &db).args([
+            "db", "run", "-S", "-c", "4", "-j", "2", "-T", "3", "-R", "200", "--json",
+        ]),
+        0,
+    );
+    assert_eq!(run["settings"]["model"], "open");
+    assert_eq!(metric(&run, "requested_transactions_per_sec"), 200.0);
+    let done = metric(&run, "transactions");
+    // A client still busy when the time is up leaves its last due times.
+    assert!((594.0..=600.0).contains(&done), "{done} of 600 scheduled");
+    assert_eq!(distribution(&run, "schedule_lag_ns", "count"), done);
+    assert!(
+        distribution(&run, "latency_ns", "max")
+            >= distribution(&run, "latency_uncorrected_ns", "max")
+    );
+
+    // Above capacity: one client, 200 ms a transaction, 20 due a second.
+    // The backlog shows in the latency from the schedule, not in the
+    // latency from the start; the rate is not reached, and says so.
+    let dir = temp();
+    let slow = dir.path().join("slow.sql");
+    std::fs::write(&slow, "SELECT pg_sleep(0.2);\n").unwrap();
+    let slow = slow.to_str().unwrap();
+    let run = json_run(
+        pg.dyno(home.path(), &db).args([
+            "db", "run", "-f", slow, "-c", "1", "-T", "2", "-R", "20", "--json",
+        ]),
+        0,
+    );
+    let corrected = distribution(&run, "latency_ns", "max");
+    let uncorrected = distribution(&run, "latency_uncorrected_ns", "max");
+    assert!(uncorrected < 0.6e9, "{uncorrected}");
+    assert!(corrected > 1.0e9, "{corrected}: the backlog of a 2 s run");
+    assert!(metric(&run, "transactions") <= 11.0);
+    let warnings = run["warnings"].to_string();
+    assert!(warnings.contains("rate_not_reached"), "{warnings}");
+
+    // With a latency limit, a due time already later than it is skipped;
+    // what runs takes longer than 100 ms, so every one is late.
+    let run = json_run(
+        pg.dyno(home.path(), &db).args([
+            "db", "run", "-f", slow, "-c", "1", "-T", "2", "-R", "20", "-L", "100", "--json",
+        ]),
+        0,
+    );
+    let (done, skipped) = (
+        metric(&run, "transactions"),
+        metric(&run, "skipped_transactions"),
+    );
+    assert!(skipped >= 20.0, "{skipped} skipped");
+    assert!(done + skipped <= 40.0);
+    assert_eq!(metric(&run, "late_transactions"), done);
+
+    // -P prints a line per interval, also into a pipe.
+    let out = pg
+        .dyno(home.path(), &db)
+        .args([
+            "db",
+            "run",
+            "-S",
+            "-c",
+            "2",
+            "-T",
+            "2.2",
+            "-P",
+            "1",
+            "--no-save",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(lines[0].contains(" tps, latency "), "{stderr}");
+}
+
+#[test]
+fn run_refuses_bad_values_of_its_new_flags_with_the_way_out() {
+    let home = temp();
+    for (args, says) in [
+        (&["-R", "0"][..], "transactions per second above 0"),
+        (&["-R", "fast"], "not a number"),
+        (&["-L", "0"], "milliseconds above 0"),
+        (&["-L", "soon"], "a bare number is milliseconds"),
+        (&["-P", "0"], "at least 100ms"),
+        (&["-r", "--pipeline"], "cannot be used with"),
+        (&["-R", "0.1", "-T", "1"], "schedules no transaction"),
+    ] {
+        dyno(home.path())
+            .args(["db", "run", "--no-save", "host=127.0.0.1 port=1"])
+            .args(args)
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(says));
+    }
 }

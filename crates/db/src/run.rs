@@ -7,8 +7,21 @@
 //! into an HDR histogram, failures are counted by SQLSTATE, and a
 //! serialization failure or deadlock is retried up to `max_tries` times
 //! with the same random draws, as pgbench does.
+//!
+//! With a rate (`-R`), the model is open, as pgbench's: each thread draws
+//! due times for its share of the rate, and a client that is free takes
+//! the next one and waits for it; latency counts from the due time, so a
+//! server that stalls cannot hide its stall behind clients that wait for
+//! it, and the schedule lag (due time to real start) is the client's own
+//! share. The due times are a Poisson process's arrivals, as pgbench's are,
+//! but with their number fixed: R × T of them over `-T` (each thread's
+//! share placed as sorted uniform draws, which is a Poisson process given
+//! its count), so the requested rate is the scheduled one exactly rather
+//! than within ±1/√(RT).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -16,6 +29,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use dyno_model::{Direction, Metric, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
+use dyno_timer::Timer;
 use hdrhistogram::Histogram;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, Statement};
@@ -74,6 +88,20 @@ pub struct RunSettings {
     /// deadlock (1: none retried).
     pub max_tries: u32,
     pub seed: u64,
+    /// Open model: transactions per second in total (pgbench's `-R`).
+    pub rate: Option<f64>,
+    /// Transactions slower than this are counted as late; in the open
+    /// model, one already this late when its turn comes is skipped.
+    pub latency_limit: Option<Duration>,
+    /// Time every command of the scripts (pgbench's `-r`).
+    pub per_statement: bool,
+    /// A new connection for every transaction (pgbench's `--connect`).
+    pub reconnect: bool,
+    /// Send each run of consecutive SQL commands at once and read the
+    /// answers after: one round trip for the run instead of one each.
+    pub pipeline: bool,
+    /// How often the progress callback is called.
+    pub progress_every: Duration,
 }
 
 /// What the server is, as the run records it.
@@ -99,12 +127,35 @@ pub struct Progress {
     pub elapsed: Duration,
     pub transactions: u64,
     pub failed: u64,
+    /// The latencies of the committed transactions, added up.
+    pub latency_sum: Duration,
+    /// The schedule lags of the transactions started, added up (open
+    /// model).
+    pub lag_sum: Duration,
+    /// Transactions started so far (open model: those whose lag is in
+    /// `lag_sum`).
+    pub started: u64,
+    pub skipped: u64,
 }
 
 #[derive(Debug, Clone)]
 pub struct Outcome {
-    /// Latency of each transaction that committed, in nanoseconds.
+    /// Latency of each transaction that committed, in nanoseconds; in the
+    /// open model from its due time.
     pub latency: Histogram<u64>,
+    /// Open model: latency from the real start.
+    pub uncorrected: Histogram<u64>,
+    /// Open model: from each due time to the real start.
+    pub lag: Histogram<u64>,
+    /// Open model: transactions skipped for being later than the latency
+    /// limit before they started.
+    pub skipped: u64,
+    /// Transactions that committed slower than the latency limit.
+    pub late: u64,
+    /// With `per_statement`: each script's commands' latencies.
+    pub statements: Vec<Vec<Histogram<u64>>>,
+    /// With `reconnect`: the connection time of each transaction.
+    pub reconnects: Histogram<u64>,
     pub transactions: u64,
     /// Transactions given up, by SQLSTATE (after their retries).
     pub failed: BTreeMap<String, u64>,
@@ -174,6 +225,10 @@ pub fn run(
     let shared = Arc::new(Shared {
         transactions: AtomicU64::new(0),
         failed: AtomicU64::new(0),
+        latency_ns: AtomicU64::new(0),
+        lag_ns: AtomicU64::new(0),
+        started: AtomicU64::new(0),
+        skipped: AtomicU64::new(0),
         stop,
         ready: Barrier::new(threads + 1),
         setup_failed: Mutex::new(None),
@@ -184,10 +239,11 @@ pub fn run(
         // Clients in contiguous blocks, as pgbench deals them out.
         let first = settings.clients * t / threads;
         let last = settings.clients * (t + 1) / threads;
+        let plan = settings.rate.map(|rate| plan(settings, rate, first, last));
         let (settings, shared) = (settings.clone(), shared.clone());
         let handle = std::thread::Builder::new()
             .name(format!("dyno-db-{t}"))
-            .spawn(move || thread_main(&settings, &shared, first..last, scale))
+            .spawn(move || thread_main(&settings, &shared, first..last, scale, plan))
             .map_err(|e| RunError::Setup(format!("could not start a client thread: {e}")))?;
         handles.push(handle);
     }
@@ -197,33 +253,30 @@ pub fn run(
     let mut shown = Instant::now();
     while !handles.iter().all(|h| h.is_finished()) {
         std::thread::sleep(Duration::from_millis(20));
-        if shown.elapsed() >= Duration::from_secs(1) {
-            shown = Instant::now();
-            progress(Progress {
-                elapsed: start.elapsed(),
-                transactions: shared.transactions.load(Ordering::Relaxed),
-                failed: shared.failed.load(Ordering::Relaxed),
-            });
+        if shown.elapsed() >= settings.progress_every {
+            shown += settings.progress_every;
+            progress(shared.progress(start.elapsed()));
         }
     }
     let elapsed = start.elapsed();
-    let mut total = Local::new(settings.scripts.len());
+    let mut total = Local::new(settings);
     for handle in handles {
         let local = handle
             .join()
             .map_err(|_| RunError::Setup("a client thread panicked".into()))?;
         total.add(local);
     }
-    if let Some(why) = shared
-        .setup_failed
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
-    {
+    if let Some(why) = lock(&shared.setup_failed).take() {
         return Err(why);
     }
     Ok(Outcome {
         latency: total.latency,
+        uncorrected: total.uncorrected,
+        lag: total.lag,
+        skipped: total.skipped,
+        late: total.late,
+        statements: total.statements,
+        reconnects: total.reconnects,
         transactions: total.transactions,
         failed: total.failed,
         retries: total.retries,
@@ -238,18 +291,110 @@ pub fn run(
     })
 }
 
+/// One thread's share of the open model's schedule: this many due times
+/// over this long.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    count: u64,
+    horizon: Duration,
+}
+
+/// The schedule of the thread whose clients are `first..last`: its share
+/// of the rate, by clients. Over `-T`, R × T due times in all, dealt out
+/// as the clients are; with `-t`, each client's count, over the time the
+/// whole run takes at the rate.
+fn plan(settings: &RunSettings, rate: f64, first: usize, last: usize) -> Plan {
+    let clients = settings.clients.max(1) as u128;
+    match settings.stop {
+        Stop::Duration(d) => {
+            let total = (rate * d.as_secs_f64()).round() as u128;
+            let share = total * last as u128 / clients - total * first as u128 / clients;
+            Plan {
+                count: share as u64,
+                horizon: d,
+            }
+        }
+        Stop::Transactions(n) => Plan {
+            count: (last - first) as u64 * n,
+            horizon: Duration::from_secs_f64(n as f64 * clients as f64 / rate),
+        },
+    }
+}
+
+/// Due times of one thread's transactions: `count` of them placed over
+/// `horizon` as the arrivals of a Poisson process given their number
+/// (the order statistics of uniform draws, made one at a time).
+#[derive(Debug)]
+struct Arrivals {
+    start: Instant,
+    horizon: f64,
+    /// Seconds from `start` of the last due time given.
+    at: f64,
+    left: u64,
+    rng: fastrand::Rng,
+}
+
+impl Arrivals {
+    fn new(start: Instant, plan: Plan, rng: fastrand::Rng) -> Arrivals {
+        Arrivals {
+            start,
+            horizon: plan.horizon.as_secs_f64(),
+            at: 0.0,
+            left: plan.count,
+            rng,
+        }
+    }
+
+    fn next(&mut self) -> Option<Instant> {
+        if self.left == 0 {
+            return None;
+        }
+        // The least of `left` uniform draws over what is left of the
+        // horizon: 1 - U^(1/n) of the way there.
+        let u = 1.0 - self.rng.f64();
+        self.at += (self.horizon - self.at) * (1.0 - u.powf(1.0 / self.left as f64));
+        self.left -= 1;
+        Some(self.start + Duration::from_secs_f64(self.at))
+    }
+}
+
 struct Shared {
     transactions: AtomicU64,
     failed: AtomicU64,
+    latency_ns: AtomicU64,
+    lag_ns: AtomicU64,
+    started: AtomicU64,
+    skipped: AtomicU64,
     stop: Arc<AtomicBool>,
     /// Every thread, and the caller, once every client is connected.
     ready: Barrier,
     setup_failed: Mutex<Option<RunError>>,
 }
 
-/// One thread's figures.
+impl Shared {
+    fn progress(&self, elapsed: Duration) -> Progress {
+        let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        Progress {
+            elapsed,
+            transactions: load(&self.transactions),
+            failed: load(&self.failed),
+            latency_sum: Duration::from_nanos(load(&self.latency_ns)),
+            lag_sum: Duration::from_nanos(load(&self.lag_ns)),
+            started: load(&self.started),
+            skipped: load(&self.skipped),
+        }
+    }
+}
+
+/// One client's or thread's figures.
 struct Local {
     latency: Histogram<u64>,
+    uncorrected: Histogram<u64>,
+    lag: Histogram<u64>,
+    skipped: u64,
+    late: u64,
+    statements: Vec<Vec<Histogram<u64>>>,
+    reconnects: Histogram<u64>,
     transactions: u64,
     failed: BTreeMap<String, u64>,
     retries: BTreeMap<String, u64>,
@@ -259,14 +404,35 @@ struct Local {
 }
 
 impl Local {
-    fn new(scripts: usize) -> Local {
+    fn new(settings: &RunSettings) -> Local {
+        let statements = if settings.per_statement {
+            settings
+                .scripts
+                .iter()
+                .map(|w| {
+                    w.script
+                        .commands()
+                        .iter()
+                        .map(|_| latency_histogram())
+                        .collect()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Local {
             latency: latency_histogram(),
+            uncorrected: latency_histogram(),
+            lag: latency_histogram(),
+            skipped: 0,
+            late: 0,
+            statements,
+            reconnects: latency_histogram(),
             transactions: 0,
             failed: BTreeMap::new(),
             retries: BTreeMap::new(),
             aborted: Vec::new(),
-            per_script: vec![0; scripts],
+            per_script: vec![0; settings.scripts.len()],
             cpu: Duration::ZERO,
         }
     }
@@ -275,6 +441,16 @@ impl Local {
     fn add(&mut self, other: Local) {
         // Same bounds on both sides: adding cannot fail.
         let _ = self.latency.add(&other.latency);
+        let _ = self.uncorrected.add(&other.uncorrected);
+        let _ = self.lag.add(&other.lag);
+        let _ = self.reconnects.add(&other.reconnects);
+        for (mine, theirs) in self.statements.iter_mut().zip(&other.statements) {
+            for (m, t) in mine.iter_mut().zip(theirs) {
+                let _ = m.add(t);
+            }
+        }
+        self.skipped += other.skipped;
+        self.late += other.late;
         self.transactions += other.transactions;
         for (code, n) in other.failed {
             *self.failed.entry(code).or_default() += n;
@@ -357,9 +533,10 @@ fn thread_main(
     shared: &Shared,
     clients: std::ops::Range<usize>,
     scale: i64,
+    plan: Option<Plan>,
 ) -> Local {
     let cpu_before = dyno_env::thread_cpu_time();
-    let mut local = Local::new(settings.scripts.len());
+    let mut local = Local::new(settings);
     let runtime = match runtime() {
         Ok(r) => r,
         Err(e) => {
@@ -368,31 +545,47 @@ fn thread_main(
             return local;
         }
     };
-    let connected = runtime.block_on(async {
+    // The precise timer spawns its driver on the thread's LocalSet.
+    let tasks = tokio::task::LocalSet::new();
+    let connected = tasks.block_on(&runtime, async {
         let mut connections = Vec::new();
         for id in clients.clone() {
             let client = settings.target.connect().await?;
             let prepared = prepare(&client, settings).await.map_err(RunError::Setup)?;
             connections.push((id, client, prepared));
         }
-        Ok::<_, RunError>(connections)
+        let timer = match plan {
+            Some(_) => Some(Timer::new().map_err(|e| {
+                RunError::Setup(format!("could not make the schedule's timer: {e}"))
+            })?),
+            None => None,
+        };
+        Ok::<_, RunError>((connections, timer))
     });
-    let connections = match connected {
+    let (connections, timer) = match connected {
         Ok(c) => c,
         Err(e) => {
             fail_setup(shared, e);
-            Vec::new()
+            (Vec::new(), None)
         }
     };
     shared.ready.wait();
     if lock(&shared.setup_failed).is_some() {
         return local;
     }
+    let start = Instant::now();
     let deadline = match settings.stop {
-        Stop::Duration(d) => Some(Instant::now() + d),
+        Stop::Duration(d) => Some(start + d),
         Stop::Transactions(_) => None,
     };
-    let results = runtime.block_on(async {
+    let schedule = plan.zip(timer).map(|(plan, timer)| {
+        let rng = fastrand::Rng::with_seed(settings.seed ^ clients.start as u64 ^ 0x5EED);
+        Rc::new(Schedule {
+            arrivals: RefCell::new(Arrivals::new(start, plan, rng)),
+            timer,
+        })
+    });
+    let results = tasks.block_on(&runtime, async {
         let tasks: Vec<_> = connections
             .into_iter()
             .map(|(id, client, prepared)| {
@@ -402,6 +595,7 @@ fn thread_main(
                     client,
                     prepared,
                     deadline,
+                    schedule: schedule.clone(),
                     rng: fastrand::Rng::with_seed(
                         settings.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                     ),
@@ -416,7 +610,7 @@ fn thread_main(
                             })
                         })
                         .collect(),
-                    local: Local::new(settings.scripts.len()),
+                    local: Local::new(settings),
                     text: String::new(),
                     id,
                 };
@@ -472,6 +666,12 @@ async fn prepare(
     Ok(all)
 }
 
+/// A thread's open-model schedule, shared by its clients.
+struct Schedule {
+    arrivals: RefCell<Arrivals>,
+    timer: Timer,
+}
+
 /// One client: its connection, its random state and its variables.
 struct Runner<'a> {
     settings: &'a RunSettings,
@@ -479,6 +679,7 @@ struct Runner<'a> {
     client: Client,
     prepared: Vec<Vec<Option<Statement>>>,
     deadline: Option<Instant>,
+    schedule: Option<Rc<Schedule>>,
     rng: fastrand::Rng,
     /// Each script's variables.
     vars: Vec<Vec<Value>>,
@@ -506,57 +707,147 @@ impl Runner<'_> {
             .sum();
         let mut done = 0u64;
         loop {
-            if self.shared.stop.load(Ordering::Relaxed) {
+            if self.shared.stop.load(Ordering::Relaxed)
+                || self.deadline.is_some_and(|d| Instant::now() >= d)
+            {
                 return;
             }
-            match (self.settings.stop, self.deadline) {
-                (Stop::Transactions(n), _) if done >= n => return,
-                (_, Some(deadline)) if Instant::now() >= deadline => return,
-                _ => {}
-            }
-            let which = self.choose(total);
-            done += 1;
-            let start = Instant::now();
-            // What a retry starts again from; nothing to keep without one.
-            let again =
-                (self.settings.max_tries > 1).then(|| (self.rng.clone(), self.vars[which].clone()));
-            let mut tries = 0;
-            loop {
-                tries += 1;
-                match self.transaction(which).await {
-                    Ok(()) => {
-                        let ns = start.elapsed().as_nanos() as u64;
-                        let _ = self.local.latency.record(ns.max(1));
-                        self.local.transactions += 1;
-                        self.local.per_script[which] += 1;
-                        self.shared.transactions.fetch_add(1, Ordering::Relaxed);
-                        break;
-                    }
-                    Err(Failure::Retry(code)) => {
-                        let time_left = self.deadline.is_none_or(|d| Instant::now() < d);
-                        if let Some((rng, vars)) = &again
-                            && tries < self.settings.max_tries
-                            && time_left
-                        {
-                            *self.local.retries.entry(code).or_default() += 1;
-                            // The same draws again, as pgbench retries.
-                            self.rng = rng.clone();
-                            self.vars[which].clone_from(vars);
-                            continue;
-                        }
-                        *self.local.failed.entry(code).or_default() += 1;
-                        self.shared.failed.fetch_add(1, Ordering::Relaxed);
-                        break;
-                    }
-                    Err(Failure::Abort(why)) => {
-                        self.local
-                            .aborted
-                            .push(format!("client {} aborted: {why}", self.id));
+            let due = match self.schedule.clone() {
+                Some(schedule) => match self.next_due(&schedule).await {
+                    Some(due) => Some(due),
+                    None => return,
+                },
+                None => {
+                    if let Stop::Transactions(n) = self.settings.stop
+                        && done >= n
+                    {
                         return;
                     }
+                    None
                 }
+            };
+            done += 1;
+            let which = self.choose(total);
+            if let Err(why) = self.one(which, due).await {
+                self.local
+                    .aborted
+                    .push(format!("client {} aborted: {why}", self.id));
+                return;
             }
         }
+    }
+
+    /// The next due time of the thread's schedule, once it has come; those
+    /// already later than the latency limit are skipped, as pgbench skips
+    /// them. `None` when the schedule is spent or the run is stopping.
+    async fn next_due(&mut self, schedule: &Schedule) -> Option<Instant> {
+        loop {
+            let due = schedule.arrivals.borrow_mut().next()?;
+            if self.deadline.is_some_and(|d| due >= d) {
+                return None;
+            }
+            if let Some(limit) = self.settings.latency_limit
+                && Instant::now() > due + limit
+            {
+                self.local.skipped += 1;
+                self.shared.skipped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            loop {
+                let now = Instant::now();
+                if now >= due {
+                    return Some(due);
+                }
+                if self.shared.stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+                // A long wait looks at the stop flag now and then.
+                let wake = due.min(now + Duration::from_millis(100));
+                schedule.timer.sleep_until(wake).await;
+            }
+        }
+    }
+
+    /// One transaction of script `which`, due at `due` in the open model,
+    /// with its retries; `Err` stops the client.
+    async fn one(&mut self, which: usize, due: Option<Instant>) -> Result<(), String> {
+        let start = Instant::now();
+        if let Some(due) = due {
+            let lag = start.duration_since(due).as_nanos() as u64;
+            let _ = self.local.lag.record(lag);
+            self.shared.lag_ns.fetch_add(lag, Ordering::Relaxed);
+        }
+        self.shared.started.fetch_add(1, Ordering::Relaxed);
+        if self.settings.reconnect {
+            self.reconnect().await?;
+        }
+        // What a retry starts again from; nothing to keep without one.
+        let again =
+            (self.settings.max_tries > 1).then(|| (self.rng.clone(), self.vars[which].clone()));
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.transaction(which).await {
+                Ok(()) => {
+                    let end = Instant::now();
+                    let ns = end.duration_since(due.unwrap_or(start)).as_nanos() as u64;
+                    let _ = self.local.latency.record(ns.max(1));
+                    if due.is_some() {
+                        let raw = end.duration_since(start).as_nanos() as u64;
+                        let _ = self.local.uncorrected.record(raw.max(1));
+                    }
+                    if self
+                        .settings
+                        .latency_limit
+                        .is_some_and(|limit| ns > limit.as_nanos() as u64)
+                    {
+                        self.local.late += 1;
+                    }
+                    self.local.transactions += 1;
+                    self.local.per_script[which] += 1;
+                    self.shared.latency_ns.fetch_add(ns, Ordering::Relaxed);
+                    self.shared.transactions.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(Failure::Retry(code)) => {
+                    let time_left = self.deadline.is_none_or(|d| Instant::now() < d);
+                    if let Some((rng, vars)) = &again
+                        && tries < self.settings.max_tries
+                        && time_left
+                    {
+                        *self.local.retries.entry(code).or_default() += 1;
+                        // The same draws again, as pgbench retries.
+                        self.rng = rng.clone();
+                        self.vars[which].clone_from(vars);
+                        continue;
+                    }
+                    *self.local.failed.entry(code).or_default() += 1;
+                    self.shared.failed.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(Failure::Abort(why)) => return Err(why),
+            }
+        }
+    }
+
+    /// A new connection in place of the last (`--connect`), its statements
+    /// prepared again with `-M prepared`; its time goes into `reconnects`.
+    async fn reconnect(&mut self) -> Result<(), String> {
+        let start = Instant::now();
+        let client = self
+            .settings
+            .target
+            .connect()
+            .await
+            .map_err(|e| e.to_string())?;
+        self.prepared = prepare(&client, self.settings).await?;
+        // The old connection closes as it is dropped here.
+        self.client = client;
+        let _ = self
+            .local
+            .reconnects
+            .record((start.elapsed().as_nanos() as u64).max(1));
+        Ok(())
     }
 
     fn choose(&mut self, total: u64) -> usize {
@@ -576,8 +867,13 @@ impl Runner<'_> {
     /// Runs script `which` once.
     async fn transaction(&mut self, which: usize) -> Result<(), Failure> {
         let script = &self.settings.scripts[which].script;
-        for (i, command) in script.commands().iter().enumerate() {
+        let commands = script.commands();
+        let mut i = 0;
+        while i < commands.len() {
+            let command = &commands[i];
             let at = || format!("{}:{}", script.name(), command.line);
+            let start = Instant::now();
+            let mut next = i + 1;
             match &command.kind {
                 CommandKind::Set { slot, expr } => {
                     let value = expr
@@ -595,13 +891,32 @@ impl Runner<'_> {
                     };
                     tokio::time::sleep(d).await;
                 }
+                CommandKind::Sql(_) if self.settings.pipeline => {
+                    next = i + commands[i..]
+                        .iter()
+                        .take_while(|c| matches!(c.kind, CommandKind::Sql(_)))
+                        .count();
+                    if let Err(e) = self.execute_batch(which, i..next).await {
+                        let last = commands[next - 1].line;
+                        let at = format!("{}:{}-{last}", script.name(), command.line);
+                        return Err(self.failure(e, &at).await);
+                    }
+                }
                 CommandKind::Sql(sql) => {
-                    let result = self.execute(which, i, sql).await;
-                    if let Err(e) = result {
+                    if let Err(e) = self.execute(which, i, sql).await {
                         return Err(self.failure(e, &at()).await);
                     }
                 }
             }
+            if let Some(h) = self
+                .local
+                .statements
+                .get_mut(which)
+                .and_then(|s| s.get_mut(i))
+            {
+                let _ = h.record((start.elapsed().as_nanos() as u64).max(1));
+            }
+            i = next;
         }
         Ok(())
     }
@@ -621,16 +936,7 @@ impl Runner<'_> {
             }
             Protocol::Extended => {
                 let params: Vec<Param> = sql.params(vars).map(Param).collect();
-                let typed: Vec<(&(dyn ToSql + Sync), Type)> = params
-                    .iter()
-                    .map(|p| {
-                        let ty = match p.0 {
-                            Value::Int(_) => Type::INT8,
-                            Value::Double(_) => Type::FLOAT8,
-                        };
-                        (p as &(dyn ToSql + Sync), ty)
-                    })
-                    .collect();
+                let typed = typed(&params);
                 self.client
                     .query_typed(sql.parameterized(), &typed)
                     .await
@@ -638,14 +944,69 @@ impl Runner<'_> {
             }
             Protocol::Prepared => {
                 let params: Vec<Param> = sql.params(vars).map(Param).collect();
-                let refs: Vec<&(dyn ToSql + Sync)> =
-                    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+                let refs = untyped(&params);
                 let statement = self.prepared[which][index]
                     .as_ref()
                     .expect("every statement is prepared with -M prepared");
                 self.client.query(statement, &refs).await.map(drop)
             }
         }
+    }
+
+    /// Commands `range` of script `which`, every one of them SQL, sent
+    /// together: one query string of them all with the simple protocol,
+    /// their messages written at once with the others; the answers are
+    /// read after. The first error, in order, is the batch's.
+    async fn execute_batch(
+        &mut self,
+        which: usize,
+        range: std::ops::Range<usize>,
+    ) -> Result<(), tokio_postgres::Error> {
+        let script = &self.settings.scripts[which].script;
+        let sqls = script.commands()[range.clone()]
+            .iter()
+            .map(|c| match &c.kind {
+                CommandKind::Sql(sql) => sql,
+                _ => unreachable!("a batch holds SQL commands only"),
+            });
+        let vars = &self.vars[which];
+        if self.settings.protocol == Protocol::Simple {
+            self.text.clear();
+            for sql in sqls {
+                sql.write_simple(vars, &mut self.text);
+                self.text.push_str(";\n");
+            }
+            return self.client.simple_query(&self.text).await.map(drop);
+        }
+        let params: Vec<Vec<Param>> = sqls
+            .clone()
+            .map(|sql| sql.params(vars).map(Param).collect())
+            .collect();
+        let client = &self.client;
+        let answers = match self.settings.protocol {
+            Protocol::Prepared => {
+                let refs: Vec<_> = params.iter().map(|p| untyped(p)).collect();
+                let statements = &self.prepared[which][range];
+                futures_util::future::join_all(statements.iter().zip(&refs).map(
+                    |(statement, refs)| {
+                        let statement = statement
+                            .as_ref()
+                            .expect("every statement is prepared with -M prepared");
+                        client.query(statement, refs)
+                    },
+                ))
+                .await
+            }
+            _ => {
+                let typed: Vec<_> = params.iter().map(|p| typed(p)).collect();
+                futures_util::future::join_all(
+                    sqls.zip(&typed)
+                        .map(|(sql, typed)| client.query_typed(sql.parameterized(), typed)),
+                )
+                .await
+            }
+        };
+        answers.into_iter().try_for_each(|a| a.map(drop))
     }
 
     /// Sorts an error out, rolling back what a retry must not find open.
@@ -670,6 +1031,25 @@ impl Runner<'_> {
             }
         }
     }
+}
+
+/// Parameters sent with the types of their values (`-M extended`).
+fn typed(params: &[Param]) -> Vec<(&(dyn ToSql + Sync), Type)> {
+    params
+        .iter()
+        .map(|p| {
+            let ty = match p.0 {
+                Value::Int(_) => Type::INT8,
+                Value::Double(_) => Type::FLOAT8,
+            };
+            (p as &(dyn ToSql + Sync), ty)
+        })
+        .collect()
+}
+
+/// Parameters converted to the types the server inferred (`-M prepared`).
+fn untyped(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
 }
 
 /// A script variable as a statement parameter, in the type the server
@@ -731,22 +1111,21 @@ impl Outcome {
 
     /// The run's metrics. A failure count per SQLSTATE is included only
     /// when non-zero; with several scripts, each one's committed
-    /// transactions, labelled with its name (`scripts`, in the settings'
-    /// order).
-    pub fn metrics(&self, threads: usize, scripts: &[&str]) -> Vec<Metric> {
+    /// transactions, labelled with its name; the open model's, the
+    /// latency limit's, `--connect`'s and `-r`'s figures when they were
+    /// asked for.
+    pub fn metrics(&self, settings: &RunSettings) -> Vec<Metric> {
+        let threads = settings.threads;
+        let scripts: Vec<&str> = settings.scripts.iter().map(|w| w.script.name()).collect();
         let count =
             |name: &str, n: u64| Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64);
-        let mut latency = Metric::new(
-            "latency_ns",
-            Unit::Ns,
-            Direction::LowerIsBetter,
-            if self.latency.is_empty() {
-                0.0
-            } else {
-                self.latency.mean()
-            },
-        );
-        latency.histogram = Some(hdr::to_model(&self.latency));
+        let distribution = |name: &str, h: &Histogram<u64>| {
+            let mean = if h.is_empty() { 0.0 } else { h.mean() };
+            let mut m = Metric::new(name, Unit::Ns, Direction::LowerIsBetter, mean);
+            m.histogram = Some(hdr::to_model(h));
+            m
+        };
+        let latency = distribution("latency_ns", &self.latency);
         let mut metrics = vec![
             Metric::new(
                 "transactions_per_sec",
@@ -804,6 +1183,35 @@ impl Outcome {
             for (name, n) in scripts.iter().zip(&self.per_script) {
                 let mut m = count("transactions", *n);
                 m.labels.insert("script".into(), (*name).to_owned());
+                metrics.push(m);
+            }
+        }
+        if let Some(rate) = settings.rate {
+            metrics.push(Metric::new(
+                "requested_transactions_per_sec",
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+                rate,
+            ));
+            metrics.push(distribution("latency_uncorrected_ns", &self.uncorrected));
+            metrics.push(distribution("schedule_lag_ns", &self.lag));
+        }
+        if settings.latency_limit.is_some() {
+            metrics.push(count("late_transactions", self.late));
+            if settings.rate.is_some() {
+                metrics.push(count("skipped_transactions", self.skipped));
+            }
+        }
+        if settings.reconnect {
+            metrics.push(distribution("reconnect_ns", &self.reconnects));
+        }
+        for (w, hs) in settings.scripts.iter().zip(&self.statements) {
+            for (i, h) in hs.iter().enumerate() {
+                let mut m = distribution("statement_latency_ns", h);
+                m.labels.insert("script".into(), w.script.name().to_owned());
+                m.labels
+                    .insert("line".into(), w.script.commands()[i].line.to_string());
+                m.labels.insert("command".into(), w.script.command_text(i));
                 metrics.push(m);
             }
         }

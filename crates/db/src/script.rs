@@ -337,6 +337,16 @@ impl Script {
         &self.variables
     }
 
+    /// Command `index` in a line, for a report: `\set NAME`, `\sleep`, or
+    /// the statement with its white space run together.
+    pub fn command_text(&self, index: usize) -> String {
+        match &self.commands[index].kind {
+            CommandKind::Set { slot, .. } => format!("\\set {}", self.variables[*slot]),
+            CommandKind::Sleep(_) => "\\sleep".to_owned(),
+            CommandKind::Sql(sql) => sql.text().split_whitespace().collect::<Vec<_>>().join(" "),
+        }
+    }
+
     /// The slot of the variable `name`, if the script has it.
     pub fn slot(&self, name: &str) -> Option<usize> {
         self.variables.iter().position(|v| v == name)

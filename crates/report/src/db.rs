@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use dyno_model::Run;
 
-use crate::format::counted;
-use crate::http::{count, histogram, latency_table, value};
+use crate::format::{counted, format_duration_ns};
+use crate::http::{count, histogram, latency_table, short_ns, value};
 
 /// dyno's report of a database run.
 pub fn db_report(run: &Run) -> String {
@@ -56,6 +56,23 @@ pub fn db_report(run: &Run) -> String {
             .collect();
         let _ = writeln!(out, "Server      {}", pairs.join(", "));
     }
+    let open = s["model"].as_str() == Some("open");
+    let limit = s["latency_limit_ns"].as_f64();
+    let mut model = if open {
+        format!(
+            "open: {} tps requested at random due times (a Poisson process); latency counts from each due time",
+            s["rate_per_sec"].as_f64().unwrap_or(0.0)
+        )
+    } else {
+        "closed: each client starts its next transaction when its last one ends".to_owned()
+    };
+    if s["reconnect"].as_bool() == Some(true) {
+        model.push_str("; a new connection for every transaction");
+    }
+    if s["pipeline"].as_bool() == Some(true) {
+        model.push_str("; consecutive statements pipelined");
+    }
+    let _ = writeln!(out, "Model       {model}");
     out.push('\n');
     let _ = writeln!(
         out,
@@ -72,10 +89,45 @@ pub fn db_report(run: &Run) -> String {
         value(run, "transactions_per_sec_with_connections"),
         value(run, "connect_ns") / 1e6,
     );
-    out.push('\n');
-    if let Some(h) = histogram(run, "latency_ns") {
-        latency_table(&mut out, &[("transaction", h)]);
+    if open {
+        let mut line = format!(
+            "Rate         requested {:.1} tps, achieved {:.1}",
+            value(run, "requested_transactions_per_sec"),
+            value(run, "transactions_per_sec"),
+        );
+        if limit.is_some() {
+            let _ = write!(
+                line,
+                "; {} skipped (later than the limit before they began)",
+                count(run, "skipped_transactions")
+            );
+        }
+        let _ = writeln!(out, "{line}");
     }
+    if let Some(limit) = limit {
+        let _ = writeln!(
+            out,
+            "Late         {} of the committed transactions took longer than {}",
+            count(run, "late_transactions"),
+            format_duration_ns(limit),
+        );
+    }
+    out.push('\n');
+    let mut rows = Vec::new();
+    if let Some(h) = histogram(run, "latency_ns") {
+        rows.push((if open { "corrected" } else { "transaction" }, h));
+    }
+    for (label, name) in [
+        ("uncorrected", "latency_uncorrected_ns"),
+        ("schedule lag", "schedule_lag_ns"),
+        ("connect", "reconnect_ns"),
+    ] {
+        if let Some(h) = histogram(run, name) {
+            rows.push((label, h));
+        }
+    }
+    latency_table(&mut out, &rows);
+    per_command(run, &mut out);
     let per_script: Vec<String> = run
         .metrics
         .iter()
@@ -108,4 +160,164 @@ pub fn db_report(run: &Run) -> String {
     );
     crate::text::warnings(run, &mut out);
     out
+}
+
+/// `-r`'s table: each script's commands with their latency percentiles.
+fn per_command(run: &Run, out: &mut String) {
+    let mut script = None;
+    for m in run
+        .metrics
+        .iter()
+        .filter(|m| m.name == "statement_latency_ns")
+    {
+        let Some(h) = m
+            .histogram
+            .as_ref()
+            .and_then(|h| dyno_stats::hdr::from_model(h).ok())
+        else {
+            continue;
+        };
+        let name = m.labels.get("script").map_or("?", String::as_str);
+        if script != Some(name) {
+            if script.is_some() {
+                out.push('\n');
+            }
+            script = Some(name);
+            let _ = writeln!(
+                out,
+                "Per command of {name}\n{:>6}{:>10}{:>10}{:>10}{:>10}  command",
+                "line", "p50", "p99", "max", "mean"
+            );
+        }
+        let cell = |ns: f64| {
+            if h.is_empty() {
+                "–".to_owned()
+            } else {
+                short_ns(ns)
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{:>6}{:>10}{:>10}{:>10}{:>10}  {}",
+            m.labels.get("line").map_or("?", String::as_str),
+            cell(h.value_at_quantile(0.5) as f64),
+            cell(h.value_at_quantile(0.99) as f64),
+            cell(h.max() as f64),
+            cell(h.mean()),
+            m.labels.get("command").map_or("?", String::as_str),
+        );
+    }
+    if script.is_some() {
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dyno_model::{Direction, Kind, Metric, Unit};
+    use dyno_stats::hdr;
+
+    fn distribution(name: &str, values_ns: &[u64]) -> Metric {
+        let mut h = hdr::latency_histogram();
+        for &v in values_ns {
+            h.record(v).unwrap();
+        }
+        let mut m = Metric::new(name, Unit::Ns, Direction::LowerIsBetter, h.mean());
+        m.histogram = Some(hdr::to_model(&h));
+        m
+    }
+
+    fn figure(name: &str, unit: Unit, value: f64) -> Metric {
+        Metric::new(name, unit, Direction::LowerIsBetter, value)
+    }
+
+    /// 1000 transactions of tpcb-like in 2 s on 4 clients, 3 of them failed
+    /// by serialization (40001) after 5 retries.
+    fn db_run(settings: serde_json::Value) -> Run {
+        let mut run = Run::new(Kind::Db, "tpcb-like on bench@db1:5432/bench, -c 4 -j 2");
+        run.environment = crate::fixture::environment();
+        let mut base = serde_json::json!({
+            "target": "bench@db1:5432/bench",
+            "server_version": "15.18",
+            "server_settings": {"fsync": "on", "shared_buffers": "128MB"},
+            "scripts": [{"name": "tpcb-like", "weight": 1}],
+            "scale": 10, "clients": 4, "threads": 2,
+            "transactions": null, "duration_ns": 2_000_000_000u64,
+            "protocol": "prepared", "model": "closed", "max_tries": 5, "seed": 7,
+            "aborted": [],
+        });
+        for (k, v) in settings.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        run.settings = base;
+        let latency: Vec<u64> = (1..=1000).map(|i| i * 10_000).collect();
+        let mut failed = figure("failed_transactions", Unit::Count, 3.0);
+        failed.labels.insert("sqlstate".into(), "40001".into());
+        run.metrics = vec![
+            figure("transactions_per_sec", Unit::OpsPerSec, 500.0),
+            figure(
+                "transactions_per_sec_with_connections",
+                Unit::OpsPerSec,
+                495.0,
+            ),
+            distribution("latency_ns", &latency),
+            figure("transactions", Unit::Count, 1000.0),
+            figure("failed_transactions", Unit::Count, 3.0),
+            failed,
+            figure("retries", Unit::Count, 5.0),
+            figure("connect_ns", Unit::Ns, 20e6),
+            figure("measured_ns", Unit::Ns, 2e9),
+            figure("client_cpu_percent", Unit::Percent, 12.0),
+            figure("client_cpu_per_transaction_ns", Unit::Ns, 48_000.0),
+        ];
+        run
+    }
+
+    #[test]
+    fn a_closed_run_says_so_and_shows_its_failures_by_sqlstate() {
+        let text = db_report(&db_run(serde_json::json!({})));
+        assert!(text.contains("Model       closed"), "{text}");
+        assert!(!text.contains("Rate "), "{text}");
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn an_open_run_shows_the_rate_the_lag_the_late_and_each_command() {
+        let mut run = db_run(serde_json::json!({
+            "model": "open", "rate_per_sec": 500.0, "latency_limit_ns": 5_000_000u64,
+        }));
+        let lag: Vec<u64> = (1..=1000).map(|i| i * 100).collect();
+        run.metrics.extend([
+            figure("requested_transactions_per_sec", Unit::OpsPerSec, 500.0),
+            distribution("latency_uncorrected_ns", &[9_000, 12_000]),
+            distribution("schedule_lag_ns", &lag),
+            figure("late_transactions", Unit::Count, 500.0),
+            figure("skipped_transactions", Unit::Count, 2.0),
+        ]);
+        for (line, command, ns) in [
+            ("1", "\\set aid", 500u64),
+            (
+                "5",
+                "SELECT abalance FROM pgbench_accounts WHERE aid = :aid",
+                80_000,
+            ),
+        ] {
+            let mut m = distribution("statement_latency_ns", &[ns, ns * 2]);
+            m.labels.insert("script".into(), "select-only".into());
+            m.labels.insert("line".into(), line.into());
+            m.labels.insert("command".into(), command.into());
+            run.metrics.push(m);
+        }
+        let text = db_report(&run);
+        assert!(text.contains("Model       open: 500 tps"), "{text}");
+        assert!(
+            text.contains("requested 500.0 tps, achieved 500.0; 2 skipped"),
+            "{text}"
+        );
+        assert!(text.contains("Late         500 of"), "{text}");
+        assert!(text.contains("schedule lag"), "{text}");
+        assert!(text.contains("Per command of select-only"), "{text}");
+        insta::assert_snapshot!(text);
+    }
 }

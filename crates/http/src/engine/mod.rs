@@ -36,8 +36,8 @@ use crate::conn::{Endpoint, Stream};
 use crate::request::Scheme;
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats};
-use dyno_timer::Timer;
 use crate::tls::{TlsClient, TlsSession, TlsSetupError};
+use dyno_timer::Timer;
 
 /// Why a load test could not run at all (per-request failures are counted,
 /// not raised).
