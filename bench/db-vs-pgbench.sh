@@ -12,8 +12,15 @@
 # an average). Issue 13's goals: tps within ±5% of pgbench's, client CPU per
 # transaction ≤ 0.8× pgbench's.
 #
-# Usage: bench/db-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS] [THREADS] [PROTOCOLS] [SCALE]
-#        (default 3 rounds of 10 s, 8 clients on 2 threads, "simple prepared", scale 10)
+# Besides the two built-ins, with -M extended or prepared: tpcb-like with
+# its statements pipelined (pgbench's own script between \startpipeline and
+# \endpipeline against dyno's --pipeline: one round trip a transaction for
+# both), and the open model (select-only at -R RATE for both: the achieved
+# rate, and latency counted from the schedule).
+#
+# Usage: bench/db-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS] [THREADS] [PROTOCOLS] [SCALE] [RATE]
+#        (default 3 rounds of 10 s, 8 clients on 2 threads, "simple prepared",
+#        scale 10, 2000 tps)
 # Needs: PostgreSQL's server and pgbench (Debian's postgresql), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +30,7 @@ CLIENTS=${3:-8}
 THREADS=${4:-2}
 PROTOCOLS=${5:-simple prepared}
 SCALE=${6:-10}
+RATE=${7:-2000}
 
 command -v pgbench >/dev/null || { echo "install PostgreSQL first: apt-get install postgresql" >&2; exit 2; }
 cargo build --release --quiet
@@ -40,15 +48,38 @@ chmod 777 "$WORK"
 "$DYNO" db init --scale "$SCALE" >/dev/null
 echo "PostgreSQL $(psql -X -tAc 'SHOW server_version'), scale $SCALE, $CLIENTS clients on $THREADS threads, $SECS s a run, $ROUNDS rounds, $(nproc) CPUs shared by server and clients"
 
-cpu_of() { sed -n 's/.*user_s=\([0-9.]*\) sys_s=\([0-9.]*\).*/\1 \2/p' "$1" | awk '{print $1 + $2}'; }
+# tpcb-like as pgbench has it, its statements in one pipeline.
+cat >"$WORK/tpcb-pipelined.sql" <<'SQL'
+\set aid random(1, 100000 * :scale)
+\set bid random(1, 1 * :scale)
+\set tid random(1, 10 * :scale)
+\set delta random(-5000, 5000)
+\startpipeline
+BEGIN;
+UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
+UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
+END;
+\endpipeline
+SQL
 
 for protocol in $PROTOCOLS; do
-  for script in select-only tpcb-like; do
+  cases="select-only tpcb-like"
+  [ "$protocol" = simple ] || cases="$cases tpcb-pipelined select-only@$RATE"
+  for script in $cases; do
+    # What each tool is given for this case.
+    case $script in
+      tpcb-pipelined) pg_args=(-f "$WORK/tpcb-pipelined.sql") dyno_args=(-b tpcb-like --pipeline) ;;
+      select-only@*) pg_args=(-b select-only -R "$RATE") dyno_args=(-b select-only -R "$RATE") ;;
+      *) pg_args=(-b "$script") dyno_args=(-b "$script") ;;
+    esac
     for round in $(seq "$ROUNDS"); do
       # pgbench, logging every transaction's latency (µs) to compute its
       # percentiles; run in $WORK so its log lands there.
       rm -f "$WORK"/pgbench_log.*
-      (cd "$WORK" && $RUNSTAT pgbench -n -b "$script" -M "$protocol" -c "$CLIENTS" -j "$THREADS" -T "$SECS" -l \
+      (cd "$WORK" && $RUNSTAT pgbench -n "${pg_args[@]}" -M "$protocol" -c "$CLIENTS" -j "$THREADS" -T "$SECS" -l \
         >"$WORK/pgbench.out" 2>"$WORK/pgbench.err")
       cat "$WORK"/pgbench_log.* >"$WORK/pgbench.log"
       python3 - "$WORK" "$script" "$protocol" "$round" pgbench <<'PY' >>"$WORK/results"
@@ -64,7 +95,7 @@ lat = sorted(int(line.split()[2]) * 1000 for line in open(f"{work}/pgbench.log")
 q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] if lat else 0
 print(script, protocol, rnd, tool, tps, cpu / max(tx, 1) * 1e9, q(0.5), q(0.99), q(0.999), lat[-1] if lat else 0)
 PY
-      $RUNSTAT "$DYNO" db run -b "$script" -M "$protocol" -c "$CLIENTS" -j "$THREADS" -T "$SECS" --no-save --json \
+      $RUNSTAT "$DYNO" db run "${dyno_args[@]}" -M "$protocol" -c "$CLIENTS" -j "$THREADS" -T "$SECS" --no-save --json \
         >"$WORK/dyno.json" 2>"$WORK/dyno.err"
       python3 - "$WORK" "$script" "$protocol" "$round" dyno <<'PY' >>"$WORK/results"
 import json, re, sys
@@ -109,6 +140,10 @@ for script, protocol in keys:
     rounds = sorted({r[2] for r in sel})
     tps_r = [float(next(r[4] for r in sel if r[2] == n and r[3] == "dyno")) / float(next(r[4] for r in sel if r[2] == n and r[3] == "pgbench")) for n in rounds]
     cpu_r = [float(next(r[5] for r in sel if r[2] == n and r[3] == "dyno")) / float(next(r[5] for r in sel if r[2] == n and r[3] == "pgbench")) for n in rounds]
+    if "@" in script:
+        rate = float(script.split("@")[1])
+        print("  open model: achieved / requested rate " + ", ".join(
+            f"{tool} {fig[tool][0] / rate:.4f}" for tool in ("pgbench", "dyno")) + " (goal: dyno within 1%)")
     print(f"  dyno/pgbench: tps {med(tps_r):.3f}× (rounds {min(tps_r):.3f}–{max(tps_r):.3f}; goal 0.95–1.05), "
           f"client CPU per transaction {med(cpu_r):.3f}× (rounds {min(cpu_r):.3f}–{max(cpu_r):.3f}; goal ≤ 0.8)")
 PY

@@ -117,6 +117,13 @@ pub struct QuickArgs {
     /// and write, on a 64 MiB file in the current directory); 0 skips it.
     #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub disk_duration: std::time::Duration,
+
+    /// Length of the db line (select-only, 8 clients, -M prepared, on the
+    /// PostgreSQL server that PGHOST, PGPORT and PGDATABASE name; read
+    /// only, on tables `dyno db init` made); 0 skips it. Without those
+    /// variables there is no db line, and quick says how to add one.
+    #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub db_duration: std::time::Duration,
 }
 
 /// Load-test an HTTP or HTTPS server: as fast as wrk, honest about latency,

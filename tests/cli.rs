@@ -58,6 +58,18 @@ mod tmpfs;
 fn dyno(home: &Path) -> Command {
     let mut cmd = Command::cargo_bin("dyno").unwrap();
     cmd.env("DYNO_HOME", home).env_remove("XDG_DATA_HOME");
+    // A server named in the tester's own environment must not reach the
+    // tests (dyno quick would load it); the db tests name theirs.
+    for v in [
+        "PGHOST",
+        "PGPORT",
+        "PGDATABASE",
+        "PGSERVICE",
+        "PGUSER",
+        "PGPASSWORD",
+    ] {
+        cmd.env_remove(v);
+    }
     cmd
 }
 

@@ -352,3 +352,67 @@ fn judge(outcome: &Outcome, settings: &RunSettings) -> Vec<Warning> {
     }
     warnings
 }
+
+/// Clients of `dyno quick`'s db line.
+pub const QUICK_CLIENTS: usize = 8;
+
+/// The variables of libpq's environment that name a server; `dyno quick`
+/// has a db line only when one of them is set.
+const SERVER_VARIABLES: [&str; 4] = ["PGHOST", "PGPORT", "PGDATABASE", "PGSERVICE"];
+
+/// Whether the environment names a PostgreSQL server for `dyno quick`.
+pub fn configured() -> bool {
+    SERVER_VARIABLES
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
+}
+
+/// What `dyno quick` says when no server is configured.
+pub const NOT_CONFIGURED: &str = "no PostgreSQL server is configured, so there is no db line: set PGHOST, PGPORT and PGDATABASE (libpq's environment) to a server whose database `dyno db init` has prepared, and quick adds a select-only line";
+
+/// `dyno quick`'s db line: select-only, prepared, on the server of libpq's
+/// environment, for `duration`. It only reads: a database without the
+/// pgbench tables is an error that says how to make them, never a reason
+/// to make them. The metrics come named `db_…`.
+pub fn quick_measure(
+    duration: Duration,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<(Vec<dyno_model::Metric>, Vec<Warning>, serde_json::Value)> {
+    let (name, text) = script::builtin("select-only").map_err(anyhow::Error::msg)?;
+    let script = Script::parse(name, text).context("a built-in script does not parse")?;
+    let threads = dyno_env::available_cpus().clamp(1, QUICK_CLIENTS);
+    let settings = RunSettings {
+        target: Target::from_env("")?,
+        scripts: vec![Weighted { script, weight: 1 }],
+        clients: QUICK_CLIENTS,
+        threads,
+        stop: Stop::Duration(duration),
+        protocol: Protocol::Prepared,
+        scale: None,
+        max_tries: 1,
+        seed: fastrand::u64(..),
+        rate: None,
+        latency_limit: None,
+        per_statement: false,
+        reconnect: false,
+        pipeline: false,
+        progress_every: Duration::from_secs(1),
+    };
+    let outcome = dyno_db::run::run(&settings, stop, |_| {})?;
+    if let Some(why) = outcome.aborted.first() {
+        bail!("{why}");
+    }
+    let metrics = outcome
+        .metrics(&settings)
+        .into_iter()
+        .map(|mut m| {
+            m.name = format!("db_{}", m.name);
+            m
+        })
+        .collect();
+    Ok((
+        metrics,
+        judge(&outcome, &settings),
+        recorded(&settings, &outcome),
+    ))
+}

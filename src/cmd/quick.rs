@@ -1,5 +1,6 @@
 //! `dyno quick`: benchmark this machine on built-in defaults and print one
-//! summary table. Later families (HTTP, disk, scaling) add their lines here.
+//! summary table: int64 on one and all threads, HTTP on loopback, the
+//! disk, and select-only on PostgreSQL when the environment names a server.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -37,6 +38,7 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
         int64_iterations,
         http_duration,
         disk_duration,
+        db_duration,
     } = args;
     let settings = QuickSettings {
         iterations: int64_iterations,
@@ -49,8 +51,13 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
     let mut run = Run::new(
         Kind::Quick,
         format!(
-            "int64 on 1 and {}, HTTP on loopback, disk",
-            dyno_report::counted(settings.threads as u64, "thread")
+            "int64 on 1 and {}, HTTP on loopback, disk{}",
+            dyno_report::counted(settings.threads as u64, "thread"),
+            if super::db::configured() && !db_duration.is_zero() {
+                ", PostgreSQL"
+            } else {
+                ""
+            }
         ),
     );
     run.environment = environment();
@@ -118,6 +125,25 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
                 "disk_line_skipped",
                 format!("the disk line was skipped: {e:#}"),
             ),
+        }
+    }
+    if !db_duration.is_zero() && !interrupt.is_set() {
+        if super::db::configured() {
+            progress("db: select-only on the PostgreSQL server of PGHOST/PGPORT/PGDATABASE");
+            // A server that cannot be used costs the db line, not the run.
+            match super::db::quick_measure(db_duration, interrupt.flag()) {
+                Ok((metrics, warnings, db_settings)) => {
+                    run.metrics.extend(metrics);
+                    run.settings["db"] = db_settings;
+                    for mut w in warnings {
+                        w.message = format!("db line: {}", w.message);
+                        run.warnings.push(w);
+                    }
+                }
+                Err(e) => run.warn("db_line_skipped", format!("the db line was skipped: {e:#}")),
+            }
+        } else if !save.json {
+            eprintln!("dyno: {}", super::db::NOT_CONFIGURED);
         }
     }
     if settings.iterations != int64::STANDARD_ITERATIONS {
@@ -413,6 +439,31 @@ pub(super) fn table(run: &Run) -> String {
             uncertainty: String::new(),
             rate: format_value(rate.value, rate.unit),
             note: format!("mean latency; p99 {p99}; client CPU {cpu:.0}%"),
+        });
+    }
+    if let (Some(rate), Some(latency)) = (
+        run.metric("db_transactions_per_sec"),
+        run.metric("db_latency_ns"),
+    ) {
+        let p99 = latency
+            .histogram
+            .as_ref()
+            .and_then(|h| h.percentiles.iter().find(|p| p.percentile == 99.0))
+            .map(|p| format_value(p.value, Unit::Ns))
+            .unwrap_or_default();
+        let cpu = run.metric("db_client_cpu_percent").map_or(0.0, |m| m.value);
+        rows.push(SummaryRow {
+            test: format!("db select-only, c={}", super::db::QUICK_CLIENTS),
+            result: format_value(latency.value, latency.unit),
+            uncertainty: String::new(),
+            rate: format_value(rate.value, rate.unit),
+            note: format!(
+                "mean latency; p99 {p99}; PostgreSQL {}; client CPU {cpu:.0}%",
+                run.settings["db"]["server_version"]
+                    .as_str()
+                    .and_then(|v| v.split_whitespace().next())
+                    .unwrap_or("?")
+            ),
         });
     }
     for test in ["SEQ1M Q8T1", "RND4K Q1T1"] {

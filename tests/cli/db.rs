@@ -664,3 +664,68 @@ fn run_refuses_bad_values_of_its_new_flags_with_the_way_out() {
             .stderr(predicate::str::contains(says));
     }
 }
+
+#[test]
+fn quick_has_a_db_line_only_where_the_environment_names_a_server() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    let books = "SELECT sum(abalance) || ' ' || count(*) || ' ' || (SELECT count(*) FROM pgbench_history) FROM pgbench_accounts";
+    let before = pg.psql(&db, books);
+    let run = json_run(
+        pg.dyno(home.path(), &db)
+            .args(SMALL_QUICK)
+            .args(["--db-duration", "1s", "--json"]),
+        0,
+    );
+    assert!(metric(&run, "db_transactions") > 0.0);
+    assert_eq!(run["settings"]["db"]["scripts"][0]["name"], "select-only");
+    assert_eq!(pg.psql(&db, books), before, "quick only reads");
+    let id = run["id"].as_str().unwrap();
+    let table = String::from_utf8(
+        dyno(home.path())
+            .args(["show", id])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    assert!(table.contains("db select-only, c=8"), "{table}");
+
+    // A database without the tables: the line is skipped with the way out,
+    // and nothing is made there.
+    let empty = pg.database();
+    let run = json_run(
+        pg.dyno(home.path(), &empty)
+            .args(SMALL_QUICK)
+            .args(["--db-duration", "1s", "--json"]),
+        0,
+    );
+    let warnings = run["warnings"].to_string();
+    assert!(
+        warnings.contains("db_line_skipped") && warnings.contains("dyno db init"),
+        "{warnings}"
+    );
+    assert_eq!(
+        pg.psql(
+            &empty,
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        ),
+        "0"
+    );
+
+    // No server named: no line, and a note on how to add one.
+    dyno(home.path())
+        .args(SMALL_QUICK)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("db select-only").not())
+        .stderr(predicate::str::contains(
+            "no PostgreSQL server is configured",
+        ));
+}
