@@ -932,7 +932,7 @@ impl Runner<'_> {
             Protocol::Simple => {
                 self.text.clear();
                 sql.write_simple(vars, &mut self.text);
-                self.client.simple_query(&self.text).await.map(drop)
+                self.client.batch_execute(&self.text).await
             }
             Protocol::Extended => {
                 let params: Vec<Param> = sql.params(vars).map(Param).collect();
@@ -948,7 +948,7 @@ impl Runner<'_> {
                 let statement = self.prepared[which][index]
                     .as_ref()
                     .expect("every statement is prepared with -M prepared");
-                self.client.query(statement, &refs).await.map(drop)
+                self.client.execute(statement, &refs).await.map(drop)
             }
         }
     }
@@ -976,14 +976,15 @@ impl Runner<'_> {
                 sql.write_simple(vars, &mut self.text);
                 self.text.push_str(";\n");
             }
-            return self.client.simple_query(&self.text).await.map(drop);
+            return self.client.batch_execute(&self.text).await;
         }
         let params: Vec<Vec<Param>> = sqls
             .clone()
             .map(|sql| sql.params(vars).map(Param).collect())
             .collect();
         let client = &self.client;
-        let answers = match self.settings.protocol {
+        // The first error, in order, is the batch's.
+        match self.settings.protocol {
             Protocol::Prepared => {
                 let refs: Vec<_> = params.iter().map(|p| untyped(p)).collect();
                 let statements = &self.prepared[which][range];
@@ -992,10 +993,12 @@ impl Runner<'_> {
                         let statement = statement
                             .as_ref()
                             .expect("every statement is prepared with -M prepared");
-                        client.query(statement, refs)
+                        client.execute(statement, refs)
                     },
                 ))
                 .await
+                .into_iter()
+                .try_for_each(|a| a.map(drop))
             }
             _ => {
                 let typed: Vec<_> = params.iter().map(|p| typed(p)).collect();
@@ -1004,9 +1007,10 @@ impl Runner<'_> {
                         .map(|(sql, typed)| client.query_typed(sql.parameterized(), typed)),
                 )
                 .await
+                .into_iter()
+                .try_for_each(|a| a.map(drop))
             }
-        };
-        answers.into_iter().try_for_each(|a| a.map(drop))
+        }
     }
 
     /// Sorts an error out, rolling back what a retry must not find open.
