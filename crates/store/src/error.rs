@@ -152,6 +152,61 @@ pub enum StoreError {
     /// Any other SQLite failure.
     #[error(transparent)]
     Sqlite(rusqlite::Error),
+
+    /// The PostgreSQL server of a shared store cannot be reached, or
+    /// refused the connection (a wrong password, a missing database).
+    #[error(
+        "cannot reach the result store at {location}: {reason}; check that the server runs and the URL, or leave out --store (and DYNO_STORE) to use the local store"
+    )]
+    Unreachable {
+        /// The store's URL, without its password.
+        location: String,
+        /// Why, in the server's or the network's words.
+        reason: String,
+    },
+
+    /// A PostgreSQL database that holds tables of some other program.
+    #[error(
+        "the database at {location} holds tables that are not a dyno result store; it was left untouched. Name an empty database (createdb dyno_results) or one that dyno made."
+    )]
+    ForeignDatabase {
+        /// The store's URL, without its password.
+        location: String,
+    },
+
+    /// A PostgreSQL store whose schema a newer dyno made.
+    #[error(
+        "the result store at {location} was made by a newer dyno (store schema version {found}; this build knows versions up to {supported}); it was left untouched. Upgrade dyno to use it."
+    )]
+    NewerServerSchema {
+        /// The store's URL, without its password.
+        location: String,
+        /// The schema version the database records.
+        found: u32,
+        /// The newest schema version this build knows.
+        supported: u32,
+    },
+
+    /// Any other failure of a PostgreSQL store.
+    #[error("the result store at {location} failed: {reason}")]
+    Server {
+        /// The store's URL, without its password.
+        location: String,
+        /// What the server or the client said.
+        reason: String,
+    },
+}
+
+impl StoreError {
+    /// Whether the store could not be reached or went away, so that a run
+    /// that could not be saved there may be saved elsewhere. A store that
+    /// refused what it holds is not such a case.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Unreachable { .. } | StoreError::Server { .. }
+        )
+    }
 }
 
 /// At most a few ids, for a message; the error value keeps them all.

@@ -4,8 +4,8 @@
 //! In the data flow the store sits after the engines: the binary hands it a
 //! finished [`Run`]; it never measures and never prints. [`Store`] is the
 //! interface every backend offers; [`SqliteStore`] is the embedded default, a
-//! single SQLite file at [`default_path`] (a PostgreSQL backend for a shared
-//! store can implement the same trait later).
+//! single SQLite file at [`default_path`], and [`PgStore`] a database on a
+//! PostgreSQL server that many machines share.
 //!
 //! The store holds other people's data, so it is careful with files it does
 //! not recognise: it never deletes, truncates or rewrites a file that is not a
@@ -14,6 +14,8 @@
 
 mod error;
 mod path;
+mod postgres;
+mod record;
 mod schema;
 mod sqlite;
 
@@ -23,6 +25,7 @@ use dyno_model::{Kind, Run, RunId};
 
 pub use error::StoreError;
 pub use path::{DYNO_HOME, FILE_NAME, NoDefaultPath, default_path, resolve_path};
+pub use postgres::{PgStore, is_postgres_url};
 pub use sqlite::{Options, SqliteStore};
 
 /// Shortest run id prefix [`Store::get`] and [`Store::remove`] accept: a
@@ -65,6 +68,10 @@ pub trait Store {
     /// nothing is removed and the error names that id. Returns the ids
     /// removed, in the order given, each once.
     fn remove_all(&mut self, ids_or_prefixes: &[&str]) -> Result<Vec<RunId>, StoreError>;
+
+    /// Where the store is, for messages: a file's path, or a server's URL
+    /// without its password.
+    fn location(&self) -> String;
 }
 
 /// Which runs [`Store::list`] returns. Every condition that is set must hold;

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use dyno_model::{Run, RunId, SCHEMA_VERSION};
-use jiff::Timestamp;
+use dyno_model::{Run, RunId};
+
 use rusqlite::types::{Type, Value};
 use rusqlite::{
     Connection, MAIN_DB, OpenFlags, OptionalExtension, Row, TransactionBehavior, params,
@@ -25,11 +25,9 @@ use rusqlite::{
 };
 
 use crate::error::classify;
+use crate::record::{self, decode, encode, unix_ns};
 use crate::schema::{self, Contents};
-use crate::{Filter, Listing, MIN_PREFIX_LEN, SkipReason, Skipped, Store, StoreError};
-
-/// Length of a run id in characters.
-const ID_LEN: usize = 26;
+use crate::{Filter, Listing, Skipped, Store, StoreError};
 
 /// How to open a [`SqliteStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -333,24 +331,15 @@ impl Store for SqliteStore {
         tx.commit().map_err(sql)?;
         Ok(ids)
     }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
 }
 
 /// The one stored id that is `id_or_prefix` or starts with it.
 fn resolve(conn: &Connection, path: &Path, id_or_prefix: &str) -> Result<RunId, StoreError> {
-    let not_found = || StoreError::NotFound {
-        id: id_or_prefix.to_owned(),
-    };
-    if id_or_prefix.chars().count() < MIN_PREFIX_LEN {
-        return Err(StoreError::PrefixTooShort {
-            prefix: id_or_prefix.to_owned(),
-        });
-    }
-    // Ids are Crockford base32, stored in upper case. Anything else matches
-    // nothing, and cannot smuggle GLOB wildcards into the pattern.
-    if id_or_prefix.len() > ID_LEN || !id_or_prefix.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(not_found());
-    }
-    let pattern = format!("{}*", id_or_prefix.to_ascii_uppercase());
+    let pattern = format!("{}*", record::prefix(id_or_prefix)?);
     let mut stmt = conn
         .prepare_cached("SELECT id FROM runs WHERE id GLOB ?1 ORDER BY id")
         .map_err(|e| classify(path, e))?;
@@ -358,88 +347,7 @@ fn resolve(conn: &Connection, path: &Path, id_or_prefix: &str) -> Result<RunId, 
         .query_map([pattern], |row| id_column(row, 0))
         .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
         .map_err(|e| classify(path, e))?;
-    match matches.as_slice() {
-        [] => Err(not_found()),
-        [id] => Ok(*id),
-        _ => Err(StoreError::Ambiguous {
-            prefix: id_or_prefix.to_owned(),
-            matches,
-        }),
-    }
-}
-
-/// A run's JSON record, checked to read back.
-fn encode(run: &Run) -> Result<String, StoreError> {
-    let unencodable = |source| StoreError::Unencodable { id: run.id, source };
-    let record = serde_json::to_string(run).map_err(unencodable)?;
-    // Refuse now what could not be read later: serde_json writes a NaN or
-    // infinite f64 as `null`, which no f64 field accepts back.
-    serde_json::from_str::<Run>(&record).map_err(unencodable)?;
-    Ok(record)
-}
-
-/// Why a stored record does not read as a run.
-enum DecodeError {
-    /// Its `schema_version` is newer than this build's.
-    Newer(u32),
-    /// Its JSON does not decode as a run.
-    Json(serde_json::Error),
-}
-
-impl DecodeError {
-    /// The error [`Store::get`] returns for run `id`.
-    fn for_run(self, id: RunId) -> StoreError {
-        match self {
-            DecodeError::Newer(found) => StoreError::NewerRecord {
-                id,
-                found,
-                supported: SCHEMA_VERSION,
-            },
-            DecodeError::Json(source) => StoreError::BadRecord { id, source },
-        }
-    }
-
-    /// Why [`Store::list`] skipped the record.
-    fn reason(self) -> SkipReason {
-        match self {
-            DecodeError::Newer(found) => SkipReason::Newer {
-                found,
-                supported: SCHEMA_VERSION,
-            },
-            DecodeError::Json(err) => SkipReason::Damaged {
-                detail: shorten(&err.to_string(), MAX_DETAIL_CHARS),
-            },
-        }
-    }
-}
-
-/// The most of a parser's message [`SkipReason::Damaged`] keeps: serde
-/// quotes the offending value, which may be a whole description.
-const MAX_DETAIL_CHARS: usize = 160;
-
-/// `text` cut to at most `max` characters, with an ellipsis if cut.
-fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some(_) => {
-            let cut = text.char_indices().nth(max - 1).map_or(0, |(i, _)| i);
-            format!("{}…", &text[..cut])
-        }
-    }
-}
-
-/// A run from its stored record, refusing records from a newer dyno before
-/// serde can fail on them with a confusing message.
-///
-/// The record is taken as bytes, so text that is not UTF-8 reads as a
-/// damaged record rather than as a failure of the store.
-fn decode(schema_version: i64, record: &[u8]) -> Result<Run, DecodeError> {
-    if schema_version > i64::from(SCHEMA_VERSION) {
-        return Err(DecodeError::Newer(
-            u32::try_from(schema_version).unwrap_or(u32::MAX),
-        ));
-    }
-    serde_json::from_slice(record).map_err(DecodeError::Json)
+    record::one_match(id_or_prefix, matches)
 }
 
 /// The record in column `idx`, as bytes.
@@ -456,15 +364,12 @@ fn id_column(row: &Row<'_>, idx: usize) -> rusqlite::Result<RunId> {
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
 }
 
-/// `t` in Unix nanoseconds, saturated to `i64` (years 1677 to 2262); a run
-/// outside that range still sorts before or after every other.
-fn unix_ns(t: Timestamp) -> i64 {
-    let ns = t.as_nanosecond();
-    i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX })
-}
-
 #[cfg(test)]
 mod tests {
+    use crate::SkipReason;
+    use crate::record::{DecodeError, MAX_DETAIL_CHARS, shorten};
+    use dyno_model::SCHEMA_VERSION;
+    use jiff::Timestamp;
     use std::fs;
     use std::sync::{Arc, Barrier};
 

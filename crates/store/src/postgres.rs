@@ -1,0 +1,859 @@
+//! [`PgStore`]: the result store in a PostgreSQL database, shared by every
+//! machine that names it (`--store postgres://…` or `DYNO_STORE`).
+//!
+//! The tables are SQLite's, prefixed `dyno_` so that they are easy to tell
+//! apart in a database: `dyno_runs` (the whole run as JSON in `record`, the
+//! one source of truth, beside the columns that filters and sorts need),
+//! `dyno_run_tags`, and `dyno_schema` with the schema version. Opening is
+//! ordered as SQLite's: the database is first only read, and migrated in
+//! one transaction under an advisory lock only once it is known to be empty
+//! or a dyno store this build understands, so that machines opening a new
+//! store at the same moment all succeed and migrate it once, and a database
+//! of some other program is never written to.
+//!
+//! Every save is one transaction; two machines saving at once each insert
+//! their own rows. Connections are plain TCP or a Unix socket, without TLS
+//! (as `dyno db`'s).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use dyno_model::{Run, RunId};
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Client, Config, GenericClient, NoTls};
+
+use crate::record::{self, decode, encode, unix_ns};
+use crate::{Filter, Listing, Skipped, Store, StoreError};
+
+/// The migration steps, oldest first; step `i` takes a store from version
+/// `i` to `i + 1`. Never edit a released step; append a new one.
+const MIGRATIONS: &[&str] = &[
+    // Version 1: runs and their tags, as SQLite's version 1.
+    "CREATE TABLE dyno_runs (
+         id             TEXT    NOT NULL PRIMARY KEY,
+         kind           TEXT    NOT NULL,
+         started_at_ns  BIGINT  NOT NULL,
+         host           TEXT,
+         description    TEXT    NOT NULL,
+         schema_version BIGINT  NOT NULL,
+         record         TEXT    NOT NULL
+     );
+     CREATE INDEX dyno_runs_by_start ON dyno_runs (started_at_ns, id);
+     CREATE INDEX dyno_runs_by_kind ON dyno_runs (kind, started_at_ns);
+     CREATE INDEX dyno_runs_by_host ON dyno_runs (host, started_at_ns);
+     CREATE TABLE dyno_run_tags (
+         run_id TEXT NOT NULL REFERENCES dyno_runs (id) ON DELETE CASCADE,
+         tag    TEXT NOT NULL,
+         PRIMARY KEY (run_id, tag)
+     );
+     CREATE INDEX dyno_run_tags_by_tag ON dyno_run_tags (tag, run_id);",
+];
+
+/// The schema version this build creates and understands.
+const LATEST: u32 = MIGRATIONS.len() as u32;
+
+/// The advisory lock that serialises migrations ("dyno" in ASCII).
+const MIGRATION_LOCK: i64 = 0x6479_6e6f;
+
+/// How long a connection attempt may take before the server counts as
+/// unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The result store in a PostgreSQL database.
+pub struct PgStore {
+    client: Mutex<Client>,
+    location: String,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `spec` names a PostgreSQL store (a `postgres://` or
+/// `postgresql://` URL).
+pub fn is_postgres_url(spec: &str) -> bool {
+    let lower = spec.trim_start().to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
+impl PgStore {
+    /// Connects to the database `url` names, checks that it is empty or a
+    /// dyno store this build understands, and brings it to the latest
+    /// schema.
+    pub fn open(url: &str) -> Result<PgStore, StoreError> {
+        let location = masked(url);
+        let mut config: Config = url.parse().map_err(|e| StoreError::Unreachable {
+            location: location.clone(),
+            reason: format!("the URL does not parse ({e}); write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE"),
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        let mut client = config.connect(NoTls).map_err(|e| StoreError::Unreachable {
+            location: location.clone(),
+            reason: reason(&e),
+        })?;
+        migrate(&mut client, &location)?;
+        Ok(PgStore {
+            client: Mutex::new(client),
+            location,
+        })
+    }
+
+    /// The store's URL without its password.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn client(&self) -> std::sync::MutexGuard<'_, Client> {
+        self.client.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn failed(&self) -> impl Fn(postgres::Error) -> StoreError + '_ {
+        |e| classify(&self.location, &e)
+    }
+}
+
+/// What the database holds, as far as the store is concerned: `None` for
+/// nothing of its own, `Some(version)` for a dyno store, `Err` for some
+/// other program's tables.
+fn inspect(client: &mut impl GenericClient, location: &str) -> Result<Option<u32>, StoreError> {
+    let failed = |e: postgres::Error| classify(location, &e);
+    // Tables on the search path, outside the system's schemas.
+    let row = client
+        .query_one(
+            "SELECT count(*) FILTER (WHERE c.relname = 'dyno_schema'),
+                    count(*)
+               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+                AND n.nspname = ANY (current_schemas(false))
+                AND n.nspname NOT IN ('pg_catalog', 'information_schema')",
+            &[],
+        )
+        .map_err(failed)?;
+    let (ours, all): (i64, i64) = (row.get(0), row.get(1));
+    if ours == 0 {
+        return if all == 0 {
+            Ok(None)
+        } else {
+            Err(StoreError::ForeignDatabase {
+                location: location.to_owned(),
+            })
+        };
+    }
+    let version: Option<i64> = client
+        .query_one("SELECT max(version) FROM dyno_schema", &[])
+        .map_err(failed)?
+        .get(0);
+    match version {
+        None => Ok(Some(0)),
+        Some(v) if v < 0 => Err(StoreError::ForeignDatabase {
+            location: location.to_owned(),
+        }),
+        Some(v) => Ok(Some(u32::try_from(v).unwrap_or(u32::MAX))),
+    }
+}
+
+/// Brings the database to [`LATEST`] in one transaction, under an advisory
+/// lock; reads what is there again under the lock, so that of several
+/// machines opening a new store at once one migrates and the others find
+/// it done.
+fn migrate(client: &mut Client, location: &str) -> Result<(), StoreError> {
+    let failed = |e: postgres::Error| classify(location, &e);
+    // Refused before anything is written, lock included.
+    let refuse = |version: Option<u32>| match version {
+        Some(found) if found > LATEST => Err(StoreError::NewerServerSchema {
+            location: location.to_owned(),
+            found,
+            supported: LATEST,
+        }),
+        _ => Ok(()),
+    };
+    let version = inspect(client, location)?;
+    refuse(version)?;
+    if version == Some(LATEST) {
+        return Ok(());
+    }
+    let mut tx = client.transaction().map_err(failed)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(failed)?;
+    let version = inspect(&mut tx, location)?;
+    refuse(version)?;
+    let from = match version {
+        Some(v) => v,
+        None => {
+            tx.batch_execute("CREATE TABLE dyno_schema (version BIGINT NOT NULL)")
+                .map_err(failed)?;
+            0
+        }
+    };
+    if from == LATEST {
+        return Ok(());
+    }
+    for step in &MIGRATIONS[from as usize..] {
+        tx.batch_execute(step).map_err(failed)?;
+    }
+    tx.execute("DELETE FROM dyno_schema", &[]).map_err(failed)?;
+    tx.execute(
+        "INSERT INTO dyno_schema (version) VALUES ($1)",
+        &[&i64::from(LATEST)],
+    )
+    .map_err(failed)?;
+    tx.commit().map_err(failed)
+}
+
+impl Store for PgStore {
+    fn save(&mut self, run: &Run) -> Result<(), StoreError> {
+        let record = encode(run)?;
+        let id = run.id.to_string();
+        let location = self.location.clone();
+        let failed = |e: postgres::Error| classify(&location, &e);
+        let mut client = self.client();
+        let mut tx = client.transaction().map_err(failed)?;
+        let inserted = tx
+            .execute(
+                "INSERT INTO dyno_runs (id, kind, started_at_ns, host, description, schema_version, record)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (id) DO NOTHING",
+                &[
+                    &id,
+                    &run.kind.as_str(),
+                    &unix_ns(run.started_at),
+                    &run.environment.hostname,
+                    &run.description,
+                    &i64::from(run.schema_version),
+                    &record,
+                ],
+            )
+            .map_err(failed)?;
+        if inserted == 0 {
+            // Dropping the transaction rolls it back.
+            return Err(StoreError::Duplicate { id: run.id });
+        }
+        for tag in &run.tags {
+            tx.execute(
+                "INSERT INTO dyno_run_tags (run_id, tag) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                &[&id, tag],
+            )
+            .map_err(failed)?;
+        }
+        tx.commit().map_err(failed)
+    }
+
+    fn get(&self, id_or_prefix: &str) -> Result<Run, StoreError> {
+        let mut client = self.client();
+        let id = resolve(&mut *client, &self.location, id_or_prefix)?;
+        let row = client
+            .query_opt(
+                "SELECT schema_version, record FROM dyno_runs WHERE id = $1",
+                &[&id.to_string()],
+            )
+            .map_err(self.failed())?;
+        // The run may have been removed since its id was resolved.
+        let row = row.ok_or_else(|| StoreError::NotFound {
+            id: id_or_prefix.to_owned(),
+        })?;
+        let (version, record): (i64, String) = (row.get(0), row.get(1));
+        decode(version, record.as_bytes()).map_err(|e| e.for_run(id))
+    }
+
+    fn list(&self, filter: &Filter) -> Result<Listing, StoreError> {
+        let Filter {
+            kind,
+            tags,
+            host,
+            since,
+            limit,
+        } = filter;
+        let mut sql = String::from(
+            "SELECT id, started_at_ns, schema_version, record FROM dyno_runs AS r WHERE true",
+        );
+        let kind = kind.map(|k| k.as_str().to_owned());
+        let since = since.map(unix_ns);
+        let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        let mut conditions: Vec<(&str, &(dyn ToSql + Sync))> = Vec::new();
+        if let Some(kind) = &kind {
+            conditions.push((" AND r.kind = ?", kind));
+        }
+        if let Some(host) = host {
+            conditions.push((" AND r.host = ?", host));
+        }
+        if let Some(since) = &since {
+            conditions.push((" AND r.started_at_ns >= ?", since));
+        }
+        for tag in tags {
+            conditions.push((
+                " AND EXISTS (SELECT 1 FROM dyno_run_tags AS t WHERE t.run_id = r.id AND t.tag = ?)",
+                tag,
+            ));
+        }
+        if let Some(n) = &limit {
+            // The newest N, then turned back to oldest first.
+            conditions.push((" ORDER BY started_at_ns DESC, id DESC LIMIT ?", n));
+        }
+        let mut args = Vec::with_capacity(conditions.len());
+        for (clause, value) in conditions {
+            args.push(value);
+            sql.push_str(&clause.replace('?', &format!("${}", args.len())));
+        }
+        sql = match limit {
+            Some(_) => format!("SELECT * FROM ({sql}) AS newest ORDER BY started_at_ns, id"),
+            None => sql + " ORDER BY started_at_ns, id",
+        };
+        let rows = self.client().query(&sql, &args).map_err(self.failed())?;
+        let mut listing = Listing::default();
+        for row in rows {
+            let id: String = row.get(0);
+            let id: RunId = id.parse().map_err(|_| StoreError::Server {
+                location: self.location.clone(),
+                reason: format!("a stored run has the id '{id}', which is not a run id"),
+            })?;
+            let (version, record): (i64, String) = (row.get(2), row.get(3));
+            match decode(version, record.as_bytes()) {
+                Ok(run) => listing.runs.push(run),
+                Err(err) => listing.skipped.push(Skipped {
+                    id,
+                    reason: err.reason(),
+                }),
+            }
+        }
+        Ok(listing)
+    }
+
+    fn remove_all(&mut self, ids_or_prefixes: &[&str]) -> Result<Vec<RunId>, StoreError> {
+        let location = self.location.clone();
+        let failed = |e: postgres::Error| classify(&location, &e);
+        let mut client = self.client();
+        let mut tx = client.transaction().map_err(failed)?;
+        // Every id is resolved before anything is deleted, in the one
+        // transaction: a bad id leaves every run in place.
+        let mut ids = Vec::with_capacity(ids_or_prefixes.len());
+        for id_or_prefix in ids_or_prefixes {
+            let id = resolve(&mut tx, &location, id_or_prefix)?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        for id in &ids {
+            // Its tags go with it (ON DELETE CASCADE).
+            tx.execute("DELETE FROM dyno_runs WHERE id = $1", &[&id.to_string()])
+                .map_err(failed)?;
+        }
+        tx.commit().map_err(failed)?;
+        Ok(ids)
+    }
+
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+}
+
+/// The one stored id that is `id_or_prefix` or starts with it.
+fn resolve(
+    client: &mut impl GenericClient,
+    location: &str,
+    id_or_prefix: &str,
+) -> Result<RunId, StoreError> {
+    // Upper-case base32 only, so no LIKE wildcard can be in it.
+    let pattern = format!("{}%", record::prefix(id_or_prefix)?);
+    let rows = client
+        .query(
+            "SELECT id FROM dyno_runs WHERE id LIKE $1 ORDER BY id",
+            &[&pattern],
+        )
+        .map_err(|e| classify(location, &e))?;
+    let matches = rows
+        .iter()
+        .filter_map(|row| row.get::<_, String>(0).parse().ok())
+        .collect();
+    record::one_match(id_or_prefix, matches)
+}
+
+/// Sorts a client error into what the user can act on: a server that
+/// cannot be reached (or went away), or one that answered with an error.
+fn classify(location: &str, e: &postgres::Error) -> StoreError {
+    let location = location.to_owned();
+    match e.as_db_error() {
+        // Refused at the door: a wrong password, a missing database or
+        // role, too many connections.
+        Some(db)
+            if db.code() == &SqlState::INVALID_PASSWORD
+                || db.code() == &SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+                || db.code() == &SqlState::INVALID_CATALOG_NAME
+                || db.code() == &SqlState::TOO_MANY_CONNECTIONS
+                || db.code() == &SqlState::ADMIN_SHUTDOWN
+                || db.code() == &SqlState::CANNOT_CONNECT_NOW =>
+        {
+            StoreError::Unreachable {
+                location,
+                reason: reason(e),
+            }
+        }
+        Some(_) => StoreError::Server {
+            location,
+            reason: reason(e),
+        },
+        None => StoreError::Unreachable {
+            location,
+            reason: reason(e),
+        },
+    }
+}
+
+/// An error in one line: the server's message and SQLSTATE, or the client's
+/// words and their cause.
+fn reason(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => match std::error::Error::source(e) {
+            Some(source) => format!("{e}: {source}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// `url` with its password, if any, replaced by `***`: the one after the
+/// user name, and a `password=` parameter.
+pub(crate) fn masked(url: &str) -> String {
+    let url = match url.split_once('?') {
+        Some((base, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => p.to_owned(),
+                })
+                .collect();
+            format!("{base}?{}", params.join("&"))
+        }
+        None => url.to_owned(),
+    };
+    let url = url.as_str();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    // The user information ends at the last '@' before the host.
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    let user_info = &rest[..at];
+    match user_info.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        assert_eq!(
+            masked("postgres://bench:s3cr%40t@db1:5432/results"),
+            "postgres://bench:***@db1:5432/results"
+        );
+        assert_eq!(
+            masked("postgresql://bench@db1/results"),
+            "postgresql://bench@db1/results"
+        );
+        assert_eq!(
+            masked("postgres://u@h/db?sslmode=disable&password=x@y"),
+            "postgres://u@h/db?sslmode=disable&password=***"
+        );
+        assert_eq!(masked("postgres://db1/results"), "postgres://db1/results");
+    }
+
+    #[test]
+    fn postgres_urls_are_told_from_paths() {
+        assert!(is_postgres_url("postgres://h/db"));
+        assert!(is_postgres_url("PostgreSQL://h/db"));
+        assert!(!is_postgres_url("/var/lib/dyno/dyno.db"));
+        assert!(!is_postgres_url("sqlite:dyno.db"));
+    }
+}
+
+/// The store on a real server: the throwaway cluster `scripts/pg start`
+/// makes, named by DYNO_TEST_PG, a fresh database for each test.
+#[cfg(test)]
+mod server_tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Arc, Barrier};
+    use std::time::Instant;
+
+    use dyno_model::Kind;
+
+    use super::*;
+    use crate::SkipReason;
+    use crate::testutil::run;
+
+    /// A database of its own on the test server, dropped at the end.
+    struct Database {
+        admin: String,
+        name: String,
+        url: String,
+    }
+
+    impl Database {
+        fn new() -> Database {
+            let dir = std::env::var("DYNO_TEST_PG").expect(
+                "the PostgreSQL store's tests need a server: run scripts/test, or start one with `scripts/pg start` and set DYNO_TEST_PG to the folder it prints",
+            );
+            let admin = std::fs::read_to_string(std::path::Path::new(&dir).join("url"))
+                .unwrap()
+                .trim()
+                .to_owned();
+            static NEXT: AtomicU32 = AtomicU32::new(0);
+            let name = format!(
+                "dyno_store_{}_{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            );
+            let mut client = Database::admin(&admin);
+            client
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+                .unwrap();
+            client
+                .batch_execute(&format!("CREATE DATABASE {name}"))
+                .unwrap();
+            let url = format!("{}/{name}", admin.rsplit_once('/').unwrap().0);
+            Database { admin, name, url }
+        }
+
+        fn admin(url: &str) -> Client {
+            Client::connect(url, NoTls).unwrap()
+        }
+
+        /// A plain connection to this database, to look and to meddle.
+        fn raw(&self) -> Client {
+            Client::connect(&self.url, NoTls).unwrap()
+        }
+    }
+
+    impl Drop for Database {
+        fn drop(&mut self) {
+            if let Ok(mut c) = Client::connect(&self.admin, NoTls) {
+                let _ = c.batch_execute(&format!(
+                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                    self.name
+                ));
+            }
+        }
+    }
+
+    fn ids(runs: &[Run]) -> Vec<RunId> {
+        runs.iter().map(|r| r.id).collect()
+    }
+
+    #[test]
+    fn runs_round_trip_and_are_found_by_unique_prefix_only() {
+        let db = Database::new();
+        let mut store = PgStore::open(&db.url).unwrap();
+        let password = db
+            .admin
+            .split(':')
+            .nth(2)
+            .unwrap()
+            .split('@')
+            .next()
+            .unwrap();
+        assert!(!store.location().contains(password), "{}", store.location());
+        let a = run(Kind::Http, 1, &["x"], Some("h1"));
+        store.save(&a).unwrap();
+        assert_eq!(store.get(&a.id.to_string()).unwrap(), a);
+        assert_eq!(store.get(&a.id.to_string().to_lowercase()).unwrap(), a);
+        // The same id again is refused, and the first kept.
+        let mut again = a.clone();
+        again.description = "another".into();
+        assert!(matches!(
+            store.save(&again),
+            Err(StoreError::Duplicate { .. })
+        ));
+        assert_eq!(
+            store.get(&a.id.to_string()).unwrap().description,
+            a.description
+        );
+        // Prefixes: too short, unknown, ambiguous, unique.
+        let mut b = run(Kind::Http, 2, &[], None);
+        let mut id = a.id.to_string();
+        id.replace_range(20.., "ZZZZZZ");
+        b.id = id.parse().unwrap();
+        store.save(&b).unwrap();
+        assert!(matches!(
+            store.get("01"),
+            Err(StoreError::PrefixTooShort { .. })
+        ));
+        assert!(matches!(
+            store.get("ZZZZZZZZ"),
+            Err(StoreError::NotFound { .. })
+        ));
+        assert!(matches!(
+            store.get("01J%"),
+            Err(StoreError::NotFound { .. })
+        ));
+        let common = &a.id.to_string()[..20];
+        match store.get(common) {
+            Err(StoreError::Ambiguous { matches, .. }) => assert_eq!(matches.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(store.get(&b.id.to_string()[..22]).unwrap(), b);
+        // Reopening finds them, and migrates nothing.
+        drop(store);
+        let store = PgStore::open(&db.url).unwrap();
+        assert_eq!(
+            ids(&store.list(&Filter::default()).unwrap().runs),
+            vec![a.id, b.id]
+        );
+    }
+
+    #[test]
+    fn every_filter_narrows_the_list_oldest_first() {
+        let db = Database::new();
+        let mut store = PgStore::open(&db.url).unwrap();
+        let runs = [
+            run(Kind::Http, 30, &["a", "b"], Some("h1")),
+            run(Kind::Disk, 10, &["a"], Some("h2")),
+            run(Kind::Http, 20, &["b"], Some("h1")),
+            run(Kind::Http, 40, &[], None),
+        ];
+        for r in &runs {
+            store.save(r).unwrap();
+        }
+        let list = |f: Filter| ids(&store.list(&f).unwrap().runs);
+        assert_eq!(
+            list(Filter::default()),
+            vec![runs[1].id, runs[2].id, runs[0].id, runs[3].id]
+        );
+        let http = Filter {
+            kind: Some(Kind::Http),
+            ..Filter::default()
+        };
+        assert_eq!(list(http.clone()), vec![runs[2].id, runs[0].id, runs[3].id]);
+        let tags = Filter {
+            tags: vec!["a".into(), "b".into()],
+            ..Filter::default()
+        };
+        assert_eq!(list(tags), vec![runs[0].id]);
+        let host = Filter {
+            host: Some("h1".into()),
+            ..Filter::default()
+        };
+        assert_eq!(list(host), vec![runs[2].id, runs[0].id]);
+        let since = Filter {
+            since: Some(runs[2].started_at),
+            ..Filter::default()
+        };
+        assert_eq!(list(since), vec![runs[2].id, runs[0].id, runs[3].id]);
+        let last = Filter {
+            limit: Some(2),
+            ..http
+        };
+        assert_eq!(list(last), vec![runs[0].id, runs[3].id]);
+    }
+
+    #[test]
+    fn removing_is_all_or_nothing_and_takes_the_tags() {
+        let db = Database::new();
+        let mut store = PgStore::open(&db.url).unwrap();
+        let (a, b) = (
+            run(Kind::Http, 1, &["t"], None),
+            run(Kind::Http, 2, &["t"], None),
+        );
+        store.save(&a).unwrap();
+        store.save(&b).unwrap();
+        let (ida, idb) = (a.id.to_string(), b.id.to_string());
+        assert!(matches!(
+            store.remove_all(&[&ida, "ZZZZZZZZ"]),
+            Err(StoreError::NotFound { .. })
+        ));
+        assert_eq!(store.list(&Filter::default()).unwrap().runs.len(), 2);
+        assert_eq!(
+            store.remove_all(&[&ida, &ida, &idb]).unwrap(),
+            vec![a.id, b.id]
+        );
+        let tags: i64 = db
+            .raw()
+            .query_one("SELECT count(*) FROM dyno_run_tags", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(tags, 0);
+    }
+
+    #[test]
+    fn damaged_and_newer_records_are_skipped_named_and_removable() {
+        let db = Database::new();
+        let mut store = PgStore::open(&db.url).unwrap();
+        let (good, bad, newer) = (
+            run(Kind::Http, 1, &[], None),
+            run(Kind::Http, 2, &[], None),
+            run(Kind::Http, 3, &[], None),
+        );
+        for r in [&good, &bad, &newer] {
+            store.save(r).unwrap();
+        }
+        let mut raw = db.raw();
+        raw.execute(
+            "UPDATE dyno_runs SET record = '{not json' WHERE id = $1",
+            &[&bad.id.to_string()],
+        )
+        .unwrap();
+        raw.execute(
+            "UPDATE dyno_runs SET schema_version = 99 WHERE id = $1",
+            &[&newer.id.to_string()],
+        )
+        .unwrap();
+        let listing = store.list(&Filter::default()).unwrap();
+        assert_eq!(ids(&listing.runs), vec![good.id]);
+        assert_eq!(listing.skipped.len(), 2);
+        assert!(matches!(
+            listing.skipped[0].reason,
+            SkipReason::Damaged { .. }
+        ));
+        assert!(matches!(
+            listing.skipped[1].reason,
+            SkipReason::Newer { found: 99, .. }
+        ));
+        assert!(matches!(
+            store.get(&bad.id.to_string()),
+            Err(StoreError::BadRecord { .. })
+        ));
+        assert!(matches!(
+            store.get(&newer.id.to_string()),
+            Err(StoreError::NewerRecord { found: 99, .. })
+        ));
+        store.remove(&bad.id.to_string()).unwrap();
+        assert_eq!(store.list(&Filter::default()).unwrap().skipped.len(), 1);
+    }
+
+    #[test]
+    fn foreign_and_newer_databases_are_refused_and_left_untouched() {
+        let db = Database::new();
+        db.raw()
+            .batch_execute("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep')")
+            .unwrap();
+        let err = PgStore::open(&db.url).unwrap_err();
+        assert!(matches!(err, StoreError::ForeignDatabase { .. }), "{err:?}");
+        assert!(err.to_string().contains("left untouched"), "{err}");
+        let tables: Vec<String> = db
+            .raw()
+            .query(
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public'",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(tables, vec!["notes".to_owned()]);
+
+        let db = Database::new();
+        db.raw().batch_execute("CREATE TABLE dyno_schema (version BIGINT NOT NULL); INSERT INTO dyno_schema VALUES (99)").unwrap();
+        let err = PgStore::open(&db.url).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StoreError::NewerServerSchema {
+                    found: 99,
+                    supported: LATEST,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let runs: i64 = db
+            .raw()
+            .query_one(
+                "SELECT count(*) FROM pg_tables WHERE tablename = 'dyno_runs'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(runs, 0, "nothing migrated");
+    }
+
+    #[test]
+    fn machines_opening_a_new_store_at_once_all_save_every_run_once() {
+        let db = Database::new();
+        const WRITERS: usize = 6;
+        const RUNS: usize = 25;
+        let start = Arc::new(Barrier::new(WRITERS));
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (url, start) = (db.url.clone(), start.clone());
+                std::thread::spawn(move || {
+                    // Every writer migrates the new database at the same
+                    // moment; one does it, the others find it done.
+                    start.wait();
+                    let mut store = PgStore::open(&url).unwrap();
+                    let mut saved = Vec::new();
+                    for i in 0..RUNS {
+                        let r = run(
+                            Kind::Http,
+                            (w * RUNS + i) as i64,
+                            &["load"],
+                            Some(&format!("m{w}")),
+                        );
+                        store.save(&r).unwrap();
+                        saved.push(r.id);
+                    }
+                    saved
+                })
+            })
+            .collect();
+        let mut saved: Vec<RunId> = writers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect();
+        saved.sort();
+        let store = PgStore::open(&db.url).unwrap();
+        let mut listed = ids(&store.list(&Filter::default()).unwrap().runs);
+        listed.sort();
+        assert_eq!(listed, saved);
+        assert_eq!(listed.len(), WRITERS * RUNS);
+        let versions: i64 = db
+            .raw()
+            .query_one("SELECT count(*) FROM dyno_schema", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(versions, 1);
+    }
+
+    #[test]
+    fn an_unreachable_server_and_a_wrong_password_are_reported_at_once() {
+        // A port nothing listens on: refused, not waited for.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let started = Instant::now();
+        let err =
+            PgStore::open(&format!("postgres://dyno:secret@127.0.0.1:{port}/results")).unwrap_err();
+        assert!(matches!(err, StoreError::Unreachable { .. }), "{err:?}");
+        assert!(err.is_unreachable());
+        let msg = err.to_string();
+        assert!(
+            msg.contains("127.0.0.1") && !msg.contains("secret"),
+            "{msg}"
+        );
+        assert!(
+            started.elapsed() < CONNECT_TIMEOUT,
+            "refused, not timed out"
+        );
+
+        let db = Database::new();
+        let wrong = db.url.replacen("postgres:", "postgres:x", 2).replacen(
+            "postgres:x//",
+            "postgres://",
+            1,
+        );
+        let err = PgStore::open(&wrong).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, StoreError::Unreachable { .. }), "{err:?}");
+        assert!(msg.contains("password") && msg.contains(":***@"), "{msg}");
+    }
+}
