@@ -36,6 +36,33 @@ pub const LONG_VERSION: &str = concat!(
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+
+    /// The result store every subcommand reads and saves runs in: a
+    /// PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE) for a
+    /// store that many machines share, or the path of an SQLite file
+    /// [default: $DYNO_HOME/dyno.db]. A measuring subcommand that cannot
+    /// reach the server still prints its run and saves it in the local
+    /// store, with a warning.
+    #[arg(long, global = true, env = "DYNO_STORE", value_name = "URL|PATH", value_parser = store_spec)]
+    pub store: Option<String>,
+}
+
+/// `--store`: a PostgreSQL URL or a file path, not empty and not another
+/// kind of URL.
+fn store_spec(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(
+            "give a PostgreSQL URL (postgres://USER@HOST/DATABASE) or the path of an SQLite file"
+                .into(),
+        );
+    }
+    if !dyno_store::is_postgres_url(t) && t.contains("://") {
+        return Err(format!(
+            "'{t}' is neither a PostgreSQL URL nor a file path: write postgres://USER:PASSWORD@HOST:PORT/DATABASE, or a path such as ./results.db"
+        ));
+    }
+    Ok(t.to_owned())
 }
 
 #[derive(Debug, Subcommand)]
@@ -1006,7 +1033,8 @@ fn worse_percent(s: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, Args)]
 pub struct FilterArgs {
     /// Only runs of this kind: quick, http, disk, run (`dyno run` results,
-    /// stored and listed as kind exec; `exec` works too), scale or compare.
+    /// stored and listed as kind exec; `exec` works too), scale, compare or
+    /// db.
     #[arg(long, value_parser = parse_kind)]
     pub kind: Option<Kind>,
 
@@ -1640,15 +1668,15 @@ fn percent(s: &str) -> Result<f64, String> {
 
 /// A tag is a short label without commas or spaces at either end.
 /// `--kind`: a kind name as stored, or `run` for what `dyno run` makes
-/// (kind exec). The model's kinds cpu and db are accepted (imported runs
-/// may carry them) but not offered: no command makes them yet.
+/// (kind exec). The model's kind cpu is accepted (imported runs may carry
+/// it) but not offered: no command makes it.
 pub(crate) fn parse_kind(s: &str) -> Result<Kind, String> {
     if s.trim().eq_ignore_ascii_case("run") {
         return Ok(Kind::Exec);
     }
     s.trim().parse().map_err(|_| {
         format!(
-            "unknown run kind '{s}': expected one of quick, http, disk, run (`dyno run` results, also called exec), scale"
+            "unknown run kind '{s}': expected one of quick, http, disk, run (`dyno run` results, also called exec), scale, compare, db"
         )
     })
 }

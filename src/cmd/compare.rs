@@ -8,7 +8,7 @@ use dyno_model::{Kind, Run};
 use dyno_report::Comparison;
 use dyno_stats::compare::Verdict;
 use dyno_stats::versus::{self, Group, Options};
-use dyno_store::{Filter, SqliteStore, Store};
+use dyno_store::{Filter, Store};
 
 use super::{open_store, print};
 use crate::ExitStatus;
@@ -60,11 +60,11 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     }
 }
 
-fn save(store: &mut SqliteStore, run: &Run, format: CompareFormat) -> Result<()> {
+fn save(store: &mut dyn Store, run: &Run, format: CompareFormat) -> Result<()> {
     store.save(run).with_context(|| {
         format!(
             "the comparison was made but could not be saved in {}",
-            store.path().display()
+            store.location()
         )
     })?;
     if format == CompareFormat::Text {
@@ -114,7 +114,7 @@ fn regressed(run: &Run, pct: f64, score: bool) -> bool {
 /// with `last` the N most recent runs matching `common`. At least two, with
 /// distinct names.
 pub(super) fn select(
-    store: &SqliteStore,
+    store: &dyn Store,
     sides: &[String],
     last: Option<usize>,
     common: &Filter,
@@ -141,7 +141,7 @@ pub(super) fn select(
 }
 
 /// One side: `ID`, `NAME=ID,ID…` or `NAME=@filter,@filter…`.
-fn resolve(store: &SqliteStore, side: &str, common: &Filter) -> Result<Group> {
+fn resolve(store: &dyn Store, side: &str, common: &Filter) -> Result<Group> {
     let (name, selector) = match side.split_once('=') {
         Some((name, selector)) if !name.is_empty() && !name.starts_with('@') => {
             (name.to_owned(), selector)
@@ -209,7 +209,7 @@ fn apply(filter: &mut Filter, term: &str) -> Result<()> {
 }
 
 /// The `n` most recent runs that match `common`, each its own side.
-fn latest(store: &SqliteStore, n: usize, common: &Filter) -> Result<Vec<Group>> {
+fn latest(store: &dyn Store, n: usize, common: &Filter) -> Result<Vec<Group>> {
     let all = comparable(super::list_runs(store, common)?);
     if all.len() < n {
         bail!(

@@ -19,13 +19,20 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::{Context, Result};
 use dyno_model::{DynoBuild, Environment, Run};
-use dyno_store::{Filter, Listing, SkipReason, Skipped, SqliteStore, Store};
+use std::sync::OnceLock;
+
+use dyno_store::{Filter, Listing, PgStore, SkipReason, Skipped, SqliteStore, Store, StoreError};
 
 use crate::ExitStatus;
 use crate::cli::{Cli, Command, SaveArgs};
 
+/// Where runs are kept, from `--store` or DYNO_STORE; set once, before the
+/// subcommand runs.
+static STORE: OnceLock<Option<String>> = OnceLock::new();
+
 /// Runs the subcommand the user asked for.
 pub fn run(cli: Cli) -> Result<ExitStatus> {
+    let _ = STORE.set(cli.store);
     match cli.command {
         Command::Quick(args) => quick::run(args),
         Command::Http(args) => http::run(*args),
@@ -60,10 +67,20 @@ pub fn environment() -> Environment {
     dyno_env::capture(build())
 }
 
-/// Opens the result store at its default place ($DYNO_HOME/dyno.db).
-pub fn open_store() -> Result<SqliteStore> {
+/// The result store: the one `--store` (or DYNO_STORE) names, else the
+/// local one ($DYNO_HOME/dyno.db).
+pub fn open_store() -> Result<Box<dyn Store>> {
+    match STORE.get().and_then(Option::as_deref) {
+        Some(url) if dyno_store::is_postgres_url(url) => Ok(Box::new(PgStore::open(url)?)),
+        Some(path) => Ok(Box::new(SqliteStore::open(std::path::Path::new(path))?)),
+        None => open_local(),
+    }
+}
+
+/// The local store, at its default place.
+fn open_local() -> Result<Box<dyn Store>> {
     let path = dyno_store::default_path()?;
-    Ok(SqliteStore::open(&path)?)
+    Ok(Box::new(SqliteStore::open(&path)?))
 }
 
 /// The runs `filter` matches, oldest first, for every subcommand that lists
@@ -126,7 +143,7 @@ pub fn progress(note: &str) {
 pub fn finish(
     mut run: Run,
     save: &SaveArgs,
-    store: Option<SqliteStore>,
+    store: Option<Box<dyn Store>>,
     human: impl FnOnce(&Run) -> String,
 ) -> Result<Run> {
     run.tags.clone_from(&save.tags);
@@ -136,12 +153,33 @@ pub fn finish(
         print(&human(&run))?;
     }
     if let Some(mut store) = store {
-        store.save(&run).with_context(|| {
-            format!(
-                "the run was measured but could not be saved in {}",
-                store.path().display()
-            )
-        })?;
+        match store.save(&run) {
+            Ok(()) => {}
+            // The shared store went away during the run: the run is kept
+            // in the local one, never lost.
+            Err(e) if e.is_unreachable() => {
+                let mut local = open_local()?;
+                local.save(&run).with_context(|| {
+                    format!(
+                        "the run was measured, could not be saved in {} ({e}), nor in {}",
+                        store.location(),
+                        local.location()
+                    )
+                })?;
+                eprintln!(
+                    "dyno: warning: {e}\ndyno: the run was saved in the local store {} instead; `dyno show {} --json | dyno --store URL import -` moves it there later",
+                    local.location(),
+                    run.id
+                );
+                return Ok(run);
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context(format!(
+                    "the run was measured but could not be saved in {}",
+                    store.location()
+                )));
+            }
+        }
         if !save.json {
             eprintln!("saved as {} (dyno show {})", run.id, run.id);
         }
@@ -149,12 +187,27 @@ pub fn finish(
     Ok(run)
 }
 
-/// Opens the store unless `--no-save` was given.
-pub fn store_for(save: &SaveArgs) -> Result<Option<SqliteStore>> {
+/// Opens the store unless `--no-save` was given. A shared store that
+/// cannot be reached costs the sharing, not the run: the local store is
+/// opened instead, with a warning. A store that refuses (not a dyno store,
+/// or a newer one) stops the subcommand before it measures.
+pub fn store_for(save: &SaveArgs) -> Result<Option<Box<dyn Store>>> {
     if save.no_save {
-        Ok(None)
-    } else {
-        open_store().map(Some)
+        return Ok(None);
+    }
+    match open_store() {
+        Ok(store) => Ok(Some(store)),
+        Err(e) => match e.downcast_ref::<StoreError>() {
+            Some(err) if err.is_unreachable() => {
+                let local = open_local()?;
+                eprintln!(
+                    "dyno: warning: {err}\ndyno: the run will be saved in the local store {}",
+                    local.location()
+                );
+                Ok(Some(local))
+            }
+            _ => Err(e),
+        },
     }
 }
 

@@ -3,14 +3,14 @@ use super::*;
 /// The throwaway cluster `scripts/test` starts (`scripts/pg start`): its
 /// folder, from DYNO_TEST_PG. The tests fail without one rather than pass
 /// without a server.
-struct Pg {
+pub(crate) struct Pg {
     /// PGHOST, PGPORT, PGUSER as the folder's env file has them.
     env: Vec<(String, String)>,
     /// postgres://postgres:PASSWORD@127.0.0.1:PORT/postgres
-    url: String,
+    pub(crate) url: String,
 }
 
-fn pg() -> Pg {
+pub(crate) fn pg() -> Pg {
     let dir = std::env::var("DYNO_TEST_PG").expect(
         "dyno db's tests need a PostgreSQL server: run scripts/test, or start one with `scripts/pg start` and set DYNO_TEST_PG to the folder it prints",
     );
@@ -31,14 +31,14 @@ fn pg() -> Pg {
 
 impl Pg {
     /// A new, empty database of its own for one test.
-    fn database(&self) -> String {
+    pub(crate) fn database(&self) -> String {
         let name = format!("dyno_test_{}", fastrand::u64(..));
         self.psql("postgres", &format!("CREATE DATABASE {name}"));
         name
     }
 
     /// psql's answer to `sql` in `db`, unaligned.
-    fn psql(&self, db: &str, sql: &str) -> String {
+    pub(crate) fn psql(&self, db: &str, sql: &str) -> String {
         let out = StdCommand::new("psql")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .args(["-X", "-tA", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql])

@@ -236,7 +236,7 @@ fn rm_with_one_unknown_id_removes_nothing() {
 }
 
 #[test]
-fn history_kind_run_lists_run_results_and_unmade_kinds_are_not_offered() {
+fn history_kind_run_lists_run_results_and_kinds_no_command_makes_are_not_offered() {
     let home = temp();
     let run = exec_run(home.path());
     import_copies(home.path(), &run, 1);
@@ -249,7 +249,7 @@ fn history_kind_run_lists_run_results_and_unmade_kinds_are_not_offered() {
         "{stderr}"
     );
     assert!(
-        !stderr.contains("cpu") && !stderr.contains(" db"),
+        !stderr.contains("cpu") && stderr.contains(" db"),
         "{stderr}"
     );
 }
@@ -406,4 +406,251 @@ fn show_reprints_each_kinds_report_and_reads_non_time_metrics() {
         stderr.contains("for http runs") && stderr.contains("kind exec"),
         "{stderr}"
     );
+}
+
+/// The URL of a fresh database on the test server, and the database.
+fn shared_store() -> (super::db::Pg, String, String) {
+    let pg = super::db::pg();
+    let db = pg.database();
+    let url = format!("{}/{db}", pg.url.rsplit_once('/').unwrap().0);
+    (pg, db, url)
+}
+
+/// The ids `dyno history` lists (its first column).
+fn listed(out: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.len() == 26 && w.starts_with("01"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn two_machines_save_into_one_postgres_store_at_once() {
+    let (_pg, _db, url) = shared_store();
+    let (home_a, home_b) = (temp(), temp());
+    // Two processes, as two machines would, saving at the same moment.
+    let spawn = |home: &Path, tag: &str| {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("dyno"))
+            .env("DYNO_HOME", home)
+            .args([
+                "--store", &url, "run", "--runs", "3", "-N", "--tag", tag, "true",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(home_a.path(), "a"), spawn(home_b.path(), "b"));
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = dyno(home_a.path())
+        .args(["history", "--store", &url])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let ids = listed(&out);
+    assert_eq!(ids.len(), 2, "{}", String::from_utf8_lossy(&out));
+    // DYNO_STORE names it as well; each machine's local store stays empty.
+    let tagged = dyno(home_b.path())
+        .env("DYNO_STORE", &url)
+        .args(["history", "--tag", "a"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(listed(&tagged).len(), 1);
+    let local = dyno(home_a.path())
+        .arg("history")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert!(
+        listed(&local).is_empty(),
+        "{}",
+        String::from_utf8_lossy(&local)
+    );
+    // show, export, import and rm work on it.
+    dyno(home_a.path())
+        .args(["--store", &url, "show", &ids[0]])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(&ids[0]));
+    let exported = dyno(home_a.path())
+        .args(["--store", &url, "export", "--format", "jsonl"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let file = home_a.path().join("runs.jsonl");
+    std::fs::write(&file, exported).unwrap();
+    dyno(home_a.path())
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success();
+    assert_eq!(
+        listed(
+            &dyno(home_a.path())
+                .arg("history")
+                .assert()
+                .success()
+                .get_output()
+                .stdout
+        )
+        .len(),
+        2
+    );
+    dyno(home_a.path())
+        .args(["--store", &url, "rm", &ids[0]])
+        .assert()
+        .success();
+    let out = dyno(home_a.path())
+        .args(["--store", &url, "history"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(listed(&out), vec![ids[1].clone()]);
+}
+
+#[test]
+fn an_unreachable_shared_store_keeps_the_run_locally_and_says_so() {
+    let home = temp();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("postgres://dyno:sekrit@127.0.0.1:{port}/results");
+    // A measuring subcommand prints its run, saves it locally, warns.
+    let out = dyno(home.path())
+        .args(["--store", &url, "run", "--runs", "2", "-N", "true"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot reach the result store") && stderr.contains("local store"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sekrit"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("true"));
+    let local = dyno(home.path())
+        .arg("history")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(listed(&local).len(), 1);
+    // A reading subcommand cannot fall back: a clear error (exit 2, as
+    // every error).
+    dyno(home.path())
+        .env("DYNO_STORE", &url)
+        .arg("history")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot reach the result store"))
+        .stderr(predicate::str::contains("sekrit").not());
+    // Not a store URL at all.
+    dyno(home.path())
+        .args(["--store", "http://db1/results", "history"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "neither a PostgreSQL URL nor a file path",
+        ));
+}
+
+#[test]
+fn a_database_of_another_program_is_refused_before_measuring_and_left_untouched() {
+    let (pg, db, url) = shared_store();
+    pg.psql(
+        &db,
+        "CREATE TABLE orders (id int); INSERT INTO orders VALUES (7)",
+    );
+    let home = temp();
+    dyno(home.path())
+        .args(["--store", &url, "run", "--runs", "2", "-N", "true"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("not a dyno result store"));
+    assert_eq!(
+        pg.psql(
+            &db,
+            "SELECT string_agg(tablename::text, ',') FROM pg_tables WHERE schemaname = 'public'"
+        ),
+        "orders"
+    );
+    let local = dyno(home.path())
+        .arg("history")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert!(listed(&local).is_empty());
+}
+
+#[test]
+fn a_shared_store_that_goes_away_during_a_run_loses_nothing() {
+    let (pg, db, url) = shared_store();
+    let home = temp();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dyno"))
+        .env("DYNO_HOME", home.path())
+        .args(["--store", &url, "run", "--runs", "6", "-N", "sleep 0.25"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The store is opened before measuring; its connection is cut while
+    // the command runs, as a server restart or a network failure would.
+    std::thread::sleep(Duration::from_millis(800));
+    pg.psql(
+        "postgres",
+        &format!("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{db}' AND backend_type = 'client backend'"),
+    );
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("sleep"),
+        "the run is printed"
+    );
+    assert!(
+        stderr.contains("was saved in the local store") && stderr.contains("import -"),
+        "{stderr}"
+    );
+    let local = dyno(home.path())
+        .arg("history")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(listed(&local).len(), 1);
+    let shared = dyno(home.path())
+        .args(["--store", &url, "history"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert!(listed(&shared).is_empty());
 }

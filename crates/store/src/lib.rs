@@ -74,6 +74,29 @@ pub trait Store {
     fn location(&self) -> String;
 }
 
+/// A boxed store is a store: the binary picks its backend at run time.
+impl<S: Store + ?Sized> Store for Box<S> {
+    fn save(&mut self, run: &Run) -> Result<(), StoreError> {
+        (**self).save(run)
+    }
+
+    fn get(&self, id_or_prefix: &str) -> Result<Run, StoreError> {
+        (**self).get(id_or_prefix)
+    }
+
+    fn list(&self, filter: &Filter) -> Result<Listing, StoreError> {
+        (**self).list(filter)
+    }
+
+    fn remove_all(&mut self, ids_or_prefixes: &[&str]) -> Result<Vec<RunId>, StoreError> {
+        (**self).remove_all(ids_or_prefixes)
+    }
+
+    fn location(&self) -> String {
+        (**self).location()
+    }
+}
+
 /// Which runs [`Store::list`] returns. Every condition that is set must hold;
 /// the default matches every run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use anyhow::{Result, bail};
 use dyno_model::{Kind, Run, Warning};
 use dyno_report::Bench;
 use dyno_stats::scaling::Measure;
-use dyno_store::{Filter, Listing, SqliteStore, Store};
+use dyno_store::{Filter, Listing, Store};
 use serde_json::json;
 
 use super::{Curve, Measured};
@@ -32,7 +32,7 @@ pub struct Selection {
 type CurveKey<'a> = (usize, Vec<(&'a str, &'a str)>);
 
 /// The most recent run of kind exec.
-pub fn last_exec(store: &SqliteStore) -> Result<Run> {
+pub fn last_exec(store: &dyn Store) -> Result<Run> {
     let filter = Filter {
         kind: Some(Kind::Exec),
         limit: Some(1),
