@@ -365,6 +365,29 @@ fn lines(prefix: &str, measurements: &[int64::Measurement]) -> Vec<Metric> {
     ]
 }
 
+/// The line of a load test (`prefix` http or db): mean latency, the rate,
+/// p99 and the client's CPU.
+fn load_row(run: &Run, prefix: &str, rate: &str, test: String, note: &str) -> Option<SummaryRow> {
+    let rate = run.metric(&format!("{prefix}_{rate}"))?;
+    let latency = run.metric(&format!("{prefix}_latency_ns"))?;
+    let p99 = latency
+        .histogram
+        .as_ref()
+        .and_then(|h| h.percentiles.iter().find(|p| p.percentile == 99.0))
+        .map(|p| format_value(p.value, Unit::Ns))
+        .unwrap_or_default();
+    let cpu = run
+        .metric(&format!("{prefix}_client_cpu_percent"))
+        .map_or(0.0, |m| m.value);
+    Some(SummaryRow {
+        test,
+        result: format_value(latency.value, latency.unit),
+        uncertainty: String::new(),
+        rate: format_value(rate.value, rate.unit),
+        note: format!("mean latency; p99 {p99}; {note}client CPU {cpu:.0}%"),
+    })
+}
+
 fn relative_half_width(m: &Metric) -> Option<f64> {
     let u = m.uncertainty.as_ref()?;
     Some((u.high - u.low) / 2.0 / m.value.abs())
@@ -420,52 +443,24 @@ pub(super) fn table(run: &Run) -> String {
             });
         }
     }
-    if let (Some(rate), Some(latency)) = (
-        run.metric("http_requests_per_sec"),
-        run.metric("http_latency_ns"),
-    ) {
-        let p99 = latency
-            .histogram
-            .as_ref()
-            .and_then(|h| h.percentiles.iter().find(|p| p.percentile == 99.0))
-            .map(|p| format_value(p.value, Unit::Ns))
-            .unwrap_or_default();
-        let cpu = run
-            .metric("http_client_cpu_percent")
-            .map_or(0.0, |m| m.value);
-        rows.push(SummaryRow {
-            test: format!("http /hello, c={HTTP_CONNECTIONS}"),
-            result: format_value(latency.value, latency.unit),
-            uncertainty: String::new(),
-            rate: format_value(rate.value, rate.unit),
-            note: format!("mean latency; p99 {p99}; client CPU {cpu:.0}%"),
-        });
-    }
-    if let (Some(rate), Some(latency)) = (
-        run.metric("db_transactions_per_sec"),
-        run.metric("db_latency_ns"),
-    ) {
-        let p99 = latency
-            .histogram
-            .as_ref()
-            .and_then(|h| h.percentiles.iter().find(|p| p.percentile == 99.0))
-            .map(|p| format_value(p.value, Unit::Ns))
-            .unwrap_or_default();
-        let cpu = run.metric("db_client_cpu_percent").map_or(0.0, |m| m.value);
-        rows.push(SummaryRow {
-            test: format!("db select-only, c={}", super::db::QUICK_CLIENTS),
-            result: format_value(latency.value, latency.unit),
-            uncertainty: String::new(),
-            rate: format_value(rate.value, rate.unit),
-            note: format!(
-                "mean latency; p99 {p99}; PostgreSQL {}; client CPU {cpu:.0}%",
-                run.settings["db"]["server_version"]
-                    .as_str()
-                    .and_then(|v| v.split_whitespace().next())
-                    .unwrap_or("?")
-            ),
-        });
-    }
+    rows.extend(load_row(
+        run,
+        "http",
+        "requests_per_sec",
+        format!("http /hello, c={HTTP_CONNECTIONS}"),
+        "",
+    ));
+    let version = run.settings["db"]["server_version"]
+        .as_str()
+        .and_then(|v| v.split_whitespace().next())
+        .unwrap_or("?");
+    rows.extend(load_row(
+        run,
+        "db",
+        "transactions_per_sec",
+        format!("db select-only, c={}", super::db::QUICK_CLIENTS),
+        &format!("PostgreSQL {version}; "),
+    ));
     for test in ["SEQ1M Q8T1", "RND4K Q1T1"] {
         let get = |name: &str, op: &str| {
             run.metrics.iter().find(|m| {

@@ -416,7 +416,16 @@ fn shared_store() -> (super::db::Pg, String, String) {
     (pg, db, url)
 }
 
-/// The ids `dyno history` lists (its first column).
+/// The ids `dyno history` lists in `home`, on `store` or the local one.
+fn history_ids(home: &Path, store: Option<&str>) -> Vec<String> {
+    let mut cmd = dyno(home);
+    if let Some(store) = store {
+        cmd.args(["--store", store]);
+    }
+    listed(&cmd.arg("history").assert().success().get_output().stdout)
+}
+
+/// The ids `dyno history` printed (its first column).
 fn listed(out: &[u8]) -> Vec<String> {
     String::from_utf8_lossy(out)
         .lines()
@@ -470,18 +479,7 @@ fn two_machines_save_into_one_postgres_store_at_once() {
         .stdout
         .clone();
     assert_eq!(listed(&tagged).len(), 1);
-    let local = dyno(home_a.path())
-        .arg("history")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    assert!(
-        listed(&local).is_empty(),
-        "{}",
-        String::from_utf8_lossy(&local)
-    );
+    assert!(history_ids(home_a.path(), None).is_empty());
     // show, export, import and rm work on it.
     dyno(home_a.path())
         .args(["--store", &url, "show", &ids[0]])
@@ -502,30 +500,12 @@ fn two_machines_save_into_one_postgres_store_at_once() {
         .arg(&file)
         .assert()
         .success();
-    assert_eq!(
-        listed(
-            &dyno(home_a.path())
-                .arg("history")
-                .assert()
-                .success()
-                .get_output()
-                .stdout
-        )
-        .len(),
-        2
-    );
+    assert_eq!(history_ids(home_a.path(), None).len(), 2);
     dyno(home_a.path())
         .args(["--store", &url, "rm", &ids[0]])
         .assert()
         .success();
-    let out = dyno(home_a.path())
-        .args(["--store", &url, "history"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    assert_eq!(listed(&out), vec![ids[1].clone()]);
+    assert_eq!(history_ids(home_a.path(), Some(&url)), vec![ids[1].clone()]);
 }
 
 #[test]
@@ -550,14 +530,7 @@ fn an_unreachable_shared_store_keeps_the_run_locally_and_says_so() {
     );
     assert!(!stderr.contains("sekrit"), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("true"));
-    let local = dyno(home.path())
-        .arg("history")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    assert_eq!(listed(&local).len(), 1);
+    assert_eq!(history_ids(home.path(), None).len(), 1);
     // A reading subcommand cannot fall back: a clear error (exit 2, as
     // every error).
     dyno(home.path())
@@ -598,14 +571,7 @@ fn a_database_of_another_program_is_refused_before_measuring_and_left_untouched(
         ),
         "orders"
     );
-    let local = dyno(home.path())
-        .arg("history")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    assert!(listed(&local).is_empty());
+    assert!(history_ids(home.path(), None).is_empty());
 }
 
 #[test]
@@ -637,20 +603,6 @@ fn a_shared_store_that_goes_away_during_a_run_loses_nothing() {
         stderr.contains("was saved in the local store") && stderr.contains("import -"),
         "{stderr}"
     );
-    let local = dyno(home.path())
-        .arg("history")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    assert_eq!(listed(&local).len(), 1);
-    let shared = dyno(home.path())
-        .args(["--store", &url, "history"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    assert!(listed(&shared).is_empty());
+    assert_eq!(history_ids(home.path(), None).len(), 1);
+    assert!(history_ids(home.path(), Some(&url)).is_empty());
 }
