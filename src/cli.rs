@@ -43,13 +43,20 @@ pub struct Cli {
     /// [default: $DYNO_HOME/dyno.db]. A measuring subcommand that cannot
     /// reach the server still prints its run and saves it in the local
     /// store, with a warning.
-    #[arg(long, global = true, env = "DYNO_STORE", value_name = "URL|PATH", value_parser = store_spec)]
+    #[arg(
+        long,
+        global = true,
+        env = "DYNO_STORE",
+        hide_env_values = true,
+        value_name = "URL|PATH"
+    )]
     pub store: Option<String>,
 }
 
 /// `--store`: a PostgreSQL URL or a file path, not empty and not another
-/// kind of URL.
-fn store_spec(s: &str) -> Result<String, String> {
+/// kind of URL. Checked here, not by clap, whose error would repeat the
+/// value and the password in it.
+pub fn store_spec(s: &str) -> Result<String, String> {
     let t = s.trim();
     if t.is_empty() {
         return Err(
@@ -58,9 +65,7 @@ fn store_spec(s: &str) -> Result<String, String> {
         );
     }
     if !dyno_store::is_postgres_url(t) && t.contains("://") {
-        return Err(format!(
-            "'{t}' is neither a PostgreSQL URL nor a file path: write postgres://USER:PASSWORD@HOST:PORT/DATABASE, or a path such as ./results.db"
-        ));
+        return Err("--store (or DYNO_STORE) is neither a PostgreSQL URL nor a file path: write postgres://USER:PASSWORD@HOST:PORT/DATABASE, or a path such as ./results.db".into());
     }
     Ok(t.to_owned())
 }

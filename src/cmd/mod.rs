@@ -32,7 +32,13 @@ static STORE: OnceLock<Option<String>> = OnceLock::new();
 
 /// Runs the subcommand the user asked for.
 pub fn run(cli: Cli) -> Result<ExitStatus> {
-    let _ = STORE.set(cli.store);
+    let store = cli
+        .store
+        .as_deref()
+        .map(crate::cli::store_spec)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let _ = STORE.set(store);
     match cli.command {
         Command::Quick(args) => quick::run(args),
         Command::Http(args) => http::run(*args),
