@@ -224,16 +224,7 @@ impl ProgressLine {
     }
 
     fn show(&mut self, p: Progress) {
-        let zero = Progress {
-            elapsed: Duration::ZERO,
-            transactions: 0,
-            failed: 0,
-            latency_sum: Duration::ZERO,
-            lag_sum: Duration::ZERO,
-            started: 0,
-            skipped: 0,
-        };
-        let last = self.last.replace(p).unwrap_or(zero);
+        let last = self.last.replace(p).unwrap_or_default();
         let done = p.transactions - last.transactions;
         let secs = (p.elapsed - last.elapsed).as_secs_f64().max(1e-9);
         let mut line = format!(

@@ -573,8 +573,9 @@ fn rate_mode_keeps_the_schedule_and_counts_latency_from_it() {
     assert_eq!(run["settings"]["model"], "open");
     assert_eq!(metric(&run, "requested_transactions_per_sec"), 200.0);
     let done = metric(&run, "transactions");
-    // A client still busy when the time is up leaves its last due times.
-    assert!((594.0..=600.0).contains(&done), "{done} of 600 scheduled");
+    // A client still busy when the time is up leaves its last due times
+    // (more of them on a loaded machine), and none is ever added.
+    assert!((570.0..=600.0).contains(&done), "{done} of 600 scheduled");
     assert_eq!(distribution(&run, "schedule_lag_ns", "count"), done);
     assert!(
         distribution(&run, "latency_ns", "max")
@@ -640,7 +641,8 @@ fn rate_mode_keeps_the_schedule_and_counts_latency_from_it() {
         .lines()
         .filter(|l| l.starts_with("progress: "))
         .collect();
-    assert_eq!(lines.len(), 2, "{stderr}");
+    // One a second; the last may be cut by the run's end on a busy machine.
+    assert!((1..=2).contains(&lines.len()), "{stderr}");
     assert!(lines[0].contains(" tps, latency "), "{stderr}");
 }
 

@@ -122,7 +122,7 @@ const SETTINGS: [&str; 5] = [
 ];
 
 /// The figures so far, for a progress line.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Progress {
     pub elapsed: Duration,
     pub transactions: u64,
@@ -1123,13 +1123,7 @@ impl Outcome {
         let scripts: Vec<&str> = settings.scripts.iter().map(|w| w.script.name()).collect();
         let count =
             |name: &str, n: u64| Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64);
-        let distribution = |name: &str, h: &Histogram<u64>| {
-            let mean = if h.is_empty() { 0.0 } else { h.mean() };
-            let mut m = Metric::new(name, Unit::Ns, Direction::LowerIsBetter, mean);
-            m.histogram = Some(hdr::to_model(h));
-            m
-        };
-        let latency = distribution("latency_ns", &self.latency);
+        let latency = hdr::latency_metric("latency_ns", &self.latency);
         let mut metrics = vec![
             Metric::new(
                 "transactions_per_sec",
@@ -1197,8 +1191,11 @@ impl Outcome {
                 Direction::HigherIsBetter,
                 rate,
             ));
-            metrics.push(distribution("latency_uncorrected_ns", &self.uncorrected));
-            metrics.push(distribution("schedule_lag_ns", &self.lag));
+            metrics.push(hdr::latency_metric(
+                "latency_uncorrected_ns",
+                &self.uncorrected,
+            ));
+            metrics.push(hdr::latency_metric("schedule_lag_ns", &self.lag));
         }
         if settings.latency_limit.is_some() {
             metrics.push(count("late_transactions", self.late));
@@ -1207,11 +1204,11 @@ impl Outcome {
             }
         }
         if settings.reconnect {
-            metrics.push(distribution("reconnect_ns", &self.reconnects));
+            metrics.push(hdr::latency_metric("reconnect_ns", &self.reconnects));
         }
         for (w, hs) in settings.scripts.iter().zip(&self.statements) {
             for (i, h) in hs.iter().enumerate() {
-                let mut m = distribution("statement_latency_ns", h);
+                let mut m = hdr::latency_metric("statement_latency_ns", h);
                 m.labels.insert("script".into(), w.script.name().to_owned());
                 m.labels
                     .insert("line".into(), w.script.commands()[i].line.to_string());

@@ -3,7 +3,6 @@
 
 use dyno_model::{Direction, Metric, Unit};
 use dyno_stats::hdr;
-use hdrhistogram::Histogram;
 
 use crate::engine::Outcome;
 use crate::settings::Settings;
@@ -11,12 +10,6 @@ use crate::stats::ErrorClass;
 
 fn count(name: impl Into<String>, value: u64) -> Metric {
     Metric::new(name, Unit::Count, Direction::LowerIsBetter, value as f64)
-}
-
-fn distribution(name: &str, h: &Histogram<u64>) -> Metric {
-    let mut m = Metric::new(name, Unit::Ns, Direction::LowerIsBetter, h.mean());
-    m.histogram = Some(hdr::to_model(h));
-    m
 }
 
 impl Outcome {
@@ -64,10 +57,10 @@ impl Outcome {
                     0.0
                 },
             ),
-            distribution("latency_ns", &s.latency),
-            distribution("connect_ns", &s.connect),
-            distribution("waiting_ns", &s.waiting),
-            distribution("processing_ns", &s.processing),
+            hdr::latency_metric("latency_ns", &s.latency),
+            hdr::latency_metric("connect_ns", &s.connect),
+            hdr::latency_metric("waiting_ns", &s.waiting),
+            hdr::latency_metric("processing_ns", &s.processing),
             count("requests", s.requests()),
             count("responses", s.responses),
             count("errors", s.total_errors()),
@@ -107,7 +100,10 @@ impl Outcome {
             ),
         ];
         if let Some(rate) = settings.schedule.rate_per_sec {
-            metrics.push(distribution("latency_uncorrected_ns", &s.uncorrected));
+            metrics.push(hdr::latency_metric(
+                "latency_uncorrected_ns",
+                &s.uncorrected,
+            ));
             metrics.push(Metric::new(
                 "requested_rate_per_sec",
                 Unit::RequestsPerSec,
@@ -117,7 +113,7 @@ impl Outcome {
             metrics.push(count("late_sends", s.late_sends));
             // The client's own share of the corrected latency: a reader can
             // tell it from the server's queueing.
-            metrics.push(distribution("send_lag_ns", &s.send_lag));
+            metrics.push(hdr::latency_metric("send_lag_ns", &s.send_lag));
             metrics.push(Metric::new(
                 "max_lateness_ns",
                 Unit::Ns,

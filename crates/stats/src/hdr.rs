@@ -38,6 +38,20 @@ pub fn latency_histogram() -> Histogram<u64> {
     h
 }
 
+/// A latency metric named `name`: the mean (0 with nothing recorded) and
+/// the whole histogram, lower is better.
+pub fn latency_metric(name: &str, h: &Histogram<u64>) -> dyno_model::Metric {
+    let mean = if h.is_empty() { 0.0 } else { h.mean() };
+    let mut m = dyno_model::Metric::new(
+        name,
+        dyno_model::Unit::Ns,
+        dyno_model::Direction::LowerIsBetter,
+        mean,
+    );
+    m.histogram = Some(to_model(h));
+    m
+}
+
 /// The model form of `h`: the lossless encoding plus a readable summary.
 pub fn to_model(h: &Histogram<u64>) -> dyno_model::Histogram {
     let mut bytes = Vec::new();
