@@ -5,5 +5,6 @@ pub mod init;
 pub mod run;
 pub mod script;
 pub mod target;
+pub mod wire;
 
 pub use target::{Target, TargetError};

@@ -26,16 +26,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use dyno_model::{Direction, Metric, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
 use dyno_timer::Timer;
 use hdrhistogram::Histogram;
-use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, Statement};
 
 use crate::script::{CommandKind, Predefined, Script, Sql, Value};
 use crate::target::{Target, TargetError};
+use crate::wire::{Wire, WireError};
 
 /// How statements go to the server (pgbench's `-M`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -550,9 +548,11 @@ fn thread_main(
     let connected = tasks.block_on(&runtime, async {
         let mut connections = Vec::new();
         for id in clients.clone() {
-            let client = settings.target.connect().await?;
-            let prepared = prepare(&client, settings).await.map_err(RunError::Setup)?;
-            connections.push((id, client, prepared));
+            let mut wire = settings.target.connect_wire().await?;
+            let prepared = prepare(&mut wire, settings)
+                .await
+                .map_err(RunError::Setup)?;
+            connections.push((id, wire, prepared));
         }
         let timer = match plan {
             Some(_) => Some(Timer::new().map_err(|e| {
@@ -588,11 +588,11 @@ fn thread_main(
     let results = tasks.block_on(&runtime, async {
         let tasks: Vec<_> = connections
             .into_iter()
-            .map(|(id, client, prepared)| {
+            .map(|(id, wire, prepared)| {
                 let mut runner = Runner {
                     settings,
                     shared,
-                    client,
+                    wire,
                     prepared,
                     deadline,
                     schedule: schedule.clone(),
@@ -637,31 +637,37 @@ fn fail_setup(shared: &Shared, e: RunError) {
     lock(&shared.setup_failed).get_or_insert(e);
 }
 
-/// Each script's statements parsed on `client` with `-M prepared`, by
-/// command; nothing otherwise.
-async fn prepare(
-    client: &Client,
-    settings: &RunSettings,
-) -> Result<Vec<Vec<Option<Statement>>>, String> {
+/// Each script's statements parsed on `wire` with `-M prepared`, by
+/// command, and the names they were given; nothing otherwise.
+async fn prepare(wire: &mut Wire, settings: &RunSettings) -> Result<Vec<Vec<String>>, String> {
     let mut all = Vec::new();
-    for w in &settings.scripts {
-        let mut statements = Vec::new();
-        for command in w.script.commands() {
-            statements.push(match (&command.kind, settings.protocol) {
+    for (which, w) in settings.scripts.iter().enumerate() {
+        let mut names = Vec::new();
+        for (i, command) in w.script.commands().iter().enumerate() {
+            let name = match (&command.kind, settings.protocol) {
                 (CommandKind::Sql(sql), Protocol::Prepared) => {
-                    Some(client.prepare(sql.parameterized()).await.map_err(|e| {
+                    let name = format!("dyno_{which}_{i}");
+                    let parsed = match wire.parse(&name, sql.parameterized()) {
+                        Ok(()) => {
+                            wire.sync();
+                            wire.finish().await
+                        }
+                        Err(e) => Err(e),
+                    };
+                    parsed.map_err(|e| {
                         format!(
-                            "{}:{}: the statement could not be prepared: {}",
+                            "{}:{}: the statement could not be prepared: {e}",
                             w.script.name(),
                             command.line,
-                            message(&e)
                         )
-                    })?)
+                    })?;
+                    name
                 }
-                _ => None,
-            });
+                _ => String::new(),
+            };
+            names.push(name);
         }
-        all.push(statements);
+        all.push(names);
     }
     Ok(all)
 }
@@ -676,8 +682,10 @@ struct Schedule {
 struct Runner<'a> {
     settings: &'a RunSettings,
     shared: &'a Shared,
-    client: Client,
-    prepared: Vec<Vec<Option<Statement>>>,
+    wire: Wire,
+    /// Each script's prepared statements' names, by command (`-M
+    /// prepared`).
+    prepared: Vec<Vec<String>>,
     deadline: Option<Instant>,
     schedule: Option<Rc<Schedule>>,
     rng: fastrand::Rng,
@@ -834,15 +842,15 @@ impl Runner<'_> {
     /// prepared again with `-M prepared`; its time goes into `reconnects`.
     async fn reconnect(&mut self) -> Result<(), String> {
         let start = Instant::now();
-        let client = self
+        let mut wire = self
             .settings
             .target
-            .connect()
+            .connect_wire()
             .await
             .map_err(|e| e.to_string())?;
-        self.prepared = prepare(&client, self.settings).await?;
+        self.prepared = prepare(&mut wire, self.settings).await?;
         // The old connection closes as it is dropped here.
-        self.client = client;
+        self.wire = wire;
         let _ = self
             .local
             .reconnects
@@ -921,47 +929,38 @@ impl Runner<'_> {
         Ok(())
     }
 
-    async fn execute(
-        &mut self,
-        which: usize,
-        index: usize,
-        sql: &Sql,
-    ) -> Result<(), tokio_postgres::Error> {
+    async fn execute(&mut self, which: usize, index: usize, sql: &Sql) -> Result<(), WireError> {
         let vars = &self.vars[which];
         match self.settings.protocol {
             Protocol::Simple => {
                 self.text.clear();
                 sql.write_simple(vars, &mut self.text);
-                self.client.batch_execute(&self.text).await
+                self.wire.query(&self.text)?;
             }
             Protocol::Extended => {
-                let params: Vec<Param> = sql.params(vars).map(Param).collect();
-                let typed = typed(&params);
-                self.client
-                    .query_typed(sql.parameterized(), &typed)
-                    .await
-                    .map(drop)
+                self.wire.parse("", sql.parameterized())?;
+                self.wire.execute("", sql.params(vars))?;
+                self.wire.sync();
             }
             Protocol::Prepared => {
-                let params: Vec<Param> = sql.params(vars).map(Param).collect();
-                let refs = untyped(&params);
-                let statement = self.prepared[which][index]
-                    .as_ref()
-                    .expect("every statement is prepared with -M prepared");
-                self.client.execute(statement, &refs).await.map(drop)
+                self.wire
+                    .execute(&self.prepared[which][index], sql.params(vars))?;
+                self.wire.sync();
             }
         }
+        self.wire.finish().await
     }
 
     /// Commands `range` of script `which`, every one of them SQL, sent
     /// together: one query string of them all with the simple protocol,
-    /// their messages written at once with the others; the answers are
-    /// read after. The first error, in order, is the batch's.
+    /// their messages behind one Sync with the others, as pgbench's
+    /// `\startpipeline` sends them; the answers are read after. The first
+    /// error is the batch's, and the server skips the rest.
     async fn execute_batch(
         &mut self,
         which: usize,
         range: std::ops::Range<usize>,
-    ) -> Result<(), tokio_postgres::Error> {
+    ) -> Result<(), WireError> {
         let script = &self.settings.scripts[which].script;
         let sqls = script.commands()[range.clone()]
             .iter()
@@ -976,129 +975,46 @@ impl Runner<'_> {
                 sql.write_simple(vars, &mut self.text);
                 self.text.push_str(";\n");
             }
-            return self.client.batch_execute(&self.text).await;
-        }
-        let params: Vec<Vec<Param>> = sqls
-            .clone()
-            .map(|sql| sql.params(vars).map(Param).collect())
-            .collect();
-        let client = &self.client;
-        // The first error, in order, is the batch's.
-        match self.settings.protocol {
-            Protocol::Prepared => {
-                let refs: Vec<_> = params.iter().map(|p| untyped(p)).collect();
-                let statements = &self.prepared[which][range];
-                futures_util::future::join_all(statements.iter().zip(&refs).map(
-                    |(statement, refs)| {
-                        let statement = statement
-                            .as_ref()
-                            .expect("every statement is prepared with -M prepared");
-                        client.execute(statement, refs)
-                    },
-                ))
-                .await
-                .into_iter()
-                .try_for_each(|a| a.map(drop))
+            self.wire.query(&self.text)?;
+        } else {
+            for (sql, name) in sqls.zip(&self.prepared[which][range]) {
+                if self.settings.protocol == Protocol::Extended {
+                    self.wire.parse("", sql.parameterized())?;
+                }
+                self.wire.execute(name, sql.params(vars))?;
             }
-            _ => {
-                let typed: Vec<_> = params.iter().map(|p| typed(p)).collect();
-                futures_util::future::join_all(
-                    sqls.zip(&typed)
-                        .map(|(sql, typed)| client.query_typed(sql.parameterized(), typed)),
-                )
-                .await
-                .into_iter()
-                .try_for_each(|a| a.map(drop))
-            }
+            self.wire.sync();
         }
+        self.wire.finish().await
     }
 
     /// Sorts an error out, rolling back what a retry must not find open.
-    async fn failure(&mut self, e: tokio_postgres::Error, at: &str) -> Failure {
-        let code = e.code().map(|c| c.code().to_owned());
-        match code.as_deref() {
+    async fn failure(&mut self, e: WireError, at: &str) -> Failure {
+        match e.code() {
             // serialization_failure, deadlock_detected
             Some(code @ ("40001" | "40P01")) => {
-                // Ends the failed transaction block, if one is open.
-                let _ = self.client.batch_execute("ROLLBACK").await;
-                Failure::Retry(code.to_owned())
+                let code = code.to_owned();
+                if self.wire.status() != b'I' {
+                    // Ends the failed transaction block.
+                    let _ = match self.wire.query("ROLLBACK") {
+                        Ok(()) => self.wire.finish().await,
+                        Err(e) => Err(e),
+                    };
+                }
+                Failure::Retry(code)
             }
-            _ => {
-                let hint = if e.is_closed() || e.as_db_error().is_none() {
+            code => {
+                let hint = if e.is_lost() {
                     "; the connection to the server was lost"
-                } else if code.as_deref() == Some("42P01") {
+                } else if code == Some("42P01") {
                     "; run `dyno db init` first"
                 } else {
                     ""
                 };
-                Failure::Abort(format!("{at}: {}{hint}", message(&e)))
+                Failure::Abort(format!("{at}: {e}{hint}"))
             }
         }
     }
-}
-
-/// Parameters sent with the types of their values (`-M extended`).
-fn typed(params: &[Param]) -> Vec<(&(dyn ToSql + Sync), Type)> {
-    params
-        .iter()
-        .map(|p| {
-            let ty = match p.0 {
-                Value::Int(_) => Type::INT8,
-                Value::Double(_) => Type::FLOAT8,
-            };
-            (p as &(dyn ToSql + Sync), ty)
-        })
-        .collect()
-}
-
-/// Parameters converted to the types the server inferred (`-M prepared`).
-fn untyped(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
-    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
-}
-
-/// A script variable as a statement parameter, in the type the server
-/// inferred for it (`-M prepared`) or the one it was sent as.
-#[derive(Debug)]
-struct Param(Value);
-
-impl ToSql for Param {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut BytesMut,
-    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        let int = || match self.0 {
-            Value::Int(i) => Ok(i),
-            Value::Double(d) => Err(format!(
-                "the value {d} goes to an integer parameter: make it an integer in the script (int(...))"
-            )),
-        };
-        match *ty {
-            Type::INT2 => i16::try_from(int()?)?.to_sql(ty, out),
-            Type::INT4 => i32::try_from(int()?)?.to_sql(ty, out),
-            Type::INT8 => int()?.to_sql(ty, out),
-            Type::FLOAT4 => (self.0.as_f64() as f32).to_sql(ty, out),
-            Type::FLOAT8 => self.0.as_f64().to_sql(ty, out),
-            _ => self.0.to_string().to_sql(ty, out),
-        }
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        matches!(
-            *ty,
-            Type::INT2
-                | Type::INT4
-                | Type::INT8
-                | Type::FLOAT4
-                | Type::FLOAT8
-                | Type::TEXT
-                | Type::VARCHAR
-                | Type::BPCHAR
-                | Type::NAME
-        )
-    }
-
-    to_sql_checked!();
 }
 
 impl Outcome {

@@ -12,6 +12,8 @@ use std::time::Duration;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls};
 
+use crate::wire::{self, Endpoint, Wire, WireError};
+
 /// Where libpq looks for the server's socket on Debian when nothing says.
 const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
 const DEFAULT_PORT: u16 = 5432;
@@ -115,6 +117,57 @@ impl Target {
     }
 }
 
+impl Target {
+    /// Opens the load loop's own kind of connection ([`Wire`]) to the
+    /// first of the hosts that answers, as libpq tries them in turn.
+    pub async fn connect_wire(&self) -> Result<Wire, TargetError> {
+        let config = &self.config;
+        let ports = config.get_ports();
+        let mut last = None;
+        for (i, host) in config.get_hosts().iter().enumerate() {
+            let port = ports
+                .get(i)
+                .or(ports.first())
+                .copied()
+                .unwrap_or(DEFAULT_PORT);
+            let endpoint = Endpoint {
+                host: match host {
+                    Host::Tcp(name) => wire::Host::Tcp(name),
+                    Host::Unix(dir) => wire::Host::Unix(dir),
+                },
+                port,
+                user: config.get_user().unwrap_or(""),
+                password: config.get_password(),
+                database: config.get_dbname().unwrap_or(""),
+                application_name: config.get_application_name(),
+                options: config.get_options(),
+                timeout: config
+                    .get_connect_timeout()
+                    .copied()
+                    .unwrap_or(CONNECT_TIMEOUT),
+            };
+            match Wire::connect(&endpoint).await {
+                Ok(wire) => return Ok(wire),
+                // The server answered and said no: another host would not
+                // know better.
+                Err(e @ WireError::Server { .. }) => {
+                    last = Some(e);
+                    break;
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let why = match last {
+            Some(e) => wire_hint(&e),
+            None => "no host to connect to".to_owned(),
+        };
+        Err(TargetError::Connect {
+            target: self.to_string(),
+            why,
+        })
+    }
+}
+
 /// Shown without the password.
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -170,6 +223,20 @@ fn connect_hint(e: &tokio_postgres::Error) -> String {
     format!(
         "{text}; is the server running and accepting connections there? Set PGHOST and PGPORT, or give a connection string"
     )
+}
+
+/// [`connect_hint`] for the load loop's connections.
+fn wire_hint(e: &WireError) -> String {
+    match e.code() {
+        Some("28P01" | "28000") => format!(
+            "{e}; check the user and the password (PGUSER, PGPASSWORD or the connection string)"
+        ),
+        Some("3D000") => format!("{e}; create the database first (createdb), or name another one"),
+        Some(_) => e.to_string(),
+        None => format!(
+            "{e}; is the server running and accepting connections there? Set PGHOST and PGPORT, or give a connection string"
+        ),
+    }
 }
 
 #[cfg(test)]
