@@ -9,7 +9,8 @@
 # CPU time per transaction of each (both measured from outside, by
 # bench/runstat.py) and the ratio, and the latency percentiles both report
 # (pgbench's from its per-transaction log, -l, since its report has only
-# an average). Issue 13's goals: tps within ±5% of pgbench's, client CPU per
+# an average), and the user-space share of each tool's CPU (the rest is
+# the kernel's: sends, waits, context switches). Issue 13's goals: tps within ±5% of pgbench's, client CPU per
 # transaction ≤ 0.8× pgbench's.
 #
 # Besides the two built-ins, with -M extended or prepared: tpcb-like with
@@ -91,9 +92,10 @@ tx = int(re.search(r"number of transactions actually processed: (\d+)", out).gro
 err = open(f"{work}/pgbench.err").read()
 m = re.search(r"user_s=([0-9.]+) sys_s=([0-9.]+)", err)
 cpu = float(m.group(1)) + float(m.group(2))
+user = float(m.group(1)) / max(cpu, 1e-9)
 lat = sorted(int(line.split()[2]) * 1000 for line in open(f"{work}/pgbench.log") if line.strip())
 q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] if lat else 0
-print(script, protocol, rnd, tool, tps, cpu / max(tx, 1) * 1e9, q(0.5), q(0.99), q(0.999), lat[-1] if lat else 0)
+print(script, protocol, rnd, tool, tps, cpu / max(tx, 1) * 1e9, q(0.5), q(0.99), q(0.999), lat[-1] if lat else 0, user)
 PY
       $RUNSTAT "$DYNO" db run "${dyno_args[@]}" -M "$protocol" -c "$CLIENTS" -j "$THREADS" -T "$SECS" --no-save --json \
         >"$WORK/dyno.json" 2>"$WORK/dyno.err"
@@ -106,12 +108,13 @@ tx = metric["transactions"]["value"]
 err = open(f"{work}/dyno.err").read()
 m = re.search(r"user_s=([0-9.]+) sys_s=([0-9.]+)", err)
 cpu = float(m.group(1)) + float(m.group(2))
+user = float(m.group(1)) / max(cpu, 1e-9)
 h = metric["latency_ns"]["histogram"]
 pct = {float(p["quantile"]) if "quantile" in p else float(p["percentile"]) / 100: p["value"] for p in h.get("percentiles", [])}
 def q(x):
     best = min(pct, key=lambda k: abs(k - x)) if pct else None
     return pct[best] if best is not None else 0
-print(script, protocol, rnd, tool, metric["transactions_per_sec"]["value"], cpu / max(tx, 1) * 1e9, q(0.5), q(0.99), q(0.999), h.get("max", 0))
+print(script, protocol, rnd, tool, metric["transactions_per_sec"]["value"], cpu / max(tx, 1) * 1e9, q(0.5), q(0.99), q(0.999), h.get("max", 0), user)
 PY
     done
   done
@@ -128,13 +131,14 @@ ms = lambda ns: f"{float(ns) / 1e6:.2f}"
 for script, protocol in keys:
     sel = [r for r in rows if r[0] == script and r[1] == protocol]
     print(f"\n{script}, -M {protocol}")
-    print(f"  {'tool':8}{'tps':>10}{'CPU/tx µs':>11}{'p50 ms':>9}{'p99 ms':>9}{'p99.9 ms':>10}{'max ms':>9}")
+    print(f"  {'tool':8}{'tps':>10}{'CPU/tx µs':>11}{'user %':>8}{'p50 ms':>9}{'p99 ms':>9}{'p99.9 ms':>10}{'max ms':>9}")
     fig = {}
     for tool in ("pgbench", "dyno"):
         t = [r for r in sel if r[3] == tool]
         tps = med([float(r[4]) for r in t]); cpu = med([float(r[5]) for r in t])
         fig[tool] = (tps, cpu)
-        print(f"  {tool:8}{tps:10.0f}{cpu / 1e3:11.2f}{ms(med([float(r[6]) for r in t])):>9}{ms(med([float(r[7]) for r in t])):>9}{ms(med([float(r[8]) for r in t])):>10}{ms(med([float(r[9]) for r in t])):>9}")
+        user = 100 * med([float(r[10]) for r in t])
+        print(f"  {tool:8}{tps:10.0f}{cpu / 1e3:11.2f}{user:8.0f}{ms(med([float(r[6]) for r in t])):>9}{ms(med([float(r[7]) for r in t])):>9}{ms(med([float(r[8]) for r in t])):>10}{ms(med([float(r[9]) for r in t])):>9}")
     # Ratios within each round, then their median: drift between rounds
     # does not move them.
     rounds = sorted({r[2] for r in sel})
