@@ -159,7 +159,8 @@ pub struct QuickArgs {
 }
 
 /// Load-test an HTTP or HTTPS server: as fast as wrk, honest about latency,
-/// and able to print ApacheBench's report.
+/// and able to print ApacheBench's report. HTTP/1.1, or HTTP/2 with --h2
+/// (-m N streams per connection, as h2load's -m).
 ///
 /// Closed model (default): each of -c connections sends its next request as
 /// soon as the previous answer is in, for -d DURATION or -n N requests in
@@ -173,7 +174,7 @@ pub struct QuickArgs {
 /// --expect-status included) exceed --max-error-rate.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server"
+    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server\n  dyno http --h2 -c 10 -m 10 -n 100000 http://127.0.0.1:8080/  # h2c, 10 streams a connection"
 )]
 pub struct HttpArgs {
     /// The URL to load (http:// or https://); may hold {seq} and
@@ -230,9 +231,23 @@ pub struct HttpArgs {
 
     /// Request method. The standard ones (GET, HEAD, POST, PUT, DELETE,
     /// CONNECT, OPTIONS, TRACE, PATCH) are sent in upper case however they
-    /// are typed (`-m post` sends POST); any other is sent as given.
+    /// are typed (`-m post` sends POST); any other is sent as given. With
+    /// --h2, `-m N` (a number) is h2load's streams per connection instead;
+    /// give the method as `--method` then.
     #[arg(short = 'm', long, default_value = "GET")]
     pub method: String,
+
+    /// Speak HTTP/2: h2c with prior knowledge for http:// URLs, h2 chosen
+    /// by ALPN for https:// (a server that picks anything else is an
+    /// error that names what it picked). Every mode works over it: -n, -d,
+    /// --rate, --warmup, templates, --url-file, methods, bodies, headers.
+    #[arg(long = "h2")]
+    pub h2: bool,
+
+    /// HTTP/2: requests under way at once on each connection (h2load's -m;
+    /// `-m N` says the same with --h2). The server's SETTINGS may lower it.
+    #[arg(long, value_name = "N", value_parser = streams, requires = "h2")]
+    pub streams: Option<u32>,
 
     /// Add a header (repeatable): -H 'Accept: text/html'.
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
@@ -866,7 +881,8 @@ pub struct DbInitArgs {
     pub foreign_keys: bool,
 }
 
-/// Run the built-in reference HTTP/1.1 server, the target for load tests.
+/// Run the built-in reference HTTP server (HTTP/1.1, and HTTP/2 h2c with
+/// prior knowledge on the same port), the target for load tests.
 ///
 /// Endpoints: GET /hello (a 92-byte HTML page), /blob/<size> (exactly <size>
 /// bytes: 512, 64k, 1m), /status/<code> (answers with that status),
@@ -1533,6 +1549,10 @@ fn at_least_one(s: &str) -> Result<u64, String> {
 }
 
 fn connections(s: &str) -> Result<u32, String> {
+    count(s, 1, 1_000_000).map(|n| n as u32)
+}
+
+fn streams(s: &str) -> Result<u32, String> {
     count(s, 1, 1_000_000).map(|n| n as u32)
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use dyno_http::request::{
     RequestSpec, RequestTemplate, Scheme, parse_header, parse_url, parse_url_list,
 };
@@ -40,6 +40,8 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         keepalive: _,
         pipeline,
         method,
+        h2,
+        streams,
         headers,
         body,
         body_file,
@@ -87,6 +89,23 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    // h2load's `-m N` is streams per connection; ab's `-m` is the method.
+    let (method, streams) = match (h2, method.parse::<u64>(), streams) {
+        (true, Ok(0), _) => {
+            bail!("-m 0: an HTTP/2 connection needs at least 1 stream (-m 1 or more)")
+        }
+        (true, Ok(n), None) => (
+            "GET".to_owned(),
+            u32::try_from(n).map_err(|_| anyhow!("-m {n}: too many streams"))?,
+        ),
+        (true, Ok(n), Some(_)) => bail!(
+            "-m {n} and --streams both give the streams per connection: keep one (give the method as --method NAME)"
+        ),
+        (false, Ok(n), _) => bail!(
+            "-m {n} is not a method: for {n} HTTP/2 streams per connection (h2load's -m), add --h2"
+        ),
+        (_, Err(_), s) => (method, s.unwrap_or(1)),
+    };
     let method = standard_method(method);
 
     let target = if builtin {
@@ -158,6 +177,8 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         connections: connections as usize,
         threads,
         pipeline: pipeline as usize,
+        http2: h2,
+        streams: streams as usize,
         keep_alive,
         timeout,
         connect_timeout,
@@ -192,6 +213,8 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         "connections": connections,
         "threads": threads,
         "pipeline": pipeline,
+        "http2": h2,
+        "streams": streams,
         "keep_alive": keep_alive,
         "tls": tls,
         "insecure": insecure,
@@ -256,6 +279,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
             "protocol": session.protocol,
             "cipher": session.cipher,
             "key_exchange": session.key_exchange,
+            "alpn": session.alpn,
         });
     }
     if let Some(server) = &outcome.server {
@@ -265,7 +289,13 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     run.metrics = outcome.metrics(&settings);
     // Nothing listens there: the run stopped at once, and is shown but not
     // saved (it measured no server).
-    let store = if outcome.refused { None } else { store };
+    let store = if outcome.refused
+        || (outcome.protocol_failure.is_some() && outcome.stats.responses == 0)
+    {
+        None
+    } else {
+        store
+    };
     run.headline = Some("requests_per_sec".into());
     run.warnings.extend(judge(&outcome, &settings));
 
@@ -277,6 +307,11 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         HttpFormat::Human => dyno_report::http_report(run),
         HttpFormat::Ab => dyno_report::ab_report(run),
     })?;
+    if let Some(why) = &outcome.protocol_failure
+        && outcome.stats.responses == 0
+    {
+        bail!("--h2: {why}; nothing was saved");
+    }
     if outcome.refused {
         eprintln!(
             "dyno: every connection to {} was refused ({} attempts, none accepted), so the run stopped: is the server up and listening there? Nothing was saved",
@@ -413,6 +448,8 @@ pub fn quick_load(
         connections,
         threads,
         pipeline: 1,
+        http2: false,
+        streams: 1,
         keep_alive: true,
         timeout: std::time::Duration::from_secs(10),
         connect_timeout: std::time::Duration::from_secs(5),
@@ -600,6 +637,17 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
         warn(
             "tls_handshake_failed",
             format!("{handshakes} TLS handshakes failed{why}: {hint}"),
+        );
+    }
+    let h2_failures = outcome.stats.errors_of(ErrorClass::H2Protocol);
+    if let Some(why) = &outcome.protocol_failure
+        && h2_failures > 0
+    {
+        warn(
+            "h2_handshake_failed",
+            format!(
+                "{h2_failures} HTTP/2 connections or requests failed; the first handshake that failed: {why}"
+            ),
         );
     }
     if outcome.stats.responses == 0 {

@@ -368,3 +368,97 @@ fn ab_layout_and_json_conflict_and_pipelining_needs_the_closed_model() {
         ],
     );
 }
+
+#[test]
+fn h2_counts_exactly_over_many_streams_and_reports_what_it_adds() {
+    let home = temp();
+    let (_server, base) = reference_server();
+    let url = format!("{base}/hello");
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[&url, "--h2", "-c", "10", "-m", "10", "-n", "20000"],
+        0,
+    );
+    assert_eq!(metric(&run, "requests"), Some(20000.0));
+    assert_eq!(metric(&run, "responses"), Some(20000.0));
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert_eq!(metric(&run, "connections_opened"), Some(10.0));
+    assert_eq!(metric(&run, "body_bytes"), Some(20000.0 * 92.0));
+    assert_eq!(run["settings"]["http2"], true);
+    assert_eq!(run["settings"]["streams"], 10);
+    let saved = metric(&run, "h2_header_savings_percent").expect("HPACK's savings");
+    assert!(saved > 50.0 && saved < 100.0, "{saved}");
+    // hyper's default limit, from the server's SETTINGS.
+    assert!(metric(&run, "h2_server_max_concurrent_streams").is_some());
+    // The human report says what ran and what HPACK saved.
+    let out = dyno(home.path())
+        .args([
+            "http",
+            &url,
+            "--h2",
+            "--streams",
+            "4",
+            "-c",
+            "2",
+            "-n",
+            "200",
+            "--no-save",
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("HTTP/2 (h2c), 4 streams a connection"),
+        "{text}"
+    );
+    assert!(text.contains("saved by HPACK"), "{text}");
+    assert!(text.contains("Requests    200 answered"), "{text}");
+}
+
+#[test]
+fn h2_refuses_what_it_cannot_do_and_names_a_server_without_http2() {
+    let home = temp();
+    assert_refused(
+        home.path(),
+        &[
+            (&["http", "--h2", "-m", "0"], &["-m 0", "at least 1 stream"]),
+            (&["http", "-m", "10"], &["not a method", "add --h2"]),
+            (&["http", "--streams", "4"], &["--h2"]),
+            (
+                &["http", "--h2", "--pipeline", "4"],
+                &["--pipeline is HTTP/1.1's", "-m/--streams"],
+            ),
+            (
+                &["http", "--h2", "http://localhost/", "--unix-socket", "/tmp"],
+                &["HTTP/2 over a Unix socket is not supported"],
+            ),
+            (
+                &["http", "--h2", "--no-keepalive"],
+                &["HTTP/2 always reuses"],
+            ),
+        ],
+    );
+    // An HTTP/1.1-only server: one clear error, at once, nothing saved.
+    let (addr, _) = canned_server(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+    let out = dyno(home.path())
+        .args(["http", &format!("http://{addr}/"), "--h2", "-n", "1000"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("--h2: the HTTP/2 handshake failed"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was saved"), "{stderr}");
+    dyno(home.path())
+        .args(["history"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("http").not());
+}

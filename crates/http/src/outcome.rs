@@ -122,6 +122,33 @@ impl Outcome {
             ));
             metrics.push(count("dropped_sends", s.dropped));
         }
+        if settings.http2 {
+            let h = &s.h2;
+            let bytes = |name: &str, n: u64| {
+                Metric::new(name, Unit::Bytes, Direction::LowerIsBetter, n as f64)
+            };
+            metrics.push(bytes(
+                "h2_header_bytes_wire",
+                h.header_block_written + h.header_block_read,
+            ));
+            metrics.push(bytes(
+                "h2_header_bytes_plain",
+                h.plain_header_written + h.plain_header_read,
+            ));
+            if let Some(saved) = h.header_savings() {
+                metrics.push(Metric::new(
+                    "h2_header_savings_percent",
+                    Unit::Percent,
+                    Direction::HigherIsBetter,
+                    100.0 * saved,
+                ));
+            }
+            if let Some(max) = h.max_concurrent_streams {
+                let mut m = count("h2_server_max_concurrent_streams", max as u64);
+                m.direction = Direction::HigherIsBetter;
+                metrics.push(m);
+            }
+        }
         for class in ErrorClass::ALL {
             let n = s.errors_of(class);
             if n > 0 {

@@ -39,6 +39,12 @@ pub struct Settings {
     /// Requests written back to back on a connection before reading the
     /// answers (HTTP/1.1 pipelining); 1 turns it off.
     pub pipeline: usize,
+    /// Speak HTTP/2 (h2c with prior knowledge for `http://`, h2 by ALPN
+    /// for `https://`) instead of HTTP/1.1.
+    pub http2: bool,
+    /// HTTP/2: requests under way at once on each connection (h2load's
+    /// `-m`); 1 for HTTP/1.1.
+    pub streams: usize,
     /// Reuse connections (the default); false opens one per request.
     pub keep_alive: bool,
     /// Longest wait for a response (or its next bytes) before giving up.

@@ -46,10 +46,18 @@ pub enum ErrorClass {
     ConnectUnreachable,
     /// Not allowed (EACCES, EPERM): socket permissions or a firewall.
     ConnectDenied,
+    /// HTTP/2: the server sent GOAWAY, and the request was not (or no
+    /// longer) going to be answered on that connection.
+    GoAway,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM).
+    StreamReset,
+    /// HTTP/2: the server broke the protocol (a malformed or unexpected
+    /// frame, a flow-control violation); the connection is closed.
+    H2Protocol,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 16] = [
+    pub const ALL: [ErrorClass; 19] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectOther,
@@ -66,6 +74,9 @@ impl ErrorClass {
         ErrorClass::ConnectNoLocalPort,
         ErrorClass::ConnectUnreachable,
         ErrorClass::ConnectDenied,
+        ErrorClass::GoAway,
+        ErrorClass::StreamReset,
+        ErrorClass::H2Protocol,
     ];
 
     /// The snake_case name used in metric names and JSON.
@@ -87,6 +98,9 @@ impl ErrorClass {
             ErrorClass::ConnectNoLocalPort => "connect_no_local_port",
             ErrorClass::ConnectUnreachable => "connect_unreachable",
             ErrorClass::ConnectDenied => "connect_permission_denied",
+            ErrorClass::GoAway => "h2_goaway",
+            ErrorClass::StreamReset => "h2_rst_stream",
+            ErrorClass::H2Protocol => "h2_protocol_error",
         }
     }
 
@@ -109,6 +123,9 @@ impl ErrorClass {
             ErrorClass::ConnectNoLocalPort => "connect failed: no free local port",
             ErrorClass::ConnectUnreachable => "connect failed: unreachable",
             ErrorClass::ConnectDenied => "connect failed: permission denied",
+            ErrorClass::GoAway => "HTTP/2 GOAWAY from the server",
+            ErrorClass::StreamReset => "HTTP/2 stream reset by the server (RST_STREAM)",
+            ErrorClass::H2Protocol => "HTTP/2 protocol error",
         }
     }
 
@@ -158,6 +175,33 @@ pub struct Stats {
     /// waiting for them, and they are counted here, as wrk and oha do. Not
     /// errors, and not in [`Stats::requests`].
     pub unfinished: u64,
+    /// HTTP/2 only: header compression and the server's stream limit.
+    pub h2: H2Stats,
+}
+
+/// What an HTTP/2 run adds: header-block bytes on the wire (HEADERS and
+/// CONTINUATION payloads, counted from the frames) against the plain size
+/// of the same header fields (name and value bytes, pseudo-fields
+/// included), each way, and the lowest limit of concurrent streams a
+/// server's SETTINGS gave.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct H2Stats {
+    pub header_block_written: u64,
+    pub header_block_read: u64,
+    pub plain_header_written: u64,
+    pub plain_header_read: u64,
+    /// `None` until a connection's handshake is done.
+    pub max_concurrent_streams: Option<usize>,
+}
+
+impl H2Stats {
+    /// HPACK's savings on the header bytes both ways, as a fraction
+    /// (h2load's "space savings"); `None` without HTTP/2 headers.
+    pub fn header_savings(&self) -> Option<f64> {
+        let plain = self.plain_header_written + self.plain_header_read;
+        let wire = self.header_block_written + self.header_block_read;
+        (plain > 0).then(|| 1.0 - wire as f64 / plain as f64)
+    }
 }
 
 /// A send this much behind its due time counts as late.
@@ -183,6 +227,7 @@ impl Default for Stats {
             max_lateness: Duration::ZERO,
             dropped: 0,
             unfinished: 0,
+            h2: H2Stats::default(),
         }
     }
 }
@@ -288,6 +333,15 @@ impl AddAssign<&Stats> for Stats {
         self.max_lateness = self.max_lateness.max(other.max_lateness);
         self.dropped += other.dropped;
         self.unfinished += other.unfinished;
+        let (h, o) = (&mut self.h2, &other.h2);
+        h.header_block_written += o.header_block_written;
+        h.header_block_read += o.header_block_read;
+        h.plain_header_written += o.plain_header_written;
+        h.plain_header_read += o.plain_header_read;
+        h.max_concurrent_streams = match (h.max_concurrent_streams, o.max_concurrent_streams) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
 }
 

@@ -46,6 +46,9 @@ pub struct TlsSession {
     pub cipher: String,
     /// The key exchange group, e.g. "X25519", when one was used.
     pub key_exchange: Option<String>,
+    /// The application protocol ALPN settled on (`h2`, `http/1.1`), when
+    /// the server chose one.
+    pub alpn: Option<String>,
 }
 
 impl TlsSession {
@@ -65,10 +68,14 @@ impl TlsSession {
             name.as_str()
                 .map_or_else(|| format!("{name:?}"), str::to_owned)
         });
+        let alpn = conn
+            .alpn_protocol()
+            .map(|p| String::from_utf8_lossy(p).into_owned());
         Some(TlsSession {
             protocol,
             cipher,
             key_exchange,
+            alpn,
         })
     }
 }
@@ -89,9 +96,13 @@ pub enum TlsSetupError {
 
 impl TlsClient {
     /// Builds the configuration for `host`: TLS 1.3 and 1.2 through *ring*,
-    /// ALPN `http/1.1` (the engine speaks nothing else, so a server that
-    /// would pick HTTP/2 is told not to).
-    pub(crate) fn new(host: &str, settings: &TlsSettings) -> Result<TlsClient, TlsSetupError> {
+    /// ALPN `h2` with `http2`, else `http/1.1` (so that a server that would
+    /// pick HTTP/2 is told not to).
+    pub(crate) fn new(
+        host: &str,
+        settings: &TlsSettings,
+        http2: bool,
+    ) -> Result<TlsClient, TlsSetupError> {
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let server_name = ServerName::try_from(host.to_owned())
             .map_err(|_| TlsSetupError::ServerName(host.to_owned()))?;
@@ -111,7 +122,11 @@ impl TlsClient {
             };
             builder.with_root_certificates(roots).with_no_client_auth()
         };
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = vec![if http2 {
+            b"h2".to_vec()
+        } else {
+            b"http/1.1".to_vec()
+        }];
         Ok(TlsClient {
             connector: TlsConnector::from(Arc::new(config)),
             server_name,
@@ -170,7 +185,7 @@ mod tests {
     #[test]
     fn host_names_and_ip_addresses_are_server_names() {
         let tls = TlsSettings::default();
-        let name = |host: &str| TlsClient::new(host, &tls).map(|c| c.server_name);
+        let name = |host: &str| TlsClient::new(host, &tls, false).map(|c| c.server_name);
         assert!(matches!(name("example.com"), Ok(ServerName::DnsName(_))));
         assert!(matches!(name("127.0.0.1"), Ok(ServerName::IpAddress(_))));
         assert!(matches!(name("::1"), Ok(ServerName::IpAddress(_))));
@@ -185,7 +200,7 @@ mod tests {
     #[test]
     fn only_http11_is_offered() {
         for insecure in [false, true] {
-            let client = TlsClient::new("localhost", &TlsSettings { insecure }).unwrap();
+            let client = TlsClient::new("localhost", &TlsSettings { insecure }, false).unwrap();
             assert_eq!(
                 client.connector.config().alpn_protocols,
                 vec![b"http/1.1".to_vec()]

@@ -739,6 +739,7 @@ fn https_with_insecure_carries_the_load_on_kept_connections() {
             protocol: "TLSv1.3".into(),
             cipher: "TLS13_AES_256_GCM_SHA384".into(),
             key_exchange: Some("X25519".into()),
+            alpn: None,
         })
     );
     // The handshake is part of setting up the connection.

@@ -87,6 +87,17 @@ pub fn http_report(run: &Run) -> String {
     let pipeline = setting(run, "pipeline").as_u64().unwrap_or(1);
     let pipeline = if pipeline > 1 {
         format!(", pipeline {pipeline}")
+    } else if setting(run, "http2").as_bool() == Some(true) {
+        let streams = setting(run, "streams").as_u64().unwrap_or(1);
+        let kind = if setting(run, "tls").as_bool() == Some(true) {
+            "h2"
+        } else {
+            "h2c"
+        };
+        format!(
+            ", HTTP/2 ({kind}), {}",
+            counted(streams, "stream") + " a connection"
+        )
     } else {
         String::new()
     };
@@ -99,6 +110,9 @@ pub fn http_report(run: &Run) -> String {
         format!(
             "closed model, HTTP/1.1 pipelining: each connection writes {depth} requests back to back, then sends the next {depth} once all are answered"
         )
+    } else if setting(run, "http2").as_bool() == Some(true) {
+        "closed model: each stream of each connection waits for its answer before the next request"
+            .into()
     } else {
         "closed model: each connection waits for its answer before the next request".into()
     };
@@ -165,6 +179,26 @@ pub fn http_report(run: &Run) -> String {
         format_value(value(run, "bytes_written"), dyno_model::Unit::Bytes),
         format_value(value(run, "body_bytes"), dyno_model::Unit::Bytes),
     );
+    if setting(run, "http2").as_bool() == Some(true) {
+        let wire = value(run, "h2_header_bytes_wire");
+        let plain = value(run, "h2_header_bytes_plain");
+        let saved = run
+            .metric("h2_header_savings_percent")
+            .map_or(String::new(), |m| {
+                format!(": {:.1}% saved by HPACK", m.value)
+            });
+        let limit = run
+            .metric("h2_server_max_concurrent_streams")
+            .map_or(String::new(), |m| {
+                format!("; the server allows {} concurrent streams", m.value)
+            });
+        let _ = writeln!(
+            out,
+            "HTTP/2      headers {} on the wire for {} plain{saved}{limit}",
+            format_value(wire, dyno_model::Unit::Bytes),
+            format_value(plain, dyno_model::Unit::Bytes),
+        );
+    }
     out.push('\n');
 
     let mut rows: Vec<(&str, Histogram<u64>)> = Vec::new();

@@ -1,6 +1,7 @@
 //! The reference HTTP target that dyno's load tests and its own tests aim at.
 //!
-//! A small HTTP/1.1 server (hyper, keep-alive and pipelining on) with a few
+//! A small HTTP/1.1 and HTTP/2 server (hyper; keep-alive and pipelining on
+//! for HTTP/1.1, h2c with prior knowledge for HTTP/2) with a few
 //! fixed endpoints whose answers cost next to nothing to produce, so that a
 //! load test measures the client and the network path rather than the server:
 //!
@@ -35,10 +36,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use dyno_tree::Database;
 use hyper::body::{Body as _, Incoming};
-use hyper::server::conn::http1;
 use hyper::service::Service;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
@@ -137,8 +138,11 @@ async fn serve_with_grace(
         None => Bytes::from_static(routes::INDEX),
         Some(_) => Bytes::from([routes::INDEX, bbs::INDEX.as_bytes()].concat()),
     };
-    let mut builder = http1::Builder::new();
+    // HTTP/1.1, or HTTP/2 when the client opens with its preface (h2c with
+    // prior knowledge).
+    let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
+        .http1()
         .keep_alive(true)
         // Answers to pipelined requests go out in one write.
         .pipeline_flush(true)
@@ -192,7 +196,7 @@ async fn serve_with_grace(
 /// Builds the connection future for one accepted socket: it serves until the
 /// client closes, or until `stop` fires and the current response is done.
 fn connection(
-    builder: &http1::Builder,
+    builder: &auto::Builder<TokioExecutor>,
     stream: TcpStream,
     service: Svc,
     mut stop: watch::Receiver<()>,
@@ -200,7 +204,9 @@ fn connection(
     // Small responses must not wait for Nagle's algorithm. Failing to set it
     // only costs latency, so it is not an error.
     let _ = stream.set_nodelay(true);
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    let connection = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .into_owned();
     async move {
         let mut connection = pin!(connection);
         tokio::select! {

@@ -353,50 +353,34 @@ impl Reader<'_> {
         let ticket = self.batch[self.next];
         let done = Instant::now();
         self.keep &= response.keep_alive;
-        if ticket.measured {
-            let mut l = self.local.borrow_mut();
-            l.in_flight -= 1;
-            if self.shared.end().is_some_and(|end| done >= end) {
-                // Answered after the deadline: not part of the run.
-                l.stats.unfinished += 1;
-                self.next += 1;
-                return;
-            }
-            let timing = Timing {
-                connect: if self.next == 0 {
-                    self.connect_time
-                } else {
-                    Duration::ZERO
-                },
-                waiting: self
-                    .first_byte
-                    .unwrap_or(done)
-                    .saturating_duration_since(self.sent),
-                processing: done.saturating_duration_since(self.sent),
-                corrected: ticket.due.map(|due| done.saturating_duration_since(due)),
-            };
-            l.stats
-                .response(response.status, response.body_bytes, timing);
-            let interval = l.interval_at(self.shared.measure_from(), done);
-            interval.responses += 1;
-            // The same figure the run's latency histogram records.
-            let _ = interval
-                .latency
-                .record(u64::try_from(timing.latency().as_nanos()).unwrap_or(u64::MAX));
-            if !self.settings.expect_status.contains(response.status) {
-                interval.errors += 1;
-                l.stats.error(ErrorClass::Status);
-            }
-            l.publish();
-            l.last_done = Some(done);
-        }
+        let timing = Timing {
+            connect: if self.next == 0 {
+                self.connect_time
+            } else {
+                Duration::ZERO
+            },
+            waiting: self
+                .first_byte
+                .unwrap_or(done)
+                .saturating_duration_since(self.sent),
+            processing: done.saturating_duration_since(self.sent),
+            corrected: ticket.due.map(|due| done.saturating_duration_since(due)),
+        };
+        self.local.borrow_mut().record_response(
+            self.shared,
+            &ticket,
+            done,
+            response.status,
+            response.body_bytes,
+            timing,
+        );
         self.next += 1;
     }
 }
 
 /// The class of a failed connect, named by its errno where one says what
 /// to fix (a "connect failed" with no reason helps nobody).
-fn connect_class(e: &io::Error) -> ErrorClass {
+pub(super) fn connect_class(e: &io::Error) -> ErrorClass {
     match e.raw_os_error() {
         Some(libc::EMFILE | libc::ENFILE) => return ErrorClass::ConnectTooManyFiles,
         Some(libc::ENOENT | libc::ENOTSOCK) => return ErrorClass::ConnectNoSocket,
@@ -412,7 +396,7 @@ fn connect_class(e: &io::Error) -> ErrorClass {
     }
 }
 
-fn io_class(e: &io::Error, otherwise: ErrorClass) -> ErrorClass {
+pub(super) fn io_class(e: &io::Error, otherwise: ErrorClass) -> ErrorClass {
     match e.kind() {
         io::ErrorKind::ConnectionReset
         | io::ErrorKind::BrokenPipe

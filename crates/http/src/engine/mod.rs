@@ -17,6 +17,7 @@
 //! - `exchange`: a connection's loop — connect, send, read, frame, record.
 
 mod exchange;
+mod h2;
 mod schedule;
 
 use std::cell::RefCell;
@@ -85,7 +86,9 @@ pub struct Outcome {
     pub interrupted: bool,
     /// The run was given up early because the first
     /// [`GIVE_UP_AFTER_REFUSALS`] connection attempts were all refused and
-    /// none ever succeeded: nothing listens there.
+    /// none ever succeeded: nothing listens there. (A server that does not
+    /// speak HTTP/2 under `--h2` also ends the run at once; that shows in
+    /// [`Outcome::protocol_failure`].)
     pub refused: bool,
     /// Where the connections went.
     pub endpoint: Endpoint,
@@ -98,6 +101,10 @@ pub struct Outcome {
     /// The `Server` field of the first answer that had one (ab's "Server
     /// Software").
     pub server: Option<String>,
+    /// `--h2`: why the first HTTP/2 connection that failed its handshake
+    /// failed (a server that does not speak HTTP/2 there); `None` when
+    /// none did.
+    pub protocol_failure: Option<String>,
 }
 
 /// Progress as it happens, once per second, for a progress line.
@@ -207,6 +214,15 @@ impl Shared {
         }
     }
 
+    /// Notes a server that does not speak the protocol asked for (`--h2`):
+    /// the run is given up at once if no connection ever succeeded, since
+    /// every other attempt would fail the same way.
+    fn protocol_refused(&self) {
+        if !self.connected.load(Ordering::Relaxed) {
+            self.gave_up.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// Notes a refused connect; gives the run up when nothing ever listened.
     fn connect_refused(&self) {
         if !self.connected.load(Ordering::Relaxed)
@@ -245,6 +261,8 @@ struct Local {
     tls_session: Option<TlsSession>,
     /// The `Server` field of this thread's first answer that had one.
     server: Option<Box<str>>,
+    /// Why this thread's first failed HTTP/2 handshake failed.
+    protocol_failure: Option<String>,
 }
 
 /// Adds one thread's interval to the timeline entry of the same second.
@@ -274,7 +292,11 @@ pub fn run(
         None => Endpoint::Tcp(resolve(&settings)?),
     };
     let tls = match settings.target.scheme {
-        Scheme::Https => Some(TlsClient::new(&settings.target.host, &settings.tls)?),
+        Scheme::Https => Some(TlsClient::new(
+            &settings.target.host,
+            &settings.tls,
+            settings.http2,
+        )?),
         Scheme::Http => None,
     };
     let threads = settings.threads.min(settings.connections).max(1);
@@ -302,6 +324,7 @@ pub fn run(
     let mut tls_failure = None;
     let mut tls_session = None;
     let mut server = None;
+    let mut protocol_failure = None;
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (t, published) in counters.iter().enumerate() {
@@ -376,6 +399,7 @@ pub fn run(
             tls_failure = tls_failure.take().or(local.tls_failure);
             tls_session = tls_session.take().or(local.tls_session);
             server = server.take().or(local.server.map(String::from));
+            protocol_failure = protocol_failure.take().or(local.protocol_failure);
         }
         Ok(())
     })?;
@@ -412,11 +436,12 @@ pub fn run(
         wall,
         cpu,
         interrupted: shared.stop.load(Ordering::Relaxed),
-        refused: shared.gave_up.load(Ordering::Relaxed),
+        refused: shared.gave_up.load(Ordering::Relaxed) && protocol_failure.is_none(),
         endpoint: shared.endpoint.clone(),
         tls_failure,
         tls_session,
         server,
+        protocol_failure,
     })
 }
 
@@ -428,8 +453,25 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
     if s.requests.is_empty() {
         return bad("no request to send");
     }
-    if s.connections == 0 || s.threads == 0 || s.pipeline == 0 {
-        return bad("connections, threads and pipeline depth must be at least 1");
+    if s.connections == 0 || s.threads == 0 || s.pipeline == 0 || s.streams == 0 {
+        return bad("connections, threads, pipeline depth and streams must be at least 1");
+    }
+    if s.http2 {
+        if s.unix_socket.is_some() {
+            return bad(
+                "HTTP/2 over a Unix socket is not supported: --h2 takes an http:// (h2c) or https:// URL over TCP",
+            );
+        }
+        if s.pipeline > 1 {
+            return bad(
+                "--pipeline is HTTP/1.1's; over HTTP/2 requests share a connection as streams: use -m/--streams",
+            );
+        }
+        if !s.keep_alive {
+            return bad("HTTP/2 always reuses its connections: leave keep-alive on with --h2");
+        }
+    } else if s.streams > 1 {
+        return bad("streams (-m) are HTTP/2's: add --h2, or use --pipeline for HTTP/1.1");
     }
     if let Some(rate) = s.schedule.rate_per_sec
         && !(rate.is_finite() && rate > 0.0)
@@ -516,6 +558,7 @@ fn worker(
         tls_failure: None,
         tls_session: None,
         server: None,
+        protocol_failure: None,
     }));
     let cpu_before = dyno_env::thread_cpu_time();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -585,14 +628,24 @@ fn worker(
         let mut tasks = JoinSet::new();
         for (c, stream) in streams.into_iter().enumerate() {
             let global = index + c * threads;
-            tasks.spawn_local(connection(
-                Arc::clone(shared),
-                Rc::clone(&local),
-                timer.clone(),
-                Rc::clone(&read_buf),
-                global,
-                stream,
-            ));
+            if settings.http2 {
+                tasks.spawn_local(h2::h2_connection(
+                    Arc::clone(shared),
+                    Rc::clone(&local),
+                    timer.clone(),
+                    global,
+                    stream,
+                ));
+            } else {
+                tasks.spawn_local(connection(
+                    Arc::clone(shared),
+                    Rc::clone(&local),
+                    timer.clone(),
+                    Rc::clone(&read_buf),
+                    global,
+                    stream,
+                ));
+            }
         }
         drop(timer);
         // The connections end by themselves (quota or deadline reached, no
@@ -675,6 +728,41 @@ impl Local {
         let index = 1 + now.saturating_duration_since(measure_from).as_secs();
         self.roll_interval(index);
         &mut self.interval
+    }
+
+    /// Records the answer to `ticket`, done at `done`, if it is measured:
+    /// one in flight fewer, and past the deadline it is unfinished instead.
+    fn record_response(
+        &mut self,
+        shared: &Shared,
+        ticket: &Ticket,
+        done: Instant,
+        status: u16,
+        body_bytes: u64,
+        timing: crate::stats::Timing,
+    ) {
+        if !ticket.measured {
+            return;
+        }
+        self.in_flight -= 1;
+        if shared.end().is_some_and(|end| done >= end) {
+            // Answered after the deadline: not part of the run.
+            self.stats.unfinished += 1;
+            return;
+        }
+        self.stats.response(status, body_bytes, timing);
+        let interval = self.interval_at(shared.measure_from(), done);
+        interval.responses += 1;
+        // The same figure the run's latency histogram records.
+        let _ = interval
+            .latency
+            .record(u64::try_from(timing.latency().as_nanos()).unwrap_or(u64::MAX));
+        if !shared.settings.expect_status.contains(status) {
+            interval.errors += 1;
+            self.stats.error(ErrorClass::Status);
+        }
+        self.publish();
+        self.last_done = Some(done);
     }
 
     /// Counts a measured request as failed with `class`. `sent`: it was

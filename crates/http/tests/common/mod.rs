@@ -57,6 +57,8 @@ pub fn settings(
         expect_status: dyno_http::StatusSet::any(),
         seed: 1,
         unix_socket: None,
+        http2: false,
+        streams: 1,
         tls: dyno_http::TlsSettings::default(),
     }
 }

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# HTTP/2 side by side: dyno http --h2 and h2load against one nginx worker
+# speaking h2c (HTTP/2 with prior knowledge) on loopback.
+#
+# nginx runs one worker pinned to CPU 0; each client runs alone, pinned to
+# CPU 1 (when there are at least 2 CPUs), with the same connections (-c),
+# streams per connection (-m) and duration, and the two take turns round by
+# round, so drift of the machine hits both alike. Printed per body size
+# (the 92-byte page and a 1 MiB file): requests/s, client CPU time per
+# request (measured from outside for both, by bench/runstat.py) and the
+# medians of dyno's ratios within each round. Issue 14's goals: dyno's
+# req/s ≥ h2load's, client CPU per request ≤ 0.8× h2load's.
+#
+# Usage: bench/h2-vs-h2load.sh [ROUNDS] [SECONDS] [CONNECTIONS] [STREAMS]
+#        (default 3 rounds of 5 s, 10 connections, 10 streams each)
+# Needs: nginx, h2load (nghttp2-client); installs them when run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-3}
+SECS=${2:-5}
+CONNS=${3:-10}
+STREAMS=${4:-10}
+
+need() { command -v "$1" >/dev/null 2>&1; }
+if ! need nginx || ! need h2load; then
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light nghttp2-client >/dev/null
+  else
+    echo "install nginx and nghttp2-client (h2load) first" >&2; exit 2
+  fi
+fi
+cargo build --release --quiet
+DYNO=$PWD/target/release/dyno
+RUNSTAT="python3 $PWD/bench/runstat.py"
+
+CPUS=$(nproc)
+if [ "$CPUS" -ge 2 ]; then SERVER_CPU=0; CLIENT_CPU=1; else SERVER_CPU=0; CLIENT_CPU=0; fi
+pin_client() { taskset -c "$CLIENT_CPU" "$@"; }
+
+WORK=$(mktemp -d)
+trap 'kill $(cat "$WORK/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/www"
+printf '%s' "$(head -c 91 /dev/zero | tr '\0' 'x')" > "$WORK/www/hello.html"; echo >> "$WORK/www/hello.html"
+head -c 1048576 /dev/urandom > "$WORK/www/1m.bin"
+chmod -R a+rX "$WORK"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# http2 on a plain listener: h2c with prior knowledge. keepalive_requests
+# also bounds the requests of an HTTP/2 connection (GOAWAY after them).
+cat > "$WORK/nginx.conf" <<CONF
+worker_processes 1;
+worker_cpu_affinity $(python3 -c "print(format(1<<$SERVER_CPU,'b'))");
+worker_rlimit_nofile 30000;
+pid $WORK/nginx.pid;
+error_log $WORK/error.log;
+daemon on;
+events { worker_connections 20000; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 120s;
+  http2_max_concurrent_streams 1024;
+  sendfile on;
+  server { listen 127.0.0.1:$PORT http2 backlog=4096; root $WORK/www; }
+}
+CONF
+nginx -c "$WORK/nginx.conf" -p "$WORK"
+sleep 0.5
+
+# Each runner prints "REQS_PER_SEC CPU_SECONDS MAXRSS_KIB REQUESTS".
+cpu_of() { awk -F'[ =]' '/^runstat:/{print $3+$5, $7}' "$1"; }
+run_dyno() {
+  pin_client $RUNSTAT "$DYNO" http "http://127.0.0.1:$PORT/$1" --h2 -t1 -c"$CONNS" -m"$STREAMS" -d"${SECS}s" --no-save --json >"$WORK/out" 2>"$WORK/err"
+  python3 - "$WORK/out" "$(cpu_of "$WORK/err")" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+m = {x["name"]: x["value"] for x in run["metrics"]}
+if m.get("status_200", 0) != m["responses"] or m["errors"]:
+    sys.exit(f"dyno saw errors or non-200 answers: {run['metrics']}"[:300])
+print(f'{m["requests_per_sec"]:.2f} {sys.argv[2]} {int(m["responses"])}')
+PY
+}
+run_h2load() {
+  pin_client $RUNSTAT h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$SECS" "http://127.0.0.1:$PORT/$1" >"$WORK/out" 2>"$WORK/err" || true
+  local rps reqs
+  rps=$(awk '/finished in/{for(i=1;i<=NF;i++) if($i=="req/s,") print $(i-1)}' "$WORK/out")
+  reqs=$(awk '/^requests:/{print $8}' "$WORK/out")
+  echo "${rps:-0} $(cpu_of "$WORK/err") ${reqs:-0}"
+}
+
+echo "nginx (h2c): 1 worker on CPU $SERVER_CPU; clients on CPU $CLIENT_CPU; -c $CONNS -m $STREAMS, ${SECS}s, $ROUNDS interleaved rounds"
+for path in hello.html 1m.bin; do
+  : > "$WORK/results"
+  for round in $(seq "$ROUNDS"); do
+    for tool in dyno h2load; do
+      echo "$round $tool $(run_$tool "$path")" >> "$WORK/results"
+    done
+  done
+  echo
+  echo "== /$path"
+  python3 - "$WORK/results" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    rnd, tool, rps, cpu, rss, reqs = line.split()
+    rows.setdefault(tool, {})[rnd] = (float(rps), float(cpu) / max(int(float(reqs)), 1) * 1e6, int(rss))
+print(f'{"tool":8} {"req/s (median)":>15} {"CPU µs/req":>11} {"peak RSS MiB":>13}')
+for tool, rs in rows.items():
+    v = list(rs.values())
+    print(f'{tool:8} {statistics.median(r[0] for r in v):15.0f} {statistics.median(r[1] for r in v):11.2f} {max(r[2] for r in v) / 1024:13.1f}')
+d, h = rows["dyno"], rows["h2load"]
+rps = [d[k][0] / h[k][0] for k in d if h[k][0] > 0]
+cpu = [d[k][1] / h[k][1] for k in d if h[k][1] > 0]
+if rps and cpu:
+    print(f'dyno/h2load: req/s {statistics.median(rps):.3f}x (rounds {min(rps):.3f}-{max(rps):.3f}; goal >= 1), '
+          f'CPU per request {statistics.median(cpu):.3f}x (rounds {min(cpu):.3f}-{max(cpu):.3f}; goal <= 0.8)')
+PY
+done

@@ -1,0 +1,795 @@
+//! One HTTP/2 connection's driver: connect, hand the stream to the `h2`
+//! codec (framing, HPACK, flow control), then run `-m` request loops on
+//! it at once, each taking tickets from the same schedule as HTTP/1.1
+//! connections do, so `-n`, `-d`, `--rate` and the warm-up mean the same
+//! thing over both. A connection the server ends (GOAWAY, a reset, a
+//! protocol error) fails the requests it still held, by class, and a new
+//! one is opened while tickets remain.
+//!
+//! A frame counter sits between the codec and the socket: it counts the
+//! bytes each way and, from the frames' own 9-byte headers, the bytes of
+//! HEADERS and CONTINUATION payloads, which against the header fields'
+//! plain size give HPACK's savings (as h2load reports them).
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::exchange::{connect_class, io_class};
+use super::schedule::{OpenSchedule, Ticket};
+use super::{Local, Shared};
+use crate::conn::{ConnectError, Stream};
+use crate::request::RequestTemplate;
+use crate::stats::{ErrorClass, Timing};
+use dyno_timer::Timer;
+
+/// The connection preface a client sends before its first frame.
+const PREFACE_LEN: usize = 24;
+/// Frame types whose payload is a header block.
+const HEADERS: u8 = 0x1;
+const CONTINUATION: u8 = 0x9;
+/// Flow-control windows large enough that a fast reader never waits for
+/// its own WINDOW_UPDATEs (h2load's defaults are 1 GiB and 64 KiB–1 GiB).
+const STREAM_WINDOW: u32 = 16 << 20;
+const CONNECTION_WINDOW: u32 = 1 << 30;
+
+/// A request converted once for HTTP/2: what `h2` sends for it.
+#[derive(Debug, Clone)]
+struct H2Request {
+    method: http::Method,
+    uri: http::Uri,
+    headers: http::HeaderMap,
+    body: Option<Bytes>,
+    /// The header fields' plain size, pseudo-fields included: name and
+    /// value bytes, as h2load adds them up.
+    plain_header_bytes: u64,
+}
+
+/// Header fields HTTP/2 forbids (RFC 9113 §8.2.2): the connection's
+/// business, which HTTP/2 does itself. `Host` becomes `:authority`.
+fn connection_specific(name: &str) -> bool {
+    [
+        "host",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+    ]
+    .iter()
+    .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+impl H2Request {
+    /// Request `seq` of `template`, from the HTTP/1.1 bytes the template
+    /// writes (so `{seq}` and `{rand}` fill in exactly as they do there).
+    fn new(
+        template: &RequestTemplate,
+        scheme: &str,
+        seq: u64,
+        rng: &mut fastrand::Rng,
+        scratch: &mut Vec<u8>,
+    ) -> Result<H2Request, String> {
+        scratch.clear();
+        template.write(seq, rng, scratch);
+        let head_end = scratch
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .ok_or("the request has no end of head")?;
+        let head = std::str::from_utf8(&scratch[..head_end]).map_err(|e| e.to_string())?;
+        let mut lines = head.split("\r\n");
+        let request_line = lines.next().unwrap_or_default();
+        let mut parts = request_line.split(' ');
+        let method = parts.next().unwrap_or_default();
+        let path = parts.next().unwrap_or("/");
+        let mut authority = "";
+        let mut headers = http::HeaderMap::new();
+        let mut plain = (":method".len()
+            + method.len()
+            + ":path".len()
+            + path.len()
+            + ":scheme".len()
+            + scheme.len()) as u64;
+        for line in lines {
+            let Some((name, value)) = line.split_once(':') else {
+                continue;
+            };
+            let value = value.trim();
+            if name.eq_ignore_ascii_case("host") {
+                authority = value;
+                continue;
+            }
+            if connection_specific(name) {
+                continue;
+            }
+            let name = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
+                .map_err(|e| e.to_string())?;
+            plain += (name.as_str().len() + value.len()) as u64;
+            headers.append(
+                name,
+                http::HeaderValue::from_str(value).map_err(|e| e.to_string())?,
+            );
+        }
+        plain += (":authority".len() + authority.len()) as u64;
+        let uri = http::Uri::builder()
+            .scheme(scheme)
+            .authority(authority)
+            .path_and_query(path)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let body = &scratch[head_end + 4..];
+        Ok(H2Request {
+            method: http::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?,
+            uri,
+            headers,
+            body: (!body.is_empty()).then(|| Bytes::copy_from_slice(body)),
+            plain_header_bytes: plain,
+        })
+    }
+
+    fn to_request(&self) -> http::Request<()> {
+        let mut request = http::Request::new(());
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.uri.clone();
+        *request.headers_mut() = self.headers.clone();
+        request
+    }
+}
+
+/// Bytes and header-block bytes one connection moved, for the thread's
+/// stats; counted only once the measured part of the run has begun.
+#[derive(Debug, Default)]
+struct Counts {
+    read: Cell<u64>,
+    written: Cell<u64>,
+    header_block_read: Cell<u64>,
+    header_block_written: Cell<u64>,
+}
+
+/// Where a byte stream is in its frames: how much of a preface to skip,
+/// the frame header being read, and what is left of the payload.
+#[derive(Debug, Default)]
+struct FrameScan {
+    skip: usize,
+    header: [u8; 9],
+    have: usize,
+    payload_left: usize,
+    counting: bool,
+}
+
+impl FrameScan {
+    /// Walks `data`, returning the header-block bytes in it.
+    fn scan(&mut self, mut data: &[u8]) -> u64 {
+        let mut block = 0;
+        while !data.is_empty() {
+            if self.skip > 0 {
+                let n = self.skip.min(data.len());
+                self.skip -= n;
+                data = &data[n..];
+            } else if self.payload_left > 0 {
+                let n = self.payload_left.min(data.len());
+                if self.counting {
+                    block += n as u64;
+                }
+                self.payload_left -= n;
+                data = &data[n..];
+            } else {
+                let n = (9 - self.have).min(data.len());
+                self.header[self.have..self.have + n].copy_from_slice(&data[..n]);
+                self.have += n;
+                data = &data[n..];
+                if self.have == 9 {
+                    self.have = 0;
+                    let h = self.header;
+                    self.payload_left =
+                        (usize::from(h[0]) << 16) | (usize::from(h[1]) << 8) | usize::from(h[2]);
+                    self.counting = matches!(h[3], HEADERS | CONTINUATION);
+                }
+            }
+        }
+        block
+    }
+}
+
+/// The socket as the codec sees it, with its frames counted.
+struct Counted {
+    stream: Stream,
+    counts: Rc<Counts>,
+    reading: FrameScan,
+    writing: FrameScan,
+    shared: Arc<Shared>,
+}
+
+impl Counted {
+    fn measuring(&self) -> bool {
+        Instant::now() >= self.shared.measure_from()
+    }
+}
+
+impl AsyncRead for Counted {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.stream).poll_read(cx, buf);
+        let new = &buf.filled()[before..];
+        if !new.is_empty() {
+            let block = this.reading.scan(new);
+            if this.measuring() {
+                let c = &this.counts;
+                c.read.set(c.read.get() + new.len() as u64);
+                c.header_block_read.set(c.header_block_read.get() + block);
+            }
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Counted {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.stream).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = polled {
+            let block = this.writing.scan(&buf[..n]);
+            if this.measuring() {
+                let c = &this.counts;
+                c.written.set(c.written.get() + n as u64);
+                c.header_block_written
+                    .set(c.header_block_written.get() + block);
+            }
+        }
+        polled
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+/// Where a connection's request loops take their tickets: requests that
+/// a connection ended before they were sent come first, then the schedule.
+struct Tickets {
+    carried: RefCell<Vec<Ticket>>,
+    schedule: Schedule,
+}
+
+enum Schedule {
+    Closed { threads: u64 },
+    Open(RefCell<OpenSchedule>),
+}
+
+impl Tickets {
+    fn next(&self, shared: &Shared, local: &RefCell<Local>) -> Option<Ticket> {
+        if let Some(t) = self.carried.borrow_mut().pop() {
+            return Some(t);
+        }
+        match &self.schedule {
+            Schedule::Closed { threads } => local.borrow_mut().closed_ticket(shared, *threads),
+            Schedule::Open(schedule) => schedule.borrow_mut().ticket(shared, local),
+        }
+    }
+}
+
+/// One HTTP/2 connection's shared state, for its request loops.
+struct Connection {
+    /// Its first answer has come: the server speaks HTTP/2 and its
+    /// SETTINGS (the stream limit) have been taken in.
+    answered: Cell<bool>,
+    /// Wakes the other loops, which wait for that before their first
+    /// request: opening `-m` streams before the server's SETTINGS are in
+    /// would exceed a lower limit and have streams refused.
+    opened: tokio::sync::Notify,
+    /// The tickets are all taken.
+    done: Cell<bool>,
+    /// The time it took to connect, charged to its first request.
+    connect_time: Cell<Option<Duration>>,
+    /// Why the connection ended, once it has failed.
+    ended_by: Rc<Cell<Option<ErrorClass>>>,
+}
+
+impl Connection {
+    fn open_to_all(&self) {
+        self.answered.set(true);
+        self.opened.notify_waiters();
+    }
+}
+
+/// The driver loop of one HTTP/2 connection (and its successors).
+pub(super) async fn h2_connection(
+    shared: Arc<Shared>,
+    local: Rc<RefCell<Local>>,
+    timer: Option<Timer>,
+    global_index: usize,
+    mut stream: Option<Stream>,
+) {
+    let settings = &shared.settings;
+    let threads = settings.threads.min(settings.connections).max(1) as u64;
+    let tickets = Tickets {
+        carried: RefCell::new(Vec::new()),
+        schedule: match settings.schedule.rate_per_sec {
+            Some(rate) => {
+                Schedule::Open(RefCell::new(OpenSchedule::new(&shared, global_index, rate)))
+            }
+            None => Schedule::Closed { threads },
+        },
+    };
+    let scheme = settings.target.scheme.as_str();
+    let mut scratch = Vec::new();
+    // Static templates are converted once; the others per request.
+    let converted: Vec<Option<H2Request>> = settings
+        .requests
+        .iter()
+        .map(|t| {
+            t.is_static().then(|| {
+                let mut rng = fastrand::Rng::with_seed(0);
+                H2Request::new(t, scheme, 0, &mut rng, &mut scratch).ok()
+            })?
+        })
+        .collect();
+    let mut backoff = Duration::ZERO;
+    loop {
+        let began = Instant::now();
+        let connected = match stream.take() {
+            Some(s) => Ok(s),
+            None => {
+                let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
+                match tokio::time::timeout(settings.connect_timeout, connect).await {
+                    Err(_) => Err(ErrorClass::ConnectTimeout),
+                    Ok(Err(ConnectError::Transport(e))) => Err(connect_class(&e)),
+                    Ok(Err(ConnectError::Handshake(e))) => {
+                        local
+                            .borrow_mut()
+                            .tls_failure
+                            .get_or_insert_with(|| e.to_string());
+                        Err(ErrorClass::Tls)
+                    }
+                    Ok(Ok(s)) => Ok(s),
+                }
+            }
+        };
+        let handshake = match connected {
+            Ok(s) => open_h2(&shared, &local, s).await,
+            Err(class) => Err((class, None)),
+        };
+        let (sender, counts, ended, ended_by) = match handshake {
+            Ok(h) => h,
+            Err((class, why)) => {
+                if class == ErrorClass::ConnectRefused {
+                    shared.connect_refused();
+                }
+                if let Some(why) = why {
+                    local.borrow_mut().protocol_failure.get_or_insert(why);
+                    shared.protocol_refused();
+                }
+                // One ticket pays for the failed attempt, as a batch of
+                // one does over HTTP/1.1.
+                let Some(ticket) = tickets.next(&shared, &local) else {
+                    return;
+                };
+                local
+                    .borrow_mut()
+                    .record_error(&shared, &ticket, class, false);
+                backoff = (backoff * 2).clamp(Duration::from_millis(1), Duration::from_millis(100));
+                if settings.schedule.rate_per_sec.is_none() {
+                    tokio::time::sleep(backoff).await;
+                }
+                continue;
+            }
+        };
+        if Instant::now() >= shared.measure_from() {
+            local.borrow_mut().stats.connects += 1;
+        }
+        let connection = Connection {
+            answered: Cell::new(false),
+            opened: tokio::sync::Notify::new(),
+            done: Cell::new(false),
+            connect_time: Cell::new(Some(began.elapsed())),
+            ended_by,
+        };
+        let loops = (0..settings.streams).map(|i| {
+            request_loop(
+                &shared,
+                &local,
+                &tickets,
+                timer.as_ref(),
+                sender.clone(),
+                &converted,
+                &connection,
+                i == 0,
+            )
+        });
+        futures_util::future::join_all(loops).await;
+        // The server's SETTINGS have been taken in by now; usize::MAX is
+        // what h2 holds when the server set no limit.
+        let max = sender.current_max_send_streams();
+        drop(sender);
+        ended.abort();
+        {
+            let mut l = local.borrow_mut();
+            l.stats.bytes_read += counts.read.get();
+            l.stats.bytes_written += counts.written.get();
+            l.stats.h2.header_block_read += counts.header_block_read.get();
+            l.stats.h2.header_block_written += counts.header_block_written.get();
+            if max < usize::MAX && connection.answered.get() {
+                l.stats.h2.max_concurrent_streams = Some(
+                    l.stats
+                        .h2
+                        .max_concurrent_streams
+                        .map_or(max, |m| m.min(max)),
+                );
+            }
+        }
+        if connection.done.get() && tickets.carried.borrow().is_empty() {
+            return;
+        }
+        if shared.stopped() {
+            return;
+        }
+    }
+}
+
+type Handshake = (
+    h2::client::SendRequest<Bytes>,
+    Rc<Counts>,
+    tokio::task::JoinHandle<()>,
+    Rc<Cell<Option<ErrorClass>>>,
+);
+
+/// The HTTP/2 handshake on `stream`; the connection's codec then runs as
+/// its own task. On failure, the class and, for a server that does not
+/// speak HTTP/2, why.
+async fn open_h2(
+    shared: &Arc<Shared>,
+    local: &RefCell<Local>,
+    stream: Stream,
+) -> Result<Handshake, (ErrorClass, Option<String>)> {
+    if let Some(session) = stream.tls_session() {
+        let alpn = session.alpn.clone();
+        if local.borrow().tls_session.is_none() {
+            local.borrow_mut().tls_session = Some(session);
+        }
+        if alpn.as_deref() != Some("h2") {
+            return Err((
+                ErrorClass::H2Protocol,
+                Some(format!(
+                    "the server did not agree to HTTP/2: ALPN negotiated {}",
+                    alpn.as_deref().unwrap_or("nothing")
+                )),
+            ));
+        }
+    }
+    let counts = Rc::new(Counts::default());
+    let io = Counted {
+        stream,
+        counts: Rc::clone(&counts),
+        reading: FrameScan::default(),
+        writing: FrameScan {
+            skip: PREFACE_LEN,
+            ..FrameScan::default()
+        },
+        shared: Arc::clone(shared),
+    };
+    let handshake = h2::client::Builder::new()
+        .enable_push(false)
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .handshake::<_, Bytes>(io);
+    let (sender, connection) =
+        match tokio::time::timeout(shared.settings.connect_timeout, handshake).await {
+            Err(_) => return Err((ErrorClass::ConnectTimeout, None)),
+            Ok(Err(e)) => return Err((h2_class(&e), Some(not_h2(&e)))),
+            Ok(Ok(pair)) => pair,
+        };
+    // How the connection ended, when it failed: h2 tells the streams it
+    // cut only that their connection is gone, and the connection why
+    // (a GOAWAY with an error, a protocol error).
+    let ended_by = Rc::new(Cell::new(None));
+    let end = Rc::clone(&ended_by);
+    let ended = tokio::task::spawn_local(async move {
+        if let Err(e) = connection.await {
+            end.set(Some(h2_class(&e)));
+        }
+    });
+    Ok((sender, counts, ended, ended_by))
+}
+
+fn not_h2(e: &h2::Error) -> String {
+    format!(
+        "the HTTP/2 handshake failed ({e}): does the server speak HTTP/2 there (h2c with prior knowledge for http://)?"
+    )
+}
+
+/// One of a connection's `-m` request loops: takes a ticket, sends it as a
+/// stream, reads the answer, records it; ends when the tickets do or when
+/// the connection fails. Only the `first` loop starts at once; the others
+/// wait for the connection's first answer.
+#[allow(clippy::too_many_arguments)]
+async fn request_loop(
+    shared: &Shared,
+    local: &RefCell<Local>,
+    tickets: &Tickets,
+    timer: Option<&Timer>,
+    mut sender: h2::client::SendRequest<Bytes>,
+    converted: &[Option<H2Request>],
+    connection: &Connection,
+    first: bool,
+) {
+    let settings = &shared.settings;
+    let scheme = settings.target.scheme.as_str();
+    let mut scratch = Vec::new();
+    if !first {
+        let opened = connection.opened.notified();
+        if !connection.answered.get() {
+            opened.await;
+        }
+        if !connection.answered.get() {
+            // The connection failed before its first answer.
+            return;
+        }
+    }
+    loop {
+        let Some(ticket) = tickets.next(shared, local) else {
+            connection.done.set(true);
+            if first {
+                connection.opened.notify_waiters();
+            }
+            return;
+        };
+        match (ticket.due, timer) {
+            (Some(due), Some(timer)) => timer.sleep_until(due).await,
+            (Some(due), None) => tokio::time::sleep_until(due.into()).await,
+            (None, _) => {}
+        }
+        let which = (ticket.seq % settings.requests.len() as u64) as usize;
+        let built;
+        let request = match &converted[which] {
+            Some(r) => r,
+            None => {
+                let made = {
+                    let mut l = local.borrow_mut();
+                    H2Request::new(
+                        &settings.requests[which],
+                        scheme,
+                        ticket.seq,
+                        &mut l.rng,
+                        &mut scratch,
+                    )
+                };
+                match made {
+                    Ok(r) => {
+                        built = r;
+                        &built
+                    }
+                    Err(_) => {
+                        local
+                            .borrow_mut()
+                            .record_error(shared, &ticket, ErrorClass::Write, false);
+                        continue;
+                    }
+                }
+            }
+        };
+        let result = exchange(shared, local, &mut sender, request, &ticket, connection).await;
+        let failed = match result {
+            Ok(()) => {
+                if !connection.answered.get() {
+                    shared.connect_succeeded();
+                    connection.open_to_all();
+                }
+                continue;
+            }
+            Err(mut f) => {
+                // A stream cut because its connection ended takes the
+                // connection's reason.
+                if let Some(class) = connection.ended_by.get()
+                    && f.lost
+                    && matches!(f.class, ErrorClass::Reset | ErrorClass::ClosedEarly)
+                {
+                    f.class = class;
+                }
+                f
+            }
+        };
+        if failed.sent {
+            local
+                .borrow_mut()
+                .record_error(shared, &ticket, failed.class, true);
+        } else {
+            // Never left: it goes on the next connection.
+            tickets.carried.borrow_mut().push(ticket);
+        }
+        if !connection.answered.get() && failed.lost {
+            // The connection failed before any answer: the server does not
+            // speak HTTP/2 there, or not as asked.
+            let why = format!(
+                "the HTTP/2 handshake failed ({}): does the server speak HTTP/2 there (h2c with prior knowledge for http://)?",
+                failed.why
+            );
+            local.borrow_mut().protocol_failure.get_or_insert(why);
+            shared.protocol_refused();
+            if !failed.sent {
+                // Counted once, here, rather than carried forever.
+                tickets.carried.borrow_mut().pop();
+                local
+                    .borrow_mut()
+                    .record_error(shared, &ticket, failed.class, false);
+            }
+        }
+        if failed.lost {
+            if first {
+                // Lets the waiting loops see that it failed.
+                connection.opened.notify_waiters();
+            }
+            return;
+        }
+    }
+}
+
+/// How one request failed.
+struct Failed {
+    class: ErrorClass,
+    /// The connection is gone with it.
+    lost: bool,
+    /// It was sent (so it counts as failed); otherwise it never left and
+    /// can go on another connection.
+    sent: bool,
+    why: String,
+}
+
+/// Sends one request and reads its answer.
+async fn exchange(
+    shared: &Shared,
+    local: &RefCell<Local>,
+    sender: &mut h2::client::SendRequest<Bytes>,
+    request: &H2Request,
+    ticket: &Ticket,
+    connection: &Connection,
+) -> Result<(), Failed> {
+    let settings = &shared.settings;
+    let fail = |e: &h2::Error, sent: bool| {
+        let class = h2_class(e);
+        Failed {
+            class,
+            lost: class != ErrorClass::StreamReset,
+            sent,
+            why: e.to_string(),
+        }
+    };
+    let timed_out = |lost: bool, sent: bool| Failed {
+        class: ErrorClass::ReadTimeout,
+        lost,
+        sent,
+        why: "no answer in time".into(),
+    };
+    // Waits for a free stream when the server's limit is reached.
+    let ready = tokio::time::timeout(settings.timeout, sender.clone().ready()).await;
+    *sender = match ready {
+        Err(_) => return Err(timed_out(true, false)),
+        Ok(Err(e)) => return Err(fail(&e, false)),
+        Ok(Ok(s)) => s,
+    };
+    let sent = Instant::now();
+    let (response, mut body) =
+        match sender.send_request(request.to_request(), request.body.is_none()) {
+            Err(e) => return Err(fail(&e, false)),
+            Ok(pair) => pair,
+        };
+    {
+        let mut l = local.borrow_mut();
+        if ticket.measured {
+            // From here it is in flight until answered or failed.
+            l.in_flight += 1;
+            if let Some(due) = ticket.due {
+                l.stats.lateness(sent.saturating_duration_since(due));
+            }
+            l.stats.h2.plain_header_written += request.plain_header_bytes;
+        }
+    }
+    if let Some(data) = &request.body
+        && let Err(e) = body.send_data(data.clone(), true)
+    {
+        return Err(fail(&e, true));
+    }
+    let response = match tokio::time::timeout(settings.timeout, response).await {
+        Err(_) => return Err(timed_out(false, true)),
+        Ok(Err(e)) => return Err(fail(&e, true)),
+        Ok(Ok(r)) => r,
+    };
+    let first_byte = Instant::now();
+    let status = response.status().as_u16();
+    let plain: u64 = ":status".len() as u64
+        + 3
+        + response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().len() + v.len()) as u64)
+            .sum::<u64>();
+    let mut recv = response.into_body();
+    let mut body_bytes = 0u64;
+    loop {
+        let next = std::future::poll_fn(|cx| recv.poll_data(cx));
+        match tokio::time::timeout(settings.timeout, next).await {
+            Err(_) => return Err(timed_out(false, true)),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => return Err(fail(&e, true)),
+            Ok(Some(Ok(chunk))) => {
+                body_bytes += chunk.len() as u64;
+                let _ = recv.flow_control().release_capacity(chunk.len());
+            }
+        }
+    }
+    let done = Instant::now();
+    let timing = Timing {
+        connect: connection.connect_time.take().unwrap_or(Duration::ZERO),
+        waiting: first_byte.saturating_duration_since(sent),
+        processing: done.saturating_duration_since(sent),
+        corrected: ticket.due.map(|due| done.saturating_duration_since(due)),
+    };
+    let mut l = local.borrow_mut();
+    if ticket.measured {
+        l.stats.h2.plain_header_read += plain;
+    }
+    l.record_response(shared, ticket, done, status, body_bytes, timing);
+    Ok(())
+}
+
+/// The class of an HTTP/2 failure.
+fn h2_class(e: &h2::Error) -> ErrorClass {
+    if e.is_go_away() {
+        ErrorClass::GoAway
+    } else if e.is_reset() {
+        ErrorClass::StreamReset
+    } else if let Some(io) = e.get_io() {
+        io_class(io, ErrorClass::ClosedEarly)
+    } else if e.is_io() {
+        ErrorClass::ClosedEarly
+    } else {
+        ErrorClass::H2Protocol
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_frame_scan_counts_header_blocks_across_any_split() {
+        // SETTINGS (6 bytes), HEADERS (5), DATA (3), CONTINUATION (2).
+        let mut frames = Vec::new();
+        for (kind, len) in [(0x4u8, 6usize), (HEADERS, 5), (0x0, 3), (CONTINUATION, 2)] {
+            frames.extend_from_slice(&[0, 0, len as u8, kind, 0, 0, 0, 0, 1]);
+            frames.extend(std::iter::repeat_n(0xAA, len));
+        }
+        let mut with_preface = vec![b'P'; PREFACE_LEN];
+        with_preface.extend_from_slice(&frames);
+        for split in 1..with_preface.len() {
+            let mut scan = FrameScan {
+                skip: PREFACE_LEN,
+                ..FrameScan::default()
+            };
+            let (a, b) = with_preface.split_at(split);
+            assert_eq!(scan.scan(a) + scan.scan(b), 7, "split at {split}");
+        }
+        let mut one_by_one = FrameScan::default();
+        let total: u64 = frames.iter().map(|b| one_by_one.scan(&[*b])).sum();
+        assert_eq!(total, 7);
+    }
+}

@@ -1,0 +1,350 @@
+//! The engine over HTTP/2 (`--h2`) against well-behaved and misbehaving
+//! h2c servers on loopback: exact `-n` accounting with many streams per
+//! connection, the server's stream limit obeyed, and GOAWAY, RST_STREAM, a
+//! stalled stream, garbage frames and a server without HTTP/2 each counted
+//! under their class, with no hang.
+//!
+//! The servers are the `h2` crate's own server side (the same codec as the
+//! client, so a fault is exactly the frame it names), on a tokio runtime of
+//! their own; the raw ones are plain sockets.
+
+// Only its `settings` is used here.
+#[allow(dead_code)]
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use dyno_http::{ErrorClass, Outcome, Settings, Stop};
+use h2::Reason;
+
+const TIMEOUT: Duration = Duration::from_millis(500);
+const BODY: &[u8] = b"hello";
+
+/// What a server does wrong.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    None,
+    /// At most this many streams at once (SETTINGS_MAX_CONCURRENT_STREAMS).
+    MaxStreams(u32),
+    /// After this many requests on a connection, GOAWAY with no error and
+    /// no more streams processed: those the client opened after the last
+    /// one the server took are refused by it.
+    GoAwayAfter(u64),
+    /// After this many requests on a connection, a graceful GOAWAY: the
+    /// streams already open are answered, then the connection closes.
+    GracefulGoAwayAfter(u64),
+    /// Every k-th request of the server is reset (RST_STREAM).
+    ResetEvery(u64),
+    /// The k-th request of the server is never answered.
+    StallOne(u64),
+}
+
+/// An h2c server with `fault`, and what it saw.
+struct H2Server {
+    addr: SocketAddr,
+    requests: Arc<AtomicU64>,
+    /// The most streams it had open at once.
+    peak: Arc<AtomicUsize>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for H2Server {
+    fn drop(&mut self) {
+        let _ = self.stop.take().map(|s| s.send(()));
+        let _ = self.thread.take().map(|t| t.join());
+    }
+}
+
+fn h2_server(fault: Fault) -> H2Server {
+    let std_listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    std_listener.set_nonblocking(true).unwrap();
+    let addr = std_listener.local_addr().unwrap();
+    let requests = Arc::new(AtomicU64::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (r, p) = (Arc::clone(&requests), Arc::clone(&peak));
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
+            let open = Arc::new(AtomicUsize::new(0));
+            let accept = async {
+                loop {
+                    let Ok((socket, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let (r, p, open) = (Arc::clone(&r), Arc::clone(&p), Arc::clone(&open));
+                    tokio::spawn(connection(socket, fault, r, p, open));
+                }
+            };
+            tokio::select! {
+                () = accept => {}
+                _ = stopped => {}
+            }
+        });
+        runtime.shutdown_timeout(Duration::from_millis(100));
+    });
+    H2Server {
+        addr,
+        requests,
+        peak,
+        stop: Some(stop),
+        thread: Some(thread),
+    }
+}
+
+async fn connection(
+    socket: tokio::net::TcpStream,
+    fault: Fault,
+    requests: Arc<AtomicU64>,
+    peak: Arc<AtomicUsize>,
+    open: Arc<AtomicUsize>,
+) {
+    let mut builder = h2::server::Builder::new();
+    if let Fault::MaxStreams(n) = fault {
+        builder.max_concurrent_streams(n);
+    }
+    let Ok(mut conn) = builder.handshake::<_, Bytes>(socket).await else {
+        return;
+    };
+    let mut on_this = 0u64;
+    while let Some(Ok((_request, mut respond))) = conn.accept().await {
+        on_this += 1;
+        let n = requests.fetch_add(1, Ordering::SeqCst) + 1;
+        match fault {
+            Fault::GoAwayAfter(k) if on_this > k => {
+                // An error GOAWAY: the connection is over for every
+                // stream. The loop goes on reading, so the socket is not
+                // reset with the client's frames unread.
+                if on_this == k + 1 {
+                    conn.abrupt_shutdown(Reason::INTERNAL_ERROR);
+                }
+                continue;
+            }
+            Fault::GracefulGoAwayAfter(k) if on_this == k => conn.graceful_shutdown(),
+            Fault::ResetEvery(k) if n.is_multiple_of(k) => {
+                respond.send_reset(Reason::REFUSED_STREAM);
+                continue;
+            }
+            Fault::StallOne(k) if n == k => {
+                // Held, never answered, until the connection ends.
+                tokio::spawn(async move {
+                    let _respond = respond;
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                });
+                continue;
+            }
+            _ => {}
+        }
+        let now = open.fetch_add(1, Ordering::SeqCst) + 1;
+        peak.fetch_max(now, Ordering::SeqCst);
+        let open = Arc::clone(&open);
+        tokio::spawn(async move {
+            // A little time per answer, so streams overlap.
+            tokio::time::sleep(Duration::from_micros(200)).await;
+            open.fetch_sub(1, Ordering::SeqCst);
+            let response = http::Response::builder()
+                .status(200)
+                .header("content-type", "text/plain")
+                .body(())
+                .unwrap();
+            if let Ok(mut body) = respond.send_response(response, false) {
+                let _ = body.send_data(Bytes::from_static(BODY), true);
+            }
+        });
+    }
+    // Let what was sent go out before the socket closes.
+    let _ = std::future::poll_fn(|cx| conn.poll_closed(cx)).await;
+    // Held open a moment: closing with the client's late requests unread
+    // would reset the socket, and the client could lose the GOAWAY.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+fn h2_settings(addr: SocketAddr, n: u64, connections: usize, streams: usize) -> Settings {
+    let mut s = common::settings(
+        &format!("http://{addr}/x"),
+        Stop::Requests(n),
+        connections,
+        TIMEOUT,
+    );
+    s.http2 = true;
+    s.streams = streams;
+    s
+}
+
+/// Runs the engine; a run must end well within its worst case.
+fn run(settings: Settings) -> Outcome {
+    let began = Instant::now();
+    let outcome =
+        dyno_http::run(settings, Arc::new(AtomicBool::new(false)), |_| {}).expect("the run starts");
+    assert!(
+        began.elapsed() < Duration::from_secs(30),
+        "the run hung: {:?}",
+        began.elapsed()
+    );
+    outcome
+}
+
+/// Every request is counted once: answered or failed.
+fn assert_accounted(o: &Outcome, n: u64) {
+    let s = &o.stats;
+    assert_eq!(s.requests(), n, "errors {:?}", s.errors);
+    assert_eq!(s.responses + s.total_errors(), n);
+    assert_eq!(s.unfinished, 0);
+}
+
+#[test]
+fn many_streams_count_exactly_and_headers_are_compressed() {
+    let server = h2_server(Fault::None);
+    let o = run(h2_settings(server.addr, 2000, 3, 10));
+    assert_accounted(&o, 2000);
+    let s = &o.stats;
+    assert_eq!(s.total_errors(), 0, "{:?}", s.errors);
+    assert_eq!(s.status, vec![(200, 2000)]);
+    assert_eq!(s.body_bytes, 2000 * BODY.len() as u64);
+    assert_eq!(
+        server.requests.load(Ordering::SeqCst),
+        2000,
+        "the server saw each once"
+    );
+    assert_eq!(s.connects, 3);
+    assert!(
+        server.peak.load(Ordering::SeqCst) > 3,
+        "streams overlapped on a connection"
+    );
+    // The same header fields again and again: HPACK sends most as indexes.
+    let saved = s.h2.header_savings().expect("header bytes were counted");
+    assert!(saved > 0.5, "HPACK saved {saved}");
+    assert!(s.h2.header_block_written > 0 && s.h2.header_block_read > 0);
+    assert!(s.bytes_read > s.body_bytes && s.bytes_written > 0);
+}
+
+#[test]
+fn the_servers_stream_limit_is_obeyed_and_recorded() {
+    let server = h2_server(Fault::MaxStreams(2));
+    let o = run(h2_settings(server.addr, 600, 1, 16));
+    assert_accounted(&o, 600);
+    assert_eq!(o.stats.total_errors(), 0, "{:?}", o.stats.errors);
+    assert_eq!(o.stats.h2.max_concurrent_streams, Some(2));
+    assert!(
+        server.peak.load(Ordering::SeqCst) <= 2,
+        "never more than the limit"
+    );
+}
+
+#[test]
+fn a_graceful_goaway_loses_nothing_and_the_run_moves_to_new_connections() {
+    let server = h2_server(Fault::GracefulGoAwayAfter(50));
+    let o = run(h2_settings(server.addr, 500, 2, 4));
+    assert_accounted(&o, 500);
+    let s = &o.stats;
+    assert_eq!(s.total_errors(), 0, "{:?}", s.errors);
+    assert_eq!(s.responses, 500);
+    assert!(
+        s.connects >= 10,
+        "one connection per 50 requests: {}",
+        s.connects
+    );
+}
+
+#[test]
+fn an_abrupt_goaway_fails_only_what_it_cut_and_the_run_goes_on() {
+    let server = h2_server(Fault::GoAwayAfter(50));
+    let o = run(h2_settings(server.addr, 500, 2, 4));
+    assert_accounted(&o, 500);
+    let s = &o.stats;
+    assert!(s.responses >= 400, "most were answered: {}", s.responses);
+    // Every request under way when a connection's GOAWAY came is cut,
+    // and counted under it.
+    assert!(
+        s.errors_of(ErrorClass::GoAway) > 0,
+        "the GOAWAYs cut requests"
+    );
+    assert_eq!(
+        s.errors_of(ErrorClass::GoAway),
+        s.total_errors(),
+        "only what the GOAWAYs cut: {:?}",
+        s.errors
+    );
+    assert!(s.connects > 2, "new connections replaced the ended ones");
+}
+
+#[test]
+fn rst_stream_fails_one_request_and_the_connection_stays() {
+    let server = h2_server(Fault::ResetEvery(10));
+    let o = run(h2_settings(server.addr, 400, 2, 4));
+    assert_accounted(&o, 400);
+    let s = &o.stats;
+    assert_eq!(s.errors_of(ErrorClass::StreamReset), 40, "{:?}", s.errors);
+    assert_eq!(s.total_errors(), 40);
+    assert_eq!(s.connects, 2, "a reset stream does not end its connection");
+}
+
+#[test]
+fn a_stalled_stream_times_out_alone() {
+    let server = h2_server(Fault::StallOne(7));
+    let o = run(h2_settings(server.addr, 100, 1, 4));
+    assert_accounted(&o, 100);
+    let s = &o.stats;
+    assert_eq!(s.errors_of(ErrorClass::ReadTimeout), 1, "{:?}", s.errors);
+    assert_eq!(s.responses, 99);
+}
+
+/// A raw server: accepts, reads what comes, and answers `reply`.
+fn raw_server(reply: &'static [u8]) -> (SocketAddr, std::thread::JoinHandle<()>, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::clone(&stop);
+    let thread = std::thread::spawn(move || {
+        while !done.load(Ordering::SeqCst) {
+            match listener.accept() {
+                Ok((mut socket, _)) => {
+                    socket.set_nonblocking(false).unwrap();
+                    socket
+                        .set_read_timeout(Some(Duration::from_millis(50)))
+                        .unwrap();
+                    let mut buf = [0u8; 4096];
+                    let _ = socket.read(&mut buf);
+                    let _ = socket.write_all(reply);
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    (addr, thread, stop)
+}
+
+#[test]
+fn garbage_frames_and_a_server_without_http2_end_the_run_with_the_reason() {
+    for reply in [
+        &b"\x00\x00\x04\xff\x00\x00\x00\x00\x00garbage that is not a frame"[..],
+        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    ] {
+        let (addr, thread, stop) = raw_server(reply);
+        let o = run(h2_settings(addr, 1000, 2, 4));
+        stop.store(true, Ordering::SeqCst);
+        thread.join().unwrap();
+        let s = &o.stats;
+        assert_eq!(s.responses, 0);
+        let why = o.protocol_failure.as_deref().expect("the reason is kept");
+        assert!(why.contains("HTTP/2 handshake failed"), "{why}");
+        assert!(
+            s.total_errors() >= 1 && s.total_errors() < 1000,
+            "given up early: {:?}",
+            s.errors
+        );
+        assert!(!o.refused, "not a refused connection");
+    }
+}
