@@ -198,9 +198,15 @@ impl FrameScan {
     }
 }
 
-/// The socket as the codec sees it, with its frames counted.
+/// How much one read from the socket may bring. The codec asks for a few
+/// KiB at a time; a large body would cost a `recv` each, so reads go
+/// through a buffer this large.
+const READ_AHEAD: usize = 256 * 1024;
+
+/// The socket as the codec sees it, read through a buffer, with its
+/// frames counted.
 struct Counted {
-    stream: Stream,
+    stream: tokio::io::BufReader<Stream>,
     counts: Rc<Counts>,
     reading: FrameScan,
     writing: FrameScan,
@@ -478,7 +484,7 @@ async fn open_h2(
     }
     let counts = Rc::new(Counts::default());
     let io = Counted {
-        stream,
+        stream: tokio::io::BufReader::with_capacity(READ_AHEAD, stream),
         counts: Rc::clone(&counts),
         reading: FrameScan::default(),
         writing: FrameScan {
