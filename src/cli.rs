@@ -922,6 +922,12 @@ pub struct ServeArgs {
     /// before it is answered.
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
+
+    /// Serve HTTPS: a certificate for localhost and the listening address is
+    /// made at start-up and signed by itself; ALPN offers h2 and http/1.1.
+    /// Clients skip the certificate check (`dyno http --insecure`).
+    #[arg(long)]
+    pub tls: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -739,9 +739,20 @@ fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
 /// Starts `dyno serve --addr ADDR --threads N` and reads the address it
 /// printed on its first line.
 fn spawn_serve(addr: &str, threads: u32) -> (std::process::Child, String) {
+    spawn_serve_with(addr, threads, &[], "http://")
+}
+
+/// [`spawn_serve`] with more flags, its URL starting with `scheme`.
+fn spawn_serve_with(
+    addr: &str,
+    threads: u32,
+    extra: &[&str],
+    scheme: &str,
+) -> (std::process::Child, String) {
     let bin: PathBuf = assert_cmd::cargo::cargo_bin("dyno");
     let mut child = StdCommand::new(bin)
         .args(["serve", "--addr", addr, "--threads", &threads.to_string()])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -751,7 +762,7 @@ fn spawn_serve(addr: &str, threads: u32) -> (std::process::Child, String) {
         .read_line(&mut first)
         .unwrap();
     let addr = first
-        .split("http://")
+        .split(scheme)
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no address in {first:?}"))
@@ -789,6 +800,23 @@ fn serve_answers_on_the_printed_address_and_stops_on_ctrl_c() {
         TcpStream::connect(&addr).is_err(),
         "the port must be closed"
     );
+}
+
+#[test]
+fn serve_tls_speaks_h2_and_http1_by_alpn() {
+    let home = temp();
+    let (mut child, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--tls"], "https://");
+    let url = format!("https://{addr}/hello");
+    for (extra, alpn) in [(&["--h2", "-m", "4"][..], "h2"), (&[][..], "http/1.1")] {
+        let mut args = vec![url.as_str(), "--insecure", "-c", "2", "-n", "400"];
+        args.extend_from_slice(extra);
+        let run = http_json(home.path(), &args);
+        assert_eq!(metric(&run, "responses"), Some(400.0), "{alpn}");
+        assert_eq!(metric(&run, "errors"), Some(0.0), "{alpn}");
+        assert_eq!(run["settings"]["tls_session"]["alpn"], alpn);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 /// A metric's value from a Run in JSON.

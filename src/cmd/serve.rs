@@ -17,6 +17,7 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
         threads,
         app,
         data,
+        tls,
     } = args;
     let threads = threads.map_or_else(dyno_env::available_cpus, |t| t as usize);
     let data = app_data(app, data)?;
@@ -53,8 +54,25 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
             format!("could not listen on {addr}: pick another address with --addr (port 0 picks a free port)")
         })?;
         let local = listener.local_addr()?;
+        let tls = match tls {
+            false => None,
+            true => Some(
+                dyno_serve::Tls::self_signed(&[
+                    "localhost".to_owned(),
+                    local.ip().to_string(),
+                ])
+                .context("could not set up TLS")?,
+            ),
+        };
+        let (scheme, note) = match tls {
+            None => ("http", ""),
+            Some(_) => (
+                "https",
+                "TLS with a self-signed certificate, ALPN h2 and http/1.1: load it with `dyno http --insecure` (add --h2 for HTTP/2)\n",
+            ),
+        };
         print(&format!(
-            "dyno serve: listening on http://{local} with {threads} threads\n\
+            "dyno serve: listening on {scheme}://{local} with {threads} threads\n{note}\
              endpoints: /hello  /blob/<size>  /status/<code>  /delay/<ms>   (Ctrl-C stops)\n\
              {banner}"
         ))?;
@@ -64,9 +82,11 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
                 std::future::pending::<()>().await;
             }
         };
-        dyno_serve::serve_app(listener, shutdown, app)
-            .await
-            .context("the server stopped with an error")?;
+        match &tls {
+            None => dyno_serve::serve_app(listener, shutdown, app).await,
+            Some(tls) => dyno_serve::serve_tls(listener, shutdown, app, tls).await,
+        }
+        .context("the server stopped with an error")?;
         eprintln!("dyno serve: stopped");
         anyhow::Ok(())
     })?;

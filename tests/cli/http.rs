@@ -462,3 +462,59 @@ fn h2_refuses_what_it_cannot_do_and_names_a_server_without_http2() {
         .success()
         .stdout(predicate::str::contains("http").not());
 }
+
+#[test]
+fn h2_over_tls_is_chosen_by_alpn_and_a_server_that_picks_nothing_else_is_named() {
+    let home = temp();
+    let tls = dyno_serve::Tls::self_signed(&["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let server =
+        dyno_serve::spawn_tls(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), 1, tls).unwrap();
+    let url = format!("https://{}/hello", server.local_addr());
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &url,
+            "--h2",
+            "--insecure",
+            "-c",
+            "3",
+            "-m",
+            "8",
+            "-n",
+            "3000",
+        ],
+        0,
+    );
+    assert_eq!(metric(&run, "responses"), Some(3000.0));
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert_eq!(run["settings"]["tls_session"]["alpn"], "h2");
+    // The same server speaks HTTP/1.1 to a client that asks for it.
+    let (run, _) = http_json_exit(home.path(), &[&url, "--insecure", "-n", "100"], 0);
+    assert_eq!(metric(&run, "responses"), Some(100.0));
+    assert_eq!(run["settings"]["tls_session"]["alpn"], "http/1.1");
+    // A TLS server that offers no HTTP/2: one error that says what ALPN
+    // settled on.
+    let plain = tls_server::TlsServer::start(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        tls_server::After::KeepAlive,
+    );
+    let out = dyno(home.path())
+        .args([
+            "http",
+            &format!("https://{}/", plain.addr()),
+            "--h2",
+            "--insecure",
+            "-n",
+            "100",
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("did not agree to HTTP/2: ALPN negotiated nothing"),
+        "{stderr}"
+    );
+}

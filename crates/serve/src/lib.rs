@@ -40,7 +40,7 @@ use hyper::service::Service;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
@@ -48,6 +48,9 @@ use tokio::time::Sleep;
 mod bbs;
 mod body;
 mod routes;
+mod tls;
+
+pub use tls::Tls;
 
 use bbs::{Bbs, Handled};
 use body::Body;
@@ -91,6 +94,9 @@ pub enum ServeError {
     /// The server thread could not be started.
     #[error("could not start the server thread (out of threads or memory?)")]
     Thread(#[source] std::io::Error),
+    /// The self-signed certificate could not be made or used.
+    #[error("could not set up TLS: {0}")]
+    Tls(String),
 }
 
 /// Serves on `listener` until `shutdown` completes, then stops accepting and
@@ -118,7 +124,19 @@ pub async fn serve_app(
     shutdown: impl Future<Output = ()>,
     app: App,
 ) -> Result<(), ServeError> {
-    serve_with_grace(listener, shutdown, GRACE, app).await;
+    serve_with_grace(listener, shutdown, GRACE, app, None).await;
+    Ok(())
+}
+
+/// [`serve_app`] over TLS: every connection's handshake first, then
+/// HTTP/2 or HTTP/1.1 as ALPN settled.
+pub async fn serve_tls(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+    app: App,
+    tls: &Tls,
+) -> Result<(), ServeError> {
+    serve_with_grace(listener, shutdown, GRACE, app, Some(tls.acceptor())).await;
     Ok(())
 }
 
@@ -127,6 +145,7 @@ async fn serve_with_grace(
     shutdown: impl Future<Output = ()>,
     grace: Duration,
     app: App,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
     let mut shutdown = pin!(shutdown);
     let blob = body::blob_buffer();
@@ -166,7 +185,25 @@ async fn serve_with_grace(
                     bbs: bbs.clone(),
                 };
                 let stop = stop_rx.clone();
-                connections.spawn(connection(&builder, stream, service, stop));
+                // Small responses must not wait for Nagle's algorithm.
+                // Failing to set it only costs latency, so it is not an error.
+                let _ = stream.set_nodelay(true);
+                match &tls {
+                    None => {
+                        connections.spawn(connection(&builder, stream, service, stop));
+                    }
+                    Some(acceptor) => {
+                        let accept = acceptor.accept(stream);
+                        let builder = builder.clone();
+                        connections.spawn(async move {
+                            // A client that gives up on the handshake (an
+                            // untrusted certificate) only ends its own.
+                            if let Ok(Ok(stream)) = tokio::time::timeout(GRACE, accept).await {
+                                connection(&builder, stream, service, stop).await;
+                            }
+                        });
+                    }
+                }
             }
             Err(err) if is_connection_error(&err) => {}
             Err(_) => {
@@ -195,15 +232,15 @@ async fn serve_with_grace(
 
 /// Builds the connection future for one accepted socket: it serves until the
 /// client closes, or until `stop` fires and the current response is done.
-fn connection(
+fn connection<S>(
     builder: &auto::Builder<TokioExecutor>,
-    stream: TcpStream,
+    stream: S,
     service: Svc,
     mut stop: watch::Receiver<()>,
-) -> impl Future<Output = ()> + Send + 'static {
-    // Small responses must not wait for Nagle's algorithm. Failing to set it
-    // only costs latency, so it is not an error.
-    let _ = stream.set_nodelay(true);
+) -> impl Future<Output = ()> + Send + 'static
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let connection = builder
         .serve_connection(TokioIo::new(stream), service)
         .into_owned();
@@ -347,6 +384,24 @@ pub fn spawn_app(
     threads: usize,
     app: App,
 ) -> Result<ServerHandle, ServeError> {
+    spawn_with(listener, threads, app, None)
+}
+
+/// [`spawn`] over TLS (HTTP/2 or HTTP/1.1, as ALPN settles).
+pub fn spawn_tls(
+    listener: std::net::TcpListener,
+    threads: usize,
+    tls: Tls,
+) -> Result<ServerHandle, ServeError> {
+    spawn_with(listener, threads, App::Plain, Some(tls))
+}
+
+fn spawn_with(
+    listener: std::net::TcpListener,
+    threads: usize,
+    app: App,
+    tls: Option<Tls>,
+) -> Result<ServerHandle, ServeError> {
     let local_addr = listener.local_addr().map_err(ServeError::Listener)?;
     listener
         .set_nonblocking(true)
@@ -372,7 +427,13 @@ pub fn spawn_app(
             };
             // serve cannot fail once started; the runtime is dropped here, on
             // its own thread, never inside the caller's async context.
-            let _ = runtime.block_on(serve_app(listener, shutdown, app));
+            runtime.block_on(serve_with_grace(
+                listener,
+                shutdown,
+                GRACE,
+                app,
+                tls.map(|t| t.acceptor()),
+            ));
         })
         .map_err(ServeError::Thread)?;
     Ok(ServerHandle {

@@ -376,6 +376,7 @@ async fn grace_period_is_bounded() {
         },
         Duration::from_millis(100),
         App::Plain,
+        None,
     ));
     // A request that would outlive the grace period by far.
     let slow = tokio::task::spawn_blocking(move || {
