@@ -328,7 +328,7 @@ pub(super) async fn h2_connection(
 ) {
     let settings = &shared.settings;
     let threads = settings.threads.min(settings.connections).max(1) as u64;
-    let tickets = Tickets {
+    let tickets = Rc::new(Tickets {
         carried: RefCell::new(Vec::new()),
         schedule: match settings.schedule.rate_per_sec {
             Some(rate) => {
@@ -336,7 +336,7 @@ pub(super) async fn h2_connection(
             }
             None => Schedule::Closed { threads },
         },
-    };
+    });
     let scheme = settings.target.scheme.as_str();
     let mut scratch = Vec::new();
     // Static templates are converted once; the others per request.
@@ -350,6 +350,7 @@ pub(super) async fn h2_connection(
             })?
         })
         .collect();
+    let converted = Rc::new(converted);
     let mut backoff = Duration::ZERO;
     loop {
         let began = Instant::now();
@@ -410,19 +411,27 @@ pub(super) async fn h2_connection(
             connect_time: Cell::new(Some(began.elapsed())),
             ended_by,
         };
-        let loops = (0..settings.streams).map(|i| {
-            request_loop(
-                &shared,
-                &local,
-                &tickets,
-                timer.as_ref(),
-                sender.clone(),
-                &converted,
-                &connection,
-                i == 0,
-            )
-        });
-        futures_util::future::join_all(loops).await;
+        let connection = Rc::new(connection);
+        // One task per stream, so an answer wakes only its own loop.
+        let mut loops = Loops(
+            (0..settings.streams)
+                .map(|i| {
+                    tokio::task::spawn_local(request_loop(
+                        Arc::clone(&shared),
+                        Rc::clone(&local),
+                        Rc::clone(&tickets),
+                        timer.clone(),
+                        sender.clone(),
+                        Rc::clone(&converted),
+                        Rc::clone(&connection),
+                        i == 0,
+                    ))
+                })
+                .collect(),
+        );
+        for handle in &mut loops.0 {
+            let _ = handle.await;
+        }
         // The server's SETTINGS have been taken in by now; usize::MAX is
         // what h2 holds when the server set no limit.
         let max = sender.current_max_send_streams();
@@ -529,15 +538,17 @@ fn not_h2(e: &h2::Error) -> String {
 /// wait for the connection's first answer.
 #[allow(clippy::too_many_arguments)]
 async fn request_loop(
-    shared: &Shared,
-    local: &RefCell<Local>,
-    tickets: &Tickets,
-    timer: Option<&Timer>,
+    shared: Arc<Shared>,
+    local: Rc<RefCell<Local>>,
+    tickets: Rc<Tickets>,
+    timer: Option<Timer>,
     mut sender: h2::client::SendRequest<Bytes>,
-    converted: &[Option<H2Request>],
-    connection: &Connection,
+    converted: Rc<Vec<Option<H2Request>>>,
+    connection: Rc<Connection>,
     first: bool,
 ) {
+    let (shared, local, tickets, connection) = (&*shared, &*local, &*tickets, &*connection);
+    let timer = timer.as_ref();
     let settings = &shared.settings;
     let scheme = settings.target.scheme.as_str();
     let mut scratch = Vec::new();
@@ -645,6 +656,18 @@ async fn request_loop(
                 connection.opened.notify_waiters();
             }
             return;
+        }
+    }
+}
+
+/// A connection's request loops, stopped when it is dropped (the run's
+/// end cuts the connection's task, and its loops with it).
+struct Loops(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for Loops {
+    fn drop(&mut self) {
+        for handle in &self.0 {
+            handle.abort();
         }
     }
 }
