@@ -78,6 +78,7 @@ pub enum Command {
     Scale(Box<ScaleArgs>),
     Disk(Box<DiskArgs>),
     Sysinfo(SysinfoArgs),
+    Doctor(DoctorArgs),
     Serve(ServeArgs),
     History(HistoryArgs),
     Show(ShowArgs),
@@ -698,6 +699,50 @@ pub struct SysinfoArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Check this machine before a benchmark: what would make it measure its
+/// own limits instead of its target.
+///
+/// Each check shows what it found, the value wanted, why it matters for
+/// that kind of benchmark, and the commands that fix it now (sysctl -w,
+/// ulimit -n) and across reboots (/etc/sysctl.d, /etc/security/limits.d).
+/// The same checks give the warnings every run carries. Read only unless
+/// --fix. Exit 0 when nothing blocks a valid run of the kinds asked for, 1
+/// otherwise; a value that cannot be read is "unknown", never an error.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno doctor http       # before a web-server benchmark\n  dyno doctor            # every kind\n  dyno doctor db --json | jq '.checks[] | select(.verdict != \"ok\")'"
+)]
+pub struct DoctorArgs {
+    /// The kind of benchmark to check for.
+    #[arg(value_enum, default_value = "all")]
+    pub kind: DoctorKind,
+
+    /// Print JSON instead of a table.
+    #[arg(long, conflicts_with = "fix")]
+    pub json: bool,
+
+    /// Apply the runtime fixes that need no reboot (kernel settings under
+    /// /proc/sys and /sys; not the open-file limit, which belongs to your
+    /// shell), asking before each. Needs root; without it, prints the
+    /// commands to run instead. Each change and the value it replaced go
+    /// to $DYNO_HOME/doctor-changes.log, so it can be undone.
+    #[arg(long)]
+    pub fix: bool,
+
+    /// With --fix: apply without asking.
+    #[arg(long, requires = "fix")]
+    pub yes: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DoctorKind {
+    Http,
+    Disk,
+    Run,
+    Db,
+    All,
 }
 
 /// Load a PostgreSQL server the way pgbench does.

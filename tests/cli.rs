@@ -29,6 +29,9 @@ mod db;
 /// `dyno disk`'s tests.
 #[path = "cli/disk.rs"]
 mod disk;
+
+#[path = "cli/doctor.rs"]
+mod doctor;
 /// `dyno http`'s flags, checks and reports.
 #[path = "cli/http.rs"]
 mod http;

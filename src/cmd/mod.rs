@@ -5,6 +5,7 @@ mod compare;
 mod completions;
 mod db;
 mod disk;
+mod doctor;
 mod history;
 mod http;
 pub mod interrupt;
@@ -46,6 +47,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Scale(args) => scale::run(*args),
         Command::Disk(args) => disk::run(*args),
         Command::Sysinfo(args) => sysinfo::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Serve(args) => serve::run(args),
         Command::History(args) => history::history(args),
         Command::Show(args) => history::show(args),

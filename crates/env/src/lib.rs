@@ -12,6 +12,7 @@
 
 mod cpu;
 mod cpuinfo;
+pub mod doctor;
 mod limits;
 mod memory;
 mod network;
@@ -39,6 +40,13 @@ pub fn capture(build: DynoBuild) -> Environment {
         limits: limits::capture(),
         ..capture_from(Path::new("/"), build)
     }
+}
+
+/// Whether this process runs as root (effective user 0): what changing
+/// kernel settings needs.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// The CPUs this process may run on (its affinity mask and cgroup quota,

@@ -3,7 +3,7 @@
 //!
 //! Each check needs its fields to be known; an unknown field never warns.
 
-use dyno_model::{Environment, Warning, size::BinarySize};
+use dyno_model::{Environment, Warning};
 
 /// The stable `code` of each warning [`preflight`] can produce.
 pub mod code {
@@ -17,73 +17,12 @@ pub mod code {
     pub const VIRTUALIZED: &str = "virtualized";
 }
 
-/// The load, as a share of the logical cores, from which other work on the
-/// machine is taken to compete with a benchmark.
-const BUSY_LOAD_PER_CORE: f64 = 0.5;
-
 /// The warnings about `env`, in a fixed order (governor, swap, load,
 /// virtualization). A clean, idle bare-metal machine set to `performance`
-/// gets none.
+/// gets none. They are the findings of [`crate::doctor`]'s checks that
+/// every run carries, so `dyno doctor` and the runs never disagree.
 pub fn preflight(env: &Environment) -> Vec<Warning> {
-    let mut warnings = Vec::new();
-    let mut warn = |code: &str, message: String| {
-        warnings.push(Warning {
-            code: code.to_owned(),
-            message,
-        });
-    };
-
-    if let Some(governor) = env.cpu.governor.as_deref()
-        && governor != "performance"
-    {
-        warn(
-            code::CPU_GOVERNOR,
-            format!(
-                "CPU frequency scaling governor is '{governor}'; results may vary with clock \
-                 speed; for stable figures: cpupower frequency-set -g performance"
-            ),
-        );
-    }
-
-    if let Some(used) = env.memory.swap_used_bytes
-        && used > 0
-    {
-        warn(
-            code::SWAP_IN_USE,
-            format!(
-                "{} of swap is in use; paging can stall the benchmark and its target; free \
-                 memory (or run swapoff -a) before measuring",
-                BinarySize(used)
-            ),
-        );
-    }
-
-    if let (Some([load1, _, _]), Some(cores)) = (env.load_average, env.cpu.logical_cores)
-        && load1 >= BUSY_LOAD_PER_CORE * f64::from(cores)
-    {
-        warn(
-            code::MACHINE_BUSY,
-            format!(
-                "1-minute load average is {load1:.2} on {cores} logical cores: other load on \
-                 the machine competes with the benchmark; stop other work or wait until the \
-                 machine is idle"
-            ),
-        );
-    }
-
-    if let Some(kind) = env.virtualization.as_deref()
-        && kind != "none"
-    {
-        warn(
-            code::VIRTUALIZED,
-            format!(
-                "running under virtualization ({kind}); results depend on the host and on \
-                 neighbouring workloads, so compare them with runs on the same kind of host"
-            ),
-        );
-    }
-
-    warnings
+    crate::doctor::preflight_warnings(env)
 }
 
 #[cfg(test)]
