@@ -44,12 +44,16 @@ enum Fault {
     StallOne(u64),
 }
 
+type Seen = Arc<std::sync::Mutex<Vec<(String, String, Vec<u8>, Option<String>)>>>;
+
 /// An h2c server with `fault`, and what it saw.
 struct H2Server {
     addr: SocketAddr,
     requests: Arc<AtomicU64>,
     /// The most streams it had open at once.
     peak: Arc<AtomicUsize>,
+    /// Every answered request: method, path, body, its `x-test` header.
+    seen: Seen,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -68,7 +72,8 @@ fn h2_server(fault: Fault) -> H2Server {
     let requests = Arc::new(AtomicU64::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (r, p) = (Arc::clone(&requests), Arc::clone(&peak));
+    let seen = Seen::default();
+    let (r, p, w) = (Arc::clone(&requests), Arc::clone(&peak), Arc::clone(&seen));
     let thread = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -84,7 +89,7 @@ fn h2_server(fault: Fault) -> H2Server {
                         continue;
                     };
                     let (r, p, open) = (Arc::clone(&r), Arc::clone(&p), Arc::clone(&open));
-                    tokio::spawn(connection(socket, fault, r, p, open));
+                    tokio::spawn(connection(socket, fault, r, p, open, Arc::clone(&w)));
                 }
             };
             tokio::select! {
@@ -98,6 +103,7 @@ fn h2_server(fault: Fault) -> H2Server {
         addr,
         requests,
         peak,
+        seen,
         stop: Some(stop),
         thread: Some(thread),
     }
@@ -109,6 +115,7 @@ async fn connection(
     requests: Arc<AtomicU64>,
     peak: Arc<AtomicUsize>,
     open: Arc<AtomicUsize>,
+    seen: Seen,
 ) {
     let mut builder = h2::server::Builder::new();
     if let Fault::MaxStreams(n) = fault {
@@ -118,7 +125,7 @@ async fn connection(
         return;
     };
     let mut on_this = 0u64;
-    while let Some(Ok((_request, mut respond))) = conn.accept().await {
+    while let Some(Ok((request, mut respond))) = conn.accept().await {
         on_this += 1;
         let n = requests.fetch_add(1, Ordering::SeqCst) + 1;
         match fault {
@@ -149,7 +156,24 @@ async fn connection(
         let now = open.fetch_add(1, Ordering::SeqCst) + 1;
         peak.fetch_max(now, Ordering::SeqCst);
         let open = Arc::clone(&open);
+        let seen = Arc::clone(&seen);
         tokio::spawn(async move {
+            let (head, mut body) = request.into_parts();
+            let mut bytes = Vec::new();
+            while let Some(Ok(chunk)) = body.data().await {
+                let _ = body.flow_control().release_capacity(chunk.len());
+                bytes.extend_from_slice(&chunk);
+            }
+            let header = head
+                .headers
+                .get("x-test")
+                .map(|v| v.to_str().unwrap().to_owned());
+            seen.lock().unwrap().push((
+                head.method.to_string(),
+                head.uri.path().to_owned(),
+                bytes,
+                header,
+            ));
             // A little time per answer, so streams overlap.
             tokio::time::sleep(Duration::from_micros(200)).await;
             open.fetch_sub(1, Ordering::SeqCst);
@@ -347,4 +371,64 @@ fn garbage_frames_and_a_server_without_http2_end_the_run_with_the_reason() {
         );
         assert!(!o.refused, "not a refused connection");
     }
+}
+
+#[test]
+fn methods_bodies_headers_and_templates_go_over_h2_as_given() {
+    use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
+    let server = h2_server(Fault::None);
+    let mut s = h2_settings(server.addr, 60, 2, 4);
+    let (target, _) = parse_url(&format!("http://{}/", server.addr)).unwrap();
+    s.requests = ["/item/{seq}", "/other/{seq}"]
+        .iter()
+        .map(|path| {
+            RequestTemplate::new(
+                &target,
+                &RequestSpec {
+                    method: "POST".into(),
+                    path: (*path).into(),
+                    headers: vec![
+                        ("X-Test".into(), "yes".into()),
+                        ("Content-Type".into(), "text/plain".into()),
+                    ],
+                    body: Some(b"abc".to_vec()),
+                    keep_alive: true,
+                },
+            )
+            .unwrap()
+        })
+        .collect();
+    s.schedule.warmup = Duration::from_millis(200);
+    let o = run(s);
+    assert_accounted(&o, 60);
+    assert_eq!(o.stats.total_errors(), 0, "{:?}", o.stats.errors);
+    let seen = server.seen.lock().unwrap();
+    // The warm-up's requests came too, and are not counted.
+    assert!(seen.len() >= 60, "{}", seen.len());
+    let mut paths: Vec<&str> = seen.iter().map(|r| r.1.as_str()).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    assert_eq!(paths.len(), seen.len(), "every {{seq}} once");
+    for (method, path, body, header) in seen.iter() {
+        assert_eq!(method, "POST");
+        assert!(
+            path.starts_with("/item/") || path.starts_with("/other/"),
+            "{path}"
+        );
+        assert_eq!(body, b"abc");
+        assert_eq!(header.as_deref(), Some("yes"));
+    }
+}
+
+#[test]
+fn the_open_model_keeps_its_schedule_over_h2() {
+    let server = h2_server(Fault::None);
+    let mut s = h2_settings(server.addr, 300, 2, 4);
+    s.schedule.rate_per_sec = Some(1000.0);
+    let o = run(s);
+    assert_accounted(&o, 300);
+    assert_eq!(o.stats.total_errors(), 0, "{:?}", o.stats.errors);
+    // 300 requests at 1000/s take about 0.3 s whoever answers.
+    assert!(o.elapsed >= Duration::from_millis(290), "{:?}", o.elapsed);
+    assert_eq!(o.stats.uncorrected.len(), 300, "both latencies recorded");
 }
