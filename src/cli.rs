@@ -247,8 +247,19 @@ pub struct HttpArgs {
 
     /// HTTP/2: requests under way at once on each connection (h2load's -m;
     /// `-m N` says the same with --h2). The server's SETTINGS may lower it.
-    #[arg(long, value_name = "N", value_parser = streams, requires = "h2")]
+    #[arg(long, value_name = "N", value_parser = streams)]
     pub streams: Option<u32>,
+
+    /// https://: the protocols ALPN offers, preferred first, and the server
+    /// chooses (h2,http/1.1); each connection then speaks what was chosen,
+    /// and the run records it. -m applies to HTTP/2 connections.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        conflicts_with = "h2"
+    )]
+    pub alpn: Vec<String>,
 
     /// Add a header (repeatable): -H 'Accept: text/html'.
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]

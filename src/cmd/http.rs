@@ -42,6 +42,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         method,
         h2,
         streams,
+        alpn,
         headers,
         body,
         body_file,
@@ -90,7 +91,8 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
     // h2load's `-m N` is streams per connection; ab's `-m` is the method.
-    let (method, streams) = match (h2, method.parse::<u64>(), streams) {
+    let h2_possible = h2 || alpn.iter().any(|p| p == "h2");
+    let (method, streams) = match (h2_possible, method.parse::<u64>(), streams) {
         (true, Ok(0), _) => {
             bail!("-m 0: an HTTP/2 connection needs at least 1 stream (-m 1 or more)")
         }
@@ -179,6 +181,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         pipeline: pipeline as usize,
         http2: h2,
         streams: streams as usize,
+        alpn: alpn.clone(),
         keep_alive,
         timeout,
         connect_timeout,
@@ -215,6 +218,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         "pipeline": pipeline,
         "http2": h2,
         "streams": streams,
+        "alpn": alpn,
         "keep_alive": keep_alive,
         "tls": tls,
         "insecure": insecure,
@@ -450,6 +454,7 @@ pub fn quick_load(
         pipeline: 1,
         http2: false,
         streams: 1,
+        alpn: Vec::new(),
         keep_alive: true,
         timeout: std::time::Duration::from_secs(10),
         connect_timeout: std::time::Duration::from_secs(5),

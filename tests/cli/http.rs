@@ -518,3 +518,77 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_that_picks_nothing_else_is_named()
         "{stderr}"
     );
 }
+
+#[test]
+fn alpn_lets_the_server_choose_and_records_its_choice() {
+    let home = temp();
+    let tls = dyno_serve::Tls::self_signed(&["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let server =
+        dyno_serve::spawn_tls(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), 1, tls).unwrap();
+    let url = format!("https://{}/hello", server.local_addr());
+    // dyno serve prefers h2; the streams apply to its connections.
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &url,
+            "--alpn",
+            "http/1.1,h2",
+            "--insecure",
+            "-c",
+            "2",
+            "-m",
+            "4",
+            "-n",
+            "500",
+        ],
+        0,
+    );
+    assert_eq!(metric(&run, "responses"), Some(500.0));
+    assert_eq!(run["settings"]["tls_session"]["alpn"], "h2");
+    assert!(
+        metric(&run, "h2_header_savings_percent").is_some(),
+        "HTTP/2's figures"
+    );
+    // A server that offers no ALPN at all gets HTTP/1.1, and the run works.
+    let plain = tls_server::TlsServer::start(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        tls_server::After::KeepAlive,
+    );
+    let url = format!("https://{}/", plain.addr());
+    let out = dyno(home.path())
+        .args([
+            "http",
+            &url,
+            "--alpn",
+            "h2,http/1.1",
+            "--insecure",
+            "-n",
+            "50",
+            "--no-save",
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("ALPN offered h2,http/1.1, server chose nothing"),
+        "{text}"
+    );
+    assert!(text.contains("Requests    50 answered"), "{text}");
+    assert_refused(
+        home.path(),
+        &[
+            (
+                &["http", "http://127.0.0.1:1/", "--alpn", "h2,http/1.1"],
+                &["--alpn needs an https:// URL"],
+            ),
+            (
+                &["http", "https://127.0.0.1:1/", "--alpn", "h3"],
+                &["not 'h3'", "--alpn h2,http/1.1"],
+            ),
+            (&["http", "--alpn", "h2", "--h2"], &["--h2"]),
+        ],
+    );
+}

@@ -122,7 +122,8 @@ impl Outcome {
             ));
             metrics.push(count("dropped_sends", s.dropped));
         }
-        if settings.http2 {
+        // With --alpn, connections the server took to HTTP/2 have these too.
+        if settings.http2 || s.h2.plain_header_written > 0 {
             let h = &s.h2;
             let bytes = |name: &str, n: u64| {
                 Metric::new(name, Unit::Bytes, Direction::LowerIsBetter, n as f64)

@@ -45,6 +45,9 @@ pub struct Settings {
     /// HTTP/2: requests under way at once on each connection (h2load's
     /// `-m`); 1 for HTTP/1.1.
     pub streams: usize,
+    /// `https://`: the protocols offered by ALPN, preferred first (`h2`,
+    /// `http/1.1`), the server choosing; empty: the one `http2` says.
+    pub alpn: Vec<String>,
     /// Reuse connections (the default); false opens one per request.
     pub keep_alive: bool,
     /// Longest wait for a response (or its next bytes) before giving up.
@@ -70,4 +73,19 @@ pub struct TlsSettings {
     /// handshake's signatures are still checked, so the connection is
     /// really TLS; only the certificate's trust and name are not.
     pub insecure: bool,
+}
+
+impl Settings {
+    /// What ALPN offers: `alpn` when given, else `h2` or `http/1.1`.
+    pub fn offered_alpn(&self) -> Vec<Vec<u8>> {
+        if self.alpn.is_empty() {
+            vec![if self.http2 {
+                b"h2".to_vec()
+            } else {
+                b"http/1.1".to_vec()
+            }]
+        } else {
+            self.alpn.iter().map(|p| p.as_bytes().to_vec()).collect()
+        }
+    }
 }

@@ -96,12 +96,12 @@ pub enum TlsSetupError {
 
 impl TlsClient {
     /// Builds the configuration for `host`: TLS 1.3 and 1.2 through *ring*,
-    /// ALPN `h2` with `http2`, else `http/1.1` (so that a server that would
-    /// pick HTTP/2 is told not to).
+    /// ALPN offering `protocols` (the engine's default is `http/1.1` alone,
+    /// so that a server that would pick HTTP/2 is told not to).
     pub(crate) fn new(
         host: &str,
         settings: &TlsSettings,
-        http2: bool,
+        protocols: &[Vec<u8>],
     ) -> Result<TlsClient, TlsSetupError> {
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let server_name = ServerName::try_from(host.to_owned())
@@ -122,11 +122,7 @@ impl TlsClient {
             };
             builder.with_root_certificates(roots).with_no_client_auth()
         };
-        config.alpn_protocols = vec![if http2 {
-            b"h2".to_vec()
-        } else {
-            b"http/1.1".to_vec()
-        }];
+        config.alpn_protocols = protocols.to_vec();
         Ok(TlsClient {
             connector: TlsConnector::from(Arc::new(config)),
             server_name,
@@ -185,7 +181,8 @@ mod tests {
     #[test]
     fn host_names_and_ip_addresses_are_server_names() {
         let tls = TlsSettings::default();
-        let name = |host: &str| TlsClient::new(host, &tls, false).map(|c| c.server_name);
+        let name =
+            |host: &str| TlsClient::new(host, &tls, &[b"http/1.1".to_vec()]).map(|c| c.server_name);
         assert!(matches!(name("example.com"), Ok(ServerName::DnsName(_))));
         assert!(matches!(name("127.0.0.1"), Ok(ServerName::IpAddress(_))));
         assert!(matches!(name("::1"), Ok(ServerName::IpAddress(_))));
@@ -200,7 +197,12 @@ mod tests {
     #[test]
     fn only_http11_is_offered() {
         for insecure in [false, true] {
-            let client = TlsClient::new("localhost", &TlsSettings { insecure }, false).unwrap();
+            let client = TlsClient::new(
+                "localhost",
+                &TlsSettings { insecure },
+                &[b"http/1.1".to_vec()],
+            )
+            .unwrap();
             assert_eq!(
                 client.connector.config().alpn_protocols,
                 vec![b"http/1.1".to_vec()]

@@ -80,7 +80,7 @@ pub fn http_report(run: &Run) -> String {
             } else {
                 ""
             };
-            format!(", TLS{session}{unverified}")
+            format!(", TLS{session}{unverified}{}", alpn_choice(run))
         }
         _ => String::new(),
     };
@@ -179,7 +179,7 @@ pub fn http_report(run: &Run) -> String {
         format_value(value(run, "bytes_written"), dyno_model::Unit::Bytes),
         format_value(value(run, "body_bytes"), dyno_model::Unit::Bytes),
     );
-    if setting(run, "http2").as_bool() == Some(true) {
+    if run.metric("h2_header_bytes_wire").is_some() {
         let wire = value(run, "h2_header_bytes_wire");
         let plain = value(run, "h2_header_bytes_plain");
         let saved = run
@@ -352,6 +352,25 @@ fn tls_session(run: &Run) -> Option<(&str, &str, Option<&str>)> {
         session.get("cipher")?.as_str()?,
         session.get("key_exchange").and_then(|k| k.as_str()),
     ))
+}
+
+/// `--alpn`: what was offered and what the first connection settled on.
+fn alpn_choice(run: &Run) -> String {
+    let offered: Vec<&str> = setting(run, "alpn")
+        .as_array()
+        .map(|a| a.iter().filter_map(|p| p.as_str()).collect())
+        .unwrap_or_default();
+    if offered.len() < 2 {
+        return String::new();
+    }
+    let chosen = setting(run, "tls_session")
+        .get("alpn")
+        .and_then(|a| a.as_str())
+        .unwrap_or("nothing");
+    format!(
+        ", ALPN offered {}, server chose {chosen}",
+        offered.join(",")
+    )
 }
 
 /// The report in ApacheBench 2.3's layout and labels, so scripts written

@@ -295,7 +295,7 @@ pub fn run(
         Scheme::Https => Some(TlsClient::new(
             &settings.target.host,
             &settings.tls,
-            settings.http2,
+            &settings.offered_alpn(),
         )?),
         Scheme::Http => None,
     };
@@ -456,6 +456,27 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
     if s.connections == 0 || s.threads == 0 || s.pipeline == 0 || s.streams == 0 {
         return bad("connections, threads, pipeline depth and streams must be at least 1");
     }
+    if !s.alpn.is_empty() {
+        if s.target.scheme != Scheme::Https {
+            return bad(
+                "ALPN is chosen in the TLS handshake: --alpn needs an https:// URL (for h2c use --h2)",
+            );
+        }
+        if let Some(other) = s
+            .alpn
+            .iter()
+            .find(|p| !matches!(p.as_str(), "h2" | "http/1.1"))
+        {
+            return Err(EngineError::Settings(format!(
+                "--alpn offers h2 and http/1.1, not '{other}': e.g. --alpn h2,http/1.1"
+            )));
+        }
+        if s.http2 {
+            return bad(
+                "--alpn lets the server choose the protocol; --h2 insists on HTTP/2: give one of them",
+            );
+        }
+    }
     if s.http2 {
         if s.unix_socket.is_some() {
             return bad(
@@ -470,7 +491,7 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
         if !s.keep_alive {
             return bad("HTTP/2 always reuses its connections: leave keep-alive on with --h2");
         }
-    } else if s.streams > 1 {
+    } else if s.streams > 1 && !s.alpn.iter().any(|p| p == "h2") {
         return bad("streams (-m) are HTTP/2's: add --h2, or use --pipeline for HTTP/1.1");
     }
     if let Some(rate) = s.schedule.rate_per_sec
@@ -628,24 +649,14 @@ fn worker(
         let mut tasks = JoinSet::new();
         for (c, stream) in streams.into_iter().enumerate() {
             let global = index + c * threads;
-            if settings.http2 {
-                tasks.spawn_local(h2::h2_connection(
-                    Arc::clone(shared),
-                    Rc::clone(&local),
-                    timer.clone(),
-                    global,
-                    stream,
-                ));
-            } else {
-                tasks.spawn_local(connection(
-                    Arc::clone(shared),
-                    Rc::clone(&local),
-                    timer.clone(),
-                    Rc::clone(&read_buf),
-                    global,
-                    stream,
-                ));
-            }
+            tasks.spawn_local(driver(
+                Arc::clone(shared),
+                Rc::clone(&local),
+                timer.clone(),
+                Rc::clone(&read_buf),
+                global,
+                stream,
+            ));
         }
         drop(timer);
         // The connections end by themselves (quota or deadline reached, no
@@ -674,6 +685,41 @@ fn worker(
             local
         }
         Err(_) => unreachable!("every task of the thread has ended"),
+    }
+}
+
+/// One connection's driver: HTTP/2 with `--h2`, HTTP/1.1 by default, and
+/// with `--alpn` offering both, whichever the server chose on the first
+/// connection (its successors stay with that protocol: a server's choice
+/// does not change between connections).
+async fn driver(
+    shared: Arc<Shared>,
+    local: Rc<RefCell<Local>>,
+    timer: Option<Timer>,
+    read_buf: Rc<RefCell<Vec<u8>>>,
+    global: usize,
+    mut stream: Option<Stream>,
+) {
+    let settings = &shared.settings;
+    let mut http2 = settings.http2;
+    if settings.alpn.len() > 1 {
+        if stream.is_none() {
+            let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
+            if let Ok(Ok(s)) = tokio::time::timeout(settings.connect_timeout, connect).await {
+                stream = Some(s);
+            }
+        }
+        http2 = match stream.as_ref().and_then(Stream::tls_session) {
+            Some(session) => session.alpn.as_deref() == Some("h2"),
+            // Not connected: the first choice, whose driver counts the
+            // failures as it tries again.
+            None => settings.alpn[0] == "h2",
+        };
+    }
+    if http2 {
+        h2::h2_connection(shared, local, timer, global, stream).await;
+    } else {
+        connection(shared, local, timer, read_buf, global, stream).await;
     }
 }
 

@@ -59,6 +59,7 @@ pub fn settings(
         unix_socket: None,
         http2: false,
         streams: 1,
+        alpn: Vec::new(),
         tls: dyno_http::TlsSettings::default(),
     }
 }
