@@ -34,41 +34,15 @@ cargo build --release --quiet
 DYNO=$PWD/target/release/dyno
 RUNSTAT="python3 $PWD/bench/runstat.py"
 
-CPUS=$(nproc)
-if [ "$CPUS" -ge 2 ]; then SERVER_CPU=0; CLIENT_CPU=1; else SERVER_CPU=0; CLIENT_CPU=0; fi
-pin_client() { taskset -c "$CLIENT_CPU" "$@"; }
-
+# shellcheck source=bench/nginx-lib.sh
+. "$PWD/bench/nginx-lib.sh"
 WORK=$(mktemp -d)
 trap 'kill $(cat "$WORK/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-mkdir -p "$WORK/www"
-printf '%s' "$(head -c 91 /dev/zero | tr '\0' 'x')" > "$WORK/www/hello.html"; echo >> "$WORK/www/hello.html"
-head -c 1048576 /dev/urandom > "$WORK/www/1m.bin"
-chmod -R a+rX "$WORK"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 # http2 on a plain listener: h2c with prior knowledge. keepalive_requests
 # also bounds the requests of an HTTP/2 connection (GOAWAY after them).
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes 1;
-worker_cpu_affinity $(python3 -c "print(format(1<<$SERVER_CPU,'b'))");
-worker_rlimit_nofile 30000;
-pid $WORK/nginx.pid;
-error_log $WORK/error.log;
-daemon on;
-events { worker_connections 20000; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 120s;
-  http2_max_concurrent_streams 1024;
-  sendfile on;
-  server { listen 127.0.0.1:$PORT http2 backlog=4096; root $WORK/www; }
-}
-CONF
-nginx -c "$WORK/nginx.conf" -p "$WORK"
-sleep 0.5
+start_nginx http2 "http2_max_concurrent_streams 1024;"
 
 # Each runner prints "REQS_PER_SEC CPU_SECONDS MAXRSS_KIB REQUESTS".
-cpu_of() { awk -F'[ =]' '/^runstat:/{print $3+$5, $7}' "$1"; }
 run_dyno() {
   pin_client $RUNSTAT "$DYNO" http "http://127.0.0.1:$PORT/$1" --h2 -t1 -c"$CONNS" -m"$STREAMS" -d"${SECS}s" --no-save --json >"$WORK/out" 2>"$WORK/err"
   python3 - "$WORK/out" "$(cpu_of "$WORK/err")" <<'PY'

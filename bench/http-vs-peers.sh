@@ -31,41 +31,14 @@ cargo build --release --quiet
 DYNO=$PWD/target/release/dyno
 RUNSTAT="python3 $PWD/bench/runstat.py"
 
-CPUS=$(nproc)
-if [ "$CPUS" -ge 2 ]; then SERVER_CPU=0; CLIENT_CPU=1; else SERVER_CPU=0; CLIENT_CPU=0; fi
-pin_client() { taskset -c "$CLIENT_CPU" "$@"; }
-
+# shellcheck source=bench/nginx-lib.sh
+. "$PWD/bench/nginx-lib.sh"
 WORK=$(mktemp -d)
 trap 'kill $(cat "$WORK/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-mkdir -p "$WORK/www"
-# The classic 92-byte page and a 1 MiB file.
-printf '%s' "$(head -c 91 /dev/zero | tr '\0' 'x')" > "$WORK/www/hello.html"; echo >> "$WORK/www/hello.html"
-head -c 1048576 /dev/urandom > "$WORK/www/1m.bin"
-# nginx's workers run as an unprivileged user: let them read the files.
-chmod -R a+rX "$WORK"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes 1;
-worker_cpu_affinity $(python3 -c "print(format(1<<$SERVER_CPU,'b'))");
-worker_rlimit_nofile 30000;
-pid $WORK/nginx.pid;
-error_log $WORK/error.log;
-daemon on;
-events { worker_connections 20000; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 120s;
-  sendfile on;
-  server { listen 127.0.0.1:$PORT backlog=4096; root $WORK/www; }
-}
-CONF
-nginx -c "$WORK/nginx.conf" -p "$WORK"
-sleep 0.5
+start_nginx ""
 ulimit -n 30000 2>/dev/null || true
 
 # Each runner prints "REQS_PER_SEC CPU_SECONDS MAXRSS_KIB REQUESTS".
-cpu_of() { awk -F'[ =]' '/^runstat:/{print $3+$5, $7}' "$1"; }
 run_wrk() {
   pin_client $RUNSTAT wrk -t1 -c"$CONNS" -d"${SECS}s" "http://127.0.0.1:$PORT/$1" >"$WORK/out" 2>"$WORK/err"
   local rps reqs; rps=$(awk '/Requests\/sec:/{print $2}' "$WORK/out"); reqs=$(awk '/requests in/{print $1}' "$WORK/out")

@@ -369,6 +369,21 @@ fn ab_layout_and_json_conflict_and_pipelining_needs_the_closed_model() {
     );
 }
 
+/// Runs `dyno ARGS`, expects exit `code`, and returns its stdout and stderr.
+fn run_text(home: &Path, args: &[&str], code: i32) -> (String, String) {
+    let out = dyno(home)
+        .args(args)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(code)
+        .get_output()
+        .clone();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
 #[test]
 fn h2_counts_exactly_over_many_streams_and_reports_what_it_adds() {
     let home = temp();
@@ -391,8 +406,9 @@ fn h2_counts_exactly_over_many_streams_and_reports_what_it_adds() {
     // hyper's default limit, from the server's SETTINGS.
     assert!(metric(&run, "h2_server_max_concurrent_streams").is_some());
     // The human report says what ran and what HPACK saved.
-    let out = dyno(home.path())
-        .args([
+    let (text, _) = run_text(
+        home.path(),
+        &[
             "http",
             &url,
             "--h2",
@@ -403,13 +419,9 @@ fn h2_counts_exactly_over_many_streams_and_reports_what_it_adds() {
             "-n",
             "200",
             "--no-save",
-        ])
-        .timeout(Duration::from_secs(60))
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let text = String::from_utf8(out.stdout).unwrap();
+        ],
+        0,
+    );
     assert!(
         text.contains("HTTP/2 (h2c), 4 streams a connection"),
         "{text}"
@@ -443,14 +455,11 @@ fn h2_refuses_what_it_cannot_do_and_names_a_server_without_http2() {
     );
     // An HTTP/1.1-only server: one clear error, at once, nothing saved.
     let (addr, _) = canned_server(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-    let out = dyno(home.path())
-        .args(["http", &format!("http://{addr}/"), "--h2", "-n", "1000"])
-        .timeout(Duration::from_secs(60))
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    let stderr = String::from_utf8(out.stderr).unwrap();
+    let (_, stderr) = run_text(
+        home.path(),
+        &["http", &format!("http://{addr}/"), "--h2", "-n", "1000"],
+        2,
+    );
     assert!(
         stderr.contains("--h2: the HTTP/2 handshake failed"),
         "{stderr}"
@@ -498,21 +507,18 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_that_picks_nothing_else_is_named()
         b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
         tls_server::After::KeepAlive,
     );
-    let out = dyno(home.path())
-        .args([
+    let (_, stderr) = run_text(
+        home.path(),
+        &[
             "http",
             &format!("https://{}/", plain.addr()),
             "--h2",
             "--insecure",
             "-n",
             "100",
-        ])
-        .timeout(Duration::from_secs(60))
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    let stderr = String::from_utf8(out.stderr).unwrap();
+        ],
+        2,
+    );
     assert!(
         stderr.contains("did not agree to HTTP/2: ALPN negotiated nothing"),
         "{stderr}"
@@ -555,8 +561,9 @@ fn alpn_lets_the_server_choose_and_records_its_choice() {
         tls_server::After::KeepAlive,
     );
     let url = format!("https://{}/", plain.addr());
-    let out = dyno(home.path())
-        .args([
+    let (text, _) = run_text(
+        home.path(),
+        &[
             "http",
             &url,
             "--alpn",
@@ -565,13 +572,9 @@ fn alpn_lets_the_server_choose_and_records_its_choice() {
             "-n",
             "50",
             "--no-save",
-        ])
-        .timeout(Duration::from_secs(60))
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let text = String::from_utf8(out.stdout).unwrap();
+        ],
+        0,
+    );
     assert!(
         text.contains("ALPN offered h2,http/1.1, server chose nothing"),
         "{text}"

@@ -1,0 +1,41 @@
+# Shared by the HTTP bench scripts (sourced, not run): the server on one
+# CPU and the client on another, the client's CPU time from
+# bench/runstat.py, and one nginx worker serving the classic 92-byte page
+# and a 1 MiB file from $WORK/www.
+
+# SERVER_CPU and CLIENT_CPU: different CPUs when there are two or more.
+if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=0; CLIENT_CPU=1; else SERVER_CPU=0; CLIENT_CPU=0; fi
+pin_client() { taskset -c "$CLIENT_CPU" "$@"; }
+# "CPU_SECONDS MAXRSS_KIB" from a runstat line in file $1.
+cpu_of() { awk -F'[ =]' '/^runstat:/{print $3+$5, $7}' "$1"; }
+
+# start_nginx LISTEN_FLAGS [HTTP_DIRECTIVES]: one worker pinned to
+# SERVER_CPU on a free loopback port (set in PORT), stopped by the
+# caller's trap through $WORK/nginx.pid. $WORK must exist.
+start_nginx() {
+  mkdir -p "$WORK/www"
+  printf '%s' "$(head -c 91 /dev/zero | tr '\0' 'x')" > "$WORK/www/hello.html"; echo >> "$WORK/www/hello.html"
+  head -c 1048576 /dev/urandom > "$WORK/www/1m.bin"
+  # nginx's workers run as an unprivileged user: let them read the files.
+  chmod -R a+rX "$WORK"
+  PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  cat > "$WORK/nginx.conf" <<CONF
+worker_processes 1;
+worker_cpu_affinity $(python3 -c "print(format(1<<$SERVER_CPU,'b'))");
+worker_rlimit_nofile 30000;
+pid $WORK/nginx.pid;
+error_log $WORK/error.log;
+daemon on;
+events { worker_connections 20000; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 120s;
+  sendfile on;
+  ${2:-}
+  server { listen 127.0.0.1:$PORT $1 backlog=4096; root $WORK/www; }
+}
+CONF
+  nginx -c "$WORK/nginx.conf" -p "$WORK"
+  sleep 0.5
+}
