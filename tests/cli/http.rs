@@ -404,7 +404,10 @@ fn h2_counts_exactly_over_many_streams_and_reports_what_it_adds() {
     let saved = metric(&run, "h2_header_savings_percent").expect("HPACK's savings");
     assert!(saved > 50.0 && saved < 100.0, "{saved}");
     // hyper's default limit, from the server's SETTINGS.
-    assert!(metric(&run, "h2_server_max_concurrent_streams").is_some());
+    assert_eq!(
+        metric(&run, "h2_server_max_concurrent_streams"),
+        Some(200.0)
+    );
     // The human report says what ran and what HPACK saved.
     let (text, _) = run_text(
         home.path(),
@@ -472,13 +475,27 @@ fn h2_refuses_what_it_cannot_do_and_names_a_server_without_http2() {
         .stdout(predicate::str::contains("http").not());
 }
 
-#[test]
-fn h2_over_tls_is_chosen_by_alpn_and_a_server_that_picks_nothing_else_is_named() {
-    let home = temp();
+/// `dyno serve --tls` in-process (ALPN h2, then http/1.1), and its /hello.
+fn tls_reference_server() -> (dyno_serve::ServerHandle, String) {
     let tls = dyno_serve::Tls::self_signed(&["localhost".into(), "127.0.0.1".into()]).unwrap();
     let server =
         dyno_serve::spawn_tls(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), 1, tls).unwrap();
     let url = format!("https://{}/hello", server.local_addr());
+    (server, url)
+}
+
+/// A TLS server that offers no ALPN protocol and answers HTTP/1.1.
+fn tls_without_alpn() -> tls_server::TlsServer {
+    tls_server::TlsServer::start(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        tls_server::After::KeepAlive,
+    )
+}
+
+#[test]
+fn h2_over_tls_is_chosen_by_alpn_and_a_server_that_picks_nothing_else_is_named() {
+    let home = temp();
+    let (_server, url) = tls_reference_server();
     let (run, _) = http_json_exit(
         home.path(),
         &[
@@ -503,10 +520,7 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_that_picks_nothing_else_is_named()
     assert_eq!(run["settings"]["tls_session"]["alpn"], "http/1.1");
     // A TLS server that offers no HTTP/2: one error that says what ALPN
     // settled on.
-    let plain = tls_server::TlsServer::start(
-        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
-        tls_server::After::KeepAlive,
-    );
+    let plain = tls_without_alpn();
     let (_, stderr) = run_text(
         home.path(),
         &[
@@ -528,10 +542,7 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_that_picks_nothing_else_is_named()
 #[test]
 fn alpn_lets_the_server_choose_and_records_its_choice() {
     let home = temp();
-    let tls = dyno_serve::Tls::self_signed(&["localhost".into(), "127.0.0.1".into()]).unwrap();
-    let server =
-        dyno_serve::spawn_tls(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), 1, tls).unwrap();
-    let url = format!("https://{}/hello", server.local_addr());
+    let (_server, url) = tls_reference_server();
     // dyno serve prefers h2; the streams apply to its connections.
     let (run, _) = http_json_exit(
         home.path(),
@@ -555,11 +566,32 @@ fn alpn_lets_the_server_choose_and_records_its_choice() {
         metric(&run, "h2_header_savings_percent").is_some(),
         "HTTP/2's figures"
     );
-    // A server that offers no ALPN at all gets HTTP/1.1, and the run works.
-    let plain = tls_server::TlsServer::start(
-        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
-        tls_server::After::KeepAlive,
+    // One protocol offered is one protocol spoken: --alpn h2 alone is HTTP/2.
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &url,
+            "--alpn",
+            "h2",
+            "--insecure",
+            "-c",
+            "2",
+            "-m",
+            "4",
+            "-n",
+            "300",
+        ],
+        0,
     );
+    assert_eq!(metric(&run, "responses"), Some(300.0));
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert_eq!(run["settings"]["tls_session"]["alpn"], "h2");
+    assert!(
+        metric(&run, "h2_header_bytes_wire").is_some_and(|b| b > 0.0),
+        "spoken as HTTP/2, not HTTP/1.1 on an h2 connection"
+    );
+    // A server that offers no ALPN at all gets HTTP/1.1, and the run works.
+    let plain = tls_without_alpn();
     let url = format!("https://{}/", plain.addr());
     let (text, _) = run_text(
         home.path(),

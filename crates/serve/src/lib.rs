@@ -64,6 +64,10 @@ pub const HELLO: &[u8] = b"<html>\n<head><title>dyno hello</title></head>\n<body
 /// connections still open after it are dropped.
 const GRACE: Duration = Duration::from_secs(5);
 
+/// How long a TLS client may take over its handshake before its connection
+/// is dropped (a stalled client must not hold a task forever).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How long to wait before accepting again after an accept error that is not
 /// about one connection (out of file descriptors, out of memory): the error
 /// repeats until something is freed, so retrying at once would only spin.
@@ -198,7 +202,9 @@ async fn serve_with_grace(
                         connections.spawn(async move {
                             // A client that gives up on the handshake (an
                             // untrusted certificate) only ends its own.
-                            if let Ok(Ok(stream)) = tokio::time::timeout(GRACE, accept).await {
+                            if let Ok(Ok(stream)) =
+                                tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await
+                            {
                                 connection(&builder, stream, service, stop).await;
                             }
                         });

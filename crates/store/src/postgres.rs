@@ -23,8 +23,8 @@ use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Config, GenericClient, NoTls};
 
-use crate::record::{self, decode, encode, unix_ns};
-use crate::{Filter, Listing, Skipped, Store, StoreError};
+use crate::record::{self, decode, encode, list_into, unix_ns};
+use crate::{Filter, Listing, Store, StoreError};
 
 /// The migration steps, oldest first; step `i` takes a store from version
 /// `i` to `i + 1`. Never edit a released step; append a new one.
@@ -314,13 +314,7 @@ impl Store for PgStore {
                 reason: format!("a stored run has the id '{id}', which is not a run id"),
             })?;
             let (version, record): (i64, String) = (row.get(2), row.get(3));
-            match decode(version, record.as_bytes()) {
-                Ok(run) => listing.runs.push(run),
-                Err(err) => listing.skipped.push(Skipped {
-                    id,
-                    reason: err.reason(),
-                }),
-            }
+            list_into(&mut listing, id, version, record.as_bytes());
         }
         Ok(listing)
     }

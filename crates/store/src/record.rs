@@ -5,7 +5,7 @@
 use dyno_model::{Run, RunId, SCHEMA_VERSION};
 use jiff::Timestamp;
 
-use crate::{MIN_PREFIX_LEN, SkipReason, StoreError};
+use crate::{Listing, MIN_PREFIX_LEN, SkipReason, Skipped, StoreError};
 
 /// Length of a run id in characters.
 const ID_LEN: usize = 26;
@@ -115,6 +115,18 @@ pub(crate) fn decode(schema_version: i64, record: &[u8]) -> Result<Run, DecodeEr
         ));
     }
     serde_json::from_slice(record).map_err(DecodeError::Json)
+}
+
+/// Adds one stored record to `listing`: its run, or, when it cannot be
+/// read, its id and why (the listing goes on without it).
+pub(crate) fn list_into(listing: &mut Listing, id: RunId, schema_version: i64, record: &[u8]) {
+    match decode(schema_version, record) {
+        Ok(run) => listing.runs.push(run),
+        Err(err) => listing.skipped.push(Skipped {
+            id,
+            reason: err.reason(),
+        }),
+    }
 }
 
 /// `t` in Unix nanoseconds, saturated to `i64` (years 1677 to 2262); a run

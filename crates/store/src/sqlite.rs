@@ -25,9 +25,9 @@ use rusqlite::{
 };
 
 use crate::error::classify;
-use crate::record::{self, decode, encode, unix_ns};
+use crate::record::{self, decode, encode, list_into, unix_ns};
 use crate::schema::{self, Contents};
-use crate::{Filter, Listing, Skipped, Store, StoreError};
+use crate::{Filter, Listing, Store, StoreError};
 
 /// How to open a [`SqliteStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -294,13 +294,7 @@ impl Store for SqliteStore {
             let id = id_column(row, 0).map_err(self.sql())?;
             let version = row.get(2).map_err(self.sql())?;
             let record = record_column(row, 3).map_err(self.sql())?;
-            match decode(version, record) {
-                Ok(run) => listing.runs.push(run),
-                Err(err) => listing.skipped.push(Skipped {
-                    id,
-                    reason: err.reason(),
-                }),
-            }
+            list_into(&mut listing, id, version, record);
         }
         Ok(listing)
     }

@@ -528,7 +528,7 @@ async fn open_h2(
     Ok((sender, counts, ended, ended_by))
 }
 
-fn not_h2(e: &h2::Error) -> String {
+fn not_h2(e: &dyn std::fmt::Display) -> String {
     format!(
         "the HTTP/2 handshake failed ({e}): does the server speak HTTP/2 there (h2c with prior knowledge for http://)?"
     )
@@ -627,30 +627,25 @@ async fn request_loop(
                 f
             }
         };
-        if failed.sent {
+        // The connection failed before any answer: the server does not
+        // speak HTTP/2 there, or not as asked.
+        let not_http2 = !connection.answered.get() && failed.lost;
+        if not_http2 {
             local
                 .borrow_mut()
-                .record_error(shared, &ticket, failed.class, true);
+                .protocol_failure
+                .get_or_insert_with(|| not_h2(&failed.why));
+            shared.protocol_refused();
+        }
+        if failed.sent || not_http2 {
+            // Counted once, here: a request that never left because the
+            // server is not HTTP/2 would fail the same way everywhere.
+            local
+                .borrow_mut()
+                .record_error(shared, &ticket, failed.class, failed.sent);
         } else {
             // Never left: it goes on the next connection.
             tickets.carried.borrow_mut().push(ticket);
-        }
-        if !connection.answered.get() && failed.lost {
-            // The connection failed before any answer: the server does not
-            // speak HTTP/2 there, or not as asked.
-            let why = format!(
-                "the HTTP/2 handshake failed ({}): does the server speak HTTP/2 there (h2c with prior knowledge for http://)?",
-                failed.why
-            );
-            local.borrow_mut().protocol_failure.get_or_insert(why);
-            shared.protocol_refused();
-            if !failed.sent {
-                // Counted once, here, rather than carried forever.
-                tickets.carried.borrow_mut().pop();
-                local
-                    .borrow_mut()
-                    .record_error(shared, &ticket, failed.class, false);
-            }
         }
         if failed.lost {
             if first {
@@ -790,8 +785,6 @@ fn h2_class(e: &h2::Error) -> ErrorClass {
         ErrorClass::StreamReset
     } else if let Some(io) = e.get_io() {
         io_class(io, ErrorClass::ClosedEarly)
-    } else if e.is_io() {
-        ErrorClass::ClosedEarly
     } else {
         ErrorClass::H2Protocol
     }

@@ -689,9 +689,9 @@ fn worker(
 }
 
 /// One connection's driver: HTTP/2 with `--h2`, HTTP/1.1 by default, and
-/// with `--alpn` offering both, whichever the server chose on the first
-/// connection (its successors stay with that protocol: a server's choice
-/// does not change between connections).
+/// with `--alpn`, whichever the server chose on the first connection (its
+/// successors stay with that protocol: a server's choice does not change
+/// between connections).
 async fn driver(
     shared: Arc<Shared>,
     local: Rc<RefCell<Local>>,
@@ -702,7 +702,7 @@ async fn driver(
 ) {
     let settings = &shared.settings;
     let mut http2 = settings.http2;
-    if settings.alpn.len() > 1 {
+    if !settings.alpn.is_empty() {
         if stream.is_none() {
             let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
             if let Ok(Ok(s)) = tokio::time::timeout(settings.connect_timeout, connect).await {
