@@ -812,8 +812,9 @@ pub enum DbProtocol {
     after_help = "Examples:\n  dyno db run -c 8 -j 2 -T 10                 # tpcb-like on the server of PGHOST/PGPORT\n  dyno db run -S -c 16 -j 2 -M prepared       # select-only\n  dyno db run -f mix.sql@9 -b simple-update@1 'postgres://bench@db1/bench'\n  dyno db run -c 8 -T 30 --max-tries 10 --tag after-tuning\n  dyno db run -c 16 -j 2 -T 60 -R 2000 -L 50 -P 5      # open model, 50 ms limit\n  dyno db run -M prepared --pipeline -T 10     # a transaction's statements sent at once\n  dyno db run -r -T 10                        # each command's latency"
 )]
 pub struct DbRunArgs {
-    /// The server: a URL or key=value connection string [default: libpq's
-    /// environment and defaults].
+    /// The server: a URL, a key=value connection string, or a bare
+    /// database name as pgbench's DBNAME [default: libpq's environment and
+    /// defaults].
     #[arg(value_name = "CONNINFO")]
     pub conninfo: Option<String>,
 
@@ -918,8 +919,9 @@ pub struct DbRunArgs {
     after_help = "Examples:\n  dyno db init --scale 10                     # on the server of PGHOST/PGPORT\n  dyno db init 'postgres://bench@db1/bench' -s 100 --fillfactor 90\n  pgbench -c 8 -j 2 -T 10                     # pgbench runs on the same tables"
 )]
 pub struct DbInitArgs {
-    /// The server: a URL or key=value connection string [default: libpq's
-    /// environment and defaults].
+    /// The server: a URL, a key=value connection string, or a bare
+    /// database name as pgbench's DBNAME [default: libpq's environment and
+    /// defaults].
     #[arg(value_name = "CONNINFO")]
     pub conninfo: Option<String>,
 

@@ -44,8 +44,14 @@ impl Target {
         conninfo: &str,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Target, TargetError> {
-        let mut config = if conninfo.trim().is_empty() {
+        let conninfo = conninfo.trim();
+        let mut config = if conninfo.is_empty() {
             Config::new()
+        } else if !conninfo.contains(['=', ':', '/', ' ']) {
+            // A bare word is a database name, as pgbench's DBNAME is.
+            let mut config = Config::new();
+            config.dbname(conninfo);
+            config
         } else {
             Config::from_str(conninfo).map_err(|e| TargetError::Invalid(e.to_string()))?
         };
@@ -270,6 +276,12 @@ mod tests {
             t.to_string().contains("[socket in /var/run/postgresql]"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn a_bare_word_is_a_database_name_as_for_pgbench() {
+        let t = Target::new("bench", env(&[("PGHOST", "/tmp/sock"), ("PGUSER", "me")])).unwrap();
+        assert_eq!(t.to_string(), "me@[socket in /tmp/sock]:5432/bench");
     }
 
     #[test]
