@@ -8,8 +8,12 @@
 # round, so drift of the machine hits both alike. Printed per body size
 # (the 92-byte page and a 1 MiB file): requests/s, client CPU time per
 # request (measured from outside for both, by bench/runstat.py) and the
-# medians of dyno's ratios within each round. Issue 14's goals: dyno's
-# req/s ≥ h2load's, client CPU per request ≤ 0.8× h2load's.
+# medians of dyno's ratios within each round. Also the user-space share of
+# each client's CPU, and what serving it cost the nginx worker per request
+# (its CPU time from /proc): a client's read and write pattern changes the
+# server's work, and with it the req/s a one-worker server reaches.
+# Issue 14's goals: dyno's req/s ≥ h2load's, client CPU per request ≤ 0.8×
+# h2load's.
 #
 # Usage: bench/h2-vs-h2load.sh [ROUNDS] [SECONDS] [CONNECTIONS] [STREAMS]
 #        (default 3 rounds of 5 s, 10 connections, 10 streams each)
@@ -42,10 +46,13 @@ trap 'kill $(cat "$WORK/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$WO
 # also bounds the requests of an HTTP/2 connection (GOAWAY after them).
 start_nginx http2 "http2_max_concurrent_streams 1024;"
 
-# Each runner prints "REQS_PER_SEC CPU_SECONDS MAXRSS_KIB REQUESTS".
+# Each runner prints "REQS_PER_SEC CPU_SECONDS MAXRSS_KIB REQUESTS
+# USER_SECONDS SERVER_TICKS".
 run_dyno() {
+  local before; before=$(nginx_ticks)
   pin_client $RUNSTAT "$DYNO" http "http://127.0.0.1:$PORT/$1" --h2 -t1 -c"$CONNS" -m"$STREAMS" -d"${SECS}s" --no-save --json >"$WORK/out" 2>"$WORK/err"
-  python3 - "$WORK/out" "$(cpu_of "$WORK/err")" <<'PY'
+  local server=$(( $(nginx_ticks) - before ))
+  python3 - "$WORK/out" "$(cpu_of "$WORK/err")" <<'PY' | tr '\n' ' '
 import json, sys
 run = json.load(open(sys.argv[1]))
 m = {x["name"]: x["value"] for x in run["metrics"]}
@@ -53,13 +60,15 @@ if m.get("status_200", 0) != m["responses"] or m["errors"]:
     sys.exit(f"dyno saw errors or non-200 answers: {run['metrics']}"[:300])
 print(f'{m["requests_per_sec"]:.2f} {sys.argv[2]} {int(m["responses"])}')
 PY
+  echo "$(user_of "$WORK/err") $server"
 }
 run_h2load() {
+  local before; before=$(nginx_ticks)
   pin_client $RUNSTAT h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$SECS" "http://127.0.0.1:$PORT/$1" >"$WORK/out" 2>"$WORK/err" || true
   local rps reqs
   rps=$(awk '/finished in/{for(i=1;i<=NF;i++) if($i=="req/s,") print $(i-1)}' "$WORK/out")
   reqs=$(awk '/^requests:/{print $8}' "$WORK/out")
-  echo "${rps:-0} $(cpu_of "$WORK/err") ${reqs:-0}"
+  echo "${rps:-0} $(cpu_of "$WORK/err") ${reqs:-0} $(user_of "$WORK/err") $(( $(nginx_ticks) - before ))"
 }
 
 echo "nginx (h2c): 1 worker on CPU $SERVER_CPU; clients on CPU $CLIENT_CPU; -c $CONNS -m $STREAMS, ${SECS}s, $ROUNDS interleaved rounds"
@@ -73,15 +82,20 @@ for path in hello.html 1m.bin; do
   echo
   echo "== /$path"
   python3 - "$WORK/results" <<'PY'
-import statistics, sys
+import os, statistics, sys
+tick = os.sysconf("SC_CLK_TCK")
 rows = {}
 for line in open(sys.argv[1]):
-    rnd, tool, rps, cpu, rss, reqs = line.split()
-    rows.setdefault(tool, {})[rnd] = (float(rps), float(cpu) / max(int(float(reqs)), 1) * 1e6, int(rss))
-print(f'{"tool":8} {"req/s (median)":>15} {"CPU µs/req":>11} {"peak RSS MiB":>13}')
+    rnd, tool, rps, cpu, rss, reqs, user, server = line.split()
+    n = max(int(float(reqs)), 1)
+    rows.setdefault(tool, {})[rnd] = (float(rps), float(cpu) / n * 1e6, int(rss),
+                                      float(user) / max(float(cpu), 1e-9), int(server) / tick / n * 1e6)
+print(f'{"tool":8} {"req/s (median)":>15} {"CPU µs/req":>11} {"user %":>7} {"nginx µs/req":>13} {"peak RSS MiB":>13}')
 for tool, rs in rows.items():
     v = list(rs.values())
-    print(f'{tool:8} {statistics.median(r[0] for r in v):15.0f} {statistics.median(r[1] for r in v):11.2f} {max(r[2] for r in v) / 1024:13.1f}')
+    print(f'{tool:8} {statistics.median(r[0] for r in v):15.0f} {statistics.median(r[1] for r in v):11.2f} '
+          f'{statistics.median(r[3] for r in v) * 100:7.0f} {statistics.median(r[4] for r in v):13.1f} '
+          f'{max(r[2] for r in v) / 1024:13.1f}')
 d, h = rows["dyno"], rows["h2load"]
 rps = [d[k][0] / h[k][0] for k in d if h[k][0] > 0]
 cpu = [d[k][1] / h[k][1] for k in d if h[k][1] > 0]

@@ -8,6 +8,8 @@ if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=0; CLIENT_CPU=1; else SERVER_CPU=0; CLI
 pin_client() { taskset -c "$CLIENT_CPU" "$@"; }
 # "CPU_SECONDS MAXRSS_KIB" from a runstat line in file $1.
 cpu_of() { awk -F'[ =]' '/^runstat:/{print $3+$5, $7}' "$1"; }
+# The user-space part of that CPU time, in seconds.
+user_of() { awk -F'[ =]' '/^runstat:/{print $3}' "$1"; }
 
 # start_nginx LISTEN_FLAGS [HTTP_DIRECTIVES]: one worker pinned to
 # SERVER_CPU on a free loopback port (set in PORT), stopped by the
@@ -38,4 +40,13 @@ http {
 CONF
   nginx -c "$WORK/nginx.conf" -p "$WORK"
   sleep 0.5
+}
+
+# The nginx worker's CPU time so far, in clock ticks (user + system), from
+# /proc: read before and after a client's run, it gives what serving that
+# client cost the server.
+nginx_ticks() {
+  local w
+  w=$(pgrep -P "$(cat "$WORK/nginx.pid")" | head -1)
+  awk '{print $14+$15}' "/proc/$w/stat"
 }
