@@ -82,6 +82,7 @@ pub enum Command {
     Serve(ServeArgs),
     History(HistoryArgs),
     Show(ShowArgs),
+    Merge(MergeArgs),
     Export(ExportArgs),
     Import(ImportArgs),
     Rm(RmArgs),
@@ -90,6 +91,36 @@ pub enum Command {
     Compare(Box<CompareArgs>),
     Report(Box<ReportArgs>),
     Db(DbArgs),
+}
+
+/// Running one segment of a run split over several processes or machines.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Segments (one run from many machines)")]
+pub struct SegmentArgs {
+    /// Run segment I of N (I counted from 0) of the run the rest of the
+    /// command describes: its share of -n, -c, -t and --rate, so that the N
+    /// segments together make exactly that run (docs/scale-out.md says how
+    /// it is split). Needs --group and a store all segments share (--store
+    /// postgres://…, or one file on one machine).
+    #[arg(long, value_name = "I/N", requires = "group", value_parser = parse_segment)]
+    pub segment: Option<dyno_model::Segment>,
+
+    /// The name the segments of one run share: they wait for each other
+    /// under it, save their runs with the tag group:NAME, and `dyno merge
+    /// NAME` (or show, compare, report) gives the combined run.
+    #[arg(long, value_name = "NAME", requires = "segment", value_parser = parse_group)]
+    pub group: Option<String>,
+
+    /// Start at this time (RFC 3339, e.g. 2026-11-23T20:00:00Z) instead of
+    /// when all segments have arrived: for launchers that start the
+    /// machines themselves. The machines' clocks must agree.
+    #[arg(long, value_name = "TIME", requires = "segment", value_parser = parse_start_at)]
+    pub start_at: Option<jiff::Timestamp>,
+
+    /// How long a segment waits for the others before the whole run is
+    /// called off (no segment starts a partial test).
+    #[arg(long, value_name = "DURATION", default_value = "60s", allow_hyphen_values = true, value_parser = pass_duration)]
+    pub barrier_timeout: std::time::Duration,
 }
 
 /// Flags every measuring subcommand shares.
@@ -328,6 +359,15 @@ pub struct HttpArgs {
     /// Seed for {rand:…} values (recorded in the run) [default: random].
     #[arg(long)]
     pub seed: Option<u64>,
+
+    /// Connect from this local address (as ab's -B): one of this machine's
+    /// own, e.g. 127.0.0.2 so that processes on one machine reach a
+    /// loopback server as different hosts.
+    #[arg(short = 'B', long, value_name = "IP")]
+    pub source_addr: Option<std::net::IpAddr>,
+
+    #[command(flatten)]
+    pub segments: SegmentArgs,
 
     #[command(flatten)]
     pub save: SaveArgs,
@@ -1229,13 +1269,15 @@ pub struct HistoryArgs {
 
 /// Show one saved run in full: metrics with confidence intervals, warnings,
 /// machine and settings, then the report its subcommand printed (http, run,
-/// disk, scale and quick runs), rebuilt from the saved record.
+/// disk, scale and quick runs), rebuilt from the saved record. Given a
+/// group's name (`--group` of segmented runs), the merged run of the group.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno show 01JDX3K2M8Q4\n  dyno show 01JDX3K2M8Q4 --json\n  dyno show 01JDX3K2M8Q4 --format ab   # an http run in ApacheBench's layout"
+    after_help = "Examples:\n  dyno show 01JDX3K2M8Q4\n  dyno show 01JDX3K2M8Q4 --json\n  dyno show 01JDX3K2M8Q4 --format ab   # an http run in ApacheBench's layout\n  dyno show g1                        # the merged run of the segments of group g1"
 )]
 pub struct ShowArgs {
-    /// The run's id, or a unique prefix of at least 4 characters.
+    /// The run's id, or a unique prefix of at least 4 characters, or a
+    /// group's name.
     pub id: String,
 
     /// Print the Run record as JSON.
@@ -1245,6 +1287,36 @@ pub struct ShowArgs {
     /// Layout: `text` (dyno's) or `ab` (ApacheBench's, for http runs).
     #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
     pub format: ShowFormat,
+}
+
+/// Merge the segments of one run (`--segment I/N --group NAME` on several
+/// machines) into the run of the whole, and show it: counts and rates
+/// summed, latency histograms merged (percentiles of the whole, never
+/// averages of percentiles), per-second timelines aligned by the wall
+/// clock. A missing or failed segment is named and the run marked
+/// incomplete; segments that started apart are warned about. `show`,
+/// `compare` and `report` take the group's name as well.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno merge g1\n  dyno merge g1 --json > g1.json\n  dyno merge g1 --save          # keep the merged run as a run of its own\n  dyno --store postgres://dyno@db/dyno merge g1"
+)]
+pub struct MergeArgs {
+    /// The group's name, as given to --group.
+    #[arg(value_parser = parse_group)]
+    pub group: String,
+
+    /// Print the merged Run record as JSON.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+
+    /// Layout: `text` (dyno's) or `ab` (ApacheBench's, for http runs).
+    #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+    pub format: ShowFormat,
+
+    /// Also save the merged run in the store, tagged `merged` (the
+    /// segments' runs stay).
+    #[arg(long)]
+    pub save: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -1766,6 +1838,39 @@ pub(crate) fn parse_kind(s: &str) -> Result<Kind, String> {
     s.trim().parse().map_err(|_| {
         format!(
             "unknown run kind '{s}': expected one of quick, http, disk, run (`dyno run` results, also called exec), scale, compare, db"
+        )
+    })
+}
+
+fn parse_segment(s: &str) -> Result<dyno_model::Segment, String> {
+    s.parse()
+        .map_err(|e: dyno_model::ParseSegmentError| e.to_string())
+}
+
+/// A group name: a word of letters, digits and `-_.`, so that it reads
+/// the same in a tag, a Kubernetes name and a shell.
+pub fn parse_group(s: &str) -> Result<String, String> {
+    let name = s.trim();
+    if name.is_empty() || name.len() > 48 {
+        return Err(format!(
+            "'{name}': a group name has 1 to 48 characters, e.g. g1 or xeon-vs-opteron"
+        ));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(format!(
+            "'{name}': a group name is letters, digits, '-', '_' and '.', e.g. g1 or web-2026-11"
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+fn parse_start_at(s: &str) -> Result<jiff::Timestamp, String> {
+    s.trim().parse().map_err(|e| {
+        format!(
+            "'{s}' is not a time ({e}): write it as RFC 3339 with a zone, e.g. 2026-11-23T20:00:00Z"
         )
     })
 }

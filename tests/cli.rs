@@ -50,6 +50,9 @@ mod run;
 /// `dyno scale`'s tests.
 #[path = "cli/scale.rs"]
 mod scale;
+/// Segments of one run from several processes, and their merged run.
+#[path = "cli/segment.rs"]
+mod segment;
 /// The store's subcommands, and the store under every subcommand.
 #[path = "cli/store.rs"]
 mod store;

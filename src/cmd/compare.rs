@@ -156,7 +156,7 @@ fn resolve(store: &dyn Store, side: &str, common: &Filter) -> Result<Group> {
     let runs = if filters == 0 {
         terms
             .iter()
-            .map(|id| store.get(id).map_err(anyhow::Error::from))
+            .map(|id| super::get_run(store, id))
             .collect::<Result<Vec<Run>>>()?
     } else if filters == terms.len() {
         let mut filter = common.clone();

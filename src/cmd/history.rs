@@ -10,9 +10,11 @@ use dyno_model::{Kind, Run, SCHEMA_VERSION};
 use dyno_store::{Filter, Listing, Store, StoreError};
 use jiff::tz::TimeZone;
 
-use super::{list_runs, open_store, print, report_skipped};
+use super::{get_run, list_runs, merged_group, open_store, print, report_skipped};
 use crate::ExitStatus;
-use crate::cli::{ExportArgs, FilterArgs, HistoryArgs, ImportArgs, RmArgs, ShowArgs, ShowFormat};
+use crate::cli::{
+    ExportArgs, FilterArgs, HistoryArgs, ImportArgs, MergeArgs, RmArgs, ShowArgs, ShowFormat,
+};
 
 pub(super) fn filter(args: FilterArgs) -> Filter {
     let FilterArgs {
@@ -78,7 +80,48 @@ pub fn history(args: HistoryArgs) -> Result<ExitStatus> {
 
 pub fn show(args: ShowArgs) -> Result<ExitStatus> {
     let ShowArgs { id, json, format } = args;
-    let run = open_store()?.get(&id)?;
+    let store = open_store()?;
+    display(&get_run(&*store, &id)?, json, format)
+}
+
+/// `dyno merge GROUP`: the group's merged run, shown, and saved if asked.
+pub fn merge(args: MergeArgs) -> Result<ExitStatus> {
+    let MergeArgs {
+        group,
+        json,
+        format,
+        save,
+    } = args;
+    let mut store = open_store()?;
+    let Some(run) = merged_group(&*store, &group)? else {
+        let arrived = store.group(&group)?.arrivals.len();
+        if arrived > 0 {
+            bail!(
+                "group '{group}': {arrived} segment{} arrived at the start barrier, but none has saved a run yet: wait for them to finish",
+                if arrived == 1 { "" } else { "s" }
+            );
+        }
+        bail!(
+            "no run of group '{group}' is in the store {}: `dyno history --tag group:{group}` lists a group's runs (segments save them with --segment I/N --group {group})",
+            store.location()
+        );
+    };
+    display(&run, json, format)?;
+    if save {
+        match store.save(&run) {
+            Ok(()) => eprintln!("saved as {} (dyno show {})", run.id, run.id),
+            Err(StoreError::Duplicate { id }) => {
+                eprintln!("the same merged run is already saved as {id}")
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// Prints one run as `show` does.
+fn display(run: &Run, json: bool, format: ShowFormat) -> Result<ExitStatus> {
+    let run = run.clone();
     if json {
         print(&(serde_json::to_string_pretty(&run)? + "\n"))?;
         return Ok(ExitStatus::Success);

@@ -11,12 +11,13 @@ use anyhow::{Context, Result, anyhow, bail};
 use dyno_http::request::{
     RequestSpec, RequestTemplate, Scheme, parse_header, parse_url, parse_url_list,
 };
-use dyno_http::{ErrorClass, Outcome, Progress, Schedule, Settings, Stop, TlsSettings};
+use dyno_http::{ErrorClass, Outcome, Progress, Schedule, Segment, Settings, Stop, TlsSettings};
 use dyno_model::{Environment, Kind, Run};
 use serde_json::json;
 
 use super::interrupt::{Interrupt, Second};
-use super::{environment, finish, store_for};
+use super::segment::Plan;
+use super::{environment, finish, open_store, store_for};
 use crate::ExitStatus;
 use crate::cli::{HttpArgs, HttpFormat};
 
@@ -57,6 +58,8 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         format,
         latency_log,
         seed,
+        source_addr,
+        segments,
         save,
     } = args;
     let cpus = dyno_env::available_cpus();
@@ -76,6 +79,27 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         }
         Some(t) => t as usize,
         None => default_threads.min(connections as usize),
+    };
+
+    let env = environment();
+    let plan = Plan::from_args(&segments, env.hostname.as_deref());
+    // A segment runs its share of the connections and threads (and its
+    // record says so: the merged run adds them up again).
+    let (connections, threads) = match &plan {
+        Some(plan) => {
+            if builtin {
+                bail!(
+                    "--segment needs the URL of the server the segments load together (with no URL, each would load a built-in server of its own)"
+                );
+            }
+            if save.no_save {
+                bail!(
+                    "--segment meets the other segments in the store and saves its run there for `dyno merge`: drop --no-save"
+                );
+            }
+            plan.share(connections, threads)?
+        }
+        None => (connections, threads),
     };
 
     let body = match (body, body_file) {
@@ -189,12 +213,18 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         seed,
         unix_socket: unix_socket.clone(),
         tls: TlsSettings { insecure },
+        source_addr,
+        segment: plan.as_ref().map_or(Segment::WHOLE, |p| p.segment),
     };
 
     dyno_http::engine::validate(&settings)?;
-    let env = environment();
     check_open_files(&env, &settings, builtin)?;
-    let store = store_for(&save)?;
+    // A segment's store is where the segments meet: falling back to the
+    // local one would leave it waiting alone.
+    let mut store = match &plan {
+        Some(_) => Some(open_store()?),
+        None => store_for(&save)?,
+    };
     // Opened before measuring, so a bad path costs no run; never overwritten.
     let mut log_file = latency_log
         .as_ref()
@@ -250,10 +280,27 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
 
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
-    let outcome = dyno_http::run(settings.clone(), interrupt.flag(), |p| {
-        if tty {
-            progress_line(&p);
-        }
+    let mut met = None;
+    let outcome = dyno_http::run_gated(
+        settings.clone(),
+        interrupt.flag(),
+        |p| {
+            if tty {
+                progress_line(&p);
+            }
+        },
+        || match (&plan, store.as_deref_mut()) {
+            (Some(plan), Some(store)) => {
+                let (at, m) = plan.meet(store)?;
+                met = Some(m);
+                Ok(Some(at))
+            }
+            _ => Ok(None),
+        },
+    )
+    .map_err(|e| match e {
+        dyno_http::EngineError::Gate(why) => anyhow!("{why}; nothing was run"),
+        e => e.into(),
     })?;
     if tty {
         eprint!("\r\x1b[2K");
@@ -291,6 +338,11 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         run.settings["server_software"] = json!(server);
     }
     run.metrics = outcome.metrics(&settings);
+    let mut save = save;
+    if let (Some(plan), Some(met)) = (&plan, &met) {
+        plan.record(&mut run, met, outcome.started_at);
+        save.tags.push(plan.tag());
+    }
     // Nothing listens there: the run stopped at once, and is shown but not
     // saved (it measured no server).
     let store = if outcome.refused
@@ -462,6 +514,8 @@ pub fn quick_load(
         seed: 0,
         unix_socket: None,
         tls: TlsSettings::default(),
+        source_addr: None,
+        segment: dyno_http::Segment::WHOLE,
     };
     let outcome = dyno_http::run(settings.clone(), interrupted, |_| {})?;
     Ok((settings, outcome))
@@ -590,6 +644,8 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
         );
     }
     if let Some(rate) = settings.schedule.rate_per_sec {
+        // A segment is asked for its share of the rate.
+        let rate = rate / f64::from(settings.segment.count);
         let achieved = outcome.requests_per_sec();
         if achieved < rate * 0.99 {
             warn(

@@ -13,6 +13,7 @@ mod quick;
 mod report;
 mod run;
 mod scale;
+mod segment;
 mod serve;
 mod sysinfo;
 
@@ -22,6 +23,7 @@ use anyhow::{Context, Result};
 use dyno_model::{DynoBuild, Environment, Run};
 use std::sync::OnceLock;
 
+use dyno_stats::merge::Arrived;
 use dyno_store::{Filter, Listing, PgStore, SkipReason, Skipped, SqliteStore, Store, StoreError};
 
 use crate::ExitStatus;
@@ -51,6 +53,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Serve(args) => serve::run(args),
         Command::History(args) => history::history(args),
         Command::Show(args) => history::show(args),
+        Command::Merge(args) => history::merge(args),
         Command::Export(args) => history::export(args),
         Command::Import(args) => history::import(args),
         Command::Rm(args) => history::rm(args),
@@ -101,6 +104,44 @@ pub(crate) fn list_runs<S: Store + ?Sized>(store: &S, filter: &Filter) -> Result
     let Listing { runs, skipped } = store.list(filter)?;
     report_skipped(&skipped);
     Ok(runs)
+}
+
+/// A run by id (or unique prefix), or, given a group's name, the merged
+/// run of its segments: what `show`, `compare` and `report` take.
+pub(crate) fn get_run(store: &dyn Store, id_or_group: &str) -> Result<Run> {
+    if let Some(run) = merged_group(store, id_or_group)? {
+        return Ok(run);
+    }
+    Ok(store.get(id_or_group)?)
+}
+
+/// The merged run of group `group`, if the store holds runs of it.
+pub(crate) fn merged_group(store: &dyn Store, group: &str) -> Result<Option<Run>> {
+    if crate::cli::parse_group(group).is_err() {
+        return Ok(None);
+    }
+    let filter = Filter {
+        tags: vec![segment::group_tag(group)],
+        ..Filter::default()
+    };
+    // A merged run saved with `merge --save` is not one of the segments.
+    let runs: Vec<Run> = list_runs(store, &filter)?
+        .into_iter()
+        .filter(|r| !r.tags.iter().any(|t| t == "merged"))
+        .collect();
+    if runs.is_empty() {
+        return Ok(None);
+    }
+    let arrived: Vec<Arrived> = store
+        .group(group)?
+        .arrivals
+        .into_iter()
+        .map(|a| Arrived {
+            index: a.segment.index,
+            host: a.host,
+        })
+        .collect();
+    Ok(Some(dyno_stats::merge::merge(group, &runs, &arrived)?))
 }
 
 /// Names each skipped record on stderr, one line each.

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use dyno_model::Run;
 use dyno_stats::versus;
-use dyno_store::Store;
 
 use super::history::filter;
 use super::{list_runs, open_store, print};
@@ -61,9 +60,7 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
         }
         ids.iter()
             .map(|id| {
-                store
-                    .get(id)
-                    .with_context(|| format!("no run to report for '{id}'"))
+                super::get_run(&*store, id).with_context(|| format!("no run to report for '{id}'"))
             })
             .collect::<Result<_>>()?
     };

@@ -69,7 +69,7 @@ fn reference_server() -> (dyno_serve::ServerHandle, String) {
     (server, base)
 }
 
-fn warning<'a>(run: &'a Value, code: &str) -> Option<&'a str> {
+pub(crate) fn warning<'a>(run: &'a Value, code: &str) -> Option<&'a str> {
     run["warnings"]
         .as_array()
         .unwrap()

@@ -7,7 +7,7 @@
 
 use std::fmt;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -21,7 +21,9 @@ use crate::tls::{TlsClient, TlsSession};
 /// Where connections go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
-    Tcp(SocketAddr),
+    /// The server's address, and the local address to connect from, if
+    /// one was asked for (`--source-addr`, ab's `-B`).
+    Tcp(SocketAddr, Option<IpAddr>),
     /// A Unix domain socket; the URL still names the Host header and path.
     Unix(PathBuf),
 }
@@ -29,7 +31,7 @@ pub enum Endpoint {
 impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Endpoint::Tcp(addr) => write!(f, "{addr}"),
+            Endpoint::Tcp(addr, _) => write!(f, "{addr}"),
             Endpoint::Unix(path) => write!(f, "unix:{}", path.display()),
         }
     }
@@ -56,6 +58,17 @@ pub(crate) enum ConnectError {
     Handshake(io::Error),
 }
 
+/// Connects to `addr` from the local address `ip` (any free port).
+async fn connect_from(addr: SocketAddr, ip: IpAddr) -> io::Result<TcpStream> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.bind(SocketAddr::new(ip, 0))?;
+    socket.connect(addr).await
+}
+
 impl Stream {
     /// Connects, with Nagle's algorithm off for TCP (requests are written
     /// whole, and waiting would add latency that is not the server's), and
@@ -66,10 +79,12 @@ impl Stream {
         tls: Option<&TlsClient>,
     ) -> Result<Stream, ConnectError> {
         match endpoint {
-            Endpoint::Tcp(addr) => {
-                let stream = TcpStream::connect(addr)
-                    .await
-                    .map_err(ConnectError::Transport)?;
+            Endpoint::Tcp(addr, from) => {
+                let stream = match from {
+                    None => TcpStream::connect(addr).await,
+                    Some(ip) => connect_from(*addr, *ip).await,
+                }
+                .map_err(ConnectError::Transport)?;
                 let _ = stream.set_nodelay(true);
                 match tls {
                     None => Ok(Stream::Tcp(stream)),

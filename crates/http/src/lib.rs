@@ -22,8 +22,8 @@ pub mod status;
 mod tls;
 
 pub use conn::Endpoint;
-pub use engine::{EngineError, Outcome, Progress, run};
-pub use settings::{Schedule, Settings, Stop, TlsSettings};
+pub use engine::{EngineError, Outcome, Progress, run, run_gated};
+pub use settings::{Schedule, Segment, Settings, Stop, TlsSettings};
 pub use stats::{ErrorClass, Interval, Stats};
 pub use status::{StatusSet, StatusSetError};
 pub use tls::{TlsSession, TlsSetupError};

@@ -104,11 +104,12 @@ impl Outcome {
                 "latency_uncorrected_ns",
                 &s.uncorrected,
             ));
+            // A segment makes every N-th request of the timetable.
             metrics.push(Metric::new(
                 "requested_rate_per_sec",
                 Unit::RequestsPerSec,
                 Direction::HigherIsBetter,
-                rate,
+                rate / f64::from(settings.segment.count),
             ));
             metrics.push(count("late_sends", s.late_sends));
             // The client's own share of the corrected latency: a reader can
@@ -162,7 +163,26 @@ impl Outcome {
             metrics.push(m);
         }
         metrics.extend(self.timeline_metrics());
+        if !settings.segment.is_whole() {
+            metrics.extend(self.timeline_histograms());
+        }
         metrics
+    }
+
+    /// A segment's per-second latency histograms, `timeline_latency_ns`
+    /// labelled with the second (1 is the first measured one), so that the
+    /// segments' timelines merge into exact per-second percentiles of the
+    /// whole run. Seconds without answers are left out.
+    fn timeline_histograms(&self) -> Vec<Metric> {
+        self.timeline
+            .iter()
+            .filter(|i| i.index > 0 && !i.latency.is_empty())
+            .map(|i| {
+                let mut m = hdr::latency_metric("timeline_latency_ns", &i.latency);
+                m.labels.insert("second".into(), i.index.to_string());
+                m
+            })
+            .collect()
     }
 
     /// The per-second timeline as two series of samples, one per second of

@@ -26,6 +26,8 @@ pub struct Schedule {
     pub warmup: Duration,
 }
 
+pub use dyno_model::Segment;
+
 /// Everything the engine needs.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -63,6 +65,17 @@ pub struct Settings {
     pub unix_socket: Option<std::path::PathBuf>,
     /// How `https://` targets are verified; unused for `http://`.
     pub tls: TlsSettings,
+    /// Connect from this local address (ab's `-B`), e.g. one of
+    /// 127.0.0.0/8 so that processes on one machine look like different
+    /// hosts to the server; `None` lets the kernel choose.
+    pub source_addr: Option<std::net::IpAddr>,
+    /// The part of a run split over several processes that this one runs
+    /// (`--segment I/N`, see [`Segment`]). [`Settings::schedule`] is the
+    /// whole run's (its `-n`, its rate); this process makes the requests
+    /// whose number is its own, and `{seq}` fills in the whole run's
+    /// number. [`Settings::connections`] and [`Settings::threads`] are
+    /// this process's own, already shared out.
+    pub segment: Segment,
 }
 
 /// TLS options. Whether TLS is used at all follows from the URL's scheme,

@@ -11,11 +11,13 @@
 mod environment;
 mod metric;
 mod run;
+mod segment;
 pub mod size;
 
 pub use environment::{Cache, Cpu, DynoBuild, Environment, Limits, Memory, Network, Storage};
 pub use metric::{Direction, Histogram, Metric, Percentile, Uncertainty, UncertaintyMethod, Unit};
 pub use run::{Kind, ParseKindError, ParseRunIdError, Run, RunId, SCHEMA_VERSION, Warning};
+pub use segment::{MAX_SEGMENTS, ParseSegmentError, Segment};
 
 /// The checked-in JSON Schema must accept every shape the types can take.
 #[cfg(test)]

@@ -173,6 +173,13 @@ impl RunId {
         RunId(ulid::Ulid::new())
     }
 
+    /// The identifier made of a time (milliseconds since the Unix epoch)
+    /// and 80 bits that tell runs of the same millisecond apart: the same
+    /// parts give the same id, as a run derived from others needs.
+    pub fn from_parts(timestamp_ms: u64, random: u128) -> Self {
+        RunId(ulid::Ulid::from_parts(timestamp_ms, random))
+    }
+
     /// The creation time encoded in the identifier, in milliseconds since the
     /// Unix epoch.
     pub fn timestamp_ms(&self) -> u64 {

@@ -8,6 +8,7 @@
 
 pub mod compare;
 pub mod hdr;
+pub mod merge;
 pub mod outliers;
 pub mod scaling;
 mod summary;

@@ -188,6 +188,11 @@ pub enum StoreError {
     },
 
     /// Any other failure of a PostgreSQL store.
+    /// A segment's arrival does not fit its group (another count, or an
+    /// index that already arrived).
+    #[error("{0}")]
+    Group(String),
+
     #[error("the result store at {location} failed: {reason}")]
     Server {
         /// The store's URL, without its password.

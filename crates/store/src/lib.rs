@@ -13,6 +13,7 @@
 //! (see [`StoreError`]).
 
 mod error;
+mod group;
 mod path;
 mod postgres;
 mod record;
@@ -24,8 +25,10 @@ use std::fmt;
 use dyno_model::{Kind, Run, RunId};
 
 pub use error::StoreError;
+pub use group::{Arrival, Decision, GroupState};
 pub use path::{DYNO_HOME, FILE_NAME, NoDefaultPath, default_path, resolve_path};
 pub use postgres::{PgStore, is_postgres_url};
+pub use record::unix_ns;
 pub use sqlite::{Options, SqliteStore};
 
 /// Shortest run id prefix [`Store::get`] and [`Store::remove`] accept: a
@@ -72,6 +75,24 @@ pub trait Store {
     /// Where the store is, for messages: a file's path, or a server's URL
     /// without its password.
     fn location(&self) -> String;
+
+    /// Records a segment's arrival at its group's start barrier.
+    /// [`StoreError::Group`] when the group's other segments were given
+    /// another count, or this index has arrived before.
+    fn arrive(&mut self, arrival: &Arrival) -> Result<(), StoreError>;
+
+    /// What the store knows of a group: who arrived, and the decision.
+    fn group(&self, group: &str) -> Result<GroupState, StoreError>;
+
+    /// Writes the group's decision unless one was written first; returns
+    /// the one that stands.
+    fn decide(&mut self, group: &str, decision: &Decision) -> Result<Decision, StoreError>;
+
+    /// The store server's clock (Unix nanoseconds), and how long asking
+    /// took, for segments on different machines to see how far their
+    /// clocks are apart; `None` for a store without a clock of its own
+    /// (a file on this machine).
+    fn server_clock(&self) -> Result<Option<(i64, std::time::Duration)>, StoreError>;
 }
 
 /// A boxed store is a store: the binary picks its backend at run time.
@@ -94,6 +115,22 @@ impl<S: Store + ?Sized> Store for Box<S> {
 
     fn location(&self) -> String {
         (**self).location()
+    }
+
+    fn arrive(&mut self, arrival: &Arrival) -> Result<(), StoreError> {
+        (**self).arrive(arrival)
+    }
+
+    fn group(&self, group: &str) -> Result<GroupState, StoreError> {
+        (**self).group(group)
+    }
+
+    fn decide(&mut self, group: &str, decision: &Decision) -> Result<Decision, StoreError> {
+        (**self).decide(group, decision)
+    }
+
+    fn server_clock(&self) -> Result<Option<(i64, std::time::Duration)>, StoreError> {
+        (**self).server_clock()
     }
 }
 

@@ -18,13 +18,14 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use dyno_model::{Run, RunId};
+use dyno_model::{Run, RunId, Segment};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Config, GenericClient, NoTls};
 
+use crate::group;
 use crate::record::{self, decode, encode, list_into, unix_ns};
-use crate::{Filter, Listing, Store, StoreError};
+use crate::{Arrival, Decision, Filter, GroupState, Listing, Store, StoreError};
 
 /// The migration steps, oldest first; step `i` takes a store from version
 /// `i` to `i + 1`. Never edit a released step; append a new one.
@@ -48,6 +49,20 @@ const MIGRATIONS: &[&str] = &[
          PRIMARY KEY (run_id, tag)
      );
      CREATE INDEX dyno_run_tags_by_tag ON dyno_run_tags (tag, run_id);",
+    // Version 2: the start barrier of runs split into segments.
+    "CREATE TABLE dyno_group_arrivals (
+         grp   TEXT   NOT NULL,
+         idx   BIGINT NOT NULL,
+         count BIGINT NOT NULL,
+         host  TEXT   NOT NULL,
+         at_ns BIGINT NOT NULL,
+         PRIMARY KEY (grp, idx)
+     );
+     CREATE TABLE dyno_group_decisions (
+         grp         TEXT NOT NULL PRIMARY KEY,
+         start_at_ns BIGINT,
+         called_off  TEXT
+     );",
 ];
 
 /// The schema version this build creates and understands.
@@ -345,6 +360,94 @@ impl Store for PgStore {
     fn location(&self) -> String {
         self.location.clone()
     }
+
+    fn arrive(&mut self, arrival: &Arrival) -> Result<(), StoreError> {
+        let location = self.location.clone();
+        let failed = |e: postgres::Error| classify(&location, &e);
+        let mut client = self.client();
+        let mut tx = client.transaction().map_err(failed)?;
+        // One arrival at a time per group, across machines.
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtext($1))",
+            &[&arrival.group],
+        )
+        .map_err(failed)?;
+        let earlier = arrivals(&mut tx, &arrival.group).map_err(failed)?;
+        group::check(arrival, &earlier).map_err(StoreError::Group)?;
+        tx.execute(
+            "INSERT INTO dyno_group_arrivals (grp, idx, count, host, at_ns) VALUES ($1, $2, $3, $4, $5)",
+            &[
+                &arrival.group,
+                &i64::from(arrival.segment.index),
+                &i64::from(arrival.segment.count),
+                &arrival.host,
+                &arrival.at_ns,
+            ],
+        )
+        .map_err(failed)?;
+        tx.commit().map_err(failed)
+    }
+
+    fn group(&self, name: &str) -> Result<GroupState, StoreError> {
+        let failed = self.failed();
+        let mut client = self.client();
+        let arrivals = arrivals(&mut *client, name).map_err(&failed)?;
+        let decision = client
+            .query_opt(
+                "SELECT start_at_ns, called_off FROM dyno_group_decisions WHERE grp = $1",
+                &[&name],
+            )
+            .map_err(&failed)?
+            .map(|r| group::from_columns(r.get(0), r.get(1)));
+        Ok(GroupState { arrivals, decision })
+    }
+
+    fn decide(&mut self, name: &str, decision: &Decision) -> Result<Decision, StoreError> {
+        let (start, why) = group::columns(decision);
+        self.client()
+            .execute(
+                "INSERT INTO dyno_group_decisions (grp, start_at_ns, called_off) VALUES ($1, $2, $3)
+                 ON CONFLICT (grp) DO NOTHING",
+                &[&name, &start, &why],
+            )
+            .map_err(self.failed())?;
+        self.group(name)?.decision.ok_or_else(|| {
+            StoreError::Group(format!("the decision of group '{name}' was not kept"))
+        })
+    }
+
+    fn server_clock(&self) -> Result<Option<(i64, Duration)>, StoreError> {
+        let asked = std::time::Instant::now();
+        let row = self
+            .client()
+            .query_one(
+                "SELECT (extract(epoch from clock_timestamp()) * 1000000)::bigint",
+                &[],
+            )
+            .map_err(self.failed())?;
+        let micros: i64 = row.get(0);
+        Ok(Some((micros.saturating_mul(1000), asked.elapsed())))
+    }
+}
+
+/// A group's arrivals, by index.
+fn arrivals(client: &mut impl GenericClient, name: &str) -> Result<Vec<Arrival>, postgres::Error> {
+    let rows = client.query(
+        "SELECT idx, count, host, at_ns FROM dyno_group_arrivals WHERE grp = $1 ORDER BY idx",
+        &[&name],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| Arrival {
+            group: name.to_owned(),
+            segment: Segment {
+                index: r.get::<_, i64>(0) as u32,
+                count: r.get::<_, i64>(1) as u32,
+            },
+            host: r.get(2),
+            at_ns: r.get(3),
+        })
+        .collect())
 }
 
 /// The one stored id that is `id_or_prefix` or starts with it.
@@ -543,6 +646,22 @@ mod server_tests {
 
     fn ids(runs: &[Run]) -> Vec<RunId> {
         runs.iter().map(|r| r.id).collect()
+    }
+
+    #[test]
+    fn the_start_barrier_lets_the_first_decision_stand() {
+        let db = Database::new();
+        let mut a = PgStore::open(&db.url).unwrap();
+        let mut b = PgStore::open(&db.url).unwrap();
+        crate::group::check_barrier(&mut a, &mut b);
+        // The server's clock, read in about a round trip.
+        let (server_ns, took) = a.server_clock().unwrap().unwrap();
+        let ours = unix_ns(jiff::Timestamp::now());
+        assert!(
+            (server_ns - ours).abs() < 5_000_000_000,
+            "{server_ns} against {ours}"
+        );
+        assert!(took < Duration::from_secs(5));
     }
 
     #[test]

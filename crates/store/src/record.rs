@@ -131,7 +131,7 @@ pub(crate) fn list_into(listing: &mut Listing, id: RunId, schema_version: i64, r
 
 /// `t` in Unix nanoseconds, saturated to `i64` (years 1677 to 2262); a run
 /// outside that range still sorts before or after every other.
-pub(crate) fn unix_ns(t: Timestamp) -> i64 {
+pub fn unix_ns(t: Timestamp) -> i64 {
     let ns = t.as_nanosecond();
     i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX })
 }

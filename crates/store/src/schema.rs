@@ -38,6 +38,20 @@ const MIGRATIONS: &[&str] = &[
          PRIMARY KEY (run_id, tag)
      ) STRICT, WITHOUT ROWID;
      CREATE INDEX run_tags_by_tag ON run_tags (tag, run_id);",
+    // Version 2: the start barrier of runs split into segments.
+    "CREATE TABLE group_arrivals (
+         grp       TEXT    NOT NULL,
+         idx       INTEGER NOT NULL,
+         count     INTEGER NOT NULL,
+         host      TEXT    NOT NULL,
+         at_ns     INTEGER NOT NULL,
+         PRIMARY KEY (grp, idx)
+     ) STRICT;
+     CREATE TABLE group_decisions (
+         grp         TEXT NOT NULL PRIMARY KEY,
+         start_at_ns INTEGER,
+         called_off  TEXT
+     ) STRICT;",
 ];
 
 /// The schema version this build creates and understands.

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use dyno_model::{Run, RunId};
+use dyno_model::{Run, RunId, Segment};
 
 use rusqlite::types::{Type, Value};
 use rusqlite::{
@@ -25,9 +25,10 @@ use rusqlite::{
 };
 
 use crate::error::classify;
+use crate::group;
 use crate::record::{self, decode, encode, list_into, unix_ns};
 use crate::schema::{self, Contents};
-use crate::{Filter, Listing, Store, StoreError};
+use crate::{Arrival, Decision, Filter, GroupState, Listing, Store, StoreError};
 
 /// How to open a [`SqliteStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -329,6 +330,82 @@ impl Store for SqliteStore {
     fn location(&self) -> String {
         self.path.display().to_string()
     }
+
+    fn arrive(&mut self, arrival: &Arrival) -> Result<(), StoreError> {
+        let path = &self.path;
+        let sql = |err| classify(path, err);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let earlier = arrivals(&tx, &arrival.group).map_err(sql)?;
+        group::check(arrival, &earlier).map_err(StoreError::Group)?;
+        tx.execute(
+            "INSERT INTO group_arrivals (grp, idx, count, host, at_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                arrival.group,
+                arrival.segment.index,
+                arrival.segment.count,
+                arrival.host,
+                arrival.at_ns
+            ],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    fn group(&self, name: &str) -> Result<GroupState, StoreError> {
+        let sql = |err| classify(&self.path, err);
+        let arrivals = arrivals(&self.conn, name).map_err(sql)?;
+        let decision = self
+            .conn
+            .query_row(
+                "SELECT start_at_ns, called_off FROM group_decisions WHERE grp = ?1",
+                [name],
+                |r| Ok(group::from_columns(r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(sql)?;
+        Ok(GroupState { arrivals, decision })
+    }
+
+    fn decide(&mut self, name: &str, decision: &Decision) -> Result<Decision, StoreError> {
+        let (start, why) = group::columns(decision);
+        self.conn
+            .execute(
+                "INSERT INTO group_decisions (grp, start_at_ns, called_off) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (grp) DO NOTHING",
+                params![name, start, why],
+            )
+            .map_err(|err| classify(&self.path, err))?;
+        self.group(name)?.decision.ok_or_else(|| {
+            StoreError::Group(format!("the decision of group '{name}' was not kept"))
+        })
+    }
+
+    fn server_clock(&self) -> Result<Option<(i64, Duration)>, StoreError> {
+        // A file on this machine: its clock is ours.
+        Ok(None)
+    }
+}
+
+/// A group's arrivals, by index.
+fn arrivals(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Arrival>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT idx, count, host, at_ns FROM group_arrivals WHERE grp = ?1 ORDER BY idx",
+    )?;
+    let rows = stmt.query_map([name], |r| {
+        Ok(Arrival {
+            group: name.to_owned(),
+            segment: Segment {
+                index: r.get(0)?,
+                count: r.get(1)?,
+            },
+            host: r.get(2)?,
+            at_ns: r.get(3)?,
+        })
+    })?;
+    rows.collect()
 }
 
 /// The one stored id that is `id_or_prefix` or starts with it.
@@ -406,6 +483,16 @@ mod tests {
         assert!(msg.contains("left untouched"), "{msg}");
         assert!(fs::read(path).unwrap() == before, "the file changed");
         assert_eq!(entries(path.parent().unwrap()), dir_before);
+    }
+
+    #[test]
+    fn the_start_barrier_lets_the_first_decision_stand() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dyno.db");
+        let mut a = SqliteStore::open(&path).unwrap();
+        let mut b = SqliteStore::open(&path).unwrap();
+        crate::group::check_barrier(&mut a, &mut b);
+        assert_eq!(a.server_clock().unwrap(), None);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock, mpsc};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::task::{JoinSet, LocalSet};
 
@@ -62,6 +62,9 @@ pub enum EngineError {
     NotASocket(std::path::PathBuf),
     #[error(transparent)]
     Tls(#[from] TlsSetupError),
+    /// The gate of [`run_gated`] called the run off.
+    #[error("{0}")]
+    Gate(String),
 }
 
 /// What a run measured.
@@ -98,6 +101,10 @@ pub struct Outcome {
     pub tls_failure: Option<String>,
     /// What the first completed TLS handshake settled on (`https://` only).
     pub tls_session: Option<TlsSession>,
+    /// The wall-clock time the run's clock started (the warm-up's
+    /// start): what segments of one run compare to see that they started
+    /// together.
+    pub started_at: SystemTime,
     /// The `Server` field of the first answer that had one (ab's "Server
     /// Software").
     pub server: Option<String>,
@@ -284,12 +291,37 @@ fn merge_interval(timeline: &mut Vec<Interval>, interval: &Interval) {
 pub fn run(
     settings: Settings,
     stop: Arc<AtomicBool>,
+    progress: impl FnMut(Progress),
+) -> Result<Outcome, EngineError> {
+    run_gated(settings, stop, progress, || Ok(None))
+}
+
+/// [`run`], with a gate between getting ready and starting: once every
+/// thread is ready (the open model's connections open), `gate` is called
+/// on the calling thread and says when the clock starts: `Ok(None)` at
+/// once, `Ok(Some(t))` when the wall clock reads `t` (a segment's common
+/// start), `Err(why)` never — the run is called off before any request is
+/// measured, and [`EngineError::Gate`] says why.
+pub fn run_gated(
+    settings: Settings,
+    stop: Arc<AtomicBool>,
     mut progress: impl FnMut(Progress),
+    gate: impl FnOnce() -> Result<Option<SystemTime>, String>,
 ) -> Result<Outcome, EngineError> {
     validate(&settings)?;
     let endpoint = match &settings.unix_socket {
         Some(path) => Endpoint::Unix(path.clone()),
-        None => Endpoint::Tcp(resolve(&settings)?),
+        None => {
+            let addr = resolve(&settings)?;
+            if let Some(ip) = settings.source_addr
+                && ip.is_ipv4() != addr.is_ipv4()
+            {
+                return Err(EngineError::Settings(format!(
+                    "--source-addr {ip} and the server's address {addr} are of different IP versions: give an address of the same version"
+                )));
+            }
+            Endpoint::Tcp(addr, settings.source_addr)
+        }
     };
     let tls = match settings.target.scheme {
         Scheme::Https => Some(TlsClient::new(
@@ -325,6 +357,8 @@ pub fn run(
     let mut tls_session = None;
     let mut server = None;
     let mut protocol_failure = None;
+    let mut called_off = None;
+    let mut started_at = SystemTime::now();
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (t, published) in counters.iter().enumerate() {
@@ -362,6 +396,19 @@ pub fn run(
                     .0;
             }
         }
+        match gate() {
+            Ok(at) => {
+                if let Some(at) = at {
+                    wait_until(at, &shared);
+                }
+            }
+            Err(why) => {
+                // Called off: the threads find the run stopped and end.
+                called_off = Some(why);
+                shared.gave_up.store(true, Ordering::Relaxed);
+            }
+        }
+        started_at = SystemTime::now();
         shared.start_clock();
         // The timeline: merge each second's intervals as threads send them;
         // report progress once a second from the threads' live counts.
@@ -403,6 +450,9 @@ pub fn run(
         }
         Ok(())
     })?;
+    if let Some(why) = called_off {
+        return Err(EngineError::Gate(why));
+    }
     timeline.sort_by_key(|i| i.index);
     // Interval 0 is the warm-up, which holds no measured request (a
     // request is filed by the same clock that marks it measured); the
@@ -442,7 +492,18 @@ pub fn run(
         tls_session,
         server,
         protocol_failure,
+        started_at,
     })
+}
+
+/// Sleeps until the wall clock reads `at`, or the run is stopped.
+fn wait_until(at: SystemTime, shared: &Shared) {
+    while !shared.stopped() {
+        match at.duration_since(SystemTime::now()) {
+            Ok(left) if !left.is_zero() => std::thread::sleep(left.min(Duration::from_millis(20))),
+            _ => return,
+        }
+    }
 }
 
 /// Checks settings before a run; [`run`] calls it too. A caller that must
@@ -504,6 +565,17 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
     {
         return bad("the number of requests must be at least 1");
     }
+    if let Some(ip) = s.source_addr {
+        if s.unix_socket.is_some() {
+            return bad("--source-addr is for TCP: a Unix socket has no source address");
+        }
+        // An address this machine does not have would fail every connect.
+        if let Err(e) = std::net::TcpListener::bind((ip, 0)) {
+            return Err(EngineError::Settings(format!(
+                "--source-addr {ip}: cannot connect from that address ({e}); give one of this machine's own addresses (`ip addr` lists them), e.g. 127.0.0.2 for a loopback target"
+            )));
+        }
+    }
     if s.unix_socket.is_some() && s.target.scheme == Scheme::Https {
         return bad("TLS over a Unix socket is not supported: use an http:// URL with the socket");
     }
@@ -557,10 +629,9 @@ fn worker(
     let share = |total: usize| total / threads + usize::from(index < total % threads);
     let connections = share(settings.connections);
     let quota = match settings.schedule.stop {
-        Stop::Requests(n) => {
-            let n = n as usize;
-            Some(share(n) as u64)
-        }
+        // A segment's own share of the whole run's n, then this thread's
+        // share of that.
+        Stop::Requests(n) => Some(share(settings.segment.share(n) as usize) as u64),
         Stop::Duration(_) => None,
     };
     let local = Rc::new(RefCell::new(Local {
@@ -571,8 +642,11 @@ fn worker(
         tx: Some(tx),
         published,
         next_seq: index as u64,
+        // Each thread, and each segment's thread, draws its own numbers.
         rng: fastrand::Rng::with_seed(
-            settings.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            settings.seed
+                ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                ^ u64::from(settings.segment.index).wrapping_mul(0xC2B2_AE3D_27D4_EB4F),
         ),
         last_done: None,
         cpu: Duration::ZERO,

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use super::{Local, Shared};
-use crate::settings::Stop;
+use crate::settings::{Segment, Stop};
 
 /// One request to make.
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +42,7 @@ impl Local {
                 *quota -= 1;
             }
         }
-        let seq = self.next_seq;
+        let seq = shared.settings.segment.global(self.next_seq);
         self.next_seq += threads;
         Some(Ticket {
             seq,
@@ -53,16 +53,22 @@ impl Local {
 }
 
 /// The open-model schedule of one connection: request k of the whole run
-/// is due at start + k / rate and goes to connection k mod connections.
+/// is due at start + k / rate. A segment (`--segment I/N`) makes the
+/// requests k = I + N·j, and its connection c the ones with j mod
+/// connections = c, so the segments together keep the one timetable.
 #[derive(Debug)]
 pub(super) struct OpenSchedule {
     connection: u64,
     connections: u64,
+    segment: Segment,
     interval_ns: f64,
+    /// The segment's number j of this connection's next request.
     next: u64,
-    /// Index of the first measured request (after the warm-up).
+    /// Number k of the whole run's first measured request (after the
+    /// warm-up).
     first_measured: u64,
-    /// One past the last request index, when the run is a request count.
+    /// One past the whole run's last request number, when the run is a
+    /// request count.
     limit: Option<u64>,
 }
 
@@ -78,6 +84,7 @@ impl OpenSchedule {
         OpenSchedule {
             connection: connection as u64,
             connections: shared.settings.connections as u64,
+            segment: shared.settings.segment,
             interval_ns,
             next: connection as u64,
             first_measured,
@@ -85,18 +92,21 @@ impl OpenSchedule {
         }
     }
 
-    fn due(&self, shared: &Shared, k: u64) -> Instant {
+    /// When the segment's request j is due.
+    fn due(&self, shared: &Shared, j: u64) -> Instant {
+        let k = self.segment.global(j);
         shared.start() + Duration::from_nanos((k as f64 * self.interval_ns) as u64)
     }
 
     /// The next request of this connection, counting the ones that fell due
     /// before the end but could not be sent as dropped.
     pub(super) fn ticket(&mut self, shared: &Shared, local: &RefCell<Local>) -> Option<Ticket> {
-        let k = self.next;
+        let j = self.next;
+        let k = self.segment.global(j);
         if self.limit.is_some_and(|limit| k >= limit) {
             return None;
         }
-        let due = self.due(shared, k);
+        let due = self.due(shared, j);
         if let Some(end) = shared.end()
             && due >= end
         {
@@ -111,9 +121,9 @@ impl OpenSchedule {
             let now = Instant::now();
             if now >= end {
                 let mut dropped = 0;
-                let mut j = k;
+                let mut j = j;
                 while self.due(shared, j) < end {
-                    dropped += u64::from(j >= self.first_measured);
+                    dropped += u64::from(self.segment.global(j) >= self.first_measured);
                     j += self.connections;
                 }
                 local.borrow_mut().stats.dropped += dropped;
@@ -121,7 +131,7 @@ impl OpenSchedule {
             }
         }
         self.next += self.connections;
-        debug_assert_eq!(k % self.connections, self.connection);
+        debug_assert_eq!(j % self.connections, self.connection);
         Some(Ticket {
             seq: k,
             due: Some(due),

@@ -61,6 +61,8 @@ pub fn settings(
         streams: 1,
         alpn: Vec::new(),
         tls: dyno_http::TlsSettings::default(),
+        source_addr: None,
+        segment: dyno_http::Segment::WHOLE,
     }
 }
 

@@ -1,0 +1,795 @@
+//! The segments of one run (`--segment I/N --group NAME`), merged into the
+//! Run of the whole, without loss:
+//!
+//! - counts and bytes are summed; so are rates, each segment's being its
+//!   share of the whole over the same window;
+//! - latency histograms are merged bucket by bucket, so every percentile
+//!   is the whole run's, never an average of the segments' percentiles;
+//! - the per-second timelines are aligned by each segment's start by the
+//!   wall clock, and each second's latency histograms merged the same way;
+//! - a segment that is missing (never arrived, or arrived and saved no
+//!   run) or failed (interrupted) is named, and the merged run marked
+//!   incomplete;
+//! - segments whose starts (or clocks, where the store measured them)
+//!   disagree by more than [`START_TOLERANCE`] are warned about, with the
+//!   spread measured.
+//!
+//! The result is an ordinary [`Run`]: every view, comparison and report
+//! takes it as it takes any other.
+
+use std::collections::BTreeMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::time::Duration;
+
+use dyno_model::{Direction, Metric, Run, RunId, Unit, Warning};
+use serde_json::{Value, json};
+
+use crate::hdr;
+
+/// How far apart the segments' starts may be before the merged run warns:
+/// a few scheduler ticks. Beyond it, the seconds of the aligned timeline
+/// do not quite hold the same instants.
+pub const START_TOLERANCE: Duration = Duration::from_millis(50);
+
+/// What a segment's run records of its part (its settings' `segment`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SegmentInfo {
+    pub group: String,
+    pub index: u32,
+    pub count: u32,
+    pub host: String,
+    /// The start the barrier agreed on (Unix ns, the segment's clock).
+    pub start_at_ns: i64,
+    /// When its clock actually started (Unix ns, its clock).
+    pub started_at_ns: i64,
+    /// The store server's clock minus the segment's, when measured.
+    pub clock_offset_ns: Option<i64>,
+}
+
+impl SegmentInfo {
+    /// The segment part of `run`, if it is a segment's run.
+    pub fn of(run: &Run) -> Option<SegmentInfo> {
+        let s = run.settings.get("segment")?;
+        Some(SegmentInfo {
+            group: s.get("group")?.as_str()?.to_owned(),
+            index: u32::try_from(s.get("index")?.as_u64()?).ok()?,
+            count: u32::try_from(s.get("count")?.as_u64()?).ok()?,
+            host: s.get("host")?.as_str()?.to_owned(),
+            start_at_ns: s.get("start_at_ns")?.as_i64()?,
+            started_at_ns: s.get("started_at_ns")?.as_i64()?,
+            clock_offset_ns: s.get("clock_offset_ns").and_then(Value::as_i64),
+        })
+    }
+
+    /// Its actual start on the common clock: the store server's where the
+    /// offset was measured, else its own.
+    fn started_common_ns(&self) -> i64 {
+        self.started_at_ns + self.clock_offset_ns.unwrap_or(0)
+    }
+}
+
+/// A segment that arrived at the barrier, as the store saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrived {
+    pub index: u32,
+    pub host: String,
+}
+
+/// Why segments could not be merged.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum MergeError {
+    #[error(
+        "no run of group '{0}' is in the store: `dyno history --tag group:{0}` lists a group's runs"
+    )]
+    Empty(String),
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+/// Merges the runs of group `group` (the segments' own runs, in any
+/// order) into the run of the whole; `arrived` are the segments the
+/// store's barrier saw, to tell a segment that never came from one that
+/// came and saved nothing.
+pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, MergeError> {
+    let mut parts: Vec<(SegmentInfo, &Run)> = Vec::new();
+    for run in runs {
+        let info = SegmentInfo::of(run).ok_or_else(|| {
+            MergeError::Mismatch(format!(
+                "run {} carries the group's tag but is not a segment's run (its settings have no segment)",
+                run.id
+            ))
+        })?;
+        if info.group != group {
+            return Err(MergeError::Mismatch(format!(
+                "run {} is a segment of group '{}', not '{group}'",
+                run.id, info.group
+            )));
+        }
+        parts.push((info, run));
+    }
+    let Some((first, first_run)) = parts.first().cloned() else {
+        return Err(MergeError::Empty(group.to_owned()));
+    };
+    let count = first.count;
+    if let Some((other, run)) = parts.iter().find(|(i, _)| i.count != count) {
+        return Err(MergeError::Mismatch(format!(
+            "the runs of group '{group}' disagree on the number of segments: run {} is {}/{}, run {} is {}/{count}",
+            run.id, other.index, other.count, first_run.id, first.index
+        )));
+    }
+    if let Some((_, run)) = parts.iter().find(|(_, r)| r.kind != first_run.kind) {
+        return Err(MergeError::Mismatch(format!(
+            "the runs of group '{group}' are of different kinds ({} and {})",
+            first_run.kind, run.kind
+        )));
+    }
+    parts.sort_by_key(|(i, r)| (i.index, r.started_at));
+    // One run per segment: a second one (imported twice, say) is not
+    // counted twice.
+    let mut duplicates = Vec::new();
+    parts.dedup_by(|b, a| {
+        let same = a.0.index == b.0.index;
+        if same {
+            duplicates.push(b.1.id);
+        }
+        same
+    });
+
+    let earliest = parts
+        .iter()
+        .map(|(i, _)| i.started_common_ns())
+        .min()
+        .unwrap_or(0);
+    // Whole seconds each segment's timeline is shifted by, from its start
+    // against the earliest one's.
+    let shift = |info: &SegmentInfo| -> u64 {
+        ((info.started_common_ns() - earliest).max(0) as u64 + 500_000_000) / 1_000_000_000
+    };
+
+    let mut merged = Run::new(first_run.kind, String::new());
+    merged.description = format!(
+        "{} [group {group}: {} of {count} segments]",
+        strip_segment_suffix(&first_run.description),
+        parts.len()
+    );
+    let start = parts
+        .iter()
+        .map(|(_, r)| r.started_at)
+        .min()
+        .expect("one run");
+    let end_ns = parts
+        .iter()
+        .map(|(_, r)| r.started_at.as_nanosecond() + i128::from(r.duration_ns))
+        .max()
+        .expect("one run");
+    merged.started_at = start;
+    merged.duration_ns = u64::try_from(end_ns - start.as_nanosecond()).unwrap_or(0);
+    merged.id = merged_id(group, start.as_millisecond(), &parts);
+    merged.environment = first_run.environment.clone();
+    let mut hosts: Vec<&str> = parts.iter().map(|(i, _)| i.host.as_str()).collect();
+    hosts.dedup();
+    hosts.sort_unstable();
+    hosts.dedup();
+    merged.environment.hostname = Some(if hosts.len() <= 3 {
+        hosts.join("+")
+    } else {
+        format!("{} hosts", hosts.len())
+    });
+    merged.headline.clone_from(&first_run.headline);
+    merged.tags = vec![format!("group:{group}"), "merged".to_owned()];
+    merged.metrics = merge_metrics(&parts, &shift);
+
+    // What is missing, and what failed.
+    let present: Vec<u32> = parts.iter().map(|(i, _)| i.index).collect();
+    let mut gaps = Vec::new();
+    for index in (0..count).filter(|i| !present.contains(i)) {
+        gaps.push(match arrived.iter().find(|a| a.index == index) {
+            Some(a) => format!(
+                "segment {index}/{count} arrived from {} but saved no run (killed, or its machine failed)",
+                a.host
+            ),
+            None => format!("segment {index}/{count} never arrived"),
+        });
+    }
+    let failed: Vec<String> = parts
+        .iter()
+        .filter(|(_, r)| r.warnings.iter().any(|w| w.code == "interrupted"))
+        .map(|(i, _)| format!("segment {}/{count} ({}) was interrupted", i.index, i.host))
+        .collect();
+    let incomplete = !gaps.is_empty() || !failed.is_empty();
+    if incomplete {
+        let mut what = gaps.clone();
+        what.extend(failed.iter().cloned());
+        merged.warn(
+            "segments_incomplete",
+            format!(
+                "incomplete: {}; the merged run covers {} of {count} segments fully, so it is not the whole run",
+                what.join("; "),
+                parts.len() - failed.len()
+            ),
+        );
+    }
+    if !duplicates.is_empty() {
+        merged.warn(
+            "duplicate_segments",
+            format!(
+                "the store holds more than one run of a segment; only the first of each was merged (left out: {})",
+                duplicates.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    spread_warnings(&mut merged, &parts);
+    merge_warnings(&mut merged, &parts, count);
+
+    let mut settings = first_run.settings.clone();
+    if let Some(map) = settings.as_object_mut() {
+        map.remove("segment");
+        for key in ["connections", "threads"] {
+            let sum: u64 = parts
+                .iter()
+                .filter_map(|(_, r)| r.settings.get(key).and_then(Value::as_u64))
+                .sum();
+            if map.contains_key(key) {
+                map.insert(key.to_owned(), json!(sum));
+            }
+        }
+        map.insert(
+            "group".to_owned(),
+            json!({
+                "name": group,
+                "count": count,
+                "incomplete": incomplete,
+                "missing": (0..count).filter(|i| !present.contains(i)).collect::<Vec<_>>(),
+                "segments": parts.iter().map(|(i, r)| json!({
+                    "index": i.index,
+                    "host": i.host,
+                    "run_id": r.id.to_string(),
+                    "start_at_ns": i.start_at_ns,
+                    "started_at_ns": i.started_at_ns,
+                    "clock_offset_ns": i.clock_offset_ns,
+                })).collect::<Vec<_>>(),
+            }),
+        );
+    }
+    merged.settings = settings;
+    Ok(merged)
+}
+
+/// A segment's description without its " [segment I/N of G]".
+fn strip_segment_suffix(description: &str) -> &str {
+    match description.rfind(" [segment ") {
+        Some(at) => &description[..at],
+        None => description,
+    }
+}
+
+/// The same segments always merge into the same id: the earliest start,
+/// and a hash of the group and the runs merged.
+fn merged_id(group: &str, start_ms: i64, parts: &[(SegmentInfo, &Run)]) -> RunId {
+    let mut high = DefaultHasher::new();
+    let mut low = DefaultHasher::new();
+    group.hash(&mut high);
+    "low".hash(&mut low);
+    for (_, r) in parts {
+        r.id.to_string().hash(&mut high);
+        r.id.to_string().hash(&mut low);
+    }
+    let random = (u128::from(high.finish()) << 64 | u128::from(low.finish())) & ((1 << 80) - 1);
+    RunId::from_parts(u64::try_from(start_ms).unwrap_or(0), random)
+}
+
+/// How one metric of several segments becomes the whole run's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rule {
+    /// Merge the histograms.
+    Histogram,
+    Sum,
+    Max,
+    Min,
+    /// Recomputed from other merged metrics.
+    Derived,
+    /// A per-second series: added up second by second.
+    TimelineSum,
+}
+
+fn rule(m: &Metric) -> Rule {
+    match m.name.as_str() {
+        "timeline_requests_per_sec" => return Rule::TimelineSum,
+        "timeline_latency_p99_ns" | "h2_header_savings_percent" => return Rule::Derived,
+        "h2_server_max_concurrent_streams" => return Rule::Min,
+        "measured_ns" | "max_lateness_ns" => return Rule::Max,
+        _ => {}
+    }
+    if m.histogram.is_some() {
+        return Rule::Histogram;
+    }
+    match m.unit {
+        Unit::Count | Unit::Bytes | Unit::BytesPerSec | Unit::OpsPerSec | Unit::RequestsPerSec => {
+            Rule::Sum
+        }
+        // Shares and durations without a distribution: the segment
+        // furthest out speaks for the run (the busiest client, the
+        // longest window).
+        Unit::Percent | Unit::Ns | Unit::Ratio => Rule::Max,
+    }
+}
+
+/// A metric's name and labels: what is merged across segments.
+type MetricKey = (String, BTreeMap<String, String>);
+
+/// The metrics of the whole run, in the order the first segment has them
+/// (then any that only later segments have).
+fn merge_metrics(
+    parts: &[(SegmentInfo, &Run)],
+    shift: &dyn Fn(&SegmentInfo) -> u64,
+) -> Vec<Metric> {
+    // Every (name, labels) in order of first appearance; per-second
+    // histograms are keyed by their aligned second.
+    let mut order: Vec<MetricKey> = Vec::new();
+    let mut groups: BTreeMap<MetricKey, Vec<(&SegmentInfo, Metric)>> = BTreeMap::new();
+    for (info, run) in parts {
+        for m in &run.metrics {
+            let mut m = m.clone();
+            if m.name == "timeline_latency_ns"
+                && let Some(second) = m.labels.get("second").and_then(|s| s.parse::<u64>().ok())
+            {
+                m.labels
+                    .insert("second".into(), (second + shift(info)).to_string());
+            }
+            let key = (m.name.clone(), m.labels.clone());
+            if !groups.contains_key(&key) {
+                order.push(key.clone());
+            }
+            groups.entry(key).or_default().push((info, m));
+        }
+    }
+    let mut out = Vec::new();
+    for key in &order {
+        let ms = &groups[key];
+        let template = &ms[0].1;
+        let mut merged = Metric::new(
+            template.name.clone(),
+            template.unit,
+            template.direction,
+            0.0,
+        );
+        merged.labels = template.labels.clone();
+        match rule(template) {
+            Rule::Histogram => {
+                let mut h = hdr::latency_histogram();
+                let mut readable = true;
+                for (_, m) in ms {
+                    match m.histogram.as_ref().map(hdr::from_model) {
+                        Some(Ok(one)) => {
+                            let _ = h.add(&one);
+                        }
+                        _ => readable = false,
+                    }
+                }
+                if readable {
+                    let mut whole = hdr::latency_metric(&template.name, &h);
+                    whole.labels = template.labels.clone();
+                    whole.unit = template.unit;
+                    whole.direction = template.direction;
+                    merged = whole;
+                } else {
+                    // A damaged histogram cannot be merged: the largest
+                    // mean stands in, and says so by having none.
+                    merged.value = ms.iter().map(|(_, m)| m.value).fold(0.0, f64::max);
+                }
+            }
+            Rule::Sum => merged.value = ms.iter().map(|(_, m)| m.value).sum(),
+            Rule::Max => merged.value = ms.iter().map(|(_, m)| m.value).fold(f64::MIN, f64::max),
+            Rule::Min => merged.value = ms.iter().map(|(_, m)| m.value).fold(f64::MAX, f64::min),
+            Rule::TimelineSum => {
+                let mut seconds: Vec<f64> = Vec::new();
+                for (info, m) in ms {
+                    let at = shift(info) as usize;
+                    if seconds.len() < at + m.samples.len() {
+                        seconds.resize(at + m.samples.len(), 0.0);
+                    }
+                    for (i, v) in m.samples.iter().enumerate() {
+                        seconds[at + i] += v;
+                    }
+                }
+                merged.value = if seconds.is_empty() {
+                    0.0
+                } else {
+                    seconds.iter().sum::<f64>() / seconds.len() as f64
+                };
+                merged.samples = seconds;
+            }
+            Rule::Derived => continue,
+        }
+        out.push(merged);
+    }
+    derive(&mut out);
+    out
+}
+
+/// The metrics recomputed from merged ones: the per-second p99 from the
+/// merged per-second histograms, HPACK's savings from the summed bytes.
+fn derive(metrics: &mut Vec<Metric>) {
+    let value = |metrics: &[Metric], name: &str| {
+        metrics
+            .iter()
+            .find(|m| m.name == name && m.labels.is_empty())
+            .map(|m| m.value)
+    };
+    if let (Some(wire), Some(plain)) = (
+        value(metrics, "h2_header_bytes_wire"),
+        value(metrics, "h2_header_bytes_plain"),
+    ) && plain > 0.0
+    {
+        metrics.push(Metric::new(
+            "h2_header_savings_percent",
+            Unit::Percent,
+            Direction::HigherIsBetter,
+            100.0 * (1.0 - wire / plain),
+        ));
+    }
+    let seconds = metrics
+        .iter()
+        .find(|m| m.name == "timeline_requests_per_sec")
+        .map_or(0, |m| m.samples.len());
+    let mut p99s = vec![0.0; seconds];
+    let mut any = false;
+    for m in metrics.iter().filter(|m| m.name == "timeline_latency_ns") {
+        let second: usize = m
+            .labels
+            .get("second")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        if let (Some(slot), Some(Ok(h))) = (
+            second.checked_sub(1).and_then(|i| p99s.get_mut(i)),
+            m.histogram.as_ref().map(hdr::from_model),
+        ) {
+            *slot = h.value_at_quantile(0.99) as f64;
+            any = true;
+        }
+    }
+    if any {
+        let seen: Vec<f64> = p99s.iter().copied().filter(|&v| v > 0.0).collect();
+        let mut p99 = Metric::new(
+            "timeline_latency_p99_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            seen.iter().sum::<f64>() / seen.len().max(1) as f64,
+        );
+        p99.samples = p99s;
+        metrics.push(p99);
+    }
+}
+
+/// Warns when the segments did not start together, or their clocks
+/// disagree, by more than [`START_TOLERANCE`].
+fn spread_warnings(merged: &mut Run, parts: &[(SegmentInfo, &Run)]) {
+    let tolerance = START_TOLERANCE.as_nanos() as i64;
+    let spread = |values: Vec<i64>| -> i64 {
+        let lo = values.iter().copied().min().unwrap_or(0);
+        let hi = values.iter().copied().max().unwrap_or(0);
+        hi - lo
+    };
+    let ms = |ns: i64| ns as f64 / 1e6;
+    let starts = spread(parts.iter().map(|(i, _)| i.started_common_ns()).collect());
+    if starts > tolerance {
+        let late: Vec<String> = parts
+            .iter()
+            .map(|(i, _)| {
+                format!(
+                    "{}/{} {:+.1} ms",
+                    i.index,
+                    i.count,
+                    ms(i.started_common_ns() - i.start_at_ns - i.clock_offset_ns.unwrap_or(0))
+                )
+            })
+            .collect();
+        merged.warn(
+            "segment_start_spread",
+            format!(
+                "the segments started {:.1} ms apart (tolerance {} ms), so their seconds do not hold the same instants; start against the agreed instant: {}",
+                ms(starts),
+                START_TOLERANCE.as_millis(),
+                late.join(", ")
+            ),
+        );
+    }
+    let offsets: Vec<i64> = parts
+        .iter()
+        .filter_map(|(i, _)| i.clock_offset_ns)
+        .collect();
+    if offsets.len() >= 2 {
+        let clocks = spread(offsets);
+        if clocks > tolerance {
+            merged.warn(
+                "segment_clock_skew",
+                format!(
+                    "the segments' clocks disagree by {:.1} ms (measured against the store server's clock; tolerance {} ms): a common start by the clock is only as good as the clocks; sync them (chrony, NTP)",
+                    ms(clocks),
+                    START_TOLERANCE.as_millis()
+                ),
+            );
+        }
+    }
+}
+
+/// The segments' own warnings: each once, naming the segments it came
+/// from when not all of them had it.
+fn merge_warnings(merged: &mut Run, parts: &[(SegmentInfo, &Run)], count: u32) {
+    let mut seen: Vec<(Warning, Vec<u32>)> = Vec::new();
+    for (info, run) in parts {
+        for w in &run.warnings {
+            match seen.iter_mut().find(|(s, _)| s == w) {
+                Some((_, from)) => from.push(info.index),
+                None => seen.push((w.clone(), vec![info.index])),
+            }
+        }
+    }
+    for (w, from) in seen {
+        let message = if from.len() == parts.len() {
+            w.message
+        } else {
+            let names: Vec<String> = from.iter().map(|i| format!("{i}/{count}")).collect();
+            format!("segment {}: {}", names.join(", "), w.message)
+        };
+        merged.warnings.push(Warning {
+            code: w.code,
+            message,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dyno_model::Kind;
+
+    /// Segment `index` of `count` of group g: `n` answers of `latency` ns,
+    /// started `late_ms` after the agreed instant, its clock `offset_ms`
+    /// behind the store's.
+    fn part(
+        index: u32,
+        count: u32,
+        n: u64,
+        latency: u64,
+        late_ms: i64,
+        offset_ms: Option<i64>,
+    ) -> Run {
+        let mut run = Run::new(
+            Kind::Http,
+            format!("GET / c=1 [segment {index}/{count} of g]"),
+        );
+        let start_at_ns = 1_800_000_000_000_000_000i64;
+        let mut h = hdr::latency_histogram();
+        h.record_n(latency, n).unwrap();
+        run.metrics = vec![
+            Metric::new(
+                "requests_per_sec",
+                Unit::RequestsPerSec,
+                Direction::HigherIsBetter,
+                n as f64,
+            ),
+            Metric::new("responses", Unit::Count, Direction::LowerIsBetter, n as f64),
+            Metric::new(
+                "client_cpu_percent",
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                10.0 + f64::from(index),
+            ),
+            hdr::latency_metric("latency_ns", &h),
+            {
+                let mut t = Metric::new(
+                    "timeline_requests_per_sec",
+                    Unit::RequestsPerSec,
+                    Direction::HigherIsBetter,
+                    0.0,
+                );
+                t.samples = vec![n as f64];
+                t
+            },
+            {
+                let mut t = hdr::latency_metric("timeline_latency_ns", &h);
+                t.labels.insert("second".into(), "1".into());
+                t
+            },
+        ];
+        run.settings = json!({
+            "connections": 1,
+            "segment": {
+                "group": "g", "index": index, "count": count, "host": format!("h{index}"),
+                "start_at_ns": start_at_ns,
+                "started_at_ns": start_at_ns + late_ms * 1_000_000,
+                "clock_offset_ns": offset_ms.map(|ms| ms * 1_000_000),
+            }
+        });
+        run
+    }
+
+    fn codes(run: &Run) -> Vec<&str> {
+        run.warnings.iter().map(|w| w.code.as_str()).collect()
+    }
+
+    #[test]
+    fn counts_add_up_and_histograms_merge_bucket_by_bucket() {
+        let runs = [
+            part(1, 2, 300, 2_000, 0, None),
+            part(0, 2, 100, 1_000, 1, None),
+        ];
+        let merged = merge("g", &runs, &[]).unwrap();
+        let get = |name: &str| {
+            merged
+                .metrics
+                .iter()
+                .find(|m| m.name == name && m.labels.is_empty())
+                .unwrap()
+        };
+        assert_eq!(get("responses").value, 400.0);
+        assert_eq!(get("requests_per_sec").value, 400.0);
+        assert_eq!(get("client_cpu_percent").value, 11.0, "the busiest client");
+        let h = hdr::from_model(get("latency_ns").histogram.as_ref().unwrap()).unwrap();
+        assert_eq!(h.len(), 400);
+        // The whole run's p50 is the slower segment's, which an average of
+        // the two p50s (1,500 ns) would miss.
+        assert!(h.equivalent(h.value_at_quantile(0.5), 2_000));
+        assert_eq!(get("timeline_requests_per_sec").samples, vec![400.0]);
+        assert_eq!(get("timeline_latency_p99_ns").samples.len(), 1);
+        assert_eq!(merged.settings["connections"], 2);
+        assert_eq!(merged.description, "GET / c=1 [group g: 2 of 2 segments]");
+        assert!(codes(&merged).is_empty(), "{:?}", merged.warnings);
+        // The same segments, in any order, make the same run.
+        let again = merge("g", &[runs[1].clone(), runs[0].clone()], &[]).unwrap();
+        assert_eq!(again.id, merged.id);
+    }
+
+    #[test]
+    fn missing_and_interrupted_segments_are_named() {
+        let mut interrupted = part(2, 4, 10, 1_000, 0, None);
+        interrupted.warn("interrupted", "stopped early");
+        let runs = [part(0, 4, 10, 1_000, 0, None), interrupted];
+        let arrived = [Arrived {
+            index: 1,
+            host: "h1".into(),
+        }];
+        let merged = merge("g", &runs, &arrived).unwrap();
+        let why = &merged
+            .warnings
+            .iter()
+            .find(|w| w.code == "segments_incomplete")
+            .unwrap()
+            .message;
+        assert!(
+            why.contains("segment 1/4 arrived from h1 but saved no run"),
+            "{why}"
+        );
+        assert!(why.contains("segment 3/4 never arrived"), "{why}");
+        assert!(why.contains("segment 2/4 (h2) was interrupted"), "{why}");
+        assert_eq!(merged.settings["group"]["incomplete"], true);
+        assert_eq!(merged.settings["group"]["missing"], json!([1, 3]));
+        // The segment's own warning is kept, naming where it came from.
+        let own = merged
+            .warnings
+            .iter()
+            .find(|w| w.code == "interrupted")
+            .unwrap();
+        assert!(own.message.starts_with("segment 2/4: "), "{}", own.message);
+    }
+
+    #[test]
+    fn starts_and_clocks_apart_beyond_the_tolerance_are_warned_with_the_spread() {
+        // Started 200 ms apart by the recorded start times.
+        let merged = merge(
+            "g",
+            &[
+                part(0, 2, 10, 1_000, 0, None),
+                part(1, 2, 10, 1_000, 200, None),
+            ],
+            &[],
+        )
+        .unwrap();
+        let why = &merged
+            .warnings
+            .iter()
+            .find(|w| w.code == "segment_start_spread")
+            .unwrap()
+            .message;
+        assert!(
+            why.contains("200.0 ms apart") && why.contains("1/2 +200.0 ms"),
+            "{why}"
+        );
+        // Clocks 300 ms apart against the store's: each started on time by
+        // its own clock, so 300 ms apart in fact.
+        let merged = merge(
+            "g",
+            &[
+                part(0, 2, 10, 1_000, 0, Some(0)),
+                part(1, 2, 10, 1_000, 0, Some(300)),
+            ],
+            &[],
+        )
+        .unwrap();
+        assert!(
+            codes(&merged).contains(&"segment_clock_skew"),
+            "{:?}",
+            merged.warnings
+        );
+        assert!(
+            codes(&merged).contains(&"segment_start_spread"),
+            "{:?}",
+            merged.warnings
+        );
+        // Within the tolerance: nothing to say.
+        let merged = merge(
+            "g",
+            &[
+                part(0, 2, 10, 1_000, 0, Some(0)),
+                part(1, 2, 10, 1_000, 20, Some(10)),
+            ],
+            &[],
+        )
+        .unwrap();
+        assert!(codes(&merged).is_empty(), "{:?}", merged.warnings);
+    }
+
+    #[test]
+    fn a_late_segments_seconds_are_shifted_onto_the_common_clock() {
+        let merged = merge(
+            "g",
+            &[
+                part(0, 2, 10, 1_000, 0, None),
+                part(1, 2, 30, 1_000, 1_000, None),
+            ],
+            &[],
+        )
+        .unwrap();
+        let t = merged
+            .metrics
+            .iter()
+            .find(|m| m.name == "timeline_requests_per_sec")
+            .unwrap();
+        assert_eq!(t.samples, vec![10.0, 30.0]);
+        let seconds: Vec<&str> = merged
+            .metrics
+            .iter()
+            .filter(|m| m.name == "timeline_latency_ns")
+            .map(|m| m.labels["second"].as_str())
+            .collect();
+        assert_eq!(seconds, ["1", "2"]);
+    }
+
+    #[test]
+    fn runs_that_do_not_belong_together_are_refused() {
+        assert!(matches!(merge("g", &[], &[]), Err(MergeError::Empty(_))));
+        let e = merge(
+            "g",
+            &[part(0, 2, 1, 1, 0, None), part(1, 3, 1, 1, 0, None)],
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("disagree on the number of segments"),
+            "{e}"
+        );
+        let e = merge("other", &[part(0, 2, 1, 1, 0, None)], &[]).unwrap_err();
+        assert!(e.to_string().contains("not 'other'"), "{e}");
+        let plain = Run::new(Kind::Http, "x");
+        let e = merge("g", &[plain], &[]).unwrap_err();
+        assert!(e.to_string().contains("not a segment's run"), "{e}");
+        // The same segment twice counts once, and says so.
+        let merged = merge(
+            "g",
+            &[part(0, 1, 5, 1, 0, None), part(0, 1, 5, 1, 0, None)],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            merged
+                .metrics
+                .iter()
+                .find(|m| m.name == "responses")
+                .unwrap()
+                .value,
+            5.0
+        );
+        assert!(codes(&merged).contains(&"duplicate_segments"));
+    }
+}

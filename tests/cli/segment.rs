@@ -1,0 +1,470 @@
+//! Segmented runs: `dyno http --segment I/N --group NAME` as separate
+//! processes, each from its own loopback address, meeting in a real store
+//! (PostgreSQL, as machines would share it, and one SQLite file), against a
+//! server that counts what it got; then `dyno merge`, `show`, `compare`
+//! and `report` on the group.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+use super::db::pg;
+use super::http::warning;
+use super::*;
+use serde_json::json;
+
+/// What a [`counting_server`] saw: requests per client address, and every
+/// `s=` query value.
+#[derive(Debug, Default)]
+struct Seen {
+    by_peer: BTreeMap<IpAddr, u64>,
+    seqs: Vec<u64>,
+}
+
+/// A loopback HTTP/1.1 server that answers every request `200 ok` (after
+/// `delay`, to keep requests under way) and counts what it got.
+fn counting_server(delay: Duration) -> (String, Arc<Mutex<Seen>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let seen = kept.clone();
+            std::thread::spawn(move || {
+                let peer = stream.peer_addr().unwrap().ip();
+                let mut buf = [0u8; 8192];
+                let mut pending = Vec::new();
+                loop {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => pending.extend_from_slice(&buf[..n]),
+                    }
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head: Vec<u8> = pending.drain(..end + 4).collect();
+                        let head = String::from_utf8_lossy(&head);
+                        let seq = head
+                            .split_once("s=")
+                            .and_then(|(_, rest)| rest.split(' ').next())
+                            .and_then(|v| v.parse::<u64>().ok());
+                        {
+                            let mut s = seen.lock().unwrap();
+                            *s.by_peer.entry(peer).or_default() += 1;
+                            s.seqs.extend(seq);
+                        }
+                        std::thread::sleep(delay);
+                        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                        if stream.write_all(ok).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}/x?s={{seq}}"), seen)
+}
+
+/// Segment `i` of `n` of the run `args` describe, as a process of its
+/// own, from 127.0.0.(2 + i), printing its run as JSON.
+fn segment(
+    home: &Path,
+    store: &str,
+    group: &str,
+    i: u32,
+    n: u32,
+    args: &[&str],
+) -> std::process::Child {
+    let mut cmd = StdCommand::new(env!("CARGO_BIN_EXE_dyno"));
+    cmd.env("DYNO_HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .args(["--store", store, "http"])
+        .args(args)
+        .args(["--segment", &format!("{i}/{n}"), "--group", group])
+        .args(["-B", &format!("127.0.0.{}", 2 + i), "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().unwrap()
+}
+
+/// Waits for a segment; its exit code, its run (if it printed one) and
+/// what it said on stderr.
+fn finished(child: std::process::Child) -> (i32, Option<Value>, String) {
+    let out = child.wait_with_output().unwrap();
+    let run = serde_json::from_slice(&out.stdout).ok();
+    (
+        out.status.code().unwrap_or(-1),
+        run,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn metric(run: &Value, name: &str) -> f64 {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| {
+            m["name"] == name
+                && m.get("labels")
+                    .is_none_or(|l| l.as_object().is_none_or(|o| o.is_empty()))
+        })
+        .unwrap_or_else(|| panic!("no metric {name}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+fn histogram(run: &Value, name: &str) -> hdrhistogram::Histogram<u64> {
+    let m = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap();
+    let h: dyno_model::Histogram = serde_json::from_value(m["histogram"].clone()).unwrap();
+    dyno_stats::hdr::from_model(&h).unwrap()
+}
+
+/// The three segments of one `-n` run, on the PostgreSQL store: the server
+/// gets exactly n requests, from three addresses, every `{seq}` once; the
+/// merged run counts them all and its histogram is the sum of the three.
+#[test]
+fn three_segments_make_exactly_the_run_and_merge_without_loss() {
+    let pg = pg();
+    let store = format!("{}/{}", pg.url.rsplit_once('/').unwrap().0, pg.database());
+    let home = temp();
+    let (url, seen) = counting_server(Duration::ZERO);
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            segment(
+                home.path(),
+                &store,
+                "g1",
+                i,
+                3,
+                &[&url, "-n", "3001", "-c", "6", "-t", "3"],
+            )
+        })
+        .collect();
+    let segments: Vec<Value> = children
+        .into_iter()
+        .map(|c| {
+            let (code, run, err) = finished(c);
+            assert_eq!(code, 0, "{err}");
+            run.unwrap()
+        })
+        .collect();
+    let counts: Vec<f64> = segments.iter().map(|r| metric(r, "responses")).collect();
+    assert_eq!(counts, [1001.0, 1000.0, 1000.0]);
+    for (i, run) in segments.iter().enumerate() {
+        assert_eq!(run["settings"]["segment"]["index"], i);
+        assert_eq!(
+            run["settings"]["connections"], 2,
+            "each segment opens its share"
+        );
+        assert!(run["tags"].as_array().unwrap().contains(&json!("group:g1")));
+        // Measured against the store server's clock.
+        assert!(run["settings"]["segment"]["clock_offset_ns"].is_i64());
+    }
+    {
+        let seen = seen.lock().unwrap();
+        let peers: Vec<String> = seen.by_peer.keys().map(ToString::to_string).collect();
+        assert_eq!(peers, ["127.0.0.2", "127.0.0.3", "127.0.0.4"]);
+        assert_eq!(seen.by_peer.values().sum::<u64>(), 3001);
+        let seqs: BTreeSet<u64> = seen.seqs.iter().copied().collect();
+        assert_eq!(seen.seqs.len(), 3001, "no {{seq}} twice");
+        assert_eq!(seqs, (0..3001).collect::<BTreeSet<u64>>());
+    }
+
+    let out = dyno(home.path())
+        .args(["--store", &store, "merge", "g1", "--json"])
+        .assert()
+        .success();
+    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(metric(&merged, "responses"), 3001.0);
+    assert_eq!(metric(&merged, "requests"), 3001.0);
+    assert_eq!(metric(&merged, "status_200"), 3001.0);
+    assert_eq!(merged["settings"]["connections"], 6);
+    assert_eq!(merged["settings"]["group"]["incomplete"], false);
+    let rate: f64 = segments.iter().map(|r| metric(r, "requests_per_sec")).sum();
+    assert!((metric(&merged, "requests_per_sec") - rate).abs() < 1e-6 * rate);
+    // Bit for bit the sum of the segments' histograms.
+    let mut sum = dyno_stats::hdr::latency_histogram();
+    for run in &segments {
+        sum.add(histogram(run, "latency_ns")).unwrap();
+    }
+    let whole = histogram(&merged, "latency_ns");
+    assert_eq!(whole, sum);
+    assert_eq!(whole.len(), 3001);
+    assert!(
+        merged["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["code"] != "segments_incomplete" && w["code"] != "segment_start_spread"),
+        "{}",
+        merged["warnings"]
+    );
+
+    // show, compare and report take the group's name.
+    let shown = dyno(home.path())
+        .args(["--store", &store, "show", "g1", "--json"])
+        .assert()
+        .success();
+    let shown: Value = serde_json::from_slice(&shown.get_output().stdout).unwrap();
+    assert_eq!(
+        shown["id"], merged["id"],
+        "the same segments merge into the same run"
+    );
+    let first = segments[0]["id"].as_str().unwrap();
+    dyno(home.path())
+        .args(["--store", &store, "compare", first, "g1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("requests_per_sec").or(predicate::str::contains("req/s")));
+    let page = home.path().join("g1.html");
+    dyno(home.path())
+        .args(["--store", &store, "report", "g1", "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("group g1"), "the page names the merged run");
+}
+
+/// The open model split: every N-th due time of one timetable. Under -n
+/// the segments send each request number once; the merged rate is the one
+/// asked for.
+#[test]
+fn an_open_model_run_splits_its_timetable_and_keeps_the_rate() {
+    let home = temp();
+    let store = home.path().join("shared.db");
+    let store = store.to_str().unwrap();
+    let (url, seen) = counting_server(Duration::ZERO);
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            segment(
+                home.path(),
+                store,
+                "open",
+                i,
+                3,
+                &[&url, "--rate", "600", "-n", "1200", "-c", "3"],
+            )
+        })
+        .collect();
+    let segments: Vec<Value> = children
+        .into_iter()
+        .map(|c| {
+            let (code, run, err) = finished(c);
+            assert_eq!(code, 0, "{err}");
+            run.unwrap()
+        })
+        .collect();
+    for run in &segments {
+        assert_eq!(metric(run, "requested_rate_per_sec"), 200.0);
+        assert_eq!(metric(run, "responses"), 400.0);
+    }
+    let seqs: BTreeSet<u64> = seen.lock().unwrap().seqs.iter().copied().collect();
+    assert_eq!(seqs, (0..1200).collect::<BTreeSet<u64>>());
+    let out = dyno(home.path())
+        .args(["--store", store, "merge", "open", "--json"])
+        .assert()
+        .success();
+    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(metric(&merged, "requested_rate_per_sec"), 600.0);
+    let achieved = metric(&merged, "requests_per_sec");
+    assert!(
+        (achieved - 600.0).abs() <= 6.0,
+        "the combined rate {achieved} is not within 1% of 600"
+    );
+}
+
+/// A segment killed mid-run saves nothing: the merged run names it and is
+/// marked incomplete.
+#[test]
+fn a_killed_segment_leaves_an_incomplete_merged_run_that_names_it() {
+    let home = temp();
+    let store = home.path().join("shared.db");
+    let store = store.to_str().unwrap();
+    let (url, _seen) = counting_server(Duration::from_millis(2));
+    let mut children: Vec<_> = (0..3)
+        .map(|i| {
+            segment(
+                home.path(),
+                store,
+                "k",
+                i,
+                3,
+                &[&url, "-d", "3s", "-c", "3"],
+            )
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut killed = children.remove(1);
+    killed.kill().unwrap();
+    let _ = killed.wait();
+    for c in children {
+        let (code, _, err) = finished(c);
+        assert_eq!(code, 0, "{err}");
+    }
+    let out = dyno(home.path())
+        .args(["--store", store, "merge", "k", "--json"])
+        .assert()
+        .success();
+    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(merged["settings"]["group"]["incomplete"], true);
+    assert_eq!(merged["settings"]["group"]["missing"], json!([1]));
+    let why = warning(&merged, "segments_incomplete").unwrap();
+    assert!(
+        why.contains("segment 1/3 arrived from") && why.contains("saved no run"),
+        "{why}"
+    );
+    // The text report says it too.
+    dyno(home.path())
+        .args(["--store", store, "show", "k"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("incomplete"));
+}
+
+/// Two of three segments come: after the barrier timeout both give up,
+/// say which one is missing, and save nothing; the group cannot be
+/// started again by the late one.
+#[test]
+fn a_barrier_timeout_calls_the_run_off_for_every_segment() {
+    let home = temp();
+    let store = home.path().join("shared.db");
+    let store = store.to_str().unwrap();
+    let (url, seen) = counting_server(Duration::ZERO);
+    let args = [
+        url.as_str(),
+        "-n",
+        "100",
+        "-c",
+        "3",
+        "--barrier-timeout",
+        "1s",
+    ];
+    let started = Instant::now();
+    let children: Vec<_> = [0, 2]
+        .into_iter()
+        .map(|i| segment(home.path(), store, "late", i, 3, &args))
+        .collect();
+    for c in children {
+        let (code, run, err) = finished(c);
+        assert_eq!(code, 2, "{err}");
+        assert!(run.is_none());
+        assert!(
+            err.contains("segment 1/3")
+                && err.contains("did not arrive")
+                && err.contains("nothing was run"),
+            "{err}"
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "gave up in time"
+    );
+    assert_eq!(seen.lock().unwrap().by_peer.values().sum::<u64>(), 0);
+    // The late segment finds the run called off, not a partial test.
+    let (code, _, err) = finished(segment(home.path(), store, "late", 1, 3, &args));
+    assert_eq!(code, 2);
+    assert!(err.contains("did not arrive"), "{err}");
+    dyno(home.path())
+        .args(["--store", store, "history", "--tag", "group:late"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("segment").not());
+}
+
+#[test]
+fn segment_flags_say_what_is_wrong() {
+    let home = temp();
+    assert_refused(
+        home.path(),
+        &[
+            (
+                &[
+                    "http",
+                    "http://127.0.0.1:9/",
+                    "--segment",
+                    "3/3",
+                    "--group",
+                    "g",
+                ],
+                &["counts from 0"],
+            ),
+            (
+                &["http", "http://127.0.0.1:9/", "--segment", "0/3"],
+                &["--group"],
+            ),
+            (
+                &["http", "http://127.0.0.1:9/", "--group", "g"],
+                &["--segment"],
+            ),
+            (
+                &[
+                    "http",
+                    "http://127.0.0.1:9/",
+                    "--segment",
+                    "0/2",
+                    "--group",
+                    "a b",
+                ],
+                &["letters, digits"],
+            ),
+            (
+                &[
+                    "http",
+                    "http://127.0.0.1:9/",
+                    "--segment",
+                    "0/2",
+                    "--group",
+                    "g",
+                    "--start-at",
+                    "tomorrow",
+                ],
+                &["RFC 3339"],
+            ),
+        ],
+    );
+    let err = |args: &[&str]| {
+        let out = dyno(home.path()).args(args).assert().failure();
+        String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+    };
+    let e = err(&[
+        "http",
+        "http://127.0.0.1:9/",
+        "-c",
+        "2",
+        "--segment",
+        "0/3",
+        "--group",
+        "g",
+    ]);
+    assert!(
+        e.contains("-c 2 cannot be shared out over 3 segments"),
+        "{e}"
+    );
+    let e = err(&[
+        "http",
+        "http://127.0.0.1:9/",
+        "--no-save",
+        "--segment",
+        "0/3",
+        "--group",
+        "g",
+    ]);
+    assert!(e.contains("drop --no-save"), "{e}");
+    let e = err(&["http", "--segment", "0/3", "--group", "g"]);
+    assert!(e.contains("needs the URL"), "{e}");
+    let e = err(&["http", "http://127.0.0.1:9/", "-B", "192.0.2.1"]);
+    assert!(
+        e.contains("--source-addr 192.0.2.1") && e.contains("this machine's own addresses"),
+        "{e}"
+    );
+    let e = err(&["merge", "nothing"]);
+    assert!(e.contains("no run of group 'nothing'"), "{e}");
+}
