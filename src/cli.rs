@@ -943,6 +943,9 @@ pub struct DbRunArgs {
     pub progress: Option<std::time::Duration>,
 
     #[command(flatten)]
+    pub segments: SegmentArgs,
+
+    #[command(flatten)]
     pub save: SaveArgs,
 }
 

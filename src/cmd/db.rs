@@ -13,7 +13,8 @@ use dyno_model::{Kind, Run, Warning};
 use serde_json::json;
 
 use super::interrupt::{Interrupt, Second};
-use super::{environment, finish, print, store_for};
+use super::segment::Plan;
+use super::{environment, finish, open_store, print, store_for};
 use crate::ExitStatus;
 use crate::cli::{DbArgs, DbCommand, DbInitArgs, DbProtocol, DbRunArgs};
 
@@ -82,15 +83,44 @@ fn group(n: u64) -> String {
 }
 
 fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
-    let settings = run_settings(&args)?;
     let env = environment();
-    let store = store_for(&args.save)?;
+    let plan = Plan::from_args(&args.segments, env.hostname.as_deref());
+    if plan.is_some() && args.save.no_save {
+        bail!(
+            "--segment meets the other segments in the store and saves its run there for `dyno merge`: drop --no-save"
+        );
+    }
+    let settings = run_settings(&args, plan.as_ref())?;
+    // A segment's store is where the segments meet: never the local
+    // fallback, where it would wait alone.
+    let mut store = match &plan {
+        Some(_) => Some(open_store()?),
+        None => store_for(&args.save)?,
+    };
     let interrupt = Interrupt::install(Second::Exits)?;
     let started = Instant::now();
     let mut progress = ProgressLine::new(args.progress);
-    let outcome = dyno_db::run::run(&settings, interrupt.flag(), |p| progress.show(p));
+    let mut met = None;
+    let outcome = dyno_db::run::run_gated(
+        &settings,
+        interrupt.flag(),
+        |p| progress.show(p),
+        || match (&plan, store.as_deref_mut()) {
+            (Some(plan), Some(store)) => {
+                let (at, m) = plan.meet(store)?;
+                met = Some(m);
+                Ok(Some(at))
+            }
+            _ => Ok(None),
+        },
+    );
     progress.clear();
-    let outcome = outcome?;
+    let outcome = match outcome {
+        Err(dyno_db::run::RunError::Setup(why)) if plan.is_some() && met.is_none() => {
+            bail!("{why}; nothing was run")
+        }
+        other => other?,
+    };
     if outcome.interrupted && outcome.transactions == 0 && outcome.failed_total() == 0 {
         eprintln!("dyno: interrupted before any transaction ended; nothing was saved");
         return Ok(ExitStatus::Interrupted);
@@ -103,7 +133,12 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
     run.headline = Some("transactions_per_sec".into());
     run.warnings.extend(dyno_env::preflight(&run.environment));
     run.warnings.extend(judge(&outcome, &settings));
-    let run = finish(run, &args.save, store, dyno_report::db_report)?;
+    let mut save = args.save.clone();
+    if let (Some(plan), Some(met)) = (&plan, &met) {
+        plan.record(&mut run, met, outcome.started_at);
+        save.tags.push(plan.tag());
+    }
+    let run = finish(run, &save, store, dyno_report::db_report)?;
     if outcome.interrupted {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
         return Ok(ExitStatus::Interrupted);
@@ -120,8 +155,9 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// The engine's settings from the flags.
-fn run_settings(args: &DbRunArgs) -> Result<RunSettings> {
+/// The engine's settings from the flags; a segment's share of them with
+/// `plan`.
+fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
     let (scripts, builtin) = scripts(args)?;
     let target = Target::from_env(args.conninfo.as_deref().unwrap_or(""))?;
     let clients = args.clients as usize;
@@ -142,12 +178,25 @@ fn run_settings(args: &DbRunArgs) -> Result<RunSettings> {
         (None, Some(d)) => Stop::Duration(d),
         (None, None) => Stop::Duration(Duration::from_secs(10)),
     };
+    // A segment takes its share of the clients and threads, and the rate
+    // in proportion to its clients (as pgbench shares a rate out over its
+    // threads); -t stays per client.
+    let (clients, threads, rate, segment) = match plan {
+        Some(plan) => {
+            let (c, t) = plan.share(args.clients, threads)?;
+            let rate = args
+                .rate
+                .map(|r| r * f64::from(c) / f64::from(args.clients));
+            (c as usize, t, rate, plan.segment)
+        }
+        None => (clients, threads, args.rate, dyno_model::Segment::WHOLE),
+    };
     let protocol = match args.protocol {
         DbProtocol::Simple => Protocol::Simple,
         DbProtocol::Extended => Protocol::Extended,
         DbProtocol::Prepared => Protocol::Prepared,
     };
-    if let (Some(rate), Stop::Duration(d)) = (args.rate, stop)
+    if let (Some(rate), Stop::Duration(d)) = (rate, stop)
         && rate * d.as_secs_f64() < 0.5
     {
         bail!(
@@ -171,12 +220,13 @@ fn run_settings(args: &DbRunArgs) -> Result<RunSettings> {
         },
         max_tries: args.max_tries,
         seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
-        rate: args.rate,
+        rate,
         latency_limit: args.latency_limit,
         per_statement: args.per_command,
         reconnect: args.connect,
         pipeline: args.pipeline,
         progress_every: args.progress.unwrap_or(Duration::from_secs(1)),
+        segment,
     })
 }
 
@@ -388,6 +438,7 @@ pub fn quick_measure(
         reconnect: false,
         pipeline: false,
         progress_every: Duration::from_secs(1),
+        segment: dyno_model::Segment::WHOLE,
     };
     let outcome = dyno_db::run::run(&settings, stop, |_| {})?;
     if let Some(why) = outcome.aborted.first() {

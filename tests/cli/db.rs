@@ -5,7 +5,7 @@ use super::*;
 /// without a server.
 pub(crate) struct Pg {
     /// PGHOST, PGPORT, PGUSER as the folder's env file has them.
-    env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     /// postgres://postgres:PASSWORD@127.0.0.1:PORT/postgres
     pub(crate) url: String,
 }

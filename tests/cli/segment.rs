@@ -468,3 +468,70 @@ fn segment_flags_say_what_is_wrong() {
     let e = err(&["merge", "nothing"]);
     assert!(e.contains("no run of group 'nothing'"), "{e}");
 }
+
+/// `dyno db run` split in three: each segment runs its share of the
+/// clients, each client keeps -t, and `:client_id` numbers the whole run's
+/// clients, so the segments write disjoint keys.
+#[test]
+fn db_run_segments_share_out_the_clients_with_disjoint_ids() {
+    let pg = pg();
+    let db = pg.database();
+    pg.psql(
+        &db,
+        "CREATE TABLE seen (client_id int, at timestamptz default now())",
+    );
+    let store = format!("{}/{}", pg.url.rsplit_once('/').unwrap().0, pg.database());
+    let home = temp();
+    let script = home.path().join("seen.sql");
+    std::fs::write(
+        &script,
+        "INSERT INTO seen (client_id) VALUES (:client_id);\n",
+    )
+    .unwrap();
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
+                .env("DYNO_HOME", home.path())
+                .env_remove("XDG_DATA_HOME")
+                .envs(pg.env.iter().map(|(k, v)| (k, v)))
+                .env("PGDATABASE", &db)
+                .args([
+                    "--store", &store, "db", "run", "-c", "7", "-j", "3", "-t", "10", "-f",
+                ])
+                .arg(&script)
+                .args(["--segment", &format!("{i}/3"), "--group", "dbg", "--json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let clients: Vec<u64> = children
+        .into_iter()
+        .map(|c| {
+            let (code, run, err) = finished(c);
+            assert_eq!(code, 0, "{err}");
+            run.unwrap()["settings"]["clients"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(clients, [3, 2, 2]);
+    assert_eq!(
+        pg.psql(
+            &db,
+            "SELECT count(*), count(DISTINCT client_id), min(client_id), max(client_id) FROM seen"
+        ),
+        "70|7|0|6"
+    );
+    assert_eq!(
+        pg.psql(&db, "SELECT string_agg(n::text, ',') FROM (SELECT count(*) AS n FROM seen GROUP BY client_id) c"),
+        "10,10,10,10,10,10,10"
+    );
+    let out = dyno(home.path())
+        .args(["--store", &store, "merge", "dbg", "--json"])
+        .assert()
+        .success();
+    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(merged["kind"], "db");
+    assert_eq!(merged["settings"]["clients"], 7);
+    assert_eq!(histogram(&merged, "latency_ns").len(), 70);
+}

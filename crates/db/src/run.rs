@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use dyno_model::{Direction, Metric, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
@@ -100,6 +100,11 @@ pub struct RunSettings {
     pub pipeline: bool,
     /// How often the progress callback is called.
     pub progress_every: Duration,
+    /// The part of a run split over several processes that this one runs
+    /// (`--segment I/N`): `clients`, `threads` and `rate` are already this
+    /// segment's share; its client k is the whole run's client I + N·k
+    /// (`:client_id`), so the segments' clients never share an id.
+    pub segment: dyno_model::Segment,
 }
 
 /// What the server is, as the run records it.
@@ -172,6 +177,9 @@ pub struct Outcome {
     pub scale: i64,
     pub server: Server,
     pub interrupted: bool,
+    /// The wall-clock time the clients started (after connecting and the
+    /// gate): what segments of one run compare to see they started together.
+    pub started_at: SystemTime,
 }
 
 impl Outcome {
@@ -216,7 +224,20 @@ pub enum RunError {
 pub fn run(
     settings: &RunSettings,
     stop: Arc<AtomicBool>,
+    progress: impl FnMut(Progress),
+) -> Result<Outcome, RunError> {
+    run_gated(settings, stop, progress, || Ok(None))
+}
+
+/// [`run`], with a gate between connecting every client and starting:
+/// `gate` says when (`Ok(None)` at once, `Ok(Some(t))` when the wall clock
+/// reads `t`, a segment's common start) or calls the run off (`Err(why)`,
+/// returned as [`RunError::Setup`]).
+pub fn run_gated(
+    settings: &RunSettings,
+    stop: Arc<AtomicBool>,
     mut progress: impl FnMut(Progress),
+    gate: impl FnOnce() -> Result<Option<SystemTime>, String>,
 ) -> Result<Outcome, RunError> {
     let (server, scale) = probe(settings)?;
     let threads = settings.threads.clamp(1, settings.clients.max(1));
@@ -229,6 +250,7 @@ pub fn run(
         skipped: AtomicU64::new(0),
         stop,
         ready: Barrier::new(threads + 1),
+        go: Barrier::new(threads + 1),
         setup_failed: Mutex::new(None),
     });
     let started_at = Instant::now();
@@ -247,6 +269,22 @@ pub fn run(
     }
     shared.ready.wait();
     let connect = started_at.elapsed();
+    if lock(&shared.setup_failed).is_none() {
+        match gate() {
+            Ok(Some(at)) => {
+                while let Ok(left) = at.duration_since(SystemTime::now()) {
+                    if left.is_zero() || shared.stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    std::thread::sleep(left.min(Duration::from_millis(20)));
+                }
+            }
+            Ok(None) => {}
+            Err(why) => *lock(&shared.setup_failed) = Some(RunError::Setup(why)),
+        }
+    }
+    let started_wall = SystemTime::now();
+    shared.go.wait();
     let start = Instant::now();
     let mut shown = Instant::now();
     while !handles.iter().all(|h| h.is_finished()) {
@@ -286,6 +324,7 @@ pub fn run(
         scale,
         server,
         interrupted: shared.stop.load(Ordering::Relaxed),
+        started_at: started_wall,
     })
 }
 
@@ -366,6 +405,8 @@ struct Shared {
     stop: Arc<AtomicBool>,
     /// Every thread, and the caller, once every client is connected.
     ready: Barrier,
+    /// Every thread, and the caller, once the gate has opened.
+    go: Barrier,
     setup_failed: Mutex<Option<RunError>>,
 }
 
@@ -540,6 +581,7 @@ fn thread_main(
         Err(e) => {
             fail_setup(shared, e);
             shared.ready.wait();
+            shared.go.wait();
             return local;
         }
     };
@@ -570,6 +612,8 @@ fn thread_main(
         }
     };
     shared.ready.wait();
+    // The caller's gate (a segment's start barrier) opens.
+    shared.go.wait();
     if lock(&shared.setup_failed).is_some() {
         return local;
     }
@@ -579,7 +623,12 @@ fn thread_main(
         Stop::Transactions(_) => None,
     };
     let schedule = plan.zip(timer).map(|(plan, timer)| {
-        let rng = fastrand::Rng::with_seed(settings.seed ^ clients.start as u64 ^ 0x5EED);
+        let rng = fastrand::Rng::with_seed(
+            settings.seed
+                ^ settings.segment.global(clients.start as u64)
+                ^ u64::from(settings.segment.index).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+                ^ 0x5EED,
+        );
         Rc::new(Schedule {
             arrivals: RefCell::new(Arrivals::new(start, plan, rng)),
             timer,
@@ -597,7 +646,11 @@ fn thread_main(
                     deadline,
                     schedule: schedule.clone(),
                     rng: fastrand::Rng::with_seed(
-                        settings.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                        settings.seed
+                            ^ settings
+                                .segment
+                                .global(id as u64)
+                                .wrapping_mul(0x9E37_79B9_7F4A_7C15),
                     ),
                     vars: settings
                         .scripts
@@ -605,7 +658,7 @@ fn thread_main(
                         .map(|w| {
                             w.script.initial_values(&Predefined {
                                 scale,
-                                client_id: id as i64,
+                                client_id: settings.segment.global(id as u64) as i64,
                                 random_seed: settings.seed as i64,
                             })
                         })

@@ -266,7 +266,11 @@ fn details(run: &Run, tz: &TimeZone, with_warnings: bool) -> String {
     let prefixes = ops_prefixes(run);
     // A segment's per-second histograms are kept for merging; the
     // per-second series above them say the same in one row each.
-    for m in run.metrics.iter().filter(|m| m.name != "timeline_latency_ns") {
+    for m in run
+        .metrics
+        .iter()
+        .filter(|m| m.name != "timeline_latency_ns")
+    {
         let (value, better) = shown(m, prefixes.get(m.name.as_str()).copied());
         t.add_row(vec![
             Cell::new(m.display_name()),

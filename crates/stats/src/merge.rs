@@ -224,7 +224,7 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
     let mut settings = first_run.settings.clone();
     if let Some(map) = settings.as_object_mut() {
         map.remove("segment");
-        for key in ["connections", "threads"] {
+        for key in ["connections", "clients", "threads"] {
             let sum: u64 = parts
                 .iter()
                 .filter_map(|(_, r)| r.settings.get(key).and_then(Value::as_u64))
