@@ -91,6 +91,76 @@ pub enum Command {
     Compare(Box<CompareArgs>),
     Report(Box<ReportArgs>),
     Db(DbArgs),
+    K8s(K8sArgs),
+}
+
+/// Launch segmented runs on Kubernetes: print the manifests that run one
+/// dyno command as N segments on N nodes, for `kubectl apply -f -`.
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    #[command(subcommand)]
+    pub command: K8sCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum K8sCommand {
+    Job(Box<K8sJobArgs>),
+}
+
+/// Print a Kubernetes Indexed Job that runs the dyno command after `--` as
+/// N segments (`--segment $INDEX/N --group NAME`), one pod per node, each
+/// meeting the others in the PostgreSQL store named by a Secret; with
+/// --merge, also a Job that waits for them and prints the merged run
+/// (`kubectl logs job/dyno-NAME-merge`). Nothing is sent to a cluster:
+/// pipe it to `kubectl apply -f -`. The command is checked here first, as
+/// each segment would parse it.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example (a cluster, and a PostgreSQL the pods reach):\n  kubectl create secret generic dyno-store --from-literal=url=postgres://dyno:PW@db:5432/dyno\n  dyno k8s job --segments 5 --image registry.example/dyno:0.1 --group web1 --merge -- \\\n      http http://web.default.svc/ -n 1000000 -c 500 | kubectl apply -f -\n  kubectl logs -f job/dyno-web1-merge"
+)]
+pub struct K8sJobArgs {
+    /// How many segments (pods, on as many nodes).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(dyno_model::MAX_SEGMENTS)))]
+    pub segments: u32,
+
+    /// The container image with dyno on its PATH.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+
+    /// The run's group name (and the Job's, as dyno-NAME) [default:
+    /// dyno-YYYYMMDD-HHMMSS, now].
+    #[arg(long, value_name = "NAME", value_parser = parse_group)]
+    pub group: Option<String>,
+
+    /// The Secret that holds the store's postgres:// URL.
+    #[arg(long, value_name = "NAME", default_value = "dyno-store")]
+    pub store_secret: String,
+
+    /// The key of the URL in that Secret.
+    #[arg(long, value_name = "KEY", default_value = "url")]
+    pub store_secret_key: String,
+
+    /// The namespace of the Jobs [default: kubectl's].
+    #[arg(long, value_name = "NAME")]
+    pub namespace: Option<String>,
+
+    /// CPU each segment's pod requests (and is limited to), e.g. 2 or 500m.
+    #[arg(long, value_name = "QUANTITY", default_value = "1")]
+    pub cpu: String,
+
+    /// Memory each segment's pod requests (and is limited to), e.g. 1Gi.
+    #[arg(long, value_name = "QUANTITY", default_value = "512Mi")]
+    pub memory: String,
+
+    /// Also print a Job that waits for the segments and prints the merged
+    /// run in its log.
+    #[arg(long)]
+    pub merge: bool,
+
+    /// The dyno command each segment runs: `http URL …` or `db run …`,
+    /// without --segment, --group or --store, which the Job sets.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// Running one segment of a run split over several processes or machines.
@@ -1320,6 +1390,12 @@ pub struct MergeArgs {
     /// segments' runs stay).
     #[arg(long)]
     pub save: bool,
+
+    /// Wait up to this long for every segment to save its run before
+    /// merging (a launcher's follow-up step); what has not come by then is
+    /// named as missing.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub wait: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

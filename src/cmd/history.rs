@@ -91,8 +91,12 @@ pub fn merge(args: MergeArgs) -> Result<ExitStatus> {
         json,
         format,
         save,
+        wait,
     } = args;
     let mut store = open_store()?;
+    if let Some(wait) = wait {
+        wait_for_segments(&*store, &group, wait)?;
+    }
     let Some(run) = merged_group(&*store, &group)? else {
         let arrived = store.group(&group)?.arrivals.len();
         if arrived > 0 {
@@ -117,6 +121,43 @@ pub fn merge(args: MergeArgs) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Waits until every segment of `group` has saved its run, the barrier
+/// called the run off (an error), or `wait` has passed (the merge then
+/// names what is missing).
+fn wait_for_segments(store: &dyn Store, group: &str, wait: std::time::Duration) -> Result<()> {
+    let deadline = std::time::Instant::now() + wait;
+    let filter = Filter {
+        tags: vec![format!("group:{group}")],
+        ..Filter::default()
+    };
+    loop {
+        let state = store.group(group)?;
+        if let Some(dyno_store::Decision::CalledOff { why }) = &state.decision {
+            bail!("{why}");
+        }
+        let runs = list_runs(store, &filter)?;
+        let count = state.arrivals.first().map(|a| a.segment.count);
+        let saved: std::collections::BTreeSet<u32> = runs
+            .iter()
+            .filter_map(dyno_stats::merge::SegmentInfo::of)
+            .map(|s| s.index)
+            .collect();
+        if count.is_some_and(|n| saved.len() as u32 >= n) {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            eprintln!(
+                "dyno: waited {} for group '{group}': {} segment run{} saved; merging what there is",
+                super::segment::humantime(wait),
+                saved.len(),
+                if saved.len() == 1 { "" } else { "s" }
+            );
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
 }
 
 /// Prints one run as `show` does.

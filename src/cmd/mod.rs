@@ -9,6 +9,7 @@ mod doctor;
 mod history;
 mod http;
 pub mod interrupt;
+mod k8s;
 mod quick;
 mod report;
 mod run;
@@ -62,6 +63,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Compare(args) => compare::run(*args),
         Command::Report(args) => report::run(*args),
         Command::Db(args) => db::run(args),
+        Command::K8s(args) => k8s::run(args),
     }
 }
 

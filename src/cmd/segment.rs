@@ -186,7 +186,8 @@ pub fn group_tag(group: &str) -> String {
     format!("group:{group}")
 }
 
-fn humantime(d: Duration) -> String {
+/// `d` as 60s or 250ms, for messages.
+pub fn humantime(d: Duration) -> String {
     if d.subsec_millis() == 0 {
         format!("{}s", d.as_secs())
     } else {

@@ -321,6 +321,12 @@ fn a_killed_segment_leaves_an_incomplete_merged_run_that_names_it() {
         why.contains("segment 1/3 arrived from") && why.contains("saved no run"),
         "{why}"
     );
+    // A launcher's follow-up waits for the segments, then merges what came.
+    dyno(home.path())
+        .args(["--store", store, "merge", "k", "--wait", "1s"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("2 segment runs saved; merging what there is"));
     // The text report says it too.
     dyno(home.path())
         .args(["--store", store, "show", "k"])
@@ -534,4 +540,138 @@ fn db_run_segments_share_out_the_clients_with_disjoint_ids() {
     assert_eq!(merged["kind"], "db");
     assert_eq!(merged["settings"]["clients"], 7);
     assert_eq!(histogram(&merged, "latency_ns").len(), 70);
+}
+
+/// kubernetes-validate, as scripts/test installs it (DYNO_K8S_VALIDATE),
+/// or from PATH. The test fails without it rather than pass unchecked.
+fn k8s_validate() -> StdCommand {
+    let tool = std::env::var("DYNO_K8S_VALIDATE").unwrap_or_else(|_| "kubernetes-validate".into());
+    let probe = StdCommand::new(&tool).arg("--version").output();
+    assert!(
+        probe.is_ok_and(|o| o.status.success()),
+        "validating the manifests needs kubernetes-validate: run scripts/test, or `pip install kubernetes-validate` and put it on PATH (or set DYNO_K8S_VALIDATE)"
+    );
+    StdCommand::new(tool)
+}
+
+/// `dyno k8s job` prints an Indexed Job (and the merge Job) that
+/// Kubernetes' own schemas accept, strictly, for this release and an
+/// older one; the same check refuses a manifest with a mistake in it.
+#[test]
+fn k8s_job_prints_manifests_that_kubernetes_schemas_accept() {
+    let home = temp();
+    let out = dyno(home.path())
+        .args([
+            "k8s",
+            "job",
+            "--segments",
+            "5",
+            "--image",
+            "registry.example/dyno:0.1",
+            "--group",
+            "Web_1",
+            "--namespace",
+            "load",
+            "--cpu",
+            "2",
+            "--memory",
+            "1Gi",
+            "--merge",
+            "--",
+            "http",
+            "http://web.default.svc/item?id={seq}&x=$(HOME)",
+            "-n",
+            "1000000",
+            "-c",
+            "500",
+        ])
+        .assert()
+        .success();
+    let yaml = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    for expected in [
+        "completionMode: \"Indexed\"",
+        "completions: 5",
+        "parallelism: 5",
+        "name: \"dyno-web-1\"",
+        "name: \"dyno-web-1-merge\"",
+        "namespace: \"load\"",
+        "\"$(DYNO_SEGMENT_INDEX)/5\"",
+        "batch.kubernetes.io/job-completion-index",
+        "topologyKey: \"kubernetes.io/hostname\"",
+        "secretKeyRef:",
+        "cpu: \"2\"",
+        "\"http://web.default.svc/item?id={seq}&x=$$(HOME)\"",
+        "- \"merge\"",
+    ] {
+        assert!(yaml.contains(expected), "{expected} missing in:\n{yaml}");
+    }
+    let file = home.path().join("job.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    for version in ["1.37.0", "1.29.0"] {
+        let out = k8s_validate()
+            .args(["--strict", "-k", version])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "Kubernetes {version} refused the manifest: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The check is a real one: a mistake is caught.
+    let broken = home.path().join("broken.yaml");
+    std::fs::write(
+        &broken,
+        yaml.replacen("  completions: 5", "  completions: \"five\"", 1),
+    )
+    .unwrap();
+    let out = k8s_validate()
+        .arg("--strict")
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // A command a segment could not run is refused before anything is printed.
+    dyno(home.path())
+        .args([
+            "k8s",
+            "job",
+            "--segments",
+            "3",
+            "--image",
+            "x",
+            "--",
+            "http",
+            "http://svc/",
+            "--segment",
+            "0/3",
+        ])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("Job's to set"));
+    dyno(home.path())
+        .args([
+            "k8s",
+            "job",
+            "--segments",
+            "3",
+            "--image",
+            "x",
+            "--",
+            "http",
+            "http://svc/",
+            "-c",
+            "zero",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not one dyno runs"));
 }
