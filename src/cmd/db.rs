@@ -125,7 +125,9 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
         eprintln!("dyno: interrupted before any transaction ended; nothing was saved");
         return Ok(ExitStatus::Interrupted);
     }
-    let mut run = Run::new(Kind::Db, description(&settings));
+    // A segment is described as the whole run it is part of.
+    let jobs = args.jobs.min(args.clients);
+    let mut run = Run::new(Kind::Db, description(&settings, args.clients, jobs));
     run.environment = env;
     run.duration_ns = started.elapsed().as_nanos() as u64;
     run.settings = recorded(&settings, &outcome);
@@ -355,14 +357,12 @@ fn scripts(args: &DbRunArgs) -> Result<(Vec<Weighted>, bool)> {
     Ok((scripts, uses_builtin))
 }
 
-fn description(settings: &RunSettings) -> String {
+fn description(settings: &RunSettings, clients: u32, jobs: u32) -> String {
     let names: Vec<&str> = settings.scripts.iter().map(|w| w.script.name()).collect();
     format!(
-        "{} on {}, -c {} -j {}",
+        "{} on {}, -c {clients} -j {jobs}",
         names.join(" + "),
         settings.target,
-        settings.clients,
-        settings.threads
     )
 }
 

@@ -85,6 +85,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     let plan = Plan::from_args(&segments, env.hostname.as_deref());
     // A segment runs its share of the connections and threads (and its
     // record says so: the merged run adds them up again).
+    let whole_connections = connections;
     let (connections, threads) = match &plan {
         Some(plan) => {
             if builtin {
@@ -230,7 +231,11 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         .as_ref()
         .map(|path| create_log(path))
         .transpose()?;
-    let mut run = Run::new(Kind::Http, description(&settings, &target.url));
+    // A segment is described as the whole run it is part of.
+    let mut run = Run::new(
+        Kind::Http,
+        description(&settings, &target.url, whole_connections),
+    );
     run.environment = env;
     run.settings = json!({
         "url": target.url,
@@ -529,10 +534,10 @@ fn outcome_timeline(outcome: &Outcome) -> Vec<(u64, &hdrhistogram::Histogram<u64
         .collect()
 }
 
-fn description(settings: &Settings, url: &str) -> String {
+fn description(settings: &Settings, url: &str, connections: u32) -> String {
     let model = match settings.schedule.rate_per_sec {
         Some(r) => format!("{r} req/s"),
-        None => format!("c={}", settings.connections),
+        None => format!("c={connections}"),
     };
     let method = settings.requests[0].method();
     format!("{method} {url} {model}")

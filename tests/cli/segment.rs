@@ -186,6 +186,11 @@ fn three_segments_make_exactly_the_run_and_merge_without_loss() {
     assert_eq!(metric(&merged, "requests"), 3001.0);
     assert_eq!(metric(&merged, "status_200"), 3001.0);
     assert_eq!(merged["settings"]["connections"], 6);
+    let described = merged["description"].as_str().unwrap();
+    assert!(
+        described.ends_with("c=6 [group g1: 3 of 3 segments]"),
+        "{described}"
+    );
     assert_eq!(merged["settings"]["group"]["incomplete"], false);
     let rate: f64 = segments.iter().map(|r| metric(r, "requests_per_sec")).sum();
     assert!((metric(&merged, "requests_per_sec") - rate).abs() < 1e-6 * rate);
@@ -326,7 +331,9 @@ fn a_killed_segment_leaves_an_incomplete_merged_run_that_names_it() {
         .args(["--store", store, "merge", "k", "--wait", "1s"])
         .assert()
         .success()
-        .stderr(predicate::str::contains("2 segment runs saved; merging what there is"));
+        .stderr(predicate::str::contains(
+            "2 segment runs saved; merging what there is",
+        ));
     // The text report says it too.
     dyno(home.path())
         .args(["--store", store, "show", "k"])
@@ -539,6 +546,11 @@ fn db_run_segments_share_out_the_clients_with_disjoint_ids() {
     let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(merged["kind"], "db");
     assert_eq!(merged["settings"]["clients"], 7);
+    let described = merged["description"].as_str().unwrap();
+    assert!(
+        described.ends_with("-c 7 -j 3 [group dbg: 3 of 3 segments]"),
+        "{described}"
+    );
     assert_eq!(histogram(&merged, "latency_ns").len(), 70);
 }
 

@@ -354,7 +354,22 @@ fn merge_metrics(
             0.0,
         );
         merged.labels = template.labels.clone();
-        match rule(template) {
+        let rule = rule(template);
+        if rule == Rule::Derived {
+            // A lone segment without per-second histograms (a run of one
+            // segment keeps none) keeps its own per-second p99.
+            let lone = parts.len() == 1
+                && !parts[0]
+                    .1
+                    .metrics
+                    .iter()
+                    .any(|m| m.name == "timeline_latency_ns");
+            if lone && template.name == "timeline_latency_p99_ns" {
+                out.push(template.clone());
+            }
+            continue;
+        }
+        match rule {
             Rule::Histogram => {
                 let mut h = hdr::latency_histogram();
                 let mut readable = true;
@@ -399,7 +414,7 @@ fn merge_metrics(
                 };
                 merged.samples = seconds;
             }
-            Rule::Derived => continue,
+            Rule::Derived => unreachable!("handled above"),
         }
         out.push(merged);
     }
