@@ -276,7 +276,7 @@ pub struct QuickArgs {
 /// --expect-status included) exceed --max-error-rate.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server\n  dyno http --h2 -c 10 -m 10 -n 100000 http://127.0.0.1:8080/  # h2c, 10 streams a connection"
+    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server\n  dyno http --h2 -c 10 -m 10 -n 100000 http://127.0.0.1:8080/  # h2c, 10 streams a connection\n  dyno --store postgres://dyno@db/dyno http http://web/ -n 1000000 -c 300 --segment 0/3 --group g1  # one of 3 machines (dyno merge g1)"
 )]
 pub struct HttpArgs {
     /// The URL to load (http:// or https://); may hold {seq} and
