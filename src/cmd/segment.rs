@@ -131,11 +131,12 @@ impl Plan {
                         .map(|i| format!("{i}/{count}"))
                         .collect();
                     let why = format!(
-                        "segment{} {} of group '{}' did not arrive within the barrier timeout ({}), so no segment started; start all {count} (or raise --barrier-timeout) and use a new --group",
+                        "segment{} {} of group '{}' did not arrive within the barrier timeout ({}), so no segment started; start all {count} with the same --store (this one meets in {}) under a new --group, or raise --barrier-timeout",
                         if missing.len() == 1 { "" } else { "s" },
                         missing.join(", "),
                         self.group,
                         humantime(self.barrier_timeout),
+                        store.location(),
                     );
                     store
                         .decide(&self.group, &Decision::CalledOff { why })

@@ -375,6 +375,10 @@ fn a_barrier_timeout_calls_the_run_off_for_every_segment() {
                 && err.contains("nothing was run"),
             "{err}"
         );
+        assert!(
+            err.contains("same --store (this one meets in") && err.contains("shared.db"),
+            "{err}"
+        );
     }
     assert!(
         started.elapsed() < Duration::from_secs(30),
@@ -390,6 +394,39 @@ fn a_barrier_timeout_calls_the_run_off_for_every_segment() {
         .assert()
         .success()
         .stdout(predicate::str::contains("segment").not());
+}
+
+/// With --start-at a segment starts at that time, without waiting for the
+/// others (a launcher that starts the machines itself).
+#[test]
+fn start_at_starts_at_the_given_time_without_the_others() {
+    let home = temp();
+    let store = home.path().join("shared.db");
+    let store = store.to_str().unwrap();
+    let (url, seen) = counting_server(Duration::ZERO);
+    let at = jiff::Timestamp::now() + jiff::SignedDuration::from_millis(1500);
+    let (code, run, err) = finished(segment(
+        home.path(),
+        store,
+        "timed",
+        1,
+        2,
+        &[&url, "-n", "50", "-c", "2", "--start-at", &at.to_string()],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let run = run.unwrap();
+    let s = &run["settings"]["segment"];
+    let agreed = i64::try_from(at.as_nanosecond()).unwrap();
+    assert_eq!(s["start_at_ns"].as_i64().unwrap(), agreed);
+    let started = s["started_at_ns"].as_i64().unwrap();
+    assert!(
+        started >= agreed && started < agreed + 1_000_000_000,
+        "{started} against {agreed}"
+    );
+    // Its share: requests 1, 3, 5, … of 50.
+    assert_eq!(metric(&run, "responses"), 25.0);
+    let seqs: Vec<u64> = seen.lock().unwrap().seqs.clone();
+    assert!(seqs.iter().all(|s| s % 2 == 1), "{seqs:?}");
 }
 
 #[test]
