@@ -13,7 +13,7 @@ use dyno_model::{Kind, Run, Warning};
 use serde_json::json;
 
 use super::interrupt::{Interrupt, Second};
-use super::segment::Plan;
+use super::segment::{self, Plan};
 use super::{environment, finish, open_store, print, store_for};
 use crate::ExitStatus;
 use crate::cli::{DbArgs, DbCommand, DbInitArgs, DbProtocol, DbRunArgs};
@@ -105,14 +105,7 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
         &settings,
         interrupt.flag(),
         |p| progress.show(p),
-        || match (&plan, store.as_deref_mut()) {
-            (Some(plan), Some(store)) => {
-                let (at, m) = plan.meet(store)?;
-                met = Some(m);
-                Ok(Some(at))
-            }
-            _ => Ok(None),
-        },
+        || segment::gate(plan.as_ref(), store.as_deref_mut(), &mut met),
     );
     progress.clear();
     let outcome = match outcome {

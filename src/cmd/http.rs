@@ -16,7 +16,7 @@ use dyno_model::{Environment, Kind, Run};
 use serde_json::json;
 
 use super::interrupt::{Interrupt, Second};
-use super::segment::Plan;
+use super::segment::{self, Plan};
 use super::{environment, finish, open_store, store_for};
 use crate::ExitStatus;
 use crate::cli::{HttpArgs, HttpFormat};
@@ -294,14 +294,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
                 progress_line(&p);
             }
         },
-        || match (&plan, store.as_deref_mut()) {
-            (Some(plan), Some(store)) => {
-                let (at, m) = plan.meet(store)?;
-                met = Some(m);
-                Ok(Some(at))
-            }
-            _ => Ok(None),
-        },
+        || segment::gate(plan.as_ref(), store.as_deref_mut(), &mut met),
     )
     .map_err(|e| match e {
         dyno_http::EngineError::Gate(why) => anyhow!("{why}; nothing was run"),

@@ -182,6 +182,23 @@ impl Plan {
     }
 }
 
+/// An engine's gate for `plan`: the start barrier when this process is a
+/// segment (what it settled goes to `met`), an immediate start otherwise.
+pub fn gate(
+    plan: Option<&Plan>,
+    store: Option<&mut (dyn Store + 'static)>,
+    met: &mut Option<Met>,
+) -> Result<Option<SystemTime>, String> {
+    match (plan, store) {
+        (Some(plan), Some(store)) => {
+            let (at, m) = plan.meet(store)?;
+            *met = Some(m);
+            Ok(Some(at))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// The tag of a group's segment runs.
 pub fn group_tag(group: &str) -> String {
     format!("group:{group}")

@@ -88,6 +88,22 @@ fn segment(
     cmd.spawn().unwrap()
 }
 
+/// The `n` segments of the run `args` describe, started together; waits
+/// for them, checks that each succeeded, and returns their runs.
+fn run_segments(home: &Path, store: &str, group: &str, n: u32, args: &[&str]) -> Vec<Value> {
+    let children: Vec<_> = (0..n)
+        .map(|i| segment(home, store, group, i, n, args))
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let (code, run, err) = finished(c);
+            assert_eq!(code, 0, "{err}");
+            run.unwrap()
+        })
+        .collect()
+}
+
 /// Waits for a segment; its exit code, its run (if it printed one) and
 /// what it said on stderr.
 fn finished(child: std::process::Child) -> (i32, Option<Value>, String) {
@@ -135,26 +151,13 @@ fn three_segments_make_exactly_the_run_and_merge_without_loss() {
     let store = format!("{}/{}", pg.url.rsplit_once('/').unwrap().0, pg.database());
     let home = temp();
     let (url, seen) = counting_server(Duration::ZERO);
-    let children: Vec<_> = (0..3)
-        .map(|i| {
-            segment(
-                home.path(),
-                &store,
-                "g1",
-                i,
-                3,
-                &[&url, "-n", "3001", "-c", "6", "-t", "3"],
-            )
-        })
-        .collect();
-    let segments: Vec<Value> = children
-        .into_iter()
-        .map(|c| {
-            let (code, run, err) = finished(c);
-            assert_eq!(code, 0, "{err}");
-            run.unwrap()
-        })
-        .collect();
+    let segments = run_segments(
+        home.path(),
+        &store,
+        "g1",
+        3,
+        &[&url, "-n", "3001", "-c", "6", "-t", "3"],
+    );
     let counts: Vec<f64> = segments.iter().map(|r| metric(r, "responses")).collect();
     assert_eq!(counts, [1001.0, 1000.0, 1000.0]);
     for (i, run) in segments.iter().enumerate() {
@@ -247,26 +250,13 @@ fn an_open_model_run_splits_its_timetable_and_keeps_the_rate() {
     let store = home.path().join("shared.db");
     let store = store.to_str().unwrap();
     let (url, seen) = counting_server(Duration::ZERO);
-    let children: Vec<_> = (0..3)
-        .map(|i| {
-            segment(
-                home.path(),
-                store,
-                "open",
-                i,
-                3,
-                &[&url, "--rate", "600", "-n", "1200", "-c", "3"],
-            )
-        })
-        .collect();
-    let segments: Vec<Value> = children
-        .into_iter()
-        .map(|c| {
-            let (code, run, err) = finished(c);
-            assert_eq!(code, 0, "{err}");
-            run.unwrap()
-        })
-        .collect();
+    let segments = run_segments(
+        home.path(),
+        store,
+        "open",
+        3,
+        &[&url, "--rate", "600", "-n", "1200", "-c", "3"],
+    );
     for run in &segments {
         assert_eq!(metric(run, "requested_rate_per_sec"), 200.0);
         assert_eq!(metric(run, "responses"), 400.0);
