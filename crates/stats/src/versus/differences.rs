@@ -21,6 +21,11 @@ pub struct Difference {
 /// nothing about like with like: a random seed, a temporary file's name.
 const VOLATILE_SETTINGS: [&str; 2] = ["seed", "file"];
 
+/// Setting subtrees that record where a run's parts came from, not what
+/// was asked: a segment's index, host and start times, and a merged run's
+/// list of them. Two runs differ there by design.
+const PROVENANCE_SETTINGS: [&str; 2] = ["segment", "group.segments"];
+
 /// Environment fields that change from minute to minute on one machine.
 const VOLATILE_ENVIRONMENT: [&str; 4] = [
     "memory.available_bytes",
@@ -41,7 +46,11 @@ pub fn settings(groups: &[(&str, Vec<&Run>)]) -> Vec<Difference> {
             let leaf = key.rsplit('.').next().unwrap_or(key);
             // The built-in server listens on a fresh port each run.
             let builtin_url = builtin && (leaf == "url" || leaf == "urls");
-            !VOLATILE_SETTINGS.contains(&leaf) && !builtin_url
+            let path = key.split_once('.').map_or("", |(_, path)| path);
+            let provenance = PROVENANCE_SETTINGS
+                .iter()
+                .any(|p| path == *p || path.starts_with(&format!("{p}.")));
+            !VOLATILE_SETTINGS.contains(&leaf) && !builtin_url && !provenance
         });
         out
     })
@@ -181,6 +190,28 @@ mod tests {
         assert_eq!(e.len(), 1, "{e:?}");
         assert_eq!(e[0].key, "cpu.model");
         assert_eq!(e[0].values[1].1, "Opteron");
+    }
+
+    #[test]
+    fn where_segments_came_from_is_not_a_difference_but_their_count_is() {
+        let seg = |i: u32, host: &str| {
+            run(
+                Kind::Http,
+                json!({"c": 2, "segment": {"index": i, "host": host, "started_at_ns": i}}),
+                "x",
+            )
+        };
+        let (a, b) = (seg(0, "h0"), seg(1, "h1"));
+        assert!(settings(&[("a", vec![&a]), ("b", vec![&b])]).is_empty());
+        let merged = run(
+            Kind::Http,
+            json!({"c": 2, "group": {"count": 3, "segments": [{"host": "h0"}]}}),
+            "x",
+        );
+        let single = run(Kind::Http, json!({"c": 2}), "x");
+        let d = settings(&[("m", vec![&merged]), ("s", vec![&single])]);
+        let keys: Vec<&str> = d.iter().map(|d| d.key.as_str()).collect();
+        assert_eq!(keys, ["http.group.count"]);
     }
 
     #[test]
