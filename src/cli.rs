@@ -124,7 +124,7 @@ pub struct K8sJobArgs {
     pub segments: u32,
 
     /// The container image with dyno on its PATH.
-    #[arg(long, value_name = "IMAGE")]
+    #[arg(long, value_name = "IMAGE", value_parser = parse_image)]
     pub image: String,
 
     /// The run's group name (and the Job's, as dyno-NAME) [default:
@@ -133,7 +133,7 @@ pub struct K8sJobArgs {
     pub group: Option<String>,
 
     /// The Secret that holds the store's postgres:// URL.
-    #[arg(long, value_name = "NAME", default_value = "dyno-store")]
+    #[arg(long, value_name = "NAME", default_value = "dyno-store", value_parser = parse_k8s_name)]
     pub store_secret: String,
 
     /// The key of the URL in that Secret.
@@ -141,15 +141,15 @@ pub struct K8sJobArgs {
     pub store_secret_key: String,
 
     /// The namespace of the Jobs [default: kubectl's].
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = parse_k8s_name)]
     pub namespace: Option<String>,
 
     /// CPU each segment's pod requests (and is limited to), e.g. 2 or 500m.
-    #[arg(long, value_name = "QUANTITY", default_value = "1")]
+    #[arg(long, value_name = "QUANTITY", default_value = "1", value_parser = parse_quantity)]
     pub cpu: String,
 
     /// Memory each segment's pod requests (and is limited to), e.g. 1Gi.
-    #[arg(long, value_name = "QUANTITY", default_value = "512Mi")]
+    #[arg(long, value_name = "QUANTITY", default_value = "512Mi", value_parser = parse_quantity)]
     pub memory: String,
 
     /// Also print a Job that waits for the segments and prints the merged
@@ -1944,6 +1944,54 @@ pub fn parse_group(s: &str) -> Result<String, String> {
         ));
     }
     Ok(name.to_owned())
+}
+
+/// A Kubernetes object name (a DNS-1123 label: lower case, digits, '-').
+fn parse_k8s_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 63
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-');
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "'{s}' is not a Kubernetes name: 1 to 63 lower-case letters, digits and '-', starting and ending with a letter or digit, e.g. dyno-store"
+        ))
+    }
+}
+
+/// A Kubernetes resource quantity: a number with an optional suffix
+/// (m, k, M, G, T, Ki, Mi, Gi, Ti).
+fn parse_quantity(s: &str) -> Result<String, String> {
+    let number_end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, suffix) = s.split_at(number_end);
+    let number_ok = !number.is_empty() && number.parse::<f64>().is_ok_and(|n| n > 0.0);
+    let suffix_ok = [
+        "", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+    ]
+    .contains(&suffix);
+    if number_ok && suffix_ok {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "'{s}' is not a Kubernetes quantity: a positive number with an optional suffix, e.g. 2, 500m (CPU) or 512Mi, 1Gi (memory)"
+        ))
+    }
+}
+
+/// A container image reference: no spaces, not empty.
+fn parse_image(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "'{s}' is not an image reference: give one like registry.example/dyno:0.1"
+        ));
+    }
+    Ok(s.to_owned())
 }
 
 fn parse_start_at(s: &str) -> Result<jiff::Timestamp, String> {

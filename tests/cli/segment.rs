@@ -677,6 +677,88 @@ fn k8s_job_prints_manifests_that_kubernetes_schemas_accept() {
         String::from_utf8_lossy(&out.stdout)
     );
 
+    // Values Kubernetes would refuse are refused here, with an example.
+    assert_refused(
+        home.path(),
+        &[
+            (
+                &[
+                    "k8s",
+                    "job",
+                    "--segments",
+                    "3",
+                    "--image",
+                    "x",
+                    "--cpu",
+                    "two",
+                    "--",
+                    "http",
+                    "http://s/",
+                ],
+                &["not a Kubernetes quantity", "500m"],
+            ),
+            (
+                &[
+                    "k8s",
+                    "job",
+                    "--segments",
+                    "3",
+                    "--image",
+                    "x",
+                    "--memory",
+                    "1GB",
+                    "--",
+                    "http",
+                    "http://s/",
+                ],
+                &["not a Kubernetes quantity", "1Gi"],
+            ),
+            (
+                &[
+                    "k8s",
+                    "job",
+                    "--segments",
+                    "3",
+                    "--image",
+                    "x",
+                    "--namespace",
+                    "Load_Test",
+                    "--",
+                    "http",
+                    "http://s/",
+                ],
+                &["not a Kubernetes name"],
+            ),
+            (
+                &[
+                    "k8s",
+                    "job",
+                    "--segments",
+                    "3",
+                    "--image",
+                    "a b",
+                    "--",
+                    "http",
+                    "http://s/",
+                ],
+                &["not an image reference"],
+            ),
+            (
+                &[
+                    "k8s",
+                    "job",
+                    "--segments",
+                    "0",
+                    "--image",
+                    "x",
+                    "--",
+                    "http",
+                    "http://s/",
+                ],
+                &["0"],
+            ),
+        ],
+    );
     // A command a segment could not run is refused before anything is printed.
     dyno(home.path())
         .args([
