@@ -10,8 +10,10 @@
 # request (measured from outside for both, by bench/runstat.py) and the
 # medians of dyno's ratios within each round. Also the user-space share of
 # each client's CPU, and what serving it cost the nginx worker per request
-# (its CPU time from /proc): a client's read and write pattern changes the
-# server's work, and with it the req/s a one-worker server reaches.
+# (its CPU time from /proc), and how often the client slept and had to be
+# woken per request: on loopback the kernel wakes the client from the
+# server's side, so a client's read and sleep pattern changes the server's
+# work, and with it the req/s a one-worker server reaches.
 # Issue 14's goals: dyno's req/s ≥ h2load's, client CPU per request ≤ 0.8×
 # h2load's.
 #
@@ -60,7 +62,7 @@ if m.get("status_200", 0) != m["responses"] or m["errors"]:
     sys.exit(f"dyno saw errors or non-200 answers: {run['metrics']}"[:300])
 print(f'{m["requests_per_sec"]:.2f} {sys.argv[2]} {int(m["responses"])}')
 PY
-  echo "$(user_of "$WORK/err") $server"
+  echo "$(user_of "$WORK/err") $server $(sleeps_of "$WORK/err")"
 }
 run_h2load() {
   local before; before=$(nginx_ticks)
@@ -68,7 +70,7 @@ run_h2load() {
   local rps reqs
   rps=$(awk '/finished in/{for(i=1;i<=NF;i++) if($i=="req/s,") print $(i-1)}' "$WORK/out")
   reqs=$(awk '/^requests:/{print $8}' "$WORK/out")
-  echo "${rps:-0} $(cpu_of "$WORK/err") ${reqs:-0} $(user_of "$WORK/err") $(( $(nginx_ticks) - before ))"
+  echo "${rps:-0} $(cpu_of "$WORK/err") ${reqs:-0} $(user_of "$WORK/err") $(( $(nginx_ticks) - before )) $(sleeps_of "$WORK/err")"
 }
 
 echo "nginx (h2c): 1 worker on CPU $SERVER_CPU; clients on CPU $CLIENT_CPU; -c $CONNS -m $STREAMS, ${SECS}s, $ROUNDS interleaved rounds"
@@ -86,16 +88,17 @@ import os, statistics, sys
 tick = os.sysconf("SC_CLK_TCK")
 rows = {}
 for line in open(sys.argv[1]):
-    rnd, tool, rps, cpu, rss, reqs, user, server = line.split()
+    rnd, tool, rps, cpu, rss, reqs, user, server, sleeps = line.split()
     n = max(int(float(reqs)), 1)
     rows.setdefault(tool, {})[rnd] = (float(rps), float(cpu) / n * 1e6, int(rss),
-                                      float(user) / max(float(cpu), 1e-9), int(server) / tick / n * 1e6)
-print(f'{"tool":8} {"req/s (median)":>15} {"CPU µs/req":>11} {"user %":>7} {"nginx µs/req":>13} {"peak RSS MiB":>13}')
+                                      float(user) / max(float(cpu), 1e-9), int(server) / tick / n * 1e6,
+                                      int(sleeps) / n)
+print(f'{"tool":8} {"req/s (median)":>15} {"CPU µs/req":>11} {"user %":>7} {"nginx µs/req":>13} {"sleeps/req":>11} {"peak RSS MiB":>13}')
 for tool, rs in rows.items():
     v = list(rs.values())
     print(f'{tool:8} {statistics.median(r[0] for r in v):15.0f} {statistics.median(r[1] for r in v):11.2f} '
           f'{statistics.median(r[3] for r in v) * 100:7.0f} {statistics.median(r[4] for r in v):13.1f} '
-          f'{max(r[2] for r in v) / 1024:13.1f}')
+          f'{statistics.median(r[5] for r in v):11.3f} {max(r[2] for r in v) / 1024:13.1f}')
 d, h = rows["dyno"], rows["h2load"]
 rps = [d[k][0] / h[k][0] for k in d if h[k][0] > 0]
 cpu = [d[k][1] / h[k][1] for k in d if h[k][1] > 0]

@@ -10,6 +10,8 @@ pin_client() { taskset -c "$CLIENT_CPU" "$@"; }
 cpu_of() { awk -F'[ =]' '/^runstat:/{print $3+$5, $7}' "$1"; }
 # The user-space part of that CPU time, in seconds.
 user_of() { awk -F'[ =]' '/^runstat:/{print $3}' "$1"; }
+# How often the client slept and had to be woken (voluntary switches).
+sleeps_of() { awk -F'[ =]' '/^runstat:/{print $13}' "$1"; }
 
 # start_nginx LISTEN_FLAGS [HTTP_DIRECTIVES]: one worker pinned to
 # SERVER_CPU on a free loopback port (set in PORT), stopped by the
