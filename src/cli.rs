@@ -163,33 +163,35 @@ pub struct K8sJobArgs {
     pub command: Vec<String>,
 }
 
+/// The help heading of [`SegmentArgs`]' flags.
+const SEGMENTS: &str = "Segments (one run from many machines)";
+
 /// Running one segment of a run split over several processes or machines.
 #[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Segments (one run from many machines)")]
 pub struct SegmentArgs {
     /// Run segment I of N (I counted from 0) of the run the rest of the
     /// command describes: its share of -n, -c, -t and --rate, so that the N
     /// segments together make exactly that run (docs/scale-out.md says how
     /// it is split). Needs --group and a store all segments share (--store
     /// postgres://…, or one file on one machine).
-    #[arg(long, value_name = "I/N", requires = "group", value_parser = parse_segment)]
+    #[arg(long, help_heading = SEGMENTS, value_name = "I/N", requires = "group", value_parser = parse_segment)]
     pub segment: Option<dyno_model::Segment>,
 
     /// The name the segments of one run share: they wait for each other
     /// under it, save their runs with the tag group:NAME, and `dyno merge
     /// NAME` (or show, compare, report) gives the combined run.
-    #[arg(long, value_name = "NAME", requires = "segment", value_parser = parse_group)]
+    #[arg(long, help_heading = SEGMENTS, value_name = "NAME", requires = "segment", value_parser = parse_group)]
     pub group: Option<String>,
 
     /// Start at this time (RFC 3339, e.g. 2026-11-23T20:00:00Z) instead of
     /// when all segments have arrived: for launchers that start the
     /// machines themselves. The machines' clocks must agree.
-    #[arg(long, value_name = "TIME", requires = "segment", value_parser = parse_start_at)]
+    #[arg(long, help_heading = SEGMENTS, value_name = "TIME", requires = "segment", value_parser = parse_start_at)]
     pub start_at: Option<jiff::Timestamp>,
 
     /// How long a segment waits for the others before the whole run is
     /// called off (no segment starts a partial test).
-    #[arg(long, value_name = "DURATION", default_value = "60s", allow_hyphen_values = true, value_parser = pass_duration)]
+    #[arg(long, help_heading = SEGMENTS, value_name = "DURATION", default_value = "60s", allow_hyphen_values = true, value_parser = pass_duration)]
     pub barrier_timeout: std::time::Duration,
 }
 
