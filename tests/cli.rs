@@ -225,6 +225,7 @@ fn every_subcommand_has_help_with_an_example() {
         "completions",
         "man",
         "compare",
+        "merge",
     ] {
         Command::cargo_bin("dyno")
             .unwrap()
