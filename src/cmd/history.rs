@@ -128,6 +128,10 @@ pub fn merge(args: MergeArgs) -> Result<ExitStatus> {
 /// names what is missing).
 fn wait_for_segments(store: &dyn Store, group: &str, wait: std::time::Duration) -> Result<()> {
     let deadline = std::time::Instant::now() + wait;
+    // Each look reads the group's saved runs in full, histograms and all:
+    // often at first, when the segments are finishing together, then less
+    // and less while one that will never come (killed) is waited for.
+    let mut pause = std::time::Duration::from_millis(250);
     let filter = Filter {
         tags: vec![format!("group:{group}")],
         ..Filter::default()
@@ -156,7 +160,10 @@ fn wait_for_segments(store: &dyn Store, group: &str, wait: std::time::Duration) 
             );
             return Ok(());
         }
-        std::thread::sleep(std::time::Duration::from_millis(500));
+        std::thread::sleep(
+            pause.min(deadline.saturating_duration_since(std::time::Instant::now())),
+        );
+        pause = (pause * 2).min(std::time::Duration::from_secs(15));
     }
 }
 

@@ -677,122 +677,54 @@ fn k8s_job_prints_manifests_that_kubernetes_schemas_accept() {
         String::from_utf8_lossy(&out.stdout)
     );
 
-    // Values Kubernetes would refuse are refused here, with an example.
-    assert_refused(
-        home.path(),
-        &[
-            (
-                &[
-                    "k8s",
-                    "job",
-                    "--segments",
-                    "3",
-                    "--image",
-                    "x",
-                    "--cpu",
-                    "two",
-                    "--",
-                    "http",
-                    "http://s/",
-                ],
-                &["not a Kubernetes quantity", "500m"],
-            ),
-            (
-                &[
-                    "k8s",
-                    "job",
-                    "--segments",
-                    "3",
-                    "--image",
-                    "x",
-                    "--memory",
-                    "1GB",
-                    "--",
-                    "http",
-                    "http://s/",
-                ],
-                &["not a Kubernetes quantity", "1Gi"],
-            ),
-            (
-                &[
-                    "k8s",
-                    "job",
-                    "--segments",
-                    "3",
-                    "--image",
-                    "x",
-                    "--namespace",
-                    "Load_Test",
-                    "--",
-                    "http",
-                    "http://s/",
-                ],
-                &["not a Kubernetes name"],
-            ),
-            (
-                &[
-                    "k8s",
-                    "job",
-                    "--segments",
-                    "3",
-                    "--image",
-                    "a b",
-                    "--",
-                    "http",
-                    "http://s/",
-                ],
-                &["not an image reference"],
-            ),
-            (
-                &[
-                    "k8s",
-                    "job",
-                    "--segments",
-                    "0",
-                    "--image",
-                    "x",
-                    "--",
-                    "http",
-                    "http://s/",
-                ],
-                &["0"],
-            ),
-        ],
-    );
-    // A command a segment could not run is refused before anything is printed.
-    dyno(home.path())
-        .args([
-            "k8s",
-            "job",
-            "--segments",
-            "3",
-            "--image",
-            "x",
-            "--",
-            "http",
-            "http://svc/",
-            "--segment",
-            "0/3",
-        ])
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(predicate::str::contains("Job's to set"));
-    dyno(home.path())
-        .args([
-            "k8s",
-            "job",
-            "--segments",
-            "3",
-            "--image",
-            "x",
-            "--",
-            "http",
-            "http://svc/",
-            "-c",
-            "zero",
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("not one dyno runs"));
+    // What Kubernetes would refuse (with an example of what it takes), and a
+    // command a segment could not run, are refused before anything is
+    // printed: `dyno k8s job OPTIONS -- COMMAND`.
+    let job = |options: &[&'static str], command: &[&'static str]| {
+        let mut args = vec!["k8s", "job"];
+        args.extend_from_slice(options);
+        args.push("--");
+        args.extend_from_slice(command);
+        args
+    };
+    let fine = ["--segments", "3", "--image", "x"];
+    let url = ["http", "http://s/"];
+    let with = |extra: &[&'static str]| [&fine[..], extra].concat();
+    let cases: [(Vec<&str>, &[&str]); 7] = [
+        (
+            job(&with(&["--cpu", "two"]), &url),
+            &["not a Kubernetes quantity", "500m"],
+        ),
+        (
+            job(&with(&["--memory", "1GB"]), &url),
+            &["not a Kubernetes quantity", "1Gi"],
+        ),
+        (
+            job(&with(&["--namespace", "Load_Test"]), &url),
+            &["not a Kubernetes name"],
+        ),
+        (
+            job(&["--segments", "3", "--image", "a b"], &url),
+            &["not an image reference"],
+        ),
+        (job(&["--segments", "0", "--image", "x"], &url), &["0"]),
+        (
+            job(&fine, &["http", "http://s/", "--segment", "0/3"]),
+            &["Job's to set"],
+        ),
+        (
+            job(&fine, &["http", "http://s/", "-c", "zero"]),
+            &["not one dyno runs"],
+        ),
+    ];
+    for (args, needles) in &cases {
+        let out = dyno(home.path()).args(args).assert().code(2).stdout("");
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr);
+        for needle in *needles {
+            assert!(
+                stderr.contains(needle),
+                "{args:?}: no {needle:?} in {stderr}"
+            );
+        }
+    }
 }

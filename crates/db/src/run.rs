@@ -272,12 +272,7 @@ pub fn run_gated(
     if lock(&shared.setup_failed).is_none() {
         match gate() {
             Ok(Some(at)) => {
-                while let Ok(left) = at.duration_since(SystemTime::now()) {
-                    if left.is_zero() || shared.stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    std::thread::sleep(left.min(Duration::from_millis(20)));
-                }
+                dyno_timer::sleep_until_wall(at, || shared.stop.load(Ordering::Relaxed));
             }
             Ok(None) => {}
             Err(why) => *lock(&shared.setup_failed) = Some(RunError::Setup(why)),

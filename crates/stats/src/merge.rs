@@ -146,11 +146,13 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
         ((info.started_common_ns() - earliest).max(0) as u64 + 500_000_000) / 1_000_000_000
     };
 
-    let mut merged = Run::new(first_run.kind, String::new());
-    merged.description = format!(
-        "{} [group {group}: {} of {count} segments]",
-        strip_segment_suffix(&first_run.description),
-        parts.len()
+    let mut merged = Run::new(
+        first_run.kind,
+        format!(
+            "{} [group {group}: {} of {count} segments]",
+            strip_segment_suffix(&first_run.description),
+            parts.len()
+        ),
     );
     let start = parts
         .iter()
@@ -167,7 +169,6 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
     merged.id = merged_id(group, start.as_millisecond(), &parts);
     merged.environment = first_run.environment.clone();
     let mut hosts: Vec<&str> = parts.iter().map(|(i, _)| i.host.as_str()).collect();
-    hosts.dedup();
     hosts.sort_unstable();
     hosts.dedup();
     merged.environment.hostname = Some(if hosts.len() <= 3 {

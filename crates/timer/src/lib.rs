@@ -188,8 +188,45 @@ impl Future for Sleep {
     }
 }
 
+/// Blocks the calling thread until the wall clock reads `at` (a start
+/// that several machines agreed on), or `stopped` says to give up; wakes
+/// every 20 ms at most to look. Both engines wait at their segment's start
+/// barrier with it.
+pub fn sleep_until_wall(at: std::time::SystemTime, stopped: impl Fn() -> bool) {
+    while !stopped() {
+        match at.duration_since(std::time::SystemTime::now()) {
+            Ok(left) if !left.is_zero() => std::thread::sleep(left.min(Duration::from_millis(20))),
+            _ => return,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_wall_clock_wait_ends_at_its_time_or_when_stopped() {
+        use std::time::SystemTime;
+        // A time already past: at once, though nothing says stop.
+        let past = SystemTime::now() - Duration::from_secs(1);
+        let started = std::time::Instant::now();
+        sleep_until_wall(past, || false);
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "not waited for"
+        );
+        // A time far ahead: until told to stop.
+        let asked = std::cell::Cell::new(0);
+        sleep_until_wall(SystemTime::now() + Duration::from_secs(3600), || {
+            asked.set(asked.get() + 1);
+            asked.get() > 3
+        });
+        assert_eq!(asked.get(), 4);
+        // The time reached: it returns with the wall clock past it.
+        let at = SystemTime::now() + Duration::from_millis(30);
+        sleep_until_wall(at, || false);
+        assert!(SystemTime::now() >= at);
+    }
+
     use super::*;
 
     fn local<F: Future>(f: F) -> F::Output {

@@ -399,7 +399,7 @@ pub fn run_gated(
         match gate() {
             Ok(at) => {
                 if let Some(at) = at {
-                    wait_until(at, &shared);
+                    dyno_timer::sleep_until_wall(at, || shared.stopped());
                 }
             }
             Err(why) => {
@@ -494,16 +494,6 @@ pub fn run_gated(
         protocol_failure,
         started_at,
     })
-}
-
-/// Sleeps until the wall clock reads `at`, or the run is stopped.
-fn wait_until(at: SystemTime, shared: &Shared) {
-    while !shared.stopped() {
-        match at.duration_since(SystemTime::now()) {
-            Ok(left) if !left.is_zero() => std::thread::sleep(left.min(Duration::from_millis(20))),
-            _ => return,
-        }
-    }
 }
 
 /// Checks settings before a run; [`run`] calls it too. A caller that must
