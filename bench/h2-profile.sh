@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Where dyno's HTTP/2 client spends its CPU, beside what h2load spends in
+# total, against the same nginx as bench/h2-vs-h2load.sh (one worker on
+# CPU 0, clients on CPU 1, h2c, -c/-m alike), for the 92-byte page and a
+# 1 MiB file.
+#
+# For each path: h2load's CPU per request (user and kernel, from
+# bench/runstat.py); dyno's the same way; then dyno once more under
+# `perf record` (cpu-clock samples with DWARF call stacks), split by
+# bench/perf-shares.py into the kernel, the h2 crate with its codec,
+# dyno's socket wrapper, tokio and dyno's own engine, in µs per request.
+# Last, issue 14's CPU goal as arithmetic: 0.8 × h2load's CPU per request,
+# less what dyno spends in the kernel and in the h2 crate, is what would
+# be left for everything else.
+#
+# Usage: bench/h2-profile.sh [SECONDS] [CONNECTIONS] [STREAMS]
+#        (default 5 s, 10 connections, 10 streams each)
+# Needs: nginx, h2load (nghttp2-client), perf (linux-perf); installs them
+# when run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-5}
+CONNS=${2:-10}
+STREAMS=${3:-10}
+# One sample per millisecond of dyno's CPU.
+PERIOD_NS=1000000
+
+need() { command -v "$1" >/dev/null 2>&1; }
+if ! need nginx || ! need h2load || ! need perf; then
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light nghttp2-client linux-perf >/dev/null
+  else
+    echo "install nginx, nghttp2-client (h2load) and linux-perf (perf) first" >&2; exit 2
+  fi
+fi
+cargo build --release --quiet
+DYNO=$PWD/target/release/dyno
+RUNSTAT="python3 $PWD/bench/runstat.py"
+
+# shellcheck source=bench/nginx-lib.sh
+. "$PWD/bench/nginx-lib.sh"
+WORK=$(mktemp -d)
+trap 'kill $(cat "$WORK/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+start_nginx http2 "http2_max_concurrent_streams 1024;"
+
+responses() {
+  python3 -c 'import json,sys; m={x["name"]: x["value"] for x in json.load(open(sys.argv[1]))["metrics"]}; print(int(m["responses"]))' "$1"
+}
+# "TOTAL_US USER_US KERNEL_US" per request from a runstat line in $1 and a
+# request count $2.
+per_request() {
+  awk -F'[ =]' -v n="$2" '/^runstat:/{printf "%.2f %.2f %.2f", ($3+$5)/n*1e6, $3/n*1e6, $5/n*1e6}' "$1"
+}
+
+echo "nginx (h2c): 1 worker on CPU $SERVER_CPU; clients on CPU $CLIENT_CPU; -c $CONNS -m $STREAMS, ${SECS}s a run"
+for path in hello.html 1m.bin; do
+  url="http://127.0.0.1:$PORT/$path"
+  pin_client $RUNSTAT h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$SECS" "$url" >"$WORK/h2load.out" 2>"$WORK/h2load.err" || true
+  h2n=$(awk '/^requests:/{print $8}' "$WORK/h2load.out")
+  read -r h2_total h2_user h2_kernel <<<"$(per_request "$WORK/h2load.err" "${h2n:-0}")"
+
+  pin_client $RUNSTAT "$DYNO" http "$url" --h2 -t1 -c"$CONNS" -m"$STREAMS" -d"${SECS}s" --no-save --json >"$WORK/dyno.json" 2>"$WORK/dyno.err"
+  read -r d_total d_user d_kernel <<<"$(per_request "$WORK/dyno.err" "$(responses "$WORK/dyno.json")")"
+
+  perf record -q -e cpu-clock -c "$PERIOD_NS" --call-graph dwarf,16384 -o "$WORK/perf.data" -- \
+    taskset -c "$CLIENT_CPU" "$DYNO" http "$url" --h2 -t1 -c"$CONNS" -m"$STREAMS" -d"${SECS}s" --no-save --json \
+    >"$WORK/profiled.json" 2>/dev/null
+  perf script -i "$WORK/perf.data" 2>/dev/null >"$WORK/perf.txt"
+
+  echo
+  echo "== /$path"
+  printf '%-22s %10s %10s %10s\n' "CPU µs per request" total user kernel
+  printf '%-22s %10s %10s %10s\n' h2load "$h2_total" "$h2_user" "$h2_kernel"
+  printf '%-22s %10s %10s %10s\n' dyno "$d_total" "$d_user" "$d_kernel"
+  echo "dyno under perf, by where the time went:"
+  python3 bench/perf-shares.py "$WORK/perf.txt" "$PERIOD_NS" "$(responses "$WORK/profiled.json")" | tee "$WORK/shares"
+  python3 - "$h2_total" "$d_kernel" "$(grep '^shares:' "$WORK/shares")" <<'PY'
+import sys
+h2load, kernel = float(sys.argv[1]), float(sys.argv[2])
+shares = dict(kv.split("=") for kv in sys.argv[3].split()[1:])
+goal = 0.8 * h2load
+h2 = float(shares.get("h2_crate", 0))
+rest = sum(float(v) for k, v in shares.items() if k not in ("kernel", "h2_crate"))
+# The kernel time of the plain run: sampling with call stacks adds to the
+# kernel time of the profiled one.
+print(f"goal: CPU <= 0.8 x h2load's = {goal:.2f} µs/req. dyno's kernel time {kernel:.2f} "
+      f"(plain run, {kernel / h2load:.3f}x h2load's whole CPU) + the h2 crate {h2:.2f} (perf) "
+      f"= {kernel + h2:.2f}; left for the rest: {goal - kernel - h2:.2f} µs, which now takes {rest:.2f}")
+PY
+done

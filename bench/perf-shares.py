@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Splits a `perf script` dump of dyno's HTTP/2 client into who spent the
+CPU, in µs per request. Used by bench/h2-profile.sh.
+
+Usage: perf-shares.py PERF_SCRIPT_TEXT PERIOD_NS REQUESTS
+
+Each sample stands for PERIOD_NS of CPU (perf record -e cpu-clock -c
+PERIOD_NS). A sample whose innermost frame is in the kernel counts as
+kernel time, whoever made the system call. A user-space sample goes to the
+innermost frame, walking out from the leaf, that belongs to one of:
+
+  h2 crate      h2:: and tokio_util's codec: framing, HPACK, the stream
+                store, flow control, the codec's buffers (with the
+                allocations and copies they make)
+  socket wrap   dyno's wrapper around the socket (read-ahead copy, the
+                frame counter)
+  tokio         the runtime: scheduler, timers, I/O driver
+  dyno          dyno's own engine: tickets, requests, timing, histograms
+
+Frames of the allocator, libc, `bytes`, `http`'s types and `core`/`std`
+are passed over, so their cost lands with whoever called them. Samples
+with none of these frames (a stack perf could not unwind) are counted as
+"unattributed".
+"""
+import collections
+import re
+import sys
+
+CATEGORIES = [
+    ("socket wrap", re.compile(r"^<?dyno_http::engine::h2::Counted")),
+    ("h2 crate", re.compile(r"^<?(h2::|tokio_util::codec)")),
+    ("tokio", re.compile(r"^<?(tokio::|mio::)")),
+    ("dyno", re.compile(r"^<?(dyno|hdrhistogram)")),
+]
+FRAME = re.compile(r"^\s*[0-9a-f]+ (.+?)(\+0x[0-9a-f]+)? \((.*)\)$")
+
+
+def owner(frames):
+    """The category of one sample, from its frames, innermost first."""
+    if not frames:
+        return "unattributed"
+    if "kernel" in frames[0][1]:
+        return "kernel"
+    for symbol, _ in frames:
+        for name, pattern in CATEGORIES:
+            if pattern.search(symbol):
+                return name
+    return "unattributed"
+
+
+def main():
+    path, period_ns, requests = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    counts = collections.Counter()
+    for sample in open(path, errors="replace").read().split("\n\n"):
+        lines = sample.strip().split("\n")
+        if not lines or not lines[0].strip():
+            continue
+        frames = []
+        for line in lines[1:]:
+            m = FRAME.match(line)
+            if m:
+                frames.append((m.group(1), m.group(3)))
+        counts[owner(frames)] += 1
+    total = sum(counts.values())
+    if total == 0 or requests == 0:
+        sys.exit("perf-shares: no samples or no requests")
+    us = lambda n: n * period_ns / 1000 / requests
+    print(f"  {'where':14} {'µs/req':>9} {'share':>6}")
+    for name in ["kernel", "h2 crate", "socket wrap", "tokio", "dyno", "unattributed"]:
+        print(f"  {name:14} {us(counts[name]):9.2f} {counts[name] * 100 / total:5.1f}%")
+    print(f"  {'total':14} {us(total):9.2f}   ({total} samples)")
+    # One machine-readable line for the caller.
+    print("shares: " + " ".join(f"{k.replace(' ', '_')}={us(v):.3f}" for k, v in counts.items()))
+
+
+if __name__ == "__main__":
+    main()
