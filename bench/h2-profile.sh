@@ -44,8 +44,16 @@ WORK=$(mktemp -d)
 trap 'kill $(cat "$WORK/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 start_nginx http2 "http2_max_concurrent_streams 1024;"
 
+# dyno's answers in its --json run $1; a run with errors or non-200
+# answers stops the script, since its cost per request would mislead.
 responses() {
-  python3 -c 'import json,sys; m={x["name"]: x["value"] for x in json.load(open(sys.argv[1]))["metrics"]}; print(int(m["responses"]))' "$1"
+  python3 - "$1" <<'PY'
+import json, sys
+m = {x["name"]: x["value"] for x in json.load(open(sys.argv[1]))["metrics"]}
+if m.get("status_200", 0) != m["responses"] or m["errors"]:
+    sys.exit(f"dyno saw errors or non-200 answers: {m}"[:300])
+print(int(m["responses"]))
+PY
 }
 # "TOTAL_US USER_US KERNEL_US" per request from a runstat line in $1 and a
 # request count $2.
@@ -58,10 +66,12 @@ for path in hello.html 1m.bin; do
   url="http://127.0.0.1:$PORT/$path"
   pin_client $RUNSTAT h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$SECS" "$url" >"$WORK/h2load.out" 2>"$WORK/h2load.err" || true
   h2n=$(awk '/^requests:/{print $8}' "$WORK/h2load.out")
+  [ "${h2n:-0}" -gt 0 ] || { echo "h2load answered nothing: $(tail -3 "$WORK/h2load.out")" >&2; exit 1; }
   read -r h2_total h2_user h2_kernel <<<"$(per_request "$WORK/h2load.err" "${h2n:-0}")"
 
   pin_client $RUNSTAT "$DYNO" http "$url" --h2 -t1 -c"$CONNS" -m"$STREAMS" -d"${SECS}s" --no-save --json >"$WORK/dyno.json" 2>"$WORK/dyno.err"
-  read -r d_total d_user d_kernel <<<"$(per_request "$WORK/dyno.err" "$(responses "$WORK/dyno.json")")"
+  dn=$(responses "$WORK/dyno.json")
+  read -r d_total d_user d_kernel <<<"$(per_request "$WORK/dyno.err" "$dn")"
 
   perf record -q -e cpu-clock -c "$PERIOD_NS" --call-graph dwarf,16384 -o "$WORK/perf.data" -- \
     taskset -c "$CLIENT_CPU" "$DYNO" http "$url" --h2 -t1 -c"$CONNS" -m"$STREAMS" -d"${SECS}s" --no-save --json \
@@ -74,7 +84,8 @@ for path in hello.html 1m.bin; do
   printf '%-22s %10s %10s %10s\n' h2load "$h2_total" "$h2_user" "$h2_kernel"
   printf '%-22s %10s %10s %10s\n' dyno "$d_total" "$d_user" "$d_kernel"
   echo "dyno under perf, by where the time went:"
-  python3 bench/perf-shares.py "$WORK/perf.txt" "$PERIOD_NS" "$(responses "$WORK/profiled.json")" | tee "$WORK/shares"
+  pn=$(responses "$WORK/profiled.json")
+  python3 bench/perf-shares.py "$WORK/perf.txt" "$PERIOD_NS" "$pn" | tee "$WORK/shares"
   python3 - "$h2_total" "$d_kernel" "$(grep '^shares:' "$WORK/shares")" <<'PY'
 import sys
 h2load, kernel = float(sys.argv[1]), float(sys.argv[2])
