@@ -54,10 +54,27 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
     if !no_save {
         save(&mut store, &run, format)?;
     }
-    match fail_if_worse {
-        Some(pct) if regressed(&run, pct, score) => Ok(ExitStatus::ChecksFailed),
-        _ => Ok(ExitStatus::Success),
+    let Some(pct) = fail_if_worse else {
+        return Ok(ExitStatus::Success);
+    };
+    match gate(&run, pct, score) {
+        Gate::Pass => Ok(ExitStatus::Success),
+        Gate::Fail => Ok(ExitStatus::ChecksFailed),
+        Gate::CannotJudge(why) => bail!(why),
     }
+}
+
+/// What `--fail-if-worse` decided.
+#[derive(Debug, PartialEq)]
+enum Gate {
+    /// Every primary figure it could test is within the threshold.
+    Pass,
+    /// A tested primary figure (or the score) is significantly worse by
+    /// more than the threshold.
+    Fail,
+    /// Nothing it was asked to judge could be tested: it refuses rather
+    /// than pass what it never looked at.
+    CannotJudge(String),
 }
 
 fn save(store: &mut dyn Store, run: &Run, format: CompareFormat) -> Result<()> {
@@ -73,31 +90,67 @@ fn save(store: &mut dyn Store, run: &Run, format: CompareFormat) -> Result<()> {
     Ok(())
 }
 
-/// Whether a metric (or with `score`, the geomean) is significantly worse
-/// than the baseline by more than `pct` percent; says which on stderr.
-fn regressed(run: &Run, pct: f64, score: bool) -> bool {
+/// Judges the comparison for `--fail-if-worse pct` (with `score`, the
+/// geometric-mean score instead of each figure), saying on stderr what
+/// failed and what could not be tested.
+///
+/// Only primary figures are judged (a diagnostic such as CPU time explains
+/// a result; it is not the result), and only those a test could judge:
+/// repeated runs a side (at least 4 for Mann–Whitney at α = 0.05, or one
+/// run whose samples are repeated runs, as `dyno run --runs N` keeps). A
+/// percentile of one run a side, or a single value a side, was not tested
+/// and is named on stderr, never silently passed. When nothing at all
+/// could be tested the gate refuses (exit 2) and says how to get a
+/// verdict.
+fn gate(run: &Run, pct: f64, score: bool) -> Gate {
     let c = Comparison::of(run);
     let limit = 1.0 - pct / 100.0;
     let mut failed = false;
+    let mut judged = 0usize;
+    let mut untested: Vec<String> = Vec::new();
     for candidate in c.candidates() {
         if score {
-            let Some(gm) = c.group_metric("geomean", candidate) else {
-                continue;
-            };
-            let significant = gm.uncertainty.as_ref().is_some_and(|u| u.high < 1.0);
-            if gm.value < limit && significant {
-                eprintln!(
-                    "regression: {candidate}'s geomean score is {:.3}× the baseline's, worse by more than {pct}%",
-                    gm.value
-                );
-                failed = true;
+            match c.group_metric("geomean", candidate) {
+                Some(gm) if gm.uncertainty.is_some() => {
+                    judged += 1;
+                    let significant = gm.uncertainty.as_ref().is_some_and(|u| u.high < 1.0);
+                    if gm.value < limit && significant {
+                        eprintln!(
+                            "regression: {candidate}'s geomean score is {:.3}× the baseline's, worse by more than {pct}%",
+                            gm.value
+                        );
+                        failed = true;
+                    }
+                }
+                _ => untested.push(format!("{candidate}'s score (no tested primary figure)")),
             }
             continue;
         }
         for row in c.rows(candidate) {
-            let Some(ratio) = row.ratio else { continue };
+            let Some(ratio) = row.ratio else {
+                continue;
+            };
+            // Comparisons saved before metrics declared roles carry none:
+            // every row of theirs is judged, as it was then.
+            if ratio.label("role").is_some_and(|r| r != "primary") {
+                continue;
+            }
+            let verdict = row.verdict();
+            if !verdict.is_tested() {
+                let why = match verdict {
+                    Verdict::WithinRun => "one run a side",
+                    Verdict::TooFewRuns => "too few runs a side",
+                    _ => "one value a side",
+                };
+                untested.push(format!(
+                    "{candidate}'s {} ({why})",
+                    dyno_report::metric_title(row.metric)
+                ));
+                continue;
+            }
+            judged += 1;
             let factor = versus::improvement(ratio.value, ratio.direction);
-            if row.verdict() == Verdict::Slower && factor < limit {
+            if verdict == Verdict::Slower && factor < limit {
                 eprintln!(
                     "regression: {candidate}'s {} is {:.3}× the baseline's, significantly worse by more than {pct}%",
                     dyno_report::metric_title(row.metric),
@@ -107,7 +160,23 @@ fn regressed(run: &Run, pct: f64, score: bool) -> bool {
             }
         }
     }
-    failed
+    let needed = dyno_stats::compare::runs_needed_to_test(c.alpha);
+    if judged == 0 {
+        return Gate::CannotJudge(format!(
+            "--fail-if-worse could not judge anything: no primary figure could be tested ({}). A verdict needs repeated runs: at least {needed} runs a side, saved under one tag per side (for i in $(seq {needed}); do dyno http URL -d 10s --tag pr-42; done), then `dyno compare --baseline @tag:main @tag:pr-42 --fail-if-worse {pct}`; `dyno run --runs N` keeps its N runs in one record and can be gated alone",
+            untested.join(", ")
+        ));
+    }
+    if !untested.is_empty() {
+        eprintln!(
+            "note: {} could not be tested and {} not judged by --fail-if-worse: {}; compare groups of at least {needed} runs a side to judge {}",
+            dyno_report::counted(untested.len() as u64, "primary figure"),
+            if untested.len() == 1 { "was" } else { "were" },
+            untested.join(", "),
+            if untested.len() == 1 { "it" } else { "them" },
+        );
+    }
+    if failed { Gate::Fail } else { Gate::Pass }
 }
 
 /// The sides of a comparison, the baseline first: each SIDE as typed, then

@@ -440,10 +440,7 @@ pub fn quick_measure(
     let metrics = outcome
         .metrics(&settings)
         .into_iter()
-        .map(|mut m| {
-            m.name = format!("db_{}", m.name);
-            m
-        })
+        .map(|m| m.with_prefix("db"))
         .collect();
     Ok((
         metrics,

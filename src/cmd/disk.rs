@@ -536,10 +536,7 @@ pub fn quick_measure(
     warn(&mut run, &engine, &measured, stop.load(Ordering::Relaxed));
     let metrics = dyno_disk::outcome::metrics(&measured)
         .into_iter()
-        .map(|mut m| {
-            m.name = format!("disk_{}", m.name);
-            m
-        })
+        .map(|m| m.with_prefix("disk"))
         .collect();
     Ok((metrics, run.warnings, run.settings))
 }

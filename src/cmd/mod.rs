@@ -143,7 +143,12 @@ pub(crate) fn merged_group(store: &dyn Store, group: &str) -> Result<Option<Run>
             host: a.host,
         })
         .collect();
-    Ok(Some(dyno_stats::merge::merge(group, &runs, &arrived)?))
+    let mut merged = dyno_stats::merge::merge(group, &runs, &arrived)?;
+    // What the engine declared it recomputes from the merged metrics.
+    if merged.kind == dyno_model::Kind::Http {
+        dyno_http::recompute_merged(&mut merged);
+    }
+    Ok(Some(merged))
 }
 
 /// Names each skipped record on stderr, one line each.

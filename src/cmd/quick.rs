@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use dyno_cpu::int64;
-use dyno_model::{Direction, Kind, Metric, Run, Unit};
+use dyno_model::{Direction, Kind, Merge, Metric, Run, Samples, Unit};
 use dyno_report::{SummaryRow, format_interval, format_parallel_fraction, format_value, summary};
 use dyno_stats::sampled_metric;
 use dyno_stats::scaling::{self, Measure, Point};
@@ -99,9 +99,8 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
         progress("http: dyno's client against its built-in server on loopback");
         let (http_settings, outcome) =
             super::http::quick_load(http_duration, HTTP_CONNECTIONS, interrupt.flag())?;
-        for mut m in outcome.metrics(&http_settings) {
-            m.name = format!("http_{}", m.name);
-            run.metrics.push(m);
+        for m in outcome.metrics(&http_settings) {
+            run.metrics.push(m.with_prefix("http"));
         }
         for mut w in super::http::judge(&outcome, &http_settings) {
             w.message = format!("http line: {}", w.message);
@@ -296,18 +295,30 @@ fn measure_int64(
             .iter()
             .map(|s| 100.0 * s / settings.threads as f64)
             .collect();
-        metrics.push(sampled_metric(
-            "int64_speedup",
-            Unit::Ratio,
-            Direction::HigherIsBetter,
-            speedup,
-        ));
-        metrics.push(sampled_metric(
-            "int64_efficiency_percent",
-            Unit::Percent,
-            Direction::HigherIsBetter,
-            efficiency,
-        ));
+        // Views of the two lines' times: shown and compared, never
+        // counted beside them in a score.
+        metrics.push(
+            sampled_metric(
+                "int64_speedup",
+                Unit::Ratio,
+                Direction::HigherIsBetter,
+                speedup,
+            )
+            .derived_of("int64_nt_ns")
+            .merged(Merge::None)
+            .samples_are(Samples::Runs),
+        );
+        metrics.push(
+            sampled_metric(
+                "int64_efficiency_percent",
+                Unit::Percent,
+                Direction::HigherIsBetter,
+                efficiency,
+            )
+            .derived_of("int64_speedup")
+            .merged(Merge::None)
+            .samples_are(Samples::Runs),
+        );
         // Amdahl's parallel fraction that would explain the mean speedup, by
         // the per-point formula of the scaling analysis (taken of the mean,
         // so it matches the speedup shown beside it). The all-cores line runs
@@ -328,12 +339,16 @@ fn measure_int64(
             .and_then(|a| a.points.get(1)?.amdahl_parallel_fraction)
             .filter(|p| p.is_finite() && !oversubscribed)
         {
-            metrics.push(Metric::new(
-                "int64_amdahl_parallel_fraction",
-                Unit::Ratio,
-                Direction::HigherIsBetter,
-                p,
-            ));
+            metrics.push(
+                Metric::new(
+                    "int64_amdahl_parallel_fraction",
+                    Unit::Ratio,
+                    Direction::HigherIsBetter,
+                    p,
+                )
+                .derived_of("int64_speedup")
+                .merged(Merge::None),
+            );
         }
     }
     Ok(metrics)
@@ -355,13 +370,19 @@ fn lines(prefix: &str, measurements: &[int64::Measurement]) -> Vec<Metric> {
             Unit::Ns,
             Direction::LowerIsBetter,
             wall,
-        ),
+        )
+        .primary()
+        .merged(Merge::None)
+        .samples_are(Samples::Runs),
         sampled_metric(
             format!("{prefix}_ops_per_sec"),
             Unit::OpsPerSec,
             Direction::HigherIsBetter,
             throughput,
-        ),
+        )
+        .reciprocal_of(format!("{prefix}_ns"))
+        .merged(Merge::None)
+        .samples_are(Samples::Runs),
     ]
 }
 

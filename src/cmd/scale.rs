@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use dyno_cpu::int64;
-use dyno_model::{Direction, Environment, Kind, Metric, Run, Unit, Warning};
+use dyno_model::{Direction, Environment, Kind, Merge, Metric, Run, Samples, Unit, Warning};
 use dyno_stats::sampled_metric;
 use dyno_stats::scaling::{
     self, AmdahlFit, Analysis, Bound, Measure, Point, USL_MIN_POINTS, USL_RECOMMENDED_POINTS,
@@ -551,7 +551,12 @@ fn measure_tree_write(
         let mine: Vec<&Figures> = figures.iter().filter(|f| f.0 == t).collect();
         for (name, unit, direction, pick) in columns {
             let mean = mine.iter().map(|f| pick(f)).sum::<f64>() / mine.len().max(1) as f64;
-            extra.push(Metric::new(name, unit, direction, mean).with_label("n", &n));
+            extra.push(
+                Metric::new(name, unit, direction, mean)
+                    .diagnostic()
+                    .merged(Merge::None)
+                    .with_label("n", &n),
+            );
         }
     }
     let list: Vec<String> = threads.iter().map(ToString::to_string).collect();
@@ -682,26 +687,59 @@ fn metrics(
 ) -> Vec<Metric> {
     use Direction::{HigherIsBetter as Higher, LowerIsBetter as Lower};
     let mut out = Vec::new();
+    // A scale run is never split into segments: nothing merges.
     let mut push = |m: Metric| {
         if m.value.is_finite() && m.samples.iter().all(|s| s.is_finite()) {
-            out.push(m);
+            out.push(m.merged(Merge::None));
         }
     };
-    let ratio = |name: &str, direction, value| Metric::new(name, Unit::Ratio, direction, value);
+    // The fits and their predictions explain the measured points: shown
+    // and compared as diagnostics, never a score's figure.
+    let ratio = |name: &str, direction, value| {
+        Metric::new(name, Unit::Ratio, direction, value).diagnostic()
+    };
     for (measured, p) in points.iter().zip(&analysis.points) {
         let n = fmt_n(p.n);
-        push(measured.metric.clone().with_label("n", &n));
-        push(ratio("speedup", Higher, p.speedup).with_label("n", &n));
-        push(ratio("efficiency", Higher, p.efficiency).with_label("n", &n));
+        // The measured time (or throughput) at each N is what the run
+        // exists for; its samples are the repetitions.
+        let mut point = measured.metric.clone().primary().with_label("n", &n);
+        if !point.samples.is_empty() {
+            point = point.samples_are(Samples::Runs);
+        }
+        let measured_name = point.name.clone();
+        push(point);
+        // Speedup and efficiency are the same points seen against N = 1.
+        push(
+            ratio("speedup", Higher, p.speedup)
+                .derived_of(&measured_name)
+                .with_label("n", &n),
+        );
+        push(
+            ratio("efficiency", Higher, p.efficiency)
+                .derived_of("speedup")
+                .with_label("n", &n),
+        );
         if let Some(f) = p.amdahl_parallel_fraction {
-            push(ratio("amdahl_parallel_fraction", Higher, f).with_label("n", &n));
+            push(
+                ratio("amdahl_parallel_fraction", Higher, f)
+                    .derived_of("speedup")
+                    .with_label("n", &n),
+            );
         }
         if let Some(e) = p.karp_flatt_serial_fraction {
-            push(ratio("karp_flatt_serial_fraction", Lower, e).with_label("n", &n));
+            push(
+                ratio("karp_flatt_serial_fraction", Lower, e)
+                    .derived_of("speedup")
+                    .with_label("n", &n),
+            );
         }
     }
     let best = &analysis.points[analysis.best];
-    push(ratio("best_speedup", Higher, best.speedup).with_label("n", fmt_n(best.n)));
+    push(
+        ratio("best_speedup", Higher, best.speedup)
+            .derived_of("speedup")
+            .with_label("n", fmt_n(best.n)),
+    );
 
     push(ratio(
         "amdahl_fit_parallel_fraction",
@@ -723,12 +761,7 @@ fn metrics(
         let unit_rate = analysis.points[0].throughput / analysis.baseline_n;
         push(ratio("usl_sigma", Lower, fit.sigma));
         push(ratio("usl_kappa", Lower, fit.kappa));
-        push(Metric::new(
-            "usl_lambda",
-            Unit::OpsPerSec,
-            Higher,
-            fit.lambda,
-        ));
+        push(Metric::new("usl_lambda", Unit::OpsPerSec, Higher, fit.lambda).diagnostic());
         push(ratio("usl_r_squared", Higher, fit.r_squared));
         // Super-linear points pin σ = κ = 0: that is not "almost linear".
         let superlinear = analysis
@@ -741,7 +774,11 @@ fn metrics(
             Bound::Contention => (1.0, "contention"),
             Bound::Coherency => (2.0, "coherency"),
         };
-        push(Metric::new("usl_bound", Unit::Count, Lower, code).with_label("bound", name));
+        push(
+            Metric::new("usl_bound", Unit::Count, Lower, code)
+                .context()
+                .with_label("bound", name),
+        );
         // A κ whose penalty over the measured range is below a millionth is
         // the fit's rounding noise (an exact Amdahl curve gives κ ≈ 1e-17),
         // and its "peak" would lie millions of N away: report none.

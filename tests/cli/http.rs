@@ -63,7 +63,7 @@ fn zero_durations_and_timeouts_are_usage_errors() {
 }
 
 /// The reference server on a free loopback port, for as long as the handle lives.
-fn reference_server() -> (dyno_serve::ServerHandle, String) {
+pub(crate) fn reference_server() -> (dyno_serve::ServerHandle, String) {
     let server = dyno_serve::spawn(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), 1).unwrap();
     let base = format!("http://{}", server.local_addr());
     (server, base)

@@ -3,7 +3,7 @@
 //! pass as samples, the latency of all timed passes as a histogram, and
 //! the CPU time per I/O.
 
-use dyno_model::{Direction, Metric, Unit};
+use dyno_model::{Direction, Merge, Metric, Samples, Unit};
 use dyno_stats::hdr;
 
 use crate::engine::new_histogram;
@@ -28,7 +28,9 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
                 best.bytes_per_sec(),
             );
             t.samples = m.passes.iter().map(|p| p.bytes_per_sec()).collect();
-            out.push(label(t));
+            // CrystalDiskMark's figure: what the run exists for. Each pass
+            // repeats the whole test, so the samples are repeated runs.
+            out.push(label(t.primary().samples_are(Samples::Runs)));
         }
         let mut iops = Metric::new(
             if metadata { "files_per_sec" } else { "iops" },
@@ -37,7 +39,15 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
             best.iops(),
         );
         iops.samples = m.passes.iter().map(|p| p.iops()).collect();
-        out.push(label(iops));
+        // IOPS is the throughput over the block size: the same figure in
+        // other units, never counted twice; a metadata test's files per
+        // second is its own figure.
+        let iops = if metadata {
+            iops.primary()
+        } else {
+            iops.derived_of("throughput_bytes_per_sec")
+        };
+        out.push(label(iops.samples_are(Samples::Runs)));
         let mut latency = new_histogram();
         for p in &m.passes {
             let _ = latency.add(&p.latency);
@@ -49,7 +59,11 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
             latency.mean(),
         );
         l.histogram = Some(hdr::to_model(&latency));
-        out.push(label(l));
+        out.push(label(
+            l.diagnostic()
+                .merged(Merge::Histogram)
+                .samples_are(Samples::Requests),
+        ));
         let ios: u64 = m.passes.iter().map(|p| p.ios()).sum();
         let cpu: f64 = m.passes.iter().map(|p| p.cpu.as_nanos() as f64).sum();
         out.push(label(Metric::new(
@@ -57,7 +71,8 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
             Unit::Ns,
             Direction::LowerIsBetter,
             if ios > 0 { cpu / ios as f64 } else { 0.0 },
-        )));
+        )
+        .diagnostic()));
         let short: u64 = m.passes.iter().map(|p| p.short).sum();
         if short > 0 {
             out.push(label(Metric::new(
@@ -65,7 +80,8 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
                 Unit::Count,
                 Direction::LowerIsBetter,
                 short as f64,
-            )));
+            )
+            .context()));
         }
     }
     out

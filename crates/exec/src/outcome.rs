@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use dyno_model::{Direction, Metric, Unit, Warning};
+use dyno_model::{Direction, Merge, Metric, Samples, Unit, Warning};
 use dyno_stats::compare::{
     Comparison, compare, mean_metric, runs_needed_to_test, smallest_p_value,
 };
@@ -106,7 +106,10 @@ impl Outcome {
                 Unit::Ns,
                 Direction::LowerIsBetter,
                 shell.samples_ns.clone(),
-            ));
+            )
+            .context()
+            .merged(Merge::None)
+            .samples_are(Samples::Runs));
         }
         let reference = self.reference(how.reference);
         for (i, r) in self.results.iter().enumerate() {
@@ -121,18 +124,25 @@ impl Outcome {
             // A Student-t interval of a few times can reach below zero,
             // which no time can: cut it there.
             let time = |name: &str, samples: Vec<f64>| {
-                let mut m = mean_metric(name, Unit::Ns, lower, samples, seed);
+                let mut m = mean_metric(name, Unit::Ns, lower, samples, seed)
+                    .merged(Merge::None)
+                    .samples_are(Samples::Runs);
                 if let Some(u) = &mut m.uncertainty {
                     u.low = u.low.max(0.0);
                 }
                 labelled(m, b)
             };
-            out.push(time("wall_ns", r.wall_ns()));
-            out.push(time("user_ns", series(|s| ns(s.user))));
-            out.push(time("system_ns", series(|s| ns(s.system))));
+            // The wall time is what `dyno run` measures; CPU time, CPU share
+            // and memory explain it. CPU% moves against wall time whenever
+            // the CPU time stays put, so it must never count beside it.
+            out.push(time("wall_ns", r.wall_ns()).primary());
+            out.push(time("user_ns", series(|s| ns(s.user))).diagnostic());
+            out.push(time("system_ns", series(|s| ns(s.system))).diagnostic());
             if let Some(cpu) = self.cpu_percent(r) {
                 out.push(labelled(
-                    Metric::new("cpu_percent", Unit::Percent, lower, cpu),
+                    Metric::new("cpu_percent", Unit::Percent, lower, cpu)
+                        .diagnostic()
+                        .merged(Merge::None),
                     b,
                 ));
             }
@@ -142,10 +152,16 @@ impl Outcome {
                     Unit::Bytes,
                     lower,
                     series(|s| s.max_rss_bytes as f64),
-                ),
+                )
+                .diagnostic()
+                .merged(Merge::None)
+                .samples_are(Samples::Runs),
                 b,
             ));
-            let mut failed = Metric::new("failed_runs", Unit::Count, lower, r.failures() as f64);
+            let mut failed = Metric::new("failed_runs", Unit::Count, lower, r.failures() as f64)
+                .context()
+                .merged(Merge::None)
+                .samples_are(Samples::Runs);
             failed.samples = r
                 .samples
                 .iter()
@@ -160,16 +176,22 @@ impl Outcome {
             let Some(c) = self.compare_wall(i, reference, how) else {
                 continue;
             };
-            let with_reference =
-                |m: Metric| labelled(m, b).with_label("reference", &base.benchmark.name);
+            // The comparison within this run: read by its own views, never
+            // compared across runs (the runs' wall times are).
+            let with_reference = |m: Metric| {
+                labelled(m.context().merged(Merge::None), b)
+                    .with_label("reference", &base.benchmark.name)
+            };
             let mut ratio = Metric::new("ratio_to_reference", Unit::Ratio, lower, c.ratio);
-            ratio.uncertainty = Some(dyno_model::Uncertainty {
-                method: dyno_model::UncertaintyMethod::Bootstrap,
-                confidence: 1.0 - ALPHA,
-                low: c.low,
-                high: c.high,
-                n: r.samples.len() as u64,
-                stddev: None,
+            ratio.uncertainty = (c.low.is_finite() && c.high.is_finite()).then(|| {
+                dyno_model::Uncertainty {
+                    method: c.method,
+                    confidence: 1.0 - ALPHA,
+                    low: c.low,
+                    high: c.high,
+                    n: r.samples.len() as u64,
+                    stddev: None,
+                }
             });
             out.push(with_reference(ratio));
             out.push(with_reference(Metric::new(

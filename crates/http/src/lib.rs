@@ -23,6 +23,7 @@ mod tls;
 
 pub use conn::Endpoint;
 pub use engine::{EngineError, Outcome, Progress, run, run_gated};
+pub use outcome::recompute_merged;
 pub use settings::{Schedule, Segment, Settings, Stop, TlsSettings};
 pub use stats::{ErrorClass, Interval, Stats};
 pub use status::{StatusSet, StatusSetError};

@@ -1,15 +1,19 @@
 //! Turns an [`Outcome`] into the metrics of a Run, so every view (the
 //! human report, ab's layout, JSON, comparisons) reads one record.
 
-use dyno_model::{Direction, Metric, Unit};
+use dyno_model::{Direction, Merge, Metric, Run, Samples, Unit};
 use dyno_stats::hdr;
 
 use crate::engine::Outcome;
 use crate::settings::Settings;
 use crate::stats::ErrorClass;
 
+/// A count of the run: context (it grows with the run's length), summed
+/// across segments.
 fn count(name: impl Into<String>, value: u64) -> Metric {
     Metric::new(name, Unit::Count, Direction::LowerIsBetter, value as f64)
+        .context()
+        .merged(Merge::Sum)
 }
 
 impl Outcome {
@@ -41,12 +45,18 @@ impl Outcome {
         let s = &self.stats;
         let secs = self.elapsed.as_secs_f64();
         let mut metrics = vec![
+            // What a load test exists for: the rate it got answers at and
+            // their latency. A merged run's rate is its answers over the
+            // merged window.
             Metric::new(
                 "requests_per_sec",
                 Unit::RequestsPerSec,
                 Direction::HigherIsBetter,
                 self.requests_per_sec(),
-            ),
+            )
+            .primary()
+            .rate_of("responses"),
+            // The same answers counted in bytes: a view, never scored twice.
             Metric::new(
                 "transfer_bytes_per_sec",
                 Unit::BytesPerSec,
@@ -56,11 +66,14 @@ impl Outcome {
                 } else {
                     0.0
                 },
-            ),
-            hdr::latency_metric("latency_ns", &s.latency),
-            hdr::latency_metric("connect_ns", &s.connect),
-            hdr::latency_metric("waiting_ns", &s.waiting),
-            hdr::latency_metric("processing_ns", &s.processing),
+            )
+            .derived_of("requests_per_sec")
+            .rate_of("bytes_read"),
+            hdr::latency_metric("latency_ns", &s.latency).primary(),
+            // ApacheBench's split of latency_ns, for its layout.
+            hdr::latency_metric("connect_ns", &s.connect).context(),
+            hdr::latency_metric("waiting_ns", &s.waiting).context(),
+            hdr::latency_metric("processing_ns", &s.processing).context(),
             count("requests", s.requests()),
             count("responses", s.responses),
             count("errors", s.total_errors()),
@@ -73,54 +86,71 @@ impl Outcome {
                 Unit::Bytes,
                 Direction::HigherIsBetter,
                 s.bytes_read as f64,
-            ),
+            )
+            .context()
+            .merged(Merge::Sum),
             Metric::new(
                 "bytes_written",
                 Unit::Bytes,
                 Direction::HigherIsBetter,
                 s.bytes_written as f64,
-            ),
+            )
+            .context()
+            .merged(Merge::Sum),
             Metric::new(
                 "body_bytes",
                 Unit::Bytes,
                 Direction::HigherIsBetter,
                 s.body_bytes as f64,
-            ),
+            )
+            .context()
+            .merged(Merge::Sum),
             Metric::new(
                 "measured_ns",
                 Unit::Ns,
                 Direction::LowerIsBetter,
                 self.elapsed.as_nanos() as f64,
-            ),
+            )
+            .context()
+            .merged(Merge::Window),
+            // The client's own load: it says whether the figures are the
+            // server's or a lower bound, it is not the server's figure.
             Metric::new(
                 "client_cpu_percent",
                 Unit::Percent,
                 Direction::LowerIsBetter,
                 self.client_cpu_percent(settings.threads),
-            ),
+            )
+            .diagnostic()
+            .merged(Merge::Max),
         ];
         if let Some(rate) = settings.schedule.rate_per_sec {
-            metrics.push(hdr::latency_metric(
-                "latency_uncorrected_ns",
-                &s.uncorrected,
-            ));
+            metrics.push(hdr::latency_metric("latency_uncorrected_ns", &s.uncorrected).diagnostic());
             // A segment makes every N-th request of the timetable.
-            metrics.push(Metric::new(
-                "requested_rate_per_sec",
-                Unit::RequestsPerSec,
-                Direction::HigherIsBetter,
-                rate / f64::from(settings.segment.count),
-            ));
+            metrics.push(
+                Metric::new(
+                    "requested_rate_per_sec",
+                    Unit::RequestsPerSec,
+                    Direction::HigherIsBetter,
+                    rate / f64::from(settings.segment.count),
+                )
+                .context()
+                .merged(Merge::Sum),
+            );
             metrics.push(count("late_sends", s.late_sends));
             // The client's own share of the corrected latency: a reader can
             // tell it from the server's queueing.
-            metrics.push(hdr::latency_metric("send_lag_ns", &s.send_lag));
-            metrics.push(Metric::new(
-                "max_lateness_ns",
-                Unit::Ns,
-                Direction::LowerIsBetter,
-                s.max_lateness.as_nanos() as f64,
-            ));
+            metrics.push(hdr::latency_metric("send_lag_ns", &s.send_lag).context());
+            metrics.push(
+                Metric::new(
+                    "max_lateness_ns",
+                    Unit::Ns,
+                    Direction::LowerIsBetter,
+                    s.max_lateness.as_nanos() as f64,
+                )
+                .context()
+                .merged(Merge::Max),
+            );
             metrics.push(count("dropped_sends", s.dropped));
         }
         // With --alpn, connections the server took to HTTP/2 have these too.
@@ -138,15 +168,19 @@ impl Outcome {
                 h.plain_header_written + h.plain_header_read,
             ));
             if let Some(saved) = h.header_savings() {
-                metrics.push(Metric::new(
-                    "h2_header_savings_percent",
-                    Unit::Percent,
-                    Direction::HigherIsBetter,
-                    100.0 * saved,
-                ));
+                metrics.push(
+                    Metric::new(
+                        "h2_header_savings_percent",
+                        Unit::Percent,
+                        Direction::HigherIsBetter,
+                        100.0 * saved,
+                    )
+                    .diagnostic()
+                    .merged(Merge::Recompute),
+                );
             }
             if let Some(max) = h.max_concurrent_streams {
-                let mut m = count("h2_server_max_concurrent_streams", max as u64);
+                let mut m = count("h2_server_max_concurrent_streams", max as u64).merged(Merge::Min);
                 m.direction = Direction::HigherIsBetter;
                 metrics.push(m);
             }
@@ -178,7 +212,7 @@ impl Outcome {
             .iter()
             .filter(|i| i.index > 0 && !i.latency.is_empty())
             .map(|i| {
-                let mut m = hdr::latency_metric("timeline_latency_ns", &i.latency);
+                let mut m = hdr::latency_metric("timeline_latency_ns", &i.latency).context();
                 m.labels.insert("second".into(), i.index.to_string());
                 m
             })
@@ -209,7 +243,7 @@ impl Outcome {
             let length = (window - slot as f64).clamp(f64::MIN_POSITIVE, 1.0);
             rates[slot as usize] = interval.responses as f64 / length;
             if !interval.latency.is_empty() {
-                p99s[slot as usize] = interval.latency.value_at_quantile(0.99) as f64;
+                p99s[slot as usize] = hdr::value_at_percentile(&interval.latency, 99.0) as f64;
             }
         }
         let mean = |v: &[f64]| {
@@ -234,6 +268,90 @@ impl Outcome {
             mean(&p99s),
         );
         p99.samples = p99s;
-        vec![rate, p99]
+        // Series over the run's seconds: context for the report's charts,
+        // never compared (seconds are not independent samples). A merged
+        // run adds the rates up second by second and recomputes the p99
+        // from the merged per-second histograms ([`recompute_merged`]).
+        vec![
+            rate.context()
+                .merged(Merge::Timeline)
+                .samples_are(Samples::Seconds),
+            p99.context()
+                .merged(Merge::Recompute)
+                .samples_are(Samples::Seconds),
+        ]
+    }
+}
+
+/// Recomputes, in a run merged from segments, the metrics this engine
+/// declared [`Merge::Recompute`], from the merged metrics they are made
+/// of: HPACK's savings from the summed header bytes, and the per-second
+/// p99 from the merged per-second histograms (`timeline_latency_ns`
+/// labelled with its aligned second). A merge of one segment keeps its own
+/// (it has no per-second histograms), so a figure already present is left
+/// as it is.
+pub fn recompute_merged(run: &mut Run) {
+    let has = |run: &Run, name: &str| run.metrics.iter().any(|m| m.name == name);
+    let value = |run: &Run, name: &str| {
+        run.metrics
+            .iter()
+            .find(|m| m.name == name && m.labels.is_empty())
+            .map(|m| m.value)
+    };
+    if !has(run, "h2_header_savings_percent")
+        && let (Some(wire), Some(plain)) = (
+            value(run, "h2_header_bytes_wire"),
+            value(run, "h2_header_bytes_plain"),
+        )
+        && plain > 0.0
+    {
+        run.metrics.push(
+            Metric::new(
+                "h2_header_savings_percent",
+                Unit::Percent,
+                Direction::HigherIsBetter,
+                100.0 * (1.0 - wire / plain),
+            )
+            .diagnostic()
+            .merged(Merge::Recompute),
+        );
+    }
+    if has(run, "timeline_latency_p99_ns") {
+        return;
+    }
+    let seconds = run
+        .metrics
+        .iter()
+        .find(|m| m.name == "timeline_requests_per_sec")
+        .map_or(0, |m| m.samples.len());
+    let mut p99s = vec![0.0; seconds];
+    let mut any = false;
+    for m in run.metrics.iter().filter(|m| m.name == "timeline_latency_ns") {
+        let second: usize = m
+            .label("second")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        if let (Some(slot), Some(Ok(h))) = (
+            second.checked_sub(1).and_then(|i| p99s.get_mut(i)),
+            m.histogram.as_ref().map(hdr::from_model),
+        ) {
+            *slot = hdr::value_at_percentile(&h, 99.0) as f64;
+            any = true;
+        }
+    }
+    if any {
+        let seen: Vec<f64> = p99s.iter().copied().filter(|&v| v > 0.0).collect();
+        let mut p99 = Metric::new(
+            "timeline_latency_p99_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            seen.iter().sum::<f64>() / seen.len().max(1) as f64,
+        );
+        p99.samples = p99s;
+        run.metrics.push(
+            p99.context()
+                .merged(Merge::Recompute)
+                .samples_are(Samples::Seconds),
+        );
     }
 }

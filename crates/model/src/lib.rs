@@ -9,13 +9,17 @@
 //! the repository.
 
 mod environment;
+mod legacy;
 mod metric;
 mod run;
 mod segment;
 pub mod size;
 
 pub use environment::{Cache, Cpu, DynoBuild, Environment, Limits, Memory, Network, Storage};
-pub use metric::{Direction, Histogram, Metric, Percentile, Uncertainty, UncertaintyMethod, Unit};
+pub use metric::{
+    Direction, Histogram, Merge, Metric, Percentile, Role, Samples, Uncertainty, UncertaintyMethod,
+    Unit,
+};
 pub use run::{Kind, ParseKindError, ParseRunIdError, Run, RunId, SCHEMA_VERSION, Warning};
 pub use segment::{MAX_SEGMENTS, ParseSegmentError, Segment};
 

@@ -29,10 +29,130 @@ pub struct Metric {
     pub histogram: Option<Histogram>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncertainty: Option<Uncertainty>,
+    /// What the figure is to its run, declared by the engine that made it
+    /// (see [`Role`]). `None` only in a record written before metrics
+    /// declared themselves; reading a [`crate::Run`] fills it in
+    /// ([`crate::legacy`]). Read it through [`Metric::role`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// For a [`Role::Reciprocal`] or [`Role::Derived`] metric: the name of
+    /// the metric it is a view of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of: Option<String>,
+    /// How the segments' values of this metric become the whole run's
+    /// (see [`Merge`]). Read it through [`Metric::merge`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<Merge>,
+    /// For [`Merge::Rate`]: the count whose merged total, over the merged
+    /// window, is this rate (`responses` for `requests_per_sec`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_of: Option<String>,
+    /// What the samples (or the histogram's entries) behind the value are:
+    /// repeated runs, or the requests of one run (see [`Samples`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_are: Option<Samples>,
+}
+
+/// What a metric is to its run: whether a comparison judges it, counts it
+/// in a score, or only shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The figure the run exists for (a command's wall time, a server's
+    /// request rate and latency): compared, judged by `--fail-if-worse`,
+    /// counted once in the geometric-mean score.
+    Primary,
+    /// Explains a primary figure (CPU time beside wall time, connect time
+    /// beside latency, the client's own CPU): compared and shown, never a
+    /// gate's reason to fail, never in the score.
+    Diagnostic,
+    /// A primary figure in the reciprocal unit (operations per second of a
+    /// time per operation); [`Metric::of`] names it. Shown and compared,
+    /// never counted twice.
+    Reciprocal,
+    /// Computed from another metric of the run (a transfer rate beside the
+    /// request rate, an efficiency beside a speedup); [`Metric::of`] names
+    /// the one it follows. Shown and compared, never counted twice.
+    Derived,
+    /// How the run was made or how big it was, not how well the subject
+    /// did: counts and bytes that grow with the run's length, the requested
+    /// rate, the measured window, per-second series. Shown, never compared.
+    Context,
+}
+
+impl Role {
+    /// The name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Primary => "primary",
+            Role::Diagnostic => "diagnostic",
+            Role::Reciprocal => "reciprocal",
+            Role::Derived => "derived",
+            Role::Context => "context",
+        }
+    }
+
+    /// Whether a comparison of runs sets this metric side by side.
+    pub fn is_compared(self) -> bool {
+        self != Role::Context
+    }
+}
+
+/// How the values of one metric in the segments of a run (`--segment I/N`)
+/// become the value of the whole run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Merge {
+    /// Added up (counts, bytes).
+    Sum,
+    /// The merged count ([`Metric::rate_of`]) over the merged window, from
+    /// the common start to the last segment's end: never a sum of the
+    /// segments' rates, which cover different windows when segments end
+    /// apart.
+    Rate,
+    /// The HDR histograms merged bucket by bucket; every percentile is the
+    /// whole run's.
+    Histogram,
+    /// The largest (the busiest client, the longest lateness).
+    Max,
+    /// The smallest (the tightest server limit).
+    Min,
+    /// A measured window: from the common start to the end of the segment
+    /// that ended last.
+    Window,
+    /// A per-second series, added up second by second on the common clock.
+    Timeline,
+    /// Recomputed by the engine from the merged metrics it is made of (a
+    /// per-second percentile, a saving in percent); left out until then.
+    Recompute,
+    /// Not merged: a merged run does not have it.
+    None,
+}
+
+/// What the samples behind a metric's value are, which decides what a
+/// comparison may conclude from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Samples {
+    /// Each sample is one repetition of the whole measurement (a run of a
+    /// command, a repetition of a workload): they vary as repeats vary, so
+    /// they can test whether two sides differ.
+    Runs,
+    /// Each sample (or histogram entry) is one request or operation of a
+    /// single run: they say how precisely this run pinned its figure, not
+    /// whether a repeat would agree.
+    Requests,
+    /// One value per second of one run: a series over time, whose seconds
+    /// are not independent.
+    Seconds,
 }
 
 impl Metric {
-    /// A metric with a single value and nothing else.
+    /// A metric with a single value and nothing else, declared by its
+    /// unit until the engine says more: a count or a size is context
+    /// (it grows with the run), anything else a diagnostic; it merges by
+    /// [`Merge::by_unit`]. An engine declares its primary figures with
+    /// [`Metric::primary`] and the rest with the other declarations.
     pub fn new(name: impl Into<String>, unit: Unit, direction: Direction, value: f64) -> Self {
         Metric {
             name: name.into(),
@@ -43,7 +163,97 @@ impl Metric {
             samples: Vec::new(),
             histogram: None,
             uncertainty: None,
+            role: Some(match unit {
+                // Counts and sizes grow with the run's length until an
+                // engine says otherwise (a peak size is a diagnostic).
+                Unit::Count | Unit::Bytes => Role::Context,
+                _ => Role::Diagnostic,
+            }),
+            of: None,
+            merge: Some(Merge::by_unit(unit)),
+            rate_of: None,
+            samples_are: None,
         }
+    }
+
+    /// What the figure is to its run; a record that declared nothing reads
+    /// as a diagnostic.
+    pub fn role(&self) -> Role {
+        self.role.unwrap_or(Role::Diagnostic)
+    }
+
+    /// How the metric merges across segments; a record that declared
+    /// nothing merges by its unit ([`Merge::by_unit`]).
+    pub fn merge(&self) -> Merge {
+        self.merge.unwrap_or(Merge::by_unit(self.unit))
+    }
+
+    /// The metric as the figure its run exists for.
+    pub fn primary(mut self) -> Self {
+        self.role = Some(Role::Primary);
+        self.of = None;
+        self
+    }
+
+    /// The metric as one that explains a primary figure.
+    pub fn diagnostic(mut self) -> Self {
+        self.role = Some(Role::Diagnostic);
+        self.of = None;
+        self
+    }
+
+    /// The metric as a note on how the run was made or how big it was:
+    /// shown, never compared.
+    pub fn context(mut self) -> Self {
+        self.role = Some(Role::Context);
+        self.of = None;
+        self
+    }
+
+    /// The metric as `of` in the reciprocal unit.
+    pub fn reciprocal_of(mut self, of: impl Into<String>) -> Self {
+        self.role = Some(Role::Reciprocal);
+        self.of = Some(of.into());
+        self
+    }
+
+    /// The metric as one computed from `of`.
+    pub fn derived_of(mut self, of: impl Into<String>) -> Self {
+        self.role = Some(Role::Derived);
+        self.of = Some(of.into());
+        self
+    }
+
+    /// The metric with merge rule `merge` (for a rate, see
+    /// [`Metric::rate_of`]).
+    pub fn merged(mut self, merge: Merge) -> Self {
+        self.merge = Some(merge);
+        self
+    }
+
+    /// The metric as the rate of count `count` over the run's window,
+    /// merged as the merged count over the merged window.
+    pub fn rate_of(mut self, count: impl Into<String>) -> Self {
+        self.merge = Some(Merge::Rate);
+        self.rate_of = Some(count.into());
+        self
+    }
+
+    /// The metric renamed `{prefix}_{name}`, with the metrics it names
+    /// ([`Metric::of`], [`Metric::rate_of`]) renamed alike, as `dyno quick`
+    /// keeps a sub-run's metrics (`http_requests_per_sec`).
+    pub fn with_prefix(mut self, prefix: &str) -> Self {
+        self.name = format!("{prefix}_{}", self.name);
+        for name in [&mut self.of, &mut self.rate_of].into_iter().flatten() {
+            *name = format!("{prefix}_{name}");
+        }
+        self
+    }
+
+    /// The metric whose samples are `samples`.
+    pub fn samples_are(mut self, samples: Samples) -> Self {
+        self.samples_are = Some(samples);
+        self
     }
 
     /// The metric with one more label.
@@ -107,6 +317,17 @@ impl Unit {
             Unit::Count => "count",
             Unit::Ratio => "ratio",
             Unit::Percent => "percent",
+        }
+    }
+}
+
+impl Merge {
+    /// The rule for a metric that declares none: counts and sizes add up,
+    /// anything else takes the largest segment's value.
+    pub fn by_unit(unit: Unit) -> Merge {
+        match unit {
+            Unit::Count | Unit::Bytes => Merge::Sum,
+            _ => Merge::Max,
         }
     }
 }

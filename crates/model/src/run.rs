@@ -15,7 +15,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// One measurement of any kind: the unit that is saved, shown, exported and
 /// compared.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, from = "Record")]
 pub struct Run {
     pub schema_version: u32,
     /// Time-ordered unique identifier.
@@ -38,6 +38,52 @@ pub struct Run {
     pub headline: Option<String>,
     #[serde(default)]
     pub warnings: Vec<Warning>,
+}
+
+/// A [`Run`] as read, before the metrics of a record written by an earlier
+/// dyno are given the declarations today's engines make
+/// ([`crate::legacy`]). The same fields, so stored runs read unchanged.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Record {
+    schema_version: u32,
+    id: RunId,
+    kind: Kind,
+    description: String,
+    started_at: Timestamp,
+    duration_ns: u64,
+    #[serde(default)]
+    tags: Vec<String>,
+    environment: Environment,
+    settings: serde_json::Value,
+    metrics: Vec<Metric>,
+    #[serde(default)]
+    headline: Option<String>,
+    #[serde(default)]
+    warnings: Vec<Warning>,
+}
+
+impl From<Record> for Run {
+    fn from(r: Record) -> Run {
+        let mut metrics = r.metrics;
+        for m in &mut metrics {
+            crate::legacy::declare(r.kind, m);
+        }
+        Run {
+            schema_version: r.schema_version,
+            id: r.id,
+            kind: r.kind,
+            description: r.description,
+            started_at: r.started_at,
+            duration_ns: r.duration_ns,
+            tags: r.tags,
+            environment: r.environment,
+            settings: r.settings,
+            metrics,
+            headline: r.headline,
+            warnings: r.warnings,
+        }
+    }
 }
 
 impl Run {

@@ -128,20 +128,36 @@ impl<'a> Comparison<'a> {
         }
     }
 
-    /// The words for a row's verdict.
+    /// The words for a row's verdict: its [`verdict_word`], with what an
+    /// untested one lacks.
     fn verdict_words(&self, row: &Row) -> String {
+        let word = verdict_word(row);
         match row.verdict() {
-            Verdict::Faster => "better".into(),
-            Verdict::Slower => "worse".into(),
-            Verdict::NoSignificantDifference => "~".into(),
             Verdict::TooFewRuns => format!(
-                "too few runs to test (need ≥ {} per side)",
+                "{word}: need ≥ {} runs a side",
                 runs_needed_to_test(self.alpha)
             ),
-            Verdict::Inconclusive => "inconclusive".into(),
-            Verdict::Untested if row.ratio.is_none() => "baseline is 0: no ratio".into(),
-            Verdict::Untested => "one sample each: no test".into(),
+            Verdict::Untested if row.ratio.is_none() => format!("{word}: the baseline is 0"),
+            Verdict::Untested => format!("{word}: one value a side"),
+            Verdict::WithinRun => format!("{word}: one run a side"),
+            _ => word.to_owned(),
         }
+    }
+}
+
+/// The one word for a row's verdict, the same in the table, Markdown and
+/// CSV: `better`, `worse`, `~` (no significant difference),
+/// `inconclusive`, `too-few-runs`, `untested` (one value, or one run's
+/// within-run interval, a side) or `no-ratio` (a baseline of zero).
+pub fn verdict_word(row: &Row) -> &'static str {
+    match row.verdict() {
+        Verdict::Faster => "better",
+        Verdict::Slower => "worse",
+        Verdict::NoSignificantDifference => "~",
+        Verdict::Inconclusive => "inconclusive",
+        Verdict::TooFewRuns => "too-few-runs",
+        Verdict::Untested if row.ratio.is_none() => "no-ratio",
+        Verdict::Untested | Verdict::WithinRun => "untested",
     }
 }
 
@@ -258,7 +274,7 @@ fn geomean_cells(c: &Comparison, group: &str) -> Option<[String; 4]> {
     }
     let n = gm.label("metrics").unwrap_or("?");
     Some([
-        format!("geomean ({n} metrics)"),
+        format!("geomean ({n} tested primary)"),
         format!("{:.3}×", gm.value),
         ci,
         verdicts,
@@ -442,7 +458,8 @@ pub fn compare_markdown(run: &Run) -> String {
 
 /// One CSV row per matched metric and candidate group, with both sides'
 /// values and intervals in the metric's base unit, the ratio with its
-/// interval, the p-value and the verdict's code.
+/// interval, the p-value and the verdict's word, as the table prints it
+/// ([`verdict_word`]).
 pub fn compare_csv(run: &Run, out: &mut dyn Write) -> io::Result<()> {
     let c = Comparison::of(run);
     let mut w = csv::Writer::from_writer(out);
@@ -491,7 +508,7 @@ pub fn compare_csv(run: &Run, out: &mut dyn Write) -> io::Result<()> {
                 row.ratio.map_or_else(String::new, low),
                 row.ratio.map_or_else(String::new, high),
                 num(row.p_value.map(|p| p.value)),
-                row.verdict().code().to_owned(),
+                verdict_word(&row).to_owned(),
             ])?;
         }
     }

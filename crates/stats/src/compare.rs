@@ -251,6 +251,11 @@ pub enum Verdict {
     /// No test exists for what was given: one value on each side (a single
     /// run whose metric keeps no samples), or a baseline of zero.
     Untested,
+    /// One run a side whose figure comes from the requests within it (a
+    /// latency percentile): its interval says how precisely each run pinned
+    /// the figure, not whether a repeat would agree, so no call is made
+    /// (benchstat's `~` at n = 1). Repeated runs a side can be tested.
+    WithinRun,
 }
 
 impl Verdict {
@@ -264,7 +269,21 @@ impl Verdict {
             Verdict::TooFewRuns => "too_few_runs",
             Verdict::Inconclusive => "inconclusive",
             Verdict::Untested => "no_test",
+            Verdict::WithinRun => "within_run",
         }
+    }
+
+    /// Whether a test of difference was made: a call either way, no
+    /// significant difference, or an interval that contradicts both.
+    /// Only tested verdicts count in a score or decide a gate.
+    pub fn is_tested(self) -> bool {
+        matches!(
+            self,
+            Verdict::Faster
+                | Verdict::Slower
+                | Verdict::NoSignificantDifference
+                | Verdict::Inconclusive
+        )
     }
 
     /// The verdict a stored `verdict` metric records: its `verdict` label,
@@ -287,6 +306,7 @@ impl Verdict {
             Verdict::TooFewRuns,
             Verdict::Inconclusive,
             Verdict::Untested,
+            Verdict::WithinRun,
         ]
         .into_iter()
         .find(|v| v.code() == code)
@@ -312,6 +332,7 @@ impl fmt::Display for Verdict {
             Verdict::TooFewRuns => "too few runs to test",
             Verdict::Inconclusive => "inconclusive",
             Verdict::Untested => "no test",
+            Verdict::WithinRun => "untested: one run a side",
         })
     }
 }
@@ -343,11 +364,16 @@ pub fn runs_needed_to_test(alpha: f64) -> usize {
 pub struct Comparison {
     /// mean(candidate) / mean(reference).
     pub ratio: f64,
-    /// Lower end of the percentile-bootstrap interval of `ratio`, at
-    /// confidence 1 − alpha.
+    /// Lower end of the interval of `ratio` at confidence 1 − alpha.
     pub low: f64,
-    /// Upper end of that interval.
+    /// Upper end of that interval; infinite when the reference's samples
+    /// are so often zero that its resampled mean can be zero (the ratio
+    /// is then unbounded above).
     pub high: f64,
+    /// How the interval was made: Student's t below
+    /// [`BOOTSTRAP_MIN_SAMPLES`] values on a side, the percentile
+    /// bootstrap from there on (as [`mean_metric`] chooses).
+    pub method: UncertaintyMethod,
     /// Two-sided Mann–Whitney p-value (see [`mann_whitney_u`]).
     pub p_value: f64,
     /// The call drawn from the above (see [`compare`]).
@@ -356,11 +382,16 @@ pub struct Comparison {
 
 /// Compares `candidate` with `reference` (e.g. two commands' wall times).
 ///
-/// The ratio is mean(candidate) / mean(reference), with a percentile
-/// bootstrap interval at confidence 1 − `alpha` from [`DEFAULT_RESAMPLES`]
-/// resamples seeded with `seed`. The verdict is [`Verdict::Faster`] or
-/// [`Verdict::Slower`] only when all of these hold, and
-/// [`Verdict::NoSignificantDifference`] otherwise:
+/// The ratio is mean(candidate) / mean(reference), with an interval at
+/// confidence 1 − `alpha`: with fewer than [`BOOTSTRAP_MIN_SAMPLES`]
+/// values on either side, Student's t on the log scale
+/// ([`student_t_ratio_interval`]), since a bootstrap of two or three values
+/// is little more than their range; otherwise a percentile bootstrap of
+/// [`DEFAULT_RESAMPLES`] resamples seeded with `seed`, which tolerates
+/// samples that are often exactly zero (a resample whose reference mean is
+/// zero gives an unbounded ratio, not a failure). The verdict is
+/// [`Verdict::Faster`] or [`Verdict::Slower`] only when all of these hold,
+/// and [`Verdict::NoSignificantDifference`] otherwise:
 ///
 /// - the two-sided Mann–Whitney p-value is below `alpha` (e.g. 0.05);
 /// - the ratio lies outside the noise band [1 − `noise_band`, 1 +
@@ -382,8 +413,8 @@ pub struct Comparison {
 /// [`Direction::HigherIsBetter`] (throughputs) a ratio above 1 is.
 ///
 /// `None` when either sample has fewer than two values or a non-finite one,
-/// when the reference's mean is zero or a resample of it has mean zero,
-/// for `alpha` outside (0, 1), and for a negative or non-finite noise band.
+/// when the reference's mean is zero (no ratio exists), for `alpha`
+/// outside (0, 1), and for a negative or non-finite noise band.
 pub fn compare(
     candidate: &[f64],
     reference: &[f64],
@@ -396,12 +427,31 @@ pub fn compare(
     if !band_ok || alpha <= 0.0 || alpha >= 1.0 || alpha.is_nan() {
         return None;
     }
+    if !resamplable(candidate) || !resamplable(reference) {
+        return None;
+    }
     let ratio = Summary::of(candidate)?.mean / Summary::of(reference)?.mean;
     if !ratio.is_finite() {
         return None;
     }
-    let (low, high) =
-        bootstrap_ratio_interval(candidate, reference, 1.0 - alpha, DEFAULT_RESAMPLES, seed)?;
+    let small = candidate.len().min(reference.len()) < BOOTSTRAP_MIN_SAMPLES;
+    let ((low, high), method) = if small {
+        (
+            student_t_ratio_interval(candidate, reference, 1.0 - alpha)?,
+            UncertaintyMethod::StudentT,
+        )
+    } else {
+        (
+            bootstrap_ratio_interval_unbounded(
+                candidate,
+                reference,
+                1.0 - alpha,
+                DEFAULT_RESAMPLES,
+                seed,
+            )?,
+            UncertaintyMethod::Bootstrap,
+        )
+    };
     let test = mann_whitney_u(candidate, reference)?;
 
     let verdict = if smallest_p_value(candidate.len(), reference.len()) >= alpha {
@@ -422,9 +472,88 @@ pub fn compare(
         ratio,
         low,
         high,
+        method,
         p_value: test.p_value,
         verdict,
     })
+}
+
+/// The Student-t interval of mean(`a`) / mean(`b`) at `confidence`, for
+/// few samples: on the log scale, ln(mean a) − ln(mean b) ± t · se, with
+/// se² = s²ₐ/(nₐ·meanₐ²) + s²_b/(n_b·mean_b²) (the delta method) and the
+/// Welch–Satterthwaite degrees of freedom, so two values a side give the
+/// wide interval their spread deserves rather than the bootstrap's range.
+/// When the candidate's mean is zero the ratio is 0 with an interval of
+/// [0, ∞): nothing bounds it on the log scale.
+///
+/// `None` for fewer than two values on a side, a non-finite value, a
+/// reference mean of zero or `confidence` outside (0, 1).
+pub fn student_t_ratio_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<(f64, f64)> {
+    use statrs::distribution::StudentsT;
+    if !resamplable(a) || !resamplable(b) || !(confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let (sa, sb) = (Summary::of(a)?, Summary::of(b)?);
+    if sb.mean <= 0.0 || sa.mean < 0.0 {
+        return None;
+    }
+    if sa.mean == 0.0 {
+        return Some((0.0, f64::INFINITY));
+    }
+    let va = sa.stddev.powi(2) / (sa.n as f64 * sa.mean.powi(2));
+    let vb = sb.stddev.powi(2) / (sb.n as f64 * sb.mean.powi(2));
+    let ln_ratio = sa.mean.ln() - sb.mean.ln();
+    let se = (va + vb).sqrt();
+    if se == 0.0 {
+        let r = ln_ratio.exp();
+        return Some((r, r));
+    }
+    let df = (va + vb).powi(2)
+        / (va.powi(2) / (sa.n as f64 - 1.0) + vb.powi(2) / (sb.n as f64 - 1.0));
+    let t = StudentsT::new(0.0, 1.0, df.max(1.0)).ok()?;
+    let q = t.inverse_cdf(0.5 + confidence / 2.0);
+    Some(((ln_ratio - q * se).exp(), (ln_ratio + q * se).exp()))
+}
+
+/// [`bootstrap_ratio_interval`] for samples that may be zero: a resample
+/// whose mean of `b` is zero gives an unbounded ratio (+∞, or nothing for
+/// 0 / 0) instead of failing, so the upper end may be infinite.
+fn bootstrap_ratio_interval_unbounded(
+    a: &[f64],
+    b: &[f64],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<(f64, f64)> {
+    if !resamplable(a) || !resamplable(b) || !valid_bootstrap(confidence, resamples) {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut ratios = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        let (x, y) = (resample_mean(&mut rng, a), resample_mean(&mut rng, b));
+        if y > 0.0 {
+            ratios.push(x / y);
+        } else if x > 0.0 {
+            ratios.push(f64::INFINITY);
+        }
+    }
+    if ratios.len() < resamples / 2 {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let tail = (1.0 - confidence) / 2.0;
+    let at = |q: f64| {
+        let i = ((ratios.len() - 1) as f64 * q).round() as usize;
+        ratios[i]
+    };
+    match (
+        quantile_sorted(&ratios, tail),
+        quantile_sorted(&ratios, 1.0 - tail),
+    ) {
+        (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() => Some((lo, hi)),
+        _ => Some((at(tail), f64::INFINITY)),
+    }
 }
 
 /// Which way the evidence of a test leans: the candidate tends to give

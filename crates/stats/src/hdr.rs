@@ -39,7 +39,9 @@ pub fn latency_histogram() -> Histogram<u64> {
 }
 
 /// A latency metric named `name`: the mean (0 with nothing recorded) and
-/// the whole histogram, lower is better.
+/// the whole histogram, lower is better; its entries are the requests of
+/// one run and it merges bucket by bucket. Its role is the caller's to
+/// declare (a diagnostic unless it says otherwise).
 pub fn latency_metric(name: &str, h: &Histogram<u64>) -> dyno_model::Metric {
     let mean = if h.is_empty() { 0.0 } else { h.mean() };
     let mut m = dyno_model::Metric::new(
@@ -49,7 +51,45 @@ pub fn latency_metric(name: &str, h: &Histogram<u64>) -> dyno_model::Metric {
         mean,
     );
     m.histogram = Some(to_model(h));
-    m
+    m.merged(dyno_model::Merge::Histogram)
+        .samples_are(dyno_model::Samples::Requests)
+}
+
+/// The rank (1-based) of the `percentile` (0–100) among `count` values, by
+/// HdrHistogram's rule: ⌈count · p / 100⌉ with p first stepped one unit in
+/// the last place down, as the Java reference (`Math.nextAfter`) and
+/// Python's `hdrh` read it. Without the step, floating point rounds some
+/// products up past a whole number: 99.9 / 100 is 0.9990000000000001, so
+/// p99.9 of 30,000 values would be the 29,971st instead of the 29,970th.
+/// At least 1; `count` for p = 100.
+pub fn percentile_rank(count: u64, percentile: f64) -> u64 {
+    let stepped = if percentile > 0.0 && percentile.is_finite() {
+        f64::from_bits(percentile.to_bits() - 1)
+    } else {
+        0.0
+    };
+    let q = stepped.clamp(0.0, 100.0) / 100.0;
+    ((q * count as f64).ceil() as u64).clamp(1, count.max(1))
+}
+
+/// The value at the `percentile` (0–100) of `h`: the highest value
+/// equivalent to the bucket that holds the value of rank
+/// [`percentile_rank`]. 0 for an empty histogram. Every percentile dyno
+/// reports is read here.
+pub fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
+    let count = h.len();
+    if count == 0 {
+        return 0;
+    }
+    let rank = percentile_rank(count, percentile);
+    let mut seen = 0u64;
+    for v in h.iter_recorded() {
+        seen += v.count_at_value();
+        if seen >= rank {
+            return h.highest_equivalent(v.value_iterated_to());
+        }
+    }
+    h.max()
 }
 
 /// The model form of `h`: the lossless encoding plus a readable summary.
@@ -71,7 +111,7 @@ pub fn to_model(h: &Histogram<u64>) -> dyno_model::Histogram {
             .iter()
             .map(|&p| Percentile {
                 percentile: p,
-                value: h.value_at_quantile(p / 100.0) as f64,
+                value: value_at_percentile(h, p) as f64,
             })
             .collect(),
     }
@@ -142,6 +182,39 @@ mod tests {
         assert!(matches!(from_model(&m), Err(HdrError::Decode(_))));
         m.encoding = "zip".into();
         assert!(matches!(from_model(&m), Err(HdrError::Encoding(_))));
+    }
+
+    #[test]
+    fn percentile_ranks_follow_hdrhistogram_and_do_not_round_up_at_round_counts() {
+        // The audit's case: p99.9 of 30,000 values is the 29,970th.
+        assert_eq!(percentile_rank(30_000, 99.9), 29_970);
+        assert_eq!(percentile_rank(10_000, 99.9), 9_990);
+        assert_eq!(percentile_rank(1_000, 50.0), 500);
+        assert_eq!(percentile_rank(1_001, 50.0), 501);
+        assert_eq!(percentile_rank(30_000, 99.99), 29_997);
+        assert_eq!(percentile_rank(7, 100.0), 7);
+        assert_eq!(percentile_rank(7, 0.0), 1);
+        assert_eq!(percentile_rank(0, 99.0), 1);
+        // Values 1..=30000 each once: the value is its rank (exact below
+        // 2048, within the bucket's width above).
+        let mut h = latency_histogram();
+        for v in 1..=30_000u64 {
+            h.record(v).unwrap();
+        }
+        let p999 = value_at_percentile(&h, 99.9);
+        assert_eq!(p999, h.highest_equivalent(29_970), "{p999}");
+        assert!(
+            value_at_percentile(&h, 99.9) < h.highest_equivalent(29_990),
+            "one rank too high lands in the next bucket"
+        );
+        let mut small = latency_histogram();
+        for v in 1..=1000u64 {
+            small.record(v).unwrap();
+        }
+        assert_eq!(value_at_percentile(&small, 99.9), 999);
+        assert_eq!(value_at_percentile(&small, 50.0), 500);
+        assert_eq!(value_at_percentile(&small, 100.0), 1000);
+        assert_eq!(value_at_percentile(&latency_histogram(), 99.0), 0);
     }
 
     #[test]

@@ -63,6 +63,7 @@ fn words(v: Verdict) -> &'static str {
         Verdict::TooFewRuns => "too few runs to test",
         Verdict::Inconclusive => "inconclusive",
         Verdict::Untested => "no test",
+        Verdict::WithinRun => "untested: one run a side",
     }
 }
 

@@ -7,13 +7,19 @@
 //! interval, a p-value and a verdict by the same rule [`crate::compare`]
 //! applies within one `dyno run` ([`crate::compare::decide`]):
 //!
-//! - several values on each side (a metric's kept samples when each side is
-//!   one run, or one value per run when a side has several): the bootstrap
-//!   interval of the ratio of means and the Mann–Whitney U test, through
-//!   [`crate::compare::compare`] itself;
-//! - one run per side with a latency histogram: its percentiles, compared by
-//!   an order-statistic bootstrap ([`quantile`]);
-//! - one value on each side: the ratio alone, "one sample each: no test".
+//! - repeated values on each side (a metric's samples when each side is
+//!   one run whose samples are repeated runs, or one value per run when a
+//!   side has several): the interval of the ratio of means and the
+//!   Mann–Whitney U test, through [`crate::compare::compare`] itself;
+//! - one run per side with a latency histogram: its percentiles, each with
+//!   its within-run (order-statistic) interval, labelled untested: the
+//!   requests of one run say how precisely it pinned its percentiles, not
+//!   whether a repeat would agree ([`Verdict::WithinRun`]);
+//! - one value on each side: the ratio alone, untested.
+//!
+//! What is compared, and what counts in the score, is what each metric
+//! declared where its engine made it ([`dyno_model::Role`],
+//! [`dyno_model::Samples`]); no metric name is looked up here.
 //!
 //! The result is itself a [`Run`] of kind [`Kind::Compare`], so it is saved,
 //! shown, exported and drawn like any other; its shape is documented on
@@ -24,10 +30,12 @@ mod quantile;
 
 use std::collections::{BTreeMap, HashMap};
 
-use dyno_model::{Direction, Kind, Metric, Run, Uncertainty, UncertaintyMethod, Unit};
+use dyno_model::{
+    Direction, Kind, Metric, Role, Run, Samples, Uncertainty, UncertaintyMethod, Unit,
+};
 use serde_json::json;
 
-use crate::compare::{DEFAULT_RESAMPLES, Lean, Verdict, compare, decide, mean_metric};
+use crate::compare::{DEFAULT_RESAMPLES, Verdict, compare, mean_metric};
 pub use differences::Difference;
 pub use quantile::{Cdf, QuantileComparison, compare_percentile};
 
@@ -37,27 +45,6 @@ pub const COMPARED_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 /// Seed of the bootstrap when none is given, so that the same runs always
 /// compare to the same numbers.
 pub const DEFAULT_SEED: u64 = 0x0d1e_5eed;
-
-/// Metrics that describe how a run was made or compare within it, not how
-/// fast the subject was (the requested rate, the client's own send lag),
-/// ApacheBench's split of an HTTP request's time (connect, waiting,
-/// processing), which `latency_ns` already covers, and the per-second
-/// timeline, whose seconds are not independent samples: never matched.
-/// Matched by the end of the name, so `dyno quick`'s `http_measured_ns` is
-/// excluded with `measured_ns`, and by the start for `timeline_`.
-const NOT_COMPARED: [&str; 11] = [
-    "requested_rate_per_sec",
-    "send_lag_ns",
-    "ratio_to_reference",
-    "p_value",
-    "verdict",
-    "shell_startup_ns",
-    "measured_ns",
-    "client_cpu_percent",
-    "connect_ns",
-    "waiting_ns",
-    "processing_ns",
-];
 
 /// A named set of runs: one side of the comparison.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,6 +107,15 @@ pub enum VersusError {
         candidate: String,
         candidate_kinds: String,
     },
+    #[error(
+        "run {part} ('{part_side}') is a segment of the merged run {whole} ('{whole_side}'): a whole run compared with its own part tells nothing; compare it with another run or group"
+    )]
+    PartOfWhole {
+        part: String,
+        part_side: String,
+        whole: String,
+        whole_side: String,
+    },
     #[error("{0}")]
     Options(String),
 }
@@ -135,6 +131,10 @@ struct Subject {
     direction: Direction,
     value: f64,
     samples: Vec<f64>,
+    /// What the samples are, as the metric declared.
+    samples_are: Option<Samples>,
+    /// What the metric is to its run, as it declared.
+    role: Role,
     /// The histogram and the percentile this subject reads from it.
     quantile: Option<(std::rc::Rc<Cdf>, f64)>,
 }
@@ -161,21 +161,11 @@ impl Subject {
     }
 }
 
-/// Whether `m` is a figure of merit that two runs can be judged on, rather
-/// than a total that grows with the run's length or a note on how it ran.
+/// Whether `m` is set side by side in a comparison: every metric but those
+/// that declared themselves context (how the run was made or how big it
+/// was), and only finite values.
 fn comparable(m: &Metric) -> bool {
-    let excluded = m.name.starts_with("timeline_")
-        || m.name.contains("_timeline_")
-        || NOT_COMPARED
-            .iter()
-            .any(|x| m.name == *x || m.name.ends_with(&format!("_{x}")));
-    let total = match m.unit {
-        Unit::Count => true,
-        // Bytes moved grow with the run's length; a peak size does not.
-        Unit::Bytes => !m.name.contains("peak"),
-        _ => false,
-    };
-    !excluded && !total && m.value.is_finite()
+    m.role().is_compared() && m.value.is_finite()
 }
 
 /// The comparable figures of `run`: each metric of merit, and for each
@@ -191,6 +181,8 @@ fn subjects(run: &Run) -> Vec<Subject> {
             direction: m.direction,
             value: m.value,
             samples: m.samples.clone(),
+            samples_are: m.samples_are,
+            role: m.role(),
             quantile: None,
         };
         let cdf = m
@@ -238,7 +230,12 @@ impl Evidence {
         match subjects {
             [one] => match &one.quantile {
                 Some((cdf, p)) => Evidence::Quantile(cdf.clone(), *p),
-                None if one.samples.len() >= 2 && one.samples.iter().all(|x| x.is_finite()) => {
+                // Samples of repeated runs test a difference; samples of
+                // the requests or seconds of one run do not.
+                None if one.samples.len() >= 2
+                    && one.samples.iter().all(|x| x.is_finite())
+                    && !matches!(one.samples_are, Some(Samples::Requests | Samples::Seconds)) =>
+                {
                     Evidence::Values {
                         values: one.samples.clone(),
                         per_run: false,
@@ -317,6 +314,8 @@ impl Evidence {
 struct Outcome {
     ratio: Option<f64>,
     interval: Option<(f64, f64)>,
+    /// How `interval` was made.
+    method: UncertaintyMethod,
     p_value: Option<f64>,
     verdict: Verdict,
 }
@@ -327,6 +326,7 @@ fn judge(baseline: &Evidence, candidate: &Evidence, direction: Direction, o: &Op
     let untested = Outcome {
         ratio,
         interval: None,
+        method: UncertaintyMethod::OrderStatistic,
         p_value: None,
         verdict: Verdict::Untested,
     };
@@ -338,7 +338,8 @@ fn judge(baseline: &Evidence, candidate: &Evidence, direction: Direction, o: &Op
             match compare(vb, va, direction, o.noise_band, o.alpha, o.seed) {
                 Some(c) => Outcome {
                     ratio: Some(c.ratio),
-                    interval: Some((c.low, c.high)),
+                    interval: (c.low.is_finite() && c.high.is_finite()).then_some((c.low, c.high)),
+                    method: c.method,
                     p_value: Some(c.p_value),
                     verdict: c.verdict,
                 },
@@ -347,29 +348,16 @@ fn judge(baseline: &Evidence, candidate: &Evidence, direction: Direction, o: &Op
         }
         (Evidence::Quantile(ca, p), Evidence::Quantile(cb, _)) => {
             match compare_percentile(cb, ca, *p, 1.0 - o.alpha, DEFAULT_RESAMPLES, o.seed) {
-                Some(q) => {
-                    let lean = if q.below_one > 0.5 {
-                        Lean::Lower
-                    } else if q.below_one < 0.5 {
-                        Lean::Higher
-                    } else {
-                        Lean::Neither
-                    };
-                    Outcome {
-                        ratio: Some(q.ratio),
-                        interval: Some((q.low, q.high)),
-                        p_value: Some(q.p_value),
-                        verdict: decide(
-                            q.ratio,
-                            (q.low, q.high),
-                            q.p_value,
-                            lean,
-                            direction,
-                            o.noise_band,
-                            o.alpha,
-                        ),
-                    }
-                }
+                // The interval is the runs' within-run precision; a call
+                // needs repeated runs, so none is made and no p-value is
+                // given that would read as one.
+                Some(q) => Outcome {
+                    ratio: Some(q.ratio),
+                    interval: Some((q.low, q.high)),
+                    method: UncertaintyMethod::OrderStatistic,
+                    p_value: None,
+                    verdict: Verdict::WithinRun,
+                },
                 None => untested,
             }
         }
@@ -392,6 +380,50 @@ pub fn improvement(ratio: f64, direction: Direction) -> f64 {
     }
 }
 
+/// An improvement factor (above 1: the candidate is better) with its
+/// interval, when it has one.
+type Factor = (f64, Option<(f64, f64)>);
+
+/// One factor for one primary quantity from the factors of its subjects (a
+/// latency's tested percentiles): their geometric mean, with the standard
+/// error on the log scale taken as the mean of theirs, as if they moved
+/// together (they are read from the same runs), which never makes the
+/// quantity look surer than its surest part. An interval only when every
+/// part has one.
+fn combine(parts: &[Factor], alpha: f64) -> Option<Factor> {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let usable: Vec<&Factor> = parts
+        .iter()
+        .filter(|(f, _)| f.is_finite() && *f > 0.0)
+        .collect();
+    if usable.is_empty() {
+        return None;
+    }
+    let k = usable.len() as f64;
+    let z = Normal::standard().inverse_cdf(1.0 - alpha / 2.0);
+    let mean_ln = usable.iter().map(|(f, _)| f.ln()).sum::<f64>() / k;
+    let ses: Vec<f64> = usable
+        .iter()
+        .filter_map(|(_, i)| *i)
+        .filter(|(lo, hi)| *lo > 0.0 && hi.is_finite())
+        .map(|(lo, hi)| (hi.ln() - lo.ln()) / (2.0 * z))
+        .collect();
+    let interval = (ses.len() == usable.len()).then(|| {
+        let se = ses.iter().sum::<f64>() / k;
+        ((mean_ln - z * se).exp(), (mean_ln + z * se).exp())
+    });
+    Some((mean_ln.exp(), interval))
+}
+
+/// Why a primary figure was not tested, for a message.
+fn untested_reason(v: Verdict) -> &'static str {
+    match v {
+        Verdict::WithinRun => "one run a side: its interval is within-run",
+        Verdict::TooFewRuns => "too few runs a side",
+        _ => "one value a side",
+    }
+}
+
 /// The geometric mean of improvement factors with its interval: the mean
 /// of their logarithms, whose variance is the sum of each factor's (read
 /// from its interval, as if normal on the log scale) over k². There is an
@@ -403,7 +435,7 @@ struct Geomean {
     n: usize,
 }
 
-fn geomean(factors: &[(f64, Option<(f64, f64)>)], alpha: f64) -> Option<Geomean> {
+fn geomean(factors: &[Factor], alpha: f64) -> Option<Geomean> {
     use statrs::distribution::{ContinuousCDF, Normal};
     let usable: Vec<_> = factors
         .iter()
@@ -491,7 +523,8 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
     let mut used_histograms = false;
     let mut untestable = 0usize;
     for (g, group) in groups.iter().enumerate().skip(1) {
-        let mut factors = Vec::new();
+        let mut factors: Vec<(String, Vec<Factor>)> = Vec::new();
+        let mut untested_primaries: Vec<(String, Verdict)> = Vec::new();
         let mut counts = [0usize; 4];
         let mut matched = 0usize;
         for key in &order {
@@ -529,12 +562,10 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
                 counts[3] += 1;
                 continue;
             };
-            let mut m = Metric::new("ratio", Unit::Ratio, template.direction, ratio);
+            let mut m = Metric::new("ratio", Unit::Ratio, template.direction, ratio)
+                .with_label("role", template.role.as_str());
             m.uncertainty = outcome.interval.map(|(low, high)| Uncertainty {
-                method: match ea {
-                    Evidence::Quantile(..) => UncertaintyMethod::OrderStatistic,
-                    _ => UncertaintyMethod::Bootstrap,
-                },
+                method: outcome.method,
                 confidence: 1.0 - options.alpha,
                 low,
                 high,
@@ -559,6 +590,20 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
                 Verdict::NoSignificantDifference => 2,
                 _ => 3,
             }] += 1;
+            if template.role != Role::Primary {
+                continue;
+            }
+            // The score counts each primary quantity once and only what was
+            // tested: a latency's percentiles are one quantity.
+            let quantity = {
+                let mut s = template.clone();
+                s.labels.remove("percentile");
+                s.display()
+            };
+            if !outcome.verdict.is_tested() {
+                untested_primaries.push((quantity, outcome.verdict));
+                continue;
+            }
             let f = improvement(ratio, template.direction);
             let fi = outcome.interval.map(|(lo, hi)| {
                 let (x, y) = (
@@ -567,7 +612,10 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
                 );
                 (x.min(y), x.max(y))
             });
-            factors.push((f, fi));
+            match factors.iter_mut().find(|(q, _)| *q == quantity) {
+                Some((_, fs)) => fs.push((f, fi)),
+                None => factors.push((quantity, vec![(f, fi)])),
+            }
         }
         if matched == 0 {
             return Err(VersusError::NothingInCommon {
@@ -577,7 +625,32 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
                 candidate_kinds: kinds(group),
             });
         }
-        if let Some(gm) = geomean(&factors, options.alpha) {
+        let per_quantity: Vec<Factor> = factors
+            .iter()
+            .filter_map(|(_, fs)| combine(fs, options.alpha))
+            .collect();
+        untested_primaries.retain(|(q, _)| !factors.iter().any(|(t, _)| t == q));
+        untested_primaries.dedup_by(|a, b| a.0 == b.0);
+        if per_quantity.is_empty() {
+            let reasons: Vec<String> = untested_primaries
+                .iter()
+                .map(|(q, v)| format!("{q} ({})", untested_reason(*v)))
+                .collect();
+            run.warn(
+                "no_score",
+                format!(
+                    "{}: no primary figure could be tested, so there is no score{}; compare groups of at least {} runs a side (the same command saved with one --tag per side)",
+                    group.name,
+                    if reasons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", reasons.join(", "))
+                    },
+                    crate::compare::runs_needed_to_test(options.alpha)
+                ),
+            );
+        }
+        if let Some(gm) = geomean(&per_quantity, options.alpha) {
             let mut m = Metric::new("geomean", Unit::Ratio, Direction::HigherIsBetter, gm.value)
                 .with_label("group", &group.name)
                 .with_label("metrics", gm.n.to_string());
@@ -675,7 +748,7 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
     if used_histograms {
         run.warn(
             "histogram_intervals",
-            "percentile intervals come from one run per side and treat its requests as independent: they show how precisely each run pinned its percentiles, not how much a repeat would move them; compare groups of repeated runs for that",
+            "percentiles of one run a side are untested: their intervals treat the run's requests as independent and show how precisely each run pinned its percentiles, not how much a repeat would move them; compare groups of at least 4 runs a side for a verdict",
         );
     }
     if untestable > 0 {
@@ -687,14 +760,18 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
             ),
         );
     }
-    // The compared runs' own warnings, once per code: which runs, and the
-    // first one's words.
+    // The compared runs' own warnings, once per distinct message: which
+    // runs said it. Two runs' messages of one code (each naming its own
+    // command) stay apart.
     let mut sources: Vec<(String, Vec<String>, String)> = Vec::new();
     for group in groups {
         for r in &group.runs {
             for w in &r.warnings {
                 let id = r.id.to_string()[..10].to_owned();
-                match sources.iter_mut().find(|(code, ..)| *code == w.code) {
+                match sources
+                    .iter_mut()
+                    .find(|(code, _, message)| *code == w.code && *message == w.message)
+                {
                     Some((_, ids, _)) if ids.last() == Some(&id) => {}
                     Some((_, ids, _)) => ids.push(id),
                     None => sources.push((w.code.clone(), vec![id], w.message.clone())),
@@ -748,6 +825,27 @@ fn validate(groups: &[Group], options: &Options) -> Result<(), VersusError> {
                     first: first.to_owned(),
                     second: g.name.clone(),
                 });
+            }
+        }
+    }
+    // A merged run lists its segments' runs: none may be on another side.
+    for g in groups {
+        for whole in &g.runs {
+            let parts = whole
+                .settings
+                .pointer("/group/segments")
+                .and_then(serde_json::Value::as_array);
+            for id in parts.into_iter().flatten().filter_map(|p| p["run_id"].as_str()) {
+                for other in groups.iter().filter(|o| o.name != g.name) {
+                    if let Some(part) = other.runs.iter().find(|r| r.id.to_string() == id) {
+                        return Err(VersusError::PartOfWhole {
+                            part: part.id.to_string(),
+                            part_side: other.name.clone(),
+                            whole: whole.id.to_string(),
+                            whole_side: g.name.clone(),
+                        });
+                    }
+                }
             }
         }
     }

@@ -54,11 +54,10 @@ impl Cdf {
         self.values[i]
     }
 
-    /// The `percentile` (0–100): the value of rank ⌈n · q⌉, as
-    /// HdrHistogram's `value_at_quantile` reads it.
+    /// The `percentile` (0–100): the value of the rank HdrHistogram's
+    /// reference reads ([`crate::hdr::percentile_rank`]).
     pub fn percentile(&self, percentile: f64) -> f64 {
-        let n = self.count() as f64;
-        self.at_rank((n * percentile / 100.0).ceil() as u64)
+        self.at_rank(crate::hdr::percentile_rank(self.count(), percentile))
     }
 
     /// One bootstrap replicate of the `percentile`: the value at a rank
@@ -182,7 +181,7 @@ mod tests {
         for p in [0.01, 50.0, 90.0, 99.0, 99.9, 100.0] {
             assert_eq!(
                 c.percentile(p),
-                h.value_at_quantile(p / 100.0) as f64,
+                crate::hdr::value_at_percentile(&h, p) as f64,
                 "p{p}"
             );
         }
