@@ -24,7 +24,8 @@ pub const LONG_VERSION: &str = concat!(
 /// under the XDG data directory), so any two runs can be compared later.
 ///
 /// Exit codes: 0 success; 1 the measurement ran but failed its checks;
-/// 2 usage or configuration error.
+/// 2 usage or configuration error; 130 interrupted (Ctrl-C, SIGTERM or
+/// SIGHUP ended the run early: what was measured is printed and saved).
 #[derive(Debug, Parser)]
 #[command(
     name = "dyno",

@@ -158,3 +158,33 @@ fn quick_warns_oversubscription_and_a_single_repetition() {
         .unwrap();
     assert_eq!(codes.contains(&"superlinear"), efficiency > 100.0);
 }
+
+/// L22: the top-level help lists every exit code the README's table does,
+/// 130 (interrupted) included, with the same meanings.
+#[test]
+fn top_level_help_lists_the_readmes_exit_codes() {
+    let home = temp();
+    let help = ok(home.path(), &["--help"]);
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let table = &readme[readme
+        .find("## Exit codes")
+        .expect("the README has an exit-code table")..];
+    let codes: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("|---"))
+        .skip(1)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('|').nth(1).map(str::trim))
+        .collect();
+    assert_eq!(codes, ["0", "1", "2", "130"], "the README's table");
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for words in [
+        "0 success",
+        "1 the measurement ran but failed its checks",
+        "2 usage or configuration error",
+        "130 interrupted",
+    ] {
+        assert!(flat.contains(words), "'{words}' in {help}");
+    }
+}

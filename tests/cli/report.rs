@@ -384,3 +384,58 @@ fn report_compare_draws_the_comparison_above_the_runs_it_compared() {
     assert!(stderr.contains("at least two sides"), "{stderr}");
     assert!(!lone.exists());
 }
+
+/// M8: a db run, saved and read back through the store, is drawn as an
+/// http run is: its latency spectrum, tps and p99 over time. The record is
+/// built from a real http run's envelope and histogram (a db run needs a
+/// PostgreSQL server; what the page draws is the record).
+#[test]
+fn report_draws_a_db_run_with_its_spectrum_and_tps_over_time() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (http, _) = json_run(
+        home.path(),
+        &["http", "-d", "300ms", "-c", "2", "-t", "1"],
+        0,
+    );
+    let mut db = http.clone();
+    let id = http["id"].as_str().unwrap();
+    let last = if id.ends_with('Z') { 'Y' } else { 'Z' };
+    db["id"] = Value::String(format!("{}{last}", &id[..25]));
+    db["kind"] = "db".into();
+    db["description"] = "select-only@1 at scale 1, 2 clients".into();
+    db["headline"] = "transactions_per_sec".into();
+    db["settings"] = serde_json::json!({"model": "closed", "clients": 2});
+    let metric = |name: &str| {
+        http["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in the http run"))
+            .clone()
+    };
+    let mut tps = metric("timeline_requests_per_sec");
+    tps["name"] = "timeline_transactions_per_sec".into();
+    tps["unit"] = "ops_per_sec".into();
+    let mut rate = metric("requests_per_sec");
+    rate["name"] = "transactions_per_sec".into();
+    rate["unit"] = "ops_per_sec".into();
+    db["metrics"] = serde_json::json!([
+        rate,
+        metric("latency_ns"),
+        tps,
+        metric("timeline_latency_p99_ns")
+    ]);
+    let file = dir.path().join("db.json");
+    std::fs::write(&file, db.to_string()).unwrap();
+    ok(home.path(), &["import", file.to_str().unwrap()]);
+    let page = ok(
+        home.path(),
+        &["report", db["id"].as_str().unwrap(), "-o", "-"],
+    );
+    for id in ["db-latency-spectrum", "db-timeline-rate", "db-timeline-p99"] {
+        assert_eq!(charts(&page, id).len(), 1, "chart {id}");
+    }
+    assert!(page.contains("Database transactions per second over time"));
+}

@@ -11,7 +11,6 @@ use comfy_table::{Cell, CellAlignment};
 use dyno_model::{Direction, Metric, Run};
 use dyno_stats::compare::{Verdict, runs_needed_to_test};
 
-use crate::format::format_value;
 use crate::text::{render, table, warnings};
 
 /// One matched metric of one candidate group against the baseline.
@@ -209,9 +208,11 @@ pub fn metric_short(metric: &str) -> String {
     words.join(" ")
 }
 
-/// A side's value with its interval as `±x%` (or nothing).
-fn value_cell(m: &Metric) -> String {
-    let value = format_value(m.value, m.unit);
+/// A side's value of `metric` with its interval as `±x%` (or nothing),
+/// formatted as `dyno show` formats that metric (a parallel fraction as a
+/// percentage).
+fn value_cell(metric: &str, m: &Metric) -> String {
+    let value = crate::format::format_metric_value(metric, m.value, m.unit);
     match &m.uncertainty {
         Some(u) if m.value != 0.0 && m.value.is_finite() => {
             let half = 100.0 * (u.high - u.low) / 2.0 / m.value.abs();
@@ -319,8 +320,9 @@ pub fn compare_report(run: &Run) -> String {
                     metric_title(row.metric),
                     arrow(row.baseline.direction)
                 )),
-                Cell::new(value_cell(row.baseline)).set_alignment(CellAlignment::Right),
-                Cell::new(value_cell(row.candidate)).set_alignment(CellAlignment::Right),
+                Cell::new(value_cell(row.metric, row.baseline)).set_alignment(CellAlignment::Right),
+                Cell::new(value_cell(row.metric, row.candidate))
+                    .set_alignment(CellAlignment::Right),
                 Cell::new(delta(&row)).set_alignment(CellAlignment::Right),
                 Cell::new(ratio).set_alignment(CellAlignment::Right),
                 Cell::new(ci),
@@ -425,8 +427,8 @@ pub fn compare_markdown(run: &Run) -> String {
                 esc(row.kind),
                 esc(&metric_title(row.metric)),
                 arrow(row.baseline.direction),
-                esc(&value_cell(row.baseline)),
-                esc(&value_cell(row.candidate)),
+                esc(&value_cell(row.metric, row.baseline)),
+                esc(&value_cell(row.metric, row.candidate)),
                 delta(&row),
                 ratio,
                 ci,
@@ -590,6 +592,46 @@ mod tests {
             settings.contains("16") && settings.contains("64"),
             "{settings}"
         );
+    }
+
+    /// L15: the parallel fraction reads as a percentage, as `dyno show`
+    /// prints it, not as `0.90×`.
+    #[test]
+    fn the_parallel_fraction_reads_as_a_percentage() {
+        let group = |name: &str, p: &[f64]| Group {
+            name: name.into(),
+            selector: name.into(),
+            runs: p
+                .iter()
+                .map(|&p| {
+                    let mut run = Run::new(Kind::Scale, "x");
+                    run.metrics = vec![Metric::new(
+                        "amdahl_fit_parallel_fraction",
+                        Unit::Ratio,
+                        Direction::HigherIsBetter,
+                        p,
+                    )];
+                    run
+                })
+                .collect(),
+        };
+        let run = compare_runs(
+            &[
+                group("a", &[0.90, 0.91, 0.89]),
+                group("b", &[0.22, 0.23, 0.21]),
+            ],
+            &Options::default(),
+        )
+        .unwrap();
+        let text = compare_report(&run);
+        let line = text
+            .lines()
+            .find(|l| l.contains("amdahl_fit_parallel_fraction"))
+            .unwrap_or_else(|| panic!("no row in\n{text}"));
+        assert!(line.contains("90.0%") && line.contains("22.0%"), "{line}");
+        assert!(!line.contains("0.90×") && !line.contains("0.22×"), "{line}");
+        let md = compare_markdown(&run);
+        assert!(md.contains("22.0%"), "{md}");
     }
 
     #[test]

@@ -95,6 +95,44 @@ pub(crate) fn four_figures(value: f64) -> String {
     format!("{value:.decimals$}")
 }
 
+/// A metric's value as `dyno show` prints it: a parallel fraction as
+/// [`format_parallel_fraction`] does, other fractions and the efficiency as
+/// percentages, everything else as [`format_value`]. `name` is the stored
+/// name, labels allowed (`value{metric=…}` rows pass the metric they show).
+pub fn format_metric_value(name: &str, value: f64, unit: Unit) -> String {
+    let base = name.split('{').next().unwrap_or(name);
+    if unit == Unit::Ratio && base.contains("parallel_fraction") {
+        return format_parallel_fraction(value);
+    }
+    if unit == Unit::Ratio
+        && value.is_finite()
+        && (base.contains("fraction") || base == "efficiency")
+    {
+        return format!("{:.1}%", 100.0 * value);
+    }
+    format_value(value, unit)
+}
+
+/// The ab-style split times (connect, waiting, processing): their value is
+/// the mean over every request, a reused connection's 0 ns connect
+/// included, as ab prints them.
+const MEAN_SPLITS: [&str; 3] = ["connect_ns", "waiting_ns", "processing_ns"];
+
+/// A metric's name for a metric table: its display name, and for the
+/// ab-style split times that their value is a mean over requests (so a
+/// 5 ns `connect_ns` reads as the mean over requests that mostly reused a
+/// connection, not as one connect). Only the histogram-backed ones are
+/// such means: a db run's `connect_ns` is the time its connections took.
+pub fn metric_label(m: &Metric) -> String {
+    let name = m.display_name();
+    let base = m.name.strip_prefix("http_").unwrap_or(&m.name);
+    if MEAN_SPLITS.contains(&base) && m.histogram.is_some() {
+        format!("{name} (mean over requests)")
+    } else {
+        name
+    }
+}
+
 /// The most decimals [`format_parallel_fraction`] shows: 1 − p keeps three
 /// significant figures down to 0.00100%, closer to 100% than any
 /// measurement can tell apart.

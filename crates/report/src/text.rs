@@ -70,7 +70,7 @@ fn headline(run: &Run) -> String {
 
 /// A metric's stored name in words: unit suffixes dropped (the value shows
 /// the unit), `_` as spaces, `1t`/`nt` as threads, `wall` as wall time.
-fn title(name: &str) -> String {
+pub(crate) fn title(name: &str) -> String {
     let mut base = name;
     for suffix in [
         "_bytes_per_sec",
@@ -273,7 +273,7 @@ fn details(run: &Run, tz: &TimeZone, with_warnings: bool) -> String {
     {
         let (value, better) = shown(m, prefixes.get(m.name.as_str()).copied());
         t.add_row(vec![
-            Cell::new(m.display_name()),
+            Cell::new(crate::format::metric_label(m)),
             Cell::new(value).set_alignment(CellAlignment::Right),
             Cell::new(format_interval(m).unwrap_or_default()),
             Cell::new(better),
@@ -613,6 +613,39 @@ mod tests {
     #[test]
     fn run_details_show_everything() {
         insta::assert_snapshot!(run_details(&fixture::run(), &TimeZone::UTC));
+    }
+
+    /// real-clients item 15: an ab-style split time (a histogram's mean
+    /// over every request, reused connections' 0 ns included) says it is a
+    /// mean over requests; a db run's plain `connect_ns` (the time its
+    /// connections took) does not.
+    #[test]
+    fn split_times_in_the_metric_table_say_they_are_means_over_requests() {
+        let mut h = dyno_stats::hdr::latency_histogram();
+        for v in [0, 0, 0, 21_780] {
+            h.record(v).unwrap();
+        }
+        let mut run = fixture::run();
+        run.metrics = vec![
+            dyno_stats::hdr::latency_metric("connect_ns", &h),
+            dyno_stats::hdr::latency_metric("waiting_ns", &h),
+            dyno_stats::hdr::latency_metric("processing_ns", &h),
+        ];
+        let text = run_details(&run, &TimeZone::UTC);
+        for name in ["connect_ns", "waiting_ns", "processing_ns"] {
+            assert!(
+                text.contains(&format!("{name} (mean over requests)")),
+                "{name} in {text}"
+            );
+        }
+        run.metrics = vec![Metric::new(
+            "connect_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            2e7,
+        )];
+        let text = run_details(&run, &TimeZone::UTC);
+        assert!(!text.contains("mean over requests"), "{text}");
     }
 
     #[test]

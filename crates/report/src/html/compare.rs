@@ -16,7 +16,7 @@ use plotters::prelude::*;
 use super::chart::{self, BETTER, Chart, FG, GRID, NEUTRAL, WORSE};
 use super::http::category;
 use super::markup::{Table, esc};
-use crate::{Comparison, format_value};
+use crate::Comparison;
 
 /// One bar: a metric's (or the geomean's) improvement factor.
 struct Bar {
@@ -170,8 +170,8 @@ fn factors(c: &Comparison, candidate: &str) -> Chart {
         table.row([
             r.kind.to_owned(),
             r.metric.to_owned(),
-            format_value(r.baseline.value, r.baseline.unit),
-            format_value(r.candidate.value, r.candidate.unit),
+            crate::format_metric_value(r.metric, r.baseline.value, r.baseline.unit),
+            crate::format_metric_value(r.metric, r.candidate.value, r.candidate.unit),
             format!("{:.3}×", ratio.value),
             ratio
                 .uncertainty

@@ -40,24 +40,58 @@ pub fn charts(run: &Run, prefix: &str) -> Vec<String> {
             c
         };
         out.push(c.html());
+    } else if run.metric(&name("latency_ns")).is_some() {
+        out.push(note(
+            "No request was answered, so there is no latency to draw.",
+        ));
     }
     if let Some(c) = answers(run, prefix) {
         out.push(c.html());
     }
     if out.is_empty() {
-        out.push("<p class=\"note\">No latency histogram or answer counts in this run.</p>".into());
+        out.push(note("No latency histogram or answer counts in this run."));
     }
-    match timeline(run, prefix) {
-        Some(charts) => out.extend(charts.iter().map(Chart::html)),
-        None => out.push(format!(
-            "<p class=\"note\">{}</p>",
-            esc(
-                "This run's record keeps no per-second timeline (runs saved before dyno kept one), so req/s and p99 over time are not drawn."
-            )
-        )),
-    }
+    out.extend(timeline(run, prefix, &HTTP, open));
     out
 }
+
+/// A note paragraph.
+pub fn note(text: &str) -> String {
+    format!("<p class=\"note\">{}</p>", esc(text))
+}
+
+/// What a kind of run's per-second timeline is called: its metrics, its
+/// charts' ids and words.
+pub struct Flow {
+    /// The start of the charts' ids: `http` → `http-timeline-rate`.
+    pub id: &'static str,
+    /// The start of the charts' titles: `HTTP`.
+    pub what: &'static str,
+    /// The per-second rate series (the p99 one is always
+    /// `timeline_latency_p99_ns`).
+    pub rate_metric: &'static str,
+    /// `requests per second`: the rate chart's title and axis.
+    pub rate_words: &'static str,
+    /// `req/s`: the table's column.
+    pub rate_short: &'static str,
+    /// `answer`: what completes in a second (a p99 of 0 is a second
+    /// without one).
+    pub done: &'static str,
+    /// `latency`, `corrected: from due time` …: the p99's latency under
+    /// the open model, for the p99 chart's title.
+    pub corrected: &'static str,
+}
+
+/// The timeline of an HTTP run.
+pub const HTTP: Flow = Flow {
+    id: "http",
+    what: "HTTP",
+    rate_metric: "timeline_requests_per_sec",
+    rate_words: "requests per second",
+    rate_short: "req/s",
+    done: "answer",
+    corrected: "the corrected latency, from each request's due time, as the spectrum's first line",
+};
 
 /// Most points a timeline chart draws; longer runs are drawn in buckets of
 /// whole seconds.
@@ -83,18 +117,37 @@ fn buckets(rates: &[f64], p99s: &[f64], per: usize) -> Vec<(usize, f64, Option<f
         .collect()
 }
 
-/// req/s and p99 over time, from the per-second timeline the run stores:
-/// two charts, a second per point up to [`TIMELINE_POINTS`] seconds, then
-/// buckets (mean req/s, worst p99 of the bucket).
-fn timeline(run: &Run, prefix: &str) -> Option<[Chart; 2]> {
-    let rates = &run
-        .metric(&format!("{prefix}timeline_requests_per_sec"))?
-        .samples;
-    let p99s = &run
-        .metric(&format!("{prefix}timeline_latency_p99_ns"))?
-        .samples;
+/// The rate and the p99 over time, from the per-second timeline the run
+/// stores: two charts, a second per point up to [`TIMELINE_POINTS`]
+/// seconds, then buckets (mean rate, worst p99 of the bucket). A note
+/// instead when the run keeps no timeline, or when nothing completed in
+/// any second (no empty charts). `open`: the run is open-model, so its p99
+/// is the corrected latency, and the p99 chart says so.
+pub fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<String> {
+    let rates = run
+        .metric(&format!("{prefix}{}", flow.rate_metric))
+        .map(|m| &m.samples);
+    let p99s = run
+        .metric(&format!("{prefix}timeline_latency_p99_ns"))
+        .map(|m| &m.samples);
+    let (Some(rates), Some(p99s)) = (rates, p99s) else {
+        return vec![note(&format!(
+            "This run's record keeps no per-second timeline (runs saved before dyno kept one), so {} and p99 over time are not drawn.",
+            flow.rate_short
+        ))];
+    };
     if rates.is_empty() || rates.len() != p99s.len() {
-        return None;
+        return vec![note(&format!(
+            "This run's per-second timeline is empty or its two series differ in length, so {} and p99 over time are not drawn.",
+            flow.rate_short
+        ))];
+    }
+    if rates.iter().all(|&r| r <= 0.0) && p99s.iter().all(|&p| p <= 0.0) {
+        return vec![note(&format!(
+            "No {} in any of the run's {} s: nothing to draw over time.",
+            flow.done,
+            rates.len()
+        ))];
     }
     let per = rates.len().div_ceil(TIMELINE_POINTS);
     let points = buckets(rates, p99s, per);
@@ -102,15 +155,21 @@ fn timeline(run: &Run, prefix: &str) -> Option<[Chart; 2]> {
     let how = if per == 1 {
         "one point per second".to_owned()
     } else {
-        format!("one point per {per} s: the mean req/s and the worst p99 of those seconds")
+        format!(
+            "one point per {per} s: the mean {} and the worst p99 of those seconds",
+            flow.rate_short
+        )
     };
     let middle = |start: usize| start as f64 + per as f64 / 2.0;
     let rates_drawn: Vec<(f64, f64)> = points.iter().map(|p| (middle(p.0), p.1)).collect();
     let rate_chart = over_time(
-        ("http-timeline-rate", "HTTP requests per second over time"),
+        (
+            &format!("{}-timeline-rate", flow.id),
+            &format!("{} {} over time", flow.what, flow.rate_words),
+        ),
         seconds,
         &rates_drawn,
-        "requests per second",
+        flow.rate_words,
         colour(0),
     )
     .note(format!("From the run's per-second timeline, {how}."));
@@ -120,28 +179,47 @@ fn timeline(run: &Run, prefix: &str) -> Option<[Chart; 2]> {
         .iter()
         .filter_map(|p| p.2.map(|v| (middle(p.0), v / unit.divisor)))
         .collect();
+    let (title, which) = if open {
+        (
+            format!("{} p99 latency over time (corrected)", flow.what),
+            format!(
+                " This is {}: a stall shows here as it happened.",
+                flow.corrected
+            ),
+        )
+    } else {
+        (
+            format!("{} p99 latency over time", flow.what),
+            String::new(),
+        )
+    };
     let p99_chart = over_time(
-        ("http-timeline-p99", "HTTP p99 latency over time"),
+        (&format!("{}-timeline-p99", flow.id), &title),
         seconds,
         &p99s_drawn,
         &format!("p99 latency ({})", unit.name),
         colour(1),
     )
     .note(format!(
-        "The p99 of the answers of each second, {how}; a second without an answer has no point."
+        "The p99 of the {}s of each second, {how}; a second without an {} has no point.{which}",
+        flow.done, flow.done
     ));
     // The table: at most TIMELINE_ROWS rows, in coarser buckets if need be.
     let per_row = rates.len().div_ceil(TIMELINE_ROWS);
-    let mut table = Table::new(["seconds", "req/s (mean)", "p99 (worst)"]);
+    let mut table = Table::new([
+        "seconds".to_owned(),
+        format!("{} (mean)", flow.rate_short),
+        "p99 (worst)".to_owned(),
+    ]);
     for (start, rate, worst) in buckets(rates, p99s, per_row) {
         let end = (start + per_row).min(rates.len());
         table.row([
             format!("{start}–{end}"),
             chart::num(rate),
-            worst.map_or_else(|| "no answer".into(), crate::format_duration_ns),
+            worst.map_or_else(|| format!("no {}", flow.done), crate::format_duration_ns),
         ]);
     }
-    Some([rate_chart, p99_chart.table(table)])
+    vec![rate_chart.html(), p99_chart.table(table).html()]
 }
 
 /// One series over the `seconds` of a run: a line through `points`, each
@@ -183,11 +261,16 @@ fn over_time(
     )
 }
 
-/// Answers by status code and failures by error class, as bars.
+/// Answers by status code and failures by error class, as bars. A request
+/// answered with an unexpected status is an answer (its status bar) and a
+/// failure of class `status` at once: it is drawn once, as its status bar,
+/// and the note says the class `status` is those answers.
 fn answers(run: &Run, prefix: &str) -> Option<Chart> {
     let status = format!("{prefix}status_");
     let errors = format!("{prefix}errors_");
+    let has_statuses = run.metrics.iter().any(|m| m.name.starts_with(&status));
     let mut bars: Vec<(String, f64, RGBColor)> = Vec::new();
+    let mut unexpected = None;
     for m in &run.metrics {
         if let Some(code) = m.name.strip_prefix(&status) {
             let c = if code.starts_with(['2', '3']) {
@@ -197,6 +280,10 @@ fn answers(run: &Run, prefix: &str) -> Option<Chart> {
             };
             bars.push((format!("HTTP {code}"), m.value, c));
         } else if let Some(class) = m.name.strip_prefix(&errors) {
+            if class == "status" && has_statuses {
+                unexpected = Some(m.value);
+                continue;
+            }
             bars.push((
                 format!("error: {}", class.replace('_', " ")),
                 m.value,
@@ -241,7 +328,14 @@ fn answers(run: &Run, prefix: &str) -> Option<Chart> {
     for (label, v, _) in &bars {
         table.row([label.clone(), format!("{}", v.round() as u64)]);
     }
-    Some(chart.table(table))
+    let chart = chart.table(table);
+    Some(match unexpected {
+        Some(n) => chart.note(format!(
+            "Each request is counted once. The {} answered with a status outside --expect-status are failures of class \"status\"; they are drawn as their status bars above, not again as an error bar.",
+            crate::counted(n.round() as u64, "request")
+        )),
+        None => chart,
+    })
 }
 
 /// The label of the category at `y` (a whole index), cut to `width`

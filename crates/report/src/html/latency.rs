@@ -6,6 +6,8 @@
 use dyno_model::Metric;
 use dyno_stats::hdr;
 use hdrhistogram::Histogram;
+use plotters::coord::combinators::LogCoord;
+use plotters::coord::ranged1d::Ranged;
 use plotters::prelude::*;
 
 use super::chart::{self, Chart, TimeUnit, colour, is_decade, swatch};
@@ -64,7 +66,14 @@ pub fn nines(x: f64) -> String {
     format!("{q:.digits$}%")
 }
 
-/// The percentile spectrum of `series` on one nines axis.
+/// How far apart two series' medians may be before the latency axis turns
+/// logarithmic: past it, a linear axis scaled to the slower one flattens
+/// the faster one to its floor (disk: SEQ1M in ms beside RND4K in µs).
+const LOG_AXIS_SPREAD: f64 = 10.0;
+
+/// The percentile spectrum of `series` on one nines axis. The latency axis
+/// is linear from zero, or logarithmic when the series' medians are more
+/// than [`LOG_AXIS_SPREAD`] times apart, so every line keeps its shape.
 pub fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart> {
     if series.is_empty() {
         return None;
@@ -72,46 +81,67 @@ pub fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart> {
     let decades = series.iter().map(Series::decades).max().unwrap_or(2);
     let lines: Vec<Vec<(f64, f64)>> = series.iter().map(|s| s.points(decades)).collect();
     let max_ns = lines.iter().flatten().map(|p| p.1).fold(0.0f64, f64::max);
+    let medians: Vec<f64> = series
+        .iter()
+        .map(|s| s.histogram.value_at_quantile(0.5).max(1) as f64)
+        .collect();
+    let spread = medians.iter().copied().fold(0.0f64, f64::max)
+        / medians.iter().copied().fold(f64::INFINITY, f64::min);
+    let log = spread >= LOG_AXIS_SPREAD;
     let unit = TimeUnit::for_max_ns(max_ns);
     let x_max = 10f64.powi(decades as i32);
     let points = lines.iter().map(Vec::len).sum();
+    let scaled: Vec<Vec<(f64, f64)>> = lines
+        .iter()
+        .map(|l| l.iter().map(|&(x, v)| (x, v / unit.divisor)).collect())
+        .collect();
     let mut chart = Chart::draw(
         id,
         title,
         (series.len(), points),
         (chart::WIDTH, chart::HEIGHT),
         |root| {
-            let mut c = ChartBuilder::on(root)
-                .margin(12)
-                .margin_right(34)
-                .x_label_area_size(42)
-                .y_label_area_size(64)
-                .build_cartesian_2d(
-                    (1f64..x_max).log_scale(),
-                    chart::from_zero(max_ns / unit.divisor),
-                )?;
-            chart::mesh(&mut c)
-                .x_desc("percentile (log scale of 1/(1 − q))")
-                .y_desc(format!("latency ({})", unit.name))
-                .x_label_formatter(&|x| {
-                    if is_decade(*x) {
-                        nines(*x)
-                    } else {
-                        String::new()
-                    }
-                })
-                .y_label_formatter(&chart::tick)
-                .draw()?;
-            for (i, (s, line)) in series.iter().zip(&lines).enumerate() {
-                let c2 = colour(i);
-                c.draw_series(LineSeries::new(
-                    line.iter().map(|&(x, v)| (x, v / unit.divisor)),
-                    c2.stroke_width(2),
-                ))?
-                .label(s.name.clone())
-                .legend(swatch(c2));
+            let builder = || {
+                let mut b = ChartBuilder::on(root);
+                b.margin(12)
+                    .margin_right(34)
+                    .x_label_area_size(42)
+                    .y_label_area_size(64);
+                b
+            };
+            let x = (1f64..x_max).log_scale();
+            if log {
+                let floor = scaled
+                    .iter()
+                    .flatten()
+                    .map(|p| p.1)
+                    .filter(|v| *v > 0.0)
+                    .fold(f64::INFINITY, f64::min);
+                let floor = if floor.is_finite() { floor / 1.5 } else { 1e-3 };
+                let top = (max_ns / unit.divisor * 1.5).max(floor * 10.0);
+                let clamped: Vec<Vec<(f64, f64)>> = scaled
+                    .iter()
+                    .map(|l| l.iter().map(|&(x, v)| (x, v.max(floor))).collect())
+                    .collect();
+                let mut c = builder().build_cartesian_2d(x, (floor..top).log_scale())?;
+                chart::mesh(&mut c)
+                    .y_desc(format!("latency ({}, log scale)", unit.name))
+                    .y_label_formatter(&chart::tick)
+                    .x_desc("percentile (log scale of 1/(1 − q))")
+                    .x_label_formatter(&nines_tick)
+                    .draw()?;
+                draw_lines(&mut c, series, &clamped)
+            } else {
+                let mut c =
+                    builder().build_cartesian_2d(x, chart::from_zero(max_ns / unit.divisor))?;
+                chart::mesh(&mut c)
+                    .y_desc(format!("latency ({})", unit.name))
+                    .y_label_formatter(&chart::tick)
+                    .x_desc("percentile (log scale of 1/(1 − q))")
+                    .x_label_formatter(&nines_tick)
+                    .draw()?;
+                draw_lines(&mut c, series, &scaled)
             }
-            chart::legend(&mut c)
         },
     );
     let mut table = Table::new(
@@ -136,8 +166,40 @@ pub fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart> {
     let mut row = vec!["samples".to_owned()];
     row.extend(series.iter().map(|s| s.histogram.len().to_string()));
     table.row(row);
+    let axis = if log {
+        " The latency axis is logarithmic: the medians are more than ten times apart, and a linear axis would flatten the faster lines to zero."
+    } else {
+        ""
+    };
     chart = chart.table(table).note(format!(
-        "Read from the stored HDR histograms, {PER_DECADE} points per decade of the axis up to the last one the sample count resolves, then the maximum."
+        "Read from the stored HDR histograms, {PER_DECADE} points per decade of the axis up to the last one the sample count resolves, then the maximum.{axis}"
     ));
     Some(chart)
+}
+
+/// A tick of the nines axis: labelled at each decade only.
+fn nines_tick(x: &f64) -> String {
+    if is_decade(*x) {
+        nines(*x)
+    } else {
+        String::new()
+    }
+}
+
+/// Each series' line, in its colour, with its legend.
+fn draw_lines<'a, Y>(
+    c: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<LogCoord<f64>, Y>>,
+    series: &[Series],
+    lines: &[Vec<(f64, f64)>],
+) -> chart::DrawResult
+where
+    Y: Ranged<ValueType = f64>,
+{
+    for (i, (s, line)) in series.iter().zip(lines).enumerate() {
+        let c2 = colour(i);
+        c.draw_series(LineSeries::new(line.iter().copied(), c2.stroke_width(2)))?
+            .label(s.name.clone())
+            .legend(swatch(c2));
+    }
+    chart::legend(c)
 }

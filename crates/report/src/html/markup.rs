@@ -108,7 +108,7 @@ figure.chart svg [stroke="#CCCCCC"] { stroke: currentColor; stroke-opacity: .18;
 table { border-collapse: collapse; margin: .5em 0 1em; font-size: .88em; }
 caption { text-align: left; padding-bottom: .2em; }
 th, td { border-bottom: 1px solid var(--line); padding: .15em .7em .15em 0; text-align: left; vertical-align: top; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 ul.warnings { padding-left: 1.2em; }
 ul.warnings li { color: #c0392b; }
 @media (prefers-color-scheme: dark) { ul.warnings li { color: #ff8a7a; } }

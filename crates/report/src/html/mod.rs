@@ -11,6 +11,7 @@
 
 mod chart;
 mod compare;
+mod db;
 mod disk;
 mod exec;
 mod http;
@@ -28,7 +29,6 @@ use dyno_model::{Kind, Run};
 
 pub use markup::{CSP, esc};
 
-use crate::format_value;
 use markup::Table;
 
 /// Up to this many runs, a report draws every chart of every run; above
@@ -69,7 +69,7 @@ fn page(title: &str, what: &str, lead: Option<&Run>, runs: &[Run]) -> String {
         esc(what)
     );
     if let Some(lead) = lead {
-        body.push_str(&section(lead));
+        body.push_str(&section_with(lead, &source_warnings(runs)));
     }
     if runs.len() > DETAILED_RUNS {
         body.push_str(&summary::overview(runs));
@@ -94,6 +94,68 @@ pub fn html_trend(runs: &[Run], metric: &str) -> Option<String> {
 
 /// One run's section: what it was, its warnings, its charts.
 fn section(run: &Run) -> String {
+    section_with(run, &[])
+}
+
+/// One of the compared runs' own warnings: its code, its words, and the
+/// runs (id prefixes) that gave exactly these words.
+#[derive(Debug)]
+struct Source {
+    code: String,
+    message: String,
+    runs: Vec<String>,
+}
+
+/// The compared runs' own warnings, one entry per distinct (code, message)
+/// in the order they first appear, each with the runs it came from: runs
+/// that said the same thing are grouped, different words under one code
+/// stay apart (never the first run's words pinned on all of them).
+fn source_warnings(runs: &[Run]) -> Vec<Source> {
+    let mut out: Vec<Source> = Vec::new();
+    for r in runs {
+        let id = r.id.to_string()[..10].to_owned();
+        for w in &r.warnings {
+            match out
+                .iter_mut()
+                .find(|s| s.code == w.code && s.message == w.message)
+            {
+                Some(s) if s.runs.last() == Some(&id) => {}
+                Some(s) => s.runs.push(id.clone()),
+                None => out.push(Source {
+                    code: w.code.clone(),
+                    message: w.message.clone(),
+                    runs: vec![id.clone()],
+                }),
+            }
+        }
+    }
+    let total = runs.len();
+    for s in &mut out {
+        let which = if s.runs.len() == total && total > 1 {
+            format!("all {total} runs")
+        } else if s.runs.len() > 5 {
+            format!(
+                "{} ({}, …)",
+                crate::counted(s.runs.len() as u64, "run"),
+                s.runs[..5].join(", ")
+            )
+        } else {
+            format!(
+                "{} ({})",
+                crate::counted(s.runs.len() as u64, "run"),
+                s.runs.join(", ")
+            )
+        };
+        s.message = format!("{which}: {}", s.message);
+        s.code = format!("source_{}", s.code);
+    }
+    out
+}
+
+/// A run's section, its warnings from `sources` when given: a comparison's
+/// record keeps its compared runs' warnings merged by code (`source_*`),
+/// the page shows each run's own words instead.
+fn section_with(run: &Run, sources: &[Source]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -136,17 +198,34 @@ fn section(run: &Run) -> String {
             out,
             "<p>Headline: <b>{} {}</b></p>",
             esc(&h.display_name()),
-            esc(&format_value(h.value, h.unit))
+            esc(&crate::format_metric_value(&h.name, h.value, h.unit))
         );
     }
-    if !run.warnings.is_empty() {
+    let warnings: Vec<(&str, &str)> = if sources.is_empty() {
+        run.warnings
+            .iter()
+            .map(|w| (w.message.as_str(), w.code.as_str()))
+            .collect()
+    } else {
+        run.warnings
+            .iter()
+            .filter(|w| !w.code.starts_with("source_"))
+            .map(|w| (w.message.as_str(), w.code.as_str()))
+            .chain(
+                sources
+                    .iter()
+                    .map(|s| (s.message.as_str(), s.code.as_str())),
+            )
+            .collect()
+    };
+    if !warnings.is_empty() {
         out.push_str("<ul class=\"warnings\">");
-        for w in &run.warnings {
+        for (message, code) in warnings {
             let _ = write!(
                 out,
                 "<li>{} <code>[{}]</code></li>",
-                esc(&w.message),
-                esc(&w.code)
+                esc(message),
+                esc(code)
             );
         }
         out.push_str("</ul>\n");
@@ -158,7 +237,8 @@ fn section(run: &Run) -> String {
         Kind::Scale => scale::charts(run),
         Kind::Compare => compare::charts(run),
         Kind::Quick => quick(run),
-        Kind::Cpu | Kind::Db => vec![metric_table(run, |_| true)],
+        Kind::Db => db::charts(run),
+        Kind::Cpu => vec![metric_table(run, |_| true)],
     };
     for c in charts {
         out.push_str(&c);
@@ -190,8 +270,8 @@ fn metric_table(run: &Run, keep: impl Fn(&dyno_model::Metric) -> bool) -> String
     let mut t = Table::new(["metric", "value", "interval"]);
     for m in run.metrics.iter().filter(|m| keep(m)) {
         t.row([
-            m.display_name(),
-            format_value(m.value, m.unit),
+            crate::metric_label(m),
+            crate::format_metric_value(&m.name, m.value, m.unit),
             crate::format_interval(m).unwrap_or_default(),
         ]);
     }

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use dyno_model::{Metric, Run, Unit};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
 use super::chart::{self, Chart, TimeUnit, colour, swatch};
@@ -39,16 +40,133 @@ fn when(run: &Run) -> f64 {
     run.started_at.as_second() as f64
 }
 
-fn date(x: f64, span: f64) -> String {
-    let Ok(t) = jiff::Timestamp::from_second(x.round() as i64) else {
-        return String::new();
-    };
-    let format = if span < 2.0 * 86_400.0 {
-        "%m-%d %H:%M"
-    } else {
-        "%Y-%m-%d"
-    };
-    t.strftime(format).to_string()
+/// Tick steps of a time axis, in seconds: whole seconds, minutes, hours and
+/// days, so ticks fall on round times.
+const TIME_STEPS: [i64; 22] = [
+    1,
+    2,
+    5,
+    10,
+    15,
+    30,
+    60,
+    120,
+    300,
+    600,
+    900,
+    1_800,
+    3_600,
+    7_200,
+    10_800,
+    21_600,
+    43_200,
+    86_400,
+    2 * 86_400,
+    7 * 86_400,
+    28 * 86_400,
+    364 * 86_400,
+];
+
+/// Most ticks a time axis labels.
+const TIME_TICKS: i64 = 6;
+
+/// A time axis (seconds since the epoch, UTC) with its ticks at round
+/// times and one label format that never repeats a label.
+#[derive(Debug, Clone)]
+pub struct TimeAxis {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+    /// The strftime format of every tick.
+    format: &'static str,
+    /// The date all ticks share when only their times are shown.
+    date: Option<String>,
+}
+
+impl TimeAxis {
+    /// The axis over the runs' start times `lo..=hi`, a little wider.
+    pub fn new(lo: f64, hi: f64) -> TimeAxis {
+        let (lo, hi) = if hi > lo {
+            let pad = ((hi - lo) * 0.06).max(1.0);
+            (lo - pad, hi + pad)
+        } else {
+            // One moment: a minute either side.
+            (lo - 60.0, hi + 60.0)
+        };
+        let span = hi - lo;
+        let step = TIME_STEPS
+            .iter()
+            .copied()
+            .find(|&s| span / s as f64 <= TIME_TICKS as f64)
+            .unwrap_or(TIME_STEPS[TIME_STEPS.len() - 1]);
+        let first = (lo / step as f64).ceil() as i64 * step;
+        let ticks: Vec<f64> = (0..=TIME_TICKS * 2)
+            .map(|i| (first + i * step) as f64)
+            .take_while(|&t| t <= hi)
+            .collect();
+        let day = |t: f64| stamp(t).map(|t| t.strftime("%Y-%m-%d").to_string());
+        let one_date = ticks.windows(2).all(|w| day(w[0]) == day(w[1]));
+        let (format, date) = if step >= 86_400 {
+            ("%Y-%m-%d", None)
+        } else if one_date {
+            let f = if step < 60 { "%H:%M:%S" } else { "%H:%M" };
+            (f, ticks.first().and_then(|&t| day(t)))
+        } else if step < 60 {
+            ("%m-%d %H:%M:%S", None)
+        } else {
+            ("%m-%d %H:%M", None)
+        };
+        TimeAxis {
+            lo,
+            hi,
+            ticks,
+            format,
+            date,
+        }
+    }
+
+    /// The label of the tick at `x`.
+    pub fn label(&self, x: f64) -> String {
+        stamp(x).map_or_else(String::new, |t| t.strftime(self.format).to_string())
+    }
+
+    /// The axis title: when the ticks show only times, the date they share.
+    pub fn title(&self) -> String {
+        match &self.date {
+            Some(d) => format!("run started on {d} (UTC)"),
+            None => "run started (UTC)".into(),
+        }
+    }
+}
+
+fn stamp(x: f64) -> Option<jiff::Timestamp> {
+    jiff::Timestamp::from_second(x.round() as i64).ok()
+}
+
+impl Ranged for TimeAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let at = (value - self.lo) / (self.hi - self.lo);
+        let length = f64::from(limit.1 - limit.0);
+        if !at.is_finite() {
+            return limit.0;
+        }
+        limit.0 + (length * at).round() as i32
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
 }
 
 /// One point of a metric over time.
@@ -90,7 +208,9 @@ fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
         .iter()
         .map(|p| when(p.run))
         .fold(f64::NEG_INFINITY, f64::max);
-    let span = hi - lo;
+    let axis = TimeAxis::new(lo, hi);
+    let x_title = axis.title();
+    let y_title = format!("{} ({unit})", crate::text::title(&first.name));
     let min = points
         .iter()
         .map(|p| {
@@ -117,12 +237,11 @@ fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
                 .margin_right(34)
                 .x_label_area_size(42)
                 .y_label_area_size(64)
-                .build_cartesian_2d(chart::padded(lo, hi), y)?;
+                .build_cartesian_2d(axis.clone(), y)?;
             chart::mesh(&mut c)
-                .x_desc("run started (UTC)")
-                .y_desc(format!("{} ({unit})", first.name))
-                .x_labels(6)
-                .x_label_formatter(&|x| date(*x, span))
+                .x_desc(x_title.as_str())
+                .y_desc(y_title.as_str())
+                .x_label_formatter(&|x| axis.label(*x))
                 .y_label_formatter(&chart::tick)
                 .draw()?;
             for (i, (host, pts)) in hosts.iter().enumerate() {

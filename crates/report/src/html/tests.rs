@@ -594,3 +594,390 @@ fn a_run_saved_without_a_timeline_says_so() {
     assert!(figures(&html, "http-timeline-rate").next().is_none());
     assert!(html.contains("keeps no per-second timeline"));
 }
+
+// ---- issue 26: db runs, warnings, time axes, answers, small faults ----
+
+/// A closed-model db run as `dyno db run` records it: tps, the latency
+/// histogram, counts, and (when `seconds` > 0) the per-second timeline.
+fn db_run(seconds: usize) -> Run {
+    let mut run = Run::new(Kind::Db, "tpcb-like@1 at scale 10, 4 clients");
+    run.settings = json!({"model": "closed", "clients": 4});
+    run.metrics = vec![
+        Metric::new(
+            "transactions_per_sec",
+            Unit::OpsPerSec,
+            Direction::HigherIsBetter,
+            438.7,
+        ),
+        with_histogram("latency_ns", (0..4_387).map(|i| 2_000_000 + i * 1_000)),
+        tally("transactions", 4_387.0),
+        Metric::new("connect_ns", Unit::Ns, Direction::LowerIsBetter, 2e7),
+    ];
+    if seconds > 0 {
+        let mut tps = Metric::new(
+            "timeline_transactions_per_sec",
+            Unit::OpsPerSec,
+            Direction::HigherIsBetter,
+            438.7,
+        );
+        tps.samples = (0..seconds).map(|s| 430.0 + (s % 5) as f64 * 4.0).collect();
+        let mut p99 = Metric::new(
+            "timeline_latency_p99_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            6e6,
+        );
+        // Second 3 committed nothing: a gap, not a fast second.
+        p99.samples = (0..seconds)
+            .map(|s| if s == 3 { 0.0 } else { 6e6 + s as f64 * 1e4 })
+            .collect();
+        run.metrics.extend([tps, p99]);
+    }
+    run.headline = Some("transactions_per_sec".into());
+    run
+}
+
+/// The tick labels of a time axis: the texts that are dates or times.
+fn time_labels(fig: &str) -> Vec<&str> {
+    texts(fig)
+        .into_iter()
+        .filter(|t| {
+            t.len() >= 5
+                && (t.contains(':') || t.matches('-').count() >= 1)
+                && t.chars()
+                    .all(|c| c.is_ascii_digit() || matches!(c, ':' | '-' | ' '))
+        })
+        .collect()
+}
+
+/// M8: a db run is drawn as an HTTP run is: the latency spectrum from its
+/// histogram, tps and p99 over time from its per-second series, and its
+/// metric table keeps `438.7 ops/s` on one line.
+#[test]
+fn a_db_run_draws_its_latency_spectrum_and_tps_and_p99_over_time() {
+    let html = html_report(&[db_run(10)]);
+    let spectrum = figure(&html, "db-latency-spectrum");
+    assert_eq!(attr(spectrum, "data-series"), "1");
+    // 4,387 samples resolve three decades: 31 points and the max.
+    assert_eq!(lines(spectrum, &hex(PALETTE[0])), vec![32]);
+    assert!(spectrum.contains("latency (ms)"), "{spectrum}");
+    let tps = figure(&html, "db-timeline-rate");
+    assert_eq!(attr(tps, "data-points"), "10");
+    assert_eq!(lines(tps, &hex(PALETTE[0])), vec![10]);
+    assert!(tps.contains("transactions per second"), "{tps}");
+    let p99 = figure(&html, "db-timeline-p99");
+    // Second 3 has no commit: nine points, and the table says so.
+    assert_eq!(attr(p99, "data-points"), "9");
+    assert!(p99.contains("no commit"), "{p99}");
+    assert!(p99.contains("p99 latency (ms)"), "{p99}");
+    // The metric table follows, its value cells kept on one line.
+    assert!(html.contains("<td class=\"n\">438.7 ops/s</td>"), "{html}");
+    assert!(html.contains("white-space: nowrap"));
+    let style = &html[html.find("td.n {").unwrap()..];
+    assert!(
+        style[..style.find('}').unwrap()].contains("white-space: nowrap"),
+        "numeric cells must not wrap"
+    );
+    // A db run's connect_ns is its connections' time, not a mean.
+    assert!(!html.contains("mean over requests"));
+}
+
+/// M8: a db run saved before it kept a timeline gets its spectrum and a
+/// sentence, not empty charts.
+#[test]
+fn a_db_run_without_a_timeline_says_so() {
+    let html = html_report(&[db_run(0)]);
+    figure(&html, "db-latency-spectrum");
+    assert_eq!(figures(&html, "db-timeline-rate").count(), 0);
+    assert!(html.contains("keeps no per-second timeline"), "{html}");
+    assert!(
+        html.contains("tps and p99 over time are not drawn"),
+        "{html}"
+    );
+}
+
+/// M2: the page of a comparison shows each compared run's own warning
+/// with the runs that gave it, never the first run's words on all of them.
+#[test]
+fn a_comparison_page_keeps_each_runs_own_warning_words() {
+    let mut comparison = compare_run();
+    comparison.warn(
+        "source_outliers",
+        "all 3 runs: 'sleep 0.02': 4 of 12 runs are statistical outliers",
+    );
+    let run = |id: &str, message: &str| {
+        let mut r = sweep_run();
+        r.id = id.parse().unwrap();
+        r.warn("outliers", message);
+        r
+    };
+    let a = run(
+        "01JD5Z7M3Q8XK2V4N6R9T0W1YB",
+        "'sleep 0.02': 4 of 12 runs are statistical outliers",
+    );
+    let b = run(
+        "01JD5Z8M3Q8XK2V4N6R9T0W1YC",
+        "'sleep 0.024': 3 of 10 runs are statistical outliers",
+    );
+    let c = run(
+        "01JD5Z9M3Q8XK2V4N6R9T0W1YD",
+        "'sleep 0.02': 4 of 12 runs are statistical outliers",
+    );
+    let html = super::html_comparison(&comparison, &[a, b, c]);
+    let lead = &html[..html.find("</section>").unwrap()];
+    assert!(!lead.contains("all 3 runs"), "{lead}");
+    assert!(
+        lead.contains(
+            "2 runs (01JD5Z7M3Q, 01JD5Z9M3Q): &#39;sleep 0.02&#39;: 4 of 12 runs are statistical outliers <code>[source_outliers]</code>"
+        ),
+        "{lead}"
+    );
+    assert!(
+        lead.contains(
+            "1 run (01JD5Z8M3Q): &#39;sleep 0.024&#39;: 3 of 10 runs are statistical outliers"
+        ),
+        "{lead}"
+    );
+}
+
+/// L13: fifty hourly runs in the overview: ticks at whole hours, no label
+/// twice; the Y axis says what the metric is in words.
+#[test]
+fn the_overview_time_axis_labels_round_times_once_each() {
+    let runs: Vec<Run> = (0..50)
+        .map(|i| {
+            let mut r = http_run();
+            r.id = dyno_model::RunId::new();
+            // 2026-11-20 00:47 UTC, then hourly.
+            r.started_at = jiff::Timestamp::from_second(1_795_135_620 + i * 3600).unwrap();
+            r
+        })
+        .collect();
+    let html = html_report(&runs);
+    let fig = figure(&html, "summary-headline");
+    let labels = time_labels(fig);
+    assert!(labels.len() >= 3, "{labels:?}");
+    let mut unique = labels.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), labels.len(), "a repeated label: {labels:?}");
+    for l in &labels {
+        assert!(l.ends_with(":00"), "a tick at an odd time: {labels:?}");
+        assert!(
+            l.contains(' '),
+            "a tick without its date or time: {labels:?}"
+        );
+    }
+    assert!(fig.contains("throughput (req/s)"), "{fig}");
+    assert!(!fig.contains("requests_per_sec (req/s)"), "{fig}");
+}
+
+/// L13: runs within a minute: the ticks show times with seconds, each once,
+/// and the axis title carries the date they share.
+#[test]
+fn a_trend_within_a_minute_shows_times_and_the_date_once() {
+    let runs: Vec<Run> = (0..4)
+        .map(|i| {
+            let mut r = sweep_run();
+            r.id = dyno_model::RunId::new();
+            r.started_at = jiff::Timestamp::from_second(1_795_675_620 + i * 12).unwrap();
+            r
+        })
+        .collect();
+    let html = html_trend(&runs, "wall_ns{command=sleep 0.01, param.N=1}").unwrap();
+    let fig = figure(&html, "trend");
+    let labels = time_labels(fig);
+    assert!(labels.len() >= 3, "{labels:?}");
+    let mut unique = labels.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), labels.len(), "a repeated label: {labels:?}");
+    for l in &labels {
+        assert_eq!(l.matches(':').count(), 2, "no seconds: {labels:?}");
+        assert!(!l.contains('-'), "the date repeated on a tick: {labels:?}");
+    }
+    assert!(fig.contains("run started on 2026-11-26 (UTC)"), "{fig}");
+    assert!(fig.contains("wall time (ms)"), "{fig}");
+    assert!(!fig.contains("wall_ns (ms)"), "{fig}");
+}
+
+/// L14: an unexpected status is one answer: drawn as its status bar, not
+/// again as an "error: status" bar of their sum.
+#[test]
+fn unexpected_statuses_are_counted_once_in_the_answers() {
+    let mut run = http_run();
+    run.metrics
+        .retain(|m| !m.name.starts_with("status_") && !m.name.starts_with("errors_"));
+    run.metrics.extend([
+        tally("status_200", 30_118.0),
+        tally("status_503", 30_118.0),
+        tally("status_404", 30_118.0),
+        tally("errors_status", 60_236.0),
+        tally("errors_timeout", 2.0),
+    ]);
+    let html = html_report(&[run]);
+    let fig = figure(&html, "http-answers");
+    assert_eq!(attr(fig, "data-points"), "4");
+    assert_eq!(count(fig, "<rect"), 4);
+    assert!(!texts(fig).contains(&"error: status"), "{fig}");
+    assert!(!fig.contains("<td class=\"n\">60236</td>"), "{fig}");
+    assert!(fig.contains("error: timeout"));
+    assert!(
+        fig.contains("60236 requests answered with a status outside --expect-status"),
+        "{fig}"
+    );
+}
+
+/// L15: a run with no answer draws no empty chart and no axis in raw ns;
+/// it says there is nothing to draw.
+#[test]
+fn a_run_without_answers_draws_no_empty_charts() {
+    let mut run = Run::new(Kind::Http, "GET http://127.0.0.1:9/");
+    let mut rate = Metric::new(
+        "timeline_requests_per_sec",
+        Unit::RequestsPerSec,
+        Direction::HigherIsBetter,
+        0.0,
+    );
+    rate.samples = vec![0.0; 5];
+    let mut p99 = Metric::new(
+        "timeline_latency_p99_ns",
+        Unit::Ns,
+        Direction::LowerIsBetter,
+        0.0,
+    );
+    p99.samples = vec![0.0; 5];
+    run.metrics = vec![
+        Metric::new(
+            "requests_per_sec",
+            Unit::RequestsPerSec,
+            Direction::HigherIsBetter,
+            0.0,
+        ),
+        with_histogram("latency_ns", []),
+        tally("errors_timeout", 40.0),
+        rate,
+        p99,
+    ];
+    let html = html_report(&[run]);
+    assert_eq!(figures(&html, "http-timeline-rate").count(), 0);
+    assert_eq!(figures(&html, "http-timeline-p99").count(), 0);
+    assert_eq!(figures(&html, "http-latency-spectrum").count(), 0);
+    assert!(!html.contains("(ns)"), "an axis in raw ns");
+    assert!(
+        html.contains("No answer in any of the run&#39;s 5 s: nothing to draw over time."),
+        "{html}"
+    );
+    assert!(html.contains("No request was answered"), "{html}");
+    // The failures are still drawn.
+    figure(&html, "http-answers");
+}
+
+/// L15: an open-model (--rate) run's p99 over time says it is the
+/// corrected latency; a closed run's does not.
+#[test]
+fn an_open_model_p99_timeline_says_it_is_corrected() {
+    let timeline = |run: &mut Run| {
+        let mut rate = Metric::new(
+            "timeline_requests_per_sec",
+            Unit::RequestsPerSec,
+            Direction::HigherIsBetter,
+            2000.0,
+        );
+        rate.samples = vec![2000.0; 4];
+        let mut p99 = Metric::new(
+            "timeline_latency_p99_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            1e6,
+        );
+        p99.samples = vec![1e6; 4];
+        run.metrics.extend([rate, p99]);
+    };
+    let mut open = http_run();
+    timeline(&mut open);
+    let html = html_report(&[open]);
+    let fig = figure(&html, "http-timeline-p99");
+    assert!(
+        fig.contains("HTTP p99 latency over time (corrected)"),
+        "{fig}"
+    );
+    assert!(fig.contains("from each request&#39;s due time"), "{fig}");
+    let mut closed = http_run();
+    closed
+        .metrics
+        .retain(|m| m.name != "latency_uncorrected_ns");
+    timeline(&mut closed);
+    let html = html_report(&[closed]);
+    let fig = figure(&html, "http-timeline-p99");
+    assert!(!fig.contains("corrected"), "{fig}");
+}
+
+/// The y coordinates of the first data line drawn in `colour`.
+fn line_ys(fig: &str, colour: &str) -> Vec<f64> {
+    let at = fig
+        .match_indices("<polyline")
+        .map(|(at, _)| &fig[at..at + fig[at..].find("/>").unwrap()])
+        .find(|tag| {
+            tag.contains(&format!("stroke=\"{colour}\""))
+                && attr(tag, "points").split_whitespace().count() > 2
+        })
+        .unwrap();
+    attr(at, "points")
+        .split_whitespace()
+        .map(|p| p.split(',').nth(1).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// L15: disk latency in µs beside latency in ms: the axis turns
+/// logarithmic, so the µs line keeps its shape instead of lying on zero.
+#[test]
+fn disk_latency_in_microseconds_stays_visible_beside_milliseconds() {
+    let mut run = Run::new(Kind::Disk, "disk cdm8");
+    for (test, base, step) in [("SEQ1M Q8T1", 8_000_000, 2_000), ("RND4K Q1T1", 60_000, 40)] {
+        run.metrics.push(
+            with_histogram("latency_ns", (0..2_000).map(|i| base + i * step))
+                .with_label("test", test)
+                .with_label("op", "read"),
+        );
+    }
+    let html = html_report(&[run]);
+    let fig = figure(&html, "disk-latency-read");
+    assert!(fig.contains("log scale)"), "{fig}");
+    let ys = line_ys(fig, &hex(PALETTE[1]));
+    let spread =
+        ys.iter().copied().fold(f64::MIN, f64::max) - ys.iter().copied().fold(f64::MAX, f64::min);
+    assert!(spread > 20.0, "the µs line spans {spread} px");
+    // One run of one kind keeps the linear axis from zero.
+    let html = html_report(&[http_run()]);
+    assert!(!figure(&html, "http-latency-spectrum").contains("log scale)"));
+}
+
+/// L15: the parallel fraction reads as a percentage in the report, as
+/// `dyno show` prints it, not as `0.22×`.
+#[test]
+fn the_parallel_fraction_is_a_percentage() {
+    let mut run = Run::new(Kind::Quick, "int64 on 1 and 4 threads");
+    run.metrics = vec![Metric::new(
+        "int64_amdahl_parallel_fraction",
+        Unit::Ratio,
+        Direction::HigherIsBetter,
+        0.22,
+    )];
+    let html = html_report(&[run]);
+    assert!(html.contains("<td class=\"n\">22.0%</td>"), "{html}");
+    assert!(!html.contains("0.22×"));
+}
+
+/// real-clients item 15: ab-style split times in a metric table say they
+/// are means over requests.
+#[test]
+fn split_times_in_a_metric_table_are_labelled_means() {
+    let mut run = Run::new(Kind::Cpu, "x");
+    run.metrics = vec![with_histogram("connect_ns", [0, 0, 0, 21_780])];
+    let html = html_report(&[run]);
+    assert!(
+        html.contains("<td>connect_ns (mean over requests)</td>"),
+        "{html}"
+    );
+}

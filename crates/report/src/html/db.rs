@@ -1,0 +1,64 @@
+//! The charts of a `dyno db run`, drawn as an HTTP run's are: the
+//! transaction latency spectrum from the stored histogram (corrected and
+//! uncorrected for an open-model run), tps and p99 over time from the
+//! per-second timeline (`timeline_transactions_per_sec`,
+//! `timeline_latency_p99_ns`), then every metric in a table.
+
+use dyno_model::Run;
+
+use super::http::{self, Flow};
+use super::latency::{self, Series};
+
+/// The timeline of a database run.
+const DB: Flow = Flow {
+    id: "db",
+    what: "Database",
+    rate_metric: "timeline_transactions_per_sec",
+    rate_words: "transactions per second",
+    rate_short: "tps",
+    done: "commit",
+    corrected: "the corrected latency, from each transaction's due time, as the spectrum's first line",
+};
+
+pub fn charts(run: &Run) -> Vec<String> {
+    let mut out = Vec::new();
+    let open = run.metric("latency_uncorrected_ns").is_some();
+    let corrected = if open {
+        "latency (corrected: from due time)"
+    } else {
+        "latency"
+    };
+    let mut series = Vec::new();
+    series.extend(Series::of(corrected, run.metric("latency_ns")));
+    series.extend(Series::of(
+        "uncorrected (from start)",
+        run.metric("latency_uncorrected_ns"),
+    ));
+    match latency::spectrum(
+        "db-latency-spectrum",
+        "Transaction latency by percentile",
+        &series,
+    ) {
+        Some(c) if open => {
+            let note = c.note.clone().unwrap_or_default();
+            out.push(
+                c.note(format!(
+                    "{note} Open model (--rate): the corrected latency counts from each transaction's due time, so a stall shows; the uncorrected one from its start."
+                ))
+                .html(),
+            );
+        }
+        Some(c) => out.push(c.html()),
+        None => out.push(http::note(
+            "No transaction committed, or the record keeps no latency histogram: no latency to draw.",
+        )),
+    }
+    out.extend(http::timeline(run, "", &DB, open));
+    out.push("<h3>Every metric</h3>".into());
+    // A segment's per-second histograms are kept for merging; the two
+    // series above say the same.
+    out.push(super::metric_table(run, |m| {
+        m.name != "timeline_latency_ns"
+    }));
+    out
+}
