@@ -431,7 +431,7 @@ mod tests {
         // Every send's lag is kept, as a distribution.
         assert_eq!(s.send_lag.len(), 2);
         assert_eq!(
-            s.send_lag.value_at_quantile(0.5),
+            dyno_stats::hdr::value_at_percentile(&s.send_lag, 50.0),
             s.send_lag.highest_equivalent(10_000)
         );
         let mut merged = Stats::default();

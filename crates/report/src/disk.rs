@@ -48,7 +48,7 @@ fn latency(m: Option<&Metric>) -> (String, String) {
         .as_ref()
         .and_then(|h| hdr::from_model(h).ok())
         .map_or("-".into(), |h| {
-            format!("{:.1}", h.value_at_quantile(0.99) as f64 / 1e3)
+            format!("{:.1}", dyno_stats::hdr::value_at_percentile(&h, 99.0) as f64 / 1e3)
         });
     (format!("{:.1}", m.value / 1e3), p99)
 }
@@ -257,9 +257,9 @@ pub fn disk_report(run: &Run) -> String {
                 Cell::new(test),
                 Cell::new(op),
                 us(h.mean()),
-                us(h.value_at_quantile(0.50) as f64),
-                us(h.value_at_quantile(0.99) as f64),
-                us(h.value_at_quantile(0.999) as f64),
+                us(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
+                us(dyno_stats::hdr::value_at_percentile(&h, 99.0) as f64),
+                us(dyno_stats::hdr::value_at_percentile(&h, 99.9) as f64),
                 us(h.max() as f64),
             ]);
         }

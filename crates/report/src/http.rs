@@ -162,8 +162,8 @@ pub fn http_report(run: &Run) -> String {
             let _ = writeln!(
                 out,
                 "Send lag    p50 {}, p99 {}, max {} from due time to real send (client delay or a busy connection; counted in corrected latency only)",
-                short_ns(h.value_at_quantile(0.5) as f64),
-                short_ns(h.value_at_quantile(0.99) as f64),
+                short_ns(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
+                short_ns(dyno_stats::hdr::value_at_percentile(&h, 99.0) as f64),
                 short_ns(h.max() as f64),
             );
         }
@@ -231,7 +231,7 @@ pub fn http_report(run: &Run) -> String {
                 short_ns(h.min() as f64),
                 short_ns(h.mean()),
                 short_ns(h.stdev()),
-                short_ns(h.value_at_quantile(0.5) as f64),
+                short_ns(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
                 short_ns(h.max() as f64),
             );
         }
@@ -305,7 +305,7 @@ pub(crate) fn latency_table(out: &mut String, rows: &[(&str, Histogram<u64>)]) {
                 let _ = write!(
                     line,
                     "{:>10}",
-                    short_ns(h.value_at_quantile(p / 100.0) as f64)
+                    short_ns(dyno_stats::hdr::value_at_percentile(&h, p) as f64)
                 );
             }
             let _ = write!(
@@ -512,7 +512,7 @@ pub fn ab_report(run: &Run) -> String {
                 ms(h.min() as f64),
                 ms(h.mean()),
                 ms(h.stdev()),
-                ms(h.value_at_quantile(0.5) as f64),
+                ms(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
                 ms(h.max() as f64),
             )
         });
@@ -528,7 +528,7 @@ pub fn ab_report(run: &Run) -> String {
             "\nPercentage of the requests served within a certain time (ms)"
         );
         for p in [50u8, 66, 75, 80, 90, 95, 98, 99] {
-            let v = ms(h.value_at_quantile(f64::from(p) / 100.0) as f64);
+            let v = ms(dyno_stats::hdr::value_at_percentile(&h, f64::from(p)) as f64);
             let _ = writeln!(out, "  {p}% {v:>6.0}");
         }
         let _ = writeln!(out, " 100% {:>6.0} (longest request)", ms(h.max() as f64));

@@ -51,7 +51,7 @@ impl Series {
             .map(|k| {
                 let x = 10f64.powf(f64::from(k) / f64::from(PER_DECADE));
                 let q = 1.0 - 1.0 / x;
-                (x, h.value_at_quantile(q) as f64)
+                (x, dyno_stats::hdr::value_at_percentile(&h, q * 100.0) as f64)
             })
             .collect();
         out.push((10f64.powi(decades as i32), h.max() as f64));
@@ -83,7 +83,7 @@ pub fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart> {
     let max_ns = lines.iter().flatten().map(|p| p.1).fold(0.0f64, f64::max);
     let medians: Vec<f64> = series
         .iter()
-        .map(|s| s.histogram.value_at_quantile(0.5).max(1) as f64)
+        .map(|s| dyno_stats::hdr::value_at_percentile(&s.histogram, 50.0).max(1) as f64)
         .collect();
     let spread = medians.iter().copied().fold(0.0f64, f64::max)
         / medians.iter().copied().fold(f64::INFINITY, f64::min);
@@ -152,7 +152,7 @@ pub fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart> {
         row.extend(
             series
                 .iter()
-                .map(|s| crate::format_duration_ns(s.histogram.value_at_percentile(q) as f64)),
+                .map(|s| crate::format_duration_ns(dyno_stats::hdr::value_at_percentile(&s.histogram, q) as f64)),
         );
         table.row(row);
     }
