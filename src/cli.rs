@@ -157,6 +157,13 @@ pub struct K8sJobArgs {
     #[arg(long)]
     pub merge: bool,
 
+    /// For `db run`: a Secret of libpq's variables (PGHOST, PGUSER,
+    /// PGPASSWORD, PGDATABASE, …) that each pod reads as its environment,
+    /// so no password sits in the pods' args. Without it the command must
+    /// name the server's host in its conninfo, and no password.
+    #[arg(long, value_name = "NAME", value_parser = parse_k8s_name)]
+    pub db_secret: Option<String>,
+
     /// The dyno command each segment runs: `http URL …` or `db run …`,
     /// without --segment, --group or --store, which the Job sets.
     #[arg(last = true, required = true, value_name = "COMMAND")]
