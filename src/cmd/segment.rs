@@ -311,14 +311,13 @@ pub fn gate(
 /// Refuses a `--start-at` that has passed by `now`, or is more than
 /// [`START_AT_HORIZON`] ahead of it.
 pub fn check_start_at(at: Timestamp, now: Timestamp) -> Result<()> {
+    let now = now.round(jiff::Unit::Second).unwrap_or(now);
     let ahead = at.duration_since(now);
     if ahead.is_negative() {
         bail!(
             "--start-at {at} passed {} ago ({now} now): the segments would not start together (a late one would start at once); give a time far enough ahead for every segment to be ready, e.g. --start-at {}",
             span(ahead.unsigned_abs()),
             now.saturating_add(jiff::SignedDuration::from_secs(60))
-                .unwrap_or(now)
-                .round(jiff::Unit::Second)
                 .unwrap_or(now)
         );
     }

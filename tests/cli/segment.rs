@@ -453,11 +453,11 @@ fn segments_of_different_commands_are_refused_at_the_barrier() {
     for needle in [
         "segment 1/2",
         "segment 0/2",
-        &format!("url {other} here, {url} there"),
-        "model open here, closed there",
-        "rate 1000 here, (not set) there",
-        "duration 3s here, 2s there",
-        "connections 4 here, 2 there",
+        &format!("url {other} against {url}"),
+        "model open against closed",
+        "rate 1000 against (not set)",
+        "duration 3s against 2s",
+        "connections 4 against 2",
         "called off",
         "nothing was run",
     ] {
@@ -468,7 +468,7 @@ fn segments_of_different_commands_are_refused_at_the_barrier() {
     assert_eq!(code, 2, "{err}");
     assert!(run.is_none());
     assert!(
-        err.contains("model open here, closed there") && err.contains("nothing was run"),
+        err.contains("model open against closed") && err.contains("nothing was run"),
         "{err}"
     );
     assert_eq!(seen.lock().unwrap().by_peer.values().sum::<u64>(), 0);
@@ -775,12 +775,12 @@ fn db_run_segments_of_different_commands_are_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(run.is_none());
     assert!(
-        err.contains("transactions 20 here, 10 there") && err.contains("called off"),
+        err.contains("transactions 20 against 10") && err.contains("called off"),
         "{err}"
     );
     let (code, _, err) = finished(first);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("transactions 20 here, 10 there"), "{err}");
+    assert!(err.contains("transactions 20 against 10"), "{err}");
     assert_eq!(pg.psql(&db, "SELECT count(*) FROM seen"), "0");
 }
 

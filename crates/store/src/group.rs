@@ -140,11 +140,11 @@ fn differ(arrival: &Arrival, first: &Arrival) -> String {
         .filter_map(|name| {
             let here = arrival.settings.get(name).unwrap_or(&none);
             let there = first.settings.get(name).unwrap_or(&none);
-            (here != there).then(|| format!("{name} {here} here, {there} there"))
+            (here != there).then(|| format!("{name} {here} against {there}"))
         })
         .collect();
     format!(
-        "segment {} (from {}) runs another command than group '{}', whose settings segment {} (from {}) set first: {}",
+        "segment {} (from {}) runs another command than group '{}', whose settings segment {} (from {}) set first (this segment's against the group's): {}",
         arrival.segment,
         arrival.host,
         arrival.group,
@@ -221,9 +221,9 @@ pub(crate) fn check_barrier(a: &mut dyn crate::Store, b: &mut dyn crate::Store) 
     for needle in [
         "segment 1/3 (from h1)",
         "segment 0/3 (from h0)",
-        "url http://y/ here, http://x/ there",
-        "rate_per_sec (not set) here, 100 there",
-        "requests 10 here, (not set) there",
+        "url http://y/ against http://x/",
+        "rate_per_sec (not set) against 100",
+        "requests 10 against (not set)",
     ] {
         assert!(m.contains(needle), "{needle}: {m}");
     }
@@ -268,7 +268,7 @@ pub(crate) fn check_old_arrivals(store: &mut dyn crate::Store) {
     store.arrive(&arrival(1, "http://x/")).unwrap();
     let e = store.arrive(&arrival(2, "http://y/")).unwrap_err();
     assert!(
-        matches!(&e, StoreError::GroupSettings(m) if m.contains("url http://y/ here, http://x/ there")),
+        matches!(&e, StoreError::GroupSettings(m) if m.contains("url http://y/ against http://x/")),
         "{e}"
     );
 }
