@@ -640,7 +640,12 @@ mod tests {
 
     #[test]
     fn the_command_is_checked_as_a_segment_would_parse_it() {
-        let words = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        // '~' is a space within one word.
+        let words = |s: &str| {
+            s.split(' ')
+                .map(|w| w.replace('~', " "))
+                .collect::<Vec<_>>()
+        };
         let check = |s: &str| check_command(&words(s), 3, "g", None);
         assert_eq!(
             check("http http://svc/ -n 100 -c 6").unwrap().command,
@@ -685,7 +690,10 @@ mod tests {
             ("db run dbname=bench -c 4", "names no host"),
             ("db run postgres:///bench -c 4", "names no host"),
             ("db run postgres://u:secretpw@db/x -c 4", "holds a password"),
-            ("db run host=db password=secretpw -c 4", "holds a password"),
+            (
+                "db run host=db~password~=~secretpw -c 4",
+                "holds a password",
+            ),
         ] {
             let e = check(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
@@ -694,10 +702,15 @@ mod tests {
         // A password is refused even with a Secret: it would still be in
         // the args.
         assert!(
-            check_command(&words("db run postgres://u:pw@db/x"), 3, "g", Some("s"))
-                .unwrap_err()
-                .to_string()
-                .contains("holds a password")
+            check_command(
+                &words("db run postgres://u:pw@db/x -c 3"),
+                3,
+                "g",
+                Some("s")
+            )
+            .unwrap_err()
+            .to_string()
+            .contains("holds a password")
         );
         assert!(
             check_command(&words("http http://svc/ -c 3"), 3, "g", Some("s"))
