@@ -114,7 +114,10 @@ pub enum K8sCommand {
 /// --merge, also a Job that waits for them and prints the merged run
 /// (`kubectl logs job/dyno-NAME-merge`). Nothing is sent to a cluster:
 /// pipe it to `kubectl apply -f -`. The command is checked here first, as
-/// each segment would parse it.
+/// each segment would check it (its share of -c and -n, its files); the
+/// local files it names (--url-file, --body-file, db run -f) travel in a
+/// ConfigMap mounted in the pods, and a db run conninfo with a password,
+/// or none (this machine's PG* variables), is refused: see --db-secret.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Example (a cluster, and a PostgreSQL the pods reach):\n  kubectl create secret generic dyno-store --from-literal=url=postgres://dyno:PW@db:5432/dyno\n  dyno k8s job --segments 5 --image registry.example/dyno:0.1 --group web1 --merge -- \\\n      http http://web.default.svc/ -n 1000000 -c 500 | kubectl apply -f -\n  kubectl logs -f job/dyno-web1-merge"
@@ -158,6 +161,13 @@ pub struct K8sJobArgs {
     #[arg(long)]
     pub merge: bool,
 
+    /// For `db run`: a Secret of libpq's variables (PGHOST, PGUSER,
+    /// PGPASSWORD, PGDATABASE, …) that each pod reads as its environment,
+    /// so no password sits in the pods' args. Without it the command must
+    /// name the server's host in its conninfo, and no password.
+    #[arg(long, value_name = "NAME", value_parser = parse_k8s_name)]
+    pub db_secret: Option<String>,
+
     /// The dyno command each segment runs: `http URL …` or `db run …`,
     /// without --segment, --group or --store, which the Job sets.
     #[arg(last = true, required = true, value_name = "COMMAND")]
@@ -186,7 +196,8 @@ pub struct SegmentArgs {
 
     /// Start at this time (RFC 3339, e.g. 2026-11-23T20:00:00Z) instead of
     /// when all segments have arrived: for launchers that start the
-    /// machines themselves. The machines' clocks must agree.
+    /// machines themselves. The machines' clocks must agree. A time that
+    /// has passed, or more than 24 hours ahead, is refused.
     #[arg(long, help_heading = SEGMENTS, value_name = "TIME", requires = "segment", value_parser = parse_start_at)]
     pub start_at: Option<jiff::Timestamp>,
 

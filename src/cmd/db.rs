@@ -84,13 +84,16 @@ fn group(n: u64) -> String {
 
 fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
     let env = environment();
-    let plan = Plan::from_args(&args.segments, env.hostname.as_deref());
+    let mut plan = Plan::from_args(&args.segments, env.hostname.as_deref())?;
     if plan.is_some() && args.save.no_save {
         bail!(
             "--segment meets the other segments in the store and saves its run there for `dyno merge`: drop --no-save"
         );
     }
     let settings = run_settings(&args, plan.as_ref())?;
+    if let Some(plan) = &mut plan {
+        plan.publish(published(&args, &settings));
+    }
     // A segment's store is where the segments meet: never the local
     // fallback, where it would wait alone.
     let mut store = match &plan {
@@ -178,7 +181,8 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
     // threads); -t stays per client.
     let (clients, threads, rate, segment) = match plan {
         Some(plan) => {
-            let (c, t) = plan.share(args.clients, threads)?;
+            // -t is per client: every segment's clients run it whole.
+            let (c, t) = plan.share(args.clients, threads, None)?;
             let rate = args
                 .rate
                 .map(|r| r * f64::from(c) / f64::from(args.clients));
@@ -223,6 +227,51 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         progress_every: args.progress.unwrap_or(Duration::from_secs(1)),
         segment,
     })
+}
+
+/// What every segment of a `db run` must share, published at the
+/// barrier: the server, the scripts (their parsed text, hashed), the whole
+/// run's -c and -j, the end, the rate and the protocol's flags.
+fn published(args: &DbRunArgs, settings: &RunSettings) -> segment::Settings {
+    let mut s = segment::Settings::new("db run");
+    s.put("target", settings.target.to_string())
+        .put(
+            "scripts",
+            settings
+                .scripts
+                .iter()
+                .map(|w| format!("{}@{}", w.script.name(), w.weight))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+        .hash(
+            "script_text",
+            format!(
+                "{:?}",
+                settings
+                    .scripts
+                    .iter()
+                    .map(|w| &w.script)
+                    .collect::<Vec<_>>()
+            )
+            .as_bytes(),
+        )
+        .put("clients", args.clients)
+        .put("jobs", args.jobs)
+        .opt("transactions", args.transactions)
+        .opt("duration", args.time.map(|d| format!("{d:?}")))
+        .opt("rate", args.rate)
+        .opt(
+            "latency_limit",
+            args.latency_limit.map(|d| format!("{d:?}")),
+        )
+        .put("protocol", format!("{:?}", settings.protocol))
+        .opt("scale", args.scale)
+        .put("max_tries", args.max_tries)
+        .put("report_per_command", args.per_command)
+        .put("connect", args.connect)
+        .put("pipeline", args.pipeline);
+    s
 }
 
 /// The settings as the run records them, with the server's.

@@ -98,7 +98,11 @@ pub fn merge(args: MergeArgs) -> Result<ExitStatus> {
         wait_for_segments(&*store, &group, wait)?;
     }
     let Some(run) = merged_group(&*store, &group)? else {
-        let arrived = store.group(&group)?.arrivals.len();
+        let state = store.group(&group)?;
+        if let Some(dyno_store::Decision::CalledOff { why }) = &state.decision {
+            bail!("group '{group}' was called off at the start barrier, so no segment ran: {why}");
+        }
+        let arrived = state.arrivals.len();
         if arrived > 0 {
             bail!(
                 "group '{group}': {arrived} segment{} arrived at the start barrier, but none has saved a run yet: wait for them to finish",
@@ -139,7 +143,7 @@ fn wait_for_segments(store: &dyn Store, group: &str, wait: std::time::Duration) 
     loop {
         let state = store.group(group)?;
         if let Some(dyno_store::Decision::CalledOff { why }) = &state.decision {
-            bail!("{why}");
+            bail!("group '{group}' was called off at the start barrier, so no segment ran: {why}");
         }
         let runs = list_runs(store, &filter)?;
         let count = state.arrivals.first().map(|a| a.segment.count);

@@ -64,6 +64,8 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     } = args;
     let cpus = dyno_env::available_cpus();
     let builtin = url.is_none() && url_file.is_none();
+    // -t as given (the default depends on each machine's CPUs).
+    let threads_given = threads;
     // Beside the built-in server, the client takes half the CPUs.
     let default_threads = if builtin { (cpus / 2).max(1) } else { cpus };
     // A thread gets whole connections: one beyond -c would sit idle and
@@ -82,7 +84,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     };
 
     let env = environment();
-    let plan = Plan::from_args(&segments, env.hostname.as_deref());
+    let mut plan = Plan::from_args(&segments, env.hostname.as_deref())?;
     // A segment runs its share of the connections and threads (and its
     // record says so: the merged run adds them up again).
     let whole_connections = connections;
@@ -98,7 +100,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
                     "--segment meets the other segments in the store and saves its run there for `dyno merge`: drop --no-save"
                 );
             }
-            plan.share(connections, threads)?
+            plan.share(connections, threads, requests)?
         }
         None => (connections, threads),
     };
@@ -220,6 +222,36 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
 
     dyno_http::engine::validate(&settings)?;
     check_open_files(&env, &settings, builtin)?;
+    if let Some(plan) = &mut plan {
+        // What every segment must share, published at the barrier.
+        let mut s = segment::Settings::new("http");
+        s.put("url", &target.url)
+            .opt("unix_socket", unix_socket.as_ref().map(|p| p.display()))
+            .put("method", &method)
+            .put("model", if rate.is_some() { "open" } else { "closed" })
+            .opt("rate", rate)
+            .opt("requests", requests)
+            .opt("duration", duration.map(|d| format!("{d:?}")))
+            .put("warmup", format!("{warmup:?}"))
+            .put("connections", whole_connections)
+            .opt("threads", threads_given)
+            .put("pipeline", pipeline)
+            .put("http2", h2)
+            .put("streams", streams)
+            .put("alpn", alpn.join(","))
+            .put("keep_alive", keep_alive)
+            .put("insecure", insecure)
+            .put("timeout", format!("{timeout:?}"))
+            .put("connect_timeout", format!("{connect_timeout:?}"))
+            .put("expect_status", expect_status.to_string())
+            .put("max_error_rate", max_error_rate)
+            .hash("headers", format!("{headers:?}").as_bytes())
+            .hash("body", body.as_deref().unwrap_or_default());
+        if url_file.is_some() {
+            s.hash("url_file", format!("{paths:?}").as_bytes());
+        }
+        plan.publish(s);
+    }
     // A segment's store is where the segments meet: falling back to the
     // local one would leave it waiting alone.
     let mut store = match &plan {

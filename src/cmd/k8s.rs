@@ -29,8 +29,17 @@ fn job(args: K8sJobArgs) -> Result<ExitStatus> {
             .strftime("dyno-%Y%m%d-%H%M%S")
             .to_string()
     });
-    check_command(&args.command, args.segments, &group)?;
-    let mut docs = vec![segments_job(&args, &group)];
+    let checked = check_command(
+        &args.command,
+        args.segments,
+        &group,
+        args.db_secret.as_deref(),
+    )?;
+    let mut docs = Vec::new();
+    if !checked.files.is_empty() {
+        docs.push(files_config_map(&args, &group, &checked.files));
+    }
+    docs.push(segments_job(&args, &group, &checked));
     if args.merge {
         docs.push(merge_job(&args, &group));
     }
@@ -43,10 +52,42 @@ fn job(args: K8sJobArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// Where the carried files are mounted in each segment's pod.
+const FILES_DIR: &str = "/etc/dyno/files";
+/// The most a ConfigMap holds (Kubernetes refuses more).
+const CONFIGMAP_MAX: usize = 1024 * 1024;
+
+/// A local file the command names, carried to the pods in a ConfigMap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Carried {
+    /// Its key in the ConfigMap (and name under [`FILES_DIR`]).
+    key: String,
+    /// Its bytes, read here.
+    data: Vec<u8>,
+}
+
+/// The command as the pods run it: local file paths replaced by the
+/// mounted copies, and those files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Checked {
+    command: Vec<String>,
+    files: Vec<Carried>,
+}
+
 /// Refuses a command the segments could not run: one dyno would not
 /// parse, one that is not `http` or `db run`, one without a server to
-/// load, or one that sets what the Job sets.
-fn check_command(command: &[String], segments: u32, group: &str) -> Result<()> {
+/// load, one that sets what the Job sets, one that a segment would refuse
+/// (the share-out of -c and -n over the segments, a --start-at that
+/// passed), a file that is not there, or a database named only by this
+/// machine's environment or with a password in plain sight. Local files
+/// (--url-file, --body-file, db -f) are read here, to travel in a
+/// ConfigMap.
+fn check_command(
+    command: &[String],
+    segments: u32,
+    group: &str,
+    db_secret: Option<&str>,
+) -> Result<Checked> {
     for taken in ["--segment", "--group", "--store", "--no-save"] {
         if command
             .iter()
@@ -78,12 +119,214 @@ fn check_command(command: &[String], segments: u32, group: &str) -> Result<()> {
             e.render().to_string().trim()
         )
     })?;
-    match cli.command {
-        Command::Http(http) if http.url.is_none() && http.url_file.is_none() => bail!(
-            "the segments need the URL of the server to load (`http URL …`): each pod would otherwise load a built-in server of its own"
-        ),
-        _ => Ok(()),
+    // Each segment's share, as the segment itself would check it.
+    let each_segment = |seg: &crate::cli::SegmentArgs,
+                        check: &dyn Fn(&super::segment::Plan) -> Result<()>|
+     -> Result<()> {
+        let Some(mut plan) = super::segment::Plan::from_args(seg, None)? else {
+            return Ok(());
+        };
+        for i in 0..segments {
+            plan.segment = dyno_model::Segment::new(i, segments).expect("below the count");
+            check(&plan).map_err(|e| {
+                anyhow::anyhow!("segment {i}/{segments} would refuse the command: {e}")
+            })?;
+        }
+        Ok(())
+    };
+    // (flag names whose value is a local file to carry, the values given)
+    let (file_flags, files): (&[&str], Vec<String>) = match cli.command {
+        Command::Http(http) => {
+            if http.url.is_none() && http.url_file.is_none() {
+                bail!(
+                    "the segments need the URL of the server to load (`http URL …`): each pod would otherwise load a built-in server of its own"
+                );
+            }
+            if db_secret.is_some() {
+                bail!("--db-secret gives `db run` its database; this command is `http`: drop it");
+            }
+            if let Some(path) = &http.unix_socket {
+                bail!(
+                    "--unix-socket {} is a socket on this machine, which the pods do not have: give the server's URL as the pods reach it over the network",
+                    path.display()
+                );
+            }
+            if let Some(path) = &http.latency_log {
+                bail!(
+                    "--latency-log {} would be written inside each pod and lost when it ends: leave it out (the merged run keeps the latency histogram)",
+                    path.display()
+                );
+            }
+            let threads = http.threads.unwrap_or(1) as usize;
+            each_segment(&http.segments, &|plan| {
+                plan.share(http.connections, threads, http.requests)
+                    .map(|_| ())
+            })?;
+            let files = [&http.url_file, &http.body_file]
+                .into_iter()
+                .flatten()
+                .map(|p| p.display().to_string())
+                .collect();
+            (&["--url-file", "--body-file"], files)
+        }
+        Command::Db(db) => {
+            let crate::cli::DbCommand::Run(run) = db.command else {
+                unreachable!("checked above: db run")
+            };
+            each_segment(&run.segments, &|plan| {
+                plan.share(run.clients, run.jobs as usize, None).map(|_| ())
+            })?;
+            check_conninfo(run.conninfo.as_deref(), db_secret)?;
+            let files = run
+                .files
+                .iter()
+                .map(|spec| {
+                    dyno_db::script::weighted(spec)
+                        .map(|(path, _)| path.to_owned())
+                        .map_err(anyhow::Error::msg)
+                })
+                .collect::<Result<_>>()?;
+            (&["-f", "--file"], files)
+        }
+        _ => unreachable!("checked above: http or db run"),
+    };
+    carry(command, file_flags, &files)
+}
+
+/// Reads each local file the command names, and replaces its path in the
+/// command with where the pods find it.
+fn carry(command: &[String], flags: &[&str], files: &[String]) -> Result<Checked> {
+    let mut checked = Checked {
+        command: command.to_vec(),
+        files: Vec::new(),
+    };
+    let mut total = 0;
+    for (i, path) in files.iter().enumerate() {
+        let data = std::fs::read(path).map_err(|e| {
+            anyhow::anyhow!(
+                "could not read '{path}' ({e}): the pods get the files the command names from this machine (in a ConfigMap), so each must be here; check the path"
+            )
+        })?;
+        total += data.len();
+        if total > CONFIGMAP_MAX {
+            bail!(
+                "the files the command names come to {total} bytes with '{path}', more than a ConfigMap holds (1 MiB): put them in the image or a volume of your own, and give the paths the pods see"
+            );
+        }
+        let name: String = std::path::Path::new(path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let key = format!("f{i}-{}", name.trim_start_matches('.'));
+        let mounted = format!("{FILES_DIR}/{key}");
+        let mut replaced = false;
+        let mut next_is_value = false;
+        for arg in &mut checked.command {
+            let value_at = if next_is_value {
+                Some(0)
+            } else {
+                flags.iter().find_map(|flag| {
+                    let long = format!("{flag}=");
+                    if arg.starts_with(&long) {
+                        Some(long.len())
+                    } else if flag.len() == 2 && arg.starts_with(flag) && arg.len() > 2 {
+                        Some(2)
+                    } else {
+                        None
+                    }
+                })
+            };
+            next_is_value = flags.contains(&arg.as_str());
+            if let Some(at) = value_at
+                && !replaced
+                && arg[at..].starts_with(path.as_str())
+            {
+                *arg = format!("{}{mounted}{}", &arg[..at], &arg[at + path.len()..]);
+                replaced = true;
+            }
+        }
+        if !replaced {
+            bail!(
+                "could not find where the command names '{path}' to point the pods at their copy: give it as {} PATH",
+                flags[0]
+            );
+        }
+        checked.files.push(Carried { key, data });
     }
+    Ok(checked)
+}
+
+/// Refuses a `db run` database the pods could not reach as this machine
+/// does, or one whose password would sit in the pods' args.
+fn check_conninfo(conninfo: Option<&str>, db_secret: Option<&str>) -> Result<()> {
+    let secret_hint = "put libpq's variables in a Secret and pass --db-secret NAME, which the pods read as their environment (kubectl create secret generic dyno-db --from-literal=PGHOST=db.default.svc --from-literal=PGUSER=bench --from-literal=PGPASSWORD=… --from-literal=PGDATABASE=bench)";
+    let conninfo = conninfo.map(str::trim).unwrap_or("");
+    if conninfo_has_password(conninfo) {
+        bail!(
+            "the conninfo holds a password, which would sit in plain text in the Job's pod args (`kubectl get job -o yaml` shows them): leave it out of the conninfo and {secret_hint}"
+        );
+    }
+    if db_secret.is_some() {
+        return Ok(());
+    }
+    if conninfo.is_empty() {
+        bail!(
+            "`db run` without a conninfo takes its server from this machine's PG* variables (PGHOST, PGPORT, PGUSER, …), which the pods do not have: give the conninfo in the command, as the pods reach the server (`db run 'host=db.default.svc dbname=bench user=bench' …`), or {secret_hint}"
+        );
+    }
+    if !conninfo_has_host(conninfo) {
+        bail!(
+            "the conninfo '{conninfo}' names no host, so it takes this machine's PGHOST (or a local socket), which the pods do not have: add host=… as the pods reach the server, or {secret_hint}"
+        );
+    }
+    Ok(())
+}
+
+/// Whether `s` has the keyword `key` followed by `=` (spaces allowed), at
+/// the start of a word: `password=x`, `host = db`.
+fn has_keyword(s: &str, key: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    lower.match_indices(key).any(|(at, _)| {
+        let starts = at == 0 || matches!(bytes[at - 1], b' ' | b'\t' | b'?' | b'&');
+        let rest = lower[at + key.len()..].trim_start();
+        starts && rest.starts_with('=')
+    })
+}
+
+/// The user-info and host of a postgres:// URL, if `s` is one.
+fn url_authority(s: &str) -> Option<(&str, &str)> {
+    let lower = s.to_ascii_lowercase();
+    let rest = ["postgres://", "postgresql://"]
+        .iter()
+        .find(|p| lower.starts_with(*p))
+        .map(|p| &s[p.len()..])?;
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    Some(match authority.rsplit_once('@') {
+        Some((user, host)) => (user, host),
+        None => ("", authority),
+    })
+}
+
+fn conninfo_has_password(s: &str) -> bool {
+    url_authority(s).is_some_and(|(user, _)| user.contains(':')) || has_keyword(s, "password")
+}
+
+fn conninfo_has_host(s: &str) -> bool {
+    let in_url = url_authority(s).is_some_and(|(_, host)| {
+        host.split(',')
+            .any(|h| !h.is_empty() && !h.starts_with(':'))
+    });
+    in_url || has_keyword(s, "host") || has_keyword(s, "hostaddr")
 }
 
 /// A name Kubernetes takes (lower case, digits and '-'), from the group's.
@@ -135,11 +378,63 @@ fn env(args: &K8sJobArgs, with_index: bool) -> Value {
     Value::Array(env)
 }
 
-fn segments_job(args: &K8sJobArgs, group: &str) -> Value {
+/// The ConfigMap that carries the command's local files to the pods.
+fn files_config_map(args: &K8sJobArgs, group: &str, files: &[Carried]) -> Value {
+    let mut data = serde_json::Map::new();
+    let mut binary = serde_json::Map::new();
+    for f in files {
+        match std::str::from_utf8(&f.data) {
+            Ok(text) => data.insert(f.key.clone(), json!(text)),
+            Err(_) => binary.insert(f.key.clone(), json!(base64(&f.data))),
+        };
+    }
+    let mut map = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(args, files_name(group), group),
+        // Read once by the pods; never edited in place.
+        "immutable": true,
+    });
+    if !data.is_empty() {
+        map["data"] = Value::Object(data);
+    }
+    if !binary.is_empty() {
+        map["binaryData"] = Value::Object(binary);
+    }
+    map
+}
+
+fn files_name(group: &str) -> String {
+    format!("{}-files", k8s_name(group))
+}
+
+/// `bytes` in standard base64, with padding (a ConfigMap's binaryData).
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn segments_job(args: &K8sJobArgs, group: &str, checked: &Checked) -> Value {
     let n = args.segments;
     // Kubernetes expands $(NAME) in args: a literal one in the command is
     // written $$( so it reaches dyno as typed.
-    let mut container_args: Vec<Value> = args
+    let mut container_args: Vec<Value> = checked
         .command
         .iter()
         .map(|a| json!(a.replace("$(", "$$(")))
@@ -151,7 +446,25 @@ fn segments_job(args: &K8sJobArgs, group: &str) -> Value {
         json!(group),
     ]);
     let resources = json!({ "cpu": args.cpu, "memory": args.memory });
-    json!({
+    let mut container = json!({
+        "name": "dyno",
+        "image": args.image,
+        "command": ["dyno"],
+        "args": container_args,
+        "env": env(args, true),
+        "resources": { "requests": resources, "limits": resources }
+    });
+    let mut volumes = Vec::new();
+    if !checked.files.is_empty() {
+        container["volumeMounts"] =
+            json!([{ "name": "files", "mountPath": FILES_DIR, "readOnly": true }]);
+        volumes.push(json!({ "name": "files", "configMap": { "name": files_name(group) } }));
+    }
+    if let Some(secret) = &args.db_secret {
+        // libpq's variables (PGHOST, PGPASSWORD, …) from the Secret.
+        container["envFrom"] = json!([{ "secretRef": { "name": secret } }]);
+    }
+    let mut job = json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": metadata(args, k8s_name(group), group),
@@ -175,18 +488,15 @@ fn segments_job(args: &K8sJobArgs, group: &str) -> Value {
                             "topologyKey": "kubernetes.io/hostname"
                         }]
                     } },
-                    "containers": [{
-                        "name": "dyno",
-                        "image": args.image,
-                        "command": ["dyno"],
-                        "args": container_args,
-                        "env": env(args, true),
-                        "resources": { "requests": resources, "limits": resources }
-                    }]
+                    "containers": [container]
                 }
             }
         }
-    })
+    });
+    if !volumes.is_empty() {
+        job["spec"]["template"]["spec"]["volumes"] = Value::Array(volumes);
+    }
+    job
 }
 
 fn merge_job(args: &K8sJobArgs, group: &str) -> Value {
@@ -330,9 +640,19 @@ mod tests {
 
     #[test]
     fn the_command_is_checked_as_a_segment_would_parse_it() {
-        let words = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
-        assert!(check_command(&words("http http://svc/ -n 100 -c 6"), 3, "g").is_ok());
-        assert!(check_command(&words("db run -c 6 -T 10"), 3, "g").is_ok());
+        // '~' is a space within one word.
+        let words = |s: &str| {
+            s.split(' ')
+                .map(|w| w.replace('~', " "))
+                .collect::<Vec<_>>()
+        };
+        let check = |s: &str| check_command(&words(s), 3, "g", None);
+        assert_eq!(
+            check("http http://svc/ -n 100 -c 6").unwrap().command,
+            words("http http://svc/ -n 100 -c 6")
+        );
+        assert!(check("db run host=db -c 6 -T 10").is_ok());
+        assert!(check_command(&words("db run -c 6 -T 10"), 3, "g", Some("dyno-db")).is_ok());
         for (bad, says) in [
             ("http", "URL"),
             ("http http://svc/ --segment 0/3", "Job's to set"),
@@ -340,9 +660,137 @@ mod tests {
             ("http http://svc/ --no-such-flag", "not one dyno runs"),
             ("disk", "neither"),
             ("db init", "neither"),
+            // What a segment refuses: the share-out over 3 segments.
+            (
+                "http http://svc/ -n 10 -c 2",
+                "segment 0/3 would refuse the command: -c 2 cannot be shared out over 3 segments",
+            ),
+            (
+                "http http://svc/ -n 2 -c 3",
+                "-n 2 cannot be shared out over 3 segments",
+            ),
+            ("db run host=db -c 2 -T 10", "-c 2 cannot be shared out"),
+            ("http http://svc/ --start-at 2020-01-01T00:00:00Z", "passed"),
+            // Files that are not there.
+            (
+                "http --url-file /nonexistent/urls.txt -c 4",
+                "could not read '/nonexistent/urls.txt'",
+            ),
+            (
+                "db run host=db -c 3 -f /nonexistent/s1.sql",
+                "could not read '/nonexistent/s1.sql'",
+            ),
+            (
+                "http http://svc/ --unix-socket /run/s.sock",
+                "socket on this machine",
+            ),
+            ("http http://svc/ --latency-log l.hlog", "lost when it ends"),
+            // A database from this machine's environment, or a password.
+            ("db run -S -c 4 -T 10", "PG* variables"),
+            ("db run dbname=bench -c 4", "names no host"),
+            ("db run postgres:///bench -c 4", "names no host"),
+            ("db run postgres://u:secretpw@db/x -c 4", "holds a password"),
+            (
+                "db run host=db~password~=~secretpw -c 4",
+                "holds a password",
+            ),
         ] {
-            let e = check_command(&words(bad), 3, "g").unwrap_err().to_string();
+            let e = check(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
+            assert!(!e.contains("secretpw"), "{bad}: {e}");
+        }
+        // A password is refused even with a Secret: it would still be in
+        // the args.
+        assert!(
+            check_command(
+                &words("db run postgres://u:pw@db/x -c 3"),
+                3,
+                "g",
+                Some("s")
+            )
+            .unwrap_err()
+            .to_string()
+            .contains("holds a password")
+        );
+        assert!(
+            check_command(&words("http http://svc/ -c 3"), 3, "g", Some("s"))
+                .unwrap_err()
+                .to_string()
+                .contains("drop it")
+        );
+    }
+
+    #[test]
+    fn local_files_are_carried_and_their_paths_pointed_at_the_copies() {
+        let dir = tempfile::tempdir().unwrap();
+        let urls = dir.path().join("urls list.txt");
+        std::fs::write(&urls, "http://svc/a\nhttp://svc/b\n").unwrap();
+        let body = dir.path().join("body.bin");
+        std::fs::write(&body, [0xff, 0, 1]).unwrap();
+        let script = dir.path().join("s1.sql");
+        std::fs::write(&script, "SELECT 1;\n").unwrap();
+        let (urls, body, script) = (
+            urls.display().to_string(),
+            body.display().to_string(),
+            script.display().to_string(),
+        );
+        let checked = check_command(
+            &[
+                "http".into(),
+                format!("--url-file={urls}"),
+                "--body-file".into(),
+                body.clone(),
+                "-c".into(),
+                "3".into(),
+            ],
+            3,
+            "g",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            checked.command,
+            [
+                "http",
+                "--url-file=/etc/dyno/files/f0-urls-list.txt",
+                "--body-file",
+                "/etc/dyno/files/f1-body.bin",
+                "-c",
+                "3"
+            ]
+        );
+        assert_eq!(checked.files[0].key, "f0-urls-list.txt");
+        assert_eq!(checked.files[1].data, [0xff, 0, 1]);
+        let checked = check_command(
+            &[
+                "db".into(),
+                "run".into(),
+                "host=db".into(),
+                "-c".into(),
+                "3".into(),
+                "-f".into(),
+                format!("{script}@3"),
+            ],
+            3,
+            "g",
+            None,
+        )
+        .unwrap();
+        assert_eq!(checked.command[6], "/etc/dyno/files/f0-s1.sql@3");
+        assert_eq!(checked.files[0].data, b"SELECT 1;\n");
+    }
+
+    #[test]
+    fn base64_is_the_standard_one() {
+        for (raw, coded) in [
+            (&b""[..], ""),
+            (b"f", "Zg=="),
+            (b"fo", "Zm8="),
+            (b"foo", "Zm9v"),
+            (b"foob", "Zm9vYg=="),
+            (&[0xff, 0xfe, 0x00][..], "//4A"),
+        ] {
+            assert_eq!(base64(raw), coded);
         }
     }
 }

@@ -9,11 +9,12 @@
 //! instant [`LEAD`] ahead, which all read; the first to wait past
 //! `--barrier-timeout` calls the run off instead, and no segment starts.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Result, bail};
 use dyno_model::{Run, Segment};
-use dyno_store::{Arrival, Decision, Store};
+use dyno_store::{Arrival, Decision, Store, StoreError};
 use jiff::Timestamp;
 use serde_json::json;
 
@@ -25,6 +26,9 @@ const POLL: Duration = Duration::from_millis(10);
 /// every segment to read the decision (a few polls), short enough that the
 /// barrier costs the run little.
 pub const LEAD: Duration = Duration::from_millis(50);
+/// The furthest ahead `--start-at` may be: a time further out is a typo
+/// (a year, a day) far more often than a plan.
+pub const START_AT_HORIZON: Duration = Duration::from_secs(24 * 3600);
 
 /// One segment's part, from the flags.
 #[derive(Debug, Clone)]
@@ -35,6 +39,51 @@ pub struct Plan {
     pub barrier_timeout: Duration,
     /// This machine's name, as the other segments see it.
     pub host: String,
+    /// The settings every segment of the group must share, by name (see
+    /// [`Settings`]); published on arrival, and the barrier refuses a
+    /// segment whose settings differ from the first arrival's.
+    pub settings: BTreeMap<String, String>,
+}
+
+/// The settings a segment publishes at the barrier: what makes the whole
+/// run the run it is (the command, URL, model, rate, -n, -d, the whole
+/// run's -c, …), never what differs per segment by design (its index,
+/// host, source address, its shares).
+#[derive(Debug, Clone, Default)]
+pub struct Settings(pub BTreeMap<String, String>);
+
+impl Settings {
+    /// Settings of the command `command` (`http`, `db run`).
+    pub fn new(command: &str) -> Settings {
+        let mut s = Settings::default();
+        s.put("command", command);
+        s
+    }
+
+    /// Sets `name` to `value`.
+    pub fn put(&mut self, name: &str, value: impl std::fmt::Display) -> &mut Settings {
+        self.0.insert(name.to_owned(), value.to_string());
+        self
+    }
+
+    /// Sets `name` to `value`, or "(not set)".
+    pub fn opt(&mut self, name: &str, value: Option<impl std::fmt::Display>) -> &mut Settings {
+        match value {
+            Some(v) => self.put(name, v),
+            None => self.put(name, "(not set)"),
+        }
+    }
+
+    /// Sets `name` to a hash of `bytes` (for what is too long, or too
+    /// private, to publish in the store: headers, bodies, files).
+    pub fn hash(&mut self, name: &str, bytes: &[u8]) -> &mut Settings {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.put(name, format!("hash {h:016x}"))
+    }
 }
 
 /// What the barrier settled, for the run's record.
@@ -50,24 +99,56 @@ pub struct Met {
 }
 
 impl Plan {
-    /// The plan of `args`, if a segment was asked for.
-    pub fn from_args(args: &SegmentArgs, host: Option<&str>) -> Option<Plan> {
-        Some(Plan {
-            segment: args.segment?,
-            group: args.group.clone()?,
+    /// The plan of `args`, if a segment was asked for; refuses a
+    /// `--start-at` that has passed or is more than [`START_AT_HORIZON`]
+    /// ahead.
+    pub fn from_args(args: &SegmentArgs, host: Option<&str>) -> Result<Option<Plan>> {
+        let (Some(segment), Some(group)) = (args.segment, args.group.clone()) else {
+            return Ok(None);
+        };
+        if let Some(at) = args.start_at {
+            check_start_at(at, Timestamp::now())?;
+        }
+        Ok(Some(Plan {
+            segment,
+            group,
             start_at: args.start_at,
             barrier_timeout: args.barrier_timeout,
             host: host.unwrap_or("unknown host").to_owned(),
-        })
+            settings: BTreeMap::new(),
+        }))
+    }
+
+    /// Publishes `settings` at the barrier (with `--start-at`, which every
+    /// segment must share too).
+    pub fn publish(&mut self, mut settings: Settings) {
+        settings.opt("start_at", self.start_at);
+        self.settings = settings.0;
     }
 
     /// This segment's share of `connections` and `threads` (at least one
-    /// thread; no more threads than connections).
-    pub fn share(&self, connections: u32, threads: usize) -> Result<(u32, usize)> {
+    /// thread; no more threads than connections), and of `requests` (-n)
+    /// when the run is so many requests: every segment needs at least one
+    /// of each.
+    pub fn share(
+        &self,
+        connections: u32,
+        threads: usize,
+        requests: Option<u64>,
+    ) -> Result<(u32, usize)> {
         let s = self.segment;
         if connections < s.count {
             bail!(
                 "-c {connections} cannot be shared out over {} segments: every segment needs a connection (-c {} or more)",
+                s.count,
+                s.count
+            );
+        }
+        if let Some(n) = requests
+            && n < u64::from(s.count)
+        {
+            bail!(
+                "-n {n} cannot be shared out over {} segments: every segment needs a request (-n {} or more), or run fewer segments",
                 s.count,
                 s.count
             );
@@ -86,14 +167,33 @@ impl Plan {
             .server_clock()
             .map_err(|e| e.to_string())?
             .map(|(server_ns, took)| server_ns - (now_ns() - (took.as_nanos() / 2) as i64));
-        store
-            .arrive(&Arrival {
-                group: self.group.clone(),
-                segment: self.segment,
-                host: self.host.clone(),
-                at_ns: now_ns(),
-            })
-            .map_err(|e| e.to_string())?;
+        let arrival = Arrival {
+            group: self.group.clone(),
+            segment: self.segment,
+            host: self.host.clone(),
+            at_ns: now_ns(),
+            settings: self.settings.clone(),
+        };
+        match store.arrive(&arrival) {
+            Ok(()) => {}
+            // Another command than the group's: this segment is refused,
+            // and the group is called off, so the segments that arrived
+            // (and any still to come) hear why and none starts.
+            Err(StoreError::GroupSettings(differs)) => {
+                let why = format!(
+                    "{differs}; every segment must run the same command (only --segment and the source address may differ), so group '{}' is called off and no segment starts: start all {} again with one command under a new --group",
+                    self.group, self.segment.count
+                );
+                return Err(
+                    match store.decide(&self.group, &Decision::CalledOff { why }) {
+                        Ok(Decision::CalledOff { why }) => why,
+                        Ok(Decision::Start { .. }) => differs,
+                        Err(e) => format!("{differs} (and calling the group off failed: {e})"),
+                    },
+                );
+            }
+            Err(e) => return Err(e.to_string()),
+        }
         let met = |start_at_ns: i64| {
             let at = SystemTime::UNIX_EPOCH + Duration::from_nanos(start_at_ns.max(0) as u64);
             let waited =
@@ -108,6 +208,14 @@ impl Plan {
             ))
         };
         if let Some(at) = self.start_at {
+            // Checked again: opening the connections took time.
+            check_start_at(at, Timestamp::now()).map_err(|e| e.to_string())?;
+            eprintln!(
+                "dyno: segment {} of group '{}' starts at {at} ({}), without waiting for the others",
+                self.segment,
+                self.group,
+                ahead(at, Timestamp::now())
+            );
             return met(dyno_store::unix_ns(at));
         }
         let count = self.segment.count;
@@ -173,6 +281,7 @@ impl Plan {
             "started_at_ns": started_ns,
             "barrier_wait_ns": met.waited.as_nanos() as u64,
             "clock_offset_ns": met.clock_offset_ns,
+            "fingerprint": dyno_store::fingerprint(&self.settings),
         });
     }
 
@@ -196,6 +305,53 @@ pub fn gate(
             Ok(Some(at))
         }
         _ => Ok(None),
+    }
+}
+
+/// Refuses a `--start-at` that has passed by `now`, or is more than
+/// [`START_AT_HORIZON`] ahead of it.
+pub fn check_start_at(at: Timestamp, now: Timestamp) -> Result<()> {
+    let now = now.round(jiff::Unit::Second).unwrap_or(now);
+    let ahead = at.duration_since(now);
+    if ahead.is_negative() {
+        bail!(
+            "--start-at {at} passed {} ago ({now} now): the segments would not start together (a late one would start at once); give a time far enough ahead for every segment to be ready, e.g. --start-at {}",
+            span(ahead.unsigned_abs()),
+            now.saturating_add(jiff::SignedDuration::from_secs(60))
+                .unwrap_or(now)
+        );
+    }
+    if ahead.unsigned_abs() > START_AT_HORIZON {
+        bail!(
+            "--start-at {at} is {} ahead ({now} now): a segment waits at most 24 hours, so this is likely a typo in the date; give a time within a day, or start the segments later",
+            span(ahead.unsigned_abs())
+        );
+    }
+    Ok(())
+}
+
+/// How far `at` is ahead of `now`, as "in 12 s".
+fn ahead(at: Timestamp, now: Timestamp) -> String {
+    let d = at.duration_since(now);
+    if d.is_negative() {
+        "now".to_owned()
+    } else {
+        format!("in {}", span(d.unsigned_abs()))
+    }
+}
+
+/// `d` roughly, in its largest units: "3 years", "2 days", "1 h 5 min",
+/// "4 min 2 s", "12 s", "250 ms".
+fn span(d: Duration) -> String {
+    let s = d.as_secs();
+    let plural = |n: u64, unit: &str| format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
+    match s {
+        0 => format!("{} ms", d.as_millis()),
+        1..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        3600..86_400 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        86_400..31_536_000 => plural(s / 86_400, "day"),
+        _ => plural(s / 31_536_000, "year"),
     }
 }
 

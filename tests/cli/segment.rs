@@ -384,6 +384,105 @@ fn a_barrier_timeout_calls_the_run_off_for_every_segment() {
         .assert()
         .success()
         .stdout(predicate::str::contains("segment").not());
+    // The merge says the run was called off, and why, with or without
+    // --wait: the segments will never save a run.
+    for wait in [&[][..], &["--wait", "5s"][..]] {
+        let out = dyno(home.path())
+            .args(["--store", store, "merge", "late"])
+            .args(wait)
+            .assert()
+            .code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr);
+        assert!(
+            err.contains("group 'late' was called off")
+                && err.contains("segment 1/3")
+                && err.contains("did not arrive")
+                && !err.contains("wait for them"),
+            "{wait:?}: {err}"
+        );
+    }
+}
+
+/// Polls `dyno merge GROUP` (a bounded number of times) until it says
+/// that `n` segments have arrived at the barrier.
+fn wait_for_arrivals(home: &Path, store: &str, group: &str, n: usize) {
+    let says = format!("{n} segment{} arrived", if n == 1 { "" } else { "s" });
+    for _ in 0..600 {
+        let out = dyno(home)
+            .args(["--store", store, "merge", group])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stderr).contains(&says) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{says} never happened");
+}
+
+/// Segments running different commands (another URL, the open model
+/// against the closed, another -d and -c) are not started: the one that
+/// differs from the first arrival is refused naming each difference, the
+/// group is called off, nothing is sent or saved, and the merge says so.
+#[test]
+fn segments_of_different_commands_are_refused_at_the_barrier() {
+    let home = temp();
+    let store = home.path().join("shared.db");
+    let store = store.to_str().unwrap();
+    let (url, seen) = counting_server(Duration::ZERO);
+    let other = url.replace("/x?", "/y?");
+    let first = segment(
+        home.path(),
+        store,
+        "mixed",
+        0,
+        2,
+        &[&url, "-d", "2s", "-c", "2", "-t", "1"],
+    );
+    wait_for_arrivals(home.path(), store, "mixed", 1);
+    let (code, run, err) = finished(segment(
+        home.path(),
+        store,
+        "mixed",
+        1,
+        2,
+        &[&other, "--rate", "1000", "-d", "3s", "-c", "4", "-t", "1"],
+    ));
+    assert_eq!(code, 2, "{err}");
+    assert!(run.is_none());
+    for needle in [
+        "segment 1/2",
+        "segment 0/2",
+        &format!("url {other} against {url}"),
+        "model open against closed",
+        "rate 1000 against (not set)",
+        "duration 3s against 2s",
+        "connections 4 against 2",
+        "called off",
+        "nothing was run",
+    ] {
+        assert!(err.contains(needle), "{needle:?} missing in {err}");
+    }
+    // The first segment hears the same reason and does not start.
+    let (code, run, err) = finished(first);
+    assert_eq!(code, 2, "{err}");
+    assert!(run.is_none());
+    assert!(
+        err.contains("model open against closed") && err.contains("nothing was run"),
+        "{err}"
+    );
+    assert_eq!(seen.lock().unwrap().by_peer.values().sum::<u64>(), 0);
+    let out = dyno(home.path())
+        .args(["--store", store, "merge", "mixed"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(err.contains("called off") && err.contains("url"), "{err}");
+    dyno(home.path())
+        .args(["--store", store, "history", "--tag", "group:mixed"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("segment").not());
 }
 
 /// With --start-at a segment starts at that time, without waiting for the
@@ -404,8 +503,13 @@ fn start_at_starts_at_the_given_time_without_the_others() {
         &[&url, "-n", "50", "-c", "2", "--start-at", &at.to_string()],
     ));
     assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("segment 1/2 of group 'timed' starts at {at} (in ")),
+        "{err}"
+    );
     let run = run.unwrap();
     let s = &run["settings"]["segment"];
+    assert_eq!(s["fingerprint"].as_str().unwrap().len(), 16);
     let agreed = i64::try_from(at.as_nanosecond()).unwrap();
     assert_eq!(s["start_at_ns"].as_i64().unwrap(), agreed);
     let started = s["started_at_ns"].as_i64().unwrap();
@@ -488,6 +592,45 @@ fn segment_flags_say_what_is_wrong() {
         e.contains("-c 2 cannot be shared out over 3 segments"),
         "{e}"
     );
+    // Every segment needs a share of -n too.
+    let e = err(&[
+        "http",
+        "http://127.0.0.1:9/",
+        "-n",
+        "2",
+        "-c",
+        "3",
+        "--segment",
+        "2/3",
+        "--group",
+        "g",
+    ]);
+    assert!(
+        e.contains("-n 2 cannot be shared out over 3 segments") && e.contains("-n 3 or more"),
+        "{e}"
+    );
+    // --start-at: a time that passed, or one absurdly far ahead, is refused.
+    for (at, says) in [
+        (
+            "2020-01-01T00:00:00Z",
+            &["passed", "ago", "far enough ahead"][..],
+        ),
+        ("2099-01-01T00:00:00Z", &["years ahead", "within a day"][..]),
+    ] {
+        let e = err(&[
+            "http",
+            "http://127.0.0.1:9/",
+            "--segment",
+            "0/3",
+            "--group",
+            "g",
+            "--start-at",
+            at,
+        ]);
+        for needle in says {
+            assert!(e.contains(needle), "{at}: {needle:?} missing in {e}");
+        }
+    }
     let e = err(&[
         "http",
         "http://127.0.0.1:9/",
@@ -579,6 +722,66 @@ fn db_run_segments_share_out_the_clients_with_disjoint_ids() {
         "{described}"
     );
     assert_eq!(histogram(&merged, "latency_ns").len(), 70);
+}
+
+/// `db run` segments of different commands (another -t, another script)
+/// are refused at the barrier too, on the PostgreSQL store: nothing runs.
+#[test]
+fn db_run_segments_of_different_commands_are_refused() {
+    let pg = pg();
+    let db = pg.database();
+    pg.psql(&db, "CREATE TABLE seen (client_id int)");
+    let store = format!("{}/{}", pg.url.rsplit_once('/').unwrap().0, pg.database());
+    let home = temp();
+    let script = home.path().join("seen.sql");
+    std::fs::write(
+        &script,
+        "INSERT INTO seen (client_id) VALUES (:client_id);\n",
+    )
+    .unwrap();
+    let segment = |i: u32, transactions: &str| {
+        StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
+            .env("DYNO_HOME", home.path())
+            .env_remove("XDG_DATA_HOME")
+            .envs(pg.env.iter().map(|(k, v)| (k, v)))
+            .env("PGDATABASE", &db)
+            .args([
+                "--store",
+                &store,
+                "db",
+                "run",
+                "-c",
+                "2",
+                "-t",
+                transactions,
+                "-f",
+            ])
+            .arg(&script)
+            .args([
+                "--segment",
+                &format!("{i}/2"),
+                "--group",
+                "dbmixed",
+                "--json",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let first = segment(0, "10");
+    wait_for_arrivals(home.path(), &store, "dbmixed", 1);
+    let (code, run, err) = finished(segment(1, "20"));
+    assert_eq!(code, 2, "{err}");
+    assert!(run.is_none());
+    assert!(
+        err.contains("transactions 20 against 10") && err.contains("called off"),
+        "{err}"
+    );
+    let (code, _, err) = finished(first);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("transactions 20 against 10"), "{err}");
+    assert_eq!(pg.psql(&db, "SELECT count(*) FROM seen"), "0");
 }
 
 /// kubernetes-validate, as scripts/test installs it (DYNO_K8S_VALIDATE),
@@ -690,7 +893,7 @@ fn k8s_job_prints_manifests_that_kubernetes_schemas_accept() {
     let fine = ["--segments", "3", "--image", "x"];
     let url = ["http", "http://s/"];
     let with = |extra: &[&'static str]| [&fine[..], extra].concat();
-    let cases: [(Vec<&str>, &[&str]); 7] = [
+    let cases: [(Vec<&str>, &[&str]); 13] = [
         (
             job(&with(&["--cpu", "two"]), &url),
             &["not a Kubernetes quantity", "500m"],
@@ -716,6 +919,51 @@ fn k8s_job_prints_manifests_that_kubernetes_schemas_accept() {
             job(&fine, &["http", "http://s/", "-c", "zero"]),
             &["not one dyno runs"],
         ),
+        // What each segment would refuse, refused here (H9).
+        (
+            job(&fine, &["http", "http://x/", "-n", "10", "-c", "2"]),
+            &["-c 2 cannot be shared out over 3 segments"],
+        ),
+        (
+            job(
+                &fine,
+                &["http", "--url-file", "/nonexistent.txt", "-c", "4"],
+            ),
+            &["could not read '/nonexistent.txt'"],
+        ),
+        (
+            job(&fine, &["db", "run", "-S", "-c", "4", "-T", "10"]),
+            &["PG* variables", "--db-secret"],
+        ),
+        (
+            job(
+                &fine,
+                &["db", "run", "postgres://u:secretpw@db/x", "-c", "4"],
+            ),
+            &["holds a password", "--db-secret"],
+        ),
+        (
+            job(
+                &fine,
+                &[
+                    "db",
+                    "run",
+                    "host=db",
+                    "-c",
+                    "4",
+                    "-f",
+                    "/nonexistent/s1.sql",
+                ],
+            ),
+            &["could not read '/nonexistent/s1.sql'"],
+        ),
+        (
+            job(
+                &with(&["--db-secret", "Bad_Name"]),
+                &["db", "run", "-c", "4"],
+            ),
+            &["not a Kubernetes name"],
+        ),
     ];
     for (args, needles) in &cases {
         let out = dyno(home.path()).args(args).assert().code(2).stdout("");
@@ -726,5 +974,105 @@ fn k8s_job_prints_manifests_that_kubernetes_schemas_accept() {
                 "{args:?}: no {needle:?} in {stderr}"
             );
         }
+        assert!(!stderr.contains("secretpw"), "{stderr}");
+    }
+}
+
+/// Local files the command names travel in a ConfigMap mounted in each
+/// pod, and the command points at the copies; a `db run` database comes
+/// from a Secret of libpq's variables. Kubernetes' schemas accept it all.
+#[test]
+fn k8s_job_carries_local_files_in_a_config_map_and_the_database_in_a_secret() {
+    let home = temp();
+    let urls = home.path().join("urls.txt");
+    std::fs::write(
+        &urls,
+        "http://web.default.svc/a\nhttp://web.default.svc/b\n",
+    )
+    .unwrap();
+    let body = home.path().join("body.bin");
+    std::fs::write(&body, [0xff, 0xfe, 0]).unwrap();
+    let script = home.path().join("s1.sql");
+    std::fs::write(&script, "SELECT 1;\n").unwrap();
+    let job = |extra: &[&str], command: &[&str]| {
+        let out = dyno(home.path())
+            .args([
+                "k8s",
+                "job",
+                "--segments",
+                "3",
+                "--image",
+                "img",
+                "--group",
+                "f1",
+            ])
+            .args(extra)
+            .arg("--")
+            .args(command)
+            .assert()
+            .success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    let http = job(
+        &[],
+        &[
+            "http",
+            "--url-file",
+            urls.to_str().unwrap(),
+            "--body-file",
+            body.to_str().unwrap(),
+            "-m",
+            "POST",
+            "-c",
+            "3",
+        ],
+    );
+    let db = job(
+        &["--db-secret", "dyno-db"],
+        &[
+            "db",
+            "run",
+            "-c",
+            "3",
+            "-T",
+            "10",
+            "-f",
+            &format!("{}@2", script.display()),
+        ],
+    );
+    for expected in [
+        "kind: \"ConfigMap\"",
+        "name: \"dyno-f1-files\"",
+        "f0-urls.txt: \"http://web.default.svc/a\\nhttp://web.default.svc/b\\n\"",
+        "f1-body.bin: \"//4A\"",
+        "\"/etc/dyno/files/f0-urls.txt\"",
+        "\"/etc/dyno/files/f1-body.bin\"",
+        "mountPath: \"/etc/dyno/files\"",
+    ] {
+        assert!(http.contains(expected), "{expected} missing in:\n{http}");
+    }
+    assert!(!http.contains(urls.to_str().unwrap()), "{http}");
+    for expected in [
+        "\"/etc/dyno/files/f0-s1.sql@2\"",
+        "f0-s1.sql: \"SELECT 1;\\n\"",
+        "secretRef:",
+        "name: \"dyno-db\"",
+    ] {
+        assert!(db.contains(expected), "{expected} missing in:\n{db}");
+    }
+    for (name, yaml) in [("http.yaml", &http), ("db.yaml", &db)] {
+        let file = home.path().join(name);
+        std::fs::write(&file, yaml).unwrap();
+        let out = k8s_validate()
+            .args(["--strict", "-k", "1.37.0"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

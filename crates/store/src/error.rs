@@ -187,12 +187,17 @@ pub enum StoreError {
         supported: u32,
     },
 
-    /// Any other failure of a PostgreSQL store.
     /// A segment's arrival does not fit its group (another count, or an
     /// index that already arrived).
     #[error("{0}")]
     Group(String),
 
+    /// A segment's settings differ from those the group's first arrival
+    /// recorded: it runs another command. Names each setting that differs.
+    #[error("{0}")]
+    GroupSettings(String),
+
+    /// Any other failure of a PostgreSQL store.
     #[error("the result store at {location} failed: {reason}")]
     Server {
         /// The store's URL, without its password.

@@ -25,7 +25,7 @@ use std::fmt;
 use dyno_model::{Kind, Run, RunId};
 
 pub use error::StoreError;
-pub use group::{Arrival, Decision, GroupState};
+pub use group::{Arrival, Decision, GroupState, fingerprint};
 pub use path::{DYNO_HOME, FILE_NAME, NoDefaultPath, default_path, resolve_path};
 pub use postgres::{PgStore, is_postgres_url};
 pub use record::unix_ns;
@@ -78,7 +78,9 @@ pub trait Store {
 
     /// Records a segment's arrival at its group's start barrier.
     /// [`StoreError::Group`] when the group's other segments were given
-    /// another count, or this index has arrived before.
+    /// another count, or this index has arrived before;
+    /// [`StoreError::GroupSettings`] when its settings differ from the
+    /// group's first arrival's (nothing is stored then).
     fn arrive(&mut self, arrival: &Arrival) -> Result<(), StoreError>;
 
     /// What the store knows of a group: who arrived, and the decision.

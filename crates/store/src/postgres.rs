@@ -29,7 +29,7 @@ use crate::{Arrival, Decision, Filter, GroupState, Listing, Store, StoreError};
 
 /// The migration steps, oldest first; step `i` takes a store from version
 /// `i` to `i + 1`. Never edit a released step; append a new one.
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // Version 1: runs and their tags, as SQLite's version 1.
     "CREATE TABLE dyno_runs (
          id             TEXT    NOT NULL PRIMARY KEY,
@@ -63,6 +63,9 @@ const MIGRATIONS: &[&str] = &[
          start_at_ns BIGINT,
          called_off  TEXT
      );",
+    // Version 3: each arrival's settings (JSON), which the group's later
+    // arrivals must match; NULL for arrivals stored before.
+    "ALTER TABLE dyno_group_arrivals ADD COLUMN settings TEXT;",
 ];
 
 /// The schema version this build creates and understands.
@@ -373,15 +376,16 @@ impl Store for PgStore {
         )
         .map_err(failed)?;
         let earlier = arrivals(&mut tx, &arrival.group).map_err(failed)?;
-        group::check(arrival, &earlier).map_err(StoreError::Group)?;
+        group::check(arrival, &earlier)?;
         tx.execute(
-            "INSERT INTO dyno_group_arrivals (grp, idx, count, host, at_ns) VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO dyno_group_arrivals (grp, idx, count, host, at_ns, settings) VALUES ($1, $2, $3, $4, $5, $6)",
             &[
                 &arrival.group,
                 &i64::from(arrival.segment.index),
                 &i64::from(arrival.segment.count),
                 &arrival.host,
                 &arrival.at_ns,
+                &group::settings_column(&arrival.settings),
             ],
         )
         .map_err(failed)?;
@@ -433,7 +437,7 @@ impl Store for PgStore {
 /// A group's arrivals, by index.
 fn arrivals(client: &mut impl GenericClient, name: &str) -> Result<Vec<Arrival>, postgres::Error> {
     let rows = client.query(
-        "SELECT idx, count, host, at_ns FROM dyno_group_arrivals WHERE grp = $1 ORDER BY idx",
+        "SELECT idx, count, host, at_ns, settings FROM dyno_group_arrivals WHERE grp = $1 ORDER BY idx",
         &[&name],
     )?;
     Ok(rows
@@ -446,6 +450,7 @@ fn arrivals(client: &mut impl GenericClient, name: &str) -> Result<Vec<Arrival>,
             },
             host: r.get(2),
             at_ns: r.get(3),
+            settings: group::settings_from_column(r.get(4)),
         })
         .collect())
 }
@@ -646,6 +651,26 @@ mod server_tests {
 
     fn ids(runs: &[Run]) -> Vec<RunId> {
         runs.iter().map(|r| r.id).collect()
+    }
+
+    #[test]
+    fn a_store_from_before_arrivals_had_settings_is_migrated_and_read() {
+        let db = Database::new();
+        let mut raw = db.raw();
+        raw.batch_execute(&MIGRATIONS[..2].join(";\n")).unwrap();
+        raw.batch_execute(
+            "CREATE TABLE dyno_schema (version BIGINT NOT NULL);
+             INSERT INTO dyno_schema VALUES (2);
+             INSERT INTO dyno_group_arrivals (grp, idx, count, host, at_ns) VALUES ('old', 0, 3, 'h-old', 1);",
+        )
+        .unwrap();
+        let mut store = PgStore::open(&db.url).unwrap();
+        crate::group::check_old_arrivals(&mut store);
+        let version: i64 = raw
+            .query_one("SELECT version FROM dyno_schema", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(version, i64::from(LATEST));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::StoreError;
 use crate::error::classify;
 
 /// The migration steps, oldest first.
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // Version 1: runs and their tags.
     //
     // `record` is the whole Run as JSON, the one source of truth; the other
@@ -52,6 +52,9 @@ const MIGRATIONS: &[&str] = &[
          start_at_ns INTEGER,
          called_off  TEXT
      ) STRICT;",
+    // Version 3: each arrival's settings (JSON), which the group's later
+    // arrivals must match; NULL for arrivals stored before.
+    "ALTER TABLE group_arrivals ADD COLUMN settings TEXT;",
 ];
 
 /// The schema version this build creates and understands.

@@ -339,15 +339,16 @@ impl Store for SqliteStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql)?;
         let earlier = arrivals(&tx, &arrival.group).map_err(sql)?;
-        group::check(arrival, &earlier).map_err(StoreError::Group)?;
+        group::check(arrival, &earlier)?;
         tx.execute(
-            "INSERT INTO group_arrivals (grp, idx, count, host, at_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO group_arrivals (grp, idx, count, host, at_ns, settings) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![
                 arrival.group,
                 arrival.segment.index,
                 arrival.segment.count,
                 arrival.host,
-                arrival.at_ns
+                arrival.at_ns,
+                group::settings_column(&arrival.settings),
             ],
         )
         .map_err(sql)?;
@@ -392,7 +393,7 @@ impl Store for SqliteStore {
 /// A group's arrivals, by index.
 fn arrivals(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Arrival>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT idx, count, host, at_ns FROM group_arrivals WHERE grp = ?1 ORDER BY idx",
+        "SELECT idx, count, host, at_ns, settings FROM group_arrivals WHERE grp = ?1 ORDER BY idx",
     )?;
     let rows = stmt.query_map([name], |r| {
         Ok(Arrival {
@@ -403,6 +404,7 @@ fn arrivals(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Arrival>> {
             },
             host: r.get(2)?,
             at_ns: r.get(3)?,
+            settings: group::settings_from_column(r.get(4)?),
         })
     })?;
     rows.collect()
@@ -493,6 +495,28 @@ mod tests {
         let mut b = SqliteStore::open(&path).unwrap();
         crate::group::check_barrier(&mut a, &mut b);
         assert_eq!(a.server_clock().unwrap(), None);
+    }
+
+    #[test]
+    fn a_store_from_before_arrivals_had_settings_is_migrated_and_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dyno.db");
+        let conn = raw(&path);
+        conn.execute_batch(&schema::MIGRATIONS[..2].join(";\n"))
+            .unwrap();
+        conn.execute_batch(
+            "CREATE TABLE dyno_schema (version INTEGER NOT NULL);
+             INSERT INTO dyno_schema VALUES (2);
+             INSERT INTO group_arrivals (grp, idx, count, host, at_ns) VALUES ('old', 0, 3, 'h-old', 1);",
+        )
+        .unwrap();
+        drop(conn);
+        let mut store = SqliteStore::open(&path).unwrap();
+        crate::group::check_old_arrivals(&mut store);
+        let version: u32 = raw(&path)
+            .query_row("SELECT version FROM dyno_schema", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, schema::LATEST);
     }
 
     #[test]
