@@ -52,7 +52,10 @@ fn two_quick_runs_compare_to_a_verdict_table_with_a_geomean_that_show_reprints()
     // side): no score, and the warning says why.
     assert!(!text.contains("geomean ("), "{text}");
     let geomean = line("[no_score]");
-    assert!(geomean.contains("no primary figure could be tested"), "{geomean}");
+    assert!(
+        geomean.contains("no primary figure could be tested"),
+        "{geomean}"
+    );
     assert!(text.contains("noise band ±2%"), "{text}");
     let saved = stderr
         .split_whitespace()
@@ -401,22 +404,43 @@ fn a_a_single_http_runs_are_never_called_different_and_the_gate_refuses_to_judge
             .into_iter()
             .filter(|v| v == "better" || v == "worse")
             .collect();
-        assert!(called.is_empty(), "an A/A pair was called {called:?}:\n{text}");
+        assert!(
+            called.is_empty(),
+            "an A/A pair was called {called:?}:\n{text}"
+        );
         assert!(text.contains("untested: one run a side"), "{text}");
         assert!(text.contains("[no_score]"), "{text}");
         // The gate cannot test one run a side: it refuses, never passes
         // silently and never fails the build on noise.
         let out = dyno(h)
-            .args(["compare", &pair[0], &pair[1], "--fail-if-worse", "5", "--no-save"])
+            .args([
+                "compare",
+                &pair[0],
+                &pair[1],
+                "--fail-if-worse",
+                "5",
+                "--no-save",
+            ])
             .output()
             .unwrap();
         let stderr = String::from_utf8(out.stderr).unwrap();
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains("could not judge anything"), "{stderr}");
-        assert!(stderr.contains("requests_per_sec (one value a side)"), "{stderr}");
+        assert!(
+            stderr.contains("requests_per_sec (one value a side)"),
+            "{stderr}"
+        );
         assert!(stderr.contains("at least 4 runs a side"), "{stderr}");
         let out = dyno(h)
-            .args(["compare", &pair[0], &pair[1], "--fail-if-worse", "5", "--score", "--no-save"])
+            .args([
+                "compare",
+                &pair[0],
+                &pair[1],
+                "--fail-if-worse",
+                "5",
+                "--score",
+                "--no-save",
+            ])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2));
@@ -432,7 +456,16 @@ fn a_a_groups_of_exec_runs_pass_the_gate_and_a_real_slowdown_fails_it() {
         for tag in ["a", "b"] {
             ok(
                 h,
-                &["run", "--runs", "5", "--warmup", "1", "--tag", tag, "sleep 0.02"],
+                &[
+                    "run",
+                    "--runs",
+                    "5",
+                    "--warmup",
+                    "1",
+                    "--tag",
+                    tag,
+                    "sleep 0.02",
+                ],
             );
         }
     }
@@ -453,7 +486,10 @@ fn a_a_groups_of_exec_runs_pass_the_gate_and_a_real_slowdown_fails_it() {
     assert_eq!(out.status.code(), Some(0), "{text}\n{stderr}");
     assert!(!stderr.contains("regression"), "{stderr}");
     let wall = wall_line(&text);
-    assert!(!wall.contains("too-few-runs"), "4 runs a side are tested: {wall}");
+    assert!(
+        !wall.contains("too-few-runs"),
+        "4 runs a side are tested: {wall}"
+    );
     let geomean = text
         .lines()
         .find(|l| l.contains("geomean ("))
@@ -465,7 +501,16 @@ fn a_a_groups_of_exec_runs_pass_the_gate_and_a_real_slowdown_fails_it() {
     for _ in 0..4 {
         ok(
             h,
-            &["run", "--runs", "5", "--warmup", "1", "--tag", "slow", "sleep 0.05"],
+            &[
+                "run",
+                "--runs",
+                "5",
+                "--warmup",
+                "1",
+                "--tag",
+                "slow",
+                "sleep 0.05",
+            ],
         );
     }
     for extra in [&[][..], &["--score"][..]] {

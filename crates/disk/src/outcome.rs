@@ -66,22 +66,26 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
         ));
         let ios: u64 = m.passes.iter().map(|p| p.ios()).sum();
         let cpu: f64 = m.passes.iter().map(|p| p.cpu.as_nanos() as f64).sum();
-        out.push(label(Metric::new(
-            "cpu_ns_per_io",
-            Unit::Ns,
-            Direction::LowerIsBetter,
-            if ios > 0 { cpu / ios as f64 } else { 0.0 },
-        )
-        .diagnostic()));
+        out.push(label(
+            Metric::new(
+                "cpu_ns_per_io",
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                if ios > 0 { cpu / ios as f64 } else { 0.0 },
+            )
+            .diagnostic(),
+        ));
         let short: u64 = m.passes.iter().map(|p| p.short).sum();
         if short > 0 {
-            out.push(label(Metric::new(
-                "short_ios",
-                Unit::Count,
-                Direction::LowerIsBetter,
-                short as f64,
-            )
-            .context()));
+            out.push(label(
+                Metric::new(
+                    "short_ios",
+                    Unit::Count,
+                    Direction::LowerIsBetter,
+                    short as f64,
+                )
+                .context(),
+            ));
         }
     }
     out

@@ -125,7 +125,8 @@ impl Outcome {
             .merged(Merge::Max),
         ];
         if let Some(rate) = settings.schedule.rate_per_sec {
-            metrics.push(hdr::latency_metric("latency_uncorrected_ns", &s.uncorrected).diagnostic());
+            metrics
+                .push(hdr::latency_metric("latency_uncorrected_ns", &s.uncorrected).diagnostic());
             // A segment makes every N-th request of the timetable.
             metrics.push(
                 Metric::new(
@@ -180,7 +181,8 @@ impl Outcome {
                 );
             }
             if let Some(max) = h.max_concurrent_streams {
-                let mut m = count("h2_server_max_concurrent_streams", max as u64).merged(Merge::Min);
+                let mut m =
+                    count("h2_server_max_concurrent_streams", max as u64).merged(Merge::Min);
                 m.direction = Direction::HigherIsBetter;
                 metrics.push(m);
             }
@@ -326,11 +328,12 @@ pub fn recompute_merged(run: &mut Run) {
         .map_or(0, |m| m.samples.len());
     let mut p99s = vec![0.0; seconds];
     let mut any = false;
-    for m in run.metrics.iter().filter(|m| m.name == "timeline_latency_ns") {
-        let second: usize = m
-            .label("second")
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
+    for m in run
+        .metrics
+        .iter()
+        .filter(|m| m.name == "timeline_latency_ns")
+    {
+        let second: usize = m.label("second").and_then(|s| s.parse().ok()).unwrap_or(0);
         if let (Some(slot), Some(Ok(h))) = (
             second.checked_sub(1).and_then(|i| p99s.get_mut(i)),
             m.histogram.as_ref().map(hdr::from_model),

@@ -195,7 +195,10 @@ mod tests {
         assert_eq!(get("connect_ns").role(), Role::Context);
         assert_eq!(get("measured_ns").merge(), Merge::Window);
         let t = get("timeline_requests_per_sec");
-        assert_eq!((t.role(), t.merge(), t.samples_are), (Role::Context, Merge::Timeline, Some(Samples::Seconds)));
+        assert_eq!(
+            (t.role(), t.merge(), t.samples_are),
+            (Role::Context, Merge::Timeline, Some(Samples::Seconds))
+        );
 
         let exec = old_run(
             "exec",
@@ -205,7 +208,10 @@ mod tests {
             ]),
         );
         let wall = exec.metric("wall_ns").unwrap();
-        assert_eq!((wall.role(), wall.samples_are), (Role::Primary, Some(Samples::Runs)));
+        assert_eq!(
+            (wall.role(), wall.samples_are),
+            (Role::Primary, Some(Samples::Runs))
+        );
         assert_eq!(exec.metric("cpu_percent").unwrap().role(), Role::Diagnostic);
 
         let quick = old_run(
@@ -217,7 +223,10 @@ mod tests {
             ]),
         );
         let ops = quick.metric("int64_1t_ops_per_sec").unwrap();
-        assert_eq!((ops.role(), ops.of.as_deref()), (Role::Reciprocal, Some("int64_1t_ns")));
+        assert_eq!(
+            (ops.role(), ops.of.as_deref()),
+            (Role::Reciprocal, Some("int64_1t_ns"))
+        );
         assert_eq!(quick.metric("int64_speedup").unwrap().role(), Role::Derived);
     }
 

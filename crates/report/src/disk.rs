@@ -48,7 +48,10 @@ fn latency(m: Option<&Metric>) -> (String, String) {
         .as_ref()
         .and_then(|h| hdr::from_model(h).ok())
         .map_or("-".into(), |h| {
-            format!("{:.1}", dyno_stats::hdr::value_at_percentile(&h, 99.0) as f64 / 1e3)
+            format!(
+                "{:.1}",
+                dyno_stats::hdr::value_at_percentile(&h, 99.0) as f64 / 1e3
+            )
         });
     (format!("{:.1}", m.value / 1e3), p99)
 }

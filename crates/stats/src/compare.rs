@@ -508,8 +508,8 @@ pub fn student_t_ratio_interval(a: &[f64], b: &[f64], confidence: f64) -> Option
         let r = ln_ratio.exp();
         return Some((r, r));
     }
-    let df = (va + vb).powi(2)
-        / (va.powi(2) / (sa.n as f64 - 1.0) + vb.powi(2) / (sb.n as f64 - 1.0));
+    let df =
+        (va + vb).powi(2) / (va.powi(2) / (sa.n as f64 - 1.0) + vb.powi(2) / (sb.n as f64 - 1.0));
     let t = StudentsT::new(0.0, 1.0, df.max(1.0)).ok()?;
     let q = t.inverse_cdf(0.5 + confidence / 2.0);
     Some(((ln_ratio - q * se).exp(), (ln_ratio + q * se).exp()))

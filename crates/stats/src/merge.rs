@@ -181,7 +181,8 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
     });
     merged.headline.clone_from(&first_run.headline);
     merged.tags = vec![format!("group:{group}"), "merged".to_owned()];
-    let offset_ns = |info: &SegmentInfo| -> f64 { (info.started_common_ns() - earliest).max(0) as f64 };
+    let offset_ns =
+        |info: &SegmentInfo| -> f64 { (info.started_common_ns() - earliest).max(0) as f64 };
     merged.metrics = merge_metrics(&parts, &shift, &offset_ns);
 
     // What is missing, and what failed.
@@ -432,7 +433,13 @@ fn merged_rate(
 /// Settings that differ between the segments of one run by design: each
 /// segment's place in the run and its share of the connections, clients
 /// and threads, and where it connects from.
-const PER_SEGMENT: [&str; 5] = ["segment", "connections", "clients", "threads", "source_addr"];
+const PER_SEGMENT: [&str; 5] = [
+    "segment",
+    "connections",
+    "clients",
+    "threads",
+    "source_addr",
+];
 
 /// Warns when the segments were not made alike: the barrier refuses
 /// segments of different commands, but runs imported from elsewhere, or
@@ -443,7 +450,12 @@ fn settings_warnings(merged: &mut Run, parts: &[(SegmentInfo, &Run)]) {
         return;
     };
     let empty = serde_json::Map::new();
-    let of = |r: &Run| r.settings.as_object().cloned().unwrap_or_else(|| empty.clone());
+    let of = |r: &Run| {
+        r.settings
+            .as_object()
+            .cloned()
+            .unwrap_or_else(|| empty.clone())
+    };
     let base = of(first);
     let mut keys: Vec<&String> = base.keys().collect();
     for (_, r) in parts {
@@ -461,12 +473,18 @@ fn settings_warnings(merged: &mut Run, parts: &[(SegmentInfo, &Run)]) {
         let values: Vec<String> = parts
             .iter()
             .map(|(i, r)| {
-                let v = r.settings.get(key).map_or("(none)".to_owned(), Value::to_string);
+                let v = r
+                    .settings
+                    .get(key)
+                    .map_or("(none)".to_owned(), Value::to_string);
                 format!("{}/{}: {v}", i.index, i.count)
             })
             .collect();
         let first_value = first.settings.get(key);
-        if parts.iter().any(|(_, r)| r.settings.get(key) != first_value) {
+        if parts
+            .iter()
+            .any(|(_, r)| r.settings.get(key) != first_value)
+        {
             differ.push(format!("{key} ({})", values.join(", ")));
         }
     }
@@ -753,11 +771,23 @@ mod tests {
             .iter()
             .find(|w| w.code == "settings_differ")
             .expect("a warning");
-        assert!(w.message.contains("url (0/2: \"http://127.0.0.1:18081/hello\""), "{w:?}");
+        assert!(
+            w.message
+                .contains("url (0/2: \"http://127.0.0.1:18081/hello\""),
+            "{w:?}"
+        );
         assert!(w.message.contains("/blob/1k"), "{w:?}");
-        assert!(!w.message.contains("connections"), "shares differ by design: {w:?}");
+        assert!(
+            !w.message.contains("connections"),
+            "shares differ by design: {w:?}"
+        );
         // Alike segments get no such warning.
-        let alike = merge("g", &[part(0, 2, 1, 1, 0, None), part(1, 2, 1, 1, 0, None)], &[]).unwrap();
+        let alike = merge(
+            "g",
+            &[part(0, 2, 1, 1, 0, None), part(1, 2, 1, 1, 0, None)],
+            &[],
+        )
+        .unwrap();
         assert!(!codes(&alike).contains(&"settings_differ"));
     }
 

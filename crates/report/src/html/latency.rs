@@ -51,7 +51,10 @@ impl Series {
             .map(|k| {
                 let x = 10f64.powf(f64::from(k) / f64::from(PER_DECADE));
                 let q = 1.0 - 1.0 / x;
-                (x, dyno_stats::hdr::value_at_percentile(&h, q * 100.0) as f64)
+                (
+                    x,
+                    dyno_stats::hdr::value_at_percentile(&h, q * 100.0) as f64,
+                )
             })
             .collect();
         out.push((10f64.powi(decades as i32), h.max() as f64));
@@ -149,11 +152,9 @@ pub fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart> {
     );
     for q in [50.0, 75.0, 90.0, 99.0, 99.9, 99.99] {
         let mut row = vec![format!("{q}%")];
-        row.extend(
-            series
-                .iter()
-                .map(|s| crate::format_duration_ns(dyno_stats::hdr::value_at_percentile(&s.histogram, q) as f64)),
-        );
+        row.extend(series.iter().map(|s| {
+            crate::format_duration_ns(dyno_stats::hdr::value_at_percentile(&s.histogram, q) as f64)
+        }));
         table.row(row);
     }
     let mut row = vec!["max".to_owned()];

@@ -835,7 +835,11 @@ fn validate(groups: &[Group], options: &Options) -> Result<(), VersusError> {
                 .settings
                 .pointer("/group/segments")
                 .and_then(serde_json::Value::as_array);
-            for id in parts.into_iter().flatten().filter_map(|p| p["run_id"].as_str()) {
+            for id in parts
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["run_id"].as_str())
+            {
                 for other in groups.iter().filter(|o| o.name != g.name) {
                     if let Some(part) = other.runs.iter().find(|r| r.id.to_string() == id) {
                         return Err(VersusError::PartOfWhole {

@@ -488,8 +488,11 @@ fn a_a_pairs_of_exec_runs_are_rarely_called_different_and_score_near_one() {
     for _ in 0..trials {
         let a = exec_run(timings(&mut rng, 12, 2e7, 0.05), &mut rng);
         let b = exec_run(timings(&mut rng, 12, 2e7, 0.05), &mut rng);
-        let c = compare_runs(&[group("a", vec![a]), group("b", vec![b])], &Options::default())
-            .unwrap();
+        let c = compare_runs(
+            &[group("a", vec![a]), group("b", vec![b])],
+            &Options::default(),
+        )
+        .unwrap();
         let r = find(&c, "ratio", "wall_ns{command=sleep 0.02}", "b");
         if matches!(r.label("verdict"), Some("faster" | "slower")) {
             called += 1;
@@ -580,8 +583,11 @@ fn a_a_single_http_runs_are_never_called_different_and_have_no_score() {
             )
         };
         let (a, b) = (http_run(&mut rng), http_run(&mut rng));
-        let c = compare_runs(&[group("a", vec![a]), group("b", vec![b])], &Options::default())
-            .unwrap();
+        let c = compare_runs(
+            &[group("a", vec![a]), group("b", vec![b])],
+            &Options::default(),
+        )
+        .unwrap();
         for m in c.metrics.iter().filter(|m| m.name == "ratio") {
             let v = m.label("verdict");
             assert!(
@@ -593,7 +599,10 @@ fn a_a_single_http_runs_are_never_called_different_and_have_no_score() {
         assert_eq!(counts(&c, "b")[..2], [0.0, 0.0], "nothing better or worse");
         assert!(c.metric("geomean").is_none(), "no tested figure, no score");
         let why = c.warnings.iter().find(|w| w.code == "no_score").unwrap();
-        assert!(why.message.contains("requests_per_sec (one value a side)"), "{why:?}");
+        assert!(
+            why.message.contains("requests_per_sec (one value a side)"),
+            "{why:?}"
+        );
         assert!(why.message.contains("latency_ns"), "{why:?}");
         assert!(c.metrics.iter().all(|m| m.name != "p_value"));
     }
@@ -628,15 +637,22 @@ fn the_score_counts_each_primary_once_and_leaves_out_views_and_diagnostics() {
         run(Kind::Cpu, vec![wall, ops, cpu])
     };
     let (a, b) = (mk(1e7, &mut rng), mk(4.4e7, &mut rng));
-    let c = compare_runs(&[group("a", vec![a]), group("b", vec![b])], &Options::default())
-        .unwrap();
+    let c = compare_runs(
+        &[group("a", vec![a]), group("b", vec![b])],
+        &Options::default(),
+    )
+    .unwrap();
     let gm = c.metric("geomean").unwrap();
     assert_eq!(gm.label("metrics"), Some("1"));
     assert!((gm.value - 1.0 / 4.4).abs() < 0.03, "{gm:?}");
     assert!(gm.uncertainty.as_ref().unwrap().high < 1.0, "{gm:?}");
     let ops = find(&c, "ratio", "int64_1t_ops_per_sec", "b");
     assert_eq!(ops.label("role"), Some("reciprocal"));
-    assert_eq!(ops.label("verdict"), Some("slower"), "still shown and judged");
+    assert_eq!(
+        ops.label("verdict"),
+        Some("slower"),
+        "still shown and judged"
+    );
 }
 
 #[test]
@@ -666,11 +682,20 @@ fn two_runs_a_side_get_a_student_t_interval_not_a_bootstrap_range() {
 #[test]
 fn warnings_of_one_code_keep_each_runs_own_message() {
     let mut a = run(Kind::Exec, vec![wall("sleep 0.02", &[1.0, 2.0])]);
-    a.warn("outliers", "'sleep 0.02': 4 of 12 runs are statistical outliers");
+    a.warn(
+        "outliers",
+        "'sleep 0.02': 4 of 12 runs are statistical outliers",
+    );
     let mut b = run(Kind::Exec, vec![wall("sleep 0.024", &[1.0, 2.0])]);
-    b.warn("outliers", "'sleep 0.024': 3 of 10 runs are statistical outliers");
-    let c = compare_runs(&[group("a", vec![a]), group("b", vec![b])], &Options::default())
-        .unwrap();
+    b.warn(
+        "outliers",
+        "'sleep 0.024': 3 of 10 runs are statistical outliers",
+    );
+    let c = compare_runs(
+        &[group("a", vec![a]), group("b", vec![b])],
+        &Options::default(),
+    )
+    .unwrap();
     let messages: Vec<&str> = c
         .warnings
         .iter()
@@ -678,9 +703,18 @@ fn warnings_of_one_code_keep_each_runs_own_message() {
         .map(|w| w.message.as_str())
         .collect();
     assert_eq!(messages.len(), 2, "{messages:?}");
-    assert!(messages[0].contains("'sleep 0.02': 4 of 12"), "{messages:?}");
-    assert!(messages[1].contains("'sleep 0.024': 3 of 10"), "{messages:?}");
-    assert!(messages.iter().all(|m| !m.starts_with("all ")), "{messages:?}");
+    assert!(
+        messages[0].contains("'sleep 0.02': 4 of 12"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("'sleep 0.024': 3 of 10"),
+        "{messages:?}"
+    );
+    assert!(
+        messages.iter().all(|m| !m.starts_with("all ")),
+        "{messages:?}"
+    );
 }
 
 #[test]
@@ -696,5 +730,8 @@ fn a_merged_run_is_not_compared_with_its_own_segment() {
     )
     .unwrap_err();
     assert!(matches!(err, VersusError::PartOfWhole { .. }), "{err}");
-    assert!(err.to_string().contains("segment of the merged run"), "{err}");
+    assert!(
+        err.to_string().contains("segment of the merged run"),
+        "{err}"
+    );
 }
