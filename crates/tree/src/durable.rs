@@ -8,6 +8,14 @@
 //! log `N + 1`, writes `snapshot-(N+1).tmp`, fsyncs it, renames it into
 //! place, and only then removes the files before it; a crash at any step
 //! leaves an older snapshot and every log after it.
+//!
+//! Recovery changes a file only where a crash explains what it finds, and
+//! then loses nothing acknowledged: a last record of the last log that does
+//! not read is dropped, its bytes first kept in `log-N.dropped-at-BYTE`
+//! (a torn write, or damage to the last record: the bytes cannot tell
+//! which); a newest log holding no more than its header cut short is made
+//! anew ([`torn_header`]). Everything else that does not read is refused,
+//! with the file and byte named, and nothing changed.
 
 use std::collections::HashMap;
 use std::fs::File;
