@@ -294,6 +294,50 @@ fn a_data_directory_in_use_damaged_or_impossible_is_refused_and_kept() {
         ));
 }
 
+/// A bit flipped in the log's header, a log of junk: `dyno serve --app
+/// bbs` refuses with exit 2 naming the file and byte 0, and every file is
+/// left as it was (it used to take such a log for one a crash left
+/// unwritten and make it anew, wiping every board).
+#[test]
+fn a_log_whose_header_does_not_read_is_refused_and_kept() {
+    let (home, data) = (temp(), temp());
+    let (mut child, addr, _) = spawn_bbs(data.path());
+    try_get(&addr, "/createBoard?bname=k9&author=a&msg=first&key=k").unwrap();
+    for i in 0..10 {
+        try_get(
+            &addr,
+            &format!("/createBoardMessage?bname=k9&author=a&msg=m{i}&key=k"),
+        )
+        .unwrap();
+    }
+    kill9(&mut child);
+    let log = data.path().join("log-0000000000");
+    let real = std::fs::read(&log).unwrap();
+    let mut flipped = real.clone();
+    flipped[0] ^= 0x04;
+    for (what, bytes) in [
+        ("a bit flipped in byte 0", flipped),
+        ("junk", b"junk\n".to_vec()),
+    ] {
+        std::fs::write(&log, &bytes).unwrap();
+        dyno(home.path())
+            .args(["serve", "--addr", "127.0.0.1:0", "--app", "bbs", "--data"])
+            .arg(data.path())
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                "log-0000000000 is damaged at byte 0",
+            ))
+            .stderr(predicate::str::contains("Nothing was changed"));
+        assert_eq!(std::fs::read(&log).unwrap(), bytes, "{what}");
+    }
+    // Put back, every post is there.
+    std::fs::write(&log, &real).unwrap();
+    let (mut child, addr, _) = spawn_bbs(data.path());
+    assert_eq!(all_messages(&addr, "k9").len(), 11);
+    kill9(&mut child);
+}
+
 /// A person's view: the board page opened in headless Chromium (in a
 /// network namespace of its own, with the server beside it on its
 /// loopback), a hostile message shown as text, the post form there.

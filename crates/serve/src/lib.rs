@@ -238,6 +238,9 @@ async fn serve_with_grace(
 
 /// Builds the connection future for one accepted socket: it serves until the
 /// client closes, or until `stop` fires and the current response is done.
+/// A request hyper cannot parse (a malformed request line, a target or
+/// headers too large) ends the connection inside hyper without an answer;
+/// the server then answers it itself ([`unparsed`]) before closing.
 fn connection<S>(
     builder: &auto::Builder<TokioExecutor>,
     stream: S,
@@ -247,20 +250,161 @@ fn connection<S>(
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let stream = Arc::new(std::sync::Mutex::new(stream));
     let connection = builder
-        .serve_connection(TokioIo::new(stream), service)
+        .serve_connection(TokioIo::new(Shared(stream.clone())), service)
         .into_owned();
     async move {
-        let mut connection = pin!(connection);
-        tokio::select! {
+        let mut connection = Box::pin(connection);
+        let failed = tokio::select! {
             // Per-connection errors (resets, malformed requests) only end this
-            // connection; there is no one to report them to.
-            _ = connection.as_mut() => return,
+            // connection.
+            done = connection.as_mut() => done.err(),
             // Fires on shutdown (or if the server went away).
-            _ = stop.changed() => {}
+            _ = stop.changed() => {
+                connection.as_mut().graceful_shutdown();
+                let _ = connection.as_mut().await;
+                None
+            }
+        };
+        drop(connection);
+        // Hyper's shutdown of the stream was held back (see `Shared`): the
+        // answer to what it could not parse goes first.
+        let Ok(stream) = Arc::try_unwrap(stream) else {
+            return;
+        };
+        let stream = stream.into_inner().unwrap_or_else(|e| e.into_inner());
+        let close = async {
+            match failed.as_deref().and_then(unparsed) {
+                Some(answer) => answer_and_close(stream, answer).await,
+                None => {
+                    let mut stream = stream;
+                    let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(HANDSHAKE_TIMEOUT, close).await;
+    }
+}
+
+/// The answer to a request hyper could not parse, when `err` says so:
+/// 414 for a target past hyper's 64 KiB, 431 for headers past its buffer or
+/// count, 400 for the rest.
+fn unparsed(err: &(dyn std::error::Error + Send + Sync + 'static)) -> Option<Vec<u8>> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    let hyper = loop {
+        let e = source?;
+        if let Some(hyper) = e.downcast_ref::<hyper::Error>() {
+            break hyper;
         }
-        connection.as_mut().graceful_shutdown();
-        let _ = connection.await;
+        source = e.source();
+    };
+    if !hyper.is_parse() || hyper.is_parse_version_h2() {
+        return None;
+    }
+    let what = hyper.to_string();
+    let (status, body) = if hyper.is_parse_too_large() && what.contains("URI") {
+        (
+            "414 URI Too Long",
+            "the request target (path and query string) is too long: the limit is 65534 bytes\n"
+                .to_owned(),
+        )
+    } else if hyper.is_parse_too_large() {
+        (
+            "431 Request Header Fields Too Large",
+            "the request's headers are too large: the limit is 100 headers and about 400 KiB in all\n"
+                .to_owned(),
+        )
+    } else {
+        (
+            "400 Bad Request",
+            format!(
+                "bad request: the request line or a header is not HTTP/1.1 ({what}); bytes outside printable ASCII must be percent-encoded\n"
+            ),
+        )
+    };
+    Some(
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
+}
+
+/// Writes `answer`, closes the sending side, then reads and drops what the
+/// client still sends (up to 1 MiB), so that closing with unread bytes does
+/// not reset the connection before the client has read the answer.
+async fn answer_and_close<S>(mut stream: S, answer: Vec<u8>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if stream.write_all(&answer).await.is_err() || stream.shutdown().await.is_err() {
+        return;
+    }
+    let mut scratch = [0u8; 16 << 10];
+    let mut drained = 0;
+    while drained < 1 << 20 {
+        match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut scratch)).await {
+            Ok(Ok(n)) if n > 0 => drained += n,
+            _ => break,
+        }
+    }
+}
+
+/// A stream that hyper serves while the server keeps a handle on it, to
+/// answer a request hyper gave up on (hyper shuts the stream down when it
+/// gives up, so its shutdown is held back until then). The lock is only ever taken by one
+/// side at a time (hyper while it serves, the server after), so it is
+/// never contended.
+struct Shared<S>(Arc<std::sync::Mutex<S>>);
+
+impl<S> Shared<S> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, S> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Shared<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.lock()).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Shared<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut *self.lock()).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut *self.lock()).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.lock().is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.lock()).poll_flush(cx)
+    }
+
+    /// Only flushes: the server shuts the stream down once hyper is done
+    /// with it, after answering a request hyper gave up on.
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.lock()).poll_flush(cx)
     }
 }
 
@@ -490,6 +634,80 @@ impl Drop for ServerHandle {
         // A panic on the server thread is reported by `shutdown`; a drop
         // (possibly during unwinding) must not panic again.
         let _ = self.stop_and_join();
+    }
+}
+
+/// Entry points for the fuzz targets under `fuzz/` (not an API: they may
+/// change with the server).
+#[doc(hidden)]
+pub mod fuzz {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Decodes a query string and a form body as the BBS does: the pairs,
+    /// or the message of the 400.
+    pub fn fields(body: Option<&str>, query: &str) -> Result<Vec<(String, String)>, String> {
+        bbs::fuzz_fields(body, query)
+    }
+
+    /// Routes a path as the BBS does: `Ok` or the message of the error.
+    pub fn route(path: &str) -> Result<(), String> {
+        bbs::fuzz_route(path)
+    }
+
+    /// A server with the BBS on an in-memory database, its state kept
+    /// between exchanges.
+    #[derive(Debug, Clone)]
+    pub struct Server(Svc);
+
+    impl Server {
+        pub fn new() -> Server {
+            Server(Svc {
+                blob: body::blob_buffer(),
+                index: Bytes::from([routes::INDEX, bbs::INDEX.as_bytes()].concat()),
+                bbs: Some(Arc::new(Bbs::new(Arc::new(Database::new())))),
+            })
+        }
+
+        /// Serves `raw`, the bytes a client sent on one connection before
+        /// closing its side, as `dyno serve` would, and returns what the
+        /// server wrote back. Must run in a tokio runtime with time (a
+        /// paused clock keeps `/delay` from waiting).
+        pub async fn exchange(&self, raw: &[u8]) -> Vec<u8> {
+            let (mut client, server) = tokio::io::duplex(64 << 10);
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .keep_alive(true)
+                .pipeline_flush(true)
+                .header_read_timeout(None)
+                // Answer what was asked before the client closed its side.
+                .half_close(true);
+            let (_stop, stop) = watch::channel(());
+            let served = tokio::spawn(connection(&builder, server, self.0.clone(), stop));
+            let raw = raw.to_vec();
+            let sent = tokio::spawn(async move {
+                let (mut read, mut write) = tokio::io::split(&mut client);
+                let writing = async {
+                    // The server may close before reading it all.
+                    let _ = write.write_all(&raw).await;
+                    let _ = write.shutdown().await;
+                };
+                let mut back = Vec::new();
+                let reading = read.read_to_end(&mut back);
+                let (_, _) = tokio::join!(writing, reading);
+                back
+            });
+            let back = sent.await.unwrap_or_default();
+            let _ = served.await;
+            back
+        }
+    }
+
+    impl Default for Server {
+        fn default() -> Server {
+            Server::new()
+        }
     }
 }
 

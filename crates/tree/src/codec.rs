@@ -31,7 +31,7 @@ pub(crate) const MAX_RECORD: usize = (BATCH - 1) as usize;
 /// fsync of the log made durable, framed together, so that a batch torn by
 /// a crash (its pages written in any order, some not at all) is dropped
 /// whole and cannot pass for damage in the middle.
-const BATCH: u32 = 1 << 31;
+pub(crate) const BATCH: u32 = 1 << 31;
 
 /// What the log holds, one per acknowledged change.
 #[derive(Debug, Serialize, Deserialize)]

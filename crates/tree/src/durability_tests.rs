@@ -227,7 +227,19 @@ fn a_torn_last_record_is_dropped_with_a_warning_and_the_log_goes_on() {
     let db = open_fs(Arc::new(after.clone()), Options::default()).unwrap();
     let recovery = db.recovery().unwrap();
     assert_eq!(recovery.torn, Some(("log-0000000000".into(), cut)));
-    assert!(recovery.warning().unwrap().contains("cut short"));
+    // The hole of zeros is in the middle: the record's length fits in the
+    // file, so it is a full record whose checksum does not match, and is
+    // said to be one; its bytes are kept beside the log.
+    let dropped = recovery.dropped.clone().unwrap();
+    assert!(dropped.full_length);
+    let warning = recovery.warning().unwrap();
+    assert!(
+        warning.contains("full record whose checksum does not match")
+            && !warning.contains("cut short"),
+        "{warning}"
+    );
+    let kept = crate::fs::Fs::read(&after, &dropped.kept).unwrap();
+    assert_eq!(kept.len(), cut);
     assert_eq!(
         after.len("log-0000000000"),
         len,
@@ -471,4 +483,295 @@ proptest! {
     fn every_acknowledged_commit_survives_a_power_cut(plan in plans()) {
         power_cut(&plan)?;
     }
+}
+
+/// The files of `dir` and their bytes, to show that a refusal changed
+/// nothing.
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().into_string().unwrap();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .filter(|(name, _)| name != "LOCK")
+        .collect();
+    files.sort();
+    files
+}
+
+/// A database in `dir` with tree `t` holding `posts` posts, each
+/// acknowledged on its own (one batch each), and no snapshot.
+fn posted(dir: &std::path::Path, posts: usize) {
+    let db = Database::open(dir).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for seq in 0..posts {
+        post(&t, 0, seq);
+    }
+}
+
+/// What log 0's header is: the file a database opened and closed at
+/// once leaves (21 bytes).
+fn log_header() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Database::open(dir.path()).unwrap());
+    std::fs::read(dir.path().join("log-0000000000")).unwrap()
+}
+
+#[test]
+fn a_last_log_whose_header_does_not_read_is_refused_unless_a_crash_could_have_left_it() {
+    let header = log_header();
+    assert_eq!(header.len(), 21);
+    let mut random = vec![0u8; 100 << 10];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for b in &mut random {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    let mut torn_then_junk = header[..10].to_vec();
+    torn_then_junk.push(b'x');
+    let mut zeroed_in_place = header.clone();
+    zeroed_in_place[4..12].fill(0);
+    // (what the file holds, whether a crash while making it can leave it)
+    let cases: Vec<(&str, Vec<u8>, bool)> = vec![
+        ("nothing: made, never written", vec![], true),
+        ("the header's first bytes", header[..9].to_vec(), true),
+        ("the header's length, its bytes zeros", vec![0; 21], true),
+        ("the header with a hole of zeros", zeroed_in_place, true),
+        ("junk", b"junk\n".to_vec(), false),
+        ("100 KB of random bytes", random, false),
+        ("a header cut short, then a byte", torn_then_junk, false),
+        ("zeros past the header's length", vec![0; 64 << 10], false),
+        (
+            "the header with a bit flipped, then zeros",
+            {
+                let mut b = header.clone();
+                b[0] ^= 1;
+                b.resize(64 << 10, 0);
+                b
+            },
+            false,
+        ),
+    ];
+    for (what, bytes, crash) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log-0000000000");
+        std::fs::write(&log, &bytes).unwrap();
+        match Database::open(dir.path()) {
+            Ok(db) => {
+                assert!(crash, "{what}: opened");
+                let warning = db.recovery().unwrap().warning().unwrap_or_default();
+                assert!(
+                    warning.contains("log-0000000000") && warning.contains("header"),
+                    "{what}: {warning}"
+                );
+                assert!(db.names().is_empty(), "{what}");
+                drop(db);
+                assert_eq!(std::fs::read(&log).unwrap(), header, "{what}: made anew");
+            }
+            Err(err) => {
+                let message = err.to_string();
+                assert!(!crash, "{what}: refused: {message}");
+                assert!(
+                    message.contains("log-0000000000 is damaged at byte 0")
+                        && message.contains("Nothing was changed"),
+                    "{what}: {message}"
+                );
+                assert_eq!(std::fs::read(&log).unwrap(), bytes, "{what}: changed");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_real_log_with_a_flipped_header_bit_is_refused_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    posted(dir.path(), 20);
+    let log = dir.path().join("log-0000000000");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes[0] ^= 0x08;
+    std::fs::write(&log, &bytes).unwrap();
+    let before = files(dir.path());
+    let err = Database::open(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("log-0000000000 is damaged at byte 0"), "{err}");
+    assert_eq!(files(dir.path()), before);
+}
+
+#[test]
+fn an_empty_or_torn_log_is_made_anew_only_where_nothing_acknowledged_could_be() {
+    // After a checkpoint, log 1 began before snapshot 1 was written, so
+    // its header was durable before the snapshot existed: an empty log 1
+    // beside snapshot 1 is damage, not a crash.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(dir.path()).unwrap();
+        post(&db.create_tree("t").unwrap(), 0, 0);
+        db.checkpoint().unwrap();
+        post(&db.tree("t").unwrap(), 0, 1);
+    }
+    let log = dir.path().join("log-0000000001");
+    std::fs::write(&log, b"").unwrap();
+    let before = files(dir.path());
+    let err = Database::open(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("log-0000000001 is damaged at byte 0"), "{err}");
+    assert_eq!(files(dir.path()), before);
+    // A log after the snapshot's, left empty by a crash in the middle of a
+    // checkpoint (before snapshot 2 was written): made anew, every post
+    // kept.
+    let log1 = {
+        let dir2 = tempfile::tempdir().unwrap();
+        let db = Database::open(dir2.path()).unwrap();
+        db.checkpoint().unwrap();
+        drop(db);
+        std::fs::read(dir2.path().join("log-0000000001")).unwrap()
+    };
+    std::fs::write(&log, &log1).unwrap();
+    std::fs::write(dir.path().join("log-0000000002"), b"").unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    assert_eq!(db.tree("t").unwrap().snapshot().root().children().len(), 1);
+    assert!(
+        db.recovery()
+            .unwrap()
+            .warning()
+            .unwrap()
+            .contains("log-0000000002")
+    );
+}
+
+#[test]
+fn a_last_record_damaged_after_it_was_acknowledged_is_called_so_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    posted(dir.path(), 5);
+    let log = dir.path().join("log-0000000000");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let used = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
+    // A byte of the last record, acknowledged before the database closed.
+    bytes[used - 3] ^= 0x10;
+    std::fs::write(&log, &bytes).unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let recovery = db.recovery().unwrap().clone();
+    let dropped = recovery.dropped.clone().unwrap();
+    let warning = recovery.warning().unwrap();
+    assert!(dropped.full_length, "{warning}");
+    assert!(
+        warning.contains("log-0000000000 ended in a full record whose checksum does not match")
+            && warning.contains("may have been acknowledged")
+            && warning.contains(&dropped.kept)
+            && !warning.contains("cut short")
+            && !warning.contains("never acknowledged"),
+        "{warning}"
+    );
+    assert_eq!(
+        db.tree("t").unwrap().snapshot().root().children().len(),
+        4,
+        "the last post is out of the tree"
+    );
+    drop(db);
+    // ... but not lost: its bytes, as they were, are beside the log.
+    let kept = std::fs::read(dir.path().join(&dropped.kept)).unwrap();
+    assert_eq!(kept, bytes[dropped.at..used]);
+
+    // A log that ends before its last record does: cut short.
+    let dir = tempfile::tempdir().unwrap();
+    posted(dir.path(), 5);
+    let bytes = std::fs::read(log_of(dir.path())).unwrap();
+    let used = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
+    std::fs::write(log_of(dir.path()), &bytes[..used - 3]).unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let recovery = db.recovery().unwrap();
+    assert!(!recovery.dropped.as_ref().unwrap().full_length);
+    let warning = recovery.warning().unwrap();
+    assert!(warning.contains("cut short"), "{warning}");
+}
+
+fn log_of(dir: &std::path::Path) -> std::path::PathBuf {
+    dir.join("log-0000000000")
+}
+
+/// Copies every file of `from` (but its LOCK) into a new directory.
+fn copy_of(from: &std::path::Path) -> tempfile::TempDir {
+    let to = tempfile::tempdir().unwrap();
+    for (name, bytes) in files(from) {
+        std::fs::write(to.path().join(name), bytes).unwrap();
+    }
+    to
+}
+
+/// Flips each bit of the first 64 bytes of `name` in `dir`, one at a time,
+/// each on a fresh copy, and opens the copy as `dyno serve --app bbs` does:
+/// every case must be refused (changing nothing) or open with every one of
+/// the `posts` acknowledged posts, and no file may be shortened. Returns
+/// how many were refused and how many opened.
+fn sweep(dir: &std::path::Path, name: &str, posts: usize) -> (usize, usize) {
+    let original = files(dir);
+    let len = original.iter().find(|(n, _)| n == name).unwrap().1.len();
+    assert!(len >= 64, "{name} is only {len} bytes");
+    let (mut refused, mut opened) = (0, 0);
+    for bit in 0..64 * 8 {
+        let copy = copy_of(dir);
+        let path = copy.path().join(name);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[bit / 8] ^= 1 << (bit % 8);
+        std::fs::write(&path, &bytes).unwrap();
+        let before = files(copy.path());
+        let case = format!("{name}, byte {} bit {}", bit / 8, bit % 8);
+        match Database::open(copy.path()) {
+            Err(err) => {
+                assert!(matches!(err, OpenError::Damaged { .. }), "{case}: {err}");
+                assert!(err.to_string().contains(name), "{case}: {err}");
+                assert_eq!(files(copy.path()), before, "{case}: changed");
+                refused += 1;
+            }
+            Ok(db) => {
+                let root = db.tree("t").map(|t| t.snapshot());
+                let seqs: Vec<usize> = root
+                    .iter()
+                    .flat_map(|v| v.root().children().iter().map(|c| number(c, "seq")))
+                    .collect();
+                assert_eq!(seqs, (0..posts).collect::<Vec<_>>(), "{case}: posts lost");
+                drop(db);
+                opened += 1;
+            }
+        }
+        for (file, was) in &before {
+            let now = std::fs::metadata(copy.path().join(file)).map_or(0, |m| m.len() as usize);
+            assert!(
+                now >= was.len(),
+                "{case}: {file} cut from {} to {now} bytes",
+                was.len()
+            );
+        }
+    }
+    (refused, opened)
+}
+
+#[test]
+fn each_bit_flipped_in_a_logs_first_64_bytes_is_refused_or_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    posted(dir.path(), 30);
+    let (refused, _) = sweep(dir.path(), "log-0000000000", 30);
+    // The header and the first batches: every flip is damage before
+    // intact records.
+    assert_eq!(refused, 64 * 8);
+}
+
+#[test]
+fn each_bit_flipped_in_a_snapshots_first_64_bytes_is_refused_or_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(dir.path()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for seq in 0..20 {
+            post(&t, 0, seq);
+        }
+        db.checkpoint().unwrap();
+        for seq in 20..30 {
+            post(&t, 0, seq);
+        }
+    }
+    let (refused, _) = sweep(dir.path(), "snapshot-0000000001", 30);
+    assert_eq!(refused, 64 * 8);
 }

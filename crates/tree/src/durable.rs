@@ -8,6 +8,14 @@
 //! log `N + 1`, writes `snapshot-(N+1).tmp`, fsyncs it, renames it into
 //! place, and only then removes the files before it; a crash at any step
 //! leaves an older snapshot and every log after it.
+//!
+//! Recovery changes a file only where a crash explains what it finds, and
+//! then loses nothing acknowledged: a last record of the last log that does
+//! not read is dropped, its bytes first kept in `log-N.dropped-at-BYTE`
+//! (a torn write, or damage to the last record: the bytes cannot tell
+//! which); a newest log holding no more than its header cut short is made
+//! anew ([`torn_header`]). Everything else that does not read is refused,
+//! with the file and byte named, and nothing changed.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -87,20 +95,54 @@ pub struct Recovery {
     pub snapshot: Option<u64>,
     /// Log records replayed after it.
     pub replayed: u64,
-    /// A record cut short at the end of the last log (a write a crash
-    /// tore, never acknowledged): the file and how many bytes were
-    /// dropped.
+    /// The last record of the last log did not read, and was dropped: the
+    /// file and how many bytes were dropped (to the last that is not
+    /// zero).
     pub torn: Option<(String, usize)>,
+    /// What the dropped record looked like, and where its bytes were kept.
+    pub dropped: Option<Dropped>,
+    /// The newest log held no more than a header cut short (the file and
+    /// its length), as a crash while the file was made leaves it; it was
+    /// made anew.
+    pub torn_header: Option<(String, usize)>,
+}
+
+/// The record dropped from the end of the last log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    /// Where it began in the log.
+    pub at: usize,
+    /// Its length field fit in the file, and the bytes it covers are there
+    /// but their checksum does not match; otherwise the file ends before
+    /// the record does (cut short).
+    pub full_length: bool,
+    /// The file beside the log that keeps its bytes, as they were.
+    pub kept: String,
 }
 
 impl Recovery {
-    /// A line for the user when something was dropped.
+    /// A line for the user when something was dropped or made anew.
     pub fn warning(&self) -> Option<String> {
-        self.torn.as_ref().map(|(file, bytes)| {
-            format!(
-                "{file} ended in a record cut short ({bytes} bytes, a write torn by a crash, never acknowledged): dropped"
-            )
-        })
+        let mut lines = Vec::new();
+        if let Some((file, bytes)) = &self.torn_header {
+            lines.push(format!(
+                "{file} held {bytes} bytes, no more than its header cut short (a crash while the file was made, before anything was written to it): made anew"
+            ));
+        }
+        if let Some((file, bytes)) = &self.torn {
+            let (at, kept) = self.dropped.as_ref().map_or((0, String::new()), |d| {
+                (d.at, format!("; its bytes are kept in {}", d.kept))
+            });
+            lines.push(match &self.dropped {
+                Some(d) if d.full_length => format!(
+                    "{file} ended in a full record whose checksum does not match ({bytes} bytes at byte {at}): either a write a crash tore before it was acknowledged (the log lays its zeros down ahead, so a torn write keeps its length) or damage to the last record, which may have been acknowledged. It was dropped from the log{kept}"
+                ),
+                _ => format!(
+                    "{file} ended in a record cut short ({bytes} bytes at byte {at}, the file ends before the record does: a write torn by a crash, never acknowledged): dropped{kept}"
+                ),
+            });
+        }
+        (!lines.is_empty()).then(|| lines.join("\n"))
     }
 }
 
@@ -239,7 +281,18 @@ pub(crate) fn open_fs(fs: Arc<dyn Fs>, options: Options) -> Result<Database, Ope
     let mut last_len = None;
     for (i, &g) in replay.iter().enumerate() {
         let last = i + 1 == replay.len();
-        last_len = Some(replay_log(&*fs, g, last, &mut state, &mut recovery)?);
+        // Only the newest log can have been left by a crash while it was
+        // made, and never the snapshot's own: log N's header is durable
+        // before snapshot N is begun.
+        let may_be_torn = last && start != Some(g);
+        last_len = Some(replay_log(
+            &*fs,
+            g,
+            last,
+            may_be_torn,
+            &mut state,
+            &mut recovery,
+        )?);
     }
     // The files before the snapshot are replaced by it.
     for &g in logs.iter().filter(|&&g| g < first) {
@@ -257,7 +310,8 @@ pub(crate) fn open_fs(fs: Arc<dyn Fs>, options: Options) -> Result<Database, Ope
                 .map_err(io(format!("open {}", log_name(g))))?;
             (g, file, intact as u64, len as u64)
         }
-        // No log yet, or a last log whose header never became durable.
+        // No log yet, or a newest log whose header never became durable
+        // (nothing after it: see `torn_header`).
         (g, _) => {
             let g = g.copied().unwrap_or(first);
             let (file, len) = new_log(&*fs, g).map_err(io(format!("make {}", log_name(g))))?;
@@ -407,12 +461,13 @@ fn header(
 
 /// Replays log `generation` into `state`. Returns the length of its intact
 /// part and of the file (zeros laid down for records to come follow the
-/// intact part), or `None` for a last log whose header itself never became
-/// durable.
+/// intact part), or `None` for a log whose header itself never became
+/// durable (see [`torn_header`]), allowed only when `may_be_torn`.
 fn replay_log(
     fs: &dyn Fs,
     generation: u64,
     last: bool,
+    may_be_torn: bool,
     state: &mut Restored,
     recovery: &mut Recovery,
 ) -> Result<Option<(usize, usize)>, OpenError> {
@@ -423,12 +478,21 @@ fn replay_log(
     })?;
     // The header, then batches of records.
     let Some((first, start, false)) = codec::unframe(&bytes) else {
-        if last {
-            // Made by a checkpoint or the first open, its header never
-            // made durable: nothing was ever written after it.
+        let header = log_header(generation);
+        if may_be_torn && torn_header(&bytes, &header) {
+            recovery.torn_header = Some((name, bytes.len()));
             return Ok(None);
         }
-        return Err(damaged(&name, 0, "the file has no intact header"));
+        let why = if may_be_torn {
+            format!(
+                "its header does not read, and the file ({} bytes) is not what a crash while it was made can leave: no more than the {}-byte header, each byte written or still zero",
+                bytes.len(),
+                header.len()
+            )
+        } else {
+            "the file has no intact header".into()
+        };
+        return Err(damaged(&name, 0, why));
     };
     header(&name, &[first], LOG_MAGIC, generation)?;
     let (batches, tail) = codec::records(&bytes[start..], true);
@@ -437,14 +501,31 @@ fn replay_log(
         Tail::Unused { at } => (start + at, bytes.len()),
         Tail::Torn { at } if last => {
             let at = start + at;
+            // The zeros after the torn bytes were never a record.
+            let used = bytes.iter().rposition(|&b| b != 0).map_or(at, |i| i + 1);
+            let full_length = bytes
+                .get(at..at + codec::FRAME_HEADER)
+                .map(|h| u32::from_le_bytes([h[0], h[1], h[2], h[3]]) & !codec::BATCH)
+                .is_some_and(|len| at + codec::FRAME_HEADER + len as usize <= bytes.len());
+            // Its bytes are kept beside the log before it is cut: if it was
+            // damage to an acknowledged record rather than a torn write,
+            // nothing is lost for good.
+            let kept = format!("{name}.dropped-at-{at}");
+            keep(fs, &kept, &bytes[at..used]).map_err(|source| OpenError::Io {
+                what: format!("keep the record dropped from {name} in {kept}"),
+                source,
+            })?;
             fs.truncate(&name, at as u64)
                 .map_err(|source| OpenError::Io {
                     what: format!("cut the torn record off {name}"),
                     source,
                 })?;
-            // The zeros after the torn bytes were never a record.
-            let used = bytes.iter().rposition(|&b| b != 0).map_or(at, |i| i + 1);
             recovery.torn = Some((name.clone(), used - at));
+            recovery.dropped = Some(Dropped {
+                at,
+                full_length,
+                kept,
+            });
             (at, at)
         }
         Tail::Torn { at } => {
@@ -528,8 +609,8 @@ fn apply(record: Record, state: &mut Restored) -> Result<(), String> {
     }
 }
 
-/// Makes log file `generation` with its header, durably, entry included.
-fn new_log(fs: &dyn Fs, generation: u64) -> io::Result<(Box<dyn FsFile>, u64)> {
+/// The header record log file `generation` begins with.
+fn log_header(generation: u64) -> Vec<u8> {
     let mut bytes = Vec::new();
     codec::frame(
         &Header {
@@ -541,7 +622,39 @@ fn new_log(fs: &dyn Fs, generation: u64) -> io::Result<(Box<dyn FsFile>, u64)> {
         },
         &mut bytes,
     )
-    .map_err(io::Error::other)?;
+    .expect("a header always encodes");
+    bytes
+}
+
+/// Whether `bytes`, a log whose header does not read, is what a crash
+/// while [`new_log`] made the file can leave. `new_log` writes the header
+/// and fsyncs it before anything else is written to the file (the log's
+/// zeros are laid down by the first commit after), so such a crash leaves
+/// the file no longer than `header`, each byte the header's or still zero
+/// (not written): 0 bytes when the crash came between making the file and
+/// writing it. No commit is ever written to a log before its header is
+/// durable, so nothing acknowledged can be in such a file, and making it
+/// anew loses nothing. Anything else (junk, a damaged header followed by
+/// records or zeros) is damage, and is refused.
+fn torn_header(bytes: &[u8], header: &[u8]) -> bool {
+    bytes.len() <= header.len()
+        && bytes
+            .iter()
+            .zip(header)
+            .all(|(&found, &meant)| found == 0 || found == meant)
+}
+
+/// Writes `bytes` to a new file `name`, durably.
+fn keep(fs: &dyn Fs, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let mut file = fs.create(name)?;
+    file.write_all(bytes)?;
+    file.sync()?;
+    fs.sync_dir()
+}
+
+/// Makes log file `generation` with its header, durably, entry included.
+fn new_log(fs: &dyn Fs, generation: u64) -> io::Result<(Box<dyn FsFile>, u64)> {
+    let bytes = log_header(generation);
     let mut file = fs.create(&log_name(generation))?;
     file.write_all(&bytes)?;
     file.sync()?;

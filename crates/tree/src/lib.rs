@@ -32,7 +32,7 @@ pub use db::{
     Commit, DEFAULT_HISTORY, Database, MAX_RETRIES, Options, Transaction, Tree, TreeError,
     TreeStats, Version,
 };
-pub use durable::{OpenError, Recovery};
+pub use durable::{Dropped, OpenError, Recovery};
 pub use edit::{Edit, EditError, Path};
 pub use log::{LogError, LogStats};
 pub use node::{Attribute, Node};

@@ -93,17 +93,27 @@ enum DecodeError {
 }
 
 /// The fields of a request: name–value pairs of a form body and of the
-/// query string; the first of a name wins, body before query.
+/// query string. A name given twice, in one or across both, is refused
+/// (400 naming it): which value was meant is not ours to guess.
 #[derive(Debug, Default)]
 pub(crate) struct Fields<'a> {
     pairs: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    /// Where each pair came from, to say so when a name repeats.
+    from: Vec<&'static str>,
+    /// The names seen, once there are too many to compare one by one.
+    names: Option<std::collections::HashSet<String>>,
 }
+
+/// Pairs compared one by one before a set of names is kept.
+const FEW: usize = 16;
 
 impl<'a> Fields<'a> {
     /// The fields of `body` (a form body, if any) and `query`.
     pub(crate) fn parse(body: Option<&'a str>, query: &'a str) -> Result<Fields<'a>, Failure> {
         let mut fields = Fields {
             pairs: Vec::with_capacity(8),
+            from: Vec::new(),
+            names: None,
         };
         if let Some(body) = body {
             fields.add(body, "form body")?;
@@ -112,14 +122,47 @@ impl<'a> Fields<'a> {
         Ok(fields)
     }
 
-    fn add(&mut self, raw: &'a str, what: &str) -> Result<(), Failure> {
+    fn add(&mut self, raw: &'a str, what: &'static str) -> Result<(), Failure> {
         for pair in raw.split('&').filter(|p| !p.is_empty()) {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
             let name = decode(name).map_err(|err| bad_form(what, err, None))?;
             let value = decode(value).map_err(|err| bad_form(what, err, Some(&name)))?;
+            let first = match &mut self.names {
+                Some(names) => (!names.insert(name.to_string())).then(|| {
+                    let at = self.pairs.iter().position(|(n, _)| *n == name);
+                    self.from[at.unwrap_or(0)]
+                }),
+                None => self
+                    .pairs
+                    .iter()
+                    .position(|(n, _)| *n == name)
+                    .map(|at| self.from[at]),
+            };
+            if let Some(first) = first {
+                let place = if first == what {
+                    format!("twice in the {what}")
+                } else {
+                    format!("in the {first} and again in the {what}")
+                };
+                return Err(Failure::bad_request(format!(
+                    "parameter '{name}' is given {place}: give it once"
+                )));
+            }
             self.pairs.push((name, value));
+            self.from.push(what);
+            if self.names.is_none() && self.pairs.len() >= FEW {
+                self.names = Some(self.pairs.iter().map(|(n, _)| n.to_string()).collect());
+            }
         }
         Ok(())
+    }
+
+    /// Every pair, decoded, in order.
+    pub(crate) fn pairs(&self) -> Vec<(String, String)> {
+        self.pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
     }
 
     /// The value of `name`, if given.
@@ -288,14 +331,33 @@ mod tests {
     }
 
     #[test]
-    fn fields_take_the_body_first_then_the_query() {
-        let f = Fields::parse(Some("msg=from+body&&x"), "msg=q&bname=b&id=7&limit=5").unwrap();
+    fn fields_come_from_the_body_and_the_query() {
+        let f = Fields::parse(Some("msg=from+body&&x"), "bname=b&id=7&limit=5").unwrap();
         assert_eq!(f.get("msg"), Some("from body"));
         assert_eq!(f.get("x"), Some(""));
         assert_eq!(f.bname().unwrap(), "b");
         assert_eq!(f.id().unwrap(), 7);
         assert_eq!(f.before_and_limit().unwrap(), (None, 5));
         assert_eq!(f.get("nope"), None);
+    }
+
+    #[test]
+    fn a_name_given_twice_is_refused_and_named() {
+        let message = |r: Result<Fields<'_>, Failure>| r.unwrap_err().message;
+        assert_eq!(
+            message(Fields::parse(None, "bname=hello&bname=hello2")),
+            "parameter 'bname' is given twice in the query string: give it once"
+        );
+        assert_eq!(
+            message(Fields::parse(Some("msg=a"), "msg=b")),
+            "parameter 'msg' is given in the form body and again in the query string: give it once"
+        );
+        // Decoded names are compared: `b%6Eame` is `bname`.
+        assert!(message(Fields::parse(Some("bname=a&b%6Eame=b"), "")).contains("'bname'"));
+        // Past the names compared one by one, a set finds the repeat.
+        let many: String = (0..100).map(|i| format!("p{i}=x&")).collect();
+        assert!(message(Fields::parse(None, &format!("{many}p3=y"))).contains("'p3'"));
+        assert!(Fields::parse(None, &many).is_ok());
     }
 
     #[test]

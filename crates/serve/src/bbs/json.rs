@@ -178,12 +178,38 @@ pub(crate) fn message(boards: &Boards, bname: &str, id: u64) -> Answer {
     Ok(json(StatusCode::OK, &MessageOut::from(message)))
 }
 
+/// A body of the API must say it is JSON (`application/json`, parameters
+/// such as `charset` allowed) or say nothing of its type, as a form body
+/// must say it is a form: a body of another type is 415.
+pub(crate) fn check_type(kind: Option<&HeaderValue>) -> Result<(), Failure> {
+    let Some(kind) = kind else { return Ok(()) };
+    let essence = kind
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim();
+    if essence.eq_ignore_ascii_case(CONTENT_TYPE) {
+        return Ok(());
+    }
+    Err(Failure::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        format!(
+            "a body of type '{}' cannot be read here: send JSON with Content-Type: application/json",
+            String::from_utf8_lossy(kind.as_bytes())
+        ),
+    ))
+}
+
 /// The write a POST or PUT of the API asks for.
 pub(crate) fn write(route: &Route, body: &[u8]) -> Result<Write, Failure> {
     let input: MessageIn = serde_json::from_slice(body).map_err(|err| {
-        Failure::bad_request(format!(
-            "bad JSON body: {err} (send {{\"author\": ..., \"msg\": ..., \"key\": ...}})"
-        ))
+        let fields = match route {
+            Route::ApiBoards => "{\"name\": ..., \"author\": ..., \"msg\": ..., \"key\": ...}",
+            _ => "{\"author\": ..., \"msg\": ..., \"key\": ...}",
+        };
+        Failure::bad_request(format!("bad JSON body: {err} (send {fields})"))
     })?;
     let MessageIn {
         name,

@@ -320,6 +320,7 @@ impl Bbs {
         let raw = read_body(body).await?;
         if Front::of(parts.uri.path()) == Front::Json {
             // Only a POST or PUT of the API comes here.
+            json::check_type(parts.headers.get(CONTENT_TYPE))?;
             let write = json::write(&route, &raw)?;
             let done = self.commit(write).await?;
             return Ok(json::written(&done));
@@ -529,6 +530,23 @@ pub(crate) fn see_other(location: String) -> Response<Body> {
         response.headers_mut().insert(LOCATION, value);
     }
     response
+}
+
+/// [`crate::fuzz::fields`].
+pub(crate) fn fuzz_fields(
+    body: Option<&str>,
+    query: &str,
+) -> Result<Vec<(String, String)>, String> {
+    Fields::parse(body, query)
+        .map(|f| f.pairs())
+        .map_err(|failure| failure.message)
+}
+
+/// [`crate::fuzz::route`].
+pub(crate) fn fuzz_route(path: &str) -> Result<(), String> {
+    Route::parse(path)
+        .map(drop)
+        .map_err(|failure| failure.message)
 }
 
 #[cfg(test)]

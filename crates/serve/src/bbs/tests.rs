@@ -431,8 +431,21 @@ fn json_api_round_trip() {
         ),
         ("GET", "/api/boards/%FF", "", 400, "not UTF-8"),
         ("DELETE", "/api/boards/a%2Fb%20c", "", 405, "use GET, HEAD"),
-        ("POST", "/api/boards", "{", 400, "bad JSON body"),
+        (
+            "POST",
+            "/api/boards",
+            "{",
+            400,
+            "(send {\"name\": ..., \"author\": ..., \"msg\": ..., \"key\": ...})",
+        ),
         ("POST", "/api/boards", "[1]", 400, "bad JSON body"),
+        (
+            "POST",
+            "/api/boards/b/messages",
+            "{",
+            400,
+            "(send {\"author\": ..., \"msg\": ..., \"key\": ...})",
+        ),
         (
             "POST",
             "/api/boards",
@@ -466,6 +479,32 @@ fn json_api_round_trip() {
         let error = json_body(&reply)["error"].as_str().unwrap().to_owned();
         assert_eq!(reply.status, status, "{method} {path}: {error}");
         assert!(error.contains(says), "{method} {path}: {error}");
+    }
+    // A JSON body must say it is JSON (or say nothing of its type), as a
+    // form must say it is a form; nothing is written otherwise.
+    let post = "{\"author\":\"a\",\"msg\":\"typed\",\"key\":\"k\"}";
+    for kind in ["text/plain", "application/x-www-form-urlencoded"] {
+        let reply = c.send_body(
+            "POST",
+            "/api/boards/a%2Fb%20c/messages",
+            Some(kind),
+            post.as_bytes(),
+        );
+        let error = json_body(&reply)["error"].as_str().unwrap().to_owned();
+        assert_eq!(reply.status, 415, "{kind}: {error}");
+        assert!(
+            error.contains(kind) && error.contains("application/json"),
+            "{error}"
+        );
+    }
+    for kind in [None, Some("application/json; charset=utf-8")] {
+        let reply = c.send_body(
+            "POST",
+            "/api/boards/a%2Fb%20c/messages",
+            kind,
+            post.as_bytes(),
+        );
+        assert_eq!(reply.status, 201, "{kind:?}: {}", reply.text());
     }
     still_serving(server.local_addr());
 }
@@ -572,6 +611,16 @@ fn bad_input_is_refused_with_a_reason_and_the_server_goes_on() {
             400,
             "the value of 'bname' is not UTF-8".into(),
         ),
+        (
+            "/showBoardMessage?bname=hello&bname=hello2".into(),
+            400,
+            "parameter 'bname' is given twice in the query string".into(),
+        ),
+        (
+            "/createBoardMessage?bname=b&author=a&msg=m&key=k&msg=n".into(),
+            400,
+            "parameter 'msg' is given twice".into(),
+        ),
         ("/bbs/nothing".into(), 404, "no page /bbs/nothing".into()),
     ];
     for (path, status, says) in &cases {
@@ -648,11 +697,12 @@ fn bad_input_is_refused_with_a_reason_and_the_server_goes_on() {
             .contains("65536")
     );
     still_serving(addr);
-    // Raw bytes in the request line are not even HTTP: hyper drops the
-    // connection (or answers 400), and the server goes on.
+    // Raw bytes in the request line are not even HTTP: 400, the connection
+    // closed, and the server goes on.
     let mut junk = Client::connect(addr);
     junk.send_raw(b"GET /showBoardMessage?bname=\xff\xfe HTTP/1.1\r\nHost: t\r\n\r\n");
-    assert!(junk.is_closed() || junk.read(false).status == 400);
+    expect(&junk.read(false), 400, "not HTTP/1.1");
+    assert!(junk.is_closed());
     still_serving(addr);
     // Nothing was posted by any of it.
     let text = expect(&get(addr, "/showBoardMessage?bname=b"), 200, "");
@@ -760,4 +810,78 @@ fn the_plain_server_has_no_bbs_and_the_index_lists_it() {
         "/showBoardMessage?bname=B",
     );
     assert!(index.contains("/blob/<size>"), "{index}");
+}
+
+/// Sends `raw` on a new connection, reads what comes back until the server
+/// closes (bounded by the client's read timeout) and returns it.
+fn raw_exchange(addr: SocketAddr, raw: &[u8]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    // A server that answers before reading everything may close meanwhile.
+    let _ = stream.write_all(raw);
+    let mut back = Vec::new();
+    let mut buf = [0; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => back.extend_from_slice(&buf[..n]),
+            Err(_) => break,
+        }
+    }
+    back
+}
+
+#[test]
+fn malformed_requests_get_a_status_and_a_reason_not_a_dropped_connection() {
+    let server = bbs();
+    let addr = server.local_addr();
+    let many_headers: String = (0..200).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let cases: Vec<(&str, Vec<u8>, &str, &str)> = vec![
+        (
+            "raw bytes in the request line",
+            b"GET /showBoardMessage?bname=\xff\xfe HTTP/1.1\r\nHost: t\r\n\r\n".to_vec(),
+            "400",
+            "request line",
+        ),
+        (
+            "a 200 KB query string",
+            format!(
+                "GET /showBoardMessage?bname={} HTTP/1.1\r\nHost: t\r\n\r\n",
+                "x".repeat(200_000)
+            )
+            .into_bytes(),
+            "414",
+            "too long",
+        ),
+        (
+            "a 2 MB header",
+            format!(
+                "GET /showBoard HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n",
+                "x".repeat(2_000_000)
+            )
+            .into_bytes(),
+            "431",
+            "header",
+        ),
+        (
+            "200 headers",
+            format!("GET /showBoard HTTP/1.1\r\nHost: t\r\n{many_headers}\r\n").into_bytes(),
+            "431",
+            "header",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, raw, status, says) in cases {
+        let back = raw_exchange(addr, &raw);
+        let text = String::from_utf8_lossy(&back);
+        let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        if !text.starts_with(&format!("HTTP/1.1 {status} ")) || !body.contains(says) {
+            wrong.push(format!("{what}: {text:?}"));
+        }
+        still_serving(addr);
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }
