@@ -2218,6 +2218,215 @@ mod tests {
         parse_err(&format!("\\set x {expr}\n")).message().to_owned()
     }
 
+    /// `\set x EXPR` as pgbench would send `:x` to the server (extended
+    /// protocol), or the error, parse or run time, prefixed by "error: ".
+    fn shown(expr: &str) -> String {
+        let text = format!("\\set foo -10.1\n\\set x {expr}\n");
+        match Script::parse("e", &text) {
+            Err(e) => format!("error: {}", e.message()),
+            Ok(_) => match eval_str_with(&text) {
+                Ok(v) => v.to_string(),
+                Err(e) => format!("error: {e}"),
+            },
+        }
+    }
+
+    fn eval_str_with(text: &str) -> Result<Value, EvalError> {
+        let script = Script::parse("e", text).unwrap_or_else(|e| panic!("{e}"));
+        let mut vars = script.initial_values(&Predefined {
+            scale: 1,
+            client_id: 0,
+            random_seed: 5432,
+        });
+        let mut rng = fastrand::Rng::with_seed(1);
+        let mut last = Value::Int(0);
+        for command in script.commands() {
+            if let CommandKind::Set { slot, expr } = &command.kind {
+                last = expr.eval(&vars, &mut rng)?;
+                vars[*slot] = last;
+            }
+        }
+        Ok(last)
+    }
+
+    fn assert_shown(cases: &[(&str, &str)]) {
+        let mut wrong = Vec::new();
+        for (expr, expected) in cases {
+            let got = shown(expr);
+            let ok = match expected.strip_prefix("error: ") {
+                Some(needle) => got.starts_with("error: ") && got.contains(needle),
+                None => got == *expected,
+            };
+            if !ok {
+                wrong.push(format!("{expr}: got {got:?}, pgbench gives {expected:?}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    /// H6: a double becomes an integer as pgbench's coerceToInt makes it,
+    /// rounded to the nearest, halves to even, with its overflow error.
+    #[test]
+    fn double_to_int_rounds_half_to_even_as_pgbench() {
+        assert_shown(&[
+            ("int(2.7)", "3"),
+            ("int(-2.7)", "-3"),
+            ("int(-7.9)", "-8"),
+            ("int(3.5)", "4"),
+            ("int(4.5)", "4"),
+            ("int(2.5)", "2"),
+            ("int(-2.5)", "-2"),
+            ("int(0.5)", "0"),
+            ("int(-0.5)", "0"),
+            ("int(1.4999)", "1"),
+            ("int(7.3)", "7"),
+            ("int(3 + 0.6)", "4"),
+            ("int(99999 / 100000.0) + 1", "2"),
+            ("7.9 % 2", "0"),
+            ("5.7 % 3", "0"),
+            ("2.5 % 2", "0"),
+            ("5 % 2.7", "2"),
+            ("mod(5.7, 3)", "0"),
+            ("random(0.6, 0.6)", "1"),
+            ("random(1.5, 1.5)", "2"),
+            ("int(-9223372036854775808.0)", "-9223372036854775808"),
+            ("int(1e19)", "error: double to int overflow for 10000000000000000000.000000"),
+            ("int(9223372036854775807.0)", "error: double to int overflow"),
+            ("int(0.0 / 0)", "error: double to int overflow"),
+            ("random(1e19, 1e20)", "error: double to int overflow"),
+        ]);
+    }
+
+    /// Item 3: comparisons and logic give booleans, which arithmetic does
+    /// not take, and logic takes only booleans: pgbench's coercions.
+    #[test]
+    fn comparisons_give_booleans_with_pgbench_coercions() {
+        assert_shown(&[
+            ("1 = 1", "true"),
+            ("1.0 = 0.0 and 1.0 != 0.0", "false"),
+            ("0 = 1 Or 1.0 = 1", "true"),
+            ("not (1 = 1)", "false"),
+            ("NOT FALSE", "true"),
+            ("0 = 0 or (1/0) < 0", "true"),
+            ("(1=0) and 5", "false"),
+            ("(1=1) or 5", "true"),
+            ("0.0 / 0 = 0.0 / 0", "false"),
+            ("0.0 / 0 <> 0.0 / 0", "true"),
+            (
+                "NOT (0 > 1) AND (1 <= 1) AND NOT (0 >= 1) AND (0 < 1) AND NOT (false and true) AND (false OR TRUE) AND (NOT FALSE) AND NOT (NOT TRUE)",
+                "true",
+            ),
+            ("NOT 0.0", "error: cannot coerce double to boolean"),
+            ("1.5 AND 2", "error: cannot coerce double to boolean"),
+            ("0.0 OR 0", "error: cannot coerce double to boolean"),
+            ("5 AND 0", "error: cannot coerce int to boolean"),
+            ("not 0", "error: cannot coerce int to boolean"),
+            ("(1=1) and 0", "error: cannot coerce int to boolean"),
+            ("(1 = 1) + 1", "error: cannot coerce boolean to int"),
+            ("TRUE + 2", "error: cannot coerce boolean to int"),
+            ("(1=1) = (1=1)", "error: cannot coerce boolean to int"),
+            ("-(1=1)", "error: cannot coerce boolean to int"),
+            ("int(1 = 1)", "error: cannot coerce boolean to int"),
+            ("greatest(1 = 1, 2)", "error: cannot coerce boolean to int"),
+            ("ln(TRUE)", "error: cannot coerce boolean to double"),
+            ("double(1 = 1)", "error: cannot coerce boolean to double"),
+        ]);
+    }
+
+    /// Item 6 and 11, L8: a double divided by zero is an infinity or NaN;
+    /// doubles are written as C's %.15g.
+    #[test]
+    fn doubles_divide_by_zero_and_print_as_pgbench() {
+        assert_shown(&[
+            ("1.0 / 0", "Infinity"),
+            ("-1.0 / 0.0", "-Infinity"),
+            ("0.0 / 0.0", "NaN"),
+            ("1 / 0", "error: division by zero"),
+            ("1.0 % 0", "error: division by zero"),
+            ("mod(1, 0)", "error: division by zero"),
+            ("least(-5.18, .0E0, 1.0/0) * -3.3", "17.094"),
+            ("0.1 + 0.2", "0.3"),
+            ("1e15 + 0.3", "1e+15"),
+            ("1e14 + 0.5", "100000000000000"),
+            ("1234567890123455.0", "1.23456789012346e+15"),
+            ("123456789012345.6", "123456789012346"),
+            ("4.0", "4"),
+            ("1000.0", "1000"),
+            ("1.", "1"),
+            (".5", "0.5"),
+            ("1e3", "1000"),
+            ("0.000012345", "1.2345e-05"),
+            ("0.0001", "0.0001"),
+            ("1e100", "1e+100"),
+            ("-0.0", "0"),
+            ("0.0 * -1", "-0"),
+            ("1/3.0", "0.333333333333333"),
+            ("pi()", "3.14159265358979"),
+            ("pi() * 4.9", "15.39380400259"),
+            ("pow(2, 0.5)", "1.4142135623731"),
+            ("9223372036854775807 + 0.0", "9.22337203685478e+18"),
+            ("sqrt(-1)", "NaN"),
+            ("ln(0)", "-Infinity"),
+            ("exp(1000)", "Infinity"),
+            ("pow(-8, 1.0/3)", "NaN"),
+        ]);
+    }
+
+    /// pgbench's own regression expressions (001_pgbench_with_server.pl's
+    /// "pgbench expressions", with foo = -10.1 and scale 1), where dyno
+    /// has their features.
+    #[test]
+    fn pgbench_regression_expressions() {
+        assert_shown(&[
+            ("abs(-4)", "4"),
+            ("greatest(5, 4, 3, 2)", "5"),
+            ("11 + least(-5, -4, -3, -2)", "6"),
+            ("int(7.3)", "7"),
+            ("10 + (0 + 0 * 0 - 0 / 1)", "10"),
+            ("10 + :scale", "11"),
+            ("sqrt(+1.5 * 2.0) * abs(-0.8E1)", "13.856406460551"),
+            ("double(1 + 1) * (-75.0 / :foo)", "14.8514851485149"),
+            ("greatest(4, 2, -1.17) * 4.0 * Ln(Exp(1.0))", "16"),
+            ("pow(-3,3)", "-27"),
+            ("pow(2.0,10)", "1024"),
+            ("pow(0,0)", "1"),
+            ("pow(0.0,0.0)", "1"),
+            ("pow(-2,-3)", "-0.125"),
+            ("pow(-2.0,-3.0)", "-0.125"),
+            ("power(-5.0,-5.0)", "-0.00032"),
+            ("pow(9223372036854775807, 2)", "8.50705917302346e+37"),
+            ("pow(10,30)", "1e+30"),
+            ("10 + mod(13 * 7 + 12, 13) - mod(-19 * 11 - 17, 19)", "39"),
+            ("-9223372036854775808", "-9223372036854775808"),
+            ("- 9223372036854775808", "-9223372036854775808"),
+            ("abs(-9223372036854775808)", "-9223372036854775808"),
+            // 001's errors.
+            ("9223372036854775808", "error: bigint constant overflow"),
+            ("1.0E309", "error: double constant overflow"),
+            (".1E310", "error: double constant overflow"),
+            ("1e-400", "error: double constant overflow"),
+            ("1 + 2 -- a comment", "error: "),
+            ("9223372036854775807 + 1", "error: integer overflow in addition"),
+            ("-9223372036854775808 - 1", "error: integer overflow in subtraction"),
+            ("-(-9223372036854775808)", "error: integer overflow in subtraction"),
+            ("2 * 4611686018427387904", "error: integer overflow in multiplication"),
+            ("-9223372036854775808 / -1", "error: integer overflow in division"),
+            ("random(5, 3)", "error: lower bound 5 is greater"),
+            ("random(0, 9223372036854775807)", "error: random range is too large"),
+            ("random(-9223372036854775808, 9223372036854775807)", "error: random range is too large"),
+            ("random_gaussian(0, 10, 1.0)", "error: at least 2.0"),
+            ("random_exponential(0, 10, 0.0)", "error: greater than 0"),
+            ("random_zipfian(0, 10, 1)", "error: in [1.001, 1000]"),
+            ("least(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16)", "error: too many function arguments"),
+            ("greatest(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15)", "15"),
+            ("noSuchFunction()", "error: unknown function"),
+            ("ln(2.0, 1.0)", "error: ln() takes 1 argument"),
+            ("greatest()", "error: at least one argument"),
+            ("1 +", "error: "),
+            ("1 == 1", "error: "),
+        ]);
+    }
+
     #[test]
     fn tpcb_like_renders_in_all_three_protocols() {
         let (name, text) = builtin("tpcb-like").unwrap();
