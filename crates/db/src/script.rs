@@ -386,6 +386,8 @@ pub struct Script {
     name: String,
     commands: Vec<Command>,
     variables: Vec<String>,
+    /// The `-D NAME=VALUE` definitions, by slot.
+    defined: Vec<(usize, Value)>,
 }
 
 /// The values of the predefined variables, which the run, not the script,
@@ -433,9 +435,26 @@ impl Script {
     /// ending in `;`, at the end of the script, or where a meta-command
     /// starts.
     pub fn parse(name: &str, text: &str) -> Result<Script, ScriptError> {
+        Script::parse_with(name, text, &[])
+    }
+
+    /// [`parse`](Self::parse), with variables defined before the script
+    /// runs, as pgbench's `-D NAME=VALUE` defines them (see
+    /// [`definition`]): the script may read them anywhere, and a
+    /// definition of a predefined variable (`scale`, say) replaces its
+    /// value.
+    pub fn parse_with(
+        name: &str,
+        text: &str,
+        definitions: &[(String, Value)],
+    ) -> Result<Script, ScriptError> {
         let mut vars = Vars {
             names: PREDEFINED.iter().map(|s| (*s).to_owned()).collect(),
         };
+        let defined: Vec<(usize, Value)> = definitions
+            .iter()
+            .map(|(n, v)| (vars.define(n), *v))
+            .collect();
         let mut commands = Vec::new();
         let mut pending: Option<SqlBuilder> = None;
         let lines: Vec<&str> = text.lines().collect();
@@ -490,6 +509,7 @@ impl Script {
             name: name.to_owned(),
             commands,
             variables: vars.names,
+            defined,
         })
     }
 
@@ -534,8 +554,57 @@ impl Script {
         values[SCALE] = Value::Int(predefined.scale);
         values[CLIENT_ID] = Value::Int(predefined.client_id);
         values[RANDOM_SEED] = Value::Int(predefined.random_seed);
+        for &(slot, value) in &self.defined {
+            values[slot] = value;
+        }
         values
     }
+
+    /// Checks the script against the limits of the extended and prepared
+    /// protocols as pgbench has them: at most 255 parameters (variable
+    /// references) in a statement. `-M simple` has no such limit.
+    pub fn check_parameters(&self) -> Result<(), ScriptError> {
+        for command in &self.commands {
+            if let CommandKind::Sql(sql) = &command.kind
+                && sql.params.len() > MAX_PARAMS
+            {
+                return Err(ScriptError::new(
+                    &self.name,
+                    command.line,
+                    format!(
+                        "the statement has {} variable references, but -M extended and -M prepared take at most {MAX_PARAMS} (as pgbench); use -M simple, or fewer references",
+                        sql.params.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The most parameters pgbench gives a statement under `-M extended` and
+/// `-M prepared` (its `MAX_ARGS` less one).
+pub const MAX_PARAMS: usize = 255;
+
+/// Reads pgbench's `-D NAME=VALUE`: the name, a variable's (letters,
+/// digits and '_', not starting with a digit), and the value as text,
+/// which expressions read as a boolean, an integer or a double, and SQL
+/// gets as it is written.
+pub fn definition(arg: &str) -> Result<(String, Value), String> {
+    let Some((name, value)) = arg.split_once('=') else {
+        return Err(format!(
+            "-D takes NAME=VALUE, e.g. -D aid=42; '{arg}' has no '='"
+        ));
+    };
+    if name.is_empty()
+        || !name.chars().all(is_name_char)
+        || name.starts_with(|c: char| c.is_ascii_digit())
+    {
+        return Err(format!(
+            "-D {arg}: '{name}' is not a variable name; names are made of letters, digits and '_', and do not start with a digit"
+        ));
+    }
+    Ok((name.to_owned(), Value::text(value)))
 }
 
 /// The variables known at a point of the script: the predefined ones and
@@ -972,7 +1041,9 @@ impl SqlBuilder {
                         Some(&(_, ':')) => {
                             chars.next();
                         }
-                        Some(&(_, n)) if is_name_char(n) => {
+                        // As pgbench: a variable's name starts with a letter
+                        // or '_', so an array slice `[1:2]` stays text.
+                        Some(&(_, n)) if n.is_ascii_alphabetic() || n == '_' => {
                             let start = i + 1;
                             let mut end = start;
                             while let Some(&(j, n)) = chars.peek() {
