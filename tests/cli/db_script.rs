@@ -180,6 +180,18 @@ const VALUES: &[&str] = &[
     "3 -- 2",
     ":client_id",
     ":random_seed",
+    // Bitwise operators and CASE (001's lines and their binding).
+    "17 / (4|1) + ( 4 + (7 >> 2))",
+    "- (3 * 4 - (-(~ 1) + -(~ 0))) / -1 + 3 % -1",
+    "64 % (((2 + 1 * 2 + (1 # 2) | 4 * (2 & 11)) - (1 << 2)) + 2)",
+    "2 * ~1 + 3",
+    "1 << 64",
+    "1 << -1",
+    "5 & 1.6",
+    "case when false THEN -1 when 1 = 1 then 13 + 19 + 2.0 end",
+    "CASE WHEN NOT FALSE THEN 3 * 12.3333334 END",
+    "case when 0 then 1 when 2.5 then 2 else 3 end",
+    "case when :zy = 0 then -1 else (1 / :zy) end",
 ];
 
 /// Expressions both tools refuse, parse time or run time.
@@ -212,6 +224,7 @@ const ERRORS: &[&str] = &[
     "greatest()",
     ":s + 1",
     "1 +",
+    "TRUE & 1",
 ];
 
 const DEFINES: &[&str] = &[

@@ -335,6 +335,10 @@ pub enum EvalError {
     #[error("NULL values (-D NAME=null) are not supported in expressions by dyno yet")]
     Null,
     #[error(
+        "CASE matched no WHEN and has no ELSE, so its value is NULL, which dyno does not support yet; add an ELSE"
+    )]
+    NoCase,
+    #[error(
         "{function}: the lower bound {lb} is greater than the upper bound {ub}; the range is [lb, ub], lb first"
     )]
     EmptyRange {
@@ -1176,6 +1180,8 @@ enum Node {
     Not(Box<Node>),
     Binary(BinOp, Box<Node>, Box<Node>),
     Call(Func, Vec<Node>),
+    /// `CASE WHEN c THEN v … [ELSE e] END`: the pairs, and the ELSE.
+    Case(Vec<(Node, Node)>, Option<Box<Node>>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1193,6 +1199,11 @@ enum BinOp {
     Ne,
     And,
     Or,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1266,6 +1277,12 @@ enum Tok<'a> {
     Ge,
     Eq,
     Ne,
+    Amp,
+    Pipe,
+    Hash,
+    Tilde,
+    Shl,
+    Shr,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -1388,7 +1405,14 @@ fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
                         i += 1;
                         Tok::Ge
                     }
-                    b'<' | b'>' if next == Some(c) => return Err(bitwise()),
+                    b'<' if next == Some(b'<') => {
+                        i += 1;
+                        Tok::Shl
+                    }
+                    b'>' if next == Some(b'>') => {
+                        i += 1;
+                        Tok::Shr
+                    }
                     b'<' => Tok::Lt,
                     b'>' => Tok::Gt,
                     b'!' if next == Some(b'=') => {
@@ -1400,7 +1424,10 @@ fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
                             "'!' is not an operator; write NOT, or != for inequality".into()
                         );
                     }
-                    b'&' | b'|' | b'#' | b'~' => return Err(bitwise()),
+                    b'&' => Tok::Amp,
+                    b'|' => Tok::Pipe,
+                    b'#' => Tok::Hash,
+                    b'~' => Tok::Tilde,
                     b'\'' | b'"' => {
                         return Err("strings are not supported in \\set expressions".into());
                     }
@@ -1417,10 +1444,6 @@ fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
         });
     }
     Ok(tokens)
-}
-
-fn bitwise() -> String {
-    "bitwise operators (& | # ~ << >>) are not supported by dyno yet".into()
 }
 
 fn parse_expr(src: &str, vars: &Vars) -> Result<Expr, String> {
@@ -1534,12 +1557,12 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn comparison(&mut self) -> Parsed {
-        let left = self.additive()?;
+        let left = self.bitwise()?;
         let Some(op) = self.peek().and_then(|t| comparison_op(t.tok)) else {
             return Ok(left);
         };
         self.pos += 1;
-        let right = self.additive()?;
+        let right = self.bitwise()?;
         if let Some(t) = self.peek().filter(|t| comparison_op(t.tok).is_some()) {
             return Err(format!(
                 "comparisons do not chain ('{}' after a comparison); write (a < b) AND (b < c)",
@@ -1547,6 +1570,25 @@ impl<'a> Parser<'a, '_> {
             ));
         }
         binary(op, left, right)
+    }
+
+    /// `& | # << >>`, one level between comparisons and `+ -`, as in
+    /// pgbench (and PostgreSQL).
+    fn bitwise(&mut self) -> Parsed {
+        let mut left = self.additive()?;
+        loop {
+            let op = match self.peek().map(|t| t.tok) {
+                Some(Tok::Amp) => BinOp::BitAnd,
+                Some(Tok::Pipe) => BinOp::BitOr,
+                Some(Tok::Hash) => BinOp::BitXor,
+                Some(Tok::Shl) => BinOp::Shl,
+                Some(Tok::Shr) => BinOp::Shr,
+                _ => return Ok(left),
+            };
+            self.pos += 1;
+            let right = self.additive()?;
+            left = binary(op, left, right)?;
+        }
     }
 
     fn additive(&mut self) -> Parsed {
@@ -1582,6 +1624,15 @@ impl<'a> Parser<'a, '_> {
         let negative = match self.peek().map(|t| t.tok) {
             Some(Tok::Minus) => true,
             Some(Tok::Plus) => false,
+            Some(Tok::Tilde) => {
+                // pgbench's ~x is -1 # x, and binds as its bitwise
+                // operators do: looser than + and *, so ~1 + 2 is ~3.
+                self.pos += 1;
+                self.enter()?;
+                let operand = self.additive()?;
+                self.nesting -= 1;
+                return binary(BinOp::BitXor, (Node::Const(Value::Int(-1)), 1), operand);
+            }
             _ => return self.primary(),
         };
         self.pos += 1;
@@ -1645,8 +1696,9 @@ impl<'a> Parser<'a, '_> {
                 }
                 let lower = word.to_ascii_lowercase();
                 Err(match lower.as_str() {
-                    "case" | "when" | "then" | "else" | "end" => {
-                        "CASE expressions are not supported by dyno yet".into()
+                    "case" => return self.case(),
+                    "when" | "then" | "else" | "end" => {
+                        format!("{} outside a CASE … END", word.to_ascii_uppercase())
                     }
                     "true" => return Ok((Node::Const(Value::Bool(true)), 1)),
                     "false" => return Ok((Node::Const(Value::Bool(false)), 1)),
@@ -1670,6 +1722,41 @@ impl<'a> Parser<'a, '_> {
             Tok::RParen => Err("unbalanced parentheses: ')' has no '(' to close".into()),
             _ => Err(format!("expected a value but found '{}'", token.text)),
         }
+    }
+
+    /// `CASE WHEN c THEN v … [ELSE e] END`, its CASE read.
+    fn case(&mut self) -> Parsed {
+        self.enter()?;
+        let mut pairs = Vec::new();
+        let mut depth = 0;
+        while self.keyword("when") {
+            self.pos += 1;
+            let (condition, dc) = self.or()?;
+            if !self.keyword("then") {
+                return Err("CASE: expected THEN after WHEN's condition".into());
+            }
+            self.pos += 1;
+            let (value, dv) = self.or()?;
+            depth = depth.max(dc).max(dv);
+            pairs.push((condition, value));
+        }
+        if pairs.is_empty() {
+            return Err("CASE needs at least one WHEN … THEN …".into());
+        }
+        let otherwise = if self.keyword("else") {
+            self.pos += 1;
+            let (value, d) = self.or()?;
+            depth = depth.max(d);
+            Some(Box::new(value))
+        } else {
+            None
+        };
+        if !self.keyword("end") {
+            return Err("CASE: expected END".into());
+        }
+        self.pos += 1;
+        self.nesting -= 1;
+        deep(Node::Case(pairs, otherwise), depth + 1)
     }
 
     /// A function call, its name and `(` read.
@@ -1780,6 +1867,24 @@ fn eval(node: &Node, vars: &[Value], rng: &mut fastrand::Rng) -> Result<Value, E
         }
         Node::Binary(op, l, r) => binary_op(*op, eval(l, vars, rng)?, eval(r, vars, rng)?)?,
         Node::Call(func, args) => call(*func, args, vars, rng)?,
+        Node::Case(pairs, otherwise) => {
+            for (condition, value) in pairs {
+                // pgbench's valueTruth: a number is true unless zero.
+                let truth = match eval(condition, vars, rng)?.typed()? {
+                    Value::Bool(b) => b,
+                    Value::Int(i) => i != 0,
+                    Value::Double(d) => d != 0.0,
+                    Value::Text(_) => false,
+                };
+                if truth {
+                    return eval(value, vars, rng);
+                }
+            }
+            match otherwise {
+                Some(value) => eval(value, vars, rng)?,
+                None => return Err(EvalError::NoCase),
+            }
+        }
     })
 }
 
@@ -1799,9 +1904,14 @@ fn binary_op(op: BinOp, a: Value, b: Value) -> Result<Value, EvalError> {
         // Modulo is an integer operation; doubles are rounded first.
         return Ok(Int(int_mod(a.to_int("%")?, b.to_int("%")?)?));
     }
+    let bitwise = matches!(
+        op,
+        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
+    );
     // pgbench computes in doubles when either side is one, else in
-    // integers; a boolean is neither, and is refused.
-    if matches!(a, Double(_)) || matches!(b, Double(_)) {
+    // integers (bitwise operators always in integers, doubles rounded); a
+    // boolean is neither, and is refused.
+    if !bitwise && (matches!(a, Double(_)) || matches!(b, Double(_))) {
         let (x, y) = (a.to_double()?, b.to_double()?);
         return Ok(match op {
             BinOp::Add => Double(x + y),
@@ -1818,8 +1928,14 @@ fn binary_op(op: BinOp, a: Value, b: Value) -> Result<Value, EvalError> {
             _ => Bool(x != y),
         });
     }
-    let (x, y) = (a.to_int("")?, b.to_int("")?);
+    let (x, y) = (a.to_int("a bitwise operator")?, b.to_int("a bitwise operator")?);
     Ok(match op {
+        BinOp::BitAnd => Int(x & y),
+        BinOp::BitOr => Int(x | y),
+        BinOp::BitXor => Int(x ^ y),
+        // As C on the machines pgbench runs on: the count taken modulo 64.
+        BinOp::Shl => Int(x.wrapping_shl(y as u32)),
+        BinOp::Shr => Int(x.wrapping_shr(y as u32)),
         BinOp::Add => Int(x.checked_add(y).ok_or(EvalError::Overflow("addition"))?),
         BinOp::Sub => Int(x.checked_sub(y).ok_or(EvalError::Overflow("subtraction"))?),
         BinOp::Mul => Int(
@@ -2440,6 +2556,36 @@ mod tests {
             ("ln(0)", "-Infinity"),
             ("exp(1000)", "Infinity"),
             ("pow(-8, 1.0/3)", "NaN"),
+        ]);
+    }
+
+    /// 001's bitwise and CASE lines, and pgbench's lazy CASE.
+    #[test]
+    fn bitwise_operators_and_case_as_pgbench() {
+        assert_shown(&[
+            ("17 / (4|1) + ( 4 + (7 >> 2))", "8"),
+            ("- (3 * 4 - (-(~ 1) + -(~ 0))) / -1 + 3 % -1", "9"),
+            ("64 % (((2 + 1 * 2 + (1 # 2) | 4 * (2 & 11)) - (1 << 2)) + 2)", "12"),
+            ("~1 + 2", "-4"),
+            ("~ 0", "-1"),
+            ("5 & 1.6", "0"),
+            ("1 << 63", "-9223372036854775808"),
+            ("-8 >> 1", "-4"),
+            ("TRUE & 1", "error: cannot coerce boolean to int"),
+            ("case when 0 < 1 then 32 else 0 end", "32"),
+            ("case when true then 33 else 0 end", "33"),
+            ("case when false THEN -1 when 1 = 1 then 13 + 19 + 2.0 end", "34"),
+            (
+                "case when (1 > 0) and (1 >= 0) and (0 < 1) and (0 <= 1) and (0 != 1) and (0 = 0) and (0 <> 1) then 35 else 0 end",
+                "35",
+            ),
+            ("CASE WHEN NOT FALSE THEN 3 * 12.3333334 END", "37.0000002"),
+            ("case when false then 0 when 1-1 <> 0 then 1 else 38 end", "38"),
+            ("case when 0 then 1 when 2.5 then 2 else 3 end", "2"),
+            ("case when 1 = 0 then 1 end", "error: CASE matched no WHEN"),
+            ("case when 0 = 0 then -1 else (1 / 0) end", "-1"),
+            ("case when 0 = 0 or (1 / 0) < 0 then -1 else (1 / 0) end", "-1"),
+            ("case when 0 > 0 and (1 / 0) < 0 then (1 / 0) else 1 end", "1"),
         ]);
     }
 
@@ -3265,12 +3411,10 @@ SELECT 1; -- done
         assert!(parse_message("1 @ 2").contains("unexpected character '@'"));
         assert!(parse_message("'x'").contains("strings"));
 
-        assert!(
-            parse_message("CASE WHEN 1 THEN 2 END").contains("CASE expressions are not supported")
-        );
-        assert!(parse_message("1 & 2").contains("bitwise"));
-        assert!(parse_message("1 << 2").contains("bitwise"));
-        assert!(parse_message("~1").contains("bitwise"));
+        assert!(parse_message("CASE 1 THEN 2 END").contains("at least one WHEN"));
+        assert!(parse_message("CASE WHEN 1 THEN 2").contains("expected END"));
+        assert!(parse_message("CASE WHEN 1 2 END").contains("expected THEN"));
+        assert!(parse_message("1 + END").contains("outside a CASE"));
         assert!(parse_message("null").contains("NULL is not supported"));
         assert!(parse_message("1 == 1").contains("'='"));
 
