@@ -1868,9 +1868,9 @@ fn parse_random_seed(s: &str) -> Result<u64, String> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)),
         "rand" => Ok(fastrand::u64(..)),
-        _ => s.parse().map_err(|_| {
-            format!("'{s}' is not a seed: give a non-negative integer, time or rand")
-        }),
+        _ => s
+            .parse()
+            .map_err(|_| format!("'{s}' is not a seed: give a non-negative integer, time or rand")),
     }
 }
 

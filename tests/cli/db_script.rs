@@ -49,7 +49,9 @@ impl Tools {
         let file = file.to_str().unwrap();
         let mut cmd = if tool == "pgbench" {
             let mut cmd = StdCommand::new("timeout");
-            cmd.arg("120").arg(pgbench()).args(["-n", "-t", "1", "-f", file]);
+            cmd.arg("120")
+                .arg(pgbench())
+                .args(["-n", "-t", "1", "-f", file]);
             cmd
         } else {
             let mut cmd = StdCommand::new("timeout");
@@ -228,7 +230,16 @@ const ERRORS: &[&str] = &[
 ];
 
 const DEFINES: &[&str] = &[
-    "-D", "foo=-10.1", "-D", "i=+3", "-D", "d=1.0", "-D", "s=bla", "-D", "t=yes",
+    "-D",
+    "foo=-10.1",
+    "-D",
+    "i=+3",
+    "-D",
+    "d=1.0",
+    "-D",
+    "s=bla",
+    "-D",
+    "t=yes",
 ];
 
 fn values_script() -> String {
@@ -253,7 +264,16 @@ fn expressions_store_the_values_pgbench_stores_in_every_protocol() {
             // dyno writes NaN and the infinities as quoted float8 constants
             // where pgbench writes a bare word the server cannot read (see
             // README): leave them out here.
-            for bare in ["1.0 / 0", "-1.0 / 0.0", "0.0 / 0.0", "sqrt(-1)", "ln(0)", "exp(1000)", "least(1.0, 0.0 / 0)", "least(-5.18, .0E0, 1.0/0) * -3.3"] {
+            for bare in [
+                "1.0 / 0",
+                "-1.0 / 0.0",
+                "0.0 / 0.0",
+                "sqrt(-1)",
+                "ln(0)",
+                "exp(1000)",
+                "least(1.0, 0.0 / 0)",
+                "least(-5.18, .0E0, 1.0/0) * -3.3",
+            ] {
                 let i = VALUES.iter().position(|v| v == &bare).unwrap();
                 script = script.replace(
                     &format!("INSERT INTO r VALUES ('{i}', 'TOOL', :x{i}::text);\n"),
@@ -301,7 +321,10 @@ fn expressions_pgbench_refuses_dyno_refuses() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    assert_eq!(tools.stored("pgbench").len() + tools.stored("dyno").len(), 0);
+    assert_eq!(
+        tools.stored("pgbench").len() + tools.stored("dyno").len(),
+        0
+    );
 }
 
 /// Script forms pgbench runs, dyno runs too: \sleep with a glued unit, a

@@ -18,9 +18,12 @@
 //! parse time).
 //!
 //! The language is the part of pgbench's that scripts use: SQL, `\set` with
-//! its expressions and the random distributions, and `\sleep`. What is left
-//! out (`\if`, `\gset`, `\setshell`, `CASE`, bitwise operators, `hash()`, …)
-//! is refused by name, at parse time, so a script never half-runs.
+//! its expressions (pgbench's integers, doubles and booleans, operators,
+//! `CASE` and functions, with its rounding and coercion rules) and the
+//! random distributions, `\sleep`, and variables defined with `-D`. What
+//! is left out (`\if`, `\gset`, `\setshell`, `NULL`, `hash()`, …) is
+//! refused by name, at parse time, so a script never half-runs.
+//! docs/pgbench-scripts.md lists where dyno differs from pgbench, and why.
 //!
 //! [`builtin`] holds pgbench's three built-in scripts and [`weighted`] reads
 //! its `NAME@WEIGHT` arguments.
@@ -81,7 +84,8 @@ impl Value {
         let Value::Text(s) = self else {
             return Ok(self);
         };
-        let prefix_of = |word: &str| s.len() <= word.len() && word[..s.len()].eq_ignore_ascii_case(s);
+        let prefix_of =
+            |word: &str| s.len() <= word.len() && word[..s.len()].eq_ignore_ascii_case(s);
         if s.is_empty() {
             return Err(EvalError::Malformed(s));
         }
@@ -1928,7 +1932,10 @@ fn binary_op(op: BinOp, a: Value, b: Value) -> Result<Value, EvalError> {
             _ => Bool(x != y),
         });
     }
-    let (x, y) = (a.to_int("a bitwise operator")?, b.to_int("a bitwise operator")?);
+    let (x, y) = (
+        a.to_int("a bitwise operator")?,
+        b.to_int("a bitwise operator")?,
+    );
     Ok(match op {
         BinOp::BitAnd => Int(x & y),
         BinOp::BitOr => Int(x | y),
@@ -1938,10 +1945,9 @@ fn binary_op(op: BinOp, a: Value, b: Value) -> Result<Value, EvalError> {
         BinOp::Shr => Int(x.wrapping_shr(y as u32)),
         BinOp::Add => Int(x.checked_add(y).ok_or(EvalError::Overflow("addition"))?),
         BinOp::Sub => Int(x.checked_sub(y).ok_or(EvalError::Overflow("subtraction"))?),
-        BinOp::Mul => Int(
-            x.checked_mul(y)
-                .ok_or(EvalError::Overflow("multiplication"))?,
-        ),
+        BinOp::Mul => Int(x
+            .checked_mul(y)
+            .ok_or(EvalError::Overflow("multiplication"))?),
         BinOp::Div => {
             if y == 0 {
                 return Err(EvalError::DivisionByZero);
@@ -2477,8 +2483,14 @@ mod tests {
             ("random(0.6, 0.6)", "1"),
             ("random(1.5, 1.5)", "2"),
             ("int(-9223372036854775808.0)", "-9223372036854775808"),
-            ("int(1e19)", "error: double to int overflow for 10000000000000000000.000000"),
-            ("int(9223372036854775807.0)", "error: double to int overflow"),
+            (
+                "int(1e19)",
+                "error: double to int overflow for 10000000000000000000.000000",
+            ),
+            (
+                "int(9223372036854775807.0)",
+                "error: double to int overflow",
+            ),
             ("int(0.0 / 0)", "error: double to int overflow"),
             ("random(1e19, 1e20)", "error: double to int overflow"),
         ]);
@@ -2565,7 +2577,10 @@ mod tests {
         assert_shown(&[
             ("17 / (4|1) + ( 4 + (7 >> 2))", "8"),
             ("- (3 * 4 - (-(~ 1) + -(~ 0))) / -1 + 3 % -1", "9"),
-            ("64 % (((2 + 1 * 2 + (1 # 2) | 4 * (2 & 11)) - (1 << 2)) + 2)", "12"),
+            (
+                "64 % (((2 + 1 * 2 + (1 # 2) | 4 * (2 & 11)) - (1 << 2)) + 2)",
+                "12",
+            ),
             ("~1 + 2", "-4"),
             ("~ 0", "-1"),
             ("5 & 1.6", "0"),
@@ -2574,18 +2589,30 @@ mod tests {
             ("TRUE & 1", "error: cannot coerce boolean to int"),
             ("case when 0 < 1 then 32 else 0 end", "32"),
             ("case when true then 33 else 0 end", "33"),
-            ("case when false THEN -1 when 1 = 1 then 13 + 19 + 2.0 end", "34"),
+            (
+                "case when false THEN -1 when 1 = 1 then 13 + 19 + 2.0 end",
+                "34",
+            ),
             (
                 "case when (1 > 0) and (1 >= 0) and (0 < 1) and (0 <= 1) and (0 != 1) and (0 = 0) and (0 <> 1) then 35 else 0 end",
                 "35",
             ),
             ("CASE WHEN NOT FALSE THEN 3 * 12.3333334 END", "37.0000002"),
-            ("case when false then 0 when 1-1 <> 0 then 1 else 38 end", "38"),
+            (
+                "case when false then 0 when 1-1 <> 0 then 1 else 38 end",
+                "38",
+            ),
             ("case when 0 then 1 when 2.5 then 2 else 3 end", "2"),
             ("case when 1 = 0 then 1 end", "error: CASE matched no WHEN"),
             ("case when 0 = 0 then -1 else (1 / 0) end", "-1"),
-            ("case when 0 = 0 or (1 / 0) < 0 then -1 else (1 / 0) end", "-1"),
-            ("case when 0 > 0 and (1 / 0) < 0 then (1 / 0) else 1 end", "1"),
+            (
+                "case when 0 = 0 or (1 / 0) < 0 then -1 else (1 / 0) end",
+                "-1",
+            ),
+            (
+                "case when 0 > 0 and (1 / 0) < 0 then (1 / 0) else 1 end",
+                "1",
+            ),
         ]);
     }
 
@@ -2623,18 +2650,42 @@ mod tests {
             (".1E310", "error: double constant overflow"),
             ("1e-400", "error: double constant overflow"),
             ("1 + 2 -- a comment", "error: "),
-            ("9223372036854775807 + 1", "error: integer overflow in addition"),
-            ("-9223372036854775808 - 1", "error: integer overflow in subtraction"),
-            ("-(-9223372036854775808)", "error: integer overflow in subtraction"),
-            ("2 * 4611686018427387904", "error: integer overflow in multiplication"),
-            ("-9223372036854775808 / -1", "error: integer overflow in division"),
+            (
+                "9223372036854775807 + 1",
+                "error: integer overflow in addition",
+            ),
+            (
+                "-9223372036854775808 - 1",
+                "error: integer overflow in subtraction",
+            ),
+            (
+                "-(-9223372036854775808)",
+                "error: integer overflow in subtraction",
+            ),
+            (
+                "2 * 4611686018427387904",
+                "error: integer overflow in multiplication",
+            ),
+            (
+                "-9223372036854775808 / -1",
+                "error: integer overflow in division",
+            ),
             ("random(5, 3)", "error: lower bound 5 is greater"),
-            ("random(0, 9223372036854775807)", "error: random range is too large"),
-            ("random(-9223372036854775808, 9223372036854775807)", "error: random range is too large"),
+            (
+                "random(0, 9223372036854775807)",
+                "error: random range is too large",
+            ),
+            (
+                "random(-9223372036854775808, 9223372036854775807)",
+                "error: random range is too large",
+            ),
             ("random_gaussian(0, 10, 1.0)", "error: at least 2.0"),
             ("random_exponential(0, 10, 0.0)", "error: greater than 0"),
             ("random_zipfian(0, 10, 1)", "error: in [1.001, 1000]"),
-            ("least(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16)", "error: too many function arguments"),
+            (
+                "least(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16)",
+                "error: too many function arguments",
+            ),
             ("greatest(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15)", "15"),
             ("noSuchFunction()", "error: unknown function"),
             ("ln(2.0, 1.0)", "error: ln() takes 1 argument"),
@@ -3325,10 +3376,7 @@ SELECT 1; -- done
         // about 10 · 10^-0.9 ≈ 1.26.
         assert!((ones - 1.0 / 9.32).abs() < 0.01, "P(1) = {ones}");
         assert!(values.iter().any(|&v| v > 1_000_000));
-        let full = draws(
-            "random_zipfian(-9223372036854775808, -2, 1.5)",
-            1000,
-        );
+        let full = draws("random_zipfian(-9223372036854775808, -2, 1.5)", 1000);
         assert!(full.iter().filter(|&&v| v == i64::MIN).count() > 300);
     }
 
