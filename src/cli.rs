@@ -988,9 +988,17 @@ pub struct DbRunArgs {
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tries: u32,
 
-    /// Seed of the random draws, to repeat a run exactly [default: random].
-    #[arg(long, value_name = "N")]
+    /// Seed of the random draws, to repeat a run exactly: an integer, or
+    /// `time` or `rand` (a new seed, recorded with the run), as pgbench's
+    /// --random-seed [default: random]. --seed is the same flag.
+    #[arg(long = "random-seed", visible_alias = "seed", value_name = "N|time|rand", value_parser = parse_random_seed)]
     pub seed: Option<u64>,
+
+    /// Defines a script variable, as pgbench's -D: NAME=VALUE, VALUE read
+    /// as pgbench reads it (an integer, a double, a boolean, or else
+    /// text, which SQL gets as written). Repeatable; it may set scale.
+    #[arg(short = 'D', long = "define", value_name = "NAME=VALUE", value_parser = parse_definition)]
+    pub define: Vec<(String, dyno_db::script::Value)>,
 
     /// Open model: this many transactions per second in total, at random
     /// due times (a Poisson process, as pgbench's -R, with exactly R × T of
@@ -1864,6 +1872,25 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 }
 
 /// `dyno db run -R`: transactions per second.
+/// pgbench's --random-seed: an integer, `time` (the clock) or `rand` (a
+/// random seed).
+fn parse_random_seed(s: &str) -> Result<u64, String> {
+    match s {
+        "time" => Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)),
+        "rand" => Ok(fastrand::u64(..)),
+        _ => s
+            .parse()
+            .map_err(|_| format!("'{s}' is not a seed: give a non-negative integer, time or rand")),
+    }
+}
+
+/// pgbench's -D NAME=VALUE.
+fn parse_definition(s: &str) -> Result<(String, dyno_db::script::Value), String> {
+    dyno_db::script::definition(s)
+}
+
 fn parse_tps(s: &str) -> Result<f64, String> {
     parse_rate(s).map_err(|e| e.replace("requests per second", "transactions per second"))
 }

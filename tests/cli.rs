@@ -26,6 +26,9 @@ mod compare;
 /// `dyno db`'s tests, on the throwaway PostgreSQL of `scripts/pg`.
 #[path = "cli/db.rs"]
 mod db;
+/// `dyno db run`'s script language against pgbench itself.
+#[path = "cli/db_script.rs"]
+mod db_script;
 /// `dyno disk`'s tests.
 #[path = "cli/disk.rs"]
 mod disk;

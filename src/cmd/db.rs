@@ -365,7 +365,8 @@ fn scripts(args: &DbRunArgs) -> Result<(Vec<Weighted>, bool)> {
     let builtin = |spec: &str| -> Result<Weighted> {
         let (name, weight) = script::weighted(spec).map_err(anyhow::Error::msg)?;
         let (name, text) = script::builtin(name).map_err(anyhow::Error::msg)?;
-        let script = Script::parse(name, text).context("a built-in script does not parse")?;
+        let script = Script::parse_with(name, text, &args.define)
+            .context("a built-in script does not parse")?;
         Ok(Weighted { script, weight })
     };
     let mut scripts = Vec::new();
@@ -382,11 +383,16 @@ fn scripts(args: &DbRunArgs) -> Result<(Vec<Weighted>, bool)> {
         let (path, weight) = script::weighted(spec).map_err(anyhow::Error::msg)?;
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("could not read the script '{path}'"))?;
-        let script = Script::parse(path, &text)?;
+        let script = Script::parse_with(path, &text, &args.define)?;
         scripts.push(Weighted { script, weight });
     }
     if scripts.is_empty() {
         scripts.push(builtin("tpcb-like")?);
+    }
+    if args.protocol != DbProtocol::Simple {
+        for w in &scripts {
+            w.script.check_parameters()?;
+        }
     }
     if scripts.iter().all(|w| w.weight == 0) {
         bail!("every script has weight 0: give at least one a weight above 0 (NAME@WEIGHT)");
