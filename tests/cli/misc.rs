@@ -157,4 +157,10 @@ fn quick_warns_oversubscription_and_a_single_repetition() {
         .as_f64()
         .unwrap();
     assert_eq!(codes.contains(&"superlinear"), efficiency > 100.0);
+    // The lines given 0 s were skipped, and the description says so.
+    assert_eq!(
+        run["description"], "int64 on 1 and 64 threads",
+        "{}",
+        run["description"]
+    );
 }
