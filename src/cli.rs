@@ -401,6 +401,8 @@ pub struct HttpArgs {
     pub unix_socket: Option<PathBuf>,
 
     /// Give up on a response after this long without progress (at least 1ms).
+    /// A run of -n requests that never got an answer stops once every
+    /// connection (× streams × pipeline depth) timed out twice.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "10s", value_parser = http_timeout)]
     pub timeout: std::time::Duration,
 

@@ -263,15 +263,35 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         .as_ref()
         .map(|path| create_log(path))
         .transpose()?;
+    // What the run loads: the URL, or a URL file's first URL and how many
+    // more it holds (and from which file), never an empty URL.
+    let shown_url = match &url_file {
+        Some(path) => {
+            let name = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            let first = format!("{}{}", settings.target, paths[0]);
+            match paths.len() - 1 {
+                0 => format!("{first} (from {name})"),
+                more => format!("{first} +{more} more (from {name})"),
+            }
+        }
+        None => target.url.clone(),
+    };
     // A segment is described as the whole run it is part of.
     let mut run = Run::new(
         Kind::Http,
-        description(&settings, &target.url, whole_connections),
+        description(&settings, &shown_url, whole_connections),
     );
     run.environment = env;
     run.settings = json!({
-        "url": target.url,
+        "url": match &url_file {
+            Some(_) => format!("{}{}", settings.target, paths[0]),
+            None => target.url.clone(),
+        },
         "urls": paths.len(),
+        "url_file": url_file.as_ref().map(|p| p.display().to_string()),
         "unix_socket": unix_socket.as_ref().map(|p| p.display().to_string()),
         "builtin_server": builtin,
         "method": method,
@@ -376,6 +396,7 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     // Nothing listens there: the run stopped at once, and is shown but not
     // saved (it measured no server).
     let store = if outcome.refused
+        || outcome.silent
         || (outcome.protocol_failure.is_some() && outcome.stats.responses == 0)
     {
         None
@@ -386,7 +407,9 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     run.warnings.extend(judge(&outcome, &settings));
 
     if let (Some(out), Some(path)) = (&mut log_file, &latency_log) {
-        dyno_report::write_latency_log(out, &run, &outcome_timeline(&outcome))
+        // StartTime is when the run's clock started (a segment's common
+        // start, after the barrier), not when the process started.
+        dyno_report::write_latency_log(out, &run, outcome.started_at, &outcome_timeline(&outcome))
             .with_context(|| format!("could not write the latency log '{}'", path.display()))?;
     }
     let run = finish(run, &save, store, |run| match format {
@@ -403,6 +426,15 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
             "dyno: every connection to {} was refused ({} attempts, none accepted), so the run stopped: is the server up and listening there? Nothing was saved",
             outcome.endpoint,
             outcome.stats.errors_of(ErrorClass::ConnectRefused),
+        );
+        return Ok(ExitStatus::ChecksFailed);
+    }
+    if outcome.silent {
+        eprintln!(
+            "dyno: {} accepted connections but answered none of the first {} requests within --timeout {}, so the run stopped: is the server stuck, or does it need a longer --timeout? Nothing was saved",
+            outcome.endpoint,
+            outcome.stats.errors_of(ErrorClass::ReadTimeout),
+            segment::humantime(timeout),
         );
         return Ok(ExitStatus::ChecksFailed);
     }
@@ -664,6 +696,17 @@ pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::W
                 "the first {} connection attempts were all refused and none succeeded: nothing listens at {}, so the run was stopped",
                 dyno_http::engine::GIVE_UP_AFTER_REFUSALS,
                 outcome.endpoint
+            ),
+        );
+    }
+    if outcome.silent {
+        warn(
+            "no_answer",
+            format!(
+                "the server at {} accepted connections but answered none of the first {} requests within the timeout ({} timeouts a connection, stream or pipelined request, none ever answered), so the run was stopped",
+                outcome.endpoint,
+                outcome.stats.errors_of(ErrorClass::ReadTimeout),
+                dyno_http::engine::GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT,
             ),
         );
     }

@@ -51,8 +51,19 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
     let mut run = Run::new(
         Kind::Quick,
         format!(
-            "int64 on 1 and {}, HTTP on loopback, disk{}",
+            "int64 on 1 and {}{}{}{}",
             dyno_report::counted(settings.threads as u64, "thread"),
+            // A line given 0 s is skipped, and not named.
+            if http_duration.is_zero() {
+                ""
+            } else {
+                ", HTTP on loopback"
+            },
+            if disk_duration.is_zero() {
+                ""
+            } else {
+                ", disk"
+            },
             if super::db::configured() && !db_duration.is_zero() {
                 ", PostgreSQL"
             } else {

@@ -534,9 +534,117 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_that_picks_nothing_else_is_named()
         2,
     );
     assert!(
-        stderr.contains("did not agree to HTTP/2: ALPN negotiated nothing"),
+        stderr.contains(
+            "the server does not offer h2 by ALPN (it chose nothing); drop --h2 or use --alpn h2,http/1.1"
+        ),
         "{stderr}"
     );
+}
+
+/// A TLS server whose ALPN offers only http/1.1 refuses a client that
+/// offers only h2 with a `no_application_protocol` alert (as nginx without
+/// http2 does): `--h2` stops at the first such connection with one error
+/// naming ALPN, exit 2, nothing saved; the same server chosen by
+/// `--alpn h2,http/1.1` works, and its TLS session is recorded.
+#[test]
+fn h2_against_a_tls_server_without_h2_by_alpn_is_one_clear_error() {
+    let home = temp();
+    let server = tls_server::TlsServer::start_with_alpn(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        tls_server::After::KeepAlive,
+        &[b"http/1.1"],
+    );
+    let url = format!("https://{}/", server.addr());
+    let (_, stderr) = run_text(
+        home.path(),
+        &["http", &url, "--h2", "--insecure", "-n", "100", "-c", "2"],
+        2,
+    );
+    assert!(
+        stderr.contains("--h2: the server does not offer h2 by ALPN (it refused the handshake with a no_application_protocol alert); drop --h2 or use --alpn h2,http/1.1"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was saved"), "{stderr}");
+    assert!(!stderr.contains("TLS handshakes failed"), "{stderr}");
+    assert!(
+        server.accepted() < 10,
+        "stopped at the first connections: {}",
+        server.accepted()
+    );
+    dyno(home.path())
+        .args(["history"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("http").not());
+    // What the error suggests works.
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[&url, "--alpn", "h2,http/1.1", "--insecure", "-n", "50"],
+        0,
+    );
+    assert_eq!(metric(&run, "responses"), Some(50.0));
+    assert_eq!(run["settings"]["tls_session"]["alpn"], "http/1.1");
+}
+
+/// The TLS session (version, cipher suite, key exchange) is recorded and
+/// shown whatever `--alpn` chose: HTTP/1.1 asked for alone, and a server
+/// that chose nothing.
+#[test]
+fn the_tls_session_is_recorded_whatever_alpn_chose() {
+    let home = temp();
+    let (_server, url) = tls_reference_server();
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[&url, "--alpn", "http/1.1", "--insecure", "-n", "50"],
+        0,
+    );
+    let session = &run["settings"]["tls_session"];
+    assert_eq!(session["alpn"], "http/1.1", "{run}");
+    assert!(session["protocol"].as_str().unwrap().starts_with("TLSv1."));
+    assert!(session["cipher"].as_str().is_some_and(|c| !c.is_empty()));
+    assert!(session["key_exchange"].as_str().is_some());
+    let (text, _) = run_text(
+        home.path(),
+        &[
+            "http",
+            &url,
+            "--alpn",
+            "http/1.1",
+            "--insecure",
+            "-n",
+            "50",
+            "--no-save",
+        ],
+        0,
+    );
+    assert!(text.contains("TLS TLSv1."), "{text}");
+    // A server that offers no ALPN: the session, and "chose nothing".
+    let plain = tls_without_alpn();
+    let url = format!("https://{}/", plain.addr());
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[&url, "--alpn", "h2,http/1.1", "--insecure", "-n", "50"],
+        0,
+    );
+    let session = &run["settings"]["tls_session"];
+    assert!(session["protocol"].as_str().is_some(), "{run}");
+    assert!(session["alpn"].is_null());
+    let (text, _) = run_text(
+        home.path(),
+        &[
+            "http",
+            &url,
+            "--alpn",
+            "h2,http/1.1",
+            "--insecure",
+            "-n",
+            "50",
+            "--no-save",
+        ],
+        0,
+    );
+    assert!(text.contains("TLS TLSv1."), "{text}");
+    assert!(text.contains("server chose nothing"), "{text}");
 }
 
 #[test]
@@ -625,5 +733,190 @@ fn alpn_lets_the_server_choose_and_records_its_choice() {
             ),
             (&["http", "--alpn", "h2", "--h2"], &["--h2"]),
         ],
+    );
+}
+
+/// nginx (Debian's package; scripts/test installs it) in the foreground as
+/// one process, with its own configuration, prefix, pid file and logs in a
+/// temporary directory, serving `index.html` over h2c with prior knowledge
+/// on a free loopback port; killed when dropped.
+struct Nginx {
+    child: std::process::Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// Starts nginx with `directives` added to its `http` block.
+    fn start(directives: &str) -> Nginx {
+        let dir = temp();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("www")).unwrap();
+        std::fs::write(d.join("www/index.html"), "hello from nginx\n").unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // As root, nginx would switch to a user that cannot read the
+        // temporary directory; run as root, as bench/nginx-lib.sh's `chmod`
+        // is not needed then.
+        // SAFETY: geteuid(2) has no preconditions.
+        let user = if unsafe { libc::geteuid() } == 0 {
+            "user root;"
+        } else {
+            ""
+        };
+        let p = d.display();
+        let conf = format!(
+            "{user}
+worker_processes 1;
+daemon off;
+master_process off;
+pid {p}/nginx.pid;
+error_log {p}/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {p}/body;
+  proxy_temp_path {p}/proxy;
+  fastcgi_temp_path {p}/fastcgi;
+  uwsgi_temp_path {p}/uwsgi;
+  scgi_temp_path {p}/scgi;
+  {directives}
+  server {{ listen 127.0.0.1:{port} http2; root {p}/www; }}
+}}
+"
+        );
+        std::fs::write(d.join("nginx.conf"), conf).unwrap();
+        let nginx = ["/usr/sbin/nginx", "nginx"]
+            .into_iter()
+            .find(|n| {
+                StdCommand::new(n)
+                    .arg("-v")
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok()
+            })
+            .expect("this test needs nginx (Debian's `nginx`; scripts/test installs it)");
+        let mut child = StdCommand::new(nginx)
+            .arg("-e")
+            .arg(d.join("error.log"))
+            .arg("-p")
+            .arg(d)
+            .arg("-c")
+            .arg(d.join("nginx.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Up when it accepts; a bounded wait, and its own words if it died.
+        for _ in 0..200 {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+                let log = std::fs::read_to_string(d.join("error.log")).unwrap_or_default();
+                panic!("nginx exited ({status}): {err}{log}");
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Nginx { child, port, dir };
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("nginx did not listen on 127.0.0.1:{port} within 10 s");
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/index.html", self.port)
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = &self.dir;
+    }
+}
+
+/// nginx ends each HTTP/2 connection after `keepalive_requests` with a
+/// GOAWAY whose last stream is the last it took (stock nginx: 1000): the
+/// streams the client had already opened above it were not processed
+/// (RFC 9113 §6.8) and go again on a new connection, counted apart, so
+/// `-n` stays exact with no error.
+#[test]
+fn h2_against_nginx_ending_connections_with_goaway_is_exact() {
+    let home = temp();
+    let nginx = Nginx::start("keepalive_requests 50;");
+    let url = nginx.url();
+    let (run, stderr) = http_json_exit(
+        home.path(),
+        &[&url, "--h2", "-n", "200", "-c", "1", "-m", "10"],
+        0,
+    );
+    assert_eq!(metric(&run, "errors"), Some(0.0), "{stderr}");
+    assert_eq!(metric(&run, "responses"), Some(200.0));
+    assert_eq!(metric(&run, "requests"), Some(200.0));
+    assert_eq!(metric(&run, "status_200"), Some(200.0));
+    let connections = metric(&run, "connections_opened").unwrap();
+    assert!(
+        connections >= 4.0,
+        "50 requests a connection: {connections}"
+    );
+    let retried = metric(&run, "h2_goaway_retried").expect("the retries are counted");
+    // The human report: every request answered, and what was sent again
+    // (if any was) named as such, not as an error.
+    let (text, _) = run_text(
+        home.path(),
+        &[
+            "http",
+            &url,
+            "--h2",
+            "-n",
+            "500",
+            "-c",
+            "2",
+            "-m",
+            "10",
+            "--no-save",
+        ],
+        0,
+    );
+    assert!(text.contains("Requests    500 answered"), "{text}");
+    assert!(!text.contains("h2 goaway"), "{text}");
+    eprintln!("h2_goaway_retried: {retried}");
+}
+
+/// A `--url-file` run is described, and listed in history, by its first
+/// URL, how many more the file holds and the file's name: never as an
+/// empty URL (`GET  c=2`).
+#[test]
+fn a_url_file_run_is_described_by_its_urls() {
+    let home = temp();
+    let (_server, base) = reference_server();
+    let file = home.path().join("urls.txt");
+    std::fs::write(
+        &file,
+        format!("{base}/hello\n{base}/hello?b\n{base}/hello?c\n"),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let (run, _) = http_json_exit(home.path(), &["--url-file", file, "-n", "30", "-c", "2"], 0);
+    let expected = format!("GET {base}/hello +2 more (from urls.txt) c=2");
+    assert_eq!(run["description"], expected.as_str());
+    assert_eq!(run["settings"]["url"], format!("{base}/hello").as_str());
+    assert_eq!(run["settings"]["url_file"], file);
+    assert_eq!(metric(&run, "responses"), Some(30.0));
+    // Saved, and so it is listed.
+    ok(
+        home.path(),
+        &["http", "--url-file", file, "-n", "30", "-c", "2"],
+    );
+    let history = ok(home.path(), &["history"]);
+    assert!(
+        history.contains("/hello +2 more (from urls.txt)"),
+        "{history}"
     );
 }

@@ -169,6 +169,53 @@ fn http_latency_log_holds_every_request_the_report_counts() {
     }
 }
 
+/// A segment's latency log starts (`#[StartTime]`) at the segment's real
+/// common start, after the barrier, as its record's `started_at_ns` says,
+/// not when the process started: logs of segments that started together
+/// line up.
+#[test]
+fn a_segments_latency_log_starts_at_its_common_start() {
+    let home = temp();
+    let server = reference_server();
+    let url = format!("http://{}/hello", server.local_addr());
+    let store = home.path().join("shared.db");
+    let log = home.path().join("seg.hlog");
+    // Alone at a start 1.5 s away (the barrier's own wait).
+    let at = jiff::Timestamp::now() + jiff::SignedDuration::from_millis(1500);
+    let out = dyno(home.path())
+        .args(["--store", store.to_str().unwrap(), "http", &url])
+        .args(["-n", "200", "-c", "2", "--segment", "1/2", "--group", "g"])
+        .args(["--start-at", &at.to_string(), "--json"])
+        .args(["--latency-log", log.to_str().unwrap()])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let run: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let started_ns = run["settings"]["segment"]["started_at_ns"]
+        .as_i64()
+        .unwrap();
+    let agreed_ns = i64::try_from(at.as_nanosecond()).unwrap();
+    assert!(started_ns >= agreed_ns, "{started_ns} against {agreed_ns}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let start_time: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("#[StartTime: "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("a StartTime line")
+        .parse()
+        .unwrap();
+    // The log's StartTime is written to the millisecond.
+    let start_ns = (start_time * 1e9) as i64;
+    assert!(
+        (start_ns - started_ns).abs() <= 2_000_000,
+        "StartTime {start_time} against the segment's start {started_ns} ns"
+    );
+    assert_eq!(log_count(&log), metric(&run, "responses").unwrap() as u64);
+}
+
 #[test]
 fn http_interrupted_in_the_warmup_saves_nothing_and_exits_130() {
     let home = temp();
@@ -223,6 +270,38 @@ fn http_against_a_closed_port_stops_after_a_few_refusals() {
             .unwrap()
             .iter()
             .any(|w| w["code"] == "connection_refused"),
+        "{:?}",
+        run["warnings"]
+    );
+}
+
+/// A server that accepts connections and never answers: `-n 100` used to wait out all 100 timeouts;
+/// it stops once every connection timed out twice with no answer ever.
+#[test]
+fn http_against_a_server_that_never_answers_stops_after_a_few_timeouts() {
+    let home = temp();
+    let url = format!("http://{}/", silent_server());
+    let (run, stderr) = http_json_exit(
+        home.path(),
+        &[&url, "-n", "100", "-c", "2", "--timeout", "200ms"],
+        1,
+    );
+    let timeouts = metric(&run, "errors_read_timeout").unwrap();
+    assert!((4.0..=6.0).contains(&timeouts), "{timeouts} timeouts");
+    assert_eq!(metric(&run, "responses"), Some(0.0));
+    assert!(
+        stderr.contains("accepted connections but answered none of the first"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--timeout 200ms"), "{stderr}");
+    assert!(stderr.contains("Nothing was saved"), "{stderr}");
+    assert!(!stderr.contains("refused"), "{stderr}");
+    assert!(
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "no_answer"),
         "{:?}",
         run["warnings"]
     );

@@ -157,6 +157,12 @@ fn quick_warns_oversubscription_and_a_single_repetition() {
         .as_f64()
         .unwrap();
     assert_eq!(codes.contains(&"superlinear"), efficiency > 100.0);
+    // The lines given 0 s were skipped, and the description says so.
+    assert_eq!(
+        run["description"], "int64 on 1 and 64 threads",
+        "{}",
+        run["description"]
+    );
 }
 
 /// L22: the top-level help lists every exit code the README's table does,

@@ -160,13 +160,17 @@ impl Outcome {
             let bytes = |name: &str, n: u64| {
                 Metric::new(name, Unit::Bytes, Direction::LowerIsBetter, n as f64)
             };
+            // Received (response) header blocks, as h2load's "headers"
+            // and "space savings" count them; what was sent, apart.
+            metrics.push(bytes("h2_header_bytes_wire", h.header_block_read));
+            metrics.push(bytes("h2_header_bytes_plain", h.plain_header_read));
             metrics.push(bytes(
-                "h2_header_bytes_wire",
-                h.header_block_written + h.header_block_read,
+                "h2_request_header_bytes_wire",
+                h.header_block_written,
             ));
             metrics.push(bytes(
-                "h2_header_bytes_plain",
-                h.plain_header_written + h.plain_header_read,
+                "h2_request_header_bytes_plain",
+                h.plain_header_written,
             ));
             if let Some(saved) = h.header_savings() {
                 metrics.push(
@@ -180,6 +184,9 @@ impl Outcome {
                     .merged(Merge::Recompute),
                 );
             }
+            // Sent, refused unprocessed by a GOAWAY, and sent again on a
+            // new connection (RFC 9113 §6.8): not errors.
+            metrics.push(count("h2_goaway_retried", h.goaway_retried));
             if let Some(max) = h.max_concurrent_streams {
                 let mut m =
                     count("h2_server_max_concurrent_streams", max as u64).merged(Merge::Min);

@@ -192,14 +192,21 @@ pub struct H2Stats {
     pub plain_header_read: u64,
     /// `None` until a connection's handshake is done.
     pub max_concurrent_streams: Option<usize>,
+    /// Requests sent on a connection whose GOAWAY then said the server
+    /// had not processed them (streams above its last stream id), and
+    /// sent again on a new connection: not errors, and each request is
+    /// still answered or failed exactly once.
+    pub goaway_retried: u64,
 }
 
 impl H2Stats {
-    /// HPACK's savings on the header bytes both ways, as a fraction
-    /// (h2load's "space savings"); `None` without HTTP/2 headers.
+    /// HPACK's savings on the received (response) header bytes, as a
+    /// fraction: h2load's "space savings", which counts received headers
+    /// only, so a long request header does not move it. `None` without
+    /// HTTP/2 response headers.
     pub fn header_savings(&self) -> Option<f64> {
-        let plain = self.plain_header_written + self.plain_header_read;
-        let wire = self.header_block_written + self.header_block_read;
+        let plain = self.plain_header_read;
+        let wire = self.header_block_read;
         (plain > 0).then(|| 1.0 - wire as f64 / plain as f64)
     }
 }
@@ -338,6 +345,7 @@ impl AddAssign<&Stats> for Stats {
         h.header_block_read += o.header_block_read;
         h.plain_header_written += o.plain_header_written;
         h.plain_header_read += o.plain_header_read;
+        h.goaway_retried += o.goaway_retried;
         h.max_concurrent_streams = match (h.max_concurrent_streams, o.max_concurrent_streams) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -80,6 +80,20 @@ impl TlsSession {
     }
 }
 
+/// Whether a failed handshake was the server refusing every protocol ALPN
+/// offered (a `no_application_protocol` alert): a server without h2 says
+/// so to a client that offers only h2.
+pub(crate) fn refused_alpn(e: &std::io::Error) -> bool {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|e| {
+            matches!(
+                e,
+                rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)
+            )
+        })
+}
+
 /// Why TLS could not be set up for a run.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsSetupError {

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use dyno_http::engine::GIVE_UP_AFTER_REFUSALS;
+use dyno_http::engine::{GIVE_UP_AFTER_REFUSALS, GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT};
 use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
 use dyno_http::{ErrorClass, Outcome, Settings, Stop, TlsSession, TlsSettings};
 
@@ -268,18 +268,42 @@ fn reset_is_reset() {
 // The server takes too long.
 
 #[test]
-fn a_stalled_server_is_read_timeout() {
+fn a_stalled_server_is_read_timeout_and_a_run_that_never_got_an_answer_gives_up() {
     let server = common::stall();
     let began = Instant::now();
     let o = run(settings(server.addr()));
     let took = began.elapsed();
-    assert_all_failed(&o, ErrorClass::ReadTimeout);
-    assert_one_connection_per_request(&o, &server);
-    // Each connection waits out 10 timeouts, one after the other: the
-    // timeout is really waited for, not cut short.
-    let each = REQUESTS / CONNECTIONS as u64;
-    let least = TIMEOUT * u32::try_from(each).expect("small");
+    let s = &o.stats;
+    // Not all 20 timeouts (10 s): each connection waited out its timeout
+    // twice, with no answer ever, and the run stopped.
+    let limit = GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT * CONNECTIONS as u64;
+    let timeouts = s.errors_of(ErrorClass::ReadTimeout);
+    assert!(o.silent, "given up on a server that never answers: {s:?}");
+    assert!(!o.refused && !o.interrupted);
+    assert!(
+        (limit..=limit + CONNECTIONS as u64).contains(&timeouts),
+        "{timeouts} timeouts"
+    );
+    assert_eq!(s.total_errors(), timeouts, "only timeouts: {:?}", s.errors);
+    assert_eq!(s.responses, 0);
+    assert!(s.requests() < REQUESTS);
+    // One connection per timed-out request: the timeout is really waited
+    // for, one after the other on each connection, not cut short.
+    let least = TIMEOUT * u32::try_from(GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT).expect("small");
     assert!(took >= least, "{took:?} < {least:?}: timeouts cut short");
+}
+
+#[test]
+fn timeouts_after_an_answer_never_give_the_run_up() {
+    // Answers the first request, then stalls: every later request times
+    // out, and all 20 are counted, as before.
+    let server = common::stall_after(1);
+    let o = run(settings(server.addr()));
+    let s = &o.stats;
+    assert!(!o.silent);
+    assert_eq!(s.responses, 1, "{s:?}");
+    assert_eq!(s.errors_of(ErrorClass::ReadTimeout), REQUESTS - 1);
+    assert_eq!(s.requests(), REQUESTS);
 }
 
 #[test]

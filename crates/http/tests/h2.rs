@@ -432,3 +432,66 @@ fn the_open_model_keeps_its_schedule_over_h2() {
     assert!(o.elapsed >= Duration::from_millis(290), "{:?}", o.elapsed);
     assert_eq!(o.stats.uncorrected.len(), 300, "both latencies recorded");
 }
+
+/// HPACK's savings count received (response) header blocks only, as
+/// h2load's "space savings" does: a long request header moves the request
+/// side's figures and leaves the savings exactly where they were.
+#[test]
+fn hpack_savings_count_received_headers_only_as_h2load_does() {
+    use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
+    let server = h2_server(Fault::None);
+    let short = h2_settings(server.addr, 200, 1, 1);
+    let mut long = short.clone();
+    let (target, path) = parse_url(&format!("http://{}/x", server.addr)).unwrap();
+    long.requests = vec![
+        RequestTemplate::new(
+            &target,
+            &RequestSpec {
+                method: "GET".into(),
+                path,
+                headers: vec![("x-long".into(), "x".repeat(300))],
+                body: None,
+                keep_alive: true,
+            },
+        )
+        .unwrap(),
+    ];
+    let a = run(short.clone());
+    let b = run(long.clone());
+    assert_accounted(&a, 200);
+    assert_accounted(&b, 200);
+    let (ha, hb) = (&a.stats.h2, &b.stats.h2);
+    // The same answers, so the same response header blocks.
+    assert_eq!(ha.header_block_read, hb.header_block_read);
+    assert_eq!(ha.plain_header_read, hb.plain_header_read);
+    assert_eq!(ha.header_savings(), hb.header_savings());
+    // What was sent grew by the header, 200 times in plain.
+    assert!(hb.plain_header_written >= ha.plain_header_written + 200 * 306);
+    assert!(hb.header_block_written > ha.header_block_written);
+    // The metrics: wire and plain are the received side; the sent side has
+    // its own names.
+    let metric = |o: &Outcome, s: &Settings, name: &str| {
+        o.metrics(s)
+            .into_iter()
+            .find(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .value
+    };
+    for name in [
+        "h2_header_savings_percent",
+        "h2_header_bytes_wire",
+        "h2_header_bytes_plain",
+    ] {
+        assert_eq!(metric(&a, &short, name), metric(&b, &long, name), "{name}");
+    }
+    assert_eq!(
+        metric(&a, &short, "h2_header_bytes_wire"),
+        ha.header_block_read as f64
+    );
+    assert!(
+        metric(&b, &long, "h2_request_header_bytes_plain")
+            > metric(&a, &short, "h2_request_header_bytes_plain")
+    );
+    assert!(metric(&a, &short, "h2_request_header_bytes_wire") > 0.0);
+    assert_eq!(metric(&a, &short, "h2_goaway_retried"), 0.0);
+}

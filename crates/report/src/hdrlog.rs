@@ -13,7 +13,10 @@ use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 /// Writes `timeline` (second index ≥ 1 after the warm-up, histogram in ns)
 /// to `out`.
 ///
-/// Interval start times are seconds since the run started (StartTime), so
+/// `started` is the log's StartTime: when the run's clock started (the
+/// warm-up's start; for a segment, the common start after the barrier),
+/// not when the process or its record began. Interval start times are
+/// seconds since then, so
 /// the warm-up shows as the gap before the first interval. Each interval is
 /// one second long except the last, partial one, which ends where the
 /// measured window (the run's `measured_ns`) ends, so a consumer dividing a
@@ -22,11 +25,10 @@ use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 pub fn write_latency_log(
     out: &mut impl Write,
     run: &Run,
+    started: SystemTime,
     timeline: &[(u64, &Histogram<u64>)],
 ) -> io::Result<()> {
     let warmup = Duration::from_nanos(run.settings["warmup_ns"].as_u64().unwrap_or(0));
-    let start = SystemTime::UNIX_EPOCH
-        + Duration::from_nanos(u64::try_from(run.started_at.as_nanosecond()).unwrap_or(0));
     let mut serializer = V2DeflateSerializer::new();
     let mut writer = IntervalLogWriterBuilder::new()
         .add_comment(&format!(
@@ -34,7 +36,7 @@ pub fn write_latency_log(
             run.kind, run.id, run.description
         ))
         .add_comment("latency in nanoseconds; max column in milliseconds")
-        .with_start_time(start)
+        .with_start_time(started)
         .with_max_value_divisor(1e6)
         .begin_log_with(out, &mut serializer)?;
     let measured = run
@@ -71,7 +73,7 @@ mod tests {
         b.record(5_000_000).unwrap();
         b.record(7_000_000).unwrap();
         let mut text = Vec::new();
-        write_latency_log(&mut text, &run, &[(1, &a), (2, &b)]).unwrap();
+        write_latency_log(&mut text, &run, SystemTime::now(), &[(1, &a), (2, &b)]).unwrap();
         let mut seen = Vec::new();
         for entry in IntervalLogIterator::new(&text) {
             if let Ok(LogEntry::Interval(h)) = entry {
@@ -103,7 +105,7 @@ mod tests {
         let mut a = dyno_stats::hdr::latency_histogram();
         a.record(1_000).unwrap();
         let mut text = Vec::new();
-        write_latency_log(&mut text, &run, &[(1, &a), (2, &a)]).unwrap();
+        write_latency_log(&mut text, &run, SystemTime::now(), &[(1, &a), (2, &a)]).unwrap();
         let lengths: Vec<Duration> = IntervalLogIterator::new(&text)
             .filter_map(|e| match e {
                 Ok(LogEntry::Interval(h)) => Some(h.duration()),

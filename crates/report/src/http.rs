@@ -194,10 +194,18 @@ pub fn http_report(run: &Run) -> String {
             });
         let _ = writeln!(
             out,
-            "HTTP/2      headers {} on the wire for {} plain{saved}{limit}",
+            "HTTP/2      response headers {} on the wire for {} plain{saved}{limit}",
             format_value(wire, dyno_model::Unit::Bytes),
             format_value(plain, dyno_model::Unit::Bytes),
         );
+        let retried = run.metric("h2_goaway_retried").map_or(0.0, |m| m.value);
+        if retried > 0.0 {
+            let _ = writeln!(
+                out,
+                "            {} sent again on a new connection: the server's GOAWAY said it had not processed them (not errors)",
+                counted(retried as u64, "request")
+            );
+        }
     }
     out.push('\n');
 

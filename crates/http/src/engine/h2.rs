@@ -4,7 +4,10 @@
 //! connections do, so `-n`, `-d`, `--rate` and the warm-up mean the same
 //! thing over both. A connection the server ends (GOAWAY, a reset, a
 //! protocol error) fails the requests it still held, by class, and a new
-//! one is opened while tickets remain.
+//! one is opened while tickets remain. Requests not yet sent go on the
+//! next connection, and so do requests a GOAWAY says the server did not
+//! process (streams above its last stream id, RFC 9113 §6.8): those count
+//! as retried (`h2_goaway_retried`), not as errors.
 //!
 //! A frame counter sits between the codec and the socket: it counts the
 //! bytes each way and, from the frames' own 9-byte headers, the bytes of
@@ -28,6 +31,7 @@ use super::{Local, Shared};
 use crate::conn::{ConnectError, Stream};
 use crate::request::RequestTemplate;
 use crate::stats::{ErrorClass, Timing};
+use crate::tls::refused_alpn;
 use dyno_timer::Timer;
 
 /// The connection preface a client sends before its first frame.
@@ -365,14 +369,20 @@ pub(super) async fn h2_connection(
             None => {
                 let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
                 match tokio::time::timeout(settings.connect_timeout, connect).await {
-                    Err(_) => Err(ErrorClass::ConnectTimeout),
-                    Ok(Err(ConnectError::Transport(e))) => Err(connect_class(&e)),
+                    Err(_) => Err((ErrorClass::ConnectTimeout, None)),
+                    Ok(Err(ConnectError::Transport(e))) => Err((connect_class(&e), None)),
+                    Ok(Err(ConnectError::Handshake(e))) if refused_alpn(&e) => Err((
+                        ErrorClass::H2Protocol,
+                        Some(no_h2_by_alpn(
+                            "it refused the handshake with a no_application_protocol alert",
+                        )),
+                    )),
                     Ok(Err(ConnectError::Handshake(e))) => {
                         local
                             .borrow_mut()
                             .tls_failure
                             .get_or_insert_with(|| e.to_string());
-                        Err(ErrorClass::Tls)
+                        Err((ErrorClass::Tls, None))
                     }
                     Ok(Ok(s)) => Ok(s),
                 }
@@ -380,7 +390,7 @@ pub(super) async fn h2_connection(
         };
         let handshake = match connected {
             Ok(s) => open_h2(&shared, &local, s).await,
-            Err(class) => Err((class, None)),
+            Err(failed) => Err(failed),
         };
         let (sender, counts, ended, ended_by) = match handshake {
             Ok(h) => h,
@@ -490,10 +500,10 @@ async fn open_h2(
         if alpn.as_deref() != Some("h2") {
             return Err((
                 ErrorClass::H2Protocol,
-                Some(format!(
-                    "the server did not agree to HTTP/2: ALPN negotiated {}",
+                Some(no_h2_by_alpn(&format!(
+                    "it chose {}",
                     alpn.as_deref().unwrap_or("nothing")
-                )),
+                ))),
             ));
         }
     }
@@ -530,6 +540,13 @@ async fn open_h2(
         }
     });
     Ok((sender, counts, ended, ended_by))
+}
+
+/// `--h2` (or `--alpn h2`) against a TLS server that does not offer h2:
+/// `how` says what it did instead. Every connection would fail the same
+/// way, so the run stops at the first.
+fn no_h2_by_alpn(how: &str) -> String {
+    format!("the server does not offer h2 by ALPN ({how}); drop --h2 or use --alpn h2,http/1.1")
 }
 
 fn not_h2(e: &dyn std::fmt::Display) -> String {
@@ -641,7 +658,24 @@ async fn request_loop(
                 .get_or_insert_with(|| not_h2(&failed.why));
             shared.protocol_refused();
         }
-        if failed.sent || not_http2 {
+        if failed.unprocessed && connection.answered.get() {
+            // Sent, but above the last stream the server's GOAWAY says it
+            // processed (RFC 9113 §6.8): it goes again on the next
+            // connection, counted apart, not as an error, so `-n` stays
+            // exact. Only on a connection that answered something: one
+            // that answers nothing would be retried without end.
+            {
+                let mut l = local.borrow_mut();
+                if ticket.measured {
+                    l.in_flight -= 1;
+                    l.stats.h2.goaway_retried += 1;
+                }
+            }
+            tickets.carried.borrow_mut().push(Ticket {
+                retried: true,
+                ..ticket
+            });
+        } else if failed.sent || not_http2 {
             // Counted once, here: a request that never left because the
             // server is not HTTP/2 would fail the same way everywhere.
             local
@@ -681,6 +715,9 @@ struct Failed {
     /// It was sent (so it counts as failed); otherwise it never left and
     /// can go on another connection.
     sent: bool,
+    /// Sent, but the server's GOAWAY named a last stream below it: the
+    /// server did not process it, and it can go on another connection.
+    unprocessed: bool,
     why: String,
 }
 
@@ -700,6 +737,10 @@ async fn exchange(
             class,
             lost: class != ErrorClass::StreamReset,
             sent,
+            // h2 fails the streams above a received GOAWAY's last stream
+            // with that GOAWAY (from the remote); the streams it did
+            // process end otherwise (answered, or cut with the socket).
+            unprocessed: sent && e.is_go_away() && e.is_remote(),
             why: e.to_string(),
         }
     };
@@ -707,6 +748,7 @@ async fn exchange(
         class: ErrorClass::ReadTimeout,
         lost,
         sent,
+        unprocessed: false,
         why: "no answer in time".into(),
     };
     // Waits for a free stream when the server's limit is reached.
@@ -727,7 +769,9 @@ async fn exchange(
         if ticket.measured {
             // From here it is in flight until answered or failed.
             l.in_flight += 1;
-            if let Some(due) = ticket.due {
+            if let Some(due) = ticket.due
+                && !ticket.retried
+            {
                 l.stats.lateness(sent.saturating_duration_since(due));
             }
             l.stats.h2.plain_header_written += request.plain_header_bytes;

@@ -93,6 +93,11 @@ pub struct Outcome {
     /// speak HTTP/2 under `--h2` also ends the run at once; that shows in
     /// [`Outcome::protocol_failure`].)
     pub refused: bool,
+    /// A run of `-n` requests was given up because its first requests all
+    /// timed out and none was ever answered (see
+    /// [`GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT`]): the server accepts
+    /// connections and answers nothing.
+    pub silent: bool,
     /// Where the connections went.
     pub endpoint: Endpoint,
     /// Why a TLS handshake failed: the first failure a worker thread saw
@@ -144,6 +149,12 @@ struct Shared {
     refusals: AtomicU64,
     /// Given up: nothing listens at the endpoint.
     gave_up: AtomicBool,
+    /// Some request has been answered.
+    answered: AtomicBool,
+    /// Requests that timed out while none has been answered.
+    silent_timeouts: AtomicU64,
+    /// Given up: the server accepts connections and answers nothing.
+    silent: AtomicBool,
 }
 
 /// Refused connection attempts, with none ever accepted, after which a run
@@ -151,6 +162,14 @@ struct Shared {
 /// not after n back-offs. Once one connection succeeded, refusals are the
 /// server's flakiness and are counted, never given up on.
 pub const GIVE_UP_AFTER_REFUSALS: u64 = 10;
+
+/// A run of `-n` requests gives up when this many requests in a row per
+/// request slot (connection × streams × pipeline depth) timed out and none
+/// was ever answered: a server that accepts and never answers would
+/// otherwise hold the run for n timeouts (ab stops at the first). Once one
+/// answer came, timeouts are the server's slowness and are counted, never
+/// given up on. A duration run ends at its deadline anyway.
+pub const GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT: u64 = 2;
 
 /// The run's clock, fixed when it starts.
 #[derive(Debug, Clone, Copy)]
@@ -226,6 +245,31 @@ impl Shared {
     /// every other attempt would fail the same way.
     fn protocol_refused(&self) {
         if !self.connected.load(Ordering::Relaxed) {
+            self.gave_up.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes an answer: from now on, timeouts never give the run up.
+    fn answered(&self) {
+        if !self.answered.load(Ordering::Relaxed) {
+            self.answered.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes a request that timed out; gives a run of `-n` requests up
+    /// when no request was ever answered and every request slot timed out
+    /// [`GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT`] times.
+    fn timed_out(&self) {
+        let s = &self.settings;
+        if self.answered.load(Ordering::Relaxed) || !matches!(s.schedule.stop, Stop::Requests(_)) {
+            return;
+        }
+        let slots = (s.connections * s.streams.max(1) * s.pipeline.max(1)) as u64;
+        let limit = GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT * slots;
+        if self.silent_timeouts.fetch_add(1, Ordering::Relaxed) + 1 >= limit
+            && !self.answered.load(Ordering::Relaxed)
+        {
+            self.silent.store(true, Ordering::Relaxed);
             self.gave_up.store(true, Ordering::Relaxed);
         }
     }
@@ -342,6 +386,9 @@ pub fn run_gated(
         connected: AtomicBool::new(false),
         refusals: AtomicU64::new(0),
         gave_up: AtomicBool::new(false),
+        answered: AtomicBool::new(false),
+        silent_timeouts: AtomicU64::new(0),
+        silent: AtomicBool::new(false),
     });
     let (tx, rx) = mpsc::channel::<Interval>();
 
@@ -486,7 +533,10 @@ pub fn run_gated(
         wall,
         cpu,
         interrupted: shared.stop.load(Ordering::Relaxed),
-        refused: shared.gave_up.load(Ordering::Relaxed) && protocol_failure.is_none(),
+        refused: shared.gave_up.load(Ordering::Relaxed)
+            && protocol_failure.is_none()
+            && !shared.silent.load(Ordering::Relaxed),
+        silent: shared.silent.load(Ordering::Relaxed),
         endpoint: shared.endpoint.clone(),
         tls_failure,
         tls_session,
@@ -773,7 +823,16 @@ async fn driver(
                 stream = Some(s);
             }
         }
-        http2 = match stream.as_ref().and_then(Stream::tls_session) {
+        let session = stream.as_ref().and_then(Stream::tls_session);
+        if let Some(session) = &session {
+            // Recorded whatever ALPN chose: the HTTP/1.1 driver is handed
+            // this connection and does not look at its handshake again.
+            local
+                .borrow_mut()
+                .tls_session
+                .get_or_insert_with(|| session.clone());
+        }
+        http2 = match session {
             Some(session) => session.alpn.as_deref() == Some("h2"),
             // Not connected: the first choice, whose driver counts the
             // failures as it tries again.
@@ -851,6 +910,7 @@ impl Local {
         body_bytes: u64,
         timing: crate::stats::Timing,
     ) {
+        shared.answered();
         if !ticket.measured {
             return;
         }
@@ -878,6 +938,9 @@ impl Local {
     /// Counts a measured request as failed with `class`. `sent`: it was
     /// written (it was in flight), as opposed to failing to connect.
     fn record_error(&mut self, shared: &Shared, ticket: &Ticket, class: ErrorClass, sent: bool) {
+        if class == ErrorClass::ReadTimeout {
+            shared.timed_out();
+        }
         if ticket.measured {
             if sent {
                 self.in_flight -= 1;

@@ -18,6 +18,10 @@ pub(super) struct Ticket {
     pub(super) due: Option<Instant>,
     /// False for warm-up requests.
     pub(super) measured: bool,
+    /// HTTP/2: it was sent once already, on a connection whose GOAWAY
+    /// said it was not processed, and goes again on a new one (its send
+    /// lag was counted the first time).
+    pub(super) retried: bool,
 }
 
 impl Local {
@@ -48,6 +52,7 @@ impl Local {
             seq,
             due: None,
             measured,
+            retried: false,
         })
     }
 }
@@ -136,6 +141,7 @@ impl OpenSchedule {
             seq: k,
             due: Some(due),
             measured: k >= self.first_measured,
+            retried: false,
         })
     }
 }

@@ -412,6 +412,23 @@ pub fn stall() -> Server {
     })
 }
 
+/// Answers the first `answered` requests (of all connections) with [`OK`],
+/// then reads every later one and never answers it.
+pub fn stall_after(answered: u64) -> Server {
+    let count = Arc::new(AtomicU64::new(0));
+    serve(move |mut c| {
+        while c.next_request() {
+            if count.fetch_add(1, Ordering::SeqCst) >= answered {
+                c.hold();
+                return;
+            }
+            if !c.send(OK) {
+                return;
+            }
+        }
+    })
+}
+
 /// Not HTTP at all.
 pub const GARBAGE: &[u8] = b"HELLO WORLD\r\n\r\n";
 

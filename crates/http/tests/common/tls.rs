@@ -45,7 +45,16 @@ impl TlsServer {
     /// Starts a server on 127.0.0.1 (a free port) that answers every
     /// request head with `answer`, then does what `after` says.
     pub fn start(answer: &'static [u8], after: After) -> TlsServer {
-        let acceptor = TlsAcceptor::from(Arc::new(self_signed_config()));
+        TlsServer::start_with_alpn(answer, after, &[])
+    }
+
+    /// [`TlsServer::start`], with ALPN choosing from `protocols` (none:
+    /// no ALPN). rustls refuses a client whose offer shares none of them
+    /// with a `no_application_protocol` alert, as nginx without http2 does.
+    pub fn start_with_alpn(answer: &'static [u8], after: After, protocols: &[&[u8]]) -> TlsServer {
+        let mut config = self_signed_config();
+        config.alpn_protocols = protocols.iter().map(|p| p.to_vec()).collect();
+        let acceptor = TlsAcceptor::from(Arc::new(config));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         listener.set_nonblocking(true).expect("non-blocking");
         let addr = listener.local_addr().expect("bound");
