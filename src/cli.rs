@@ -1884,8 +1884,9 @@ fn parse_max_tries(s: &str) -> Result<u32, String> {
         Ok(n) if n < 0 => Err(format!(
             "'{n}' is negative: give the number of tries, 1 or more (1: no retry), or 0 for no limit with -T or -L"
         )),
-        Ok(n) => u32::try_from(n)
-            .map_err(|_| format!("'{n}' is too many: give at most {}", u32::MAX)),
+        Ok(n) => {
+            u32::try_from(n).map_err(|_| format!("'{n}' is too many: give at most {}", u32::MAX))
+        }
         Err(_) => Err(format!(
             "'{s}' is not a whole number: give the number of tries, 1 or more (1: no retry), or 0 for no limit with -T or -L"
         )),

@@ -178,7 +178,8 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         (None, Some(d)) => Stop::Duration(d),
         (None, None) => Stop::Duration(Duration::from_secs(10)),
     };
-    if args.max_tries == 0 && matches!(stop, Stop::Transactions(_)) && args.latency_limit.is_none() {
+    if args.max_tries == 0 && matches!(stop, Stop::Transactions(_)) && args.latency_limit.is_none()
+    {
         bail!(
             "--max-tries 0 (no limit on the tries) with -t has nothing to end the retries: add a duration (-T) or a latency limit (-L), or give a number of tries"
         );

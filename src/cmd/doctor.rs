@@ -109,7 +109,7 @@ fn database(conninfo: Option<&str>, clients: u32) -> Vec<Finding> {
                 Verdict::Blocks,
                 e.to_string(),
                 "dyno db run cannot use this connection string or environment",
-                Vec::new(),
+                vec!["correct the connection string or the environment as the message says".into()],
             )];
         }
     };
@@ -128,7 +128,9 @@ fn database(conninfo: Option<&str>, clients: u32) -> Vec<Finding> {
                 Verdict::Blocks,
                 e.to_string(),
                 "dyno db run would fail to connect in the same way",
-                Vec::new(),
+                vec![
+                    "start the server, or name the one to use: dyno doctor db CONNINFO (or PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD)".into(),
+                ],
             )];
         }
     };
@@ -168,7 +170,9 @@ fn database(conninfo: Option<&str>, clients: u32) -> Vec<Finding> {
         ),
         format!(
             "at least {} for -c {clients}",
-            u64::from(clients) + u64::from(facts.reserved_connections) + u64::from(facts.other_connections)
+            u64::from(clients)
+                + u64::from(facts.reserved_connections)
+                + u64::from(facts.other_connections)
         ),
         why,
         vec![format!(

@@ -248,8 +248,10 @@ fn each_builtin_does_its_work_and_the_books_balance() {
     ] {
         let run = json_run(
             pg.dyno(home.path(), &db)
+                // -n: the history keeps every run's rows, so the books
+                // balance across the runs.
                 .args([
-                    "db", "run", "-c", "4", "-j", "2", "-t", "50", "--json", "-M", protocol,
+                    "db", "run", "-n", "-c", "4", "-j", "2", "-t", "50", "--json", "-M", protocol,
                 ])
                 .args(&flags),
             0,
@@ -306,7 +308,7 @@ fn each_builtin_does_its_work_and_the_books_balance() {
         .map(|v| v.parse().unwrap())
         .collect();
     pg.dyno(home.path(), &db)
-        .args(["db", "run", "-N", "-c", "2", "-t", "30", "--no-save"])
+        .args(["db", "run", "-n", "-N", "-c", "2", "-t", "30", "--no-save"])
         .assert()
         .success();
     let after: Vec<i64> = pg
@@ -328,6 +330,7 @@ fn each_builtin_does_its_work_and_the_books_balance() {
             "1",
             "-M",
             "prepared",
+            "-n",
             "--no-save",
         ])
         .assert()
@@ -774,12 +777,16 @@ fn scale_with_a_builtin_is_ignored_with_pgbenchs_warning_and_kept_for_custom_scr
     let warnings = run["warnings"].to_string();
     assert!(
         warnings.contains("scale_ignored")
-            && warnings.contains("scale option ignored, using count from pgbench_branches table (1)"),
+            && warnings
+                .contains("scale option ignored, using count from pgbench_branches table (1)"),
         "{warnings}"
     );
     // Every transaction stayed within the tables: no branch 2 or beyond.
     assert_eq!(
-        pg.psql(&db, "SELECT max(bid) || ' ' || (max(aid) <= 100000) FROM pgbench_history"),
+        pg.psql(
+            &db,
+            "SELECT max(bid) || ' ' || (max(aid) <= 100000) FROM pgbench_history"
+        ),
         "1 true"
     );
     // A custom script's :scale is -s.
@@ -825,7 +832,13 @@ fn pgoptions_reaches_the_server_and_variables_dyno_cannot_honour_are_refused() {
         "serializable"
     );
     // The load's own connections got it too.
-    assert_eq!(pg.psql(&db, "SELECT string_agg(DISTINCT level, ',') || count(*) FROM iso"), "serializable6");
+    assert_eq!(
+        pg.psql(
+            &db,
+            "SELECT string_agg(DISTINCT level, ',') || count(*) FROM iso"
+        ),
+        "serializable6"
+    );
     pg.dyno(home.path(), &db)
         .env("PGSERVICE", "bench")
         .args(["db", "run", "-t", "1", "-f"])
@@ -922,7 +935,9 @@ fn max_tries_zero_means_no_limit_with_a_duration_and_bad_values_say_what_to_give
         .arg(&script)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("add a duration (-T) or a latency limit (-L)"));
+        .stderr(predicate::str::contains(
+            "add a duration (-T) or a latency limit (-L)",
+        ));
     let run = json_run(
         pg.dyno(home.path(), &db)
             .args(["db", "run", "--max-tries", "0", "-T", "1", "--json", "-f"])
@@ -947,7 +962,18 @@ fn retried_transactions_and_retries_are_counted_apart_as_pgbench_does() {
     let run = json_run(
         pg.dyno(home.path(), &db)
             .args([
-                "db", "run", "-c", "4", "-j", "2", "-t", "25", "--max-tries", "1000", "--json", "-f",
+                "db",
+                "run",
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-t",
+                "25",
+                "--max-tries",
+                "1000",
+                "--json",
+                "-f",
             ])
             .arg(&script),
         0,
@@ -965,7 +991,10 @@ fn retried_transactions_and_retries_are_counted_apart_as_pgbench_does() {
     let retried = metric(&run, "retried_transactions");
     let retries = metric(&run, "retries");
     assert!(retried > 0.0, "no conflict was met");
-    assert!(retried <= retries && retried <= 100.0, "{retried} {retries}");
+    assert!(
+        retried <= retries && retried <= 100.0,
+        "{retried} {retries}"
+    );
     let retries_text = if retries == 1.0 {
         "1 retry".to_owned()
     } else {
@@ -1069,8 +1098,19 @@ fn several_scripts_get_their_own_tps_and_latency() {
         .success();
     let run = json_run(
         pg.dyno(home.path(), &db).args([
-            "db", "run", "-b", "select-only@3", "-b", "simple-update@1", "-c", "2", "-t", "100",
-            "--seed", "3", "--json",
+            "db",
+            "run",
+            "-b",
+            "select-only@3",
+            "-b",
+            "simple-update@1",
+            "-c",
+            "2",
+            "-t",
+            "100",
+            "--seed",
+            "3",
+            "--json",
         ]),
         0,
     );
@@ -1089,8 +1129,14 @@ fn several_scripts_get_their_own_tps_and_latency() {
     }
     assert_eq!(total, 200.0);
     let text = shown(&pg, home.path(), &db, &run);
-    assert!(text.contains("Script select-only, weight 3 (75.0%): "), "{text}");
-    assert!(text.contains("Script simple-update, weight 1 (25.0%): "), "{text}");
+    assert!(
+        text.contains("Script select-only, weight 3 (75.0%): "),
+        "{text}"
+    );
+    assert!(
+        text.contains("Script simple-update, weight 1 (25.0%): "),
+        "{text}"
+    );
     assert!(text.contains("\nselect-only "), "{text}");
 }
 

@@ -275,14 +275,13 @@ fn refuse_unsupported(env: &impl Fn(&str) -> Option<String>) -> Result<(), Targe
             "dyno connects to the first host that answers, whatever its role",
         );
     }
-    if let Some(v) = set("PGCLIENTENCODING")
-        .filter(|v| !matches!(v.trim().to_ascii_uppercase().as_str(), "UTF8" | "UTF-8" | "AUTO"))
-    {
-        return refuse(
-            "PGCLIENTENCODING",
-            &v,
-            "dyno's connections speak UTF8 only",
-        );
+    if let Some(v) = set("PGCLIENTENCODING").filter(|v| {
+        !matches!(
+            v.trim().to_ascii_uppercase().as_str(),
+            "UTF8" | "UTF-8" | "AUTO"
+        )
+    }) {
+        return refuse("PGCLIENTENCODING", &v, "dyno's connections speak UTF8 only");
     }
     Ok(())
 }
@@ -445,12 +444,20 @@ mod tests {
             ("PGTARGETSESSIONATTRS", "read-write"),
             ("PGCLIENTENCODING", "LATIN1"),
         ] {
-            let e = Target::new("", env(&[(name, value)])).unwrap_err().to_string();
+            let e = Target::new("", env(&[(name, value)]))
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with(&format!("{name} is set ('{value}')")), "{e}");
             assert!(e.contains(&format!("unset {name}")), "{e}");
         }
-        let e = Target::new("sslmode=require", env(&[])).unwrap_err().to_string();
+        let e = Target::new("sslmode=require", env(&[]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("without TLS"), "{e}");
-        Target::new("", env(&[("PGSSLMODE", "disable"), ("PGCLIENTENCODING", "UTF8")])).unwrap();
+        Target::new(
+            "",
+            env(&[("PGSSLMODE", "disable"), ("PGCLIENTENCODING", "UTF8")]),
+        )
+        .unwrap();
     }
 }

@@ -425,11 +425,16 @@ mod tests {
         }
         let text = db_report(&run);
         assert!(text.contains("Model       open: 500 tps"), "{text}");
+        // pgbench's percentages: skipped of all the schedule gave (1000
+        // committed, 3 failed, 2 skipped), late of the committed.
         assert!(
-            text.contains("requested 500.0 tps, achieved 500.0; 2 skipped"),
+            text.contains("requested 500.0 tps, achieved 500.0; 2 skipped (0.199%,"),
             "{text}"
         );
-        assert!(text.contains("Late         500 of"), "{text}");
+        assert!(
+            text.contains("Late         500 of the 1000 committed transactions (50.000%)"),
+            "{text}"
+        );
         assert!(text.contains("schedule lag"), "{text}");
         assert!(text.contains("Per command of select-only"), "{text}");
         insta::assert_snapshot!(text);
