@@ -849,12 +849,25 @@ pub struct SysinfoArgs {
 /// otherwise; a value that cannot be read is "unknown", never an error.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno doctor http       # before a web-server benchmark\n  dyno doctor            # every kind\n  dyno doctor db --json | jq '.checks[] | select(.verdict != \"ok\")'"
+    after_help = "Examples:\n  dyno doctor http       # before a web-server benchmark\n  dyno doctor            # every kind\n  dyno doctor db --json | jq '.checks[] | select(.verdict != \"ok\")'\n  dyno doctor db postgres://bench@db1/bench -c 64   # the server too"
 )]
 pub struct DoctorArgs {
     /// The kind of benchmark to check for.
     #[arg(value_enum, default_value = "all")]
     pub kind: DoctorKind,
+
+    /// With db: the server to check, as `dyno db run` takes it (a URL, a
+    /// key=value string or a database name) [default: libpq's
+    /// environment]. `doctor db` checks that it is reachable, its
+    /// max_connections against -c, fsync and synchronous_commit, and
+    /// pgbench's tables.
+    #[arg(value_name = "CONNINFO")]
+    pub conninfo: Option<String>,
+
+    /// With db: the clients (-c) the benchmark will run, checked against
+    /// the server's max_connections and the open-file limit.
+    #[arg(short = 'c', long = "clients", default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub clients: u32,
 
     /// Print JSON instead of a table.
     #[arg(long, conflicts_with = "fix")]
@@ -981,13 +994,22 @@ pub struct DbRunArgs {
     #[arg(short = 'M', long, value_enum, default_value_t = DbProtocol::Simple)]
     pub protocol: DbProtocol,
 
-    /// The scale the scripts see [default: counted from pgbench_branches].
+    /// The scale custom scripts (-f) see as :scale [default: 1]. As in
+    /// pgbench, the built-in scripts always use the count of rows in
+    /// pgbench_branches, and -s with one of them is ignored with a warning.
     #[arg(short = 's', long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
     pub scale: Option<i64>,
 
+    /// Skip pgbench's clean-up before the run (vacuum pgbench_branches and
+    /// pgbench_tellers, truncate pgbench_history; done by default on those
+    /// that exist).
+    #[arg(short = 'n', long)]
+    pub no_vacuum: bool,
+
     /// Tries of a transaction that meets a serialization failure or a
-    /// deadlock (1: no retry).
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// deadlock (1: no retry; 0: no limit, as pgbench's, which needs -T or
+    /// -L to end the retries).
+    #[arg(long, default_value_t = 1, value_name = "N", allow_negative_numbers = true, value_parser = parse_max_tries)]
     pub max_tries: u32,
 
     /// Seed of the random draws, to repeat a run exactly: an integer, or
@@ -1895,6 +1917,21 @@ fn parse_definition(s: &str) -> Result<(String, dyno_db::script::Value), String>
 
 fn parse_tps(s: &str) -> Result<f64, String> {
     parse_rate(s).map_err(|e| e.replace("requests per second", "transactions per second"))
+}
+
+/// `dyno db run --max-tries`: 0 (no limit) or more.
+fn parse_max_tries(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if n < 0 => Err(format!(
+            "'{n}' is negative: give the number of tries, 1 or more (1: no retry), or 0 for no limit with -T or -L"
+        )),
+        Ok(n) => {
+            u32::try_from(n).map_err(|_| format!("'{n}' is too many: give at most {}", u32::MAX))
+        }
+        Err(_) => Err(format!(
+            "'{s}' is not a whole number: give the number of tries, 1 or more (1: no retry), or 0 for no limit with -T or -L"
+        )),
+    }
 }
 
 /// `dyno db run -L`: a bare number is milliseconds, as pgbench's.

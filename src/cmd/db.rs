@@ -131,6 +131,11 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
     run.headline = Some("transactions_per_sec".into());
     run.warnings.extend(dyno_env::preflight(&run.environment));
     run.warnings.extend(judge(&outcome, &settings));
+    if settings.scale.is_none()
+        && let Some(given) = args.scale
+    {
+        run.warnings.push(scale_ignored(given, outcome.scale));
+    }
     let mut save = args.save.clone();
     if let (Some(plan), Some(met)) = (&plan, &met) {
         plan.record(&mut run, met, outcome.started_at);
@@ -176,6 +181,12 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         (None, Some(d)) => Stop::Duration(d),
         (None, None) => Stop::Duration(Duration::from_secs(10)),
     };
+    if args.max_tries == 0 && matches!(stop, Stop::Transactions(_)) && args.latency_limit.is_none()
+    {
+        bail!(
+            "--max-tries 0 (no limit on the tries) with -t has nothing to end the retries: add a duration (-T) or a latency limit (-L), or give a number of tries"
+        );
+    }
     // A segment takes its share of the clients and threads, and the rate
     // in proportion to its clients (as pgbench shares a rate out over its
     // threads); -t stays per client.
@@ -212,11 +223,14 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         protocol,
         // As pgbench: the built-ins' scale is counted from the tables; a
         // custom script's is --scale, or 1.
+        // (-s with a built-in is ignored with pgbench's warning: see
+        // scale_ignored).
         scale: if builtin {
-            args.scale
+            None
         } else {
             Some(args.scale.unwrap_or(1))
         },
+        vacuum: !args.no_vacuum,
         max_tries: args.max_tries,
         seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
         rate,
@@ -294,6 +308,8 @@ fn recorded(settings: &RunSettings, outcome: &Outcome) -> serde_json::Value {
         "reconnect": settings.reconnect,
         "pipeline": settings.pipeline,
         "max_tries": settings.max_tries,
+        "vacuum": settings.vacuum,
+        "clean_up": outcome.vacuum,
         "seed": settings.seed,
         "aborted": outcome.aborted,
     })
@@ -414,6 +430,17 @@ fn description(settings: &RunSettings, clients: u32, jobs: u32) -> String {
     )
 }
 
+/// pgbench's warning for -s with a built-in script, whose scale is always
+/// the count of pgbench_branches.
+fn scale_ignored(given: i64, counted: i64) -> Warning {
+    Warning {
+        code: "scale_ignored".into(),
+        message: format!(
+            "scale option ignored, using count from pgbench_branches table ({counted}): the built-in scripts use the scale the tables were made with (-s {given} applies to custom scripts, -f, only)"
+        ),
+    }
+}
+
 /// Warnings about what the figures mean.
 fn judge(outcome: &Outcome, settings: &RunSettings) -> Vec<Warning> {
     let threads = settings.threads;
@@ -430,7 +457,8 @@ fn judge(outcome: &Outcome, settings: &RunSettings) -> Vec<Warning> {
         }
     }
     let cpu = outcome.client_cpu_percent(threads);
-    if cpu >= 90.0 {
+    // A window this short holds too few CPU clock ticks to judge by.
+    if cpu >= 90.0 && outcome.elapsed >= Duration::from_millis(100) {
         warnings.push(Warning {
             code: "client_saturated".into(),
             message: format!(
@@ -478,6 +506,7 @@ pub fn quick_measure(
         stop: Stop::Duration(duration),
         protocol: Protocol::Prepared,
         scale: None,
+        vacuum: false,
         max_tries: 1,
         seed: fastrand::u64(..),
         rate: None,

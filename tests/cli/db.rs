@@ -248,8 +248,10 @@ fn each_builtin_does_its_work_and_the_books_balance() {
     ] {
         let run = json_run(
             pg.dyno(home.path(), &db)
+                // -n: the history keeps every run's rows, so the books
+                // balance across the runs.
                 .args([
-                    "db", "run", "-c", "4", "-j", "2", "-t", "50", "--json", "-M", protocol,
+                    "db", "run", "-n", "-c", "4", "-j", "2", "-t", "50", "--json", "-M", protocol,
                 ])
                 .args(&flags),
             0,
@@ -306,7 +308,7 @@ fn each_builtin_does_its_work_and_the_books_balance() {
         .map(|v| v.parse().unwrap())
         .collect();
     pg.dyno(home.path(), &db)
-        .args(["db", "run", "-N", "-c", "2", "-t", "30", "--no-save"])
+        .args(["db", "run", "-n", "-N", "-c", "2", "-t", "30", "--no-save"])
         .assert()
         .success();
     let after: Vec<i64> = pg
@@ -328,6 +330,7 @@ fn each_builtin_does_its_work_and_the_books_balance() {
             "1",
             "-M",
             "prepared",
+            "-n",
             "--no-save",
         ])
         .assert()
@@ -730,4 +733,456 @@ fn quick_has_a_db_line_only_where_the_environment_names_a_server() {
         .stderr(predicate::str::contains(
             "no PostgreSQL server is configured",
         ));
+}
+
+/// A metric of `run` with the label `key` = `value`.
+fn labelled<'a>(run: &'a Value, name: &str, key: &str, value: &str) -> &'a Value {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name && m["labels"][key] == value)
+        .unwrap_or_else(|| panic!("no metric {name} with {key}={value}"))
+}
+
+fn has_metric(run: &Value, name: &str) -> bool {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["name"] == name)
+}
+
+fn script_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn scale_with_a_builtin_is_ignored_with_pgbenchs_warning_and_kept_for_custom_scripts() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    let run = json_run(
+        pg.dyno(home.path(), &db).args([
+            "db", "run", "-b", "tpcb", "-s", "5", "-c", "2", "-t", "100", "--seed", "1", "--json",
+        ]),
+        0,
+    );
+    assert_eq!(run["settings"]["scale"], 1);
+    let warnings = run["warnings"].to_string();
+    assert!(
+        warnings.contains("scale_ignored")
+            && warnings
+                .contains("scale option ignored, using count from pgbench_branches table (1)"),
+        "{warnings}"
+    );
+    // Every transaction stayed within the tables: no branch 2 or beyond.
+    assert_eq!(
+        pg.psql(
+            &db,
+            "SELECT max(bid) || ' ' || (max(aid) <= 100000) FROM pgbench_history"
+        ),
+        "1 true"
+    );
+    // A custom script's :scale is -s.
+    pg.psql(&db, "CREATE TABLE seen (s int)");
+    let dir = temp();
+    let script = script_file(dir.path(), "s.sql", "INSERT INTO seen VALUES (:scale);\n");
+    let run = json_run(
+        pg.dyno(home.path(), &db)
+            .args(["db", "run", "-s", "7", "-t", "2", "--json", "-f"])
+            .arg(&script),
+        0,
+    );
+    assert_eq!(run["settings"]["scale"], 7);
+    assert!(!run["warnings"].to_string().contains("scale_ignored"));
+    assert_eq!(pg.psql(&db, "SELECT DISTINCT s FROM seen"), "7");
+    pg.dyno(home.path(), &db)
+        .args(["db", "run", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ignored with a warning"));
+}
+
+#[test]
+fn pgoptions_reaches_the_server_and_variables_dyno_cannot_honour_are_refused() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.psql(&db, "CREATE TABLE iso (level text)");
+    let dir = temp();
+    let script = script_file(
+        dir.path(),
+        "iso.sql",
+        "INSERT INTO iso SELECT current_setting('transaction_isolation');\n",
+    );
+    let run = json_run(
+        pg.dyno(home.path(), &db)
+            .env("PGOPTIONS", "-c default_transaction_isolation=serializable")
+            .args(["db", "run", "-c", "2", "-t", "3", "--json", "-f"])
+            .arg(&script),
+        0,
+    );
+    assert_eq!(
+        run["settings"]["server_settings"]["default_transaction_isolation"],
+        "serializable"
+    );
+    // The load's own connections got it too.
+    assert_eq!(
+        pg.psql(
+            &db,
+            "SELECT string_agg(DISTINCT level, ',') || count(*) FROM iso"
+        ),
+        "serializable6"
+    );
+    pg.dyno(home.path(), &db)
+        .env("PGSERVICE", "bench")
+        .args(["db", "run", "-t", "1", "-f"])
+        .arg(&script)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("PGSERVICE is set ('bench')"))
+        .stderr(predicate::str::contains("unset PGSERVICE"));
+    assert_eq!(pg.psql(&db, "SELECT count(*) FROM iso"), "6", "nothing ran");
+}
+
+#[test]
+fn each_run_starts_from_pgbenchs_clean_up_unless_no_vacuum() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    for _ in 0..3 {
+        let run = json_run(
+            pg.dyno(home.path(), &db)
+                .args(["db", "run", "-c", "1", "-t", "10", "--json"]),
+            0,
+        );
+        assert_eq!(pg.psql(&db, "SELECT count(*) FROM pgbench_history"), "10");
+        assert_eq!(
+            run["settings"]["clean_up"],
+            serde_json::json!([
+                "vacuum pgbench_branches",
+                "vacuum pgbench_tellers",
+                "truncate pgbench_history"
+            ])
+        );
+    }
+    // -n, as pgbench's: nothing cleaned, the history grows.
+    let text = String::from_utf8(
+        pg.dyno(home.path(), &db)
+            .args(["db", "run", "-n", "-c", "1", "-t", "10"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    assert!(text.contains("Clean-up    none (-n)"), "{text}");
+    assert_eq!(pg.psql(&db, "SELECT count(*) FROM pgbench_history"), "20");
+    let text = String::from_utf8(
+        pg.dyno(home.path(), &db)
+            .args(["db", "run", "-c", "1", "-t", "10"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    assert!(
+        text.contains("Clean-up    before the run, as pgbench's: vacuum pgbench_branches, vacuum pgbench_tellers, truncate pgbench_history (-n skips it)"),
+        "{text}"
+    );
+    // A custom script on a database without the tables runs; the missing
+    // tables are named, not an error.
+    let empty = pg.database();
+    let dir = temp();
+    let script = script_file(dir.path(), "one.sql", "SELECT 1;\n");
+    let run = json_run(
+        pg.dyno(home.path(), &empty)
+            .args(["db", "run", "-t", "2", "--json", "-f"])
+            .arg(&script),
+        0,
+    );
+    assert_eq!(
+        run["settings"]["clean_up"],
+        serde_json::json!(["pgbench_branches, pgbench_tellers, pgbench_history missing"])
+    );
+}
+
+#[test]
+fn max_tries_zero_means_no_limit_with_a_duration_and_bad_values_say_what_to_give() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    let dir = temp();
+    let script = script_file(dir.path(), "one.sql", "SELECT 1;\n");
+    pg.dyno(home.path(), &db)
+        .args(["db", "run", "--max-tries", "-10", "-t", "1", "-f"])
+        .arg(&script)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("'-10' is negative"));
+    pg.dyno(home.path(), &db)
+        .args(["db", "run", "--max-tries", "0", "-t", "1", "-f"])
+        .arg(&script)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "add a duration (-T) or a latency limit (-L)",
+        ));
+    let run = json_run(
+        pg.dyno(home.path(), &db)
+            .args(["db", "run", "--max-tries", "0", "-T", "1", "--json", "-f"])
+            .arg(&script),
+        0,
+    );
+    assert_eq!(run["settings"]["max_tries"], 0);
+    assert_eq!(metric(&run, "retried_transactions"), 0.0);
+}
+
+#[test]
+fn retried_transactions_and_retries_are_counted_apart_as_pgbench_does() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.psql(&db, "CREATE TABLE counter (id int PRIMARY KEY, v int NOT NULL); INSERT INTO counter VALUES (1, 0)");
+    let dir = temp();
+    let script = script_file(
+        dir.path(),
+        "contend.sql",
+        "BEGIN ISOLATION LEVEL REPEATABLE READ;\nSELECT v FROM counter WHERE id = 1;\n\\sleep 2 ms\nUPDATE counter SET v = v + 1 WHERE id = 1;\nEND;\n",
+    );
+    let run = json_run(
+        pg.dyno(home.path(), &db)
+            .args([
+                "db",
+                "run",
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-t",
+                "25",
+                "--max-tries",
+                "1000",
+                "--json",
+                "-f",
+            ])
+            .arg(&script),
+        0,
+    );
+    let text = String::from_utf8(
+        pg.dyno(home.path(), &db)
+            .args(["show", run["id"].as_str().unwrap()])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    let retried = metric(&run, "retried_transactions");
+    let retries = metric(&run, "retries");
+    assert!(retried > 0.0, "no conflict was met");
+    assert!(
+        retried <= retries && retried <= 100.0,
+        "{retried} {retries}"
+    );
+    let retries_text = if retries == 1.0 {
+        "1 retry".to_owned()
+    } else {
+        format!("{retries} retries")
+    };
+    assert!(
+        text.contains(&format!(" retried ({retries_text} in all)")),
+        "{text}"
+    );
+}
+
+/// `dyno show`'s text of a run.
+fn shown(pg: &Pg, home: &Path, db: &str, run: &Value) -> String {
+    String::from_utf8(
+        pg.dyno(home, db)
+            .args(["show", run["id"].as_str().unwrap()])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_run_that_committed_nothing_has_no_cost_per_transaction() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    let dir = temp();
+    let script = script_file(dir.path(), "zero.sql", "\\set x 1 / 0\nSELECT :x;\n");
+    let run = json_run(
+        pg.dyno(home.path(), &db)
+            .args(["db", "run", "-t", "3", "--json", "-f"])
+            .arg(&script),
+        1,
+    );
+    assert_eq!(metric(&run, "transactions"), 0.0);
+    assert!(!has_metric(&run, "client_cpu_per_transaction_ns"));
+    let text = shown(&pg, home.path(), &db, &run);
+    assert!(text.contains("Client CPU  "), "{text}");
+    assert!(!text.contains("per transaction"), "{text}");
+    assert!(!text.contains("client_saturated"), "{text}");
+}
+
+#[test]
+fn labels_say_what_the_figures_include_and_hints_fit_the_table() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    let run = json_run(
+        pg.dyno(home.path(), &db)
+            .args(["db", "run", "-S", "-C", "-t", "5", "--json"]),
+        0,
+    );
+    let text = shown(&pg, home.path(), &db, &run);
+    assert!(text.contains("including reconnection times"), "{text}");
+    assert!(!text.contains("without the connections' time"), "{text}");
+    let run = json_run(
+        pg.dyno(home.path(), &db)
+            .args(["db", "run", "-S", "--pipeline", "-t", "5", "--json"]),
+        0,
+    );
+    let text = shown(&pg, home.path(), &db, &run);
+    let settings = text.lines().find(|l| l.starts_with("Settings    ")).unwrap();
+    assert!(settings.ends_with(", pipeline"), "{settings}");
+    let history = String::from_utf8(
+        pg.dyno(home.path(), &db)
+            .args(["history", "--kind", "db"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    assert!(history.contains(" tps"), "{history}");
+    assert!(!history.contains("ops/s"), "{history}");
+    // A table that is not pgbench's gets no `dyno db init` hint.
+    let dir = temp();
+    let script = script_file(dir.path(), "missing.sql", "SELECT * FROM no_such_table;\n");
+    pg.dyno(home.path(), &db)
+        .args(["db", "run", "-t", "1", "-f"])
+        .arg(&script)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("no_such_table"))
+        .stdout(predicate::str::contains("dyno db init").not());
+}
+
+#[test]
+fn several_scripts_get_their_own_tps_and_latency() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    let run = json_run(
+        pg.dyno(home.path(), &db).args([
+            "db",
+            "run",
+            "-b",
+            "select-only@3",
+            "-b",
+            "simple-update@1",
+            "-c",
+            "2",
+            "-t",
+            "100",
+            "--seed",
+            "3",
+            "--json",
+        ]),
+        0,
+    );
+    let mut total = 0.0;
+    for name in ["select-only", "simple-update"] {
+        let n = labelled(&run, "transactions", "script", name)["value"]
+            .as_f64()
+            .unwrap();
+        total += n;
+        let tps = labelled(&run, "transactions_per_sec", "script", name)["value"]
+            .as_f64()
+            .unwrap();
+        assert!(n > 0.0 && tps > 0.0, "{name}: {n} {tps}");
+        let latency = labelled(&run, "latency_ns", "script", name);
+        assert_eq!(latency["histogram"]["count"].as_f64().unwrap(), n, "{name}");
+    }
+    assert_eq!(total, 200.0);
+    let text = shown(&pg, home.path(), &db, &run);
+    assert!(
+        text.contains("Script select-only, weight 3 (75.0%): "),
+        "{text}"
+    );
+    assert!(
+        text.contains("Script simple-update, weight 1 (25.0%): "),
+        "{text}"
+    );
+    assert!(text.contains("\nselect-only "), "{text}");
+}
+
+#[test]
+fn a_db_run_has_a_per_second_timeline_of_tps_and_p99() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    let run = json_run(
+        pg.dyno(home.path(), &db)
+            .args(["db", "run", "-S", "-T", "2", "--json"]),
+        0,
+    );
+    let measured = metric(&run, "measured_ns") / 1e9;
+    let find = |name: &str| {
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"))["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect::<Vec<f64>>()
+    };
+    let rates = find("timeline_transactions_per_sec");
+    let p99s = find("timeline_latency_p99_ns");
+    assert_eq!(rates.len(), measured.ceil() as usize, "{measured}");
+    assert_eq!(p99s.len(), rates.len());
+    // Each second's rate times its length gives back every commit.
+    let mut sum = 0.0;
+    for (i, r) in rates.iter().enumerate() {
+        sum += r * (measured - i as f64).clamp(0.0, 1.0);
+    }
+    assert!(
+        (sum - metric(&run, "transactions")).abs() < 0.5,
+        "{sum} {}",
+        metric(&run, "transactions")
+    );
+    for (r, p) in rates.iter().zip(&p99s) {
+        assert_eq!(*r > 0.0, *p > 0.0, "{rates:?} {p99s:?}");
+    }
+    assert!(rates[0] > 0.0 && p99s[0] > 0.0);
 }

@@ -146,3 +146,106 @@ fn fix_asks_changes_only_what_it_may_and_records_the_old_values() {
         .assert()
         .success();
 }
+
+/// `dyno doctor db` on the test server, with `args`, under `ulimit -n
+/// 512`; its JSON report and exit code.
+fn doctor_db(home: &Path, db: &str, args: &[&str]) -> (Value, Option<i32>) {
+    let pg = crate::db::pg();
+    let out = StdCommand::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 512 && exec \"$0\" \"$@\"")
+        .arg(assert_cmd::cargo::cargo_bin("dyno"))
+        .args(["doctor", "db", "--json"])
+        .args(args)
+        .envs(pg.env.iter().map(|(k, v)| (k, v)))
+        .env("PGDATABASE", db)
+        .env("DYNO_HOME", home)
+        .env_remove("PGPASSWORD")
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (report, out.status.code())
+}
+
+fn check<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id} in {report}"))
+}
+
+#[test]
+fn doctor_db_checks_the_server_against_the_clients_it_is_given() {
+    let home = temp();
+    let pg = crate::db::pg();
+    let db = pg.database();
+    let (report, _) = doctor_db(home.path(), &db, &["-c", "10"]);
+    assert_eq!(check(&report, "db_reachable")["verdict"], "ok", "{report}");
+    assert_eq!(
+        check(&report, "db_max_connections")["verdict"],
+        "ok",
+        "{report}"
+    );
+    // 512 open files are plenty for 10 clients.
+    assert_eq!(check(&report, "open_files")["verdict"], "ok", "{report}");
+    for id in ["db_fsync", "db_synchronous_commit"] {
+        let c = check(&report, id);
+        let want = if c["found"] == "on" { "ok" } else { "advice" };
+        assert_eq!(c["verdict"], want, "{c}");
+    }
+    let tables = check(&report, "db_pgbench_tables");
+    assert_eq!(tables["verdict"], "advice", "{tables}");
+    assert!(
+        tables["found"]
+            .as_str()
+            .unwrap()
+            .starts_with("missing pgbench_accounts")
+    );
+    // More clients than the server takes, or than the files allow: blocks.
+    let (report, code) = doctor_db(home.path(), &db, &["-c", "5000"]);
+    assert_eq!(check(&report, "db_max_connections")["verdict"], "blocks");
+    assert_eq!(check(&report, "open_files")["verdict"], "blocks");
+    assert_eq!(code, Some(1));
+    // A server that is not there blocks, with the reason.
+    let (report, code) = doctor_db(home.path(), &db, &["postgres://nobody@127.0.0.1:1/x"]);
+    let reach = check(&report, "db_reachable");
+    assert_eq!(reach["verdict"], "blocks", "{reach}");
+    assert!(
+        reach["found"].as_str().unwrap().contains("127.0.0.1"),
+        "{reach}"
+    );
+    assert_eq!(code, Some(1));
+    dyno(home.path())
+        .args(["doctor", "http", "postgres://x@127.0.0.1/x"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("dyno doctor db CONNINFO"));
+}
+
+#[test]
+fn fix_counts_its_changes_in_words_and_says_how_to_undo_each() {
+    let home = temp();
+    let root = sysroot(&[("proc/sys/net/core/somaxconn", "128\n")]);
+    let out = doctor_at(home.path(), root.path())
+        .args(["http", "--fix", "--yes"])
+        .assert()
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("dyno doctor: 1 setting changed until the next reboot"),
+        "{err}"
+    );
+    assert!(!err.contains("setting(s)"), "{err}");
+    let somaxconn = root.path().join("proc/sys/net/core/somaxconn");
+    let undo = format!("printf '%s\\n' '128' > {}", somaxconn.display());
+    assert!(err.contains(&undo), "{err}");
+    assert_eq!(std::fs::read_to_string(&somaxconn).unwrap(), "65535\n");
+    // The printed command puts the old value back.
+    let status = StdCommand::new("sh").arg("-c").arg(&undo).status().unwrap();
+    assert!(status.success());
+    assert_eq!(std::fs::read_to_string(&somaxconn).unwrap(), "128\n");
+}

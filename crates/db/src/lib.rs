@@ -2,6 +2,7 @@
 //! scripts and its script language) with latencies in HDR histograms.
 
 pub mod init;
+pub mod inspect;
 pub mod run;
 pub mod script;
 pub mod target;

@@ -82,8 +82,13 @@ pub struct RunSettings {
     pub protocol: Protocol,
     /// The scale the scripts see; `None`: counted from pgbench_branches.
     pub scale: Option<i64>,
+    /// Before the run, pgbench's clean-up: vacuum pgbench_branches and
+    /// pgbench_tellers, truncate pgbench_history (those that exist);
+    /// pgbench's `-n` turns it off.
+    pub vacuum: bool,
     /// Tries of a transaction that meets a serialization failure or a
-    /// deadlock (1: none retried).
+    /// deadlock (1: none retried; 0: no limit but the duration's or the
+    /// latency limit's, as pgbench's `--max-tries 0`).
     pub max_tries: u32,
     pub seed: u64,
     /// Open model: transactions per second in total (pgbench's `-R`).
@@ -164,10 +169,21 @@ pub struct Outcome {
     pub failed: BTreeMap<String, u64>,
     /// Retries, by the SQLSTATE that caused them.
     pub retries: BTreeMap<String, u64>,
+    /// Transactions retried at least once (committed or failed in the
+    /// end): pgbench's "number of transactions retried".
+    pub retried: u64,
     /// Clients stopped by an error that is not retried, with the reason.
     pub aborted: Vec<String>,
     /// Committed transactions of each script, in the settings' order.
     pub per_script: Vec<u64>,
+    /// With several scripts: each one's latency, in the settings' order.
+    pub script_latency: Vec<Histogram<u64>>,
+    /// Each second of the measured window: its commits and their latency
+    /// (index 0 is the first second).
+    pub timeline: Vec<Second>,
+    /// What the clean-up before the run did (pgbench's vacuum), in words;
+    /// empty when it was not asked for.
+    pub vacuum: Vec<String>,
     /// From the moment every client was connected to the last one's end.
     pub elapsed: Duration,
     /// The time it took to connect every client.
@@ -180,6 +196,39 @@ pub struct Outcome {
     /// The wall-clock time the clients started (after connecting and the
     /// gate): what segments of one run compare to see they started together.
     pub started_at: SystemTime,
+}
+
+/// One second of a run's timeline.
+#[derive(Debug, Clone)]
+pub struct Second {
+    /// Transactions that committed in it.
+    pub transactions: u64,
+    /// Their latencies (two significant figures: enough for a p99 over
+    /// time, at an eighth of a full histogram's memory).
+    pub latency: Histogram<u64>,
+}
+
+impl Second {
+    fn new() -> Second {
+        let mut latency = Histogram::new_with_bounds(1, hdr::MAX_LATENCY_NS, 2)
+            .expect("constant bounds are valid");
+        latency.auto(true);
+        Second {
+            transactions: 0,
+            latency,
+        }
+    }
+}
+
+/// Adds `other`'s seconds to `mine`, second by second.
+fn add_timeline(mine: &mut Vec<Second>, other: &[Second]) {
+    if mine.len() < other.len() {
+        mine.resize_with(other.len(), Second::new);
+    }
+    for (m, o) in mine.iter_mut().zip(other) {
+        m.transactions += o.transactions;
+        let _ = m.latency.add(&o.latency);
+    }
 }
 
 impl Outcome {
@@ -212,7 +261,7 @@ pub enum RunError {
     #[error(transparent)]
     Target(#[from] TargetError),
     #[error(
-        "the pgbench tables are missing in {0} (pgbench_branches does not exist): run `dyno db init` (or `pgbench -i`) first, or give --scale and a script that does not need them"
+        "the pgbench tables are missing in {0} (pgbench_branches does not exist): run `dyno db init` (or `pgbench -i`) first, or run a script of your own (-f) that does not need them"
     )]
     NoTables(String),
     #[error("{0}")]
@@ -239,7 +288,7 @@ pub fn run_gated(
     mut progress: impl FnMut(Progress),
     gate: impl FnOnce() -> Result<Option<SystemTime>, String>,
 ) -> Result<Outcome, RunError> {
-    let (server, scale) = probe(settings)?;
+    let (server, scale, vacuum) = probe(settings)?;
     let threads = settings.threads.clamp(1, settings.clients.max(1));
     let shared = Arc::new(Shared {
         transactions: AtomicU64::new(0),
@@ -311,8 +360,12 @@ pub fn run_gated(
         transactions: total.transactions,
         failed: total.failed,
         retries: total.retries,
+        retried: total.retried,
         aborted: total.aborted,
         per_script: total.per_script,
+        script_latency: total.script_latency,
+        timeline: total.timeline,
+        vacuum,
         elapsed,
         connect,
         cpu: total.cpu,
@@ -432,8 +485,13 @@ struct Local {
     transactions: u64,
     failed: BTreeMap<String, u64>,
     retries: BTreeMap<String, u64>,
+    retried: u64,
     aborted: Vec<String>,
     per_script: Vec<u64>,
+    script_latency: Vec<Histogram<u64>>,
+    /// A thread's seconds (its clients share them, so a client's own is
+    /// empty).
+    timeline: Vec<Second>,
     cpu: Duration,
 }
 
@@ -465,8 +523,19 @@ impl Local {
             transactions: 0,
             failed: BTreeMap::new(),
             retries: BTreeMap::new(),
+            retried: 0,
             aborted: Vec::new(),
             per_script: vec![0; settings.scripts.len()],
+            script_latency: if settings.scripts.len() > 1 {
+                settings
+                    .scripts
+                    .iter()
+                    .map(|_| latency_histogram())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            timeline: Vec::new(),
             cpu: Duration::ZERO,
         }
     }
@@ -492,16 +561,22 @@ impl Local {
         for (code, n) in other.retries {
             *self.retries.entry(code).or_default() += n;
         }
+        self.retried += other.retried;
         self.aborted.extend(other.aborted);
         for (sum, n) in self.per_script.iter_mut().zip(other.per_script) {
             *sum += n;
         }
+        for (mine, theirs) in self.script_latency.iter_mut().zip(&other.script_latency) {
+            let _ = mine.add(theirs);
+        }
+        add_timeline(&mut self.timeline, &other.timeline);
         self.cpu += other.cpu;
     }
 }
 
-/// The server's version and settings, and the scale.
-fn probe(settings: &RunSettings) -> Result<(Server, i64), RunError> {
+/// The server's version and settings, the scale, and what the clean-up
+/// before the run did.
+fn probe(settings: &RunSettings) -> Result<(Server, i64, Vec<String>), RunError> {
     let runtime = runtime()?;
     runtime.block_on(async {
         let client = settings.target.connect().await?;
@@ -540,8 +615,50 @@ fn probe(settings: &RunSettings) -> Result<(Server, i64), RunError> {
                 "pgbench_branches has {scale} rows, so the scale would be {scale}: run `dyno db init` again"
             )));
         }
-        Ok((server, scale))
+        // The segments of a run share one database: the first cleans up.
+        let vacuum = if settings.vacuum && settings.segment.index == 0 {
+            clean_up(&client).await?
+        } else {
+            Vec::new()
+        };
+        Ok((server, scale, vacuum))
     })
+}
+
+/// pgbench's clean-up before a run: `vacuum pgbench_branches`, `vacuum
+/// pgbench_tellers`, `truncate pgbench_history`, each on a table that
+/// exists (pgbench tries each one and reports the error of a missing
+/// table; dyno says which were missing). What was done, in words.
+async fn clean_up(client: &tokio_postgres::Client) -> Result<Vec<String>, RunError> {
+    let setup = |e: tokio_postgres::Error| {
+        RunError::Setup(format!(
+            "the clean-up before the run failed: {} (-n / --no-vacuum skips it)",
+            message(&e)
+        ))
+    };
+    let mut done = Vec::new();
+    let mut missing = Vec::new();
+    for (table, statement) in [
+        ("pgbench_branches", "VACUUM pgbench_branches"),
+        ("pgbench_tellers", "VACUUM pgbench_tellers"),
+        ("pgbench_history", "TRUNCATE pgbench_history"),
+    ] {
+        let exists: bool = client
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+            .await
+            .map_err(setup)?
+            .get(0);
+        if exists {
+            client.batch_execute(statement).await.map_err(setup)?;
+            done.push(statement.to_ascii_lowercase());
+        } else {
+            missing.push(table);
+        }
+    }
+    if !missing.is_empty() {
+        done.push(format!("{} missing", missing.join(", ")));
+    }
+    Ok(done)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
@@ -569,7 +686,6 @@ fn thread_main(
     scale: i64,
     plan: Option<Plan>,
 ) -> Local {
-    let cpu_before = dyno_env::thread_cpu_time();
     let mut local = Local::new(settings);
     let runtime = match runtime() {
         Ok(r) => r,
@@ -612,7 +728,10 @@ fn thread_main(
     if lock(&shared.setup_failed).is_some() {
         return local;
     }
+    // The measured window's CPU only: connecting is not load.
+    let cpu_before = dyno_env::thread_cpu_time();
     let start = Instant::now();
+    let timeline = Rc::new(RefCell::new(Vec::new()));
     let deadline = match settings.stop {
         Stop::Duration(d) => Some(start + d),
         Stop::Transactions(_) => None,
@@ -661,6 +780,8 @@ fn thread_main(
                     local: Local::new(settings),
                     text: String::new(),
                     id,
+                    start,
+                    timeline: timeline.clone(),
                 };
                 async move {
                     runner.run().await;
@@ -673,6 +794,7 @@ fn thread_main(
     for r in results {
         local.add(r);
     }
+    local.timeline = timeline.take();
     local.cpu = dyno_env::thread_cpu_time().saturating_sub(cpu_before);
     local
 }
@@ -743,6 +865,10 @@ struct Runner<'a> {
     /// The simple protocol's statement text, reused.
     text: String,
     id: usize,
+    /// When the thread's measured window began.
+    start: Instant,
+    /// The thread's seconds, shared by its clients.
+    timeline: Rc<RefCell<Vec<Second>>>,
 }
 
 /// Why a transaction did not commit.
@@ -839,7 +965,7 @@ impl Runner<'_> {
         }
         // What a retry starts again from; nothing to keep without one.
         let again =
-            (self.settings.max_tries > 1).then(|| (self.rng.clone(), self.vars[which].clone()));
+            (self.settings.max_tries != 1).then(|| (self.rng.clone(), self.vars[which].clone()));
         let mut tries = 0;
         loop {
             tries += 1;
@@ -861,14 +987,37 @@ impl Runner<'_> {
                     }
                     self.local.transactions += 1;
                     self.local.per_script[which] += 1;
+                    if tries > 1 {
+                        self.local.retried += 1;
+                    }
+                    if let Some(h) = self.local.script_latency.get_mut(which) {
+                        let _ = h.record(ns.max(1));
+                    }
+                    let second = end.saturating_duration_since(self.start).as_secs() as usize;
+                    let mut timeline = self.timeline.borrow_mut();
+                    if timeline.len() <= second {
+                        timeline.resize_with(second + 1, Second::new);
+                    }
+                    timeline[second].transactions += 1;
+                    let _ = timeline[second].latency.record(ns.max(1));
                     self.shared.latency_ns.fetch_add(ns, Ordering::Relaxed);
                     self.shared.transactions.fetch_add(1, Ordering::Relaxed);
                     return Ok(());
                 }
                 Err(Failure::Retry(code)) => {
-                    let time_left = self.deadline.is_none_or(|d| Instant::now() < d);
+                    // pgbench's doRetry: tries left, the latency limit not
+                    // passed yet, the duration not over.
+                    let now = Instant::now();
+                    let time_left = self.deadline.is_none_or(|d| now < d);
+                    let tries_left =
+                        self.settings.max_tries == 0 || tries < self.settings.max_tries;
+                    let within_limit = self
+                        .settings
+                        .latency_limit
+                        .is_none_or(|limit| now.duration_since(due.unwrap_or(start)) <= limit);
                     if let Some((rng, vars)) = &again
-                        && tries < self.settings.max_tries
+                        && tries_left
+                        && within_limit
                         && time_left
                     {
                         *self.local.retries.entry(code).or_default() += 1;
@@ -878,6 +1027,9 @@ impl Runner<'_> {
                         continue;
                     }
                     *self.local.failed.entry(code).or_default() += 1;
+                    if tries > 1 {
+                        self.local.retried += 1;
+                    }
                     self.shared.failed.fetch_add(1, Ordering::Relaxed);
                     return Ok(());
                 }
@@ -1054,7 +1206,7 @@ impl Runner<'_> {
             code => {
                 let hint = if e.is_lost() {
                     "; the connection to the server was lost"
-                } else if code == Some("42P01") {
+                } else if code == Some("42P01") && e.to_string().contains("\"pgbench_") {
                     "; run `dyno db init` first"
                 } else {
                     ""
@@ -1066,6 +1218,69 @@ impl Runner<'_> {
 }
 
 impl Outcome {
+    /// The per-second timeline as two series of samples, one per second of
+    /// the measured window (the last one as long as what remains of it):
+    /// `timeline_transactions_per_sec`, the commits of each second over its
+    /// length, and `timeline_latency_p99_ns`, the p99 of each second's
+    /// commits, 0 for a second without one (a gap, not a fast second).
+    /// Each value is the mean of its samples, the p99's over the seconds
+    /// with commits. Nothing when the window is empty.
+    pub fn timeline_metrics(&self) -> Vec<Metric> {
+        let window = self.elapsed.as_secs_f64();
+        let seconds = window.ceil() as usize;
+        if seconds == 0 {
+            return Vec::new();
+        }
+        let mut rates = vec![0.0; seconds];
+        let mut p99s = vec![0.0; seconds];
+        for (slot, second) in self.timeline.iter().enumerate().take(seconds) {
+            let length = (window - slot as f64).clamp(f64::MIN_POSITIVE, 1.0);
+            rates[slot] = second.transactions as f64 / length;
+            if !second.latency.is_empty() {
+                p99s[slot] = second.latency.value_at_quantile(0.99) as f64;
+            }
+        }
+        let seen: Vec<f64> = p99s.iter().copied().filter(|&x| x > 0.0).collect();
+        let mean_p99 = if seen.is_empty() {
+            0.0
+        } else {
+            seen.iter().sum::<f64>() / seen.len() as f64
+        };
+        let mut rate = Metric::new(
+            "timeline_transactions_per_sec",
+            Unit::OpsPerSec,
+            Direction::HigherIsBetter,
+            rates.iter().sum::<f64>() / rates.len() as f64,
+        );
+        rate.samples = rates;
+        let mut p99 = Metric::new(
+            "timeline_latency_p99_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            mean_p99,
+        );
+        p99.samples = p99s;
+        vec![rate, p99]
+    }
+
+    /// A segment's per-second latency histograms, `timeline_latency_ns`
+    /// labelled with the second (1 is the first measured one), as http's
+    /// segments give them, so that the segments' timelines merge into
+    /// per-second percentiles of the whole run. Seconds without commits
+    /// are left out.
+    fn timeline_histograms(&self) -> Vec<Metric> {
+        self.timeline
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.latency.is_empty())
+            .map(|(i, s)| {
+                let mut m = hdr::latency_metric("timeline_latency_ns", &s.latency);
+                m.labels.insert("second".into(), (i + 1).to_string());
+                m
+            })
+            .collect()
+    }
+
     /// Share of the client threads the run kept busy, in percent: near 100
     /// the client, not the server, set the pace.
     pub fn client_cpu_percent(&self, threads: usize) -> f64 {
@@ -1087,6 +1302,16 @@ impl Outcome {
         let scripts: Vec<&str> = settings.scripts.iter().map(|w| w.script.name()).collect();
         let count =
             |name: &str, n: u64| Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64);
+        // A count of work done: more is better over a duration, and with
+        // -t it is fixed.
+        let committed = |n: u64| {
+            Metric::new(
+                "transactions",
+                Unit::Count,
+                Direction::HigherIsBetter,
+                n as f64,
+            )
+        };
         let latency = hdr::latency_metric("latency_ns", &self.latency);
         let mut metrics = vec![
             Metric::new(
@@ -1102,9 +1327,10 @@ impl Outcome {
                 self.tps_with_connections(),
             ),
             latency,
-            count("transactions", self.transactions),
+            committed(self.transactions),
             count("failed_transactions", self.failed_total()),
             count("retries", self.retries.values().sum()),
+            count("retried_transactions", self.retried),
             count("aborted_clients", self.aborted.len() as u64),
             Metric::new(
                 "connect_ns",
@@ -1124,13 +1350,16 @@ impl Outcome {
                 Direction::LowerIsBetter,
                 self.client_cpu_percent(threads),
             ),
-            Metric::new(
+        ];
+        // Nothing committed: no cost per transaction to speak of.
+        if self.transactions > 0 {
+            metrics.push(Metric::new(
                 "client_cpu_per_transaction_ns",
                 Unit::Ns,
                 Direction::LowerIsBetter,
-                self.cpu.as_nanos() as f64 / self.transactions.max(1) as f64,
-            ),
-        ];
+                self.cpu.as_nanos() as f64 / self.transactions as f64,
+            ));
+        }
         for (code, n) in &self.failed {
             let mut m = count("failed_transactions", *n);
             m.labels.insert("sqlstate".into(), code.clone());
@@ -1142,10 +1371,23 @@ impl Outcome {
             metrics.push(m);
         }
         if scripts.len() > 1 {
-            for (name, n) in scripts.iter().zip(&self.per_script) {
-                let mut m = count("transactions", *n);
-                m.labels.insert("script".into(), (*name).to_owned());
-                metrics.push(m);
+            for (i, (name, n)) in scripts.iter().zip(&self.per_script).enumerate() {
+                let mut per_script = vec![
+                    committed(*n),
+                    Metric::new(
+                        "transactions_per_sec",
+                        Unit::OpsPerSec,
+                        Direction::HigherIsBetter,
+                        per_sec(*n, self.elapsed),
+                    ),
+                ];
+                if let Some(h) = self.script_latency.get(i) {
+                    per_script.push(hdr::latency_metric("latency_ns", h));
+                }
+                for mut m in per_script {
+                    m.labels.insert("script".into(), (*name).to_owned());
+                    metrics.push(m);
+                }
             }
         }
         if let Some(rate) = settings.rate {
@@ -1169,6 +1411,10 @@ impl Outcome {
         }
         if settings.reconnect {
             metrics.push(hdr::latency_metric("reconnect_ns", &self.reconnects));
+        }
+        metrics.extend(self.timeline_metrics());
+        if !settings.segment.is_whole() {
+            metrics.extend(self.timeline_histograms());
         }
         for (w, hs) in settings.scripts.iter().zip(&self.statements) {
             for (i, h) in hs.iter().enumerate() {

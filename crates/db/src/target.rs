@@ -9,7 +9,7 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use tokio_postgres::config::Host;
+use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::{Client, Config, NoTls};
 
 use crate::wire::{self, Endpoint, Wire, WireError};
@@ -33,6 +33,9 @@ pub enum TargetError {
         "the connection string is not valid: {0}; give a URL such as postgres://user@host:5432/db, or key=value pairs such as 'host=/var/run/postgresql dbname=bench'"
     )]
     Invalid(String),
+    /// Something libpq would honour that dyno cannot.
+    #[error("{0}")]
+    Unsupported(String),
     #[error("could not connect to PostgreSQL at {target}: {why}")]
     Connect { target: String, why: String },
 }
@@ -90,11 +93,51 @@ impl Target {
         {
             config.password(password);
         }
+        refuse_unsupported(&env)?;
+        if config.get_options().is_none() {
+            // libpq sends PGDATESTYLE, PGTZ and PGGEQO as settings of the
+            // session; dyno sends them with PGOPTIONS's.
+            let mut options: Vec<String> = env("PGOPTIONS")
+                .filter(|o| !o.trim().is_empty())
+                .into_iter()
+                .collect();
+            for (var, setting) in [
+                ("PGDATESTYLE", "datestyle"),
+                ("PGTZ", "timezone"),
+                ("PGGEQO", "geqo"),
+            ] {
+                if let Some(v) = env(var).filter(|v| !v.is_empty()) {
+                    options.push(format!("-c {setting}={}", v.replace(' ', "\\ ")));
+                }
+            }
+            if !options.is_empty() {
+                config.options(options.join(" "));
+            }
+        }
         if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
+            let timeout = match env("PGCONNECT_TIMEOUT").filter(|v| !v.trim().is_empty()) {
+                Some(v) => match v.trim().parse::<i64>() {
+                    // libpq: 0 or less waits for ever, and 1 is taken as 2.
+                    Ok(s) if s <= 0 => Duration::from_secs(3600 * 24 * 365),
+                    Ok(s) => Duration::from_secs(s.max(2) as u64),
+                    Err(_) => {
+                        return Err(TargetError::Invalid(format!(
+                            "PGCONNECT_TIMEOUT is '{v}', not a number of seconds"
+                        )));
+                    }
+                },
+                None => CONNECT_TIMEOUT,
+            };
+            config.connect_timeout(timeout);
         }
         if config.get_application_name().is_none() {
-            config.application_name("dyno");
+            let name = env("PGAPPNAME").unwrap_or_else(|| "dyno".into());
+            config.application_name(&name);
+        }
+        if matches!(config.get_ssl_mode(), SslMode::Require) {
+            return Err(TargetError::Unsupported(
+                "sslmode=require in the connection string: dyno db connects without TLS; use a server that accepts a connection without it (sslmode=disable or prefer)".into(),
+            ));
         }
         Ok(Target { config })
     }
@@ -172,6 +215,75 @@ impl Target {
             why,
         })
     }
+}
+
+/// libpq's environment variables that dyno cannot honour, refused by name
+/// when set rather than ignored: each changes where or how libpq connects.
+fn refuse_unsupported(env: &impl Fn(&str) -> Option<String>) -> Result<(), TargetError> {
+    let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let refuse = |name: &str, value: &str, why: &str| {
+        Err(TargetError::Unsupported(format!(
+            "{name} is set ('{value}'), and dyno db cannot honour it as libpq would: {why}; unset it (`unset {name}`) and give the same in the connection string, or use pgbench"
+        )))
+    };
+    for name in ["PGSERVICE", "PGSERVICEFILE"] {
+        if let Some(v) = set(name) {
+            return refuse(
+                name,
+                &v,
+                "dyno reads no connection service file (pg_service.conf); put the service's host, port, dbname and user in the connection string",
+            );
+        }
+    }
+    if let Some(v) = set("PGSSLMODE") {
+        match v.trim() {
+            // Without TLS, as the server allows.
+            "disable" | "allow" | "prefer" => {}
+            _ => {
+                return refuse(
+                    "PGSSLMODE",
+                    &v,
+                    "dyno db connects without TLS (sslmode disable, allow or prefer work)",
+                );
+            }
+        }
+    }
+    if let Some(v) = set("PGREQUIRESSL").filter(|v| v.trim() == "1") {
+        return refuse("PGREQUIRESSL", &v, "dyno db connects without TLS");
+    }
+    if let Some(v) = set("PGGSSENCMODE").filter(|v| v.trim() == "require") {
+        return refuse("PGGSSENCMODE", &v, "dyno db has no GSSAPI encryption");
+    }
+    if let Some(v) = set("PGHOSTADDR") {
+        return refuse(
+            "PGHOSTADDR",
+            &v,
+            "dyno resolves the host name itself; give the address as the host (PGHOST or host=)",
+        );
+    }
+    if let Some(v) = set("PGPASSFILE") {
+        return refuse(
+            "PGPASSFILE",
+            &v,
+            "dyno reads no password file; give the password in PGPASSWORD or the connection string",
+        );
+    }
+    if let Some(v) = set("PGTARGETSESSIONATTRS").filter(|v| v.trim() != "any") {
+        return refuse(
+            "PGTARGETSESSIONATTRS",
+            &v,
+            "dyno connects to the first host that answers, whatever its role",
+        );
+    }
+    if let Some(v) = set("PGCLIENTENCODING").filter(|v| {
+        !matches!(
+            v.trim().to_ascii_uppercase().as_str(),
+            "UTF8" | "UTF-8" | "AUTO"
+        )
+    }) {
+        return refuse("PGCLIENTENCODING", &v, "dyno's connections speak UTF8 only");
+    }
+    Ok(())
 }
 
 /// Shown without the password.
@@ -290,5 +402,62 @@ mod tests {
         assert!(e.to_string().contains("postgres://user@host"), "{e}");
         let e = Target::new("", env(&[("PGPORT", "x")])).unwrap_err();
         assert!(e.to_string().contains("PGPORT is 'x'"), "{e}");
+    }
+
+    #[test]
+    fn pgoptions_and_libpqs_other_variables_are_honoured_when_the_string_leaves_them_out() {
+        let vars = [
+            ("PGOPTIONS", "-c default_transaction_isolation=serializable"),
+            ("PGTZ", "UTC"),
+            ("PGAPPNAME", "mine"),
+            ("PGCONNECT_TIMEOUT", "1"),
+            ("PGSSLMODE", "prefer"),
+        ];
+        let t = Target::new("", env(&vars)).unwrap();
+        assert_eq!(
+            t.config.get_options(),
+            Some("-c default_transaction_isolation=serializable -c timezone=UTC")
+        );
+        assert_eq!(t.config.get_application_name(), Some("mine"));
+        // libpq takes 1 as 2.
+        assert_eq!(
+            t.config.get_connect_timeout(),
+            Some(&Duration::from_secs(2))
+        );
+        // The string wins over the environment, as in libpq.
+        let t = Target::new("options='-c work_mem=64MB' application_name=x", env(&vars)).unwrap();
+        assert_eq!(t.config.get_options(), Some("-c work_mem=64MB"));
+        assert_eq!(t.config.get_application_name(), Some("x"));
+        let e = Target::new("", env(&[("PGCONNECT_TIMEOUT", "soon")])).unwrap_err();
+        assert!(e.to_string().contains("PGCONNECT_TIMEOUT is 'soon'"), "{e}");
+    }
+
+    #[test]
+    fn libpq_variables_dyno_cannot_honour_are_refused_by_name() {
+        for (name, value) in [
+            ("PGSERVICE", "bench"),
+            ("PGSERVICEFILE", "/etc/pg_service.conf"),
+            ("PGSSLMODE", "require"),
+            ("PGSSLMODE", "verify-full"),
+            ("PGPASSFILE", "/home/me/.pgpass"),
+            ("PGHOSTADDR", "10.0.0.1"),
+            ("PGTARGETSESSIONATTRS", "read-write"),
+            ("PGCLIENTENCODING", "LATIN1"),
+        ] {
+            let e = Target::new("", env(&[(name, value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("{name} is set ('{value}')")), "{e}");
+            assert!(e.contains(&format!("unset {name}")), "{e}");
+        }
+        let e = Target::new("sslmode=require", env(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("without TLS"), "{e}");
+        Target::new(
+            "",
+            env(&[("PGSSLMODE", "disable"), ("PGCLIENTENCODING", "UTF8")]),
+        )
+        .unwrap();
     }
 }

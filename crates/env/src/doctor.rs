@@ -85,6 +85,26 @@ impl Finding {
         }
     }
 
+    /// A check made outside this crate (`dyno doctor db`'s checks of the
+    /// server), already judged.
+    #[allow(clippy::too_many_arguments)]
+    pub fn judged_elsewhere(
+        id: &'static str,
+        title: &'static str,
+        kinds: &'static [Kind],
+        verdict: Verdict,
+        found: String,
+        recommended: String,
+        why: &'static str,
+        fix_now: Vec<String>,
+    ) -> Finding {
+        let mut f = Finding::new(id, title, kinds);
+        f.recommended = recommended;
+        f.why = why;
+        f.fix_now = fix_now;
+        f.judged(found, verdict)
+    }
+
     /// Whether the check matters for `kind`.
     pub fn concerns(&self, kind: Kind) -> bool {
         self.kinds.contains(&kind)
@@ -225,6 +245,32 @@ fn open_files(env: &Environment) -> Finding {
     } else {
         soft.to_string()
     };
+    f.judged(found, verdict)
+}
+
+/// File descriptors a database benchmark of `clients` connections needs
+/// beyond its connections: the standard streams, the runtime's, the store.
+const DB_FILES_SPARE: u64 = 64;
+
+/// The open-file check judged for a database benchmark of `clients`
+/// connections, which needs a file per connection, not the tens of
+/// thousands an HTTP load test wants: it blocks only below what the
+/// clients need, and is advice below the load-test level.
+pub fn open_files_for_db(env: &Environment, clients: u32) -> Finding {
+    let mut f = open_files(env);
+    let need = u64::from(clients) + DB_FILES_SPARE;
+    f.kinds = &[Kind::Db];
+    f.recommended = format!("at least {need} for -c {clients} (a file per connection)");
+    f.why = "every connection is a file; below what -c needs, clients fail to connect and the run measures the limit instead of the server";
+    let Some(soft) = env.limits.open_files_soft else {
+        return f;
+    };
+    let verdict = if soft < need {
+        Verdict::Blocks
+    } else {
+        Verdict::Ok
+    };
+    let found = f.found.clone();
     f.judged(found, verdict)
 }
 
@@ -575,5 +621,20 @@ mod tests {
         assert_eq!(selected("always [madvise] never"), Some("madvise".into()));
         assert_eq!(selected("[never]\n"), Some("never".into()));
         assert_eq!(selected("madvise"), None);
+    }
+
+    #[test]
+    fn a_low_open_file_limit_blocks_a_db_benchmark_only_below_what_its_clients_need() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut env, _) = tuned(dir.path());
+        env.limits.open_files_soft = Some(512);
+        env.limits.open_files_hard = Some(512);
+        let f = open_files_for_db(&env, 10);
+        assert_eq!(f.verdict, Verdict::Ok, "{f:?}");
+        assert_eq!(f.kinds, &[Kind::Db]);
+        let f = open_files_for_db(&env, 500);
+        assert_eq!(f.verdict, Verdict::Blocks, "{f:?}");
+        assert!(f.recommended.contains("-c 500"), "{}", f.recommended);
+        assert!(!f.fix_now.is_empty());
     }
 }

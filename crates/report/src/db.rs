@@ -39,15 +39,25 @@ pub fn db_report(run: &Run) -> String {
                 .collect()
         })
         .unwrap_or_default();
+    let max_tries = match s["max_tries"].as_u64().unwrap_or(1) {
+        0 => "no limit".to_owned(),
+        n => n.to_string(),
+    };
+    let mut flags = String::new();
+    if s["reconnect"].as_bool() == Some(true) {
+        flags.push_str(", a connection per transaction (-C)");
+    }
+    if s["pipeline"].as_bool() == Some(true) {
+        flags.push_str(", pipeline");
+    }
     let _ = writeln!(
         out,
-        "Settings    {} at scale {}, {} on {}, {length}, protocol {}, max tries {}",
+        "Settings    {} at scale {}, {} on {}, {length}, protocol {}, max tries {max_tries}{flags}",
         scripts.join(" + "),
         s["scale"].as_i64().unwrap_or(0),
         counted(s["clients"].as_u64().unwrap_or(0), "client"),
         counted(s["threads"].as_u64().unwrap_or(0), "thread"),
         text("protocol"),
-        s["max_tries"].as_u64().unwrap_or(1),
     );
     if let Some(server) = s["server_settings"].as_object() {
         let pairs: Vec<String> = server
@@ -73,22 +83,57 @@ pub fn db_report(run: &Run) -> String {
         model.push_str("; consecutive statements pipelined");
     }
     let _ = writeln!(out, "Model       {model}");
+    match s["clean_up"].as_array() {
+        Some(steps) if !steps.is_empty() => {
+            let steps: Vec<&str> = steps.iter().filter_map(|v| v.as_str()).collect();
+            let _ = writeln!(
+                out,
+                "Clean-up    before the run, as pgbench's: {} (-n skips it)",
+                steps.join(", ")
+            );
+        }
+        _ if s["vacuum"].as_bool() == Some(false) => {
+            let _ = writeln!(out, "Clean-up    none (-n)");
+        }
+        _ => {}
+    }
     out.push('\n');
+    let committed = count(run, "transactions");
+    let failed = count(run, "failed_transactions");
+    // pgbench's two lines: the transactions retried, and the retries.
+    let retried = match run.metric("retried_transactions") {
+        Some(m) => format!(
+            "{} retried ({} in all)",
+            counted(m.value.round() as u64, "transaction"),
+            match count(run, "retries") {
+                1 => "1 retry".to_owned(),
+                n => format!("{n} retries"),
+            },
+        ),
+        None => format!("{} retries", count(run, "retries")),
+    };
     let _ = writeln!(
         out,
-        "Transactions {} committed in {:.2} s, {} failed, {} retried",
-        count(run, "transactions"),
+        "Transactions {committed} committed in {:.2} s, {failed} failed, {retried}",
         value(run, "measured_ns") / 1e9,
-        count(run, "failed_transactions"),
-        count(run, "retries"),
     );
-    let _ = writeln!(
-        out,
-        "tps          {:.1} without the connections' time, {:.1} with them ({:.0} ms to connect)",
-        value(run, "transactions_per_sec"),
-        value(run, "transactions_per_sec_with_connections"),
-        value(run, "connect_ns") / 1e6,
-    );
+    if s["reconnect"].as_bool() == Some(true) {
+        let _ = writeln!(
+            out,
+            "tps          {:.1} including reconnection times, {:.1} with the first connections' too ({:.0} ms to connect)",
+            value(run, "transactions_per_sec"),
+            value(run, "transactions_per_sec_with_connections"),
+            value(run, "connect_ns") / 1e6,
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "tps          {:.1} without the connections' time, {:.1} with them ({:.0} ms to connect)",
+            value(run, "transactions_per_sec"),
+            value(run, "transactions_per_sec_with_connections"),
+            value(run, "connect_ns") / 1e6,
+        );
+    }
     if open {
         let mut line = format!(
             "Rate         requested {:.1} tps, achieved {:.1}",
@@ -96,19 +141,22 @@ pub fn db_report(run: &Run) -> String {
             value(run, "transactions_per_sec"),
         );
         if limit.is_some() {
+            // pgbench's share: of every transaction the schedule gave.
+            let skipped = count(run, "skipped_transactions");
             let _ = write!(
                 line,
-                "; {} skipped (later than the limit before they began)",
-                count(run, "skipped_transactions")
+                "; {skipped} skipped ({}, later than the limit before they began)",
+                percent(skipped, committed + failed + skipped),
             );
         }
         let _ = writeln!(out, "{line}");
     }
     if let Some(limit) = limit {
+        let late = count(run, "late_transactions");
         let _ = writeln!(
             out,
-            "Late         {} of the committed transactions took longer than {}",
-            count(run, "late_transactions"),
+            "Late         {late} of the {committed} committed transactions ({}) took longer than {}",
+            percent(late, committed),
             format_duration_ns(limit),
         );
     }
@@ -128,15 +176,7 @@ pub fn db_report(run: &Run) -> String {
     }
     latency_table(&mut out, &rows);
     per_command(run, &mut out);
-    let per_script: Vec<String> = run
-        .metrics
-        .iter()
-        .filter(|m| m.name == "transactions")
-        .filter_map(|m| Some(format!("{}: {}", m.labels.get("script")?, m.value)))
-        .collect();
-    if !per_script.is_empty() {
-        let _ = writeln!(out, "Scripts     {}", per_script.join(", "));
-    }
+    per_script(run, committed, &mut out);
     let failures: Vec<String> = run
         .metrics
         .iter()
@@ -151,15 +191,89 @@ pub fn db_report(run: &Run) -> String {
             let _ = writeln!(out, "Aborted     {}", line.as_str().unwrap_or("?"));
         }
     }
-    let _ = writeln!(
-        out,
-        "Client CPU  {:.0}% of {}, {} per transaction",
+    let mut cpu = format!(
+        "Client CPU  {:.0}% of {}",
         value(run, "client_cpu_percent"),
         counted(s["threads"].as_u64().unwrap_or(0), "thread"),
-        crate::http::short_ns(value(run, "client_cpu_per_transaction_ns")),
     );
+    // Nothing committed, no cost per transaction.
+    if committed > 0
+        && let Some(m) = run.metric("client_cpu_per_transaction_ns")
+    {
+        let _ = write!(cpu, ", {} per transaction", short_ns(m.value));
+    }
+    let _ = writeln!(out, "{cpu}");
     crate::text::warnings(run, &mut out);
     out
+}
+
+/// `part` of `whole` in percent, as pgbench prints it (three decimals).
+fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "–".to_owned()
+    } else {
+        format!("{:.3}%", 100.0 * part as f64 / whole as f64)
+    }
+}
+
+/// With several scripts, each one's section as pgbench prints them: its
+/// weight, its committed transactions and their share, its tps and its
+/// latency.
+fn per_script(run: &Run, committed: u64, out: &mut String) {
+    fn scripted<'a>(
+        run: &'a Run,
+        name: &'static str,
+    ) -> impl Iterator<Item = (&'a str, &'a dyno_model::Metric)> + 'a {
+        run.metrics
+            .iter()
+            .filter(move |m| m.name == name)
+            .filter_map(|m| Some((m.labels.get("script")?.as_str(), m)))
+    }
+    let weights: Vec<(String, u64)> = run.settings["scripts"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|w| {
+                    (
+                        w["name"].as_str().unwrap_or("?").to_owned(),
+                        w["weight"].as_u64().unwrap_or(1),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let total_weight: u64 = weights.iter().map(|(_, w)| w).sum();
+    let mut rows = Vec::new();
+    for (name, m) in scripted(run, "transactions") {
+        let n = m.value.round() as u64;
+        let weight = weights
+            .iter()
+            .find(|(w, _)| w == name)
+            .map_or(String::new(), |(_, w)| {
+                format!(
+                    ", weight {w} ({:.1}%)",
+                    100.0 * *w as f64 / total_weight.max(1) as f64
+                )
+            });
+        let tps = scripted(run, "transactions_per_sec")
+            .find(|(s, _)| *s == name)
+            .map_or(String::new(), |(_, m)| format!(", {:.1} tps", m.value));
+        let _ = writeln!(
+            out,
+            "Script {name}{weight}: {n} committed ({}){tps}",
+            percent(n, committed)
+        );
+        if let Some(h) = scripted(run, "latency_ns")
+            .find(|(s, _)| *s == name)
+            .and_then(|(_, m)| m.histogram.as_ref())
+            .and_then(|h| dyno_stats::hdr::from_model(h).ok())
+        {
+            rows.push((name, h));
+        }
+    }
+    if !rows.is_empty() {
+        latency_table(out, &rows);
+    }
 }
 
 /// `-r`'s table: each script's commands with their latency percentiles.
@@ -311,11 +425,16 @@ mod tests {
         }
         let text = db_report(&run);
         assert!(text.contains("Model       open: 500 tps"), "{text}");
+        // pgbench's percentages: skipped of all the schedule gave (1000
+        // committed, 3 failed, 2 skipped), late of the committed.
         assert!(
-            text.contains("requested 500.0 tps, achieved 500.0; 2 skipped"),
+            text.contains("requested 500.0 tps, achieved 500.0; 2 skipped (0.199%,"),
             "{text}"
         );
-        assert!(text.contains("Late         500 of"), "{text}");
+        assert!(
+            text.contains("Late         500 of the 1000 committed transactions (50.000%)"),
+            "{text}"
+        );
         assert!(text.contains("schedule lag"), "{text}");
         assert!(text.contains("Per command of select-only"), "{text}");
         insta::assert_snapshot!(text);

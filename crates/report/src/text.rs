@@ -131,6 +131,7 @@ fn is_volume(name: &str) -> bool {
             | "bytes_written"
             | "body_bytes"
             | "measured_ns"
+            | "transactions"
     ) || name.starts_with("status_")
 }
 
@@ -172,11 +173,20 @@ fn shown(m: &Metric, ops: Option<(f64, &str)>) -> (String, &'static str) {
     if m.unit == Unit::Ratio && (m.name.contains("fraction") || m.name == "efficiency") {
         return (format!("{:.1}%", 100.0 * value), better);
     }
+    // A database's operations are transactions: pgbench's tps.
+    let ops_unit = if m.name.contains("transactions_per_sec") {
+        "tps"
+    } else {
+        "ops/s"
+    };
     if let (Unit::OpsPerSec, Some((scale, prefix)), true) = (m.unit, ops, value.is_finite()) {
         return (
-            format!("{} {prefix}ops/s", four_figures(value / scale)),
+            format!("{} {prefix}{ops_unit}", four_figures(value / scale)),
             better,
         );
+    }
+    if m.unit == Unit::OpsPerSec && ops_unit == "tps" {
+        return (format_value(value, m.unit).replace("ops/s", "tps"), better);
     }
     (format_value(value, m.unit), better)
 }
