@@ -145,8 +145,10 @@ pub(crate) fn merged_group(store: &dyn Store, group: &str) -> Result<Option<Run>
         .collect();
     let mut merged = dyno_stats::merge::merge(group, &runs, &arrived)?;
     // What the engine declared it recomputes from the merged metrics.
-    if merged.kind == dyno_model::Kind::Http {
-        dyno_http::recompute_merged(&mut merged);
+    match merged.kind {
+        dyno_model::Kind::Http => dyno_http::recompute_merged(&mut merged),
+        dyno_model::Kind::Db => dyno_db::run::recompute_merged(&mut merged),
+        _ => {}
     }
     Ok(Some(merged))
 }

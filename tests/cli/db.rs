@@ -1062,7 +1062,10 @@ fn labels_say_what_the_figures_include_and_hints_fit_the_table() {
         0,
     );
     let text = shown(&pg, home.path(), &db, &run);
-    let settings = text.lines().find(|l| l.starts_with("Settings    ")).unwrap();
+    let settings = text
+        .lines()
+        .find(|l| l.starts_with("Settings    "))
+        .unwrap();
     assert!(settings.ends_with(", pipeline"), "{settings}");
     let history = String::from_utf8(
         pg.dyno(home.path(), &db)

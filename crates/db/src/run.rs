@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use dyno_model::{Direction, Metric, Unit};
+use dyno_model::{Direction, Merge, Metric, Samples, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
 use dyno_timer::Timer;
 use hdrhistogram::Histogram;
@@ -1237,7 +1237,7 @@ impl Outcome {
             let length = (window - slot as f64).clamp(f64::MIN_POSITIVE, 1.0);
             rates[slot] = second.transactions as f64 / length;
             if !second.latency.is_empty() {
-                p99s[slot] = second.latency.value_at_quantile(0.99) as f64;
+                p99s[slot] = hdr::value_at_percentile(&second.latency, 99.0) as f64;
             }
         }
         let seen: Vec<f64> = p99s.iter().copied().filter(|&x| x > 0.0).collect();
@@ -1260,7 +1260,18 @@ impl Outcome {
             mean_p99,
         );
         p99.samples = p99s;
-        vec![rate, p99]
+        // Series over the run's seconds, for the report's charts: never
+        // compared. A merged run adds the rates up second by second and
+        // recomputes the p99 from the merged per-second histograms
+        // ([`recompute_merged`]).
+        vec![
+            rate.context()
+                .merged(Merge::Timeline)
+                .samples_are(Samples::Seconds),
+            p99.context()
+                .merged(Merge::Recompute)
+                .samples_are(Samples::Seconds),
+        ]
     }
 
     /// A segment's per-second latency histograms, `timeline_latency_ns`
@@ -1274,7 +1285,7 @@ impl Outcome {
             .enumerate()
             .filter(|(_, s)| !s.latency.is_empty())
             .map(|(i, s)| {
-                let mut m = hdr::latency_metric("timeline_latency_ns", &s.latency);
+                let mut m = hdr::latency_metric("timeline_latency_ns", &s.latency).context();
                 m.labels.insert("second".into(), (i + 1).to_string());
                 m
             })
@@ -1300,8 +1311,12 @@ impl Outcome {
     pub fn metrics(&self, settings: &RunSettings) -> Vec<Metric> {
         let threads = settings.threads;
         let scripts: Vec<&str> = settings.scripts.iter().map(|w| w.script.name()).collect();
-        let count =
-            |name: &str, n: u64| Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64);
+        // Counts grow with the run: context, summed across segments.
+        let count = |name: &str, n: u64| {
+            Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64)
+                .context()
+                .merged(Merge::Sum)
+        };
         // A count of work done: more is better over a duration, and with
         // -t it is fixed.
         let committed = |n: u64| {
@@ -1311,21 +1326,33 @@ impl Outcome {
                 Direction::HigherIsBetter,
                 n as f64,
             )
+            .context()
+            .merged(Merge::Sum)
         };
-        let latency = hdr::latency_metric("latency_ns", &self.latency);
+        // What pgbench's job exists for: tps and the latency of each
+        // transaction. A merged run's tps is its commits over the merged
+        // window.
+        let latency = hdr::latency_metric("latency_ns", &self.latency).primary();
         let mut metrics = vec![
             Metric::new(
                 "transactions_per_sec",
                 Unit::OpsPerSec,
                 Direction::HigherIsBetter,
                 self.tps(),
-            ),
+            )
+            .primary()
+            .rate_of("transactions"),
+            // pgbench's second tps line: the same commits over a window
+            // that includes connecting; a view, and not merged (each
+            // segment connects on its own).
             Metric::new(
                 "transactions_per_sec_with_connections",
                 Unit::OpsPerSec,
                 Direction::HigherIsBetter,
                 self.tps_with_connections(),
-            ),
+            )
+            .derived_of("transactions_per_sec")
+            .merged(Merge::None),
             latency,
             committed(self.transactions),
             count("failed_transactions", self.failed_total()),
@@ -1337,28 +1364,40 @@ impl Outcome {
                 Unit::Ns,
                 Direction::LowerIsBetter,
                 self.connect.as_nanos() as f64,
-            ),
+            )
+            .context()
+            .merged(Merge::Max),
             Metric::new(
                 "measured_ns",
                 Unit::Ns,
                 Direction::LowerIsBetter,
                 self.elapsed.as_nanos() as f64,
-            ),
+            )
+            .context()
+            .merged(Merge::Window),
+            // The client's own load: whether the figures are the server's
+            // or a lower bound.
             Metric::new(
                 "client_cpu_percent",
                 Unit::Percent,
                 Direction::LowerIsBetter,
                 self.client_cpu_percent(threads),
-            ),
+            )
+            .diagnostic()
+            .merged(Merge::Max),
         ];
         // Nothing committed: no cost per transaction to speak of.
         if self.transactions > 0 {
-            metrics.push(Metric::new(
-                "client_cpu_per_transaction_ns",
-                Unit::Ns,
-                Direction::LowerIsBetter,
-                self.cpu.as_nanos() as f64 / self.transactions as f64,
-            ));
+            metrics.push(
+                Metric::new(
+                    "client_cpu_per_transaction_ns",
+                    Unit::Ns,
+                    Direction::LowerIsBetter,
+                    self.cpu.as_nanos() as f64 / self.transactions as f64,
+                )
+                .diagnostic()
+                .merged(Merge::None),
+            );
         }
         for (code, n) in &self.failed {
             let mut m = count("failed_transactions", *n);
@@ -1372,6 +1411,7 @@ impl Outcome {
         }
         if scripts.len() > 1 {
             for (i, (name, n)) in scripts.iter().zip(&self.per_script).enumerate() {
+                // One script's share: explains the run's figures.
                 let mut per_script = vec![
                     committed(*n),
                     Metric::new(
@@ -1379,10 +1419,12 @@ impl Outcome {
                         Unit::OpsPerSec,
                         Direction::HigherIsBetter,
                         per_sec(*n, self.elapsed),
-                    ),
+                    )
+                    .diagnostic()
+                    .rate_of("transactions"),
                 ];
                 if let Some(h) = self.script_latency.get(i) {
-                    per_script.push(hdr::latency_metric("latency_ns", h));
+                    per_script.push(hdr::latency_metric("latency_ns", h).diagnostic());
                 }
                 for mut m in per_script {
                     m.labels.insert("script".into(), (*name).to_owned());
@@ -1391,17 +1433,20 @@ impl Outcome {
             }
         }
         if let Some(rate) = settings.rate {
-            metrics.push(Metric::new(
-                "requested_transactions_per_sec",
-                Unit::OpsPerSec,
-                Direction::HigherIsBetter,
-                rate,
-            ));
-            metrics.push(hdr::latency_metric(
-                "latency_uncorrected_ns",
-                &self.uncorrected,
-            ));
-            metrics.push(hdr::latency_metric("schedule_lag_ns", &self.lag));
+            metrics.push(
+                Metric::new(
+                    "requested_transactions_per_sec",
+                    Unit::OpsPerSec,
+                    Direction::HigherIsBetter,
+                    rate,
+                )
+                .context()
+                .merged(Merge::Sum),
+            );
+            metrics.push(
+                hdr::latency_metric("latency_uncorrected_ns", &self.uncorrected).diagnostic(),
+            );
+            metrics.push(hdr::latency_metric("schedule_lag_ns", &self.lag).context());
         }
         if settings.latency_limit.is_some() {
             metrics.push(count("late_transactions", self.late));
@@ -1410,7 +1455,7 @@ impl Outcome {
             }
         }
         if settings.reconnect {
-            metrics.push(hdr::latency_metric("reconnect_ns", &self.reconnects));
+            metrics.push(hdr::latency_metric("reconnect_ns", &self.reconnects).diagnostic());
         }
         metrics.extend(self.timeline_metrics());
         if !settings.segment.is_whole() {
@@ -1418,7 +1463,7 @@ impl Outcome {
         }
         for (w, hs) in settings.scripts.iter().zip(&self.statements) {
             for (i, h) in hs.iter().enumerate() {
-                let mut m = hdr::latency_metric("statement_latency_ns", h);
+                let mut m = hdr::latency_metric("statement_latency_ns", h).diagnostic();
                 m.labels.insert("script".into(), w.script.name().to_owned());
                 m.labels
                     .insert("line".into(), w.script.commands()[i].line.to_string());
@@ -1427,5 +1472,40 @@ impl Outcome {
             }
         }
         metrics
+    }
+}
+
+/// Recomputes, in a run merged from segments, the metrics this engine
+/// declared [`Merge::Recompute`]: the per-second p99 from the merged
+/// per-second histograms. A merge of one segment keeps its own.
+pub fn recompute_merged(run: &mut dyno_model::Run) {
+    if run
+        .metrics
+        .iter()
+        .any(|m| m.name == "timeline_latency_p99_ns")
+    {
+        return;
+    }
+    let seconds = run
+        .metrics
+        .iter()
+        .find(|m| m.name == "timeline_transactions_per_sec")
+        .map_or(0, |m| m.samples.len());
+    if let Some(p99s) =
+        dyno_stats::merge::per_second_percentile(&run.metrics, "timeline_latency_ns", seconds, 99.0)
+    {
+        let seen: Vec<f64> = p99s.iter().copied().filter(|&v| v > 0.0).collect();
+        let mut p99 = Metric::new(
+            "timeline_latency_p99_ns",
+            Unit::Ns,
+            Direction::LowerIsBetter,
+            seen.iter().sum::<f64>() / seen.len().max(1) as f64,
+        );
+        p99.samples = p99s;
+        run.metrics.push(
+            p99.context()
+                .merged(Merge::Recompute)
+                .samples_are(Samples::Seconds),
+        );
     }
 }

@@ -333,23 +333,9 @@ pub fn recompute_merged(run: &mut Run) {
         .iter()
         .find(|m| m.name == "timeline_requests_per_sec")
         .map_or(0, |m| m.samples.len());
-    let mut p99s = vec![0.0; seconds];
-    let mut any = false;
-    for m in run
-        .metrics
-        .iter()
-        .filter(|m| m.name == "timeline_latency_ns")
+    if let Some(p99s) =
+        dyno_stats::merge::per_second_percentile(&run.metrics, "timeline_latency_ns", seconds, 99.0)
     {
-        let second: usize = m.label("second").and_then(|s| s.parse().ok()).unwrap_or(0);
-        if let (Some(slot), Some(Ok(h))) = (
-            second.checked_sub(1).and_then(|i| p99s.get_mut(i)),
-            m.histogram.as_ref().map(hdr::from_model),
-        ) {
-            *slot = hdr::value_at_percentile(&h, 99.0) as f64;
-            any = true;
-        }
-    }
-    if any {
         let seen: Vec<f64> = p99s.iter().copied().filter(|&v| v > 0.0).collect();
         let mut p99 = Metric::new(
             "timeline_latency_p99_ns",

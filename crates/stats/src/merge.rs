@@ -389,6 +389,32 @@ fn merge_metrics(
     out
 }
 
+/// For an engine recomputing a per-second percentile of a merged run
+/// ([`Merge::Recompute`]): the `percentile` of each of `seconds` seconds,
+/// read from the merged per-second histograms named `histograms` (each
+/// labelled with its aligned `second`, 1 for the first), 0 for a second
+/// without entries; `None` when the run has no such histogram.
+pub fn per_second_percentile(
+    metrics: &[Metric],
+    histograms: &str,
+    seconds: usize,
+    percentile: f64,
+) -> Option<Vec<f64>> {
+    let mut values = vec![0.0; seconds];
+    let mut any = false;
+    for m in metrics.iter().filter(|m| m.name == histograms) {
+        let second: usize = m.label("second").and_then(|s| s.parse().ok()).unwrap_or(0);
+        if let (Some(slot), Some(Ok(h))) = (
+            second.checked_sub(1).and_then(|i| values.get_mut(i)),
+            m.histogram.as_ref().map(hdr::from_model),
+        ) {
+            *slot = hdr::value_at_percentile(&h, percentile) as f64;
+            any = true;
+        }
+    }
+    any.then_some(values)
+}
+
 /// The whole run's rate of the segments' rate metrics `ms`: the summed
 /// count each is of ([`Metric::rate_of`], with the same labels) over the
 /// merged window, the latest of each segment's start on the common clock
