@@ -186,7 +186,7 @@ impl Outcome {
             };
             let mut ratio = Metric::new("ratio_to_reference", Unit::Ratio, lower, c.ratio);
             ratio.uncertainty =
-                (c.low.is_finite() && c.high.is_finite()).then(|| dyno_model::Uncertainty {
+                (c.low.is_finite() && c.high.is_finite()).then_some(dyno_model::Uncertainty {
                     method: c.method,
                     confidence: 1.0 - ALPHA,
                     low: c.low,

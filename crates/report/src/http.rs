@@ -313,7 +313,7 @@ pub(crate) fn latency_table(out: &mut String, rows: &[(&str, Histogram<u64>)]) {
                 let _ = write!(
                     line,
                     "{:>10}",
-                    short_ns(dyno_stats::hdr::value_at_percentile(&h, p) as f64)
+                    short_ns(dyno_stats::hdr::value_at_percentile(h, p) as f64)
                 );
             }
             let _ = write!(
@@ -520,7 +520,7 @@ pub fn ab_report(run: &Run) -> String {
                 ms(h.min() as f64),
                 ms(h.mean()),
                 ms(h.stdev()),
-                ms(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
+                ms(dyno_stats::hdr::value_at_percentile(h, 50.0) as f64),
                 ms(h.max() as f64),
             )
         });

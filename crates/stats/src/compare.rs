@@ -490,7 +490,12 @@ pub fn compare(
 /// reference mean of zero or `confidence` outside (0, 1).
 pub fn student_t_ratio_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<(f64, f64)> {
     use statrs::distribution::StudentsT;
-    if !resamplable(a) || !resamplable(b) || !(confidence > 0.0 && confidence < 1.0) {
+    if !resamplable(a)
+        || !resamplable(b)
+        || confidence <= 0.0
+        || confidence >= 1.0
+        || confidence.is_nan()
+    {
         return None;
     }
     let (sa, sb) = (Summary::of(a)?, Summary::of(b)?);

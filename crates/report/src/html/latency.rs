@@ -51,10 +51,7 @@ impl Series {
             .map(|k| {
                 let x = 10f64.powf(f64::from(k) / f64::from(PER_DECADE));
                 let q = 1.0 - 1.0 / x;
-                (
-                    x,
-                    dyno_stats::hdr::value_at_percentile(&h, q * 100.0) as f64,
-                )
+                (x, dyno_stats::hdr::value_at_percentile(h, q * 100.0) as f64)
             })
             .collect();
         out.push((10f64.powi(decades as i32), h.max() as f64));
