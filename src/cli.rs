@@ -1165,22 +1165,25 @@ pub enum ServeApp {
 /// runs that match them, oldest first.
 ///
 /// Metrics are matched by kind, name and labels (a disk test with the same
-/// test, an exec command with the same command or parameter values). For
-/// each match: both values with their intervals, the ratio candidate /
-/// baseline with its 95% interval, a p-value and a verdict: better, worse,
-/// or ~ (no significant difference beyond the noise band). Several values
-/// per side (a run's samples, or one value per run of a group) are tested
-/// with Mann–Whitney U and a bootstrap interval, the same code as `dyno
-/// run`; one run per side with a latency histogram compares its
-/// percentiles; one value each gives the ratio and "one sample each: no
-/// test". Totals that grow with a run's length (request counts, bytes) are
-/// not compared. A geometric mean of the improvement factors sums it up.
-/// Settings and machines that differ are listed, and so are metrics without
-/// a partner.
+/// test, an exec command with the same command or parameter values). What
+/// each metric declared decides what is done with it: primary figures (the
+/// wall time, req/s, latency, tps, a disk test's throughput) are compared,
+/// judged and scored; diagnostics (CPU time, client CPU) and views of
+/// another metric (ops/s beside ns, IOPS beside MB/s) are compared but
+/// never judged or scored; context (counts, bytes, the requested rate) is
+/// not compared. For each match: both values with their intervals, the
+/// ratio candidate / baseline with its 95% interval, and a verdict: better,
+/// worse or ~ where repeated runs a side could be tested (Mann–Whitney U,
+/// the same code as `dyno run`; 4 runs a side are needed at α = 0.05), else
+/// "untested": one run a side of a latency percentile (its interval is
+/// within-run: how precisely the run pinned it, not what a repeat would
+/// give) or one value a side. The score is the geometric mean of the tested
+/// primary figures, each once; with none there is no score. Settings and
+/// machines that differ are listed, and so are metrics without a partner.
 ///
 /// The comparison is saved (kind compare; `dyno show` reprints it) unless
-/// --no-save. Exit 1 when --fail-if-worse finds a regression; 2 on bad input.
-#[derive(Debug, Args)]
+/// --no-save. Exit 1 when --fail-if-worse finds a regression; 2 on bad
+/// input, or when --fail-if-worse could test nothing (one run a side).
 #[command(after_help = "Examples:
   dyno compare 01JD3 01JD7                      # two runs
   dyno compare --last 2                         # the two most recent runs
@@ -1219,8 +1222,11 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
     pub format: CompareFormat,
 
-    /// Exit 1 when a matched metric is significantly worse than the
+    /// Exit 1 when a tested primary figure is significantly worse than the
     /// baseline by more than PCT percent (with --score: the geomean).
+    /// Figures it could not test are named on stderr; when it could test
+    /// none (one run a side), it refuses with exit 2: save at least 4 runs
+    /// a side under one tag each and compare the tags.
     #[arg(long, value_name = "PCT", allow_negative_numbers = true, value_parser = worse_percent)]
     pub fail_if_worse: Option<f64>,
 

@@ -1486,26 +1486,11 @@ pub fn recompute_merged(run: &mut dyno_model::Run) {
     {
         return;
     }
-    let seconds = run
-        .metrics
-        .iter()
-        .find(|m| m.name == "timeline_transactions_per_sec")
-        .map_or(0, |m| m.samples.len());
-    if let Some(p99s) =
-        dyno_stats::merge::per_second_percentile(&run.metrics, "timeline_latency_ns", seconds, 99.0)
-    {
-        let seen: Vec<f64> = p99s.iter().copied().filter(|&v| v > 0.0).collect();
-        let mut p99 = Metric::new(
-            "timeline_latency_p99_ns",
-            Unit::Ns,
-            Direction::LowerIsBetter,
-            seen.iter().sum::<f64>() / seen.len().max(1) as f64,
-        );
-        p99.samples = p99s;
-        run.metrics.push(
-            p99.context()
-                .merged(Merge::Recompute)
-                .samples_are(Samples::Seconds),
-        );
-    }
+    run.metrics.extend(dyno_stats::merge::per_second_percentile(
+        &run.metrics,
+        "timeline_latency_p99_ns",
+        "timeline_transactions_per_sec",
+        "timeline_latency_ns",
+        99.0,
+    ));
 }

@@ -390,16 +390,24 @@ fn merge_metrics(
 }
 
 /// For an engine recomputing a per-second percentile of a merged run
-/// ([`Merge::Recompute`]): the `percentile` of each of `seconds` seconds,
-/// read from the merged per-second histograms named `histograms` (each
-/// labelled with its aligned `second`, 1 for the first), 0 for a second
-/// without entries; `None` when the run has no such histogram.
+/// ([`Merge::Recompute`]): the series `name` of the `percentile` of each
+/// second, read from the merged per-second histograms named `histograms`
+/// (each labelled with its aligned `second`, 1 for the first), as many
+/// seconds as the per-second series `timeline` has, 0 for a second without
+/// entries; its value is the mean over the seconds with entries. Declared
+/// as the engines declare it (context, recomputed, one sample a second).
+/// `None` when the run has no such histogram.
 pub fn per_second_percentile(
     metrics: &[Metric],
+    name: &str,
+    timeline: &str,
     histograms: &str,
-    seconds: usize,
     percentile: f64,
-) -> Option<Vec<f64>> {
+) -> Option<Metric> {
+    let seconds = metrics
+        .iter()
+        .find(|m| m.name == timeline)
+        .map_or(0, |m| m.samples.len());
     let mut values = vec![0.0; seconds];
     let mut any = false;
     for m in metrics.iter().filter(|m| m.name == histograms) {
@@ -412,7 +420,22 @@ pub fn per_second_percentile(
             any = true;
         }
     }
-    any.then_some(values)
+    if !any {
+        return None;
+    }
+    let seen: Vec<f64> = values.iter().copied().filter(|&v| v > 0.0).collect();
+    let mut m = Metric::new(
+        name,
+        dyno_model::Unit::Ns,
+        dyno_model::Direction::LowerIsBetter,
+        seen.iter().sum::<f64>() / seen.len().max(1) as f64,
+    );
+    m.samples = values;
+    Some(
+        m.context()
+            .merged(Merge::Recompute)
+            .samples_are(dyno_model::Samples::Seconds),
+    )
 }
 
 /// The whole run's rate of the segments' rate metrics `ms`: the summed
