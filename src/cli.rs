@@ -1184,6 +1184,7 @@ pub enum ServeApp {
 /// The comparison is saved (kind compare; `dyno show` reprints it) unless
 /// --no-save. Exit 1 when --fail-if-worse finds a regression; 2 on bad
 /// input, or when --fail-if-worse could test nothing (one run a side).
+#[derive(Debug, Args)]
 #[command(after_help = "Examples:
   dyno compare 01JD3 01JD7                      # two runs
   dyno compare --last 2                         # the two most recent runs
