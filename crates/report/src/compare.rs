@@ -537,8 +537,9 @@ mod tests {
                         Unit::RequestsPerSec,
                         Direction::HigherIsBetter,
                         r,
-                    ),
-                    Metric::new("mean_ns", Unit::Ns, Direction::LowerIsBetter, l),
+                    )
+                    .primary(),
+                    Metric::new("mean_ns", Unit::Ns, Direction::LowerIsBetter, l).primary(),
                 ];
                 run
             })
@@ -583,7 +584,7 @@ mod tests {
         assert!(rps.trim_end().ends_with("better"), "{rps}");
         let lat = line("mean_ns ↓");
         assert!(lat.trim_end().ends_with('~'), "{lat}");
-        let gm = line("geomean (2 metrics) ↑");
+        let gm = line("geomean (2 tested primary) ↑");
         assert!(gm.contains("1 better, 0 worse, 1 ~, 0 untested"), "{gm}");
         assert!(text.contains("Baseline a (5 runs: @tag:a)"), "{text}");
         assert!(text.contains("b (5 runs: @tag:b) against a"), "{text}");
@@ -639,19 +640,16 @@ mod tests {
         let run = comparison();
         let md = compare_markdown(&run);
         assert!(md.contains("| http | requests_per_sec ↑ |"), "{md}");
-        assert!(md.contains("**geomean (2 metrics)**"), "{md}");
+        assert!(md.contains("**geomean (2 tested primary)**"), "{md}");
         let mut csv = Vec::new();
         compare_csv(&run, &mut csv).unwrap();
         let csv = String::from_utf8(csv).unwrap();
         let rows: Vec<&str> = csv.lines().collect();
         assert_eq!(rows.len(), 3, "{csv}");
         assert!(rows[1].starts_with("http,requests_per_sec,requests_per_sec,higher_is_better,a,"));
-        assert!(rows[1].ends_with(",faster"), "{}", rows[1]);
-        assert!(
-            rows[2].ends_with(",no_significant_difference"),
-            "{}",
-            rows[2]
-        );
+        // The same verdict word as the table's (L20).
+        assert!(rows[1].ends_with(",better"), "{}", rows[1]);
+        assert!(rows[2].ends_with(",~"), "{}", rows[2]);
     }
 
     #[test]
