@@ -30,7 +30,10 @@ fuzz_target!(|data: &[u8]| {
     let script = match Script::parse_with("fuzz", body, &definitions) {
         Ok(script) => script,
         Err(e) => {
-            assert!(e.line() >= 1 && e.line() <= body.lines().count().max(1) + 1, "{e}");
+            assert!(
+                e.line() >= 1 && e.line() <= body.lines().count().max(1) + 1,
+                "{e}"
+            );
             assert!(!e.message().is_empty());
             return;
         }
