@@ -142,16 +142,31 @@ pub fn bootstrap_ratio_interval(
     if !resamplable(a) || !resamplable(b) || !valid_bootstrap(confidence, resamples) {
         return None;
     }
-    let mut rng = fastrand::Rng::with_seed(seed);
     let mut ratios = Vec::with_capacity(resamples);
-    for _ in 0..resamples {
-        let ratio = resample_mean(&mut rng, a) / resample_mean(&mut rng, b);
+    for (x, y) in resampled_means(a, b, resamples, seed) {
+        let ratio = x / y;
         if !ratio.is_finite() {
             return None;
         }
         ratios.push(ratio);
     }
     percentile_interval(&mut ratios, confidence)
+}
+
+/// `resamples` pairs (mean of a resample of `a`, mean of a resample of
+/// `b`), drawn in that order from a generator seeded with `seed`: the one
+/// resampling loop behind both ratio bootstraps.
+fn resampled_means<'a>(
+    a: &'a [f64],
+    b: &'a [f64],
+    resamples: usize,
+    seed: u64,
+) -> impl Iterator<Item = (f64, f64)> + 'a {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..resamples).map(move |_| {
+        let x = resample_mean(&mut rng, a);
+        (x, resample_mean(&mut rng, b))
+    })
 }
 
 /// The outcome of a two-sided Mann–Whitney U test (the Wilcoxon rank-sum
@@ -533,10 +548,8 @@ fn bootstrap_ratio_interval_unbounded(
     if !resamplable(a) || !resamplable(b) || !valid_bootstrap(confidence, resamples) {
         return None;
     }
-    let mut rng = fastrand::Rng::with_seed(seed);
     let mut ratios = Vec::with_capacity(resamples);
-    for _ in 0..resamples {
-        let (x, y) = (resample_mean(&mut rng, a), resample_mean(&mut rng, b));
+    for (x, y) in resampled_means(a, b, resamples, seed) {
         if y > 0.0 {
             ratios.push(x / y);
         } else if x > 0.0 {
