@@ -391,8 +391,21 @@ type Factor = (f64, Option<(f64, f64)>);
 /// quantity look surer than its surest part. An interval only when every
 /// part has one.
 fn combine(parts: &[Factor], alpha: f64) -> Option<Factor> {
+    let (mean_ln, k, ses, z) = log_scale(parts, alpha)?;
+    let interval = ses.map(|ses| {
+        let se = ses.iter().sum::<f64>() / k;
+        ((mean_ln - z * se).exp(), (mean_ln + z * se).exp())
+    });
+    Some((mean_ln.exp(), interval))
+}
+
+/// The factors that can be read on the log scale (finite, positive): the
+/// mean of their logarithms, how many there are, each one's standard error
+/// on the log scale (from its interval, as if normal there) when every one
+/// has an interval, and the normal quantile of `alpha` that read them.
+fn log_scale(factors: &[Factor], alpha: f64) -> Option<(f64, f64, Option<Vec<f64>>, f64)> {
     use statrs::distribution::{ContinuousCDF, Normal};
-    let usable: Vec<&Factor> = parts
+    let usable: Vec<&Factor> = factors
         .iter()
         .filter(|(f, _)| f.is_finite() && *f > 0.0)
         .collect();
@@ -408,11 +421,10 @@ fn combine(parts: &[Factor], alpha: f64) -> Option<Factor> {
         .filter(|(lo, hi)| *lo > 0.0 && hi.is_finite())
         .map(|(lo, hi)| (hi.ln() - lo.ln()) / (2.0 * z))
         .collect();
-    let interval = (ses.len() == usable.len()).then(|| {
-        let se = ses.iter().sum::<f64>() / k;
-        ((mean_ln - z * se).exp(), (mean_ln + z * se).exp())
-    });
-    Some((mean_ln.exp(), interval))
+    // A factor without an interval has an unknown spread: an interval of
+    // the others alone would look more certain than the result is.
+    let ses = (ses.len() == usable.len()).then_some(ses);
+    Some((mean_ln, k, ses, z))
 }
 
 /// Why a primary figure was not tested, for a message.
@@ -436,33 +448,15 @@ struct Geomean {
 }
 
 fn geomean(factors: &[Factor], alpha: f64) -> Option<Geomean> {
-    use statrs::distribution::{ContinuousCDF, Normal};
-    let usable: Vec<_> = factors
-        .iter()
-        .filter(|(f, _)| f.is_finite() && *f > 0.0)
-        .collect();
-    if usable.is_empty() {
-        return None;
-    }
-    let k = usable.len() as f64;
-    let z = Normal::standard().inverse_cdf(1.0 - alpha / 2.0);
-    let mean_ln = usable.iter().map(|(f, _)| f.ln()).sum::<f64>() / k;
-    let variances: Vec<f64> = usable
-        .iter()
-        .filter_map(|(_, i)| *i)
-        .filter(|(lo, hi)| *lo > 0.0 && hi.is_finite())
-        .map(|(lo, hi)| ((hi.ln() - lo.ln()) / (2.0 * z)).powi(2))
-        .collect();
-    // A factor without an interval has an unknown spread: an interval of
-    // the others alone would look more certain than the score is.
-    let interval = (variances.len() == usable.len()).then(|| {
-        let se = variances.iter().sum::<f64>().sqrt() / k;
+    let (mean_ln, k, ses, z) = log_scale(factors, alpha)?;
+    let interval = ses.map(|ses| {
+        let se = ses.iter().map(|se| se * se).sum::<f64>().sqrt() / k;
         ((mean_ln - z * se).exp(), (mean_ln + z * se).exp())
     });
     Some(Geomean {
         value: mean_ln.exp(),
         interval,
-        n: usable.len(),
+        n: k as usize,
     })
 }
 
