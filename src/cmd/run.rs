@@ -321,10 +321,12 @@ fn parameters(scans: &[String], steps: &[String], lists: &[String]) -> Result<Ve
     let mut out = Vec::new();
     for (i, scan) in scans.iter().enumerate() {
         let step = steps.get(i).or(steps.first()).map(String::as_str);
-        out.push(Parameter::range(&scan[0], &scan[1], &scan[2], step)?);
+        out.push(dyno_exec::params::range(
+            &scan[0], &scan[1], &scan[2], step,
+        )?);
     }
     for list in &lists {
-        out.push(Parameter::list(&list[0], &list[1])?);
+        out.push(dyno_exec::params::list(&list[0], &list[1])?);
     }
     Ok(out)
 }

@@ -624,7 +624,6 @@ pub fn stop_rule(policy: &Policy, walls: &[f64]) -> Option<StopRule> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::Parameter;
     use crate::settings::Hooks;
 
     fn settings(commands: &[&str]) -> Settings {
@@ -676,8 +675,8 @@ mod tests {
     fn benchmarks_cross_commands_with_parameters() {
         let mut s = settings(&["echo {x} {n}", "printf {x}"]);
         s.parameters = vec![
-            Parameter::list("x", "a,b").unwrap(),
-            Parameter::range("n", "1", "2", None).unwrap(),
+            crate::params::list("x", "a,b").unwrap(),
+            crate::params::range("n", "1", "2", None).unwrap(),
         ];
         s.commands[1].name = Some("printf-{x}-{n}".into());
         let b = benchmarks(&s).unwrap();
@@ -748,7 +747,7 @@ mod tests {
         assert!(matches!(benchmarks(&s), Err(ExecError::EmptyCommand(2))));
         // A parameter no command holds: two identical benchmarks.
         let mut s = settings(&["echo hi"]);
-        s.parameters = vec![Parameter::range("n", "1", "2", None).unwrap()];
+        s.parameters = vec![crate::params::range("n", "1", "2", None).unwrap()];
         let err = benchmarks(&s).unwrap_err();
         assert!(
             matches!(err, ExecError::Param(ParamError::Unused(ref n)) if n == "n"),

@@ -9,18 +9,11 @@
 
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
-
 /// The most values one parameter may take: a sweep bigger than this is
 /// almost certainly a mistake in MIN, MAX or the step.
 pub const MAX_VALUES: usize = 100_000;
 
-/// One parameter and the values it takes, in order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Parameter {
-    pub name: String,
-    pub values: Vec<String>,
-}
+pub use dyno_model::record::Parameter;
 
 /// One value for each parameter: what a single benchmark substitutes.
 pub type Assignment = Vec<(String, String)>;
@@ -70,85 +63,88 @@ pub enum ParamError {
     },
 }
 
-impl Parameter {
-    /// A numeric range from `min` to `max` inclusive in steps of `step`
-    /// (default 1). Integers stay integers; with decimals the values keep as
-    /// many decimal places as the most precise of the three numbers.
-    pub fn range(name: &str, min: &str, max: &str, step: Option<&str>) -> Result<Self, ParamError> {
-        check_name(name)?;
-        let step_text = step.unwrap_or("1");
-        let number = |value: &str| {
-            value
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| ParamError::NotANumber {
-                    name: name.to_owned(),
-                    value: value.to_owned(),
-                })
-        };
-        let (lo, hi, by) = (number(min)?, number(max)?, number(step_text)?);
-        if lo > hi {
-            return Err(ParamError::MinAboveMax {
+/// A numeric range from `min` to `max` inclusive in steps of `step`
+/// (default 1). Integers stay integers; with decimals the values keep as
+/// many decimal places as the most precise of the three numbers.
+pub fn range(
+    name: &str,
+    min: &str,
+    max: &str,
+    step: Option<&str>,
+) -> Result<Parameter, ParamError> {
+    check_name(name)?;
+    let step_text = step.unwrap_or("1");
+    let number = |value: &str| {
+        value
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| ParamError::NotANumber {
                 name: name.to_owned(),
-                min: min.to_owned(),
-                max: max.to_owned(),
-            });
-        }
-        if by <= 0.0 {
-            return Err(ParamError::BadStep {
-                name: name.to_owned(),
-                step: step_text.to_owned(),
-            });
-        }
-        // Count the steps with a little slack so that 0.1-steps reach MAX
-        // despite binary rounding.
-        let steps = ((hi - lo) / by + 1e-9).floor();
-        if steps >= MAX_VALUES as f64 {
-            return Err(ParamError::TooMany {
-                name: name.to_owned(),
-            });
-        }
-        let decimals = [min, max, step_text]
-            .iter()
-            .map(|t| decimal_places(t))
-            .max()
-            .unwrap_or(0);
-        let values = (0..=steps as usize)
-            .map(|i| format!("{:.*}", decimals, lo + by * i as f64))
-            .collect();
-        Ok(Parameter {
+                value: value.to_owned(),
+            })
+    };
+    let (lo, hi, by) = (number(min)?, number(max)?, number(step_text)?);
+    if lo > hi {
+        return Err(ParamError::MinAboveMax {
             name: name.to_owned(),
-            values,
-        })
+            min: min.to_owned(),
+            max: max.to_owned(),
+        });
     }
+    if by <= 0.0 {
+        return Err(ParamError::BadStep {
+            name: name.to_owned(),
+            step: step_text.to_owned(),
+        });
+    }
+    // Count the steps with a little slack so that 0.1-steps reach MAX
+    // despite binary rounding.
+    let steps = ((hi - lo) / by + 1e-9).floor();
+    if steps >= MAX_VALUES as f64 {
+        return Err(ParamError::TooMany {
+            name: name.to_owned(),
+        });
+    }
+    let decimals = [min, max, step_text]
+        .iter()
+        .map(|t| decimal_places(t))
+        .max()
+        .unwrap_or(0);
+    let values = (0..=steps as usize)
+        .map(|i| format!("{:.*}", decimals, lo + by * i as f64))
+        .collect();
+    Ok(Parameter {
+        name: name.to_owned(),
+        values,
+    })
+}
 
-    /// A list of values separated by commas, used as given.
-    pub fn list(name: &str, values: &str) -> Result<Self, ParamError> {
-        check_name(name)?;
-        if values.is_empty() {
-            return Err(ParamError::EmptyList(name.to_owned()));
-        }
-        let values: Vec<String> = values.split(',').map(str::to_owned).collect();
-        if values.iter().any(String::is_empty) {
-            return Err(ParamError::EmptyValue(name.to_owned()));
-        }
-        if let Some(value) = values
-            .iter()
-            .enumerate()
-            .find_map(|(i, v)| values[..i].contains(v).then_some(v))
-        {
-            return Err(ParamError::DuplicateValue {
-                name: name.to_owned(),
-                value: value.clone(),
-            });
-        }
-        Ok(Parameter {
-            name: name.to_owned(),
-            values,
-        })
+/// A list of values separated by commas, used as given.
+pub fn list(name: &str, values: &str) -> Result<Parameter, ParamError> {
+    check_name(name)?;
+    if values.is_empty() {
+        return Err(ParamError::EmptyList(name.to_owned()));
     }
+    let values: Vec<String> = values.split(',').map(str::to_owned).collect();
+    if values.iter().any(String::is_empty) {
+        return Err(ParamError::EmptyValue(name.to_owned()));
+    }
+    if let Some(value) = values
+        .iter()
+        .enumerate()
+        .find_map(|(i, v)| values[..i].contains(v).then_some(v))
+    {
+        return Err(ParamError::DuplicateValue {
+            name: name.to_owned(),
+            value: value.clone(),
+        });
+    }
+    Ok(Parameter {
+        name: name.to_owned(),
+        values,
+    })
 }
 
 fn decimal_places(number: &str) -> usize {
@@ -290,56 +286,47 @@ mod tests {
 
     #[test]
     fn integer_ranges_include_both_ends() {
-        let p = Parameter::range("N", "1", "4", None).unwrap();
+        let p = range("N", "1", "4", None).unwrap();
         assert_eq!(p.values, ["1", "2", "3", "4"]);
-        let p = Parameter::range("N", "1", "8", Some("3")).unwrap();
+        let p = range("N", "1", "8", Some("3")).unwrap();
         assert_eq!(p.values, ["1", "4", "7"]);
-        let p = Parameter::range("N", "5", "5", None).unwrap();
+        let p = range("N", "5", "5", None).unwrap();
         assert_eq!(p.values, ["5"]);
     }
 
     #[test]
     fn decimal_ranges_reach_max_despite_rounding() {
-        let p = Parameter::range("d", "0", "0.3", Some("0.1")).unwrap();
+        let p = range("d", "0", "0.3", Some("0.1")).unwrap();
         assert_eq!(p.values, ["0.0", "0.1", "0.2", "0.3"]);
-        let p = Parameter::range("d", "0.05", "0.1", Some("0.025")).unwrap();
+        let p = range("d", "0.05", "0.1", Some("0.025")).unwrap();
         assert_eq!(p.values, ["0.050", "0.075", "0.100"]);
     }
 
     #[test]
     fn bad_ranges_are_refused_with_the_reason() {
-        let err = Parameter::range("N", "4", "1", None).unwrap_err();
+        let err = range("N", "4", "1", None).unwrap_err();
         assert!(err.to_string().contains("greater than MAX"), "{err}");
-        let err = Parameter::range("N", "1", "4", Some("0")).unwrap_err();
+        let err = range("N", "1", "4", Some("0")).unwrap_err();
         assert!(err.to_string().contains("greater than zero"), "{err}");
-        let err = Parameter::range("N", "1", "4", Some("-1")).unwrap_err();
+        let err = range("N", "1", "4", Some("-1")).unwrap_err();
         assert!(matches!(err, ParamError::BadStep { .. }));
-        let err = Parameter::range("N", "one", "4", None).unwrap_err();
+        let err = range("N", "one", "4", None).unwrap_err();
         assert!(err.to_string().contains("'one' is not a number"), "{err}");
-        let err = Parameter::range("N", "0", "1e9", None).unwrap_err();
+        let err = range("N", "0", "1e9", None).unwrap_err();
         assert!(matches!(err, ParamError::TooMany { .. }));
-        let err = Parameter::range("1N", "0", "1", None).unwrap_err();
+        let err = range("1N", "0", "1", None).unwrap_err();
         assert!(matches!(err, ParamError::BadName(_)));
     }
 
     #[test]
     fn lists_keep_values_as_given_and_refuse_empty_ones() {
-        let p = Parameter::list("cc", "gcc,clang -O2").unwrap();
+        let p = list("cc", "gcc,clang -O2").unwrap();
         assert_eq!(p.values, ["gcc", "clang -O2"]);
-        assert!(matches!(
-            Parameter::list("cc", ""),
-            Err(ParamError::EmptyList(_))
-        ));
-        assert!(matches!(
-            Parameter::list("cc", "a,,b"),
-            Err(ParamError::EmptyValue(_))
-        ));
-        assert!(matches!(
-            Parameter::list("cc", "a,"),
-            Err(ParamError::EmptyValue(_))
-        ));
+        assert!(matches!(list("cc", ""), Err(ParamError::EmptyList(_))));
+        assert!(matches!(list("cc", "a,,b"), Err(ParamError::EmptyValue(_))));
+        assert!(matches!(list("cc", "a,"), Err(ParamError::EmptyValue(_))));
         // The audit's `-L w a,a`: two benchmarks that time the same thing.
-        let err = Parameter::list("w", "a,b,a").unwrap_err();
+        let err = list("w", "a,b,a").unwrap_err();
         assert_eq!(
             err,
             ParamError::DuplicateValue {
@@ -361,8 +348,8 @@ mod tests {
 
     #[test]
     fn combinations_are_the_cross_product_first_parameter_slowest() {
-        let a = Parameter::list("a", "x,y").unwrap();
-        let b = Parameter::range("b", "1", "3", None).unwrap();
+        let a = list("a", "x,y").unwrap();
+        let b = range("b", "1", "3", None).unwrap();
         let all = combinations(&[a.clone(), b]).unwrap();
         let shown: Vec<String> = all
             .iter()
@@ -383,7 +370,7 @@ mod tests {
 
     #[test]
     fn substitution_fills_placeholders_and_leaves_shell_syntax_alone() {
-        let n = Parameter::list("N", "4").unwrap();
+        let n = list("N", "4").unwrap();
         let assignment = vec![("N".to_owned(), "4".to_owned())];
         let template = "make -j {N} && echo ${HOME} {} {not a name} {{N}}";
         check(template, std::slice::from_ref(&n)).unwrap();
@@ -396,7 +383,7 @@ mod tests {
 
     #[test]
     fn unknown_placeholders_are_errors_that_name_the_parameters() {
-        let n = Parameter::list("threads", "1").unwrap();
+        let n = list("threads", "1").unwrap();
         let err = check("run -t {thread}", std::slice::from_ref(&n)).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("{thread}") && msg.contains("threads"), "{msg}");

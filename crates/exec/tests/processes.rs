@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use dyno_exec::outcome::Compare;
-use dyno_exec::{Parameter, Policy, Settings, Shell, Stop};
+use dyno_exec::{Policy, Settings, Shell, Stop};
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_dyno-exec-fixture");
 const MIB: f64 = 1024.0 * 1024.0;
@@ -74,7 +74,7 @@ fn metrics_carry_labels_exit_codes_and_the_comparison() {
     ]);
     // 5 against 120 ms of CPU: far enough apart that a start-up of tens of
     // milliseconds on a loaded machine still leaves them clearly apart.
-    s.parameters = vec![Parameter::list("ms", "5,120").unwrap()];
+    s.parameters = vec![dyno_exec::params::list("ms", "5,120").unwrap()];
     s.ignore_failure = true;
     s.policy = Policy::Fixed { runs: 5 };
     // `exit 3` does not use {ms}; it runs once per value all the same.

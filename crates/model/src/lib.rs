@@ -11,6 +11,7 @@
 mod environment;
 mod legacy;
 mod metric;
+pub mod record;
 mod run;
 mod segment;
 pub mod size;
@@ -83,6 +84,7 @@ mod schema_tests {
         run.metrics.push(latency);
         run.headline = Some("latency_ns".into());
         run.warn("client_saturated", "the client used 95% of its CPU");
+        run.set_record(&record::HttpRecord::default());
         run
     }
 

@@ -1,0 +1,138 @@
+//! The settings record of an HTTP run (`dyno http`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{GroupRecord, Record, SegmentRecord};
+use crate::Kind;
+
+/// How load is offered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadModel {
+    /// Each connection (or stream) sends its next request when the last is
+    /// answered.
+    #[default]
+    Closed,
+    /// Requests are due on a fixed schedule, answered or not; latency is
+    /// counted from the due time.
+    Open,
+}
+
+/// What `dyno http` was asked to do, and what it observed of the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct HttpRecord {
+    /// The URL loaded (with `--url-file`, its first URL).
+    pub url: String,
+    /// How many URLs were loaded round-robin.
+    pub urls: u64,
+    pub url_file: Option<String>,
+    pub unix_socket: Option<String>,
+    /// Whether the target was dyno's built-in server.
+    pub builtin_server: bool,
+    pub method: String,
+    pub model: LoadModel,
+    /// `-n`: the requests asked for, when the run was given by count.
+    pub requests: Option<u64>,
+    /// `-d`: the measured duration, when the run was given by time.
+    pub duration_ns: Option<u64>,
+    /// `--rate`: the open model's requests per second.
+    pub rate_per_sec: Option<f64>,
+    pub warmup_ns: u64,
+    pub connections: u64,
+    pub threads: u64,
+    /// HTTP/1.1 pipelining depth (1: none).
+    pub pipeline: u64,
+    pub http2: bool,
+    /// HTTP/2 streams per connection.
+    pub streams: u64,
+    /// The ALPN protocols offered, in order.
+    pub alpn: Vec<String>,
+    pub keep_alive: bool,
+    pub tls: bool,
+    /// Whether the certificate was left unverified (`--insecure`).
+    pub insecure: bool,
+    pub timeout_ns: u64,
+    pub connect_timeout_ns: u64,
+    /// The statuses counted as success, e.g. `200-399`.
+    pub expect_status: String,
+    pub max_error_rate_percent: f64,
+    pub seed: u64,
+    /// How many request headers were added (`-H`).
+    pub headers: u64,
+    pub body_bytes: u64,
+    #[serde(flatten)]
+    pub observed: HttpObserved,
+    /// This run's place in a split run, if it is a segment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment: Option<SegmentRecord>,
+    /// The segments merged into this run, if it is a group's merged run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupRecord>,
+}
+
+impl Default for HttpRecord {
+    fn default() -> Self {
+        HttpRecord {
+            url: String::new(),
+            urls: 1,
+            url_file: None,
+            unix_socket: None,
+            builtin_server: false,
+            method: "GET".into(),
+            model: LoadModel::Closed,
+            requests: None,
+            duration_ns: None,
+            rate_per_sec: None,
+            warmup_ns: 0,
+            connections: 0,
+            threads: 0,
+            pipeline: 1,
+            http2: false,
+            streams: 1,
+            alpn: Vec::new(),
+            keep_alive: true,
+            tls: false,
+            insecure: false,
+            timeout_ns: 0,
+            connect_timeout_ns: 0,
+            expect_status: String::new(),
+            max_error_rate_percent: 0.0,
+            seed: 0,
+            headers: 0,
+            body_bytes: 0,
+            observed: HttpObserved::default(),
+            segment: None,
+            group: None,
+        }
+    }
+}
+
+impl Record for HttpRecord {
+    const KIND: Kind = Kind::Http;
+}
+
+/// What an HTTP run found out about the server while running.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct HttpObserved {
+    /// What the TLS handshake settled, where TLS was used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_session: Option<TlsSession>,
+    /// The server's own name for itself (its `Server` header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_software: Option<String>,
+}
+
+/// What the server agreed to in the TLS handshake.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct TlsSession {
+    /// e.g. `TLSv1.3`.
+    pub protocol: String,
+    pub cipher: String,
+    pub key_exchange: Option<String>,
+    /// The protocol ALPN chose, if any.
+    pub alpn: Option<String>,
+}
