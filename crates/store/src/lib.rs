@@ -18,6 +18,7 @@ mod path;
 mod postgres;
 mod record;
 mod schema;
+mod sql;
 mod sqlite;
 
 use std::fmt;

@@ -25,6 +25,7 @@ use postgres::{Client, Config, GenericClient, NoTls};
 
 use crate::group;
 use crate::record::{self, decode, encode, list_into, unix_ns};
+use crate::sql::{self, Arg, POSTGRES};
 use crate::{Arrival, Decision, Filter, GroupState, Listing, Store, StoreError};
 
 /// The migration steps, oldest first; step `i` takes a store from version
@@ -164,10 +165,7 @@ fn inspect(client: &mut impl GenericClient, location: &str) -> Result<Option<u32
             })
         };
     }
-    let version: Option<i64> = client
-        .query_one("SELECT max(version) FROM dyno_schema", &[])
-        .map_err(failed)?
-        .get(0);
+    let version: Option<i64> = client.query_one(sql::VERSION, &[]).map_err(failed)?.get(0);
     match version {
         None => Ok(Some(0)),
         Some(v) if v < 0 => Err(StoreError::ForeignDatabase {
@@ -216,12 +214,9 @@ fn migrate(client: &mut Client, location: &str) -> Result<(), StoreError> {
     for step in &MIGRATIONS[from as usize..] {
         tx.batch_execute(step).map_err(failed)?;
     }
-    tx.execute("DELETE FROM dyno_schema", &[]).map_err(failed)?;
-    tx.execute(
-        "INSERT INTO dyno_schema (version) VALUES ($1)",
-        &[&i64::from(LATEST)],
-    )
-    .map_err(failed)?;
+    tx.execute(sql::CLEAR_VERSION, &[]).map_err(failed)?;
+    tx.execute(&POSTGRES.render(sql::SET_VERSION), &[&i64::from(LATEST)])
+        .map_err(failed)?;
     tx.commit().map_err(failed)
 }
 
@@ -235,9 +230,7 @@ impl Store for PgStore {
         let mut tx = client.transaction().map_err(failed)?;
         let inserted = tx
             .execute(
-                "INSERT INTO dyno_runs (id, kind, started_at_ns, host, description, schema_version, record)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)
-                 ON CONFLICT (id) DO NOTHING",
+                &POSTGRES.render(sql::SAVE_RUN),
                 &[
                     &id,
                     &run.kind.as_str(),
@@ -253,12 +246,9 @@ impl Store for PgStore {
             // Dropping the transaction rolls it back.
             return Err(StoreError::Duplicate { id: run.id });
         }
+        let save_tag = POSTGRES.render(sql::SAVE_TAG);
         for tag in &run.tags {
-            tx.execute(
-                "INSERT INTO dyno_run_tags (run_id, tag) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[&id, tag],
-            )
-            .map_err(failed)?;
+            tx.execute(&save_tag, &[&id, tag]).map_err(failed)?;
         }
         tx.commit().map_err(failed)
     }
@@ -267,10 +257,7 @@ impl Store for PgStore {
         let mut client = self.client();
         let id = resolve(&mut *client, &self.location, id_or_prefix)?;
         let row = client
-            .query_opt(
-                "SELECT schema_version, record FROM dyno_runs WHERE id = $1",
-                &[&id.to_string()],
-            )
+            .query_opt(&POSTGRES.render(sql::GET), &[&id.to_string()])
             .map_err(self.failed())?;
         // The run may have been removed since its id was resolved.
         let row = row.ok_or_else(|| StoreError::NotFound {
@@ -281,48 +268,14 @@ impl Store for PgStore {
     }
 
     fn list(&self, filter: &Filter) -> Result<Listing, StoreError> {
-        let Filter {
-            kind,
-            tags,
-            host,
-            since,
-            limit,
-        } = filter;
-        let mut sql = String::from(
-            "SELECT id, started_at_ns, schema_version, record FROM dyno_runs AS r WHERE true",
-        );
-        let kind = kind.map(|k| k.as_str().to_owned());
-        let since = since.map(unix_ns);
-        let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        let mut conditions: Vec<(&str, &(dyn ToSql + Sync))> = Vec::new();
-        if let Some(kind) = &kind {
-            conditions.push((" AND r.kind = ?", kind));
-        }
-        if let Some(host) = host {
-            conditions.push((" AND r.host = ?", host));
-        }
-        if let Some(since) = &since {
-            conditions.push((" AND r.started_at_ns >= ?", since));
-        }
-        for tag in tags {
-            conditions.push((
-                " AND EXISTS (SELECT 1 FROM dyno_run_tags AS t WHERE t.run_id = r.id AND t.tag = ?)",
-                tag,
-            ));
-        }
-        if let Some(n) = &limit {
-            // The newest N, then turned back to oldest first.
-            conditions.push((" ORDER BY started_at_ns DESC, id DESC LIMIT ?", n));
-        }
-        let mut args = Vec::with_capacity(conditions.len());
-        for (clause, value) in conditions {
-            args.push(value);
-            sql.push_str(&clause.replace('?', &format!("${}", args.len())));
-        }
-        sql = match limit {
-            Some(_) => format!("SELECT * FROM ({sql}) AS newest ORDER BY started_at_ns, id"),
-            None => sql + " ORDER BY started_at_ns, id",
-        };
+        let (sql, args) = POSTGRES.list(filter);
+        let args: Vec<&(dyn ToSql + Sync)> = args
+            .iter()
+            .map(|arg| match arg {
+                Arg::Text(text) => text as &(dyn ToSql + Sync),
+                Arg::Int(n) => n,
+            })
+            .collect();
         let rows = self.client().query(&sql, &args).map_err(self.failed())?;
         let mut listing = Listing::default();
         for row in rows {
@@ -353,7 +306,7 @@ impl Store for PgStore {
         }
         for id in &ids {
             // Its tags go with it (ON DELETE CASCADE).
-            tx.execute("DELETE FROM dyno_runs WHERE id = $1", &[&id.to_string()])
+            tx.execute(&POSTGRES.render(sql::REMOVE), &[&id.to_string()])
                 .map_err(failed)?;
         }
         tx.commit().map_err(failed)?;
@@ -378,7 +331,7 @@ impl Store for PgStore {
         let earlier = arrivals(&mut tx, &arrival.group).map_err(failed)?;
         group::check(arrival, &earlier)?;
         tx.execute(
-            "INSERT INTO dyno_group_arrivals (grp, idx, count, host, at_ns, settings) VALUES ($1, $2, $3, $4, $5, $6)",
+            &POSTGRES.render(sql::ARRIVE),
             &[
                 &arrival.group,
                 &i64::from(arrival.segment.index),
@@ -397,10 +350,7 @@ impl Store for PgStore {
         let mut client = self.client();
         let arrivals = arrivals(&mut *client, name).map_err(&failed)?;
         let decision = client
-            .query_opt(
-                "SELECT start_at_ns, called_off FROM dyno_group_decisions WHERE grp = $1",
-                &[&name],
-            )
+            .query_opt(&POSTGRES.render(sql::DECISION), &[&name])
             .map_err(&failed)?
             .map(|r| group::from_columns(r.get(0), r.get(1)));
         Ok(GroupState { arrivals, decision })
@@ -409,11 +359,7 @@ impl Store for PgStore {
     fn decide(&mut self, name: &str, decision: &Decision) -> Result<Decision, StoreError> {
         let (start, why) = group::columns(decision);
         self.client()
-            .execute(
-                "INSERT INTO dyno_group_decisions (grp, start_at_ns, called_off) VALUES ($1, $2, $3)
-                 ON CONFLICT (grp) DO NOTHING",
-                &[&name, &start, &why],
-            )
+            .execute(&POSTGRES.render(sql::DECIDE), &[&name, &start, &why])
             .map_err(self.failed())?;
         self.group(name)?.decision.ok_or_else(|| {
             StoreError::Group(format!("the decision of group '{name}' was not kept"))
@@ -436,10 +382,7 @@ impl Store for PgStore {
 
 /// A group's arrivals, by index.
 fn arrivals(client: &mut impl GenericClient, name: &str) -> Result<Vec<Arrival>, postgres::Error> {
-    let rows = client.query(
-        "SELECT idx, count, host, at_ns, settings FROM dyno_group_arrivals WHERE grp = $1 ORDER BY idx",
-        &[&name],
-    )?;
+    let rows = client.query(&POSTGRES.render(sql::ARRIVALS), &[&name])?;
     Ok(rows
         .iter()
         .map(|r| Arrival {
@@ -462,12 +405,9 @@ fn resolve(
     id_or_prefix: &str,
 ) -> Result<RunId, StoreError> {
     // Upper-case base32 only, so no LIKE wildcard can be in it.
-    let pattern = format!("{}%", record::prefix(id_or_prefix)?);
+    let pattern = POSTGRES.prefix_pattern(&record::prefix(id_or_prefix)?);
     let rows = client
-        .query(
-            "SELECT id FROM dyno_runs WHERE id LIKE $1 ORDER BY id",
-            &[&pattern],
-        )
+        .query(&POSTGRES.render(sql::RESOLVE), &[&pattern])
         .map_err(|e| classify(location, &e))?;
     let matches = rows
         .iter()

@@ -28,6 +28,7 @@ use crate::error::classify;
 use crate::group;
 use crate::record::{self, decode, encode, list_into, unix_ns};
 use crate::schema::{self, Contents};
+use crate::sql::{self, Arg, SQLITE};
 use crate::{Arrival, Decision, Filter, GroupState, Listing, Store, StoreError};
 
 /// How to open a [`SqliteStore`].
@@ -196,9 +197,7 @@ impl Store for SqliteStore {
             .map_err(sql)?;
         let inserted = tx
             .execute(
-                "INSERT INTO runs (id, kind, started_at_ns, host, description, schema_version, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT (id) DO NOTHING",
+                &SQLITE.render(sql::SAVE_RUN),
                 params![
                     id,
                     run.kind.as_str(),
@@ -216,9 +215,7 @@ impl Store for SqliteStore {
         }
         {
             let mut insert_tag = tx
-                .prepare_cached(
-                    "INSERT INTO run_tags (run_id, tag) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-                )
+                .prepare_cached(&SQLITE.render(sql::SAVE_TAG))
                 .map_err(sql)?;
             for tag in &run.tags {
                 insert_tag.execute(params![id, tag]).map_err(sql)?;
@@ -231,11 +228,9 @@ impl Store for SqliteStore {
         let id = resolve(&self.conn, &self.path, id_or_prefix)?;
         let row = self
             .conn
-            .query_row(
-                "SELECT schema_version, record FROM runs WHERE id = ?1",
-                [id.to_string()],
-                |row| Ok((row.get(0)?, record_column(row, 1)?.to_vec())),
-            )
+            .query_row(&SQLITE.render(sql::GET), [id.to_string()], |row| {
+                Ok((row.get(0)?, record_column(row, 1)?.to_vec()))
+            })
             .optional()
             .map_err(self.sql())?;
         // The run may have been removed since its id was resolved.
@@ -246,46 +241,11 @@ impl Store for SqliteStore {
     }
 
     fn list(&self, filter: &Filter) -> Result<Listing, StoreError> {
-        let Filter {
-            kind,
-            tags,
-            host,
-            since,
-            limit,
-        } = filter;
-        let mut sql =
-            String::from("SELECT id, started_at_ns, schema_version, record FROM runs AS r WHERE 1");
-        let mut args: Vec<Value> = Vec::new();
-        if let Some(kind) = kind {
-            sql.push_str(" AND r.kind = ?");
-            args.push(Value::Text(kind.as_str().to_owned()));
-        }
-        if let Some(host) = host {
-            sql.push_str(" AND r.host = ?");
-            args.push(Value::Text(host.clone()));
-        }
-        if let Some(since) = since {
-            sql.push_str(" AND r.started_at_ns >= ?");
-            args.push(Value::Integer(unix_ns(*since)));
-        }
-        for tag in tags {
-            sql.push_str(
-                " AND EXISTS (SELECT 1 FROM run_tags AS t WHERE t.run_id = r.id AND t.tag = ?)",
-            );
-            args.push(Value::Text(tag.clone()));
-        }
-        match limit {
-            Some(n) => {
-                // The newest N, then turned back to oldest first.
-                sql = format!(
-                    "SELECT * FROM ({sql} ORDER BY started_at_ns DESC, id DESC LIMIT ?)
-                     ORDER BY started_at_ns, id"
-                );
-                args.push(Value::Integer(i64::try_from(*n).unwrap_or(i64::MAX)));
-            }
-            None => sql.push_str(" ORDER BY started_at_ns, id"),
-        }
-
+        let (sql, args) = SQLITE.list(filter);
+        let args = args.into_iter().map(|arg| match arg {
+            Arg::Text(text) => Value::Text(text),
+            Arg::Int(n) => Value::Integer(n),
+        });
         let mut stmt = self.conn.prepare(&sql).map_err(self.sql())?;
         let mut rows = stmt.query(params_from_iter(args)).map_err(self.sql())?;
         let mut listing = Listing::default();
@@ -320,7 +280,7 @@ impl Store for SqliteStore {
         }
         for id in &ids {
             // Its tags go with it (ON DELETE CASCADE).
-            tx.execute("DELETE FROM runs WHERE id = ?1", [id.to_string()])
+            tx.execute(&SQLITE.render(sql::REMOVE), [id.to_string()])
                 .map_err(sql)?;
         }
         tx.commit().map_err(sql)?;
@@ -341,7 +301,7 @@ impl Store for SqliteStore {
         let earlier = arrivals(&tx, &arrival.group).map_err(sql)?;
         group::check(arrival, &earlier)?;
         tx.execute(
-            "INSERT INTO group_arrivals (grp, idx, count, host, at_ns, settings) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &SQLITE.render(sql::ARRIVE),
             params![
                 arrival.group,
                 arrival.segment.index,
@@ -360,11 +320,9 @@ impl Store for SqliteStore {
         let arrivals = arrivals(&self.conn, name).map_err(sql)?;
         let decision = self
             .conn
-            .query_row(
-                "SELECT start_at_ns, called_off FROM group_decisions WHERE grp = ?1",
-                [name],
-                |r| Ok(group::from_columns(r.get(0)?, r.get(1)?)),
-            )
+            .query_row(&SQLITE.render(sql::DECISION), [name], |r| {
+                Ok(group::from_columns(r.get(0)?, r.get(1)?))
+            })
             .optional()
             .map_err(sql)?;
         Ok(GroupState { arrivals, decision })
@@ -373,11 +331,7 @@ impl Store for SqliteStore {
     fn decide(&mut self, name: &str, decision: &Decision) -> Result<Decision, StoreError> {
         let (start, why) = group::columns(decision);
         self.conn
-            .execute(
-                "INSERT INTO group_decisions (grp, start_at_ns, called_off) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (grp) DO NOTHING",
-                params![name, start, why],
-            )
+            .execute(&SQLITE.render(sql::DECIDE), params![name, start, why])
             .map_err(|err| classify(&self.path, err))?;
         self.group(name)?.decision.ok_or_else(|| {
             StoreError::Group(format!("the decision of group '{name}' was not kept"))
@@ -392,9 +346,7 @@ impl Store for SqliteStore {
 
 /// A group's arrivals, by index.
 fn arrivals(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Arrival>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT idx, count, host, at_ns, settings FROM group_arrivals WHERE grp = ?1 ORDER BY idx",
-    )?;
+    let mut stmt = conn.prepare_cached(&SQLITE.render(sql::ARRIVALS))?;
     let rows = stmt.query_map([name], |r| {
         Ok(Arrival {
             group: name.to_owned(),
@@ -412,9 +364,9 @@ fn arrivals(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Arrival>> {
 
 /// The one stored id that is `id_or_prefix` or starts with it.
 fn resolve(conn: &Connection, path: &Path, id_or_prefix: &str) -> Result<RunId, StoreError> {
-    let pattern = format!("{}*", record::prefix(id_or_prefix)?);
+    let pattern = SQLITE.prefix_pattern(&record::prefix(id_or_prefix)?);
     let mut stmt = conn
-        .prepare_cached("SELECT id FROM runs WHERE id GLOB ?1 ORDER BY id")
+        .prepare_cached(&SQLITE.render(sql::RESOLVE))
         .map_err(|e| classify(path, e))?;
     let matches = stmt
         .query_map([pattern], |row| id_column(row, 0))
