@@ -12,6 +12,8 @@
 //! dyno store of a version it understands, and says so in its error instead
 //! (see [`StoreError`]).
 
+#[cfg(test)]
+mod conformance;
 mod error;
 mod group;
 mod path;

@@ -532,7 +532,7 @@ mod server_tests {
     use dyno_model::Kind;
 
     use super::*;
-    use crate::SkipReason;
+    use crate::conformance::{self, Raw};
     use crate::testutil::run;
 
     /// A database of its own on the test server, dropped at the end.
@@ -589,8 +589,56 @@ mod server_tests {
         }
     }
 
+    impl conformance::Place for Database {
+        fn open(&self) -> Result<Box<dyn Store>, StoreError> {
+            Ok(Box::new(PgStore::open(&self.url)?))
+        }
+
+        fn raw(&self) -> Box<dyn Raw> {
+            Box::new(Database::raw(self))
+        }
+
+        fn latest(&self) -> u32 {
+            LATEST
+        }
+    }
+
+    /// What every backend does, on PostgreSQL.
+    mod suite {
+        crate::conformance::suite!(super::Database::new());
+    }
+
     fn ids(runs: &[Run]) -> Vec<RunId> {
         runs.iter().map(|r| r.id).collect()
+    }
+
+    #[test]
+    fn the_server_tells_its_clock_in_about_a_round_trip() {
+        let db = Database::new();
+        let store = PgStore::open(&db.url).unwrap();
+        let (server_ns, took) = store.server_clock().unwrap().unwrap();
+        let ours = unix_ns(jiff::Timestamp::now());
+        assert!(
+            (server_ns - ours).abs() < 5_000_000_000,
+            "{server_ns} against {ours}"
+        );
+        assert!(took < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn the_location_is_the_url_without_its_password() {
+        let db = Database::new();
+        let store = PgStore::open(&db.url).unwrap();
+        let password = db
+            .admin
+            .split(':')
+            .nth(2)
+            .unwrap()
+            .split('@')
+            .next()
+            .unwrap();
+        assert!(!store.location().contains(password), "{}", store.location());
+        assert!(store.location().contains(":***@"), "{}", store.location());
     }
 
     #[test]
@@ -605,254 +653,12 @@ mod server_tests {
         )
         .unwrap();
         let mut store = PgStore::open(&db.url).unwrap();
-        crate::group::check_old_arrivals(&mut store);
+        conformance::arrivals_from_before_settings_are_read(&mut store);
         let version: i64 = raw
             .query_one("SELECT version FROM dyno_schema", &[])
             .unwrap()
             .get(0);
         assert_eq!(version, i64::from(LATEST));
-    }
-
-    #[test]
-    fn the_start_barrier_lets_the_first_decision_stand() {
-        let db = Database::new();
-        let mut a = PgStore::open(&db.url).unwrap();
-        let mut b = PgStore::open(&db.url).unwrap();
-        crate::group::check_barrier(&mut a, &mut b);
-        // The server's clock, read in about a round trip.
-        let (server_ns, took) = a.server_clock().unwrap().unwrap();
-        let ours = unix_ns(jiff::Timestamp::now());
-        assert!(
-            (server_ns - ours).abs() < 5_000_000_000,
-            "{server_ns} against {ours}"
-        );
-        assert!(took < Duration::from_secs(5));
-    }
-
-    #[test]
-    fn runs_round_trip_and_are_found_by_unique_prefix_only() {
-        let db = Database::new();
-        let mut store = PgStore::open(&db.url).unwrap();
-        let password = db
-            .admin
-            .split(':')
-            .nth(2)
-            .unwrap()
-            .split('@')
-            .next()
-            .unwrap();
-        assert!(!store.location().contains(password), "{}", store.location());
-        let a = run(Kind::Http, 1, &["x"], Some("h1"));
-        store.save(&a).unwrap();
-        assert_eq!(store.get(&a.id.to_string()).unwrap(), a);
-        assert_eq!(store.get(&a.id.to_string().to_lowercase()).unwrap(), a);
-        // The same id again is refused, and the first kept.
-        let mut again = a.clone();
-        again.description = "another".into();
-        assert!(matches!(
-            store.save(&again),
-            Err(StoreError::Duplicate { .. })
-        ));
-        assert_eq!(
-            store.get(&a.id.to_string()).unwrap().description,
-            a.description
-        );
-        // Prefixes: too short, unknown, ambiguous, unique.
-        let mut b = run(Kind::Http, 2, &[], None);
-        let mut id = a.id.to_string();
-        id.replace_range(20.., "ZZZZZZ");
-        b.id = id.parse().unwrap();
-        store.save(&b).unwrap();
-        assert!(matches!(
-            store.get("01"),
-            Err(StoreError::PrefixTooShort { .. })
-        ));
-        assert!(matches!(
-            store.get("ZZZZZZZZ"),
-            Err(StoreError::NotFound { .. })
-        ));
-        assert!(matches!(
-            store.get("01J%"),
-            Err(StoreError::NotFound { .. })
-        ));
-        let common = &a.id.to_string()[..20];
-        match store.get(common) {
-            Err(StoreError::Ambiguous { matches, .. }) => assert_eq!(matches.len(), 2),
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(store.get(&b.id.to_string()[..22]).unwrap(), b);
-        // Reopening finds them, and migrates nothing.
-        drop(store);
-        let store = PgStore::open(&db.url).unwrap();
-        assert_eq!(
-            ids(&store.list(&Filter::default()).unwrap().runs),
-            vec![a.id, b.id]
-        );
-    }
-
-    #[test]
-    fn every_filter_narrows_the_list_oldest_first() {
-        let db = Database::new();
-        let mut store = PgStore::open(&db.url).unwrap();
-        let runs = [
-            run(Kind::Http, 30, &["a", "b"], Some("h1")),
-            run(Kind::Disk, 10, &["a"], Some("h2")),
-            run(Kind::Http, 20, &["b"], Some("h1")),
-            run(Kind::Http, 40, &[], None),
-        ];
-        for r in &runs {
-            store.save(r).unwrap();
-        }
-        let list = |f: Filter| ids(&store.list(&f).unwrap().runs);
-        assert_eq!(
-            list(Filter::default()),
-            vec![runs[1].id, runs[2].id, runs[0].id, runs[3].id]
-        );
-        let http = Filter {
-            kind: Some(Kind::Http),
-            ..Filter::default()
-        };
-        assert_eq!(list(http.clone()), vec![runs[2].id, runs[0].id, runs[3].id]);
-        let tags = Filter {
-            tags: vec!["a".into(), "b".into()],
-            ..Filter::default()
-        };
-        assert_eq!(list(tags), vec![runs[0].id]);
-        let host = Filter {
-            host: Some("h1".into()),
-            ..Filter::default()
-        };
-        assert_eq!(list(host), vec![runs[2].id, runs[0].id]);
-        let since = Filter {
-            since: Some(runs[2].started_at),
-            ..Filter::default()
-        };
-        assert_eq!(list(since), vec![runs[2].id, runs[0].id, runs[3].id]);
-        let last = Filter {
-            limit: Some(2),
-            ..http
-        };
-        assert_eq!(list(last), vec![runs[0].id, runs[3].id]);
-    }
-
-    #[test]
-    fn removing_is_all_or_nothing_and_takes_the_tags() {
-        let db = Database::new();
-        let mut store = PgStore::open(&db.url).unwrap();
-        let (a, b) = (
-            run(Kind::Http, 1, &["t"], None),
-            run(Kind::Http, 2, &["t"], None),
-        );
-        store.save(&a).unwrap();
-        store.save(&b).unwrap();
-        let (ida, idb) = (a.id.to_string(), b.id.to_string());
-        assert!(matches!(
-            store.remove_all(&[&ida, "ZZZZZZZZ"]),
-            Err(StoreError::NotFound { .. })
-        ));
-        assert_eq!(store.list(&Filter::default()).unwrap().runs.len(), 2);
-        assert_eq!(
-            store.remove_all(&[&ida, &ida, &idb]).unwrap(),
-            vec![a.id, b.id]
-        );
-        let tags: i64 = db
-            .raw()
-            .query_one("SELECT count(*) FROM dyno_run_tags", &[])
-            .unwrap()
-            .get(0);
-        assert_eq!(tags, 0);
-    }
-
-    #[test]
-    fn damaged_and_newer_records_are_skipped_named_and_removable() {
-        let db = Database::new();
-        let mut store = PgStore::open(&db.url).unwrap();
-        let (good, bad, newer) = (
-            run(Kind::Http, 1, &[], None),
-            run(Kind::Http, 2, &[], None),
-            run(Kind::Http, 3, &[], None),
-        );
-        for r in [&good, &bad, &newer] {
-            store.save(r).unwrap();
-        }
-        let mut raw = db.raw();
-        raw.execute(
-            "UPDATE dyno_runs SET record = '{not json' WHERE id = $1",
-            &[&bad.id.to_string()],
-        )
-        .unwrap();
-        raw.execute(
-            "UPDATE dyno_runs SET schema_version = 99 WHERE id = $1",
-            &[&newer.id.to_string()],
-        )
-        .unwrap();
-        let listing = store.list(&Filter::default()).unwrap();
-        assert_eq!(ids(&listing.runs), vec![good.id]);
-        assert_eq!(listing.skipped.len(), 2);
-        assert!(matches!(
-            listing.skipped[0].reason,
-            SkipReason::Damaged { .. }
-        ));
-        assert!(matches!(
-            listing.skipped[1].reason,
-            SkipReason::Newer { found: 99, .. }
-        ));
-        assert!(matches!(
-            store.get(&bad.id.to_string()),
-            Err(StoreError::BadRecord { .. })
-        ));
-        assert!(matches!(
-            store.get(&newer.id.to_string()),
-            Err(StoreError::NewerRecord { found: 99, .. })
-        ));
-        store.remove(&bad.id.to_string()).unwrap();
-        assert_eq!(store.list(&Filter::default()).unwrap().skipped.len(), 1);
-    }
-
-    #[test]
-    fn foreign_and_newer_databases_are_refused_and_left_untouched() {
-        let db = Database::new();
-        db.raw()
-            .batch_execute("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep')")
-            .unwrap();
-        let err = PgStore::open(&db.url).unwrap_err();
-        assert!(matches!(err, StoreError::ForeignDatabase { .. }), "{err:?}");
-        assert!(err.to_string().contains("left untouched"), "{err}");
-        let tables: Vec<String> = db
-            .raw()
-            .query(
-                "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public'",
-                &[],
-            )
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        assert_eq!(tables, vec!["notes".to_owned()]);
-
-        let db = Database::new();
-        db.raw().batch_execute("CREATE TABLE dyno_schema (version BIGINT NOT NULL); INSERT INTO dyno_schema VALUES (99)").unwrap();
-        let err = PgStore::open(&db.url).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                StoreError::NewerServerSchema {
-                    found: 99,
-                    supported: LATEST,
-                    ..
-                }
-            ),
-            "{err:?}"
-        );
-        let runs: i64 = db
-            .raw()
-            .query_one(
-                "SELECT count(*) FROM pg_tables WHERE tablename = 'dyno_runs'",
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        assert_eq!(runs, 0, "nothing migrated");
     }
 
     #[test]
