@@ -175,6 +175,11 @@ macro_rules! suite {
         }
 
         #[test]
+        fn version_tables_without_rows_or_at_zero_are_migrated() {
+            conformance::version_tables_without_rows_or_at_zero_are_migrated(&$place, &$place);
+        }
+
+        #[test]
         fn foreign_or_newer_databases_are_refused() {
             conformance::foreign_or_newer_databases_are_refused(&$place, &$place);
         }
@@ -631,6 +636,33 @@ pub(crate) fn unreadable_and_newer_records_are_skipped(place: &dyn Place) {
     let listing = store.list(&Filter::default()).unwrap();
     assert_eq!(listing.runs, vec![first, last]);
     assert!(listing.skipped.is_empty());
+}
+
+/// A version table with no row, or at version 0 (a store whose first
+/// migration never ran), is a dyno store to migrate: it opens, migrates to
+/// the latest version (one row) and saves and reads runs.
+///
+/// Takes two new places, one for each.
+pub(crate) fn version_tables_without_rows_or_at_zero_are_migrated(
+    no_rows: &dyn Place,
+    zero: &dyn Place,
+) {
+    let table = "CREATE TABLE dyno_schema (version BIGINT NOT NULL);";
+    no_rows.raw().batch(table);
+    zero.raw()
+        .batch(&format!("{table} INSERT INTO dyno_schema VALUES (0);"));
+    for place in [no_rows, zero] {
+        let mut store = place.open().unwrap();
+        let r = run(Kind::Cpu, 0, &["t"], None);
+        store.save(&r).unwrap();
+        assert_eq!(store.get(&r.id.to_string()).unwrap(), r);
+        let mut raw = place.raw();
+        assert_eq!(raw.number("SELECT count(*) FROM dyno_schema", &[]), 1);
+        assert_eq!(
+            raw.number("SELECT max(version) FROM dyno_schema", &[]),
+            i64::from(place.latest())
+        );
+    }
 }
 
 /// A database that holds another program's tables, and a store whose
