@@ -19,7 +19,7 @@ use crate::testutil::run;
 use crate::{Arrival, Decision, Filter, GroupState, SkipReason, Store, StoreError};
 
 /// Where a backend keeps a store: a new, empty place at first.
-pub(crate) trait Place {
+pub(crate) trait Place: Sync {
     /// Opens the store here, creating it when the place is new.
     fn open(&self) -> Result<Box<dyn Store>, StoreError>;
     /// A plain connection to the place's database, around the store.
@@ -182,6 +182,11 @@ macro_rules! suite {
         #[test]
         fn foreign_or_newer_databases_are_refused() {
             conformance::foreign_or_newer_databases_are_refused(&$place, &$place);
+        }
+
+        #[test]
+        fn writers_opening_a_new_store_at_once_save_every_run_once() {
+            conformance::writers_opening_a_new_store_at_once_save_every_run_once(&$place);
         }
 
         #[test]
@@ -711,6 +716,60 @@ pub(crate) fn foreign_or_newer_databases_are_refused(foreign: &dyn Place, newer:
         "nothing migrated"
     );
     assert_eq!(raw.number("SELECT max(version) FROM dyno_schema", &[]), 99);
+}
+
+/// Writers that open a new store at the same moment (as machines or
+/// processes starting together would) all succeed, the store is migrated
+/// once, and runs they then save at the same time are each stored once,
+/// with their own tags.
+pub(crate) fn writers_opening_a_new_store_at_once_save_every_run_once(place: &dyn Place) {
+    const WRITERS: usize = 6;
+    const RUNS: usize = 25;
+    let start = std::sync::Barrier::new(WRITERS);
+    let mut saved: Vec<RunId> = std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let start = &start;
+                scope.spawn(move || {
+                    // Every writer migrates the new store at the same
+                    // moment; one does it, the others find it done.
+                    start.wait();
+                    let mut store = place.open().unwrap();
+                    let mut saved = Vec::new();
+                    for i in 0..RUNS {
+                        let r = run(
+                            Kind::Http,
+                            (w * RUNS + i) as i64,
+                            &[&format!("writer-{w}")],
+                            Some(&format!("m{w}")),
+                        );
+                        store.save(&r).unwrap();
+                        saved.push(r.id);
+                    }
+                    saved
+                })
+            })
+            .collect();
+        writers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    saved.sort();
+    let store = place.open().unwrap();
+    let mut listed = ids(&store.list(&Filter::default()).unwrap().runs);
+    listed.sort();
+    assert_eq!(listed, saved);
+    assert_eq!(listed.len(), WRITERS * RUNS);
+    for w in 0..WRITERS {
+        let mine = Filter {
+            tags: vec![format!("writer-{w}")],
+            ..Filter::default()
+        };
+        assert_eq!(store.list(&mine).unwrap().runs.len(), RUNS);
+    }
+    let rows = place.raw().number("SELECT count(*) FROM dyno_schema", &[]);
+    assert_eq!(rows, 1, "migrated exactly once");
 }
 
 /// The start barrier, on two handles of one store (as two machines would

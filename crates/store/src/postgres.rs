@@ -526,14 +526,10 @@ mod tests {
 #[cfg(test)]
 mod server_tests {
     use std::sync::atomic::{AtomicU32, Ordering};
-    use std::sync::{Arc, Barrier};
     use std::time::Instant;
-
-    use dyno_model::Kind;
 
     use super::*;
     use crate::conformance::{self, Raw};
-    use crate::testutil::run;
 
     /// A database of its own on the test server, dropped at the end.
     struct Database {
@@ -608,10 +604,6 @@ mod server_tests {
         crate::conformance::suite!(super::Database::new());
     }
 
-    fn ids(runs: &[Run]) -> Vec<RunId> {
-        runs.iter().map(|r| r.id).collect()
-    }
-
     #[test]
     fn the_server_tells_its_clock_in_about_a_round_trip() {
         let db = Database::new();
@@ -659,53 +651,6 @@ mod server_tests {
             .unwrap()
             .get(0);
         assert_eq!(version, i64::from(LATEST));
-    }
-
-    #[test]
-    fn machines_opening_a_new_store_at_once_all_save_every_run_once() {
-        let db = Database::new();
-        const WRITERS: usize = 6;
-        const RUNS: usize = 25;
-        let start = Arc::new(Barrier::new(WRITERS));
-        let writers: Vec<_> = (0..WRITERS)
-            .map(|w| {
-                let (url, start) = (db.url.clone(), start.clone());
-                std::thread::spawn(move || {
-                    // Every writer migrates the new database at the same
-                    // moment; one does it, the others find it done.
-                    start.wait();
-                    let mut store = PgStore::open(&url).unwrap();
-                    let mut saved = Vec::new();
-                    for i in 0..RUNS {
-                        let r = run(
-                            Kind::Http,
-                            (w * RUNS + i) as i64,
-                            &["load"],
-                            Some(&format!("m{w}")),
-                        );
-                        store.save(&r).unwrap();
-                        saved.push(r.id);
-                    }
-                    saved
-                })
-            })
-            .collect();
-        let mut saved: Vec<RunId> = writers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect();
-        saved.sort();
-        let store = PgStore::open(&db.url).unwrap();
-        let mut listed = ids(&store.list(&Filter::default()).unwrap().runs);
-        listed.sort();
-        assert_eq!(listed, saved);
-        assert_eq!(listed.len(), WRITERS * RUNS);
-        let versions: i64 = db
-            .raw()
-            .query_one("SELECT count(*) FROM dyno_schema", &[])
-            .unwrap()
-            .get(0);
-        assert_eq!(versions, 1);
     }
 
     #[test]

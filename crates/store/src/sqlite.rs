@@ -581,39 +581,6 @@ mod tests {
     }
 
     #[test]
-    fn two_stores_on_one_file_save_concurrently_without_losing_a_run() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("dyno.db");
-        SqliteStore::open(&path).unwrap();
-        let barrier = Arc::new(Barrier::new(2));
-        let workers: Vec<_> = (0..2)
-            .map(|worker| {
-                let (path, barrier) = (path.clone(), barrier.clone());
-                thread::spawn(move || {
-                    let mut store = SqliteStore::open(&path).unwrap();
-                    barrier.wait();
-                    for i in 0..50 {
-                        let tag = format!("worker-{worker}");
-                        store.save(&run(Kind::Exec, i, &[&tag], None)).unwrap();
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
-        }
-        let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.list(&Filter::default()).unwrap().runs.len(), 100);
-        for worker in 0..2 {
-            let mine = Filter {
-                tags: vec![format!("worker-{worker}")],
-                ..Filter::default()
-            };
-            assert_eq!(store.list(&mine).unwrap().runs.len(), 50);
-        }
-    }
-
-    #[test]
     fn stores_opening_a_new_file_at_the_same_moment_all_succeed() {
         let dir = tempfile::tempdir().unwrap();
         for round in 0..10 {
