@@ -26,6 +26,9 @@ pub(crate) trait Place: Sync {
     fn raw(&self) -> Box<dyn Raw>;
     /// The schema version a store of this backend is created at.
     fn latest(&self) -> u32;
+    /// Makes the new place an empty store at schema `version`, as this
+    /// backend's migration steps made it: a store an older dyno left.
+    fn make_old(&self, version: u32);
 }
 
 /// A plain connection to a store's database. Statements are written as in
@@ -187,6 +190,11 @@ macro_rules! suite {
         #[test]
         fn writers_opening_a_new_store_at_once_save_every_run_once() {
             conformance::writers_opening_a_new_store_at_once_save_every_run_once(&$place);
+        }
+
+        #[test]
+        fn arrivals_from_before_settings_are_read() {
+            conformance::arrivals_from_before_settings_are_read(&$place);
         }
 
         #[test]
@@ -847,15 +855,22 @@ pub(crate) fn group_barrier(a: &mut dyn Store, b: &mut dyn Store) {
     assert!(a.group("g2").unwrap().arrivals.is_empty());
 }
 
-/// What every backend must do with a store made before arrivals carried
-/// settings (schema version 2), holding group "old" with segment 0/3 from
-/// "h-old" arrived: the migrated store reads that arrival (with no
-/// settings, so it is compared with nothing), and the group's later
-/// arrivals are compared with the first that recorded settings.
-///
-/// Each backend makes such a store its own way (from its own first two
-/// migration steps), so this is not in [`suite!`].
-pub(crate) fn arrivals_from_before_settings_are_read(store: &mut dyn Store) {
+/// A store made before arrivals carried settings (schema version 2),
+/// holding group "old" with segment 0/3 from "h-old" arrived, is migrated
+/// to the latest version; it reads that arrival (with no settings, so it
+/// is compared with nothing), and the group's later arrivals are compared
+/// with the first that recorded settings.
+pub(crate) fn arrivals_from_before_settings_are_read(place: &dyn Place) {
+    place.make_old(2);
+    place.raw().execute(
+        "INSERT INTO {group_arrivals} (grp, idx, count, host, at_ns) VALUES ('old', 0, 3, 'h-old', 1)",
+        &[],
+    );
+    let mut store = place.open().unwrap();
+    let version = place
+        .raw()
+        .number("SELECT max(version) FROM dyno_schema", &[]);
+    assert_eq!(version, i64::from(place.latest()));
     let state = store.group("old").unwrap();
     assert_eq!(state.arrivals.len(), 1);
     assert_eq!(state.arrivals[0].host, "h-old");
