@@ -9,7 +9,8 @@
 //! one transaction under an advisory lock only once it is known to be empty
 //! or a dyno store this build understands, so that machines opening a new
 //! store at the same moment all succeed and migrate it once, and a database
-//! of some other program is never written to.
+//! of some other program is never written to. The statements are the
+//! SQLite store's, written once in `sql.rs` and rendered for PostgreSQL.
 //!
 //! Every save is one transaction; two machines saving at once each insert
 //! their own rows. Connections are plain TCP or a Unix socket, without TLS
