@@ -12,12 +12,15 @@
 //! dyno store of a version it understands, and says so in its error instead
 //! (see [`StoreError`]).
 
+#[cfg(test)]
+mod conformance;
 mod error;
 mod group;
 mod path;
 mod postgres;
 mod record;
 mod schema;
+mod sql;
 mod sqlite;
 
 use std::fmt;

@@ -135,3 +135,35 @@ pub fn unix_ns(t: Timestamp) -> i64 {
     let ns = t.as_nanosecond();
     i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_parser_message_is_cut_to_a_short_reason() {
+        assert_eq!(shorten("short", 10), "short");
+        assert_eq!(shorten("exactly10!", 10), "exactly10!");
+        assert_eq!(shorten("eleven chars", 10), "eleven ch…");
+        assert_eq!(shorten("ééééééé", 4), "ééé…");
+        // serde quotes a string where a run should be.
+        let detail = decode(1, format!("{:?}", "x".repeat(1000)).as_bytes())
+            .map(drop)
+            .map_err(DecodeError::reason)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            detail.chars().count() <= MAX_DETAIL_CHARS && detail.ends_with('…'),
+            "{detail}"
+        );
+    }
+
+    #[test]
+    fn timestamps_outside_the_nanosecond_range_still_sort() {
+        assert_eq!(unix_ns(Timestamp::UNIX_EPOCH), 0);
+        assert_eq!(unix_ns(Timestamp::MAX), i64::MAX);
+        assert_eq!(unix_ns(Timestamp::MIN), i64::MIN);
+        let t = Timestamp::from_nanosecond(1_704_067_200_123_456_789).unwrap();
+        assert_eq!(unix_ns(t), 1_704_067_200_123_456_789);
+    }
+}

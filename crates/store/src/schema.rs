@@ -11,6 +11,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::StoreError;
 use crate::error::classify;
+use crate::sql::{self, SQLITE};
 
 /// The migration steps, oldest first.
 pub(crate) const MIGRATIONS: &[&str] = &[
@@ -92,8 +93,7 @@ pub(crate) fn inspect(conn: &Connection) -> rusqlite::Result<Contents> {
     }
     // Versions only grow, in one transaction each, so reading the version
     // afterwards is as good as reading it together.
-    let version: Option<i64> =
-        conn.query_row("SELECT max(version) FROM dyno_schema", [], |row| row.get(0))?;
+    let version: Option<i64> = conn.query_row(sql::VERSION, [], |row| row.get(0))?;
     Ok(match version {
         None => Contents::Dyno(0),
         // dyno never writes a negative version.
@@ -145,8 +145,8 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
     for step in &MIGRATIONS[from as usize..] {
         tx.execute_batch(step).map_err(sql)?;
     }
-    tx.execute("DELETE FROM dyno_schema", []).map_err(sql)?;
-    tx.execute("INSERT INTO dyno_schema (version) VALUES (?1)", [LATEST])
+    tx.execute(sql::CLEAR_VERSION, []).map_err(sql)?;
+    tx.execute(&SQLITE.render(sql::SET_VERSION), [LATEST])
         .map_err(sql)?;
     tx.commit().map_err(sql)
 }
