@@ -1,0 +1,279 @@
+//! Meta-commands: a script's `\` lines.
+//!
+//! `Script::parse` hands each `\` line (its continuations joined) to
+//! [`parse_meta`], which reads `\set` (its expression through
+//! `expr::parse_expr`) and `\sleep`, and refuses pgbench's other
+//! meta-commands by name. [`Sleep`] keeps the sleep's amount and unit; a
+//! client reads its duration on each pass.
+
+use std::time::Duration;
+
+use super::expr::parse_expr;
+use super::{
+    Command, CommandKind, EvalError, ScriptError, Value, Vars, is_name_char, undefined_variable,
+};
+
+/// pgbench's meta-commands that dyno does not run yet: named in the error,
+/// so that the user knows the script is pgbench's and not mistyped.
+const UNSUPPORTED_META: [&str; 12] = [
+    "setshell",
+    "shell",
+    "if",
+    "elif",
+    "else",
+    "endif",
+    "gset",
+    "aset",
+    "startpipeline",
+    "endpipeline",
+    "syncpipeline",
+    "flushrequest",
+];
+
+pub(super) fn parse_meta(
+    script: &str,
+    line: usize,
+    meta: &str,
+    vars: &mut Vars,
+) -> Result<Command, ScriptError> {
+    let err = |message: String| ScriptError::new(script, line, message);
+    let (command, args) = meta
+        .split_once(char::is_whitespace)
+        .map_or((meta, ""), |(c, a)| (c, a.trim()));
+    let lower = command.to_ascii_lowercase();
+    let kind = match lower.as_str() {
+        "set" => {
+            let (var, expr) = args
+                .split_once(char::is_whitespace)
+                .map_or((args, ""), |(v, e)| (v, e.trim()));
+            if var.is_empty() || expr.is_empty() {
+                return Err(err(
+                    "\\set needs a variable name and an expression, e.g. \\set aid random(1, 100000 * :scale)"
+                        .into(),
+                ));
+            }
+            if let Some(bare) = var.strip_prefix(':') {
+                return Err(err(format!(
+                    "\\set takes the variable's bare name: write \\set {bare} …, without the ':'"
+                )));
+            }
+            if !var.chars().all(is_name_char) {
+                return Err(err(format!(
+                    "'{var}' is not a variable name; names are made of letters, digits and '_'"
+                )));
+            }
+            // The expression is read before the variable is defined: `\set
+            // x :x + 1` on a first `\set x` reads a variable nobody set.
+            let expr = parse_expr(expr, vars).map_err(err)?;
+            let slot = vars.define(var);
+            CommandKind::Set { slot, expr }
+        }
+        "sleep" => CommandKind::Sleep(parse_sleep(args, vars).map_err(err)?),
+        "" => {
+            return Err(err(
+                "a '\\' must be followed by a meta-command's name, e.g. \\set or \\sleep".into(),
+            ));
+        }
+        other if UNSUPPORTED_META.contains(&other) => {
+            return Err(err(format!(
+                "\\{command} is not supported by dyno yet; dyno runs SQL, \\set and \\sleep"
+            )));
+        }
+        _ => {
+            return Err(err(format!(
+                "unknown meta-command \\{command}; dyno runs SQL, \\set and \\sleep"
+            )));
+        }
+    };
+    Ok(Command { line, kind })
+}
+
+/// A `\sleep`: how long, from a literal or a variable, in some unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sleep {
+    amount: SleepAmount,
+    unit_us: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SleepAmount {
+    Literal(i64),
+    Var(usize),
+}
+
+/// C's `atoi`, as pgbench reads a sleep time: leading white space, a sign,
+/// the digits up to the first other character (saturating instead of
+/// overflowing); `None` where there are no digits.
+fn leading_integer(s: &str) -> Option<i64> {
+    let t = s.trim_start();
+    let (negative, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = t.bytes().take_while(u8::is_ascii_digit);
+    let mut n: i64 = 0;
+    let mut any = false;
+    for d in digits {
+        any = true;
+        n = n.saturating_mul(10).saturating_add(i64::from(d - b'0'));
+    }
+    any.then_some(if negative { -n } else { n })
+}
+
+impl Sleep {
+    /// How long to sleep, given the client's variables, as pgbench reads
+    /// it: a variable's text form (a double's is `%.15g`) is read as C's
+    /// `atoi` reads it, so 2.7 sleeps 2 units; a value that does not start
+    /// with a digit or a sign and digits (a boolean, `-0.5`) is an error;
+    /// a negative time does not sleep.
+    ///
+    /// # Panics
+    ///
+    /// If `vars` is shorter than the script's variables (make it with
+    /// [`Script::initial_values`](super::Script::initial_values)).
+    pub fn duration(&self, vars: &[Value]) -> Result<Duration, EvalError> {
+        let amount = match self.amount {
+            SleepAmount::Literal(n) => n,
+            SleepAmount::Var(slot) => match vars[slot] {
+                Value::Int(i) => i,
+                other => {
+                    let text = other.to_string();
+                    match leading_integer(&text) {
+                        // pgbench errs where atoi gives 0 and the text does
+                        // not start with a digit ("-0.5", " 0").
+                        Some(0) if !text.starts_with(|c: char| c.is_ascii_digit()) => {
+                            return Err(EvalError::BadSleep(other));
+                        }
+                        Some(n) => n,
+                        None => return Err(EvalError::BadSleep(other)),
+                    }
+                }
+            },
+        };
+        let amount = u64::try_from(amount).unwrap_or(0);
+        Ok(Duration::from_micros(amount.saturating_mul(self.unit_us)))
+    }
+}
+
+fn parse_sleep(args: &str, vars: &Vars) -> Result<Sleep, String> {
+    let mut words = args.split_whitespace();
+    let usage = "write \\sleep N [us|ms|s], N an integer or a :variable, e.g. \\sleep 10 ms";
+    let first = words.next();
+    let mut glued_unit = None;
+    let amount = match first {
+        None => return Err(format!("\\sleep needs a time; {usage}")),
+        Some(word) => {
+            if let Some(var) = word.strip_prefix(':') {
+                match vars.slot(var) {
+                    Some(slot) if !var.is_empty() => SleepAmount::Var(slot),
+                    _ if var.is_empty() || !var.chars().all(is_name_char) => {
+                        return Err(format!("'{word}' is not a variable; {usage}"));
+                    }
+                    _ => return Err(undefined_variable(var)),
+                }
+            } else {
+                // As pgbench: a sign, digits, and a unit that may be glued
+                // on (`10ms`) when no unit follows as its own word.
+                let unsigned = word.strip_prefix(['+', '-']).unwrap_or(word);
+                let digits = unsigned.bytes().take_while(u8::is_ascii_digit).count();
+                let rest = &unsigned[digits..];
+                if digits == 0 || (!rest.is_empty() && args.split_whitespace().count() > 1) {
+                    return Err(format!("'{word}' is not a time; {usage}"));
+                }
+                if !rest.is_empty() {
+                    glued_unit = Some(rest);
+                }
+                let number = &word[..word.len() - rest.len()];
+                let n: i64 = number
+                    .strip_prefix('+')
+                    .unwrap_or(number)
+                    .parse()
+                    .map_err(|_| format!("\\sleep time {number} is too large"))?;
+                SleepAmount::Literal(n)
+            }
+        }
+    };
+    let unit = glued_unit.or_else(|| words.next());
+    let unit_us = match unit.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("s") => 1_000_000,
+        Some("ms") => 1_000,
+        Some("us") => 1,
+        Some(_) => {
+            let unit = unit.unwrap_or_default();
+            return Err(format!("unknown \\sleep unit '{unit}'; use us, ms or s"));
+        }
+    };
+    if let Some(extra) = words.next() {
+        return Err(format!(
+            "unexpected '{extra}' after \\sleep's unit; {usage}"
+        ));
+    }
+    Ok(Sleep { amount, unit_us })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::script::testing::{VARS, parse_err};
+    use crate::script::{CommandKind, SCALE, Script, Value};
+
+    #[test]
+    fn sleep_units_and_errors() {
+        let durations = |text: &str| -> Vec<Duration> {
+            let script = Script::parse("s", text).unwrap();
+            let mut vars = script.initial_values(&VARS);
+            vars[SCALE] = Value::Int(-1);
+            script
+                .commands()
+                .iter()
+                .filter_map(|c| match &c.kind {
+                    CommandKind::Sleep(s) => Some(s.duration(&vars).unwrap_or_default()),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(
+            durations(
+                "\\sleep 2\n\\sleep 2 s\n\\sleep 250 ms\n\\sleep 7 us\n\\sleep :client_id ms\n"
+            ),
+            [
+                Duration::from_secs(2),
+                Duration::from_secs(2),
+                Duration::from_millis(250),
+                Duration::from_micros(7),
+                Duration::from_millis(3),
+            ]
+        );
+        let script = Script::parse("s", "\\sleep :scale\n").unwrap();
+        let mut vars = script.initial_values(&VARS);
+        vars[SCALE] = Value::Int(-1);
+        let CommandKind::Sleep(sleep) = &script.commands()[0].kind else {
+            panic!("not a \\sleep");
+        };
+        // A negative time does not sleep, as in pgbench.
+        assert_eq!(sleep.duration(&vars), Ok(Duration::ZERO));
+        for (text, needle) in [
+            ("\\sleep\n", "needs a time"),
+            ("\\sleep 10 minutes\n", "unknown \\sleep unit 'minutes'"),
+            ("\\sleep 1.5 s\n", "'1.5' is not a time"),
+            ("\\sleep :nope\n", "'nope' is used before any \\set"),
+            ("\\sleep 1 s now\n", "unexpected 'now'"),
+        ] {
+            let err = parse_err(text);
+            assert!(err.message().contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn meta_commands_ignore_case() {
+        let script = Script::parse("c", "\\SET x 1\n\\Sleep :x MS\n").unwrap();
+        assert_eq!(script.commands().len(), 2);
+        let err = parse_err("\\SetShell x echo 1\n");
+        assert!(
+            err.message().contains("\\SetShell is not supported"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,524 @@
+//! pgbench's script language: parsing, evaluation and the text sent to the
+//! server.
+//!
+//! A script is read once, by [`Script::parse`], into a list of
+//! [`Command`]s: `\set` assignments, `\sleep`s and SQL statements. Variable
+//! names are resolved then to slot numbers, so a client running the script
+//! keeps its variables in a plain `Vec<Value>` (made by
+//! [`Script::initial_values`]) and never hashes a name on the hot path; a
+//! name used before anything sets it is refused at parse time, with its
+//! line, rather than discovered mid-run.
+//!
+//! Each pass of a client over the script evaluates `\set` expressions
+//! ([`Expr::eval`]) with a `fastrand::Rng` the caller owns, so a run can be
+//! seeded and replayed, and renders each SQL statement for the protocol in
+//! use: [`Sql::render_simple`] for pgbench's `-M simple` (values written into
+//! the text), and [`Sql::parameterized`] with [`Sql::params`] for `-M
+//! extended` and `-M prepared` (the text, with `$1, $2, …`, is made once at
+//! parse time).
+//!
+//! The language is the part of pgbench's that scripts use: SQL, `\set` with
+//! its expressions (pgbench's integers, doubles and booleans, operators,
+//! `CASE` and functions, with its rounding and coercion rules) and the
+//! random distributions, `\sleep`, and variables defined with `-D`. What
+//! is left out (`\if`, `\gset`, `\setshell`, `NULL`, `hash()`, …) is
+//! refused by name, at parse time, so a script never half-runs.
+//! docs/pgbench-scripts.md lists where dyno differs from pgbench, and why.
+//!
+//! [`builtin`](fn@builtin) holds pgbench's three built-in scripts and
+//! [`weighted`] reads its `NAME@WEIGHT` arguments.
+//!
+//! The modules follow the data. [`Script::parse`] (here) walks a file's
+//! lines: `\` lines go to `meta` (`\set`, `\sleep`), whose expressions
+//! `lex` cuts into tokens and `expr` parses into trees; the other lines go
+//! to `sql`'s statement builder. At run time, `eval` evaluates the trees
+//! over a client's [`Value`]s (`value`: pgbench's types and coercions),
+//! drawing through `random`, and `sql` renders the statements. `builtin`
+//! holds the built-in scripts, which reach [`Script::parse`] as a file
+//! does.
+
+mod builtin;
+mod eval;
+mod expr;
+mod lex;
+mod meta;
+mod random;
+mod sql;
+#[cfg(test)]
+mod testing;
+mod value;
+
+pub use builtin::{builtin, builtin_names, weighted};
+pub use expr::Expr;
+pub use meta::Sleep;
+pub use sql::{Sql, SqlPart};
+pub use value::{EvalError, Value};
+
+use meta::parse_meta;
+use sql::{Quote, SqlBuilder};
+
+/// The slot of the predefined variable `scale` (pgbench's scale factor).
+pub const SCALE: usize = 0;
+/// The slot of the predefined variable `client_id` (numbered from 0).
+pub const CLIENT_ID: usize = 1;
+/// The slot of the predefined variable `random_seed`.
+pub const RANDOM_SEED: usize = 2;
+const PREDEFINED: [&str; 3] = ["scale", "client_id", "random_seed"];
+
+/// A script that cannot be read: where, and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name}:{line}: {message}")]
+pub struct ScriptError {
+    name: String,
+    line: usize,
+    message: String,
+}
+
+impl ScriptError {
+    fn new(name: &str, line: usize, message: impl Into<String>) -> Self {
+        ScriptError {
+            name: name.to_owned(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    /// The script's name, as given to [`Script::parse`].
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The line (from 1) the error is on.
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
+    /// What is wrong, without the name and line.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// A parsed script: its commands, in order, and the names of its variable
+/// slots.
+#[derive(Debug, Clone)]
+pub struct Script {
+    name: String,
+    commands: Vec<Command>,
+    variables: Vec<String>,
+    /// The `-D NAME=VALUE` definitions, by slot.
+    defined: Vec<(usize, Value)>,
+}
+
+/// The values of the predefined variables, which the run, not the script,
+/// decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Predefined {
+    /// pgbench's scale factor (`-s`, or read from the database).
+    pub scale: i64,
+    /// The client's number, from 0.
+    pub client_id: i64,
+    /// The run's seed, as recorded with the run (a `u64` seed is given as
+    /// its bits, `seed as i64`).
+    pub random_seed: i64,
+}
+
+/// One command of a script and the line it starts on (for run-time error
+/// messages).
+#[derive(Debug, Clone)]
+pub struct Command {
+    /// The line (from 1) the command starts on.
+    pub line: usize,
+    /// What the command does.
+    pub kind: CommandKind,
+}
+
+/// What a [`Command`] does.
+#[derive(Debug, Clone)]
+pub enum CommandKind {
+    /// `\set`: evaluate `expr` and store it in slot `slot`.
+    Set { slot: usize, expr: Expr },
+    /// `\sleep`.
+    Sleep(Sleep),
+    /// A SQL statement.
+    Sql(Sql),
+}
+
+impl Script {
+    /// Reads a script in pgbench's language. `name` (a file name, or a
+    /// built-in's name) only labels errors.
+    ///
+    /// Lines that are blank or start with `--` are skipped. A line starting
+    /// with `\` is a meta-command, which ends at the end of the line (or of
+    /// the next, when the line ends with `\`). Everything else is SQL: a
+    /// statement runs over as many lines as it needs and ends with a line
+    /// ending in `;`, at the end of the script, or where a meta-command
+    /// starts.
+    pub fn parse(name: &str, text: &str) -> Result<Script, ScriptError> {
+        Script::parse_with(name, text, &[])
+    }
+
+    /// [`parse`](Self::parse), with variables defined before the script
+    /// runs, as pgbench's `-D NAME=VALUE` defines them (see
+    /// [`definition`]): the script may read them anywhere, and a
+    /// definition of a predefined variable (`scale`, say) replaces its
+    /// value.
+    pub fn parse_with(
+        name: &str,
+        text: &str,
+        definitions: &[(String, Value)],
+    ) -> Result<Script, ScriptError> {
+        let mut vars = Vars {
+            names: PREDEFINED.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        let defined: Vec<(usize, Value)> = definitions
+            .iter()
+            .map(|(n, v)| (vars.define(n), *v))
+            .collect();
+        let mut commands = Vec::new();
+        let mut pending: Option<SqlBuilder> = None;
+        let lines: Vec<&str> = text.lines().collect();
+        let mut i = 0;
+        while i < lines.len() {
+            let line_no = i + 1;
+            let line = lines[i];
+            i += 1;
+            let in_quote = pending.as_ref().is_some_and(|p| p.quote != Quote::None);
+            if !in_quote {
+                let trimmed = line.trim_start();
+                if pending.is_none() && (trimmed.is_empty() || trimmed.starts_with("--")) {
+                    continue;
+                }
+                if let Some(meta) = trimmed.strip_prefix('\\') {
+                    // A meta-command ends an SQL statement left without its
+                    // `;`, as the end of the script does.
+                    if let Some(sql) = pending.take() {
+                        commands.extend(sql.finish(name)?);
+                    }
+                    let mut meta = meta.trim_end().to_owned();
+                    while let Some(head) = meta.strip_suffix('\\') {
+                        meta = head.to_owned();
+                        meta.push(' ');
+                        if let Some(next) = lines.get(i) {
+                            meta.push_str(next.trim());
+                            i += 1;
+                        }
+                    }
+                    commands.push(parse_meta(name, line_no, &meta, &mut vars)?);
+                    continue;
+                }
+            }
+            let sql = pending.get_or_insert_with(SqlBuilder::default);
+            if sql.push_line(name, line_no, line, &vars)?
+                && let Some(sql) = pending.take()
+            {
+                commands.extend(sql.finish(name)?);
+            }
+        }
+        if let Some(sql) = pending.take() {
+            commands.extend(sql.finish(name)?);
+        }
+        if commands.is_empty() {
+            return Err(ScriptError::new(
+                name,
+                lines.len().max(1),
+                "the script has no commands; write SQL statements ending in ';' or \\set and \\sleep lines",
+            ));
+        }
+        Ok(Script {
+            name: name.to_owned(),
+            commands,
+            variables: vars.names,
+            defined,
+        })
+    }
+
+    /// The name the script was parsed under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The commands, in the order a pass runs them.
+    pub fn commands(&self) -> &[Command] {
+        &self.commands
+    }
+
+    /// The variables' names, indexed by slot: the predefined ones first
+    /// ([`SCALE`], [`CLIENT_ID`], [`RANDOM_SEED`]), then in the order the
+    /// script first sets them.
+    pub fn variables(&self) -> &[String] {
+        &self.variables
+    }
+
+    /// Command `index` in a line, for a report: `\set NAME`, `\sleep`, or
+    /// the statement with its white space run together.
+    pub fn command_text(&self, index: usize) -> String {
+        match &self.commands[index].kind {
+            CommandKind::Set { slot, .. } => format!("\\set {}", self.variables[*slot]),
+            CommandKind::Sleep(_) => "\\sleep".to_owned(),
+            CommandKind::Sql(sql) => sql.text().split_whitespace().collect::<Vec<_>>().join(" "),
+        }
+    }
+
+    /// The slot of the variable `name`, if the script has it.
+    pub fn slot(&self, name: &str) -> Option<usize> {
+        self.variables.iter().position(|v| v == name)
+    }
+
+    /// A client's variables before its first pass: the predefined ones set,
+    /// the others 0. Parsing made sure that no command reads a variable
+    /// before an earlier command of the same pass sets it, so the zeros are
+    /// never seen.
+    pub fn initial_values(&self, predefined: &Predefined) -> Vec<Value> {
+        let mut values = vec![Value::Int(0); self.variables.len()];
+        values[SCALE] = Value::Int(predefined.scale);
+        values[CLIENT_ID] = Value::Int(predefined.client_id);
+        values[RANDOM_SEED] = Value::Int(predefined.random_seed);
+        for &(slot, value) in &self.defined {
+            values[slot] = value;
+        }
+        values
+    }
+
+    /// Checks the script against the limits of the extended and prepared
+    /// protocols as pgbench has them: at most 255 parameters (variable
+    /// references) in a statement. `-M simple` has no such limit.
+    pub fn check_parameters(&self) -> Result<(), ScriptError> {
+        for command in &self.commands {
+            if let CommandKind::Sql(sql) = &command.kind
+                && sql.param_slots().len() > MAX_PARAMS
+            {
+                return Err(ScriptError::new(
+                    &self.name,
+                    command.line,
+                    format!(
+                        "the statement has {} variable references, but -M extended and -M prepared take at most {MAX_PARAMS} (as pgbench); use -M simple, or fewer references",
+                        sql.param_slots().len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The most parameters pgbench gives a statement under `-M extended` and
+/// `-M prepared` (its `MAX_ARGS` less one).
+pub const MAX_PARAMS: usize = 255;
+
+/// Reads pgbench's `-D NAME=VALUE`: the name, a variable's (letters,
+/// digits and '_', not starting with a digit), and the value as text,
+/// which expressions read as a boolean, an integer or a double, and SQL
+/// gets as it is written.
+pub fn definition(arg: &str) -> Result<(String, Value), String> {
+    let Some((name, value)) = arg.split_once('=') else {
+        return Err(format!(
+            "-D takes NAME=VALUE, e.g. -D aid=42; '{arg}' has no '='"
+        ));
+    };
+    if name.is_empty()
+        || !name.chars().all(is_name_char)
+        || name.starts_with(|c: char| c.is_ascii_digit())
+    {
+        return Err(format!(
+            "-D {arg}: '{name}' is not a variable name; names are made of letters, digits and '_', and do not start with a digit"
+        ));
+    }
+    Ok((name.to_owned(), Value::text(value)))
+}
+
+/// The variables known at a point of the script: the predefined ones and
+/// those set by an earlier `\set`.
+#[derive(Debug)]
+struct Vars {
+    names: Vec<String>,
+}
+
+impl Vars {
+    fn slot(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|v| v == name)
+    }
+
+    fn define(&mut self, name: &str) -> usize {
+        self.slot(name).unwrap_or_else(|| {
+            self.names.push(name.to_owned());
+            self.names.len() - 1
+        })
+    }
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+fn undefined_variable(name: &str) -> String {
+    format!(
+        "variable '{name}' is used before any \\set of it; set it on an earlier line (the predefined variables are scale, client_id and random_seed)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::script::testing::{VARS, parse_err, sqls};
+
+    fn parse_message(expr: &str) -> String {
+        parse_err(&format!("\\set x {expr}\n")).message().to_owned()
+    }
+
+    #[test]
+    fn meta_command_ends_an_open_statement_and_continues_lines() {
+        let script = Script::parse(
+            "c",
+            "SELECT 1\n\\set x 1 + \\\n   2\n\\sleep :x ms\nSELECT :x;\n",
+        )
+        .unwrap();
+        let commands = script.commands();
+        assert_eq!(commands.len(), 4);
+        assert!(matches!(&commands[0].kind, CommandKind::Sql(s) if s.text() == "SELECT 1"));
+        let mut vars = script.initial_values(&VARS);
+        let mut rng = fastrand::Rng::with_seed(0);
+        let CommandKind::Set { slot, expr } = &commands[1].kind else {
+            panic!("not a \\set");
+        };
+        vars[*slot] = expr.eval(&vars, &mut rng).unwrap();
+        assert_eq!(vars[*slot], Value::Int(3));
+        let CommandKind::Sleep(sleep) = &commands[2].kind else {
+            panic!("not a \\sleep");
+        };
+        assert_eq!(sleep.duration(&vars), Ok(Duration::from_millis(3)));
+        assert_eq!(commands[3].line, 5);
+    }
+
+    #[test]
+    fn predefined_variables() {
+        let script = Script::parse(
+            "p",
+            "\\set s :scale * 2\nSELECT :client_id, :random_seed, :s;\n",
+        )
+        .unwrap();
+        assert_eq!(
+            &script.variables()[..3],
+            ["scale", "client_id", "random_seed"]
+        );
+        assert_eq!(script.slot("s"), Some(3));
+        let mut vars = script.initial_values(&VARS);
+        let mut rng = fastrand::Rng::with_seed(0);
+        let CommandKind::Set { slot, expr } = &script.commands()[0].kind else {
+            panic!("not a \\set");
+        };
+        vars[*slot] = expr.eval(&vars, &mut rng).unwrap();
+        assert_eq!(sqls(&script)[0].render_simple(&vars), "SELECT 3, 42, 20");
+        // Setting a predefined variable reuses its slot.
+        let script = Script::parse("p", "\\set scale 2\nSELECT :scale;\n").unwrap();
+        assert_eq!(script.variables().len(), 3);
+    }
+
+    #[test]
+    fn parse_errors_name_the_line_and_the_problem() {
+        let err = parse_err("SELECT 1;\n\n\\setshell x echo 1\n");
+        assert_eq!(err.line(), 3);
+        assert_eq!(err.name(), "t.sql");
+        assert!(
+            err.message()
+                .contains("\\setshell is not supported by dyno yet"),
+            "{err}"
+        );
+        assert!(err.to_string().starts_with("t.sql:3: \\setshell"), "{err}");
+
+        let err = parse_err("\\set x 1\n\\if :x\n");
+        assert_eq!(
+            (err.line(), err.message().contains("\\if is not supported")),
+            (2, true)
+        );
+        let err = parse_err("\\bogus\n");
+        assert!(
+            err.message().contains("unknown meta-command \\bogus"),
+            "{err}"
+        );
+        let err = parse_err("SELECT 1 AS one \\gset\n");
+        assert!(err.message().contains("\\gset is not supported"), "{err}");
+        let err = parse_err("SELECT 1 \\;\nSELECT 2;\n");
+        assert!(err.message().contains("compound"), "{err}");
+
+        let err = parse_err("\\set a 1\n\\set x foo(1)\n");
+        assert_eq!(err.line(), 2);
+        assert!(err.message().contains("unknown function 'foo'"), "{err}");
+        assert!(parse_message("hash(1)").contains("hash() is not supported by dyno yet"));
+        assert!(parse_message("permute(1, 2)").contains("not supported"));
+
+        assert_eq!(
+            parse_message("random(1)"),
+            "random() takes 2 arguments, but is given 1"
+        );
+        assert_eq!(
+            parse_message("abs(1, 2)"),
+            "abs() takes 1 argument, but is given 2"
+        );
+        assert_eq!(
+            parse_message("pi(1)"),
+            "pi() takes 0 arguments, but is given 1"
+        );
+        assert!(parse_message("greatest()").contains("at least one"));
+
+        let err = parse_err("\\set a 1\nSELECT 1;\n\\set x :a + :y\n");
+        assert_eq!(err.line(), 3);
+        assert!(
+            err.message()
+                .contains("variable 'y' is used before any \\set"),
+            "{err}"
+        );
+        let err = parse_err("\\set x :x + 1\n");
+        assert!(err.message().contains("variable 'x'"), "{err}");
+        let err = parse_err("BEGIN;\nSELECT *\nFROM t WHERE id = :id;\n\\set id 1\n");
+        assert_eq!(err.line(), 3);
+        assert!(
+            err.message().contains("'id'") && err.message().contains("space after"),
+            "{err}"
+        );
+
+        assert!(parse_message("(1 + 2").contains("never closed"));
+        assert!(parse_message("random(1, 2").contains("never closed"));
+        assert!(parse_message("1 + 2)").contains("no '(' to close"));
+        assert!(parse_message("(1 + 2))").contains("no '(' to close"));
+        assert!(parse_message("1 2").contains("unexpected '2' after the end"));
+        assert!(parse_message("random(1, 2) abc").contains("unexpected 'abc'"));
+        assert!(parse_message("1 +").contains("ends where a value was expected"));
+        assert!(parse_message("* 2").contains("expected a value but found '*'"));
+        assert!(parse_message("1 < 2 < 3").contains("do not chain"));
+        assert!(parse_message("aid + 1").contains("written :aid"));
+        assert!(parse_message("random").contains("call it as random(…)"));
+        assert!(parse_message("99999999999999999999").contains("bigint constant overflow"));
+        assert!(parse_message("1e").contains("exponent"));
+        assert!(parse_message("1 @ 2").contains("unexpected character '@'"));
+        assert!(parse_message("'x'").contains("strings"));
+
+        assert!(parse_message("CASE 1 THEN 2 END").contains("at least one WHEN"));
+        assert!(parse_message("CASE WHEN 1 THEN 2").contains("expected END"));
+        assert!(parse_message("CASE WHEN 1 2 END").contains("expected THEN"));
+        assert!(parse_message("1 + END").contains("outside a CASE"));
+        assert!(parse_message("null").contains("NULL is not supported"));
+        assert!(parse_message("1 == 1").contains("'='"));
+
+        let deep = format!("{}1{}", "(".repeat(200), ")".repeat(200));
+        assert!(parse_message(&deep).contains("levels deep"));
+        let long = vec!["1"; 500].join(" + ");
+        assert!(parse_message(&long).contains("levels deep"));
+
+        let err = parse_err("\\set\n");
+        assert!(err.message().contains("needs a variable name"), "{err}");
+        let err = parse_err("\\set :x 1\n");
+        assert!(err.message().contains("without the ':'"), "{err}");
+        let err = parse_err("\\set x-y 1\n");
+        assert!(err.message().contains("not a variable name"), "{err}");
+
+        let err = parse_err("SELECT 1;\nSELECT 'open\n;\n");
+        assert_eq!(err.line(), 2);
+        assert!(err.message().contains("never closed"), "{err}");
+
+        let err = parse_err("-- nothing\n\n");
+        assert!(err.message().contains("no commands"), "{err}");
+    }
+}
