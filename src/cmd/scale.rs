@@ -13,7 +13,7 @@ use anyhow::{Result, bail};
 use dyno_scale::file::Columns;
 use dyno_scale::saved::Selection;
 use dyno_scale::workload::{measure_int64, measure_tree_read, measure_tree_write};
-use dyno_scale::{DEFAULT_INT64_ITERATIONS, DEFAULT_REPETITIONS, Measure, MeasureError};
+use dyno_scale::{Curve, DEFAULT_INT64_ITERATIONS, DEFAULT_REPETITIONS, Measure, MeasureError};
 use dyno_tree::workload;
 
 use super::{build, finish, progress, store_for};
@@ -21,73 +21,15 @@ use crate::ExitStatus;
 use crate::cli::{MeasureArg, ScaleArgs, WorkloadArg};
 
 pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
-    let ScaleArgs {
-        run,
-        last,
-        param,
-        command,
-        wheres,
-        file,
-        n_column,
-        value_column,
-        measure,
-        workload,
-        threads,
-        iterations,
-        tasks,
-        depth,
-        nodes,
-        dir,
-        repetitions,
-        save,
-    } = args;
     let started = Instant::now();
     let started_at = jiff::Timestamp::now();
     let mut store = None;
-    let curve = match (workload, file) {
+    let curve = match (args.workload, &args.file) {
         (Some(w), _) => {
-            let threads = thread_counts(&threads)?;
-            let repetitions = repetitions.unwrap_or(DEFAULT_REPETITIONS) as usize;
+            let threads = thread_counts(&args.threads)?;
             // Open the store before measuring, so a broken one fails at once.
-            store = store_for(&save)?;
-            let measured = match w {
-                WorkloadArg::Int64 => measure_int64(
-                    &threads,
-                    iterations.unwrap_or(DEFAULT_INT64_ITERATIONS),
-                    repetitions,
-                    build(),
-                    &progress,
-                ),
-                WorkloadArg::TreeRead => {
-                    let shape = workload::ReadSettings {
-                        depth: depth.unwrap_or(workload::DEFAULT_DEPTH),
-                        nodes: nodes.unwrap_or(workload::DEFAULT_NODES),
-                        tasks: tasks.map_or(workload::DEFAULT_TASKS, |t| t as usize),
-                        threads: 1,
-                        seed: 1,
-                    };
-                    measure_tree_read(&threads, shape, repetitions, build(), &progress)
-                }
-                WorkloadArg::TreeWrite => {
-                    let dir = match dir {
-                        Some(d) => d.join(format!(".dyno-tree-write-{}", std::process::id())),
-                        None => std::path::PathBuf::from(format!(
-                            ".dyno-tree-write-{}",
-                            std::process::id()
-                        )),
-                    };
-                    let shape = workload::WriteSettings {
-                        depth: depth.unwrap_or(workload::DEFAULT_WRITE_DEPTH),
-                        nodes: nodes.unwrap_or(workload::DEFAULT_WRITE_NODES),
-                        tasks: tasks.map_or(workload::DEFAULT_TASKS, |t| t as usize),
-                        threads: 1,
-                        seed: 1,
-                        dir: Some(dir),
-                    };
-                    measure_tree_write(&threads, shape, repetitions, build(), &progress)
-                }
-            };
-            match measured {
+            store = store_for(&args.save)?;
+            match measure(w, &threads, &args) {
                 Ok(curve) => curve,
                 Err(MeasureError::CheckFailed(e)) => {
                     eprintln!("dyno: check failed: {e}");
@@ -98,22 +40,22 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
         }
         (None, Some(path)) => {
             let columns = Columns {
-                n: n_column,
-                value: value_column,
-                measure: measure.map(|m| match m {
+                n: args.n_column.clone(),
+                value: args.value_column.clone(),
+                measure: args.measure.map(|m| match m {
                     MeasureArg::Time => Measure::Time,
                     MeasureArg::Throughput => Measure::Throughput,
                 }),
             };
-            file::read(&path, &columns)?
+            file::read(path, &columns)?
         }
         (None, None) => {
             let selection = Selection {
-                param,
-                command,
-                wheres,
+                param: args.param.clone(),
+                command: args.command.clone(),
+                wheres: args.wheres.clone(),
             };
-            saved::curve(run, last, &selection)?
+            saved::curve(args.run.clone(), args.last, &selection)?
         }
     };
     let mut run = dyno_scale::analyse(curve)?;
@@ -122,10 +64,52 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
     // Bad files and sweeps are refused above without creating a store; it
     // is opened here, once there is a result to keep.
     if store.is_none() {
-        store = store_for(&save)?;
+        store = store_for(&args.save)?;
     }
-    finish(run, &save, store, dyno_report::scale_report)?;
+    finish(run, &args.save, store, dyno_report::scale_report)?;
     Ok(ExitStatus::Success)
+}
+
+/// The curve of built-in workload `w` on `threads`, its shape from the
+/// flags.
+fn measure(w: WorkloadArg, threads: &[usize], args: &ScaleArgs) -> Result<Curve, MeasureError> {
+    let repetitions = args.repetitions.unwrap_or(DEFAULT_REPETITIONS) as usize;
+    let tasks = args.tasks.map_or(workload::DEFAULT_TASKS, |t| t as usize);
+    match w {
+        WorkloadArg::Int64 => measure_int64(
+            threads,
+            args.iterations.unwrap_or(DEFAULT_INT64_ITERATIONS),
+            repetitions,
+            build(),
+            &progress,
+        ),
+        WorkloadArg::TreeRead => {
+            let shape = workload::ReadSettings {
+                depth: args.depth.unwrap_or(workload::DEFAULT_DEPTH),
+                nodes: args.nodes.unwrap_or(workload::DEFAULT_NODES),
+                tasks,
+                threads: 1,
+                seed: 1,
+            };
+            measure_tree_read(threads, shape, repetitions, build(), &progress)
+        }
+        WorkloadArg::TreeWrite => {
+            let name = format!(".dyno-tree-write-{}", std::process::id());
+            let dir = match &args.dir {
+                Some(d) => d.join(name),
+                None => std::path::PathBuf::from(name),
+            };
+            let shape = workload::WriteSettings {
+                depth: args.depth.unwrap_or(workload::DEFAULT_WRITE_DEPTH),
+                nodes: args.nodes.unwrap_or(workload::DEFAULT_WRITE_NODES),
+                tasks,
+                threads: 1,
+                seed: 1,
+                dir: Some(dir),
+            };
+            measure_tree_write(threads, shape, repetitions, build(), &progress)
+        }
+    }
 }
 
 /// `--threads`, or 1, 2, … up to the CPUs this process may use.

@@ -373,4 +373,15 @@ mod tests {
         assert!(run.warnings.iter().any(|w| w.code == "no_baseline_at_1"));
         assert_eq!(value(&run, "speedup", Some("2")), Some(2.0));
     }
+
+    #[test]
+    fn one_point_is_refused_before_any_fit() {
+        let err = analyse(amdahl_curve(&[1.0])).unwrap_err();
+        assert!(matches!(err, AnalyseError::TooFewPoints(1)), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("a scaling analysis needs at least 2 values of N, but there is 1:"),
+            "{err}"
+        );
+    }
 }
