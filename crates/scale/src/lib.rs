@@ -4,7 +4,7 @@
 //! curve over N, as a [`Curve`], from one of three sources:
 //! - [`workload`]: a built-in workload measured now on 1, 2, … threads
 //!   (int64 arithmetic, the tree database's parallel read and durable write);
-//! - [`file`]: the text of a CSV or JSON file of (N, time) or (N, throughput);
+//! - [`file`](mod@file): the text of a CSV or JSON file of (N, time) or (N, throughput);
 //! - [`saved`]: a saved `dyno run` sweep, which the binary fetches from the
 //!   store and hands in.
 //!
