@@ -5,10 +5,10 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use dyno_db::Target;
 use dyno_db::init::{InitSettings, init};
 use dyno_db::run::{Outcome, Progress, Protocol, RunSettings, Stop, Weighted};
 use dyno_db::script::{self, Script};
+use dyno_db::{Target, warnings};
 use dyno_model::{Kind, Run, Warning};
 use serde_json::json;
 
@@ -130,12 +130,11 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
     run.metrics = outcome.metrics(&settings);
     run.headline = Some("transactions_per_sec".into());
     run.warnings.extend(dyno_env::preflight(&run.environment));
-    run.warnings.extend(judge(&outcome, &settings));
-    if settings.scale.is_none()
-        && let Some(given) = args.scale
-    {
-        run.warnings.push(scale_ignored(given, outcome.scale));
-    }
+    run.warnings.extend(
+        warnings::judge(&outcome, &settings, args.scale)
+            .into_iter()
+            .map(Warning::from),
+    );
     let mut save = args.save.clone();
     if let (Some(plan), Some(met)) = (&plan, &met) {
         plan.record(&mut run, met, outcome.started_at);
@@ -224,7 +223,7 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         // As pgbench: the built-ins' scale is counted from the tables; a
         // custom script's is --scale, or 1.
         // (-s with a built-in is ignored with pgbench's warning: see
-        // scale_ignored).
+        // dyno_db::warnings::judge).
         scale: if builtin {
             None
         } else {
@@ -430,46 +429,6 @@ fn description(settings: &RunSettings, clients: u32, jobs: u32) -> String {
     )
 }
 
-/// pgbench's warning for -s with a built-in script, whose scale is always
-/// the count of pgbench_branches.
-fn scale_ignored(given: i64, counted: i64) -> Warning {
-    Warning {
-        code: "scale_ignored".into(),
-        message: format!(
-            "scale option ignored, using count from pgbench_branches table ({counted}): the built-in scripts use the scale the tables were made with (-s {given} applies to custom scripts, -f, only)"
-        ),
-    }
-}
-
-/// Warnings about what the figures mean.
-fn judge(outcome: &Outcome, settings: &RunSettings) -> Vec<Warning> {
-    let threads = settings.threads;
-    let mut warnings = Vec::new();
-    if let Some(rate) = settings.rate {
-        let achieved = outcome.tps();
-        if !outcome.interrupted && achieved < rate * 0.99 {
-            warnings.push(Warning {
-                code: "rate_not_reached".into(),
-                message: format!(
-                    "{achieved:.1} tps of the {rate} requested: the server (or the client) could not keep up, and latency from the schedule grew with the backlog; lower -R, or add clients (-c) if the schedule lag is high"
-                ),
-            });
-        }
-    }
-    let cpu = outcome.client_cpu_percent(threads);
-    // A window this short holds too few CPU clock ticks to judge by.
-    if cpu >= 90.0 && outcome.elapsed >= Duration::from_millis(100) {
-        warnings.push(Warning {
-            code: "client_saturated".into(),
-            message: format!(
-                "dyno used {cpu:.0}% of its {threads} thread{}: the client may be the bottleneck, so the figures are a lower bound for the server; add threads (-j) or a second client machine",
-                if threads == 1 { "" } else { "s" }
-            ),
-        });
-    }
-    warnings
-}
-
 /// Clients of `dyno quick`'s db line.
 pub const QUICK_CLIENTS: usize = 8;
 
@@ -528,7 +487,10 @@ pub fn quick_measure(
         .collect();
     Ok((
         metrics,
-        judge(&outcome, &settings),
+        warnings::judge(&outcome, &settings, None)
+            .into_iter()
+            .map(Into::into)
+            .collect(),
         recorded(&settings, &outcome),
     ))
 }

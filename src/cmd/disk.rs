@@ -15,6 +15,7 @@ use dyno_disk::meta::{MetaDir, run_meta_tests};
 use dyno_disk::run::run_block_tests;
 use dyno_disk::sync::run_sync_tests;
 use dyno_disk::target::format_bytes;
+use dyno_disk::warnings;
 use dyno_disk::{
     BlockPlan, Fill, IoMode, Measurement, Op, Passes, Preset, Profile, Progress, TargetKind,
     TargetSpec, TestFile, TestSpec,
@@ -142,6 +143,8 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
     };
     // (What meta records, which moves no blocks; a file replaces it below.)
     let mut engine = asked_engine.clone().unwrap_or_else(EngineKind::detect);
+    // How the file's data moves; meta has no file.
+    let mut mode = None;
 
     let mut run = Run::new(Kind::Disk, String::new());
     run.environment = environment();
@@ -194,6 +197,7 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
             None => EngineKind::auto(file.mode()),
         };
         engine = chosen_engine;
+        mode = Some(file.mode().clone());
         record_file(&mut run, &mut settings, &file, &engine, &why);
         // --test replaces the preset's tests: name them, not the preset.
         let what = if tests.is_empty() {
@@ -294,16 +298,13 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         .into(),
     );
     run.warnings.extend(dyno_env::preflight(&run.environment));
-    warn(&mut run, &engine, &measured, interrupted);
-    if block_preset && size < CACHE_SIZE {
-        run.warn(
-            "small_file",
-            format!(
-                "the {} test file is under 1 GiB: device, controller and host caches can hold it, so the figures may be the cache's rather than the storage's; use --size 1g or more (several GiB for devices with large caches or on a virtual machine)",
-                format_bytes(size)
-            ),
-        );
-    }
+    let cpus = dyno_env::available_cpus();
+    run.warnings.extend(
+        warnings::judge(mode.as_ref(), &engine, fill, &measured, interrupted, cpus)
+            .into_iter()
+            .chain(block_preset.then(|| warnings::small_file(size)).flatten())
+            .map(dyno_model::Warning::from),
+    );
     let run = finish(run, &save, store, dyno_report::disk_report)?;
     if interrupted {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
@@ -321,11 +322,6 @@ fn least_size(t: &TestSpec) -> u64 {
 fn size_flag(bytes: u64) -> String {
     format!("{}m", bytes.div_ceil(1 << 20).max(1))
 }
-
-/// Below this a test file fits in the caches of SSDs, RAID controllers and
-/// hypervisors (hundreds of MiB are common), so reads may never reach the
-/// medium: the rule behind the `small_file` warning.
-const CACHE_SIZE: u64 = 1 << 30;
 
 /// What the run writes to; dropping it removes what dyno created.
 enum Target {
@@ -361,101 +357,6 @@ fn record_file(
             settings["direct_io"] = json!(false);
             settings["buffered_reason"] = json!(reason);
         }
-    }
-}
-
-/// Warnings that make the figures less trustworthy.
-fn warn(run: &mut Run, engine: &EngineKind, measured: &[Measurement], interrupted: bool) {
-    if run.settings["direct_io"] == json!(false) {
-        let why = run.settings["buffered_reason"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned();
-        run.warn(
-            "buffered_io",
-            format!("buffered I/O, not direct: {why}. The figures include the page cache and may be far above the device's"),
-        );
-    }
-    let buffered = run.settings["direct_io"] == json!(false);
-    match engine {
-        // For buffered I/O the pool is the better engine, not a fallback.
-        EngineKind::Threads { reason } if !(buffered && reason.starts_with("auto")) => {
-            run.warn(
-                "thread_engine",
-                format!("the pread/pwrite thread pool moved the data ({reason}); its CPU cost per I/O is higher than io_uring's"),
-            );
-        }
-        EngineKind::IoUring if buffered => {
-            run.warn(
-                "uring_buffered",
-                "io_uring moved buffered I/O: the kernel queues it to worker threads, which can make it many times slower than the thread pool (50x on tmpfs); --engine auto or threads measures the file system instead of that path",
-            );
-        }
-        _ => {}
-    }
-    if run.settings["fill"] == json!("zero") {
-        run.warn(
-            "zero_fill",
-            "the test file holds zeros (--fill zero): compressing or deduplicating storage may report speeds it cannot reach with real data",
-        );
-    }
-    let cpus = dyno_env::available_cpus();
-    let mut over: Vec<String> = measured
-        .iter()
-        .filter_map(|m| m.spec.as_ref())
-        .filter(|t| engine.io_threads(t) > cpus as u64)
-        .map(ToString::to_string)
-        .collect();
-    over.dedup();
-    if !over.is_empty() {
-        run.warn(
-            "oversubscribed",
-            format!(
-                "{} {} more I/O threads than the {cpus} CPU{} this process may use: the threads take turns, so the figures may be bounded by this machine's CPUs rather than the storage",
-                over.join(", "),
-                if over.len() == 1 { "runs" } else { "run" },
-                if cpus == 1 { "" } else { "s" },
-            ),
-        );
-    }
-    let saturated: Vec<String> = measured
-        .iter()
-        .filter_map(|m| {
-            let threads = engine.io_threads(m.spec.as_ref()?) as usize;
-            let busy = m
-                .passes
-                .iter()
-                .filter_map(|p| p.busy_percent(threads.min(cpus)))
-                .max_by(f64::total_cmp)?;
-            (busy >= 90.0).then(|| format!("{} {} ({busy:.0}%)", m.test, m.op))
-        })
-        .collect();
-    if !saturated.is_empty() {
-        run.warn(
-            "engine_saturated",
-            format!(
-                "dyno's I/O threads were busy at least 90% of the time in {}: the CPU, not the storage, may have set {} figures, so they are a lower bound for the storage",
-                saturated.join(", "),
-                if saturated.len() == 1 { "that test's" } else { "those tests'" },
-            ),
-        );
-    }
-    let short: u64 = measured
-        .iter()
-        .flat_map(|m| &m.passes)
-        .map(|p| p.short)
-        .sum();
-    if short > 0 {
-        run.warn(
-            "short_io",
-            format!("{short} I/Os moved fewer bytes than asked"),
-        );
-    }
-    if interrupted {
-        run.warn(
-            "interrupted",
-            "interrupted (Ctrl-C, SIGTERM or SIGHUP): some tests or passes are missing",
-        );
     }
 }
 
@@ -530,13 +431,27 @@ pub fn quick_measure(
         "seed": seed,
     });
     record_file(&mut run, &mut settings, &file, &engine, &why);
+    let mode = file.mode().clone();
     drop(file);
     let measured = measured?;
     run.settings = settings;
-    warn(&mut run, &engine, &measured, stop.load(Ordering::Relaxed));
+    let interrupted = stop.load(Ordering::Relaxed);
+    let cpus = dyno_env::available_cpus();
+    let warnings = warnings::judge(
+        Some(&mode),
+        &engine,
+        Fill::Random,
+        &measured,
+        interrupted,
+        cpus,
+    );
     let metrics = dyno_disk::outcome::metrics(&measured)
         .into_iter()
         .map(|m| m.with_prefix("disk"))
         .collect();
-    Ok((metrics, run.warnings, run.settings))
+    Ok((
+        metrics,
+        warnings.into_iter().map(Into::into).collect(),
+        run.settings,
+    ))
 }

@@ -11,7 +11,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use dyno_http::request::{
     RequestSpec, RequestTemplate, Scheme, parse_header, parse_url, parse_url_list,
 };
-use dyno_http::{ErrorClass, Outcome, Progress, Schedule, Segment, Settings, Stop, TlsSettings};
+use dyno_http::{
+    ErrorClass, Outcome, Progress, Schedule, Segment, Settings, Stop, TlsSettings, warnings,
+};
 use dyno_model::{Environment, Kind, Run};
 use serde_json::json;
 
@@ -317,19 +319,13 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         "headers": headers.len(),
         "body_bytes": body.as_ref().map_or(0, Vec::len),
     });
-    run.warnings.extend(preflight(&run.environment, &settings));
-    if body.is_some()
-        && !headers
-            .iter()
-            .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
-    {
-        // curl -d would add application/x-www-form-urlencoded; a guess is
-        // wrong for the JSON most load tests send, so dyno sends none and says so.
-        run.warnings.push(dyno_model::Warning {
-            code: "no_content_type".into(),
-            message: "the body was sent without a Content-Type header: many servers answer such requests with 415 or parse them as something else; add one, e.g. -H 'Content-Type: application/json'".into(),
-        });
-    }
+    run.warnings.extend(dyno_env::preflight(&run.environment));
+    run.warnings.extend(
+        warnings::preflight(&run.environment, &settings)
+            .into_iter()
+            .chain(warnings::missing_content_type(body.is_some(), &headers))
+            .map(Into::into),
+    );
 
     // An interrupt (Ctrl-C, SIGTERM, SIGHUP) ends the run early; what was
     // measured is still printed and saved. A second one exits at once.
@@ -404,7 +400,11 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         store
     };
     run.headline = Some("requests_per_sec".into());
-    run.warnings.extend(judge(&outcome, &settings));
+    run.warnings.extend(
+        warnings::judge(&outcome, &settings)
+            .into_iter()
+            .map(dyno_model::Warning::from),
+    );
 
     if let (Some(out), Some(path)) = (&mut log_file, &latency_log) {
         // StartTime is when the run's clock started (a segment's common
@@ -454,32 +454,6 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::ChecksFailed);
     }
     Ok(ExitStatus::Success)
-}
-
-/// What to try after a failed TLS handshake, from the first failure's
-/// words (rustls' and tokio-rustls' messages): a certificate problem, or a
-/// server that does not speak TLS at all — a plain-HTTP server closes the
-/// connection on a ClientHello ("tls handshake eof") or answers in plain
-/// text ("corrupt message", "InvalidContentType").
-fn tls_hint(failure: &str, insecure: bool) -> &'static str {
-    let lower = failure.to_ascii_lowercase();
-    let not_tls = [
-        "eof",
-        "corrupt message",
-        "invalidcontenttype",
-        "invalid content type",
-    ]
-    .iter()
-    .any(|w| lower.contains(w));
-    if not_tls {
-        "the server may not speak TLS on this port (a plain-HTTP server closes or answers in plain text): try the URL with http://"
-    } else if insecure {
-        "does the server speak TLS on this port, with a protocol version and cipher dyno offers (TLS 1.2 or 1.3)?"
-    } else if lower.contains("certificate") || lower.contains("cert") {
-        "is the certificate trusted (Mozilla's roots) and issued for this host? For a self-signed test server add --insecure"
-    } else {
-        "is the certificate trusted (Mozilla's roots) and issued for this host, and does the server speak TLS 1.2 or 1.3 on this port? For a self-signed test server add --insecure"
-    }
 }
 
 /// Creates the latency log, never over an existing file; the error says
@@ -645,170 +619,9 @@ fn check_open_files(env: &Environment, settings: &Settings, builtin: bool) -> Re
     Ok(())
 }
 
-/// Warnings known before the run: limits that would cap it, and settings
-/// that make it less trustworthy.
-fn preflight(env: &Environment, settings: &Settings) -> Vec<dyno_model::Warning> {
-    let mut warnings = dyno_env::preflight(env);
-    if settings.tls.insecure && settings.target.scheme == Scheme::Https {
-        warnings.push(dyno_model::Warning {
-            code: "tls_insecure".into(),
-            message: "--insecure: the server's certificate was not verified, so nothing shows this was the intended server; drop --insecure once it has a trusted certificate".into(),
-        });
-    }
-    if let Some(backlog) = env.network.somaxconn
-        && settings.connections as u64 > u64::from(backlog)
-    {
-        warnings.push(dyno_model::Warning {
-            code: "listen_backlog".into(),
-            message: format!(
-                "{} connections exceed net.core.somaxconn ({backlog}): a local server may drop connection attempts; raise it with sysctl -w net.core.somaxconn={}",
-                settings.connections, settings.connections
-            ),
-        });
-    }
-    warnings
-}
-
-/// Warnings only the results can tell.
-pub(super) fn judge(outcome: &Outcome, settings: &Settings) -> Vec<dyno_model::Warning> {
-    let mut warnings = Vec::new();
-    let mut warn = |code: &str, message: String| {
-        warnings.push(dyno_model::Warning {
-            code: code.into(),
-            message,
-        })
-    };
-    let cpu = outcome.client_cpu_percent(settings.threads);
-    if cpu >= 90.0 {
-        warn(
-            "client_saturated",
-            format!(
-                "dyno used {cpu:.0}% of its {} worker thread{}: the client may be the bottleneck, so the figures are a lower bound for the server; add threads or a second client machine",
-                settings.threads,
-                if settings.threads == 1 { "" } else { "s" }
-            ),
-        );
-    }
-    if outcome.refused {
-        warn(
-            "connection_refused",
-            format!(
-                "the first {} connection attempts were all refused and none succeeded: nothing listens at {}, so the run was stopped",
-                dyno_http::engine::GIVE_UP_AFTER_REFUSALS,
-                outcome.endpoint
-            ),
-        );
-    }
-    if outcome.silent {
-        warn(
-            "no_answer",
-            format!(
-                "the server at {} accepted connections but answered none of the first {} requests within the timeout ({} timeouts a connection, stream or pipelined request, none ever answered), so the run was stopped",
-                outcome.endpoint,
-                outcome.stats.errors_of(ErrorClass::ReadTimeout),
-                dyno_http::engine::GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT,
-            ),
-        );
-    }
-    if outcome.interrupted {
-        warn(
-            "interrupted",
-            "the run was stopped early by an interrupt (Ctrl-C, SIGTERM or SIGHUP); figures cover the part that ran".into(),
-        );
-    }
-    if let Some(rate) = settings.schedule.rate_per_sec {
-        // A segment is asked for its share of the rate.
-        let rate = rate / f64::from(settings.segment.count);
-        let achieved = outcome.requests_per_sec();
-        if achieved < rate * 0.99 {
-            warn(
-                "rate_not_reached",
-                format!(
-                    "achieved {achieved:.prec$} req/s of the {rate} requested: the server (or the client) could not keep up; latency counts from the due times",
-                    prec = if achieved < 10.0 { 2 } else { 0 }
-                ),
-            );
-        }
-        if outcome.stats.dropped > 0 {
-            warn(
-                "dropped_sends",
-                format!(
-                    "{} requests fell due but could not be sent before the end: all connections were busy; raise -c",
-                    outcome.stats.dropped
-                ),
-            );
-        }
-    }
-    let unexpected: Vec<(u16, u64)> = outcome
-        .stats
-        .status
-        .iter()
-        .copied()
-        .filter(|&(code, _)| !settings.expect_status.contains(code))
-        .collect();
-    if !unexpected.is_empty() {
-        // wrk's "Non-2xx or 3xx responses", as a warning that says what to do.
-        let n: u64 = unexpected.iter().map(|&(_, n)| n).sum();
-        let share = 100.0 * n as f64 / outcome.stats.responses.max(1) as f64;
-        let codes: Vec<String> = unexpected.iter().map(|(c, _)| c.to_string()).collect();
-        warn(
-            "unexpected_status",
-            format!(
-                "{n} of {} responses ({share:.1}%) had a status outside {} (got {}): they count as failed requests; if the server is meant to answer so, say so with --expect-status {},{}",
-                outcome.stats.responses,
-                settings.expect_status,
-                codes.join(", "),
-                settings.expect_status,
-                codes.join(","),
-            ),
-        );
-    }
-    let handshakes = outcome.stats.errors_of(ErrorClass::Tls);
-    if handshakes > 0 {
-        let failure = outcome.tls_failure.as_deref();
-        let why = failure.map_or(String::new(), |e| format!(" (first: {e})"));
-        let hint = tls_hint(failure.unwrap_or(""), settings.tls.insecure);
-        warn(
-            "tls_handshake_failed",
-            format!("{handshakes} TLS handshakes failed{why}: {hint}"),
-        );
-    }
-    let h2_failures = outcome.stats.errors_of(ErrorClass::H2Protocol);
-    if let Some(why) = &outcome.protocol_failure
-        && h2_failures > 0
-    {
-        warn(
-            "h2_handshake_failed",
-            format!(
-                "{h2_failures} HTTP/2 connections or requests failed; the first handshake that failed: {why}"
-            ),
-        );
-    }
-    if outcome.stats.responses == 0 {
-        warn(
-            "no_responses",
-            "no request was answered: is the server up and the URL right?".into(),
-        );
-    }
-    warnings
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tls_hints_follow_the_failure() {
-        let plain = tls_hint("tls handshake eof", false);
-        assert!(plain.contains("http://") && !plain.contains("--insecure"));
-        assert!(
-            tls_hint("received corrupt message of type InvalidContentType", true)
-                .contains("http://")
-        );
-        let cert = tls_hint("invalid peer certificate: UnknownIssuer", false);
-        assert!(cert.contains("--insecure") && !cert.contains("http://"));
-        assert!(tls_hint("peer is incompatible", true).contains("TLS 1.2 or 1.3"));
-    }
 
     #[test]
     fn standard_methods_go_in_upper_case() {

@@ -113,9 +113,8 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
         for m in outcome.metrics(&http_settings) {
             run.metrics.push(m.with_prefix("http"));
         }
-        for mut w in super::http::judge(&outcome, &http_settings) {
-            w.message = format!("http line: {}", w.message);
-            run.warnings.push(w);
+        for w in dyno_http::warnings::judge(&outcome, &http_settings) {
+            run.warn(w.code(), format!("http line: {w}"));
         }
     }
     if !disk_duration.is_zero() && !interrupt.is_set() {

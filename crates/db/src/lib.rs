@@ -6,6 +6,8 @@ pub mod inspect;
 pub mod run;
 pub mod script;
 pub mod target;
+pub mod warnings;
 pub mod wire;
 
 pub use target::{Target, TargetError};
+pub use warnings::DbWarning;

@@ -22,8 +22,10 @@ pub mod run;
 pub mod spec;
 pub mod sync;
 pub mod target;
+pub mod warnings;
 
 pub use engine::{EngineKind, PassStats};
 pub use run::{BlockPlan, Measurement, Passes, Progress, RunError};
 pub use spec::{Op, Pattern, Preset, Profile, TestSpec};
 pub use target::{Fill, IoMode, TargetError, TargetKind, TargetSpec, TestFile};
+pub use warnings::DiskWarning;

@@ -20,6 +20,7 @@ pub mod settings;
 pub mod stats;
 pub mod status;
 mod tls;
+pub mod warnings;
 
 pub use conn::Endpoint;
 pub use engine::{EngineError, Outcome, Progress, run, run_gated};
@@ -28,3 +29,4 @@ pub use settings::{Schedule, Segment, Settings, Stop, TlsSettings};
 pub use stats::{ErrorClass, Interval, Stats};
 pub use status::{StatusSet, StatusSetError};
 pub use tls::{TlsSession, TlsSetupError};
+pub use warnings::HttpWarning;

@@ -1,0 +1,237 @@
+//! What makes a db run's figures less trustworthy, judged from the
+//! settings and the outcome ([`judge`]).
+//!
+//! Each warning is a [`DbWarning`] with a stable [`DbWarning::code`] and a
+//! message for people (its `Display`); the binary turns them into the
+//! run's [`dyno_model::Warning`]s. Nothing here prints.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::run::{Outcome, RunSettings};
+
+/// One warning about a db run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DbWarning {
+    /// Open model: under 99% of the asked rate was achieved.
+    RateNotReached { achieved: f64, requested: f64 },
+    /// The client threads were busy at least 90% of the time.
+    ClientSaturated { cpu_percent: f64, threads: usize },
+    /// pgbench's warning for -s with a built-in script: the scale `given`
+    /// was ignored for the one `counted` from pgbench_branches.
+    ScaleIgnored { given: i64, counted: i64 },
+}
+
+impl DbWarning {
+    /// The stable, machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DbWarning::RateNotReached { .. } => "rate_not_reached",
+            DbWarning::ClientSaturated { .. } => "client_saturated",
+            DbWarning::ScaleIgnored { .. } => "scale_ignored",
+        }
+    }
+}
+
+impl fmt::Display for DbWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DbWarning::RateNotReached {
+                achieved,
+                requested: rate,
+            } => write!(
+                f,
+                "{achieved:.1} tps of the {rate} requested: the server (or the client) could not keep up, and latency from the schedule grew with the backlog; lower -R, or add clients (-c) if the schedule lag is high"
+            ),
+            DbWarning::ClientSaturated {
+                cpu_percent: cpu,
+                threads,
+            } => write!(
+                f,
+                "dyno used {cpu:.0}% of its {threads} thread{}: the client may be the bottleneck, so the figures are a lower bound for the server; add threads (-j) or a second client machine",
+                if *threads == 1 { "" } else { "s" }
+            ),
+            DbWarning::ScaleIgnored { given, counted } => write!(
+                f,
+                "scale option ignored, using count from pgbench_branches table ({counted}): the built-in scripts use the scale the tables were made with (-s {given} applies to custom scripts, -f, only)"
+            ),
+        }
+    }
+}
+
+impl From<DbWarning> for dyno_model::Warning {
+    fn from(w: DbWarning) -> Self {
+        dyno_model::Warning {
+            code: w.code().to_owned(),
+            message: w.to_string(),
+        }
+    }
+}
+
+/// Warnings about what the figures mean. `scale_given` is the scale the
+/// user asked for (`-s`), if any: with the built-in scripts, whose scale
+/// is always the count of pgbench_branches (`settings.scale` is `None`),
+/// it was ignored, and pgbench says so.
+pub fn judge(
+    outcome: &Outcome,
+    settings: &RunSettings,
+    scale_given: Option<i64>,
+) -> Vec<DbWarning> {
+    let threads = settings.threads;
+    let mut warnings = Vec::new();
+    if let Some(rate) = settings.rate {
+        let achieved = outcome.tps();
+        if !outcome.interrupted && achieved < rate * 0.99 {
+            warnings.push(DbWarning::RateNotReached {
+                achieved,
+                requested: rate,
+            });
+        }
+    }
+    let cpu = outcome.client_cpu_percent(threads);
+    // A window this short holds too few CPU clock ticks to judge by.
+    if cpu >= 90.0 && outcome.elapsed >= Duration::from_millis(100) {
+        warnings.push(DbWarning::ClientSaturated {
+            cpu_percent: cpu,
+            threads,
+        });
+    }
+    if settings.scale.is_none()
+        && let Some(given) = scale_given
+    {
+        warnings.push(DbWarning::ScaleIgnored {
+            given,
+            counted: outcome.scale,
+        });
+    }
+    warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::SystemTime;
+
+    use hdrhistogram::Histogram;
+
+    use super::*;
+    use crate::Target;
+    use crate::run::{Protocol, Server, Stop};
+
+    fn settings() -> RunSettings {
+        RunSettings {
+            // Parsed only: nothing connects.
+            target: Target::new("host=localhost dbname=bench", |_| None).unwrap(),
+            scripts: Vec::new(),
+            clients: 4,
+            threads: 2,
+            stop: Stop::Duration(Duration::from_secs(1)),
+            protocol: Protocol::Prepared,
+            scale: None,
+            vacuum: false,
+            max_tries: 1,
+            seed: 0,
+            rate: None,
+            latency_limit: None,
+            per_statement: false,
+            reconnect: false,
+            pipeline: false,
+            progress_every: Duration::from_secs(1),
+            segment: dyno_model::Segment::WHOLE,
+        }
+    }
+
+    /// A second of 1000 transactions with the client threads 10% busy.
+    fn outcome() -> Outcome {
+        let histogram = || Histogram::new(2).unwrap();
+        Outcome {
+            latency: histogram(),
+            uncorrected: histogram(),
+            lag: histogram(),
+            skipped: 0,
+            late: 0,
+            statements: Vec::new(),
+            reconnects: histogram(),
+            transactions: 1000,
+            failed: BTreeMap::new(),
+            retries: BTreeMap::new(),
+            retried: 0,
+            aborted: Vec::new(),
+            per_script: Vec::new(),
+            script_latency: Vec::new(),
+            timeline: Vec::new(),
+            vacuum: Vec::new(),
+            elapsed: Duration::from_secs(1),
+            connect: Duration::ZERO,
+            cpu: Duration::from_millis(200),
+            scale: 10,
+            server: Server::default(),
+            interrupted: false,
+            started_at: SystemTime::UNIX_EPOCH,
+        }
+    }
+
+    fn codes(warnings: &[DbWarning]) -> Vec<&'static str> {
+        warnings.iter().map(DbWarning::code).collect()
+    }
+
+    #[test]
+    fn a_clean_run_has_no_warnings() {
+        assert_eq!(judge(&outcome(), &settings(), None), vec![]);
+    }
+
+    #[test]
+    fn a_rate_under_99_percent_is_not_reached_unless_interrupted() {
+        let mut s = settings();
+        s.rate = Some(1005.0);
+        assert_eq!(judge(&outcome(), &s, None), vec![]);
+        s.rate = Some(2000.0);
+        let warnings = judge(&outcome(), &s, None);
+        assert_eq!(codes(&warnings), ["rate_not_reached"]);
+        assert!(
+            warnings[0]
+                .to_string()
+                .starts_with("1000.0 tps of the 2000 requested:")
+        );
+        let mut o = outcome();
+        o.interrupted = true;
+        assert_eq!(judge(&o, &s, None), vec![]);
+    }
+
+    #[test]
+    fn busy_client_threads_are_a_saturated_client_over_100_ms() {
+        let mut o = outcome();
+        o.cpu = Duration::from_millis(1900);
+        let warnings = judge(&o, &settings(), None);
+        assert_eq!(codes(&warnings), ["client_saturated"]);
+        let w = dyno_model::Warning::from(warnings[0].clone());
+        assert_eq!(
+            w.message,
+            "dyno used 95% of its 2 threads: the client may be the bottleneck, so the figures are a lower bound for the server; add threads (-j) or a second client machine"
+        );
+        // Too few clock ticks to judge by.
+        o.elapsed = Duration::from_millis(50);
+        o.cpu = Duration::from_millis(95);
+        assert_eq!(judge(&o, &settings(), None), vec![]);
+    }
+
+    #[test]
+    fn a_scale_given_to_the_built_ins_is_ignored() {
+        let warnings = judge(&outcome(), &settings(), Some(50));
+        assert_eq!(
+            warnings,
+            vec![DbWarning::ScaleIgnored {
+                given: 50,
+                counted: 10
+            }]
+        );
+        assert_eq!(
+            warnings[0].to_string(),
+            "scale option ignored, using count from pgbench_branches table (10): the built-in scripts use the scale the tables were made with (-s 50 applies to custom scripts, -f, only)"
+        );
+        // A custom script's scale is the one given.
+        let mut s = settings();
+        s.scale = Some(50);
+        assert_eq!(judge(&outcome(), &s, Some(50)), vec![]);
+    }
+}

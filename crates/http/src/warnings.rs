@@ -1,0 +1,507 @@
+//! What makes an HTTP run's figures less trustworthy, judged from the
+//! settings before the run ([`preflight`], [`missing_content_type`]) and
+//! from the outcome after it ([`judge`]).
+//!
+//! Each warning is an [`HttpWarning`] with a stable [`HttpWarning::code`]
+//! and a message for people (its `Display`); the binary turns them into
+//! the run's [`dyno_model::Warning`]s. Nothing here prints.
+
+use std::fmt;
+
+use dyno_model::Environment;
+
+use crate::engine::{GIVE_UP_AFTER_REFUSALS, GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT};
+use crate::request::Scheme;
+use crate::{ErrorClass, Outcome, Settings, StatusSet};
+
+/// One warning about an HTTP run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HttpWarning {
+    /// `--insecure` against an `https://` URL: the certificate was not
+    /// verified.
+    TlsInsecure,
+    /// More connections than `net.core.somaxconn`.
+    ListenBacklog { connections: usize, backlog: u32 },
+    /// A body without a Content-Type header.
+    NoContentType,
+    /// The worker threads were busy at least 90% of the time.
+    ClientSaturated { cpu_percent: f64, threads: usize },
+    /// The first connection attempts were all refused.
+    ConnectionRefused { endpoint: String },
+    /// The server accepted connections and answered nothing.
+    NoAnswer { endpoint: String, timeouts: u64 },
+    /// An interrupt stopped the run early.
+    Interrupted,
+    /// Open model: under 99% of the asked rate was achieved.
+    RateNotReached { achieved: f64, requested: f64 },
+    /// Open model: requests fell due and were never sent.
+    DroppedSends { dropped: u64 },
+    /// Responses with a status outside `--expect-status`: the codes and
+    /// how many of each.
+    UnexpectedStatus {
+        unexpected: Vec<(u16, u64)>,
+        responses: u64,
+        expected: StatusSet,
+    },
+    /// TLS handshakes failed; `first` is the first failure's words.
+    TlsHandshakeFailed {
+        failed: u64,
+        first: Option<String>,
+        insecure: bool,
+    },
+    /// `--h2`: HTTP/2 connections or requests failed.
+    H2HandshakeFailed { failed: u64, first: String },
+    /// No request was answered.
+    NoResponses,
+}
+
+impl HttpWarning {
+    /// The stable, machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HttpWarning::TlsInsecure => "tls_insecure",
+            HttpWarning::ListenBacklog { .. } => "listen_backlog",
+            HttpWarning::NoContentType => "no_content_type",
+            HttpWarning::ClientSaturated { .. } => "client_saturated",
+            HttpWarning::ConnectionRefused { .. } => "connection_refused",
+            HttpWarning::NoAnswer { .. } => "no_answer",
+            HttpWarning::Interrupted => "interrupted",
+            HttpWarning::RateNotReached { .. } => "rate_not_reached",
+            HttpWarning::DroppedSends { .. } => "dropped_sends",
+            HttpWarning::UnexpectedStatus { .. } => "unexpected_status",
+            HttpWarning::TlsHandshakeFailed { .. } => "tls_handshake_failed",
+            HttpWarning::H2HandshakeFailed { .. } => "h2_handshake_failed",
+            HttpWarning::NoResponses => "no_responses",
+        }
+    }
+}
+
+impl fmt::Display for HttpWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HttpWarning::TlsInsecure => f.write_str(
+                "--insecure: the server's certificate was not verified, so nothing shows this was the intended server; drop --insecure once it has a trusted certificate",
+            ),
+            HttpWarning::ListenBacklog {
+                connections,
+                backlog,
+            } => write!(
+                f,
+                "{connections} connections exceed net.core.somaxconn ({backlog}): a local server may drop connection attempts; raise it with sysctl -w net.core.somaxconn={connections}",
+            ),
+            // curl -d would add application/x-www-form-urlencoded; a guess is
+            // wrong for the JSON most load tests send, so dyno sends none and says so.
+            HttpWarning::NoContentType => f.write_str(
+                "the body was sent without a Content-Type header: many servers answer such requests with 415 or parse them as something else; add one, e.g. -H 'Content-Type: application/json'",
+            ),
+            HttpWarning::ClientSaturated {
+                cpu_percent: cpu,
+                threads,
+            } => write!(
+                f,
+                "dyno used {cpu:.0}% of its {threads} worker thread{}: the client may be the bottleneck, so the figures are a lower bound for the server; add threads or a second client machine",
+                if *threads == 1 { "" } else { "s" }
+            ),
+            HttpWarning::ConnectionRefused { endpoint } => write!(
+                f,
+                "the first {GIVE_UP_AFTER_REFUSALS} connection attempts were all refused and none succeeded: nothing listens at {endpoint}, so the run was stopped",
+            ),
+            HttpWarning::NoAnswer { endpoint, timeouts } => write!(
+                f,
+                "the server at {endpoint} accepted connections but answered none of the first {timeouts} requests within the timeout ({GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT} timeouts a connection, stream or pipelined request, none ever answered), so the run was stopped",
+            ),
+            HttpWarning::Interrupted => f.write_str(
+                "the run was stopped early by an interrupt (Ctrl-C, SIGTERM or SIGHUP); figures cover the part that ran",
+            ),
+            HttpWarning::RateNotReached {
+                achieved,
+                requested: rate,
+            } => write!(
+                f,
+                "achieved {achieved:.prec$} req/s of the {rate} requested: the server (or the client) could not keep up; latency counts from the due times",
+                prec = if *achieved < 10.0 { 2 } else { 0 }
+            ),
+            HttpWarning::DroppedSends { dropped } => write!(
+                f,
+                "{dropped} requests fell due but could not be sent before the end: all connections were busy; raise -c",
+            ),
+            HttpWarning::UnexpectedStatus {
+                unexpected,
+                responses,
+                expected,
+            } => {
+                // wrk's "Non-2xx or 3xx responses", as a warning that says what to do.
+                let n: u64 = unexpected.iter().map(|&(_, n)| n).sum();
+                let share = 100.0 * n as f64 / (*responses).max(1) as f64;
+                let codes: Vec<String> = unexpected.iter().map(|(c, _)| c.to_string()).collect();
+                write!(
+                    f,
+                    "{n} of {responses} responses ({share:.1}%) had a status outside {expected} (got {}): they count as failed requests; if the server is meant to answer so, say so with --expect-status {expected},{}",
+                    codes.join(", "),
+                    codes.join(","),
+                )
+            }
+            HttpWarning::TlsHandshakeFailed {
+                failed,
+                first,
+                insecure,
+            } => {
+                let failure = first.as_deref();
+                let why = failure.map_or(String::new(), |e| format!(" (first: {e})"));
+                let hint = tls_hint(failure.unwrap_or(""), *insecure);
+                write!(f, "{failed} TLS handshakes failed{why}: {hint}")
+            }
+            HttpWarning::H2HandshakeFailed { failed, first } => write!(
+                f,
+                "{failed} HTTP/2 connections or requests failed; the first handshake that failed: {first}"
+            ),
+            HttpWarning::NoResponses => {
+                f.write_str("no request was answered: is the server up and the URL right?")
+            }
+        }
+    }
+}
+
+impl From<HttpWarning> for dyno_model::Warning {
+    fn from(w: HttpWarning) -> Self {
+        dyno_model::Warning {
+            code: w.code().to_owned(),
+            message: w.to_string(),
+        }
+    }
+}
+
+/// Warnings known before the run: limits that would cap it, and settings
+/// that make it less trustworthy. (The machine's own, from
+/// `dyno_env::preflight`, come first; the binary adds those.)
+pub fn preflight(env: &Environment, settings: &Settings) -> Vec<HttpWarning> {
+    let mut warnings = Vec::new();
+    if settings.tls.insecure && settings.target.scheme == Scheme::Https {
+        warnings.push(HttpWarning::TlsInsecure);
+    }
+    if let Some(backlog) = env.network.somaxconn
+        && settings.connections as u64 > u64::from(backlog)
+    {
+        warnings.push(HttpWarning::ListenBacklog {
+            connections: settings.connections,
+            backlog,
+        });
+    }
+    warnings
+}
+
+/// A body sent without a Content-Type header among `headers` (as given
+/// with -H).
+pub fn missing_content_type(body: bool, headers: &[(String, String)]) -> Option<HttpWarning> {
+    (body
+        && !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-type")))
+    .then_some(HttpWarning::NoContentType)
+}
+
+/// Warnings only the results can tell.
+pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
+    let mut warnings = Vec::new();
+    let cpu = outcome.client_cpu_percent(settings.threads);
+    if cpu >= 90.0 {
+        warnings.push(HttpWarning::ClientSaturated {
+            cpu_percent: cpu,
+            threads: settings.threads,
+        });
+    }
+    if outcome.refused {
+        warnings.push(HttpWarning::ConnectionRefused {
+            endpoint: outcome.endpoint.to_string(),
+        });
+    }
+    if outcome.silent {
+        warnings.push(HttpWarning::NoAnswer {
+            endpoint: outcome.endpoint.to_string(),
+            timeouts: outcome.stats.errors_of(ErrorClass::ReadTimeout),
+        });
+    }
+    if outcome.interrupted {
+        warnings.push(HttpWarning::Interrupted);
+    }
+    if let Some(rate) = settings.schedule.rate_per_sec {
+        // A segment is asked for its share of the rate.
+        let rate = rate / f64::from(settings.segment.count);
+        let achieved = outcome.requests_per_sec();
+        if achieved < rate * 0.99 {
+            warnings.push(HttpWarning::RateNotReached {
+                achieved,
+                requested: rate,
+            });
+        }
+        if outcome.stats.dropped > 0 {
+            warnings.push(HttpWarning::DroppedSends {
+                dropped: outcome.stats.dropped,
+            });
+        }
+    }
+    let unexpected: Vec<(u16, u64)> = outcome
+        .stats
+        .status
+        .iter()
+        .copied()
+        .filter(|&(code, _)| !settings.expect_status.contains(code))
+        .collect();
+    if !unexpected.is_empty() {
+        warnings.push(HttpWarning::UnexpectedStatus {
+            unexpected,
+            responses: outcome.stats.responses,
+            expected: settings.expect_status,
+        });
+    }
+    let handshakes = outcome.stats.errors_of(ErrorClass::Tls);
+    if handshakes > 0 {
+        warnings.push(HttpWarning::TlsHandshakeFailed {
+            failed: handshakes,
+            first: outcome.tls_failure.clone(),
+            insecure: settings.tls.insecure,
+        });
+    }
+    let h2_failures = outcome.stats.errors_of(ErrorClass::H2Protocol);
+    if let Some(why) = &outcome.protocol_failure
+        && h2_failures > 0
+    {
+        warnings.push(HttpWarning::H2HandshakeFailed {
+            failed: h2_failures,
+            first: why.clone(),
+        });
+    }
+    if outcome.stats.responses == 0 {
+        warnings.push(HttpWarning::NoResponses);
+    }
+    warnings
+}
+
+/// What to try after a failed TLS handshake, from the first failure's
+/// words (rustls' and tokio-rustls' messages): a certificate problem, or a
+/// server that does not speak TLS at all — a plain-HTTP server closes the
+/// connection on a ClientHello ("tls handshake eof") or answers in plain
+/// text ("corrupt message", "InvalidContentType").
+pub fn tls_hint(failure: &str, insecure: bool) -> &'static str {
+    let lower = failure.to_ascii_lowercase();
+    let not_tls = [
+        "eof",
+        "corrupt message",
+        "invalidcontenttype",
+        "invalid content type",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    if not_tls {
+        "the server may not speak TLS on this port (a plain-HTTP server closes or answers in plain text): try the URL with http://"
+    } else if insecure {
+        "does the server speak TLS on this port, with a protocol version and cipher dyno offers (TLS 1.2 or 1.3)?"
+    } else if lower.contains("certificate") || lower.contains("cert") {
+        "is the certificate trusted (Mozilla's roots) and issued for this host? For a self-signed test server add --insecure"
+    } else {
+        "is the certificate trusted (Mozilla's roots) and issued for this host, and does the server speak TLS 1.2 or 1.3 on this port? For a self-signed test server add --insecure"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::request::{RequestSpec, RequestTemplate, parse_url};
+    use crate::{Endpoint, Schedule, Segment, Stats, Stop, TlsSettings};
+
+    fn settings(url: &str) -> Settings {
+        let (target, path) = parse_url(url).unwrap();
+        let template = RequestTemplate::new(
+            &target,
+            &RequestSpec {
+                path,
+                ..RequestSpec::default()
+            },
+        )
+        .unwrap();
+        Settings {
+            target,
+            requests: vec![template],
+            schedule: Schedule {
+                stop: Stop::Duration(Duration::from_secs(1)),
+                rate_per_sec: None,
+                warmup: Duration::ZERO,
+            },
+            connections: 4,
+            threads: 2,
+            pipeline: 1,
+            http2: false,
+            streams: 1,
+            alpn: Vec::new(),
+            keep_alive: true,
+            timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+            expect_status: StatusSet::default(),
+            seed: 0,
+            unix_socket: None,
+            tls: TlsSettings::default(),
+            source_addr: None,
+            segment: Segment::WHOLE,
+        }
+    }
+
+    /// A run of one second that answered 1000 requests with 200 and kept
+    /// its threads 10% busy: nothing to say about it.
+    fn outcome() -> Outcome {
+        Outcome {
+            stats: Stats {
+                responses: 1000,
+                status: vec![(200, 1000)],
+                ..Stats::default()
+            },
+            timeline: Vec::new(),
+            elapsed: Duration::from_secs(1),
+            wall: Duration::from_secs(1),
+            cpu: Duration::from_millis(200),
+            interrupted: false,
+            refused: false,
+            silent: false,
+            endpoint: Endpoint::Tcp("127.0.0.1:8080".parse().unwrap(), None),
+            tls_failure: None,
+            tls_session: None,
+            started_at: SystemTime::UNIX_EPOCH,
+            server: None,
+            protocol_failure: None,
+        }
+    }
+
+    fn codes(warnings: &[HttpWarning]) -> Vec<&'static str> {
+        warnings.iter().map(HttpWarning::code).collect()
+    }
+
+    #[test]
+    fn a_clean_run_has_no_warnings() {
+        assert_eq!(
+            judge(&outcome(), &settings("http://127.0.0.1:8080/")),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn busy_client_threads_are_a_saturated_client() {
+        let mut o = outcome();
+        o.cpu = Duration::from_millis(1900);
+        let warnings = judge(&o, &settings("http://127.0.0.1:8080/"));
+        assert_eq!(codes(&warnings), ["client_saturated"]);
+        let w = dyno_model::Warning::from(warnings[0].clone());
+        assert_eq!(w.code, "client_saturated");
+        assert_eq!(
+            w.message,
+            "dyno used 95% of its 2 worker threads: the client may be the bottleneck, so the figures are a lower bound for the server; add threads or a second client machine"
+        );
+    }
+
+    #[test]
+    fn an_open_model_rate_under_99_percent_is_not_reached() {
+        let mut s = settings("http://127.0.0.1:8080/");
+        s.schedule.rate_per_sec = Some(1005.0);
+        assert_eq!(codes(&judge(&outcome(), &s)), Vec::<&str>::new());
+        s.schedule.rate_per_sec = Some(2000.0);
+        let mut o = outcome();
+        o.stats.dropped = 3;
+        let warnings = judge(&o, &s);
+        assert_eq!(codes(&warnings), ["rate_not_reached", "dropped_sends"]);
+        assert!(
+            warnings[0]
+                .to_string()
+                .starts_with("achieved 1000 req/s of the 2000 requested:")
+        );
+        // A segment is asked for its share of the rate.
+        s.segment = Segment { index: 0, count: 2 };
+        o.stats.dropped = 0;
+        assert_eq!(codes(&judge(&o, &s)), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn statuses_outside_the_expected_set_are_named() {
+        let mut o = outcome();
+        o.stats.status = vec![(200, 980), (503, 20)];
+        let warnings = judge(&o, &settings("http://127.0.0.1:8080/"));
+        assert_eq!(codes(&warnings), ["unexpected_status"]);
+        assert_eq!(
+            warnings[0].to_string(),
+            "20 of 1000 responses (2.0%) had a status outside 200-399 (got 503): they count as failed requests; if the server is meant to answer so, say so with --expect-status 200-399,503"
+        );
+    }
+
+    #[test]
+    fn stopped_runs_say_why() {
+        let mut o = outcome();
+        o.stats = Stats::default();
+        o.refused = true;
+        o.interrupted = true;
+        let warnings = judge(&o, &settings("http://127.0.0.1:8080/"));
+        assert_eq!(
+            codes(&warnings),
+            ["connection_refused", "interrupted", "no_responses"]
+        );
+        assert!(
+            warnings[0]
+                .to_string()
+                .contains("nothing listens at 127.0.0.1:8080")
+        );
+    }
+
+    #[test]
+    fn failed_handshakes_carry_a_hint() {
+        let mut o = outcome();
+        o.stats.errors[ErrorClass::Tls as usize] = 4;
+        o.tls_failure = Some("tls handshake eof".into());
+        let warnings = judge(&o, &settings("https://127.0.0.1:8080/"));
+        assert_eq!(codes(&warnings), ["tls_handshake_failed"]);
+        assert!(warnings[0].to_string().starts_with(
+            "4 TLS handshakes failed (first: tls handshake eof): the server may not speak TLS"
+        ));
+    }
+
+    #[test]
+    fn tls_hints_follow_the_failure() {
+        let plain = tls_hint("tls handshake eof", false);
+        assert!(plain.contains("http://") && !plain.contains("--insecure"));
+        assert!(
+            tls_hint("received corrupt message of type InvalidContentType", true)
+                .contains("http://")
+        );
+        let cert = tls_hint("invalid peer certificate: UnknownIssuer", false);
+        assert!(cert.contains("--insecure") && !cert.contains("http://"));
+        assert!(tls_hint("peer is incompatible", true).contains("TLS 1.2 or 1.3"));
+    }
+
+    #[test]
+    fn preflight_sees_insecure_tls_and_a_short_backlog() {
+        let mut env = Environment::default();
+        let mut s = settings("https://127.0.0.1:8080/");
+        assert_eq!(preflight(&env, &s), vec![]);
+        s.tls.insecure = true;
+        env.network.somaxconn = Some(2);
+        let warnings = preflight(&env, &s);
+        assert_eq!(codes(&warnings), ["tls_insecure", "listen_backlog"]);
+        assert_eq!(
+            warnings[1].to_string(),
+            "4 connections exceed net.core.somaxconn (2): a local server may drop connection attempts; raise it with sysctl -w net.core.somaxconn=4"
+        );
+        // --insecure means nothing to http://.
+        let mut plain = settings("http://127.0.0.1:8080/");
+        plain.tls.insecure = true;
+        env.network.somaxconn = Some(4);
+        assert_eq!(preflight(&env, &plain), vec![]);
+    }
+
+    #[test]
+    fn a_body_needs_a_content_type() {
+        let json = vec![("content-TYPE".to_owned(), "application/json".to_owned())];
+        assert_eq!(
+            missing_content_type(true, &[]).map(|w| w.code()),
+            Some("no_content_type")
+        );
+        assert_eq!(missing_content_type(true, &json), None);
+        assert_eq!(missing_content_type(false, &[]), None);
+    }
+}
