@@ -11,11 +11,8 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-/// The engine tests' HTTPS server (rustls, self-signed certificate); this
-/// binary uses only part of it.
-#[allow(dead_code)]
-#[path = "../crates/http/tests/common/tls.rs"]
-mod tls_server;
+/// The engine tests' HTTPS server (rustls, self-signed certificate).
+use dyno_testutil::tls as tls_server;
 
 /// `dyno serve --app bbs`: the bulletin board through the real binary.
 #[path = "cli/bbs.rs"]
@@ -60,8 +57,7 @@ mod segment;
 #[path = "cli/store.rs"]
 mod store;
 /// Size-limited tmpfs mounts, shared with the disk engine's tests.
-#[path = "../crates/disk/tests/common/mod.rs"]
-mod tmpfs;
+use dyno_testutil::tmpfs;
 
 /// A `dyno` command with its store in `home`.
 fn dyno(home: &Path) -> Command {

@@ -2,16 +2,14 @@
 //! count, writes reach the file, mixes mix, Ctrl-C ends a pass, tmpfs falls
 //! back to buffered I/O, and a full disk removes the test file.
 
-mod common;
-
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::Tmpfs;
 use dyno_disk::engine::{EngineKind, Job, run_pass};
 use dyno_disk::run::{BlockPlan, run_block_tests};
 use dyno_disk::{Fill, IoMode, Op, Passes, Pattern, TargetError, TargetSpec, TestFile, TestSpec};
+use dyno_testutil::tmpfs::Tmpfs;
 
 const SIZE: u64 = 8 << 20;
 

@@ -22,7 +22,7 @@ use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
 use dyno_http::{ErrorClass, Outcome, Settings, Stop, TlsSession, TlsSettings};
 
 use common::Server;
-use common::tls::{After, TlsServer};
+use dyno_testutil::tls::{After, TlsServer};
 
 const REQUESTS: u64 = 20;
 const CONNECTIONS: usize = 2;

@@ -11,7 +11,8 @@
 //! looking at the stop flag, every write gives up after [`WRITE_TIMEOUT`],
 //! and dropping a [`Server`] stops it and joins all its threads.
 //!
-//! [`tls`] holds the HTTPS server (tokio and rustls; the CLI tests share it).
+//! The HTTPS server of the TLS tests is `dyno_testutil::tls`, shared with the
+//! CLI tests.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -20,8 +21,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
-
-pub mod tls;
 
 /// Closed-model engine settings for `url`: one thread, keep-alive, no
 /// warm-up, every status expected; each test sets what it varies.

@@ -3,11 +3,10 @@
 //! unmounted when dropped. Mounting needs root with CAP_SYS_ADMIN, as in
 //! CI here; elsewhere the test says it skipped that part.
 
-#![allow(dead_code)]
-
 use std::path::Path;
 use std::process::Command;
 
+#[derive(Debug)]
 pub struct Tmpfs {
     dir: tempfile::TempDir,
 }

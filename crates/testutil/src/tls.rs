@@ -2,9 +2,8 @@
 //! with a fresh self-signed certificate for `localhost` and 127.0.0.1,
 //! answering every request head with one fixed answer.
 //!
-//! Shared by the engine's tests (`crates/http/tests/faults.rs`) and the CLI
-//! tests (`tests/cli.rs` includes this file by path), so it depends only on
-//! std, tokio, rustls, tokio-rustls and rcgen.
+//! Used by the engine's tests (`crates/http/tests/faults.rs`) and the CLI
+//! tests; it depends only on std, tokio, rustls, tokio-rustls and rcgen.
 //!
 //! It runs on its own thread with its own current-thread runtime; dropping
 //! the [`TlsServer`] stops accepting, ends every connection (their tasks

@@ -1,0 +1,10 @@
+//! Helpers shared by more than one of dyno's test suites, so no suite
+//! includes another's files by path: the HTTPS server of the HTTP engine's
+//! and the CLI's TLS tests ([`tls`]), and the size-limited tmpfs mounts of
+//! the disk engine's and the CLI's full-disk tests ([`tmpfs`]).
+//!
+//! Only tests depend on this crate (`publish = false`); it is never part of
+//! the binary.
+
+pub mod tls;
+pub mod tmpfs;
