@@ -410,7 +410,7 @@ mod tests {
         assert_eq!(storage.direct_io, Some(false));
         assert_eq!(
             run.description,
-            format!("disk RND4K Q1T1: 1.0 MiB on {}", dir.path().display())
+            format!("disk RND4K Q1T1: 1.00 MiB on {}", dir.path().display())
         );
         assert_eq!(run.duration_ns, 1_000_000_000);
         assert_eq!(run.headline.as_deref(), Some("throughput_bytes_per_sec"));
