@@ -367,8 +367,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = settings(dir.path());
         let outcome = measure(&s);
-        let mut environment = Environment::default();
-        environment.storage = Some(dyno_model::Storage::default());
+        let environment = Environment {
+            storage: Some(dyno_model::Storage::default()),
+            ..Environment::default()
+        };
         let run = record(&s, &outcome, environment);
         let rec: DiskRecord = run.record().unwrap();
         assert_eq!(rec.path, dir.path().display().to_string());
