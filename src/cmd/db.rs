@@ -5,18 +5,19 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use dyno_db::Target;
 use dyno_db::init::{InitSettings, init};
-use dyno_db::run::{Outcome, Progress, Protocol, RunSettings, Stop, Weighted};
+use dyno_db::record;
+use dyno_db::run::{Progress, Protocol, RunSettings, Stop, Weighted};
 use dyno_db::script::{self, Script};
-use dyno_db::{Target, warnings};
-use dyno_model::{Kind, Run, Warning};
-use serde_json::json;
+use dyno_model::Warning;
 
 use super::interrupt::{Interrupt, Second};
-use super::segment::{self, Plan};
+use super::segment;
 use super::{environment, finish, open_store, print, store_for};
 use crate::ExitStatus;
-use crate::cli::{DbArgs, DbCommand, DbInitArgs, DbProtocol, DbRunArgs};
+use crate::cli::{DbArgs, DbCommand, DbInitArgs, DbRunArgs};
+use crate::settings::{self, DbPlan};
 
 pub fn run(args: DbArgs) -> Result<ExitStatus> {
     match args.command {
@@ -84,25 +85,22 @@ fn group(n: u64) -> String {
 
 fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
     let env = environment();
-    let mut plan = Plan::from_args(&args.segments, env.hostname.as_deref())?;
-    if plan.is_some() && args.save.no_save {
-        bail!(
-            "--segment meets the other segments in the store and saves its run there for `dyno merge`: drop --no-save"
-        );
-    }
-    let settings = run_settings(&args, plan.as_ref())?;
-    if let Some(plan) = &mut plan {
-        plan.publish(published(&args, &settings));
-    }
+    let DbPlan {
+        engine: settings,
+        whole,
+        segment: plan,
+        mut save,
+        progress,
+    } = settings::db_run(args, env.hostname.as_deref())?;
     // A segment's store is where the segments meet: never the local
     // fallback, where it would wait alone.
     let mut store = match &plan {
         Some(_) => Some(open_store()?),
-        None => store_for(&args.save)?,
+        None => store_for(&save)?,
     };
     let interrupt = Interrupt::install(Second::Exits)?;
     let started = Instant::now();
-    let mut progress = ProgressLine::new(args.progress);
+    let mut progress = ProgressLine::new(progress);
     let mut met = None;
     let outcome = dyno_db::run::run_gated(
         &settings,
@@ -121,21 +119,7 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
         eprintln!("dyno: interrupted before any transaction ended; nothing was saved");
         return Ok(ExitStatus::Interrupted);
     }
-    // A segment is described as the whole run it is part of.
-    let jobs = args.jobs.min(args.clients);
-    let mut run = Run::new(Kind::Db, description(&settings, args.clients, jobs));
-    run.environment = env;
-    run.duration_ns = started.elapsed().as_nanos() as u64;
-    run.settings = recorded(&settings, &outcome);
-    run.metrics = outcome.metrics(&settings);
-    run.headline = Some("transactions_per_sec".into());
-    run.warnings.extend(dyno_env::preflight(&run.environment));
-    run.warnings.extend(
-        warnings::judge(&outcome, &settings, args.scale)
-            .into_iter()
-            .map(Warning::from),
-    );
-    let mut save = args.save.clone();
+    let mut run = record::record(&settings, &whole, &outcome, started.elapsed(), env);
     if let (Some(plan), Some(met)) = (&plan, &met) {
         plan.record(&mut run, met, outcome.started_at);
         save.tags.push(plan.tag());
@@ -155,163 +139,6 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::ChecksFailed);
     }
     Ok(ExitStatus::Success)
-}
-
-/// The engine's settings from the flags; a segment's share of them with
-/// `plan`.
-fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
-    let (scripts, builtin) = scripts(args)?;
-    let target = Target::from_env(args.conninfo.as_deref().unwrap_or(""))?;
-    let clients = args.clients as usize;
-    let threads = if args.jobs > args.clients {
-        eprintln!(
-            "dyno: -j {} is more than -c {}: using {} thread{} (a thread without a client would sit idle)",
-            args.jobs,
-            args.clients,
-            args.clients,
-            if args.clients == 1 { "" } else { "s" }
-        );
-        clients
-    } else {
-        args.jobs as usize
-    };
-    let stop = match (args.transactions, args.time) {
-        (Some(n), _) => Stop::Transactions(n),
-        (None, Some(d)) => Stop::Duration(d),
-        (None, None) => Stop::Duration(Duration::from_secs(10)),
-    };
-    if args.max_tries == 0 && matches!(stop, Stop::Transactions(_)) && args.latency_limit.is_none()
-    {
-        bail!(
-            "--max-tries 0 (no limit on the tries) with -t has nothing to end the retries: add a duration (-T) or a latency limit (-L), or give a number of tries"
-        );
-    }
-    // A segment takes its share of the clients and threads, and the rate
-    // in proportion to its clients (as pgbench shares a rate out over its
-    // threads); -t stays per client.
-    let (clients, threads, rate, segment) = match plan {
-        Some(plan) => {
-            // -t is per client: every segment's clients run it whole.
-            let (c, t) = plan.share(args.clients, threads, None)?;
-            let rate = args
-                .rate
-                .map(|r| r * f64::from(c) / f64::from(args.clients));
-            (c as usize, t, rate, plan.segment)
-        }
-        None => (clients, threads, args.rate, dyno_model::Segment::WHOLE),
-    };
-    let protocol = match args.protocol {
-        DbProtocol::Simple => Protocol::Simple,
-        DbProtocol::Extended => Protocol::Extended,
-        DbProtocol::Prepared => Protocol::Prepared,
-    };
-    if let (Some(rate), Stop::Duration(d)) = (rate, stop)
-        && rate * d.as_secs_f64() < 0.5
-    {
-        bail!(
-            "-R {rate} over -T {:.3} s schedules no transaction at all: raise the rate or the duration",
-            d.as_secs_f64()
-        );
-    }
-    Ok(RunSettings {
-        target,
-        scripts,
-        clients,
-        threads,
-        stop,
-        protocol,
-        // As pgbench: the built-ins' scale is counted from the tables; a
-        // custom script's is --scale, or 1.
-        // (-s with a built-in is ignored with pgbench's warning: see
-        // dyno_db::warnings::judge).
-        scale: if builtin {
-            None
-        } else {
-            Some(args.scale.unwrap_or(1))
-        },
-        vacuum: !args.no_vacuum,
-        max_tries: args.max_tries,
-        seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
-        rate,
-        latency_limit: args.latency_limit,
-        per_statement: args.per_command,
-        reconnect: args.connect,
-        pipeline: args.pipeline,
-        progress_every: args.progress.unwrap_or(Duration::from_secs(1)),
-        segment,
-    })
-}
-
-/// What every segment of a `db run` must share, published at the
-/// barrier: the server, the scripts (their parsed text, hashed), the whole
-/// run's -c and -j, the end, the rate and the protocol's flags.
-fn published(args: &DbRunArgs, settings: &RunSettings) -> segment::Settings {
-    let mut s = segment::Settings::new("db run");
-    s.put("target", settings.target.to_string())
-        .put(
-            "scripts",
-            settings
-                .scripts
-                .iter()
-                .map(|w| format!("{}@{}", w.script.name(), w.weight))
-                .collect::<Vec<_>>()
-                .join(", "),
-        )
-        .hash(
-            "script_text",
-            format!(
-                "{:?}",
-                settings
-                    .scripts
-                    .iter()
-                    .map(|w| &w.script)
-                    .collect::<Vec<_>>()
-            )
-            .as_bytes(),
-        )
-        .put("clients", args.clients)
-        .put("jobs", args.jobs)
-        .opt("transactions", args.transactions)
-        .opt("duration", args.time.map(|d| format!("{d:?}")))
-        .opt("rate", args.rate)
-        .opt(
-            "latency_limit",
-            args.latency_limit.map(|d| format!("{d:?}")),
-        )
-        .put("protocol", format!("{:?}", settings.protocol))
-        .opt("scale", args.scale)
-        .put("max_tries", args.max_tries)
-        .put("report_per_command", args.per_command)
-        .put("connect", args.connect)
-        .put("pipeline", args.pipeline);
-    s
-}
-
-/// The settings as the run records them, with the server's.
-fn recorded(settings: &RunSettings, outcome: &Outcome) -> serde_json::Value {
-    let nanos = |d: Duration| d.as_nanos() as u64;
-    json!({
-        "target": settings.target.to_string(),
-        "server_version": outcome.server.version,
-        "server_settings": outcome.server.settings.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
-        "scripts": settings.scripts.iter().map(|w| json!({"name": w.script.name(), "weight": w.weight})).collect::<Vec<_>>(),
-        "scale": outcome.scale,
-        "clients": settings.clients,
-        "threads": settings.threads,
-        "transactions": match settings.stop { Stop::Transactions(n) => Some(n), Stop::Duration(_) => None },
-        "duration_ns": match settings.stop { Stop::Duration(d) => Some(nanos(d)), Stop::Transactions(_) => None },
-        "protocol": settings.protocol.name(),
-        "model": if settings.rate.is_some() { "open" } else { "closed" },
-        "rate_per_sec": settings.rate,
-        "latency_limit_ns": settings.latency_limit.map(nanos),
-        "reconnect": settings.reconnect,
-        "pipeline": settings.pipeline,
-        "max_tries": settings.max_tries,
-        "vacuum": settings.vacuum,
-        "clean_up": outcome.vacuum,
-        "seed": settings.seed,
-        "aborted": outcome.aborted,
-    })
 }
 
 /// The progress shown while a run goes on: with -P, a line every
@@ -374,61 +201,6 @@ impl ProgressLine {
     }
 }
 
-/// The scripts the flags name, parsed (tpcb-like when none), and whether a
-/// built-in is among them.
-fn scripts(args: &DbRunArgs) -> Result<(Vec<Weighted>, bool)> {
-    let builtin = |spec: &str| -> Result<Weighted> {
-        let (name, weight) = script::weighted(spec).map_err(anyhow::Error::msg)?;
-        let (name, text) = script::builtin(name).map_err(anyhow::Error::msg)?;
-        let script = Script::parse_with(name, text, &args.define)
-            .context("a built-in script does not parse")?;
-        Ok(Weighted { script, weight })
-    };
-    let mut scripts = Vec::new();
-    if args.select_only {
-        scripts.push(builtin("select-only")?);
-    }
-    if args.skip_some_updates {
-        scripts.push(builtin("simple-update")?);
-    }
-    for spec in &args.builtins {
-        scripts.push(builtin(spec)?);
-    }
-    for spec in &args.files {
-        let (path, weight) = script::weighted(spec).map_err(anyhow::Error::msg)?;
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("could not read the script '{path}'"))?;
-        let script = Script::parse_with(path, &text, &args.define)?;
-        scripts.push(Weighted { script, weight });
-    }
-    if scripts.is_empty() {
-        scripts.push(builtin("tpcb-like")?);
-    }
-    if args.protocol != DbProtocol::Simple {
-        for w in &scripts {
-            w.script.check_parameters()?;
-        }
-    }
-    if scripts.iter().all(|w| w.weight == 0) {
-        bail!("every script has weight 0: give at least one a weight above 0 (NAME@WEIGHT)");
-    }
-    // Given, or the default.
-    let uses_builtin = args.select_only
-        || args.skip_some_updates
-        || !args.builtins.is_empty()
-        || args.files.is_empty();
-    Ok((scripts, uses_builtin))
-}
-
-fn description(settings: &RunSettings, clients: u32, jobs: u32) -> String {
-    let names: Vec<&str> = settings.scripts.iter().map(|w| w.script.name()).collect();
-    format!(
-        "{} on {}, -c {clients} -j {jobs}",
-        names.join(" + "),
-        settings.target,
-    )
-}
-
 /// Clients of `dyno quick`'s db line.
 pub const QUICK_CLIENTS: usize = 8;
 
@@ -480,17 +252,6 @@ pub fn quick_measure(
     if let Some(why) = outcome.aborted.first() {
         bail!("{why}");
     }
-    let metrics = outcome
-        .metrics(&settings)
-        .into_iter()
-        .map(|m| m.with_prefix("db"))
-        .collect();
-    Ok((
-        metrics,
-        warnings::judge(&outcome, &settings, None)
-            .into_iter()
-            .map(Into::into)
-            .collect(),
-        recorded(&settings, &outcome),
-    ))
+    let (part, metrics, warnings) = record::quick(&settings, &outcome);
+    Ok((metrics, warnings, serde_json::to_value(part)?))
 }

@@ -1,8 +1,10 @@
 //! The PostgreSQL load engine: pgbench's job (its schema, its built-in
 //! scripts and its script language) with latencies in HDR histograms.
+//! [`record`] turns a run's outcome into a `Run`.
 
 pub mod init;
 pub mod inspect;
+pub mod record;
 pub mod run;
 pub mod script;
 pub mod target;

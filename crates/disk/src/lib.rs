@@ -6,7 +6,8 @@
 //! fills the file and decides between direct and buffered I/O;
 //! [`run::run_block_tests`] (or [`sync`], [`meta`]) runs the passes through
 //! an [`engine`] (io_uring, or a pread/pwrite thread pool); [`outcome`]
-//! turns the measurements into metrics. Nothing here prints or saves.
+//! turns the measurements into metrics and [`record`] the whole into a
+//! `Run`. Nothing here prints or saves.
 //!
 //! - [`spec`]: tests, presets and profiles;
 //! - [`target`]: the test file and its safety rules;
@@ -18,6 +19,7 @@ mod buffer;
 pub mod engine;
 pub mod meta;
 pub mod outcome;
+pub mod record;
 pub mod run;
 pub mod spec;
 pub mod sync;
@@ -25,6 +27,7 @@ pub mod target;
 pub mod warnings;
 
 pub use engine::{EngineKind, PassStats};
+pub use record::{Outcome, Settings};
 pub use run::{BlockPlan, Measurement, Passes, Progress, RunError};
 pub use spec::{Op, Pattern, Preset, Profile, TestSpec};
 pub use target::{Fill, IoMode, TargetError, TargetKind, TargetSpec, TestFile};

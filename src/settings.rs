@@ -1,0 +1,396 @@
+//! Flags → engine settings: each subcommand's clap arguments resolved
+//! into the settings its engine runs with, plus what the binary keeps for
+//! itself (where the run is saved). The checks that need the flags
+//! together live here; nothing here measures, prints a result or saves.
+//!
+//! Data flow: `cli.rs` → here → `cmd/<sub>.rs` (wiring) → the engine.
+
+// ---- disk ----
+
+use anyhow::{Context as _, Result, bail};
+use dyno_disk::engine::EngineKind;
+use dyno_disk::target::format_bytes;
+use dyno_disk::{Fill, Op, Passes, Preset, Profile, TestSpec};
+
+use crate::cli::{DiskArgs, DiskEngineArg, FillArg, ProfileArg, SaveArgs};
+
+/// The default size of the test file, and for `--preset sync`.
+const DEFAULT_SIZE: u64 = 1 << 30;
+const SYNC_SIZE: u64 = 16 << 20;
+
+/// What `dyno disk` runs: the engine's settings, and where the run goes.
+pub(crate) struct DiskPlan {
+    pub engine: dyno_disk::Settings,
+    pub save: SaveArgs,
+}
+
+/// `dyno disk`'s flags, checked together and resolved.
+pub(crate) fn disk(args: DiskArgs) -> Result<DiskPlan> {
+    let DiskArgs {
+        path,
+        preset,
+        profile,
+        tests,
+        mix,
+        size,
+        fill,
+        runs,
+        duration,
+        interval,
+        warmup,
+        files,
+        engine,
+        buffered,
+        force,
+        device,
+        seed,
+        save,
+    } = args;
+    let block_preset = !matches!(preset, Preset::Sync | Preset::Meta);
+    if !block_preset {
+        let flag = if !tests.is_empty() {
+            Some("--test")
+        } else if mix.is_some() {
+            Some("--mix")
+        } else if profile != ProfileArg::All {
+            Some("--profile")
+        } else {
+            None
+        };
+        if let Some(flag) = flag {
+            bail!(
+                "{flag} applies to block tests, not to --preset {}: drop {flag} or choose cdm8, nvme or cdm3",
+                preset.name()
+            );
+        }
+    }
+    if device && !force {
+        bail!("--device overwrites the device's data and needs --force too");
+    }
+    let profile = match profile {
+        ProfileArg::All => Profile::All,
+        ProfileArg::Peak => Profile::Peak,
+        ProfileArg::Real => Profile::Real,
+    };
+    let chosen: Vec<TestSpec> = if tests.is_empty() {
+        profile.select(&preset.tests())
+    } else {
+        profile.select(&tests)
+    };
+    if block_preset && chosen.is_empty() {
+        bail!(
+            "--profile {profile:?} leaves none of the tests given: drop --profile or add tests it keeps"
+        );
+    }
+    let size = size.unwrap_or(if preset == Preset::Sync {
+        SYNC_SIZE
+    } else {
+        DEFAULT_SIZE
+    });
+    // Every I/O in flight needs a block of its own: a smaller file has
+    // several I/Os at the same offset, which measures nothing real.
+    let smallest = chosen.iter().map(least_size).max().unwrap_or(0);
+    if let Some(t) = chosen.iter().find(|t| least_size(t) > size) {
+        bail!(
+            "{t} needs a file of at least {} (one {} block for each of its {} I/Os in flight per thread × {} thread{}), and --size is {}; raise --size to {} or more",
+            format_bytes(least_size(t)),
+            format_bytes(t.block_bytes),
+            t.queue_depth,
+            t.threads,
+            if t.threads == 1 { "" } else { "s" },
+            format_bytes(size),
+            size_flag(smallest),
+        );
+    }
+    let mut ops = vec![Op::Read, Op::Write];
+    if let Some(read_percent) = mix {
+        ops.push(Op::Mix { read_percent });
+    }
+    let seed = seed.unwrap_or_else(|| fastrand::u64(..));
+    let fill = match fill {
+        FillArg::Random => Fill::Random,
+        FillArg::Zero => Fill::Zero,
+    };
+    let passes = Passes {
+        runs,
+        duration,
+        interval,
+        warmup,
+    };
+    let path = match path {
+        Some(p) => p,
+        None => std::env::current_dir().context("could not read the current directory")?,
+    };
+    // `auto` is decided once the file says whether direct I/O is in effect.
+    let engine = match engine {
+        DiskEngineArg::Auto => None,
+        DiskEngineArg::Threads => Some(EngineKind::Threads {
+            reason: "--engine threads was asked for".into(),
+        }),
+        DiskEngineArg::IoUring => match EngineKind::detect() {
+            EngineKind::IoUring => Some(EngineKind::IoUring),
+            EngineKind::Threads { reason } => {
+                bail!("--engine io_uring: {reason}; use --engine threads or auto")
+            }
+        },
+    };
+    Ok(DiskPlan {
+        engine: dyno_disk::Settings {
+            path,
+            preset,
+            // --test replaces the preset's tests.
+            custom: !tests.is_empty(),
+            profile,
+            tests: chosen,
+            ops,
+            size_bytes: size,
+            fill,
+            passes,
+            seed,
+            files,
+            engine,
+            force,
+            device,
+            direct: !buffered,
+        },
+        save,
+    })
+}
+
+/// The smallest file `t` can run on: block × queue depth × threads.
+fn least_size(t: &TestSpec) -> u64 {
+    t.block_bytes * u64::from(t.queue_depth) * u64::from(t.threads)
+}
+
+/// A size as --size takes it: whole MiB, rounded up (at least 1m).
+fn size_flag(bytes: u64) -> String {
+    format!("{}m", bytes.div_ceil(1 << 20).max(1))
+}
+
+// ---- db ----
+
+use std::time::Duration;
+
+use dyno_db::Target;
+use dyno_db::record::Whole;
+use dyno_db::run::{Protocol, RunSettings, Stop, Weighted};
+use dyno_db::script::{self, Script};
+
+use crate::cli::{DbProtocol, DbRunArgs};
+use crate::cmd::segment::{self, Plan};
+
+/// What `dyno db run` runs: the engine's settings (a segment's share of
+/// them), the whole run as given, the segment plan, and what the binary
+/// keeps for itself.
+pub(crate) struct DbPlan {
+    pub engine: RunSettings,
+    pub whole: Whole,
+    /// `--segment I/N`: this process's part of a split run, with the
+    /// settings every segment must share already published.
+    pub segment: Option<Plan>,
+    pub save: SaveArgs,
+    /// `-P`: a progress line every interval.
+    pub progress: Option<Duration>,
+}
+
+/// `dyno db run`'s flags, checked together and resolved; `host` names
+/// this machine for the segment plan.
+pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
+    let mut plan = Plan::from_args(&args.segments, host)?;
+    if plan.is_some() && args.save.no_save {
+        bail!(
+            "--segment meets the other segments in the store and saves its run there for `dyno merge`: drop --no-save"
+        );
+    }
+    let settings = run_settings(&args, plan.as_ref())?;
+    if let Some(plan) = &mut plan {
+        plan.publish(published(&args, &settings));
+    }
+    Ok(DbPlan {
+        engine: settings,
+        whole: Whole {
+            clients: args.clients,
+            jobs: args.jobs.min(args.clients),
+            scale: args.scale,
+        },
+        segment: plan,
+        save: args.save,
+        progress: args.progress,
+    })
+}
+
+/// The engine's settings from the flags; a segment's share of them with
+/// `plan`.
+fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
+    let (scripts, builtin) = scripts(args)?;
+    let target = Target::from_env(args.conninfo.as_deref().unwrap_or(""))?;
+    let clients = args.clients as usize;
+    let threads = if args.jobs > args.clients {
+        eprintln!(
+            "dyno: -j {} is more than -c {}: using {} thread{} (a thread without a client would sit idle)",
+            args.jobs,
+            args.clients,
+            args.clients,
+            if args.clients == 1 { "" } else { "s" }
+        );
+        clients
+    } else {
+        args.jobs as usize
+    };
+    let stop = match (args.transactions, args.time) {
+        (Some(n), _) => Stop::Transactions(n),
+        (None, Some(d)) => Stop::Duration(d),
+        (None, None) => Stop::Duration(Duration::from_secs(10)),
+    };
+    if args.max_tries == 0 && matches!(stop, Stop::Transactions(_)) && args.latency_limit.is_none()
+    {
+        bail!(
+            "--max-tries 0 (no limit on the tries) with -t has nothing to end the retries: add a duration (-T) or a latency limit (-L), or give a number of tries"
+        );
+    }
+    // A segment takes its share of the clients and threads, and the rate
+    // in proportion to its clients (as pgbench shares a rate out over its
+    // threads); -t stays per client.
+    let (clients, threads, rate, segment) = match plan {
+        Some(plan) => {
+            // -t is per client: every segment's clients run it whole.
+            let (c, t) = plan.share(args.clients, threads, None)?;
+            let rate = args
+                .rate
+                .map(|r| r * f64::from(c) / f64::from(args.clients));
+            (c as usize, t, rate, plan.segment)
+        }
+        None => (clients, threads, args.rate, dyno_model::Segment::WHOLE),
+    };
+    let protocol = match args.protocol {
+        DbProtocol::Simple => Protocol::Simple,
+        DbProtocol::Extended => Protocol::Extended,
+        DbProtocol::Prepared => Protocol::Prepared,
+    };
+    if let (Some(rate), Stop::Duration(d)) = (rate, stop)
+        && rate * d.as_secs_f64() < 0.5
+    {
+        bail!(
+            "-R {rate} over -T {:.3} s schedules no transaction at all: raise the rate or the duration",
+            d.as_secs_f64()
+        );
+    }
+    Ok(RunSettings {
+        target,
+        scripts,
+        clients,
+        threads,
+        stop,
+        protocol,
+        // As pgbench: the built-ins' scale is counted from the tables; a
+        // custom script's is --scale, or 1.
+        // (-s with a built-in is ignored with pgbench's warning: see
+        // dyno_db::warnings::judge).
+        scale: if builtin {
+            None
+        } else {
+            Some(args.scale.unwrap_or(1))
+        },
+        vacuum: !args.no_vacuum,
+        max_tries: args.max_tries,
+        seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
+        rate,
+        latency_limit: args.latency_limit,
+        per_statement: args.per_command,
+        reconnect: args.connect,
+        pipeline: args.pipeline,
+        progress_every: args.progress.unwrap_or(Duration::from_secs(1)),
+        segment,
+    })
+}
+
+/// What every segment of a `db run` must share, published at the
+/// barrier: the server, the scripts (their parsed text, hashed), the whole
+/// run's -c and -j, the end, the rate and the protocol's flags.
+fn published(args: &DbRunArgs, settings: &RunSettings) -> segment::Settings {
+    let mut s = segment::Settings::new("db run");
+    s.put("target", settings.target.to_string())
+        .put(
+            "scripts",
+            settings
+                .scripts
+                .iter()
+                .map(|w| format!("{}@{}", w.script.name(), w.weight))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+        .hash(
+            "script_text",
+            format!(
+                "{:?}",
+                settings
+                    .scripts
+                    .iter()
+                    .map(|w| &w.script)
+                    .collect::<Vec<_>>()
+            )
+            .as_bytes(),
+        )
+        .put("clients", args.clients)
+        .put("jobs", args.jobs)
+        .opt("transactions", args.transactions)
+        .opt("duration", args.time.map(|d| format!("{d:?}")))
+        .opt("rate", args.rate)
+        .opt(
+            "latency_limit",
+            args.latency_limit.map(|d| format!("{d:?}")),
+        )
+        .put("protocol", format!("{:?}", settings.protocol))
+        .opt("scale", args.scale)
+        .put("max_tries", args.max_tries)
+        .put("report_per_command", args.per_command)
+        .put("connect", args.connect)
+        .put("pipeline", args.pipeline);
+    s
+}
+
+/// The scripts the flags name, parsed (tpcb-like when none), and whether a
+/// built-in is among them.
+fn scripts(args: &DbRunArgs) -> Result<(Vec<Weighted>, bool)> {
+    let builtin = |spec: &str| -> Result<Weighted> {
+        let (name, weight) = script::weighted(spec).map_err(anyhow::Error::msg)?;
+        let (name, text) = script::builtin(name).map_err(anyhow::Error::msg)?;
+        let script = Script::parse_with(name, text, &args.define)
+            .context("a built-in script does not parse")?;
+        Ok(Weighted { script, weight })
+    };
+    let mut scripts = Vec::new();
+    if args.select_only {
+        scripts.push(builtin("select-only")?);
+    }
+    if args.skip_some_updates {
+        scripts.push(builtin("simple-update")?);
+    }
+    for spec in &args.builtins {
+        scripts.push(builtin(spec)?);
+    }
+    for spec in &args.files {
+        let (path, weight) = script::weighted(spec).map_err(anyhow::Error::msg)?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("could not read the script '{path}'"))?;
+        let script = Script::parse_with(path, &text, &args.define)?;
+        scripts.push(Weighted { script, weight });
+    }
+    if scripts.is_empty() {
+        scripts.push(builtin("tpcb-like")?);
+    }
+    if args.protocol != DbProtocol::Simple {
+        for w in &scripts {
+            w.script.check_parameters()?;
+        }
+    }
+    if scripts.iter().all(|w| w.weight == 0) {
+        bail!("every script has weight 0: give at least one a weight above 0 (NAME@WEIGHT)");
+    }
+    // Given, or the default.
+    let uses_builtin = args.select_only
+        || args.skip_some_updates
+        || !args.builtins.is_empty()
+        || args.files.is_empty();
+    Ok((scripts, uses_builtin))
+}
