@@ -47,6 +47,19 @@ impl ExecRecord {
             .map(|p| p.benchmarks)
             .unwrap_or_default()
     }
+
+    /// The command templates an exec run timed, in order, read on their own
+    /// as [`ExecRecord::planned`] reads the plan.
+    pub fn templates(run: &Run) -> Vec<String> {
+        #[derive(Default, Deserialize)]
+        #[serde(default)]
+        struct Commands {
+            commands: Vec<CommandSpec>,
+        }
+        Commands::deserialize(&run.settings)
+            .map(|c| c.commands.into_iter().map(|c| c.template).collect())
+            .unwrap_or_default()
+    }
 }
 
 /// One benchmark of an exec run, as its metrics give it.
