@@ -89,11 +89,7 @@ pub fn http_report(run: &Run) -> String {
         format!(", pipeline {pipeline}")
     } else if rec.http2 {
         let streams = rec.streams;
-        let kind = if rec.tls {
-            "h2"
-        } else {
-            "h2c"
-        };
+        let kind = if rec.tls { "h2" } else { "h2c" };
         format!(
             ", HTTP/2 ({kind}), {}",
             counted(streams, "stream") + " a connection"

@@ -19,6 +19,7 @@ mod http;
 mod hyperfine;
 mod scale;
 mod text;
+mod view;
 
 pub use compare::{
     Comparison, Row, compare_csv, compare_markdown, compare_report, metric_short, metric_title,
@@ -38,6 +39,7 @@ pub use scale::scale_report;
 pub use text::{
     SummaryRow, environment, history, run_details, run_details_before_report, run_header, summary,
 };
+pub use view::text_report;
 
 /// A fixed run for the snapshot tests of every view.
 #[cfg(test)]

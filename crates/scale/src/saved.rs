@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use dyno_model::{Kind, Run, RunId, Warning};
 use dyno_model::record::{Bench, benches};
+use dyno_model::{Kind, Run, RunId, Warning};
 use dyno_stats::scaling::Measure;
 use serde_json::json;
 
