@@ -190,15 +190,11 @@ fn display(run: &Run, json: bool, format: ShowFormat) -> Result<ExitStatus> {
             // The report the subcommand printed, rebuilt from the record: it
             // has what the metric list cannot say in one row (percentiles,
             // the disk table, comparisons, the scaling verdict).
+            // quick's summary table is the binary's; every other kind's
+            // view is the report crate's.
             let report = match run.kind {
-                Kind::Http => Some(dyno_report::http_report(&run)),
-                Kind::Exec => Some(dyno_report::exec_report(&run)),
-                Kind::Disk => Some(dyno_report::disk_report(&run)),
-                Kind::Scale => Some(dyno_report::scale_report(&run)),
                 Kind::Quick => Some(super::quick::table(&run)),
-                Kind::Compare => Some(dyno_report::compare_report(&run)),
-                Kind::Db => Some(dyno_report::db_report(&run)),
-                Kind::Cpu => None,
+                _ => dyno_report::text_report(&run),
             };
             let text = match report {
                 // A comparison's tables are its record: the metric list

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use comfy_table::{Cell, CellAlignment};
+use dyno_model::record::CompareRecord;
 use dyno_model::{Direction, Metric, Run};
 use dyno_stats::compare::{Verdict, runs_needed_to_test};
 
@@ -42,26 +43,27 @@ pub struct Comparison<'a> {
     pub groups: Vec<String>,
     pub noise: f64,
     pub alpha: f64,
+    /// The whole record: sides, differences, unmatched metrics.
+    pub record: CompareRecord,
 }
 
 impl<'a> Comparison<'a> {
     /// Reads the record of a comparison.
     pub fn of(run: &'a Run) -> Comparison<'a> {
-        let s = &run.settings;
-        let groups: Vec<String> = s["groups"]
-            .as_array()
-            .map(|g| {
-                g.iter()
-                    .filter_map(|g| g["name"].as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        // A record that does not read compares with dyno compare's
+        // defaults, as a record without them always did.
+        let record: CompareRecord = run.record().unwrap_or_else(|_| CompareRecord {
+            noise: 0.02,
+            alpha: 0.05,
+            ..CompareRecord::default()
+        });
         Comparison {
             run,
-            baseline: s["baseline"].as_str().unwrap_or_default().to_owned(),
-            groups,
-            noise: s["noise"].as_f64().unwrap_or(0.02),
-            alpha: s["alpha"].as_f64().unwrap_or(0.05),
+            baseline: record.baseline.clone(),
+            groups: record.groups.iter().map(|g| g.name.clone()).collect(),
+            noise: record.noise,
+            alpha: record.alpha,
+            record,
         }
     }
 
@@ -105,14 +107,9 @@ impl<'a> Comparison<'a> {
     }
 
     fn runs_of(&self, group: &str) -> (usize, String) {
-        let g = self.run.settings["groups"]
-            .as_array()
-            .and_then(|gs| gs.iter().find(|g| g["name"] == group));
-        let n = g.and_then(|g| g["runs"].as_array()).map_or(0, |r| r.len());
-        let selector = g
-            .and_then(|g| g["selector"].as_str())
-            .unwrap_or_default()
-            .to_owned();
+        let g = self.record.groups.iter().find(|g| g.name == group);
+        let n = g.map_or(0, |g| g.runs.len());
+        let selector = g.map(|g| g.selector.clone()).unwrap_or_default();
         (n, selector)
     }
 
@@ -352,20 +349,19 @@ pub fn compare_report(run: &Run) -> String {
 
 /// Settings and machines that differ, and metrics without a partner.
 fn differences(c: &Comparison, out: &mut String) {
-    let s = &c.run.settings;
-    for (key, title) in [
+    for (diffs, title) in [
         (
-            "setting_differences",
+            &c.record.setting_differences,
             "Settings that differ (like is not compared with like):",
         ),
         (
-            "environment_differences",
+            &c.record.environment_differences,
             "What differs between the setups:",
         ),
     ] {
-        let Some(diffs) = s[key].as_array().filter(|d| !d.is_empty()) else {
+        if diffs.is_empty() {
             continue;
-        };
+        }
         let _ = writeln!(out, "\n{title}");
         let mut t = table(
             &std::iter::once("FIELD")
@@ -373,23 +369,24 @@ fn differences(c: &Comparison, out: &mut String) {
                 .collect::<Vec<_>>(),
         );
         for d in diffs {
-            let mut row = vec![Cell::new(d["key"].as_str().unwrap_or_default())];
+            let mut row = vec![Cell::new(&d.key)];
             for g in &c.groups {
-                row.push(Cell::new(d["values"][g].as_str().unwrap_or("")));
+                row.push(Cell::new(d.values.get(g).map_or("", String::as_str)));
             }
             t.add_row(row);
         }
         out.push_str(&indent(&render(&t)));
     }
-    if let Some(unmatched) = s["unmatched"].as_array().filter(|u| !u.is_empty()) {
+    let unmatched = &c.record.unmatched;
+    if !unmatched.is_empty() {
         let _ = writeln!(out, "\nNot compared (no partner on the other side):");
         for u in unmatched {
             let _ = writeln!(
                 out,
                 "  {}: {} (absent from {})",
-                u["group"].as_str().unwrap_or_default(),
-                metric_title(u["metric"].as_str().unwrap_or_default()),
-                u["partner"].as_str().unwrap_or_default()
+                u.group,
+                metric_title(&u.metric),
+                u.partner
             );
         }
     }

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use dyno_model::Run;
+use dyno_model::record::{DbRecord, LoadModel};
 
 use crate::format::{counted, format_duration_ns};
 use crate::http::{count, histogram, latency_table, short_ns, value};
@@ -12,87 +13,75 @@ use crate::http::{count, histogram, latency_table, short_ns, value};
 /// dyno's report of a database run.
 pub fn db_report(run: &Run) -> String {
     let mut out = String::new();
-    let s = &run.settings;
-    let text = |key: &str| s[key].as_str().unwrap_or("?").to_owned();
+    let rec: DbRecord = run.record().unwrap_or_default();
+    let text = |text: &str| if text.is_empty() { "?" } else { text }.to_owned();
     let _ = writeln!(
         out,
         "Target      {} (PostgreSQL {})",
-        text("target"),
-        text("server_version")
+        text(&rec.target),
+        text(&rec.observed.server_version)
     );
-    let length = match (s["transactions"].as_u64(), s["duration_ns"].as_u64()) {
+    let length = match (rec.transactions, rec.duration_ns) {
         (Some(n), _) => format!("{} per client", counted(n, "transaction")),
         (None, Some(ns)) => format!("{} s", ns as f64 / 1e9),
         _ => "?".into(),
     };
-    let scripts: Vec<String> = s["scripts"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|w| {
-                    format!(
-                        "{}@{}",
-                        w["name"].as_str().unwrap_or("?"),
-                        w["weight"].as_u64().unwrap_or(1)
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let max_tries = match s["max_tries"].as_u64().unwrap_or(1) {
+    let scripts: Vec<String> = rec
+        .scripts
+        .iter()
+        .map(|w| format!("{}@{}", w.name, w.weight))
+        .collect();
+    let max_tries = match rec.max_tries {
         0 => "no limit".to_owned(),
         n => n.to_string(),
     };
     let mut flags = String::new();
-    if s["reconnect"].as_bool() == Some(true) {
+    if rec.reconnect {
         flags.push_str(", a connection per transaction (-C)");
     }
-    if s["pipeline"].as_bool() == Some(true) {
+    if rec.pipeline {
         flags.push_str(", pipeline");
     }
     let _ = writeln!(
         out,
         "Settings    {} at scale {}, {} on {}, {length}, protocol {}, max tries {max_tries}{flags}",
         scripts.join(" + "),
-        s["scale"].as_i64().unwrap_or(0),
-        counted(s["clients"].as_u64().unwrap_or(0), "client"),
-        counted(s["threads"].as_u64().unwrap_or(0), "thread"),
-        text("protocol"),
+        rec.observed.scale.unwrap_or(0),
+        counted(rec.clients, "client"),
+        counted(rec.threads, "thread"),
+        text(&rec.protocol),
     );
-    if let Some(server) = s["server_settings"].as_object() {
-        let pairs: Vec<String> = server
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("?")))
-            .collect();
+    let server = &rec.observed.server_settings;
+    if !server.is_empty() {
+        let pairs: Vec<String> = server.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(out, "Server      {}", pairs.join(", "));
     }
-    let open = s["model"].as_str() == Some("open");
-    let limit = s["latency_limit_ns"].as_f64();
+    let open = rec.model == LoadModel::Open;
+    let limit = rec.latency_limit_ns.map(|ns| ns as f64);
     let mut model = if open {
         format!(
             "open: {} tps requested at random due times (a Poisson process); latency counts from each due time",
-            s["rate_per_sec"].as_f64().unwrap_or(0.0)
+            rec.rate_per_sec.unwrap_or(0.0)
         )
     } else {
         "closed: each client starts its next transaction when its last one ends".to_owned()
     };
-    if s["reconnect"].as_bool() == Some(true) {
+    if rec.reconnect {
         model.push_str("; a new connection for every transaction");
     }
-    if s["pipeline"].as_bool() == Some(true) {
+    if rec.pipeline {
         model.push_str("; consecutive statements pipelined");
     }
     let _ = writeln!(out, "Model       {model}");
-    match s["clean_up"].as_array() {
-        Some(steps) if !steps.is_empty() => {
-            let steps: Vec<&str> = steps.iter().filter_map(|v| v.as_str()).collect();
+    match &rec.observed.clean_up {
+        steps if !steps.is_empty() => {
             let _ = writeln!(
                 out,
                 "Clean-up    before the run, as pgbench's: {} (-n skips it)",
                 steps.join(", ")
             );
         }
-        _ if s["vacuum"].as_bool() == Some(false) => {
+        _ if !rec.vacuum => {
             let _ = writeln!(out, "Clean-up    none (-n)");
         }
         _ => {}
@@ -117,7 +106,7 @@ pub fn db_report(run: &Run) -> String {
         "Transactions {committed} committed in {:.2} s, {failed} failed, {retried}",
         value(run, "measured_ns") / 1e9,
     );
-    if s["reconnect"].as_bool() == Some(true) {
+    if rec.reconnect {
         let _ = writeln!(
             out,
             "tps          {:.1} including reconnection times, {:.1} with the first connections' too ({:.0} ms to connect)",
@@ -186,15 +175,13 @@ pub fn db_report(run: &Run) -> String {
     if !failures.is_empty() {
         let _ = writeln!(out, "Failures    by SQLSTATE: {}", failures.join(", "));
     }
-    if let Some(aborted) = s["aborted"].as_array().filter(|a| !a.is_empty()) {
-        for line in aborted {
-            let _ = writeln!(out, "Aborted     {}", line.as_str().unwrap_or("?"));
-        }
+    for line in &rec.observed.aborted {
+        let _ = writeln!(out, "Aborted     {line}");
     }
     let mut cpu = format!(
         "Client CPU  {:.0}% of {}",
         value(run, "client_cpu_percent"),
-        counted(s["threads"].as_u64().unwrap_or(0), "thread"),
+        counted(rec.threads, "thread"),
     );
     // Nothing committed, no cost per transaction.
     if committed > 0
@@ -229,19 +216,12 @@ fn per_script(run: &Run, committed: u64, out: &mut String) {
             .filter(move |m| m.name == name)
             .filter_map(|m| Some((m.labels.get("script")?.as_str(), m)))
     }
-    let weights: Vec<(String, u64)> = run.settings["scripts"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|w| {
-                    (
-                        w["name"].as_str().unwrap_or("?").to_owned(),
-                        w["weight"].as_u64().unwrap_or(1),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let rec: DbRecord = run.record().unwrap_or_default();
+    let weights: Vec<(String, u64)> = rec
+        .scripts
+        .into_iter()
+        .map(|w| (w.name, w.weight))
+        .collect();
     let total_weight: u64 = weights.iter().map(|(_, w)| w).sum();
     let mut rows = Vec::new();
     for (name, m) in scripted(run, "transactions") {
@@ -359,7 +339,7 @@ mod tests {
             "scale": 10, "clients": 4, "threads": 2,
             "transactions": null, "duration_ns": 2_000_000_000u64,
             "protocol": "prepared", "model": "closed", "max_tries": 5, "seed": 7,
-            "aborted": [],
+            "vacuum": true, "aborted": [],
         });
         for (k, v) in settings.as_object().unwrap() {
             base[k] = v.clone();

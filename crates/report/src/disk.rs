@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use comfy_table::{Cell, CellAlignment};
+use dyno_model::record::DiskRecord;
 use dyno_model::{Metric, Run};
 use dyno_stats::hdr;
 
@@ -66,13 +67,18 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// A text setting, `?` where the record has none.
+fn or_unknown(text: &str) -> &str {
+    if text.is_empty() { "?" } else { text }
+}
+
 /// The human report of a `dyno disk` run.
 pub fn disk_report(run: &Run) -> String {
-    let s = &run.settings;
+    let rec: DiskRecord = run.record().unwrap_or_default();
     let mut out = String::new();
-    let preset = s["preset"].as_str().unwrap_or("?");
+    let preset = or_unknown(&rec.preset);
     let _ = writeln!(out, "dyno disk — {}", run.description);
-    if let Some(file) = s["file"].as_str() {
+    if let Some(file) = &rec.observed.file {
         let _ = writeln!(out, "File        {file}");
     }
     if let Some(st) = &run.environment.storage {
@@ -107,46 +113,54 @@ pub fn disk_report(run: &Run) -> String {
             "I/O         buffered 8 KiB writes over 16 MiB, each made durable by the call named (as pg_test_fsync)"
         );
     } else if preset != "meta" {
-        let io = match s["direct_io"].as_bool() {
+        let observed = &rec.observed;
+        let io = match observed.direct_io {
             Some(true) => format!(
                 "direct I/O (O_DIRECT, {}-byte alignment)",
-                s["alignment_bytes"]
+                observed
+                    .alignment_bytes
+                    .map_or_else(|| "null".to_owned(), |a| a.to_string())
             ),
             _ => format!(
                 "BUFFERED I/O: {}",
-                s["buffered_reason"]
-                    .as_str()
+                observed
+                    .buffered_reason
+                    .as_deref()
                     .unwrap_or("direct I/O unavailable")
             ),
         };
-        let engine = match s["engine_reason"].as_str() {
-            Some(why) => format!("{} engine ({why})", s["engine"].as_str().unwrap_or("?")),
-            None => s["engine"].as_str().unwrap_or("?").to_owned(),
+        let engine_name = observed.engine.as_deref().unwrap_or("?");
+        let engine = match &observed.engine_reason {
+            Some(why) => format!("{engine_name} engine ({why})"),
+            None => engine_name.to_owned(),
         };
         let _ = writeln!(
             out,
             "I/O         {io}; {engine}; {} fill; seed {}",
-            s["fill"].as_str().unwrap_or("?"),
-            s["seed"]
+            or_unknown(&rec.fill),
+            rec.seed
         );
     }
-    let ns = |key: &str| format_duration_ns(s[key].as_f64().unwrap_or(0.0));
-    let warmup = if s["warmup_ns"].as_f64() == Some(0.0) {
+    let ns = |ns: u64| format_duration_ns(ns as f64);
+    let warmup = if rec.warmup_ns == 0 {
         "no warm-up".to_owned()
     } else if preset == "meta" {
         "after a warm-up pass (discarded)".to_owned()
     } else {
-        format!("after a {} warm-up pass (discarded)", ns("warmup_ns"))
+        format!("after a {} warm-up pass (discarded)", ns(rec.warmup_ns))
     };
-    let apart = if s["interval_ns"].as_f64() == Some(0.0) {
+    let apart = if rec.interval_ns == 0 {
         "no pause between them".to_owned()
     } else {
-        format!("{} apart", ns("interval_ns"))
+        format!("{} apart", ns(rec.interval_ns))
     };
     let passes = if preset == "meta" {
-        format!("best of {} passes of {} files", s["runs"], s["files"])
+        let files = rec
+            .files
+            .map_or_else(|| "null".to_owned(), |f| f.to_string());
+        format!("best of {} passes of {files} files", rec.runs)
     } else {
-        format!("best of {} × {}", s["runs"], ns("duration_ns"))
+        format!("best of {} × {}", rec.runs, ns(rec.duration_ns))
     };
     let _ = writeln!(out, "Passes      {passes}, {apart}, {warmup}");
     out.push('\n');
@@ -310,8 +324,8 @@ mod tests {
         run.settings = serde_json::json!({
             "preset": "cdm8", "file": "/mnt/ssd/dyno-disk-1-0000abcd.tmp",
             "direct_io": true, "alignment_bytes": 512, "engine": "io_uring",
-            "fill": "random", "seed": 42, "runs": 3, "duration_ns": 5e9,
-            "interval_ns": 5e9, "warmup_ns": 1e9,
+            "fill": "random", "seed": 42, "runs": 3, "duration_ns": 5_000_000_000u64,
+            "interval_ns": 5_000_000_000u64, "warmup_ns": 1_000_000_000u64,
         });
         for (test, block, read, write) in [
             ("SEQ1M Q8T1", 1048576.0, 3500e6, 3000e6),
@@ -360,7 +374,7 @@ mod tests {
         let mut run = Run::new(Kind::Disk, "meta: 1000 files in /srv");
         run.settings = serde_json::json!({
             "preset": "meta", "files": 1000, "runs": 2,
-            "interval_ns": 0, "warmup_ns": 1e9,
+            "interval_ns": 0, "warmup_ns": 1_000_000_000u64,
         });
         for (op, rate) in [
             ("create", 50_000.0),

@@ -3,9 +3,9 @@
 //! reference. Everything is read back from the Run's labelled metrics, so a
 //! stored run prints the same as a fresh one.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use dyno_model::record::ExecRecord;
 use dyno_model::{Metric, Run, UncertaintyMethod};
 use dyno_stats::Summary;
 use dyno_stats::compare::{Verdict, runs_needed_to_test};
@@ -16,95 +16,19 @@ const ALPHA: f64 = 0.05;
 
 use crate::format::{counted, format_duration_ns, format_value};
 
-/// One benchmark of an exec run, as its metrics give it.
-#[derive(Debug, Clone)]
-pub struct Bench<'a> {
-    pub name: &'a str,
-    /// Parameter values, by parameter name.
-    pub parameters: BTreeMap<&'a str, &'a str>,
-    pub wall: &'a Metric,
-    pub user: Option<&'a Metric>,
-    pub system: Option<&'a Metric>,
-    pub cpu: Option<&'a Metric>,
-    pub rss: Option<&'a Metric>,
-    pub failed: Option<&'a Metric>,
-    /// Comparison with the reference, absent for the reference itself.
-    pub ratio: Option<&'a Metric>,
-    pub p_value: Option<&'a Metric>,
-    pub verdict: Option<&'a Metric>,
-    /// Which rule ended its runs, from the run's plan.
-    pub stopped_by: Option<&'a str>,
+pub use dyno_model::record::{Bench, benches};
+
+/// The wall-time summary of a benchmark: a method here, since the model
+/// crate that holds [`Bench`] does not depend on the statistics.
+pub trait BenchSummary {
+    /// The wall-time summary (ns) of its runs.
+    fn summary(&self) -> Option<Summary>;
 }
 
-impl Bench<'_> {
-    /// The wall-time summary (ns) of its runs.
-    pub fn summary(&self) -> Option<Summary> {
+impl BenchSummary for Bench<'_> {
+    fn summary(&self) -> Option<Summary> {
         Summary::of(&self.wall.samples)
     }
-
-    /// Each run's exit code; `None` for a run ended by a signal.
-    pub fn exit_codes(&self) -> Vec<Option<i64>> {
-        self.failed.map_or_else(Vec::new, |m| {
-            m.samples
-                .iter()
-                .map(|&c| (c >= 0.0).then_some(c as i64))
-                .collect()
-        })
-    }
-}
-
-/// The benchmarks of an exec run, in the order they were given.
-///
-/// Each benchmark's metrics are found by its labels and, where labels repeat
-/// (runs saved before repeated names were numbered, such as an A/A test of
-/// one command twice), by position: the k-th wall time with those labels
-/// goes with the k-th metric of each name with them, since a run lists its
-/// benchmarks' metrics in benchmark order.
-pub fn benches(run: &Run) -> Vec<Bench<'_>> {
-    let plan = run.settings.get("benchmarks").and_then(|b| b.as_array());
-    let walls: Vec<&Metric> = run
-        .metrics
-        .iter()
-        .filter(|m| m.name == "wall_ns" && m.label("command").is_some())
-        .collect();
-    walls
-        .iter()
-        .enumerate()
-        .map(|(index, &wall)| {
-            let has_labels =
-                |m: &Metric| wall.labels.iter().all(|(k, v)| m.labels.get(k) == Some(v));
-            let nth = walls[..index].iter().filter(|w| has_labels(w)).count();
-            let same = |name: &str| {
-                run.metrics
-                    .iter()
-                    .filter(|m| m.name == name && has_labels(m))
-                    .nth(nth)
-            };
-            let name = wall.label("command").unwrap_or_default();
-            Bench {
-                name,
-                parameters: wall
-                    .labels
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.strip_prefix("param.")?, v.as_str())))
-                    .collect(),
-                wall,
-                user: same("user_ns"),
-                system: same("system_ns"),
-                cpu: same("cpu_percent"),
-                rss: same("peak_rss_bytes"),
-                failed: same("failed_runs"),
-                ratio: same("ratio_to_reference"),
-                p_value: same("p_value"),
-                verdict: same("verdict"),
-                stopped_by: plan.and_then(|p| {
-                    p.iter()
-                        .find(|b| b["name"] == name)
-                        .and_then(|b| b["stopped_by"].as_str())
-                }),
-            }
-        })
-        .collect()
 }
 
 fn stop_reason(rule: &str) -> &str {
@@ -165,6 +89,7 @@ pub fn exec_report(run: &Run) -> String {
         );
         let stopped = b
             .stopped_by
+            .as_deref()
             .map_or_else(String::new, |r| format!(" ({})", stop_reason(r)));
         let _ = writeln!(
             out,
@@ -204,13 +129,11 @@ pub fn exec_report(run: &Run) -> String {
 /// Benchmarks in the run's plan that finished no timed run (an interrupt
 /// came first): they have no metrics, but are named rather than dropped.
 fn not_run(run: &Run, benches: &[Bench<'_>], out: &mut String) {
-    let Some(plan) = run.settings.get("benchmarks").and_then(|b| b.as_array()) else {
-        return;
-    };
-    for p in plan {
-        let (Some(name), Some(0)) = (p["name"].as_str(), p["runs"].as_u64()) else {
+    for p in ExecRecord::planned(run) {
+        let name = p.name.as_str();
+        if p.runs != 0 {
             continue;
-        };
+        }
         if benches.iter().all(|b| b.name != name) {
             let _ = writeln!(
                 out,
@@ -380,7 +303,7 @@ mod tests {
         assert_eq!(b[1].parameters.get("n"), Some(&"1"));
         assert_eq!(b[1].ratio.unwrap().value, 1.95);
         assert!(b[0].ratio.is_none());
-        assert_eq!(b[0].stopped_by, Some("target_rse"));
+        assert_eq!(b[0].stopped_by.as_deref(), Some("target_rse"));
         assert_eq!(b[0].exit_codes(), vec![None, Some(0), Some(0)]);
     }
 

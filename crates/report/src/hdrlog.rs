@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use std::time::{Duration, SystemTime};
 
 use dyno_model::Run;
+use dyno_model::record::HttpRecord;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
@@ -28,7 +29,7 @@ pub fn write_latency_log(
     started: SystemTime,
     timeline: &[(u64, &Histogram<u64>)],
 ) -> io::Result<()> {
-    let warmup = Duration::from_nanos(run.settings["warmup_ns"].as_u64().unwrap_or(0));
+    let warmup = Duration::from_nanos(run.record::<HttpRecord>().map_or(0, |r| r.warmup_ns));
     let mut serializer = V2DeflateSerializer::new();
     let mut writer = IntervalLogWriterBuilder::new()
         .add_comment(&format!(

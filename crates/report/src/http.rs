@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use dyno_model::record::{HttpRecord, LoadModel};
 use dyno_model::{Metric, Run};
 use dyno_stats::hdr;
 use hdrhistogram::Histogram;
@@ -23,8 +24,10 @@ pub(crate) fn histogram(run: &Run, name: &str) -> Option<Histogram<u64>> {
         .and_then(|h| hdr::from_model(h).ok())
 }
 
-fn setting<'a>(run: &'a Run, key: &str) -> &'a serde_json::Value {
-    &run.settings[key]
+/// The run's settings as its record; a record that does not read shows as
+/// the defaults (`?` for the target, no warm-up, keep-alive).
+fn record(run: &Run) -> HttpRecord {
+    run.record().unwrap_or_default()
 }
 
 /// Status codes and error classes, from the metrics that name them.
@@ -38,62 +41,55 @@ fn tallies<'a>(run: &'a Run, prefix: &'a str) -> impl Iterator<Item = (&'a str, 
 
 /// dyno's report of an HTTP run.
 pub fn http_report(run: &Run) -> String {
+    let rec = record(run);
     let mut out = String::new();
-    let url = setting(run, "url").as_str().unwrap_or("?");
-    let builtin = if setting(run, "builtin_server").as_bool() == Some(true) {
+    let url = Some(rec.url.as_str())
+        .filter(|u| !u.is_empty())
+        .unwrap_or("?");
+    let builtin = if rec.builtin_server {
         " (dyno's built-in server)"
     } else {
         ""
     };
     let _ = writeln!(out, "Target      {url}{builtin}");
-    let open = setting(run, "model").as_str() == Some("open");
-    let length = match (
-        setting(run, "requests").as_u64(),
-        setting(run, "duration_ns").as_u64(),
-    ) {
+    let open = rec.model == LoadModel::Open;
+    let length = match (rec.requests, rec.duration_ns) {
         (Some(n), _) => format!("{n} requests"),
         (None, Some(ns)) => format_duration_ns(ns as f64),
         _ => "?".into(),
     };
-    let warmup = setting(run, "warmup_ns").as_u64().unwrap_or(0);
+    let warmup = rec.warmup_ns;
     let warmup = if warmup == 0 {
         "no warm-up".to_owned()
     } else {
         format!("{} warm-up excluded", format_duration_ns(warmup as f64))
     };
-    let keep = if setting(run, "keep_alive").as_bool() == Some(false) {
+    let keep = if !rec.keep_alive {
         "new connection per request"
     } else {
         "keep-alive"
     };
-    let tls = match (
-        setting(run, "tls").as_bool(),
-        setting(run, "insecure").as_bool(),
-    ) {
-        (Some(true), insecure) => {
-            let session = tls_session(run).map_or(String::new(), |(protocol, cipher, kx)| {
+    let tls = match (rec.tls, rec.insecure) {
+        (true, insecure) => {
+            let session = tls_session(&rec).map_or(String::new(), |(protocol, cipher, kx)| {
                 let kx = kx.map_or(String::new(), |kx| format!(", {kx}"));
                 format!(" {protocol} {cipher}{kx}")
             });
-            let unverified = if insecure == Some(true) {
+            let unverified = if insecure {
                 " (certificate not verified)"
             } else {
                 ""
             };
-            format!(", TLS{session}{unverified}{}", alpn_choice(run))
+            format!(", TLS{session}{unverified}{}", alpn_choice(&rec))
         }
         _ => String::new(),
     };
-    let pipeline = setting(run, "pipeline").as_u64().unwrap_or(1);
+    let pipeline = rec.pipeline;
     let pipeline = if pipeline > 1 {
         format!(", pipeline {pipeline}")
-    } else if setting(run, "http2").as_bool() == Some(true) {
-        let streams = setting(run, "streams").as_u64().unwrap_or(1);
-        let kind = if setting(run, "tls").as_bool() == Some(true) {
-            "h2"
-        } else {
-            "h2c"
-        };
+    } else if rec.http2 {
+        let streams = rec.streams;
+        let kind = if rec.tls { "h2" } else { "h2c" };
         format!(
             ", HTTP/2 ({kind}), {}",
             counted(streams, "stream") + " a connection"
@@ -104,13 +100,13 @@ pub fn http_report(run: &Run) -> String {
     let model = if open {
         format!(
             "open model: {} req/s on a fixed schedule, latency from due times",
-            rate(setting(run, "rate_per_sec").as_f64().unwrap_or(0.0))
+            rate(rec.rate_per_sec.unwrap_or(0.0))
         )
-    } else if let Some(depth) = setting(run, "pipeline").as_u64().filter(|&d| d > 1) {
+    } else if let Some(depth) = Some(rec.pipeline).filter(|&d| d > 1) {
         format!(
             "closed model, HTTP/1.1 pipelining: each connection writes {depth} requests back to back, then sends the next {depth} once all are answered"
         )
-    } else if setting(run, "http2").as_bool() == Some(true) {
+    } else if rec.http2 {
         "closed model: each stream of each connection waits for its answer before the next request"
             .into()
     } else {
@@ -120,14 +116,8 @@ pub fn http_report(run: &Run) -> String {
     let _ = writeln!(
         out,
         "Settings    {}, {}, {keep}{tls}{pipeline}, {length}, {warmup}",
-        counted(
-            setting(run, "connections").as_u64().unwrap_or(0),
-            "connection"
-        ),
-        counted(
-            setting(run, "threads").as_u64().unwrap_or(0),
-            "worker thread"
-        ),
+        counted(rec.connections, "connection"),
+        counted(rec.threads, "worker thread"),
     );
     out.push('\n');
 
@@ -250,8 +240,8 @@ pub fn http_report(run: &Run) -> String {
         .map(|(c, n)| format!("{c}: {n}"))
         .collect();
     // Runs saved before --expect-status have no such setting.
-    let expected = setting(run, "expect_status")
-        .as_str()
+    let expected = Some(rec.expect_status.as_str())
+        .filter(|e| !e.is_empty())
         .map_or(String::new(), |e| format!(" (expected {e})"));
     let _ = writeln!(
         out,
@@ -281,10 +271,7 @@ pub fn http_report(run: &Run) -> String {
         out,
         "Client CPU  {:.0}% of {}",
         value(run, "client_cpu_percent"),
-        counted(
-            setting(run, "threads").as_u64().unwrap_or(0),
-            "worker thread"
-        )
+        counted(rec.threads, "worker thread")
     );
     crate::text::warnings(run, &mut out);
     out
@@ -353,27 +340,26 @@ fn ms(ns: f64) -> f64 {
 
 /// The negotiated TLS protocol, cipher suite and key exchange group of an
 /// https run, when its handshakes succeeded.
-fn tls_session(run: &Run) -> Option<(&str, &str, Option<&str>)> {
-    let session = setting(run, "tls_session");
+fn tls_session(rec: &HttpRecord) -> Option<(&str, &str, Option<&str>)> {
+    let session = rec.observed.tls_session.as_ref()?;
     Some((
-        session.get("protocol")?.as_str()?,
-        session.get("cipher")?.as_str()?,
-        session.get("key_exchange").and_then(|k| k.as_str()),
+        session.protocol.as_str(),
+        session.cipher.as_str(),
+        session.key_exchange.as_deref(),
     ))
 }
 
 /// `--alpn`: what was offered and what the first connection settled on.
-fn alpn_choice(run: &Run) -> String {
-    let offered: Vec<&str> = setting(run, "alpn")
-        .as_array()
-        .map(|a| a.iter().filter_map(|p| p.as_str()).collect())
-        .unwrap_or_default();
+fn alpn_choice(rec: &HttpRecord) -> String {
+    let offered: Vec<&str> = rec.alpn.iter().map(String::as_str).collect();
     if offered.len() < 2 {
         return String::new();
     }
-    let chosen = setting(run, "tls_session")
-        .get("alpn")
-        .and_then(|a| a.as_str())
+    let chosen = rec
+        .observed
+        .tls_session
+        .as_ref()
+        .and_then(|s| s.alpn.as_deref())
         .unwrap_or("nothing");
     format!(
         ", ALPN offered {}, server chose {chosen}",
@@ -399,22 +385,28 @@ fn alpn_choice(run: &Run) -> String {
 ///   formula (concurrency × time ÷ requests), which would describe the
 ///   schedule rather than the server.
 pub fn ab_report(run: &Run) -> String {
+    let rec = record(run);
     let mut out = String::new();
-    let url = setting(run, "url").as_str().unwrap_or("");
+    let url = rec.url.as_str();
     let (host, port, path) = split_url(url);
     let responses = count(run, "responses");
     let secs = value(run, "measured_ns") / 1e9;
-    let concurrency = setting(run, "connections").as_u64().unwrap_or(1);
+    // A run always has a connection; 0 is a record without the field.
+    let concurrency = if rec.connections == 0 {
+        1
+    } else {
+        rec.connections
+    };
     let _ = writeln!(
         out,
         "This is dyno {}, reporting in the layout of ApacheBench, Version 2.3\n",
         run.environment.dyno.version.as_deref().unwrap_or("")
     );
-    let server = setting(run, "server_software").as_str().unwrap_or("");
+    let server = rec.observed.server_software.as_deref().unwrap_or("");
     let _ = writeln!(out, "Server Software:        {server}");
     let _ = writeln!(out, "Server Hostname:        {host}");
     let _ = writeln!(out, "Server Port:            {port}");
-    if let Some((protocol, cipher, kx)) = tls_session(run) {
+    if let Some((protocol, cipher, kx)) = tls_session(&rec) {
         let _ = writeln!(out, "SSL/TLS Protocol:       {protocol},{cipher}");
         if let Some(kx) = kx {
             let _ = writeln!(out, "Server Temp Key:        {kx}");
@@ -426,12 +418,12 @@ pub fn ab_report(run: &Run) -> String {
     let doc_len = count(run, "body_bytes").checked_div(responses).unwrap_or(0);
     let _ = writeln!(out, "Document Length:        {doc_len} bytes\n");
     let _ = writeln!(out, "Concurrency Level:      {concurrency}");
-    let open = setting(run, "model").as_str() == Some("open");
+    let open = rec.model == LoadModel::Open;
     if open {
         let _ = writeln!(
             out,
             "Open model:             {} [#/sec] requested on a fixed schedule (dyno --rate); latency counted from due times",
-            setting(run, "rate_per_sec").as_f64().unwrap_or(0.0)
+            rec.rate_per_sec.unwrap_or(0.0)
         );
     }
     let _ = writeln!(out, "Time taken for tests:   {secs:.3} seconds");
@@ -459,7 +451,7 @@ pub fn ab_report(run: &Run) -> String {
     if non2xx > 0 {
         let _ = writeln!(out, "Non-2xx responses:      {non2xx}");
     }
-    if setting(run, "keep_alive").as_bool() != Some(false) {
+    if rec.keep_alive {
         // A request that went on an open connection records a connect
         // time of exactly 0; one that opened its own took microseconds.
         let reused = histogram(run, "connect_ns").map_or(0, |h| h.count_at(0));

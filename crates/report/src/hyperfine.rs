@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use dyno_model::Run;
 use serde_json::{Value, json};
 
-use crate::exec::{Bench, benches};
+use crate::exec::{Bench, BenchSummary, benches};
 
 const NS_PER_SEC: f64 = 1e9;
 

@@ -19,13 +19,14 @@ mod http;
 mod hyperfine;
 mod scale;
 mod text;
+mod view;
 
 pub use compare::{
     Comparison, Row, compare_csv, compare_markdown, compare_report, metric_short, metric_title,
 };
 pub use db::db_report;
 pub use disk::disk_report;
-pub use exec::{Bench, benches, exec_report};
+pub use exec::{Bench, BenchSummary, benches, exec_report};
 pub use export::{Csv, Exporter, Json, JsonLines, exporter};
 pub use format::{
     counted, format_duration_ns, format_interval, format_metric_value, format_parallel_fraction,
@@ -38,6 +39,7 @@ pub use scale::scale_report;
 pub use text::{
     SummaryRow, environment, history, run_details, run_details_before_report, run_header, summary,
 };
+pub use view::text_report;
 
 /// A fixed run for the snapshot tests of every view.
 #[cfg(test)]

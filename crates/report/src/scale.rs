@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use comfy_table::{Cell, CellAlignment};
+use dyno_model::record::ScaleRecord;
 use dyno_model::{Metric, Run, Unit};
 
 use crate::format::{format_duration_ns, format_parallel_fraction, format_value};
@@ -60,7 +61,7 @@ fn sig(v: f64) -> String {
 pub fn scale_report(run: &Run) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", run.description);
-    let _ = writeln!(out, "Source     {}", source(&run.settings));
+    let _ = writeln!(out, "Source     {}", source(run));
 
     // The points, in order of N.
     let mut ns: Vec<(f64, &str)> = run
@@ -304,56 +305,59 @@ fn lambda_of(run: &Run) -> f64 {
     value(run, "usl_lambda").unwrap_or(f64::NAN)
 }
 
-/// Where the points came from, from the run's settings.
-fn source(settings: &serde_json::Value) -> String {
-    let s = |key: &str| settings[key].as_str().unwrap_or("?").to_owned();
-    match settings["source"].as_str() {
-        Some("run") => {
-            let fixed = settings["where"]
-                .as_object()
-                .filter(|w| !w.is_empty())
-                .map_or_else(String::new, |w| {
-                    let pairs: Vec<String> = w
-                        .iter()
-                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("?")))
-                        .collect();
-                    format!(" with {}", pairs.join(", "))
-                });
+/// Where the points came from, from the run's record.
+fn source(run: &Run) -> String {
+    let Ok(record) = run.record::<ScaleRecord>() else {
+        return "unknown".to_owned();
+    };
+    // Text shows `?` where the record has none, a number `null`.
+    let s = |text: &str| if text.is_empty() { "?" } else { text }.to_owned();
+    let n = |v: Option<u64>| v.map_or_else(|| "null".to_owned(), |v| v.to_string());
+    match record {
+        ScaleRecord::Run(r) => {
+            let fixed = if r.fixed.is_empty() {
+                String::new()
+            } else {
+                let pairs: Vec<String> = r.fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!(" with {}", pairs.join(", "))
+            };
             format!(
                 "run {}: '{}'{fixed}, N = parameter {}, value = mean wall time (imported from that run)",
-                s("run_id"),
-                s("command"),
-                s("parameter")
+                s(&r.run_id),
+                s(&r.command),
+                s(&r.parameter)
             )
         }
-        Some("file") => format!(
+        ScaleRecord::File(f) => format!(
             "file {}: N = column '{}', {} = column '{}' (imported figures)",
-            s("path"),
-            s("n_column"),
-            s("measure"),
-            s("value_column")
+            s(&f.path),
+            s(&f.n_column),
+            s(&f.measure),
+            s(&f.value_column)
         ),
-        Some("workload") if s("workload") == "tree-read" => format!(
+        ScaleRecord::Workload(w) if w.workload == "tree-read" => format!(
             "tree-read measured now, strong scaling: {} tasks at every N, each counting every node of its own version of a tree of depth {} ({} nodes) while a writer adds one node per task; every count checked; {} repetitions of each N after a warm-up",
-            settings["tasks"], settings["depth"], settings["nodes"], settings["repetitions"]
+            n(w.tasks),
+            n(w.depth),
+            n(w.nodes),
+            w.repetitions
         ),
-        Some("workload") if s("workload") == "tree-write" => format!(
+        ScaleRecord::Workload(w) if w.workload == "tree-write" => format!(
             "tree-write measured now, strong scaling, durable (fsync on {}, {}): {} tasks at every N, each building a tree node by node to depth {} and registering it ({} nodes in all); every tree counted back; {} repetitions of each N after a warm-up",
-            s("dir"),
-            s("filesystem"),
-            settings["tasks"],
-            settings["depth"],
-            settings["nodes"],
-            settings["repetitions"]
+            s(w.dir.as_deref().unwrap_or_default()),
+            s(w.filesystem.as_deref().unwrap_or_default()),
+            n(w.tasks),
+            n(w.depth),
+            n(w.nodes),
+            w.repetitions
         ),
-        Some("workload") => format!(
+        ScaleRecord::Workload(w) => format!(
             "{} measured now, strong scaling: {} iterations in total at every N, cut into {} tasks; {} repetitions of each N after a warm-up",
-            s("workload"),
-            settings["iterations"],
-            settings["tasks"],
-            settings["repetitions"]
+            s(&w.workload),
+            n(w.iterations),
+            n(w.tasks),
+            w.repetitions
         ),
-        _ => "unknown".to_owned(),
     }
 }
 

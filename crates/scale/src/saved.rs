@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use dyno_model::record::{Bench, benches};
 use dyno_model::{Kind, Run, RunId, Warning};
-use dyno_report::Bench;
 use dyno_stats::scaling::Measure;
 use serde_json::json;
 
@@ -127,7 +127,7 @@ pub fn curve(run: &Run, selection: &Selection) -> Result<Curve, SavedError> {
     if run.kind != Kind::Exec {
         return Err(SavedError::NotASweep { id, kind: run.kind });
     }
-    let benches = dyno_report::benches(run);
+    let benches = benches(run);
     if benches.is_empty() {
         return Err(SavedError::NoCommands(id));
     }

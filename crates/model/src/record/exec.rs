@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Record;
-use crate::Kind;
+use crate::{Kind, Metric, Run};
 
 /// What a `dyno run` recorded: its settings, each benchmark it planned,
 /// and how its comparison was made.
@@ -31,6 +31,122 @@ pub struct ExecRecord {
 
 impl Record for ExecRecord {
     const KIND: Kind = Kind::Exec;
+}
+
+impl ExecRecord {
+    /// The benchmarks an exec run planned, read on their own: a run whose
+    /// other settings do not read as a whole record (saved by an earlier
+    /// dyno, or a test's partial settings) still names them.
+    pub fn planned(run: &Run) -> Vec<PlannedBenchmark> {
+        #[derive(Default, Deserialize)]
+        #[serde(default)]
+        struct Plan {
+            benchmarks: Vec<PlannedBenchmark>,
+        }
+        Plan::deserialize(&run.settings)
+            .map(|p| p.benchmarks)
+            .unwrap_or_default()
+    }
+
+    /// The command templates an exec run timed, in order, read on their own
+    /// as [`ExecRecord::planned`] reads the plan.
+    pub fn templates(run: &Run) -> Vec<String> {
+        #[derive(Default, Deserialize)]
+        #[serde(default)]
+        struct Commands {
+            commands: Vec<CommandSpec>,
+        }
+        Commands::deserialize(&run.settings)
+            .map(|c| c.commands.into_iter().map(|c| c.template).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// One benchmark of an exec run, as its metrics give it.
+#[derive(Debug, Clone)]
+pub struct Bench<'a> {
+    pub name: &'a str,
+    /// Parameter values, by parameter name.
+    pub parameters: BTreeMap<&'a str, &'a str>,
+    pub wall: &'a Metric,
+    pub user: Option<&'a Metric>,
+    pub system: Option<&'a Metric>,
+    pub cpu: Option<&'a Metric>,
+    pub rss: Option<&'a Metric>,
+    pub failed: Option<&'a Metric>,
+    /// Comparison with the reference, absent for the reference itself.
+    pub ratio: Option<&'a Metric>,
+    pub p_value: Option<&'a Metric>,
+    pub verdict: Option<&'a Metric>,
+    /// Which rule ended its runs, from the run's plan
+    /// ([`PlannedBenchmark::stopped_by`]).
+    pub stopped_by: Option<String>,
+}
+
+impl Bench<'_> {
+    /// Each run's exit code; `None` for a run ended by a signal.
+    pub fn exit_codes(&self) -> Vec<Option<i64>> {
+        self.failed.map_or_else(Vec::new, |m| {
+            m.samples
+                .iter()
+                .map(|&c| (c >= 0.0).then_some(c as i64))
+                .collect()
+        })
+    }
+}
+
+/// The benchmarks of an exec run, in the order they were given.
+///
+/// Each benchmark's metrics are found by its labels and, where labels repeat
+/// (runs saved before repeated names were numbered, such as an A/A test of
+/// one command twice), by position: the k-th wall time with those labels
+/// goes with the k-th metric of each name with them, since a run lists its
+/// benchmarks' metrics in benchmark order.
+pub fn benches(run: &Run) -> Vec<Bench<'_>> {
+    let plan = ExecRecord::planned(run);
+    let walls: Vec<&Metric> = run
+        .metrics
+        .iter()
+        .filter(|m| m.name == "wall_ns" && m.label("command").is_some())
+        .collect();
+    walls
+        .iter()
+        .enumerate()
+        .map(|(index, &wall)| {
+            let has_labels =
+                |m: &Metric| wall.labels.iter().all(|(k, v)| m.labels.get(k) == Some(v));
+            let nth = walls[..index].iter().filter(|w| has_labels(w)).count();
+            let same = |name: &str| {
+                run.metrics
+                    .iter()
+                    .filter(|m| m.name == name && has_labels(m))
+                    .nth(nth)
+            };
+            let name = wall.label("command").unwrap_or_default();
+            Bench {
+                name,
+                parameters: wall
+                    .labels
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.strip_prefix("param.")?, v.as_str())))
+                    .collect(),
+                wall,
+                user: same("user_ns"),
+                system: same("system_ns"),
+                cpu: same("cpu_percent"),
+                rss: same("peak_rss_bytes"),
+                failed: same("failed_runs"),
+                ratio: same("ratio_to_reference"),
+                p_value: same("p_value"),
+                verdict: same("verdict"),
+                stopped_by: plan
+                    .iter()
+                    .find(|b| b.name == name)
+                    .map(|b| b.stopped_by.clone())
+                    .filter(|rule| !rule.is_empty()),
+            }
+        })
+        .collect()
 }
 
 /// One benchmark of a run: what ran, and how many times.

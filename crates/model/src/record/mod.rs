@@ -36,8 +36,8 @@ pub use compare::{CompareGroup, CompareRecord, Difference, Unmatched};
 pub use db::{DbObserved, DbRecord, ScriptWeight};
 pub use disk::{DiskObserved, DiskRecord};
 pub use exec::{
-    CommandSpec, ExecRecord, ExecSettings, Hooks, Output, Parameter, PlannedBenchmark, Policy,
-    Shell,
+    Bench, CommandSpec, ExecRecord, ExecSettings, Hooks, Output, Parameter, PlannedBenchmark,
+    Policy, Shell, benches,
 };
 pub use http::{HttpObserved, HttpRecord, LoadModel, TlsSession};
 pub use quick::{QuickDisk, QuickHttp, QuickInt64, QuickRecord};

@@ -8,6 +8,7 @@
 //! lower-is-better one baseline / candidate, its interval [1/high, 1/low].
 //! The axis is logarithmic (ln of the factor), centred on 1.
 
+use dyno_model::record::Difference;
 use dyno_model::{Direction, Metric, Run};
 use dyno_stats::compare::Verdict;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
@@ -81,25 +82,26 @@ pub fn charts(run: &Run) -> Vec<String> {
     for candidate in &candidates {
         out.push(factors(&c, candidate).html());
     }
-    for (key, caption) in [
-        ("environment_differences", "What differs in the environment"),
-        ("setting_differences", "What differs in the settings"),
+    for (list, caption) in [
+        (
+            &c.record.environment_differences,
+            "What differs in the environment",
+        ),
+        (
+            &c.record.setting_differences,
+            "What differs in the settings",
+        ),
     ] {
-        if let Some(t) = differences(run, key, &c.groups, caption) {
+        if let Some(t) = differences(list, &c.groups, caption) {
             out.push(t.html());
         }
     }
-    if let Some(list) = run.settings["unmatched"]
-        .as_array()
-        .filter(|l| !l.is_empty())
-    {
+    let list = &c.record.unmatched;
+    if !list.is_empty() {
         let mut t = Table::new(["group", "metric without a partner"])
             .caption("Metrics only one side has (not compared)");
         for u in list {
-            t.row([
-                u["group"].as_str().unwrap_or_default(),
-                u["metric"].as_str().unwrap_or_default(),
-            ]);
+            t.row([u.group.as_str(), u.metric.as_str()]);
         }
         out.push(t.html());
     }
@@ -318,19 +320,17 @@ fn factor_ticks(span: f64) -> Vec<f64> {
         .collect()
 }
 
-/// A table of `settings[key]`: `[{key, values: {group: value}}]`.
-fn differences(run: &Run, key: &str, groups: &[String], caption: &str) -> Option<Table> {
-    let list = run.settings[key].as_array().filter(|l| !l.is_empty())?;
+/// A table of differences: one row per key, one column per group.
+fn differences(list: &[Difference], groups: &[String], caption: &str) -> Option<Table> {
+    if list.is_empty() {
+        return None;
+    }
     let mut t = Table::new(std::iter::once("what".to_owned()).chain(groups.iter().cloned()))
         .caption(caption);
     for d in list {
-        let mut row = vec![d["key"].as_str().unwrap_or_default().to_owned()];
+        let mut row = vec![d.key.clone()];
         for g in groups {
-            row.push(match &d["values"][g] {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Null => "–".into(),
-                v => v.to_string(),
-            });
+            row.push(d.values.get(g).cloned().unwrap_or_else(|| "–".into()));
         }
         t.row(row);
     }

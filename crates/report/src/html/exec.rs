@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use dyno_model::Run;
+use dyno_model::record::ExecRecord;
 use dyno_stats::outliers::{quantile_sorted, tukey_fences};
 use plotters::prelude::*;
 
@@ -144,10 +145,7 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
     let first = benches
         .iter()
         .find_map(|b| b.parameters.keys().next().copied())?;
-    let templates: Vec<&str> = run.settings["commands"]
-        .as_array()
-        .map(|c| c.iter().filter_map(|c| c["template"].as_str()).collect())
-        .unwrap_or_default();
+    let templates = ExecRecord::templates(run);
     // Series key: the other parameters, and the command template when the
     // sweep timed several.
     let mut groups: BTreeMap<String, Vec<&Bench>> = BTreeMap::new();

@@ -230,7 +230,17 @@ fn section_with(run: &Run, sources: &[Source]) -> String {
         }
         out.push_str("</ul>\n");
     }
-    let charts = match run.kind {
+    for c in charts(run) {
+        out.push_str(&c);
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+/// A run's charts and tables, by kind: the one dispatch on kind of the
+/// HTML page (the text one is [`crate::text_report`]).
+pub fn charts(run: &Run) -> Vec<String> {
+    match run.kind {
         Kind::Http => http::charts(run, ""),
         Kind::Disk => disk::charts(run, ""),
         Kind::Exec => exec::charts(run),
@@ -239,12 +249,7 @@ fn section_with(run: &Run, sources: &[Source]) -> String {
         Kind::Quick => quick(run),
         Kind::Db => db::charts(run),
         Kind::Cpu => vec![metric_table(run, |_| true)],
-    };
-    for c in charts {
-        out.push_str(&c);
     }
-    out.push_str("</section>\n");
-    out
 }
 
 /// A quick run: its CPU figures as a table, its HTTP and disk lines drawn

@@ -1,0 +1,24 @@
+//! The one dispatch on [`Kind`] for text: which view prints a run as its
+//! subcommand reported it. Each kind's views live in its own module pair
+//! (`http.rs` and `html/http.rs`, `disk.rs` and `html/disk.rs`, …), each
+//! reading its kind's typed record; the HTML page's dispatch is
+//! [`crate::html::charts`].
+
+use dyno_model::{Kind, Run};
+
+/// The report the run's subcommand printed, rebuilt from the record: what
+/// the metric list cannot say in one row (percentiles, the disk table,
+/// comparisons, the scaling verdict). `None` for a kind whose report is
+/// not rendered here: `cpu` has none, and `quick`'s summary table is the
+/// binary's (`dyno quick` builds it with the constants it measured with).
+pub fn text_report(run: &Run) -> Option<String> {
+    match run.kind {
+        Kind::Http => Some(crate::http_report(run)),
+        Kind::Exec => Some(crate::exec_report(run)),
+        Kind::Disk => Some(crate::disk_report(run)),
+        Kind::Scale => Some(crate::scale_report(run)),
+        Kind::Compare => Some(crate::compare_report(run)),
+        Kind::Db => Some(crate::db_report(run)),
+        Kind::Quick | Kind::Cpu => None,
+    }
+}
