@@ -8,6 +8,7 @@
 
 mod cli;
 mod cmd;
+mod settings;
 
 use std::process::ExitCode;
 

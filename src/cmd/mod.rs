@@ -14,7 +14,7 @@ mod quick;
 mod report;
 mod run;
 mod scale;
-mod segment;
+pub(crate) mod segment;
 mod serve;
 mod sysinfo;
 
