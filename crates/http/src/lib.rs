@@ -9,12 +9,15 @@
 //! - [`request`]: request templates, encoded once and filled per request.
 //! - [`parse`]: the incremental response parser (framing only).
 //! - [`settings`]: what to do; [`engine`]: the driver; [`stats`]: what was measured.
+//! - [`record`]: settings and outcome in, the run's `Run` out (record, metrics,
+//!   warnings, headline).
 //! - `conn` and `tls`: the byte streams, plain or through rustls.
 
 mod conn;
 pub mod engine;
 mod outcome;
 pub mod parse;
+pub mod record;
 pub mod request;
 pub mod settings;
 pub mod stats;
@@ -25,6 +28,7 @@ pub mod warnings;
 pub use conn::Endpoint;
 pub use engine::{EngineError, Outcome, Progress, run, run_gated};
 pub use outcome::recompute_merged;
+pub use record::{Asked, record};
 pub use settings::{Schedule, Segment, Settings, Stop, TlsSettings};
 pub use stats::{ErrorClass, Interval, Stats};
 pub use status::{StatusSet, StatusSetError};

@@ -173,7 +173,7 @@ impl From<HttpWarning> for dyno_model::Warning {
 
 /// Warnings known before the run: limits that would cap it, and settings
 /// that make it less trustworthy. (The machine's own, from
-/// `dyno_env::preflight`, come first; the binary adds those.)
+/// `dyno_env::preflight`, come first; [`crate::record()`] adds both.)
 pub fn preflight(env: &Environment, settings: &Settings) -> Vec<HttpWarning> {
     let mut warnings = Vec::new();
     if settings.tls.insecure && settings.target.scheme == Scheme::Https {

@@ -1,0 +1,164 @@
+//! Turns settings and an [`Outcome`] into the [`Run`] of `dyno http`: its
+//! description, its settings record ([`HttpRecord`], with what was observed
+//! of the server), its metrics, its warnings and its headline.
+//!
+//! What the run was asked for beyond the engine's [`Settings`] (the URL as
+//! given, the URL file, the built-in server, the error threshold, the
+//! headers and body as given) comes in as [`Asked`]. The binary adds what
+//! only it knows afterwards: the wall-clock start and length of the whole
+//! command, and a segment's place in its group.
+
+use std::path::PathBuf;
+
+use dyno_model::record::{self, HttpObserved, HttpRecord, LoadModel};
+use dyno_model::{Environment, Kind, Run};
+
+use crate::engine::Outcome;
+use crate::request::Scheme;
+use crate::settings::{Settings, Stop};
+use crate::warnings;
+
+/// What an HTTP run was asked for that the engine's [`Settings`] do not
+/// hold.
+#[derive(Debug, Clone, Default)]
+pub struct Asked {
+    /// The URL as given, or the built-in server's; with a URL file, its
+    /// first URL.
+    pub url: String,
+    /// The URL file the URLs were read from (`--url-file`).
+    pub url_file: Option<PathBuf>,
+    /// Whether the target is dyno's built-in server.
+    pub builtin_server: bool,
+    /// The whole run's connections (`-c`): a segment runs a share of them,
+    /// and is described as the whole run it is part of.
+    pub connections: u32,
+    /// `--max-error-rate`, in percent.
+    pub max_error_rate_percent: f64,
+    /// The request headers as given with `-H`.
+    pub headers: Vec<(String, String)>,
+    /// The request body's length in bytes, if a body was given (an empty
+    /// body is still a body).
+    pub body_bytes: Option<u64>,
+}
+
+/// The Run of an HTTP measurement: `settings` ran, `outcome` is what they
+/// measured, on the machine `environment` describes.
+///
+/// Its warnings come in this order: the machine's
+/// ([`dyno_env::preflight`]), the settings' ([`warnings::preflight`],
+/// [`warnings::missing_content_type`]), then the results'
+/// ([`warnings::judge`]). Its headline is `requests_per_sec`.
+pub fn record(
+    settings: &Settings,
+    outcome: &Outcome,
+    environment: Environment,
+    asked: &Asked,
+) -> Run {
+    let mut run = Run::new(Kind::Http, description(settings, asked));
+    run.warnings.extend(dyno_env::preflight(&environment));
+    run.warnings.extend(
+        warnings::preflight(&environment, settings)
+            .into_iter()
+            .chain(warnings::missing_content_type(
+                asked.body_bytes.is_some(),
+                &asked.headers,
+            ))
+            .map(Into::into),
+    );
+    run.environment = environment;
+    run.set_record(&http_record(settings, outcome, asked));
+    run.metrics = outcome.metrics(settings);
+    run.headline = Some("requests_per_sec".into());
+    run.warnings.extend(
+        warnings::judge(outcome, settings)
+            .into_iter()
+            .map(dyno_model::Warning::from),
+    );
+    run
+}
+
+/// The settings record: what was asked, and what was observed of the
+/// server.
+fn http_record(settings: &Settings, outcome: &Outcome, asked: &Asked) -> HttpRecord {
+    let (requests, duration_ns) = match settings.schedule.stop {
+        Stop::Requests(n) => (Some(n), None),
+        Stop::Duration(d) => (None, Some(d.as_nanos() as u64)),
+    };
+    HttpRecord {
+        url: asked.url.clone(),
+        urls: settings.requests.len() as u64,
+        url_file: asked.url_file.as_ref().map(|p| p.display().to_string()),
+        unix_socket: settings
+            .unix_socket
+            .as_ref()
+            .map(|p| p.display().to_string()),
+        builtin_server: asked.builtin_server,
+        method: settings.requests[0].method().to_owned(),
+        model: match settings.schedule.rate_per_sec {
+            Some(_) => LoadModel::Open,
+            None => LoadModel::Closed,
+        },
+        requests,
+        duration_ns,
+        rate_per_sec: settings.schedule.rate_per_sec,
+        warmup_ns: settings.schedule.warmup.as_nanos() as u64,
+        connections: settings.connections as u64,
+        threads: settings.threads as u64,
+        pipeline: settings.pipeline as u64,
+        http2: settings.http2,
+        streams: settings.streams as u64,
+        alpn: settings.alpn.clone(),
+        keep_alive: settings.keep_alive,
+        tls: settings.target.scheme == Scheme::Https,
+        insecure: settings.tls.insecure,
+        timeout_ns: settings.timeout.as_nanos() as u64,
+        connect_timeout_ns: settings.connect_timeout.as_nanos() as u64,
+        expect_status: settings.expect_status.to_string(),
+        max_error_rate_percent: asked.max_error_rate_percent,
+        seed: settings.seed,
+        headers: asked.headers.len() as u64,
+        body_bytes: asked.body_bytes.unwrap_or(0),
+        observed: HttpObserved {
+            // What the server agreed to, as ab shows it: part of what was
+            // measured (TLS 1.2 and 1.3, or two ciphers, cost differently).
+            tls_session: outcome
+                .tls_session
+                .as_ref()
+                .map(|session| record::TlsSession {
+                    protocol: session.protocol.clone(),
+                    cipher: session.cipher.clone(),
+                    key_exchange: session.key_exchange.clone(),
+                    alpn: session.alpn.clone(),
+                }),
+            // The server's own name for itself (ab's "Server Software").
+            server_software: outcome.server.clone(),
+        },
+        segment: None,
+        group: None,
+    }
+}
+
+/// `METHOD URL MODEL`: the URL as given (with a URL file: its first URL,
+/// how many more it holds and the file's name), the model as `c=N` (the
+/// whole run's connections) or `R req/s`.
+fn description(settings: &Settings, asked: &Asked) -> String {
+    let url = match &asked.url_file {
+        Some(path) => {
+            let name = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            match settings.requests.len().saturating_sub(1) {
+                0 => format!("{} (from {name})", asked.url),
+                more => format!("{} +{more} more (from {name})", asked.url),
+            }
+        }
+        None => asked.url.clone(),
+    };
+    let model = match settings.schedule.rate_per_sec {
+        Some(r) => format!("{r} req/s"),
+        None => format!("c={}", asked.connections),
+    };
+    let method = settings.requests[0].method();
+    format!("{method} {url} {model}")
+}

@@ -1,0 +1,338 @@
+//! `dyno http`'s flags resolved into the HTTP engine's settings.
+
+use anyhow::{Context, Result, anyhow, bail};
+use dyno_http::request::{
+    RequestSpec, RequestTemplate, Scheme, parse_header, parse_url, parse_url_list,
+};
+use dyno_http::{Asked, Schedule, Segment, Settings, Stop, TlsSettings};
+use dyno_model::Environment;
+
+use crate::cli::{HttpArgs, HttpFormat, SaveArgs};
+use crate::cmd::segment::{self, Plan};
+
+/// `dyno http` resolved: the engine's settings, and what the binary needs
+/// around the run.
+pub(crate) struct HttpPlan {
+    /// What the engine runs.
+    pub engine: Settings,
+    /// What the run's record needs beyond the engine's settings.
+    pub asked: Asked,
+    /// The built-in server, kept alive for the run (no URL given).
+    pub server: Option<dyno_serve::ServerHandle>,
+    /// This process's segment of a split run, published at the barrier.
+    pub segments: Option<Plan>,
+    /// `--latency-log`.
+    pub latency_log: Option<std::path::PathBuf>,
+    pub format: HttpFormat,
+    pub save: SaveArgs,
+}
+
+/// Resolves `dyno http`'s flags into an [`HttpPlan`]: starts the built-in
+/// server when no URL is given, checks the settings the engine and the
+/// machine would refuse, and publishes a segment's shared settings.
+pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
+    let HttpArgs {
+        url,
+        requests,
+        duration,
+        connections,
+        threads,
+        rate,
+        warmup,
+        no_keepalive,
+        keepalive: _,
+        pipeline,
+        method,
+        h2,
+        streams,
+        alpn,
+        headers,
+        body,
+        body_file,
+        url_file,
+        unix_socket,
+        timeout,
+        connect_timeout,
+        insecure,
+        expect_status,
+        fail_status: _,
+        max_error_rate,
+        format,
+        latency_log,
+        seed,
+        source_addr,
+        segments,
+        save,
+    } = args;
+    let cpus = dyno_env::available_cpus();
+    let builtin = url.is_none() && url_file.is_none();
+    // -t as given (the default depends on each machine's CPUs).
+    let threads_given = threads;
+    // Beside the built-in server, the client takes half the CPUs.
+    let default_threads = if builtin { (cpus / 2).max(1) } else { cpus };
+    // A thread gets whole connections: one beyond -c would sit idle and
+    // dilute the client-CPU check. wrk refuses; dyno uses -c threads and
+    // says so when -t asked for more.
+    let threads = match threads {
+        Some(t) if t > connections => {
+            eprintln!(
+                "dyno: -t {t} is more than -c {connections}: using {connections} worker thread{} (a thread without a connection would sit idle)",
+                if connections == 1 { "" } else { "s" }
+            );
+            connections as usize
+        }
+        Some(t) => t as usize,
+        None => default_threads.min(connections as usize),
+    };
+
+    let mut plan = Plan::from_args(&segments, env.hostname.as_deref())?;
+    // A segment runs its share of the connections and threads (and its
+    // record says so: the merged run adds them up again).
+    let whole_connections = connections;
+    let (connections, threads) = match &plan {
+        Some(plan) => {
+            if builtin {
+                bail!(
+                    "--segment needs the URL of the server the segments load together (with no URL, each would load a built-in server of its own)"
+                );
+            }
+            if save.no_save {
+                bail!(
+                    "--segment meets the other segments in the store and saves its run there for `dyno merge`: drop --no-save"
+                );
+            }
+            plan.share(connections, threads, requests)?
+        }
+        None => (connections, threads),
+    };
+
+    let body = match (body, body_file) {
+        (Some(b), _) => Some(b.into_bytes()),
+        (None, Some(path)) => Some(
+            std::fs::read(&path)
+                .with_context(|| format!("could not read the body file '{}'", path.display()))?,
+        ),
+        (None, None) => None,
+    };
+    let headers = headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    // h2load's `-m N` is streams per connection; ab's `-m` is the method.
+    let h2_possible = h2 || alpn.iter().any(|p| p == "h2");
+    let (method, streams) = match (h2_possible, method.parse::<u64>(), streams) {
+        (true, Ok(0), _) => {
+            bail!("-m 0: an HTTP/2 connection needs at least 1 stream (-m 1 or more)")
+        }
+        (true, Ok(n), None) => (
+            "GET".to_owned(),
+            u32::try_from(n).map_err(|_| anyhow!("-m {n}: too many streams"))?,
+        ),
+        (true, Ok(n), Some(_)) => bail!(
+            "-m {n} and --streams both give the streams per connection: keep one (give the method as --method NAME)"
+        ),
+        (false, Ok(n), _) => bail!(
+            "-m {n} is not a method: for {n} HTTP/2 streams per connection (h2load's -m), add --h2"
+        ),
+        (_, Err(_), s) => (method, s.unwrap_or(1)),
+    };
+    let method = standard_method(method);
+
+    let (server, target_url) = if builtin {
+        let (server, url) = builtin_server((cpus - threads.min(cpus)).max(1))?;
+        eprintln!("no URL given: loading dyno's built-in server at {url}");
+        (Some(server), url)
+    } else {
+        (None, url.clone().unwrap_or_default())
+    };
+    let (http_target, paths) = match &url_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("could not read the URL file '{}'", path.display()))?;
+            parse_url_list(&text)
+                .with_context(|| format!("in the URL file '{}'", path.display()))?
+        }
+        None => {
+            let (t, p) = parse_url(&target_url)?;
+            (t, vec![p])
+        }
+    };
+    let tls = http_target.scheme == Scheme::Https;
+    if tls && unix_socket.is_some() {
+        bail!(
+            "TLS over a Unix socket is not supported: give the URL as http:// with --unix-socket"
+        );
+    }
+    if insecure && !tls {
+        bail!(
+            "--insecure only skips the certificate check of https:// URLs, and this URL is http://: drop --insecure"
+        );
+    }
+    let keep_alive = !no_keepalive;
+    let templates = paths
+        .iter()
+        .map(|path| {
+            RequestTemplate::new(
+                &http_target,
+                &RequestSpec {
+                    method: method.clone(),
+                    path: path.clone(),
+                    headers: headers.clone(),
+                    body: body.clone(),
+                    keep_alive,
+                },
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let stop = match (requests, duration) {
+        (Some(n), _) => Stop::Requests(n),
+        (None, Some(d)) => Stop::Duration(d),
+        (None, None) => Stop::Duration(std::time::Duration::from_secs(10)),
+    };
+    let seed = seed.unwrap_or_else(|| fastrand::u64(..));
+    // What the run loads: the URL, or a URL file's first URL.
+    let shown_url = match &url_file {
+        Some(_) => format!("{}{}", http_target, paths[0]),
+        None => target_url.clone(),
+    };
+    let settings = Settings {
+        target: http_target,
+        requests: templates,
+        schedule: Schedule {
+            stop,
+            rate_per_sec: rate,
+            warmup,
+        },
+        connections: connections as usize,
+        threads,
+        pipeline: pipeline as usize,
+        http2: h2,
+        streams: streams as usize,
+        alpn: alpn.clone(),
+        keep_alive,
+        timeout,
+        connect_timeout,
+        expect_status,
+        seed,
+        unix_socket: unix_socket.clone(),
+        tls: TlsSettings { insecure },
+        source_addr,
+        segment: plan.as_ref().map_or(Segment::WHOLE, |p| p.segment),
+    };
+
+    dyno_http::engine::validate(&settings)?;
+    check_open_files(env, &settings, builtin)?;
+    if let Some(plan) = &mut plan {
+        // What every segment must share, published at the barrier.
+        let mut s = segment::Settings::new("http");
+        s.put("url", &target_url)
+            .opt("unix_socket", unix_socket.as_ref().map(|p| p.display()))
+            .put("method", &method)
+            .put("model", if rate.is_some() { "open" } else { "closed" })
+            .opt("rate", rate)
+            .opt("requests", requests)
+            .opt("duration", duration.map(|d| format!("{d:?}")))
+            .put("warmup", format!("{warmup:?}"))
+            .put("connections", whole_connections)
+            .opt("threads", threads_given)
+            .put("pipeline", pipeline)
+            .put("http2", h2)
+            .put("streams", streams)
+            .put("alpn", alpn.join(","))
+            .put("keep_alive", keep_alive)
+            .put("insecure", insecure)
+            .put("timeout", format!("{timeout:?}"))
+            .put("connect_timeout", format!("{connect_timeout:?}"))
+            .put("expect_status", expect_status.to_string())
+            .put("max_error_rate", max_error_rate)
+            .hash("headers", format!("{headers:?}").as_bytes())
+            .hash("body", body.as_deref().unwrap_or_default());
+        if url_file.is_some() {
+            s.hash("url_file", format!("{paths:?}").as_bytes());
+        }
+        plan.publish(s);
+    }
+    Ok(HttpPlan {
+        engine: settings,
+        asked: Asked {
+            url: shown_url,
+            url_file,
+            builtin_server: builtin,
+            connections: whole_connections,
+            max_error_rate_percent: max_error_rate,
+            headers,
+            body_bytes: body.as_ref().map(|b| b.len() as u64),
+        },
+        server,
+        segments: plan,
+        latency_log,
+        format,
+        save,
+    })
+}
+
+/// Methods are case-sensitive, and servers answer `post` with 400 or 405:
+/// the standard ones (RFC 9110 and PATCH) go in upper case however they
+/// were typed; any other method is sent exactly as given.
+fn standard_method(method: String) -> String {
+    const STANDARD: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+    ];
+    match STANDARD.iter().find(|m| m.eq_ignore_ascii_case(&method)) {
+        Some(m) => (*m).to_owned(),
+        None => method,
+    }
+}
+
+/// Starts the built-in server on a free loopback port with `threads`
+/// threads; the handle keeps it running, the URL is its `/hello`.
+pub(crate) fn builtin_server(threads: usize) -> Result<(dyno_serve::ServerHandle, String)> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .context("could not open a loopback port for the built-in server")?;
+    let server = dyno_serve::spawn(listener, threads)?;
+    let url = format!("http://{}/hello", server.local_addr());
+    Ok((server, url))
+}
+
+/// Descriptors dyno needs besides one per connection: its event loops,
+/// timers, the store, stdio, the log file.
+const OPEN_FILES_MARGIN: u64 = 64;
+
+/// Refuses a run whose connections cannot all be open at once: past the
+/// open-file limit every further connect fails (EMFILE) for the whole run,
+/// which measures nothing. The built-in server needs a descriptor for its
+/// end of each connection too.
+fn check_open_files(env: &Environment, settings: &Settings, builtin: bool) -> Result<()> {
+    let sockets = settings.connections as u64 * if builtin { 2 } else { 1 };
+    let need = sockets + OPEN_FILES_MARGIN;
+    if let Some(soft) = env.limits.open_files_soft
+        && soft < need
+    {
+        let hard = env
+            .limits
+            .open_files_hard
+            .map_or(String::new(), |h| format!(" (hard limit {h})"));
+        bail!(
+            "{} connections need about {need} open files{}, but the open-file limit is {soft}{hard}: raise it with `ulimit -n {need}`, or lower -c",
+            settings.connections,
+            if builtin {
+                " (the built-in server holds the other end of each)"
+            } else {
+                ""
+            },
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod http_tests {
+    use super::*;
+
+    #[test]
+    fn standard_methods_go_in_upper_case() {
+        assert_eq!(standard_method("post".into()), "POST");
+        assert_eq!(standard_method("Patch".into()), "PATCH");
+        assert_eq!(standard_method("purge".into()), "purge");
+    }
+}

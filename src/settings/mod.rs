@@ -1,0 +1,16 @@
+//! Flags → engine settings (uv's `settings.rs` pattern): each
+//! subcommand's clap arguments resolved into the plain settings its engine
+//! runs with, plus what the binary keeps for itself around the run (where
+//! it is saved, the segment plan, the output format). Every usage error
+//! that needs the flags together is found here, before anything is
+//! measured; nothing here measures, prints a result or saves.
+//!
+//! Data flow: `cli.rs` → here → `cmd/<sub>.rs` (wiring) → the engine.
+
+mod db;
+mod disk;
+mod http;
+
+pub(crate) use db::{DbPlan, db_run};
+pub(crate) use disk::{DiskPlan, disk};
+pub(crate) use http::{HttpPlan, builtin_server, http};
