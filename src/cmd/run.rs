@@ -6,19 +6,101 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use dyno_exec::outcome::Compare;
 use dyno_exec::{
-    CommandSpec, ExecError, Hooks, Output, Parameter, Policy, Progress, Settings, Shell, Stop,
+    CommandSpec, ExecError, Hooks, Judging, Output, Parameter, Policy, Progress, Settings, Shell,
+    Stop,
 };
-use dyno_model::{Kind, Run};
-use serde_json::json;
 
 use super::interrupt::{Interrupt, Second};
 use super::{environment, finish, store_for};
 use crate::ExitStatus;
-use crate::cli::{RunArgs, ShellArg};
+use crate::cli::{RunArgs, SaveArgs, ShellArg};
 
 pub fn run(args: RunArgs) -> Result<ExitStatus> {
+    let plan = settings(args)?;
+    let settings = &plan.settings;
+    let store = store_for(&plan.save)?;
+    let environment = environment();
+
+    // An interrupt (Ctrl-C, SIGTERM, SIGHUP) kills the running command's
+    // process group and ends the run; what was measured is printed and
+    // saved. A second one exits at once.
+    let stop = Stop::new().context("could not set up interrupt handling")?;
+    let mut interrupt = Interrupt::install(Second::Exits)?;
+    interrupt.wake(&stop.sender()?)?;
+
+    let tty = std::io::stderr().is_terminal();
+    // At most ten progress lines a second, so drawing them costs the timed
+    // commands nothing measurable.
+    let mut drawn = Instant::now();
+    let outcome = match dyno_exec::run(settings, &stop, |p| {
+        if tty && drawn.elapsed() >= Duration::from_millis(100) {
+            drawn = Instant::now();
+            progress_line(p);
+        }
+    }) {
+        Ok(outcome) => outcome,
+        Err(err @ (ExecError::Failed { .. } | ExecError::Hook { .. })) => {
+            if tty {
+                eprint!("\r\x1b[2K");
+            }
+            eprintln!("dyno: {err}");
+            return Ok(ExitStatus::ChecksFailed);
+        }
+        Err(err) => return Err(err.into()),
+    };
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let run = dyno_exec::record(settings, &outcome, &plan.judging, environment);
+    let mismatch = run
+        .warnings
+        .iter()
+        .find(|w| w.code == "output_mismatch")
+        .map(|w| w.message.clone());
+
+    // Exports are written before saving, so a full store loses no result.
+    if let Some(path) = &plan.export_hyperfine_json {
+        let text = serde_json::to_string_pretty(&dyno_report::hyperfine_json(&run))? + "\n";
+        write_export(path, text.as_bytes())?;
+    }
+    if let Some(path) = &plan.export_csv {
+        let mut buf = Vec::new();
+        dyno_report::hyperfine_csv(&run, &mut buf)?;
+        write_export(path, &buf)?;
+    }
+    if let Some(path) = &plan.export_markdown {
+        write_export(path, dyno_report::hyperfine_markdown(&run).as_bytes())?;
+    }
+    let run = finish(run, &plan.save, store, dyno_report::exec_report)?;
+    if outcome.interrupted {
+        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+        return Ok(ExitStatus::Interrupted);
+    }
+    if let Some(message) = mismatch {
+        eprintln!("dyno: {message}");
+        return Ok(ExitStatus::ChecksFailed);
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// What `dyno run` was asked to do, resolved from its flags: the engine's
+/// settings and how to compare, plus what only the binary does with it.
+///
+/// (It lives here until the binary's `src/settings.rs` holds every
+/// command's flag resolution.)
+struct Plan {
+    settings: Settings,
+    judging: Judging,
+    export_hyperfine_json: Option<PathBuf>,
+    export_csv: Option<PathBuf>,
+    export_markdown: Option<PathBuf>,
+    save: SaveArgs,
+}
+
+/// Resolves and checks the flags before the store is opened or anything
+/// runs: templates, word splitting, the commands on PATH, the reference.
+fn settings(args: RunArgs) -> Result<Plan> {
     let RunArgs {
         commands,
         shell,
@@ -129,8 +211,6 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         interleave: !no_interleave,
         seed: seed.unwrap_or_else(|| fastrand::u64(..)),
     };
-    // Resolve everything (templates, word splitting, the reference) before
-    // the store is opened or anything runs.
     let planned = dyno_exec::engine::benchmarks(&settings)?;
     if settings.shell == Shell::None {
         for b in &planned {
@@ -145,95 +225,17 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let reference = reference
         .map(|r| resolve_reference(&r, &planned))
         .transpose()?;
-    let store = store_for(&save)?;
-
-    let mut run = Run::new(Kind::Exec, describe(&planned));
-    run.environment = environment();
-
-    // An interrupt (Ctrl-C, SIGTERM, SIGHUP) kills the running command's
-    // process group and ends the run; what was measured is printed and
-    // saved. A second one exits at once.
-    let stop = Stop::new().context("could not set up interrupt handling")?;
-    let mut interrupt = Interrupt::install(Second::Exits)?;
-    interrupt.wake(&stop.sender()?)?;
-
-    let started = Instant::now();
-    let tty = std::io::stderr().is_terminal();
-    // At most ten progress lines a second, so drawing them costs the timed
-    // commands nothing measurable.
-    let mut drawn = started;
-    let outcome = match dyno_exec::run(&settings, &stop, |p| {
-        if tty && drawn.elapsed() >= Duration::from_millis(100) {
-            drawn = Instant::now();
-            progress_line(p);
-        }
-    }) {
-        Ok(outcome) => outcome,
-        Err(err @ (ExecError::Failed { .. } | ExecError::Hook { .. })) => {
-            if tty {
-                eprint!("\r\x1b[2K");
-            }
-            eprintln!("dyno: {err}");
-            return Ok(ExitStatus::ChecksFailed);
-        }
-        Err(err) => return Err(err.into()),
-    };
-    if tty {
-        eprint!("\r\x1b[2K");
-    }
-    run.duration_ns = started.elapsed().as_nanos() as u64;
-    let compare = Compare {
-        reference,
-        noise_band: noise_band / 100.0,
-        seed: settings.seed,
-    };
-    run.metrics = outcome.metrics(&compare);
-    run.headline = Some("wall_ns".into());
-    let mut recorded = serde_json::to_value(&settings)?;
-    recorded["benchmarks"] = outcome.plan();
-    recorded["noise_band_percent"] = json!(noise_band);
-    recorded["reference"] = json!(
-        outcome
-            .reference(reference)
-            .map(|i| outcome.results[i].benchmark.name.clone())
-    );
-    run.settings = recorded;
-    run.warnings.extend(outcome.warnings(&settings, &compare));
-    if outcome.interrupted {
-        run.warn(
-            "interrupted",
-            "the run was stopped early by an interrupt (Ctrl-C, SIGTERM or SIGHUP); figures cover the runs that finished",
-        );
-    }
-    let outputs = outcome.outputs();
-    let mismatch = check_output && outputs.len() > 1;
-    if mismatch {
-        run.warn("output_mismatch", mismatch_message(&outputs));
-    }
-
-    // Exports are written before saving, so a full store loses no result.
-    if let Some(path) = &export_hyperfine_json {
-        let text = serde_json::to_string_pretty(&dyno_report::hyperfine_json(&run))? + "\n";
-        write_export(path, text.as_bytes())?;
-    }
-    if let Some(path) = &export_csv {
-        let mut buf = Vec::new();
-        dyno_report::hyperfine_csv(&run, &mut buf)?;
-        write_export(path, &buf)?;
-    }
-    if let Some(path) = &export_markdown {
-        write_export(path, dyno_report::hyperfine_markdown(&run).as_bytes())?;
-    }
-    let run = finish(run, &save, store, dyno_report::exec_report)?;
-    if outcome.interrupted {
-        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
-        return Ok(ExitStatus::Interrupted);
-    }
-    if mismatch {
-        eprintln!("dyno: {}", mismatch_message(&outputs));
-        return Ok(ExitStatus::ChecksFailed);
-    }
-    Ok(ExitStatus::Success)
+    Ok(Plan {
+        settings,
+        judging: Judging {
+            reference,
+            noise_band_percent: noise_band,
+        },
+        export_hyperfine_json,
+        export_csv,
+        export_markdown,
+        save,
+    })
 }
 
 /// Whether `program` names an executable file, directly or on PATH.
@@ -352,38 +354,6 @@ fn resolve_reference(given: &str, planned: &[dyno_exec::Benchmark]) -> Result<us
                 names.join(", ")
             )
         })
-}
-
-fn describe(planned: &[dyno_exec::Benchmark]) -> String {
-    match planned {
-        [one] => format!("time '{}'", one.name),
-        many => format!("time {} commands: '{}', …", many.len(), many[0].name),
-    }
-}
-
-fn mismatch_message(outputs: &[(dyno_exec::child::Captured, Vec<String>)]) -> String {
-    let groups: Vec<String> = outputs
-        .iter()
-        .map(|(c, names)| {
-            let head = String::from_utf8_lossy(&c.head);
-            let head = head.lines().next().unwrap_or_default();
-            format!(
-                "{} printed {} bytes starting {:?}",
-                names
-                    .iter()
-                    .map(|n| format!("'{n}'"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                c.len,
-                head
-            )
-        })
-        .collect();
-    format!(
-        "--check-output: the outputs differ ({} different outputs): {}",
-        outputs.len(),
-        groups.join("; ")
-    )
 }
 
 fn progress_line(p: &Progress<'_>) {

@@ -102,6 +102,8 @@ pub struct Outcome {
     /// dyno's own peak RSS. Linux counts the parent's memory at the moment
     /// of spawning in the child's peak, so no child's figure is below it.
     pub spawner_rss_bytes: Option<u64>,
+    /// When the engine started, and how long it took.
+    pub started_at: jiff::Timestamp,
     pub duration: Duration,
 }
 
@@ -290,6 +292,7 @@ pub fn run(
     stop: &Stop,
     mut progress: impl FnMut(&Progress<'_>),
 ) -> Result<Outcome, ExecError> {
+    let started_at = jiff::Timestamp::now();
     let started = Instant::now();
     let benches = benchmarks(settings)?;
     let mut runner = Runner {
@@ -328,6 +331,7 @@ pub fn run(
         cleanup_failures: runner.cleanup_failures,
         interrupted,
         spawner_rss_bytes: own_peak_rss(),
+        started_at,
         duration: started.elapsed(),
     })
 }

@@ -13,13 +13,13 @@
 
 use std::time::Duration;
 
+use dyno_model::record::PlannedBenchmark;
 use dyno_model::{Direction, Merge, Metric, Samples, Unit, Warning};
 use dyno_stats::compare::{
     Comparison, compare, mean_metric, runs_needed_to_test, smallest_p_value,
 };
 use dyno_stats::outliers::{first_is_outlier, outliers};
 use dyno_stats::{Summary, sampled_metric};
-use serde_json::json;
 
 use crate::child::Status;
 use crate::engine::{BenchResult, Benchmark, Outcome};
@@ -237,17 +237,15 @@ impl Outcome {
 
     /// What each benchmark ran and which rule ended it, for the run's
     /// settings (so the run can be repeated and its stopping explained).
-    pub fn plan(&self) -> serde_json::Value {
+    pub fn plan(&self) -> Vec<PlannedBenchmark> {
         self.results
             .iter()
-            .map(|r| {
-                json!({
-                    "name": r.benchmark.name,
-                    "command": r.benchmark.command,
-                    "parameters": r.benchmark.parameters.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
-                    "runs": r.samples.len(),
-                    "stopped_by": r.stopped_by.as_str(),
-                })
+            .map(|r| PlannedBenchmark {
+                name: r.benchmark.name.clone(),
+                command: r.benchmark.command.clone(),
+                parameters: r.benchmark.parameters.iter().cloned().collect(),
+                runs: r.samples.len() as u64,
+                stopped_by: r.stopped_by.as_str().to_owned(),
             })
             .collect()
     }
@@ -561,6 +559,7 @@ mod tests {
             skipped_conclude: false,
             cleanup_failures: Vec::new(),
             spawner_rss_bytes: Some(1 << 20),
+            started_at: jiff::Timestamp::UNIX_EPOCH,
             duration: Duration::from_secs(1),
         }
     }

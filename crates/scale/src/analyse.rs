@@ -63,7 +63,7 @@ pub fn analyse(curve: Curve) -> Result<Run, AnalyseError> {
 
     let mut run = Run::new(Kind::Scale, description);
     run.environment = environment;
-    run.settings = settings;
+    run.set_record(&settings);
     run.warnings = warnings;
     run.metrics = metrics(&points, &analysis, &amdahl, usl.as_ref(), measure);
     run.metrics.extend(extra);
@@ -269,7 +269,7 @@ fn metrics(
 mod tests {
     use super::*;
     use dyno_model::Environment;
-    use serde_json::json;
+    use dyno_model::record::{FileSource, ScaleRecord};
 
     fn amdahl_curve(ns: &[f64]) -> Curve {
         Curve {
@@ -278,7 +278,7 @@ mod tests {
                 .map(|&n| Measured::time(n, 0.1 + 0.9 / n))
                 .collect(),
             measure: Measure::Time,
-            settings: json!({"source": "file"}),
+            settings: ScaleRecord::File(FileSource::default()),
             description: "test".into(),
             environment: Environment::default(),
             warnings: Vec::new(),

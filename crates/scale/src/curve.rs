@@ -1,5 +1,6 @@
 //! The points of one curve over N, and where they came from.
 
+use dyno_model::record::ScaleRecord;
 use dyno_model::{Direction, Environment, Metric, Unit, Warning};
 use dyno_stats::scaling::Measure;
 
@@ -45,7 +46,7 @@ pub struct Curve {
     pub points: Vec<Measured>,
     pub measure: Measure,
     /// The source, as the run's settings record it.
-    pub settings: serde_json::Value,
+    pub settings: ScaleRecord,
     pub description: String,
     pub environment: Environment,
     pub warnings: Vec<Warning>,

@@ -6,9 +6,10 @@
 
 use std::collections::BTreeSet;
 
+use dyno_model::record::{FileSource, ScaleRecord};
 use dyno_model::{DynoBuild, Environment};
 use dyno_stats::scaling::Measure;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{Curve, Measured, fmt_n};
 
@@ -176,14 +177,13 @@ impl Points {
         Curve {
             points: self.points,
             measure: self.measure,
-            settings: json!({
-                "source": "file",
-                "path": path,
-                "format": self.format,
-                "n_column": self.n_column,
-                "value_column": self.value_column,
-                "measure": measure,
-                "environment": "not recorded: the points were measured outside dyno, on a machine dyno cannot describe; host and environment show as unknown",
+            settings: ScaleRecord::File(FileSource {
+                path: path.to_owned(),
+                format: self.format.to_owned(),
+                n_column: self.n_column.clone(),
+                value_column: self.value_column.clone(),
+                measure: measure.to_owned(),
+                environment: "not recorded: the points were measured outside dyno, on a machine dyno cannot describe; host and environment show as unknown".to_owned(),
             }),
             description: format!(
                 "scaling from {name} ({}, {})",
@@ -512,6 +512,14 @@ fn choose(header: &[String], columns: &Columns) -> Result<Chosen, ColumnError> {
 mod tests {
     use super::*;
 
+    /// Where `curve` says its points came from: a file.
+    fn source(curve: &Curve) -> &FileSource {
+        match &curve.settings {
+            ScaleRecord::File(file) => file,
+            other => panic!("not a file's curve: {other:?}"),
+        }
+    }
+
     /// The points of `text`, read as JSON when `name` ends in `.json`.
     fn read_text(name: &str, text: &str, columns: &Columns) -> Result<Points, FileError> {
         if name.ends_with(".json") {
@@ -550,7 +558,7 @@ mod tests {
         assert_eq!(ns, [1.0, 2.0]);
         assert_eq!(curve.points[1].value, 1.0);
         assert_eq!(curve.points[1].metric.value, 1e9);
-        assert_eq!(curve.settings["n_column"], "Threads");
+        assert_eq!(source(&curve).n_column, "Threads");
         let c = self::curve("b.csv", "jobs,rate\n1,10\n4,30\n", &Columns::default()).unwrap();
         assert_eq!(c.measure, Measure::Throughput);
         assert_eq!(c.points[1].metric.name, "throughput");
@@ -577,13 +585,13 @@ mod tests {
             let text = format!("{name},throughput\n1,100\n4,350\n");
             let c = curve("u.csv", &text, &Columns::default())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(c.settings["n_column"], name);
+            assert_eq!(source(&c).n_column, name);
             let ns: Vec<f64> = c.points.iter().map(|p| p.n).collect();
             assert_eq!(ns, [1.0, 4.0], "{name}");
             let json = format!(r#"[{{"{name}": 1, "seconds": 2}}, {{"{name}": 2, "seconds": 1}}]"#);
             let c = curve("u.json", &json, &Columns::default())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(c.settings["n_column"], name);
+            assert_eq!(source(&c).n_column, name);
         }
         // Two usual names are ambiguous, as before.
         let err = error(
@@ -660,7 +668,7 @@ mod tests {
         let text = r#"[{"threads": 1, "seconds": 2}, {"threads": 2, "seconds": "1.1"}]"#;
         let c = curve("p.json", text, &Columns::default()).unwrap();
         assert_eq!(c.points[1].value, 1.1);
-        assert_eq!(c.settings["format"], "json");
+        assert_eq!(source(&c).format, "json");
         let err = error(
             "q.json",
             r#"[{"n": 1, "seconds": 2}, {"n": 2}]"#,

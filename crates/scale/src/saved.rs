@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use dyno_model::record::{Bench, benches};
 use dyno_model::{Kind, Run, RunId, Warning};
 use dyno_stats::scaling::Measure;
-use serde_json::json;
 
 use crate::{Curve, Measured};
 
@@ -347,14 +346,16 @@ pub fn curve(run: &Run, selection: &Selection) -> Result<Curve, SavedError> {
     Ok(Curve {
         points,
         measure: Measure::Time,
-        settings: json!({
-            "source": "run",
-            "run_id": id.to_string(),
-            "parameter": param,
-            "command": template,
-            "where": fixed,
-            "measure": "time",
-            "value": "mean wall time",
+        settings: dyno_model::record::ScaleRecord::Run(dyno_model::record::RunSource {
+            run_id: id.to_string(),
+            parameter: param.to_owned(),
+            command: template.clone(),
+            fixed: fixed
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            measure: "time".to_owned(),
+            value: "mean wall time".to_owned(),
         }),
         description: format!("scaling of '{template}'{fixed_text} over {param} (run {id})"),
         environment: run.environment.clone(),
@@ -437,6 +438,7 @@ fn distinct_usize(values: impl Iterator<Item = usize>) -> Vec<usize> {
 mod tests {
     use super::*;
     use dyno_model::{Direction, Metric, Unit};
+    use serde_json::json;
 
     /// An exec run of `templates` under x, y ∈ {1, 2}, timed template by
     /// template; each benchmark's wall time is `ms(command)` milliseconds.
@@ -491,8 +493,14 @@ mod tests {
         let points: Vec<(f64, f64)> = curve.points.iter().map(|p| (p.n, p.value)).collect();
         // Template 2 with y = 1: 'a 11' (x = 1) and 'a 12' (x = 2).
         assert_eq!(points, [(1.0, 0.011), (2.0, 0.012)]);
-        assert_eq!(curve.settings["command"], "a {y}{x}");
-        assert_eq!(curve.settings["where"], json!({"y": "1"}));
+        let dyno_model::record::ScaleRecord::Run(source) = &curve.settings else {
+            panic!("not a run's curve: {:?}", curve.settings);
+        };
+        assert_eq!(source.command, "a {y}{x}");
+        assert_eq!(
+            source.fixed,
+            BTreeMap::from([("y".to_owned(), "1".to_owned())])
+        );
         assert_eq!(curve.points[0].metric.name, "time_ns");
         assert!(curve.points[0].metric.labels.is_empty());
     }

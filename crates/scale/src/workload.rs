@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use dyno_cpu::int64;
+use dyno_model::record::{ScaleRecord, WorkloadSource};
 use dyno_model::{Direction, DynoBuild, Environment, Merge, Metric, Unit, Warning};
 use dyno_stats::sampled_metric;
 use dyno_stats::scaling::Measure;
 use dyno_tree::workload;
-use serde_json::json;
 
 use crate::{Curve, Measured, fmt_n};
 
@@ -160,7 +160,11 @@ pub fn measure_int64(
             "int64",
             threads,
             repetitions,
-            json!({ "iterations": iterations, "tasks": tasks }),
+            WorkloadSource {
+                iterations: Some(iterations),
+                tasks: Some(tasks as u64),
+                ..WorkloadSource::default()
+            },
         ),
         description: format!("int64 strong scaling on {} threads", list.join(", ")),
         environment,
@@ -170,45 +174,36 @@ pub fn measure_int64(
 }
 
 /// The settings every built-in workload records (strong scaling, one
-/// warm-up, repetitions taken in turns, time measured), with its own.
+/// warm-up, repetitions taken in turns, time measured); `own` adds its own.
 fn workload_settings(
     name: &str,
     threads: &[usize],
     repetitions: usize,
-    own: serde_json::Value,
-) -> serde_json::Value {
-    let mut settings = json!({
-        "source": "workload",
-        "workload": name,
-        "scaling": "strong",
-        "threads": threads,
-        "repetitions": repetitions,
-        "warmup_repetitions": 1,
-        "interleaved": true,
-        "measure": "time",
-    });
-    if let (Some(all), serde_json::Value::Object(own)) = (settings.as_object_mut(), own) {
-        all.extend(own);
-    }
-    settings
+    own: WorkloadSource,
+) -> ScaleRecord {
+    ScaleRecord::Workload(WorkloadSource {
+        workload: name.to_owned(),
+        scaling: "strong".to_owned(),
+        threads: threads.iter().map(|&t| t as u64).collect(),
+        repetitions: repetitions as u64,
+        warmup_repetitions: 1,
+        interleaved: true,
+        measure: "time".to_owned(),
+        ..own
+    })
 }
 
 /// What the tree workloads record of their shape: tasks, depth, the nodes
 /// asked for and the nodes the tree (or all trees) came to, the seed.
-fn tree_shape(
-    tasks: usize,
-    depth: u32,
-    nodes_asked: u64,
-    nodes: u64,
-    seed: u64,
-) -> serde_json::Map<String, serde_json::Value> {
-    serde_json::Map::from_iter([
-        ("tasks".to_owned(), json!(tasks)),
-        ("depth".to_owned(), json!(depth)),
-        ("nodes_asked".to_owned(), json!(nodes_asked)),
-        ("nodes".to_owned(), json!(nodes)),
-        ("seed".to_owned(), json!(seed)),
-    ])
+fn tree_shape(tasks: usize, depth: u32, nodes_asked: u64, nodes: u64, seed: u64) -> WorkloadSource {
+    WorkloadSource {
+        tasks: Some(tasks as u64),
+        depth: Some(u64::from(depth)),
+        nodes_asked: Some(nodes_asked),
+        nodes: Some(nodes),
+        seed: Some(seed),
+        ..WorkloadSource::default()
+    }
 }
 
 /// The thesis's parallel read on the tree database: `tasks` tasks each
@@ -250,7 +245,7 @@ pub fn measure_tree_read(
             "tree-read",
             threads,
             repetitions,
-            tree_shape(shape.tasks, shape.depth, shape.nodes, nodes, shape.seed).into(),
+            tree_shape(shape.tasks, shape.depth, shape.nodes, nodes, shape.seed),
         ),
         description: format!(
             "tree-read: {} tasks over {nodes} nodes on {} threads",
@@ -376,13 +371,17 @@ pub fn measure_tree_write(
     Ok(Curve {
         points,
         measure: Measure::Time,
-        settings: workload_settings("tree-write", threads, repetitions, {
-            let mut own = tree_shape(shape.tasks, shape.depth, shape.nodes, nodes, shape.seed);
-            own.insert("durable".into(), json!(true));
-            own.insert("dir".into(), json!(parent.display().to_string()));
-            own.insert("filesystem".into(), json!(storage.filesystem));
-            own.into()
-        }),
+        settings: workload_settings(
+            "tree-write",
+            threads,
+            repetitions,
+            WorkloadSource {
+                durable: Some(true),
+                dir: Some(parent.display().to_string()),
+                filesystem: storage.filesystem,
+                ..tree_shape(shape.tasks, shape.depth, shape.nodes, nodes, shape.seed)
+            },
+        ),
         description: format!(
             "tree-write: {} tasks each committing a tree ({nodes} nodes in all) on {} threads, durable",
             shape.tasks,

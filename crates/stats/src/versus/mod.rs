@@ -30,10 +30,10 @@ mod quantile;
 
 use std::collections::{BTreeMap, HashMap};
 
+use dyno_model::record;
 use dyno_model::{
     Direction, Kind, Metric, Role, Run, Samples, Uncertainty, UncertaintyMethod, Unit,
 };
-use serde_json::json;
 
 use crate::compare::{DEFAULT_RESAMPLES, Verdict, compare, mean_metric};
 pub use differences::Difference;
@@ -673,31 +673,37 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
         .collect();
     let setting_differences = differences::settings(&sides);
     let environment_differences = differences::environment(&sides);
-    let as_json = |d: &[Difference]| {
+    let recorded = |d: &[Difference]| {
         d.iter()
-            .map(|d| {
-                let values: serde_json::Map<String, serde_json::Value> = d
-                    .values
-                    .iter()
-                    .map(|(g, v)| (g.clone(), v.clone().into()))
-                    .collect();
-                json!({"key": d.key, "values": values})
+            .map(|d| record::Difference {
+                key: d.key.clone(),
+                values: d.values.iter().cloned().collect(),
             })
-            .collect::<Vec<_>>()
+            .collect()
     };
-    run.settings = json!({
-        "baseline": baseline.name,
-        "groups": groups.iter().map(|g| json!({
-            "name": g.name,
-            "selector": g.selector,
-            "runs": g.runs.iter().map(|r| r.id.to_string()).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "noise": options.noise_band,
-        "alpha": options.alpha,
-        "seed": options.seed,
-        "setting_differences": as_json(&setting_differences),
-        "environment_differences": as_json(&environment_differences),
-        "unmatched": unmatched.iter().map(|(g, m, p)| json!({"group": g, "metric": m, "partner": p})).collect::<Vec<_>>(),
+    run.set_record(&record::CompareRecord {
+        baseline: baseline.name.clone(),
+        groups: groups
+            .iter()
+            .map(|g| record::CompareGroup {
+                name: g.name.clone(),
+                selector: g.selector.clone(),
+                runs: g.runs.iter().map(|r| r.id.to_string()).collect(),
+            })
+            .collect(),
+        noise: options.noise_band,
+        alpha: options.alpha,
+        seed: options.seed,
+        setting_differences: recorded(&setting_differences),
+        environment_differences: recorded(&environment_differences),
+        unmatched: unmatched
+            .iter()
+            .map(|(group, metric, partner)| record::Unmatched {
+                group: group.clone(),
+                metric: metric.clone(),
+                partner: partner.clone(),
+            })
+            .collect(),
     });
 
     if !setting_differences.is_empty() {

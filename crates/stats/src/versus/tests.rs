@@ -102,7 +102,8 @@ fn two_exec_runs_compare_to_the_same_numbers_as_dyno_run_would() {
     assert!((gm.value - 1.0 / expected.ratio).abs() < 1e-12, "{gm:?}");
     assert_eq!(c.kind, Kind::Compare);
     assert_eq!(c.headline.as_deref(), Some("geomean"));
-    assert_eq!(c.settings["baseline"], "a");
+    let recorded: dyno_model::record::CompareRecord = c.record().unwrap();
+    assert_eq!(recorded.baseline, "a");
 }
 
 #[test]
@@ -306,12 +307,13 @@ fn metrics_without_a_partner_are_listed_not_dropped() {
         &Options::default(),
     )
     .unwrap();
-    let unmatched = c.settings["unmatched"].as_array().unwrap();
+    let recorded: dyno_model::record::CompareRecord = c.record().unwrap();
+    let unmatched = &recorded.unmatched;
     assert_eq!(unmatched.len(), 2, "{unmatched:?}");
-    assert_eq!(unmatched[0]["group"], "ssd");
-    assert_eq!(unmatched[0]["metric"], "disk_iops{test=RND4K Q32T1}");
-    assert_eq!(unmatched[1]["group"], "hdd");
-    assert_eq!(unmatched[1]["metric"], "disk_iops{test=SEQ1M Q8T1}");
+    assert_eq!(unmatched[0].group, "ssd");
+    assert_eq!(unmatched[0].metric, "disk_iops{test=RND4K Q32T1}");
+    assert_eq!(unmatched[1].group, "hdd");
+    assert_eq!(unmatched[1].metric, "disk_iops{test=SEQ1M Q8T1}");
     assert!(
         c.warnings
             .iter()
