@@ -15,7 +15,7 @@ use dyno_http::{Asked, Stop, TlsSettings};
 use dyno_model::record::{HttpRecord, LoadModel};
 use dyno_model::{Environment, Kind};
 
-use common::tls::{After, TlsServer};
+use dyno_testutil::tls::{After, TlsServer};
 
 /// A small valid answer that names its server.
 const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nServer: record-test\r\nContent-Length: 5\r\n\r\nhello";
