@@ -3,18 +3,18 @@
 
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context as _, Result, bail};
 use dyno_model::{Kind, Run};
 use dyno_report::Comparison;
 use dyno_stats::compare::Verdict;
 use dyno_stats::versus::{self, Group, Options};
 use dyno_store::{Filter, Store};
 
-use super::{open_store, print};
+use super::{Context, print};
 use crate::ExitStatus;
 use crate::cli::{CompareArgs, CompareFormat};
 
-pub fn run(args: CompareArgs) -> Result<ExitStatus> {
+pub fn run(ctx: &Context, args: CompareArgs) -> Result<ExitStatus> {
     let CompareArgs {
         sides,
         baseline,
@@ -28,7 +28,7 @@ pub fn run(args: CompareArgs) -> Result<ExitStatus> {
         no_save,
     } = args;
     let common = super::history::filter(filter);
-    let mut store = open_store()?;
+    let mut store = ctx.open_store()?;
     let started = Instant::now();
     let sides: Vec<String> = baseline.into_iter().chain(sides).collect();
     let groups = select(&store, &sides, last, &common)?;

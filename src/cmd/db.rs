@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context as _, Result, bail};
 use dyno_db::Target;
 use dyno_db::init::{InitSettings, init};
 use dyno_db::record;
@@ -14,15 +14,15 @@ use dyno_model::Warning;
 
 use super::interrupt::{Interrupt, Second};
 use super::segment;
-use super::{environment, finish, open_store, print, store_for};
+use super::{Context, environment, finish, print};
 use crate::ExitStatus;
 use crate::cli::{DbArgs, DbCommand, DbInitArgs, DbRunArgs};
 use crate::settings::{self, DbPlan};
 
-pub fn run(args: DbArgs) -> Result<ExitStatus> {
+pub fn run(ctx: &Context, args: DbArgs) -> Result<ExitStatus> {
     match args.command {
         DbCommand::Init(args) => init_tables(args),
-        DbCommand::Run(args) => run_load(*args),
+        DbCommand::Run(args) => run_load(ctx, *args),
     }
 }
 
@@ -83,7 +83,7 @@ fn group(n: u64) -> String {
     out
 }
 
-fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
+fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
     let env = environment();
     let DbPlan {
         engine: settings,
@@ -95,8 +95,8 @@ fn run_load(args: DbRunArgs) -> Result<ExitStatus> {
     // A segment's store is where the segments meet: never the local
     // fallback, where it would wait alone.
     let mut store = match &plan {
-        Some(_) => Some(open_store()?),
-        None => store_for(&save)?,
+        Some(_) => Some(ctx.open_store()?),
+        None => ctx.store_for(&save)?,
     };
     let interrupt = Interrupt::install(Second::Exits)?;
     let started = Instant::now();

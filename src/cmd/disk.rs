@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context as _, Result, bail};
 use dyno_disk::engine::EngineKind;
 use dyno_disk::meta::{MetaDir, run_meta_tests};
 use dyno_disk::record::{self, observed_file, observed_meta};
@@ -20,12 +20,12 @@ use dyno_disk::{Fill, Measurement, Outcome, Preset, Progress, Settings, TargetKi
 use dyno_model::record::DiskObserved;
 
 use super::interrupt::{Interrupt, Second};
-use super::{environment, finish, store_for};
+use super::{Context, environment, finish};
 use crate::ExitStatus;
 use crate::cli::DiskArgs;
 use crate::settings::{self, DiskPlan};
 
-pub fn run(args: DiskArgs) -> Result<ExitStatus> {
+pub fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
     let DiskPlan {
         engine: settings,
         save,
@@ -40,7 +40,7 @@ pub fn run(args: DiskArgs) -> Result<ExitStatus> {
         observed,
         engine,
     } = open(&settings)?;
-    let store = store_for(&save)?;
+    let store = ctx.store_for(&save)?;
     // An interrupt (Ctrl-C, SIGTERM, SIGHUP) stops the passes at once; the
     // file is removed and what was measured is printed and saved. No exit
     // on a second one: that would leave the file behind, and every loop

@@ -5,12 +5,12 @@ use std::fs::OpenOptions;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context as _, Result, bail};
 use dyno_model::{Kind, Run, SCHEMA_VERSION};
 use dyno_store::{Filter, Listing, Store, StoreError};
 use jiff::tz::TimeZone;
 
-use super::{get_run, list_runs, merged_group, open_store, print, report_skipped};
+use super::{Context, get_run, list_runs, merged_group, print, report_skipped};
 use crate::ExitStatus;
 use crate::cli::{
     ExportArgs, FilterArgs, HistoryArgs, ImportArgs, MergeArgs, RmArgs, ShowArgs, ShowFormat,
@@ -56,10 +56,10 @@ fn describe(args: &FilterArgs) -> Vec<String> {
     given
 }
 
-pub fn history(args: HistoryArgs) -> Result<ExitStatus> {
+pub fn history(ctx: &Context, args: HistoryArgs) -> Result<ExitStatus> {
     let HistoryArgs { filter: f } = args;
     let filters = describe(&f);
-    let Listing { runs, skipped } = open_store()?.list(&filter(f))?;
+    let Listing { runs, skipped } = ctx.open_store()?.list(&filter(f))?;
     report_skipped(&skipped);
     if runs.is_empty() {
         if !skipped.is_empty() {
@@ -78,14 +78,14 @@ pub fn history(args: HistoryArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-pub fn show(args: ShowArgs) -> Result<ExitStatus> {
+pub fn show(ctx: &Context, args: ShowArgs) -> Result<ExitStatus> {
     let ShowArgs { id, json, format } = args;
-    let store = open_store()?;
+    let store = ctx.open_store()?;
     display(&get_run(&*store, &id)?, json, format)
 }
 
 /// `dyno merge GROUP`: the group's merged run, shown, and saved if asked.
-pub fn merge(args: MergeArgs) -> Result<ExitStatus> {
+pub fn merge(ctx: &Context, args: MergeArgs) -> Result<ExitStatus> {
     let MergeArgs {
         group,
         json,
@@ -93,7 +93,7 @@ pub fn merge(args: MergeArgs) -> Result<ExitStatus> {
         save,
         wait,
     } = args;
-    let mut store = open_store()?;
+    let mut store = ctx.open_store()?;
     if let Some(wait) = wait {
         wait_for_segments(&*store, &group, wait)?;
     }
@@ -224,7 +224,7 @@ fn command_of(kind: Kind) -> &'static str {
     }
 }
 
-pub fn export(args: ExportArgs) -> Result<ExitStatus> {
+pub fn export(ctx: &Context, args: ExportArgs) -> Result<ExitStatus> {
     let ExportArgs {
         filter: f,
         format,
@@ -232,7 +232,7 @@ pub fn export(args: ExportArgs) -> Result<ExitStatus> {
     } = args;
     let exporter =
         dyno_report::exporter(format.name()).expect("every ExportFormat has an exporter");
-    let runs = list_runs(&open_store()?, &filter(f))?;
+    let runs = list_runs(&ctx.open_store()?, &filter(f))?;
     match output {
         None => {
             let mut stdout = std::io::stdout().lock();
@@ -257,7 +257,7 @@ pub fn export(args: ExportArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-pub fn import(args: ImportArgs) -> Result<ExitStatus> {
+pub fn import(ctx: &Context, args: ImportArgs) -> Result<ExitStatus> {
     let ImportArgs { file } = args;
     let (name, text) = read_input(&file)?;
     let runs = parse_runs(&text).with_context(|| format!("could not import '{name}'"))?;
@@ -266,7 +266,7 @@ pub fn import(args: ImportArgs) -> Result<ExitStatus> {
             "'{name}' holds no runs: expected a Run, an array of Runs or JSON Lines, as `dyno export` writes"
         );
     }
-    let mut store = open_store()?;
+    let mut store = ctx.open_store()?;
     let (mut added, mut skipped) = (0usize, 0usize);
     for run in &runs {
         match store.save(run) {
@@ -361,9 +361,9 @@ fn parse_run(record: serde_json::Value) -> Result<Run> {
     serde_json::from_value(record).context("it is not a valid Run record")
 }
 
-pub fn rm(args: RmArgs) -> Result<ExitStatus> {
+pub fn rm(ctx: &Context, args: RmArgs) -> Result<ExitStatus> {
     let RmArgs { ids } = args;
-    let mut store = open_store()?;
+    let mut store = ctx.open_store()?;
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     // All or nothing: one id that matches no run (or several) removes none.
     let removed = store.remove_all(&ids).context("no run was removed")?;

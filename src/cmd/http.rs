@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
 use dyno_http::{Asked, ErrorClass, Outcome, Progress, Schedule, Settings, Stop, TlsSettings};
 use dyno_model::Run;
@@ -17,12 +17,12 @@ use jiff::Timestamp;
 
 use super::interrupt::{Interrupt, Second};
 use super::segment;
-use super::{environment, finish, open_store, store_for};
+use super::{Context, environment, finish};
 use crate::ExitStatus;
 use crate::cli::{HttpArgs, HttpFormat};
 use crate::settings::{self, HttpPlan};
 
-pub fn run(args: HttpArgs) -> Result<ExitStatus> {
+pub fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
     let env = environment();
     let HttpPlan {
         engine: settings,
@@ -36,8 +36,8 @@ pub fn run(args: HttpArgs) -> Result<ExitStatus> {
     // A segment's store is where the segments meet: falling back to the
     // local one would leave it waiting alone.
     let mut store = match &plan {
-        Some(_) => Some(open_store()?),
-        None => store_for(&save)?,
+        Some(_) => Some(ctx.open_store()?),
+        None => ctx.store_for(&save)?,
     };
     // Opened before measuring, so a bad path costs no run; never overwritten.
     let mut log_file = latency_log

@@ -20,9 +20,8 @@ mod sysinfo;
 
 use std::io::{IsTerminal, Write};
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 use dyno_model::{DynoBuild, Environment, Run};
-use std::sync::OnceLock;
 
 use dyno_stats::merge::Arrived;
 use dyno_store::{Filter, Listing, PgStore, SkipReason, Skipped, SqliteStore, Store, StoreError};
@@ -30,9 +29,12 @@ use dyno_store::{Filter, Listing, PgStore, SkipReason, Skipped, SqliteStore, Sto
 use crate::ExitStatus;
 use crate::cli::{Cli, Command, SaveArgs};
 
-/// Where runs are kept, from `--store` or DYNO_STORE; set once, before the
-/// subcommand runs.
-static STORE: OnceLock<Option<String>> = OnceLock::new();
+/// What every subcommand runs with, passed down rather than kept in a
+/// global: where runs are kept (`--store` or DYNO_STORE; without either,
+/// the local store under $DYNO_HOME).
+pub(crate) struct Context {
+    store: Option<String>,
+}
 
 /// Runs the subcommand the user asked for.
 pub fn run(cli: Cli) -> Result<ExitStatus> {
@@ -42,27 +44,27 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
         .map(crate::cli::store_spec)
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    let _ = STORE.set(store);
+    let ctx = &Context { store };
     match cli.command {
-        Command::Quick(args) => quick::run(args),
-        Command::Http(args) => http::run(*args),
-        Command::Run(args) => run::run(*args),
-        Command::Scale(args) => scale::run(*args),
-        Command::Disk(args) => disk::run(*args),
+        Command::Quick(args) => quick::run(ctx, args),
+        Command::Http(args) => http::run(ctx, *args),
+        Command::Run(args) => run::run(ctx, *args),
+        Command::Scale(args) => scale::run(ctx, *args),
+        Command::Disk(args) => disk::run(ctx, *args),
         Command::Sysinfo(args) => sysinfo::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Serve(args) => serve::run(args),
-        Command::History(args) => history::history(args),
-        Command::Show(args) => history::show(args),
-        Command::Merge(args) => history::merge(args),
-        Command::Export(args) => history::export(args),
-        Command::Import(args) => history::import(args),
-        Command::Rm(args) => history::rm(args),
+        Command::History(args) => history::history(ctx, args),
+        Command::Show(args) => history::show(ctx, args),
+        Command::Merge(args) => history::merge(ctx, args),
+        Command::Export(args) => history::export(ctx, args),
+        Command::Import(args) => history::import(ctx, args),
+        Command::Rm(args) => history::rm(ctx, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
-        Command::Compare(args) => compare::run(*args),
-        Command::Report(args) => report::run(*args),
-        Command::Db(args) => db::run(args),
+        Command::Compare(args) => compare::run(ctx, *args),
+        Command::Report(args) => report::run(ctx, *args),
+        Command::Db(args) => db::run(ctx, args),
         Command::K8s(args) => k8s::run(args),
     }
 }
@@ -80,13 +82,39 @@ pub fn environment() -> Environment {
     dyno_env::capture(build())
 }
 
-/// The result store: the one `--store` (or DYNO_STORE) names, else the
-/// local one ($DYNO_HOME/dyno.db).
-pub fn open_store() -> Result<Box<dyn Store>> {
-    match STORE.get().and_then(Option::as_deref) {
-        Some(url) if dyno_store::is_postgres_url(url) => Ok(Box::new(PgStore::open(url)?)),
-        Some(path) => Ok(Box::new(SqliteStore::open(std::path::Path::new(path))?)),
-        None => open_local(),
+impl Context {
+    /// The result store: the one `--store` (or DYNO_STORE) names, else the
+    /// local one ($DYNO_HOME/dyno.db).
+    pub(crate) fn open_store(&self) -> Result<Box<dyn Store>> {
+        match self.store.as_deref() {
+            Some(url) if dyno_store::is_postgres_url(url) => Ok(Box::new(PgStore::open(url)?)),
+            Some(path) => Ok(Box::new(SqliteStore::open(std::path::Path::new(path))?)),
+            None => open_local(),
+        }
+    }
+
+    /// Opens the store unless `--no-save` was given. A shared store that
+    /// cannot be reached costs the sharing, not the run: the local store is
+    /// opened instead, with a warning. A store that refuses (not a dyno
+    /// store, or a newer one) stops the subcommand before it measures.
+    pub(crate) fn store_for(&self, save: &SaveArgs) -> Result<Option<Box<dyn Store>>> {
+        if save.no_save {
+            return Ok(None);
+        }
+        match self.open_store() {
+            Ok(store) => Ok(Some(store)),
+            Err(e) => match e.downcast_ref::<StoreError>() {
+                Some(err) if err.is_unreachable() => {
+                    let local = open_local()?;
+                    eprintln!(
+                        "dyno: warning: {err}\ndyno: the run will be saved in the local store {}",
+                        local.location()
+                    );
+                    Ok(Some(local))
+                }
+                _ => Err(e),
+            },
+        }
     }
 }
 
@@ -243,30 +271,6 @@ pub fn finish(
         }
     }
     Ok(run)
-}
-
-/// Opens the store unless `--no-save` was given. A shared store that
-/// cannot be reached costs the sharing, not the run: the local store is
-/// opened instead, with a warning. A store that refuses (not a dyno store,
-/// or a newer one) stops the subcommand before it measures.
-pub fn store_for(save: &SaveArgs) -> Result<Option<Box<dyn Store>>> {
-    if save.no_save {
-        return Ok(None);
-    }
-    match open_store() {
-        Ok(store) => Ok(Some(store)),
-        Err(e) => match e.downcast_ref::<StoreError>() {
-            Some(err) if err.is_unreachable() => {
-                let local = open_local()?;
-                eprintln!(
-                    "dyno: warning: {err}\ndyno: the run will be saved in the local store {}",
-                    local.location()
-                );
-                Ok(Some(local))
-            }
-            _ => Err(e),
-        },
-    }
 }
 
 /// Parses `--since`: an RFC 3339 timestamp, a date (midnight, local time) or

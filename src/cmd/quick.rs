@@ -14,7 +14,7 @@ use dyno_stats::scaling::{self, Measure, Point};
 use serde_json::json;
 
 use super::interrupt::{Interrupt, Second};
-use super::{environment, finish, progress, store_for};
+use super::{Context, environment, finish, progress};
 use crate::ExitStatus;
 use crate::cli::QuickArgs;
 
@@ -30,7 +30,7 @@ struct QuickSettings {
     threads: usize,
 }
 
-pub fn run(args: QuickArgs) -> Result<ExitStatus> {
+pub fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
     let QuickArgs {
         save,
         repetitions,
@@ -45,7 +45,7 @@ pub fn run(args: QuickArgs) -> Result<ExitStatus> {
         repetitions: repetitions as usize,
         threads: threads.map_or_else(dyno_env::available_cpus, |t| t as usize),
     };
-    let store = store_for(&save)?;
+    let store = ctx.store_for(&save)?;
 
     let started = Instant::now();
     let mut run = Run::new(

@@ -5,16 +5,16 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context as _, Result, bail};
 use dyno_model::Run;
 use dyno_stats::versus;
 
 use super::history::filter;
-use super::{list_runs, open_store, print};
+use super::{Context, list_runs, print};
 use crate::ExitStatus;
 use crate::cli::{FilterArgs, ReportArgs};
 
-pub fn run(args: ReportArgs) -> Result<ExitStatus> {
+pub fn run(ctx: &Context, args: ReportArgs) -> Result<ExitStatus> {
     let ReportArgs {
         runs: ids,
         filter: mut f,
@@ -29,7 +29,7 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
         check_output(&output, force)?;
     }
     if compare {
-        let store = open_store()?;
+        let store = ctx.open_store()?;
         let last = last.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let groups = super::compare::select(&store, &ids, last, &filter(f))?;
         let mut comparison = versus::compare_runs(&groups, &versus::Options::default())?;
@@ -42,7 +42,7 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
         f.limit = last;
     }
     let filtered = filters_given(&f);
-    let store = open_store()?;
+    let store = ctx.open_store()?;
     let runs: Vec<Run> = if ids.is_empty() {
         let runs = list_runs(&store, &filter(f))?;
         if runs.is_empty() {

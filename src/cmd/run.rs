@@ -5,21 +5,21 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context as _, Result, bail};
 use dyno_exec::{
     CommandSpec, ExecError, Hooks, Judging, Output, Parameter, Policy, Progress, Settings, Shell,
     Stop,
 };
 
 use super::interrupt::{Interrupt, Second};
-use super::{environment, finish, store_for};
+use super::{Context, environment, finish};
 use crate::ExitStatus;
 use crate::cli::{RunArgs, SaveArgs, ShellArg};
 
-pub fn run(args: RunArgs) -> Result<ExitStatus> {
+pub fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
     let plan = settings(args)?;
     let settings = &plan.settings;
-    let store = store_for(&plan.save)?;
+    let store = ctx.store_for(&plan.save)?;
     let environment = environment();
 
     // An interrupt (Ctrl-C, SIGTERM, SIGHUP) kills the running command's

@@ -16,11 +16,11 @@ use dyno_scale::workload::{measure_int64, measure_tree_read, measure_tree_write}
 use dyno_scale::{Curve, DEFAULT_INT64_ITERATIONS, DEFAULT_REPETITIONS, Measure, MeasureError};
 use dyno_tree::workload;
 
-use super::{build, finish, progress, store_for};
+use super::{Context, build, finish, progress};
 use crate::ExitStatus;
 use crate::cli::{MeasureArg, ScaleArgs, WorkloadArg};
 
-pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
+pub fn run(ctx: &Context, args: ScaleArgs) -> Result<ExitStatus> {
     let started = Instant::now();
     let started_at = jiff::Timestamp::now();
     let mut store = None;
@@ -28,7 +28,7 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
         (Some(w), _) => {
             let threads = thread_counts(&args.threads)?;
             // Open the store before measuring, so a broken one fails at once.
-            store = store_for(&args.save)?;
+            store = ctx.store_for(&args.save)?;
             match measure(w, &threads, &args) {
                 Ok(curve) => curve,
                 Err(MeasureError::CheckFailed(e)) => {
@@ -55,7 +55,7 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
                 command: args.command.clone(),
                 wheres: args.wheres.clone(),
             };
-            saved::curve(args.run.clone(), args.last, &selection)?
+            saved::curve(ctx, args.run.clone(), args.last, &selection)?
         }
     };
     let mut run = dyno_scale::analyse(curve)?;
@@ -64,7 +64,7 @@ pub fn run(args: ScaleArgs) -> Result<ExitStatus> {
     // Bad files and sweeps are refused above without creating a store; it
     // is opened here, once there is a result to keep.
     if store.is_none() {
-        store = store_for(&args.save)?;
+        store = ctx.store_for(&args.save)?;
     }
     finish(run, &args.save, store, dyno_report::scale_report)?;
     Ok(ExitStatus::Success)

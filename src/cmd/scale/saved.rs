@@ -1,24 +1,30 @@
 //! Points from a saved `dyno run` sweep: the run is fetched from the store
 //! here; `dyno_scale::saved` picks the curve out of it.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context as _, Result, bail};
 use dyno_model::{Environment, Kind, Run};
 use dyno_scale::Curve;
 use dyno_scale::saved::{self, Selection};
 use dyno_store::{Filter, Listing, Store};
 
-use crate::cmd::{build, open_store};
+use crate::cmd::{Context, build};
 
 /// The curve of a saved sweep: RUN_ID, or the latest exec run with --last.
-pub fn curve(id: Option<String>, last: bool, selection: &Selection) -> Result<Curve> {
+pub fn curve(
+    ctx: &Context,
+    id: Option<String>,
+    last: bool,
+    selection: &Selection,
+) -> Result<Curve> {
     let source = match id {
-        Some(id) => open_store()?
+        Some(id) => ctx
+            .open_store()?
             .get(&id)
             .with_context(|| format!("cannot analyse run '{id}'"))?,
         // The "input" group leaves --last as the only other way here.
         None => {
             debug_assert!(last);
-            last_exec(&open_store()?)?
+            last_exec(&ctx.open_store()?)?
         }
     };
     let mut curve = saved::curve(&source, selection)?;
