@@ -9,7 +9,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use dyno_model::Kind;
 
 /// `0.1.0 (git 1a2b3c4d5e6f)`: the version with the revision it was built from.
-pub const LONG_VERSION: &str = concat!(
+pub(crate) const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (git ",
     env!("DYNO_GIT_REVISION"),
@@ -34,7 +34,7 @@ pub const LONG_VERSION: &str = concat!(
     max_term_width = 100,
     after_help = "Examples:\n  dyno quick                 benchmark this machine and save the result\n  dyno history               list saved runs\n  dyno show 01JD             show a run by id prefix\n  dyno serve --addr 127.0.0.1:8080"
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 
@@ -57,7 +57,7 @@ pub struct Cli {
 /// `--store`: a PostgreSQL URL or a file path, not empty and not another
 /// kind of URL. Checked here, not by clap, whose error would repeat the
 /// value and the password in it.
-pub fn store_spec(s: &str) -> Result<String, String> {
+pub(crate) fn store_spec(s: &str) -> Result<String, String> {
     let t = s.trim();
     if t.is_empty() {
         return Err(
@@ -72,7 +72,7 @@ pub fn store_spec(s: &str) -> Result<String, String> {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     Quick(QuickArgs),
     Http(Box<HttpArgs>),
     Run(Box<RunArgs>),
@@ -98,13 +98,13 @@ pub enum Command {
 /// Launch segmented runs on Kubernetes: print the manifests that run one
 /// dyno command as N segments on N nodes, for `kubectl apply -f -`.
 #[derive(Debug, Args)]
-pub struct K8sArgs {
+pub(crate) struct K8sArgs {
     #[command(subcommand)]
     pub command: K8sCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum K8sCommand {
+pub(crate) enum K8sCommand {
     Job(Box<K8sJobArgs>),
 }
 
@@ -122,7 +122,7 @@ pub enum K8sCommand {
 #[command(
     after_help = "Example (a cluster, and a PostgreSQL the pods reach):\n  kubectl create secret generic dyno-store --from-literal=url=postgres://dyno:PW@db:5432/dyno\n  dyno k8s job --segments 5 --image registry.example/dyno:0.1 --group web1 --merge -- \\\n      http http://web.default.svc/ -n 1000000 -c 500 | kubectl apply -f -\n  kubectl logs -f job/dyno-web1-merge"
 )]
-pub struct K8sJobArgs {
+pub(crate) struct K8sJobArgs {
     /// How many segments (pods, on as many nodes).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(dyno_model::MAX_SEGMENTS)))]
     pub segments: u32,
@@ -179,7 +179,7 @@ const SEGMENTS: &str = "Segments (one run from many machines)";
 
 /// Running one segment of a run split over several processes or machines.
 #[derive(Debug, Clone, Args)]
-pub struct SegmentArgs {
+pub(crate) struct SegmentArgs {
     /// Run segment I of N (I counted from 0) of the run the rest of the
     /// command describes: its share of -n, -c, -t and --rate, so that the N
     /// segments together make exactly that run (docs/scale-out.md says how
@@ -209,7 +209,7 @@ pub struct SegmentArgs {
 
 /// Flags every measuring subcommand shares.
 #[derive(Debug, Clone, Args)]
-pub struct SaveArgs {
+pub(crate) struct SaveArgs {
     /// Do not save the run in the store.
     #[arg(long)]
     pub no_save: bool,
@@ -237,7 +237,7 @@ pub struct SaveArgs {
 #[command(
     after_help = "Examples:\n  dyno quick\n  dyno quick --tag before-upgrade\n  dyno quick --json --no-save > quick.json"
 )]
-pub struct QuickArgs {
+pub(crate) struct QuickArgs {
     #[command(flatten)]
     pub save: SaveArgs,
 
@@ -292,7 +292,7 @@ pub struct QuickArgs {
 #[command(
     after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server\n  dyno http --h2 -c 10 -m 10 -n 100000 http://127.0.0.1:8080/  # h2c, 10 streams a connection\n  dyno --store postgres://dyno@db/dyno http http://web/ -n 1000000 -c 300 --segment 0/3 --group g1  # one of 3 machines (dyno merge g1)"
 )]
-pub struct HttpArgs {
+pub(crate) struct HttpArgs {
     /// The URL to load (http:// or https://); may hold {seq} and
     /// {rand:MIN-MAX}, filled per request. Omit it to load dyno's built-in
     /// server.
@@ -460,7 +460,7 @@ pub struct HttpArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HttpFormat {
+pub(crate) enum HttpFormat {
     /// dyno's report: latency percentiles, connection times, errors by class.
     Human,
     /// ApacheBench 2.3's layout and labels, with dyno's counts: the banner
@@ -510,7 +510,7 @@ pub enum HttpFormat {
 #[command(
     after_help = "Examples:\n  dyno run 'sleep 0.1'\n  dyno run -N --warmup 3 'grep -r foo .' 'rg foo'\n  dyno run -P j 1 4 --prepare 'make clean' 'make -j {j}'      # then: dyno scale --last\n  dyno run -L cc gcc,clang '{cc} -O2 -o /tmp/a main.c' --check-output\n  dyno run --runs 20 --export-hyperfine-json out.json 'xz -9 -k -c big > /dev/null'"
 )]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The commands to time (run by --shell; quote each one).
     #[arg(required = true, value_name = "COMMAND")]
     pub commands: Vec<String>,
@@ -663,7 +663,7 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ShellArg {
+pub(crate) enum ShellArg {
     Sh,
     Bash,
     None,
@@ -705,7 +705,7 @@ pub enum ShellArg {
     group(ArgGroup::new("saved").args(["run", "last"])),
     after_help = "Examples:\n  dyno run -P j 1 8 --prepare 'make clean' 'make -j {j}' && dyno scale --last\n  dyno scale 01JDX3K2 --param j --where cc=gcc\n  dyno scale --file sweep.csv                       # columns: threads,seconds\n  dyno scale --file rps.json --n-column clients --value-column rps --measure throughput\n  dyno scale --workload int64 --threads 1,2,4,8 --repetitions 5\n  dyno scale --workload tree-read --threads 1,2\n  dyno scale --workload tree-write --threads 1,2 --dir /mnt/ssd/tmp"
 )]
-pub struct ScaleArgs {
+pub(crate) struct ScaleArgs {
     /// A saved `dyno run` sweep: its id or a unique prefix.
     #[arg(value_name = "RUN_ID")]
     pub run: Option<String>,
@@ -794,7 +794,7 @@ pub struct ScaleArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MeasureArg {
+pub(crate) enum MeasureArg {
     /// Seconds for the same work at every N: lower is better.
     Time,
     /// Work per unit of time: higher is better.
@@ -802,7 +802,7 @@ pub enum MeasureArg {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WorkloadArg {
+pub(crate) enum WorkloadArg {
     /// The int64 loop of `dyno quick`, its iterations cut into tasks.
     Int64,
     /// The thesis's parallel read on dyno's tree database: --tasks tasks
@@ -832,7 +832,7 @@ fn tree_depth(s: &str) -> Result<u32, String> {
 /// as "unknown". This is the environment that every saved run embeds.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  dyno sysinfo\n  dyno sysinfo --json | jq .cpu")]
-pub struct SysinfoArgs {
+pub(crate) struct SysinfoArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -851,7 +851,7 @@ pub struct SysinfoArgs {
 #[command(
     after_help = "Examples:\n  dyno doctor http       # before a web-server benchmark\n  dyno doctor            # every kind\n  dyno doctor db --json | jq '.checks[] | select(.verdict != \"ok\")'\n  dyno doctor db postgres://bench@db1/bench -c 64   # the server too"
 )]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// The kind of benchmark to check for.
     #[arg(value_enum, default_value = "all")]
     pub kind: DoctorKind,
@@ -887,7 +887,7 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DoctorKind {
+pub(crate) enum DoctorKind {
     Http,
     Disk,
     Run,
@@ -904,20 +904,20 @@ pub enum DoctorKind {
 /// /var/run/postgresql, port 5432, your user name): the server psql and
 /// pgbench would reach from the same shell.
 #[derive(Debug, Args)]
-pub struct DbArgs {
+pub(crate) struct DbArgs {
     #[command(subcommand)]
     pub command: DbCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum DbCommand {
+pub(crate) enum DbCommand {
     Init(DbInitArgs),
     Run(Box<DbRunArgs>),
 }
 
 /// How statements go to the server (pgbench's -M).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DbProtocol {
+pub(crate) enum DbProtocol {
     /// Text with the values written in: one round trip, parsed each time.
     Simple,
     /// An unnamed statement parsed, bound and run in one round trip.
@@ -950,7 +950,7 @@ pub enum DbProtocol {
     group(ArgGroup::new("length").args(["time", "transactions"])),
     after_help = "Examples:\n  dyno db run -c 8 -j 2 -T 10                 # tpcb-like on the server of PGHOST/PGPORT\n  dyno db run -S -c 16 -j 2 -M prepared       # select-only\n  dyno db run -f mix.sql@9 -b simple-update@1 'postgres://bench@db1/bench'\n  dyno db run -c 8 -T 30 --max-tries 10 --tag after-tuning\n  dyno db run -c 16 -j 2 -T 60 -R 2000 -L 50 -P 5      # open model, 50 ms limit\n  dyno db run -M prepared --pipeline -T 10     # a transaction's statements sent at once\n  dyno db run -r -T 10                        # each command's latency"
 )]
-pub struct DbRunArgs {
+pub(crate) struct DbRunArgs {
     /// The server: a URL, a key=value connection string, or a bare
     /// database name as pgbench's DBNAME [default: libpq's environment and
     /// defaults].
@@ -1077,7 +1077,7 @@ pub struct DbRunArgs {
 #[command(
     after_help = "Examples:\n  dyno db init --scale 10                     # on the server of PGHOST/PGPORT\n  dyno db init 'postgres://bench@db1/bench' -s 100 --fillfactor 90\n  pgbench -c 8 -j 2 -T 10                     # pgbench runs on the same tables"
 )]
-pub struct DbInitArgs {
+pub(crate) struct DbInitArgs {
     /// The server: a URL, a key=value connection string, or a bare
     /// database name as pgbench's DBNAME [default: libpq's environment and
     /// defaults].
@@ -1118,7 +1118,7 @@ pub struct DbInitArgs {
 #[command(
     after_help = "Examples:\n  dyno serve\n  dyno serve --addr 0.0.0.0:8080 --threads 4\n  dyno serve --addr 127.0.0.1:0    # any free port; the address is printed\n  dyno serve --app bbs --data ./bbs-data --threads 1\n  dyno http 'http://127.0.0.1:8080/showBoardMessage?bname=hello' -n 1000000 -c 100"
 )]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Address to listen on, HOST:PORT (127.0.0.1:8080, localhost:8080,
     /// [::1]:8080; a host name is resolved and its first address used);
     /// port 0 picks a free port.
@@ -1148,7 +1148,7 @@ pub struct ServeArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ServeApp {
+pub(crate) enum ServeApp {
     /// The Jungle thesis's bulletin board on the tree database.
     Bbs,
 }
@@ -1191,7 +1191,7 @@ pub enum ServeApp {
   dyno compare xeon=@tag:xeon opteron=@tag:opteron --kind http
   dyno compare --baseline @tag:main @tag:pr-42 --fail-if-worse 5
   dyno compare before=01JD3,01JD4,01JD5 after=@since:1h --format markdown")]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// Runs or groups to compare, the baseline first: ID, NAME=ID,ID… or
     /// NAME=@tag:T,@host:H,@kind:K,@since:WHEN,@last:N.
     #[arg(value_name = "SIDE")]
@@ -1241,7 +1241,7 @@ pub struct CompareArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
+pub(crate) enum CompareFormat {
     /// A table per compared side, benchstat's layout.
     Text,
     /// The same tables in Markdown.
@@ -1282,7 +1282,7 @@ fn worse_percent(s: &str) -> Result<f64, String> {
 
 /// Which saved runs to take.
 #[derive(Debug, Clone, Args)]
-pub struct FilterArgs {
+pub(crate) struct FilterArgs {
     /// Only runs of this kind: quick, http, disk, run (`dyno run` results,
     /// stored and listed as kind exec; `exec` works too), scale, compare or
     /// db.
@@ -1342,7 +1342,7 @@ pub struct FilterArgs {
   dyno report --trend requests_per_sec --tag nightly -o trend.html
   dyno report --trend 'iops{op=read, test=RND4K Q1T1}' --kind disk -o iops.html
   dyno report 01JD3 -o - > page.html               # to stdout")]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Runs to draw: ids or unique prefixes (at least 4 characters), as
     /// `dyno show` takes them. Without any, the runs the filters select.
     #[arg(value_name = "RUN")]
@@ -1388,7 +1388,7 @@ pub struct ReportArgs {
 #[command(
     after_help = "Examples:\n  dyno history\n  dyno history --kind quick --since 7d\n  dyno history --tag baseline --limit 10"
 )]
-pub struct HistoryArgs {
+pub(crate) struct HistoryArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
 }
@@ -1401,7 +1401,7 @@ pub struct HistoryArgs {
 #[command(
     after_help = "Examples:\n  dyno show 01JDX3K2M8Q4\n  dyno show 01JDX3K2M8Q4 --json\n  dyno show 01JDX3K2M8Q4 --format ab   # an http run in ApacheBench's layout\n  dyno show g1                        # the merged run of the segments of group g1"
 )]
-pub struct ShowArgs {
+pub(crate) struct ShowArgs {
     /// The run's id, or a unique prefix of at least 4 characters, or a
     /// group's name.
     pub id: String,
@@ -1426,7 +1426,7 @@ pub struct ShowArgs {
 #[command(
     after_help = "Examples:\n  dyno merge g1\n  dyno merge g1 --json > g1.json\n  dyno merge g1 --save          # keep the merged run as a run of its own\n  dyno --store postgres://dyno@db/dyno merge g1"
 )]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// The group's name, as given to --group.
     #[arg(value_parser = parse_group)]
     pub group: String,
@@ -1452,7 +1452,7 @@ pub struct MergeArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ShowFormat {
+pub(crate) enum ShowFormat {
     /// The run in full, then its subcommand's own report.
     Text,
     /// ApacheBench 2.3's layout (http runs only).
@@ -1474,7 +1474,7 @@ pub enum ShowFormat {
 #[command(
     after_help = "Examples:\n  dyno export --format csv > runs.csv\n  dyno export --kind quick --since 30d --format jsonl -o quick.jsonl"
 )]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
 
@@ -1488,7 +1488,7 @@ pub struct ExportArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
+pub(crate) enum ExportFormat {
     /// A JSON array of Run records.
     Json,
     /// One Run record per line.
@@ -1498,7 +1498,7 @@ pub enum ExportFormat {
 }
 
 impl ExportFormat {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ExportFormat::Json => "json",
             ExportFormat::Jsonl => "jsonl",
@@ -1516,7 +1516,7 @@ impl ExportFormat {
 #[command(
     after_help = "Examples:\n  dyno import runs.json\n  ssh lab1 dyno export --format jsonl | dyno import -"
 )]
-pub struct ImportArgs {
+pub(crate) struct ImportArgs {
     /// The file to read, or `-` for stdin.
     pub file: PathBuf,
 }
@@ -1527,7 +1527,7 @@ pub struct ImportArgs {
 /// (or several), no run is removed.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  dyno rm 01JDX3K2M8Q4")]
-pub struct RmArgs {
+pub(crate) struct RmArgs {
     /// Ids or unique prefixes of the runs to remove.
     #[arg(required = true)]
     pub ids: Vec<String>,
@@ -1538,7 +1538,7 @@ pub struct RmArgs {
 #[command(
     after_help = "Examples:\n  dyno completions bash > /etc/bash_completion.d/dyno\n  dyno completions zsh > \"${fpath[1]}/_dyno\"\n  dyno completions fish > ~/.config/fish/completions/dyno.fish"
 )]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
@@ -1547,7 +1547,7 @@ pub struct CompletionsArgs {
 #[command(
     after_help = "Examples:\n  dyno man | man -l -\n  dyno man --dir /usr/local/share/man/man1   # dyno.1, dyno-quick.1, …"
 )]
-pub struct ManArgs {
+pub(crate) struct ManArgs {
     /// Write dyno.1 and a page per subcommand (dyno-quick.1, …) into this
     /// folder. Its parent must exist: only the last folder is created, so a
     /// typo does not leave a tree of stray folders.
@@ -1596,7 +1596,7 @@ pub struct ManArgs {
 #[command(
     after_help = "Examples:\n  dyno disk                              # cdm8 in the current directory\n  dyno disk /mnt/ssd --profile peak --size 4g\n  dyno disk --preset nvme --runs 3 --duration 3s --interval 1s\n  dyno disk --test rnd:4k:q1:t1 --test rnd:4k:q32:t4 --mix 70\n  dyno disk /var/lib/postgresql --preset sync\n  dyno disk /srv --preset meta --files 20000"
 )]
-pub struct DiskArgs {
+pub(crate) struct DiskArgs {
     /// A directory for the test file (default: the current directory), a
     /// new file name, or with --force an existing file (with --device
     /// --force, a block device).
@@ -1683,20 +1683,20 @@ pub struct DiskArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProfileArg {
+pub(crate) enum ProfileArg {
     All,
     Peak,
     Real,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FillArg {
+pub(crate) enum FillArg {
     Random,
     Zero,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum DiskEngineArg {
+pub(crate) enum DiskEngineArg {
     Auto,
     #[value(name = "io_uring", alias = "io-uring", alias = "uring")]
     IoUring,
@@ -1884,7 +1884,7 @@ fn run_limit(s: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let hint = "write it as 10s, 500ms, 2m or 1h";
     if t.starts_with('-') {
@@ -2015,7 +2015,7 @@ fn parse_segment(s: &str) -> Result<dyno_model::Segment, String> {
 
 /// A group name: a word of letters, digits and `-_.`, so that it reads
 /// the same in a tag, a Kubernetes name and a shell.
-pub fn parse_group(s: &str) -> Result<String, String> {
+pub(crate) fn parse_group(s: &str) -> Result<String, String> {
     let name = s.trim();
     if name.is_empty() || name.len() > 48 {
         return Err(format!(

@@ -6,6 +6,10 @@
 //! own usage errors exit 2 as well), 130 a run that an interrupt (SIGINT,
 //! SIGTERM or SIGHUP) ended early.
 
+// The binary is where messages to people are written: libraries never
+// print (the workspace denies print_stderr), the binary does.
+#![allow(clippy::print_stderr)]
+
 mod cli;
 mod cmd;
 mod settings;

@@ -1,6 +1,9 @@
 //! The CLI integration tests: the real `dyno` binary, real engines, a real
 //! store in a temporary DYNO_HOME, and the real reference server on loopback.
 
+// Tests may say on stderr what they skipped and why.
+#![allow(clippy::print_stderr)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

@@ -14,7 +14,7 @@ use super::{Context, print};
 use crate::ExitStatus;
 use crate::cli::{CompareArgs, CompareFormat};
 
-pub fn run(ctx: &Context, args: CompareArgs) -> Result<ExitStatus> {
+pub(super) fn run(ctx: &Context, args: CompareArgs) -> Result<ExitStatus> {
     let CompareArgs {
         sides,
         baseline,

@@ -7,7 +7,7 @@ use clap::CommandFactory;
 use crate::ExitStatus;
 use crate::cli::{Cli, CompletionsArgs, ManArgs};
 
-pub fn completions(args: CompletionsArgs) -> Result<ExitStatus> {
+pub(super) fn completions(args: CompletionsArgs) -> Result<ExitStatus> {
     let CompletionsArgs { shell } = args;
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "dyno", &mut out);
@@ -15,7 +15,7 @@ pub fn completions(args: CompletionsArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-pub fn man(args: ManArgs) -> Result<ExitStatus> {
+pub(super) fn man(args: ManArgs) -> Result<ExitStatus> {
     let ManArgs { dir } = args;
     let command = Cli::command();
     match dir {

@@ -19,7 +19,7 @@ use crate::ExitStatus;
 use crate::cli::{DbArgs, DbCommand, DbInitArgs, DbRunArgs};
 use crate::settings::{self, DbPlan};
 
-pub fn run(ctx: &Context, args: DbArgs) -> Result<ExitStatus> {
+pub(super) fn run(ctx: &Context, args: DbArgs) -> Result<ExitStatus> {
     match args.command {
         DbCommand::Init(args) => init_tables(args),
         DbCommand::Run(args) => run_load(ctx, *args),
@@ -202,27 +202,27 @@ impl ProgressLine {
 }
 
 /// Clients of `dyno quick`'s db line.
-pub const QUICK_CLIENTS: usize = 8;
+pub(super) const QUICK_CLIENTS: usize = 8;
 
 /// The variables of libpq's environment that name a server; `dyno quick`
 /// has a db line only when one of them is set.
 const SERVER_VARIABLES: [&str; 4] = ["PGHOST", "PGPORT", "PGDATABASE", "PGSERVICE"];
 
 /// Whether the environment names a PostgreSQL server for `dyno quick`.
-pub fn configured() -> bool {
+pub(super) fn configured() -> bool {
     SERVER_VARIABLES
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
 }
 
 /// What `dyno quick` says when no server is configured.
-pub const NOT_CONFIGURED: &str = "no PostgreSQL server is configured, so there is no db line: set PGHOST, PGPORT and PGDATABASE (libpq's environment) to a server whose database `dyno db init` has prepared, and quick adds a select-only line";
+pub(super) const NOT_CONFIGURED: &str = "no PostgreSQL server is configured, so there is no db line: set PGHOST, PGPORT and PGDATABASE (libpq's environment) to a server whose database `dyno db init` has prepared, and quick adds a select-only line";
 
 /// `dyno quick`'s db line: select-only, prepared, on the server of libpq's
 /// environment, for `duration`. It only reads: a database without the
 /// pgbench tables is an error that says how to make them, never a reason
 /// to make them. The metrics come named `db_…`.
-pub fn quick_measure(
+pub(super) fn quick_measure(
     duration: Duration,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<(Vec<dyno_model::Metric>, Vec<Warning>, serde_json::Value)> {

@@ -25,7 +25,7 @@ use crate::ExitStatus;
 use crate::cli::DiskArgs;
 use crate::settings::{self, DiskPlan};
 
-pub fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
+pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
     let DiskPlan {
         engine: settings,
         save,
@@ -203,7 +203,7 @@ fn progress_line(p: &Progress) {
 /// (direct I/O where the file system has it). Returns the metrics (named
 /// `disk_…`), the warnings and the settings. Ctrl-C during it stops the
 /// passes and still removes the file.
-pub fn quick_measure(
+pub(super) fn quick_measure(
     duration: Duration,
     stop: Arc<AtomicBool>,
 ) -> Result<(

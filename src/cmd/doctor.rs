@@ -17,7 +17,7 @@ use crate::cli::{DoctorArgs, DoctorKind};
 /// at a fake tree, so `--fix` writes only there).
 const SYSROOT: &str = "DYNO_SYSROOT";
 
-pub fn run(args: DoctorArgs) -> Result<ExitStatus> {
+pub(super) fn run(args: DoctorArgs) -> Result<ExitStatus> {
     let DoctorArgs {
         kind,
         conninfo,

@@ -56,7 +56,7 @@ fn describe(args: &FilterArgs) -> Vec<String> {
     given
 }
 
-pub fn history(ctx: &Context, args: HistoryArgs) -> Result<ExitStatus> {
+pub(super) fn history(ctx: &Context, args: HistoryArgs) -> Result<ExitStatus> {
     let HistoryArgs { filter: f } = args;
     let filters = describe(&f);
     let Listing { runs, skipped } = ctx.open_store()?.list(&filter(f))?;
@@ -78,14 +78,14 @@ pub fn history(ctx: &Context, args: HistoryArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-pub fn show(ctx: &Context, args: ShowArgs) -> Result<ExitStatus> {
+pub(super) fn show(ctx: &Context, args: ShowArgs) -> Result<ExitStatus> {
     let ShowArgs { id, json, format } = args;
     let store = ctx.open_store()?;
     display(&get_run(&*store, &id)?, json, format)
 }
 
 /// `dyno merge GROUP`: the group's merged run, shown, and saved if asked.
-pub fn merge(ctx: &Context, args: MergeArgs) -> Result<ExitStatus> {
+pub(super) fn merge(ctx: &Context, args: MergeArgs) -> Result<ExitStatus> {
     let MergeArgs {
         group,
         json,
@@ -224,7 +224,7 @@ fn command_of(kind: Kind) -> &'static str {
     }
 }
 
-pub fn export(ctx: &Context, args: ExportArgs) -> Result<ExitStatus> {
+pub(super) fn export(ctx: &Context, args: ExportArgs) -> Result<ExitStatus> {
     let ExportArgs {
         filter: f,
         format,
@@ -257,7 +257,7 @@ pub fn export(ctx: &Context, args: ExportArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-pub fn import(ctx: &Context, args: ImportArgs) -> Result<ExitStatus> {
+pub(super) fn import(ctx: &Context, args: ImportArgs) -> Result<ExitStatus> {
     let ImportArgs { file } = args;
     let (name, text) = read_input(&file)?;
     let runs = parse_runs(&text).with_context(|| format!("could not import '{name}'"))?;
@@ -361,7 +361,7 @@ fn parse_run(record: serde_json::Value) -> Result<Run> {
     serde_json::from_value(record).context("it is not a valid Run record")
 }
 
-pub fn rm(ctx: &Context, args: RmArgs) -> Result<ExitStatus> {
+pub(super) fn rm(ctx: &Context, args: RmArgs) -> Result<ExitStatus> {
     let RmArgs { ids } = args;
     let mut store = ctx.open_store()?;
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();

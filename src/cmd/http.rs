@@ -22,7 +22,7 @@ use crate::ExitStatus;
 use crate::cli::{HttpArgs, HttpFormat};
 use crate::settings::{self, HttpPlan};
 
-pub fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
+pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
     let env = environment();
     let HttpPlan {
         engine: settings,
@@ -200,7 +200,7 @@ fn create_log(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::File
 
 /// `dyno quick`'s HTTP line: dyno's own client against the built-in server
 /// on loopback, half the CPUs each, closed model, keep-alive.
-pub fn quick_load(
+pub(super) fn quick_load(
     duration: std::time::Duration,
     connections: usize,
     interrupted: Arc<AtomicBool>,

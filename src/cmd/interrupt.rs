@@ -15,21 +15,21 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 /// The exit code of a run that an interrupt ended early (128 + SIGINT, the
 /// shell's code for Ctrl-C), whichever of the three signals it was.
-pub const EXIT_CODE: u8 = 130;
+pub(crate) const EXIT_CODE: u8 = 130;
 
 /// The signals that interrupt a measurement.
 const SIGNALS: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
 
 /// The installed handlers; dropping it removes them (signal-hook then
 /// ignores those signals until another handler is installed).
-pub struct Interrupt {
+pub(crate) struct Interrupt {
     flag: Arc<AtomicBool>,
     ids: Vec<SigId>,
 }
 
 /// What a second interrupt does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Second {
+pub(crate) enum Second {
     /// Exit at once with [`EXIT_CODE`]: for engines with nothing to clean
     /// up on disk.
     Exits,
@@ -40,7 +40,7 @@ pub enum Second {
 
 impl Interrupt {
     /// Installs the handlers for SIGINT, SIGTERM and SIGHUP.
-    pub fn install(second: Second) -> Result<Interrupt> {
+    pub(crate) fn install(second: Second) -> Result<Interrupt> {
         let flag = Arc::new(AtomicBool::new(false));
         let mut ids = Vec::new();
         for signal in SIGNALS {
@@ -65,18 +65,18 @@ impl Interrupt {
     }
 
     /// The flag an engine polls; it is set by the first interrupt.
-    pub fn flag(&self) -> Arc<AtomicBool> {
+    pub(crate) fn flag(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.flag)
     }
 
     /// Whether an interrupt arrived.
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.flag.load(Ordering::Relaxed)
     }
 
     /// Also writes a byte to `sender` on every interrupt, to wake an engine
     /// blocked in `poll` (the command timer's stop socket).
-    pub fn wake(&mut self, sender: &UnixStream) -> Result<()> {
+    pub(crate) fn wake(&mut self, sender: &UnixStream) -> Result<()> {
         for signal in SIGNALS {
             let sender = sender
                 .try_clone()

@@ -17,7 +17,7 @@ use crate::cli::{Cli, Command, K8sArgs, K8sCommand, K8sJobArgs};
 /// How long the merge Job waits for the segments to save their runs.
 const MERGE_WAIT: &str = "1h";
 
-pub fn run(args: K8sArgs) -> Result<ExitStatus> {
+pub(super) fn run(args: K8sArgs) -> Result<ExitStatus> {
     match args.command {
         K8sCommand::Job(args) => job(*args),
     }

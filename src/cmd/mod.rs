@@ -8,7 +8,7 @@ mod disk;
 mod doctor;
 mod history;
 mod http;
-pub mod interrupt;
+pub(crate) mod interrupt;
 mod k8s;
 mod quick;
 mod report;
@@ -37,7 +37,7 @@ pub(crate) struct Context {
 }
 
 /// Runs the subcommand the user asked for.
-pub fn run(cli: Cli) -> Result<ExitStatus> {
+pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
     let store = cli
         .store
         .as_deref()
@@ -70,7 +70,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
 }
 
 /// This build, as recorded in every run.
-pub fn build() -> DynoBuild {
+pub(crate) fn build() -> DynoBuild {
     DynoBuild {
         version: Some(env!("CARGO_PKG_VERSION").to_owned()),
         git_revision: Some(env!("DYNO_GIT_REVISION").to_owned()),
@@ -78,7 +78,7 @@ pub fn build() -> DynoBuild {
 }
 
 /// The machine, as every run records it.
-pub fn environment() -> Environment {
+pub(crate) fn environment() -> Environment {
     dyno_env::capture(build())
 }
 
@@ -207,7 +207,7 @@ pub(crate) fn unreadable(skipped: &Skipped) -> String {
 
 /// Writes `text` to stdout, so a closed pipe surfaces as an error the caller
 /// can treat as success instead of a panic.
-pub fn print(text: &str) -> Result<()> {
+pub(crate) fn print(text: &str) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
@@ -215,7 +215,7 @@ pub fn print(text: &str) -> Result<()> {
 }
 
 /// Prints a progress note on stderr when a person is watching.
-pub fn progress(note: &str) {
+pub(crate) fn progress(note: &str) {
     if std::io::stderr().is_terminal() {
         eprintln!("{note}");
     }
@@ -226,7 +226,7 @@ pub fn progress(note: &str) {
 ///
 /// The store is opened by the caller *before* measuring, so a broken store
 /// fails in a second rather than after a long measurement.
-pub fn finish(
+pub(crate) fn finish(
     mut run: Run,
     save: &SaveArgs,
     store: Option<Box<dyn Store>>,
@@ -275,7 +275,7 @@ pub fn finish(
 
 /// Parses `--since`: an RFC 3339 timestamp, a date (midnight, local time) or
 /// an age such as `7d`, `12h` or `30m` counted back from now.
-pub fn parse_since(s: &str) -> Result<jiff::Timestamp, String> {
+pub(crate) fn parse_since(s: &str) -> Result<jiff::Timestamp, String> {
     let s = s.trim();
     if let Ok(ts) = s.parse::<jiff::Timestamp>() {
         return Ok(ts);

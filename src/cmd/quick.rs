@@ -30,7 +30,7 @@ struct QuickSettings {
     threads: usize,
 }
 
-pub fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
+pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
     let QuickArgs {
         save,
         repetitions,

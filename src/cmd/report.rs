@@ -14,7 +14,7 @@ use super::{Context, list_runs, print};
 use crate::ExitStatus;
 use crate::cli::{FilterArgs, ReportArgs};
 
-pub fn run(ctx: &Context, args: ReportArgs) -> Result<ExitStatus> {
+pub(super) fn run(ctx: &Context, args: ReportArgs) -> Result<ExitStatus> {
     let ReportArgs {
         runs: ids,
         filter: mut f,

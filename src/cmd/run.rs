@@ -16,7 +16,7 @@ use super::{Context, environment, finish};
 use crate::ExitStatus;
 use crate::cli::{RunArgs, SaveArgs, ShellArg};
 
-pub fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
+pub(super) fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
     let plan = settings(args)?;
     let settings = &plan.settings;
     let store = ctx.store_for(&plan.save)?;

@@ -20,7 +20,7 @@ use super::{Context, build, finish, progress};
 use crate::ExitStatus;
 use crate::cli::{MeasureArg, ScaleArgs, WorkloadArg};
 
-pub fn run(ctx: &Context, args: ScaleArgs) -> Result<ExitStatus> {
+pub(super) fn run(ctx: &Context, args: ScaleArgs) -> Result<ExitStatus> {
     let started = Instant::now();
     let started_at = jiff::Timestamp::now();
     let mut store = None;

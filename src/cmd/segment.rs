@@ -25,14 +25,14 @@ const POLL: Duration = Duration::from_millis(10);
 /// How far ahead of the last arrival the start is set: long enough for
 /// every segment to read the decision (a few polls), short enough that the
 /// barrier costs the run little.
-pub const LEAD: Duration = Duration::from_millis(50);
+pub(crate) const LEAD: Duration = Duration::from_millis(50);
 /// The furthest ahead `--start-at` may be: a time further out is a typo
 /// (a year, a day) far more often than a plan.
-pub const START_AT_HORIZON: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const START_AT_HORIZON: Duration = Duration::from_secs(24 * 3600);
 
 /// One segment's part, from the flags.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub segment: Segment,
     pub group: String,
     pub start_at: Option<Timestamp>,
@@ -50,24 +50,28 @@ pub struct Plan {
 /// run's -c, …), never what differs per segment by design (its index,
 /// host, source address, its shares).
 #[derive(Debug, Clone, Default)]
-pub struct Settings(pub BTreeMap<String, String>);
+pub(crate) struct Settings(pub BTreeMap<String, String>);
 
 impl Settings {
     /// Settings of the command `command` (`http`, `db run`).
-    pub fn new(command: &str) -> Settings {
+    pub(crate) fn new(command: &str) -> Settings {
         let mut s = Settings::default();
         s.put("command", command);
         s
     }
 
     /// Sets `name` to `value`.
-    pub fn put(&mut self, name: &str, value: impl std::fmt::Display) -> &mut Settings {
+    pub(crate) fn put(&mut self, name: &str, value: impl std::fmt::Display) -> &mut Settings {
         self.0.insert(name.to_owned(), value.to_string());
         self
     }
 
     /// Sets `name` to `value`, or "(not set)".
-    pub fn opt(&mut self, name: &str, value: Option<impl std::fmt::Display>) -> &mut Settings {
+    pub(crate) fn opt(
+        &mut self,
+        name: &str,
+        value: Option<impl std::fmt::Display>,
+    ) -> &mut Settings {
         match value {
             Some(v) => self.put(name, v),
             None => self.put(name, "(not set)"),
@@ -76,7 +80,7 @@ impl Settings {
 
     /// Sets `name` to a hash of `bytes` (for what is too long, or too
     /// private, to publish in the store: headers, bodies, files).
-    pub fn hash(&mut self, name: &str, bytes: &[u8]) -> &mut Settings {
+    pub(crate) fn hash(&mut self, name: &str, bytes: &[u8]) -> &mut Settings {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for b in bytes {
             h ^= u64::from(*b);
@@ -88,7 +92,7 @@ impl Settings {
 
 /// What the barrier settled, for the run's record.
 #[derive(Debug, Clone, Default)]
-pub struct Met {
+pub(crate) struct Met {
     /// The common start (Unix ns by this machine's clock).
     pub start_at_ns: i64,
     /// From this segment's arrival to the start.
@@ -102,7 +106,7 @@ impl Plan {
     /// The plan of `args`, if a segment was asked for; refuses a
     /// `--start-at` that has passed or is more than [`START_AT_HORIZON`]
     /// ahead.
-    pub fn from_args(args: &SegmentArgs, host: Option<&str>) -> Result<Option<Plan>> {
+    pub(crate) fn from_args(args: &SegmentArgs, host: Option<&str>) -> Result<Option<Plan>> {
         let (Some(segment), Some(group)) = (args.segment, args.group.clone()) else {
             return Ok(None);
         };
@@ -121,7 +125,7 @@ impl Plan {
 
     /// Publishes `settings` at the barrier (with `--start-at`, which every
     /// segment must share too).
-    pub fn publish(&mut self, mut settings: Settings) {
+    pub(crate) fn publish(&mut self, mut settings: Settings) {
         settings.opt("start_at", self.start_at);
         self.settings = settings.0;
     }
@@ -130,7 +134,7 @@ impl Plan {
     /// thread; no more threads than connections), and of `requests` (-n)
     /// when the run is so many requests: every segment needs at least one
     /// of each.
-    pub fn share(
+    pub(crate) fn share(
         &self,
         connections: u32,
         threads: usize,
@@ -160,7 +164,7 @@ impl Plan {
 
     /// Arrives at the barrier and waits for the start; `Err` when the run
     /// is called off (by this segment or another) or the store fails.
-    pub fn meet(&self, store: &mut dyn Store) -> Result<(SystemTime, Met), String> {
+    pub(crate) fn meet(&self, store: &mut dyn Store) -> Result<(SystemTime, Met), String> {
         let arrived = Instant::now();
         let now_ns = || dyno_store::unix_ns(Timestamp::now());
         let clock_offset_ns = store
@@ -264,7 +268,7 @@ impl Plan {
 
     /// Marks `run` as this segment's: its description, the tag that finds
     /// the group, and what the barrier settled.
-    pub fn record(&self, run: &mut Run, met: &Met, started_at: SystemTime) {
+    pub(crate) fn record(&self, run: &mut Run, met: &Met, started_at: SystemTime) {
         run.description = format!(
             "{} [segment {} of {}]",
             run.description, self.segment, self.group
@@ -286,14 +290,14 @@ impl Plan {
     }
 
     /// The tag every segment's run carries.
-    pub fn tag(&self) -> String {
+    pub(crate) fn tag(&self) -> String {
         group_tag(&self.group)
     }
 }
 
 /// An engine's gate for `plan`: the start barrier when this process is a
 /// segment (what it settled goes to `met`), an immediate start otherwise.
-pub fn gate(
+pub(crate) fn gate(
     plan: Option<&Plan>,
     store: Option<&mut (dyn Store + 'static)>,
     met: &mut Option<Met>,
@@ -310,7 +314,7 @@ pub fn gate(
 
 /// Refuses a `--start-at` that has passed by `now`, or is more than
 /// [`START_AT_HORIZON`] ahead of it.
-pub fn check_start_at(at: Timestamp, now: Timestamp) -> Result<()> {
+pub(crate) fn check_start_at(at: Timestamp, now: Timestamp) -> Result<()> {
     let now = now.round(jiff::Unit::Second).unwrap_or(now);
     let ahead = at.duration_since(now);
     if ahead.is_negative() {
@@ -356,12 +360,12 @@ fn span(d: Duration) -> String {
 }
 
 /// The tag of a group's segment runs.
-pub fn group_tag(group: &str) -> String {
+pub(crate) fn group_tag(group: &str) -> String {
     format!("group:{group}")
 }
 
 /// `d` as 60s or 250ms, for messages.
-pub fn humantime(d: Duration) -> String {
+pub(crate) fn humantime(d: Duration) -> String {
     if d.subsec_millis() == 0 {
         format!("{}s", d.as_secs())
     } else {

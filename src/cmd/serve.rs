@@ -11,7 +11,7 @@ use super::print;
 use crate::ExitStatus;
 use crate::cli::{ServeApp, ServeArgs};
 
-pub fn run(args: ServeArgs) -> Result<ExitStatus> {
+pub(super) fn run(args: ServeArgs) -> Result<ExitStatus> {
     let ServeArgs {
         addr,
         threads,

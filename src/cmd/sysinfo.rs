@@ -6,7 +6,7 @@ use super::{environment, print};
 use crate::ExitStatus;
 use crate::cli::SysinfoArgs;
 
-pub fn run(args: SysinfoArgs) -> Result<ExitStatus> {
+pub(super) fn run(args: SysinfoArgs) -> Result<ExitStatus> {
     let SysinfoArgs { json } = args;
     let env = environment();
     if json {

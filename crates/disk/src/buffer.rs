@@ -5,7 +5,7 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 
 /// A zeroed, aligned, owned byte buffer.
 #[derive(Debug)]
-pub struct AlignedBuf {
+pub(crate) struct AlignedBuf {
     ptr: std::ptr::NonNull<u8>,
     layout: Layout,
 }
@@ -15,7 +15,7 @@ unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
     /// `len` zero bytes aligned to `align` (a power of two).
-    pub fn new(len: usize, align: usize) -> AlignedBuf {
+    pub(crate) fn new(len: usize, align: usize) -> AlignedBuf {
         let layout = Layout::from_size_align(len.max(1), align.next_power_of_two())
             .expect("buffer sizes are far below isize::MAX");
         // SAFETY: the layout has a non-zero size.
@@ -26,26 +26,26 @@ impl AlignedBuf {
     }
 
     #[allow(clippy::len_without_is_empty)] // never empty: at least 1 byte
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.layout.size()
     }
 
-    pub fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: `ptr` points to `len` initialised bytes we own.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len()) }
     }
 
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as above, and `&mut self` makes the borrow unique.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len()) }
     }
 
-    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 
     /// Fills the buffer with pseudo-random bytes (incompressible).
-    pub fn fill_random(&mut self, rng: &mut fastrand::Rng) {
+    pub(crate) fn fill_random(&mut self, rng: &mut fastrand::Rng) {
         for chunk in self.as_mut_slice().chunks_mut(8) {
             let word = rng.u64(..).to_le_bytes();
             chunk.copy_from_slice(&word[..chunk.len()]);
@@ -56,7 +56,7 @@ impl AlignedBuf {
     /// of every 512-byte sector take `stamp`, so no two written blocks are
     /// equal and deduplicating storage cannot skip them (as fio's
     /// scramble_buffers does).
-    pub fn stamp(&mut self, stamp: u64) {
+    pub(crate) fn stamp(&mut self, stamp: u64) {
         let bytes = stamp.to_le_bytes();
         for sector in self.as_mut_slice().chunks_mut(512) {
             // A fixed 8-byte copy is one store; a copy of a length known

@@ -2,6 +2,9 @@
 //! count, writes reach the file, mixes mix, Ctrl-C ends a pass, tmpfs falls
 //! back to buffered I/O, and a full disk removes the test file.
 
+// Tests may say on stderr what they skipped and why.
+#![allow(clippy::print_stderr)]
+
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

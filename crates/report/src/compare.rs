@@ -145,7 +145,7 @@ impl<'a> Comparison<'a> {
 /// CSV: `better`, `worse`, `~` (no significant difference),
 /// `inconclusive`, `too-few-runs`, `untested` (one value, or one run's
 /// within-run interval, a side) or `no-ratio` (a baseline of zero).
-pub fn verdict_word(row: &Row) -> &'static str {
+pub(crate) fn verdict_word(row: &Row) -> &'static str {
     match row.verdict() {
         Verdict::Faster => "better",
         Verdict::Slower => "worse",

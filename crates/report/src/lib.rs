@@ -49,7 +49,7 @@ pub(crate) mod fixture {
         Uncertainty, UncertaintyMethod, Unit,
     };
 
-    pub fn environment() -> Environment {
+    pub(crate) fn environment() -> Environment {
         Environment {
             hostname: Some("bench-a".into()),
             os: Some("Debian GNU/Linux 12 (bookworm)".into()),
@@ -104,7 +104,7 @@ pub(crate) mod fixture {
         }
     }
 
-    pub fn run() -> Run {
+    pub(crate) fn run() -> Run {
         let mut run = Run::new(Kind::Quick, "int64 on 1 and 32 threads");
         run.id = "01JD5Z7M3Q8XK2V4N6R9T0W1YB".parse().unwrap();
         run.started_at = "2026-11-22T09:30:00Z".parse().unwrap();

@@ -220,7 +220,7 @@ pub(crate) mod testutil {
 
     /// A run with something in every part of the record, started
     /// `seconds` after 2024-01-01T00:00:00Z.
-    pub fn run(kind: Kind, seconds: i64, tags: &[&str], host: Option<&str>) -> Run {
+    pub(crate) fn run(kind: Kind, seconds: i64, tags: &[&str], host: Option<&str>) -> Run {
         let mut run = Run::new(kind, format!("{kind} run at +{seconds}s"));
         run.started_at = Timestamp::from_second(1_704_067_200 + seconds).unwrap();
         run.duration_ns = 1_500_000_000;

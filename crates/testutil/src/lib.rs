@@ -6,5 +6,8 @@
 //! Only tests depend on this crate (`publish = false`); it is never part of
 //! the binary.
 
+// A test helper says on stderr what it had to skip and why.
+#![allow(clippy::print_stderr)]
+
 pub mod tls;
 pub mod tmpfs;

@@ -11,7 +11,7 @@ use crate::cmd::build;
 
 /// Reads the points of `path`: JSON when it is named `.json` or its text
 /// starts like JSON, else CSV.
-pub fn read(path: &Path, columns: &Columns) -> Result<Curve> {
+pub(super) fn read(path: &Path, columns: &Columns) -> Result<Curve> {
     let shown = path.display().to_string();
     let text =
         std::fs::read_to_string(path).with_context(|| format!("could not read '{shown}'"))?;

@@ -10,7 +10,7 @@ use dyno_store::{Filter, Listing, Store};
 use crate::cmd::{Context, build};
 
 /// The curve of a saved sweep: RUN_ID, or the latest exec run with --last.
-pub fn curve(
+pub(super) fn curve(
     ctx: &Context,
     id: Option<String>,
     last: bool,

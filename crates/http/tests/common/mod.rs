@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 /// Closed-model engine settings for `url`: one thread, keep-alive, no
 /// warm-up, every status expected; each test sets what it varies.
-pub fn settings(
+pub(crate) fn settings(
     url: &str,
     stop: dyno_http::Stop,
     connections: usize,
@@ -73,14 +73,14 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 const MAX_REQUEST: usize = 1 << 20;
 
 /// A small valid answer: 200 with a 5-byte body, keep-alive.
-pub const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+pub(crate) const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
 /// The body of [`OK`].
-pub const OK_BODY: &[u8] = b"hello";
+pub(crate) const OK_BODY: &[u8] = b"hello";
 
 /// A running server. Dropping it stops accepting, ends every connection's
 /// handler at its next read or write, and joins all threads.
 #[derive(Debug)]
-pub struct Server {
+pub(crate) struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     accepted: Arc<AtomicU64>,
@@ -89,12 +89,12 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Connections accepted so far.
-    pub fn accepted(&self) -> u64 {
+    pub(crate) fn accepted(&self) -> u64 {
         self.accepted.load(Ordering::SeqCst)
     }
 }
@@ -116,7 +116,7 @@ impl Drop for Server {
 
 /// One accepted connection, as a handler sees it.
 #[derive(Debug)]
-pub struct Conn {
+pub(crate) struct Conn {
     stream: TcpStream,
     /// Bytes read but not yet taken as a request.
     pending: Vec<u8>,
@@ -127,7 +127,7 @@ impl Conn {
     /// Waits for the next complete request head and consumes it. False when
     /// the client closed the connection, the server is stopping, or reading
     /// failed: the handler should then return.
-    pub fn next_request(&mut self) -> bool {
+    pub(crate) fn next_request(&mut self) -> bool {
         loop {
             if let Some(at) = find(&self.pending, b"\r\n\r\n") {
                 self.pending.drain(..at + 4);
@@ -162,20 +162,20 @@ impl Conn {
 
     /// Reads and discards until the client closes (or the server stops):
     /// a server that took the request and never answers.
-    pub fn hold(&mut self) {
+    pub(crate) fn hold(&mut self) {
         while self.read_some() {
             self.pending.clear();
         }
     }
 
     /// Writes all of `bytes`; false if the client is gone.
-    pub fn send(&mut self, bytes: &[u8]) -> bool {
+    pub(crate) fn send(&mut self, bytes: &[u8]) -> bool {
         !self.stop.load(Ordering::SeqCst) && self.stream.write_all(bytes).is_ok()
     }
 
     /// Writes `pieces` one at a time with `pause` between them (each its
     /// own TCP segment: the socket has `TCP_NODELAY`).
-    pub fn send_pieces(&mut self, pieces: &[&[u8]], pause: Duration) -> bool {
+    pub(crate) fn send_pieces(&mut self, pieces: &[&[u8]], pause: Duration) -> bool {
         for (i, piece) in pieces.iter().enumerate() {
             if i > 0 {
                 thread::sleep(pause);
@@ -188,13 +188,13 @@ impl Conn {
     }
 
     /// Writes `bytes` one byte at a time with `pause` between bytes.
-    pub fn drip(&mut self, bytes: &[u8], pause: Duration) -> bool {
+    pub(crate) fn drip(&mut self, bytes: &[u8], pause: Duration) -> bool {
         let pieces: Vec<&[u8]> = bytes.chunks(1).collect();
         self.send_pieces(&pieces, pause)
     }
 
     /// Sends FIN: the client reads end-of-stream, we can still read.
-    pub fn shutdown_write(&self) {
+    pub(crate) fn shutdown_write(&self) {
         let _ = self.stream.shutdown(Shutdown::Write);
     }
 
@@ -202,7 +202,7 @@ impl Conn {
     /// and discards until the client closes too (at most a second). Closing
     /// with unread bytes would send RST instead, which the client may see
     /// before the last bytes of the answer.
-    pub fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         self.shutdown_write();
         let deadline = Instant::now() + Duration::from_secs(1);
         while Instant::now() < deadline && self.read_some() {
@@ -212,7 +212,7 @@ impl Conn {
 
     /// Closes with `SO_LINGER` 0, so the kernel sends RST instead of FIN.
     /// (`TcpStream::set_linger` is unstable, hence libc.)
-    pub fn reset(self) {
+    pub(crate) fn reset(self) {
         let linger = libc::linger {
             l_onoff: 1,
             l_linger: 0,
@@ -253,7 +253,7 @@ fn is_timeout(e: &io::Error) -> bool {
 /// Starts a server on `127.0.0.1:0` that runs `handler` on every accepted
 /// connection, each on its own thread; the connection closes when the
 /// handler returns (or drops the [`Conn`]).
-pub fn serve(handler: impl Fn(Conn) + Send + Sync + 'static) -> Server {
+pub(crate) fn serve(handler: impl Fn(Conn) + Send + Sync + 'static) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     serve_on(listener, handler)
 }
@@ -326,7 +326,7 @@ fn serve_on(listener: TcpListener, handler: impl Fn(Conn) + Send + Sync + 'stati
 
 /// An address where nothing listens: bound, then closed, so connecting is
 /// refused (RST to the SYN).
-pub fn refused() -> SocketAddr {
+pub(crate) fn refused() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     listener
         .local_addr()
@@ -336,7 +336,7 @@ pub fn refused() -> SocketAddr {
 /// A listener that never accepts and whose accept queue is full (backlog 0
 /// and one connection already queued), so Linux drops further SYNs and
 /// connecting times out. The returned stream holds the queue's one slot.
-pub fn full_backlog() -> (TcpListener, TcpStream) {
+pub(crate) fn full_backlog() -> (TcpListener, TcpStream) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     // SAFETY: listen(2) on a socket we own; calling it again only changes
     // the backlog.
@@ -349,7 +349,7 @@ pub fn full_backlog() -> (TcpListener, TcpStream) {
 
 /// Answers every request with [`OK`] at once, keep-alive: a well-behaved
 /// server.
-pub fn ok() -> Server {
+pub(crate) fn ok() -> Server {
     serve(|mut c| {
         while c.next_request() {
             if !c.send(OK) {
@@ -363,15 +363,15 @@ pub fn ok() -> Server {
 /// still reads what the client sends before letting go, so the close stays
 /// a clean FIN and never becomes an RST for unread data: the client must
 /// see end-of-stream.
-pub fn accept_then_close() -> Server {
+pub(crate) fn accept_then_close() -> Server {
     serve(|c| c.finish())
 }
 
 /// The first line and half a header name, then close.
-pub const MID_HEADERS: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Le";
+pub(crate) const MID_HEADERS: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Le";
 
 /// Reads the request, sends [`MID_HEADERS`], closes.
-pub fn close_mid_headers() -> Server {
+pub(crate) fn close_mid_headers() -> Server {
     serve(|mut c| {
         if c.next_request() {
             c.send(MID_HEADERS);
@@ -381,10 +381,10 @@ pub fn close_mid_headers() -> Server {
 }
 
 /// A head promising 100 body bytes and only 10 of them.
-pub const MID_BODY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789";
+pub(crate) const MID_BODY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789";
 
 /// Reads the request, sends [`MID_BODY`], closes.
-pub fn close_mid_body() -> Server {
+pub(crate) fn close_mid_body() -> Server {
     serve(|mut c| {
         if c.next_request() {
             c.send(MID_BODY);
@@ -394,7 +394,7 @@ pub fn close_mid_body() -> Server {
 }
 
 /// Reads the request, then closes with RST (no answer).
-pub fn reset() -> Server {
+pub(crate) fn reset() -> Server {
     serve(|mut c| {
         if c.next_request() {
             c.reset();
@@ -403,7 +403,7 @@ pub fn reset() -> Server {
 }
 
 /// Reads the request and never answers; lets go when the client does.
-pub fn stall() -> Server {
+pub(crate) fn stall() -> Server {
     serve(|mut c| {
         if c.next_request() {
             c.hold();
@@ -413,7 +413,7 @@ pub fn stall() -> Server {
 
 /// Answers the first `answered` requests (of all connections) with [`OK`],
 /// then reads every later one and never answers it.
-pub fn stall_after(answered: u64) -> Server {
+pub(crate) fn stall_after(answered: u64) -> Server {
     let count = Arc::new(AtomicU64::new(0));
     serve(move |mut c| {
         while c.next_request() {
@@ -429,11 +429,11 @@ pub fn stall_after(answered: u64) -> Server {
 }
 
 /// Not HTTP at all.
-pub const GARBAGE: &[u8] = b"HELLO WORLD\r\n\r\n";
+pub(crate) const GARBAGE: &[u8] = b"HELLO WORLD\r\n\r\n";
 
 /// Answers every request with [`GARBAGE`] (and keeps the connection until
 /// the client drops it).
-pub fn garbage() -> Server {
+pub(crate) fn garbage() -> Server {
     serve(|mut c| {
         while c.next_request() {
             if !c.send(GARBAGE) {
@@ -444,7 +444,7 @@ pub fn garbage() -> Server {
 }
 
 /// An answer whose head holds a 100 KiB header field.
-pub fn oversized_head() -> Vec<u8> {
+pub(crate) fn oversized_head() -> Vec<u8> {
     let mut r = b"HTTP/1.1 200 OK\r\nX-Big: ".to_vec();
     r.resize(r.len() + 100 * 1024, b'a');
     r.extend_from_slice(b"\r\nContent-Length: 5\r\n\r\nhello");
@@ -452,7 +452,7 @@ pub fn oversized_head() -> Vec<u8> {
 }
 
 /// Answers every request with [`oversized_head`].
-pub fn oversized_headers() -> Server {
+pub(crate) fn oversized_headers() -> Server {
     let answer = oversized_head();
     serve(move |mut c| {
         while c.next_request() {
@@ -469,7 +469,7 @@ pub fn oversized_headers() -> Server {
 /// pieces at the places a parser is most likely to get wrong: inside the
 /// size, between CR and LF, inside the data, inside the trailers, before the
 /// final LF.
-pub const CHUNKED_PIECES: &[&[u8]] = &[
+pub(crate) const CHUNKED_PIECES: &[&[u8]] = &[
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r",
     b"\n1",
     b"A;name=value;flag\r",
@@ -483,14 +483,14 @@ pub const CHUNKED_PIECES: &[&[u8]] = &[
 
 /// Bytes of the chunked answer after its head (what the engine counts as
 /// body bytes: chunk framing and trailers included).
-pub fn chunked_body_len() -> usize {
+pub(crate) fn chunked_body_len() -> usize {
     let total: usize = CHUNKED_PIECES.iter().map(|p| p.len()).sum();
     let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".len();
     total - head
 }
 
 /// Answers every request with [`CHUNKED_PIECES`], 2 ms apart, keep-alive.
-pub fn chunked() -> Server {
+pub(crate) fn chunked() -> Server {
     serve(|mut c| {
         while c.next_request() {
             if !c.send_pieces(CHUNKED_PIECES, Duration::from_millis(2)) {
@@ -501,11 +501,11 @@ pub fn chunked() -> Server {
 }
 
 /// A valid answer that says it closes the connection.
-pub const CLOSE_ANSWER: &[u8] =
+pub(crate) const CLOSE_ANSWER: &[u8] =
     b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
 
 /// Answers one request with [`CLOSE_ANSWER`], then closes.
-pub fn connection_close() -> Server {
+pub(crate) fn connection_close() -> Server {
     serve(|mut c| {
         if c.next_request() {
             c.send(CLOSE_ANSWER);
@@ -515,11 +515,11 @@ pub fn connection_close() -> Server {
 }
 
 /// The body of the close-delimited answer.
-pub const HTTP10_BODY_LEN: usize = 1000;
+pub(crate) const HTTP10_BODY_LEN: usize = 1000;
 
 /// Answers one request the HTTP/1.0 way: no `Content-Length`, the body in
 /// two writes, then close (which is what ends the body).
-pub fn http10_close_delimited() -> Server {
+pub(crate) fn http10_close_delimited() -> Server {
     serve(|mut c| {
         if c.next_request() {
             let body = [b'x'; HTTP10_BODY_LEN];
@@ -538,7 +538,7 @@ pub fn http10_close_delimited() -> Server {
 
 /// Interim answers before the real one: `100 Continue`, then `103 Early
 /// Hints` with a header, then [`OK`], each its own write; keep-alive.
-pub fn interim_1xx() -> Server {
+pub(crate) fn interim_1xx() -> Server {
     serve(|mut c| {
         while c.next_request() {
             let pieces: &[&[u8]] = &[
@@ -555,7 +555,7 @@ pub fn interim_1xx() -> Server {
 
 /// Answers every request with [`OK`] written one byte at a time, `pause`
 /// between bytes; keep-alive.
-pub fn drip(pause: Duration) -> Server {
+pub(crate) fn drip(pause: Duration) -> Server {
     serve(move |mut c| {
         while c.next_request() {
             if !c.drip(OK, pause) {
@@ -568,7 +568,7 @@ pub fn drip(pause: Duration) -> Server {
 /// Answers at once, except that every answer due between `t0 + from` and
 /// `t0 + until` (t0: the first request the server saw) waits until
 /// `t0 + until`: the server stalls for `until - from` once.
-pub fn stall_window(from: Duration, until: Duration) -> Server {
+pub(crate) fn stall_window(from: Duration, until: Duration) -> Server {
     let t0: Arc<OnceLock<Instant>> = Arc::default();
     serve(move |mut c| {
         while c.next_request() {

@@ -17,16 +17,16 @@ use super::markup::{Table, esc};
 
 /// Width and height of a chart's SVG canvas, in CSS pixels (scaled down to
 /// the page width by CSS).
-pub const WIDTH: u32 = 760;
-pub const HEIGHT: u32 = 340;
+pub(super) const WIDTH: u32 = 760;
+pub(super) const HEIGHT: u32 = 340;
 
 /// Axes and text: replaced by `currentColor` in the page's CSS.
-pub const FG: RGBColor = RGBColor(0, 0, 0);
+pub(super) const FG: RGBColor = RGBColor(0, 0, 0);
 /// Grid lines: replaced by a faint `currentColor` in the page's CSS.
-pub const GRID: RGBColor = RGBColor(0xCC, 0xCC, 0xCC);
+pub(super) const GRID: RGBColor = RGBColor(0xCC, 0xCC, 0xCC);
 
 /// Series colours, in order.
-pub const PALETTE: [RGBColor; 8] = [
+pub(super) const PALETTE: [RGBColor; 8] = [
     RGBColor(0x3B, 0x7D, 0xD8),
     RGBColor(0xE8, 0x87, 0x1E),
     RGBColor(0x2E, 0x9E, 0x5B),
@@ -38,26 +38,26 @@ pub const PALETTE: [RGBColor; 8] = [
 ];
 
 /// A verdict's colour: better, worse, or neither.
-pub const BETTER: RGBColor = RGBColor(0x2E, 0x9E, 0x5B);
-pub const WORSE: RGBColor = RGBColor(0xD6, 0x45, 0x45);
-pub const NEUTRAL: RGBColor = RGBColor(0x8A, 0x8A, 0x8A);
+pub(super) const BETTER: RGBColor = RGBColor(0x2E, 0x9E, 0x5B);
+pub(super) const WORSE: RGBColor = RGBColor(0xD6, 0x45, 0x45);
+pub(super) const NEUTRAL: RGBColor = RGBColor(0x8A, 0x8A, 0x8A);
 
-pub fn colour(i: usize) -> RGBColor {
+pub(super) fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
 /// The CSS hex form of a colour, for legends drawn in HTML.
-pub fn hex(c: RGBColor) -> String {
+pub(super) fn hex(c: RGBColor) -> String {
     format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
 }
 
 /// What any drawing step can fail with; on a string backend only a
 /// degenerate range does, and the chart is then replaced by a note.
-pub type DrawResult = Result<(), Box<dyn std::error::Error>>;
+pub(super) type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 /// A finished chart: its SVG (or why there is none) and what it shows.
 #[derive(Debug, Clone)]
-pub struct Chart {
+pub(super) struct Chart {
     /// The `data-chart` name tests and readers find it by.
     pub id: String,
     pub title: String,
@@ -72,7 +72,7 @@ pub struct Chart {
 
 impl Chart {
     /// Draws `draw` onto a fresh SVG canvas.
-    pub fn draw(
+    pub(super) fn draw(
         id: impl Into<String>,
         title: impl Into<String>,
         (series, points): (usize, usize),
@@ -102,18 +102,18 @@ impl Chart {
         }
     }
 
-    pub fn note(mut self, note: impl Into<String>) -> Chart {
+    pub(super) fn note(mut self, note: impl Into<String>) -> Chart {
         self.note = Some(note.into());
         self
     }
 
-    pub fn table(mut self, table: Table) -> Chart {
+    pub(super) fn table(mut self, table: Table) -> Chart {
         self.table = Some(table);
         self
     }
 
     /// The chart as a `<figure>`.
-    pub fn html(&self) -> String {
+    pub(super) fn html(&self) -> String {
         let mut out = String::new();
         let _ = write!(
             out,
@@ -143,20 +143,20 @@ fn tidy_svg(svg: &str) -> String {
 }
 
 /// The standard frame: caption-less (the figure has it), labelled axes.
-pub fn font(size: u32) -> TextStyle<'static> {
+pub(super) fn font(size: u32) -> TextStyle<'static> {
     ("sans-serif", size).into_font().color(&FG)
 }
 
 /// A unit that keeps nanosecond values readable: ns, µs, ms or s, chosen
 /// by the largest value shown.
 #[derive(Debug, Clone, Copy)]
-pub struct TimeUnit {
+pub(super) struct TimeUnit {
     pub divisor: f64,
     pub name: &'static str,
 }
 
 impl TimeUnit {
-    pub fn for_max_ns(max: f64) -> TimeUnit {
+    pub(super) fn for_max_ns(max: f64) -> TimeUnit {
         let (divisor, name) = if max >= 1e9 {
             (1e9, "s")
         } else if max >= 1e6 {
@@ -171,7 +171,7 @@ impl TimeUnit {
 }
 
 /// A number with about four significant figures for tables and labels.
-pub fn num(v: f64) -> String {
+pub(super) fn num(v: f64) -> String {
     if !v.is_finite() {
         return "n/a".into();
     }
@@ -192,7 +192,7 @@ pub fn num(v: f64) -> String {
 }
 
 /// A tick label for a linear axis: short, without trailing noise.
-pub fn tick(v: &f64) -> String {
+pub(super) fn tick(v: &f64) -> String {
     let a = v.abs();
     if a >= 1e6 {
         format!("{:.3}M", v / 1e6)
@@ -211,7 +211,7 @@ pub fn tick(v: &f64) -> String {
 }
 
 /// A range with room around `lo..hi` (and never empty).
-pub fn padded(lo: f64, hi: f64) -> std::ops::Range<f64> {
+pub(super) fn padded(lo: f64, hi: f64) -> std::ops::Range<f64> {
     let (lo, hi) = if lo.is_finite() && hi.is_finite() {
         (lo, hi)
     } else {
@@ -228,7 +228,7 @@ pub fn padded(lo: f64, hi: f64) -> std::ops::Range<f64> {
 }
 
 /// A range from zero to a little above `hi`.
-pub fn from_zero(hi: f64) -> std::ops::Range<f64> {
+pub(super) fn from_zero(hi: f64) -> std::ops::Range<f64> {
     if hi.is_finite() && hi > 0.0 {
         0.0..hi * 1.08
     } else {
@@ -237,7 +237,7 @@ pub fn from_zero(hi: f64) -> std::ops::Range<f64> {
 }
 
 /// Whether `x` is a power of ten (a log axis's labelled key points).
-pub fn is_decade(x: f64) -> bool {
+pub(super) fn is_decade(x: f64) -> bool {
     x > 0.0 && (x.log10() - x.log10().round()).abs() < 1e-9
 }
 
@@ -245,7 +245,7 @@ pub fn is_decade(x: f64) -> bool {
 /// axes and labels in the foreground colour (turned into `currentColor` by
 /// the page's CSS), tick labels at 12 px and axis titles at 13 px. Callers
 /// add their axis titles, formatters and what to leave out.
-pub fn mesh<'a, 'b, DB, XT, YT, X, Y>(
+pub(super) fn mesh<'a, 'b, DB, XT, YT, X, Y>(
     chart: &'b mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
 ) -> plotters::chart::MeshStyle<'a, 'b, X, Y, DB>
 where
@@ -264,7 +264,7 @@ where
 
 /// The series legend drawn by plotters, without a background box (it
 /// would be white in a dark viewer).
-pub fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+pub(super) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
     chart: &mut ChartContext<'a, DB, CT>,
 ) -> DrawResult
 where
@@ -280,6 +280,6 @@ where
 }
 
 /// A legend swatch for a line series.
-pub fn swatch(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+pub(super) fn swatch(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
     move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
 }

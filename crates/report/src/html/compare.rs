@@ -68,7 +68,7 @@ fn words(v: Verdict) -> &'static str {
     }
 }
 
-pub fn charts(run: &Run) -> Vec<String> {
+pub(super) fn charts(run: &Run) -> Vec<String> {
     let c = Comparison::of(run);
     let mut out = Vec::new();
     out.push(format!(

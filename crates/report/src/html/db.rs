@@ -20,7 +20,7 @@ const DB: Flow = Flow {
     corrected: "the corrected latency, from each transaction's due time, as the spectrum's first line",
 };
 
-pub fn charts(run: &Run) -> Vec<String> {
+pub(super) fn charts(run: &Run) -> Vec<String> {
     let mut out = Vec::new();
     let open = run.metric("latency_uncorrected_ns").is_some();
     let corrected = if open {

@@ -34,7 +34,7 @@ fn labelled<'a>(run: &'a Run, name: &str, test: &str, op: &str) -> Option<&'a dy
 }
 
 /// The disk charts of `run`.
-pub fn charts(run: &Run, prefix: &str) -> Vec<String> {
+pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
     let tests = tests(run, prefix);
     if tests.is_empty() {
         return vec!["<p class=\"note\">No disk tests in this run.</p>".into()];

@@ -15,7 +15,7 @@ use super::http::category;
 use super::markup::Table;
 use crate::{Bench, benches, format_duration_ns};
 
-pub fn charts(run: &Run) -> Vec<String> {
+pub(super) fn charts(run: &Run) -> Vec<String> {
     let benches = benches(run);
     let mut out = Vec::new();
     if let Some(c) = distribution(&benches) {

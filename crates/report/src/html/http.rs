@@ -11,7 +11,7 @@ use super::latency::{self, Series};
 use super::markup::{Table, esc};
 
 /// The HTTP charts of `run`, reading metrics named `{prefix}latency_ns` …
-pub fn charts(run: &Run, prefix: &str) -> Vec<String> {
+pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
     let name = |n: &str| format!("{prefix}{n}");
     let mut out = Vec::new();
     let mut series = Vec::new();
@@ -56,13 +56,13 @@ pub fn charts(run: &Run, prefix: &str) -> Vec<String> {
 }
 
 /// A note paragraph.
-pub fn note(text: &str) -> String {
+pub(super) fn note(text: &str) -> String {
     format!("<p class=\"note\">{}</p>", esc(text))
 }
 
 /// What a kind of run's per-second timeline is called: its metrics, its
 /// charts' ids and words.
-pub struct Flow {
+pub(super) struct Flow {
     /// The start of the charts' ids: `http` → `http-timeline-rate`.
     pub id: &'static str,
     /// The start of the charts' titles: `HTTP`.
@@ -83,7 +83,7 @@ pub struct Flow {
 }
 
 /// The timeline of an HTTP run.
-pub const HTTP: Flow = Flow {
+pub(super) const HTTP: Flow = Flow {
     id: "http",
     what: "HTTP",
     rate_metric: "timeline_requests_per_sec",
@@ -123,7 +123,7 @@ fn buckets(rates: &[f64], p99s: &[f64], per: usize) -> Vec<(usize, f64, Option<f
 /// instead when the run keeps no timeline, or when nothing completed in
 /// any second (no empty charts). `open`: the run is open-model, so its p99
 /// is the corrected latency, and the p99 chart says so.
-pub fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<String> {
+pub(super) fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<String> {
     let rates = run
         .metric(&format!("{prefix}{}", flow.rate_metric))
         .map(|m| &m.samples);
@@ -340,7 +340,7 @@ fn answers(run: &Run, prefix: &str) -> Option<Chart> {
 
 /// The label of the category at `y` (a whole index), cut to `width`
 /// characters, or nothing between.
-pub fn category(labels: &[String], y: f64, width: usize) -> String {
+pub(super) fn category(labels: &[String], y: f64, width: usize) -> String {
     let i = y.round();
     if (y - i).abs() > 1e-6 || i < 0.0 {
         return String::new();
@@ -352,7 +352,7 @@ pub fn category(labels: &[String], y: f64, width: usize) -> String {
 }
 
 /// `s` cut to `max` characters with an ellipsis.
-pub fn shorten(s: &str, max: usize) -> String {
+pub(super) fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_owned()
     } else {

@@ -21,7 +21,7 @@ const MAX_DECADES: u32 = 7;
 
 /// One named distribution.
 #[derive(Debug)]
-pub struct Series {
+pub(super) struct Series {
     pub name: String,
     pub histogram: Histogram<u64>,
 }
@@ -29,7 +29,7 @@ pub struct Series {
 impl Series {
     /// The decoded histogram of `metric`, if it has one that decodes and
     /// holds a sample.
-    pub fn of(name: impl Into<String>, metric: Option<&Metric>) -> Option<Series> {
+    pub(super) fn of(name: impl Into<String>, metric: Option<&Metric>) -> Option<Series> {
         let h = hdr::from_model(metric?.histogram.as_ref()?).ok()?;
         (!h.is_empty()).then(|| Series {
             name: name.into(),
@@ -60,7 +60,7 @@ impl Series {
 }
 
 /// `99.9%` for x = 1000.
-pub fn nines(x: f64) -> String {
+pub(super) fn nines(x: f64) -> String {
     let q = 100.0 * (1.0 - 1.0 / x);
     let digits = (x.log10().round() as i32 - 2).max(0) as usize;
     format!("{q:.digits$}%")
@@ -74,7 +74,7 @@ const LOG_AXIS_SPREAD: f64 = 10.0;
 /// The percentile spectrum of `series` on one nines axis. The latency axis
 /// is linear from zero, or logarithmic when the series' medians are more
 /// than [`LOG_AXIS_SPREAD`] times apart, so every line keeps its shape.
-pub fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart> {
+pub(super) fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart> {
     if series.is_empty() {
         return None;
     }

@@ -23,14 +23,14 @@ pub fn esc(s: &str) -> String {
 /// A table of text cells; the first row is the header. Columns after the
 /// first are right-aligned when they hold numbers.
 #[derive(Debug, Clone, Default)]
-pub struct Table {
+pub(super) struct Table {
     pub caption: Option<String>,
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
+    pub(super) fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
         Table {
             caption: None,
             header: header.into_iter().map(Into::into).collect(),
@@ -38,16 +38,16 @@ impl Table {
         }
     }
 
-    pub fn caption(mut self, caption: impl Into<String>) -> Table {
+    pub(super) fn caption(mut self, caption: impl Into<String>) -> Table {
         self.caption = Some(caption.into());
         self
     }
 
-    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+    pub(super) fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
-    pub fn html(&self) -> String {
+    pub(super) fn html(&self) -> String {
         let mut out = String::from("<table>");
         if let Some(c) = &self.caption {
             let _ = write!(out, "<caption>{}</caption>", esc(c));
@@ -123,7 +123,7 @@ ul.warnings li { color: #c0392b; }
 "##;
 
 /// The whole page around `body`.
-pub fn page(title: &str, body: &str) -> String {
+pub(super) fn page(title: &str, body: &str) -> String {
     let mut out = String::with_capacity(body.len() + STYLE.len() + 512);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     let _ = writeln!(

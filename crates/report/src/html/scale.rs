@@ -74,7 +74,7 @@ fn points(run: &Run) -> Vec<Point> {
     out
 }
 
-pub fn charts(run: &Run) -> Vec<String> {
+pub(super) fn charts(run: &Run) -> Vec<String> {
     let pts = points(run);
     if pts.is_empty() {
         return vec!["<p class=\"note\">No scaling points in this run.</p>".into()];

@@ -18,7 +18,7 @@ use crate::format_value;
 const SUMMARY_CHARTS: usize = 8;
 
 /// A divisor and the axis name of `unit` for values up to `max`.
-pub fn axis_unit(unit: Unit, max: f64) -> (f64, String) {
+pub(super) fn axis_unit(unit: Unit, max: f64) -> (f64, String) {
     match unit {
         Unit::Ns => {
             let t = TimeUnit::for_max_ns(max);
@@ -73,7 +73,7 @@ const TIME_TICKS: i64 = 6;
 /// A time axis (seconds since the epoch, UTC) with its ticks at round
 /// times and one label format that never repeats a label.
 #[derive(Debug, Clone)]
-pub struct TimeAxis {
+pub(super) struct TimeAxis {
     lo: f64,
     hi: f64,
     ticks: Vec<f64>,
@@ -85,7 +85,7 @@ pub struct TimeAxis {
 
 impl TimeAxis {
     /// The axis over the runs' start times `lo..=hi`, a little wider.
-    pub fn new(lo: f64, hi: f64) -> TimeAxis {
+    pub(super) fn new(lo: f64, hi: f64) -> TimeAxis {
         let (lo, hi) = if hi > lo {
             let pad = ((hi - lo) * 0.06).max(1.0);
             (lo - pad, hi + pad)
@@ -126,12 +126,12 @@ impl TimeAxis {
     }
 
     /// The label of the tick at `x`.
-    pub fn label(&self, x: f64) -> String {
+    pub(super) fn label(&self, x: f64) -> String {
         stamp(x).map_or_else(String::new, |t| t.strftime(self.format).to_string())
     }
 
     /// The axis title: when the ticks show only times, the date they share.
-    pub fn title(&self) -> String {
+    pub(super) fn title(&self) -> String {
         match &self.date {
             Some(d) => format!("run started on {d} (UTC)"),
             None => "run started (UTC)".into(),
@@ -293,13 +293,13 @@ fn interval_text(m: &Metric) -> String {
 
 /// Whether `m` is the metric `wanted` names, as `dyno show` displays it
 /// (spaces after commas optional).
-pub fn matches(m: &Metric, wanted: &str) -> bool {
+pub(super) fn matches(m: &Metric, wanted: &str) -> bool {
     let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
     squash(&m.display_name()) == squash(wanted)
 }
 
 /// The trend of `metric` across `runs`: `None` when no run has it.
-pub fn trend(runs: &[Run], metric: &str) -> Option<String> {
+pub(super) fn trend(runs: &[Run], metric: &str) -> Option<String> {
     let mut points: Vec<Point> = runs
         .iter()
         .filter_map(|run| {
@@ -341,7 +341,7 @@ pub fn trend(runs: &[Run], metric: &str) -> Option<String> {
 
 /// The overview of many runs: headline over time per (kind, description),
 /// the largest groups charted, and every run in a table.
-pub fn overview(runs: &[Run]) -> String {
+pub(super) fn overview(runs: &[Run]) -> String {
     let mut groups: BTreeMap<(String, String), Vec<Point>> = BTreeMap::new();
     for run in runs {
         if let Some(m) = run.headline_metric() {

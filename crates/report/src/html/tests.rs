@@ -178,7 +178,7 @@ type Matched = (
 
 /// A comparison of xeon (baseline) and opteron, as `dyno compare` records
 /// it: three matched metrics of two kinds.
-pub fn compare_run() -> Run {
+pub(super) fn compare_run() -> Run {
     let mut run = Run::new(Kind::Compare, "xeon vs opteron");
     run.settings = json!({
         "baseline": "xeon",

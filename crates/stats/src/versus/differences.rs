@@ -37,7 +37,7 @@ const VOLATILE_ENVIRONMENT: [&str; 4] = [
 /// Settings that differ between the groups or within one, keyed by
 /// `kind.path` so that an http run's `connections` is never set beside a
 /// disk run's.
-pub fn settings(groups: &[(&str, Vec<&Run>)]) -> Vec<Difference> {
+pub(super) fn settings(groups: &[(&str, Vec<&Run>)]) -> Vec<Difference> {
     differences(groups, |run| {
         let mut out = BTreeMap::new();
         let builtin = run.settings.get("builtin_server") == Some(&Value::Bool(true));
@@ -57,7 +57,7 @@ pub fn settings(groups: &[(&str, Vec<&Run>)]) -> Vec<Difference> {
 }
 
 /// Environment fields that differ between the groups or within one.
-pub fn environment(groups: &[(&str, Vec<&Run>)]) -> Vec<Difference> {
+pub(super) fn environment(groups: &[(&str, Vec<&Run>)]) -> Vec<Difference> {
     differences(groups, |run| {
         let mut out = BTreeMap::new();
         let env = serde_json::to_value(&run.environment).unwrap_or(Value::Null);
