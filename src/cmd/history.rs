@@ -149,7 +149,7 @@ fn wait_for_segments(store: &dyn Store, group: &str, wait: std::time::Duration) 
         let count = state.arrivals.first().map(|a| a.segment.count);
         let saved: std::collections::BTreeSet<u32> = runs
             .iter()
-            .filter_map(dyno_stats::merge::SegmentInfo::of)
+            .filter_map(Run::segment)
             .map(|s| s.index)
             .collect();
         if count.is_some_and(|n| saved.len() as u32 >= n) {

@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Result, bail};
+use dyno_model::record::SegmentRecord;
 use dyno_model::{Run, Segment};
 use dyno_store::{Arrival, Decision, Store, StoreError};
 use jiff::Timestamp;
-use serde_json::json;
 
 use crate::cli::SegmentArgs;
 
@@ -276,17 +276,19 @@ impl Plan {
         let started_ns = started_at
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i64);
-        run.settings["segment"] = json!({
-            "group": self.group,
-            "index": self.segment.index,
-            "count": self.segment.count,
-            "host": self.host,
-            "start_at_ns": met.start_at_ns,
-            "started_at_ns": started_ns,
-            "barrier_wait_ns": met.waited.as_nanos() as u64,
-            "clock_offset_ns": met.clock_offset_ns,
-            "fingerprint": dyno_store::fingerprint(&self.settings),
-        });
+        let record = SegmentRecord {
+            group: self.group.clone(),
+            index: self.segment.index,
+            count: self.segment.count,
+            host: self.host.clone(),
+            start_at_ns: met.start_at_ns,
+            started_at_ns: started_ns,
+            barrier_wait_ns: met.waited.as_nanos() as u64,
+            clock_offset_ns: met.clock_offset_ns,
+            fingerprint: dyno_store::fingerprint(&self.settings),
+        };
+        run.settings["segment"] =
+            serde_json::to_value(record).expect("a segment record serializes");
     }
 
     /// The tag every segment's run carries.

@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 
+use dyno_model::record::{GroupRecord, GroupSegment, SegmentRecord};
 use dyno_model::{Merge, Metric, Run, RunId, Warning};
 use serde_json::{Value, json};
 
@@ -33,43 +34,6 @@ use crate::hdr;
 /// a few scheduler ticks. Beyond it, the seconds of the aligned timeline
 /// do not quite hold the same instants.
 pub const START_TOLERANCE: Duration = Duration::from_millis(50);
-
-/// What a segment's run records of its part (its settings' `segment`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SegmentInfo {
-    pub group: String,
-    pub index: u32,
-    pub count: u32,
-    pub host: String,
-    /// The start the barrier agreed on (Unix ns, the segment's clock).
-    pub start_at_ns: i64,
-    /// When its clock actually started (Unix ns, its clock).
-    pub started_at_ns: i64,
-    /// The store server's clock minus the segment's, when measured.
-    pub clock_offset_ns: Option<i64>,
-}
-
-impl SegmentInfo {
-    /// The segment part of `run`, if it is a segment's run.
-    pub fn of(run: &Run) -> Option<SegmentInfo> {
-        let s = run.settings.get("segment")?;
-        Some(SegmentInfo {
-            group: s.get("group")?.as_str()?.to_owned(),
-            index: u32::try_from(s.get("index")?.as_u64()?).ok()?,
-            count: u32::try_from(s.get("count")?.as_u64()?).ok()?,
-            host: s.get("host")?.as_str()?.to_owned(),
-            start_at_ns: s.get("start_at_ns")?.as_i64()?,
-            started_at_ns: s.get("started_at_ns")?.as_i64()?,
-            clock_offset_ns: s.get("clock_offset_ns").and_then(Value::as_i64),
-        })
-    }
-
-    /// Its actual start on the common clock: the store server's where the
-    /// offset was measured, else its own.
-    fn started_common_ns(&self) -> i64 {
-        self.started_at_ns + self.clock_offset_ns.unwrap_or(0)
-    }
-}
 
 /// A segment that arrived at the barrier, as the store saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,9 +58,9 @@ pub enum MergeError {
 /// store's barrier saw, to tell a segment that never came from one that
 /// came and saved nothing.
 pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, MergeError> {
-    let mut parts: Vec<(SegmentInfo, &Run)> = Vec::new();
+    let mut parts: Vec<(SegmentRecord, &Run)> = Vec::new();
     for run in runs {
-        let info = SegmentInfo::of(run).ok_or_else(|| {
+        let info = run.segment().ok_or_else(|| {
             MergeError::Mismatch(format!(
                 "run {} carries the group's tag but is not a segment's run (its settings have no segment)",
                 run.id
@@ -145,7 +109,7 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
         .unwrap_or(0);
     // Whole seconds each segment's timeline is shifted by, from its start
     // against the earliest one's.
-    let shift = |info: &SegmentInfo| -> u64 {
+    let shift = |info: &SegmentRecord| -> u64 {
         ((info.started_common_ns() - earliest).max(0) as u64 + 500_000_000) / 1_000_000_000
     };
 
@@ -182,7 +146,7 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
     merged.headline.clone_from(&first_run.headline);
     merged.tags = vec![format!("group:{group}"), "merged".to_owned()];
     let offset_ns =
-        |info: &SegmentInfo| -> f64 { (info.started_common_ns() - earliest).max(0) as f64 };
+        |info: &SegmentRecord| -> f64 { (info.started_common_ns() - earliest).max(0) as f64 };
     merged.metrics = merge_metrics(&parts, &shift, &offset_ns);
 
     // What is missing, and what failed.
@@ -240,22 +204,26 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
                 map.insert(key.to_owned(), json!(sum));
             }
         }
+        let record = GroupRecord {
+            name: group.to_owned(),
+            count,
+            incomplete,
+            missing: (0..count).filter(|i| !present.contains(i)).collect(),
+            segments: parts
+                .iter()
+                .map(|(i, r)| GroupSegment {
+                    index: i.index,
+                    host: i.host.clone(),
+                    run_id: r.id.to_string(),
+                    start_at_ns: i.start_at_ns,
+                    started_at_ns: i.started_at_ns,
+                    clock_offset_ns: i.clock_offset_ns,
+                })
+                .collect(),
+        };
         map.insert(
             "group".to_owned(),
-            json!({
-                "name": group,
-                "count": count,
-                "incomplete": incomplete,
-                "missing": (0..count).filter(|i| !present.contains(i)).collect::<Vec<_>>(),
-                "segments": parts.iter().map(|(i, r)| json!({
-                    "index": i.index,
-                    "host": i.host,
-                    "run_id": r.id.to_string(),
-                    "start_at_ns": i.start_at_ns,
-                    "started_at_ns": i.started_at_ns,
-                    "clock_offset_ns": i.clock_offset_ns,
-                })).collect::<Vec<_>>(),
-            }),
+            serde_json::to_value(record).expect("a group record serializes"),
         );
     }
     merged.settings = settings;
@@ -272,7 +240,7 @@ fn strip_segment_suffix(description: &str) -> &str {
 
 /// The same segments always merge into the same id: the earliest start,
 /// and a hash of the group and the runs merged.
-fn merged_id(group: &str, start_ms: i64, parts: &[(SegmentInfo, &Run)]) -> RunId {
+fn merged_id(group: &str, start_ms: i64, parts: &[(SegmentRecord, &Run)]) -> RunId {
     let mut high = DefaultHasher::new();
     let mut low = DefaultHasher::new();
     group.hash(&mut high);
@@ -298,15 +266,15 @@ type MetricKey = (String, BTreeMap<String, String>);
 /// from the merged ones, except in a merge of a single segment, whose own
 /// values are already the whole run's.
 fn merge_metrics(
-    parts: &[(SegmentInfo, &Run)],
-    shift: &dyn Fn(&SegmentInfo) -> u64,
-    offset_ns: &dyn Fn(&SegmentInfo) -> f64,
+    parts: &[(SegmentRecord, &Run)],
+    shift: &dyn Fn(&SegmentRecord) -> u64,
+    offset_ns: &dyn Fn(&SegmentRecord) -> f64,
 ) -> Vec<Metric> {
     // Every (name, labels) in order of first appearance; per-second
     // histograms (labelled with their `second`) are keyed by their aligned
     // second.
     let mut order: Vec<MetricKey> = Vec::new();
-    let mut groups: BTreeMap<MetricKey, Vec<(&SegmentInfo, Metric)>> = BTreeMap::new();
+    let mut groups: BTreeMap<MetricKey, Vec<(&SegmentRecord, Metric)>> = BTreeMap::new();
     for (info, run) in parts {
         for m in &run.metrics {
             let mut m = m.clone();
@@ -445,9 +413,9 @@ pub fn per_second_percentile(
 /// nothing adds nothing and has no window. Without a declared count the
 /// rates are summed, which is right only for windows that coincide.
 fn merged_rate(
-    parts: &[(SegmentInfo, &Run)],
-    ms: &[(&SegmentInfo, Metric)],
-    offset_ns: &dyn Fn(&SegmentInfo) -> f64,
+    parts: &[(SegmentRecord, &Run)],
+    ms: &[(&SegmentRecord, Metric)],
+    offset_ns: &dyn Fn(&SegmentRecord) -> f64,
 ) -> f64 {
     let template = &ms[0].1;
     let Some(count_name) = template.rate_of.as_deref() else {
@@ -494,7 +462,7 @@ const PER_SEGMENT: [&str; 5] = [
 /// segments of different commands, but runs imported from elsewhere, or
 /// made by a dyno without that check, may still differ. Names each setting
 /// that differs with the segments' values.
-fn settings_warnings(merged: &mut Run, parts: &[(SegmentInfo, &Run)]) {
+fn settings_warnings(merged: &mut Run, parts: &[(SegmentRecord, &Run)]) {
     let Some((_, first)) = parts.first() else {
         return;
     };
@@ -550,7 +518,7 @@ fn settings_warnings(merged: &mut Run, parts: &[(SegmentInfo, &Run)]) {
 
 /// Warns when the segments did not start together, or their clocks
 /// disagree, by more than [`START_TOLERANCE`].
-fn spread_warnings(merged: &mut Run, parts: &[(SegmentInfo, &Run)]) {
+fn spread_warnings(merged: &mut Run, parts: &[(SegmentRecord, &Run)]) {
     let tolerance = START_TOLERANCE.as_nanos() as i64;
     let spread = |values: Vec<i64>| -> i64 {
         let lo = values.iter().copied().min().unwrap_or(0);
@@ -602,7 +570,7 @@ fn spread_warnings(merged: &mut Run, parts: &[(SegmentInfo, &Run)]) {
 
 /// The segments' own warnings: each once, naming the segments it came
 /// from when not all of them had it.
-fn merge_warnings(merged: &mut Run, parts: &[(SegmentInfo, &Run)], count: u32) {
+fn merge_warnings(merged: &mut Run, parts: &[(SegmentRecord, &Run)], count: u32) {
     let mut seen: Vec<(Warning, Vec<u32>)> = Vec::new();
     for (info, run) in parts {
         for w in &run.warnings {

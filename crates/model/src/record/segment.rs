@@ -6,8 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One segment's place in its group and what its start barrier settled.
+/// Every field a segment has always recorded is required, so settings
+/// whose `segment` lacks one are not taken for a segment's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
 pub struct SegmentRecord {
     /// The group's name (`--group`).
     pub group: String,
@@ -20,11 +21,30 @@ pub struct SegmentRecord {
     /// This segment's actual start, ns since the Unix epoch on its clock.
     pub started_at_ns: i64,
     /// How long it waited at the barrier.
+    #[serde(default)]
     pub barrier_wait_ns: u64,
-    /// Its clock's offset from the store server's, where measured.
+    /// The store server's clock minus this segment's, where measured.
+    #[serde(default)]
     pub clock_offset_ns: Option<i64>,
     /// A hash of the whole run's settings, equal in every segment of a group.
+    #[serde(default)]
     pub fingerprint: String,
+}
+
+impl SegmentRecord {
+    /// Its actual start on the common clock: the store server's where the
+    /// offset was measured, else its own.
+    pub fn started_common_ns(&self) -> i64 {
+        self.started_at_ns + self.clock_offset_ns.unwrap_or(0)
+    }
+}
+
+impl crate::Run {
+    /// This run's place in a split run, if it is a segment's run (its
+    /// settings hold a whole `segment`), whatever its kind.
+    pub fn segment(&self) -> Option<SegmentRecord> {
+        SegmentRecord::deserialize(self.settings.get("segment")?).ok()
+    }
 }
 
 /// The merged run of a group: which segments it holds and which are missing.
