@@ -305,10 +305,10 @@ impl Store for PgStore {
                 ids.push(id);
             }
         }
+        let remove = POSTGRES.render(sql::REMOVE);
         for id in &ids {
             // Its tags go with it (ON DELETE CASCADE).
-            tx.execute(&POSTGRES.render(sql::REMOVE), &[&id.to_string()])
-                .map_err(failed)?;
+            tx.execute(&remove, &[&id.to_string()]).map_err(failed)?;
         }
         tx.commit().map_err(failed)?;
         Ok(ids)
@@ -597,6 +597,10 @@ mod server_tests {
 
         fn latest(&self) -> u32 {
             LATEST
+        }
+
+        fn is_server(&self) -> bool {
+            true
         }
 
         fn make_old(&self, version: u32) {

@@ -278,10 +278,10 @@ impl Store for SqliteStore {
                 ids.push(id);
             }
         }
+        let remove = SQLITE.render(sql::REMOVE);
         for id in &ids {
             // Its tags go with it (ON DELETE CASCADE).
-            tx.execute(&SQLITE.render(sql::REMOVE), [id.to_string()])
-                .map_err(sql)?;
+            tx.execute(&remove, [id.to_string()]).map_err(sql)?;
         }
         tx.commit().map_err(sql)?;
         Ok(ids)
@@ -429,6 +429,10 @@ mod tests {
 
         fn latest(&self) -> u32 {
             schema::LATEST
+        }
+
+        fn is_server(&self) -> bool {
+            false
         }
 
         fn make_old(&self, version: u32) {
