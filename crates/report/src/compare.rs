@@ -50,13 +50,9 @@ pub struct Comparison<'a> {
 impl<'a> Comparison<'a> {
     /// Reads the record of a comparison.
     pub fn of(run: &'a Run) -> Comparison<'a> {
-        // A record that does not read compares with dyno compare's
-        // defaults, as a record without them always did.
-        let record: CompareRecord = run.record().unwrap_or_else(|_| CompareRecord {
-            noise: 0.02,
-            alpha: 0.05,
-            ..CompareRecord::default()
-        });
+        // A record that does not read, or lacks the options, compares
+        // with dyno compare's defaults (CompareRecord::default).
+        let record: CompareRecord = run.record().unwrap_or_default();
         Comparison {
             run,
             baseline: record.baseline.clone(),

@@ -339,7 +339,7 @@ mod tests {
             "scale": 10, "clients": 4, "threads": 2,
             "transactions": null, "duration_ns": 2_000_000_000u64,
             "protocol": "prepared", "model": "closed", "max_tries": 5, "seed": 7,
-            "vacuum": true, "aborted": [],
+            "aborted": [],
         });
         for (k, v) in settings.as_object().unwrap() {
             base[k] = v.clone();

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::Record;
 use crate::Kind;
 
-/// What a comparison compared and with which options.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// What a comparison compared and with which options. A record without
+/// `noise` or `alpha` reads with `dyno compare`'s defaults (2%, 0.05).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct CompareRecord {
     /// The name of the baseline group.
@@ -29,6 +30,21 @@ pub struct CompareRecord {
     pub environment_differences: Vec<Difference>,
     /// Metrics found on one side only.
     pub unmatched: Vec<Unmatched>,
+}
+
+impl Default for CompareRecord {
+    fn default() -> Self {
+        CompareRecord {
+            baseline: String::new(),
+            groups: Vec::new(),
+            noise: 0.02,
+            alpha: 0.05,
+            seed: 0,
+            setting_differences: Vec::new(),
+            environment_differences: Vec::new(),
+            unmatched: Vec::new(),
+        }
+    }
 }
 
 impl Record for CompareRecord {

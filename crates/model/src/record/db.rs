@@ -34,7 +34,8 @@ pub struct DbRecord {
     pub reconnect: bool,
     pub pipeline: bool,
     pub max_tries: u64,
-    /// Whether the tables were vacuumed before the run (not `-n`).
+    /// Whether the tables were vacuumed before the run (not `-n`); a
+    /// record without it did, as pgbench does by default.
     pub vacuum: bool,
     pub seed: u64,
     #[serde(flatten)]
@@ -63,7 +64,7 @@ impl Default for DbRecord {
             reconnect: false,
             pipeline: false,
             max_tries: 1,
-            vacuum: false,
+            vacuum: true,
             seed: 0,
             observed: DbObserved::default(),
             segment: None,
