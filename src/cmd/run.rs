@@ -53,11 +53,7 @@ pub(super) fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
         eprint!("\r\x1b[2K");
     }
     let run = dyno_exec::record(settings, &outcome, &plan.judging, environment);
-    let mismatch = run
-        .warnings
-        .iter()
-        .find(|w| w.code == "output_mismatch")
-        .map(|w| w.message.clone());
+    let mismatch = dyno_exec::record::output_mismatch(settings, &outcome);
 
     // Exports are written before saving, so a full store loses no result.
     if let Some(path) = &plan.export_hyperfine_json {

@@ -252,7 +252,6 @@ mod tests {
                 aborted: vec!["client 3: connection lost".into()],
             }
         );
-        assert_eq!(rec, settings_record(&settings(), &outcome()));
         // A segment is described as the whole run it is part of.
         assert_eq!(
             run.description,
@@ -310,7 +309,14 @@ mod tests {
     #[test]
     fn quick_names_its_metrics_db_and_records_the_same_settings() {
         let (part, metrics, _) = quick(&settings(), &outcome());
-        assert_eq!(part, settings_record(&settings(), &outcome()));
+        let run = record(
+            &settings(),
+            &WHOLE,
+            &outcome(),
+            Duration::ZERO,
+            Environment::default(),
+        );
+        assert_eq!(part, run.record::<DbRecord>().unwrap());
         assert!(!metrics.is_empty());
         assert!(metrics.iter().all(|m| m.name.starts_with("db_")));
     }

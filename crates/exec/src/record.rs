@@ -54,11 +54,18 @@ pub fn record(
             "the run was stopped early by an interrupt (Ctrl-C, SIGTERM or SIGHUP); figures cover the runs that finished",
         );
     }
-    let outputs = outcome.outputs();
-    if settings.check_output && outputs.len() > 1 {
-        run.warn("output_mismatch", mismatch_message(&outputs));
+    if let Some(message) = output_mismatch(settings, outcome) {
+        run.warn("output_mismatch", message);
     }
     run
+}
+
+/// With `--check-output`, why the commands' outputs differ, if they do:
+/// the `output_mismatch` warning's message, and what fails `dyno run`'s
+/// check (exit 1).
+pub fn output_mismatch(settings: &Settings, outcome: &Outcome) -> Option<String> {
+    let outputs = outcome.outputs();
+    (settings.check_output && outputs.len() > 1).then(|| mismatch_message(&outputs))
 }
 
 fn describe(outcome: &Outcome) -> String {

@@ -34,7 +34,8 @@ fn an_https_run_records_its_settings_its_tls_session_and_its_server() {
         url: url.clone(),
         url_file: None,
         builtin_server: false,
-        connections: 2,
+        // The whole run's -c: a segment of it runs 2 of these 4.
+        connections: 4,
         max_error_rate_percent: 1.5,
         headers: vec![("X-Test".into(), "1".into())],
         body_bytes: None,
@@ -45,7 +46,8 @@ fn an_https_run_records_its_settings_its_tls_session_and_its_server() {
 
     assert_eq!(run.kind, Kind::Http);
     assert_eq!(run.environment, env);
-    assert_eq!(run.description, format!("GET {url} c=2"));
+    // Described as the whole run, recorded as what this process ran.
+    assert_eq!(run.description, format!("GET {url} c=4"));
     let rec: HttpRecord = run.record().expect("an http record");
     assert_eq!(rec.url, url);
     assert_eq!(rec.urls, 1);

@@ -66,8 +66,7 @@ fn differences(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
 #[test]
 fn every_fixture_reads_as_its_kinds_record_and_writes_back_the_same_json() {
     let fixtures = fixtures();
-    let mut kinds: Vec<Kind> = fixtures.iter().map(|(_, r)| r.kind).collect();
-    kinds.dedup();
+    let kinds: Vec<Kind> = fixtures.iter().map(|(_, r)| r.kind).collect();
     for kind in [
         Kind::Http,
         Kind::Disk,
@@ -161,7 +160,26 @@ fn the_checked_in_schema_describes_every_kinds_settings_as_the_records_do() {
     let text = std::fs::read_to_string(&path).unwrap();
     let mut schema: Value = serde_json::from_str(&text).unwrap();
     let generated = settings_schemas();
+    // Every kind's record is chosen by one if-kind-then rule.
+    let rules = schema["allOf"].as_array().map_or(0, Vec::len);
+    let kinds = generated
+        .keys()
+        .filter(|k| k.starts_with("settings_"))
+        .count();
+    assert_eq!(
+        rules, kinds,
+        "one allOf rule per settings_<kind> definition"
+    );
     let defs = schema["$defs"].as_object_mut().unwrap();
+    // A settings definition no record generates any more is stale too.
+    let stale: Vec<&String> = defs
+        .keys()
+        .filter(|k| k.starts_with("settings_") && !generated.contains_key(*k))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "schema/run.schema.json defines {stale:?}, which no record generates: remove them"
+    );
     let stale: Vec<&String> = generated
         .iter()
         .filter(|(k, v)| defs.get(*k) != Some(v))
