@@ -4,13 +4,11 @@ use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 use dyno_db::Target;
 use dyno_db::init::{InitSettings, init};
 use dyno_db::record;
-use dyno_db::run::{Progress, Protocol, RunSettings, Stop, Weighted};
-use dyno_db::script::{self, Script};
-use dyno_model::Warning;
+use dyno_db::run::Progress;
 
 use super::interrupt::{Interrupt, Second};
 use super::segment;
@@ -199,59 +197,4 @@ impl ProgressLine {
             eprint!("\r\x1b[2K");
         }
     }
-}
-
-/// Clients of `dyno quick`'s db line.
-pub(super) const QUICK_CLIENTS: usize = 8;
-
-/// The variables of libpq's environment that name a server; `dyno quick`
-/// has a db line only when one of them is set.
-const SERVER_VARIABLES: [&str; 4] = ["PGHOST", "PGPORT", "PGDATABASE", "PGSERVICE"];
-
-/// Whether the environment names a PostgreSQL server for `dyno quick`.
-pub(super) fn configured() -> bool {
-    SERVER_VARIABLES
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
-}
-
-/// What `dyno quick` says when no server is configured.
-pub(super) const NOT_CONFIGURED: &str = "no PostgreSQL server is configured, so there is no db line: set PGHOST, PGPORT and PGDATABASE (libpq's environment) to a server whose database `dyno db init` has prepared, and quick adds a select-only line";
-
-/// `dyno quick`'s db line: select-only, prepared, on the server of libpq's
-/// environment, for `duration`. It only reads: a database without the
-/// pgbench tables is an error that says how to make them, never a reason
-/// to make them. The metrics come named `db_…`.
-pub(super) fn quick_measure(
-    duration: Duration,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> Result<(Vec<dyno_model::Metric>, Vec<Warning>, serde_json::Value)> {
-    let (name, text) = script::builtin("select-only").map_err(anyhow::Error::msg)?;
-    let script = Script::parse(name, text).context("a built-in script does not parse")?;
-    let threads = dyno_env::available_cpus().clamp(1, QUICK_CLIENTS);
-    let settings = RunSettings {
-        target: Target::from_env("")?,
-        scripts: vec![Weighted { script, weight: 1 }],
-        clients: QUICK_CLIENTS,
-        threads,
-        stop: Stop::Duration(duration),
-        protocol: Protocol::Prepared,
-        scale: None,
-        vacuum: false,
-        max_tries: 1,
-        seed: fastrand::u64(..),
-        rate: None,
-        latency_limit: None,
-        per_statement: false,
-        reconnect: false,
-        pipeline: false,
-        progress_every: Duration::from_secs(1),
-        segment: dyno_model::Segment::WHOLE,
-    };
-    let outcome = dyno_db::run::run(&settings, stop, |_| {})?;
-    if let Some(why) = outcome.aborted.first() {
-        bail!("{why}");
-    }
-    let (part, metrics, warnings) = record::quick(&settings, &outcome);
-    Ok((metrics, warnings, serde_json::to_value(part)?))
 }

@@ -7,16 +7,16 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 use dyno_disk::engine::EngineKind;
 use dyno_disk::meta::{MetaDir, run_meta_tests};
 use dyno_disk::record::{self, observed_file, observed_meta};
 use dyno_disk::run::run_block_tests;
 use dyno_disk::sync::run_sync_tests;
 use dyno_disk::target::format_bytes;
-use dyno_disk::{Fill, Measurement, Outcome, Preset, Progress, Settings, TargetKind, TestFile};
+use dyno_disk::{Measurement, Outcome, Preset, Progress, Settings, TargetKind, TestFile};
 use dyno_model::record::DiskObserved;
 
 use super::interrupt::{Interrupt, Second};
@@ -196,47 +196,4 @@ fn progress_line(p: &Progress) {
         p.iops
     );
     let _ = err.flush();
-}
-
-/// `dyno quick`'s disk line: SEQ1M Q8T1 and RND4K Q1T1, read and write,
-/// one pass of `duration` each on a 64 MiB file in the current directory
-/// (direct I/O where the file system has it). Returns the metrics (named
-/// `disk_…`), the warnings and the settings. Ctrl-C during it stops the
-/// passes and still removes the file.
-pub(super) fn quick_measure(
-    duration: Duration,
-    stop: Arc<AtomicBool>,
-) -> Result<(
-    Vec<dyno_model::Metric>,
-    Vec<dyno_model::Warning>,
-    serde_json::Value,
-)> {
-    let dir = std::env::current_dir().context("could not read the current directory")?;
-    let settings = Settings::quick(dir, duration, fastrand::u64(..));
-    let started_at = SystemTime::now();
-    let file = TestFile::open(&settings.target_spec())?;
-    let (engine, why) = settings.engine_for(Some(file.mode()));
-    let measured = file
-        .fill(Fill::Random, settings.seed, &|| {
-            stop.load(Ordering::Relaxed)
-        })
-        .map_err(anyhow::Error::from)
-        .and_then(|()| {
-            run_block_tests(&file, &engine, &settings.block_plan(), &stop, |_| {})
-                .map_err(Into::into)
-        });
-    let observed = observed_file(&file, &engine, &why);
-    let mode = file.mode().clone();
-    drop(file);
-    let outcome = Outcome {
-        observed,
-        mode: Some(mode),
-        engine,
-        measured: measured?,
-        interrupted: stop.load(Ordering::Relaxed),
-        started_at,
-        duration: Duration::ZERO,
-    };
-    let (part, metrics, warnings) = record::quick(&settings, &outcome);
-    Ok((metrics, warnings, serde_json::to_value(part)?))
 }

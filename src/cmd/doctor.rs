@@ -101,7 +101,7 @@ fn database(conninfo: Option<&str>, clients: u32) -> Vec<Finding> {
             fix,
         )
     };
-    let named = conninfo.is_some() || super::db::configured();
+    let named = conninfo.is_some() || dyno_db::quick::configured(|v| std::env::var(v).ok());
     let target = match dyno_db::Target::from_env(conninfo.unwrap_or("")) {
         Ok(t) => t,
         Err(e) => {

@@ -190,12 +190,7 @@ fn display(run: &Run, json: bool, format: ShowFormat) -> Result<ExitStatus> {
             // The report the subcommand printed, rebuilt from the record: it
             // has what the metric list cannot say in one row (percentiles,
             // the disk table, comparisons, the scaling verdict).
-            // quick's summary table is the binary's; every other kind's
-            // view is the report crate's.
-            let report = match run.kind {
-                Kind::Quick => Some(super::quick::table(&run)),
-                _ => dyno_report::text_report(&run),
-            };
+            let report = dyno_report::text_report(&run);
             let text = match report {
                 // A comparison's tables are its record: the metric list
                 // and the settings would only repeat them, less readably.

@@ -5,13 +5,10 @@
 //! log, and decides the exit status.
 
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
-use dyno_http::{Asked, ErrorClass, Outcome, Progress, Schedule, Settings, Stop, TlsSettings};
+use dyno_http::{Asked, ErrorClass, Outcome, Progress, Settings};
 use dyno_model::Run;
 use jiff::Timestamp;
 
@@ -196,52 +193,6 @@ fn create_log(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::File
         "could not create the latency log '{}': {why}",
         path.display()
     )
-}
-
-/// `dyno quick`'s HTTP line: dyno's own client against the built-in server
-/// on loopback, half the CPUs each, closed model, keep-alive.
-pub(super) fn quick_load(
-    duration: std::time::Duration,
-    connections: usize,
-    interrupted: Arc<AtomicBool>,
-) -> Result<(Settings, Outcome)> {
-    let cpus = dyno_env::available_cpus();
-    let threads = (cpus / 2).max(1);
-    let (_server, url) = settings::builtin_server((cpus - threads).max(1))?;
-    let (http_target, path) = parse_url(&url)?;
-    let template = RequestTemplate::new(
-        &http_target,
-        &RequestSpec {
-            path,
-            ..RequestSpec::default()
-        },
-    )?;
-    let settings = Settings {
-        target: http_target,
-        requests: vec![template],
-        schedule: Schedule {
-            stop: Stop::Duration(duration),
-            rate_per_sec: None,
-            warmup: std::time::Duration::from_millis(500),
-        },
-        connections,
-        threads,
-        pipeline: 1,
-        http2: false,
-        streams: 1,
-        alpn: Vec::new(),
-        keep_alive: true,
-        timeout: std::time::Duration::from_secs(10),
-        connect_timeout: std::time::Duration::from_secs(5),
-        expect_status: dyno_http::StatusSet::default(),
-        seed: 0,
-        unix_socket: None,
-        tls: TlsSettings::default(),
-        source_addr: None,
-        segment: dyno_http::Segment::WHOLE,
-    };
-    let outcome = dyno_http::run(settings.clone(), interrupted, |_| {})?;
-    Ok((settings, outcome))
 }
 
 fn outcome_timeline(outcome: &Outcome) -> Vec<(u64, &hdrhistogram::Histogram<u64>)> {

@@ -4,6 +4,7 @@
 
 pub mod init;
 pub mod inspect;
+pub mod quick;
 pub mod record;
 pub mod run;
 pub mod script;

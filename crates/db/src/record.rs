@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
-use dyno_model::record::{DbObserved, DbRecord, LoadModel, ScriptWeight};
-use dyno_model::{Environment, Kind, Metric, Run, Warning};
+use dyno_model::record::{DbObserved, DbRecord, LoadModel, QuickLine, ScriptWeight};
+use dyno_model::{Environment, Kind, Run, Warning};
 
 use crate::run::{Outcome, RunSettings, Stop};
 use crate::warnings;
@@ -116,7 +116,7 @@ pub fn record(
 
 /// `dyno quick`'s db line: its part of quick's settings, its metrics
 /// (named `db_…`) and its warnings.
-pub fn quick(settings: &RunSettings, outcome: &Outcome) -> (DbRecord, Vec<Metric>, Vec<Warning>) {
+pub fn quick(settings: &RunSettings, outcome: &Outcome) -> QuickLine<DbRecord> {
     let metrics = outcome
         .metrics(settings)
         .into_iter()
@@ -126,7 +126,11 @@ pub fn quick(settings: &RunSettings, outcome: &Outcome) -> (DbRecord, Vec<Metric
         .into_iter()
         .map(Warning::from)
         .collect();
-    (settings_record(settings, outcome), metrics, warnings)
+    QuickLine {
+        part: settings_record(settings, outcome),
+        metrics,
+        warnings,
+    }
 }
 
 #[cfg(test)]
@@ -308,7 +312,7 @@ mod tests {
 
     #[test]
     fn quick_names_its_metrics_db_and_records_the_same_settings() {
-        let (part, metrics, _) = quick(&settings(), &outcome());
+        let QuickLine { part, metrics, .. } = quick(&settings(), &outcome());
         let run = record(
             &settings(),
             &WHOLE,

@@ -59,12 +59,9 @@ impl fmt::Display for DbWarning {
     }
 }
 
-impl From<DbWarning> for dyno_model::Warning {
-    fn from(w: DbWarning) -> Self {
-        dyno_model::Warning {
-            code: w.code().to_owned(),
-            message: w.to_string(),
-        }
+impl dyno_model::Judgement for DbWarning {
+    fn code(&self) -> &'static str {
+        DbWarning::code(self)
     }
 }
 

@@ -10,11 +10,13 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use dyno_model::record::{DiskObserved, DiskRecord, QuickDisk};
-use dyno_model::{Environment, Kind, Metric, Run, Warning};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use dyno_model::record::{DiskObserved, DiskRecord, QuickDisk, QuickLine};
+use dyno_model::{Environment, Kind, Run, Warning};
 
 use crate::engine::EngineKind;
-use crate::run::{BlockPlan, Measurement, Passes};
+use crate::run::{BlockPlan, Measurement, Passes, RunError, run_block_tests};
 use crate::spec::{Op, Pattern, Preset, Profile, TestSpec};
 use crate::target::{Fill, IoMode, TargetKind, TargetSpec, TestFile, format_bytes};
 use crate::warnings;
@@ -284,9 +286,9 @@ pub fn record(settings: &Settings, outcome: &Outcome, mut environment: Environme
     run
 }
 
-/// `dyno quick`'s disk line: its part of quick's settings, its metrics
-/// (named `disk_…`) and its warnings.
-pub fn quick(settings: &Settings, outcome: &Outcome) -> (QuickDisk, Vec<Metric>, Vec<Warning>) {
+/// `dyno quick`'s disk line from its outcome: its part of quick's
+/// settings, its metrics (named `disk_…`) and its warnings.
+pub fn quick(settings: &Settings, outcome: &Outcome) -> QuickLine<QuickDisk> {
     let part = QuickDisk {
         path: settings.path.display().to_string(),
         size_bytes: settings.size_bytes,
@@ -304,7 +306,42 @@ pub fn quick(settings: &Settings, outcome: &Outcome) -> (QuickDisk, Vec<Metric>,
         .into_iter()
         .map(Warning::from)
         .collect();
-    (part, metrics, warnings)
+    QuickLine {
+        part,
+        metrics,
+        warnings,
+    }
+}
+
+/// Measures `dyno quick`'s disk line ([`Settings::quick`]): the file is
+/// made, filled, measured and removed again (also when `stop` cuts the
+/// passes short, or a pass fails).
+pub fn measure_quick(
+    settings: &Settings,
+    stop: &AtomicBool,
+) -> Result<QuickLine<QuickDisk>, RunError> {
+    let started_at = SystemTime::now();
+    let file = TestFile::open(&settings.target_spec())?;
+    let (engine, why) = settings.engine_for(Some(file.mode()));
+    let measured = file
+        .fill(Fill::Random, settings.seed, &|| {
+            stop.load(Ordering::Relaxed)
+        })
+        .map_err(RunError::from)
+        .and_then(|()| run_block_tests(&file, &engine, &settings.block_plan(), stop, |_| {}));
+    let observed = observed_file(&file, &engine, &why);
+    let mode = file.mode().clone();
+    drop(file);
+    let outcome = Outcome {
+        observed,
+        mode: Some(mode),
+        engine,
+        measured: measured?,
+        interrupted: stop.load(Ordering::Relaxed),
+        started_at,
+        duration: Duration::ZERO,
+    };
+    Ok(quick(settings, &outcome))
 }
 
 #[cfg(test)]
@@ -473,13 +510,20 @@ mod tests {
             engine: None,
             ..Settings::quick(dir.path().to_owned(), Duration::from_millis(20), 9)
         };
-        let outcome = measure(&s);
-        let (part, metrics, _) = quick(&s, &outcome);
+        let QuickLine { part, metrics, .. } = measure_quick(&s, &AtomicBool::new(false)).unwrap();
         assert_eq!(part.path, dir.path().display().to_string());
         assert_eq!(part.tests, ["SEQ1M Q8T1", "RND4K Q1T1"]);
         assert_eq!((part.duration_ns, part.seed), (20_000_000, 9));
-        assert_eq!(part.observed, outcome.observed);
+        assert!(part.observed.file.is_some() && part.observed.direct_io.is_some());
         assert!(metrics.iter().all(|m| m.name.starts_with("disk_")));
+        assert!(
+            metrics
+                .iter()
+                .any(|m| m.name == "disk_iops" && m.value > 0.0),
+            "{metrics:?}"
+        );
+        // The file is gone again.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         let back: QuickDisk = serde_json::from_value(serde_json::to_value(&part).unwrap()).unwrap();
         assert_eq!(back, part);
     }

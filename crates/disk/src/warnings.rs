@@ -115,12 +115,9 @@ impl fmt::Display for DiskWarning {
     }
 }
 
-impl From<DiskWarning> for dyno_model::Warning {
-    fn from(w: DiskWarning) -> Self {
-        dyno_model::Warning {
-            code: w.code().to_owned(),
-            message: w.to_string(),
-        }
+impl dyno_model::Judgement for DiskWarning {
+    fn code(&self) -> &'static str {
+        DiskWarning::code(self)
     }
 }
 

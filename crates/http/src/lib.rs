@@ -10,13 +10,14 @@
 //! - [`parse`]: the incremental response parser (framing only).
 //! - [`settings`]: what to do; [`engine`]: the driver; [`stats`]: what was measured.
 //! - [`record`]: settings and outcome in, the run's `Run` out (record, metrics,
-//!   warnings, headline).
+//!   warnings, headline); [`quick`]: `dyno quick`'s HTTP line.
 //! - `conn` and `tls`: the byte streams, plain or through rustls.
 
 mod conn;
 pub mod engine;
 mod outcome;
 pub mod parse;
+pub mod quick;
 pub mod record;
 pub mod request;
 pub mod settings;

@@ -162,12 +162,9 @@ impl fmt::Display for HttpWarning {
     }
 }
 
-impl From<HttpWarning> for dyno_model::Warning {
-    fn from(w: HttpWarning) -> Self {
-        dyno_model::Warning {
-            code: w.code().to_owned(),
-            message: w.to_string(),
-        }
+impl dyno_model::Judgement for HttpWarning {
+    fn code(&self) -> &'static str {
+        HttpWarning::code(self)
     }
 }
 

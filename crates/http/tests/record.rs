@@ -133,3 +133,27 @@ fn a_url_file_run_is_described_by_its_first_url_and_its_file() {
     let codes: Vec<&str> = run.warnings.iter().map(|w| w.code.as_str()).collect();
     assert!(codes.contains(&"no_content_type"), "{codes:?}");
 }
+
+#[test]
+fn the_quick_line_loads_the_built_in_server_and_names_its_metrics_http() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = dyno_serve::spawn(listener, 1).unwrap();
+    let url = format!("http://{}/hello", server.local_addr());
+    let settings = dyno_http::quick::settings(&url, Duration::from_millis(300), 1).unwrap();
+    assert_eq!(settings.connections, dyno_http::quick::CONNECTIONS);
+    let line = dyno_http::quick::measure(&settings, Arc::new(AtomicBool::new(false))).unwrap();
+    assert_eq!(line.part.duration_ns, 300_000_000);
+    assert_eq!(line.part.warmup_ns, 500_000_000);
+    assert_eq!(line.part.connections, 16);
+    assert_eq!(line.part.model, LoadModel::Closed);
+    assert_eq!(line.part.expect_status, "200-399");
+    let rate = line
+        .metrics
+        .iter()
+        .find(|m| m.name == "http_requests_per_sec")
+        .expect("a rate");
+    assert!(rate.value > 0.0);
+    assert!(line.metrics.iter().all(|m| m.name.starts_with("http_")));
+    // A URL that is not one is refused before anything runs.
+    assert!(dyno_http::quick::settings("not a url", Duration::from_secs(1), 1).is_err());
+}

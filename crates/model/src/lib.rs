@@ -21,7 +21,9 @@ pub use metric::{
     Direction, Histogram, Merge, Metric, Percentile, Role, Samples, Uncertainty, UncertaintyMethod,
     Unit,
 };
-pub use run::{Kind, ParseKindError, ParseRunIdError, Run, RunId, SCHEMA_VERSION, Warning};
+pub use run::{
+    Judgement, Kind, ParseKindError, ParseRunIdError, Run, RunId, SCHEMA_VERSION, Warning,
+};
 pub use segment::{MAX_SEGMENTS, ParseSegmentError, Segment};
 
 /// The checked-in JSON Schema must accept every shape the types can take.

@@ -133,6 +133,24 @@ pub struct Warning {
     pub message: String,
 }
 
+/// A warning as an engine decides it: one variant of the engine's own
+/// enum (`HttpWarning`, `DiskWarning`, …), with a stable code and a
+/// message for people (its `Display`). Any judgement converts into the
+/// run's [`Warning`].
+pub trait Judgement: std::fmt::Display {
+    /// The stable, machine-readable code.
+    fn code(&self) -> &'static str;
+}
+
+impl<J: Judgement> From<J> for Warning {
+    fn from(judgement: J) -> Self {
+        Warning {
+            code: judgement.code().to_owned(),
+            message: judgement.to_string(),
+        }
+    }
+}
+
 /// What a run measured. Each kind has its own `settings` shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

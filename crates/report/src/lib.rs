@@ -17,6 +17,7 @@ mod hdrlog;
 pub mod html;
 mod http;
 mod hyperfine;
+mod quick;
 mod scale;
 mod text;
 mod view;
@@ -35,10 +36,9 @@ pub use format::{
 pub use hdrlog::write_latency_log;
 pub use http::{ab_report, http_report};
 pub use hyperfine::{hyperfine_csv, hyperfine_json, hyperfine_markdown};
+pub use quick::quick_report;
 pub use scale::scale_report;
-pub use text::{
-    SummaryRow, environment, history, run_details, run_details_before_report, run_header, summary,
-};
+pub use text::{environment, history, run_details, run_details_before_report, run_header};
 pub use view::text_report;
 
 /// A fixed run for the snapshot tests of every view.

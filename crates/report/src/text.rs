@@ -452,7 +452,7 @@ pub fn environment(env: &Environment) -> String {
 
 /// One line of a summary table such as `dyno quick` prints.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SummaryRow {
+pub(crate) struct SummaryRow {
     /// What was measured (`int64, 1 thread`).
     pub test: String,
     /// The headline value of the line, already formatted.
@@ -467,7 +467,7 @@ pub struct SummaryRow {
 
 /// A one-table summary of a run: the machine on one line, one row per test,
 /// then the run's warnings.
-pub fn summary(run: &Run, rows: &[SummaryRow]) -> String {
+pub(crate) fn summary(run: &Run, rows: &[SummaryRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", machine_line(&run.environment));
     out.push('\n');

@@ -8,9 +8,8 @@ use dyno_model::{Kind, Run};
 
 /// The report the run's subcommand printed, rebuilt from the record: what
 /// the metric list cannot say in one row (percentiles, the disk table,
-/// comparisons, the scaling verdict). `None` for a kind whose report is
-/// not rendered here: `cpu` has none, and `quick`'s summary table is the
-/// binary's (`dyno quick` builds it with the constants it measured with).
+/// comparisons, the scaling verdict, quick's summary table). `None` for a
+/// kind whose report is not rendered here: `cpu` has none.
 pub fn text_report(run: &Run) -> Option<String> {
     match run.kind {
         Kind::Http => Some(crate::http_report(run)),
@@ -19,6 +18,7 @@ pub fn text_report(run: &Run) -> Option<String> {
         Kind::Scale => Some(crate::scale_report(run)),
         Kind::Compare => Some(crate::compare_report(run)),
         Kind::Db => Some(crate::db_report(run)),
-        Kind::Quick | Kind::Cpu => None,
+        Kind::Quick => Some(crate::quick_report(run)),
+        Kind::Cpu => None,
     }
 }

@@ -40,7 +40,7 @@ pub use exec::{
     Policy, Shell, benches,
 };
 pub use http::{HttpObserved, HttpRecord, LoadModel, TlsSession};
-pub use quick::{QuickDisk, QuickHttp, QuickInt64, QuickRecord};
+pub use quick::{QuickDisk, QuickHttp, QuickInt64, QuickLine, QuickRecord};
 pub use scale::{FileSource, RunSource, ScaleRecord, WorkloadSource};
 pub use segment::{GroupRecord, GroupSegment, SegmentRecord};
 
@@ -94,7 +94,9 @@ impl Run {
 
     /// Stores `record` as this run's settings. Keys the record does not
     /// know (a segment's or a merged group's, put there by the binary)
-    /// are kept.
+    /// are kept, and so is the key of a field the record leaves out of its
+    /// JSON (an optional part that is `None`): setting a record never
+    /// removes a key.
     pub fn set_record<R: Record>(&mut self, record: &R) {
         debug_assert_eq!(
             self.kind,

@@ -4,7 +4,17 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{DbRecord, DiskObserved, LoadModel, Record};
-use crate::Kind;
+use crate::{Kind, Metric, Warning};
+
+/// One line of `dyno quick` as an engine's quick preset measured it: its
+/// part of the record, its metrics (named with the line's prefix, `disk_…`)
+/// and its warnings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuickLine<P> {
+    pub part: P,
+    pub metrics: Vec<Metric>,
+    pub warnings: Vec<Warning>,
+}
 
 /// What `dyno quick` ran: the int64 and HTTP lines always, the disk and
 /// db lines where they were measured.
