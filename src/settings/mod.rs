@@ -9,8 +9,10 @@
 
 mod db;
 mod disk;
+mod exec;
 mod http;
 
 pub(crate) use db::{DbPlan, db_run};
 pub(crate) use disk::{DiskPlan, disk};
+pub(crate) use exec::exec;
 pub(crate) use http::{HttpPlan, builtin_server, http};
