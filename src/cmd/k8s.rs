@@ -121,9 +121,9 @@ fn check_command(
     })?;
     // Each segment's share, as the segment itself would check it.
     let each_segment = |seg: &crate::cli::SegmentArgs,
-                        check: &dyn Fn(&super::segment::Plan) -> Result<()>|
+                        check: &dyn Fn(&crate::settings::segment::Plan) -> Result<()>|
      -> Result<()> {
-        let Some(mut plan) = super::segment::Plan::from_args(seg, None)? else {
+        let Some(mut plan) = crate::settings::segment::Plan::from_args(seg, None)? else {
             return Ok(());
         };
         for i in 0..segments {

@@ -151,7 +151,7 @@ pub(crate) fn merged_group(store: &dyn Store, group: &str) -> Result<Option<Run>
         return Ok(None);
     }
     let filter = Filter {
-        tags: vec![segment::group_tag(group)],
+        tags: vec![crate::settings::segment::group_tag(group)],
         ..Filter::default()
     };
     // A merged run saved with `merge --save` is not one of the segments.

@@ -5,10 +5,12 @@
 //! and select-only on PostgreSQL when the environment names a server
 //! ([`dyno_db::quick`]); [`dyno_report::quick_report`] prints the table.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
-use dyno_model::record::{QuickLine, QuickRecord};
+use anyhow::{Context as _, Result};
+use dyno_model::record::{DbRecord, QuickDisk, QuickHttp, QuickLine, QuickRecord};
 use dyno_model::{Kind, Run};
 
 use super::interrupt::{Interrupt, Second};
@@ -74,27 +76,14 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
     run.metrics.extend(int64_metrics);
     if !http_duration.is_zero() && !interrupt.is_set() {
         progress("http: dyno's client against its built-in server on loopback");
-        // Half the CPUs load, the other half serve.
-        let threads = (cpus / 2).max(1);
-        let (_server, url) = crate::settings::builtin_server((cpus - threads).max(1))?;
-        let settings = dyno_http::quick::settings(&url, http_duration, threads)?;
-        let line = dyno_http::quick::measure(&settings, interrupt.flag())?;
+        let line = http_line(http_duration, cpus, interrupt.flag())?;
         record.http = add_line(&mut run, "http", line);
     }
     if !disk_duration.is_zero() && !interrupt.is_set() {
         progress("disk: a 64 MiB file in the current directory, SEQ1M Q8T1 and RND4K Q1T1");
         // A directory that cannot hold the file costs the disk line, not
         // the whole run.
-        let measured = std::env::current_dir()
-            .map_err(anyhow::Error::from)
-            .and_then(|dir| {
-                let settings = dyno_disk::Settings::quick(dir, disk_duration, fastrand::u64(..));
-                Ok(dyno_disk::record::measure_quick(
-                    &settings,
-                    &interrupt.flag(),
-                )?)
-            });
-        match measured {
+        match disk_line(disk_duration, &interrupt.flag()) {
             Ok(line) => record.disk = Some(add_line(&mut run, "disk", line)),
             Err(e) => run.warn(
                 "disk_line_skipped",
@@ -106,14 +95,7 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
         if db_configured {
             progress("db: select-only on the PostgreSQL server of PGHOST/PGPORT/PGDATABASE");
             // A server that cannot be used costs the db line, not the run.
-            let measured = dyno_db::Target::from_env("")
-                .map_err(anyhow::Error::from)
-                .and_then(|target| {
-                    let settings =
-                        dyno_db::quick::settings(target, db_duration, fastrand::u64(..), cpus);
-                    Ok(dyno_db::quick::measure(&settings, interrupt.flag())?)
-                });
-            match measured {
+            match db_line(db_duration, cpus, interrupt.flag()) {
                 Ok(line) => record.db = Some(add_line(&mut run, "db", line)),
                 Err(e) => run.warn("db_line_skipped", format!("the db line was skipped: {e:#}")),
             }
@@ -139,6 +121,33 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Interrupted);
     }
     Ok(ExitStatus::Success)
+}
+
+/// The HTTP line against the built-in server on loopback: half the CPUs
+/// load, the other half serve.
+fn http_line(
+    duration: Duration,
+    cpus: usize,
+    stop: Arc<AtomicBool>,
+) -> Result<QuickLine<QuickHttp>> {
+    let threads = (cpus / 2).max(1);
+    let (_server, url) = crate::settings::builtin_server((cpus - threads).max(1))?;
+    let settings = dyno_http::quick::settings(&url, duration, threads)?;
+    Ok(dyno_http::quick::measure(&settings, stop)?)
+}
+
+/// The disk line, on a file in the current directory.
+fn disk_line(duration: Duration, stop: &AtomicBool) -> Result<QuickLine<QuickDisk>> {
+    let dir = std::env::current_dir().context("could not read the current directory")?;
+    let settings = dyno_disk::Settings::quick(dir, duration, fastrand::u64(..));
+    Ok(dyno_disk::record::measure_quick(&settings, stop)?)
+}
+
+/// The db line, on the server of libpq's environment.
+fn db_line(duration: Duration, cpus: usize, stop: Arc<AtomicBool>) -> Result<QuickLine<DbRecord>> {
+    let target = dyno_db::Target::from_env("")?;
+    let settings = dyno_db::quick::settings(target, duration, fastrand::u64(..), cpus);
+    Ok(dyno_db::quick::measure(&settings, stop)?)
 }
 
 /// What the run measures; a line given 0 s is skipped, and not named.

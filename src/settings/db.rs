@@ -11,7 +11,7 @@ use dyno_db::run::{Protocol, RunSettings, Stop, Weighted};
 use dyno_db::script::{self, Script};
 
 use crate::cli::{DbProtocol, DbRunArgs, SaveArgs};
-use crate::cmd::segment::{self, Plan};
+use crate::settings::segment::{self, Plan};
 
 /// What `dyno db run` runs: the engine's settings (a segment's share of
 /// them), the whole run as given, the segment plan, and what the binary

@@ -8,7 +8,7 @@ use dyno_http::{Asked, Schedule, Segment, Settings, Stop, TlsSettings};
 use dyno_model::Environment;
 
 use crate::cli::{HttpArgs, HttpFormat, SaveArgs};
-use crate::cmd::segment::{self, Plan};
+use crate::settings::segment::{self, Plan};
 
 /// `dyno http` resolved: the engine's settings, and what the binary needs
 /// around the run.

@@ -11,6 +11,7 @@ mod db;
 mod disk;
 mod exec;
 mod http;
+pub(crate) mod segment;
 
 pub(crate) use db::{DbPlan, db_run};
 pub(crate) use disk::{DiskPlan, disk};
