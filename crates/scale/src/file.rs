@@ -212,6 +212,21 @@ enum Cell {
     Json(Value),
 }
 
+/// The points of the file named `name` whose text is `text`: JSON when
+/// the name ends in `.json` (any case) or the text starts like JSON (`[`
+/// or `{`), else CSV.
+pub fn read_text(name: &str, text: &str, columns: &Columns) -> Result<Points, FileError> {
+    let is_json = std::path::Path::new(name)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        || text.trim_start().starts_with(['[', '{']);
+    if is_json {
+        read_json(text, columns)
+    } else {
+        read_csv(text, columns)
+    }
+}
+
 /// The points of a JSON array of objects.
 pub fn read_json(text: &str, columns: &Columns) -> Result<Points, FileError> {
     let (header, records) = json_records(text)?;
@@ -520,15 +535,6 @@ mod tests {
         }
     }
 
-    /// The points of `text`, read as JSON when `name` ends in `.json`.
-    fn read_text(name: &str, text: &str, columns: &Columns) -> Result<Points, FileError> {
-        if name.ends_with(".json") {
-            read_json(text, columns)
-        } else {
-            read_csv(text, columns)
-        }
-    }
-
     fn curve(name: &str, text: &str, columns: &Columns) -> Result<Curve, FileError> {
         read_text(name, text, columns).map(|p| p.curve(name, name, DynoBuild::default()))
     }
@@ -543,6 +549,28 @@ mod tests {
             source = s.source();
         }
         out
+    }
+
+    #[test]
+    fn the_format_follows_the_name_or_the_text() {
+        let json = r#"[{"n": 1, "seconds": 2.0}, {"n": 2, "seconds": 1.0}]"#;
+        let csv = "n,seconds\n1,2.0\n2,1.0\n";
+        let columns = Columns::default();
+        for (name, text, format) in [
+            ("a.json", json, "json"),
+            ("A.JSON", json, "json"),
+            // Named otherwise, but JSON by its first character.
+            ("points.txt", &format!("\n  {json}"), "json"),
+            ("points", csv, "csv"),
+            ("a.csv", csv, "csv"),
+        ] {
+            let curve = curve(name, text, &columns).unwrap();
+            assert_eq!(source(&curve).format, format, "{name}");
+            assert_eq!(curve.points.len(), 2, "{name}");
+        }
+        // A CSV text named .json is read as JSON, and says so.
+        let err = error("a.json", csv, &columns);
+        assert!(err.contains("JSON"), "{err}");
     }
 
     #[test]

@@ -8,9 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use dyno_model::record::{Bench, benches};
+use dyno_model::record::{Bench, CommandSpec, Parameter, benches};
 use dyno_model::{Kind, Run, RunId, Warning};
 use dyno_stats::scaling::Measure;
+use serde::Deserialize;
 
 use crate::{Curve, Measured};
 
@@ -107,17 +108,29 @@ pub enum SavedError {
     },
 }
 
-/// One command given to `dyno run`, as its settings record it.
-struct Template {
-    template: String,
-    name: Option<String>,
+/// The part of an exec run's record a sweep needs: the command templates
+/// and the parameters as `dyno run` was given them. Read on its own (each
+/// part may be missing), so a run whose record lacks a later field still
+/// gives its curve.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Sweep {
+    commands: Vec<CommandSpec>,
+    parameters: Vec<Parameter>,
 }
 
-impl Template {
-    /// What the benchmark of this template is called under `assignment`.
-    fn bench_name(&self, assignment: &dyno_exec::params::Assignment) -> String {
-        dyno_exec::params::substitute(self.name.as_ref().unwrap_or(&self.template), assignment)
+impl Sweep {
+    fn of(run: &Run) -> Sweep {
+        Sweep::deserialize(&run.settings).unwrap_or_default()
     }
+}
+
+/// What the benchmark of `command` is called under `assignment`.
+fn bench_name(command: &CommandSpec, assignment: &dyno_exec::params::Assignment) -> String {
+    dyno_exec::params::substitute(
+        command.name.as_ref().unwrap_or(&command.template),
+        assignment,
+    )
 }
 
 /// The curve `selection` picks out of an exec run.
@@ -130,7 +143,8 @@ pub fn curve(run: &Run, selection: &Selection) -> Result<Curve, SavedError> {
     if benches.is_empty() {
         return Err(SavedError::NoCommands(id));
     }
-    let names = parameter_names(run, &benches);
+    let sweep = Sweep::of(run);
+    let names = parameter_names(&sweep, &benches);
     if names.is_empty() {
         return Err(SavedError::NoParameters(id));
     }
@@ -148,7 +162,7 @@ pub fn curve(run: &Run, selection: &Selection) -> Result<Curve, SavedError> {
         (None, _) => return Err(SavedError::WhichParameter { id, listed }),
     };
 
-    let templates = templates(run);
+    let templates = &sweep.commands;
     // `dyno run` times each template under every combination of the
     // parameters, template by template; the position tells two templates
     // apart when they give the same command line (`{a}{b}` and `{b}{a}`).
@@ -162,7 +176,7 @@ pub fn curve(run: &Run, selection: &Selection) -> Result<Curve, SavedError> {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         let matching: Vec<usize> = (0..templates.len())
-            .filter(|&i| templates[i].bench_name(&assignment) == b.name)
+            .filter(|&i| bench_name(&templates[i], &assignment) == b.name)
             .collect();
         let index = match (matching.as_slice(), per_template.map(|p| k / p)) {
             _ if templates.len() <= 1 => 0,
@@ -199,7 +213,7 @@ pub fn curve(run: &Run, selection: &Selection) -> Result<Curve, SavedError> {
                     return Err(SavedError::NoSuchCommand {
                         command: c.clone(),
                         id,
-                        numbered: numbered(&templates),
+                        numbered: numbered(templates),
                     });
                 }
             }
@@ -365,13 +379,8 @@ pub fn curve(run: &Run, selection: &Selection) -> Result<Curve, SavedError> {
 }
 
 /// The run's parameter names, in the order `dyno run` was given them.
-fn parameter_names(run: &Run, benches: &[Bench<'_>]) -> Vec<String> {
-    let mut names: Vec<String> = run.settings["parameters"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p["name"].as_str().map(str::to_owned))
-        .collect();
+fn parameter_names(sweep: &Sweep, benches: &[Bench<'_>]) -> Vec<String> {
+    let mut names: Vec<String> = sweep.parameters.iter().map(|p| p.name.clone()).collect();
     for b in benches {
         for name in b.parameters.keys() {
             if !names.iter().any(|n| n == name) {
@@ -382,21 +391,7 @@ fn parameter_names(run: &Run, benches: &[Bench<'_>]) -> Vec<String> {
     names
 }
 
-fn templates(run: &Run) -> Vec<Template> {
-    run.settings["commands"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| {
-            Some(Template {
-                template: c["template"].as_str()?.to_owned(),
-                name: c["name"].as_str().map(str::to_owned),
-            })
-        })
-        .collect()
-}
-
-fn numbered(templates: &[Template]) -> String {
+fn numbered(templates: &[CommandSpec]) -> String {
     templates
         .iter()
         .enumerate()

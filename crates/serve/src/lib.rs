@@ -50,7 +50,7 @@ mod body;
 mod routes;
 mod tls;
 
-pub use tls::Tls;
+pub use tls::{Tls, self_signed_config};
 
 use bbs::{Bbs, Handled};
 use body::Body;

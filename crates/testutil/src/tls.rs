@@ -3,7 +3,8 @@
 //! answering every request head with one fixed answer.
 //!
 //! Used by the engine's tests (`crates/http/tests/faults.rs`) and the CLI
-//! tests; it depends only on std, tokio, rustls, tokio-rustls and rcgen.
+//! tests; its certificate is `dyno serve --tls`'s
+//! ([`dyno_serve::self_signed_config`]).
 //!
 //! It runs on its own thread with its own current-thread runtime; dropping
 //! the [`TlsServer`] stops accepting, ends every connection (their tasks
@@ -14,7 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::oneshot;
 use tokio_rustls::TlsAcceptor;
@@ -51,7 +51,8 @@ impl TlsServer {
     /// no ALPN). rustls refuses a client whose offer shares none of them
     /// with a `no_application_protocol` alert, as nginx without http2 does.
     pub fn start_with_alpn(answer: &'static [u8], after: After, protocols: &[&[u8]]) -> TlsServer {
-        let mut config = self_signed_config();
+        let mut config = dyno_serve::self_signed_config(&["localhost".into(), "127.0.0.1".into()])
+            .expect("a self-signed certificate");
         config.alpn_protocols = protocols.iter().map(|p| p.to_vec()).collect();
         let acceptor = TlsAcceptor::from(Arc::new(config));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
@@ -107,21 +108,6 @@ impl Drop for TlsServer {
             let _ = thread.join();
         }
     }
-}
-
-/// A server configuration with a certificate no public root vouches for.
-fn self_signed_config() -> rustls::ServerConfig {
-    let rcgen::CertifiedKey { cert, signing_key } =
-        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .expect("a self-signed certificate");
-    let chain: Vec<CertificateDer<'static>> = vec![cert.der().clone()];
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(signing_key.serialize_der()));
-    rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("default protocol versions")
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .expect("the certificate matches its key")
 }
 
 /// One connection: handshake, then an answer per request head.

@@ -5,26 +5,16 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
 use dyno_scale::Curve;
-use dyno_scale::file::{Columns, FileError, read_csv, read_json};
+use dyno_scale::file::{Columns, FileError, read_text};
 
 use crate::cmd::build;
 
-/// Reads the points of `path`: JSON when it is named `.json` or its text
-/// starts like JSON, else CSV.
+/// Reads the points of `path` ([`read_text`] decides JSON or CSV).
 pub(super) fn read(path: &Path, columns: &Columns) -> Result<Curve> {
     let shown = path.display().to_string();
     let text =
         std::fs::read_to_string(path).with_context(|| format!("could not read '{shown}'"))?;
-    let is_json = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
-        || text.trim_start().starts_with(['[', '{']);
-    let points = if is_json {
-        read_json(&text, columns)
-    } else {
-        read_csv(&text, columns)
-    };
-    let points = points.map_err(|e| naming(&shown, e))?;
+    let points = read_text(&shown, &text, columns).map_err(|e| naming(&shown, e))?;
     let name = path
         .file_name()
         .map_or_else(|| shown.clone(), |n| n.to_string_lossy().into_owned());
