@@ -30,7 +30,7 @@ pub struct Whole {
 
 /// The settings as a db run records them, with what it found on the
 /// server.
-pub fn settings_record(settings: &RunSettings, outcome: &Outcome) -> DbRecord {
+pub(crate) fn settings_record(settings: &RunSettings, outcome: &Outcome) -> DbRecord {
     let nanos = |d: Duration| d.as_nanos() as u64;
     DbRecord {
         target: settings.target.to_string(),

@@ -50,7 +50,7 @@ pub struct Settings {
 }
 
 /// The size of `dyno quick`'s disk file.
-pub const QUICK_SIZE: u64 = 64 << 20;
+pub(crate) const QUICK_SIZE: u64 = 64 << 20;
 
 impl Settings {
     /// `dyno quick`'s disk line: SEQ1M Q8T1 and RND4K Q1T1, read and

@@ -16,7 +16,7 @@ use crate::target::{Fill, IoMode, format_bytes};
 /// Below this a test file fits in the caches of SSDs, RAID controllers and
 /// hypervisors (hundreds of MiB are common), so reads may never reach the
 /// medium: the rule behind the `small_file` warning.
-pub const CACHE_SIZE: u64 = 1 << 30;
+pub(crate) const CACHE_SIZE: u64 = 1 << 30;
 
 /// One warning about a disk run.
 #[derive(Debug, Clone, PartialEq)]

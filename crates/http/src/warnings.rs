@@ -279,7 +279,7 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
 /// server that does not speak TLS at all — a plain-HTTP server closes the
 /// connection on a ClientHello ("tls handshake eof") or answers in plain
 /// text ("corrupt message", "InvalidContentType").
-pub fn tls_hint(failure: &str, insecure: bool) -> &'static str {
+pub(crate) fn tls_hint(failure: &str, insecure: bool) -> &'static str {
     let lower = failure.to_ascii_lowercase();
     let not_tls = [
         "eof",

@@ -165,7 +165,7 @@ pub fn db_report(run: &Run) -> String {
     }
     latency_table(&mut out, &rows);
     per_command(run, &mut out);
-    per_script(run, committed, &mut out);
+    per_script(run, &rec, committed, &mut out);
     let failures: Vec<String> = run
         .metrics
         .iter()
@@ -206,7 +206,7 @@ fn percent(part: u64, whole: u64) -> String {
 /// With several scripts, each one's section as pgbench prints them: its
 /// weight, its committed transactions and their share, its tps and its
 /// latency.
-fn per_script(run: &Run, committed: u64, out: &mut String) {
+fn per_script(run: &Run, rec: &DbRecord, committed: u64, out: &mut String) {
     fn scripted<'a>(
         run: &'a Run,
         name: &'static str,
@@ -216,11 +216,10 @@ fn per_script(run: &Run, committed: u64, out: &mut String) {
             .filter(move |m| m.name == name)
             .filter_map(|m| Some((m.labels.get("script")?.as_str(), m)))
     }
-    let rec: DbRecord = run.record().unwrap_or_default();
     let weights: Vec<(String, u64)> = rec
         .scripts
-        .into_iter()
-        .map(|w| (w.name, w.weight))
+        .iter()
+        .map(|w| (w.name.clone(), w.weight))
         .collect();
     let total_weight: u64 = weights.iter().map(|(_, w)| w).sum();
     let mut rows = Vec::new();

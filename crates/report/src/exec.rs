@@ -16,11 +16,11 @@ const ALPHA: f64 = 0.05;
 
 use crate::format::{counted, format_duration_ns, format_value};
 
-pub use dyno_model::record::{Bench, benches};
+use dyno_model::record::{Bench, benches};
 
 /// The wall-time summary of a benchmark: a method here, since the model
 /// crate that holds [`Bench`] does not depend on the statistics.
-pub trait BenchSummary {
+pub(crate) trait BenchSummary {
     /// The wall-time summary (ns) of its runs.
     fn summary(&self) -> Option<Summary>;
 }

@@ -15,7 +15,9 @@ use std::io::{self, Write};
 use dyno_model::Run;
 use serde_json::{Value, json};
 
-use crate::exec::{Bench, BenchSummary, benches};
+use dyno_model::record::{Bench, benches};
+
+use crate::exec::BenchSummary;
 
 const NS_PER_SEC: f64 = 1e9;
 

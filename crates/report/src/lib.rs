@@ -27,7 +27,7 @@ pub use compare::{
 };
 pub use db::db_report;
 pub use disk::disk_report;
-pub use exec::{Bench, BenchSummary, benches, exec_report};
+pub use exec::exec_report;
 pub use export::{Csv, Exporter, Json, JsonLines, exporter};
 pub use format::{
     counted, format_duration_ns, format_interval, format_metric_value, format_parallel_fraction,

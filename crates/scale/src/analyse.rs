@@ -124,7 +124,7 @@ pub fn analyse(curve: Curve) -> Result<Run, AnalyseError> {
 }
 
 /// How N is written in labels: `4`, `2.5`.
-pub fn fmt_n(n: f64) -> String {
+pub(crate) fn fmt_n(n: f64) -> String {
     format!("{n}")
 }
 

@@ -24,7 +24,8 @@ pub mod file;
 pub mod saved;
 pub mod workload;
 
-pub use analyse::{AnalyseError, analyse, fmt_n};
+pub(crate) use analyse::fmt_n;
+pub use analyse::{AnalyseError, analyse};
 pub use curve::{Curve, Measured};
 pub use dyno_stats::scaling::Measure;
 pub use workload::{DEFAULT_INT64_ITERATIONS, DEFAULT_REPETITIONS, MeasureError};

@@ -13,7 +13,9 @@ use plotters::prelude::*;
 use super::chart::{self, Chart, TimeUnit, WORSE, colour, swatch};
 use super::http::category;
 use super::markup::Table;
-use crate::{Bench, benches, format_duration_ns};
+use dyno_model::record::{Bench, benches};
+
+use crate::format_duration_ns;
 
 pub(super) fn charts(run: &Run) -> Vec<String> {
     let benches = benches(run);

@@ -239,7 +239,7 @@ fn section_with(run: &Run, sources: &[Source]) -> String {
 
 /// A run's charts and tables, by kind: the one dispatch on kind of the
 /// HTML page (the text one is [`crate::text_report`]).
-pub fn charts(run: &Run) -> Vec<String> {
+pub(crate) fn charts(run: &Run) -> Vec<String> {
     match run.kind {
         Kind::Http => http::charts(run, ""),
         Kind::Disk => disk::charts(run, ""),
