@@ -20,19 +20,22 @@ const DB: Flow = Flow {
     corrected: "the corrected latency, from each transaction's due time, as the spectrum's first line",
 };
 
-pub(super) fn charts(run: &Run) -> Vec<String> {
+/// The charts of `run`, reading metrics named `{prefix}latency_ns` …
+/// (`dyno quick`'s db line has the prefix `db_`).
+pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
+    let name = |n: &str| format!("{prefix}{n}");
     let mut out = Vec::new();
-    let open = run.metric("latency_uncorrected_ns").is_some();
+    let open = run.metric(&name("latency_uncorrected_ns")).is_some();
     let corrected = if open {
         "latency (corrected: from due time)"
     } else {
         "latency"
     };
     let mut series = Vec::new();
-    series.extend(Series::of(corrected, run.metric("latency_ns")));
+    series.extend(Series::of(corrected, run.metric(&name("latency_ns"))));
     series.extend(Series::of(
         "uncorrected (from start)",
-        run.metric("latency_uncorrected_ns"),
+        run.metric(&name("latency_uncorrected_ns")),
     ));
     match latency::spectrum(
         "db-latency-spectrum",
@@ -53,12 +56,13 @@ pub(super) fn charts(run: &Run) -> Vec<String> {
             "No transaction committed, or the record keeps no latency histogram: no latency to draw.",
         )),
     }
-    out.extend(http::timeline(run, "", &DB, open));
+    out.extend(http::timeline(run, prefix, &DB, open));
     out.push("<h3>Every metric</h3>".into());
     // A segment's per-second histograms are kept for merging; the two
     // series above say the same.
+    let timeline = name("timeline_latency_ns");
     out.push(super::metric_table(run, |m| {
-        m.name != "timeline_latency_ns"
+        m.name.starts_with(prefix) && m.name != timeline
     }));
     out
 }

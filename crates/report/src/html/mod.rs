@@ -17,6 +17,7 @@ mod exec;
 mod http;
 mod latency;
 mod markup;
+mod quick;
 mod scale;
 mod summary;
 
@@ -246,32 +247,14 @@ pub(crate) fn charts(run: &Run) -> Vec<String> {
         Kind::Exec => exec::charts(run),
         Kind::Scale => scale::charts(run),
         Kind::Compare => compare::charts(run),
-        Kind::Quick => quick(run),
-        Kind::Db => db::charts(run),
+        Kind::Quick => quick::charts(run),
+        Kind::Db => db::charts(run, ""),
         Kind::Cpu => vec![metric_table(run, |_| true)],
     }
 }
 
-/// A quick run: its CPU figures as a table, its HTTP and disk lines drawn
-/// as those kinds are.
-fn quick(run: &Run) -> Vec<String> {
-    let mut out = vec![
-        "<h3>CPU (int64)</h3>".to_owned(),
-        metric_table(run, |m| m.name.starts_with("int64_")),
-    ];
-    if run.metrics.iter().any(|m| m.name.starts_with("http_")) {
-        out.push("<h3>HTTP on loopback</h3>".into());
-        out.extend(http::charts(run, "http_"));
-    }
-    if run.metrics.iter().any(|m| m.name.starts_with("disk_")) {
-        out.push("<h3>Disk</h3>".into());
-        out.extend(disk::charts(run, "disk_"));
-    }
-    out
-}
-
 /// The metrics `keep` selects, with their intervals, as a table.
-fn metric_table(run: &Run, keep: impl Fn(&dyno_model::Metric) -> bool) -> String {
+pub(super) fn metric_table(run: &Run, keep: impl Fn(&dyno_model::Metric) -> bool) -> String {
     let mut t = Table::new(["metric", "value", "interval"]);
     for m in run.metrics.iter().filter(|m| keep(m)) {
         t.row([

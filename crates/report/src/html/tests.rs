@@ -481,7 +481,7 @@ fn a_comparison_draws_improvement_factors_right_is_better() {
 }
 
 #[test]
-fn a_quick_run_draws_its_http_and_disk_parts() {
+fn a_quick_run_draws_its_http_db_and_disk_parts() {
     let mut run = Run::new(Kind::Quick, "int64, HTTP on loopback, disk");
     let prefixed = |prefix: &str, m: &Metric| {
         let mut m = m.clone();
@@ -498,16 +498,21 @@ fn a_quick_run_draws_its_http_and_disk_parts() {
         .extend(http_run().metrics.iter().map(|m| prefixed("http_", m)));
     run.metrics
         .extend(disk_run().metrics.iter().map(|m| prefixed("disk_", m)));
+    run.metrics
+        .extend(db_run(3).metrics.iter().map(|m| prefixed("db_", m)));
     let html = html_report(&[run]);
     for id in [
         "http-latency-spectrum",
         "http-answers",
+        "db-latency-spectrum",
+        "db-timeline-rate",
         "disk-panel",
         "disk-latency-read",
     ] {
         figure(&html, id);
     }
     assert!(html.contains("<td>int64_1t_ns</td>"));
+    assert!(html.contains("PostgreSQL (select-only)"));
 }
 
 #[test]
