@@ -113,29 +113,16 @@ mod tests {
 
     use super::*;
     use crate::Target;
-    use crate::run::{Protocol, Server, Stop};
+    use crate::run::Server;
 
+    /// `dyno quick`'s select-only settings, parsed only (nothing
+    /// connects), on 4 clients and 2 threads, without scripts.
     fn settings() -> RunSettings {
-        RunSettings {
-            // Parsed only: nothing connects.
-            target: Target::new("host=localhost dbname=bench", |_| None).unwrap(),
-            scripts: Vec::new(),
-            clients: 4,
-            threads: 2,
-            stop: Stop::Duration(Duration::from_secs(1)),
-            protocol: Protocol::Prepared,
-            scale: None,
-            vacuum: false,
-            max_tries: 1,
-            seed: 0,
-            rate: None,
-            latency_limit: None,
-            per_statement: false,
-            reconnect: false,
-            pipeline: false,
-            progress_every: Duration::from_secs(1),
-            segment: dyno_model::Segment::WHOLE,
-        }
+        let target = Target::new("host=localhost dbname=bench", |_| None).unwrap();
+        let mut s = crate::quick::settings(target, Duration::from_secs(1), 0, 2);
+        s.scripts = Vec::new();
+        s.clients = 4;
+        s
     }
 
     /// A second of 1000 transactions with the client threads 10% busy.

@@ -305,43 +305,15 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::request::{RequestSpec, RequestTemplate, parse_url};
-    use crate::{Endpoint, Schedule, Segment, Stats, Stop, TlsSettings};
+    use crate::{Endpoint, Segment, Stats};
 
+    /// `dyno quick`'s HTTP settings for `url`, on 4 connections and 2
+    /// threads for one second without warm-up.
     fn settings(url: &str) -> Settings {
-        let (target, path) = parse_url(url).unwrap();
-        let template = RequestTemplate::new(
-            &target,
-            &RequestSpec {
-                path,
-                ..RequestSpec::default()
-            },
-        )
-        .unwrap();
-        Settings {
-            target,
-            requests: vec![template],
-            schedule: Schedule {
-                stop: Stop::Duration(Duration::from_secs(1)),
-                rate_per_sec: None,
-                warmup: Duration::ZERO,
-            },
-            connections: 4,
-            threads: 2,
-            pipeline: 1,
-            http2: false,
-            streams: 1,
-            alpn: Vec::new(),
-            keep_alive: true,
-            timeout: Duration::from_secs(10),
-            connect_timeout: Duration::from_secs(5),
-            expect_status: StatusSet::default(),
-            seed: 0,
-            unix_socket: None,
-            tls: TlsSettings::default(),
-            source_addr: None,
-            segment: Segment::WHOLE,
-        }
+        let mut s = crate::quick::settings(url, Duration::from_secs(1), 2).unwrap();
+        s.connections = 4;
+        s.schedule.warmup = Duration::ZERO;
+        s
     }
 
     /// A run of one second that answered 1000 requests with 200 and kept
