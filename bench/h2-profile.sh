@@ -34,8 +34,8 @@ if ! need nginx || ! need h2load || ! need perf; then
     echo "install nginx, nghttp2-client (h2load) and linux-perf (perf) first" >&2; exit 2
   fi
 fi
-cargo build --release --quiet
-DYNO=$PWD/target/release/dyno
+cargo build --profile profiling --quiet
+DYNO=$PWD/target/profiling/dyno
 RUNSTAT="python3 $PWD/bench/runstat.py"
 
 # shellcheck source=bench/nginx-lib.sh

@@ -31,7 +31,7 @@ pub(crate) const LONG_VERSION: &str = concat!(
     name = "dyno",
     version = LONG_VERSION,
     propagate_version = true,
-    max_term_width = 100,
+    max_term_width = HELP_WIDTH,
     after_help = "Examples:\n  dyno quick                 benchmark this machine and save the result\n  dyno history               list saved runs\n  dyno show 01JD             show a run by id prefix\n  dyno serve --addr 127.0.0.1:8080"
 )]
 pub(crate) struct Cli {
@@ -52,6 +52,67 @@ pub(crate) struct Cli {
         value_name = "URL|PATH"
     )]
     pub store: Option<String>,
+}
+
+/// The subcommands in `dyno --help`, grouped by the task they serve, in
+/// the order they are listed. Every subcommand is in exactly one group (a
+/// test checks it).
+pub(crate) const GROUPS: &[(&str, &[&str])] = &[
+    ("Measure", &["quick", "http", "db", "disk", "run", "scale"]),
+    (
+        "Analyse",
+        &["compare", "report", "show", "history", "merge"],
+    ),
+    ("Store", &["export", "import", "rm"]),
+    ("Set up", &["sysinfo", "doctor", "serve", "k8s"]),
+    ("Shell", &["completions", "man"]),
+];
+
+/// The width help text is wrapped to (clap's `max_term_width`).
+const HELP_WIDTH: usize = 100;
+
+/// The command line with `dyno --help` listing the subcommands by
+/// [`GROUPS`] instead of clap's single alphabetical-by-declaration list.
+pub(crate) fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let width = command
+        .get_subcommands()
+        .map(|c| c.get_name().len())
+        .max()
+        .unwrap_or(0);
+    let mut listing = String::new();
+    for (group, names) in GROUPS {
+        listing.push_str(&format!("{group}:\n"));
+        for name in *names {
+            let about = command
+                .find_subcommand(name)
+                .and_then(clap::Command::get_about)
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            listing.push_str(&format!("  {name:<width$}"));
+            // Wrapped to the help's width, continued under the text.
+            let indent = width + 4;
+            let mut column = indent - 2;
+            for word in about.split_whitespace() {
+                if column + 1 + word.chars().count() > HELP_WIDTH && column > indent {
+                    listing.push_str(&format!("\n{:indent$}{word}", ""));
+                    column = indent + word.chars().count();
+                } else {
+                    let gap = if column == indent - 2 { "  " } else { " " };
+                    listing.push_str(gap);
+                    listing.push_str(word);
+                    column += gap.len() + word.chars().count();
+                }
+            }
+            listing.push('\n');
+        }
+        listing.push('\n');
+    }
+    let template = format!(
+        "{{before-help}}{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{listing}Options:\n{{options}}{{after-help}}"
+    );
+    command.help_template(template)
 }
 
 /// `--store`: a PostgreSQL URL or a file path, not empty and not another
@@ -2113,6 +2174,31 @@ mod tests {
     #[test]
     fn verify_cli() {
         Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    #[test]
+    fn help_lists_every_subcommand_once_in_its_group() {
+        let mut listed: Vec<&str> = GROUPS
+            .iter()
+            .flat_map(|(_, names)| names.iter().copied())
+            .collect();
+        let cli = Cli::command();
+        let mut have: Vec<&str> = cli.get_subcommands().map(clap::Command::get_name).collect();
+        listed.sort_unstable();
+        have.sort_unstable();
+        assert_eq!(listed, have, "GROUPS and the subcommands differ");
+        listed.dedup();
+        assert_eq!(listed.len(), have.len(), "a subcommand is in two groups");
+        let help = command().render_long_help().to_string();
+        let measure = help.find("Measure:").expect("a Measure group");
+        let shell = help.find("Shell:").expect("a Shell group");
+        assert!(measure < help.find("  quick ").unwrap() && shell < help.find("  man ").unwrap());
+        assert!(help.contains("130 interrupted"), "{help}");
+        assert!(
+            help.contains("Options:") && help.contains("--store"),
+            "{help}"
+        );
     }
 
     #[test]

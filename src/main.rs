@@ -16,7 +16,7 @@ mod settings;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 /// How a subcommand that did not error ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +37,8 @@ pub enum ExitStatus {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli =
+        cli::Cli::from_arg_matches(&cli::command().get_matches()).unwrap_or_else(|e| e.exit());
     match cmd::run(cli) {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
         Ok(ExitStatus::ChecksFailed) => ExitCode::from(1),

@@ -2,22 +2,21 @@
 //! definitions as the parser, so they never drift from it.
 
 use anyhow::{Context, Result};
-use clap::CommandFactory;
 
 use crate::ExitStatus;
-use crate::cli::{Cli, CompletionsArgs, ManArgs};
+use crate::cli::{CompletionsArgs, ManArgs};
 
 pub(super) fn completions(args: CompletionsArgs) -> Result<ExitStatus> {
     let CompletionsArgs { shell } = args;
     let mut out = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "dyno", &mut out);
+    clap_complete::generate(shell, &mut crate::cli::command(), "dyno", &mut out);
     super::print(&String::from_utf8_lossy(&out))?;
     Ok(ExitStatus::Success)
 }
 
 pub(super) fn man(args: ManArgs) -> Result<ExitStatus> {
     let ManArgs { dir } = args;
-    let command = Cli::command();
+    let command = crate::cli::command();
     match dir {
         None => {
             let mut page = Vec::new();

@@ -194,3 +194,21 @@ fn top_level_help_lists_the_readmes_exit_codes() {
         assert!(flat.contains(words), "'{words}' in {help}");
     }
 }
+
+/// `dyno --help` lists the subcommands by task, measuring first.
+#[test]
+fn top_level_help_groups_the_subcommands_by_task() {
+    let home = temp();
+    let help = ok(home.path(), &["--help"]);
+    let at = |needle: &str| {
+        help.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing from\n{help}"))
+    };
+    assert!(at("Measure:\n  quick ") < at("\n  http "));
+    assert!(at("Analyse:\n  compare ") > at("\n  scale "));
+    assert!(at("Store:\n  export ") < at("Set up:\n  sysinfo "));
+    assert!(at("Shell:\n  completions ") < at("\n  man "));
+    assert!(at("Options:") > at("\n  man "));
+    // Each subcommand's own help keeps its examples.
+    assert!(ok(home.path(), &["disk", "--help"]).contains("Examples:"));
+}
