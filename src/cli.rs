@@ -243,7 +243,7 @@ const SEGMENTS: &str = "Segments (one run from many machines)";
 pub(crate) struct SegmentArgs {
     /// Run segment I of N (I counted from 0) of the run the rest of the
     /// command describes: its share of -n, -c, -t and --rate, so that the N
-    /// segments together make exactly that run (docs/scale-out.md says how
+    /// segments together make exactly that run (docs/src/scale-out.md says how
     /// it is split). Needs --group and a store all segments share (--store
     /// postgres://…, or one file on one machine).
     #[arg(long, help_heading = SEGMENTS, value_name = "I/N", requires = "group", value_parser = parse_segment)]

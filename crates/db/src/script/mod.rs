@@ -23,7 +23,7 @@
 //! random distributions, `\sleep`, and variables defined with `-D`. What
 //! is left out (`\if`, `\gset`, `\setshell`, `NULL`, `hash()`, …) is
 //! refused by name, at parse time, so a script never half-runs.
-//! docs/pgbench-scripts.md lists where dyno differs from pgbench, and why.
+//! docs/src/pgbench-scripts.md lists where dyno differs from pgbench, and why.
 //!
 //! [`builtin`](fn@builtin) holds pgbench's three built-in scripts and
 //! [`weighted`] reads its `NAME@WEIGHT` arguments.
