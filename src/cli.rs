@@ -335,9 +335,11 @@ pub(crate) struct QuickArgs {
     pub db_duration: std::time::Duration,
 }
 
-/// Load-test an HTTP or HTTPS server: as fast as wrk, honest about latency,
-/// and able to print ApacheBench's report. HTTP/1.1, or HTTP/2 with --h2
-/// (-m N streams per connection, as h2load's -m).
+/// Load-test an HTTP or HTTPS server, HTTP/1.1 or HTTP/2.
+///
+/// As fast as wrk, honest about latency, and able to print ApacheBench's
+/// report. HTTP/1.1, or HTTP/2 with --h2 (-m N streams per connection, as
+/// h2load's -m).
 ///
 /// Closed model (default): each of -c connections sends its next request as
 /// soon as the previous answer is in, for -d DURATION or -n N requests in
@@ -533,8 +535,10 @@ pub(crate) enum HttpFormat {
     Ab,
 }
 
-/// Time commands, like hyperfine, with each run's own CPU time, CPU% and
-/// peak memory, confidence intervals and a verdict for every comparison.
+/// Time commands, like hyperfine, with a verdict for every comparison.
+///
+/// Each run's own CPU time, CPU% and peak memory, confidence intervals and
+/// a verdict for every comparison.
 ///
 /// Each run is one child process in its own process group, waited for with
 /// wait4, so user time, system time and peak RSS are that run's own. Under a
@@ -730,8 +734,9 @@ pub(crate) enum ShellArg {
     None,
 }
 
-/// Explain how a program scales with threads, jobs or processors N:
-/// speedup, efficiency, Amdahl's parallel fraction, the Karp–Flatt serial
+/// Explain how a program scales with threads, jobs or processors N.
+///
+/// Speedup, efficiency, Amdahl's parallel fraction, the Karp–Flatt serial
 /// fraction and the Universal Scalability Law.
 ///
 /// The points (N, time) or (N, throughput) come from exactly one of:
@@ -1159,8 +1164,9 @@ pub(crate) struct DbInitArgs {
     pub foreign_keys: bool,
 }
 
-/// Run the built-in reference HTTP server (HTTP/1.1, and HTTP/2 h2c with
-/// prior knowledge on the same port), the target for load tests.
+/// Run the built-in reference HTTP server, the target for load tests.
+///
+/// HTTP/1.1, and HTTP/2 h2c with prior knowledge on the same port.
 ///
 /// Endpoints: GET /hello (a 92-byte HTML page), /blob/<size> (exactly <size>
 /// bytes: 512, 64k, 1m), /status/<code> (answers with that status),
@@ -1454,10 +1460,12 @@ pub(crate) struct HistoryArgs {
     pub filter: FilterArgs,
 }
 
-/// Show one saved run in full: metrics with confidence intervals, warnings,
-/// machine and settings, then the report its subcommand printed (http, run,
-/// disk, scale and quick runs), rebuilt from the saved record. Given a
-/// group's name (`--group` of segmented runs), the merged run of the group.
+/// Show one saved run in full, or the merged run of a group.
+///
+/// Metrics with confidence intervals, warnings, machine and settings, then
+/// the report its subcommand printed (http, run, disk, scale and quick
+/// runs), rebuilt from the saved record. Given a group's name (`--group` of
+/// segmented runs), the merged run of the group.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dyno show 01JDX3K2M8Q4\n  dyno show 01JDX3K2M8Q4 --json\n  dyno show 01JDX3K2M8Q4 --format ab   # an http run in ApacheBench's layout\n  dyno show g1                        # the merged run of the segments of group g1"
@@ -1476,9 +1484,10 @@ pub(crate) struct ShowArgs {
     pub format: ShowFormat,
 }
 
-/// Merge the segments of one run (`--segment I/N --group NAME` on several
-/// machines) into the run of the whole, and show it: counts and rates
-/// summed, latency histograms merged (percentiles of the whole, never
+/// Merge the segments of one run into the run of the whole, and show it.
+///
+/// The segments are `--segment I/N --group NAME` on several machines:
+/// counts and rates summed, latency histograms merged (percentiles of the whole, never
 /// averages of percentiles), per-second timelines aligned by the wall
 /// clock. A missing or failed segment is named and the run marked
 /// incomplete; segments that started apart are warned about. `show`,
@@ -1568,8 +1577,10 @@ impl ExportFormat {
     }
 }
 
-/// Add runs from a file made by `dyno export` or `--json` (one Run, an
-/// array of Runs, or JSON Lines). Runs already in the store are skipped.
+/// Add runs from a file made by `dyno export` or `--json`.
+///
+/// One Run, an array of Runs, or JSON Lines. Runs already in the store are
+/// skipped.
 ///
 /// The whole file is read and checked before anything is saved: a file with
 /// one bad record imports nothing.
