@@ -286,8 +286,15 @@ impl Ranged for FactorAxis {
     type FormatOption = DefaultFormatting;
     type ValueType = f64;
 
+    /// A value beyond the span (an unbounded interval's end is infinite)
+    /// is drawn at the edge; one that is not a number, in the middle.
     fn map(&self, value: &f64, (from, to): (i32, i32)) -> i32 {
         let share = (value + self.span) / (2.0 * self.span);
+        let share = if share.is_nan() {
+            0.5
+        } else {
+            share.clamp(0.0, 1.0)
+        };
         from + (share * f64::from(to - from)).round() as i32
     }
 
