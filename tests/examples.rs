@@ -103,39 +103,6 @@ fn run(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The throwaway cluster's variables (PGHOST, PGPORT, PGUSER) and its TCP
-/// URL with the password.
-fn pg() -> (Vec<(String, String)>, String) {
-    let dir = std::env::var("DYNO_TEST_PG").expect(
-        "the examples need a PostgreSQL server: run scripts/test, or start one with `scripts/pg start` and set DYNO_TEST_PG to the folder it prints",
-    );
-    let dir = Path::new(&dir);
-    let env = std::fs::read_to_string(dir.join("env"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.strip_prefix("export ")?.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .filter(|(k, _)| k != "PGDATABASE")
-        .collect();
-    let url = std::fs::read_to_string(dir.join("url"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    (env, url)
-}
-
-/// A new database on the cluster; its URL.
-fn database(env: &[(String, String)], url: &str, name: &str) -> String {
-    run(Command::new("psql")
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .args(["-q", "-d", "postgres", "-c"])
-        .arg(format!("DROP DATABASE IF EXISTS {name}"))
-        .arg("-c")
-        .arg(format!("CREATE DATABASE {name}")));
-    let base = url.rsplit_once('/').map_or(url, |(b, _)| b);
-    format!("{base}/{name}")
-}
-
 /// A `dyno serve` of the test's own; its address. Killed when dropped.
 struct Server(std::process::Child, String);
 
@@ -234,9 +201,10 @@ fn every_example_runs() {
         work_folder(work);
     };
     fresh(&work);
-    let (pg_env, pg_url) = pg();
-    let examples_db = database(&pg_env, &pg_url, "dyno_examples");
-    let store_db = database(&pg_env, &pg_url, "dyno_examples_store");
+    let pg = dyno_testutil::pg::Pg::from_env();
+    let examples = pg.database();
+    let examples_db = pg.url_of(&examples);
+    let store_db = pg.url_of(&pg.database());
     let plain = Server::start(&[]);
     let tls = Server::start(&["--tls"]);
     let bin = Path::new(ROOT).join("tests/examples/bin");
@@ -256,8 +224,8 @@ fn every_example_runs() {
             .env("DYNO_EXAMPLES_HTTPS", &tls.1)
             .env("DYNO_EXAMPLES_PG_URL", &examples_db)
             .env("DYNO_EXAMPLES_STORE_URL", &store_db)
-            .envs(pg_env.iter().map(|(k, v)| (k, v)))
-            .env("PGDATABASE", "dyno_examples")
+            .envs(pg.env.iter().map(|(k, v)| (k, v)))
+            .env("PGDATABASE", &examples)
             .stdin(Stdio::null());
     };
     // What the examples read before they make it: runs tagged for the

@@ -1,57 +1,18 @@
 use super::*;
 
-/// The throwaway cluster `scripts/test` starts (`scripts/pg start`): its
-/// folder, from DYNO_TEST_PG. The tests fail without one rather than pass
-/// without a server.
-pub(crate) struct Pg {
-    /// PGHOST, PGPORT, PGUSER as the folder's env file has them.
-    pub(crate) env: Vec<(String, String)>,
-    /// postgres://postgres:PASSWORD@127.0.0.1:PORT/postgres
-    pub(crate) url: String,
-}
+pub(crate) use dyno_testutil::pg::Pg;
 
+/// The throwaway cluster `scripts/test` starts.
 pub(crate) fn pg() -> Pg {
-    let dir = std::env::var("DYNO_TEST_PG").expect(
-        "dyno db's tests need a PostgreSQL server: run scripts/test, or start one with `scripts/pg start` and set DYNO_TEST_PG to the folder it prints",
-    );
-    let dir = Path::new(&dir);
-    let text = std::fs::read_to_string(dir.join("env")).unwrap();
-    let env = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("export ")?.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .filter(|(k, _)| k != "PGDATABASE")
-        .collect();
-    let url = std::fs::read_to_string(dir.join("url"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    Pg { env, url }
+    Pg::from_env()
 }
 
-impl Pg {
-    /// A new, empty database of its own for one test.
-    pub(crate) fn database(&self) -> String {
-        let name = format!("dyno_test_{}", fastrand::u64(..));
-        self.psql("postgres", &format!("CREATE DATABASE {name}"));
-        name
-    }
+/// dyno on a database of the cluster.
+trait PgDyno {
+    fn dyno(&self, home: &Path, db: &str) -> Command;
+}
 
-    /// psql's answer to `sql` in `db`, unaligned.
-    pub(crate) fn psql(&self, db: &str, sql: &str) -> String {
-        let out = StdCommand::new("psql")
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .args(["-X", "-tA", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "psql {sql}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    }
-
+impl PgDyno for Pg {
     fn dyno(&self, home: &Path, db: &str) -> Command {
         let mut cmd = dyno(home);
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)))

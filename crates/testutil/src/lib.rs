@@ -1,7 +1,9 @@
 //! Helpers shared by more than one of dyno's test suites, so no suite
 //! includes another's files by path: the HTTPS server of the HTTP engine's
 //! and the CLI's TLS tests ([`tls`]), and the size-limited tmpfs mounts of
-//! the disk engine's and the CLI's full-disk tests ([`tmpfs`]).
+//! the disk engine's and the CLI's full-disk tests ([`tmpfs`]), and the
+//! throwaway PostgreSQL of the CLI's db tests and the guide's examples
+//! ([`pg`]).
 //!
 //! Only tests depend on this crate (`publish = false`); it is never part of
 //! the binary.
@@ -9,5 +11,6 @@
 // A test helper says on stderr what it had to skip and why.
 #![allow(clippy::print_stderr)]
 
+pub mod pg;
 pub mod tls;
 pub mod tmpfs;
