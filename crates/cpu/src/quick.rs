@@ -53,9 +53,9 @@ pub enum Int64Warning {
     Superlinear { efficiency: f64, threads: usize },
 }
 
-impl Int64Warning {
+impl Judgement for Int64Warning {
     /// The stable, machine-readable code.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             Int64Warning::NonstandardIterations { .. } => "nonstandard_iterations",
             Int64Warning::Noisy { .. } => "noisy",
@@ -63,12 +63,6 @@ impl Int64Warning {
             Int64Warning::SingleRepetition => "single_repetition",
             Int64Warning::Superlinear { .. } => "superlinear",
         }
-    }
-}
-
-impl Judgement for Int64Warning {
-    fn code(&self) -> &'static str {
-        Int64Warning::code(self)
     }
 }
 

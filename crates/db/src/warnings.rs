@@ -1,7 +1,7 @@
 //! What makes a db run's figures less trustworthy, judged from the
 //! settings and the outcome ([`judge`]).
 //!
-//! Each warning is a [`DbWarning`] with a stable [`DbWarning::code`] and a
+//! Each warning is a [`DbWarning`] with a stable code ([`dyno_model::Judgement`]) and a
 //! message for people (its `Display`); the binary turns them into the
 //! run's [`dyno_model::Warning`]s. Nothing here prints.
 
@@ -22,9 +22,9 @@ pub enum DbWarning {
     ScaleIgnored { given: i64, counted: i64 },
 }
 
-impl DbWarning {
+impl dyno_model::Judgement for DbWarning {
     /// The stable, machine-readable code.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             DbWarning::RateNotReached { .. } => "rate_not_reached",
             DbWarning::ClientSaturated { .. } => "client_saturated",
@@ -56,12 +56,6 @@ impl fmt::Display for DbWarning {
                 "scale option ignored, using count from pgbench_branches table ({counted}): the built-in scripts use the scale the tables were made with (-s {given} applies to custom scripts, -f, only)"
             ),
         }
-    }
-}
-
-impl dyno_model::Judgement for DbWarning {
-    fn code(&self) -> &'static str {
-        DbWarning::code(self)
     }
 }
 
@@ -106,6 +100,7 @@ pub fn judge(
 
 #[cfg(test)]
 mod tests {
+    use dyno_model::Judgement as _;
     use std::collections::BTreeMap;
     use std::time::SystemTime;
 

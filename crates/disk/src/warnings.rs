@@ -3,7 +3,7 @@
 //! threads, and what the passes saw ([`judge`]); and a file small enough
 //! for caches to hold ([`small_file`]).
 //!
-//! Each warning is a [`DiskWarning`] with a stable [`DiskWarning::code`]
+//! Each warning is a [`DiskWarning`] with a stable code ([`dyno_model::Judgement`])
 //! and a message for people (its `Display`); the binary turns them into
 //! the run's [`dyno_model::Warning`]s. Nothing here prints.
 
@@ -43,9 +43,9 @@ pub enum DiskWarning {
     SmallFile { size_bytes: u64 },
 }
 
-impl DiskWarning {
+impl dyno_model::Judgement for DiskWarning {
     /// The stable, machine-readable code.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             DiskWarning::BufferedIo { .. } => "buffered_io",
             DiskWarning::ThreadEngine { .. } => "thread_engine",
@@ -112,12 +112,6 @@ impl fmt::Display for DiskWarning {
                 format_bytes(*size_bytes)
             ),
         }
-    }
-}
-
-impl dyno_model::Judgement for DiskWarning {
-    fn code(&self) -> &'static str {
-        DiskWarning::code(self)
     }
 }
 
@@ -198,6 +192,7 @@ pub fn small_file(size_bytes: u64) -> Option<DiskWarning> {
 
 #[cfg(test)]
 mod tests {
+    use dyno_model::Judgement as _;
     use std::time::Duration;
 
     use super::*;

@@ -2,7 +2,7 @@
 //! settings before the run ([`preflight`], [`missing_content_type`]) and
 //! from the outcome after it ([`judge`]).
 //!
-//! Each warning is an [`HttpWarning`] with a stable [`HttpWarning::code`]
+//! Each warning is an [`HttpWarning`] with a stable code ([`dyno_model::Judgement`])
 //! and a message for people (its `Display`); the binary turns them into
 //! the run's [`dyno_model::Warning`]s. Nothing here prints.
 
@@ -55,9 +55,9 @@ pub enum HttpWarning {
     NoResponses,
 }
 
-impl HttpWarning {
+impl dyno_model::Judgement for HttpWarning {
     /// The stable, machine-readable code.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             HttpWarning::TlsInsecure => "tls_insecure",
             HttpWarning::ListenBacklog { .. } => "listen_backlog",
@@ -159,12 +159,6 @@ impl fmt::Display for HttpWarning {
                 f.write_str("no request was answered: is the server up and the URL right?")
             }
         }
-    }
-}
-
-impl dyno_model::Judgement for HttpWarning {
-    fn code(&self) -> &'static str {
-        HttpWarning::code(self)
     }
 }
 
@@ -302,6 +296,7 @@ pub(crate) fn tls_hint(failure: &str, insecure: bool) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use dyno_model::Judgement as _;
     use std::time::{Duration, SystemTime};
 
     use super::*;
