@@ -353,7 +353,7 @@ pub(crate) struct QuickArgs {
 /// --expect-status included) exceed --max-error-rate.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server\n  dyno http --h2 -c 10 -m 10 -n 100000 http://127.0.0.1:8080/  # h2c, 10 streams a connection\n  dyno --store postgres://dyno@db/dyno http http://web/ -n 1000000 -c 300 --segment 0/3 --group g1  # one of 3 machines (dyno merge g1)"
+    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server\n  dyno http --h2 -c 10 -m 10 -n 100000 http://127.0.0.1:8080/  # h2c, 10 streams a connection\n  dyno http http://127.0.0.1:8080/ -c 50 --find-max --slo 'p99<=20ms,errors<=0.1%'  # capacity search\n  dyno --store postgres://dyno@db/dyno http http://web/ -n 1000000 -c 300 --segment 0/3 --group g1  # one of 3 machines (dyno merge g1)"
 )]
 pub(crate) struct HttpArgs {
     /// The URL to load (http:// or https://); may hold {seq} and
@@ -516,10 +516,63 @@ pub(crate) struct HttpArgs {
     pub source_addr: Option<std::net::IpAddr>,
 
     #[command(flatten)]
+    pub find_max: FindMaxArgs,
+
+    #[command(flatten)]
     pub segments: SegmentArgs,
 
     #[command(flatten)]
     pub save: SaveArgs,
+}
+
+/// Capacity search (`--find-max`): the highest rate that still meets an
+/// objective.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Capacity search")]
+pub(crate) struct FindMaxArgs {
+    /// Find the highest request rate that still meets --slo: open-model
+    /// steps at fixed rates, doubling from --start until one fails, then
+    /// halving the bracket to --precision; the last pass and the first fail
+    /// are run again before the answer. A step passes when the objective
+    /// holds, at least 99% of the rate is achieved, at most 0.1% of sends
+    /// are late or dropped, latency does not rise within the step (a
+    /// growing queue) and the client is not saturated (which ends the
+    /// search: "client-bound"). Exit 1 when no rate meets the objective.
+    #[arg(long, requires = "slo", conflicts_with_all = ["rate", "requests", "duration", "latency_log", "pipeline"])]
+    pub find_max: bool,
+
+    /// The objective each step must meet: pNN<=DURATION targets on the
+    /// corrected latency and errors<=PCT%, joined by commas, e.g.
+    /// 'p99<=20ms,errors<=0.1%'. Without an error target, errors may be at
+    /// most --max-error-rate.
+    #[arg(long, value_name = "OBJECTIVE", requires = "find_max", value_parser = parse_slo)]
+    pub slo: Option<String>,
+
+    /// The first rate tried, in requests per second [default: half the
+    /// rate of a 2 s closed-model probe with the same connections].
+    #[arg(long, value_name = "RATE", requires = "find_max", allow_negative_numbers = true, value_parser = parse_rate)]
+    pub start: Option<f64>,
+
+    /// How long each step measures (each also has a warm-up: --warmup, or
+    /// 1s when none is given).
+    #[arg(long, value_name = "DURATION", default_value = "10s", allow_hyphen_values = true, value_parser = pass_duration)]
+    pub step: std::time::Duration,
+
+    /// Stop bisecting once the bracket is this narrow, in percent of its
+    /// lower end.
+    #[arg(long, value_name = "PERCENT", default_value_t = 5.0, allow_negative_numbers = true, value_parser = positive_percent)]
+    pub precision: f64,
+
+    /// The longest the search may take; it answers with what it has then.
+    #[arg(long, value_name = "DURATION", default_value = "3m", allow_hyphen_values = true, value_parser = pass_duration)]
+    pub budget: std::time::Duration,
+}
+
+/// `--slo`: checked here, so a mistake is a usage error before any load.
+fn parse_slo(s: &str) -> Result<String, String> {
+    s.parse::<dyno_load::Slo>()
+        .map(|_| s.trim().to_owned())
+        .map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -27,9 +27,14 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         server: _server,
         segments: plan,
         latency_log,
+        capacity,
         format,
         mut save,
     } = settings::http(args, &env)?;
+    if let Some(capacity) = capacity {
+        let store = ctx.store_for(&save)?;
+        return find_max(&settings, &capacity, env, &asked, &save, store);
+    }
     // A segment's store is where the segments meet: falling back to the
     // local one would leave it waiting alone.
     let mut store = match &plan {
@@ -163,6 +168,100 @@ fn exit_status(
         return Ok(ExitStatus::ChecksFailed);
     }
     Ok(ExitStatus::Success)
+}
+
+/// `--find-max`: the search's steps, each printed as it ends, then the
+/// run (the step at the answer's rate, with the search in its record),
+/// printed and saved. Exit 1 when no rate met the objective or the server
+/// went away, 130 when interrupted (what was found is kept).
+fn find_max(
+    settings: &Settings,
+    plan: &dyno_http::capacity::Plan,
+    env: dyno_model::Environment,
+    asked: &Asked,
+    save: &crate::cli::SaveArgs,
+    store: Option<Box<dyn dyno_store::Store>>,
+) -> Result<ExitStatus> {
+    use dyno_model::record::{CapacityOutcome, HttpRecord};
+    let interrupt = Interrupt::install(Second::Exits)?;
+    let started_at = Timestamp::now();
+    let started = Instant::now();
+    let tty = std::io::stderr().is_terminal();
+    eprintln!(
+        "dyno: searching for the highest rate that meets {} ({} steps, budget {})",
+        plan.slo,
+        crate::settings::segment::humantime(plan.step),
+        crate::settings::segment::humantime(plan.budget)
+    );
+    let mut shown = 0;
+    let capacity = dyno_http::capacity::find_max(
+        settings,
+        plan,
+        interrupt.flag(),
+        |p| {
+            if tty {
+                progress_line(&p);
+            }
+        },
+        |step| {
+            if tty {
+                eprint!("\r\x1b[2K");
+            }
+            shown += 1;
+            eprintln!("{}", step_line(shown, step));
+        },
+    )?;
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let Some(mut run) = dyno_http::capacity::record(&capacity, plan, env, asked) else {
+        eprintln!("dyno: interrupted before any step was measured; nothing was saved");
+        return Ok(ExitStatus::Interrupted);
+    };
+    run.started_at = started_at;
+    run.duration_ns = started.elapsed().as_nanos() as u64;
+    let run = finish(run, save, store, dyno_report::http_report)?;
+    if let Some(why) = &capacity.lost_target {
+        eprintln!(
+            "dyno: the search stopped: {why}; the steps so far were kept in {}",
+            run.id
+        );
+        return Ok(ExitStatus::ChecksFailed);
+    }
+    if capacity.interrupted {
+        eprintln!(
+            "dyno: interrupted; the steps so far were kept in {}",
+            run.id
+        );
+        return Ok(ExitStatus::Interrupted);
+    }
+    let record: HttpRecord = run.record().unwrap_or_default();
+    match record.capacity.map(|c| c.answer.outcome) {
+        Some(CapacityOutcome::NoneMeets) => Ok(ExitStatus::ChecksFailed),
+        _ => Ok(ExitStatus::Success),
+    }
+}
+
+/// One finished step, for stderr: `step 3 (bisect) 41.2k req/s: achieved
+/// 41.2k, p99 18ms: pass`.
+fn step_line(n: usize, run: &dyno_http::capacity::StepRun) -> String {
+    let s = &run.step;
+    let o = &s.observation;
+    let p99 = o
+        .percentile(99.0)
+        .map_or_else(|| "–".to_owned(), dyno_load::slo::human_duration);
+    let verdict = if s.passed() {
+        "pass".to_owned()
+    } else {
+        let why: Vec<String> = s.why.iter().map(|w| w.describe()).collect();
+        format!("fail ({})", why.join("; "))
+    };
+    format!(
+        "step {n} ({}) {:.0} req/s: achieved {:.0}, p99 {p99}: {verdict}",
+        s.purpose.name(),
+        s.rate,
+        o.achieved,
+    )
 }
 
 /// Creates the latency log, never over an existing file; the error says

@@ -26,9 +26,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use dyno_load::Timer;
 use dyno_model::{Direction, Merge, Metric, Samples, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
-use dyno_timer::Timer;
 use hdrhistogram::Histogram;
 
 use crate::script::{CommandKind, Predefined, Script, Sql, Value};
@@ -321,7 +321,7 @@ pub fn run_gated(
     if lock(&shared.setup_failed).is_none() {
         match gate() {
             Ok(Some(at)) => {
-                dyno_timer::sleep_until_wall(at, || shared.stop.load(Ordering::Relaxed));
+                dyno_load::sleep_until_wall(at, || shared.stop.load(Ordering::Relaxed));
             }
             Ok(None) => {}
             Err(why) => *lock(&shared.setup_failed) = Some(RunError::Setup(why)),

@@ -11,8 +11,10 @@
 //! - [`settings`]: what to do; [`engine`]: the driver; [`stats`]: what was measured.
 //! - [`record`]: settings and outcome in, the run's `Run` out (record, metrics,
 //!   warnings, headline); [`quick`]: `dyno quick`'s HTTP line.
+//! - [`capacity`]: `--find-max`, the capacity search's steps on the engine.
 //! - `conn` and `tls`: the byte streams, plain or through rustls.
 
+pub mod capacity;
 mod conn;
 pub mod engine;
 mod outcome;

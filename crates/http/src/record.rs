@@ -135,6 +135,7 @@ fn http_record(settings: &Settings, outcome: &Outcome, asked: &Asked) -> HttpRec
         },
         segment: None,
         group: None,
+        capacity: None,
     }
 }
 

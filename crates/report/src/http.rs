@@ -120,6 +120,14 @@ pub fn http_report(run: &Run) -> String {
         counted(rec.threads, "worker thread"),
     );
     out.push('\n');
+    if let Some(cap) = &rec.capacity {
+        crate::capacity::capacity_section(&mut out, cap, "req/s");
+        let _ = writeln!(
+            out,
+            "The figures below are the step at {} req/s.\n",
+            rate(rec.rate_per_sec.unwrap_or(0.0))
+        );
+    }
 
     let measured = value(run, "measured_ns");
     let unfinished = count(run, "unfinished_requests");

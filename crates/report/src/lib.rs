@@ -7,6 +7,7 @@
 //! returned. Human renderers return `String`s so the binary decides where
 //! they go.
 
+mod capacity;
 mod compare;
 mod db;
 mod disk;
@@ -22,6 +23,7 @@ mod scale;
 mod text;
 mod view;
 
+pub use capacity::capacity_answer;
 pub use compare::{
     Comparison, Row, compare_csv, compare_markdown, compare_report, metric_short, metric_title,
 };

@@ -18,7 +18,7 @@ use crate::conn::{ConnectError, Stream};
 use crate::parse::{ResponseParser, Step};
 use crate::settings::Settings;
 use crate::stats::{ErrorClass, Timing};
-use dyno_timer::Timer;
+use dyno_load::Timer;
 
 /// A connection's reusable state. It owns no read buffer: every connection
 /// of a thread reads into the thread's one buffer ([`READ_BUF`]), and only

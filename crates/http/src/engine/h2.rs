@@ -32,7 +32,7 @@ use crate::conn::{ConnectError, Stream};
 use crate::request::RequestTemplate;
 use crate::stats::{ErrorClass, Timing};
 use crate::tls::refused_alpn;
-use dyno_timer::Timer;
+use dyno_load::Timer;
 
 /// The connection preface a client sends before its first frame.
 const PREFACE_LEN: usize = 24;

@@ -38,7 +38,7 @@ use crate::request::Scheme;
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats};
 use crate::tls::{TlsClient, TlsSession, TlsSetupError};
-use dyno_timer::Timer;
+use dyno_load::Timer;
 
 /// Why a load test could not run at all (per-request failures are counted,
 /// not raised).
@@ -446,7 +446,7 @@ pub fn run_gated(
         match gate() {
             Ok(at) => {
                 if let Some(at) = at {
-                    dyno_timer::sleep_until_wall(at, || shared.stopped());
+                    dyno_load::sleep_until_wall(at, || shared.stopped());
                 }
             }
             Err(why) => {

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{GroupRecord, Record, SegmentRecord};
+use super::{CapacityRecord, GroupRecord, Record, SegmentRecord};
 use crate::Kind;
 
 /// How load is offered.
@@ -70,6 +70,10 @@ pub struct HttpRecord {
     /// The segments merged into this run, if it is a group's merged run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<GroupRecord>,
+    /// `--find-max`: the capacity search; the run's figures are its step
+    /// at the answer's rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityRecord>,
 }
 
 impl Default for HttpRecord {
@@ -105,6 +109,7 @@ impl Default for HttpRecord {
             observed: HttpObserved::default(),
             segment: None,
             group: None,
+            capacity: None,
         }
     }
 }

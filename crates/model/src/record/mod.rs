@@ -23,6 +23,7 @@
 //! generated from these types by [`settings_schemas`]; a test fails when
 //! the checked-in schema and the types disagree.
 
+mod capacity;
 mod compare;
 mod db;
 mod disk;
@@ -32,6 +33,7 @@ mod quick;
 mod scale;
 mod segment;
 
+pub use capacity::{CapacityAnswer, CapacityOutcome, CapacityRecord, CapacityStep};
 pub use compare::{CompareGroup, CompareRecord, Difference, Unmatched};
 pub use db::{DbObserved, DbRecord, ScriptWeight};
 pub use disk::{DiskObserved, DiskRecord};

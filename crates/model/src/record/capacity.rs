@@ -1,0 +1,87 @@
+//! A capacity search's part of a run's record (`dyno http --find-max`):
+//! the objective, how the search ran, its answer and every step it took.
+//! The run's own figures are those of the step at the answer's rate.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What a capacity search was asked and what it found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct CapacityRecord {
+    /// The objective as given, e.g. `p99<=20ms,errors<=0.1%`.
+    pub slo: String,
+    /// The first rate tried, per second.
+    pub start: f64,
+    /// Whether the start was chosen from a short closed-model probe.
+    pub start_probed: bool,
+    /// The bracket's relative width the search stops at (0.05: 5%).
+    pub precision: f64,
+    /// Measured length of each step, and its warm-up (excluded).
+    pub step_ns: u64,
+    pub step_warmup_ns: u64,
+    /// The longest the search may take.
+    pub budget_ns: u64,
+    pub answer: CapacityAnswer,
+    pub steps: Vec<CapacityStep>,
+}
+
+/// How the search ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityOutcome {
+    /// The highest pass and the lowest fail, both confirmed, are within
+    /// the precision.
+    Found,
+    /// The budget or an interrupt ended it first.
+    #[default]
+    Unfinished,
+    /// No rate down to the floor met the objective.
+    NoneMeets,
+    /// The client saturated first: no claim about the server.
+    ClientBound,
+}
+
+/// The search's answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct CapacityAnswer {
+    pub outcome: CapacityOutcome,
+    /// The highest rate that passed (the max sustainable rate when
+    /// `outcome` is `found`).
+    pub max_rate: Option<f64>,
+    /// The lowest rate that failed.
+    pub above_rate: Option<f64>,
+    /// `none_meets`: the lowest rate tried.
+    pub lowest_rate: Option<f64>,
+    /// `client_bound`: the rate the saturated client achieved.
+    pub client_bound_at: Option<f64>,
+}
+
+/// One step of the search.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct CapacityStep {
+    /// Why it ran: `bracket`, `bisect`, `confirm pass`, `confirm fail`.
+    pub purpose: String,
+    pub requested: f64,
+    pub achieved: f64,
+    /// Corrected latency percentiles, in nanoseconds.
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    /// Requests that ended in the step's measured window, and of them
+    /// the failed.
+    pub requests: u64,
+    pub errors: u64,
+    /// Sends due in the window, and of them the late or dropped.
+    pub sends: u64,
+    pub late: u64,
+    /// The 99th percentile of the send lag, in nanoseconds.
+    pub send_lag_p99_ns: u64,
+    /// The client's CPU use, in percent of its threads.
+    pub client_cpu_percent: f64,
+    pub passed: bool,
+    /// Why it failed, one phrase per reason; empty when it passed.
+    pub why: Vec<String>,
+}

@@ -1,0 +1,253 @@
+//! The capacity search's part of a report (`--find-max`): the answer in one
+//! sentence, then the step table (requested, achieved, percentiles, errors,
+//! send lag, verdict and why). It reads only the run's record.
+
+use std::fmt::Write as _;
+
+use dyno_model::record::{CapacityOutcome, CapacityRecord};
+
+use crate::format::format_duration_ns;
+
+/// A rate in the answer's short form: `41.2k`, `950`, `2.50`.
+pub(crate) fn short_rate(per_sec: f64) -> String {
+    if per_sec >= 10_000.0 {
+        format!("{:.1}k", per_sec / 1000.0)
+    } else if per_sec >= 10.0 {
+        format!("{per_sec:.0}")
+    } else {
+        format!("{per_sec:.2}")
+    }
+}
+
+/// The answer, in one sentence.
+pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
+    let a = &cap.answer;
+    let r = |x: Option<f64>| x.map_or_else(|| "?".to_owned(), short_rate);
+    match a.outcome {
+        CapacityOutcome::Found => format!(
+            "max sustainable {} {unit} (bracket {}–{}) at {}",
+            r(a.max_rate),
+            r(a.max_rate),
+            r(a.above_rate),
+            cap.slo
+        ),
+        CapacityOutcome::NoneMeets => format!(
+            "no rate meets {}: the lowest tried, {} {unit}, failed",
+            cap.slo,
+            r(a.lowest_rate)
+        ),
+        CapacityOutcome::ClientBound => {
+            let before = a
+                .max_rate
+                .map(|m| format!(" (the highest pass before: {} {unit})", short_rate(m)))
+                .unwrap_or_default();
+            format!(
+                "client-bound at ≈ {} {unit}: add threads or segments; no server capacity is claimed{before}",
+                r(a.client_bound_at)
+            )
+        }
+        CapacityOutcome::Unfinished => match (a.max_rate, a.above_rate) {
+            (Some(max), Some(above)) => format!(
+                "not settled: passes at {} {unit}, fails at {} {unit} ({}; the search ended first)",
+                short_rate(max),
+                short_rate(above),
+                cap.slo
+            ),
+            (Some(max), None) => format!(
+                "at least {} {unit} at {}: every step passed before the search ended",
+                short_rate(max),
+                cap.slo
+            ),
+            (None, Some(above)) => format!(
+                "below {} {unit}: every step failed {} before the search ended",
+                short_rate(above),
+                cap.slo
+            ),
+            (None, None) => "no step finished".to_owned(),
+        },
+    }
+}
+
+/// The section: the answer, how the search ran, and its steps.
+pub(crate) fn capacity_section(out: &mut String, cap: &CapacityRecord, unit: &str) {
+    let _ = writeln!(out, "Capacity    {}", capacity_answer(cap, unit));
+    let start = if cap.start_probed {
+        format!(
+            "{} {unit} (half a closed-model probe's rate)",
+            short_rate(cap.start)
+        )
+    } else {
+        format!("{} {unit}", short_rate(cap.start))
+    };
+    let _ = writeln!(
+        out,
+        "Search      from {start}, {} steps (+{} warm-up each), precision {:.1}%, budget {}",
+        format_duration_ns(cap.step_ns as f64),
+        format_duration_ns(cap.step_warmup_ns as f64),
+        cap.precision * 100.0,
+        format_duration_ns(cap.budget_ns as f64),
+    );
+    out.push('\n');
+    let header = [
+        "STEP",
+        "PURPOSE",
+        "REQUESTED",
+        "ACHIEVED",
+        "P50",
+        "P99",
+        "P99.9",
+        "ERRORS",
+        "LATE",
+        "LAG P99",
+        "CPU",
+        "VERDICT",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| (*s).to_owned()).collect()];
+    let lat = |ns: u64| {
+        if ns == 0 {
+            "–".to_owned()
+        } else {
+            format_duration_ns(ns as f64).replace(' ', "")
+        }
+    };
+    let share = |n: u64, of: u64| {
+        if of == 0 {
+            "–".to_owned()
+        } else {
+            format!("{:.2}%", 100.0 * n as f64 / of as f64)
+        }
+    };
+    for (i, s) in cap.steps.iter().enumerate() {
+        let verdict = if s.passed {
+            "pass".to_owned()
+        } else {
+            format!("fail: {}", s.why.join("; "))
+        };
+        rows.push(vec![
+            (i + 1).to_string(),
+            s.purpose.clone(),
+            short_rate(s.requested),
+            short_rate(s.achieved),
+            lat(s.p50_ns),
+            lat(s.p99_ns),
+            lat(s.p999_ns),
+            share(s.errors, s.requests),
+            share(s.late, s.sends),
+            lat(s.send_lag_p99_ns),
+            format!("{:.0}%", s.client_cpu_percent),
+            verdict,
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c] - cell.chars().count();
+            // Text columns to the left, figures to the right.
+            if c == 1 || c == header.len() - 1 {
+                line.push_str(cell);
+                if c + 1 < row.len() {
+                    line.push_str(&" ".repeat(pad));
+                }
+            } else {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            }
+            if c + 1 < row.len() {
+                line.push_str("  ");
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dyno_model::record::{CapacityAnswer, CapacityStep};
+
+    fn record(outcome: CapacityOutcome) -> CapacityRecord {
+        CapacityRecord {
+            slo: "p99<=20ms".into(),
+            start: 20_000.0,
+            start_probed: true,
+            precision: 0.05,
+            step_ns: 10_000_000_000,
+            step_warmup_ns: 1_000_000_000,
+            budget_ns: 180_000_000_000,
+            answer: CapacityAnswer {
+                outcome,
+                max_rate: Some(41_200.0),
+                above_rate: Some(43_000.0),
+                lowest_rate: Some(20.0),
+                client_bound_at: Some(39_000.0),
+            },
+            steps: vec![
+                CapacityStep {
+                    purpose: "bracket".into(),
+                    requested: 20_000.0,
+                    achieved: 19_990.0,
+                    p50_ns: 150_000,
+                    p99_ns: 900_000,
+                    p999_ns: 2_000_000,
+                    requests: 199_900,
+                    errors: 0,
+                    sends: 199_900,
+                    late: 3,
+                    send_lag_p99_ns: 40_000,
+                    client_cpu_percent: 35.0,
+                    passed: true,
+                    why: vec![],
+                },
+                CapacityStep {
+                    purpose: "bracket".into(),
+                    requested: 40_000.0,
+                    achieved: 31_000.0,
+                    p50_ns: 900_000_000,
+                    p99_ns: 2_100_000_000,
+                    p999_ns: 2_300_000_000,
+                    requests: 310_000,
+                    errors: 0,
+                    sends: 400_000,
+                    late: 90_000,
+                    send_lag_p99_ns: 1_000_000_000,
+                    client_cpu_percent: 60.0,
+                    passed: false,
+                    why: vec![
+                        "p99 2.1s > 20ms".into(),
+                        "achieved 77.5% of the rate".into(),
+                    ],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn the_answer_says_what_was_found_and_what_was_not() {
+        let found = capacity_answer(&record(CapacityOutcome::Found), "req/s");
+        assert_eq!(
+            found,
+            "max sustainable 41.2k req/s (bracket 41.2k–43.0k) at p99<=20ms"
+        );
+        let none = capacity_answer(&record(CapacityOutcome::NoneMeets), "req/s");
+        assert_eq!(
+            none,
+            "no rate meets p99<=20ms: the lowest tried, 20 req/s, failed"
+        );
+        let client = capacity_answer(&record(CapacityOutcome::ClientBound), "req/s");
+        assert!(client.starts_with("client-bound at ≈ 39.0k req/s: add threads or segments"));
+        assert!(client.contains("no server capacity is claimed"));
+        let unfinished = capacity_answer(&record(CapacityOutcome::Unfinished), "req/s");
+        assert!(unfinished.starts_with("not settled: passes at 41.2k req/s, fails at 43.0k"));
+    }
+
+    #[test]
+    fn the_step_table_gives_every_step_its_verdict_and_why() {
+        let mut out = String::new();
+        capacity_section(&mut out, &record(CapacityOutcome::Found), "req/s");
+        insta::assert_snapshot!(out);
+    }
+}
