@@ -526,7 +526,8 @@ pub(crate) struct HttpArgs {
 }
 
 /// Capacity search (`--find-max`): the highest rate that still meets an
-/// objective.
+/// objective; `dyno http` and `dyno db run` share these flags, and each
+/// checks what they cannot go with.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Capacity search")]
 pub(crate) struct FindMaxArgs {
@@ -538,7 +539,8 @@ pub(crate) struct FindMaxArgs {
     /// are late or dropped, latency does not rise within the step (a
     /// growing queue) and the client is not saturated (which ends the
     /// search: "client-bound"). Exit 1 when no rate meets the objective.
-    #[arg(long, requires = "slo", conflicts_with_all = ["rate", "requests", "duration", "latency_log", "pipeline"])]
+    /// Not with a fixed rate, count or duration.
+    #[arg(long, requires = "slo")]
     pub find_max: bool,
 
     /// The objective each step must meet: pNN<=DURATION targets on the
@@ -548,8 +550,8 @@ pub(crate) struct FindMaxArgs {
     #[arg(long, value_name = "OBJECTIVE", requires = "find_max", value_parser = parse_slo)]
     pub slo: Option<String>,
 
-    /// The first rate tried, in requests per second [default: half the
-    /// rate of a 2 s closed-model probe with the same connections].
+    /// The first rate tried, per second [default: half the rate of a 2 s
+    /// closed-model probe with the same connections or clients].
     #[arg(long, value_name = "RATE", requires = "find_max", allow_negative_numbers = true, value_parser = parse_rate)]
     pub start: Option<f64>,
 
@@ -1176,6 +1178,15 @@ pub(crate) struct DbRunArgs {
     /// second on a terminal].
     #[arg(short = 'P', long, value_name = "SECONDS", value_parser = parse_progress)]
     pub progress: Option<std::time::Duration>,
+
+    /// Run this long first without measuring (transactions that end in it
+    /// are in no figure; with -R the schedule covers it too). With -T (or
+    /// the default duration), not with -t.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "0s", value_parser = parse_duration)]
+    pub warmup: std::time::Duration,
+
+    #[command(flatten)]
+    pub find_max: FindMaxArgs,
 
     #[command(flatten)]
     pub segments: SegmentArgs,

@@ -89,7 +89,12 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         segment: plan,
         mut save,
         progress,
+        capacity,
     } = settings::db_run(args, env.hostname.as_deref())?;
+    if let Some(capacity) = capacity {
+        let store = ctx.store_for(&save)?;
+        return find_max(&settings, &whole, &capacity, env, &save, store, progress);
+    }
     // A segment's store is where the segments meet: never the local
     // fallback, where it would wait alone.
     let mut store = match &plan {
@@ -139,6 +144,73 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// `--find-max`: the search's steps, each printed as it ends, then the
+/// run (the step at the answer's rate, the search in its record), printed
+/// and saved. Exit 1 when no rate met the objective or the server went
+/// away, 130 when interrupted (what was found is kept).
+fn find_max(
+    settings: &dyno_db::run::RunSettings,
+    whole: &dyno_db::record::Whole,
+    plan: &dyno_load::capacity::Plan,
+    env: dyno_model::Environment,
+    save: &crate::cli::SaveArgs,
+    store: Option<Box<dyn dyno_store::Store>>,
+    progress: Option<Duration>,
+) -> Result<ExitStatus> {
+    use dyno_model::record::{CapacityOutcome, DbRecord};
+    let interrupt = Interrupt::install(Second::Exits)?;
+    let started = Instant::now();
+    super::capacity::announce(plan);
+    let mut line = ProgressLine::new(progress);
+    let clear_line = progress.is_none() && std::io::stderr().is_terminal();
+    let mut shown = 0;
+    let capacity = dyno_db::capacity::find_max(
+        settings,
+        plan,
+        interrupt.flag(),
+        |p| line.show(p),
+        |step| {
+            if clear_line {
+                eprint!("\r\x1b[2K");
+            }
+            shown += 1;
+            eprintln!("{}", super::capacity::step_line(shown, step, "tps"));
+        },
+    );
+    line.clear();
+    let capacity = capacity?;
+    let Some(run) = dyno_db::capacity::record(&capacity, plan, whole, started.elapsed(), env)
+    else {
+        match &capacity.lost_target {
+            Some(why) => bail!("the search stopped before any step: {why}"),
+            None => {
+                eprintln!("dyno: interrupted before any step was measured; nothing was saved");
+                return Ok(ExitStatus::Interrupted);
+            }
+        }
+    };
+    let run = finish(run, save, store, dyno_report::db_report)?;
+    if let Some(why) = &capacity.lost_target {
+        eprintln!(
+            "dyno: the search stopped: {why}; the steps so far were kept in {}",
+            run.id
+        );
+        return Ok(ExitStatus::ChecksFailed);
+    }
+    if capacity.interrupted {
+        eprintln!(
+            "dyno: interrupted; the steps so far were kept in {}",
+            run.id
+        );
+        return Ok(ExitStatus::Interrupted);
+    }
+    let record: DbRecord = run.record().unwrap_or_default();
+    match record.capacity.map(|c| c.answer.outcome) {
+        Some(CapacityOutcome::NoneMeets) => Ok(ExitStatus::ChecksFailed),
+        _ => Ok(ExitStatus::Success),
+    }
+}
+
 /// The progress shown while a run goes on: with -P, a line every
 /// interval with that interval's figures, as pgbench's; otherwise, on a
 /// terminal, one line rewritten every second.
@@ -158,7 +230,20 @@ impl ProgressLine {
     }
 
     fn show(&mut self, p: Progress) {
-        let last = self.last.replace(p).unwrap_or_default();
+        // A new run (the next step of --find-max) starts from zero.
+        let last = self
+            .last
+            .replace(p)
+            .filter(|l| {
+                l.elapsed <= p.elapsed
+                    && l.transactions <= p.transactions
+                    && l.failed <= p.failed
+                    && l.started <= p.started
+                    && l.skipped <= p.skipped
+                    && l.latency_sum <= p.latency_sum
+                    && l.lag_sum <= p.lag_sum
+            })
+            .unwrap_or_default();
         let done = p.transactions - last.transactions;
         let secs = (p.elapsed - last.elapsed).as_secs_f64().max(1e-9);
         let mut line = format!(

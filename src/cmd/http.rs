@@ -176,7 +176,7 @@ fn exit_status(
 /// went away, 130 when interrupted (what was found is kept).
 fn find_max(
     settings: &Settings,
-    plan: &dyno_http::capacity::Plan,
+    plan: &dyno_load::capacity::Plan,
     env: dyno_model::Environment,
     asked: &Asked,
     save: &crate::cli::SaveArgs,
@@ -187,12 +187,7 @@ fn find_max(
     let started_at = Timestamp::now();
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
-    eprintln!(
-        "dyno: searching for the highest rate that meets {} ({} steps, budget {})",
-        plan.slo,
-        crate::settings::segment::humantime(plan.step),
-        crate::settings::segment::humantime(plan.budget)
-    );
+    super::capacity::announce(plan);
     let mut shown = 0;
     let capacity = dyno_http::capacity::find_max(
         settings,
@@ -208,7 +203,7 @@ fn find_max(
                 eprint!("\r\x1b[2K");
             }
             shown += 1;
-            eprintln!("{}", step_line(shown, step));
+            eprintln!("{}", super::capacity::step_line(shown, step, "req/s"));
         },
     )?;
     if tty {
@@ -240,28 +235,6 @@ fn find_max(
         Some(CapacityOutcome::NoneMeets) => Ok(ExitStatus::ChecksFailed),
         _ => Ok(ExitStatus::Success),
     }
-}
-
-/// One finished step, for stderr: `step 3 (bisect) 41.2k req/s: achieved
-/// 41.2k, p99 18ms: pass`.
-fn step_line(n: usize, run: &dyno_http::capacity::StepRun) -> String {
-    let s = &run.step;
-    let o = &s.observation;
-    let p99 = o
-        .percentile(99.0)
-        .map_or_else(|| "–".to_owned(), dyno_load::slo::human_duration);
-    let verdict = if s.passed() {
-        "pass".to_owned()
-    } else {
-        let why: Vec<String> = s.why.iter().map(|w| w.describe()).collect();
-        format!("fail ({})", why.join("; "))
-    };
-    format!(
-        "step {n} ({}) {:.0} req/s: achieved {:.0}, p99 {p99}: {verdict}",
-        s.purpose.name(),
-        s.rate,
-        o.achieved,
-    )
 }
 
 /// Creates the latency log, never over an existing file; the error says

@@ -1,6 +1,7 @@
 //! One module per subcommand, each wiring settings → engine → store →
 //! exporter. Helpers shared by several subcommands live here.
 
+mod capacity;
 mod compare;
 mod completions;
 mod db;

@@ -25,6 +25,8 @@ pub(crate) struct DbPlan {
     pub save: SaveArgs,
     /// `-P`: a progress line every interval.
     pub progress: Option<Duration>,
+    /// `--find-max`: the capacity search to run instead of one run.
+    pub capacity: Option<dyno_load::capacity::Plan>,
 }
 
 /// `dyno db run`'s flags, checked together and resolved; `host` names
@@ -37,6 +39,23 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
         );
     }
     let settings = run_settings(&args, plan.as_ref())?;
+    // No error target in --slo: failed transactions are errors, and none is
+    // allowed (a db run fails on any, as pgbench's exit status says).
+    let capacity = super::capacity::plan(
+        args.find_max.clone(),
+        args.warmup,
+        0.0,
+        &[
+            ("-R/--rate", args.rate.is_some()),
+            ("-t/--transactions", args.transactions.is_some()),
+            ("-T/--time", args.time.is_some()),
+        ],
+    )?;
+    if capacity.is_some() && plan.is_some() {
+        bail!(
+            "--find-max runs its steps from one process: it does not split over --segment yet; run it without --segment, with more -c and -j"
+        );
+    }
     if let Some(plan) = &mut plan {
         plan.publish(published(&args, &settings));
     }
@@ -50,6 +69,7 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
         segment: plan,
         save: args.save,
         progress: args.progress,
+        capacity,
     })
 }
 
@@ -101,6 +121,11 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         DbProtocol::Extended => Protocol::Extended,
         DbProtocol::Prepared => Protocol::Prepared,
     };
+    if !args.warmup.is_zero() && matches!(stop, Stop::Transactions(_)) {
+        bail!(
+            "--warmup is a time before the measured one; with -t (a count per client) there is no measured time to put it before: use -T, or drop --warmup"
+        );
+    }
     if let (Some(rate), Stop::Duration(d)) = (rate, stop)
         && rate * d.as_secs_f64() < 0.5
     {
@@ -129,6 +154,7 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         max_tries: args.max_tries,
         seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
         rate,
+        warmup: args.warmup,
         latency_limit: args.latency_limit,
         per_statement: args.per_command,
         reconnect: args.connect,
@@ -169,6 +195,7 @@ fn published(args: &DbRunArgs, settings: &RunSettings) -> segment::Settings {
         .put("jobs", args.jobs)
         .opt("transactions", args.transactions)
         .opt("duration", args.time.map(|d| format!("{d:?}")))
+        .put("warmup", format!("{:?}", args.warmup))
         .opt("rate", args.rate)
         .opt(
             "latency_limit",

@@ -7,7 +7,7 @@ use dyno_http::request::{
 use dyno_http::{Asked, Schedule, Segment, Settings, Stop, TlsSettings};
 use dyno_model::Environment;
 
-use crate::cli::{FindMaxArgs, HttpArgs, HttpFormat, SaveArgs};
+use crate::cli::{HttpArgs, HttpFormat, SaveArgs};
 use crate::settings::segment::{self, Plan};
 
 /// `dyno http` resolved: the engine's settings, and what the binary needs
@@ -24,7 +24,7 @@ pub(crate) struct HttpPlan {
     /// `--latency-log`.
     pub latency_log: Option<std::path::PathBuf>,
     /// `--find-max`: the capacity search to run instead of one run.
-    pub capacity: Option<dyno_http::capacity::Plan>,
+    pub capacity: Option<dyno_load::capacity::Plan>,
     pub format: HttpFormat,
     pub save: SaveArgs,
 }
@@ -89,7 +89,18 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
     };
 
     let mut plan = Plan::from_args(&segments, env.hostname.as_deref())?;
-    let capacity = capacity_plan(find_max, warmup, max_error_rate)?;
+    let capacity = super::capacity::plan(
+        find_max,
+        warmup,
+        max_error_rate,
+        &[
+            ("--rate", rate.is_some()),
+            ("-n/--requests", requests.is_some()),
+            ("-d/--duration", duration.is_some()),
+            ("--latency-log", latency_log.is_some()),
+            ("--pipeline", pipeline > 1),
+        ],
+    )?;
     if capacity.is_some() {
         if plan.is_some() {
             bail!(
@@ -286,55 +297,6 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         format,
         save,
     })
-}
-
-/// Each step's warm-up when `--warmup` gives none.
-const STEP_WARMUP: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// `--find-max` and its flags resolved into the search's plan; `None`
-/// without `--find-max`.
-fn capacity_plan(
-    args: FindMaxArgs,
-    warmup: std::time::Duration,
-    max_error_rate: f64,
-) -> Result<Option<dyno_http::capacity::Plan>> {
-    let FindMaxArgs {
-        find_max,
-        slo,
-        start,
-        step,
-        precision,
-        budget,
-    } = args;
-    if !find_max {
-        return Ok(None);
-    }
-    // clap requires --slo with --find-max, and checked it.
-    let slo_text = slo.unwrap_or_default();
-    let mut slo: dyno_load::Slo = slo_text.parse()?;
-    if slo.errors.is_none() {
-        slo.errors = Some((max_error_rate / 100.0, false));
-    }
-    if budget < step {
-        bail!(
-            "--budget {} is shorter than one --step {}: give a budget of several steps (the default is 3m)",
-            segment::humantime(budget),
-            segment::humantime(step)
-        );
-    }
-    Ok(Some(dyno_http::capacity::Plan {
-        slo,
-        slo_text,
-        start,
-        precision: precision / 100.0,
-        step,
-        warmup: if warmup.is_zero() {
-            STEP_WARMUP
-        } else {
-            warmup
-        },
-        budget,
-    }))
 }
 
 /// Methods are case-sensitive, and servers answer `post` with 400 or 405:

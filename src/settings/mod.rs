@@ -7,6 +7,7 @@
 //!
 //! Data flow: `cli.rs` → here → `cmd/<sub>.rs` (wiring) → the engine.
 
+mod capacity;
 mod db;
 mod disk;
 mod exec;

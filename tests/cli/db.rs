@@ -1150,3 +1150,87 @@ fn a_db_run_has_a_per_second_timeline_of_tps_and_p99() {
     }
     assert!(rates[0] > 0.0 && p99s[0] > 0.0);
 }
+
+#[test]
+fn find_max_stays_under_a_serialised_scripts_ceiling() {
+    // Every transaction takes one advisory lock and holds it 2 ms: the
+    // server runs them one at a time, so no rate above ~500 tps (less the
+    // round trips) can be sustained, whatever the clients.
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    let dir = temp();
+    let script = dir.path().join("serial.sql");
+    std::fs::write(
+        &script,
+        "SELECT pg_advisory_xact_lock(42);\nSELECT pg_sleep(0.002);\n",
+    )
+    .unwrap();
+    let out = pg
+        .dyno(home.path(), &db)
+        .args([
+            "db",
+            "run",
+            "-f",
+            script.to_str().unwrap(),
+            "-c",
+            "8",
+            "-j",
+            "2",
+            "-n",
+            "--find-max",
+            "--slo",
+            "p99<=200ms",
+            "--start",
+            "100",
+            "--step",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--precision",
+            "20",
+            "--budget",
+            "12s",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    let cap = &run["settings"]["capacity"];
+    let steps = cap["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["requested"], 100.0, "{cap}");
+    // No step above the ceiling passes, and the answer (a pass) is under it.
+    for s in steps {
+        if s["requested"].as_f64().unwrap() > 500.0 {
+            assert_eq!(s["passed"], false, "{s}");
+        }
+    }
+    let max = cap["answer"]["max_rate"].as_f64().unwrap();
+    assert!(max < 500.0, "{cap}");
+    assert_eq!(run["headline"], "capacity_rate");
+    assert_eq!(run["settings"]["warmup_ns"], 200_000_000);
+}
+
+#[test]
+fn find_max_flags_of_db_run_are_checked_before_any_load() {
+    let home = temp();
+    assert_refused(
+        home.path(),
+        &[
+            (
+                &["db", "run", "--find-max", "--slo", "p99<=1ms", "-R", "100"],
+                &["drop -R/--rate"],
+            ),
+            (
+                &["db", "run", "--find-max", "--slo", "p99<=1ms", "-t", "10"],
+                &["drop -t/--transactions"],
+            ),
+            (
+                &["db", "run", "--find-max", "--slo", "p99<=1ms", "-T", "10s"],
+                &["drop -T/--time"],
+            ),
+            (&["db", "run", "-t", "10", "--warmup", "1s"], &["--warmup"]),
+        ],
+    );
+}

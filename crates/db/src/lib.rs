@@ -2,6 +2,7 @@
 //! scripts and its script language) with latencies in HDR histograms.
 //! [`record`] turns a run's outcome into a `Run`.
 
+pub mod capacity;
 pub mod doctor;
 pub mod init;
 pub mod inspect;

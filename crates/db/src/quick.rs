@@ -48,6 +48,7 @@ pub fn settings(target: Target, duration: Duration, seed: u64, cpus: usize) -> R
         max_tries: 1,
         seed,
         rate: None,
+        warmup: Duration::ZERO,
         latency_limit: None,
         per_statement: false,
         reconnect: false,

@@ -59,6 +59,7 @@ pub(crate) fn settings_record(settings: &RunSettings, outcome: &Outcome) -> DbRe
             LoadModel::Closed
         },
         rate_per_sec: settings.rate,
+        warmup_ns: (!settings.warmup.is_zero()).then(|| nanos(settings.warmup)),
         latency_limit_ns: settings.latency_limit.map(nanos),
         reconnect: settings.reconnect,
         pipeline: settings.pipeline,
@@ -74,6 +75,7 @@ pub(crate) fn settings_record(settings: &RunSettings, outcome: &Outcome) -> DbRe
         },
         segment: None,
         group: None,
+        capacity: None,
     }
 }
 
@@ -164,6 +166,7 @@ mod tests {
             max_tries: 2,
             seed: 42,
             rate: Some(500.0),
+            warmup: Duration::ZERO,
             latency_limit: Some(Duration::from_millis(5)),
             per_statement: false,
             reconnect: false,

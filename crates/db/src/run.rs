@@ -93,6 +93,10 @@ pub struct RunSettings {
     pub seed: u64,
     /// Open model: transactions per second in total (pgbench's `-R`).
     pub rate: Option<f64>,
+    /// Time at the start whose transactions run but are not measured
+    /// (with a duration only: the run is then the warm-up plus `stop`'s
+    /// duration; the open model's schedule covers both).
+    pub warmup: Duration,
     /// Transactions slower than this are counted as late; in the open
     /// model, one already this late when its turn comes is skipped.
     pub latency_limit: Option<Duration>,
@@ -338,7 +342,8 @@ pub fn run_gated(
             progress(shared.progress(start.elapsed()));
         }
     }
-    let elapsed = start.elapsed();
+    // The measured window: the warm-up is not in it.
+    let elapsed = start.elapsed().saturating_sub(settings.warmup);
     let mut total = Local::new(settings);
     for handle in handles {
         let local = handle
@@ -392,6 +397,7 @@ fn plan(settings: &RunSettings, rate: f64, first: usize, last: usize) -> Plan {
     let clients = settings.clients.max(1) as u128;
     match settings.stop {
         Stop::Duration(d) => {
+            let d = d + settings.warmup;
             let total = (rate * d.as_secs_f64()).round() as u128;
             let share = total * last as u128 / clients - total * first as u128 / clients;
             Plan {
@@ -731,9 +737,10 @@ fn thread_main(
     // The measured window's CPU only: connecting is not load.
     let cpu_before = dyno_env::thread_cpu_time();
     let start = Instant::now();
+    let measure_from = start + settings.warmup;
     let timeline = Rc::new(RefCell::new(Vec::new()));
     let deadline = match settings.stop {
-        Stop::Duration(d) => Some(start + d),
+        Stop::Duration(d) => Some(measure_from + d),
         Stop::Transactions(_) => None,
     };
     let schedule = plan.zip(timer).map(|(plan, timer)| {
@@ -780,7 +787,7 @@ fn thread_main(
                     local: Local::new(settings),
                     text: String::new(),
                     id,
-                    start,
+                    start: measure_from,
                     timeline: timeline.clone(),
                 };
                 async move {
@@ -865,7 +872,7 @@ struct Runner<'a> {
     /// The simple protocol's statement text, reused.
     text: String,
     id: usize,
-    /// When the thread's measured window began.
+    /// When the thread's measured window began (after the warm-up).
     start: Instant,
     /// The thread's seconds, shared by its clients.
     timeline: Rc<RefCell<Vec<Second>>>,
@@ -931,8 +938,10 @@ impl Runner<'_> {
             if let Some(limit) = self.settings.latency_limit
                 && Instant::now() > due + limit
             {
-                self.local.skipped += 1;
-                self.shared.skipped.fetch_add(1, Ordering::Relaxed);
+                if due >= self.start {
+                    self.local.skipped += 1;
+                    self.shared.skipped.fetch_add(1, Ordering::Relaxed);
+                }
                 continue;
             }
             loop {
@@ -954,8 +963,12 @@ impl Runner<'_> {
     /// with its retries; `Err` stops the client.
     async fn one(&mut self, which: usize, due: Option<Instant>) -> Result<(), String> {
         let start = Instant::now();
-        if let Some(due) = due {
-            let lag = start.duration_since(due).as_nanos() as u64;
+        // Filed by when it ends, as HTTP's requests are: one that ends in
+        // the warm-up is not measured.
+        let lag = due.map(|due| start.duration_since(due).as_nanos() as u64);
+        if start >= self.start
+            && let Some(lag) = lag
+        {
             let _ = self.local.lag.record(lag);
             self.shared.lag_ns.fetch_add(lag, Ordering::Relaxed);
         }
@@ -972,6 +985,9 @@ impl Runner<'_> {
             match self.transaction(which).await {
                 Ok(()) => {
                     let end = Instant::now();
+                    if end < self.start {
+                        return Ok(());
+                    }
                     let ns = end.duration_since(due.unwrap_or(start)).as_nanos() as u64;
                     let _ = self.local.latency.record(ns.max(1));
                     if due.is_some() {
@@ -1025,6 +1041,9 @@ impl Runner<'_> {
                         self.rng = rng.clone();
                         self.vars[which].clone_from(vars);
                         continue;
+                    }
+                    if now < self.start {
+                        return Ok(());
                     }
                     *self.local.failed.entry(code).or_default() += 1;
                     if tries > 1 {

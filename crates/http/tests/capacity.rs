@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use common::{OK, serve, settings};
 use dyno_http::Stop;
-use dyno_http::capacity::{Plan, find_max};
+use dyno_http::capacity::find_max;
+use dyno_load::capacity::Plan;
 use dyno_load::search::{Answer, Why};
 
 /// A server that serves one request at a time, burning `work` of CPU on

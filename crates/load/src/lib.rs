@@ -6,13 +6,17 @@
 //! - [`trend`]: whether latency rose within a step (a growing queue).
 //! - [`search`]: capacity search, a pure state machine: one step's
 //!   observation in, the next rate out.
+//! - [`capacity`]: running a search on an engine: the plan, the loop over
+//!   the steps, and the run's record of it.
 //!
-//! Data flow: the binary parses `--slo` and the search flags into
-//! [`search::Settings`] and [`slo::Slo`]; an engine (`dyno_http::capacity`)
-//! runs the steps the search asks for and hands back what each measured;
-//! the search's [`search::Answer`] and steps go into the run's record.
+//! Data flow: the binary parses `--slo` and the search flags into a
+//! [`capacity::Plan`]; an engine (`dyno_http::capacity`,
+//! `dyno_db::capacity`) runs each step [`capacity::drive`] asks for and
+//! turns what it measured into a [`search::Observation`]; the answer and
+//! the steps go into the run's record ([`capacity::record`]).
 //! Nothing here prints.
 
+pub mod capacity;
 pub mod search;
 pub mod slo;
 pub mod timer;

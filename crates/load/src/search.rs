@@ -149,7 +149,10 @@ impl Why {
                 "achieved {:.1}% of the rate",
                 100.0 * achieved / requested.max(f64::MIN_POSITIVE)
             ),
-            Why::Late { share } => format!("{:.2}% of sends late", share * 100.0),
+            Why::Late { share } => format!(
+                "{:.2}% of sends late (every connection busy? add -c)",
+                share * 100.0
+            ),
             Why::Rising { from, to } => format!(
                 "latency rising ({} → {})",
                 human_duration(*from),

@@ -26,6 +26,10 @@ pub fn db_report(run: &Run) -> String {
         (None, Some(ns)) => format!("{} s", ns as f64 / 1e9),
         _ => "?".into(),
     };
+    let length = match rec.warmup_ns {
+        Some(ns) => format!("{length} after a {} s warm-up", ns as f64 / 1e9),
+        None => length,
+    };
     let scripts: Vec<String> = rec
         .scripts
         .iter()
@@ -87,6 +91,14 @@ pub fn db_report(run: &Run) -> String {
         _ => {}
     }
     out.push('\n');
+    if let Some(cap) = &rec.capacity {
+        crate::capacity::capacity_section(&mut out, cap, "tps");
+        let _ = writeln!(
+            out,
+            "The figures below are the step at {} tps.\n",
+            rec.rate_per_sec.unwrap_or(0.0)
+        );
+    }
     let committed = count(run, "transactions");
     let failed = count(run, "failed_transactions");
     // pgbench's two lines: the transactions retried, and the retries.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{GroupRecord, LoadModel, Record, SegmentRecord};
+use super::{CapacityRecord, GroupRecord, LoadModel, Record, SegmentRecord};
 use crate::Kind;
 
 /// What `dyno db run` was asked to do, and what it found on the server.
@@ -28,6 +28,10 @@ pub struct DbRecord {
     pub model: LoadModel,
     /// `-R`: the open model's transactions per second.
     pub rate_per_sec: Option<f64>,
+    /// `--warmup`: run, not measured, before the duration; absent when
+    /// there was none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup_ns: Option<u64>,
     /// `-L`: transactions later than this are counted as late.
     pub latency_limit_ns: Option<u64>,
     /// `-C`: a new connection per transaction.
@@ -46,6 +50,10 @@ pub struct DbRecord {
     /// The segments merged into this run, if it is a group's merged run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<GroupRecord>,
+    /// `--find-max`: the capacity search; the run's figures are its step
+    /// at the answer's rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityRecord>,
 }
 
 impl Default for DbRecord {
@@ -60,6 +68,7 @@ impl Default for DbRecord {
             protocol: String::new(),
             model: LoadModel::Closed,
             rate_per_sec: None,
+            warmup_ns: None,
             latency_limit_ns: None,
             reconnect: false,
             pipeline: false,
@@ -69,6 +78,7 @@ impl Default for DbRecord {
             observed: DbObserved::default(),
             segment: None,
             group: None,
+            capacity: None,
         }
     }
 }

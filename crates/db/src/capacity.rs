@@ -1,0 +1,145 @@
+//! `dyno db run --find-max`: the highest transaction rate the server
+//! sustains while it meets an objective. The search and its loop are
+//! [`dyno_load::capacity`]'s; this module runs each step as an open-model
+//! run (`-R` at the step's rate, Poisson arrivals as pgbench's) and turns
+//! its [`Outcome`] into the search's [`Observation`], and makes the run.
+//!
+//! The clean-up before a run (pgbench's vacuum) runs once, before the
+//! first step or the probe, never between steps.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use dyno_load::capacity::{self, Extra, Measured, Plan, Ran, Searched};
+use dyno_load::search::Observation;
+use dyno_load::trend;
+use dyno_model::record::DbRecord;
+use dyno_model::{Environment, Run, Unit};
+
+use crate::record::Whole;
+use crate::run::{Outcome, Progress, RunError, RunSettings, Stop, run};
+
+/// How long the closed-model probe that picks the start runs.
+pub const PROBE: Duration = Duration::from_secs(2);
+
+/// What a db search found; each step keeps its outcome and settings.
+pub type Capacity = Searched<(Outcome, RunSettings)>;
+
+/// One db step as run.
+pub type StepRun = Ran<(Outcome, RunSettings)>;
+
+/// Runs the search: a probe for the start when none is given (half its
+/// closed-model rate), then the steps, until the search answers, the
+/// budget is spent or `stop` is raised.
+pub fn find_max(
+    settings: &RunSettings,
+    plan: &Plan,
+    stop: Arc<AtomicBool>,
+    mut progress: impl FnMut(Progress),
+    on_step: impl FnMut(&StepRun),
+) -> Result<Capacity, RunError> {
+    let mut vacuum = settings.vacuum;
+    let (start, probed) = match plan.start {
+        Some(start) => (start, false),
+        None => {
+            let mut probe = settings.clone();
+            probe.rate = None;
+            probe.stop = Stop::Duration(PROBE);
+            probe.warmup = Duration::ZERO;
+            let outcome = run(&probe, Arc::clone(&stop), &mut progress)?;
+            vacuum = false;
+            ((outcome.tps() / 2.0).max(1.0).round(), true)
+        }
+    };
+    let mut first = true;
+    capacity::drive(
+        plan,
+        start,
+        probed,
+        &stop,
+        |rate| {
+            let mut step = settings.clone();
+            step.rate = Some(rate);
+            step.stop = Stop::Duration(plan.step);
+            step.warmup = plan.warmup;
+            step.vacuum = vacuum && first;
+            let outcome = match run(&step, Arc::clone(&stop), &mut progress) {
+                Ok(o) => o,
+                // The server went away mid-search: keep what was found.
+                Err(e) if !first => return Ok(Measured::Lost(e.to_string())),
+                Err(e) => return Err(e),
+            };
+            first = false;
+            // The record says what was asked (the clean-up ran once, before
+            // the first run, if it was asked for).
+            step.vacuum = settings.vacuum;
+            if outcome.interrupted || stop.load(Ordering::Relaxed) {
+                return Ok(Measured::Interrupted);
+            }
+            let cpu = outcome.client_cpu_percent(step.threads);
+            Ok(Measured::Step {
+                observation: observe(&outcome, plan, rate, cpu),
+                extra: Extra {
+                    send_lag_p99_ns: if outcome.lag.is_empty() {
+                        0
+                    } else {
+                        outcome.lag.value_at_quantile(0.99)
+                    },
+                    client_cpu_percent: cpu,
+                },
+                outcome: (outcome, step),
+            })
+        },
+        |(outcome, step)| {
+            (!outcome.aborted.is_empty() && outcome.aborted.len() >= step.clients).then(|| {
+                format!(
+                    "every client aborted ({})",
+                    outcome.aborted.first().map_or("", String::as_str)
+                )
+            })
+        },
+        on_step,
+    )
+}
+
+/// What one step's outcome tells the search.
+pub fn observe(outcome: &Outcome, plan: &Plan, rate: f64, cpu_percent: f64) -> Observation {
+    let failed = outcome.failed_total();
+    let ended = outcome.transactions + failed;
+    let secs = outcome.elapsed.as_secs_f64();
+    Observation {
+        requested: rate,
+        achieved: if secs > 0.0 { ended as f64 / secs } else { 0.0 },
+        latency: capacity::percentiles(&outcome.latency, &plan.slo),
+        requests: ended,
+        errors: failed,
+        sends: ended + outcome.skipped,
+        late: capacity::late(&outcome.lag, plan.late_after()) + outcome.skipped,
+        rise: trend::rising(&capacity::medians(
+            outcome.timeline.iter().map(|s| &s.latency),
+        )),
+        client_saturated: cpu_percent >= capacity::CLIENT_SATURATED_PERCENT,
+    }
+}
+
+/// The run of a capacity search: the figures of [`Searched::figures`]'s
+/// step, the search in the record, `capacity_rate` (transactions per
+/// second) as the headline. `None` when no step finished.
+pub fn record(
+    capacity: &Capacity,
+    plan: &Plan,
+    whole: &Whole,
+    duration: Duration,
+    environment: Environment,
+) -> Option<Run> {
+    let (outcome, settings) = &capacity.figures()?.outcome;
+    let mut run = crate::record::record(settings, whole, outcome, duration, environment);
+    run.description = format!("{} find-max {}", run.description, plan.slo_text);
+    let searched = capacity::record(capacity, plan);
+    capacity::mark(&mut run, &searched.answer, Unit::OpsPerSec);
+    let mut record: DbRecord = run.record().unwrap_or_default();
+    record.capacity = Some(searched);
+    run.set_record(&record);
+    Some(run)
+}

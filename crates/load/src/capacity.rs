@@ -1,0 +1,514 @@
+//! Running a capacity search on an engine (`--find-max` of `dyno http` and
+//! `dyno db run`): the plan, the loop that runs the steps the
+//! [`Search`] asks for, what a step's latency tells it, and the record the
+//! run keeps. The engines supply one closure that runs a step at a rate
+//! and turns its outcome into an [`Observation`]; everything else is
+//! shared, so both search alike.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use dyno_model::record::{CapacityAnswer, CapacityOutcome, CapacityRecord, CapacityStep};
+use dyno_model::{Direction, Metric, Role, Run, Unit};
+use hdrhistogram::Histogram;
+
+use crate::search::{self, Answer, Next, Observation, Search, Step};
+use crate::slo::Slo;
+
+/// The client CPU share, in percent of its threads, at which a step is
+/// taken to have measured the client (as the runs' own warning says).
+pub const CLIENT_SATURATED_PERCENT: f64 = 90.0;
+
+/// The fewest requests (or transactions) a step is judged on: the search
+/// halves no lower than the rate that gives a step this many.
+pub const MIN_REQUESTS_PER_STEP: f64 = 10.0;
+
+/// A send (or a transaction's start) is late for the search when it is
+/// more than [`LATE_AFTER`] and more than this share of the tightest
+/// latency target behind its due time. (A send 1.2 ms late under a 100 ms
+/// target is noise, and would fail a step of 800 requests on its own at the
+/// 0.1% limit; on a busy 2-core machine it did, at half the capacity.)
+pub const LATE_SHARE_OF_TARGET: f64 = 0.05;
+pub const LATE_AFTER: Duration = Duration::from_millis(1);
+
+/// What the search is asked.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub slo: Slo,
+    /// The objective as the user wrote it, for the record.
+    pub slo_text: String,
+    /// The first rate; `None`: the engine picks one (a short probe).
+    pub start: Option<f64>,
+    pub precision: f64,
+    /// Each step's measured length, and its warm-up.
+    pub step: Duration,
+    pub warmup: Duration,
+    pub budget: Duration,
+}
+
+impl Plan {
+    /// The steps the budget allows (at least one).
+    pub fn max_steps(&self) -> usize {
+        let per_step = (self.step + self.warmup).as_secs_f64().max(1e-3);
+        ((self.budget.as_secs_f64() / per_step) as usize).max(1)
+    }
+
+    /// The search from `start`: it halves no lower than a step of
+    /// [`MIN_REQUESTS_PER_STEP`], nor below 1 per second.
+    pub fn search(&self, start: f64) -> Search {
+        let floor = (start / 1024.0)
+            .max(MIN_REQUESTS_PER_STEP / self.step.as_secs_f64().max(1e-3))
+            .max(1.0);
+        Search::new(
+            search::Settings {
+                start,
+                precision: self.precision,
+                max_steps: self.max_steps(),
+                floor,
+            },
+            self.slo.clone(),
+        )
+    }
+
+    /// The lag past which a send counts as late (see
+    /// [`LATE_SHARE_OF_TARGET`]).
+    pub fn late_after(&self) -> Duration {
+        self.slo
+            .tightest()
+            .map_or(LATE_AFTER, |t| t.mul_f64(LATE_SHARE_OF_TARGET))
+            .max(LATE_AFTER)
+    }
+}
+
+/// What a step's engine run gives besides the observation.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Extra {
+    /// The 99th percentile of the send (or schedule) lag, in nanoseconds.
+    pub send_lag_p99_ns: u64,
+    pub client_cpu_percent: f64,
+}
+
+/// One step as an engine ran it.
+#[derive(Debug, Clone)]
+pub struct Ran<O> {
+    pub step: Step,
+    pub outcome: O,
+    pub extra: Extra,
+}
+
+/// What running one step gave.
+#[derive(Debug)]
+pub enum Measured<O> {
+    Step {
+        observation: Observation,
+        outcome: O,
+        extra: Extra,
+    },
+    /// Stopped inside the step (Ctrl-C): it measured less than it was
+    /// asked, and is left out.
+    Interrupted,
+    /// The step could not run at all (the target stopped accepting
+    /// connections): why. The search ends with what it had.
+    Lost(String),
+}
+
+/// What a search found.
+#[derive(Debug, Clone)]
+pub struct Searched<O> {
+    pub answer: Answer,
+    pub steps: Vec<Ran<O>>,
+    pub start: f64,
+    /// The start was chosen by a probe.
+    pub probed: bool,
+    /// Stopped early (Ctrl-C): the answer is what it had.
+    pub interrupted: bool,
+    /// The search ended because the target stopped answering at all: why.
+    pub lost_target: Option<String>,
+}
+
+impl<O> Searched<O> {
+    /// The step whose figures stand for the run: the last one run at the
+    /// answer's highest passing rate, else the last step.
+    pub fn figures(&self) -> Option<&Ran<O>> {
+        let max = match self.answer {
+            Answer::Found { max, .. } => Some(max),
+            Answer::Unfinished { max, .. } | Answer::ClientBound { max, .. } => max,
+            Answer::NoneMeets { .. } => None,
+        };
+        max.and_then(|max| {
+            self.steps
+                .iter()
+                .rev()
+                .find(|s| s.step.rate == max && s.step.passed())
+        })
+        .or(self.steps.last())
+    }
+}
+
+/// Runs the search from `start`: each step `run_step(rate)` measures, until
+/// the search answers, the budget is spent, `stop` is raised or `lost`
+/// says the target stopped answering. `on_step` sees each step as judged.
+pub fn drive<O, E>(
+    plan: &Plan,
+    start: f64,
+    probed: bool,
+    stop: &AtomicBool,
+    mut run_step: impl FnMut(f64) -> Result<Measured<O>, E>,
+    lost: impl Fn(&O) -> Option<String>,
+    mut on_step: impl FnMut(&Ran<O>),
+) -> Result<Searched<O>, E> {
+    let mut search = plan.search(start);
+    let mut steps = Vec::new();
+    let mut interrupted = stop.load(Ordering::Relaxed);
+    let mut lost_target = None;
+    while !interrupted {
+        let rate = match search.next_step() {
+            Next::Run { rate, .. } => rate,
+            Next::Done(_) => break,
+        };
+        match run_step(rate)? {
+            Measured::Interrupted => interrupted = true,
+            Measured::Lost(why) => {
+                lost_target = Some(why);
+                break;
+            }
+            Measured::Step {
+                observation,
+                outcome,
+                extra,
+            } => {
+                let step = search.observe(observation).clone();
+                let ran = Ran {
+                    step,
+                    outcome,
+                    extra,
+                };
+                on_step(&ran);
+                lost_target = lost(&ran.outcome);
+                steps.push(ran);
+                if lost_target.is_some() {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(Searched {
+        answer: search.answer(),
+        steps,
+        start,
+        probed,
+        interrupted,
+        lost_target,
+    })
+}
+
+/// The percentiles every step records besides the objective's.
+const SHOWN: [f64; 3] = [50.0, 99.0, 99.9];
+
+/// A step's corrected latency (nanoseconds) at the objective's percentiles
+/// and at p50, p99 and p99.9; empty when nothing was recorded.
+pub fn percentiles(latency: &Histogram<u64>, slo: &Slo) -> Vec<(f64, Duration)> {
+    if latency.is_empty() {
+        return Vec::new();
+    }
+    let mut p = slo.percentiles();
+    p.extend(SHOWN);
+    p.sort_by(f64::total_cmp);
+    p.dedup();
+    p.into_iter()
+        .map(|p| {
+            (
+                p,
+                Duration::from_nanos(latency.value_at_quantile(p / 100.0)),
+            )
+        })
+        .collect()
+}
+
+/// Each interval's median latency in seconds (nanosecond histograms),
+/// empty intervals left out: the series the trend test reads.
+pub fn medians<'a>(intervals: impl IntoIterator<Item = &'a Histogram<u64>>) -> Vec<f64> {
+    intervals
+        .into_iter()
+        .filter(|h| !h.is_empty())
+        .map(|h| h.value_at_quantile(0.5) as f64 / 1e9)
+        .collect()
+}
+
+/// How many of the lags (nanoseconds) are past `after`.
+pub fn late(lag: &Histogram<u64>, after: Duration) -> u64 {
+    let after = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
+    lag.len() - lag.count_between(0, after)
+}
+
+/// The run's record of the search.
+pub fn record<O>(searched: &Searched<O>, plan: &Plan) -> CapacityRecord {
+    CapacityRecord {
+        slo: plan.slo_text.clone(),
+        start: searched.start,
+        start_probed: searched.probed,
+        precision: plan.precision,
+        step_ns: plan.step.as_nanos() as u64,
+        step_warmup_ns: plan.warmup.as_nanos() as u64,
+        budget_ns: plan.budget.as_nanos() as u64,
+        answer: answer_record(searched.answer),
+        steps: searched.steps.iter().map(step_record).collect(),
+    }
+}
+
+/// Makes `run` (the figures of [`Searched::figures`]'s step) the run of a
+/// search: its primary metrics become diagnostics, which explain the
+/// answer, and `capacity_rate` (the highest pass) is the headline, in
+/// `unit`, with `capacity_above_rate` (the lowest fail) as context.
+pub fn mark(run: &mut Run, answer: &CapacityAnswer, unit: Unit) {
+    for m in &mut run.metrics {
+        if m.role == Some(Role::Primary) {
+            m.role = Some(Role::Diagnostic);
+        }
+    }
+    if let Some(max) = answer.max_rate {
+        run.metrics.insert(
+            0,
+            Metric::new("capacity_rate", unit, Direction::HigherIsBetter, max).primary(),
+        );
+        run.headline = Some("capacity_rate".into());
+    }
+    if let Some(above) = answer.above_rate {
+        run.metrics.push(
+            Metric::new(
+                "capacity_above_rate",
+                unit,
+                Direction::HigherIsBetter,
+                above,
+            )
+            .context(),
+        );
+    }
+}
+
+pub fn answer_record(answer: Answer) -> CapacityAnswer {
+    match answer {
+        Answer::Found { max, above } => CapacityAnswer {
+            outcome: CapacityOutcome::Found,
+            max_rate: Some(max),
+            above_rate: Some(above),
+            ..CapacityAnswer::default()
+        },
+        Answer::Unfinished { max, above } => CapacityAnswer {
+            outcome: CapacityOutcome::Unfinished,
+            max_rate: max,
+            above_rate: above,
+            ..CapacityAnswer::default()
+        },
+        Answer::NoneMeets { lowest } => CapacityAnswer {
+            outcome: CapacityOutcome::NoneMeets,
+            lowest_rate: Some(lowest),
+            ..CapacityAnswer::default()
+        },
+        Answer::ClientBound { at, max } => CapacityAnswer {
+            outcome: CapacityOutcome::ClientBound,
+            max_rate: max,
+            client_bound_at: Some(at),
+            ..CapacityAnswer::default()
+        },
+    }
+}
+
+fn step_record<O>(ran: &Ran<O>) -> CapacityStep {
+    let o = &ran.step.observation;
+    let ns = |p: f64| o.percentile(p).map_or(0, |d| d.as_nanos() as u64);
+    CapacityStep {
+        purpose: ran.step.purpose.name().to_owned(),
+        requested: o.requested,
+        achieved: o.achieved,
+        p50_ns: ns(50.0),
+        p99_ns: ns(99.0),
+        p999_ns: ns(99.9),
+        requests: o.requests,
+        errors: o.errors,
+        sends: o.sends,
+        late: o.late,
+        send_lag_p99_ns: ran.extra.send_lag_p99_ns,
+        client_cpu_percent: ran.extra.client_cpu_percent,
+        passed: ran.step.passed(),
+        why: ran.step.why.iter().map(search::Why::describe).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        Plan {
+            slo: "p99<=100ms".parse().unwrap(),
+            slo_text: "p99<=100ms".into(),
+            start: None,
+            precision: 0.05,
+            step: Duration::from_secs(2),
+            warmup: Duration::from_millis(500),
+            budget: Duration::from_secs(60),
+        }
+    }
+
+    #[test]
+    fn the_budget_and_the_step_set_the_steps_and_the_floor() {
+        let p = plan();
+        assert_eq!(p.max_steps(), 24);
+        // 10 requests in a 2 s step: no lower than 5/s.
+        assert_eq!(p.search(100.0).settings().floor, 5.0);
+        assert_eq!(p.search(100_000.0).settings().floor, 100_000.0 / 1024.0);
+        assert_eq!(p.late_after(), Duration::from_millis(5));
+        let mut tight = plan();
+        tight.slo = "p99<=2ms".parse().unwrap();
+        assert_eq!(tight.late_after(), LATE_AFTER);
+    }
+
+    #[test]
+    fn lags_past_the_threshold_are_late() {
+        let mut lag = Histogram::<u64>::new(3).unwrap();
+        for ns in [100_000, 900_000, 2_000_000, 6_000_000, 50_000_000] {
+            lag.record(ns).unwrap();
+        }
+        assert_eq!(late(&lag, Duration::from_millis(1)), 3);
+        assert_eq!(late(&lag, Duration::from_millis(5)), 2);
+    }
+
+    fn observation(rate: f64, p99_ms: u64) -> Observation {
+        Observation {
+            requested: rate,
+            achieved: rate,
+            latency: vec![(99.0, Duration::from_millis(p99_ms))],
+            requests: 1000,
+            errors: 0,
+            sends: 1000,
+            late: 0,
+            rise: None,
+            client_saturated: false,
+        }
+    }
+
+    #[test]
+    fn the_loop_runs_what_the_search_asks_and_stops_where_told() {
+        // A target that meets p99 <= 100 ms up to 400/s.
+        let stop = AtomicBool::new(false);
+        let mut asked = Vec::new();
+        let searched = drive(
+            &plan(),
+            100.0,
+            false,
+            &stop,
+            |rate| {
+                asked.push(rate);
+                Ok::<_, ()>(Measured::Step {
+                    observation: observation(rate, if rate <= 400.0 { 10 } else { 500 }),
+                    outcome: rate,
+                    extra: Extra::default(),
+                })
+            },
+            |_| None,
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            searched.answer,
+            Answer::Found {
+                max: 400.0,
+                above: 412.5
+            }
+        );
+        assert_eq!(asked.len(), searched.steps.len());
+        assert_eq!(searched.figures().unwrap().outcome, 400.0);
+        let record = record(&searched, &plan());
+        assert_eq!(record.answer.outcome, CapacityOutcome::Found);
+        assert_eq!(record.steps.len(), asked.len());
+        assert!(record.steps[0].passed);
+        assert!(record.steps.iter().any(|s| s.why == ["p99 500ms > 100ms"]));
+
+        // Interrupted inside the third step: two steps, no answer yet.
+        let mut n = 0;
+        let searched = drive(
+            &plan(),
+            100.0,
+            false,
+            &stop,
+            |rate| {
+                n += 1;
+                Ok::<_, ()>(if n == 3 {
+                    Measured::Interrupted
+                } else {
+                    Measured::Step {
+                        observation: observation(rate, 10),
+                        outcome: rate,
+                        extra: Extra::default(),
+                    }
+                })
+            },
+            |_| None,
+            |_| {},
+        )
+        .unwrap();
+        assert!(searched.interrupted);
+        assert_eq!(searched.steps.len(), 2);
+        assert_eq!(
+            searched.answer,
+            Answer::Unfinished {
+                max: Some(200.0),
+                above: None
+            }
+        );
+
+        // The target went away after the first step.
+        let searched = drive(
+            &plan(),
+            100.0,
+            false,
+            &stop,
+            |rate| {
+                Ok::<_, ()>(Measured::Step {
+                    observation: observation(rate, 10),
+                    outcome: rate,
+                    extra: Extra::default(),
+                })
+            },
+            |_| Some("gone".to_owned()),
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(searched.steps.len(), 1);
+        assert_eq!(searched.lost_target.as_deref(), Some("gone"));
+    }
+
+    #[test]
+    fn a_search_run_is_headed_by_its_capacity() {
+        let mut run = Run::new(dyno_model::Kind::Http, "x");
+        run.metrics.push(
+            Metric::new(
+                "requests_per_sec",
+                Unit::RequestsPerSec,
+                Direction::HigherIsBetter,
+                400.0,
+            )
+            .primary(),
+        );
+        let answer = answer_record(Answer::Found {
+            max: 400.0,
+            above: 420.0,
+        });
+        mark(&mut run, &answer, Unit::RequestsPerSec);
+        assert_eq!(run.headline.as_deref(), Some("capacity_rate"));
+        assert_eq!(run.metrics[0].name, "capacity_rate");
+        assert_eq!(run.metrics[0].role, Some(Role::Primary));
+        assert_eq!(run.metrics[1].role, Some(Role::Diagnostic));
+        assert_eq!(run.metrics[2].name, "capacity_above_rate");
+        // No pass, no capacity figure.
+        let mut run = Run::new(dyno_model::Kind::Http, "x");
+        mark(
+            &mut run,
+            &answer_record(Answer::NoneMeets { lowest: 5.0 }),
+            Unit::RequestsPerSec,
+        );
+        assert!(run.metrics.is_empty());
+        assert_eq!(run.headline, None);
+    }
+}

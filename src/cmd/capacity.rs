@@ -1,0 +1,37 @@
+//! What `--find-max` prints while it searches, for `dyno http` and `dyno
+//! db run` alike: one line per step as it ends.
+
+use dyno_load::capacity::Ran;
+use dyno_load::slo::human_duration;
+
+/// The line that opens a search.
+pub(super) fn announce(plan: &dyno_load::capacity::Plan) {
+    eprintln!(
+        "dyno: searching for the highest rate that meets {} ({} steps, budget {})",
+        plan.slo,
+        crate::settings::segment::humantime(plan.step),
+        crate::settings::segment::humantime(plan.budget)
+    );
+}
+
+/// One finished step: `step 3 (bisect) 41200 req/s: achieved 41198, p99
+/// 18ms: pass`.
+pub(super) fn step_line<O>(n: usize, ran: &Ran<O>, unit: &str) -> String {
+    let s = &ran.step;
+    let o = &s.observation;
+    let p99 = o
+        .percentile(99.0)
+        .map_or_else(|| "–".to_owned(), human_duration);
+    let verdict = if s.passed() {
+        "pass".to_owned()
+    } else {
+        let why: Vec<String> = s.why.iter().map(|w| w.describe()).collect();
+        format!("fail ({})", why.join("; "))
+    };
+    format!(
+        "step {n} ({}) {:.0} {unit}: achieved {:.0}, p99 {p99}: {verdict}",
+        s.purpose.name(),
+        s.rate,
+        o.achieved,
+    )
+}
