@@ -29,9 +29,9 @@ pub(super) fn step_line<O>(n: usize, ran: &Ran<O>, unit: &str) -> String {
         format!("fail ({})", why.join("; "))
     };
     format!(
-        "step {n} ({}) {:.0} {unit}: achieved {:.0}, p99 {p99}: {verdict}",
+        "step {n} ({}) {} {unit}: achieved {}, p99 {p99}: {verdict}",
         s.purpose.name(),
-        s.rate,
-        o.achieved,
+        dyno_report::short_rate(s.rate),
+        dyno_report::short_rate(o.achieved),
     )
 }

@@ -25,10 +25,12 @@ pub const MIN_REQUESTS_PER_STEP: f64 = 10.0;
 
 /// A send (or a transaction's start) is late for the search when it is
 /// more than [`LATE_AFTER`] and more than this share of the tightest
-/// latency target behind its due time. (A send 1.2 ms late under a 100 ms
-/// target is noise, and would fail a step of 800 requests on its own at the
-/// 0.1% limit; on a busy 2-core machine it did, at half the capacity.)
-pub const LATE_SHARE_OF_TARGET: f64 = 0.05;
+/// latency target behind its due time: late enough to have spent a quarter
+/// of the latency budget on the client's side. (With 1 ms alone, a 2-core
+/// VM's scheduling hiccups made 0.1–0.4% of sends late at a tenth of a
+/// server's capacity, and failed every step; a client that cannot keep the
+/// schedule falls far further behind, and its corrected latency shows it.)
+pub const LATE_SHARE_OF_TARGET: f64 = 0.25;
 pub const LATE_AFTER: Duration = Duration::from_millis(1);
 
 /// What the search is asked.
@@ -358,9 +360,9 @@ mod tests {
         // 10 requests in a 2 s step: no lower than 5/s.
         assert_eq!(p.search(100.0).settings().floor, 5.0);
         assert_eq!(p.search(100_000.0).settings().floor, 100_000.0 / 1024.0);
-        assert_eq!(p.late_after(), Duration::from_millis(5));
+        assert_eq!(p.late_after(), Duration::from_millis(25));
         let mut tight = plan();
-        tight.slo = "p99<=2ms".parse().unwrap();
+        tight.slo = "p99<=4ms".parse().unwrap();
         assert_eq!(tight.late_after(), LATE_AFTER);
     }
 

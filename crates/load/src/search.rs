@@ -109,9 +109,12 @@ pub enum Why {
         achieved: f64,
         requested: f64,
     },
-    /// More than [`MAX_LATE`] of the sends were late or dropped.
+    /// More than [`MAX_LATE`] of the sends were late or dropped; `alone`:
+    /// nothing else failed the step, so the server kept up and the sends
+    /// waited on the client (busy connections, most often).
     Late {
         share: f64,
+        alone: bool,
     },
     /// Latency rose within the step: a queue was growing.
     Rising {
@@ -149,10 +152,11 @@ impl Why {
                 "achieved {:.1}% of the rate",
                 100.0 * achieved / requested.max(f64::MIN_POSITIVE)
             ),
-            Why::Late { share } => format!(
+            Why::Late { share, alone: true } => format!(
                 "{:.2}% of sends late (every connection busy? add -c)",
                 share * 100.0
             ),
+            Why::Late { share, .. } => format!("{:.2}% of sends late", share * 100.0),
             Why::Rising { from, to } => format!(
                 "latency rising ({} → {})",
                 human_duration(*from),
@@ -210,6 +214,7 @@ pub fn judge(slo: &Slo, obs: &Observation) -> Vec<Why> {
     if obs.late_share() > MAX_LATE {
         why.push(Why::Late {
             share: obs.late_share(),
+            alone: false,
         });
     }
     if let Some(rise) = obs.rise {
@@ -223,6 +228,9 @@ pub fn judge(slo: &Slo, obs: &Observation) -> Vec<Why> {
                 to: Duration::from_secs_f64(rise.to.max(0.0)),
             });
         }
+    }
+    if let [Why::Late { alone, .. }] = &mut why[..] {
+        *alone = true;
     }
     why
 }

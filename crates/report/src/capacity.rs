@@ -8,12 +8,15 @@ use dyno_model::record::{CapacityOutcome, CapacityRecord};
 
 use crate::format::format_duration_ns;
 
-/// A rate in the answer's short form: `41.2k`, `950`, `2.50`.
-pub(crate) fn short_rate(per_sec: f64) -> String {
+/// A rate in the search's short form, three significant figures or
+/// more: `41.2k`, `950`, `23.5`, `2.50`.
+pub fn short_rate(per_sec: f64) -> String {
     if per_sec >= 10_000.0 {
         format!("{:.1}k", per_sec / 1000.0)
-    } else if per_sec >= 10.0 {
+    } else if per_sec >= 100.0 {
         format!("{per_sec:.0}")
+    } else if per_sec >= 10.0 {
+        format!("{per_sec:.1}")
     } else {
         format!("{per_sec:.2}")
     }

@@ -23,7 +23,7 @@ mod scale;
 mod text;
 mod view;
 
-pub use capacity::capacity_answer;
+pub use capacity::{capacity_answer, short_rate};
 pub use compare::{
     Comparison, Row, compare_csv, compare_markdown, compare_report, metric_short, metric_title,
 };

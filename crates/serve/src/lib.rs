@@ -10,6 +10,9 @@
 //!   1 TiB), cut from one shared buffer without copying.
 //! - `/status/<code>`: an answer with that status (200–599).
 //! - `/delay/<ms>`: `/hello` after `<ms>` milliseconds (0–60000).
+//! - `/cpu/<us>`: `/hello` after `<us>` microseconds of CPU, one such
+//!   request at a time across the server: a target of known capacity
+//!   (1,000,000/`<us>` requests per second) for `--find-max`.
 //! - `/`: the list of endpoints; anything else is 404.
 //!
 //! Given a database ([`App::Bbs`]), it also serves the thesis's bulletin
@@ -451,9 +454,33 @@ impl Service<Request<Incoming>> for Svc {
         let (delay, response) = match routes::route(path, &self.blob, &self.index) {
             Answer::Now(response) => (None, response),
             Answer::After(delay, response) => (Some(Box::pin(tokio::time::sleep(delay))), response),
+            Answer::Serial(work, response) => {
+                return Respond {
+                    body: None,
+                    delay: None,
+                    response: None,
+                    later: Some(Later(Box::pin(serial(work, response)))),
+                };
+            }
         };
         Respond::new(request.into_body(), delay, response)
     }
+}
+
+/// The one lock `/cpu/<us>` requests take in turn (tokio's is fair: first
+/// come, first served).
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// `/cpu/<us>`: waits its turn, burns `work` of CPU holding the lock, then
+/// answers. The spin keeps one worker thread busy for `work`, as a server
+/// whose request handler does that much computing would.
+async fn serial(work: Duration, response: Response<Body>) -> Response<Body> {
+    let _turn = SERIAL.lock().await;
+    let start = std::time::Instant::now();
+    while start.elapsed() < work {
+        std::hint::spin_loop();
+    }
+    response
 }
 
 /// The future of one answer: reads and discards the request body (so the

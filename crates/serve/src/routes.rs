@@ -31,6 +31,8 @@ GET /hello          a 92-byte HTML page\n\
 GET /blob/<size>    <size> bytes (512, 64k, 1m, ...; powers of 1024, up to 1t)\n\
 GET /status/<code>  that status (200-599), its reason phrase as the body\n\
 GET /delay/<ms>     /hello after <ms> milliseconds (0-60000)\n\
+GET /cpu/<us>       /hello after <us> microseconds of CPU, one request at a time\n\
+                    across the server: a known capacity of 1000000/<us> req/s\n\
 \n\
 Any method works; request bodies are read and discarded.\n";
 
@@ -43,6 +45,9 @@ pub(crate) enum Answer {
     Now(Response<Body>),
     /// Answer after waiting.
     After(Duration, Response<Body>),
+    /// Answer after burning this much CPU, one such request at a time
+    /// across the whole server.
+    Serial(Duration, Response<Body>),
 }
 
 /// Routes a request by its path. `blob` is the server's shared blob buffer,
@@ -57,6 +62,11 @@ pub(crate) fn route(path: &str, blob: &Bytes, index: &Bytes) -> Answer {
     } else if let Some(ms) = path.strip_prefix("/delay/") {
         match parse_delay(ms) {
             Ok(delay) => Answer::After(delay, hello()),
+            Err(message) => Answer::Now(text(StatusCode::BAD_REQUEST, message.into())),
+        }
+    } else if let Some(us) = path.strip_prefix("/cpu/") {
+        match parse_cpu(us) {
+            Ok(work) => Answer::Serial(work, hello()),
             Err(message) => Answer::Now(text(StatusCode::BAD_REQUEST, message.into())),
         }
     } else if path == "/" {
@@ -139,6 +149,22 @@ fn parse_status(code: &str) -> Result<StatusCode, String> {
         })
 }
 
+/// The most CPU `/cpu/<us>` burns per request, in microseconds.
+pub(crate) const MAX_CPU_US: u64 = 1_000_000;
+
+/// Reads the `<us>` of `/cpu/<us>`; the error is the 400 body.
+fn parse_cpu(us: &str) -> Result<Duration, String> {
+    us.parse::<u64>()
+        .ok()
+        .filter(|us| (1..=MAX_CPU_US).contains(us))
+        .map(Duration::from_micros)
+        .ok_or_else(|| {
+            format!(
+                "bad /cpu '{us}': give whole microseconds from 1 to {MAX_CPU_US}, e.g. /cpu/2000 (a capacity of 500 req/s)\n"
+            )
+        })
+}
+
 /// Reads the `<ms>` of `/delay/<ms>`; the error is the 400 body.
 fn parse_delay(ms: &str) -> Result<Duration, String> {
     ms.parse::<u64>()
@@ -160,7 +186,7 @@ mod tests {
     fn now(answer: Answer) -> Response<Body> {
         match answer {
             Answer::Now(response) => response,
-            Answer::After(..) => panic!("expected an immediate answer"),
+            Answer::After(..) | Answer::Serial(..) => panic!("expected an immediate answer"),
         }
     }
 
@@ -195,6 +221,31 @@ mod tests {
         }
     }
 
+    #[test]
+    fn cpu_answers_after_its_work_and_refuses_bad_times() {
+        let blob = crate::body::blob_buffer();
+        match route_plain("/cpu/2000", &blob) {
+            Answer::Serial(work, response) => {
+                assert_eq!(work, Duration::from_micros(2000));
+                assert_eq!(response.status(), StatusCode::OK);
+            }
+            _ => panic!("expected a serial answer"),
+        }
+        assert_eq!(
+            now(route_plain("/cpu/0", &blob)).status(),
+            StatusCode::BAD_REQUEST
+        );
+    }
+
+    #[test]
+    fn cpu_must_be_1_to_a_million_us() {
+        assert_eq!(parse_cpu("1"), Ok(Duration::from_micros(1)));
+        assert_eq!(parse_cpu("1000000"), Ok(Duration::from_secs(1)));
+        for bad in ["0", "1000001", "", "1.5", "-3", "2ms"] {
+            assert!(parse_cpu(bad).is_err(), "{bad}");
+        }
+    }
+
     fn route_plain(path: &str, blob: &Bytes) -> Answer {
         route(path, blob, &Bytes::from_static(INDEX))
     }
@@ -225,7 +276,7 @@ mod tests {
                     Some(HELLO.len() as u64)
                 );
             }
-            Answer::Now(_) => panic!("expected a delayed answer"),
+            Answer::Now(_) | Answer::Serial(..) => panic!("expected a delayed answer"),
         }
     }
 }

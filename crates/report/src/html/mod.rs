@@ -9,6 +9,7 @@
 //! metric across runs over time. Each chart is a
 //! `<figure class="chart" data-chart="…" data-series="N" data-points="M">`.
 
+mod capacity;
 mod chart;
 mod compare;
 mod db;
@@ -242,14 +243,34 @@ fn section_with(run: &Run, sources: &[Source]) -> String {
 /// HTML page (the text one is [`crate::text_report`]).
 pub(crate) fn charts(run: &Run) -> Vec<String> {
     match run.kind {
-        Kind::Http => http::charts(run, ""),
+        Kind::Http => with_capacity(run, "req/s", http::charts(run, "")),
         Kind::Disk => disk::charts(run, ""),
         Kind::Exec => exec::charts(run),
         Kind::Scale => scale::charts(run),
         Kind::Compare => compare::charts(run),
         Kind::Quick => quick::charts(run),
-        Kind::Db => db::charts(run, ""),
+        Kind::Db => with_capacity(run, "tps", db::charts(run, "")),
         Kind::Cpu => vec![metric_table(run, |_| true)],
+    }
+}
+
+/// A capacity search's chart first, when the run is one (`--find-max`),
+/// then the run's own, which are its step at the answer's rate.
+fn with_capacity(run: &Run, unit: &str, charts: Vec<String>) -> Vec<String> {
+    let capacity = match run.kind {
+        Kind::Http => run
+            .record::<dyno_model::record::HttpRecord>()
+            .ok()
+            .and_then(|r| r.capacity),
+        Kind::Db => run
+            .record::<dyno_model::record::DbRecord>()
+            .ok()
+            .and_then(|r| r.capacity),
+        _ => None,
+    };
+    match capacity.and_then(|cap| capacity::chart(&cap, unit)) {
+        Some(chart) => std::iter::once(chart).chain(charts).collect(),
+        None => charts,
     }
 }
 

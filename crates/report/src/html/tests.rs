@@ -986,3 +986,35 @@ fn split_times_in_a_metric_table_are_labelled_means() {
         "{html}"
     );
 }
+
+#[test]
+fn a_capacity_search_draws_its_steps_with_the_target_and_the_answer() {
+    let mut run = http_run();
+    let step = |requested: f64, p99_ms: u64, passed: bool| {
+        json!({"purpose": "bracket", "requested": requested, "achieved": requested,
+               "p50_ns": 1_000_000, "p99_ns": p99_ms * 1_000_000, "p999_ns": p99_ms * 2_000_000,
+               "requests": 1000, "errors": 0, "sends": 1000, "late": 0,
+               "passed": passed, "why": if passed { json!([]) } else { json!(["p99 too high"]) }})
+    };
+    run.settings["capacity"] = json!({
+        "slo": "p99<=20ms",
+        "start": 200.0,
+        "precision": 0.05,
+        "answer": {"outcome": "found", "max_rate": 476.0, "above_rate": 490.0},
+        "steps": [step(224.0, 3, true), step(448.0, 4, true), step(896.0, 2700, false),
+                  step(476.0, 8, true), step(490.0, 111, false)],
+    });
+    let html = html_report(&[run]);
+    let fig = figure(&html, "capacity-steps");
+    assert_eq!(attr(fig, "data-points"), "5");
+    // Three passes as green dots, two fails as crosses, and the answer in
+    // the caption of the step table.
+    assert_eq!(
+        count(fig, &format!("fill=\"{}\"", hex(super::chart::BETTER))),
+        4
+    );
+    assert!(fig.contains("max sustainable 476 req/s (bracket 476–490) at p99&lt;=20ms"));
+    assert!(fig.contains("fail: p99 too high"));
+    // The run's own charts follow: they are the step at the answer.
+    assert!(html.find("capacity-steps").unwrap() < html.find("http-latency-spectrum").unwrap());
+}

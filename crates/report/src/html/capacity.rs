@@ -1,0 +1,139 @@
+//! The chart of a capacity search (`--find-max`): each step's p99 against
+//! the rate it asked for, passes and fails apart, with the objective's p99
+//! target and the answer marked; the step table under it.
+
+use dyno_model::record::CapacityRecord;
+use plotters::prelude::*;
+
+use super::chart::{self, BETTER, Chart, NEUTRAL, WORSE};
+use super::markup::Table;
+
+/// `unit`: `req/s` or `tps`.
+pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
+    let points: Vec<(f64, f64, bool)> = cap
+        .steps
+        .iter()
+        .filter(|s| s.p99_ns > 0)
+        .map(|s| (s.requested, s.p99_ns as f64 / 1e6, s.passed))
+        .collect();
+    let answer = crate::capacity::capacity_answer(cap, unit);
+    let mut table = Table::new([
+        "step",
+        "purpose",
+        "requested",
+        "achieved",
+        "p50",
+        "p99",
+        "p99.9",
+        "errors",
+        "late",
+        "verdict",
+    ])
+    .caption(answer.clone());
+    let ms = |ns: u64| {
+        if ns == 0 {
+            "–".to_owned()
+        } else {
+            crate::format::format_duration_ns(ns as f64)
+        }
+    };
+    for (i, s) in cap.steps.iter().enumerate() {
+        table.row([
+            (i + 1).to_string(),
+            s.purpose.clone(),
+            crate::capacity::short_rate(s.requested),
+            crate::capacity::short_rate(s.achieved),
+            ms(s.p50_ns),
+            ms(s.p99_ns),
+            ms(s.p999_ns),
+            s.errors.to_string(),
+            s.late.to_string(),
+            if s.passed {
+                "pass".to_owned()
+            } else {
+                format!("fail: {}", s.why.join("; "))
+            },
+        ]);
+    }
+    if points.is_empty() {
+        return Some(super::http::note(&answer) + &table.html());
+    }
+    let target = p99_target_ms(&cap.slo);
+    let x_max = points.iter().map(|p| p.0).fold(0.0, f64::max) * 1.08;
+    let y_lo = points
+        .iter()
+        .map(|p| p.1)
+        .chain(target)
+        .fold(f64::INFINITY, f64::min)
+        .max(1e-3)
+        / 1.5;
+    let y_hi = points.iter().map(|p| p.1).chain(target).fold(0.0, f64::max) * 1.5;
+    let max_rate = cap.answer.max_rate;
+    let c = Chart::draw(
+        "capacity-steps",
+        format!("Capacity search: p99 by requested rate ({unit})"),
+        (2, points.len()),
+        (chart::WIDTH, chart::HEIGHT),
+        |root| {
+            let mut c = ChartBuilder::on(root)
+                .margin(12)
+                .margin_right(24)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0.0..x_max, (y_lo..y_hi).log_scale())?;
+            chart::mesh(&mut c)
+                .x_desc(format!("requested rate ({unit})"))
+                .y_desc("p99 latency (ms, log scale)")
+                .x_label_formatter(&chart::tick)
+                .y_label_formatter(&chart::tick)
+                .draw()?;
+            if let Some(t) = target {
+                c.draw_series(LineSeries::new(
+                    [(0.0, t), (x_max, t)],
+                    NEUTRAL.stroke_width(1),
+                ))?
+                .label("p99 target")
+                .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], NEUTRAL));
+            }
+            if let Some(m) = max_rate {
+                c.draw_series(LineSeries::new(
+                    [(m, y_lo), (m, y_hi)],
+                    BETTER.stroke_width(1),
+                ))?;
+            }
+            c.draw_series(
+                points
+                    .iter()
+                    .filter(|p| p.2)
+                    .map(|&(x, y, _)| Circle::new((x, y), 4, BETTER.filled())),
+            )?
+            .label("pass")
+            .legend(|(x, y)| Circle::new((x + 8, y), 4, BETTER.filled()));
+            c.draw_series(
+                points
+                    .iter()
+                    .filter(|p| !p.2)
+                    .map(|&(x, y, _)| Cross::new((x, y), 5, WORSE.stroke_width(2))),
+            )?
+            .label("fail")
+            .legend(|(x, y)| Cross::new((x + 8, y), 5, WORSE.stroke_width(2)));
+            chart::legend(&mut c)?;
+            Ok(())
+        },
+    )
+    .note(format!(
+        "{answer}. Each point is one step; the green line is the highest rate that passed. A step fails for more than its p99: see the table's reasons."
+    ))
+    .table(table);
+    Some(c.html())
+}
+
+/// The p99 target of an objective as written (`p99<=20ms,…`), in
+/// milliseconds, if it has one.
+fn p99_target_ms(slo: &str) -> Option<f64> {
+    let slo: dyno_load::Slo = slo.parse().ok()?;
+    slo.latency
+        .iter()
+        .find(|t| (t.percentile - 99.0).abs() < 1e-9)
+        .map(|t| t.limit.as_secs_f64() * 1e3)
+}
