@@ -1,7 +1,10 @@
 //! What `--find-max` prints while it searches, for `dyno http` and `dyno
 //! db run` alike: one line per step as it ends.
 
-use dyno_load::capacity::Ran;
+use dyno_load::capacity::{Ran, Searched};
+use dyno_load::search::Answer;
+
+use crate::ExitStatus;
 use dyno_load::slo::human_duration;
 
 /// The line that opens a search.
@@ -34,4 +37,22 @@ pub(super) fn step_line<O>(n: usize, ran: &Ran<O>, unit: &str) -> String {
         dyno_report::short_rate(s.rate),
         dyno_report::short_rate(o.achieved),
     )
+}
+
+/// How a search that saved `run_id` ends: the target lost (1), an
+/// interrupt (130, what was found kept), no rate meeting the objective
+/// (1), or an answer (0).
+pub(super) fn exit_status<O>(searched: &Searched<O>, run_id: &dyno_model::RunId) -> ExitStatus {
+    if let Some(why) = &searched.lost_target {
+        eprintln!("dyno: the search stopped: {why}; the steps so far were kept in {run_id}");
+        return ExitStatus::ChecksFailed;
+    }
+    if searched.interrupted {
+        eprintln!("dyno: interrupted; the steps so far were kept in {run_id}");
+        return ExitStatus::Interrupted;
+    }
+    match searched.answer {
+        Answer::NoneMeets { .. } => ExitStatus::ChecksFailed,
+        _ => ExitStatus::Success,
+    }
 }

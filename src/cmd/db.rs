@@ -157,7 +157,6 @@ fn find_max(
     store: Option<Box<dyn dyno_store::Store>>,
     progress: Option<Duration>,
 ) -> Result<ExitStatus> {
-    use dyno_model::record::{CapacityOutcome, DbRecord};
     let interrupt = Interrupt::install(Second::Exits)?;
     let started = Instant::now();
     super::capacity::announce(plan);
@@ -190,25 +189,7 @@ fn find_max(
         }
     };
     let run = finish(run, save, store, dyno_report::db_report)?;
-    if let Some(why) = &capacity.lost_target {
-        eprintln!(
-            "dyno: the search stopped: {why}; the steps so far were kept in {}",
-            run.id
-        );
-        return Ok(ExitStatus::ChecksFailed);
-    }
-    if capacity.interrupted {
-        eprintln!(
-            "dyno: interrupted; the steps so far were kept in {}",
-            run.id
-        );
-        return Ok(ExitStatus::Interrupted);
-    }
-    let record: DbRecord = run.record().unwrap_or_default();
-    match record.capacity.map(|c| c.answer.outcome) {
-        Some(CapacityOutcome::NoneMeets) => Ok(ExitStatus::ChecksFailed),
-        _ => Ok(ExitStatus::Success),
-    }
+    Ok(super::capacity::exit_status(&capacity, &run.id))
 }
 
 /// The progress shown while a run goes on: with -P, a line every

@@ -182,7 +182,6 @@ fn find_max(
     save: &crate::cli::SaveArgs,
     store: Option<Box<dyn dyno_store::Store>>,
 ) -> Result<ExitStatus> {
-    use dyno_model::record::{CapacityOutcome, HttpRecord};
     let interrupt = Interrupt::install(Second::Exits)?;
     let started_at = Timestamp::now();
     let started = Instant::now();
@@ -216,25 +215,7 @@ fn find_max(
     run.started_at = started_at;
     run.duration_ns = started.elapsed().as_nanos() as u64;
     let run = finish(run, save, store, dyno_report::http_report)?;
-    if let Some(why) = &capacity.lost_target {
-        eprintln!(
-            "dyno: the search stopped: {why}; the steps so far were kept in {}",
-            run.id
-        );
-        return Ok(ExitStatus::ChecksFailed);
-    }
-    if capacity.interrupted {
-        eprintln!(
-            "dyno: interrupted; the steps so far were kept in {}",
-            run.id
-        );
-        return Ok(ExitStatus::Interrupted);
-    }
-    let record: HttpRecord = run.record().unwrap_or_default();
-    match record.capacity.map(|c| c.answer.outcome) {
-        Some(CapacityOutcome::NoneMeets) => Ok(ExitStatus::ChecksFailed),
-        _ => Ok(ExitStatus::Success),
-    }
+    Ok(super::capacity::exit_status(&capacity, &run.id))
 }
 
 /// Creates the latency log, never over an existing file; the error says

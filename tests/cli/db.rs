@@ -1162,7 +1162,9 @@ fn find_max_stays_under_a_serialised_scripts_ceiling() {
     let script = dir.path().join("serial.sql");
     std::fs::write(
         &script,
-        "SELECT pg_advisory_xact_lock(42);\nSELECT pg_sleep(0.002);\n",
+        // One transaction: the lock is held until END (each statement
+        // alone would be its own transaction, and release it at once).
+        "BEGIN;\nSELECT pg_advisory_xact_lock(42);\nSELECT pg_sleep(0.002);\nEND;\n",
     )
     .unwrap();
     let out = pg

@@ -162,6 +162,9 @@ pub struct Outcome {
     /// Open model: transactions skipped for being later than the latency
     /// limit before they started.
     pub skipped: u64,
+    /// Open model: transactions due in the measured window that never
+    /// started (every client was busy until the end).
+    pub dropped: u64,
     /// Transactions that committed slower than the latency limit.
     pub late: u64,
     /// With `per_statement`: each script's commands' latencies.
@@ -359,6 +362,7 @@ pub fn run_gated(
         uncorrected: total.uncorrected,
         lag: total.lag,
         skipped: total.skipped,
+        dropped: total.dropped,
         late: total.late,
         statements: total.statements,
         reconnects: total.reconnects,
@@ -485,6 +489,7 @@ struct Local {
     uncorrected: Histogram<u64>,
     lag: Histogram<u64>,
     skipped: u64,
+    dropped: u64,
     late: u64,
     statements: Vec<Vec<Histogram<u64>>>,
     reconnects: Histogram<u64>,
@@ -523,6 +528,7 @@ impl Local {
             uncorrected: latency_histogram(),
             lag: latency_histogram(),
             skipped: 0,
+            dropped: 0,
             late: 0,
             statements,
             reconnects: latency_histogram(),
@@ -559,6 +565,7 @@ impl Local {
             }
         }
         self.skipped += other.skipped;
+        self.dropped += other.dropped;
         self.late += other.late;
         self.transactions += other.transactions;
         for (code, n) in other.failed {
@@ -800,6 +807,19 @@ fn thread_main(
     });
     for r in results {
         local.add(r);
+    }
+    // Due times in the measured window that no client took before the end
+    // are dropped: counted, not forgotten (as HTTP's open model does).
+    if let (Some(schedule), Some(deadline)) = (&schedule, deadline)
+        && !shared.stop.load(Ordering::Relaxed)
+    {
+        let mut arrivals = schedule.arrivals.borrow_mut();
+        while let Some(due) = arrivals.next() {
+            if due >= deadline {
+                break;
+            }
+            local.dropped += u64::from(due >= measure_from);
+        }
     }
     local.timeline = timeline.take();
     local.cpu = dyno_env::thread_cpu_time().saturating_sub(cpu_before);

@@ -128,6 +128,7 @@ mod tests {
             uncorrected: histogram(),
             lag: histogram(),
             skipped: 0,
+            dropped: 0,
             late: 0,
             statements: Vec::new(),
             reconnects: histogram(),

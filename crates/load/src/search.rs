@@ -17,7 +17,8 @@ use std::time::Duration;
 use crate::slo::Slo;
 use crate::trend::Rise;
 
-/// The least share of the requested rate a passing step must achieve.
+/// The least share of the requests due in a step that must end in it for
+/// the step to pass (with a fixed schedule: of the requested rate).
 pub const MIN_ACHIEVED: f64 = 0.99;
 
 /// The most late or dropped sends a passing step may have, as a share of
@@ -83,6 +84,21 @@ impl Observation {
         }
     }
 
+    /// The share of the requests due in the step that ended in it: against
+    /// the sends really due, not the nominal rate, so that Poisson
+    /// arrivals (whose count in a window varies by about its square root)
+    /// are not taken for a server that fell behind. Without a count of
+    /// sends, the achieved rate over the requested one.
+    pub fn achieved_share(&self) -> f64 {
+        if self.sends > 0 {
+            self.requests as f64 / self.sends as f64
+        } else if self.requested > 0.0 {
+            self.achieved / self.requested
+        } else {
+            1.0
+        }
+    }
+
     pub fn late_share(&self) -> f64 {
         if self.sends == 0 {
             0.0
@@ -104,10 +120,10 @@ pub enum Why {
         share: f64,
         limit: f64,
     },
-    /// Less than [`MIN_ACHIEVED`] of the requested rate was achieved.
+    /// Less than [`MIN_ACHIEVED`] of the requests due in the step ended
+    /// in it (`share` of them did).
     Rate {
-        achieved: f64,
-        requested: f64,
+        share: f64,
     },
     /// More than [`MAX_LATE`] of the sends were late or dropped; `alone`:
     /// nothing else failed the step, so the server kept up and the sends
@@ -145,13 +161,7 @@ impl Why {
             Why::Errors { share, limit } => {
                 format!("errors {:.2}% > {:.2}%", share * 100.0, limit * 100.0)
             }
-            Why::Rate {
-                achieved,
-                requested,
-            } => format!(
-                "achieved {:.1}% of the rate",
-                100.0 * achieved / requested.max(f64::MIN_POSITIVE)
-            ),
+            Why::Rate { share } => format!("achieved {:.1}% of the rate", share * 100.0),
             Why::Late { share, alone: true } => format!(
                 "{:.2}% of sends late (every connection busy? add -c)",
                 share * 100.0
@@ -205,11 +215,9 @@ pub fn judge(slo: &Slo, obs: &Observation) -> Vec<Why> {
             why.push(Why::Errors { share, limit });
         }
     }
-    if obs.achieved < MIN_ACHIEVED * obs.requested {
-        why.push(Why::Rate {
-            achieved: obs.achieved,
-            requested: obs.requested,
-        });
+    let share = obs.achieved_share();
+    if share < MIN_ACHIEVED {
+        why.push(Why::Rate { share });
     }
     if obs.late_share() > MAX_LATE {
         why.push(Why::Late {
@@ -828,9 +836,9 @@ mod tests {
         o.late = o.sends / 100;
         assert!(matches!(judge(&slo, &o)[..], [Why::Late { .. }]));
         o.late = 0;
-        o.achieved = 980.0;
+        o.requests = o.sends * 98 / 100;
         assert!(matches!(judge(&slo, &o)[..], [Why::Rate { .. }]));
-        o.achieved = 1000.0;
+        o.requests = o.sends;
         o.rise = Some(Rise {
             from: 0.001,
             to: 0.005,
