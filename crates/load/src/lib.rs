@@ -2,6 +2,8 @@
 //!
 //! - [`timer`]: the open model's microsecond-precise timer, one per worker
 //!   thread.
+//! - [`plan`]: load plans (`--rate-plan`): stages and ramps, the
+//!   expected arrivals by a time and when the k-th is due.
 //! - [`slo`]: a service-level objective (`--slo 'p99<=20ms,errors<=0.1%'`).
 //! - [`trend`]: whether latency rose within a step (a growing queue).
 //! - [`search`]: capacity search, a pure state machine: one step's
@@ -17,6 +19,7 @@
 //! Nothing here prints.
 
 pub mod capacity;
+pub mod plan;
 pub mod search;
 pub mod slo;
 pub mod timer;
