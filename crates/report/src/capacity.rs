@@ -238,7 +238,7 @@ mod tests {
         let none = capacity_answer(&record(CapacityOutcome::NoneMeets), "req/s");
         assert_eq!(
             none,
-            "no rate meets p99<=20ms: the lowest tried, 20 req/s, failed"
+            "no rate meets p99<=20ms: the lowest tried, 20.0 req/s, failed"
         );
         let client = capacity_answer(&record(CapacityOutcome::ClientBound), "req/s");
         assert!(client.starts_with("client-bound at ≈ 39.0k req/s: add threads or segments"));
