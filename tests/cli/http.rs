@@ -1068,3 +1068,53 @@ fn find_max_saves_a_run_with_its_steps_and_answer() {
     assert!(shown.contains("Capacity    "), "{shown}");
     assert!(shown.contains("STEP  PURPOSE"), "{shown}");
 }
+
+#[test]
+fn two_searches_of_one_server_compare_alike() {
+    // An A/A pair: what each search found (its steps, its answer, the
+    // rate of its figures) is not a setting that differs, and one value a
+    // side is never called better or worse.
+    let (_server, base) = reference_server();
+    let home = temp();
+    for tag in ["a", "b"] {
+        dyno(home.path())
+            .args([
+                "http",
+                &format!("{base}/hello"),
+                "-c",
+                "4",
+                "-t",
+                "1",
+                "--find-max",
+                "--slo",
+                "p99<=1s",
+                "--start",
+                "50",
+                "--step",
+                "300ms",
+                "--warmup",
+                "100ms",
+                "--budget",
+                "800ms",
+                "--tag",
+                tag,
+            ])
+            .assert()
+            .success();
+    }
+    let out = dyno(home.path())
+        .args(["compare", "a=@tag:a", "b=@tag:b"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(!out.contains("[settings_differ]"), "{out}");
+    assert!(!out.contains("capacity.steps"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("capacity_rate"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("untested"), "{line}");
+}

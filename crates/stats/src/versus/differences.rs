@@ -26,6 +26,11 @@ const VOLATILE_SETTINGS: [&str; 2] = ["seed", "file"];
 /// list of them. Two runs differ there by design.
 const PROVENANCE_SETTINGS: [&str; 2] = ["segment", "group.segments"];
 
+/// Setting subtrees of a capacity search (`--find-max`) that hold what it
+/// found, not what was asked: its answer and its steps. Two searches of
+/// one server differ there by design, as two runs' metrics do.
+const SEARCH_OUTCOME_SETTINGS: [&str; 2] = ["capacity.answer", "capacity.steps"];
+
 /// Environment fields that change from minute to minute on one machine.
 const VOLATILE_ENVIRONMENT: [&str; 4] = [
     "memory.available_bytes",
@@ -41,16 +46,22 @@ pub(super) fn settings(groups: &[(&str, Vec<&Run>)]) -> Vec<Difference> {
     differences(groups, |run| {
         let mut out = BTreeMap::new();
         let builtin = run.settings.get("builtin_server") == Some(&Value::Bool(true));
+        // A search's own run is its step at the answer's rate: that rate,
+        // and a start a probe chose, are findings too.
+        let search = run.settings.get("capacity");
+        let probed = search.and_then(|c| c.get("start_probed")) == Some(&Value::Bool(true));
         flatten(run.kind.as_str(), &run.settings, &mut out);
         out.retain(|key, _| {
             let leaf = key.rsplit('.').next().unwrap_or(key);
             // The built-in server listens on a fresh port each run.
             let builtin_url = builtin && (leaf == "url" || leaf == "urls");
             let path = key.split_once('.').map_or("", |(_, path)| path);
-            let provenance = PROVENANCE_SETTINGS
-                .iter()
-                .any(|p| path == *p || path.starts_with(&format!("{p}.")));
-            !VOLATILE_SETTINGS.contains(&leaf) && !builtin_url && !provenance
+            let under = |p: &str| path == p || path.starts_with(&format!("{p}."));
+            let provenance = PROVENANCE_SETTINGS.iter().any(|p| under(p));
+            let found = SEARCH_OUTCOME_SETTINGS.iter().any(|p| under(p))
+                || (search.is_some() && path == "rate_per_sec")
+                || (probed && path == "capacity.start");
+            !VOLATILE_SETTINGS.contains(&leaf) && !builtin_url && !provenance && !found
         });
         out
     })
@@ -155,6 +166,31 @@ mod tests {
         r.environment.cpu.model = Some(cpu.into());
         r.environment.memory.available_bytes = Some(fastrand::u64(..));
         r
+    }
+
+    #[test]
+    fn what_a_capacity_search_found_is_not_a_setting() {
+        let search = |max: f64, steps: u64, start: f64, slo: &str| {
+            json!({"connections": 50, "rate_per_sec": max,
+                   "capacity": {"slo": slo, "start": start, "start_probed": true,
+                                "answer": {"outcome": "found", "max_rate": max},
+                                "steps": vec![json!({"requested": max}); steps as usize]}})
+        };
+        let a = run(Kind::Http, search(476.0, 12, 224.0, "p99<=20ms"), "Xeon");
+        let b = run(Kind::Http, search(488.0, 10, 230.0, "p99<=20ms"), "Xeon");
+        assert_eq!(settings(&[("a", vec![&a]), ("b", vec![&b])]), vec![]);
+        // The objective is asked for: a different one is a difference.
+        let c = run(Kind::Http, search(488.0, 10, 230.0, "p99<=50ms"), "Xeon");
+        let d = settings(&[("a", vec![&a]), ("c", vec![&c])]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].key, "http.capacity.slo");
+        // Without a search, the rate is asked for.
+        let fixed = |rate: f64| json!({"connections": 50, "rate_per_sec": rate});
+        let (e, f) = (
+            run(Kind::Http, fixed(100.0), "Xeon"),
+            run(Kind::Http, fixed(200.0), "Xeon"),
+        );
+        assert_eq!(settings(&[("e", vec![&e]), ("f", vec![&f])]).len(), 1);
     }
 
     #[test]
