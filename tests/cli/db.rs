@@ -519,6 +519,34 @@ fn distribution(run: &Value, name: &str, field: &str) -> f64 {
 }
 
 #[test]
+fn a_transaction_under_way_at_the_deadline_is_cut_and_counted_unfinished() {
+    let (pg, home, dir) = (pg(), temp(), temp());
+    let db = pg.database();
+    // 0.7 s a transaction over a 1 s run: the first commits, the second
+    // is under way at the deadline. It is cut there, not waited for, and
+    // is in no figure but its own count.
+    let slow = script_file(dir.path(), "slow.sql", "SELECT pg_sleep(0.7);\n");
+    let run = json_run(
+        pg.dyno(home.path(), &db).args([
+            "db",
+            "run",
+            "-n",
+            "-f",
+            slow.to_str().unwrap(),
+            "-c",
+            "1",
+            "-T",
+            "1",
+            "--json",
+        ]),
+        0,
+    );
+    assert_eq!(metric(&run, "transactions"), 1.0);
+    assert_eq!(metric(&run, "unfinished_transactions"), 1.0);
+    assert_eq!(metric(&run, "measured_ns"), 1e9);
+}
+
+#[test]
 fn rate_mode_keeps_the_schedule_and_counts_latency_from_it() {
     let (pg, home) = (pg(), temp());
     let db = pg.database();

@@ -114,7 +114,7 @@ pub fn observe(outcome: &Outcome, plan: &Plan, rate: f64, cpu_percent: f64) -> O
         latency: capacity::percentiles(&outcome.latency, &plan.slo),
         requests: ended,
         errors: failed,
-        sends: ended + outcome.skipped + outcome.dropped,
+        sends: ended + outcome.unfinished + outcome.skipped + outcome.dropped,
         late: capacity::late(&outcome.lag, plan.late_after()) + outcome.skipped + outcome.dropped,
         rise: trend::rising(&capacity::medians(
             outcome.timeline.iter().map(|s| &s.latency),

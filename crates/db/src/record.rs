@@ -187,6 +187,7 @@ mod tests {
             lag: histogram(),
             skipped: 0,
             dropped: 0,
+            unfinished: 0,
             late: 0,
             statements: Vec::new(),
             reconnects: histogram(),

@@ -22,11 +22,11 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
-use dyno_load::Timer;
+use dyno_load::{Timer, pool};
 use dyno_model::{Direction, Merge, Metric, Samples, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
 use hdrhistogram::Histogram;
@@ -165,6 +165,9 @@ pub struct Outcome {
     /// Open model: transactions due in the measured window that never
     /// started (every client was busy until the end).
     pub dropped: u64,
+    /// Transactions under way when the run was cut at its deadline (or
+    /// stopped): in no figure but this.
+    pub unfinished: u64,
     /// Transactions that committed slower than the latency limit.
     pub late: u64,
     /// With `per_statement`: each script's commands' latencies.
@@ -227,14 +230,16 @@ impl Second {
     }
 }
 
-/// Adds `other`'s seconds to `mine`, second by second.
-fn add_timeline(mine: &mut Vec<Second>, other: &[Second]) {
-    if mine.len() < other.len() {
-        mine.resize_with(other.len(), Second::new);
+impl Default for Second {
+    fn default() -> Second {
+        Second::new()
     }
-    for (m, o) in mine.iter_mut().zip(other) {
-        m.transactions += o.transactions;
-        let _ = m.latency.add(&o.latency);
+}
+
+impl pool::Slice for Second {
+    fn add(&mut self, other: &Second) {
+        self.transactions += other.transactions;
+        let _ = self.latency.add(&other.latency);
     }
 }
 
@@ -289,6 +294,12 @@ pub fn run(
 /// `gate` says when (`Ok(None)` at once, `Ok(Some(t))` when the wall clock
 /// reads `t`, a segment's common start) or calls the run off (`Err(why)`,
 /// returned as [`RunError::Setup`]).
+///
+/// The clients run on the shared worker pool (`dyno_load::pool`): it
+/// holds the threads, the start gate and clock, the warm-up, the deadline
+/// cut-off (a transaction under way at the end is cut and counted as
+/// unfinished, as HTTP's requests are), the per-second timeline and the
+/// progress counters.
 pub fn run_gated(
     settings: &RunSettings,
     stop: Arc<AtomicBool>,
@@ -297,72 +308,50 @@ pub fn run_gated(
 ) -> Result<Outcome, RunError> {
     let (server, scale, vacuum) = probe(settings)?;
     let threads = settings.threads.clamp(1, settings.clients.max(1));
-    let shared = Arc::new(Shared {
-        transactions: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
-        latency_ns: AtomicU64::new(0),
-        lag_ns: AtomicU64::new(0),
-        started: AtomicU64::new(0),
-        skipped: AtomicU64::new(0),
-        stop,
-        ready: Barrier::new(threads + 1),
-        go: Barrier::new(threads + 1),
-        setup_failed: Mutex::new(None),
-    });
-    let started_at = Instant::now();
-    let mut handles = Vec::new();
-    for t in 0..threads {
-        // Clients in contiguous blocks, as pgbench deals them out.
-        let first = settings.clients * t / threads;
-        let last = settings.clients * (t + 1) / threads;
-        let plan = settings.rate.map(|rate| plan(settings, rate, first, last));
-        let (settings, shared) = (settings.clone(), shared.clone());
-        let handle = std::thread::Builder::new()
-            .name(format!("dyno-db-{t}"))
-            .spawn(move || thread_main(&settings, &shared, first..last, scale, plan))
-            .map_err(|e| RunError::Setup(format!("could not start a client thread: {e}")))?;
-        handles.push(handle);
-    }
-    shared.ready.wait();
-    let connect = started_at.elapsed();
-    if lock(&shared.setup_failed).is_none() {
-        match gate() {
-            Ok(Some(at)) => {
-                dyno_load::sleep_until_wall(at, || shared.stop.load(Ordering::Relaxed));
-            }
-            Ok(None) => {}
-            Err(why) => *lock(&shared.setup_failed) = Some(RunError::Setup(why)),
+    let pool = pool::Settings {
+        threads,
+        name: "dyno-db",
+        warmup: settings.warmup,
+        duration: match settings.stop {
+            Stop::Duration(d) => Some(d),
+            Stop::Transactions(_) => None,
+        },
+        progress_every: settings.progress_every,
+    };
+    let control = pool::Control::new(stop);
+    let job = Clients { settings, scale };
+    let pooled = pool::run(
+        &pool,
+        &control,
+        &job,
+        |tick| progress(Progress::from_totals(tick.elapsed, &tick.totals)),
+        gate,
+    )
+    .map_err(|failure| match failure {
+        pool::Failure::Setup(e) => e,
+        pool::Failure::Gate(why) => RunError::Setup(why),
+        pool::Failure::Thread(_, e) => {
+            RunError::Setup(format!("could not start a client thread: {e}"))
         }
-    }
-    let started_wall = SystemTime::now();
-    shared.go.wait();
-    let start = Instant::now();
-    let mut shown = Instant::now();
-    while !handles.iter().all(|h| h.is_finished()) {
-        std::thread::sleep(Duration::from_millis(20));
-        if shown.elapsed() >= settings.progress_every {
-            shown += settings.progress_every;
-            progress(shared.progress(start.elapsed()));
-        }
-    }
-    // The measured window: the warm-up is not in it.
-    let elapsed = start.elapsed().saturating_sub(settings.warmup);
+        pool::Failure::Panicked => RunError::Setup("a client thread panicked".into()),
+    })?;
     let mut total = Local::new(settings);
-    for handle in handles {
-        let local = handle
-            .join()
-            .map_err(|_| RunError::Setup("a client thread panicked".into()))?;
+    let mut last = None;
+    for local in &pooled.threads {
+        last = last.max(local.last_done);
+    }
+    let elapsed = pooled.window(last);
+    for local in pooled.threads {
         total.add(local);
     }
-    if let Some(why) = lock(&shared.setup_failed).take() {
-        return Err(why);
-    }
     Ok(Outcome {
+        elapsed,
         latency: total.latency,
         uncorrected: total.uncorrected,
         lag: total.lag,
         skipped: total.skipped,
         dropped: total.dropped,
+        unfinished: total.unfinished,
         late: total.late,
         statements: total.statements,
         reconnects: total.reconnects,
@@ -373,15 +362,14 @@ pub fn run_gated(
         aborted: total.aborted,
         per_script: total.per_script,
         script_latency: total.script_latency,
-        timeline: total.timeline,
+        timeline: pooled.timeline,
         vacuum,
-        elapsed,
-        connect,
-        cpu: total.cpu,
+        connect: pooled.setup,
+        cpu: pooled.cpu,
         scale,
         server,
-        interrupted: shared.stop.load(Ordering::Relaxed),
-        started_at: started_wall,
+        interrupted: pooled.interrupted,
+        started_at: pooled.started_at,
     })
 }
 
@@ -453,32 +441,26 @@ impl Arrivals {
     }
 }
 
-struct Shared {
-    transactions: AtomicU64,
-    failed: AtomicU64,
-    latency_ns: AtomicU64,
-    lag_ns: AtomicU64,
-    started: AtomicU64,
-    skipped: AtomicU64,
-    stop: Arc<AtomicBool>,
-    /// Every thread, and the caller, once every client is connected.
-    ready: Barrier,
-    /// Every thread, and the caller, once the gate has opened.
-    go: Barrier,
-    setup_failed: Mutex<Option<RunError>>,
+/// What each slot of a thread's progress counters holds.
+mod slot {
+    pub(super) const TRANSACTIONS: usize = 0;
+    pub(super) const FAILED: usize = 1;
+    pub(super) const LATENCY_NS: usize = 2;
+    pub(super) const LAG_NS: usize = 3;
+    pub(super) const STARTED: usize = 4;
+    pub(super) const SKIPPED: usize = 5;
 }
 
-impl Shared {
-    fn progress(&self, elapsed: Duration) -> Progress {
-        let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
+impl Progress {
+    fn from_totals(elapsed: Duration, totals: &[u64; pool::SLOTS]) -> Progress {
         Progress {
             elapsed,
-            transactions: load(&self.transactions),
-            failed: load(&self.failed),
-            latency_sum: Duration::from_nanos(load(&self.latency_ns)),
-            lag_sum: Duration::from_nanos(load(&self.lag_ns)),
-            started: load(&self.started),
-            skipped: load(&self.skipped),
+            transactions: totals[slot::TRANSACTIONS],
+            failed: totals[slot::FAILED],
+            latency_sum: Duration::from_nanos(totals[slot::LATENCY_NS]),
+            lag_sum: Duration::from_nanos(totals[slot::LAG_NS]),
+            started: totals[slot::STARTED],
+            skipped: totals[slot::SKIPPED],
         }
     }
 }
@@ -500,10 +482,21 @@ struct Local {
     aborted: Vec<String>,
     per_script: Vec<u64>,
     script_latency: Vec<Histogram<u64>>,
-    /// A thread's seconds (its clients share them, so a client's own is
-    /// empty).
-    timeline: Vec<Second>,
-    cpu: Duration,
+    /// Running totals for the progress line: failed transactions, the
+    /// committed ones' latencies and the started ones' lags added up,
+    /// transactions started.
+    failed_total: u64,
+    latency_sum_ns: u64,
+    lag_sum_ns: u64,
+    started: u64,
+    /// Transactions under way: what is left of them when the run is cut
+    /// at its deadline (or stopped) is unfinished.
+    in_flight: u64,
+    /// Transactions that ended after the deadline, and (once the thread is
+    /// done) those cut while under way.
+    unfinished: u64,
+    /// When the last measured transaction ended.
+    last_done: Option<Instant>,
 }
 
 impl Local {
@@ -547,9 +540,24 @@ impl Local {
             } else {
                 Vec::new()
             },
-            timeline: Vec::new(),
-            cpu: Duration::ZERO,
+            failed_total: 0,
+            latency_sum_ns: 0,
+            lag_sum_ns: 0,
+            started: 0,
+            in_flight: 0,
+            unfinished: 0,
+            last_done: None,
         }
+    }
+
+    /// Publishes this thread's running totals for the progress line.
+    fn publish(&self, counters: &pool::Counters) {
+        counters.set(slot::TRANSACTIONS, self.transactions);
+        counters.set(slot::FAILED, self.failed_total);
+        counters.set(slot::LATENCY_NS, self.latency_sum_ns);
+        counters.set(slot::LAG_NS, self.lag_sum_ns);
+        counters.set(slot::STARTED, self.started);
+        counters.set(slot::SKIPPED, self.skipped);
     }
 
     /// Adds another client's or thread's figures to these.
@@ -582,8 +590,13 @@ impl Local {
         for (mine, theirs) in self.script_latency.iter_mut().zip(&other.script_latency) {
             let _ = mine.add(theirs);
         }
-        add_timeline(&mut self.timeline, &other.timeline);
-        self.cpu += other.cpu;
+        self.failed_total += other.failed_total;
+        self.latency_sum_ns += other.latency_sum_ns;
+        self.lag_sum_ns += other.lag_sum_ns;
+        self.started += other.started;
+        self.in_flight += other.in_flight;
+        self.unfinished += other.unfinished;
+        self.last_done = self.last_done.max(other.last_done);
     }
 }
 
@@ -692,26 +705,46 @@ fn message(e: &tokio_postgres::Error) -> String {
     }
 }
 
-fn thread_main(
-    settings: &RunSettings,
-    shared: &Shared,
-    clients: std::ops::Range<usize>,
+/// The clients of a run, as the pool's job: each thread connects its
+/// clients (in contiguous blocks, as pgbench deals them out) and runs them
+/// on its event loop.
+struct Clients<'a> {
+    settings: &'a RunSettings,
     scale: i64,
-    plan: Option<Plan>,
-) -> Local {
-    let mut local = Local::new(settings);
-    let runtime = match runtime() {
-        Ok(r) => r,
-        Err(e) => {
-            fail_setup(shared, e);
-            shared.ready.wait();
-            shared.go.wait();
-            return local;
-        }
-    };
-    // The precise timer spawns its driver on the thread's LocalSet.
-    let tasks = tokio::task::LocalSet::new();
-    let connected = tasks.block_on(&runtime, async {
+}
+
+/// A client's id, its connection and its prepared statements' names.
+type Connected = (usize, Wire, Vec<Vec<String>>);
+
+/// A thread's clients and what they measured.
+struct ThreadState {
+    /// Each client's id, connection and prepared statements, until the
+    /// load takes them.
+    connections: RefCell<Vec<Connected>>,
+    /// The open model's schedule: its plan and timer until the clock
+    /// starts, then the thread's due times.
+    plan: Option<(Plan, Timer)>,
+    schedule: RefCell<Option<Rc<Schedule>>>,
+    local: Rc<RefCell<Local>>,
+}
+
+impl Clients<'_> {
+    /// The ids of thread `index`'s clients.
+    fn clients(&self, index: usize, threads: usize) -> std::ops::Range<usize> {
+        let clients = self.settings.clients;
+        clients * index / threads..clients * (index + 1) / threads
+    }
+}
+
+impl pool::Job for Clients<'_> {
+    type Slice = Second;
+    type State = ThreadState;
+    type Done = Local;
+    type Error = RunError;
+
+    async fn setup(&self, thread: &pool::Thread<Second>) -> Result<ThreadState, RunError> {
+        let settings = self.settings;
+        let clients = self.clients(thread.index, thread.threads);
         let mut connections = Vec::new();
         for id in clients.clone() {
             let mut wire = settings.target.connect_wire().await?;
@@ -720,118 +753,104 @@ fn thread_main(
                 .map_err(RunError::Setup)?;
             connections.push((id, wire, prepared));
         }
-        let timer = match plan {
-            Some(_) => Some(Timer::new().map_err(|e| {
-                RunError::Setup(format!("could not make the schedule's timer: {e}"))
-            })?),
+        let plan = match settings.rate {
+            Some(rate) => Some((
+                plan(settings, rate, clients.start, clients.end),
+                // The precise timer spawns its driver on the thread's
+                // event loop.
+                Timer::new().map_err(|e| {
+                    RunError::Setup(format!("could not make the schedule's timer: {e}"))
+                })?,
+            )),
             None => None,
         };
-        Ok::<_, RunError>((connections, timer))
-    });
-    let (connections, timer) = match connected {
-        Ok(c) => c,
-        Err(e) => {
-            fail_setup(shared, e);
-            (Vec::new(), None)
-        }
-    };
-    shared.ready.wait();
-    // The caller's gate (a segment's start barrier) opens.
-    shared.go.wait();
-    if lock(&shared.setup_failed).is_some() {
-        return local;
-    }
-    // The measured window's CPU only: connecting is not load.
-    let cpu_before = dyno_env::thread_cpu_time();
-    let start = Instant::now();
-    let measure_from = start + settings.warmup;
-    let timeline = Rc::new(RefCell::new(Vec::new()));
-    let deadline = match settings.stop {
-        Stop::Duration(d) => Some(measure_from + d),
-        Stop::Transactions(_) => None,
-    };
-    let schedule = plan.zip(timer).map(|(plan, timer)| {
-        let rng = fastrand::Rng::with_seed(
-            settings.seed
-                ^ settings.segment.global(clients.start as u64)
-                ^ u64::from(settings.segment.index).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
-                ^ 0x5EED,
-        );
-        Rc::new(Schedule {
-            arrivals: RefCell::new(Arrivals::new(start, plan, rng)),
-            timer,
+        Ok(ThreadState {
+            connections: RefCell::new(connections),
+            plan,
+            schedule: RefCell::new(None),
+            local: Rc::new(RefCell::new(Local::new(settings))),
         })
-    });
-    let results = tasks.block_on(&runtime, async {
-        let tasks: Vec<_> = connections
-            .into_iter()
-            .map(|(id, wire, prepared)| {
-                let mut runner = Runner {
-                    settings,
-                    shared,
-                    wire,
-                    prepared,
-                    deadline,
-                    schedule: schedule.clone(),
-                    rng: fastrand::Rng::with_seed(
-                        settings.seed
-                            ^ settings
-                                .segment
-                                .global(id as u64)
-                                .wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                    ),
-                    vars: settings
-                        .scripts
-                        .iter()
-                        .map(|w| {
-                            w.script.initial_values(&Predefined {
-                                scale,
-                                client_id: settings.segment.global(id as u64) as i64,
-                                random_seed: settings.seed as i64,
-                            })
-                        })
-                        .collect(),
-                    local: Local::new(settings),
-                    text: String::new(),
-                    id,
-                    start: measure_from,
-                    timeline: timeline.clone(),
-                };
-                async move {
-                    runner.run().await;
-                    runner.local
-                }
+    }
+
+    async fn load(&self, thread: &pool::Thread<Second>, state: &ThreadState) {
+        let settings = self.settings;
+        let clock = *thread.control.clock();
+        let schedule = state.plan.as_ref().map(|(plan, timer)| {
+            let first = self.clients(thread.index, thread.threads).start;
+            let rng = fastrand::Rng::with_seed(
+                settings.seed
+                    ^ settings.segment.global(first as u64)
+                    ^ u64::from(settings.segment.index).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+                    ^ 0x5EED,
+            );
+            Rc::new(Schedule {
+                arrivals: RefCell::new(Arrivals::new(clock.start, *plan, rng)),
+                timer: timer.clone(),
             })
-            .collect();
-        futures_util::future::join_all(tasks).await
-    });
-    for r in results {
-        local.add(r);
+        });
+        state.schedule.replace(schedule.clone());
+        let connections = state.connections.take();
+        let runners = connections.into_iter().map(|(id, wire, prepared)| {
+            let mut runner = Runner {
+                settings,
+                control: &thread.control,
+                counters: thread.counters(),
+                wire,
+                prepared,
+                deadline: clock.end,
+                schedule: schedule.clone(),
+                rng: fastrand::Rng::with_seed(
+                    settings.seed
+                        ^ settings
+                            .segment
+                            .global(id as u64)
+                            .wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                ),
+                vars: settings
+                    .scripts
+                    .iter()
+                    .map(|w| {
+                        w.script.initial_values(&Predefined {
+                            scale: self.scale,
+                            client_id: settings.segment.global(id as u64) as i64,
+                            random_seed: settings.seed as i64,
+                        })
+                    })
+                    .collect(),
+                local: Rc::clone(&state.local),
+                text: String::new(),
+                id,
+                clock,
+                seconds: thread.seconds(),
+            };
+            async move { runner.run().await }
+        });
+        futures_util::future::join_all(runners).await;
     }
-    // Due times in the measured window that no client took before the end
-    // are dropped: counted, not forgotten (as HTTP's open model does).
-    if let (Some(schedule), Some(deadline)) = (&schedule, deadline)
-        && !shared.stop.load(Ordering::Relaxed)
-    {
-        let mut arrivals = schedule.arrivals.borrow_mut();
-        while let Some(due) = arrivals.next() {
-            if due >= deadline {
-                break;
+
+    fn finish(&self, thread: &pool::Thread<Second>, state: ThreadState) -> Local {
+        let clock = *thread.control.clock();
+        let mut local = Rc::try_unwrap(state.local)
+            .ok()
+            .expect("every client of the thread has ended")
+            .into_inner();
+        local.unfinished += std::mem::take(&mut local.in_flight);
+        // Due times in the measured window that no client took before the
+        // end are dropped: counted, not forgotten (as HTTP's open model
+        // does).
+        if let (Some(schedule), Some(deadline)) = (state.schedule.take(), clock.end)
+            && !thread.control.stopped()
+        {
+            let mut arrivals = schedule.arrivals.borrow_mut();
+            while let Some(due) = arrivals.next() {
+                if due >= deadline {
+                    break;
+                }
+                local.dropped += u64::from(due >= clock.measure_from);
             }
-            local.dropped += u64::from(due >= measure_from);
         }
+        local
     }
-    local.timeline = timeline.take();
-    local.cpu = dyno_env::thread_cpu_time().saturating_sub(cpu_before);
-    local
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn fail_setup(shared: &Shared, e: RunError) {
-    lock(&shared.setup_failed).get_or_insert(e);
 }
 
 /// Each script's statements parsed on `wire` with `-M prepared`, by
@@ -878,7 +897,9 @@ struct Schedule {
 /// One client: its connection, its random state and its variables.
 struct Runner<'a> {
     settings: &'a RunSettings,
-    shared: &'a Shared,
+    control: &'a pool::Control,
+    /// The thread's progress counters.
+    counters: Arc<pool::Counters>,
     wire: Wire,
     /// Each script's prepared statements' names, by command (`-M
     /// prepared`).
@@ -888,14 +909,14 @@ struct Runner<'a> {
     rng: fastrand::Rng,
     /// Each script's variables.
     vars: Vec<Vec<Value>>,
-    local: Local,
+    /// The thread's figures, shared by its clients.
+    local: Rc<RefCell<Local>>,
     /// The simple protocol's statement text, reused.
     text: String,
     id: usize,
-    /// When the thread's measured window began (after the warm-up).
-    start: Instant,
+    clock: pool::Clock,
     /// The thread's seconds, shared by its clients.
-    timeline: Rc<RefCell<Vec<Second>>>,
+    seconds: pool::Seconds<Second>,
 }
 
 /// Why a transaction did not commit.
@@ -916,9 +937,7 @@ impl Runner<'_> {
             .sum();
         let mut done = 0u64;
         loop {
-            if self.shared.stop.load(Ordering::Relaxed)
-                || self.deadline.is_some_and(|d| Instant::now() >= d)
-            {
+            if self.control.stopped() || self.deadline.is_some_and(|d| Instant::now() >= d) {
                 return;
             }
             let due = match self.schedule.clone() {
@@ -937,8 +956,12 @@ impl Runner<'_> {
             };
             done += 1;
             let which = self.choose(total);
-            if let Err(why) = self.one(which, due).await {
+            self.local.borrow_mut().in_flight += 1;
+            let result = self.one(which, due).await;
+            self.local.borrow_mut().in_flight -= 1;
+            if let Err(why) = result {
                 self.local
+                    .borrow_mut()
                     .aborted
                     .push(format!("client {} aborted: {why}", self.id));
                 return;
@@ -958,9 +981,10 @@ impl Runner<'_> {
             if let Some(limit) = self.settings.latency_limit
                 && Instant::now() > due + limit
             {
-                if due >= self.start {
-                    self.local.skipped += 1;
-                    self.shared.skipped.fetch_add(1, Ordering::Relaxed);
+                if due >= self.clock.measure_from {
+                    let mut local = self.local.borrow_mut();
+                    local.skipped += 1;
+                    local.publish(&self.counters);
                 }
                 continue;
             }
@@ -969,7 +993,7 @@ impl Runner<'_> {
                 if now >= due {
                     return Some(due);
                 }
-                if self.shared.stop.load(Ordering::Relaxed) {
+                if self.control.stopped() {
                     return None;
                 }
                 // A long wait looks at the stop flag now and then.
@@ -985,14 +1009,18 @@ impl Runner<'_> {
         let start = Instant::now();
         // Filed by when it ends, as HTTP's requests are: one that ends in
         // the warm-up is not measured.
-        let lag = due.map(|due| start.duration_since(due).as_nanos() as u64);
-        if start >= self.start
-            && let Some(lag) = lag
+        let measure_from = self.clock.measure_from;
         {
-            let _ = self.local.lag.record(lag);
-            self.shared.lag_ns.fetch_add(lag, Ordering::Relaxed);
+            let mut local = self.local.borrow_mut();
+            if let Some(due) = due
+                && start >= measure_from
+            {
+                let lag = start.duration_since(due).as_nanos() as u64;
+                let _ = local.lag.record(lag);
+                local.lag_sum_ns += lag;
+            }
+            local.started += 1;
         }
-        self.shared.started.fetch_add(1, Ordering::Relaxed);
         if self.settings.reconnect {
             self.reconnect().await?;
         }
@@ -1005,39 +1033,42 @@ impl Runner<'_> {
             match self.transaction(which).await {
                 Ok(()) => {
                     let end = Instant::now();
-                    if end < self.start {
+                    if end < measure_from {
+                        return Ok(());
+                    }
+                    if self.clock.over(end) {
+                        // Committed after the deadline: not part of the run.
+                        self.local.borrow_mut().unfinished += 1;
                         return Ok(());
                     }
                     let ns = end.duration_since(due.unwrap_or(start)).as_nanos() as u64;
-                    let _ = self.local.latency.record(ns.max(1));
+                    let mut local = self.local.borrow_mut();
+                    let _ = local.latency.record(ns.max(1));
                     if due.is_some() {
                         let raw = end.duration_since(start).as_nanos() as u64;
-                        let _ = self.local.uncorrected.record(raw.max(1));
+                        let _ = local.uncorrected.record(raw.max(1));
                     }
                     if self
                         .settings
                         .latency_limit
                         .is_some_and(|limit| ns > limit.as_nanos() as u64)
                     {
-                        self.local.late += 1;
+                        local.late += 1;
                     }
-                    self.local.transactions += 1;
-                    self.local.per_script[which] += 1;
+                    local.transactions += 1;
+                    local.per_script[which] += 1;
                     if tries > 1 {
-                        self.local.retried += 1;
+                        local.retried += 1;
                     }
-                    if let Some(h) = self.local.script_latency.get_mut(which) {
+                    if let Some(h) = local.script_latency.get_mut(which) {
                         let _ = h.record(ns.max(1));
                     }
-                    let second = end.saturating_duration_since(self.start).as_secs() as usize;
-                    let mut timeline = self.timeline.borrow_mut();
-                    if timeline.len() <= second {
-                        timeline.resize_with(second + 1, Second::new);
-                    }
-                    timeline[second].transactions += 1;
-                    let _ = timeline[second].latency.record(ns.max(1));
-                    self.shared.latency_ns.fetch_add(ns, Ordering::Relaxed);
-                    self.shared.transactions.fetch_add(1, Ordering::Relaxed);
+                    local.latency_sum_ns += ns;
+                    local.last_done = Some(end);
+                    local.publish(&self.counters);
+                    let mut second = self.seconds.at(&self.clock, end);
+                    second.transactions += 1;
+                    let _ = second.latency.record(ns.max(1));
                     return Ok(());
                 }
                 Err(Failure::Retry(code)) => {
@@ -1056,20 +1087,27 @@ impl Runner<'_> {
                         && within_limit
                         && time_left
                     {
-                        *self.local.retries.entry(code).or_default() += 1;
+                        *self.local.borrow_mut().retries.entry(code).or_default() += 1;
                         // The same draws again, as pgbench retries.
                         self.rng = rng.clone();
                         self.vars[which].clone_from(vars);
                         continue;
                     }
-                    if now < self.start {
+                    if now < measure_from {
                         return Ok(());
                     }
-                    *self.local.failed.entry(code).or_default() += 1;
-                    if tries > 1 {
-                        self.local.retried += 1;
+                    if self.clock.over(now) {
+                        self.local.borrow_mut().unfinished += 1;
+                        return Ok(());
                     }
-                    self.shared.failed.fetch_add(1, Ordering::Relaxed);
+                    let mut local = self.local.borrow_mut();
+                    *local.failed.entry(code).or_default() += 1;
+                    if tries > 1 {
+                        local.retried += 1;
+                    }
+                    local.failed_total += 1;
+                    local.last_done = Some(now);
+                    local.publish(&self.counters);
                     return Ok(());
                 }
                 Err(Failure::Abort(why)) => return Err(why),
@@ -1092,6 +1130,7 @@ impl Runner<'_> {
         self.wire = wire;
         let _ = self
             .local
+            .borrow_mut()
             .reconnects
             .record((start.elapsed().as_nanos() as u64).max(1));
         Ok(())
@@ -1157,6 +1196,7 @@ impl Runner<'_> {
             }
             if let Some(h) = self
                 .local
+                .borrow_mut()
                 .statements
                 .get_mut(which)
                 .and_then(|s| s.get_mut(i))
@@ -1334,12 +1374,7 @@ impl Outcome {
     /// Share of the client threads the run kept busy, in percent: near 100
     /// the client, not the server, set the pace.
     pub fn client_cpu_percent(&self, threads: usize) -> f64 {
-        let capacity = self.elapsed.as_secs_f64() * threads.max(1) as f64;
-        if capacity > 0.0 {
-            100.0 * self.cpu.as_secs_f64() / capacity
-        } else {
-            0.0
-        }
+        dyno_load::pool::busy_percent(self.cpu, self.elapsed, threads)
     }
 
     /// The run's metrics. A failure count per SQLSTATE is included only
@@ -1486,6 +1521,15 @@ impl Outcome {
                 hdr::latency_metric("latency_uncorrected_ns", &self.uncorrected).diagnostic(),
             );
             metrics.push(hdr::latency_metric("schedule_lag_ns", &self.lag).context());
+        }
+        // Cut at the deadline (or the stop) while under way, and, in the
+        // open model, due in the window but never started: in no other
+        // figure, so counted when there are any.
+        if self.unfinished > 0 {
+            metrics.push(count("unfinished_transactions", self.unfinished));
+        }
+        if settings.rate.is_some() && self.dropped > 0 {
+            metrics.push(count("dropped_sends", self.dropped));
         }
         if settings.latency_limit.is_some() {
             metrics.push(count("late_transactions", self.late));

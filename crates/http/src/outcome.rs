@@ -31,12 +31,7 @@ impl Outcome {
     /// Share of the generator's threads the whole process kept busy, in
     /// percent: near 100 the client, not the server, set the pace.
     pub fn client_cpu_percent(&self, threads: usize) -> f64 {
-        let capacity = self.wall.as_secs_f64() * threads.max(1) as f64;
-        if capacity > 0.0 {
-            100.0 * self.cpu.as_secs_f64() / capacity
-        } else {
-            0.0
-        }
+        dyno_load::pool::busy_percent(self.cpu, self.wall, threads)
     }
 
     /// The run's metrics. Counts of error classes and status codes are

@@ -2,6 +2,9 @@
 //!
 //! - [`timer`]: the open model's microsecond-precise timer, one per worker
 //!   thread.
+//! - [`pool`]: the worker pool both drivers run on: threads, the start
+//!   gate and clock, the cut-off, the per-second timeline, progress
+//!   counters, client CPU.
 //! - [`plan`]: load plans (`--rate-plan`): stages and ramps, the
 //!   expected arrivals by a time and when the k-th is due.
 //! - [`slo`]: a service-level objective (`--slo 'p99<=20ms,errors<=0.1%'`).
@@ -20,6 +23,7 @@
 
 pub mod capacity;
 pub mod plan;
+pub mod pool;
 pub mod search;
 pub mod slo;
 pub mod timer;
