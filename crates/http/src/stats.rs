@@ -363,6 +363,12 @@ pub struct Interval {
     pub errors: u64,
 }
 
+impl Default for Interval {
+    fn default() -> Self {
+        Interval::new(0)
+    }
+}
+
 impl Interval {
     pub fn new(index: u64) -> Self {
         Interval {

@@ -1,18 +1,20 @@
-//! The driver: worker threads, each with its own current-thread event loop,
-//! its connections and its [`Stats`]; one loop per connection that takes
-//! [`Ticket`]s from the schedule, sends, reads and records.
+//! The driver: the connections of a run as a job of the shared worker
+//! pool (`dyno_load::pool`), which owns the threads, the start gate and
+//! clock, the warm-up, the deadline cut-off, the per-second timeline and
+//! the progress counters. Here: a thread's connections and their own
+//! state, one loop per connection that takes [`Ticket`]s from the
+//! schedule, sends, reads and records.
 //!
 //! No lock, channel message or read-modify-write per request: a thread's
-//! connections share its counters through `Rc<RefCell<…>>`, threads meet
-//! once per second (the timeline) and once at the end. The one cross-thread
-//! write per response is a relaxed store of the thread's running count into
-//! its own cache line, which the progress line reads.
+//! connections share its counters through `Rc<RefCell<…>>`; the one
+//! cross-thread write per response is a relaxed store of the thread's
+//! running count into its own cache line, which the progress line reads.
 //!
 //! The run's clock starts once every thread is ready (the open model's
 //! connections open first); a duration run ends at its deadline, cutting
 //! requests still under way (counted as unfinished).
 //!
-//! - this file: the threads, their shared and own state, the merge;
+//! - this file: the job, the threads' shared and own state, the merge;
 //! - `schedule`: which request comes next (closed quota or open timetable);
 //! - `exchange`: a connection's loop — connect, send, read, frame, record.
 
@@ -26,10 +28,10 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock, mpsc};
+
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::task::{JoinSet, LocalSet};
+use tokio::task::JoinSet;
 
 use self::exchange::{READ_BUF, connection};
 use self::schedule::Ticket;
@@ -38,7 +40,7 @@ use crate::request::Scheme;
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats};
 use crate::tls::{TlsClient, TlsSession, TlsSetupError};
-use dyno_load::Timer;
+use dyno_load::{Timer, pool};
 
 /// Why a load test could not run at all (per-request failures are counted,
 /// not raised).
@@ -137,18 +139,13 @@ struct Shared {
     endpoint: Endpoint,
     /// `https://`: the one TLS configuration all connections use.
     tls: Option<TlsClient>,
-    /// When the run started, set once every thread is ready (connected, in
-    /// the open model): the schedule's clock.
-    clock: OnceLock<Clock>,
-    /// Where threads say they are ready, and wait for the clock.
-    gate: (Mutex<usize>, Condvar),
-    stop: Arc<AtomicBool>,
+    /// The run's clock (set once every thread is ready: connected, in the
+    /// open model) and its stop flags: the worker pool's.
+    control: Arc<pool::Control>,
     /// Some connection attempt has succeeded.
     connected: AtomicBool,
     /// Refused connection attempts while none has succeeded.
     refusals: AtomicU64,
-    /// Given up: nothing listens at the endpoint.
-    gave_up: AtomicBool,
     /// Some request has been answered.
     answered: AtomicBool,
     /// Requests that timed out while none has been answered.
@@ -171,22 +168,9 @@ pub const GIVE_UP_AFTER_REFUSALS: u64 = 10;
 /// given up on. A duration run ends at its deadline anyway.
 pub const GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT: u64 = 2;
 
-/// The run's clock, fixed when it starts.
-#[derive(Debug, Clone, Copy)]
-struct Clock {
-    /// Start of the run; measuring starts after the warm-up.
-    start: Instant,
-    measure_from: Instant,
-    /// A duration run: no request starts after this, and requests under
-    /// way then are cut.
-    end: Option<Instant>,
-}
-
 impl Shared {
-    fn clock(&self) -> &Clock {
-        self.clock
-            .get()
-            .expect("the clock is set before any request")
+    fn clock(&self) -> &pool::Clock {
+        self.control.clock()
     }
 
     fn start(&self) -> Instant {
@@ -201,36 +185,9 @@ impl Shared {
         self.clock().end
     }
 
-    /// Starts the clock now and lets every waiting thread go.
-    fn start_clock(&self) {
-        let start = Instant::now();
-        let measure_from = start + self.settings.schedule.warmup;
-        let end = match self.settings.schedule.stop {
-            Stop::Duration(d) => Some(measure_from + d),
-            Stop::Requests(_) => None,
-        };
-        let _ = self.clock.set(Clock {
-            start,
-            measure_from,
-            end,
-        });
-        let _guard = self.gate.0.lock().unwrap_or_else(|e| e.into_inner());
-        self.gate.1.notify_all();
-    }
-
-    /// A worker thread is ready: says so, and waits for the clock.
-    fn ready_and_wait(&self) {
-        let mut ready = self.gate.0.lock().unwrap_or_else(|e| e.into_inner());
-        *ready += 1;
-        self.gate.1.notify_all();
-        while self.clock.get().is_none() {
-            ready = self.gate.1.wait(ready).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
     /// The run must stop: interrupted, or given up.
     fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed) || self.gave_up.load(Ordering::Relaxed)
+        self.control.stopped()
     }
 
     /// Notes a successful connect.
@@ -245,7 +202,7 @@ impl Shared {
     /// every other attempt would fail the same way.
     fn protocol_refused(&self) {
         if !self.connected.load(Ordering::Relaxed) {
-            self.gave_up.store(true, Ordering::Relaxed);
+            self.control.halt();
         }
     }
 
@@ -270,7 +227,7 @@ impl Shared {
             && !self.answered.load(Ordering::Relaxed)
         {
             self.silent.store(true, Ordering::Relaxed);
-            self.gave_up.store(true, Ordering::Relaxed);
+            self.control.halt();
         }
     }
 
@@ -280,7 +237,7 @@ impl Shared {
             && self.refusals.fetch_add(1, Ordering::Relaxed) + 1 >= GIVE_UP_AFTER_REFUSALS
             && !self.connected.load(Ordering::Relaxed)
         {
-            self.gave_up.store(true, Ordering::Relaxed);
+            self.control.halt();
         }
     }
 }
@@ -289,23 +246,19 @@ impl Shared {
 #[derive(Debug)]
 struct Local {
     stats: Stats,
-    interval: Interval,
+    /// This thread's seconds of the run's timeline.
+    seconds: pool::Seconds<Interval>,
     /// Closed model with `-n`: measured requests this thread may still start.
     quota: Option<u64>,
     /// Measured requests written and not yet answered or failed: what is
     /// left of them when the run is cut at its deadline is unfinished.
     in_flight: u64,
-    /// Where finished intervals go (the coordinator's timeline); dropped
-    /// when the thread is done, which tells the coordinator.
-    tx: Option<mpsc::Sender<Interval>>,
     /// This thread's counts for the progress line.
-    published: Arc<Counters>,
+    published: Arc<pool::Counters>,
     /// Sequence numbers for `{seq}`: thread index + k × threads.
     next_seq: u64,
     rng: fastrand::Rng,
     last_done: Option<Instant>,
-    /// CPU time this thread used.
-    cpu: Duration,
     /// Why this thread's first failed TLS handshake failed.
     tls_failure: Option<String>,
     /// What this thread's first completed TLS handshake settled on.
@@ -316,18 +269,23 @@ struct Local {
     protocol_failure: Option<String>,
 }
 
-/// Adds one thread's interval to the timeline entry of the same second.
-fn merge_interval(timeline: &mut Vec<Interval>, interval: &Interval) {
-    let slot = match timeline.iter().position(|i| i.index == interval.index) {
-        Some(at) => &mut timeline[at],
-        None => {
-            timeline.push(Interval::new(interval.index));
-            timeline.last_mut().expect("just pushed")
-        }
-    };
-    slot.responses += interval.responses;
-    slot.errors += interval.errors;
-    let _ = slot.latency.add(&interval.latency);
+/// What a thread hands back.
+#[derive(Debug)]
+struct Finished {
+    stats: Stats,
+    last_done: Option<Instant>,
+    tls_failure: Option<String>,
+    tls_session: Option<TlsSession>,
+    server: Option<Box<str>>,
+    protocol_failure: Option<String>,
+}
+
+impl pool::Slice for Interval {
+    fn add(&mut self, other: &Interval) {
+        self.responses += other.responses;
+        self.errors += other.errors;
+        let _ = self.latency.add(&other.latency);
+    }
 }
 
 /// Runs the load test. `stop` ends it early (Ctrl-C); `progress` is called
@@ -376,173 +334,85 @@ pub fn run_gated(
         Scheme::Http => None,
     };
     let threads = settings.threads.min(settings.connections).max(1);
+    let pool = pool::Settings {
+        threads,
+        name: "dyno-http",
+        warmup: settings.schedule.warmup,
+        duration: match settings.schedule.stop {
+            Stop::Duration(d) => Some(d),
+            Stop::Requests(_) => None,
+        },
+        progress_every: Duration::from_secs(1),
+    };
+    let control = pool::Control::new(stop);
     let shared = Arc::new(Shared {
         settings,
         endpoint,
         tls,
-        clock: OnceLock::new(),
-        gate: (Mutex::new(0), Condvar::new()),
-        stop,
+        control: Arc::clone(&control),
         connected: AtomicBool::new(false),
         refusals: AtomicU64::new(0),
-        gave_up: AtomicBool::new(false),
         answered: AtomicBool::new(false),
         silent_timeouts: AtomicU64::new(0),
         silent: AtomicBool::new(false),
     });
-    let (tx, rx) = mpsc::channel::<Interval>();
-
-    let mut merged = Stats::default();
-    let mut timeline: Vec<Interval> = Vec::new();
-    let mut last_done: Option<Instant> = None;
-    let mut finished = Instant::now();
-    // Each thread publishes its counts for the progress line here, as they
-    // change (one relaxed store per response, on its own cache line).
-    let counters: Vec<Arc<Counters>> = (0..threads).map(|_| Arc::default()).collect();
-    let mut cpu = Duration::ZERO;
-    let mut tls_failure = None;
-    let mut tls_session = None;
-    let mut server = None;
-    let mut protocol_failure = None;
-    let mut called_off = None;
-    let mut started_at = SystemTime::now();
-    std::thread::scope(|scope| {
-        let mut handles = Vec::new();
-        for (t, published) in counters.iter().enumerate() {
-            let for_thread = Arc::clone(&shared);
-            let tx = tx.clone();
-            let published = Arc::clone(published);
-            let handle = std::thread::Builder::new()
-                .name(format!("dyno-http-{t}"))
-                .spawn_scoped(scope, move || {
-                    worker(t, threads, &for_thread, tx, published)
-                })
-                .map_err(|e| EngineError::Thread(t, e));
-            match handle {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    // Let the threads already started go, to stop at once.
-                    shared.stop.store(true, Ordering::Relaxed);
-                    shared.start_clock();
-                    return Err(e);
-                }
-            }
-        }
-        drop(tx);
-        // Start the clock once every thread is ready (in the open model,
-        // its connections are open): connecting is not part of the
-        // schedule. A thread that died early does not hold the others.
-        {
-            let mut ready = shared.gate.0.lock().unwrap_or_else(|e| e.into_inner());
-            while *ready < threads && !handles.iter().any(|h| h.is_finished()) {
-                ready = shared
-                    .gate
-                    .1
-                    .wait_timeout(ready, Duration::from_millis(50))
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
-        }
-        match gate() {
-            Ok(at) => {
-                if let Some(at) = at {
-                    dyno_load::sleep_until_wall(at, || shared.stopped());
-                }
-            }
-            Err(why) => {
-                // Called off: the threads find the run stopped and end.
-                called_off = Some(why);
-                shared.gave_up.store(true, Ordering::Relaxed);
-            }
-        }
-        started_at = SystemTime::now();
-        shared.start_clock();
-        // The timeline: merge each second's intervals as threads send them;
-        // report progress once a second from the threads' live counts.
-        let mut reported = 0;
-        let mut next_tick = shared.start() + Duration::from_secs(1);
-        loop {
-            match rx.recv_timeout(next_tick.saturating_duration_since(Instant::now())) {
-                Ok(interval) => merge_interval(&mut timeline, &interval),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-            if Instant::now() >= next_tick {
-                let (mut responses, mut errors) = (0, 0);
-                for c in &counters {
-                    responses += c.responses.load(Ordering::Relaxed);
-                    errors += c.errors.load(Ordering::Relaxed);
-                }
-                progress(Progress {
-                    elapsed: shared.start().elapsed(),
-                    warmup: Instant::now() < shared.measure_from(),
-                    responses,
-                    errors,
-                    last_second: responses.saturating_sub(reported),
-                });
-                reported = responses;
-                next_tick += Duration::from_secs(1);
-            }
-        }
-        finished = Instant::now();
-        for h in handles {
-            let local = h.join().expect("a worker thread panicked");
-            merged += &local.stats;
-            last_done = last_done.max(local.last_done);
-            cpu += local.cpu;
-            tls_failure = tls_failure.take().or(local.tls_failure);
-            tls_session = tls_session.take().or(local.tls_session);
-            server = server.take().or(local.server.map(String::from));
-            protocol_failure = protocol_failure.take().or(local.protocol_failure);
-        }
-        Ok(())
+    let mut reported = 0;
+    let pooled = pool::run(
+        &pool,
+        &control,
+        &Connections(Arc::clone(&shared)),
+        |tick| {
+            let responses = tick.totals[RESPONSES];
+            progress(Progress {
+                elapsed: tick.elapsed,
+                warmup: tick.warmup,
+                responses,
+                errors: tick.totals[ERRORS],
+                last_second: responses.saturating_sub(reported),
+            });
+            reported = responses;
+        },
+        gate,
+    )
+    .map_err(|failure| match failure {
+        pool::Failure::Thread(t, e) => EngineError::Thread(t, e),
+        pool::Failure::Gate(why) => EngineError::Gate(why),
+        pool::Failure::Setup(never) => match never {},
+        pool::Failure::Panicked => panic!("a worker thread panicked"),
     })?;
-    if let Some(why) = called_off {
-        return Err(EngineError::Gate(why));
+    let elapsed = pooled.window(pooled.threads.iter().filter_map(|l| l.last_done).max());
+    let mut merged = Stats::default();
+    let (mut tls_failure, mut tls_session, mut server, mut protocol_failure) =
+        (None, None, None, None);
+    for local in pooled.threads {
+        merged += &local.stats;
+        tls_failure = tls_failure.or(local.tls_failure);
+        tls_session = tls_session.or(local.tls_session);
+        server = server.or(local.server.map(String::from));
+        protocol_failure = protocol_failure.or(local.protocol_failure);
     }
-    timeline.sort_by_key(|i| i.index);
-    // Interval 0 is the warm-up, which holds no measured request (a
-    // request is filed by the same clock that marks it measured); the
-    // timeline shows measured seconds.
-    debug_assert!(
-        timeline
-            .iter()
-            .all(|i| i.index > 0 || (i.responses == 0 && i.errors == 0))
-    );
-    timeline.retain(|i| i.index > 0);
-    let Clock {
-        start,
-        measure_from,
-        end,
-    } = *shared.clock();
-    let wall = start.elapsed();
-    // A duration run is measured over its scheduled window (cut short by an
-    // interrupt); requests still under way at its end are unfinished, not
-    // waited for. A run of n requests lasts until its last answer.
-    let elapsed = match end {
-        Some(end) if shared.stopped() => finished.min(end).saturating_duration_since(measure_from),
-        Some(end) => end.saturating_duration_since(measure_from),
-        None => last_done.map_or(Duration::ZERO, |t| {
-            t.saturating_duration_since(measure_from)
-        }),
-    };
+    // Entry i holds second i + 1 of the measured window (0 was the
+    // warm-up's, which holds no measured request).
+    let mut timeline = pooled.timeline;
+    for (i, interval) in timeline.iter_mut().enumerate() {
+        interval.index = i as u64 + 1;
+    }
+    let silent = shared.silent.load(Ordering::Relaxed);
     Ok(Outcome {
         stats: merged,
         timeline,
         elapsed,
-        wall,
-        cpu,
-        interrupted: shared.stop.load(Ordering::Relaxed),
-        refused: shared.gave_up.load(Ordering::Relaxed)
-            && protocol_failure.is_none()
-            && !shared.silent.load(Ordering::Relaxed),
-        silent: shared.silent.load(Ordering::Relaxed),
+        wall: pooled.clock.start.elapsed(),
+        cpu: pooled.cpu,
+        interrupted: pooled.interrupted,
+        refused: pooled.halted && protocol_failure.is_none() && !silent,
+        silent,
         endpoint: shared.endpoint.clone(),
         tls_failure,
         tls_session,
         server,
         protocol_failure,
-        started_at,
+        started_at: pooled.started_at,
     })
 }
 
@@ -646,66 +516,62 @@ fn resolve(s: &Settings) -> Result<SocketAddr, EngineError> {
         .ok_or_else(|| EngineError::NoAddress(s.target.host.clone()))
 }
 
-/// A thread's running counts of measured responses and errors, for the
-/// progress line; written only by its thread.
-#[derive(Debug, Default)]
-#[repr(align(64))]
-struct Counters {
-    responses: AtomicU64,
-    errors: AtomicU64,
+/// Progress counter slots: measured responses, and errors.
+const RESPONSES: usize = 0;
+const ERRORS: usize = 1;
+
+/// The connections of a run, as the worker pool's job.
+struct Connections(Arc<Shared>);
+
+/// A thread's connections, before and while they run.
+struct ThreadState {
+    local: Rc<RefCell<Local>>,
+    /// The open model's connections, opened before the clock starts, until
+    /// the load takes them.
+    streams: RefCell<Vec<Option<Stream>>>,
 }
 
-/// One worker thread: its event loop, its connections, its ticker.
-fn worker(
-    index: usize,
-    threads: usize,
-    shared: &Arc<Shared>,
-    tx: mpsc::Sender<Interval>,
-    published: Arc<Counters>,
-) -> Local {
-    let settings = &shared.settings;
-    // Connections of this thread: an even share, the first threads taking
-    // the remainder.
-    let share = |total: usize| total / threads + usize::from(index < total % threads);
-    let connections = share(settings.connections);
-    let quota = match settings.schedule.stop {
-        // A segment's own share of the whole run's n, then this thread's
-        // share of that.
-        Stop::Requests(n) => Some(share(settings.segment.share(n) as usize) as u64),
-        Stop::Duration(_) => None,
-    };
-    let local = Rc::new(RefCell::new(Local {
-        stats: Stats::default(),
-        interval: Interval::new(0),
-        quota,
-        in_flight: 0,
-        tx: Some(tx),
-        published,
-        next_seq: index as u64,
-        // Each thread, and each segment's thread, draws its own numbers.
-        rng: fastrand::Rng::with_seed(
-            settings.seed
-                ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                ^ u64::from(settings.segment.index).wrapping_mul(0xC2B2_AE3D_27D4_EB4F),
-        ),
-        last_done: None,
-        cpu: Duration::ZERO,
-        tls_failure: None,
-        tls_session: None,
-        server: None,
-        protocol_failure: None,
-    }));
-    let cpu_before = dyno_env::thread_cpu_time();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current-thread runtime builds");
-    let set = LocalSet::new();
-    set.block_on(&runtime, async {
-        // The open model connects every connection before the schedule
-        // starts (as wrk2 does), so no request pays for a connect (or a TLS
-        // handshake) inside its latency. One that fails is tried again
-        // when its first request is due, and counted then.
+impl pool::Job for Connections {
+    type Slice = Interval;
+    type State = ThreadState;
+    type Done = Finished;
+    type Error = std::convert::Infallible;
+
+    /// The thread's share of the connections and of a run's `-n`; in the
+    /// open model, its connections opened (as wrk2 does, so no request
+    /// pays for a connect or a TLS handshake inside its latency; one that
+    /// fails is tried again when its first request is due, and counted
+    /// then).
+    async fn setup(&self, thread: &pool::Thread<Interval>) -> Result<ThreadState, Self::Error> {
+        let shared = &self.0;
+        let settings = &shared.settings;
+        let index = thread.index;
+        let connections = thread.share(settings.connections as u64) as usize;
+        let quota = match settings.schedule.stop {
+            // A segment's own share of the whole run's n, then this
+            // thread's share of that.
+            Stop::Requests(n) => Some(thread.share(settings.segment.share(n))),
+            Stop::Duration(_) => None,
+        };
+        let local = Rc::new(RefCell::new(Local {
+            stats: Stats::default(),
+            seconds: thread.seconds(),
+            quota,
+            in_flight: 0,
+            published: thread.counters(),
+            next_seq: index as u64,
+            // Each thread, and each segment's thread, draws its own numbers.
+            rng: fastrand::Rng::with_seed(
+                settings.seed
+                    ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                    ^ u64::from(settings.segment.index).wrapping_mul(0xC2B2_AE3D_27D4_EB4F),
+            ),
+            last_done: None,
+            tls_failure: None,
+            tls_session: None,
+            server: None,
+            protocol_failure: None,
+        }));
         let mut streams: Vec<Option<Stream>> = Vec::with_capacity(connections);
         if settings.schedule.rate_per_sec.is_some() {
             let mut connecting = Vec::with_capacity(connections);
@@ -735,37 +601,28 @@ fn worker(
             }
         }
         streams.resize_with(connections, || None);
-        // Blocks this thread (nothing else runs on it yet) until every
-        // thread is ready and the clock starts.
-        shared.ready_and_wait();
-        // Interval 0 is the warm-up; interval i ≥ 1 is the i-th second
-        // after it. The ticker closes each one on time.
-        let ticker = {
-            let local = Rc::clone(&local);
-            let shared = Arc::clone(shared);
-            tokio::task::spawn_local(async move {
-                for k in 0.. {
-                    tokio::time::sleep_until(
-                        (shared.measure_from() + Duration::from_secs(k)).into(),
-                    )
-                    .await;
-                    local.borrow_mut().roll_interval(k + 1);
-                }
-            })
-        };
+        Ok(ThreadState {
+            local,
+            streams: RefCell::new(streams),
+        })
+    }
+
+    async fn load(&self, thread: &pool::Thread<Interval>, state: &ThreadState) {
+        let shared = &self.0;
         let read_buf = Rc::new(RefCell::new(vec![0u8; READ_BUF]));
         // The open model's due times need a finer clock than tokio's; if
         // no timerfd can be had, tokio's millisecond timer stands in.
-        let timer = settings
+        let timer = shared
+            .settings
             .schedule
             .rate_per_sec
             .and_then(|_| Timer::new().ok());
         let mut tasks = JoinSet::new();
-        for (c, stream) in streams.into_iter().enumerate() {
-            let global = index + c * threads;
+        for (c, stream) in state.streams.take().into_iter().enumerate() {
+            let global = thread.index + c * thread.threads;
             tasks.spawn_local(driver(
                 Arc::clone(shared),
-                Rc::clone(&local),
+                Rc::clone(&state.local),
                 timer.clone(),
                 Rc::clone(&read_buf),
                 global,
@@ -774,31 +631,25 @@ fn worker(
         }
         drop(timer);
         // The connections end by themselves (quota or deadline reached, no
-        // new request started), but a request under way is not waited for
-        // past the deadline or an interrupt: it is cut, and counted as
-        // unfinished.
-        tokio::select! {
-            () = async { while tasks.join_next().await.is_some() {} } => {}
-            () = cutoff(shared) => {}
+        // new request started); the pool cuts a request still under way at
+        // the deadline or an interrupt, which then counts as unfinished.
+        while tasks.join_next().await.is_some() {}
+    }
+
+    fn finish(&self, _: &pool::Thread<Interval>, state: ThreadState) -> Finished {
+        let Ok(local) = Rc::try_unwrap(state.local) else {
+            unreachable!("every task of the thread has ended")
+        };
+        let mut local = local.into_inner();
+        local.stats.unfinished += local.in_flight;
+        Finished {
+            stats: local.stats,
+            last_done: local.last_done,
+            tls_failure: local.tls_failure,
+            tls_session: local.tls_session,
+            server: local.server,
+            protocol_failure: local.protocol_failure,
         }
-        tasks.shutdown().await;
-        ticker.abort();
-    });
-    // Tasks hold clones of `local` until the event loop is gone.
-    drop(set);
-    drop(runtime);
-    match Rc::try_unwrap(local) {
-        Ok(local) => {
-            let mut local = local.into_inner();
-            local.stats.unfinished += std::mem::take(&mut local.in_flight);
-            // The last, partial second.
-            let next = local.interval.index + 1;
-            local.roll_interval(next);
-            local.tx = None;
-            local.cpu = dyno_env::thread_cpu_time().saturating_sub(cpu_before);
-            local
-        }
-        Err(_) => unreachable!("every task of the thread has ended"),
     }
 }
 
@@ -846,57 +697,11 @@ async fn driver(
     }
 }
 
-/// How often a worker looks at the stop flag while requests are under way.
-const STOP_POLL: Duration = Duration::from_millis(20);
-
-/// Resolves when the run's requests must be cut: at the deadline of a
-/// duration run, or soon after the stop flag is raised.
-async fn cutoff(shared: &Shared) {
-    loop {
-        if shared.stopped() {
-            return;
-        }
-        let now = Instant::now();
-        let wake = match shared.end() {
-            Some(end) if now >= end => return,
-            Some(end) => end.min(now + STOP_POLL),
-            None => now + STOP_POLL,
-        };
-        tokio::time::sleep_until(wake.into()).await;
-    }
-}
-
 impl Local {
     /// Publishes this thread's measured counts for the progress line.
     pub(super) fn publish(&self) {
-        self.published
-            .responses
-            .store(self.stats.responses, Ordering::Relaxed);
-        self.published
-            .errors
-            .store(self.stats.total_errors(), Ordering::Relaxed);
-    }
-
-    /// Sends the current interval to the coordinator, if it is older than
-    /// `index`, and starts interval `index`.
-    fn roll_interval(&mut self, index: u64) {
-        if self.interval.index < index {
-            let finished = std::mem::replace(&mut self.interval, Interval::new(index));
-            if let Some(tx) = &self.tx {
-                let _ = tx.send(finished);
-            }
-        }
-    }
-
-    /// The interval of a measured request that ended at `now`: second
-    /// 1 + ⌊(now − end of warm-up) / 1 s⌋. It is found from the same clock
-    /// that marked the request measured, never from the ticker's (late)
-    /// wake-up, so no measured request can fall into the warm-up's
-    /// interval 0.
-    fn interval_at(&mut self, measure_from: Instant, now: Instant) -> &mut Interval {
-        let index = 1 + now.saturating_duration_since(measure_from).as_secs();
-        self.roll_interval(index);
-        &mut self.interval
+        self.published.set(RESPONSES, self.stats.responses);
+        self.published.set(ERRORS, self.stats.total_errors());
     }
 
     /// Records the answer to `ticket`, done at `done`, if it is measured:
@@ -921,7 +726,7 @@ impl Local {
             return;
         }
         self.stats.response(status, body_bytes, timing);
-        let interval = self.interval_at(shared.measure_from(), done);
+        let mut interval = self.seconds.at(shared.clock(), done);
         interval.responses += 1;
         // The same figure the run's latency histogram records.
         let _ = interval
@@ -929,7 +734,10 @@ impl Local {
             .record(u64::try_from(timing.latency().as_nanos()).unwrap_or(u64::MAX));
         if !shared.settings.expect_status.contains(status) {
             interval.errors += 1;
+            drop(interval);
             self.stats.error(ErrorClass::Status);
+        } else {
+            drop(interval);
         }
         self.publish();
         self.last_done = Some(done);
@@ -952,7 +760,7 @@ impl Local {
                 return;
             }
             self.stats.error(class);
-            self.interval_at(shared.measure_from(), now).errors += 1;
+            self.seconds.at(shared.clock(), now).errors += 1;
             self.last_done = Some(now);
             self.publish();
         }
