@@ -388,6 +388,15 @@ pub(crate) struct HttpArgs {
     #[arg(long, value_name = "R", allow_negative_numbers = true, value_parser = parse_rate)]
     pub rate: Option<f64>,
 
+    /// Open model whose rate changes: stages joined by commas, each
+    /// RATE@DURATION (hold a rate) or FROM..TO/DURATION (a linear ramp),
+    /// e.g. '1000@30s,2000@30s' or '0..5000/60s,5000@2m'. The run lasts the
+    /// plan; connections stay open across stages; each stage gets its own
+    /// percentiles, achieved rate, errors and send lag (a request belongs
+    /// to the stage it was due in). Instead of --rate, -n, -d and --warmup.
+    #[arg(long, value_name = "PLAN", value_parser = parse_rate_plan)]
+    pub rate_plan: Option<dyno_load::plan::RatePlan>,
+
     /// Run this long first without measuring (excluded from every figure).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "0s", value_parser = parse_duration)]
     pub warmup: std::time::Duration,
@@ -1151,6 +1160,16 @@ pub(crate) struct DbRunArgs {
     /// lag (due time to real start) is shown beside it.
     #[arg(short = 'R', long, value_name = "TPS", value_parser = parse_tps)]
     pub rate: Option<f64>,
+
+    /// Open model whose rate changes: stages joined by commas, each
+    /// TPS@DURATION (hold a rate) or FROM..TO/DURATION (a linear ramp),
+    /// e.g. '200@30s,400@30s' or '0..1000/60s'. Due times are a Poisson
+    /// process following the plan; the run lasts the plan; connections
+    /// stay open across stages; each stage gets its own percentiles,
+    /// achieved rate, failures and schedule lag (a transaction belongs to
+    /// the stage it was due in). Instead of -R, -T, -t and --warmup.
+    #[arg(long, value_name = "PLAN", value_parser = parse_rate_plan)]
+    pub rate_plan: Option<dyno_load::plan::RatePlan>,
 
     /// Count transactions slower than this as late (milliseconds, as
     /// pgbench's -L, or 50ms, 1s); with -R, a transaction already this late
@@ -2106,6 +2125,11 @@ fn parse_progress(s: &str) -> Result<std::time::Duration, String> {
         ));
     }
     Ok(d)
+}
+
+fn parse_rate_plan(s: &str) -> Result<dyno_load::plan::RatePlan, String> {
+    s.parse()
+        .map_err(|e: dyno_load::plan::PlanError| e.to_string())
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {

@@ -1,5 +1,5 @@
 //! `--find-max` and its flags (shared by `dyno http` and `dyno db run`)
-//! resolved into the capacity search's plan.
+//! resolved into the capacity search's plan, and `--rate-plan`'s checks.
 
 use std::time::Duration;
 
@@ -64,4 +64,21 @@ pub(crate) fn plan(
         },
         budget,
     }))
+}
+
+/// Refuses `--rate-plan` beside the flags it replaces: `excluded` names
+/// the command's flags that set a rate or a length, and whether each was
+/// given.
+pub(crate) fn rate_plan(
+    plan: Option<&dyno_load::plan::RatePlan>,
+    excluded: &[(&str, bool)],
+) -> Result<()> {
+    if plan.is_some()
+        && let Some((flag, _)) = excluded.iter().find(|(_, given)| *given)
+    {
+        bail!(
+            "--rate-plan sets the rate and the length of the run, stage by stage: drop {flag} (a first stage at a low rate serves as a warm-up, with figures of its own)"
+        );
+    }
+    Ok(())
 }

@@ -38,6 +38,16 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             "--segment meets the other segments in the store and saves its run there for `dyno merge`: drop --no-save"
         );
     }
+    super::capacity::rate_plan(
+        args.rate_plan.as_ref(),
+        &[
+            ("-R/--rate", args.rate.is_some()),
+            ("-t/--transactions", args.transactions.is_some()),
+            ("-T/--time", args.time.is_some()),
+            ("--warmup", !args.warmup.is_zero()),
+            ("--find-max", args.find_max.find_max),
+        ],
+    )?;
     let settings = run_settings(&args, plan.as_ref())?;
     // No error target in --slo: failed transactions are errors, and none is
     // allowed (a db run fails on any, as pgbench's exit status says).
@@ -51,6 +61,11 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             ("-T/--time", args.time.is_some()),
         ],
     )?;
+    if args.rate_plan.is_some() && plan.is_some() {
+        bail!(
+            "--rate-plan does not split over --segment for db run yet (each stage's due times would have to be shared out); run it from one process, with more -c and -j, or split a plain -R run"
+        );
+    }
     if capacity.is_some() && plan.is_some() {
         bail!(
             "--find-max runs its steps from one process: it does not split over --segment yet; run it without --segment, with more -c and -j"
@@ -91,10 +106,16 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
     } else {
         args.jobs as usize
     };
-    let stop = match (args.transactions, args.time) {
-        (Some(n), _) => Stop::Transactions(n),
-        (None, Some(d)) => Stop::Duration(d),
-        (None, None) => Stop::Duration(Duration::from_secs(10)),
+    let stop = match (args.transactions, args.time, &args.rate_plan) {
+        (_, _, Some(p)) => Stop::Duration(p.duration()),
+        (Some(n), _, _) => Stop::Transactions(n),
+        (None, Some(d), _) => Stop::Duration(d),
+        (None, None, None) => Stop::Duration(Duration::from_secs(10)),
+    };
+    // A plan's mean rate: what the run as a whole asked for.
+    let whole_rate = match &args.rate_plan {
+        Some(p) => Some(p.total() / p.duration().as_secs_f64()),
+        None => args.rate,
     };
     if args.max_tries == 0 && matches!(stop, Stop::Transactions(_)) && args.latency_limit.is_none()
     {
@@ -105,16 +126,22 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
     // A segment takes its share of the clients and threads, and the rate
     // in proportion to its clients (as pgbench shares a rate out over its
     // threads); -t stays per client.
-    let (clients, threads, rate, segment) = match plan {
+    let (clients, threads, rate, rate_plan, segment) = match plan {
         Some(plan) => {
             // -t is per client: every segment's clients run it whole.
             let (c, t) = plan.share(args.clients, threads, None)?;
-            let rate = args
-                .rate
-                .map(|r| r * f64::from(c) / f64::from(args.clients));
-            (c as usize, t, rate, plan.segment)
+            let share = f64::from(c) / f64::from(args.clients);
+            let rate = whole_rate.map(|r| r * share);
+            let rate_plan = args.rate_plan.as_ref().map(|p| p.scaled(share));
+            (c as usize, t, rate, rate_plan, plan.segment)
         }
-        None => (clients, threads, args.rate, dyno_model::Segment::WHOLE),
+        None => (
+            clients,
+            threads,
+            whole_rate,
+            args.rate_plan.clone(),
+            dyno_model::Segment::WHOLE,
+        ),
     };
     let protocol = match args.protocol {
         DbProtocol::Simple => Protocol::Simple,
@@ -154,6 +181,7 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         max_tries: args.max_tries,
         seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
         rate,
+        plan: rate_plan,
         warmup: args.warmup,
         latency_limit: args.latency_limit,
         per_statement: args.per_command,
@@ -197,6 +225,10 @@ fn published(args: &DbRunArgs, settings: &RunSettings) -> segment::Settings {
         .opt("duration", args.time.map(|d| format!("{d:?}")))
         .put("warmup", format!("{:?}", args.warmup))
         .opt("rate", args.rate)
+        .opt(
+            "rate_plan",
+            args.rate_plan.as_ref().map(ToString::to_string),
+        )
         .opt(
             "latency_limit",
             args.latency_limit.map(|d| format!("{d:?}")),

@@ -40,6 +40,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         connections,
         threads,
         rate,
+        rate_plan,
         warmup,
         no_keepalive,
         keepalive: _,
@@ -88,6 +89,17 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         None => default_threads.min(connections as usize),
     };
 
+    super::capacity::rate_plan(
+        rate_plan.as_ref(),
+        &[
+            ("--rate", rate.is_some()),
+            ("-n/--requests", requests.is_some()),
+            ("-d/--duration", duration.is_some()),
+            ("--warmup", !warmup.is_zero()),
+            ("--find-max", find_max.find_max),
+            ("--pipeline", pipeline > 1),
+        ],
+    )?;
     let mut plan = Plan::from_args(&segments, env.hostname.as_deref())?;
     let capacity = super::capacity::plan(
         find_max,
@@ -211,10 +223,16 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let stop = match (requests, duration) {
-        (Some(n), _) => Stop::Requests(n),
-        (None, Some(d)) => Stop::Duration(d),
-        (None, None) => Stop::Duration(std::time::Duration::from_secs(10)),
+    let stop = match (requests, duration, &rate_plan) {
+        (_, _, Some(p)) => Stop::Duration(p.duration()),
+        (Some(n), _, _) => Stop::Requests(n),
+        (None, Some(d), _) => Stop::Duration(d),
+        (None, None, None) => Stop::Duration(std::time::Duration::from_secs(10)),
+    };
+    // A plan's mean rate: what the run as a whole asked for.
+    let rate = match &rate_plan {
+        Some(p) => Some(p.total() / p.duration().as_secs_f64()),
+        None => rate,
     };
     let seed = seed.unwrap_or_else(|| fastrand::u64(..));
     // What the run loads: the URL, or a URL file's first URL.
@@ -229,6 +247,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             stop,
             rate_per_sec: rate,
             warmup,
+            plan: rate_plan,
         },
         connections: connections as usize,
         threads,
@@ -257,6 +276,10 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             .put("method", &method)
             .put("model", if rate.is_some() { "open" } else { "closed" })
             .opt("rate", rate)
+            .opt(
+                "rate_plan",
+                settings.schedule.plan.as_ref().map(ToString::to_string),
+            )
             .opt("requests", requests)
             .opt("duration", duration.map(|d| format!("{d:?}")))
             .put("warmup", format!("{warmup:?}"))

@@ -1118,3 +1118,139 @@ fn two_searches_of_one_server_compare_alike() {
         .unwrap_or_else(|| panic!("{out}"));
     assert!(line.contains("untested"), "{line}");
 }
+
+#[test]
+fn rate_plan_flags_are_checked_before_any_load() {
+    let home = temp();
+    assert_refused(
+        home.path(),
+        &[
+            (
+                &["http", "--rate-plan", "100"],
+                &["neither RATE@DURATION nor FROM..TO/DURATION"],
+            ),
+            (
+                &["http", "--rate-plan", "0@10s"],
+                &["schedules no request at all"],
+            ),
+            (
+                &["http", "--rate-plan", "100@10s", "--rate", "5"],
+                &["--rate-plan", "drop --rate"],
+            ),
+            (
+                &["http", "--rate-plan", "100@10s", "-d", "5s"],
+                &["drop -d/--duration"],
+            ),
+            (
+                &["http", "--rate-plan", "100@10s", "-n", "5"],
+                &["drop -n/--requests"],
+            ),
+            (
+                &["http", "--rate-plan", "100@10s", "--warmup", "1s"],
+                &["drop --warmup", "first stage"],
+            ),
+            (
+                &[
+                    "http",
+                    "--rate-plan",
+                    "100@10s",
+                    "--find-max",
+                    "--slo",
+                    "p99<=1ms",
+                ],
+                &["drop --find-max"],
+            ),
+        ],
+    );
+}
+
+/// Each stage gets exactly the requests the plan puts in it, over
+/// connections kept open across the stages: a hold, a ramp from zero, and
+/// a slow last stage whose last request is due 100 ms before the end.
+#[test]
+fn a_rate_plan_sends_each_stage_its_exact_count_on_the_same_connections() {
+    let (addr, heads) = canned_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    let home = temp();
+    let out = dyno(home.path())
+        .args([
+            "http",
+            &format!("http://{addr}/"),
+            "--rate-plan",
+            "100@1s,0..200/1s,10@1s",
+            "-c",
+            "4",
+            "-t",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    assert_eq!(heads.lock().unwrap().len(), 210);
+    let record = &run["settings"]["rate_plan"];
+    assert_eq!(record["plan"], "100@1s,0..200/1s,10@1s");
+    let stages = record["stages"].as_array().unwrap();
+    let ended: Vec<u64> = stages
+        .iter()
+        .map(|s| s["ended"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ended, [100, 100, 10]);
+    let requested: Vec<f64> = stages
+        .iter()
+        .map(|s| s["requested"].as_f64().unwrap())
+        .collect();
+    assert_eq!(requested, [100.0, 100.0, 10.0]);
+    for s in stages {
+        assert_eq!(s["errors"], 0);
+        assert_eq!(s["dropped"], 0);
+        assert!(s["p99_ns"].as_u64().unwrap() > 0, "{s}");
+        assert!(s["send_lag_max_ns"].as_u64().unwrap() > 0, "{s}");
+    }
+    // Four connections opened before the clock, none after.
+    let metric = |name: &str| {
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name && m["labels"].as_object().is_none_or(|l| l.is_empty()))
+            .unwrap_or_else(|| panic!("no {name}"))["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(metric("connections_opened"), 4.0);
+    assert_eq!(metric("requested_rate_per_sec"), 70.0);
+    // Labelled per stage, for compare.
+    let stage_rates: Vec<(String, f64)> = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "stage_rate_per_sec")
+        .map(|m| {
+            (
+                m["labels"]["plan"].as_str().unwrap().to_owned(),
+                m["value"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        stage_rates,
+        [
+            ("100@1s".to_owned(), 100.0),
+            ("0..200/1s".to_owned(), 100.0),
+            ("10@1s".to_owned(), 10.0)
+        ]
+    );
+    // The text report shows the stage table from the saved record.
+    let shown = ok(home.path(), &["show", run["id"].as_str().unwrap()]);
+    assert!(
+        shown.contains("Rate plan   100@1s,0..200/1s,10@1s (3 stages"),
+        "{shown}"
+    );
+    assert!(shown.contains("0..200/1s"), "{shown}");
+}

@@ -37,6 +37,7 @@ pub fn settings(target: Target, duration: Duration, seed: u64, cpus: usize) -> R
     let (name, text) = script::builtin("select-only").expect("select-only is built in");
     let script = Script::parse(name, text).expect("a built-in script parses");
     RunSettings {
+        plan: None,
         target,
         scripts: vec![Weighted { script, weight: 1 }],
         clients: CLIENTS,

@@ -76,6 +76,10 @@ pub(crate) fn settings_record(settings: &RunSettings, outcome: &Outcome) -> DbRe
         segment: None,
         group: None,
         capacity: None,
+        rate_plan: settings
+            .plan
+            .as_ref()
+            .map(|plan| dyno_load::stages::record(plan, &outcome.stages)),
     }
 }
 
@@ -152,6 +156,7 @@ mod tests {
     fn settings() -> RunSettings {
         let (name, text) = script::builtin("select-only").unwrap();
         RunSettings {
+            plan: None,
             target: Target::new("host=localhost dbname=bench user=bench", |_| None).unwrap(),
             scripts: vec![Weighted {
                 script: Script::parse(name, text).unwrap(),
@@ -182,6 +187,7 @@ mod tests {
         let mut latency = histogram();
         latency.record(1_000_000).unwrap();
         Outcome {
+            stages: Vec::new(),
             latency,
             uncorrected: histogram(),
             lag: histogram(),

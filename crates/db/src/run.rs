@@ -26,6 +26,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
+use dyno_load::plan::RatePlan;
+use dyno_load::stages::StageFigures;
 use dyno_load::{Timer, pool};
 use dyno_model::{Direction, Merge, Metric, Samples, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
@@ -93,6 +95,10 @@ pub struct RunSettings {
     pub seed: u64,
     /// Open model: transactions per second in total (pgbench's `-R`).
     pub rate: Option<f64>,
+    /// `--rate-plan`: the open model's rate changes by stages and ramps;
+    /// `rate` is then the plan's mean rate, `stop` its length, and each
+    /// stage gets its own figures.
+    pub plan: Option<RatePlan>,
     /// Time at the start whose transactions run but are not measured
     /// (with a duration only: the run is then the warm-up plus `stop`'s
     /// duration; the open model's schedule covers both).
@@ -168,6 +174,8 @@ pub struct Outcome {
     /// Transactions under way when the run was cut at its deadline (or
     /// stopped): in no figure but this.
     pub unfinished: u64,
+    /// `--rate-plan`: each stage's own figures (empty without a plan).
+    pub stages: Vec<StageFigures>,
     /// Transactions that committed slower than the latency limit.
     pub late: u64,
     /// With `per_statement`: each script's commands' latencies.
@@ -352,6 +360,7 @@ pub fn run_gated(
         skipped: total.skipped,
         dropped: total.dropped,
         unfinished: total.unfinished,
+        stages: std::mem::take(&mut total.stages),
         late: total.late,
         statements: total.statements,
         reconnects: total.reconnects,
@@ -373,45 +382,51 @@ pub fn run_gated(
     })
 }
 
-/// One thread's share of the open model's schedule: this many due times
-/// over this long.
-#[derive(Debug, Clone, Copy)]
+/// One thread's share of the open model's schedule: this many due times,
+/// following this plan of rates (one stage at `-R`'s rate, or
+/// `--rate-plan`'s).
+#[derive(Debug, Clone)]
 struct Plan {
     count: u64,
-    horizon: Duration,
+    rates: RatePlan,
 }
 
 /// The schedule of the thread whose clients are `first..last`: its share
-/// of the rate, by clients. Over `-T`, R × T due times in all, dealt out
-/// as the clients are; with `-t`, each client's count, over the time the
-/// whole run takes at the rate.
+/// of the due times, by clients. Over `-T` (or a plan), the rate's
+/// expected count in all, dealt out as the clients are; with `-t`, each
+/// client's count, over the time the whole run takes at the rate.
 fn plan(settings: &RunSettings, rate: f64, first: usize, last: usize) -> Plan {
     let clients = settings.clients.max(1) as u128;
-    match settings.stop {
-        Stop::Duration(d) => {
-            let d = d + settings.warmup;
-            let total = (rate * d.as_secs_f64()).round() as u128;
-            let share = total * last as u128 / clients - total * first as u128 / clients;
-            Plan {
-                count: share as u64,
-                horizon: d,
-            }
+    let rates = match (&settings.plan, settings.stop) {
+        (Some(plan), _) => plan.clone(),
+        (None, Stop::Duration(d)) => RatePlan::hold(rate, d + settings.warmup),
+        (None, Stop::Transactions(n)) => RatePlan::hold(
+            rate,
+            Duration::from_secs_f64(n as f64 * clients as f64 / rate),
+        ),
+    };
+    let count = match (&settings.plan, settings.stop) {
+        (None, Stop::Transactions(n)) => (last - first) as u64 * n,
+        _ => {
+            let total = rates.total().round() as u128;
+            (total * last as u128 / clients - total * first as u128 / clients) as u64
         }
-        Stop::Transactions(n) => Plan {
-            count: (last - first) as u64 * n,
-            horizon: Duration::from_secs_f64(n as f64 * clients as f64 / rate),
-        },
-    }
+    };
+    Plan { count, rates }
 }
 
-/// Due times of one thread's transactions: `count` of them placed over
-/// `horizon` as the arrivals of a Poisson process given their number
-/// (the order statistics of uniform draws, made one at a time).
+/// Due times of one thread's transactions: `count` of them placed as the
+/// arrivals of a Poisson process given their number, following the plan's
+/// rates: the order statistics of uniform draws over the plan's expected
+/// arrivals, made one at a time, each mapped to the time the plan expects
+/// that many (time rescaling; at one rate, uniform draws over the time).
 #[derive(Debug)]
 struct Arrivals {
     start: Instant,
-    horizon: f64,
-    /// Seconds from `start` of the last due time given.
+    rates: RatePlan,
+    /// The plan's expected arrivals over its length.
+    total: f64,
+    /// Expected arrivals up to the last due time given.
     at: f64,
     left: u64,
     rng: fastrand::Rng,
@@ -421,7 +436,8 @@ impl Arrivals {
     fn new(start: Instant, plan: Plan, rng: fastrand::Rng) -> Arrivals {
         Arrivals {
             start,
-            horizon: plan.horizon.as_secs_f64(),
+            total: plan.rates.total(),
+            rates: plan.rates,
             at: 0.0,
             left: plan.count,
             rng,
@@ -433,11 +449,15 @@ impl Arrivals {
             return None;
         }
         // The least of `left` uniform draws over what is left of the
-        // horizon: 1 - U^(1/n) of the way there.
+        // expected arrivals: 1 - U^(1/n) of the way there.
         let u = 1.0 - self.rng.f64();
-        self.at += (self.horizon - self.at) * (1.0 - u.powf(1.0 / self.left as f64));
+        self.at += (self.total - self.at) * (1.0 - u.powf(1.0 / self.left as f64));
         self.left -= 1;
-        Some(self.start + Duration::from_secs_f64(self.at))
+        let t = self
+            .rates
+            .time_of(self.at)
+            .unwrap_or_else(|| self.rates.duration().as_secs_f64());
+        Some(self.start + Duration::from_secs_f64(t))
     }
 }
 
@@ -497,6 +517,8 @@ struct Local {
     unfinished: u64,
     /// When the last measured transaction ended.
     last_done: Option<Instant>,
+    /// `--rate-plan`: each stage's own figures (empty without a plan).
+    stages: Vec<StageFigures>,
 }
 
 impl Local {
@@ -547,6 +569,7 @@ impl Local {
             in_flight: 0,
             unfinished: 0,
             last_done: None,
+            stages: StageFigures::for_plan(settings.plan.as_ref()),
         }
     }
 
@@ -597,6 +620,7 @@ impl Local {
         self.in_flight += other.in_flight;
         self.unfinished += other.unfinished;
         self.last_done = self.last_done.max(other.last_done);
+        dyno_load::stages::add_all(&mut self.stages, &other.stages);
     }
 }
 
@@ -784,7 +808,7 @@ impl pool::Job for Clients<'_> {
                     ^ 0x5EED,
             );
             Rc::new(Schedule {
-                arrivals: RefCell::new(Arrivals::new(clock.start, *plan, rng)),
+                arrivals: RefCell::new(Arrivals::new(clock.start, plan.clone(), rng)),
                 timer: timer.clone(),
             })
         });
@@ -846,7 +870,13 @@ impl pool::Job for Clients<'_> {
                 if due >= deadline {
                     break;
                 }
-                local.dropped += u64::from(due >= clock.measure_from);
+                if due >= clock.measure_from {
+                    local.dropped += 1;
+                    if let Some(plan) = &self.settings.plan {
+                        let stage = plan.stage_at((due - clock.start).as_secs_f64());
+                        local.stages[stage].dropped += 1;
+                    }
+                }
             }
         }
         local
@@ -982,8 +1012,12 @@ impl Runner<'_> {
                 && Instant::now() > due + limit
             {
                 if due >= self.clock.measure_from {
+                    let stage = self.stage(due);
                     let mut local = self.local.borrow_mut();
                     local.skipped += 1;
+                    if let Some(s) = local.stages.get_mut(stage) {
+                        s.dropped += 1;
+                    }
                     local.publish(&self.counters);
                 }
                 continue;
@@ -1010,6 +1044,7 @@ impl Runner<'_> {
         // Filed by when it ends, as HTTP's requests are: one that ends in
         // the warm-up is not measured.
         let measure_from = self.clock.measure_from;
+        let stage = due.map_or(0, |due| self.stage(due));
         {
             let mut local = self.local.borrow_mut();
             if let Some(due) = due
@@ -1018,6 +1053,9 @@ impl Runner<'_> {
                 let lag = start.duration_since(due).as_nanos() as u64;
                 let _ = local.lag.record(lag);
                 local.lag_sum_ns += lag;
+                if let Some(s) = local.stages.get_mut(stage) {
+                    s.sent(lag);
+                }
             }
             local.started += 1;
         }
@@ -1065,6 +1103,9 @@ impl Runner<'_> {
                     }
                     local.latency_sum_ns += ns;
                     local.last_done = Some(end);
+                    if let Some(s) = local.stages.get_mut(stage) {
+                        s.ended(Some(ns), false);
+                    }
                     local.publish(&self.counters);
                     let mut second = self.seconds.at(&self.clock, end);
                     second.transactions += 1;
@@ -1107,6 +1148,9 @@ impl Runner<'_> {
                     }
                     local.failed_total += 1;
                     local.last_done = Some(now);
+                    if let Some(s) = local.stages.get_mut(stage) {
+                        s.ended(None, true);
+                    }
                     local.publish(&self.counters);
                     return Ok(());
                 }
@@ -1134,6 +1178,17 @@ impl Runner<'_> {
             .reconnects
             .record((start.elapsed().as_nanos() as u64).max(1));
         Ok(())
+    }
+
+    /// The stage of `--rate-plan` a transaction due at `due` belongs to
+    /// (0 without a plan).
+    fn stage(&self, due: Instant) -> usize {
+        self.settings.plan.as_ref().map_or(0, |plan| {
+            plan.stage_at(
+                due.saturating_duration_since(self.clock.start)
+                    .as_secs_f64(),
+            )
+        })
     }
 
     fn choose(&mut self, total: u64) -> usize {
@@ -1543,6 +1598,9 @@ impl Outcome {
         metrics.extend(self.timeline_metrics());
         if !settings.segment.is_whole() {
             metrics.extend(self.timeline_histograms());
+        }
+        if let Some(plan) = &settings.plan {
+            metrics.extend(dyno_load::stages::metrics(plan, &self.stages));
         }
         for (w, hs) in settings.scripts.iter().zip(&self.statements) {
             for (i, h) in hs.iter().enumerate() {

@@ -124,6 +124,7 @@ mod tests {
     fn outcome() -> Outcome {
         let histogram = || Histogram::new(2).unwrap();
         Outcome {
+            stages: Vec::new(),
             latency: histogram(),
             uncorrected: histogram(),
             lag: histogram(),

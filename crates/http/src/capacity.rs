@@ -87,6 +87,7 @@ pub fn find_max(
                 stop: Stop::Duration(PROBE - PROBE_WARMUP),
                 rate_per_sec: None,
                 warmup: PROBE_WARMUP,
+                plan: None,
             };
             let outcome = crate::engine::run(probe, Arc::clone(&stop), &mut progress)?;
             if let Some(why) = no_target(&outcome) {
@@ -108,6 +109,7 @@ pub fn find_max(
                 stop: Stop::Duration(plan.step),
                 rate_per_sec: Some(rate),
                 warmup: plan.warmup,
+                plan: None,
             };
             let outcome = crate::engine::run(step.clone(), Arc::clone(&stop), &mut progress)?;
             if outcome.interrupted || stop.load(Ordering::Relaxed) {

@@ -204,6 +204,9 @@ impl Outcome {
         if !settings.segment.is_whole() {
             metrics.extend(self.timeline_histograms());
         }
+        if let Some(plan) = &settings.schedule.plan {
+            metrics.extend(dyno_load::stages::metrics(plan, &self.stages));
+        }
         metrics
     }
 
@@ -319,6 +322,16 @@ pub fn recompute_merged(run: &mut Run) {
             .diagnostic()
             .merged(Merge::Recompute),
         );
+    }
+    // Each stage of a plan: the segments' stages summed.
+    if let Ok(mut record) = run.record::<dyno_model::record::HttpRecord>()
+        && let Some(plan) = record
+            .rate_plan
+            .as_ref()
+            .and_then(|r| r.plan.parse::<dyno_load::plan::RatePlan>().ok())
+    {
+        record.rate_plan = Some(dyno_load::stages::rebuild(&plan, &run.metrics));
+        run.set_record(&record);
     }
     if has(run, "timeline_latency_p99_ns") {
         return;

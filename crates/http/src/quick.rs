@@ -43,6 +43,7 @@ pub fn settings(url: &str, duration: Duration, threads: usize) -> Result<Setting
             stop: Stop::Duration(duration),
             rate_per_sec: None,
             warmup: WARMUP,
+            plan: None,
         },
         connections: CONNECTIONS,
         threads,

@@ -136,6 +136,11 @@ fn http_record(settings: &Settings, outcome: &Outcome, asked: &Asked) -> HttpRec
         segment: None,
         group: None,
         capacity: None,
+        rate_plan: settings
+            .schedule
+            .plan
+            .as_ref()
+            .map(|plan| dyno_load::stages::record(plan, &outcome.stages)),
     }
 }
 

@@ -14,7 +14,7 @@ pub enum Stop {
 }
 
 /// How requests are paced: one value drives the one driver loop.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
     pub stop: Stop,
     /// `None`: closed model — each connection sends its next request as
@@ -24,8 +24,13 @@ pub struct Schedule {
     pub rate_per_sec: Option<f64>,
     /// Time at the start whose requests are made but not measured.
     pub warmup: Duration,
+    /// `--rate-plan`: the open model's rate changes by stages and ramps;
+    /// `rate_per_sec` is then the plan's mean rate, the run lasts the
+    /// plan's length, and each stage gets its own figures.
+    pub plan: Option<RatePlan>,
 }
 
+pub use dyno_load::plan::RatePlan;
 pub use dyno_model::Segment;
 
 /// Everything the engine needs.

@@ -315,6 +315,7 @@ mod tests {
     /// its threads 10% busy: nothing to say about it.
     fn outcome() -> Outcome {
         Outcome {
+            stages: Vec::new(),
             stats: Stats {
                 responses: 1000,
                 status: vec![(200, 1000)],

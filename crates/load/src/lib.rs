@@ -7,6 +7,7 @@
 //!   counters, client CPU.
 //! - [`plan`]: load plans (`--rate-plan`): stages and ramps, the
 //!   expected arrivals by a time and when the k-th is due.
+//! - [`stages`]: each stage's own figures under a load plan.
 //! - [`slo`]: a service-level objective (`--slo 'p99<=20ms,errors<=0.1%'`).
 //! - [`trend`]: whether latency rose within a step (a growing queue).
 //! - [`search`]: capacity search, a pure state machine: one step's
@@ -26,6 +27,7 @@ pub mod plan;
 pub mod pool;
 pub mod search;
 pub mod slo;
+pub mod stages;
 pub mod timer;
 pub mod trend;
 

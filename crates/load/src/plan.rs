@@ -91,6 +91,33 @@ pub struct PlanError(String);
 const ACCEPTED: &str = "a plan is stages joined by commas, each RATE@DURATION (hold a rate) or FROM..TO/DURATION (a linear ramp), e.g. '1000@30s,2000@30s' or '0..5000/60s,5000@2m'";
 
 impl RatePlan {
+    /// One stage: `rate` per second for `duration` (a plain `--rate`).
+    pub fn hold(rate: f64, duration: Duration) -> RatePlan {
+        RatePlan {
+            stages: vec![Stage::Hold { rate, duration }],
+        }
+    }
+
+    /// The same plan at `factor` times every rate: a segment's share.
+    pub fn scaled(&self, factor: f64) -> RatePlan {
+        let stages = self
+            .stages
+            .iter()
+            .map(|s| match *s {
+                Stage::Hold { rate, duration } => Stage::Hold {
+                    rate: rate * factor,
+                    duration,
+                },
+                Stage::Ramp { from, to, duration } => Stage::Ramp {
+                    from: from * factor,
+                    to: to * factor,
+                    duration,
+                },
+            })
+            .collect();
+        RatePlan { stages }
+    }
+
     /// The whole plan's length.
     pub fn duration(&self) -> Duration {
         self.stages.iter().map(Stage::duration).sum()
@@ -228,20 +255,22 @@ fn duration_of(part: &str, duration: &str) -> Result<Duration, PlanError> {
     }
 }
 
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Stage::Hold { rate, duration } => {
+                write!(f, "{rate}@{}", crate::slo::human_duration(duration))
+            }
+            Stage::Ramp { from, to, duration } => {
+                write!(f, "{from}..{to}/{}", crate::slo::human_duration(duration))
+            }
+        }
+    }
+}
+
 impl fmt::Display for RatePlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self
-            .stages
-            .iter()
-            .map(|s| match *s {
-                Stage::Hold { rate, duration } => {
-                    format!("{rate}@{}", crate::slo::human_duration(duration))
-                }
-                Stage::Ramp { from, to, duration } => {
-                    format!("{from}..{to}/{}", crate::slo::human_duration(duration))
-                }
-            })
-            .collect();
+        let parts: Vec<String> = self.stages.iter().map(Stage::to_string).collect();
         f.write_str(&parts.join(","))
     }
 }

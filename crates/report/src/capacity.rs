@@ -141,15 +141,23 @@ pub(crate) fn capacity_section(out: &mut String, cap: &CapacityRecord, unit: &st
             verdict,
         ]);
     }
-    let widths: Vec<usize> = (0..header.len())
+    write_table(out, &rows, &[1, header.len() - 1]);
+    out.push('\n');
+}
+
+/// Writes `rows` (the first is the header) as aligned columns: the
+/// columns in `left` (text) to the left, the others (figures) to the
+/// right.
+pub(crate) fn write_table(out: &mut String, rows: &[Vec<String>], left: &[usize]) {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     for row in rows {
         let mut line = String::new();
         for (c, cell) in row.iter().enumerate() {
             let pad = widths[c] - cell.chars().count();
-            // Text columns to the left, figures to the right.
-            if c == 1 || c == header.len() - 1 {
+            if left.contains(&c) {
                 line.push_str(cell);
                 if c + 1 < row.len() {
                     line.push_str(&" ".repeat(pad));
@@ -164,7 +172,6 @@ pub(crate) fn capacity_section(out: &mut String, cap: &CapacityRecord, unit: &st
         }
         let _ = writeln!(out, "{}", line.trim_end());
     }
-    out.push('\n');
 }
 
 #[cfg(test)]

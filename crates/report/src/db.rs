@@ -91,6 +91,10 @@ pub fn db_report(run: &Run) -> String {
         _ => {}
     }
     out.push('\n');
+    if let Some(plan) = &rec.rate_plan {
+        crate::stages::stages_section(&mut out, plan, "tps", "LAG P99");
+        out.push_str("The figures below are the whole run's.\n\n");
+    }
     if let Some(cap) = &rec.capacity {
         crate::capacity::capacity_section(&mut out, cap, "tps");
         let _ = writeln!(

@@ -97,7 +97,13 @@ pub fn http_report(run: &Run) -> String {
     } else {
         String::new()
     };
-    let model = if open {
+    let model = if let Some(plan) = &rec.rate_plan {
+        format!(
+            "open model by stages: {} (mean {} req/s) on a fixed schedule, latency from due times",
+            plan.plan,
+            rate(rec.rate_per_sec.unwrap_or(0.0))
+        )
+    } else if open {
         format!(
             "open model: {} req/s on a fixed schedule, latency from due times",
             rate(rec.rate_per_sec.unwrap_or(0.0))
@@ -120,6 +126,10 @@ pub fn http_report(run: &Run) -> String {
         counted(rec.threads, "worker thread"),
     );
     out.push('\n');
+    if let Some(plan) = &rec.rate_plan {
+        crate::stages::stages_section(&mut out, plan, "req/s", "LAG P99");
+        out.push_str("The figures below are the whole run's.\n\n");
+    }
     if let Some(cap) = &rec.capacity {
         crate::capacity::capacity_section(&mut out, cap, "req/s");
         let _ = writeln!(

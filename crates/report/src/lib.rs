@@ -20,6 +20,7 @@ mod http;
 mod hyperfine;
 mod quick;
 mod scale;
+mod stages;
 mod text;
 mod view;
 

@@ -184,7 +184,7 @@ async fn exchange(
         if let Some(due) = batch[0].due
             && batch[0].measured
         {
-            l.stats.lateness(sent.saturating_duration_since(due));
+            l.lateness(&batch[0], sent.saturating_duration_since(due));
         }
     }
     let fail = |done: usize, class: ErrorClass| Failure::Request { done, class };

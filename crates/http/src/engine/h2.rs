@@ -772,7 +772,7 @@ async fn exchange(
             if let Some(due) = ticket.due
                 && !ticket.retried
             {
-                l.stats.lateness(sent.saturating_duration_since(due));
+                l.lateness(ticket, sent.saturating_duration_since(due));
             }
             l.stats.h2.plain_header_written += request.plain_header_bytes;
         }

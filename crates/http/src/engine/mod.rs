@@ -40,6 +40,7 @@ use crate::request::Scheme;
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats};
 use crate::tls::{TlsClient, TlsSession, TlsSetupError};
+use dyno_load::stages::StageFigures;
 use dyno_load::{Timer, pool};
 
 /// Why a load test could not run at all (per-request failures are counted,
@@ -74,6 +75,8 @@ pub enum EngineError {
 pub struct Outcome {
     /// All threads merged.
     pub stats: Stats,
+    /// `--rate-plan`: each stage's own figures (empty without a plan).
+    pub stages: Vec<StageFigures>,
     /// One merged entry per second of the measured part of the run. Every
     /// measured response and error is in exactly one entry, so the entries
     /// add up to [`Stats`] (a latency log holds the report's count).
@@ -246,6 +249,8 @@ impl Shared {
 #[derive(Debug)]
 struct Local {
     stats: Stats,
+    /// `--rate-plan`: each stage's own figures (empty without a plan).
+    stages: Vec<StageFigures>,
     /// This thread's seconds of the run's timeline.
     seconds: pool::Seconds<Interval>,
     /// Closed model with `-n`: measured requests this thread may still start.
@@ -273,6 +278,7 @@ struct Local {
 #[derive(Debug)]
 struct Finished {
     stats: Stats,
+    stages: Vec<StageFigures>,
     last_done: Option<Instant>,
     tls_failure: Option<String>,
     tls_session: Option<TlsSession>,
@@ -382,10 +388,12 @@ pub fn run_gated(
     })?;
     let elapsed = pooled.window(pooled.threads.iter().filter_map(|l| l.last_done).max());
     let mut merged = Stats::default();
+    let mut stages = StageFigures::for_plan(shared.settings.schedule.plan.as_ref());
     let (mut tls_failure, mut tls_session, mut server, mut protocol_failure) =
         (None, None, None, None);
     for local in pooled.threads {
         merged += &local.stats;
+        dyno_load::stages::add_all(&mut stages, &local.stages);
         tls_failure = tls_failure.or(local.tls_failure);
         tls_session = tls_session.or(local.tls_session);
         server = server.or(local.server.map(String::from));
@@ -400,6 +408,7 @@ pub fn run_gated(
     let silent = shared.silent.load(Ordering::Relaxed);
     Ok(Outcome {
         stats: merged,
+        stages,
         timeline,
         elapsed,
         wall: pooled.clock.start.elapsed(),
@@ -555,6 +564,7 @@ impl pool::Job for Connections {
         };
         let local = Rc::new(RefCell::new(Local {
             stats: Stats::default(),
+            stages: StageFigures::for_plan(settings.schedule.plan.as_ref()),
             seconds: thread.seconds(),
             quota,
             in_flight: 0,
@@ -644,6 +654,7 @@ impl pool::Job for Connections {
         local.stats.unfinished += local.in_flight;
         Finished {
             stats: local.stats,
+            stages: local.stages,
             last_done: local.last_done,
             tls_failure: local.tls_failure,
             tls_session: local.tls_session,
@@ -698,6 +709,15 @@ async fn driver(
 }
 
 impl Local {
+    /// Records how late the send of a measured `ticket` was against its
+    /// due time.
+    pub(super) fn lateness(&mut self, ticket: &Ticket, late: Duration) {
+        self.stats.lateness(late);
+        if let Some(stage) = self.stages.get_mut(ticket.stage) {
+            stage.sent(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
+        }
+    }
+
     /// Publishes this thread's measured counts for the progress line.
     pub(super) fn publish(&self) {
         self.published.set(RESPONSES, self.stats.responses);
@@ -726,18 +746,20 @@ impl Local {
             return;
         }
         self.stats.response(status, body_bytes, timing);
-        let mut interval = self.seconds.at(shared.clock(), done);
-        interval.responses += 1;
+        let error = !shared.settings.expect_status.contains(status);
         // The same figure the run's latency histogram records.
-        let _ = interval
-            .latency
-            .record(u64::try_from(timing.latency().as_nanos()).unwrap_or(u64::MAX));
-        if !shared.settings.expect_status.contains(status) {
-            interval.errors += 1;
-            drop(interval);
+        let latency = u64::try_from(timing.latency().as_nanos()).unwrap_or(u64::MAX);
+        {
+            let mut interval = self.seconds.at(shared.clock(), done);
+            interval.responses += 1;
+            let _ = interval.latency.record(latency);
+            interval.errors += u64::from(error);
+        }
+        if error {
             self.stats.error(ErrorClass::Status);
-        } else {
-            drop(interval);
+        }
+        if let Some(stage) = self.stages.get_mut(ticket.stage) {
+            stage.ended(Some(latency), error);
         }
         self.publish();
         self.last_done = Some(done);
@@ -761,6 +783,9 @@ impl Local {
             }
             self.stats.error(class);
             self.seconds.at(shared.clock(), now).errors += 1;
+            if let Some(stage) = self.stages.get_mut(ticket.stage) {
+                stage.ended(None, true);
+            }
             self.last_done = Some(now);
             self.publish();
         }

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use super::{Local, Shared};
-use crate::settings::{Segment, Stop};
+use crate::settings::{RatePlan, Segment, Stop};
 
 /// One request to make.
 #[derive(Debug, Clone, Copy)]
@@ -22,6 +22,8 @@ pub(super) struct Ticket {
     /// said it was not processed, and goes again on a new one (its send
     /// lag was counted the first time).
     pub(super) retried: bool,
+    /// `--rate-plan`: the stage it is due in (0 without a plan).
+    pub(super) stage: usize,
 }
 
 impl Local {
@@ -53,12 +55,14 @@ impl Local {
             due: None,
             measured,
             retried: false,
+            stage: 0,
         })
     }
 }
 
 /// The open-model schedule of one connection: request k of the whole run
-/// is due at start + k / rate. A segment (`--segment I/N`) makes the
+/// is due at start + k / rate, or, under a load plan, when the plan's
+/// expected arrivals reach k. A segment (`--segment I/N`) makes the
 /// requests k = I + N·j, and its connection c the ones with j mod
 /// connections = c, so the segments together keep the one timetable.
 #[derive(Debug)]
@@ -75,6 +79,7 @@ pub(super) struct OpenSchedule {
     /// One past the whole run's last request number, when the run is a
     /// request count.
     limit: Option<u64>,
+    plan: Option<RatePlan>,
 }
 
 impl OpenSchedule {
@@ -94,13 +99,22 @@ impl OpenSchedule {
             next: connection as u64,
             first_measured,
             limit,
+            plan: shared.settings.schedule.plan.clone(),
         }
     }
 
-    /// When the segment's request j is due.
-    fn due(&self, shared: &Shared, j: u64) -> Instant {
+    /// When the segment's request j is due, and in which stage of a plan;
+    /// `None` past a plan's last.
+    fn due(&self, shared: &Shared, j: u64) -> Option<(Instant, usize)> {
         let k = self.segment.global(j);
-        shared.start() + Duration::from_nanos((k as f64 * self.interval_ns) as u64)
+        let (offset, stage) = match &self.plan {
+            None => (k as f64 * self.interval_ns / 1e9, 0),
+            Some(plan) => {
+                let t = plan.due(k)?;
+                (t, plan.stage_at(t))
+            }
+        };
+        Some((shared.start() + Duration::from_secs_f64(offset), stage))
     }
 
     /// The next request of this connection, counting the ones that fell due
@@ -111,7 +125,7 @@ impl OpenSchedule {
         if self.limit.is_some_and(|limit| k >= limit) {
             return None;
         }
-        let due = self.due(shared, j);
+        let (due, stage) = self.due(shared, j)?;
         if let Some(end) = shared.end()
             && due >= end
         {
@@ -125,13 +139,19 @@ impl OpenSchedule {
             // never sent: count them instead of pretending they were not due.
             let now = Instant::now();
             if now >= end {
-                let mut dropped = 0;
+                let mut local = local.borrow_mut();
                 let mut j = j;
-                while self.due(shared, j) < end {
-                    dropped += u64::from(self.segment.global(j) >= self.first_measured);
+                while let Some((due, stage)) = self.due(shared, j)
+                    && due < end
+                {
+                    if self.segment.global(j) >= self.first_measured {
+                        local.stats.dropped += 1;
+                        if let Some(s) = local.stages.get_mut(stage) {
+                            s.dropped += 1;
+                        }
+                    }
                     j += self.connections;
                 }
-                local.borrow_mut().stats.dropped += dropped;
                 return None;
             }
         }
@@ -142,6 +162,7 @@ impl OpenSchedule {
             due: Some(due),
             measured: k >= self.first_measured,
             retried: false,
+            stage,
         })
     }
 }

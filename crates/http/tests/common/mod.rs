@@ -46,6 +46,7 @@ pub(crate) fn settings(
             stop,
             rate_per_sec: None,
             warmup: Duration::ZERO,
+            plan: None,
         },
         connections,
         threads: 1,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{CapacityRecord, GroupRecord, LoadModel, Record, SegmentRecord};
+use super::{CapacityRecord, GroupRecord, LoadModel, RatePlanRecord, Record, SegmentRecord};
 use crate::Kind;
 
 /// What `dyno db run` was asked to do, and what it found on the server.
@@ -54,6 +54,9 @@ pub struct DbRecord {
     /// at the answer's rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRecord>,
+    /// `--rate-plan`: the plan and each stage's own figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_plan: Option<RatePlanRecord>,
 }
 
 impl Default for DbRecord {
@@ -79,6 +82,7 @@ impl Default for DbRecord {
             segment: None,
             group: None,
             capacity: None,
+            rate_plan: None,
         }
     }
 }

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{CapacityRecord, GroupRecord, Record, SegmentRecord};
+use super::{CapacityRecord, GroupRecord, RatePlanRecord, Record, SegmentRecord};
 use crate::Kind;
 
 /// How load is offered.
@@ -74,6 +74,9 @@ pub struct HttpRecord {
     /// at the answer's rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRecord>,
+    /// `--rate-plan`: the plan and each stage's own figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_plan: Option<RatePlanRecord>,
 }
 
 impl Default for HttpRecord {
@@ -110,6 +113,7 @@ impl Default for HttpRecord {
             segment: None,
             group: None,
             capacity: None,
+            rate_plan: None,
         }
     }
 }

@@ -32,6 +32,7 @@ mod http;
 mod quick;
 mod scale;
 mod segment;
+mod stages;
 
 pub use capacity::{CapacityAnswer, CapacityOutcome, CapacityRecord, CapacityStep};
 pub use compare::{CompareGroup, CompareRecord, Difference, Unmatched};
@@ -45,6 +46,7 @@ pub use http::{HttpObserved, HttpRecord, LoadModel, TlsSession};
 pub use quick::{QuickDisk, QuickHttp, QuickInt64, QuickLine, QuickRecord};
 pub use scale::{FileSource, RunSource, ScaleRecord, WorkloadSource};
 pub use segment::{GroupRecord, GroupSegment, SegmentRecord};
+pub use stages::{RatePlanRecord, StageRecord};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

@@ -1,0 +1,254 @@
+//! Each stage's own figures under a load plan (`--rate-plan`): a request
+//! (or transaction) belongs to the stage it was due in, whenever it ended,
+//! so a stage that overloads the server shows its own backlog in its own
+//! latency rather than in the next stage's.
+//!
+//! A thread keeps one [`StageFigures`] per stage and merges them once at
+//! the end; [`record`] turns them into the run's record part, and
+//! [`metrics`] into labelled metrics (`stage` = 1, 2, …) that `compare`
+//! matches stage by stage.
+
+use dyno_model::record::{RatePlanRecord, StageRecord};
+use dyno_model::{Direction, Merge, Metric, Unit};
+use dyno_stats::hdr::{self, latency_histogram};
+use hdrhistogram::Histogram;
+
+use crate::plan::RatePlan;
+
+/// One stage's figures on one thread, or merged.
+#[derive(Debug, Clone)]
+pub struct StageFigures {
+    /// Latency from each due time, of those that ended with an answer.
+    pub latency: Histogram<u64>,
+    /// From each due time to the send.
+    pub lag: Histogram<u64>,
+    /// Ended: answered or failed.
+    pub ended: u64,
+    pub errors: u64,
+    pub dropped: u64,
+}
+
+impl Default for StageFigures {
+    fn default() -> Self {
+        StageFigures {
+            latency: latency_histogram(),
+            lag: latency_histogram(),
+            ended: 0,
+            errors: 0,
+            dropped: 0,
+        }
+    }
+}
+
+impl StageFigures {
+    /// One per stage of `plan`; none without a plan.
+    pub fn for_plan(plan: Option<&RatePlan>) -> Vec<StageFigures> {
+        plan.map(|p| p.stages.iter().map(|_| StageFigures::default()).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn add(&mut self, other: &StageFigures) {
+        // Same bounds on both sides: adding cannot fail.
+        let _ = self.latency.add(&other.latency);
+        let _ = self.lag.add(&other.lag);
+        self.ended += other.ended;
+        self.errors += other.errors;
+        self.dropped += other.dropped;
+    }
+
+    /// A request that ended: answered after `latency_ns` (from its due
+    /// time), counted as an error when `error`, or failed with no answer
+    /// (`latency_ns` is `None`).
+    pub fn ended(&mut self, latency_ns: Option<u64>, error: bool) {
+        self.ended += 1;
+        self.errors += u64::from(error);
+        if let Some(ns) = latency_ns {
+            let _ = self.latency.record(ns.max(1));
+        }
+    }
+
+    /// A send `lag_ns` after its due time.
+    pub fn sent(&mut self, lag_ns: u64) {
+        let _ = self.lag.record(lag_ns);
+    }
+}
+
+/// Adds `other`'s stages to `mine`, stage by stage.
+pub fn add_all(mine: &mut [StageFigures], other: &[StageFigures]) {
+    for (m, o) in mine.iter_mut().zip(other) {
+        m.add(o);
+    }
+}
+
+/// The run's record part: the plan as given and each stage's figures.
+pub fn record(plan: &RatePlan, figures: &[StageFigures]) -> RatePlanRecord {
+    let at = |h: &Histogram<u64>, p: f64| {
+        if h.is_empty() {
+            0
+        } else {
+            hdr::value_at_percentile(h, p)
+        }
+    };
+    let mut start = 0.0;
+    let stages = plan
+        .stages
+        .iter()
+        .zip(figures)
+        .map(|(stage, f)| {
+            let d = stage.duration().as_secs_f64();
+            let expected = plan.cumulative(start + d) - plan.cumulative(start);
+            let r = StageRecord {
+                stage: stage.to_string(),
+                start_ns: (start * 1e9) as u64,
+                duration_ns: (d * 1e9) as u64,
+                requested: expected / d,
+                achieved: f.ended as f64 / d,
+                ended: f.ended,
+                errors: f.errors,
+                dropped: f.dropped,
+                p50_ns: at(&f.latency, 50.0),
+                p90_ns: at(&f.latency, 90.0),
+                p99_ns: at(&f.latency, 99.0),
+                p999_ns: at(&f.latency, 99.9),
+                max_ns: if f.latency.is_empty() {
+                    0
+                } else {
+                    f.latency.max()
+                },
+                send_lag_p99_ns: at(&f.lag, 99.0),
+                send_lag_max_ns: if f.lag.is_empty() { 0 } else { f.lag.max() },
+            };
+            start += d;
+            r
+        })
+        .collect();
+    RatePlanRecord {
+        plan: plan.to_string(),
+        stages,
+    }
+}
+
+/// Each stage's figures as metrics labelled with the stage (1, 2, …) and
+/// its text: the achieved rate, the latency and send lag distributions,
+/// the errors and dropped sends. Context: the run's headline stays its
+/// own.
+pub fn metrics(plan: &RatePlan, figures: &[StageFigures]) -> Vec<Metric> {
+    let mut metrics = Vec::new();
+    for (i, (stage, f)) in plan.stages.iter().zip(figures).enumerate() {
+        let label = |mut m: Metric| {
+            m.labels.insert("stage".into(), (i + 1).to_string());
+            m.labels.insert("plan".into(), stage.to_string());
+            m
+        };
+        let d = stage.duration().as_secs_f64();
+        metrics.push(label(
+            Metric::new(
+                "stage_rate_per_sec",
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+                f.ended as f64 / d,
+            )
+            .context()
+            .merged(Merge::Sum),
+        ));
+        metrics.push(label(
+            hdr::latency_metric("stage_latency_ns", &f.latency).context(),
+        ));
+        metrics.push(label(
+            hdr::latency_metric("stage_send_lag_ns", &f.lag).context(),
+        ));
+        for (name, n) in [
+            ("stage_errors", f.errors),
+            ("stage_dropped_sends", f.dropped),
+        ] {
+            metrics.push(label(
+                Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64)
+                    .context()
+                    .merged(Merge::Sum),
+            ));
+        }
+    }
+    metrics
+}
+
+/// A merged run's record part, rebuilt from its merged stage metrics
+/// (what [`metrics`] wrote in each segment, summed and their histograms
+/// merged): the segments of one plan split each stage's requests by
+/// stride, so the whole run's stage is their sum.
+pub fn rebuild(plan: &RatePlan, merged: &[Metric]) -> RatePlanRecord {
+    let figures: Vec<StageFigures> = plan
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(i, stage)| {
+            let label = (i + 1).to_string();
+            let find = |name: &str| {
+                merged
+                    .iter()
+                    .find(|m| m.name == name && m.labels.get("stage").is_some_and(|s| *s == label))
+            };
+            let histogram = |name: &str| {
+                find(name)
+                    .and_then(|m| m.histogram.as_ref())
+                    .and_then(|h| hdr::from_model(h).ok())
+                    .unwrap_or_else(latency_histogram)
+            };
+            let count = |name: &str| find(name).map_or(0, |m| m.value.round() as u64);
+            let rate = find("stage_rate_per_sec").map_or(0.0, |m| m.value);
+            StageFigures {
+                latency: histogram("stage_latency_ns"),
+                lag: histogram("stage_send_lag_ns"),
+                ended: (rate * stage.duration().as_secs_f64()).round() as u64,
+                errors: count("stage_errors"),
+                dropped: count("stage_dropped_sends"),
+            }
+        })
+        .collect();
+    record(plan, &figures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stage_record_has_its_own_rates_and_percentiles() {
+        let plan: RatePlan = "100@2s,0..200/2s".parse().unwrap();
+        let mut figures = StageFigures::for_plan(Some(&plan));
+        assert_eq!(figures.len(), 2);
+        for ms in 1..=100 {
+            figures[0].ended(Some(ms * 1_000_000), ms > 98);
+            figures[0].sent(1000);
+        }
+        figures[1].ended(None, true);
+        figures[1].dropped = 3;
+        let mut twice = StageFigures::for_plan(Some(&plan));
+        add_all(&mut twice, &figures);
+        add_all(&mut twice, &figures);
+        let r = record(&plan, &twice);
+        assert_eq!(r.plan, "100@2s,0..200/2s");
+        let (a, b) = (&r.stages[0], &r.stages[1]);
+        assert_eq!(
+            (a.stage.as_str(), b.stage.as_str()),
+            ("100@2s", "0..200/2s")
+        );
+        assert_eq!((a.start_ns, b.start_ns), (0, 2_000_000_000));
+        assert_eq!(a.requested, 100.0);
+        // The ramp's mean rate is halfway.
+        assert!((b.requested - 100.0).abs() < 1e-9, "{}", b.requested);
+        assert_eq!((a.ended, a.errors, a.achieved), (200, 4, 100.0));
+        assert_eq!((b.ended, b.errors, b.dropped), (2, 2, 6));
+        assert!((a.p50_ns as f64 - 50e6).abs() < 0.01 * 50e6, "{}", a.p50_ns);
+        assert!((a.p99_ns as f64 - 99e6).abs() < 0.01 * 99e6, "{}", a.p99_ns);
+        assert_eq!(b.p99_ns, 0);
+        let m = metrics(&plan, &twice);
+        let rate = m
+            .iter()
+            .find(|m| m.name == "stage_rate_per_sec" && m.labels["stage"] == "2")
+            .unwrap();
+        assert_eq!(rate.value, 1.0);
+        assert_eq!(rate.labels["plan"], "0..200/2s");
+        // What a merge keeps of the metrics gives the record back.
+        assert_eq!(rebuild(&plan, &m), r);
+    }
+}
