@@ -48,6 +48,11 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             ("--find-max", args.find_max.find_max),
         ],
     )?;
+    if args.rate_plan.is_some() && plan.is_some() {
+        bail!(
+            "--rate-plan does not split over --segment for db run yet (each stage's due times would have to be shared out); run it from one process, with more -c and -j, or split a plain -R run"
+        );
+    }
     let settings = run_settings(&args, plan.as_ref())?;
     // No error target in --slo: failed transactions are errors, and none is
     // allowed (a db run fails on any, as pgbench's exit status says).
@@ -61,11 +66,6 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             ("-T/--time", args.time.is_some()),
         ],
     )?;
-    if args.rate_plan.is_some() && plan.is_some() {
-        bail!(
-            "--rate-plan does not split over --segment for db run yet (each stage's due times would have to be shared out); run it from one process, with more -c and -j, or split a plain -R run"
-        );
-    }
     if capacity.is_some() && plan.is_some() {
         bail!(
             "--find-max runs its steps from one process: it does not split over --segment yet; run it without --segment, with more -c and -j"

@@ -289,6 +289,46 @@ fn an_open_model_run_splits_its_timetable_and_keeps_the_rate() {
     );
 }
 
+/// A load plan split: every N-th due time of the plan's one timetable.
+/// The server gets each request number once, and the merged run's stage
+/// table adds the segments' stages up.
+#[test]
+fn a_rate_plan_splits_each_stage_by_stride_and_merges_its_stages() {
+    let home = temp();
+    let store = home.path().join("shared.db");
+    let store = store.to_str().unwrap();
+    let (url, seen) = counting_server(Duration::ZERO);
+    let segments = run_segments(
+        home.path(),
+        store,
+        "plan",
+        2,
+        &[&url, "--rate-plan", "100@1s,0..200/1s,10@1s", "-c", "2"],
+    );
+    let ended = |run: &Value| -> Vec<u64> {
+        run["settings"]["rate_plan"]["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["ended"].as_u64().unwrap())
+            .collect()
+    };
+    for run in &segments {
+        assert_eq!(ended(run), [50, 50, 5]);
+    }
+    let seqs: BTreeSet<u64> = seen.lock().unwrap().seqs.iter().copied().collect();
+    assert_eq!(seqs, (0..210).collect::<BTreeSet<u64>>());
+    let out = dyno(home.path())
+        .args(["--store", store, "merge", "plan", "--json"])
+        .assert()
+        .success();
+    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(ended(&merged), [100, 100, 10]);
+    let stage = &merged["settings"]["rate_plan"]["stages"][1];
+    assert_eq!(stage["achieved"], 100.0);
+    assert!(stage["p99_ns"].as_u64().unwrap() > 0, "{stage}");
+}
+
 /// A segment killed mid-run saves nothing: the merged run names it and is
 /// marked incomplete.
 #[test]
