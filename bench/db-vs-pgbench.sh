@@ -34,8 +34,12 @@ SCALE=${6:-10}
 RATE=${7:-2000}
 
 command -v pgbench >/dev/null || { echo "install PostgreSQL first: apt-get install postgresql" >&2; exit 2; }
-cargo build --release --quiet
-DYNO=$PWD/target/release/dyno
+# DYNO=path/to/dyno runs that build instead of this checkout's (to
+# compare two builds of dyno against the same peer, one after the other).
+if [ -z "${DYNO:-}" ]; then
+  cargo build --release --quiet
+  DYNO=$PWD/target/release/dyno
+fi
 RUNSTAT="python3 $PWD/bench/runstat.py"
 
 WORK=$(mktemp -d)

@@ -36,8 +36,12 @@ if ! need nginx || ! need h2load; then
     echo "install nginx and nghttp2-client (h2load) first" >&2; exit 2
   fi
 fi
-cargo build --release --quiet
-DYNO=$PWD/target/release/dyno
+# DYNO=path/to/dyno runs that build instead of this checkout's (to
+# compare two builds of dyno against the same peer, one after the other).
+if [ -z "${DYNO:-}" ]; then
+  cargo build --release --quiet
+  DYNO=$PWD/target/release/dyno
+fi
 RUNSTAT="python3 $PWD/bench/runstat.py"
 
 # shellcheck source=bench/nginx-lib.sh

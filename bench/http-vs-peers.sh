@@ -27,8 +27,12 @@ if ! need nginx || ! need wrk || ! need ab; then
     echo "install nginx, wrk and apache2-utils first" >&2; exit 2
   fi
 fi
-cargo build --release --quiet
-DYNO=$PWD/target/release/dyno
+# DYNO=path/to/dyno runs that build instead of this checkout's (to
+# compare two builds of dyno against the same peer, one after the other).
+if [ -z "${DYNO:-}" ]; then
+  cargo build --release --quiet
+  DYNO=$PWD/target/release/dyno
+fi
 RUNSTAT="python3 $PWD/bench/runstat.py"
 
 # shellcheck source=bench/nginx-lib.sh

@@ -371,9 +371,11 @@ pub(crate) struct HttpArgs {
     #[arg(short = 'd', long, value_name = "DURATION", allow_hyphen_values = true, value_parser = pass_duration)]
     pub duration: Option<std::time::Duration>,
 
-    /// Open connections (in total, across threads).
-    #[arg(short = 'c', long, default_value_t = 10, allow_negative_numbers = true, value_parser = connections)]
-    pub connections: u32,
+    /// Open connections (in total, across threads). With --find-max, a
+    /// range FROM..TO sweeps the closed model over the connections instead
+    /// of searching rates: FROM, doubling, up to TO.
+    #[arg(short = 'c', long, default_value = "10", allow_negative_numbers = true, value_parser = connections_or_range)]
+    pub connections: ConnectionsArg,
 
     /// Worker threads, each with its own event loop, at most one per
     /// connection (more would sit idle: -t above -c uses -c threads, with a
@@ -1087,9 +1089,11 @@ pub(crate) struct DbRunArgs {
     #[arg(value_name = "CONNINFO")]
     pub conninfo: Option<String>,
 
-    /// Concurrent clients (connections).
-    #[arg(short = 'c', long = "client", default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub clients: u32,
+    /// Concurrent clients (connections). With --find-max, a range
+    /// FROM..TO sweeps the closed model over the clients instead of
+    /// searching rates: FROM, doubling, up to TO.
+    #[arg(short = 'c', long = "client", default_value = "1", value_name = "N", value_parser = clients_or_range)]
+    pub clients: ConnectionsArg,
 
     /// Threads the clients are spread over.
     #[arg(short = 'j', long = "jobs", default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -1969,6 +1973,47 @@ fn threads(s: &str) -> Result<u32, String> {
 
 fn at_least_one(s: &str) -> Result<u64, String> {
     count(s, 1, u64::MAX)
+}
+
+/// `-c`: a number of connections, or a range of them to sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ConnectionsArg {
+    pub from: u32,
+    pub to: u32,
+    /// Written as FROM..TO.
+    pub range: bool,
+}
+
+fn connections_or_range(s: &str) -> Result<ConnectionsArg, String> {
+    range_of(s, connections)
+}
+
+fn clients_or_range(s: &str) -> Result<ConnectionsArg, String> {
+    range_of(s, |t| count(t, 1, 10_000).map(|n| n as u32))
+}
+
+/// A number, or a range FROM..TO of them, each read by `one`.
+fn range_of(s: &str, one: impl Fn(&str) -> Result<u32, String>) -> Result<ConnectionsArg, String> {
+    match s.split_once("..") {
+        None => one(s).map(|n| ConnectionsArg {
+            from: n,
+            to: n,
+            range: false,
+        }),
+        Some((from, to)) => {
+            let (from, to) = (one(from)?, one(to)?);
+            if from > to {
+                return Err(format!(
+                    "'{s}': a range goes up, FROM..TO with FROM ≤ TO (e.g. 1..256)"
+                ));
+            }
+            Ok(ConnectionsArg {
+                from,
+                to,
+                range: true,
+            })
+        }
+    }
 }
 
 fn connections(s: &str) -> Result<u32, String> {

@@ -90,10 +90,15 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         mut save,
         progress,
         capacity,
+        sweep,
     } = settings::db_run(args, env.hostname.as_deref())?;
     if let Some(capacity) = capacity {
         let store = ctx.store_for(&save)?;
         return find_max(&settings, &whole, &capacity, env, &save, store, progress);
+    }
+    if let Some(sweep) = sweep {
+        let store = ctx.store_for(&save)?;
+        return sweep_clients(&settings, &whole, &sweep, env, &save, store, progress);
     }
     // A segment's store is where the segments meet: never the local
     // fallback, where it would wait alone.
@@ -190,6 +195,53 @@ fn find_max(
     };
     let run = finish(run, save, store, dyno_report::db_report)?;
     Ok(super::capacity::exit_status(&capacity, &run.id))
+}
+
+/// `--find-max -c FROM..TO`: the sweep's steps, each printed as it ends,
+/// then the run (its best step, the sweep in its record), printed and
+/// saved. Exits as [`find_max`] does.
+fn sweep_clients(
+    settings: &dyno_db::run::RunSettings,
+    whole: &dyno_db::record::Whole,
+    plan: &dyno_load::sweep::Plan,
+    env: dyno_model::Environment,
+    save: &crate::cli::SaveArgs,
+    store: Option<Box<dyn dyno_store::Store>>,
+    progress: Option<Duration>,
+) -> Result<ExitStatus> {
+    let interrupt = Interrupt::install(Second::Exits)?;
+    let started = Instant::now();
+    super::capacity::announce_sweep(plan);
+    let mut line = ProgressLine::new(progress);
+    let clear_line = progress.is_none() && std::io::stderr().is_terminal();
+    let mut shown = 0;
+    let swept = dyno_db::capacity::sweep_clients(
+        settings,
+        plan,
+        interrupt.flag(),
+        |p| line.show(p),
+        |step| {
+            if clear_line {
+                eprint!("\r\x1b[2K");
+            }
+            shown += 1;
+            eprintln!("{}", super::capacity::sweep_line(shown, step, "tps"));
+        },
+    );
+    line.clear();
+    let swept = swept?;
+    let Some(run) = dyno_db::capacity::sweep_record(&swept, plan, whole, started.elapsed(), env)
+    else {
+        match &swept.lost_target {
+            Some(why) => bail!("the sweep stopped before any step: {why}"),
+            None => {
+                eprintln!("dyno: interrupted before any step was measured; nothing was saved");
+                return Ok(ExitStatus::Interrupted);
+            }
+        }
+    };
+    let run = finish(run, save, store, dyno_report::db_report)?;
+    Ok(super::capacity::sweep_exit_status(&swept, &run.id))
 }
 
 /// The progress shown while a run goes on: with -P, a line every

@@ -28,12 +28,17 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         segments: plan,
         latency_log,
         capacity,
+        sweep,
         format,
         mut save,
     } = settings::http(args, &env)?;
     if let Some(capacity) = capacity {
         let store = ctx.store_for(&save)?;
         return find_max(&settings, &capacity, env, &asked, &save, store);
+    }
+    if let Some(sweep) = sweep {
+        let store = ctx.store_for(&save)?;
+        return sweep_connections(&settings, &sweep, env, &asked, &save, store);
     }
     // A segment's store is where the segments meet: falling back to the
     // local one would leave it waiting alone.
@@ -216,6 +221,53 @@ fn find_max(
     run.duration_ns = started.elapsed().as_nanos() as u64;
     let run = finish(run, save, store, dyno_report::http_report)?;
     Ok(super::capacity::exit_status(&capacity, &run.id))
+}
+
+/// `--find-max -c FROM..TO`: the sweep's steps, each printed as it ends,
+/// then the run (its best step, with the sweep in its record), printed and
+/// saved. Exits as [`find_max`] does.
+fn sweep_connections(
+    settings: &Settings,
+    plan: &dyno_load::sweep::Plan,
+    env: dyno_model::Environment,
+    asked: &Asked,
+    save: &crate::cli::SaveArgs,
+    store: Option<Box<dyn dyno_store::Store>>,
+) -> Result<ExitStatus> {
+    let interrupt = Interrupt::install(Second::Exits)?;
+    let started_at = Timestamp::now();
+    let started = Instant::now();
+    let tty = std::io::stderr().is_terminal();
+    super::capacity::announce_sweep(plan);
+    let mut shown = 0;
+    let swept = dyno_http::capacity::sweep_connections(
+        settings,
+        plan,
+        interrupt.flag(),
+        |p| {
+            if tty {
+                progress_line(&p);
+            }
+        },
+        |step| {
+            if tty {
+                eprint!("\r\x1b[2K");
+            }
+            shown += 1;
+            eprintln!("{}", super::capacity::sweep_line(shown, step, "req/s"));
+        },
+    )?;
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let Some(mut run) = dyno_http::capacity::sweep_record(&swept, plan, env, asked) else {
+        eprintln!("dyno: interrupted before any step was measured; nothing was saved");
+        return Ok(ExitStatus::Interrupted);
+    };
+    run.started_at = started_at;
+    run.duration_ns = started.elapsed().as_nanos() as u64;
+    let run = finish(run, save, store, dyno_report::http_report)?;
+    Ok(super::capacity::sweep_exit_status(&swept, &run.id))
 }
 
 /// Creates the latency log, never over an existing file; the error says

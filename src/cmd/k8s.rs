@@ -159,7 +159,7 @@ fn check_command(
             }
             let threads = http.threads.unwrap_or(1) as usize;
             each_segment(&http.segments, &|plan| {
-                plan.share(http.connections, threads, http.requests)
+                plan.share(http.connections.to, threads, http.requests)
                     .map(|_| ())
             })?;
             let files = [&http.url_file, &http.body_file]
@@ -174,7 +174,8 @@ fn check_command(
                 unreachable!("checked above: db run")
             };
             each_segment(&run.segments, &|plan| {
-                plan.share(run.clients, run.jobs as usize, None).map(|_| ())
+                plan.share(run.clients.to, run.jobs as usize, None)
+                    .map(|_| ())
             })?;
             check_conninfo(run.conninfo.as_deref(), db_secret)?;
             let files = run

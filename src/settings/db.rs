@@ -27,11 +27,20 @@ pub(crate) struct DbPlan {
     pub progress: Option<Duration>,
     /// `--find-max`: the capacity search to run instead of one run.
     pub capacity: Option<dyno_load::capacity::Plan>,
+    /// `--find-max -c FROM..TO`: the closed-model sweep instead.
+    pub sweep: Option<dyno_load::sweep::Plan>,
 }
 
 /// `dyno db run`'s flags, checked together and resolved; `host` names
 /// this machine for the segment plan.
 pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
+    if args.clients.range && !args.find_max.find_max {
+        bail!(
+            "-c {}..{} is a range of clients for a capacity search to sweep: add --find-max --slo OBJECTIVE, or give one number",
+            args.clients.from,
+            args.clients.to
+        );
+    }
     let mut plan = Plan::from_args(&args.segments, host)?;
     if plan.is_some() && args.save.no_save {
         bail!(
@@ -71,20 +80,43 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             "--find-max runs its steps from one process: it does not split over --segment yet; run it without --segment, with more -c and -j"
         );
     }
+    // -c FROM..TO turns the search into the closed-model sweep.
+    let (capacity, sweep) = match (capacity, args.clients.range) {
+        (Some(c), true) => {
+            let (from, to) = (args.clients.from, args.clients.to);
+            if args.find_max.start.is_some() {
+                bail!(
+                    "--start is the first rate of a rate search; a sweep of -c {from}..{to} starts at {from} clients: drop --start"
+                );
+            }
+            let sweep = dyno_load::sweep::Plan {
+                slo: c.slo,
+                slo_text: c.slo_text,
+                from,
+                to,
+                step: c.step,
+                warmup: c.warmup,
+                budget: c.budget,
+            };
+            (None, Some(sweep))
+        }
+        (capacity, _) => (capacity, None),
+    };
     if let Some(plan) = &mut plan {
         plan.publish(published(&args, &settings));
     }
     Ok(DbPlan {
         engine: settings,
         whole: Whole {
-            clients: args.clients,
-            jobs: args.jobs.min(args.clients),
+            clients: args.clients.to,
+            jobs: args.jobs.min(args.clients.to),
             scale: args.scale,
         },
         segment: plan,
         save: args.save,
         progress: args.progress,
         capacity,
+        sweep,
     })
 }
 
@@ -93,14 +125,14 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
 fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
     let (scripts, builtin) = scripts(args)?;
     let target = Target::from_env(args.conninfo.as_deref().unwrap_or(""))?;
-    let clients = args.clients as usize;
-    let threads = if args.jobs > args.clients {
+    let clients = args.clients.to as usize;
+    let threads = if args.jobs > args.clients.to {
         eprintln!(
             "dyno: -j {} is more than -c {}: using {} thread{} (a thread without a client would sit idle)",
             args.jobs,
-            args.clients,
-            args.clients,
-            if args.clients == 1 { "" } else { "s" }
+            args.clients.to,
+            args.clients.to,
+            if args.clients.to == 1 { "" } else { "s" }
         );
         clients
     } else {
@@ -129,8 +161,8 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
     let (clients, threads, rate, rate_plan, segment) = match plan {
         Some(plan) => {
             // -t is per client: every segment's clients run it whole.
-            let (c, t) = plan.share(args.clients, threads, None)?;
-            let share = f64::from(c) / f64::from(args.clients);
+            let (c, t) = plan.share(args.clients.to, threads, None)?;
+            let share = f64::from(c) / f64::from(args.clients.to);
             let rate = whole_rate.map(|r| r * share);
             let rate_plan = args.rate_plan.as_ref().map(|p| p.scaled(share));
             (c as usize, t, rate, rate_plan, plan.segment)
@@ -219,7 +251,7 @@ fn published(args: &DbRunArgs, settings: &RunSettings) -> segment::Settings {
             )
             .as_bytes(),
         )
-        .put("clients", args.clients)
+        .put("clients", args.clients.to)
         .put("jobs", args.jobs)
         .opt("transactions", args.transactions)
         .opt("duration", args.time.map(|d| format!("{d:?}")))

@@ -25,6 +25,8 @@ pub(crate) struct HttpPlan {
     pub latency_log: Option<std::path::PathBuf>,
     /// `--find-max`: the capacity search to run instead of one run.
     pub capacity: Option<dyno_load::capacity::Plan>,
+    /// `--find-max -c FROM..TO`: the closed-model sweep instead.
+    pub sweep: Option<dyno_load::sweep::Plan>,
     pub format: HttpFormat,
     pub save: SaveArgs,
 }
@@ -68,6 +70,19 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         segments,
         save,
     } = args;
+    // -c FROM..TO: the closed-model sweep of a capacity search, whose
+    // steps take up to TO connections.
+    let sweep_range = connections
+        .range
+        .then_some((connections.from, connections.to));
+    let connections = connections.to;
+    if let Some((from, to)) = sweep_range
+        && !find_max.find_max
+    {
+        bail!(
+            "-c {from}..{to} is a range of connections for a capacity search to sweep: add --find-max --slo OBJECTIVE, or give one number"
+        );
+    }
     let cpus = dyno_env::available_cpus();
     let builtin = url.is_none() && url_file.is_none();
     // -t as given (the default depends on each machine's CPUs).
@@ -101,6 +116,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         ],
     )?;
     let mut plan = Plan::from_args(&segments, env.hostname.as_deref())?;
+    let sweep_start = find_max.start;
     let capacity = super::capacity::plan(
         find_max,
         warmup,
@@ -125,6 +141,27 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             );
         }
     }
+    // -c FROM..TO turns the search into the closed-model sweep.
+    let (capacity, sweep) = match (capacity, sweep_range) {
+        (Some(c), Some((from, to))) => {
+            if sweep_start.is_some() {
+                bail!(
+                    "--start is the first rate of a rate search; a sweep of -c {from}..{to} starts at {from} connections: drop --start"
+                );
+            }
+            let sweep = dyno_load::sweep::Plan {
+                slo: c.slo,
+                slo_text: c.slo_text,
+                from,
+                to,
+                step: c.step,
+                warmup: c.warmup,
+                budget: c.budget,
+            };
+            (None, Some(sweep))
+        }
+        (capacity, _) => (capacity, None),
+    };
     // A segment runs its share of the connections and threads (and its
     // record says so: the merged run adds them up again).
     let whole_connections = connections;
@@ -317,6 +354,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         segments: plan,
         latency_log,
         capacity,
+        sweep,
         format,
         save,
     })

@@ -1370,3 +1370,69 @@ fn a_db_rate_plan_runs_every_due_time_and_gives_each_stage_its_figures() {
         "{shown}"
     );
 }
+
+/// The closed-model variant on the same serialised script: throughput
+/// stays under ~500 tps whatever the clients, latency grows ~2 ms a
+/// client, so under p99 ≤ 50 ms the sweep passes at few clients, fails
+/// two steps in a row past the knee, and fits the USL.
+#[test]
+fn find_max_over_a_range_of_clients_sweeps_the_closed_model() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    let dir = temp();
+    let script = script_file(
+        dir.path(),
+        "serial.sql",
+        "BEGIN;\nSELECT pg_advisory_xact_lock(42);\nSELECT pg_sleep(0.002);\nEND;\n",
+    );
+    let out = pg
+        .dyno(home.path(), &db)
+        .args([
+            "db",
+            "run",
+            "-f",
+            script.to_str().unwrap(),
+            "-c",
+            "1..128",
+            "-j",
+            "2",
+            "-n",
+            "--find-max",
+            "--slo",
+            "p99<=50ms",
+            "--step",
+            "500ms",
+            "--warmup",
+            "100ms",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    let cap = &run["settings"]["capacity"];
+    let steps = cap["steps"].as_array().unwrap();
+    let levels: Vec<u64> = steps
+        .iter()
+        .map(|s| s["connections"].as_u64().unwrap())
+        .collect();
+    assert_eq!(levels[..3], [1, 2, 4], "{cap}");
+    // 64 clients queue 64 × 2 ms for the lock: past 50 ms.
+    assert!(levels.len() < 8, "{levels:?}");
+    assert_eq!(steps[steps.len() - 1]["passed"], false, "{cap}");
+    assert_eq!(cap["answer"]["outcome"], "found", "{cap}");
+    let max = cap["answer"]["max_rate"].as_f64().unwrap();
+    assert!(max < 500.0, "{max}: the lock allows at most 500 a second");
+    assert!(cap["sweep"]["usl"].is_object(), "{cap}");
+    assert_eq!(run["headline"], "capacity_rate");
+    let shown = String::from_utf8(
+        pg.dyno(home.path(), &db)
+            .args(["show", run["id"].as_str().unwrap()])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(shown.contains("STEP  CONN"), "{shown}");
+}

@@ -1254,3 +1254,109 @@ fn a_rate_plan_sends_each_stage_its_exact_count_on_the_same_connections() {
     );
     assert!(shown.contains("0..200/1s"), "{shown}");
 }
+
+/// The closed-model variant against a server of known capacity: `/cpu/1000`
+/// serves one request at a time after 1 ms of CPU, so throughput stays near
+/// 1,000/s whatever the connections, and latency grows with them (about
+/// 1 ms each). Under p99 ≤ 50 ms the sweep passes at the low counts, fails
+/// past ~50 connections, stops after two failures, and fits the USL.
+#[test]
+fn find_max_over_a_range_of_connections_sweeps_the_closed_model() {
+    let (_server, base) = reference_server();
+    let home = temp();
+    let out = dyno(home.path())
+        .args([
+            "http",
+            &format!("{base}/cpu/1000"),
+            "-c",
+            "1..256",
+            "-t",
+            "1",
+            "--find-max",
+            "--slo",
+            "p99<=50ms",
+            "--step",
+            "400ms",
+            "--warmup",
+            "100ms",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    let cap = &run["settings"]["capacity"];
+    let steps = cap["steps"].as_array().unwrap();
+    let levels: Vec<u64> = steps
+        .iter()
+        .map(|s| s["connections"].as_u64().unwrap())
+        .collect();
+    assert_eq!(levels[..3], [1, 2, 4], "{cap}");
+    // Two failures in a row end it; 128 connections cannot meet 50 ms
+    // (128 requests queue for 1 ms each).
+    assert!(levels.len() < 9, "{levels:?}");
+    assert!(
+        !steps[steps.len() - 1]["passed"].as_bool().unwrap(),
+        "{cap}"
+    );
+    assert!(
+        !steps[steps.len() - 2]["passed"].as_bool().unwrap(),
+        "{cap}"
+    );
+    assert_eq!(cap["answer"]["outcome"], "found", "{cap}");
+    let max = cap["answer"]["max_rate"].as_f64().unwrap();
+    assert!(
+        (500.0..1100.0).contains(&max),
+        "{max}: the server's capacity is 1,000/s"
+    );
+    assert_eq!(cap["sweep"]["from"], 1);
+    assert_eq!(cap["sweep"]["to"], 256);
+    assert!(cap["sweep"]["usl"]["sigma"].as_f64().is_some(), "{cap}");
+    assert_eq!(run["headline"], "capacity_rate");
+    // The run's figures are the best step's, at its connections.
+    let best = steps
+        .iter()
+        .find(|s| s["passed"] == true && s["achieved"] == max)
+        .unwrap();
+    assert_eq!(run["settings"]["connections"], best["connections"]);
+    let shown = String::from_utf8(
+        dyno(home.path())
+            .args(["show", run["id"].as_str().unwrap()])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    assert!(shown.contains("Capacity    max throughput"), "{shown}");
+    assert!(shown.contains("USL fit     σ"), "{shown}");
+    assert!(shown.contains("STEP  CONN"), "{shown}");
+}
+
+#[test]
+fn a_range_of_connections_needs_find_max_and_goes_up() {
+    let home = temp();
+    assert_refused(
+        home.path(),
+        &[
+            (&["http", "-c", "1..8"], &["add --find-max"]),
+            (&["http", "-c", "8..1"], &["FROM ≤ TO"]),
+            (
+                &[
+                    "http",
+                    "-c",
+                    "1..8",
+                    "--find-max",
+                    "--slo",
+                    "p99<=1ms",
+                    "--start",
+                    "10",
+                ],
+                &["drop --start"],
+            ),
+        ],
+    );
+}

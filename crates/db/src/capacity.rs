@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use dyno_load::capacity::{self, Extra, Measured, Plan, Ran, Searched};
 use dyno_load::search::Observation;
-use dyno_load::trend;
+use dyno_load::{sweep, trend};
 use dyno_model::record::DbRecord;
 use dyno_model::{Environment, Run, Unit};
 
@@ -91,16 +91,19 @@ pub fn find_max(
                 outcome: (outcome, step),
             })
         },
-        |(outcome, step)| {
-            (!outcome.aborted.is_empty() && outcome.aborted.len() >= step.clients).then(|| {
-                format!(
-                    "every client aborted ({})",
-                    outcome.aborted.first().map_or("", String::as_str)
-                )
-            })
-        },
+        every_client_aborted,
         on_step,
     )
+}
+
+/// Why a step lost its target: every client aborted.
+fn every_client_aborted((outcome, step): &(Outcome, RunSettings)) -> Option<String> {
+    (!outcome.aborted.is_empty() && outcome.aborted.len() >= step.clients).then(|| {
+        format!(
+            "every client aborted ({})",
+            outcome.aborted.first().map_or("", String::as_str)
+        )
+    })
 }
 
 /// What one step's outcome tells the search.
@@ -137,6 +140,102 @@ pub fn record(
     let mut run = crate::record::record(settings, whole, outcome, duration, environment);
     run.description = format!("{} find-max {}", run.description, plan.slo_text);
     let searched = capacity::record(capacity, plan);
+    capacity::mark(&mut run, &searched.answer, Unit::OpsPerSec);
+    let mut record: DbRecord = run.record().unwrap_or_default();
+    record.capacity = Some(searched);
+    run.set_record(&record);
+    Some(run)
+}
+
+/// What a closed-model sweep of clients found.
+pub type Sweep = sweep::Swept<(Outcome, RunSettings)>;
+
+/// One step of a sweep as run.
+pub type SweepStep = sweep::Ran<(Outcome, RunSettings)>;
+
+/// The closed-model variant (`--find-max -c FROM..TO`): a closed-model run
+/// (no `-R`) at each of the plan's numbers of clients, each with its
+/// warm-up excluded and no more threads than clients, until the sweep
+/// ends. The clean-up runs once, before the first step.
+pub fn sweep_clients(
+    settings: &RunSettings,
+    plan: &sweep::Plan,
+    stop: Arc<AtomicBool>,
+    mut progress: impl FnMut(Progress),
+    on_step: impl FnMut(&SweepStep),
+) -> Result<Sweep, RunError> {
+    let mut first = true;
+    sweep::drive(
+        plan,
+        &stop,
+        |clients| {
+            let mut step = settings.clone();
+            step.clients = clients as usize;
+            step.threads = settings.threads.min(step.clients).max(1);
+            step.rate = None;
+            step.stop = Stop::Duration(plan.step);
+            step.warmup = plan.warmup;
+            step.vacuum = settings.vacuum && first;
+            let outcome = match run(&step, Arc::clone(&stop), &mut progress) {
+                Ok(o) => o,
+                Err(e) if !first => return Ok(Measured::Lost(e.to_string())),
+                Err(e) => return Err(e),
+            };
+            first = false;
+            step.vacuum = settings.vacuum;
+            if outcome.interrupted || stop.load(Ordering::Relaxed) {
+                return Ok(Measured::Interrupted);
+            }
+            let cpu = outcome.client_cpu_percent(step.threads);
+            let failed = outcome.failed_total();
+            let ended = outcome.transactions + failed;
+            let achieved = outcome.tps();
+            Ok(Measured::Step {
+                observation: Observation {
+                    requested: achieved,
+                    achieved,
+                    latency: capacity::percentiles(&outcome.latency, &plan.slo),
+                    requests: ended,
+                    errors: failed,
+                    sends: ended,
+                    late: 0,
+                    rise: None,
+                    client_saturated: cpu >= capacity::CLIENT_SATURATED_PERCENT,
+                },
+                extra: Extra {
+                    send_lag_p99_ns: 0,
+                    client_cpu_percent: cpu,
+                },
+                outcome: (outcome, step),
+            })
+        },
+        every_client_aborted,
+        on_step,
+    )
+}
+
+/// The run of a sweep: the figures of its best step (else its last), the
+/// sweep in the record, `capacity_rate` as the headline. `None` when no
+/// step finished.
+pub fn sweep_record(
+    swept: &Sweep,
+    plan: &sweep::Plan,
+    whole: &Whole,
+    duration: Duration,
+    environment: Environment,
+) -> Option<Run> {
+    let (outcome, settings) = &swept.figures()?.outcome;
+    let whole = Whole {
+        clients: settings.clients as u32,
+        jobs: settings.threads as u32,
+        ..*whole
+    };
+    let mut run = crate::record::record(settings, &whole, outcome, duration, environment);
+    run.description = format!(
+        "{} find-max {} over {}..{} clients",
+        run.description, plan.slo_text, plan.from, plan.to
+    );
+    let searched = sweep::record(swept, plan);
     capacity::mark(&mut run, &searched.answer, Unit::OpsPerSec);
     let mut record: DbRecord = run.record().unwrap_or_default();
     record.capacity = Some(searched);

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use dyno_load::capacity::{self, Extra, Measured, Plan, Ran, Searched};
 use dyno_load::search::Observation;
-use dyno_load::trend;
+use dyno_load::{sweep, trend};
 use dyno_model::record::HttpRecord;
 use dyno_model::{Environment, Run, Unit};
 
@@ -180,6 +180,112 @@ pub fn record(
         plan.slo_text
     );
     let searched = capacity::record(capacity, plan);
+    capacity::mark(&mut run, &searched.answer, Unit::RequestsPerSec);
+    let mut record: HttpRecord = run.record().unwrap_or_default();
+    record.capacity = Some(searched);
+    run.set_record(&record);
+    Some(run)
+}
+
+/// What a closed-model sweep of connections found.
+pub type Sweep = sweep::Swept<StepOutcome>;
+
+/// One step of a sweep as run.
+pub type SweepStep = sweep::Ran<StepOutcome>;
+
+/// The closed-model variant (`--find-max --connections FROM..TO`): a
+/// closed-model run at each of the plan's numbers of connections (each
+/// with its warm-up excluded, its threads no more than its connections),
+/// until the sweep ends. `progress` sees each step's engine progress;
+/// `on_step` each step as judged.
+pub fn sweep_connections(
+    settings: &Settings,
+    plan: &sweep::Plan,
+    stop: Arc<AtomicBool>,
+    mut progress: impl FnMut(Progress),
+    on_step: impl FnMut(&SweepStep),
+) -> Result<Sweep, EngineError> {
+    crate::engine::validate(settings)?;
+    sweep::drive(
+        plan,
+        &stop,
+        |connections| {
+            let mut step = settings.clone();
+            step.connections = connections as usize;
+            step.threads = settings.threads.min(step.connections).max(1);
+            step.schedule = Schedule {
+                stop: Stop::Duration(plan.step),
+                rate_per_sec: None,
+                warmup: plan.warmup,
+                plan: None,
+            };
+            let outcome = crate::engine::run(step.clone(), Arc::clone(&stop), &mut progress)?;
+            if outcome.interrupted || stop.load(Ordering::Relaxed) {
+                return Ok(Measured::Interrupted);
+            }
+            let cpu = outcome.client_cpu_percent(step.threads);
+            Ok(Measured::Step {
+                observation: observe_closed(&outcome, &plan.slo, cpu),
+                extra: Extra {
+                    send_lag_p99_ns: 0,
+                    client_cpu_percent: cpu,
+                },
+                outcome: StepOutcome {
+                    outcome,
+                    settings: step,
+                },
+            })
+        },
+        |o| no_target(&o.outcome),
+        on_step,
+    )
+}
+
+/// What one closed-model step tells the sweep: its throughput and its
+/// latency (from each send to its answer: a closed model has no due
+/// times).
+fn observe_closed(outcome: &Outcome, slo: &dyno_load::Slo, cpu_percent: f64) -> Observation {
+    let s = &outcome.stats;
+    let secs = outcome.elapsed.as_secs_f64();
+    let requests = s.requests();
+    let achieved = if secs > 0.0 {
+        requests as f64 / secs
+    } else {
+        0.0
+    };
+    Observation {
+        requested: achieved,
+        achieved,
+        latency: capacity::percentiles(&s.latency, slo),
+        requests,
+        errors: s.total_errors(),
+        sends: requests,
+        late: 0,
+        rise: None,
+        client_saturated: cpu_percent >= capacity::CLIENT_SATURATED_PERCENT,
+    }
+}
+
+/// The run of a sweep: the figures of its best step (else its last), the
+/// sweep in the record, `capacity_rate` as the headline. `None` when no
+/// step finished.
+pub fn sweep_record(
+    swept: &Sweep,
+    plan: &sweep::Plan,
+    environment: Environment,
+    asked: &Asked,
+) -> Option<Run> {
+    let figures = &swept.figures()?.outcome;
+    let mut run = crate::record(&figures.settings, &figures.outcome, environment, asked);
+    run.description = format!(
+        "{} {} find-max {} over {}..{} connections",
+        figures.settings.requests[0].method(),
+        asked.url,
+        plan.slo_text,
+        plan.from,
+        plan.to
+    );
+    let searched = sweep::record(swept, plan);
     capacity::mark(&mut run, &searched.answer, Unit::RequestsPerSec);
     let mut record: HttpRecord = run.record().unwrap_or_default();
     record.capacity = Some(searched);

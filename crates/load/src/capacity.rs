@@ -255,6 +255,7 @@ pub fn record<O>(searched: &Searched<O>, plan: &Plan) -> CapacityRecord {
         budget_ns: plan.budget.as_nanos() as u64,
         answer: answer_record(searched.answer),
         steps: searched.steps.iter().map(step_record).collect(),
+        sweep: None,
     }
 }
 
@@ -321,6 +322,7 @@ fn step_record<O>(ran: &Ran<O>) -> CapacityStep {
     let ns = |p: f64| o.percentile(p).map_or(0, |d| d.as_nanos() as u64);
     CapacityStep {
         purpose: ran.step.purpose.name().to_owned(),
+        connections: None,
         requested: o.requested,
         achieved: o.achieved,
         p50_ns: ns(50.0),

@@ -12,6 +12,8 @@
 //! - [`trend`]: whether latency rose within a step (a growing queue).
 //! - [`search`]: capacity search, a pure state machine: one step's
 //!   observation in, the next rate out.
+//! - [`sweep`]: the closed-model variant: steps at a number of
+//!   connections, the best passing throughput and the USL fit.
 //! - [`capacity`]: running a search on an engine: the plan, the loop over
 //!   the steps, and the run's record of it.
 //!
@@ -28,6 +30,7 @@ pub mod pool;
 pub mod search;
 pub mod slo;
 pub mod stages;
+pub mod sweep;
 pub mod timer;
 pub mod trend;
 

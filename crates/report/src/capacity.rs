@@ -24,6 +24,9 @@ pub fn short_rate(per_sec: f64) -> String {
 
 /// The answer, in one sentence.
 pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
+    if cap.sweep.is_some() {
+        return sweep_answer(cap, unit);
+    }
     let a = &cap.answer;
     let r = |x: Option<f64>| x.map_or_else(|| "?".to_owned(), short_rate);
     match a.outcome {
@@ -71,9 +74,50 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
     }
 }
 
+/// A closed-model sweep's answer, in one sentence: the best passing
+/// throughput and its connections.
+fn sweep_answer(cap: &CapacityRecord, unit: &str) -> String {
+    let a = &cap.answer;
+    let at = |rate: Option<f64>| {
+        let step = rate.and_then(|r| cap.steps.iter().find(|s| s.passed && s.achieved == r));
+        step.and_then(|s| s.connections)
+            .map(|c| format!(" with {c} connection{}", if c == 1 { "" } else { "s" }))
+            .unwrap_or_default()
+    };
+    let r = |x: Option<f64>| x.map_or_else(|| "?".to_owned(), short_rate);
+    match a.outcome {
+        CapacityOutcome::NoneMeets => format!(
+            "no number of connections meets {}: the fewest tried gave {} {unit} and failed",
+            cap.slo,
+            r(a.lowest_rate)
+        ),
+        CapacityOutcome::ClientBound => format!(
+            "client-bound at ≈ {} {unit}: add threads or segments; no server capacity is claimed",
+            r(a.client_bound_at)
+        ),
+        CapacityOutcome::Found | CapacityOutcome::Unfinished => {
+            let ended = if a.outcome == CapacityOutcome::Unfinished {
+                " (the sweep ended early)"
+            } else {
+                ""
+            };
+            format!(
+                "max throughput {} {unit}{} at {}{ended}",
+                r(a.max_rate),
+                at(a.max_rate),
+                cap.slo
+            )
+        }
+    }
+}
+
 /// The section: the answer, how the search ran, and its steps.
 pub(crate) fn capacity_section(out: &mut String, cap: &CapacityRecord, unit: &str) {
     let _ = writeln!(out, "Capacity    {}", capacity_answer(cap, unit));
+    if let Some(sweep) = &cap.sweep {
+        sweep_section(out, cap, sweep, unit);
+        return;
+    }
     let start = if cap.start_probed {
         format!(
             "{} {unit} (half a closed-model probe's rate)",
@@ -145,6 +189,92 @@ pub(crate) fn capacity_section(out: &mut String, cap: &CapacityRecord, unit: &st
     out.push('\n');
 }
 
+/// A sweep's lines: how it ran, the USL fit, and the step table.
+fn sweep_section(
+    out: &mut String,
+    cap: &CapacityRecord,
+    sweep: &dyno_model::record::ConnectionSweep,
+    unit: &str,
+) {
+    let _ = writeln!(
+        out,
+        "Sweep       closed model, {}..{} connections doubling, {} steps (+{} warm-up each), budget {}",
+        sweep.from,
+        sweep.to,
+        format_duration_ns(cap.step_ns as f64),
+        format_duration_ns(cap.step_warmup_ns as f64),
+        format_duration_ns(cap.budget_ns as f64),
+    );
+    match &sweep.usl {
+        Some(u) => {
+            let peak = match (u.peak_connections, u.peak_rate) {
+                (Some(n), Some(x)) => {
+                    format!(
+                        "throughput peaks at {n:.0} connections, {} {unit}",
+                        short_rate(x)
+                    )
+                }
+                _ => "no peak: throughput still rises (no coherency cost)".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "USL fit     σ {:.4} (contention), κ {:.6} (coherency), λ {} {unit} a connection, R² {:.3}: {peak}",
+                u.sigma,
+                u.kappa,
+                short_rate(u.lambda),
+                u.r_squared,
+            );
+        }
+        None => {
+            let _ = writeln!(out, "USL fit     none: it needs 3 steps with answers");
+        }
+    }
+    out.push('\n');
+    let header = [
+        "STEP",
+        "CONN",
+        "THROUGHPUT",
+        "P50",
+        "P99",
+        "P99.9",
+        "ERRORS",
+        "CPU",
+        "VERDICT",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| (*s).to_owned()).collect()];
+    let lat = |ns: u64| {
+        if ns == 0 {
+            "–".to_owned()
+        } else {
+            format_duration_ns(ns as f64).replace(' ', "")
+        }
+    };
+    for (i, s) in cap.steps.iter().enumerate() {
+        rows.push(vec![
+            (i + 1).to_string(),
+            s.connections
+                .map_or_else(|| "–".to_owned(), |c| c.to_string()),
+            format!("{} {unit}", short_rate(s.achieved)),
+            lat(s.p50_ns),
+            lat(s.p99_ns),
+            lat(s.p999_ns),
+            if s.requests == 0 {
+                "–".to_owned()
+            } else {
+                format!("{:.2}%", 100.0 * s.errors as f64 / s.requests as f64)
+            },
+            format!("{:.0}%", s.client_cpu_percent),
+            if s.passed {
+                "pass".to_owned()
+            } else {
+                format!("fail: {}", s.why.join("; "))
+            },
+        ]);
+    }
+    write_table(out, &rows, &[header.len() - 1]);
+    out.push('\n');
+}
+
 /// Writes `rows` (the first is the header) as aligned columns: the
 /// columns in `left` (text) to the left, the others (figures) to the
 /// right.
@@ -195,9 +325,11 @@ mod tests {
                 lowest_rate: Some(20.0),
                 client_bound_at: Some(39_000.0),
             },
+            sweep: None,
             steps: vec![
                 CapacityStep {
                     purpose: "bracket".into(),
+                    connections: None,
                     requested: 20_000.0,
                     achieved: 19_990.0,
                     p50_ns: 150_000,
@@ -214,6 +346,7 @@ mod tests {
                 },
                 CapacityStep {
                     purpose: "bracket".into(),
+                    connections: None,
                     requested: 40_000.0,
                     achieved: 31_000.0,
                     p50_ns: 900_000_000,

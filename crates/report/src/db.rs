@@ -97,11 +97,19 @@ pub fn db_report(run: &Run) -> String {
     }
     if let Some(cap) = &rec.capacity {
         crate::capacity::capacity_section(&mut out, cap, "tps");
-        let _ = writeln!(
-            out,
-            "The figures below are the step at {} tps.\n",
-            rec.rate_per_sec.unwrap_or(0.0)
-        );
+        if cap.sweep.is_some() {
+            let _ = writeln!(
+                out,
+                "The figures below are the step with {}.\n",
+                crate::format::counted(rec.clients, "client")
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "The figures below are the step at {} tps.\n",
+                rec.rate_per_sec.unwrap_or(0.0)
+            );
+        }
     }
     let committed = count(run, "transactions");
     let failed = count(run, "failed_transactions");

@@ -132,11 +132,19 @@ pub fn http_report(run: &Run) -> String {
     }
     if let Some(cap) = &rec.capacity {
         crate::capacity::capacity_section(&mut out, cap, "req/s");
-        let _ = writeln!(
-            out,
-            "The figures below are the step at {} req/s.\n",
-            rate(rec.rate_per_sec.unwrap_or(0.0))
-        );
+        if cap.sweep.is_some() {
+            let _ = writeln!(
+                out,
+                "The figures below are the step with {}.\n",
+                counted(rec.connections, "connection")
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "The figures below are the step at {} req/s.\n",
+                rate(rec.rate_per_sec.unwrap_or(0.0))
+            );
+        }
     }
 
     let measured = value(run, "measured_ns");

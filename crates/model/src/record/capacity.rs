@@ -24,6 +24,39 @@ pub struct CapacityRecord {
     pub budget_ns: u64,
     pub answer: CapacityAnswer,
     pub steps: Vec<CapacityStep>,
+    /// The closed-model variant (`--connections FROM..TO`): steps at a
+    /// number of connections instead of a rate, and the USL fit of their
+    /// throughput.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<ConnectionSweep>,
+}
+
+/// A closed-model sweep of connections.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ConnectionSweep {
+    /// The lowest and highest number of connections asked for.
+    pub from: u64,
+    pub to: u64,
+    /// The Universal Scalability Law fitted to the steps' throughput over
+    /// their connections (3 steps or more with answers).
+    pub usl: Option<UslSummary>,
+}
+
+/// A USL fit: X(N) = λN / (1 + σ(N − 1) + κN(N − 1)).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct UslSummary {
+    /// Contention.
+    pub sigma: f64,
+    /// Coherency (crosstalk).
+    pub kappa: f64,
+    /// Throughput of one connection, per second.
+    pub lambda: f64,
+    pub r_squared: f64,
+    /// Where throughput peaks, and the peak; `None` without coherency.
+    pub peak_connections: Option<f64>,
+    pub peak_rate: Option<f64>,
 }
 
 /// How the search ended.
@@ -62,8 +95,12 @@ pub struct CapacityAnswer {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct CapacityStep {
-    /// Why it ran: `bracket`, `bisect`, `confirm pass`, `confirm fail`.
+    /// Why it ran: `bracket`, `bisect`, `confirm pass`, `confirm fail`,
+    /// or `sweep` (the closed-model variant).
     pub purpose: String,
+    /// The closed-model variant: the step's connections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
     pub requested: f64,
     pub achieved: f64,
     /// Corrected latency percentiles, in nanoseconds.

@@ -34,7 +34,9 @@ mod scale;
 mod segment;
 mod stages;
 
-pub use capacity::{CapacityAnswer, CapacityOutcome, CapacityRecord, CapacityStep};
+pub use capacity::{
+    CapacityAnswer, CapacityOutcome, CapacityRecord, CapacityStep, ConnectionSweep, UslSummary,
+};
 pub use compare::{CompareGroup, CompareRecord, Difference, Unmatched};
 pub use db::{DbObserved, DbRecord, ScriptWeight};
 pub use disk::{DiskObserved, DiskRecord};

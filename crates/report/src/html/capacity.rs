@@ -9,17 +9,38 @@ use super::chart::{self, BETTER, Chart, NEUTRAL, WORSE};
 use super::markup::Table;
 
 /// `unit`: `req/s` or `tps`.
+///
+/// A closed-model sweep (`-c FROM..TO`) draws p99 against the throughput
+/// each step's connections reached instead: the same hockey stick, read
+/// along the steps' connections.
 pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
+    let sweep = cap.sweep.is_some();
     let points: Vec<(f64, f64, bool)> = cap
         .steps
         .iter()
         .filter(|s| s.p99_ns > 0)
-        .map(|s| (s.requested, s.p99_ns as f64 / 1e6, s.passed))
+        .map(|s| {
+            let x = if sweep { s.achieved } else { s.requested };
+            (x, s.p99_ns as f64 / 1e6, s.passed)
+        })
         .collect();
+    let (title, x_desc, line) = if sweep {
+        (
+            format!("Connection sweep: p99 by throughput ({unit})"),
+            format!("throughput ({unit})"),
+            "the highest throughput that passed",
+        )
+    } else {
+        (
+            format!("Capacity search: p99 by requested rate ({unit})"),
+            format!("requested rate ({unit})"),
+            "the highest rate that passed",
+        )
+    };
     let answer = crate::capacity::capacity_answer(cap, unit);
     let mut table = Table::new([
         "step",
-        "purpose",
+        if sweep { "connections" } else { "purpose" },
         "requested",
         "achieved",
         "p50",
@@ -40,7 +61,10 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
     for (i, s) in cap.steps.iter().enumerate() {
         table.row([
             (i + 1).to_string(),
-            s.purpose.clone(),
+            match s.connections {
+                Some(c) if sweep => c.to_string(),
+                _ => s.purpose.clone(),
+            },
             crate::capacity::short_rate(s.requested),
             crate::capacity::short_rate(s.achieved),
             ms(s.p50_ns),
@@ -71,7 +95,7 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
     let max_rate = cap.answer.max_rate;
     let c = Chart::draw(
         "capacity-steps",
-        format!("Capacity search: p99 by requested rate ({unit})"),
+        title,
         (2, points.len()),
         (chart::WIDTH, chart::HEIGHT),
         |root| {
@@ -82,7 +106,7 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
                 .y_label_area_size(70)
                 .build_cartesian_2d(0.0..x_max, (y_lo..y_hi).log_scale())?;
             chart::mesh(&mut c)
-                .x_desc(format!("requested rate ({unit})"))
+                .x_desc(x_desc)
                 .y_desc("p99 latency (ms, log scale)")
                 .x_label_formatter(&chart::tick)
                 .y_label_formatter(&chart::tick)
@@ -122,7 +146,7 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
         },
     )
     .note(format!(
-        "{answer}. Each point is one step; the green line is the highest rate that passed. A step fails for more than its p99: see the table's reasons."
+        "{answer}. Each point is one step; the green line is {line}. A step fails for more than its p99: see the table's reasons."
     ))
     .table(table);
     Some(c.html())

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Two builds of dyno side by side, against the same servers: the guard of
+# a change to the load drivers (issue 29: "the same ratios within noise
+# before and after"). Each round runs OLD then NEW (then NEW then OLD the
+# next round, so drift hits both alike) on:
+#
+#   http  one nginx worker on CPU 0, the client on CPU 1: the 92-byte page
+#         and a 1 MiB file, closed model, 50 connections, one thread;
+#   h2    the same page over h2c, 10 connections × 10 streams;
+#   db    a throwaway PostgreSQL (scripts/pg), pgbench's select-only and
+#         tpcb-like, 8 clients on 2 threads, -M prepared.
+#
+# Printed per case: each build's median rate and client CPU per request
+# (from outside, bench/runstat.py), NEW/OLD for both with the spread of the
+# per-round ratios, and OLD/OLD-style noise: the spread of OLD's own rounds.
+#
+# Usage: bench/builds-ab.sh OLD NEW [ROUNDS] [SECONDS] [CASES]
+#        (default 4 rounds of 4 s, cases "http h2 db")
+# Needs: nginx (nginx-light), PostgreSQL's server; python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OLD=${1:?give the old build: bench/builds-ab.sh OLD NEW}
+NEW=${2:?give the new build: bench/builds-ab.sh OLD NEW}
+ROUNDS=${3:-4}
+SECS=${4:-4}
+CASES=${5:-http h2 db}
+RUNSTAT="python3 $PWD/bench/runstat.py"
+
+# shellcheck source=bench/nginx-lib.sh
+. "$PWD/bench/nginx-lib.sh"
+WORK=$(mktemp -d)
+PG=""
+cleanup() {
+  kill "$(cat "$WORK/nginx.pid" 2>/dev/null)" 2>/dev/null || true
+  [ -n "$PG" ] && scripts/pg stop "$PG"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+: >"$WORK/results"
+
+# measure CASE BUILD-NAME BINARY ARGS...: one run; appends
+# "CASE BUILD RATE CPU_US_PER_REQUEST".
+measure() {
+  local case=$1 name=$2; shift 2
+  "$@" >"$WORK/out" 2>"$WORK/err"
+  python3 - "$WORK/out" "$WORK/err" "$case" "$name" <<'PY' >>"$WORK/results"
+import json, re, sys
+out, err, case, name = sys.argv[1:]
+run = json.load(open(out))
+m = {x["name"]: x["value"] for x in run["metrics"] if not x.get("labels")}
+rate = m.get("requests_per_sec", m.get("transactions_per_sec"))
+done = m.get("responses", m.get("transactions"))
+s = re.search(r"user_s=([0-9.]+) sys_s=([0-9.]+)", open(err).read())
+cpu = float(s.group(1)) + float(s.group(2))
+print(case, name, rate, cpu / max(done, 1) * 1e6)
+PY
+}
+
+rounds() {
+  local case=$1; shift
+  for round in $(seq "$ROUNDS"); do
+    local order="OLD NEW"
+    [ $((round % 2)) -eq 0 ] && order="NEW OLD"
+    for name in $order; do
+      local bin=$OLD
+      [ "$name" = NEW ] && bin=$NEW
+      measure "$case" "$name" "$@" "$bin"
+    done
+  done
+}
+
+# The command of a case, with the binary last (rounds appends it).
+http_case() { pin_client $RUNSTAT "$2" http "http://127.0.0.1:$PORT/$1" -t1 -c50 -d"${SECS}s" --no-save --json; }
+h2_case() { pin_client $RUNSTAT "$1" http "http://127.0.0.1:$PORT/hello.html" --h2 -t1 -c10 -m10 -d"${SECS}s" --no-save --json; }
+db_case() { $RUNSTAT "$2" db run -b "$1" -M prepared -c 8 -j 2 -T "$SECS" --no-save --json; }
+
+for case in $CASES; do
+  case $case in
+    http)
+      [ -f "$WORK/nginx.pid" ] || start_nginx ""
+      for path in hello.html 1m.bin; do
+        rounds "http:$path" http_case "$path"
+      done
+      ;;
+    h2)
+      kill "$(cat "$WORK/nginx.pid" 2>/dev/null)" 2>/dev/null || true
+      sleep 0.5
+      start_nginx "http2"
+      rounds "h2:hello.html" h2_case
+      ;;
+    db)
+      PG=$(scripts/pg start)
+      # shellcheck disable=SC1091
+      . "$PG/env"
+      export DYNO_HOME=$WORK/home
+      chmod 777 "$WORK"
+      "$NEW" db init --scale 10 >/dev/null
+      for script in select-only tpcb-like; do
+        rounds "db:$script" db_case "$script"
+      done
+      ;;
+    *) echo "unknown case '$case': give http, h2 or db" >&2; exit 2 ;;
+  esac
+done
+
+echo "OLD $OLD"
+echo "NEW $NEW"
+echo "$ROUNDS rounds of ${SECS}s, alternating; client on CPU $CLIENT_CPU for http and h2"
+python3 - "$WORK/results" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    case, name, rate, cpu = line.split()
+    rows.setdefault(case, {}).setdefault(name, []).append((float(rate), float(cpu)))
+print(f'{"case":18} {"OLD rate":>10} {"NEW rate":>10} {"OLD µs":>8} {"NEW µs":>8}  NEW/OLD rate (rounds)   NEW/OLD CPU (rounds)   OLD CPU spread')
+for case, by in rows.items():
+    old, new = by["OLD"], by["NEW"]
+    med = lambda xs, i: statistics.median(x[i] for x in xs)
+    rr = [n[0] / o[0] for o, n in zip(old, new)]
+    rc = [n[1] / o[1] for o, n in zip(old, new)]
+    spread = max(x[1] for x in old) / min(x[1] for x in old) - 1
+    print(f'{case:18} {med(old,0):10.0f} {med(new,0):10.0f} {med(old,1):8.2f} {med(new,1):8.2f}  '
+          f'{statistics.median(rr):.3f} ({min(rr):.3f}–{max(rr):.3f})    '
+          f'{statistics.median(rc):.3f} ({min(rc):.3f}–{max(rc):.3f})    ±{100*spread/2:.1f}%')
+PY
