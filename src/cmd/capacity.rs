@@ -7,6 +7,10 @@ use dyno_load::search::Answer;
 use crate::ExitStatus;
 use dyno_load::slo::human_duration;
 
+/// How a finished search or sweep ends, once its run is saved under an
+/// id.
+pub(super) type Status = Box<dyn Fn(&dyno_model::RunId) -> ExitStatus>;
+
 /// The line that opens a search.
 pub(super) fn announce(plan: &dyno_load::capacity::Plan) {
     eprintln!(

@@ -92,13 +92,14 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         capacity,
         sweep,
     } = settings::db_run(args, env.hostname.as_deref())?;
-    if let Some(capacity) = capacity {
+    let search = match (&capacity, &sweep) {
+        (Some(plan), _) => Some(Search::Rates(plan)),
+        (None, Some(plan)) => Some(Search::Clients(plan)),
+        (None, None) => None,
+    };
+    if let Some(search) = search {
         let store = ctx.store_for(&save)?;
-        return find_max(&settings, &whole, &capacity, env, &save, store, progress);
-    }
-    if let Some(sweep) = sweep {
-        let store = ctx.store_for(&save)?;
-        return sweep_clients(&settings, &whole, &sweep, env, &save, store, progress);
+        return find_max(&settings, &whole, search, env, &save, store, progress);
     }
     // A segment's store is where the segments meet: never the local
     // fallback, where it would wait alone.
@@ -149,14 +150,21 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// `--find-max`: the search's steps, each printed as it ends, then the
-/// run (the step at the answer's rate, the search in its record), printed
-/// and saved. Exit 1 when no rate met the objective or the server went
-/// away, 130 when interrupted (what was found is kept).
+/// What `--find-max` runs: a search of rates, or (`-c FROM..TO`) a sweep
+/// of clients.
+enum Search<'a> {
+    Rates(&'a dyno_load::capacity::Plan),
+    Clients(&'a dyno_load::sweep::Plan),
+}
+
+/// `--find-max`: the steps, each printed as it ends, then the run (the
+/// step at the answer, the search in its record), printed and saved. Exit
+/// 1 when nothing met the objective or the server went away, 130 when
+/// interrupted (what was found is kept).
 fn find_max(
     settings: &dyno_db::run::RunSettings,
     whole: &dyno_db::record::Whole,
-    plan: &dyno_load::capacity::Plan,
+    search: Search<'_>,
     env: dyno_model::Environment,
     save: &crate::cli::SaveArgs,
     store: Option<Box<dyn dyno_store::Store>>,
@@ -164,28 +172,54 @@ fn find_max(
 ) -> Result<ExitStatus> {
     let interrupt = Interrupt::install(Second::Exits)?;
     let started = Instant::now();
-    super::capacity::announce(plan);
     let mut line = ProgressLine::new(progress);
     let clear_line = progress.is_none() && std::io::stderr().is_terminal();
     let mut shown = 0;
-    let capacity = dyno_db::capacity::find_max(
-        settings,
-        plan,
-        interrupt.flag(),
-        |p| line.show(p),
-        |step| {
-            if clear_line {
-                eprint!("\r\x1b[2K");
-            }
-            shown += 1;
-            eprintln!("{}", super::capacity::step_line(shown, step, "tps"));
-        },
-    );
-    line.clear();
-    let capacity = capacity?;
-    let Some(run) = dyno_db::capacity::record(&capacity, plan, whole, started.elapsed(), env)
-    else {
-        match &capacity.lost_target {
+    let mut step_line = |text: &dyn Fn(usize) -> String| {
+        if clear_line {
+            eprint!("\r\x1b[2K");
+        }
+        shown += 1;
+        eprintln!("{}", text(shown));
+    };
+    let (run, lost, status): (_, _, super::capacity::Status) = match search {
+        Search::Rates(plan) => {
+            super::capacity::announce(plan);
+            let found = dyno_db::capacity::find_max(
+                settings,
+                plan,
+                interrupt.flag(),
+                |p| line.show(p),
+                |step| step_line(&|n| super::capacity::step_line(n, step, "tps")),
+            );
+            line.clear();
+            let found = found?;
+            (
+                dyno_db::capacity::record(&found, plan, whole, started.elapsed(), env),
+                found.lost_target.clone(),
+                Box::new(move |id| super::capacity::exit_status(&found, id)),
+            )
+        }
+        Search::Clients(plan) => {
+            super::capacity::announce_sweep(plan);
+            let swept = dyno_db::capacity::sweep_clients(
+                settings,
+                plan,
+                interrupt.flag(),
+                |p| line.show(p),
+                |step| step_line(&|n| super::capacity::sweep_line(n, step, "tps")),
+            );
+            line.clear();
+            let swept = swept?;
+            (
+                dyno_db::capacity::sweep_record(&swept, plan, whole, started.elapsed(), env),
+                swept.lost_target.clone(),
+                Box::new(move |id| super::capacity::sweep_exit_status(&swept, id)),
+            )
+        }
+    };
+    let Some(run) = run else {
+        match lost {
             Some(why) => bail!("the search stopped before any step: {why}"),
             None => {
                 eprintln!("dyno: interrupted before any step was measured; nothing was saved");
@@ -194,54 +228,7 @@ fn find_max(
         }
     };
     let run = finish(run, save, store, dyno_report::db_report)?;
-    Ok(super::capacity::exit_status(&capacity, &run.id))
-}
-
-/// `--find-max -c FROM..TO`: the sweep's steps, each printed as it ends,
-/// then the run (its best step, the sweep in its record), printed and
-/// saved. Exits as [`find_max`] does.
-fn sweep_clients(
-    settings: &dyno_db::run::RunSettings,
-    whole: &dyno_db::record::Whole,
-    plan: &dyno_load::sweep::Plan,
-    env: dyno_model::Environment,
-    save: &crate::cli::SaveArgs,
-    store: Option<Box<dyn dyno_store::Store>>,
-    progress: Option<Duration>,
-) -> Result<ExitStatus> {
-    let interrupt = Interrupt::install(Second::Exits)?;
-    let started = Instant::now();
-    super::capacity::announce_sweep(plan);
-    let mut line = ProgressLine::new(progress);
-    let clear_line = progress.is_none() && std::io::stderr().is_terminal();
-    let mut shown = 0;
-    let swept = dyno_db::capacity::sweep_clients(
-        settings,
-        plan,
-        interrupt.flag(),
-        |p| line.show(p),
-        |step| {
-            if clear_line {
-                eprint!("\r\x1b[2K");
-            }
-            shown += 1;
-            eprintln!("{}", super::capacity::sweep_line(shown, step, "tps"));
-        },
-    );
-    line.clear();
-    let swept = swept?;
-    let Some(run) = dyno_db::capacity::sweep_record(&swept, plan, whole, started.elapsed(), env)
-    else {
-        match &swept.lost_target {
-            Some(why) => bail!("the sweep stopped before any step: {why}"),
-            None => {
-                eprintln!("dyno: interrupted before any step was measured; nothing was saved");
-                return Ok(ExitStatus::Interrupted);
-            }
-        }
-    };
-    let run = finish(run, save, store, dyno_report::db_report)?;
-    Ok(super::capacity::sweep_exit_status(&swept, &run.id))
+    Ok(status(&run.id))
 }
 
 /// The progress shown while a run goes on: with -P, a line every

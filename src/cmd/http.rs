@@ -32,13 +32,14 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         format,
         mut save,
     } = settings::http(args, &env)?;
-    if let Some(capacity) = capacity {
+    let search = match (&capacity, &sweep) {
+        (Some(plan), _) => Some(Search::Rates(plan)),
+        (None, Some(plan)) => Some(Search::Connections(plan)),
+        (None, None) => None,
+    };
+    if let Some(search) = search {
         let store = ctx.store_for(&save)?;
-        return find_max(&settings, &capacity, env, &asked, &save, store);
-    }
-    if let Some(sweep) = sweep {
-        let store = ctx.store_for(&save)?;
-        return sweep_connections(&settings, &sweep, env, &asked, &save, store);
+        return find_max(&settings, search, env, &asked, &save, store);
     }
     // A segment's store is where the segments meet: falling back to the
     // local one would leave it waiting alone.
@@ -175,60 +176,20 @@ fn exit_status(
     Ok(ExitStatus::Success)
 }
 
-/// `--find-max`: the search's steps, each printed as it ends, then the
-/// run (the step at the answer's rate, with the search in its record),
-/// printed and saved. Exit 1 when no rate met the objective or the server
-/// went away, 130 when interrupted (what was found is kept).
-fn find_max(
-    settings: &Settings,
-    plan: &dyno_load::capacity::Plan,
-    env: dyno_model::Environment,
-    asked: &Asked,
-    save: &crate::cli::SaveArgs,
-    store: Option<Box<dyn dyno_store::Store>>,
-) -> Result<ExitStatus> {
-    let interrupt = Interrupt::install(Second::Exits)?;
-    let started_at = Timestamp::now();
-    let started = Instant::now();
-    let tty = std::io::stderr().is_terminal();
-    super::capacity::announce(plan);
-    let mut shown = 0;
-    let capacity = dyno_http::capacity::find_max(
-        settings,
-        plan,
-        interrupt.flag(),
-        |p| {
-            if tty {
-                progress_line(&p);
-            }
-        },
-        |step| {
-            if tty {
-                eprint!("\r\x1b[2K");
-            }
-            shown += 1;
-            eprintln!("{}", super::capacity::step_line(shown, step, "req/s"));
-        },
-    )?;
-    if tty {
-        eprint!("\r\x1b[2K");
-    }
-    let Some(mut run) = dyno_http::capacity::record(&capacity, plan, env, asked) else {
-        eprintln!("dyno: interrupted before any step was measured; nothing was saved");
-        return Ok(ExitStatus::Interrupted);
-    };
-    run.started_at = started_at;
-    run.duration_ns = started.elapsed().as_nanos() as u64;
-    let run = finish(run, save, store, dyno_report::http_report)?;
-    Ok(super::capacity::exit_status(&capacity, &run.id))
+/// What `--find-max` runs: a search of rates, or (`-c FROM..TO`) a sweep
+/// of connections.
+enum Search<'a> {
+    Rates(&'a dyno_load::capacity::Plan),
+    Connections(&'a dyno_load::sweep::Plan),
 }
 
-/// `--find-max -c FROM..TO`: the sweep's steps, each printed as it ends,
-/// then the run (its best step, with the sweep in its record), printed and
-/// saved. Exits as [`find_max`] does.
-fn sweep_connections(
+/// `--find-max`: the steps, each printed as it ends, then the run (the
+/// step at the answer, with the search in its record), printed and saved.
+/// Exit 1 when nothing met the objective or the server went away, 130 when
+/// interrupted (what was found is kept).
+fn find_max(
     settings: &Settings,
-    plan: &dyno_load::sweep::Plan,
+    search: Search<'_>,
     env: dyno_model::Environment,
     asked: &Asked,
     save: &crate::cli::SaveArgs,
@@ -238,36 +199,60 @@ fn sweep_connections(
     let started_at = Timestamp::now();
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
-    super::capacity::announce_sweep(plan);
+    let progress = |p: Progress| {
+        if tty {
+            progress_line(&p);
+        }
+    };
     let mut shown = 0;
-    let swept = dyno_http::capacity::sweep_connections(
-        settings,
-        plan,
-        interrupt.flag(),
-        |p| {
-            if tty {
-                progress_line(&p);
-            }
-        },
-        |step| {
-            if tty {
-                eprint!("\r\x1b[2K");
-            }
-            shown += 1;
-            eprintln!("{}", super::capacity::sweep_line(shown, step, "req/s"));
-        },
-    )?;
+    let mut step_line = |line: &dyn Fn(usize) -> String| {
+        if tty {
+            eprint!("\r\x1b[2K");
+        }
+        shown += 1;
+        eprintln!("{}", line(shown));
+    };
+    let (run, status): (_, super::capacity::Status) = match search {
+        Search::Rates(plan) => {
+            super::capacity::announce(plan);
+            let found = dyno_http::capacity::find_max(
+                settings,
+                plan,
+                interrupt.flag(),
+                progress,
+                |step| step_line(&|n| super::capacity::step_line(n, step, "req/s")),
+            )?;
+            (
+                dyno_http::capacity::record(&found, plan, env, asked),
+                Box::new(move |id| super::capacity::exit_status(&found, id)),
+            )
+        }
+        Search::Connections(plan) => {
+            super::capacity::announce_sweep(plan);
+            let swept = dyno_http::capacity::sweep_connections(
+                settings,
+                plan,
+                interrupt.flag(),
+                progress,
+                |step| step_line(&|n| super::capacity::sweep_line(n, step, "req/s")),
+            )?;
+            (
+                dyno_http::capacity::sweep_record(&swept, plan, env, asked),
+                Box::new(move |id| super::capacity::sweep_exit_status(&swept, id)),
+            )
+        }
+    };
     if tty {
         eprint!("\r\x1b[2K");
     }
-    let Some(mut run) = dyno_http::capacity::sweep_record(&swept, plan, env, asked) else {
+    let Some(mut run) = run else {
         eprintln!("dyno: interrupted before any step was measured; nothing was saved");
         return Ok(ExitStatus::Interrupted);
     };
     run.started_at = started_at;
     run.duration_ns = started.elapsed().as_nanos() as u64;
     let run = finish(run, save, store, dyno_report::http_report)?;
-    Ok(super::capacity::sweep_exit_status(&swept, &run.id))
+    Ok(status(&run.id))
 }
 
 /// Creates the latency log, never over an existing file; the error says

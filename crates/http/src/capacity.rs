@@ -105,17 +105,10 @@ pub fn find_max(
         &stop,
         |rate| {
             let mut step = settings.clone();
-            step.schedule = Schedule {
-                stop: Stop::Duration(plan.step),
-                rate_per_sec: Some(rate),
-                warmup: plan.warmup,
-                plan: None,
-            };
-            let outcome = crate::engine::run(step.clone(), Arc::clone(&stop), &mut progress)?;
-            if outcome.interrupted || stop.load(Ordering::Relaxed) {
+            step.schedule = step_schedule(plan.step, plan.warmup, Some(rate));
+            let Some((outcome, cpu)) = run_step(&step, &stop, &mut progress)? else {
                 return Ok(Measured::Interrupted);
-            }
-            let cpu = outcome.client_cpu_percent(step.threads);
+            };
             let lag = &outcome.stats.send_lag;
             Ok(Measured::Step {
                 observation: observe(&outcome, plan, rate, cpu),
@@ -136,6 +129,32 @@ pub fn find_max(
         |o| no_target(&o.outcome),
         on_step,
     )
+}
+
+/// A step's schedule: `step` measured after `warmup`, at `rate` (open
+/// model) or closed.
+fn step_schedule(step: Duration, warmup: Duration, rate: Option<f64>) -> Schedule {
+    Schedule {
+        stop: Stop::Duration(step),
+        rate_per_sec: rate,
+        warmup,
+        plan: None,
+    }
+}
+
+/// Runs one step; its outcome and the client's CPU share, or `None` when
+/// it was interrupted (it measured less than asked).
+fn run_step(
+    step: &Settings,
+    stop: &Arc<AtomicBool>,
+    progress: &mut impl FnMut(Progress),
+) -> Result<Option<(Outcome, f64)>, EngineError> {
+    let outcome = crate::engine::run(step.clone(), Arc::clone(stop), progress)?;
+    if outcome.interrupted || stop.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    let cpu = outcome.client_cpu_percent(step.threads);
+    Ok(Some((outcome, cpu)))
 }
 
 /// What one step's outcome tells the search.
@@ -213,17 +232,10 @@ pub fn sweep_connections(
             let mut step = settings.clone();
             step.connections = connections as usize;
             step.threads = settings.threads.min(step.connections).max(1);
-            step.schedule = Schedule {
-                stop: Stop::Duration(plan.step),
-                rate_per_sec: None,
-                warmup: plan.warmup,
-                plan: None,
-            };
-            let outcome = crate::engine::run(step.clone(), Arc::clone(&stop), &mut progress)?;
-            if outcome.interrupted || stop.load(Ordering::Relaxed) {
+            step.schedule = step_schedule(plan.step, plan.warmup, None);
+            let Some((outcome, cpu)) = run_step(&step, &stop, &mut progress)? else {
                 return Ok(Measured::Interrupted);
-            }
-            let cpu = outcome.client_cpu_percent(step.threads);
+            };
             Ok(Measured::Step {
                 observation: observe_closed(&outcome, &plan.slo, cpu),
                 extra: Extra {
