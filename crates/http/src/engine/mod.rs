@@ -28,7 +28,6 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::task::JoinSet;
