@@ -353,7 +353,7 @@ pub(crate) struct QuickArgs {
 /// --expect-status included) exceed --max-error-rate.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server\n  dyno http --h2 -c 10 -m 10 -n 100000 http://127.0.0.1:8080/  # h2c, 10 streams a connection\n  dyno http http://127.0.0.1:8080/ -c 50 --find-max --slo 'p99<=20ms,errors<=0.1%'  # capacity search\n  dyno --store postgres://dyno@db/dyno http http://web/ -n 1000000 -c 300 --segment 0/3 --group g1  # one of 3 machines (dyno merge g1)"
+    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server\n  dyno http --h2 -c 10 -m 10 -n 100000 http://127.0.0.1:8080/  # h2c, 10 streams a connection\n  dyno http http://127.0.0.1:8080/ -c 50 --find-max --slo 'p99<=20ms,errors<=0.1%'  # capacity search\n  dyno http http://127.0.0.1:8080/ -c 50 --rate-plan '1000@30s,0..5000/60s'  # stages and a ramp\n  dyno http http://127.0.0.1:8080/ -c 1..256 --find-max --slo 'p99<=20ms'    # closed-model sweep\n  dyno --store postgres://dyno@db/dyno http http://web/ -n 1000000 -c 300 --segment 0/3 --group g1  # one of 3 machines (dyno merge g1)"
 )]
 pub(crate) struct HttpArgs {
     /// The URL to load (http:// or https://); may hold {seq} and
@@ -1080,7 +1080,7 @@ pub(crate) enum DbProtocol {
 #[derive(Debug, Args)]
 #[command(
     group(ArgGroup::new("length").args(["time", "transactions"])),
-    after_help = "Examples:\n  dyno db run -c 8 -j 2 -T 10                 # tpcb-like on the server of PGHOST/PGPORT\n  dyno db run -S -c 16 -j 2 -M prepared       # select-only\n  dyno db run -f mix.sql@9 -b simple-update@1 'postgres://bench@db1/bench'\n  dyno db run -c 8 -T 30 --max-tries 10 --tag after-tuning\n  dyno db run -c 16 -j 2 -T 60 -R 2000 -L 50 -P 5      # open model, 50 ms limit\n  dyno db run -M prepared --pipeline -T 10     # a transaction's statements sent at once\n  dyno db run -r -T 10                        # each command's latency"
+    after_help = "Examples:\n  dyno db run -c 8 -j 2 -T 10                 # tpcb-like on the server of PGHOST/PGPORT\n  dyno db run -S -c 16 -j 2 -M prepared       # select-only\n  dyno db run -f mix.sql@9 -b simple-update@1 'postgres://bench@db1/bench'\n  dyno db run -c 8 -T 30 --max-tries 10 --tag after-tuning\n  dyno db run -c 16 -j 2 -T 60 -R 2000 -L 50 -P 5      # open model, 50 ms limit\n  dyno db run -M prepared --pipeline -T 10     # a transaction's statements sent at once\n  dyno db run -r -T 10                        # each command's latency\n  dyno db run -S -c 16 -j 2 --rate-plan '200@30s,0..1000/60s'   # stages and a ramp\n  dyno db run -S -c 1..128 -j 2 --find-max --slo 'p99<=50ms'    # closed-model sweep of clients"
 )]
 pub(crate) struct DbRunArgs {
     /// The server: a URL, a key=value connection string, or a bare
