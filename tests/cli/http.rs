@@ -1360,3 +1360,45 @@ fn a_range_of_connections_needs_find_max_and_goes_up() {
         ],
     );
 }
+
+/// An A/A pair of plan runs: what each stage measured is not a setting
+/// that differs, and the stage metrics are matched stage by stage, none
+/// called better or worse from one run a side.
+#[test]
+fn two_runs_of_one_plan_compare_alike() {
+    let (_server, base) = reference_server();
+    let home = temp();
+    for tag in ["a", "b"] {
+        dyno(home.path())
+            .args([
+                "http",
+                &format!("{base}/hello"),
+                "-c",
+                "2",
+                "-t",
+                "1",
+                "--rate-plan",
+                "100@500ms,0..200/500ms",
+                "--tag",
+                tag,
+            ])
+            .assert()
+            .success();
+    }
+    let out = dyno(home.path())
+        .args(["compare", "a=@tag:a", "b=@tag:b"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(!out.contains("[settings_differ]"), "{out}");
+    assert!(!out.contains("rate_plan.stages"), "{out}");
+    for line in out.lines().filter(|l| l.contains("stage_")) {
+        assert!(
+            !line.contains("better") && !line.contains("worse"),
+            "{line}"
+        );
+    }
+}

@@ -26,10 +26,16 @@ const VOLATILE_SETTINGS: [&str; 2] = ["seed", "file"];
 /// list of them. Two runs differ there by design.
 const PROVENANCE_SETTINGS: [&str; 2] = ["segment", "group.segments"];
 
-/// Setting subtrees of a capacity search (`--find-max`) that hold what it
-/// found, not what was asked: its answer and its steps. Two searches of
-/// one server differ there by design, as two runs' metrics do.
-const SEARCH_OUTCOME_SETTINGS: [&str; 2] = ["capacity.answer", "capacity.steps"];
+/// Setting subtrees that hold what a run found, not what was asked: a
+/// capacity search's (`--find-max`) answer, steps and a sweep's USL fit,
+/// and a load plan's (`--rate-plan`) per-stage figures. Two runs of one
+/// server differ there by design, as their metrics do.
+const OUTCOME_SETTINGS: [&str; 4] = [
+    "capacity.answer",
+    "capacity.steps",
+    "capacity.sweep.usl",
+    "rate_plan.stages",
+];
 
 /// Environment fields that change from minute to minute on one machine.
 const VOLATILE_ENVIRONMENT: [&str; 4] = [
@@ -58,7 +64,7 @@ pub(super) fn settings(groups: &[(&str, Vec<&Run>)]) -> Vec<Difference> {
             let path = key.split_once('.').map_or("", |(_, path)| path);
             let under = |p: &str| path == p || path.starts_with(&format!("{p}."));
             let provenance = PROVENANCE_SETTINGS.iter().any(|p| under(p));
-            let found = SEARCH_OUTCOME_SETTINGS.iter().any(|p| under(p))
+            let found = OUTCOME_SETTINGS.iter().any(|p| under(p))
                 || (search.is_some() && path == "rate_per_sec")
                 || (probed && path == "capacity.start");
             !VOLATILE_SETTINGS.contains(&leaf) && !builtin_url && !provenance && !found
@@ -191,6 +197,22 @@ mod tests {
             run(Kind::Http, fixed(200.0), "Xeon"),
         );
         assert_eq!(settings(&[("e", vec![&e]), ("f", vec![&f])]).len(), 1);
+    }
+
+    #[test]
+    fn what_each_stage_of_a_plan_measured_is_not_a_setting() {
+        let planned = |plan: &str, p99: u64| {
+            json!({"rate_plan": {"plan": plan,
+                                 "stages": [{"stage": plan, "ended": 100, "p99_ns": p99}]}})
+        };
+        let a = run(Kind::Http, planned("100@1s", 4_000), "Xeon");
+        let b = run(Kind::Http, planned("100@1s", 5_000), "Xeon");
+        assert_eq!(settings(&[("a", vec![&a]), ("b", vec![&b])]), vec![]);
+        // The plan is asked for: a different one is a difference.
+        let c = run(Kind::Http, planned("200@1s", 4_000), "Xeon");
+        let d = settings(&[("a", vec![&a]), ("c", vec![&c])]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].key, "http.rate_plan.plan");
     }
 
     #[test]
