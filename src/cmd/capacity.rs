@@ -47,17 +47,35 @@ pub(super) fn step_line<O>(n: usize, ran: &Ran<O>, unit: &str) -> String {
 /// interrupt (130, what was found kept), no rate meeting the objective
 /// (1), or an answer (0).
 pub(super) fn exit_status<O>(searched: &Searched<O>, run_id: &dyno_model::RunId) -> ExitStatus {
-    if let Some(why) = &searched.lost_target {
-        eprintln!("dyno: the search stopped: {why}; the steps so far were kept in {run_id}");
+    ended(
+        "search",
+        searched.lost_target.as_deref(),
+        searched.interrupted,
+        matches!(searched.answer, Answer::NoneMeets { .. }),
+        run_id,
+    )
+}
+
+/// How a search or sweep ends, said on stderr where it did not finish.
+fn ended(
+    what: &str,
+    lost: Option<&str>,
+    interrupted: bool,
+    none_meets: bool,
+    run_id: &dyno_model::RunId,
+) -> ExitStatus {
+    if let Some(why) = lost {
+        eprintln!("dyno: the {what} stopped: {why}; the steps so far were kept in {run_id}");
         return ExitStatus::ChecksFailed;
     }
-    if searched.interrupted {
+    if interrupted {
         eprintln!("dyno: interrupted; the steps so far were kept in {run_id}");
         return ExitStatus::Interrupted;
     }
-    match searched.answer {
-        Answer::NoneMeets { .. } => ExitStatus::ChecksFailed,
-        _ => ExitStatus::Success,
+    if none_meets {
+        ExitStatus::ChecksFailed
+    } else {
+        ExitStatus::Success
     }
 }
 
@@ -100,16 +118,11 @@ pub(super) fn sweep_exit_status<O>(
     swept: &dyno_load::sweep::Swept<O>,
     run_id: &dyno_model::RunId,
 ) -> ExitStatus {
-    if let Some(why) = &swept.lost_target {
-        eprintln!("dyno: the sweep stopped: {why}; the steps so far were kept in {run_id}");
-        return ExitStatus::ChecksFailed;
-    }
-    if swept.interrupted {
-        eprintln!("dyno: interrupted; the steps so far were kept in {run_id}");
-        return ExitStatus::Interrupted;
-    }
-    match swept.answer().outcome {
-        dyno_model::record::CapacityOutcome::NoneMeets => ExitStatus::ChecksFailed,
-        _ => ExitStatus::Success,
-    }
+    ended(
+        "sweep",
+        swept.lost_target.as_deref(),
+        swept.interrupted,
+        swept.answer().outcome == dyno_model::record::CapacityOutcome::NoneMeets,
+        run_id,
+    )
 }

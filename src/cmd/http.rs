@@ -289,7 +289,8 @@ fn outcome_timeline(outcome: &Outcome) -> Vec<(u64, &hdrhistogram::Histogram<u64
     outcome
         .timeline
         .iter()
-        .map(|i| (i.index, &i.latency))
+        .enumerate()
+        .map(|(at, i)| (at as u64 + 1, &i.latency))
         .collect()
 }
 

@@ -1315,12 +1315,14 @@ fn find_max_over_a_range_of_connections_sweeps_the_closed_model() {
     assert_eq!(cap["sweep"]["to"], 256);
     assert!(cap["sweep"]["usl"]["sigma"].as_f64().is_some(), "{cap}");
     assert_eq!(run["headline"], "capacity_rate");
-    // The run's figures are the best step's, at its connections.
-    let best = steps
-        .iter()
-        .find(|s| s["passed"] == true && s["achieved"] == max)
-        .unwrap();
-    assert_eq!(run["settings"]["connections"], best["connections"]);
+    // The run's figures are a best step's, at its connections (steps may
+    // tie on throughput).
+    assert!(
+        steps.iter().any(|s| s["passed"] == true
+            && s["achieved"] == max
+            && s["connections"] == run["settings"]["connections"]),
+        "{cap}"
+    );
     let shown = String::from_utf8(
         dyno(home.path())
             .args(["show", run["id"].as_str().unwrap()])
@@ -1361,9 +1363,10 @@ fn a_range_of_connections_needs_find_max_and_goes_up() {
     );
 }
 
-/// An A/A pair of plan runs: what each stage measured is not a setting
-/// that differs, and the stage metrics are matched stage by stage, none
-/// called better or worse from one run a side.
+/// An A/A pair of plan runs: what each stage measured (its rates,
+/// percentiles, counts) is not a setting that differs, so the runs are
+/// compared as made alike; the plan itself is a setting (see the unit test
+/// in `dyno_stats::versus::differences`).
 #[test]
 fn two_runs_of_one_plan_compare_alike() {
     let (_server, base) = reference_server();
@@ -1395,10 +1398,4 @@ fn two_runs_of_one_plan_compare_alike() {
     let out = String::from_utf8(out).unwrap();
     assert!(!out.contains("[settings_differ]"), "{out}");
     assert!(!out.contains("rate_plan.stages"), "{out}");
-    for line in out.lines().filter(|l| l.contains("stage_")) {
-        assert!(
-            !line.contains("better") && !line.contains("worse"),
-            "{line}"
-        );
-    }
 }

@@ -63,21 +63,11 @@ pub fn find_max(
             step.rate = Some(rate);
             step.stop = Stop::Duration(plan.step);
             step.warmup = plan.warmup;
-            step.vacuum = vacuum && first;
-            let outcome = match run(&step, Arc::clone(&stop), &mut progress) {
-                Ok(o) => o,
-                // The server went away mid-search: keep what was found.
-                Err(e) if !first => return Ok(Measured::Lost(e.to_string())),
-                Err(e) => return Err(e),
-            };
-            first = false;
-            // The record says what was asked (the clean-up ran once, before
-            // the first run, if it was asked for).
-            step.vacuum = settings.vacuum;
-            if outcome.interrupted || stop.load(Ordering::Relaxed) {
-                return Ok(Measured::Interrupted);
-            }
-            let cpu = outcome.client_cpu_percent(step.threads);
+            let (outcome, step, cpu) =
+                match run_step(step, vacuum, &mut first, &stop, &mut progress)? {
+                    Ok(ran) => ran,
+                    Err(ended) => return Ok(ended),
+                };
             Ok(Measured::Step {
                 observation: observe(&outcome, plan, rate, cpu),
                 extra: Extra {
@@ -94,6 +84,39 @@ pub fn find_max(
         every_client_aborted,
         on_step,
     )
+}
+
+/// A step measured: its outcome, its settings as asked, the client's CPU
+/// share; or how it ended without a measurement.
+type StepResult = Result<(Outcome, RunSettings, f64), Measured<(Outcome, RunSettings)>>;
+
+/// Runs one step of a search or a sweep: the clean-up (when `vacuum`) only
+/// before the `first` step; a server gone after the first step is the
+/// target lost (what was found is kept), and an interrupted step is left
+/// out.
+fn run_step(
+    mut step: RunSettings,
+    vacuum: bool,
+    first: &mut bool,
+    stop: &Arc<AtomicBool>,
+    progress: &mut impl FnMut(Progress),
+) -> Result<StepResult, RunError> {
+    let asked = step.vacuum;
+    step.vacuum = vacuum && *first;
+    let outcome = match run(&step, Arc::clone(stop), progress) {
+        Ok(o) => o,
+        Err(e) if !*first => return Ok(Err(Measured::Lost(e.to_string()))),
+        Err(e) => return Err(e),
+    };
+    *first = false;
+    // The record says what was asked (the clean-up ran once, before the
+    // first run, if it was asked for).
+    step.vacuum = asked;
+    if outcome.interrupted || stop.load(Ordering::Relaxed) {
+        return Ok(Err(Measured::Interrupted));
+    }
+    let cpu = outcome.client_cpu_percent(step.threads);
+    Ok(Ok((outcome, step, cpu)))
 }
 
 /// Why a step lost its target: every client aborted.
@@ -175,18 +198,11 @@ pub fn sweep_clients(
             step.rate = None;
             step.stop = Stop::Duration(plan.step);
             step.warmup = plan.warmup;
-            step.vacuum = settings.vacuum && first;
-            let outcome = match run(&step, Arc::clone(&stop), &mut progress) {
-                Ok(o) => o,
-                Err(e) if !first => return Ok(Measured::Lost(e.to_string())),
-                Err(e) => return Err(e),
-            };
-            first = false;
-            step.vacuum = settings.vacuum;
-            if outcome.interrupted || stop.load(Ordering::Relaxed) {
-                return Ok(Measured::Interrupted);
-            }
-            let cpu = outcome.client_cpu_percent(step.threads);
+            let (outcome, step, cpu) =
+                match run_step(step, settings.vacuum, &mut first, &stop, &mut progress)? {
+                    Ok(ran) => ran,
+                    Err(ended) => return Ok(ended),
+                };
             let failed = outcome.failed_total();
             let ended = outcome.transactions + failed;
             let achieved = outcome.tps();

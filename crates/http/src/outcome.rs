@@ -217,10 +217,11 @@ impl Outcome {
     fn timeline_histograms(&self) -> Vec<Metric> {
         self.timeline
             .iter()
-            .filter(|i| i.index > 0 && !i.latency.is_empty())
-            .map(|i| {
+            .enumerate()
+            .filter(|(_, i)| !i.latency.is_empty())
+            .map(|(at, i)| {
                 let mut m = hdr::latency_metric("timeline_latency_ns", &i.latency).context();
-                m.labels.insert("second".into(), i.index.to_string());
+                m.labels.insert("second".into(), (at + 1).to_string());
                 m
             })
             .collect()
@@ -242,15 +243,12 @@ impl Outcome {
         }
         let mut rates = vec![0.0; seconds as usize];
         let mut p99s = vec![0.0; seconds as usize];
-        for interval in &self.timeline {
-            // Interval i holds seconds [i − 1, i) of the measured window.
-            let Some(slot) = interval.index.checked_sub(1).filter(|&i| i < seconds) else {
-                continue;
-            };
+        // Entry i holds seconds [i, i + 1) of the measured window.
+        for (slot, interval) in self.timeline.iter().enumerate().take(seconds as usize) {
             let length = (window - slot as f64).clamp(f64::MIN_POSITIVE, 1.0);
-            rates[slot as usize] = interval.responses as f64 / length;
+            rates[slot] = interval.responses as f64 / length;
             if !interval.latency.is_empty() {
-                p99s[slot as usize] = hdr::value_at_percentile(&interval.latency, 99.0) as f64;
+                p99s[slot] = hdr::value_at_percentile(&interval.latency, 99.0) as f64;
             }
         }
         let mean = |v: &[f64]| {

@@ -353,11 +353,10 @@ impl AddAssign<&Stats> for Stats {
     }
 }
 
-/// What one thread finished in one second of the timeline.
+/// What one thread (or, merged, the run) finished in one second of the
+/// timeline; its second is its place in the timeline.
 #[derive(Debug, Clone)]
 pub struct Interval {
-    /// Seconds since the measured part of the run began (0 = warm-up).
-    pub index: u64,
     pub latency: Histogram<u64>,
     pub responses: u64,
     pub errors: u64,
@@ -365,14 +364,7 @@ pub struct Interval {
 
 impl Default for Interval {
     fn default() -> Self {
-        Interval::new(0)
-    }
-}
-
-impl Interval {
-    pub fn new(index: u64) -> Self {
         Interval {
-            index,
             latency: latency_histogram(),
             responses: 0,
             errors: 0,

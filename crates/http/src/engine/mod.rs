@@ -76,7 +76,8 @@ pub struct Outcome {
     pub stats: Stats,
     /// `--rate-plan`: each stage's own figures (empty without a plan).
     pub stages: Vec<StageFigures>,
-    /// One merged entry per second of the measured part of the run. Every
+    /// One merged entry per second of the measured part of the run (entry
+    /// i holds seconds [i, i + 1) after the warm-up). Every
     /// measured response and error is in exactly one entry, so the entries
     /// add up to [`Stats`] (a latency log holds the report's count).
     pub timeline: Vec<Interval>,
@@ -398,17 +399,11 @@ pub fn run_gated(
         server = server.or(local.server.map(String::from));
         protocol_failure = protocol_failure.or(local.protocol_failure);
     }
-    // Entry i holds second i + 1 of the measured window (0 was the
-    // warm-up's, which holds no measured request).
-    let mut timeline = pooled.timeline;
-    for (i, interval) in timeline.iter_mut().enumerate() {
-        interval.index = i as u64 + 1;
-    }
     let silent = shared.silent.load(Ordering::Relaxed);
     Ok(Outcome {
         stats: merged,
         stages,
-        timeline,
+        timeline: pooled.timeline,
         elapsed,
         wall: pooled.clock.start.elapsed(),
         cpu: pooled.cpu,
