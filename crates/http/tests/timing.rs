@@ -76,7 +76,6 @@ fn progress_counts_are_current_not_a_second_behind() {
     };
     let count_in = |index: u64| {
         o.timeline
-            .iter()
             .get((index as usize).wrapping_sub(1))
             .map_or(0, |i| i.responses)
     };
