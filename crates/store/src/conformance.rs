@@ -206,6 +206,12 @@ macro_rules! suite {
             let place = $place;
             conformance::group_barrier(&mut *place.open().unwrap(), &mut *place.open().unwrap());
         }
+
+        #[test]
+        fn group_reports() {
+            let place = $place;
+            conformance::group_reports(&mut *place.open().unwrap(), &mut *place.open().unwrap());
+        }
     };
 }
 
@@ -847,6 +853,28 @@ pub(crate) fn group_barrier(a: &mut dyn Store, b: &mut dyn Store) {
     assert_eq!(b.decide("g2", &off).unwrap(), off);
     assert_eq!(a.group("g2").unwrap().decision, Some(off));
     assert!(a.group("g2").unwrap().arrivals.is_empty());
+}
+
+/// Reports, on two handles of one store: each segment reports once per
+/// group (a second report is refused, and the first stands), read back by
+/// index with their bodies as written; another group has its own.
+pub(crate) fn group_reports(a: &mut dyn Store, b: &mut dyn Store) {
+    assert!(a.reports("g1/3").unwrap().is_empty());
+    let body = r#"{"measured":{"requests":5,"latency":"HISTFAAAAB54nJNpmSzMwMDAxQABzFCaEUwz2X+AsQE8DxOmZg=="}}"#;
+    b.report("g1/3", 2, body).unwrap();
+    a.report("g1/3", 0, "\"interrupted\"").unwrap();
+    let again = a.report("g1/3", 2, "other").unwrap_err();
+    assert!(
+        matches!(&again, StoreError::Group(m) if m.contains("segment 2") && m.contains("g1/3")),
+        "{again}"
+    );
+    assert_eq!(
+        b.reports("g1/3").unwrap(),
+        vec![(0, "\"interrupted\"".to_owned()), (2, body.to_owned())]
+    );
+    assert!(b.reports("g1/4").unwrap().is_empty());
+    b.report("g1/4", 2, "x").unwrap();
+    assert_eq!(a.reports("g1/4").unwrap(), vec![(2, "x".to_owned())]);
 }
 
 /// A store made before arrivals carried settings (schema version 2),

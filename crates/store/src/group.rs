@@ -87,6 +87,18 @@ impl GroupState {
     }
 }
 
+/// A report's fate by the rows its insert counted: kept (one), or refused
+/// because this segment reported in the group before (none).
+pub(crate) fn reported(group: &str, index: u32, kept: usize) -> Result<(), crate::StoreError> {
+    if kept == 1 {
+        Ok(())
+    } else {
+        Err(crate::StoreError::Group(format!(
+            "segment {index} has reported in group '{group}' before: a second process runs as that segment"
+        )))
+    }
+}
+
 /// A decision as two columns: the start instant, or why it was called off.
 pub(crate) fn columns(decision: &Decision) -> (Option<i64>, Option<&str>) {
     match decision {

@@ -98,6 +98,15 @@ pub trait Store {
     /// clocks are apart; `None` for a store without a clock of its own
     /// (a file on this machine).
     fn server_clock(&self) -> Result<Option<(i64, std::time::Duration)>, StoreError>;
+
+    /// Keeps segment `index`'s report in `group` (a capacity search over
+    /// segments reports each step's part here). A segment reports once
+    /// per group: a second report is refused with [`StoreError::Group`]
+    /// and the first stands.
+    fn report(&mut self, group: &str, index: u32, body: &str) -> Result<(), StoreError>;
+
+    /// A group's reports so far, by segment index.
+    fn reports(&self, group: &str) -> Result<Vec<(u32, String)>, StoreError>;
 }
 
 /// A boxed store is a store: the binary picks its backend at run time.
@@ -136,6 +145,14 @@ impl<S: Store + ?Sized> Store for Box<S> {
 
     fn server_clock(&self) -> Result<Option<(i64, std::time::Duration)>, StoreError> {
         (**self).server_clock()
+    }
+
+    fn report(&mut self, group: &str, index: u32, body: &str) -> Result<(), StoreError> {
+        (**self).report(group, index, body)
+    }
+
+    fn reports(&self, group: &str) -> Result<Vec<(u32, String)>, StoreError> {
+        (**self).reports(group)
     }
 }
 

@@ -68,6 +68,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // Version 3: each arrival's settings (JSON), which the group's later
     // arrivals must match; NULL for arrivals stored before.
     "ALTER TABLE dyno_group_arrivals ADD COLUMN settings TEXT;",
+    // Version 4: what each segment of a group reports, as SQLite's
+    // version 4.
+    "CREATE TABLE dyno_group_reports (
+         grp  TEXT   NOT NULL,
+         idx  BIGINT NOT NULL,
+         body TEXT   NOT NULL,
+         PRIMARY KEY (grp, idx)
+     );",
 ];
 
 /// The schema version this build creates and understands.
@@ -378,6 +386,28 @@ impl Store for PgStore {
             .map_err(self.failed())?;
         let micros: i64 = row.get(0);
         Ok(Some((micros.saturating_mul(1000), asked.elapsed())))
+    }
+
+    fn report(&mut self, group: &str, index: u32, body: &str) -> Result<(), StoreError> {
+        let kept = self
+            .client()
+            .execute(
+                &POSTGRES.render(sql::REPORT),
+                &[&group, &i64::from(index), &body],
+            )
+            .map_err(self.failed())?;
+        group::reported(group, index, kept as usize)
+    }
+
+    fn reports(&self, group: &str) -> Result<Vec<(u32, String)>, StoreError> {
+        let rows = self
+            .client()
+            .query(&POSTGRES.render(sql::REPORTS), &[&group])
+            .map_err(self.failed())?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get::<_, i64>(0) as u32, r.get(1)))
+            .collect())
     }
 }
 

@@ -56,6 +56,15 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // Version 3: each arrival's settings (JSON), which the group's later
     // arrivals must match; NULL for arrivals stored before.
     "ALTER TABLE group_arrivals ADD COLUMN settings TEXT;",
+    // Version 4: what each segment of a group reports (a capacity search
+    // over segments: each step's part, from which every segment merges
+    // the step's whole observation).
+    "CREATE TABLE group_reports (
+         grp  TEXT    NOT NULL,
+         idx  INTEGER NOT NULL,
+         body TEXT    NOT NULL,
+         PRIMARY KEY (grp, idx)
+     ) STRICT;",
 ];
 
 /// The schema version this build creates and understands.

@@ -1,7 +1,8 @@
 //! The SQL both stores run, written once.
 //!
 //! Each operation is one text. In it, tables are named in braces
-//! (`{runs}`, `{run_tags}`, `{group_arrivals}`, `{group_decisions}`),
+//! (`{runs}`, `{run_tags}`, `{group_arrivals}`, `{group_decisions}`,
+//! `{group_reports}`),
 //! parameters are `?` in the order they are bound, and `{glob}` is the
 //! operator that matches an id against a prefix pattern. A [`Dialect`]
 //! renders the text for one backend:
@@ -49,7 +50,13 @@ pub(crate) const POSTGRES: Dialect = Dialect {
 };
 
 /// The tables whose names a dialect prefixes.
-const TABLES: [&str; 4] = ["runs", "run_tags", "group_arrivals", "group_decisions"];
+const TABLES: [&str; 5] = [
+    "runs",
+    "run_tags",
+    "group_arrivals",
+    "group_decisions",
+    "group_reports",
+];
 
 /// Saves a run's row (`Store::save`); changes nothing, and so counts no
 /// row, when the id is taken.
@@ -88,6 +95,14 @@ pub(crate) const DECISION: &str =
 pub(crate) const DECIDE: &str =
     "INSERT INTO {group_decisions} (grp, start_at_ns, called_off) VALUES (?, ?, ?)
      ON CONFLICT (grp) DO NOTHING";
+
+/// Keeps a segment's report in a group unless it reported there before
+/// (`Store::report`); counts no row then.
+pub(crate) const REPORT: &str = "INSERT INTO {group_reports} (grp, idx, body) VALUES (?, ?, ?)
+     ON CONFLICT (grp, idx) DO NOTHING";
+
+/// A group's reports, by index.
+pub(crate) const REPORTS: &str = "SELECT idx, body FROM {group_reports} WHERE grp = ? ORDER BY idx";
 
 /// The store's schema version; NULL when the version table has no row.
 pub(crate) const VERSION: &str = "SELECT max(version) FROM dyno_schema";
@@ -205,7 +220,7 @@ mod tests {
 
     use super::*;
 
-    const TEXTS: [&str; 12] = [
+    const TEXTS: [&str; 14] = [
         SAVE_RUN,
         SAVE_TAG,
         GET,
@@ -215,6 +230,8 @@ mod tests {
         ARRIVALS,
         DECISION,
         DECIDE,
+        REPORT,
+        REPORTS,
         VERSION,
         CLEAR_VERSION,
         SET_VERSION,

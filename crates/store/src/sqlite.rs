@@ -342,6 +342,26 @@ impl Store for SqliteStore {
         // A file on this machine: its clock is ours.
         Ok(None)
     }
+
+    fn report(&mut self, group: &str, index: u32, body: &str) -> Result<(), StoreError> {
+        let kept = self
+            .conn
+            .execute(&SQLITE.render(sql::REPORT), params![group, index, body])
+            .map_err(|err| classify(&self.path, err))?;
+        group::reported(group, index, kept)
+    }
+
+    fn reports(&self, group: &str) -> Result<Vec<(u32, String)>, StoreError> {
+        let sql = |err| classify(&self.path, err);
+        let mut stmt = self
+            .conn
+            .prepare_cached(&SQLITE.render(sql::REPORTS))
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map([group], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(sql)?;
+        rows.collect::<Result<_, _>>().map_err(sql)
+    }
 }
 
 /// A group's arrivals, by index.
