@@ -550,7 +550,8 @@ pub(crate) struct FindMaxArgs {
     /// are late or dropped, latency does not rise within the step (a
     /// growing queue) and the client is not saturated (which ends the
     /// search: "client-bound"). Exit 1 when no rate meets the objective.
-    /// Not with a fixed rate, count or duration.
+    /// Not with a fixed rate, count or duration. With --segment, every
+    /// step is split over the segments, which judge it together.
     #[arg(long, requires = "slo")]
     pub find_max: bool,
 

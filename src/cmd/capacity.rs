@@ -56,6 +56,18 @@ pub(super) fn exit_status<O>(searched: &Searched<O>, run_id: &dyno_model::RunId)
     )
 }
 
+/// How a search or sweep that measured no step ends: the reason it could
+/// not (the target, or the other segments, gone), else an interrupt.
+pub(super) fn nothing_measured(lost: Option<String>) -> anyhow::Result<ExitStatus> {
+    match lost {
+        Some(why) => anyhow::bail!("the search stopped before any step: {why}; nothing was saved"),
+        None => {
+            eprintln!("dyno: interrupted before any step was measured; nothing was saved");
+            Ok(ExitStatus::Interrupted)
+        }
+    }
+}
+
 /// How a search or sweep ends, said on stderr where it did not finish.
 fn ended(
     what: &str,

@@ -97,16 +97,20 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         (None, Some(plan)) => Some(Search::Clients(plan)),
         (None, None) => None,
     };
-    if let Some(search) = search {
-        let store = ctx.store_for(&save)?;
-        return find_max(&settings, &whole, search, env, &save, store, progress);
-    }
     // A segment's store is where the segments meet: never the local
     // fallback, where it would wait alone.
     let mut store = match &plan {
         Some(_) => Some(ctx.open_store()?),
         None => ctx.store_for(&save)?,
     };
+    if let Some(search) = search {
+        let on = Searched {
+            settings: &settings,
+            whole: &whole,
+            segment: plan.as_ref(),
+        };
+        return find_max(on, search, env, save, store, progress);
+    }
     let interrupt = Interrupt::install(Second::Exits)?;
     let started = Instant::now();
     let mut progress = ProgressLine::new(progress);
@@ -157,19 +161,31 @@ enum Search<'a> {
     Clients(&'a dyno_load::sweep::Plan),
 }
 
+/// What a search runs: the engine's settings (a segment's share), the
+/// whole run as given, and the segment, if this process is one.
+struct Searched<'a> {
+    settings: &'a dyno_db::run::RunSettings,
+    whole: &'a dyno_db::record::Whole,
+    segment: Option<&'a crate::settings::segment::Plan>,
+}
+
 /// `--find-max`: the steps, each printed as it ends, then the run (the
 /// step at the answer, the search in its record), printed and saved. Exit
 /// 1 when nothing met the objective or the server went away, 130 when
 /// interrupted (what was found is kept).
 fn find_max(
-    settings: &dyno_db::run::RunSettings,
-    whole: &dyno_db::record::Whole,
+    on: Searched<'_>,
     search: Search<'_>,
     env: dyno_model::Environment,
-    save: &crate::cli::SaveArgs,
-    store: Option<Box<dyn dyno_store::Store>>,
+    mut save: crate::cli::SaveArgs,
+    mut store: Option<Box<dyn dyno_store::Store>>,
     progress: Option<Duration>,
 ) -> Result<ExitStatus> {
+    let Searched {
+        settings,
+        whole,
+        segment: plan,
+    } = on;
     let interrupt = Interrupt::install(Second::Exits)?;
     let started = Instant::now();
     let mut line = ProgressLine::new(progress);
@@ -182,13 +198,22 @@ fn find_max(
         shown += 1;
         eprintln!("{}", text(shown));
     };
-    let (run, lost, status): (_, _, super::capacity::Status) = match search {
+    let mut steps = segment::Steps::of(plan, store.as_deref_mut());
+    let group = steps
+        .as_mut()
+        .map(|s| s as &mut dyn dyno_load::shard::Together);
+    let (run, figures_at, lost, status): (_, _, _, super::capacity::Status) = match search {
         Search::Rates(plan) => {
             super::capacity::announce(plan);
+            // This segment's share of each step's rate: its share of the
+            // clients, as a split -R run's.
+            let rate_share = settings.clients as f64 / f64::from(whole.clients.max(1));
             let found = dyno_db::capacity::find_max(
                 settings,
                 plan,
                 interrupt.flag(),
+                group,
+                rate_share,
                 |p| line.show(p),
                 |step| step_line(&|n| super::capacity::step_line(n, step, "tps")),
             );
@@ -196,6 +221,7 @@ fn find_max(
             let found = found?;
             (
                 dyno_db::capacity::record(&found, plan, whole, started.elapsed(), env),
+                found.figures().map(|f| f.outcome.0.started_at),
                 found.lost_target.clone(),
                 Box::new(move |id| super::capacity::exit_status(&found, id)),
             )
@@ -206,6 +232,7 @@ fn find_max(
                 settings,
                 plan,
                 interrupt.flag(),
+                group,
                 |p| line.show(p),
                 |step| step_line(&|n| super::capacity::sweep_line(n, step, "tps")),
             );
@@ -213,21 +240,17 @@ fn find_max(
             let swept = swept?;
             (
                 dyno_db::capacity::sweep_record(&swept, plan, whole, started.elapsed(), env),
+                swept.figures().map(|f| f.outcome.0.started_at),
                 swept.lost_target.clone(),
                 Box::new(move |id| super::capacity::sweep_exit_status(&swept, id)),
             )
         }
     };
-    let Some(run) = run else {
-        match lost {
-            Some(why) => bail!("the search stopped before any step: {why}"),
-            None => {
-                eprintln!("dyno: interrupted before any step was measured; nothing was saved");
-                return Ok(ExitStatus::Interrupted);
-            }
-        }
+    let Some(mut run) = run else {
+        return super::capacity::nothing_measured(lost);
     };
-    let run = finish(run, save, store, dyno_report::db_report)?;
+    segment::Steps::mark(steps, &mut run, figures_at, &mut save);
+    let run = finish(run, &save, store, dyno_report::db_report)?;
     Ok(status(&run.id))
 }
 

@@ -38,8 +38,12 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         (None, None) => None,
     };
     if let Some(search) = search {
-        let store = ctx.store_for(&save)?;
-        return find_max(&settings, search, env, &asked, &save, store);
+        // Split over segments, the steps meet in the store.
+        let store = match &plan {
+            Some(_) => Some(ctx.open_store()?),
+            None => ctx.store_for(&save)?,
+        };
+        return find_max(&settings, search, env, &asked, save, store, plan.as_ref());
     }
     // A segment's store is where the segments meet: falling back to the
     // local one would leave it waiting alone.
@@ -186,14 +190,16 @@ enum Search<'a> {
 /// `--find-max`: the steps, each printed as it ends, then the run (the
 /// step at the answer, with the search in its record), printed and saved.
 /// Exit 1 when nothing met the objective or the server went away, 130 when
-/// interrupted (what was found is kept).
+/// interrupted (what was found is kept). A segment (`plan`) runs its part
+/// of every step with the others, and saves its run for `dyno merge`.
 fn find_max(
     settings: &Settings,
     search: Search<'_>,
     env: dyno_model::Environment,
     asked: &Asked,
-    save: &crate::cli::SaveArgs,
-    store: Option<Box<dyn dyno_store::Store>>,
+    mut save: crate::cli::SaveArgs,
+    mut store: Option<Box<dyn dyno_store::Store>>,
+    plan: Option<&crate::settings::segment::Plan>,
 ) -> Result<ExitStatus> {
     let interrupt = Interrupt::install(Second::Exits)?;
     let started_at = Timestamp::now();
@@ -212,18 +218,25 @@ fn find_max(
         shown += 1;
         eprintln!("{}", line(shown));
     };
-    let (run, status): (_, super::capacity::Status) = match search {
+    let mut steps = segment::Steps::of(plan, store.as_deref_mut());
+    let group = steps
+        .as_mut()
+        .map(|s| s as &mut dyn dyno_load::shard::Together);
+    let (run, figures_at, lost, status): (_, _, _, super::capacity::Status) = match search {
         Search::Rates(plan) => {
             super::capacity::announce(plan);
             let found = dyno_http::capacity::find_max(
                 settings,
                 plan,
                 interrupt.flag(),
+                group,
                 progress,
                 |step| step_line(&|n| super::capacity::step_line(n, step, "req/s")),
             )?;
             (
                 dyno_http::capacity::record(&found, plan, env, asked),
+                found.figures().map(|f| f.outcome.outcome.started_at),
+                found.lost_target.clone(),
                 Box::new(move |id| super::capacity::exit_status(&found, id)),
             )
         }
@@ -233,11 +246,14 @@ fn find_max(
                 settings,
                 plan,
                 interrupt.flag(),
+                group,
                 progress,
                 |step| step_line(&|n| super::capacity::sweep_line(n, step, "req/s")),
             )?;
             (
                 dyno_http::capacity::sweep_record(&swept, plan, env, asked),
+                swept.figures().map(|f| f.outcome.outcome.started_at),
+                swept.lost_target.clone(),
                 Box::new(move |id| super::capacity::sweep_exit_status(&swept, id)),
             )
         }
@@ -246,12 +262,12 @@ fn find_max(
         eprint!("\r\x1b[2K");
     }
     let Some(mut run) = run else {
-        eprintln!("dyno: interrupted before any step was measured; nothing was saved");
-        return Ok(ExitStatus::Interrupted);
+        return super::capacity::nothing_measured(lost);
     };
     run.started_at = started_at;
     run.duration_ns = started.elapsed().as_nanos() as u64;
-    let run = finish(run, save, store, dyno_report::http_report)?;
+    segment::Steps::mark(steps, &mut run, figures_at, &mut save);
+    let run = finish(run, &save, store, dyno_report::http_report)?;
     Ok(status(&run.id))
 }
 

@@ -188,3 +188,128 @@ pub(crate) fn gate(
         _ => Ok(None),
     }
 }
+
+/// The steps of a capacity search split over segments
+/// ([`dyno_load::shard::Together`]): before each step the segments meet at
+/// a barrier (the group's own before the first step, so that `dyno merge`
+/// sees who arrived and whether the run was called off; the step's own
+/// group, `GROUP/LABEL`, before each later one), and after it each reports
+/// its part in the step's group and reads everyone's, waiting no longer
+/// than `--barrier-timeout` for a segment that stopped.
+pub(crate) struct Steps<'a> {
+    plan: &'a Plan,
+    store: &'a mut dyn Store,
+    /// What each step's barrier settled, in order.
+    met: Vec<Met>,
+}
+
+impl<'a> Steps<'a> {
+    pub(crate) fn new(plan: &'a Plan, store: &'a mut dyn Store) -> Steps<'a> {
+        Steps {
+            plan,
+            store,
+            met: Vec::new(),
+        }
+    }
+
+    /// What the barrier of the step that started at `started_at` settled
+    /// (the one whose common start is nearest it).
+    pub(crate) fn met_at(&self, started_at: SystemTime) -> Option<&Met> {
+        let at = started_at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64);
+        self.met
+            .iter()
+            .min_by_key(|m| (m.start_at_ns - at).unsigned_abs())
+    }
+
+    /// The steps of a search when this process is a segment (`plan`, with
+    /// the store where the segments meet), `None` otherwise.
+    pub(crate) fn of(
+        plan: Option<&'a Plan>,
+        store: Option<&'a mut (dyn Store + 'static)>,
+    ) -> Option<Steps<'a>> {
+        match (plan, store) {
+            (Some(plan), Some(store)) => Some(Steps::new(plan, store)),
+            _ => None,
+        }
+    }
+
+    /// Marks the run of a split search as this segment's (see
+    /// [`Plan::record`]), with what the barrier of its figures' step (the
+    /// one that started at `figures_at`) settled, and tags it for `dyno
+    /// merge`.
+    pub(crate) fn mark(
+        steps: Option<Steps<'_>>,
+        run: &mut Run,
+        figures_at: Option<SystemTime>,
+        save: &mut crate::cli::SaveArgs,
+    ) {
+        let (Some(steps), Some(at)) = (steps, figures_at) else {
+            return;
+        };
+        if let Some(met) = steps.met_at(at) {
+            steps.plan.record(run, met, at);
+            save.tags.push(steps.plan.tag());
+        }
+    }
+
+    fn step_group(&self, label: &str) -> String {
+        format!("{}/{label}", self.plan.group)
+    }
+}
+
+impl dyno_load::shard::Together for Steps<'_> {
+    fn count(&self) -> u32 {
+        self.plan.segment.count
+    }
+
+    fn start(&mut self, label: &str) -> Result<SystemTime, String> {
+        let mut step = self.plan.clone();
+        if !self.met.is_empty() {
+            step.group = self.step_group(label);
+        }
+        let (at, met) = step.meet(self.store)?;
+        self.met.push(met);
+        Ok(at)
+    }
+
+    fn exchange(
+        &mut self,
+        label: &str,
+        mine: &dyno_load::shard::Part,
+    ) -> Result<Vec<dyno_load::shard::Part>, String> {
+        let group = self.step_group(label);
+        let count = self.plan.segment.count;
+        self.store
+            .report(&group, self.plan.segment.index, &mine.to_json())
+            .map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + self.plan.barrier_timeout;
+        loop {
+            let reports = self.store.reports(&group).map_err(|e| e.to_string())?;
+            if reports.len() as u32 >= count {
+                return reports
+                    .iter()
+                    .map(|(index, body)| {
+                        dyno_load::shard::Part::from_json(body).map_err(|e| {
+                            format!("the report of segment {index}/{count} on step {label} of group '{}' cannot be read ({e}): is it a dyno of another version?", self.plan.group)
+                        })
+                    })
+                    .collect();
+            }
+            if Instant::now() >= deadline {
+                let missing: Vec<String> = (0..count)
+                    .filter(|i| !reports.iter().any(|(r, _)| r == i))
+                    .map(|i| format!("{i}/{count}"))
+                    .collect();
+                return Err(format!(
+                    "segment {} of group '{}' did not report step {label} within --barrier-timeout {} (stopped, or its machine failed)",
+                    missing.join(", "),
+                    self.plan.group,
+                    humantime(self.plan.barrier_timeout)
+                ));
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}

@@ -66,6 +66,60 @@ pub(crate) fn plan(
     }))
 }
 
+/// Checks a search split over segments (`--find-max --segment`), and
+/// adds what every segment's search must share to the settings `shared`
+/// publishes at the barrier: the objective, the start, the steps, the
+/// precision, the budget and a sweep's range, so that every segment's
+/// search takes the same steps.
+pub(crate) fn segmented(
+    segment: &crate::settings::segment::Plan,
+    search: Option<&Plan>,
+    sweep: Option<&dyno_load::sweep::Plan>,
+    unit: &str,
+    shared: &mut crate::settings::segment::Settings,
+) -> Result<()> {
+    if search.is_none() && sweep.is_none() {
+        return Ok(());
+    }
+    if segment.start_at.is_some() {
+        bail!(
+            "--find-max over segments meets the other segments before each step at the barrier: drop --start-at (every step starts together once all {} have arrived)",
+            segment.segment.count
+        );
+    }
+    if let Some(sweep) = sweep
+        && sweep.from < segment.segment.count
+    {
+        bail!(
+            "-c {}..{} cannot be shared out over {} segments: every segment needs {unit} at each step (-c {}..{} or more)",
+            sweep.from,
+            sweep.to,
+            segment.segment.count,
+            segment.segment.count,
+            sweep.to.max(segment.segment.count)
+        );
+    }
+    if let Some(plan) = search {
+        shared
+            .put("find_max", "rates")
+            .put("slo", &plan.slo_text)
+            .opt("start", plan.start)
+            .put("precision", plan.precision)
+            .put("step", humantime(plan.step))
+            .put("step_warmup", humantime(plan.warmup))
+            .put("budget", humantime(plan.budget));
+    }
+    if let Some(plan) = sweep {
+        shared
+            .put("find_max", format!("{unit} {}..{}", plan.from, plan.to))
+            .put("slo", &plan.slo_text)
+            .put("step", humantime(plan.step))
+            .put("step_warmup", humantime(plan.warmup))
+            .put("budget", humantime(plan.budget));
+    }
+    Ok(())
+}
+
 /// Refuses `--rate-plan` beside the flags it replaces: `excluded` names
 /// the command's flags that set a rate or a length, and whether each was
 /// given.

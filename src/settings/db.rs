@@ -75,11 +75,6 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             ("-T/--time", args.time.is_some()),
         ],
     )?;
-    if capacity.is_some() && plan.is_some() {
-        bail!(
-            "--find-max runs its steps from one process: it does not split over --segment yet; run it without --segment, with more -c and -j"
-        );
-    }
     // -c FROM..TO turns the search into the closed-model sweep.
     let (capacity, sweep) = match (capacity, args.clients.range) {
         (Some(c), true) => {
@@ -103,7 +98,15 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
         (capacity, _) => (capacity, None),
     };
     if let Some(plan) = &mut plan {
-        plan.publish(published(&args, &settings));
+        let mut shared = published(&args, &settings);
+        super::capacity::segmented(
+            plan,
+            capacity.as_ref(),
+            sweep.as_ref(),
+            "clients",
+            &mut shared,
+        )?;
+        plan.publish(shared);
     }
     Ok(DbPlan {
         engine: settings,

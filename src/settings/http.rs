@@ -129,17 +129,10 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             ("--pipeline", pipeline > 1),
         ],
     )?;
-    if capacity.is_some() {
-        if plan.is_some() {
-            bail!(
-                "--find-max runs its steps from one process: it does not split over --segment yet; run it without --segment, with more -t and -c"
-            );
-        }
-        if format == HttpFormat::Ab {
-            bail!(
-                "--format ab prints one run; a capacity search is many steps: drop --format ab (--json prints the whole search)"
-            );
-        }
+    if capacity.is_some() && format == HttpFormat::Ab {
+        bail!(
+            "--format ab prints one run; a capacity search is many steps: drop --format ab (--json prints the whole search)"
+        );
     }
     // -c FROM..TO turns the search into the closed-model sweep.
     let (capacity, sweep) = match (capacity, sweep_range) {
@@ -337,6 +330,13 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         if url_file.is_some() {
             s.hash("url_file", format!("{paths:?}").as_bytes());
         }
+        super::capacity::segmented(
+            plan,
+            capacity.as_ref(),
+            sweep.as_ref(),
+            "connections",
+            &mut s,
+        )?;
         plan.publish(s);
     }
     Ok(HttpPlan {

@@ -1129,3 +1129,301 @@ fn k8s_job_carries_local_files_in_a_config_map_and_the_database_in_a_secret() {
         );
     }
 }
+
+/// A loopback HTTP/1.1 server of known capacity: one request at a time,
+/// across every connection, each held for `service` (a D/D/1 queue: about
+/// 1/`service` requests a second); counts requests per client address.
+fn one_at_a_time_server(service: Duration) -> (String, Arc<Mutex<Seen>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let kept = seen.clone();
+    let desk = Arc::new(Mutex::new(()));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let (seen, desk) = (kept.clone(), desk.clone());
+            std::thread::spawn(move || {
+                let peer = stream.peer_addr().unwrap().ip();
+                let mut buf = [0u8; 8192];
+                let mut pending = Vec::new();
+                loop {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => pending.extend_from_slice(&buf[..n]),
+                    }
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        pending.drain(..end + 4);
+                        {
+                            let _one = desk.lock().unwrap();
+                            std::thread::sleep(service);
+                        }
+                        *seen.lock().unwrap().by_peer.entry(peer).or_default() += 1;
+                        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                        if stream.write_all(ok).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}/"), seen)
+}
+
+/// A capacity search split over two segments: each step's rate is shared
+/// out, both judge every step on both parts merged, so both take the same
+/// steps and give the same answer, near the server's capacity (4 ms per
+/// request, one at a time: at most 250/s); the merged run is the search's,
+/// with its capacity counted once.
+#[test]
+fn a_capacity_search_splits_each_step_over_the_segments() {
+    let home = temp();
+    let store = home.path().join("shared.db");
+    let store = store.to_str().unwrap();
+    let (url, seen) = one_at_a_time_server(Duration::from_millis(4));
+    let segments = run_segments(
+        home.path(),
+        store,
+        "search",
+        2,
+        &[
+            &url,
+            "-c",
+            "8",
+            "--find-max",
+            "--slo",
+            "p99<=100ms",
+            "--start",
+            "60",
+            "--step",
+            "1s",
+            "--warmup",
+            "300ms",
+            "--precision",
+            "10",
+            "--budget",
+            "14s",
+        ],
+    );
+    let steps = |run: &Value| -> Vec<(f64, bool)> {
+        run["settings"]["capacity"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["requested"].as_f64().unwrap(), s["passed"] == true))
+            .collect()
+    };
+    let answer = |run: &Value| run["settings"]["capacity"]["answer"].clone();
+    assert_eq!(steps(&segments[0]), steps(&segments[1]));
+    assert_eq!(answer(&segments[0]), answer(&segments[1]));
+    let taken = steps(&segments[0]);
+    assert!(taken.len() >= 3, "{taken:?}");
+    assert_eq!(taken[0], (60.0, true), "{taken:?}");
+    let max = answer(&segments[0])["max_rate"].as_f64().unwrap();
+    assert!((150.0..=260.0).contains(&max), "{max}: {taken:?}");
+    // Each segment ran its half of each step, from its own address, on its
+    // half of the connections; a step's figures are the whole step's.
+    let by_peer = seen.lock().unwrap().by_peer.clone();
+    assert_eq!(by_peer.len(), 2, "{by_peer:?}");
+    let counts: Vec<u64> = by_peer.values().copied().collect();
+    let (lo, hi) = (counts[0].min(counts[1]), counts[0].max(counts[1]));
+    assert!(lo as f64 >= hi as f64 * 0.8, "{by_peer:?}");
+    for run in &segments {
+        assert_eq!(run["settings"]["connections"], 4);
+        assert_eq!(run["settings"]["segment"]["group"], "search");
+        let first = &run["settings"]["capacity"]["steps"][0];
+        let achieved = first["achieved"].as_f64().unwrap();
+        assert!((50.0..=66.0).contains(&achieved), "{first}");
+    }
+    let out = dyno(home.path())
+        .args(["--store", store, "merge", "search", "--json"])
+        .assert()
+        .success();
+    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(merged["settings"]["connections"], 8);
+    assert_eq!(answer(&merged), answer(&segments[0]));
+    assert_eq!(metric(&merged, "capacity_rate"), max);
+    assert!(
+        merged["warnings"]
+            .as_array()
+            .is_none_or(|w| w.iter().all(|w| w["code"] != "segments_incomplete"))
+    );
+    // The figures are the answer's step, both halves merged.
+    let rate = metric(&merged, "requests_per_sec");
+    assert!(
+        rate >= max * 0.8 && rate <= max * 1.1,
+        "{rate} against {max}"
+    );
+}
+
+/// A split search whose other segment never comes is called off at the
+/// first barrier: nothing is run or saved, and the message says who is
+/// missing.
+#[test]
+fn a_split_search_without_its_other_segment_runs_nothing() {
+    let home = temp();
+    let store = home.path().join("shared.db");
+    let store = store.to_str().unwrap();
+    let (url, seen) = counting_server(Duration::ZERO);
+    let (code, run, err) = finished(segment(
+        home.path(),
+        store,
+        "alone",
+        0,
+        2,
+        &[
+            &url,
+            "-c",
+            "2",
+            "--find-max",
+            "--slo",
+            "p99<=100ms",
+            "--start",
+            "50",
+            "--barrier-timeout",
+            "1s",
+        ],
+    ));
+    assert_ne!(code, 0, "{err}");
+    assert!(run.is_none());
+    assert!(
+        err.contains("segment 1/2")
+            && err.contains("did not arrive")
+            && err.contains("nothing was saved"),
+        "{err}"
+    );
+    assert_eq!(seen.lock().unwrap().by_peer.values().sum::<u64>(), 0);
+}
+
+/// A `db run` capacity search split over two segments, meeting in the
+/// PostgreSQL store, against a script serialised by an advisory lock with
+/// a 2 ms sleep (a ceiling under 500 transactions a second): each segment
+/// runs its share of each step's rate, both take the same steps to the
+/// same answer, under the ceiling, and the merged run counts it once.
+#[test]
+fn a_db_capacity_search_splits_each_step_over_the_segments() {
+    let pg = pg();
+    let db = pg.database();
+    let store = format!("{}/{}", pg.url.rsplit_once('/').unwrap().0, pg.database());
+    let home = temp();
+    let script = home.path().join("serial.sql");
+    std::fs::write(
+        &script,
+        "BEGIN;\nSELECT pg_advisory_xact_lock(42);\nSELECT pg_sleep(0.002);\nEND;\n",
+    )
+    .unwrap();
+    let children: Vec<_> = (0..2)
+        .map(|i| {
+            StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
+                .env("DYNO_HOME", home.path())
+                .env_remove("XDG_DATA_HOME")
+                .envs(pg.env.iter().map(|(k, v)| (k, v)))
+                .env("PGDATABASE", &db)
+                .args([
+                    "--store", &store, "db", "run", "-n", "-c", "8", "-j", "2", "-f",
+                ])
+                .arg(&script)
+                .args([
+                    "--find-max",
+                    "--slo",
+                    "p99<=200ms",
+                    "--start",
+                    "100",
+                    "--step",
+                    "1s",
+                    "--warmup",
+                    "200ms",
+                    "--precision",
+                    "20",
+                    "--budget",
+                    "10s",
+                ])
+                .args([
+                    "--segment",
+                    &format!("{i}/2"),
+                    "--group",
+                    "dbsearch",
+                    "--json",
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let runs: Vec<Value> = children
+        .into_iter()
+        .map(|c| {
+            let (code, run, err) = finished(c);
+            assert_eq!(code, 0, "{err}");
+            run.unwrap()
+        })
+        .collect();
+    let cap = |run: &Value| run["settings"]["capacity"].clone();
+    assert_eq!(
+        cap(&runs[0])["steps"].as_array().unwrap().len(),
+        cap(&runs[1])["steps"].as_array().unwrap().len()
+    );
+    assert_eq!(cap(&runs[0])["answer"], cap(&runs[1])["answer"]);
+    let steps = cap(&runs[0])["steps"].as_array().unwrap().clone();
+    assert_eq!(steps[0]["requested"], 100.0, "{steps:?}");
+    for s in &steps {
+        if s["requested"].as_f64().unwrap() > 500.0 {
+            assert_eq!(s["passed"], false, "{s}");
+        }
+    }
+    let max = cap(&runs[0])["answer"]["max_rate"].as_f64().unwrap();
+    assert!(max < 500.0, "{steps:?}");
+    for run in &runs {
+        assert_eq!(run["settings"]["clients"], 4);
+        // The whole step's figures: both halves of 100/s.
+        let first = &run["settings"]["capacity"]["steps"][0];
+        let achieved = first["achieved"].as_f64().unwrap();
+        assert!((70.0..=130.0).contains(&achieved), "{first}");
+    }
+    let out = dyno(home.path())
+        .args(["--store", &store, "merge", "dbsearch", "--json"])
+        .assert()
+        .success();
+    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(merged["settings"]["clients"], 8);
+    assert_eq!(metric(&merged, "capacity_rate"), max);
+}
+
+/// What a split search cannot go with is refused before any load.
+#[test]
+fn split_search_flags_say_what_is_wrong() {
+    let home = temp();
+    let at = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(600)).to_string();
+    let search = [
+        "--find-max",
+        "--slo",
+        "p99<=10ms",
+        "--segment",
+        "0/3",
+        "--group",
+        "g",
+    ];
+    let mut start_at = vec!["http", "http://127.0.0.1:9/", "-c", "3"];
+    start_at.extend(search);
+    start_at.extend(["--start-at", at.as_str()]);
+    let mut sweep = vec!["http", "http://127.0.0.1:9/", "-c", "2..8"];
+    sweep.extend(search);
+    let mut db_sweep = vec!["db", "run", "-c", "1..8"];
+    db_sweep.extend(search);
+    assert_refused(
+        home.path(),
+        &[
+            (start_at.as_slice(), &["drop --start-at"]),
+            (
+                &sweep,
+                &["-c 2..8 cannot be shared out over 3 segments", "-c 3..8"],
+            ),
+            (
+                &db_sweep,
+                &["-c 1..8 cannot be shared out over 3 segments", "clients"],
+            ),
+        ],
+    );
+}

@@ -9,16 +9,16 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use dyno_load::capacity::{self, Extra, Measured, Plan, Ran, Searched};
-use dyno_load::search::Observation;
-use dyno_load::{sweep, trend};
+use dyno_load::capacity::{self, Ended, Measured, Plan, Ran, Searched};
+use dyno_load::shard::{Shard, Together};
+use dyno_load::sweep;
 use dyno_model::record::DbRecord;
 use dyno_model::{Environment, Run, Unit};
 
 use crate::record::Whole;
-use crate::run::{Outcome, Progress, RunError, RunSettings, Stop, run};
+use crate::run::{Outcome, Progress, RunError, RunSettings, Stop, run_gated};
 
 /// How long the closed-model probe that picks the start runs.
 pub const PROBE: Duration = Duration::from_secs(2);
@@ -31,15 +31,19 @@ pub type StepRun = Ran<(Outcome, RunSettings)>;
 
 /// Runs the search: a probe for the start when none is given (half its
 /// closed-model rate), then the steps, until the search answers, the
-/// budget is spent or `stop` is raised.
+/// budget is spent or `stop` is raised. `group`: the other segments of a
+/// split search; this segment runs `rate_share` of each step's rate (its
+/// share of the clients) and each step is judged on every segment's part.
 pub fn find_max(
     settings: &RunSettings,
     plan: &Plan,
     stop: Arc<AtomicBool>,
+    mut group: Option<&mut (dyn Together + '_)>,
+    rate_share: f64,
     mut progress: impl FnMut(Progress),
     on_step: impl FnMut(&StepRun),
 ) -> Result<Capacity, RunError> {
-    let mut vacuum = settings.vacuum;
+    let mut first = true;
     let (start, probed) = match plan.start {
         Some(start) => (start, false),
         None => {
@@ -47,12 +51,27 @@ pub fn find_max(
             probe.rate = None;
             probe.stop = Stop::Duration(PROBE);
             probe.warmup = Duration::ZERO;
-            let outcome = run(&probe, Arc::clone(&stop), &mut progress)?;
-            vacuum = false;
-            ((outcome.tps() / 2.0).max(1.0).round(), true)
+            let probed = capacity::step(
+                group.as_deref_mut(),
+                "probe",
+                &plan.slo,
+                None,
+                every_client_aborted,
+                |gate| run_step(probe, gate, None, &mut first, &stop, &mut progress),
+            )?;
+            let rate = match probed {
+                Measured::Step { observation, .. } => observation.achieved,
+                Measured::Interrupted => 0.0,
+                Measured::Lost(why) => {
+                    return Err(RunError::Setup(format!(
+                        "the probe that picks --start measured nothing (give --start RATE to skip it): {why}"
+                    )));
+                }
+            };
+            ((rate / 2.0).max(1.0).round(), true)
         }
     };
-    let mut first = true;
+    let mut steps = 0;
     capacity::drive(
         plan,
         start,
@@ -60,52 +79,52 @@ pub fn find_max(
         &stop,
         |rate| {
             let mut step = settings.clone();
-            step.rate = Some(rate);
+            step.rate = Some(rate * rate_share);
             step.stop = Stop::Duration(plan.step);
             step.warmup = plan.warmup;
-            let (outcome, step, cpu) =
-                match run_step(step, vacuum, &mut first, &stop, &mut progress)? {
-                    Ok(ran) => ran,
-                    Err(ended) => return Ok(ended),
-                };
-            Ok(Measured::Step {
-                observation: observe(&outcome, plan, rate, cpu),
-                extra: Extra {
-                    send_lag_p99_ns: if outcome.lag.is_empty() {
-                        0
-                    } else {
-                        outcome.lag.value_at_quantile(0.99)
-                    },
-                    client_cpu_percent: cpu,
+            steps += 1;
+            capacity::step(
+                group.as_deref_mut(),
+                &steps.to_string(),
+                &plan.slo,
+                Some(rate),
+                every_client_aborted,
+                |gate| {
+                    run_step(
+                        step,
+                        gate,
+                        Some(plan.late_after()),
+                        &mut first,
+                        &stop,
+                        &mut progress,
+                    )
                 },
-                outcome: (outcome, step),
-            })
+            )
         },
         every_client_aborted,
         on_step,
     )
 }
 
-/// A step measured: its outcome, its settings as asked, the client's CPU
-/// share; or how it ended without a measurement.
-type StepResult = Result<(Outcome, RunSettings, f64), Measured<(Outcome, RunSettings)>>;
-
-/// Runs one step of a search or a sweep: the clean-up (when `vacuum`) only
-/// before the `first` step; a server gone after the first step is the
-/// target lost (what was found is kept), and an interrupted step is left
-/// out.
+/// Runs this process's part of one step of a search or a sweep, from
+/// `gate` (a split search's common start) or at once: the clean-up (when
+/// the settings ask for it) only before the `first` run; a server gone
+/// after the first run is the target lost (what was found is kept), and
+/// an interrupted step is left out. `late_after`: the open model's
+/// threshold for a late start, `None` for a closed-model step.
 fn run_step(
     mut step: RunSettings,
-    vacuum: bool,
+    gate: Option<SystemTime>,
+    late_after: Option<Duration>,
     first: &mut bool,
     stop: &Arc<AtomicBool>,
     progress: &mut impl FnMut(Progress),
-) -> Result<StepResult, RunError> {
+) -> Result<Ended<(Outcome, RunSettings)>, RunError> {
     let asked = step.vacuum;
-    step.vacuum = vacuum && *first;
-    let outcome = match run(&step, Arc::clone(stop), progress) {
+    step.vacuum = asked && *first;
+    let outcome = match run_gated(&step, Arc::clone(stop), progress, || Ok(gate)) {
         Ok(o) => o,
-        Err(e) if !*first => return Ok(Err(Measured::Lost(e.to_string()))),
+        Err(e) if !*first => return Ok(Ended::Lost(e.to_string())),
         Err(e) => return Err(e),
     };
     *first = false;
@@ -113,10 +132,13 @@ fn run_step(
     // first run, if it was asked for).
     step.vacuum = asked;
     if outcome.interrupted || stop.load(Ordering::Relaxed) {
-        return Ok(Err(Measured::Interrupted));
+        return Ok(Ended::Interrupted);
     }
     let cpu = outcome.client_cpu_percent(step.threads);
-    Ok(Ok((outcome, step, cpu)))
+    Ok(Ended::Measured {
+        shard: shard(&outcome, late_after, cpu),
+        outcome: (outcome, step),
+    })
 }
 
 /// Why a step lost its target: every client aborted.
@@ -129,23 +151,28 @@ fn every_client_aborted((outcome, step): &(Outcome, RunSettings)) -> Option<Stri
     })
 }
 
-/// What one step's outcome tells the search.
-pub fn observe(outcome: &Outcome, plan: &Plan, rate: f64, cpu_percent: f64) -> Observation {
+/// What this process measured of a step (`late_after`: see [`run_step`]).
+pub fn shard(outcome: &Outcome, late_after: Option<Duration>, cpu_percent: f64) -> Shard {
     let failed = outcome.failed_total();
     let ended = outcome.transactions + failed;
-    let secs = outcome.elapsed.as_secs_f64();
-    Observation {
-        requested: rate,
-        achieved: if secs > 0.0 { ended as f64 / secs } else { 0.0 },
-        latency: capacity::percentiles(&outcome.latency, &plan.slo),
+    let (sends, late) = match late_after {
+        Some(after) => (
+            ended + outcome.unfinished + outcome.skipped + outcome.dropped,
+            capacity::late(&outcome.lag, after) + outcome.skipped + outcome.dropped,
+        ),
+        // A closed model has no due times: every start is on time.
+        None => (ended, 0),
+    };
+    Shard {
         requests: ended,
         errors: failed,
-        sends: ended + outcome.unfinished + outcome.skipped + outcome.dropped,
-        late: capacity::late(&outcome.lag, plan.late_after()) + outcome.skipped + outcome.dropped,
-        rise: trend::rising(&capacity::medians(
-            outcome.timeline.iter().map(|s| &s.latency),
-        )),
-        client_saturated: cpu_percent >= capacity::CLIENT_SATURATED_PERCENT,
+        sends,
+        late,
+        elapsed: outcome.elapsed,
+        latency: outcome.latency.clone(),
+        lag: outcome.lag.clone(),
+        seconds: outcome.timeline.iter().map(|s| s.latency.clone()).collect(),
+        client_cpu_percent: cpu_percent,
     }
 }
 
@@ -179,51 +206,37 @@ pub type SweepStep = sweep::Ran<(Outcome, RunSettings)>;
 /// The closed-model variant (`--find-max -c FROM..TO`): a closed-model run
 /// (no `-R`) at each of the plan's numbers of clients, each with its
 /// warm-up excluded and no more threads than clients, until the sweep
-/// ends. The clean-up runs once, before the first step.
+/// ends. The clean-up runs once, before the first step. `group`: the
+/// other segments of a split sweep (each step's clients are shared out,
+/// and its throughput is every segment's added up).
 pub fn sweep_clients(
     settings: &RunSettings,
     plan: &sweep::Plan,
     stop: Arc<AtomicBool>,
+    mut group: Option<&mut (dyn Together + '_)>,
     mut progress: impl FnMut(Progress),
     on_step: impl FnMut(&SweepStep),
 ) -> Result<Sweep, RunError> {
     let mut first = true;
+    let segment = settings.segment;
     sweep::drive(
         plan,
         &stop,
         |clients| {
             let mut step = settings.clone();
-            step.clients = clients as usize;
+            step.clients = segment.share(u64::from(clients)).max(1) as usize;
             step.threads = settings.threads.min(step.clients).max(1);
             step.rate = None;
             step.stop = Stop::Duration(plan.step);
             step.warmup = plan.warmup;
-            let (outcome, step, cpu) =
-                match run_step(step, settings.vacuum, &mut first, &stop, &mut progress)? {
-                    Ok(ran) => ran,
-                    Err(ended) => return Ok(ended),
-                };
-            let failed = outcome.failed_total();
-            let ended = outcome.transactions + failed;
-            let achieved = outcome.tps();
-            Ok(Measured::Step {
-                observation: Observation {
-                    requested: achieved,
-                    achieved,
-                    latency: capacity::percentiles(&outcome.latency, &plan.slo),
-                    requests: ended,
-                    errors: failed,
-                    sends: ended,
-                    late: 0,
-                    rise: None,
-                    client_saturated: cpu >= capacity::CLIENT_SATURATED_PERCENT,
-                },
-                extra: Extra {
-                    send_lag_p99_ns: 0,
-                    client_cpu_percent: cpu,
-                },
-                outcome: (outcome, step),
-            })
+            capacity::step(
+                group.as_deref_mut(),
+                &format!("c{clients}"),
+                &plan.slo,
+                None,
+                every_client_aborted,
+                |gate| run_step(step, gate, None, &mut first, &stop, &mut progress),
+            )
         },
         every_client_aborted,
         on_step,

@@ -16,11 +16,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use dyno_load::capacity::{self, Extra, Measured, Plan, Ran, Searched};
-use dyno_load::search::Observation;
-use dyno_load::{sweep, trend};
+use dyno_load::capacity::{self, Ended, Measured, Plan, Ran, Searched};
+use dyno_load::shard::{Shard, Together};
+use dyno_load::sweep;
 use dyno_model::record::HttpRecord;
 use dyno_model::{Environment, Run, Unit};
 
@@ -69,12 +69,15 @@ fn no_target(outcome: &Outcome) -> Option<String> {
 
 /// Runs the search: a probe for the start when none is given (half its
 /// closed-model rate), then the steps the search asks for, until it
-/// answers, the budget is spent or `stop` is raised. `progress` sees each
-/// step's engine progress; `on_step` each step as judged.
+/// answers, the budget is spent or `stop` is raised. `group`: the other
+/// segments of a split search (each step's rate is shared out by stride,
+/// and judged on every segment's part). `progress` sees each step's engine
+/// progress; `on_step` each step as judged.
 pub fn find_max(
     settings: &Settings,
     plan: &Plan,
     stop: Arc<AtomicBool>,
+    mut group: Option<&mut (dyn Together + '_)>,
     mut progress: impl FnMut(Progress),
     on_step: impl FnMut(&StepRun),
 ) -> Result<Capacity, EngineError> {
@@ -89,15 +92,27 @@ pub fn find_max(
                 warmup: PROBE_WARMUP,
                 plan: None,
             };
-            let outcome = crate::engine::run(probe, Arc::clone(&stop), &mut progress)?;
-            if let Some(why) = no_target(&outcome) {
-                return Err(EngineError::Settings(format!(
-                    "the probe for --start found no server to search: {why}"
-                )));
-            }
-            ((outcome.requests_per_sec() / 2.0).max(1.0).round(), true)
+            let probed = capacity::step(
+                group.as_deref_mut(),
+                "probe",
+                &plan.slo,
+                None,
+                |o: &StepOutcome| no_target(&o.outcome),
+                |gate| run_step(probe, gate, None, &stop, &mut progress),
+            )?;
+            let rate = match probed {
+                Measured::Step { observation, .. } => observation.achieved,
+                Measured::Interrupted => 0.0,
+                Measured::Lost(why) => {
+                    return Err(EngineError::Settings(format!(
+                        "the probe that picks --start measured nothing (give --start RATE to skip it): {why}"
+                    )));
+                }
+            };
+            ((rate / 2.0).max(1.0).round(), true)
         }
     };
+    let mut steps = 0;
     capacity::drive(
         plan,
         start,
@@ -106,25 +121,15 @@ pub fn find_max(
         |rate| {
             let mut step = settings.clone();
             step.schedule = step_schedule(plan.step, plan.warmup, Some(rate));
-            let Some((outcome, cpu)) = run_step(&step, &stop, &mut progress)? else {
-                return Ok(Measured::Interrupted);
-            };
-            let lag = &outcome.stats.send_lag;
-            Ok(Measured::Step {
-                observation: observe(&outcome, plan, rate, cpu),
-                extra: Extra {
-                    send_lag_p99_ns: if lag.is_empty() {
-                        0
-                    } else {
-                        lag.value_at_quantile(0.99)
-                    },
-                    client_cpu_percent: cpu,
-                },
-                outcome: StepOutcome {
-                    outcome,
-                    settings: step,
-                },
-            })
+            steps += 1;
+            capacity::step(
+                group.as_deref_mut(),
+                &steps.to_string(),
+                &plan.slo,
+                Some(rate),
+                |o: &StepOutcome| no_target(&o.outcome),
+                |gate| run_step(step, gate, Some(plan.late_after()), &stop, &mut progress),
+            )
         },
         |o| no_target(&o.outcome),
         on_step,
@@ -142,42 +147,53 @@ fn step_schedule(step: Duration, warmup: Duration, rate: Option<f64>) -> Schedul
     }
 }
 
-/// Runs one step; its outcome and the client's CPU share, or `None` when
-/// it was interrupted (it measured less than asked).
+/// Runs this process's part of one step, from `gate` (a split search's
+/// common start) or at once; its outcome and shard (`late_after`: the
+/// open model's threshold for a late send, `None` for a closed-model
+/// step), or how it ended without one.
 fn run_step(
-    step: &Settings,
+    step: Settings,
+    gate: Option<SystemTime>,
+    late_after: Option<Duration>,
     stop: &Arc<AtomicBool>,
     progress: &mut impl FnMut(Progress),
-) -> Result<Option<(Outcome, f64)>, EngineError> {
-    let outcome = crate::engine::run(step.clone(), Arc::clone(stop), progress)?;
+) -> Result<Ended<StepOutcome>, EngineError> {
+    let outcome = crate::engine::run_gated(step.clone(), Arc::clone(stop), progress, || Ok(gate))?;
     if outcome.interrupted || stop.load(Ordering::Relaxed) {
-        return Ok(None);
+        return Ok(Ended::Interrupted);
     }
     let cpu = outcome.client_cpu_percent(step.threads);
-    Ok(Some((outcome, cpu)))
+    Ok(Ended::Measured {
+        shard: shard(&outcome, late_after, cpu),
+        outcome: StepOutcome {
+            outcome,
+            settings: step,
+        },
+    })
 }
 
-/// What one step's outcome tells the search.
-pub fn observe(outcome: &Outcome, plan: &Plan, rate: f64, cpu_percent: f64) -> Observation {
+/// What this process measured of a step (`late_after`: see [`run_step`]).
+pub fn shard(outcome: &Outcome, late_after: Option<Duration>, cpu_percent: f64) -> Shard {
     let s = &outcome.stats;
-    let secs = outcome.elapsed.as_secs_f64();
     let requests = s.requests();
-    Observation {
-        requested: rate,
-        achieved: if secs > 0.0 {
-            requests as f64 / secs
-        } else {
-            0.0
-        },
-        latency: capacity::percentiles(&s.latency, &plan.slo),
+    let (sends, late) = match late_after {
+        Some(after) => (
+            requests + s.unfinished + s.dropped,
+            capacity::late(&s.send_lag, after) + s.dropped,
+        ),
+        // A closed model has no due times: every send is on time.
+        None => (requests, 0),
+    };
+    Shard {
         requests,
         errors: s.total_errors(),
-        sends: requests + s.unfinished + s.dropped,
-        late: capacity::late(&s.send_lag, plan.late_after()) + s.dropped,
-        rise: trend::rising(&capacity::medians(
-            outcome.timeline.iter().map(|i| &i.latency),
-        )),
-        client_saturated: cpu_percent >= capacity::CLIENT_SATURATED_PERCENT,
+        sends,
+        late,
+        elapsed: outcome.elapsed,
+        latency: s.latency.clone(),
+        lag: s.send_lag.clone(),
+        seconds: outcome.timeline.iter().map(|i| i.latency.clone()).collect(),
+        client_cpu_percent: cpu_percent,
     }
 }
 
@@ -215,67 +231,40 @@ pub type SweepStep = sweep::Ran<StepOutcome>;
 /// The closed-model variant (`--find-max --connections FROM..TO`): a
 /// closed-model run at each of the plan's numbers of connections (each
 /// with its warm-up excluded, its threads no more than its connections),
-/// until the sweep ends. `progress` sees each step's engine progress;
+/// until the sweep ends. `group`: the other segments of a split sweep
+/// (each step's connections are shared out, and its throughput is every
+/// segment's added up). `progress` sees each step's engine progress;
 /// `on_step` each step as judged.
 pub fn sweep_connections(
     settings: &Settings,
     plan: &sweep::Plan,
     stop: Arc<AtomicBool>,
+    mut group: Option<&mut (dyn Together + '_)>,
     mut progress: impl FnMut(Progress),
     on_step: impl FnMut(&SweepStep),
 ) -> Result<Sweep, EngineError> {
     crate::engine::validate(settings)?;
+    let segment = settings.segment;
     sweep::drive(
         plan,
         &stop,
         |connections| {
             let mut step = settings.clone();
-            step.connections = connections as usize;
+            step.connections = segment.share(u64::from(connections)).max(1) as usize;
             step.threads = settings.threads.min(step.connections).max(1);
             step.schedule = step_schedule(plan.step, plan.warmup, None);
-            let Some((outcome, cpu)) = run_step(&step, &stop, &mut progress)? else {
-                return Ok(Measured::Interrupted);
-            };
-            Ok(Measured::Step {
-                observation: observe_closed(&outcome, &plan.slo, cpu),
-                extra: Extra {
-                    send_lag_p99_ns: 0,
-                    client_cpu_percent: cpu,
-                },
-                outcome: StepOutcome {
-                    outcome,
-                    settings: step,
-                },
-            })
+            capacity::step(
+                group.as_deref_mut(),
+                &format!("c{connections}"),
+                &plan.slo,
+                None,
+                |o: &StepOutcome| no_target(&o.outcome),
+                |gate| run_step(step, gate, None, &stop, &mut progress),
+            )
         },
         |o| no_target(&o.outcome),
         on_step,
     )
-}
-
-/// What one closed-model step tells the sweep: its throughput and its
-/// latency (from each send to its answer: a closed model has no due
-/// times).
-fn observe_closed(outcome: &Outcome, slo: &dyno_load::Slo, cpu_percent: f64) -> Observation {
-    let s = &outcome.stats;
-    let secs = outcome.elapsed.as_secs_f64();
-    let requests = s.requests();
-    let achieved = if secs > 0.0 {
-        requests as f64 / secs
-    } else {
-        0.0
-    };
-    Observation {
-        requested: achieved,
-        achieved,
-        latency: capacity::percentiles(&s.latency, slo),
-        requests,
-        errors: s.total_errors(),
-        sends: requests,
-        late: 0,
-        rise: None,
-        client_saturated: cpu_percent >= capacity::CLIENT_SATURATED_PERCENT,
-    }
 }
 
 /// The run of a sweep: the figures of its best step (else its last), the

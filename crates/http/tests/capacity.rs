@@ -125,6 +125,7 @@ fn finds_the_capacity_of_a_serial_server_within_ten_percent() {
         &s,
         &plan("p99<=100ms,errors<=0.1%", 100.0),
         Arc::default(),
+        None,
         |_| {},
         |_| seen += 1,
     )
@@ -172,6 +173,7 @@ fn an_error_target_fails_the_steps_where_the_server_sheds_load() {
         &s,
         &plan("p99<=1s,errors<=1%", 100.0),
         Arc::default(),
+        None,
         |_| {},
         |_| {},
     )
@@ -214,7 +216,7 @@ fn a_target_no_rate_meets_ends_with_the_lowest_rate_tried() {
     let mut p = plan("errors<=1%", 64.0);
     p.step = Duration::from_millis(500);
     p.warmup = Duration::from_millis(100);
-    let capacity = find_max(&s, &p, Arc::default(), |_| {}, |_| {}).unwrap();
+    let capacity = find_max(&s, &p, Arc::default(), None, |_| {}, |_| {}).unwrap();
     // The floor: a 0.5 s step must hold at least 10 requests, so 20/s.
     assert_eq!(
         capacity.answer,
@@ -238,7 +240,7 @@ fn a_stop_before_the_first_step_ends_with_nothing_measured() {
         Duration::from_secs(5),
     );
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let capacity = find_max(&s, &plan("p99<=10ms", 100.0), stop, |_| {}, |_| {}).unwrap();
+    let capacity = find_max(&s, &plan("p99<=10ms", 100.0), stop, None, |_| {}, |_| {}).unwrap();
     assert!(capacity.interrupted);
     assert!(capacity.steps.is_empty());
     assert!(capacity.figures().is_none());
@@ -260,6 +262,6 @@ fn a_closed_port_is_an_error_before_any_step() {
     );
     let mut p = plan("p99<=10ms", 100.0);
     p.start = None;
-    let e = find_max(&s, &p, Arc::default(), |_| {}, |_| {}).unwrap_err();
+    let e = find_max(&s, &p, Arc::default(), None, |_| {}, |_| {}).unwrap_err();
     assert!(e.to_string().contains("refused"), "{e}");
 }

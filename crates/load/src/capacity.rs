@@ -6,13 +6,14 @@
 //! shared, so both search alike.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use dyno_model::record::{CapacityAnswer, CapacityOutcome, CapacityRecord, CapacityStep};
 use dyno_model::{Direction, Metric, Role, Run, Unit};
 use hdrhistogram::Histogram;
 
 use crate::search::{self, Answer, Next, Observation, Search, Step};
+use crate::shard::{self, Part, Shard, Together};
 use crate::slo::Slo;
 
 /// The client CPU share, in percent of its threads, at which a step is
@@ -112,6 +113,95 @@ pub enum Measured<O> {
     /// The step could not run at all (the target stopped accepting
     /// connections): why. The search ends with what it had.
     Lost(String),
+}
+
+/// How this process's part of a step ended, before the group's parts are
+/// merged.
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per step, moved once: boxing would buy nothing"
+)]
+pub enum Ended<O> {
+    Measured {
+        outcome: O,
+        shard: Shard,
+    },
+    /// Stopped inside the step (Ctrl-C).
+    Interrupted,
+    /// The step could not run at all: why.
+    Lost(String),
+}
+
+/// Runs one step, alone or with the processes of a split search: `run`
+/// runs this process's part (from the group's common start, if there is a
+/// group), and the step's observation is every part's shard merged
+/// ([`shard::observe`]; `requested`: the whole step's rate, `None` for a
+/// closed-model step). With a group, a part that lost its target (as
+/// `lost` tells from its outcome) or was interrupted ends the step for
+/// every process, and a group that fails to meet loses the target: the
+/// search ends with what it had, the same in every process.
+pub fn step<O, E>(
+    group: Option<&mut (dyn Together + '_)>,
+    label: &str,
+    slo: &Slo,
+    requested: Option<f64>,
+    lost: impl Fn(&O) -> Option<String>,
+    run: impl FnOnce(Option<SystemTime>) -> Result<Ended<O>, E>,
+) -> Result<Measured<O>, E> {
+    let Some(group) = group else {
+        return Ok(match run(None)? {
+            Ended::Measured { outcome, shard } => {
+                let (observation, extra) = shard::observe(&[shard], slo, requested);
+                Measured::Step {
+                    observation,
+                    outcome,
+                    extra,
+                }
+            }
+            Ended::Interrupted => Measured::Interrupted,
+            Ended::Lost(why) => Measured::Lost(why),
+        });
+    };
+    let start = match group.start(label) {
+        Ok(at) => at,
+        Err(why) => return Ok(Measured::Lost(why)),
+    };
+    let ended = run(Some(start))?;
+    let (mine, own) = match ended {
+        Ended::Measured { outcome, shard } => match lost(&outcome) {
+            Some(why) => (Part::Lost(why), None),
+            None => (Part::Measured(shard), Some(outcome)),
+        },
+        Ended::Interrupted => (Part::Interrupted, None),
+        Ended::Lost(why) => (Part::Lost(why), None),
+    };
+    let parts = match group.exchange(label, &mine) {
+        Ok(parts) => parts,
+        Err(why) => return Ok(Measured::Lost(why)),
+    };
+    let count = group.count();
+    let mut shards = Vec::with_capacity(parts.len());
+    for (index, part) in parts.into_iter().enumerate() {
+        match part {
+            Part::Measured(s) => shards.push(s),
+            Part::Interrupted => return Ok(Measured::Interrupted),
+            Part::Lost(why) => {
+                return Ok(Measured::Lost(format!("segment {index}/{count}: {why}")));
+            }
+        }
+    }
+    let Some(outcome) = own else {
+        // Every part measured, this one's too: unreachable, but a lost
+        // step is the honest reading.
+        return Ok(Measured::Lost("this segment measured nothing".into()));
+    };
+    let (observation, extra) = shard::observe(&shards, slo, requested);
+    Ok(Measured::Step {
+        observation,
+        outcome,
+        extra,
+    })
 }
 
 /// What a search found.
@@ -514,5 +604,114 @@ mod tests {
         );
         assert!(run.metrics.is_empty());
         assert_eq!(run.headline, None);
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+
+    /// The other processes of a split step, as the store would give them:
+    /// their parts, or a barrier that fails.
+    struct Others {
+        parts: Vec<Part>,
+        barrier: Result<(), String>,
+        reported: Vec<Part>,
+    }
+
+    impl Together for Others {
+        fn count(&self) -> u32 {
+            self.parts.len() as u32 + 1
+        }
+        fn start(&mut self, _label: &str) -> Result<SystemTime, String> {
+            self.barrier.clone().map(|()| SystemTime::now())
+        }
+        fn exchange(&mut self, _label: &str, mine: &Part) -> Result<Vec<Part>, String> {
+            self.reported.push(mine.clone());
+            let mut all = vec![mine.clone()];
+            all.extend(self.parts.iter().cloned());
+            Ok(all)
+        }
+    }
+
+    fn shard(requests: u64) -> Shard {
+        let mut latency = dyno_stats::hdr::latency_histogram();
+        for _ in 0..requests {
+            latency.record(1_000_000).unwrap();
+        }
+        Shard {
+            requests,
+            errors: 0,
+            sends: requests,
+            late: 0,
+            elapsed: Duration::from_secs(1),
+            latency,
+            lag: dyno_stats::hdr::latency_histogram(),
+            seconds: Vec::new(),
+            client_cpu_percent: 10.0,
+        }
+    }
+
+    fn split(others: &mut Others, mine: Ended<u64>) -> Measured<u64> {
+        let slo: Slo = "p99<=10ms".parse().unwrap();
+        step(
+            Some(others),
+            "1",
+            &slo,
+            Some(100.0),
+            |o: &u64| (*o == 0).then(|| "refused".to_owned()),
+            |gate| {
+                assert!(gate.is_some(), "a split step starts at the group's time");
+                Ok::<_, ()>(mine)
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_split_step_is_judged_on_every_part_or_ends_for_all() {
+        let measured = |n| Ended::Measured {
+            outcome: n,
+            shard: shard(n),
+        };
+        let mut others = Others {
+            parts: vec![Part::Measured(shard(60))],
+            barrier: Ok(()),
+            reported: Vec::new(),
+        };
+        let Measured::Step {
+            observation,
+            outcome,
+            ..
+        } = split(&mut others, measured(40))
+        else {
+            panic!("measured")
+        };
+        assert_eq!((observation.requests, outcome), (100, 40));
+        assert!((observation.achieved - 100.0).abs() < 1e-9);
+        // Another's interrupt ends the step everywhere.
+        others.parts = vec![Part::Interrupted];
+        assert!(matches!(
+            split(&mut others, measured(40)),
+            Measured::Interrupted
+        ));
+        // Another lost its target: the step is lost, naming it.
+        others.parts = vec![Part::Lost("reset".into())];
+        assert!(
+            matches!(split(&mut others, measured(40)), Measured::Lost(w) if w == "segment 1/2: reset")
+        );
+        // This one's target refused it: the others hear it as a loss.
+        others.parts = vec![Part::Measured(shard(60))];
+        assert!(
+            matches!(split(&mut others, measured(0)), Measured::Lost(w) if w == "segment 0/2: refused")
+        );
+        assert_eq!(others.reported.last(), Some(&Part::Lost("refused".into())));
+        // A group that cannot meet runs nothing.
+        others.barrier = Err("segment 1/2 did not arrive".into());
+        let before = others.reported.len();
+        assert!(
+            matches!(split(&mut others, measured(40)), Measured::Lost(w) if w.contains("did not arrive"))
+        );
+        assert_eq!(others.reported.len(), before);
     }
 }

@@ -14,6 +14,8 @@
 //!   observation in, the next rate out.
 //! - [`sweep`]: the closed-model variant: steps at a number of
 //!   connections, the best passing throughput and the USL fit.
+//! - [`shard`]: what one process measured of a step, and the step's
+//!   whole observation merged from every process of a split search.
 //! - [`capacity`]: running a search on an engine: the plan, the loop over
 //!   the steps, and the run's record of it.
 //!
@@ -28,6 +30,7 @@ pub mod capacity;
 pub mod plan;
 pub mod pool;
 pub mod search;
+pub mod shard;
 pub mod slo;
 pub mod stages;
 pub mod sweep;

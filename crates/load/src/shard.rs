@@ -1,0 +1,302 @@
+//! What one process measured of a capacity step, and the step's whole
+//! observation merged from every process that ran a part of it.
+//!
+//! A search split over segments (`--segment I/N`) runs each step on every
+//! segment at once, each with its share of the rate (or of the
+//! connections); each then reports its [`Part`] to the others through the
+//! store ([`Together`]), and every segment merges the same parts in the
+//! same order ([`observe`]), so every segment's search judges the same
+//! observation and asks for the same next step. A search in one process
+//! merges its one shard the same way.
+
+use std::time::{Duration, SystemTime};
+
+use dyno_stats::hdr;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::capacity::{self, CLIENT_SATURATED_PERCENT, Extra};
+use crate::search::Observation;
+use crate::slo::Slo;
+use crate::trend;
+
+/// What one process measured in one step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shard {
+    /// Measured requests (or transactions) that ended, errors included.
+    pub requests: u64,
+    pub errors: u64,
+    /// Sends that were due in the measured window.
+    pub sends: u64,
+    /// Of those, sent late (past the plan's threshold) or never sent.
+    pub late: u64,
+    /// The measured window.
+    pub elapsed: Duration,
+    /// Corrected latency, nanoseconds.
+    pub latency: Histogram<u64>,
+    /// Send (or schedule) lag, nanoseconds.
+    pub lag: Histogram<u64>,
+    /// Latency by second of the measured window (the trend test's series).
+    pub seconds: Vec<Histogram<u64>>,
+    /// The client's CPU, in percent of its threads.
+    pub client_cpu_percent: f64,
+}
+
+/// How one process's part of a step ended: what it reports to the others.
+#[derive(Debug, Clone, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per process and step, moved once: boxing would buy nothing"
+)]
+pub enum Part {
+    Measured(Shard),
+    /// Stopped inside the step (Ctrl-C): the step is left out everywhere.
+    Interrupted,
+    /// The target stopped answering this process: why.
+    Lost(String),
+}
+
+/// How the processes of a split search meet: before each step, and after
+/// it to exchange their parts. The binary implements it on the store's
+/// group barrier; a search in one process has none.
+pub trait Together {
+    /// How many processes share each step.
+    fn count(&self) -> u32;
+    /// Waits for the others before the step called `label`; the instant
+    /// every process starts it, or why the group cannot start it.
+    fn start(&mut self, label: &str) -> Result<SystemTime, String>;
+    /// Reports this process's part of step `label` and waits for every
+    /// other's; all the parts by process, or why they did not all come.
+    fn exchange(&mut self, label: &str, mine: &Part) -> Result<Vec<Part>, String>;
+}
+
+/// The observation of a step from every process's shard, and the figures
+/// the step table shows besides: `requested` is the whole step's rate
+/// (`None`: a closed-model step, whose rate is what it achieved and whose
+/// latency has no due times to trend against).
+pub fn observe(shards: &[Shard], slo: &Slo, requested: Option<f64>) -> (Observation, Extra) {
+    let mut latency = hdr::latency_histogram();
+    let mut lag = hdr::latency_histogram();
+    let mut seconds: Vec<Histogram<u64>> = Vec::new();
+    for s in shards {
+        // Auto-resizing histograms take any value the shards hold.
+        let _ = latency.add(&s.latency);
+        let _ = lag.add(&s.lag);
+        for (i, h) in s.seconds.iter().enumerate() {
+            if seconds.len() <= i {
+                seconds.push(hdr::latency_histogram());
+            }
+            let _ = seconds[i].add(h);
+        }
+    }
+    let sum = |f: fn(&Shard) -> u64| shards.iter().map(f).sum::<u64>();
+    let requests = sum(|s| s.requests);
+    // Each process's rate over its own window, added up.
+    let achieved: f64 = shards
+        .iter()
+        .filter(|s| !s.elapsed.is_zero())
+        .map(|s| s.requests as f64 / s.elapsed.as_secs_f64())
+        .sum();
+    let cpu = shards
+        .iter()
+        .map(|s| s.client_cpu_percent)
+        .fold(0.0, f64::max);
+    let observation = Observation {
+        requested: requested.unwrap_or(achieved),
+        achieved,
+        latency: capacity::percentiles(&latency, slo),
+        requests,
+        errors: sum(|s| s.errors),
+        sends: sum(|s| s.sends),
+        late: sum(|s| s.late),
+        rise: requested.and_then(|_| trend::rising(&capacity::medians(&seconds))),
+        client_saturated: cpu >= CLIENT_SATURATED_PERCENT,
+    };
+    let extra = Extra {
+        send_lag_p99_ns: if lag.is_empty() {
+            0
+        } else {
+            lag.value_at_quantile(0.99)
+        },
+        client_cpu_percent: cpu,
+    };
+    (observation, extra)
+}
+
+/// A part as the store keeps it (JSON).
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum Wire {
+    Measured {
+        requests: u64,
+        errors: u64,
+        sends: u64,
+        late: u64,
+        elapsed_ns: u64,
+        /// HdrHistogram V2 compressed, base64 (as runs store them).
+        latency: String,
+        lag: String,
+        seconds: Vec<String>,
+        client_cpu_percent: f64,
+    },
+    Interrupted,
+    Lost(String),
+}
+
+impl Part {
+    /// The part as text for the store.
+    pub fn to_json(&self) -> String {
+        let encode = |h: &Histogram<u64>| hdr::to_model(h).data;
+        let wire = match self {
+            Part::Measured(s) => Wire::Measured {
+                requests: s.requests,
+                errors: s.errors,
+                sends: s.sends,
+                late: s.late,
+                elapsed_ns: u64::try_from(s.elapsed.as_nanos()).unwrap_or(u64::MAX),
+                latency: encode(&s.latency),
+                lag: encode(&s.lag),
+                seconds: s.seconds.iter().map(encode).collect(),
+                client_cpu_percent: s.client_cpu_percent,
+            },
+            Part::Interrupted => Wire::Interrupted,
+            Part::Lost(why) => Wire::Lost(why.clone()),
+        };
+        serde_json::to_string(&wire).expect("a part serializes")
+    }
+
+    /// A part read back from the store; why it cannot be read otherwise.
+    pub fn from_json(text: &str) -> Result<Part, String> {
+        let wire: Wire = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let decode = |data: &str| hdr::decode(data).map_err(|e| e.to_string());
+        Ok(match wire {
+            Wire::Measured {
+                requests,
+                errors,
+                sends,
+                late,
+                elapsed_ns,
+                latency,
+                lag,
+                seconds,
+                client_cpu_percent,
+            } => Part::Measured(Shard {
+                requests,
+                errors,
+                sends,
+                late,
+                elapsed: Duration::from_nanos(elapsed_ns),
+                latency: decode(&latency)?,
+                lag: decode(&lag)?,
+                seconds: seconds
+                    .iter()
+                    .map(|s| decode(s))
+                    .collect::<Result<_, _>>()?,
+                client_cpu_percent,
+            }),
+            Wire::Interrupted => Part::Interrupted,
+            Wire::Lost(why) => Part::Lost(why),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard(latencies_ms: &[u64], secs: f64, cpu: f64) -> Shard {
+        let mut latency = hdr::latency_histogram();
+        let mut seconds = vec![hdr::latency_histogram(), hdr::latency_histogram()];
+        for (i, ms) in latencies_ms.iter().enumerate() {
+            latency.record(ms * 1_000_000).unwrap();
+            seconds[i % 2].record(ms * 1_000_000).unwrap();
+        }
+        let mut lag = hdr::latency_histogram();
+        lag.record(2_000_000).unwrap();
+        Shard {
+            requests: latencies_ms.len() as u64,
+            errors: 1,
+            sends: latencies_ms.len() as u64 + 1,
+            late: 1,
+            elapsed: Duration::from_secs_f64(secs),
+            latency,
+            lag,
+            seconds,
+            client_cpu_percent: cpu,
+        }
+    }
+
+    #[test]
+    fn the_whole_step_is_merged_from_every_shard() {
+        let slo: Slo = "p50<=1s".parse().unwrap();
+        let a = shard(&[1, 2, 3, 4], 2.0, 30.0);
+        let b = shard(&[10, 20, 30, 40, 50, 60], 2.0, 95.0);
+        let (o, extra) = observe(&[a.clone(), b.clone()], &slo, Some(5.0));
+        assert_eq!(o.requested, 5.0);
+        assert_eq!(o.requests, 10);
+        assert_eq!(o.errors, 2);
+        assert_eq!((o.sends, o.late), (12, 2));
+        // 2/s and 3/s.
+        assert!((o.achieved - 5.0).abs() < 1e-9, "{}", o.achieved);
+        // The median of all ten latencies, not of either shard.
+        let p50 = o.percentile(50.0).unwrap();
+        assert!(
+            p50 >= Duration::from_millis(9) && p50 <= Duration::from_millis(11),
+            "{p50:?}"
+        );
+        // One saturated client saturates the step; the CPU shown is the
+        // busiest's.
+        assert!(o.client_saturated);
+        assert_eq!(extra.client_cpu_percent, 95.0);
+        assert!(extra.send_lag_p99_ns >= 1_999_000 && extra.send_lag_p99_ns <= 2_001_000);
+        // One shard alone is itself.
+        let (alone, _) = observe(std::slice::from_ref(&a), &slo, Some(2.0));
+        assert_eq!(alone.requests, 4);
+        assert!(!alone.client_saturated);
+        // A closed step's rate is what it achieved; it has no trend.
+        let (closed, _) = observe(&[a, b], &slo, None);
+        assert!((closed.requested - 5.0).abs() < 1e-9);
+        assert_eq!(closed.rise, None);
+    }
+
+    #[test]
+    fn a_part_reads_back_as_written() {
+        for part in [
+            Part::Measured(shard(&[1, 5, 9], 1.5, 12.5)),
+            Part::Interrupted,
+            Part::Lost("every connection was refused".into()),
+        ] {
+            let text = part.to_json();
+            assert_eq!(Part::from_json(&text).unwrap(), part, "{text}");
+        }
+        for bad in ["", "{", r#"{"measured":{}}"#, r#"{"lost":"x","extra":1}"#] {
+            assert!(Part::from_json(bad).is_err(), "{bad}");
+        }
+        let damaged = Part::Measured(shard(&[1], 1.0, 1.0))
+            .to_json()
+            .replacen("HIST", "XXXX", 1);
+        assert!(Part::from_json(&damaged).is_err());
+    }
+
+    #[test]
+    fn a_rise_over_the_merged_seconds_is_seen() {
+        // Two shards, each rising over four seconds: the merged series
+        // rises; a closed-model step is never judged on it.
+        let rising = |base: u64| {
+            let mut s = shard(&[1], 4.0, 1.0);
+            s.seconds = (0..6)
+                .map(|i| {
+                    let mut h = hdr::latency_histogram();
+                    h.record((base + 10 * i) * 1_000_000).unwrap();
+                    h
+                })
+                .collect();
+            s
+        };
+        let slo: Slo = "p99<=1s".parse().unwrap();
+        let (o, _) = observe(&[rising(10), rising(12)], &slo, Some(1.0));
+        assert!(o.rise.is_some());
+        let (closed, _) = observe(&[rising(10), rising(12)], &slo, None);
+        assert_eq!(closed.rise, None);
+    }
+}
