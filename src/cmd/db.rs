@@ -205,15 +205,11 @@ fn find_max(
     let (run, figures_at, lost, status): (_, _, _, super::capacity::Status) = match search {
         Search::Rates(plan) => {
             super::capacity::announce(plan);
-            // This segment's share of each step's rate: its share of the
-            // clients, as a split -R run's.
-            let rate_share = settings.clients as f64 / f64::from(whole.clients.max(1));
             let found = dyno_db::capacity::find_max(
                 settings,
                 plan,
                 interrupt.flag(),
                 group,
-                rate_share,
                 |p| line.show(p),
                 |step| step_line(&|n| super::capacity::step_line(n, step, "tps")),
             );

@@ -57,11 +57,6 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             ("--find-max", args.find_max.find_max),
         ],
     )?;
-    if args.rate_plan.is_some() && plan.is_some() {
-        bail!(
-            "--rate-plan does not split over --segment for db run yet (each stage's due times would have to be shared out); run it from one process, with more -c and -j, or split a plain -R run"
-        );
-    }
     let settings = run_settings(&args, plan.as_ref())?;
     // No error target in --slo: failed transactions are errors, and none is
     // allowed (a db run fails on any, as pgbench's exit status says).
@@ -161,23 +156,16 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
     // A segment takes its share of the clients and threads, and the rate
     // in proportion to its clients (as pgbench shares a rate out over its
     // threads); -t stays per client.
-    let (clients, threads, rate, rate_plan, segment) = match plan {
+    let (clients, threads, share, segment) = match plan {
         Some(plan) => {
             // -t is per client: every segment's clients run it whole.
             let (c, t) = plan.share(args.clients.to, threads, None)?;
             let share = f64::from(c) / f64::from(args.clients.to);
-            let rate = whole_rate.map(|r| r * share);
-            let rate_plan = args.rate_plan.as_ref().map(|p| p.scaled(share));
-            (c as usize, t, rate, rate_plan, plan.segment)
+            (c as usize, t, share, plan.segment)
         }
-        None => (
-            clients,
-            threads,
-            whole_rate,
-            args.rate_plan.clone(),
-            dyno_model::Segment::WHOLE,
-        ),
+        None => (clients, threads, 1.0, dyno_model::Segment::WHOLE),
     };
+    let rate = whole_rate.map(|r| r * share);
     let protocol = match args.protocol {
         DbProtocol::Simple => Protocol::Simple,
         DbProtocol::Extended => Protocol::Extended,
@@ -216,7 +204,8 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         max_tries: args.max_tries,
         seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
         rate,
-        plan: rate_plan,
+        plan: args.rate_plan.clone(),
+        share,
         warmup: args.warmup,
         latency_limit: args.latency_limit,
         per_statement: args.per_command,

@@ -1427,3 +1427,84 @@ fn split_search_flags_say_what_is_wrong() {
         ],
     );
 }
+
+/// A `db run --rate-plan` split over two segments of unequal shares (3
+/// clients: 2 and 1): each runs its share of every stage, their stages
+/// are the whole plan's, and the merged run's stages add up to every due
+/// time of the plan, each stage near its expected count.
+#[test]
+fn a_db_rate_plan_splits_over_segments_and_merges_its_stages() {
+    let pg = pg();
+    let db = pg.database();
+    let store = format!("{}/{}", pg.url.rsplit_once('/').unwrap().0, pg.database());
+    let home = temp();
+    let script = home.path().join("one.sql");
+    std::fs::write(&script, "SELECT 1;\n").unwrap();
+    let children: Vec<_> = (0..2)
+        .map(|i| {
+            StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
+                .env("DYNO_HOME", home.path())
+                .env_remove("XDG_DATA_HOME")
+                .envs(pg.env.iter().map(|(k, v)| (k, v)))
+                .env("PGDATABASE", &db)
+                .args(["--store", &store, "db", "run", "-n", "-c", "3", "-f"])
+                .arg(&script)
+                .args(["--rate-plan", "150@1s,0..300/1s"])
+                .args([
+                    "--segment",
+                    &format!("{i}/2"),
+                    "--group",
+                    "dbplan",
+                    "--json",
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let runs: Vec<Value> = children
+        .into_iter()
+        .map(|c| {
+            let (code, run, err) = finished(c);
+            assert_eq!(code, 0, "{err}");
+            run.unwrap()
+        })
+        .collect();
+    let done = |run: &Value| -> u64 {
+        run["settings"]["rate_plan"]["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                ["ended", "dropped", "unfinished"]
+                    .iter()
+                    .map(|k| s[*k].as_u64().unwrap())
+                    .sum::<u64>()
+            })
+            .sum()
+    };
+    // 300 due times: 200 for the segment of 2 clients, 100 for the other.
+    assert_eq!(done(&runs[0]), 200);
+    assert_eq!(done(&runs[1]), 100);
+    for run in &runs {
+        assert_eq!(run["settings"]["rate_plan"]["plan"], "150@1s,0..300/1s");
+    }
+    let out = dyno(home.path())
+        .args(["--store", &store, "merge", "dbplan", "--json"])
+        .assert()
+        .success();
+    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let stages = merged["settings"]["rate_plan"]["stages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(stages.len(), 2, "{stages:?}");
+    assert_eq!(done(&merged), 300);
+    // Binomial shares of 300: 150 each expected, ±5 sd.
+    for s in &stages {
+        let n = s["ended"].as_u64().unwrap();
+        assert!((107..=193).contains(&n), "{stages:?}");
+        assert_eq!(s["requested"], 150.0, "{s}");
+    }
+}

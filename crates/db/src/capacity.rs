@@ -32,14 +32,14 @@ pub type StepRun = Ran<(Outcome, RunSettings)>;
 /// Runs the search: a probe for the start when none is given (half its
 /// closed-model rate), then the steps, until the search answers, the
 /// budget is spent or `stop` is raised. `group`: the other segments of a
-/// split search; this segment runs `rate_share` of each step's rate (its
-/// share of the clients) and each step is judged on every segment's part.
+/// split search; this segment runs its share of each step's rate
+/// ([`RunSettings::share`]) and each step is judged on every segment's
+/// part.
 pub fn find_max(
     settings: &RunSettings,
     plan: &Plan,
     stop: Arc<AtomicBool>,
     mut group: Option<&mut (dyn Together + '_)>,
-    rate_share: f64,
     mut progress: impl FnMut(Progress),
     on_step: impl FnMut(&StepRun),
 ) -> Result<Capacity, RunError> {
@@ -79,7 +79,7 @@ pub fn find_max(
         &stop,
         |rate| {
             let mut step = settings.clone();
-            step.rate = Some(rate * rate_share);
+            step.rate = Some(rate * settings.share);
             step.stop = Stop::Duration(plan.step);
             step.warmup = plan.warmup;
             steps += 1;

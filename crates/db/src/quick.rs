@@ -38,6 +38,7 @@ pub fn settings(target: Target, duration: Duration, seed: u64, cpus: usize) -> R
     let script = Script::parse(name, text).expect("a built-in script parses");
     RunSettings {
         plan: None,
+        share: 1.0,
         target,
         scripts: vec![Weighted { script, weight: 1 }],
         clients: CLIENTS,

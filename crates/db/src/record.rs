@@ -157,6 +157,7 @@ mod tests {
         let (name, text) = script::builtin("select-only").unwrap();
         RunSettings {
             plan: None,
+            share: 1.0,
             target: Target::new("host=localhost dbname=bench user=bench", |_| None).unwrap(),
             scripts: vec![Weighted {
                 script: Script::parse(name, text).unwrap(),

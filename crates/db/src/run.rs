@@ -97,8 +97,14 @@ pub struct RunSettings {
     pub rate: Option<f64>,
     /// `--rate-plan`: the open model's rate changes by stages and ramps;
     /// `rate` is then the plan's mean rate, `stop` its length, and each
-    /// stage gets its own figures.
+    /// stage gets its own figures. The whole run's plan: a segment runs
+    /// [`RunSettings::share`] of its rates, and its stages are the whole
+    /// plan's, so that the segments' stages merge.
     pub plan: Option<RatePlan>,
+    /// This process's share of the whole run's rates (`--segment`): its
+    /// clients over the whole run's, as pgbench shares a rate out over its
+    /// threads; 1 for a whole run. `rate` is already shared out.
+    pub share: f64,
     /// Time at the start whose transactions run but are not measured
     /// (with a duration only: the run is then the warm-up plus `stop`'s
     /// duration; the open model's schedule covers both).
@@ -398,7 +404,7 @@ struct Plan {
 fn plan(settings: &RunSettings, rate: f64, first: usize, last: usize) -> Plan {
     let clients = settings.clients.max(1) as u128;
     let rates = match (&settings.plan, settings.stop) {
-        (Some(plan), _) => plan.clone(),
+        (Some(plan), _) => plan.scaled(settings.share),
         (None, Stop::Duration(d)) => RatePlan::hold(rate, d + settings.warmup),
         (None, Stop::Transactions(n)) => RatePlan::hold(
             rate,
@@ -859,6 +865,7 @@ impl pool::Job for Clients<'_> {
             .expect("every client of the thread has ended")
             .into_inner();
         local.unfinished += std::mem::take(&mut local.in_flight);
+        local.stages.iter_mut().for_each(StageFigures::close);
         // Due times in the measured window that no client took before the
         // end are dropped: counted, not forgotten (as HTTP's open model
         // does).
@@ -986,9 +993,10 @@ impl Runner<'_> {
             };
             done += 1;
             let which = self.choose(total);
-            self.local.borrow_mut().in_flight += 1;
+            let stage = due.map(|due| self.stage(due));
+            self.in_flight(stage, true);
             let result = self.one(which, due).await;
-            self.local.borrow_mut().in_flight -= 1;
+            self.in_flight(stage, false);
             if let Err(why) = result {
                 self.local
                     .borrow_mut()
@@ -1037,6 +1045,24 @@ impl Runner<'_> {
         }
     }
 
+    /// A transaction (of `stage`, under a plan) takes off (`true`) or lands:
+    /// what is in flight when the run ends is unfinished.
+    fn in_flight(&self, stage: Option<usize>, took_off: bool) {
+        let mut local = self.local.borrow_mut();
+        if took_off {
+            local.in_flight += 1;
+        } else {
+            local.in_flight -= 1;
+        }
+        if let Some(s) = stage.and_then(|i| local.stages.get_mut(i)) {
+            if took_off {
+                s.took_off();
+            } else {
+                s.landed();
+            }
+        }
+    }
+
     /// One transaction of script `which`, due at `due` in the open model,
     /// with its retries; `Err` stops the client.
     async fn one(&mut self, which: usize, due: Option<Instant>) -> Result<(), String> {
@@ -1076,7 +1102,7 @@ impl Runner<'_> {
                     }
                     if self.clock.over(end) {
                         // Committed after the deadline: not part of the run.
-                        self.local.borrow_mut().unfinished += 1;
+                        self.cut(stage);
                         return Ok(());
                     }
                     let ns = end.duration_since(due.unwrap_or(start)).as_nanos() as u64;
@@ -1138,7 +1164,7 @@ impl Runner<'_> {
                         return Ok(());
                     }
                     if self.clock.over(now) {
-                        self.local.borrow_mut().unfinished += 1;
+                        self.cut(stage);
                         return Ok(());
                     }
                     let mut local = self.local.borrow_mut();
@@ -1178,6 +1204,16 @@ impl Runner<'_> {
             .reconnects
             .record((start.elapsed().as_nanos() as u64).max(1));
         Ok(())
+    }
+
+    /// A transaction (of `stage`) that ended after the deadline: not part
+    /// of the run, unfinished.
+    fn cut(&self, stage: usize) {
+        let mut local = self.local.borrow_mut();
+        local.unfinished += 1;
+        if let Some(s) = local.stages.get_mut(stage) {
+            s.cut();
+        }
     }
 
     /// The stage of `--rate-plan` a transaction due at `due` belongs to
@@ -1618,8 +1654,18 @@ impl Outcome {
 
 /// Recomputes, in a run merged from segments, the metrics this engine
 /// declared [`Merge::Recompute`]: the per-second p99 from the merged
-/// per-second histograms. A merge of one segment keeps its own.
+/// per-second histograms (a merge of one segment keeps its own); and each
+/// stage of a `--rate-plan`, from the segments' stage metrics summed.
 pub fn recompute_merged(run: &mut dyno_model::Run) {
+    if let Ok(mut record) = run.record::<dyno_model::record::DbRecord>()
+        && let Some(plan) = record
+            .rate_plan
+            .as_ref()
+            .and_then(|r| r.plan.parse::<RatePlan>().ok())
+    {
+        record.rate_plan = Some(dyno_load::stages::rebuild(&plan, &run.metrics));
+        run.set_record(&record);
+    }
     if run
         .metrics
         .iter()

@@ -26,6 +26,11 @@ pub struct StageFigures {
     pub ended: u64,
     pub errors: u64,
     pub dropped: u64,
+    /// Sent, but cut by the run's end (under way at the deadline, or
+    /// ended after it).
+    pub unfinished: u64,
+    /// Sent and not ended yet: unfinished if the run ends now.
+    pub in_flight: u64,
 }
 
 impl Default for StageFigures {
@@ -36,6 +41,8 @@ impl Default for StageFigures {
             ended: 0,
             errors: 0,
             dropped: 0,
+            unfinished: 0,
+            in_flight: 0,
         }
     }
 }
@@ -54,6 +61,30 @@ impl StageFigures {
         self.ended += other.ended;
         self.errors += other.errors;
         self.dropped += other.dropped;
+        self.unfinished += other.unfinished;
+        self.in_flight += other.in_flight;
+    }
+
+    /// A request of this stage sent: in flight until it ends
+    /// ([`StageFigures::landed`]).
+    pub fn took_off(&mut self) {
+        self.in_flight += 1;
+    }
+
+    /// A request of this stage in flight no more (it ended, or ended
+    /// after the run: [`StageFigures::cut`]).
+    pub fn landed(&mut self) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// A request of this stage that ended after the run's end: unfinished.
+    pub fn cut(&mut self) {
+        self.unfinished += 1;
+    }
+
+    /// The run ended: what is still in flight is unfinished.
+    pub fn close(&mut self) {
+        self.unfinished += std::mem::take(&mut self.in_flight);
     }
 
     /// A request that ended: answered after `latency_ns` (from its due
@@ -106,6 +137,7 @@ pub fn record(plan: &RatePlan, figures: &[StageFigures]) -> RatePlanRecord {
                 ended: f.ended,
                 errors: f.errors,
                 dropped: f.dropped,
+                unfinished: f.unfinished,
                 p50_ns: at(&f.latency, 50.0),
                 p90_ns: at(&f.latency, 90.0),
                 p99_ns: at(&f.latency, 99.0),
@@ -160,6 +192,7 @@ pub fn metrics(plan: &RatePlan, figures: &[StageFigures]) -> Vec<Metric> {
         for (name, n) in [
             ("stage_errors", f.errors),
             ("stage_dropped_sends", f.dropped),
+            ("stage_unfinished", f.unfinished),
         ] {
             metrics.push(label(
                 Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64)
@@ -201,6 +234,8 @@ pub fn rebuild(plan: &RatePlan, merged: &[Metric]) -> RatePlanRecord {
                 ended: (rate * stage.duration().as_secs_f64()).round() as u64,
                 errors: count("stage_errors"),
                 dropped: count("stage_dropped_sends"),
+                unfinished: count("stage_unfinished"),
+                in_flight: 0,
             }
         })
         .collect();
@@ -222,6 +257,16 @@ mod tests {
         }
         figures[1].ended(None, true);
         figures[1].dropped = 3;
+        // Three sent: one landed, one landed after the end, one still in
+        // flight when the run closed.
+        for _ in 0..3 {
+            figures[1].took_off();
+        }
+        figures[1].landed();
+        figures[1].landed();
+        figures[1].cut();
+        figures[1].close();
+        assert_eq!((figures[1].unfinished, figures[1].in_flight), (2, 0));
         let mut twice = StageFigures::for_plan(Some(&plan));
         add_all(&mut twice, &figures);
         add_all(&mut twice, &figures);
@@ -237,7 +282,7 @@ mod tests {
         // The ramp's mean rate is halfway.
         assert!((b.requested - 100.0).abs() < 1e-9, "{}", b.requested);
         assert_eq!((a.ended, a.errors, a.achieved), (200, 4, 100.0));
-        assert_eq!((b.ended, b.errors, b.dropped), (2, 2, 6));
+        assert_eq!((b.ended, b.errors, b.dropped, b.unfinished), (2, 2, 6, 4));
         assert!((a.p50_ns as f64 - 50e6).abs() < 0.01 * 50e6, "{}", a.p50_ns);
         assert!((a.p99_ns as f64 - 99e6).abs() < 0.01 * 99e6, "{}", a.p99_ns);
         assert_eq!(b.p99_ns, 0);

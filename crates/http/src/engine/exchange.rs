@@ -181,6 +181,11 @@ async fn exchange(
         // From here each measured request of the batch is in flight until
         // it is answered or fails (or the run is cut).
         l.in_flight += batch.iter().filter(|t| t.measured).count() as u64;
+        for t in batch.iter().filter(|t| t.measured) {
+            if let Some(stage) = l.stages.get_mut(t.stage) {
+                stage.took_off();
+            }
+        }
         if let Some(due) = batch[0].due
             && batch[0].measured
         {

@@ -668,6 +668,9 @@ async fn request_loop(
                 let mut l = local.borrow_mut();
                 if ticket.measured {
                     l.in_flight -= 1;
+                    if let Some(stage) = l.stages.get_mut(ticket.stage) {
+                        stage.landed();
+                    }
                     l.stats.h2.goaway_retried += 1;
                 }
             }
@@ -769,6 +772,9 @@ async fn exchange(
         if ticket.measured {
             // From here it is in flight until answered or failed.
             l.in_flight += 1;
+            if let Some(stage) = l.stages.get_mut(ticket.stage) {
+                stage.took_off();
+            }
             if let Some(due) = ticket.due
                 && !ticket.retried
             {

@@ -646,6 +646,7 @@ impl pool::Job for Connections {
         };
         let mut local = local.into_inner();
         local.stats.unfinished += local.in_flight;
+        local.stages.iter_mut().for_each(StageFigures::close);
         Finished {
             stats: local.stats,
             stages: local.stages,
@@ -734,9 +735,16 @@ impl Local {
             return;
         }
         self.in_flight -= 1;
+        let mut stage = self.stages.get_mut(ticket.stage);
+        if let Some(stage) = stage.as_deref_mut() {
+            stage.landed();
+        }
         if shared.end().is_some_and(|end| done >= end) {
             // Answered after the deadline: not part of the run.
             self.stats.unfinished += 1;
+            if let Some(stage) = stage {
+                stage.cut();
+            }
             return;
         }
         self.stats.response(status, body_bytes, timing);
@@ -766,13 +774,20 @@ impl Local {
             shared.timed_out();
         }
         if ticket.measured {
+            let mut stage = self.stages.get_mut(ticket.stage);
             if sent {
                 self.in_flight -= 1;
+                if let Some(stage) = stage.as_deref_mut() {
+                    stage.landed();
+                }
             }
             let now = Instant::now();
             if shared.end().is_some_and(|end| now >= end) {
                 // It failed after the deadline: it did not end in the run.
                 self.stats.unfinished += 1;
+                if let Some(stage) = stage {
+                    stage.cut();
+                }
                 return;
             }
             self.stats.error(class);

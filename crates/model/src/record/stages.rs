@@ -33,6 +33,9 @@ pub struct StageRecord {
     pub errors: u64,
     /// Its due times no connection took before the run's end.
     pub dropped: u64,
+    /// Its requests sent but cut by the run's end (under way at the
+    /// deadline, or ended after it): neither ended nor dropped.
+    pub unfinished: u64,
     /// Latency counted from each due time (corrected), in nanoseconds.
     pub p50_ns: u64,
     pub p90_ns: u64,
