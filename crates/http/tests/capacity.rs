@@ -265,3 +265,59 @@ fn a_closed_port_is_an_error_before_any_step() {
     let e = find_max(&s, &p, Arc::default(), None, |_| {}, |_| {}).unwrap_err();
     assert!(e.to_string().contains("refused"), "{e}");
 }
+
+/// The client-bound guard: a server whose answers cost the client far more
+/// CPU than they cost the server (100,000 one-byte chunks, written from one
+/// prepared buffer, each of which the client must parse) runs the client's
+/// one thread out of CPU long before the server: the search says so and
+/// claims no capacity of the server's.
+#[test]
+fn a_search_the_client_cannot_keep_up_with_claims_no_server_capacity() {
+    let _one = one_at_a_time();
+    let answer = {
+        let mut a = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for _ in 0..100_000 {
+            a.extend_from_slice(b"1\r\nx\r\n");
+        }
+        a.extend_from_slice(b"0\r\n\r\n");
+        Arc::new(a)
+    };
+    let server = serve(move |mut conn| {
+        while conn.next_request() {
+            if !conn.send(&answer) {
+                return;
+            }
+        }
+    });
+    let url = format!("http://{}/", server.addr());
+    let s = settings(
+        &url,
+        Stop::Duration(Duration::from_secs(1)),
+        4,
+        Duration::from_secs(10),
+    );
+    let mut p = plan("p99<=2s", 100.0);
+    p.step = Duration::from_secs(1);
+    p.warmup = Duration::from_millis(200);
+    p.budget = Duration::from_secs(12);
+    let capacity = find_max(&s, &p, Arc::default(), None, |_| {}, |_| {}).unwrap();
+    let Answer::ClientBound { at, max } = capacity.answer else {
+        panic!("{:?}{}", capacity.answer, steps(&capacity));
+    };
+    // It stopped at the first saturated step, and says what the client
+    // managed there; a pass before it is not claimed as the server's.
+    let last = &capacity.steps.last().unwrap().step;
+    assert!(last.why.contains(&Why::ClientBound), "{}", steps(&capacity));
+    assert_eq!(at, last.observation.achieved);
+    assert!(at > 0.0);
+    assert!(max.is_none_or(|m| m < last.rate), "{}", steps(&capacity));
+    let run = dyno_http::capacity::record(
+        &capacity,
+        &p,
+        dyno_model::Environment::default(),
+        &dyno_http::Asked::default(),
+    )
+    .unwrap();
+    assert!(run.metrics.iter().all(|m| m.name != "capacity_rate"));
+    assert_eq!(run.headline, None);
+}

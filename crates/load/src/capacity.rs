@@ -352,12 +352,20 @@ pub fn record<O>(searched: &Searched<O>, plan: &Plan) -> CapacityRecord {
 /// Makes `run` (the figures of [`Searched::figures`]'s step) the run of a
 /// search: its primary metrics become diagnostics, which explain the
 /// answer, and `capacity_rate` (the highest pass) is the headline, in
-/// `unit`, with `capacity_above_rate` (the lowest fail) as context.
+/// `unit`, with `capacity_above_rate` (the lowest fail) as context. A
+/// client-bound search claims no capacity of the server's: it has neither
+/// (what passed before the client ran out measured the client as much as
+/// the server), and no headline.
 pub fn mark(run: &mut Run, answer: &CapacityAnswer, unit: Unit) {
     for m in &mut run.metrics {
         if m.role == Some(Role::Primary) {
             m.role = Some(Role::Diagnostic);
         }
+    }
+    // The step's own headline explains; it does not answer.
+    run.headline = None;
+    if answer.outcome == CapacityOutcome::ClientBound {
+        return;
     }
     if let Some(max) = answer.max_rate {
         run.metrics.insert(
@@ -600,6 +608,18 @@ mod tests {
         mark(
             &mut run,
             &answer_record(Answer::NoneMeets { lowest: 5.0 }),
+            Unit::RequestsPerSec,
+        );
+        assert!(run.metrics.is_empty());
+        assert_eq!(run.headline, None);
+        // Client-bound: no capacity claimed, even with a pass before.
+        let mut run = Run::new(dyno_model::Kind::Http, "x");
+        mark(
+            &mut run,
+            &answer_record(Answer::ClientBound {
+                at: 380.0,
+                max: Some(200.0),
+            }),
             Unit::RequestsPerSec,
         );
         assert!(run.metrics.is_empty());

@@ -47,10 +47,18 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
                 .max_rate
                 .map(|m| format!(" (the highest pass before: {} {unit})", short_rate(m)))
                 .unwrap_or_default();
-            format!(
-                "client-bound at ≈ {} {unit}: add threads or segments; no server capacity is claimed{before}",
-                r(a.client_bound_at)
-            )
+            match a.client_bound_at {
+                // Far behind from the start: the measured time saw only
+                // the warm-up's backlog end.
+                Some(at) if at < 1.0 => format!(
+                    "client-bound: the client ran out of CPU at {} {unit} and ended no request due in the measured time: add threads or segments, or a lower --start; no server capacity is claimed{before}",
+                    r(cap.steps.last().map(|s| s.requested))
+                ),
+                at => format!(
+                    "client-bound at ≈ {} {unit}: add threads or segments; no server capacity is claimed{before}",
+                    r(at)
+                ),
+            }
         }
         CapacityOutcome::Unfinished => match (a.max_rate, a.above_rate) {
             (Some(max), Some(above)) => format!(
@@ -383,6 +391,15 @@ mod tests {
         let client = capacity_answer(&record(CapacityOutcome::ClientBound), "req/s");
         assert!(client.starts_with("client-bound at ≈ 39.0k req/s: add threads or segments"));
         assert!(client.contains("no server capacity is claimed"));
+        // So far behind that nothing due in the measured time ended.
+        let mut behind = record(CapacityOutcome::ClientBound);
+        behind.answer.client_bound_at = Some(0.0);
+        let behind = capacity_answer(&behind, "req/s");
+        assert!(
+            behind.starts_with("client-bound: the client ran out of CPU at ")
+                && behind.contains("or a lower --start"),
+            "{behind}"
+        );
         let unfinished = capacity_answer(&record(CapacityOutcome::Unfinished), "req/s");
         assert!(unfinished.starts_with("not settled: passes at 41.2k req/s, fails at 43.0k"));
     }
