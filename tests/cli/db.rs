@@ -1246,7 +1246,7 @@ fn find_max_stays_under_a_serialised_scripts_ceiling() {
     }
     let max = cap["answer"]["max_rate"].as_f64().unwrap();
     assert!(max < 500.0, "{cap}");
-    assert_eq!(run["headline"], "capacity_rate");
+    assert_eq!(run["headline"], "max_sustainable_rate");
     assert_eq!(run["settings"]["warmup_ns"], 200_000_000);
 }
 
@@ -1423,7 +1423,7 @@ fn find_max_over_a_range_of_clients_sweeps_the_closed_model() {
     let max = cap["answer"]["max_rate"].as_f64().unwrap();
     assert!(max < 500.0, "{max}: the lock allows at most 500 a second");
     assert!(cap["sweep"]["usl"].is_object(), "{cap}");
-    assert_eq!(run["headline"], "capacity_rate");
+    assert_eq!(run["headline"], "max_sustainable_rate");
     let shown = String::from_utf8(
         pg.dyno(home.path(), &db)
             .args(["show", run["id"].as_str().unwrap()])

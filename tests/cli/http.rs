@@ -1047,9 +1047,9 @@ fn find_max_saves_a_run_with_its_steps_and_answer() {
             // The answer is the highest pass, the headline, and the run's
             // figures are that step's, demoted to explain it.
             assert_eq!(cap["answer"]["max_rate"], max, "{cap}");
-            assert_eq!(metric("capacity_rate")["value"], max);
-            assert_eq!(metric("capacity_rate")["role"], "primary");
-            assert_eq!(run["headline"], "capacity_rate");
+            assert_eq!(metric("max_sustainable_rate")["value"], max);
+            assert_eq!(metric("max_sustainable_rate")["role"], "primary");
+            assert_eq!(run["headline"], "max_sustainable_rate");
             assert_eq!(run["settings"]["rate_per_sec"], max);
             assert_eq!(metric("requests_per_sec")["role"], "diagnostic");
         }
@@ -1114,7 +1114,7 @@ fn two_searches_of_one_server_compare_alike() {
     assert!(!out.contains("capacity.steps"), "{out}");
     let line = out
         .lines()
-        .find(|l| l.contains("capacity_rate"))
+        .find(|l| l.contains("max_sustainable_rate"))
         .unwrap_or_else(|| panic!("{out}"));
     assert!(line.contains("untested"), "{line}");
 }
@@ -1314,7 +1314,7 @@ fn find_max_over_a_range_of_connections_sweeps_the_closed_model() {
     assert_eq!(cap["sweep"]["from"], 1);
     assert_eq!(cap["sweep"]["to"], 256);
     assert!(cap["sweep"]["usl"]["sigma"].as_f64().is_some(), "{cap}");
-    assert_eq!(run["headline"], "capacity_rate");
+    assert_eq!(run["headline"], "max_sustainable_rate");
     // The run's figures are a best step's, at its connections (steps may
     // tie on throughput).
     assert!(

@@ -177,7 +177,7 @@ pub fn shard(outcome: &Outcome, late_after: Option<Duration>, cpu_percent: f64) 
 }
 
 /// The run of a capacity search: the figures of [`Searched::figures`]'s
-/// step, the search in the record, `capacity_rate` (transactions per
+/// step, the search in the record, `max_sustainable_rate` (transactions per
 /// second) as the headline. `None` when no step finished.
 pub fn record(
     capacity: &Capacity,
@@ -190,7 +190,7 @@ pub fn record(
     let mut run = crate::record::record(settings, whole, outcome, duration, environment);
     run.description = format!("{} find-max {}", run.description, plan.slo_text);
     let searched = capacity::record(capacity, plan);
-    capacity::mark(&mut run, &searched.answer, Unit::OpsPerSec);
+    capacity::mark(&mut run, &searched, Unit::OpsPerSec);
     let mut record: DbRecord = run.record().unwrap_or_default();
     record.capacity = Some(searched);
     run.set_record(&record);
@@ -244,7 +244,7 @@ pub fn sweep_clients(
 }
 
 /// The run of a sweep: the figures of its best step (else its last), the
-/// sweep in the record, `capacity_rate` as the headline. `None` when no
+/// sweep in the record, `max_sustainable_rate` as the headline. `None` when no
 /// step finished.
 pub fn sweep_record(
     swept: &Sweep,
@@ -265,7 +265,7 @@ pub fn sweep_record(
         run.description, plan.slo_text, plan.from, plan.to
     );
     let searched = sweep::record(swept, plan);
-    capacity::mark(&mut run, &searched.answer, Unit::OpsPerSec);
+    capacity::mark(&mut run, &searched, Unit::OpsPerSec);
     let mut record: DbRecord = run.record().unwrap_or_default();
     record.capacity = Some(searched);
     run.set_record(&record);

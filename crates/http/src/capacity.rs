@@ -198,7 +198,7 @@ pub fn shard(outcome: &Outcome, late_after: Option<Duration>, cpu_percent: f64) 
 }
 
 /// The run of a capacity search: the figures of [`Searched::figures`]'s
-/// step, the search in the record, `capacity_rate` as the headline
+/// step, the search in the record, `max_sustainable_rate` as the headline
 /// ([`capacity::mark`]). `None` when no step finished.
 pub fn record(
     capacity: &Capacity,
@@ -215,7 +215,7 @@ pub fn record(
         plan.slo_text
     );
     let searched = capacity::record(capacity, plan);
-    capacity::mark(&mut run, &searched.answer, Unit::RequestsPerSec);
+    capacity::mark(&mut run, &searched, Unit::RequestsPerSec);
     let mut record: HttpRecord = run.record().unwrap_or_default();
     record.capacity = Some(searched);
     run.set_record(&record);
@@ -268,7 +268,7 @@ pub fn sweep_connections(
 }
 
 /// The run of a sweep: the figures of its best step (else its last), the
-/// sweep in the record, `capacity_rate` as the headline. `None` when no
+/// sweep in the record, `max_sustainable_rate` as the headline. `None` when no
 /// step finished.
 pub fn sweep_record(
     swept: &Sweep,
@@ -287,7 +287,7 @@ pub fn sweep_record(
         plan.to
     );
     let searched = sweep::record(swept, plan);
-    capacity::mark(&mut run, &searched.answer, Unit::RequestsPerSec);
+    capacity::mark(&mut run, &searched, Unit::RequestsPerSec);
     let mut record: HttpRecord = run.record().unwrap_or_default();
     record.capacity = Some(searched);
     run.set_record(&record);

@@ -318,6 +318,6 @@ fn a_search_the_client_cannot_keep_up_with_claims_no_server_capacity() {
         &dyno_http::Asked::default(),
     )
     .unwrap();
-    assert!(run.metrics.iter().all(|m| m.name != "capacity_rate"));
+    assert!(run.metrics.iter().all(|m| m.name != "max_sustainable_rate"));
     assert_eq!(run.headline, None);
 }

@@ -351,12 +351,18 @@ pub fn record<O>(searched: &Searched<O>, plan: &Plan) -> CapacityRecord {
 
 /// Makes `run` (the figures of [`Searched::figures`]'s step) the run of a
 /// search: its primary metrics become diagnostics, which explain the
-/// answer, and `capacity_rate` (the highest pass) is the headline, in
-/// `unit`, with `capacity_above_rate` (the lowest fail) as context. A
-/// client-bound search claims no capacity of the server's: it has neither
-/// (what passed before the client ran out measured the client as much as
-/// the server), and no headline.
-pub fn mark(run: &mut Run, answer: &CapacityAnswer, unit: Unit) {
+/// answer, and `max_sustainable_rate` (the highest pass) is the headline, in
+/// `unit`, with `first_failing_rate` (the lowest fail) as context; both
+/// are labelled with the objective (`slo`), so that `compare` matches
+/// capacities only at the same target. A client-bound search claims no
+/// capacity of the server's: it has neither (what passed before the client
+/// ran out measured the client as much as the server), and no headline.
+pub fn mark(run: &mut Run, searched: &CapacityRecord, unit: Unit) {
+    let answer = &searched.answer;
+    let labelled = |mut m: Metric| {
+        m.labels.insert("slo".into(), searched.slo.clone());
+        m
+    };
     for m in &mut run.metrics {
         if m.role == Some(Role::Primary) {
             m.role = Some(Role::Diagnostic);
@@ -370,20 +376,16 @@ pub fn mark(run: &mut Run, answer: &CapacityAnswer, unit: Unit) {
     if let Some(max) = answer.max_rate {
         run.metrics.insert(
             0,
-            Metric::new("capacity_rate", unit, Direction::HigherIsBetter, max).primary(),
+            labelled(
+                Metric::new("max_sustainable_rate", unit, Direction::HigherIsBetter, max).primary(),
+            ),
         );
-        run.headline = Some("capacity_rate".into());
+        run.headline = Some("max_sustainable_rate".into());
     }
     if let Some(above) = answer.above_rate {
-        run.metrics.push(
-            Metric::new(
-                "capacity_above_rate",
-                unit,
-                Direction::HigherIsBetter,
-                above,
-            )
-            .context(),
-        );
+        run.metrics.push(labelled(
+            Metric::new("first_failing_rate", unit, Direction::HigherIsBetter, above).context(),
+        ));
     }
 }
 
@@ -593,21 +595,32 @@ mod tests {
             )
             .primary(),
         );
-        let answer = answer_record(Answer::Found {
-            max: 400.0,
-            above: 420.0,
-        });
-        mark(&mut run, &answer, Unit::RequestsPerSec);
-        assert_eq!(run.headline.as_deref(), Some("capacity_rate"));
-        assert_eq!(run.metrics[0].name, "capacity_rate");
+        let searched = |answer| CapacityRecord {
+            slo: "p99<=20ms".into(),
+            answer: answer_record(answer),
+            ..CapacityRecord::default()
+        };
+        mark(
+            &mut run,
+            &searched(Answer::Found {
+                max: 400.0,
+                above: 420.0,
+            }),
+            Unit::RequestsPerSec,
+        );
+        assert_eq!(run.headline.as_deref(), Some("max_sustainable_rate"));
+        assert_eq!(run.metrics[0].name, "max_sustainable_rate");
+        // Labelled with the target: compare matches only equal targets.
+        assert_eq!(run.metrics[0].labels["slo"], "p99<=20ms");
+        assert_eq!(run.metrics[2].labels["slo"], "p99<=20ms");
         assert_eq!(run.metrics[0].role, Some(Role::Primary));
         assert_eq!(run.metrics[1].role, Some(Role::Diagnostic));
-        assert_eq!(run.metrics[2].name, "capacity_above_rate");
+        assert_eq!(run.metrics[2].name, "first_failing_rate");
         // No pass, no capacity figure.
         let mut run = Run::new(dyno_model::Kind::Http, "x");
         mark(
             &mut run,
-            &answer_record(Answer::NoneMeets { lowest: 5.0 }),
+            &searched(Answer::NoneMeets { lowest: 5.0 }),
             Unit::RequestsPerSec,
         );
         assert!(run.metrics.is_empty());
@@ -616,7 +629,7 @@ mod tests {
         let mut run = Run::new(dyno_model::Kind::Http, "x");
         mark(
             &mut run,
-            &answer_record(Answer::ClientBound {
+            &searched(Answer::ClientBound {
                 at: 380.0,
                 max: Some(200.0),
             }),
