@@ -116,6 +116,45 @@ fn finished(child: std::process::Child) -> (i32, Option<Value>, String) {
     )
 }
 
+/// The `n` segments of `dyno db run ARGS` on the throwaway server's
+/// database `db`, as processes of their own meeting in `store` under
+/// `group`, started together; waits for them, checks that each succeeded,
+/// and returns their runs.
+fn db_segments(
+    pg: &dyno_testutil::pg::Pg,
+    db: &str,
+    home: &Path,
+    store: &str,
+    group: &str,
+    n: u32,
+    args: &[&str],
+) -> Vec<Value> {
+    let children: Vec<_> = (0..n)
+        .map(|i| {
+            StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
+                .env("DYNO_HOME", home)
+                .env_remove("XDG_DATA_HOME")
+                .envs(pg.env.iter().map(|(k, v)| (k, v)))
+                .env("PGDATABASE", db)
+                .args(["--store", store, "db", "run"])
+                .args(args)
+                .args(["--segment", &format!("{i}/{n}"), "--group", group, "--json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let (code, run, err) = finished(c);
+            assert_eq!(code, 0, "{err}");
+            run.unwrap()
+        })
+        .collect()
+}
+
 fn metric(run: &Value, name: &str) -> f64 {
     run["metrics"]
         .as_array()
@@ -1326,53 +1365,37 @@ fn a_db_capacity_search_splits_each_step_over_the_segments() {
         "BEGIN;\nSELECT pg_advisory_xact_lock(42);\nSELECT pg_sleep(0.002);\nEND;\n",
     )
     .unwrap();
-    let children: Vec<_> = (0..2)
-        .map(|i| {
-            StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
-                .env("DYNO_HOME", home.path())
-                .env_remove("XDG_DATA_HOME")
-                .envs(pg.env.iter().map(|(k, v)| (k, v)))
-                .env("PGDATABASE", &db)
-                .args([
-                    "--store", &store, "db", "run", "-n", "-c", "8", "-j", "2", "-f",
-                ])
-                .arg(&script)
-                .args([
-                    "--find-max",
-                    "--slo",
-                    "p99<=200ms",
-                    "--start",
-                    "100",
-                    "--step",
-                    "1s",
-                    "--warmup",
-                    "200ms",
-                    "--precision",
-                    "20",
-                    "--budget",
-                    "10s",
-                ])
-                .args([
-                    "--segment",
-                    &format!("{i}/2"),
-                    "--group",
-                    "dbsearch",
-                    "--json",
-                ])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let runs: Vec<Value> = children
-        .into_iter()
-        .map(|c| {
-            let (code, run, err) = finished(c);
-            assert_eq!(code, 0, "{err}");
-            run.unwrap()
-        })
-        .collect();
+    let script = script.to_str().unwrap();
+    let runs = db_segments(
+        &pg,
+        &db,
+        home.path(),
+        &store,
+        "dbsearch",
+        2,
+        &[
+            "-n",
+            "-c",
+            "8",
+            "-j",
+            "2",
+            "-f",
+            script,
+            "--find-max",
+            "--slo",
+            "p99<=200ms",
+            "--start",
+            "100",
+            "--step",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--precision",
+            "20",
+            "--budget",
+            "10s",
+        ],
+    );
     let cap = |run: &Value| run["settings"]["capacity"].clone();
     assert_eq!(
         cap(&runs[0])["steps"].as_array().unwrap().len(),
@@ -1453,37 +1476,23 @@ fn a_db_rate_plan_splits_over_segments_and_merges_its_stages() {
     let home = temp();
     let script = home.path().join("one.sql");
     std::fs::write(&script, "SELECT 1;\n").unwrap();
-    let children: Vec<_> = (0..2)
-        .map(|i| {
-            StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
-                .env("DYNO_HOME", home.path())
-                .env_remove("XDG_DATA_HOME")
-                .envs(pg.env.iter().map(|(k, v)| (k, v)))
-                .env("PGDATABASE", &db)
-                .args(["--store", &store, "db", "run", "-n", "-c", "3", "-f"])
-                .arg(&script)
-                .args(["--rate-plan", "150@1s,0..300/1s"])
-                .args([
-                    "--segment",
-                    &format!("{i}/2"),
-                    "--group",
-                    "dbplan",
-                    "--json",
-                ])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let runs: Vec<Value> = children
-        .into_iter()
-        .map(|c| {
-            let (code, run, err) = finished(c);
-            assert_eq!(code, 0, "{err}");
-            run.unwrap()
-        })
-        .collect();
+    let runs = db_segments(
+        &pg,
+        &db,
+        home.path(),
+        &store,
+        "dbplan",
+        2,
+        &[
+            "-n",
+            "-c",
+            "3",
+            "-f",
+            script.to_str().unwrap(),
+            "--rate-plan",
+            "150@1s,0..300/1s",
+        ],
+    );
     let done = |run: &Value| -> u64 {
         run["settings"]["rate_plan"]["stages"]
             .as_array()

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
-use dyno_load::capacity::{self, Ended, Measured, Plan, Ran, Searched};
+use dyno_load::capacity::{self, Ended, Plan, Ran, Searched};
 use dyno_load::shard::{Shard, Together};
 use dyno_load::sweep;
 use dyno_model::record::DbRecord;
@@ -59,16 +59,10 @@ pub fn find_max(
                 every_client_aborted,
                 |gate| run_step(probe, gate, None, &mut first, &stop, &mut progress),
             )?;
-            let rate = match probed {
-                Measured::Step { observation, .. } => observation.achieved,
-                Measured::Interrupted => 0.0,
-                Measured::Lost(why) => {
-                    return Err(RunError::Setup(format!(
-                        "the probe that picks --start measured nothing (give --start RATE to skip it): {why}"
-                    )));
-                }
-            };
-            ((rate / 2.0).max(1.0).round(), true)
+            (
+                capacity::start_from_probe(probed).map_err(RunError::Setup)?,
+                true,
+            )
         }
     };
     let mut steps = 0;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
-use dyno_load::capacity::{self, Ended, Measured, Plan, Ran, Searched};
+use dyno_load::capacity::{self, Ended, Plan, Ran, Searched};
 use dyno_load::shard::{Shard, Together};
 use dyno_load::sweep;
 use dyno_model::record::HttpRecord;
@@ -100,16 +100,10 @@ pub fn find_max(
                 |o: &StepOutcome| no_target(&o.outcome),
                 |gate| run_step(probe, gate, None, &stop, &mut progress),
             )?;
-            let rate = match probed {
-                Measured::Step { observation, .. } => observation.achieved,
-                Measured::Interrupted => 0.0,
-                Measured::Lost(why) => {
-                    return Err(EngineError::Settings(format!(
-                        "the probe that picks --start measured nothing (give --start RATE to skip it): {why}"
-                    )));
-                }
-            };
-            ((rate / 2.0).max(1.0).round(), true)
+            (
+                capacity::start_from_probe(probed).map_err(EngineError::Settings)?,
+                true,
+            )
         }
     };
     let mut steps = 0;

@@ -204,6 +204,23 @@ pub fn step<O, E>(
     })
 }
 
+/// The first rate of a search from its closed-model probe: half what the
+/// probe achieved (at least 1 per second); 1 when it was interrupted (the
+/// search then stops before its first step); why, when it measured
+/// nothing.
+pub fn start_from_probe<O>(probe: Measured<O>) -> Result<f64, String> {
+    let rate = match probe {
+        Measured::Step { observation, .. } => observation.achieved,
+        Measured::Interrupted => 0.0,
+        Measured::Lost(why) => {
+            return Err(format!(
+                "the probe that picks --start measured nothing (give --start RATE to skip it): {why}"
+            ));
+        }
+    };
+    Ok((rate / 2.0).max(1.0).round())
+}
+
 /// What a search found.
 #[derive(Debug, Clone)]
 pub struct Searched<O> {
