@@ -21,6 +21,7 @@ mod root;
 mod storage;
 mod system;
 mod virt;
+pub mod watch;
 
 use std::path::Path;
 

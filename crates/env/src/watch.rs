@@ -1,0 +1,376 @@
+//! The system under test as `/proc` and cgroup v2 show it (`--watch-pid`,
+//! `--watch-name`, `--watch-cgroup`): what one sample of a process or a
+//! cgroup reads, and the processes that go by a name.
+//!
+//! A sample is a snapshot of cumulative counters (CPU time, context
+//! switches, bytes read and written) and of levels (resident memory,
+//! threads); a watcher takes one each interval on the run's clock, and the
+//! differences between samples are what the run records. Reading never
+//! panics: a process that has exited is [`WatchError::Gone`], and a file
+//! the kernel will not show this user (another user's `/proc/PID/io`) is a
+//! field left `None`, not an error.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::root::Root;
+
+/// Why a process or cgroup could not be sampled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WatchError {
+    /// No such process (never was, or has exited).
+    #[error("process {0} does not exist (it may have exited)")]
+    Gone(u32),
+    /// Its `/proc` files do not read as Linux writes them.
+    #[error("process {pid}'s {file} could not be read as /proc writes it: {why}")]
+    Garbled {
+        pid: u32,
+        file: &'static str,
+        why: String,
+    },
+    /// No cgroup v2 directory there (or not readable).
+    #[error("{0} is not a cgroup v2 directory this user can read (it needs cpu.stat)")]
+    NotCgroup(String),
+}
+
+/// One process's counters and levels at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcSample {
+    /// The command name (`/proc/PID/comm`, as `stat` has it).
+    pub name: String,
+    /// CPU time in user and kernel mode, all threads, since it started.
+    pub user: Duration,
+    pub system: Duration,
+    /// Resident memory, in bytes.
+    pub rss_bytes: u64,
+    pub threads: u64,
+    /// Context switches since it started: it waited (voluntary), or was
+    /// preempted (involuntary); all threads (`/proc/PID/status` counts the
+    /// main thread only, so these come from each task's status).
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    /// Bytes it made the storage layer read and write (`/proc/PID/io`);
+    /// `None` where this user may not read another user's counters.
+    pub read_bytes: Option<u64>,
+    pub write_bytes: Option<u64>,
+}
+
+impl ProcSample {
+    /// CPU time in both modes.
+    pub fn cpu(&self) -> Duration {
+        self.user + self.system
+    }
+}
+
+/// The kernel's clock ticks per second, the unit of `/proc/PID/stat`'s
+/// times.
+fn ticks_per_second() -> u64 {
+    // SAFETY: sysconf reads a constant of the running kernel.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(ticks).ok().filter(|t| *t > 0).unwrap_or(100)
+}
+
+/// The kernel's page size, the unit of `/proc/PID/stat`'s resident set.
+fn page_size() -> u64 {
+    // SAFETY: sysconf reads a constant of the running kernel.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size).ok().filter(|s| *s > 0).unwrap_or(4096)
+}
+
+/// Samples process `pid` from this machine's `/proc`.
+pub fn sample(pid: u32) -> Result<ProcSample, WatchError> {
+    sample_from(Root::new(Path::new("/")), pid)
+}
+
+pub(crate) fn sample_from(root: Root<'_>, pid: u32) -> Result<ProcSample, WatchError> {
+    let stat = root
+        .read(&format!("proc/{pid}/stat"))
+        .ok_or(WatchError::Gone(pid))?;
+    let garbled = |why: String| WatchError::Garbled {
+        pid,
+        file: "stat",
+        why,
+    };
+    // "PID (COMM) STATE PPID …": the name may hold spaces and parentheses,
+    // so it ends at the last ')'.
+    let (open, close) = match (stat.find('('), stat.rfind(')')) {
+        (Some(open), Some(close)) if open < close => (open, close),
+        _ => return Err(garbled("no (name)".into())),
+    };
+    let name = stat[open + 1..close].to_owned();
+    let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    // Fields counted from the state (field 3 of proc(5)).
+    let field = |n: usize, what: &str| -> Result<u64, WatchError> {
+        fields
+            .get(n - 3)
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(|| garbled(format!("no {what} (field {n})")))
+    };
+    let ticks = ticks_per_second();
+    let from_ticks = |t: u64| Duration::from_nanos(t.saturating_mul(1_000_000_000) / ticks);
+    let mut sample = ProcSample {
+        name,
+        user: from_ticks(field(14, "utime")?),
+        system: from_ticks(field(15, "stime")?),
+        threads: field(20, "num_threads")?,
+        rss_bytes: field(24, "rss")?.saturating_mul(page_size()),
+        ..ProcSample::default()
+    };
+    // Switches of every thread: each task's status.
+    let tasks = std::fs::read_dir(root.path(&format!("proc/{pid}/task")))
+        .map_err(|_| WatchError::Gone(pid))?;
+    for task in tasks.flatten() {
+        let Some(status) = std::fs::read_to_string(task.path().join("status")).ok() else {
+            // A thread that ended between the listing and the read.
+            continue;
+        };
+        for line in status.lines() {
+            let value = |prefix: &str| {
+                line.strip_prefix(prefix)
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+            };
+            if let Some(v) = value("voluntary_ctxt_switches:") {
+                sample.voluntary_switches += v;
+            } else if let Some(v) = value("nonvoluntary_ctxt_switches:") {
+                sample.involuntary_switches += v;
+            }
+        }
+    }
+    if let Some(io) = root.read(&format!("proc/{pid}/io")) {
+        for line in io.lines() {
+            let value = |prefix: &str| {
+                line.strip_prefix(prefix)
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+            };
+            if let Some(v) = value("read_bytes:") {
+                sample.read_bytes = Some(v);
+            } else if let Some(v) = value("write_bytes:") {
+                sample.write_bytes = Some(v);
+            }
+        }
+    }
+    Ok(sample)
+}
+
+/// The processes whose command name (`/proc/PID/comm`, at most 15
+/// characters, as `pgrep` matches) is `name`, by PID.
+pub fn pids_named(name: &str) -> Vec<u32> {
+    pids_named_from(Root::new(Path::new("/")), name)
+}
+
+pub(crate) fn pids_named_from(root: Root<'_>, name: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir(root.path("proc")) else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            root.read_value(&format!("proc/{pid}/comm"))
+                .is_some_and(|comm| comm == name)
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// One cgroup's counters and levels at one moment (cgroup v2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CgroupSample {
+    /// CPU time of every process in it, since it was made.
+    pub user: Duration,
+    pub system: Duration,
+    /// How often, and for how long, its CPU limit held it back.
+    pub throttled_periods: u64,
+    pub throttled: Duration,
+    /// Memory in use now (`memory.current`), when the memory controller
+    /// is on.
+    pub memory_bytes: Option<u64>,
+}
+
+/// Samples the cgroup v2 directory `dir` (e.g.
+/// `/sys/fs/cgroup/system.slice/nginx.service`).
+pub fn sample_cgroup(dir: &Path) -> Result<CgroupSample, WatchError> {
+    let stat = std::fs::read_to_string(dir.join("cpu.stat"))
+        .map_err(|_| WatchError::NotCgroup(dir.display().to_string()))?;
+    let mut sample = CgroupSample::default();
+    for line in stat.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(key), Some(value)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let Ok(value) = value.parse::<u64>() else {
+            continue;
+        };
+        match key {
+            "user_usec" => sample.user = Duration::from_micros(value),
+            "system_usec" => sample.system = Duration::from_micros(value),
+            "nr_throttled" => sample.throttled_periods = value,
+            "throttled_usec" => sample.throttled = Duration::from_micros(value),
+            _ => {}
+        }
+    }
+    sample.memory_bytes = std::fs::read_to_string(dir.join("memory.current"))
+        .ok()
+        .and_then(|t| t.trim().parse().ok());
+    Ok(sample)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+
+    use super::*;
+
+    /// A fake `/proc` with one process: its stat line, one task's status,
+    /// and (if given) its io counters.
+    fn fake(stat: &str, io: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let proc = dir.path().join("proc/42");
+        std::fs::create_dir_all(proc.join("task/42")).unwrap();
+        std::fs::create_dir_all(proc.join("task/43")).unwrap();
+        std::fs::write(proc.join("stat"), stat).unwrap();
+        std::fs::write(proc.join("comm"), "my server\n").unwrap();
+        for (task, v, n) in [("42", 10, 1), ("43", 5, 2)] {
+            std::fs::write(
+                proc.join(format!("task/{task}/status")),
+                format!(
+                    "Name:\tx\nvoluntary_ctxt_switches:\t{v}\nnonvoluntary_ctxt_switches:\t{n}\n"
+                ),
+            )
+            .unwrap();
+        }
+        if let Some(io) = io {
+            std::fs::write(proc.join("io"), io).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn a_stat_line_with_a_name_of_spaces_and_parentheses_reads_whole() {
+        let ticks = ticks_per_second();
+        // utime 2 s and stime 1 s in ticks, 3 threads, 100 pages resident.
+        let stat = format!(
+            "42 (my (odd) server) S 1 42 42 0 -1 4194560 100 0 0 0 {} {} 0 0 20 0 3 0 1000 1000000 100 18446744073709551615",
+            2 * ticks,
+            ticks
+        );
+        let dir = fake(
+            &stat,
+            Some("rchar: 9\nread_bytes: 4096\nwrite_bytes: 8192\n"),
+        );
+        let s = sample_from(Root::new(dir.path()), 42).unwrap();
+        assert_eq!(s.name, "my (odd) server");
+        assert_eq!(
+            (s.user, s.system),
+            (Duration::from_secs(2), Duration::from_secs(1))
+        );
+        assert_eq!(s.cpu(), Duration::from_secs(3));
+        assert_eq!(s.threads, 3);
+        assert_eq!(s.rss_bytes, 100 * page_size());
+        // Both threads' switches.
+        assert_eq!((s.voluntary_switches, s.involuntary_switches), (15, 3));
+        assert_eq!((s.read_bytes, s.write_bytes), (Some(4096), Some(8192)));
+        // Another user's io counters are not shown: left unknown.
+        let dir = fake(&stat, None);
+        let s = sample_from(Root::new(dir.path()), 42).unwrap();
+        assert_eq!((s.read_bytes, s.write_bytes), (None, None));
+        assert_eq!(pids_named_from(Root::new(dir.path()), "my server"), [42]);
+        assert!(pids_named_from(Root::new(dir.path()), "my").is_empty());
+    }
+
+    #[test]
+    fn a_missing_or_garbled_process_says_which() {
+        let dir = fake("42 (x) S 1 2", None);
+        let e = sample_from(Root::new(dir.path()), 42).unwrap_err();
+        assert!(
+            matches!(&e, WatchError::Garbled { pid: 42, file: "stat", why } if why.contains("utime")),
+            "{e}"
+        );
+        let e = sample_from(Root::new(dir.path()), 7).unwrap_err();
+        assert_eq!(e, WatchError::Gone(7));
+        assert!(e.to_string().contains("process 7 does not exist"));
+        let dir = fake("garbage", None);
+        assert!(matches!(
+            sample_from(Root::new(dir.path()), 42),
+            Err(WatchError::Garbled { .. })
+        ));
+    }
+
+    #[test]
+    fn a_real_busy_child_shows_the_cpu_it_burned_and_then_is_gone() {
+        // A shell that counts to 300,000 (a few hundred milliseconds of
+        // CPU), says so, and waits on its standard input.
+        let mut child = Command::new("sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo counted; read x",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut said = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut said,
+        )
+        .unwrap();
+        assert_eq!(said, "counted\n");
+        let s = sample(pid).unwrap();
+        assert_eq!(s.name, "sh");
+        assert!(s.threads >= 1 && s.rss_bytes > 0, "{s:?}");
+        assert!(s.cpu() >= Duration::from_millis(30), "{s:?}");
+        assert!(s.voluntary_switches + s.involuntary_switches >= 1, "{s:?}");
+        assert!(pids_named("sh").contains(&pid));
+        child.stdin.take().unwrap().write_all(b"\n").unwrap();
+        child.wait().unwrap();
+        assert_eq!(sample(pid), Err(WatchError::Gone(pid)));
+    }
+
+    #[test]
+    fn this_process_is_sampled_with_its_own_cpu_time() {
+        let pid = std::process::id();
+        let before = sample(pid).unwrap();
+        // Spin until this thread has used 200 ms of CPU (by its own
+        // clock, so a busy machine only makes it take longer).
+        let start = crate::thread_cpu_time();
+        let mut x = 0u64;
+        while crate::thread_cpu_time() < start + Duration::from_millis(200) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let after = sample(pid).unwrap();
+        // The process's counters show it, to their 10 ms ticks.
+        assert!(
+            after.cpu() >= before.cpu() + Duration::from_millis(170),
+            "{before:?} {after:?}"
+        );
+        assert!(after.threads >= 1);
+    }
+
+    #[test]
+    fn a_cgroup_reads_its_cpu_and_memory_and_a_plain_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("cpu.stat"),
+            "usage_usec 3000000\nuser_usec 2000000\nsystem_usec 1000000\nnr_periods 10\nnr_throttled 4\nthrottled_usec 250000\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("memory.current"), "1048576\n").unwrap();
+        let s = sample_cgroup(dir.path()).unwrap();
+        assert_eq!(
+            (s.user, s.system),
+            (Duration::from_secs(2), Duration::from_secs(1))
+        );
+        assert_eq!(
+            (s.throttled_periods, s.throttled),
+            (4, Duration::from_millis(250))
+        );
+        assert_eq!(s.memory_bytes, Some(1_048_576));
+        let plain = tempfile::tempdir().unwrap();
+        let e = sample_cgroup(plain.path()).unwrap_err();
+        assert!(e.to_string().contains("not a cgroup v2 directory"), "{e}");
+    }
+}
