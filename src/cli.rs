@@ -530,10 +530,40 @@ pub(crate) struct HttpArgs {
     pub find_max: FindMaxArgs,
 
     #[command(flatten)]
+    pub watch: WatchArgs,
+
+    #[command(flatten)]
     pub segments: SegmentArgs,
 
     #[command(flatten)]
     pub save: SaveArgs,
+}
+
+/// Watching the system under test while it is loaded.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Watching the target")]
+pub(crate) struct WatchArgs {
+    /// Watch this process of the server (repeatable): its CPU time, memory
+    /// and threads from /proc on the run's clock, its CPU in percent of a
+    /// core and per request (derived), and a verdict on whether it was
+    /// CPU-bound. A PID that does not exist is refused before the run; one
+    /// that exits mid-run is recorded up to then.
+    #[arg(long, value_name = "PID")]
+    pub watch_pid: Vec<u32>,
+
+    /// Watch every process of this name (as pgrep matches /proc/PID/comm,
+    /// e.g. nginx), each as --watch-pid would.
+    #[arg(long, value_name = "NAME")]
+    pub watch_name: Vec<String>,
+
+    /// Watch a cgroup v2 (e.g. /sys/fs/cgroup/system.slice/nginx.service):
+    /// the CPU of every process in it, its throttling and its memory.
+    #[arg(long, value_name = "PATH")]
+    pub watch_cgroup: Vec<PathBuf>,
+
+    /// How often the watched sources are sampled.
+    #[arg(long, value_name = "DURATION", default_value = "1s", allow_hyphen_values = true, value_parser = pass_duration)]
+    pub watch_interval: std::time::Duration,
 }
 
 /// Capacity search (`--find-max`): the highest rate that still meets an

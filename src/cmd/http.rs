@@ -29,6 +29,7 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         latency_log,
         capacity,
         sweep,
+        watch,
         format,
         mut save,
     } = settings::http(args, &env)?;
@@ -61,6 +62,9 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
     // measured is still printed and saved. A second one exits at once.
     let interrupt = Interrupt::install(Second::Exits)?;
 
+    // Watching starts before the load and ends after it, on a thread of
+    // its own.
+    let watcher = super::watch::start(watch)?;
     let started_at = Timestamp::now();
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
@@ -99,7 +103,17 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         );
         return Ok(ExitStatus::Interrupted);
     }
+    let watched = watcher.map(dyno_env::watch::Watcher::stop);
     let mut run = dyno_http::record(&settings, &outcome, env, &asked);
+    if let Some(series) = &watched {
+        super::watch::record(
+            &mut run,
+            series,
+            outcome.started_at + settings.schedule.warmup,
+            outcome.elapsed,
+            outcome.stats.requests(),
+        );
+    }
     // The command's own clock: from before the warm-up and any barrier.
     run.started_at = started_at;
     run.duration_ns = started.elapsed().as_nanos() as u64;

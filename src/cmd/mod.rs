@@ -18,6 +18,7 @@ mod scale;
 pub(crate) mod segment;
 mod serve;
 mod sysinfo;
+mod watch;
 
 use std::io::{IsTerminal, Write};
 

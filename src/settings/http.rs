@@ -27,6 +27,8 @@ pub(crate) struct HttpPlan {
     pub capacity: Option<dyno_load::capacity::Plan>,
     /// `--find-max -c FROM..TO`: the closed-model sweep instead.
     pub sweep: Option<dyno_load::sweep::Plan>,
+    /// `--watch-*`: what of the server is watched during the run.
+    pub watch: Option<super::Watch>,
     pub format: HttpFormat,
     pub save: SaveArgs,
 }
@@ -67,6 +69,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         seed,
         source_addr,
         find_max,
+        watch,
         segments,
         save,
     } = args;
@@ -129,6 +132,12 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             ("--pipeline", pipeline > 1),
         ],
     )?;
+    let watch = super::watch::watch(watch)?;
+    if watch.is_some() && capacity.is_some() {
+        bail!(
+            "--watch-pid, --watch-name and --watch-cgroup watch one run; a capacity search is many: drop them, or watch a run at the rate the search found (--rate)"
+        );
+    }
     if capacity.is_some() && format == HttpFormat::Ab {
         bail!(
             "--format ab prints one run; a capacity search is many steps: drop --format ab (--json prints the whole search)"
@@ -355,6 +364,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         latency_log,
         capacity,
         sweep,
+        watch,
         format,
         save,
     })

@@ -13,8 +13,10 @@ mod disk;
 mod exec;
 mod http;
 pub(crate) mod segment;
+mod watch;
 
 pub(crate) use db::{DbPlan, db_run};
 pub(crate) use disk::{DiskPlan, disk};
 pub(crate) use exec::exec;
 pub(crate) use http::{HttpPlan, builtin_server, http};
+pub(crate) use watch::Watch;

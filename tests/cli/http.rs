@@ -1399,3 +1399,153 @@ fn two_runs_of_one_plan_compare_alike() {
     assert!(!out.contains("[settings_differ]"), "{out}");
     assert!(!out.contains("rate_plan.stages"), "{out}");
 }
+
+/// This test process's CPU time so far, from /proc (user + system ticks).
+fn own_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .collect();
+    // utime and stime, fields 14 and 15 (counted from the state, field 3).
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10)
+}
+
+/// `--watch-pid` on the server's own process (the reference server runs
+/// in this test's process): 200 requests that each burn 2 ms of the
+/// server's CPU, one at a time. The run records the server's CPU per
+/// request (derived: about 2 ms), its share of a core, its memory and its
+/// per-interval CPU, agrees with what /proc says this process used over
+/// the run, prints them, and gives a verdict line.
+#[test]
+fn watch_pid_records_the_servers_cpu_per_request() {
+    let home = temp();
+    let (_server, base) = reference_server();
+    let pid = std::process::id().to_string();
+    let before = own_cpu();
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &format!("{base}/cpu/2000"),
+            "-n",
+            "200",
+            "-c",
+            "2",
+            "--watch-pid",
+            &pid,
+            "--watch-interval",
+            "50ms",
+        ],
+        0,
+    );
+    let used = own_cpu() - before;
+    let labelled = |name: &str| {
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .clone()
+    };
+    let per = labelled("server_cpu_per_op_ns");
+    assert_eq!(per["role"], "derived");
+    assert!(
+        per["labels"]["watched"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("(pid {pid})"))
+    );
+    let per_ns = per["value"].as_f64().unwrap();
+    assert!((1.5e6..=6e6).contains(&per_ns), "{per}");
+    // No more than /proc says this process used over the whole command.
+    let watched_cpu = per_ns * 200.0;
+    assert!(
+        watched_cpu <= used.as_nanos() as f64 + 30e6,
+        "{watched_cpu} ns watched, {used:?} used"
+    );
+    let share = labelled("server_cpu_percent")["value"].as_f64().unwrap();
+    assert!(share > 30.0, "{share}");
+    assert!(labelled("server_memory_peak")["value"].as_f64().unwrap() > 0.0);
+    assert!(
+        !labelled("timeline_server_cpu_percent")["samples"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        warning(&run, "server_cpu_bound").is_some() || warning(&run, "nothing_saturated").is_some(),
+        "{}",
+        run["warnings"]
+    );
+    // The report prints the server's line.
+    let out = dyno(home.path())
+        .args([
+            "http",
+            &format!("{base}/cpu/1000"),
+            "-n",
+            "20",
+            "-c",
+            "1",
+            "--no-save",
+            "--watch-pid",
+            &pid,
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains(&format!("(pid {pid}): ")) && out.contains("per request"),
+        "{out}"
+    );
+}
+
+/// What cannot be watched is refused before any load.
+#[test]
+fn watch_flags_say_what_is_wrong() {
+    let home = temp();
+    // A PID that existed and has exited.
+    let mut gone = StdCommand::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let gone = gone.id().to_string();
+    let url = "http://127.0.0.1:9/";
+    assert_refused(
+        home.path(),
+        &[
+            (
+                &["http", url, "--watch-pid", &gone],
+                &[
+                    &format!("--watch-pid {gone}: process {gone} does not exist"),
+                    "pgrep",
+                ],
+            ),
+            (
+                &["http", url, "--watch-name", "no-such-server"],
+                &["--watch-name no-such-server: no process is named so"],
+            ),
+            (
+                &["http", url, "--watch-cgroup", "/tmp"],
+                &["/tmp is not a cgroup v2 directory"],
+            ),
+            (
+                &["http", url, "--watch-pid", "1", "--watch-interval", "0s"],
+                &["'0s' is too short: give at least 10ms"],
+            ),
+            (
+                &[
+                    "http",
+                    url,
+                    "--watch-pid",
+                    "1",
+                    "--find-max",
+                    "--slo",
+                    "p99<=1s",
+                ],
+                &["a capacity search is many", "--rate"],
+            ),
+        ],
+    );
+}

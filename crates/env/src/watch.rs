@@ -10,8 +10,12 @@
 //! the kernel will not show this user (another user's `/proc/PID/io`) is a
 //! field left `None`, not an error.
 
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use dyno_model::{Direction, Merge, Metric, Unit};
 
 use crate::root::Root;
 
@@ -216,6 +220,324 @@ pub fn sample_cgroup(dir: &Path) -> Result<CgroupSample, WatchError> {
     Ok(sample)
 }
 
+/// What is watched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A process, by PID.
+    Pid(u32),
+    /// A cgroup v2 directory.
+    Cgroup(PathBuf),
+}
+
+impl Source {
+    /// Reads it now: its CPU time so far, its memory and threads.
+    fn read(&self) -> Result<Reading, WatchError> {
+        match self {
+            Source::Pid(pid) => sample(*pid).map(|s| Reading {
+                cpu: s.cpu(),
+                memory_bytes: Some(s.rss_bytes),
+                threads: Some(s.threads),
+            }),
+            Source::Cgroup(dir) => sample_cgroup(dir).map(|s| Reading {
+                cpu: s.user + s.system,
+                memory_bytes: s.memory_bytes,
+                threads: None,
+            }),
+        }
+    }
+}
+
+/// What one sample of a source read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    /// CPU time used so far (cumulative).
+    pub cpu: Duration,
+    pub memory_bytes: Option<u64>,
+    pub threads: Option<u64>,
+}
+
+/// One source's samples over a run.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// The source as people name it: `nginx (pid 1234)`, or the cgroup's
+    /// path.
+    pub name: String,
+    pub samples: Vec<(Instant, Reading)>,
+    /// Why sampling stopped before the end (the process exited), if it
+    /// did.
+    pub lost: Option<String>,
+}
+
+/// Samples sources on a thread of its own every interval, from
+/// [`Watcher::start`] to [`Watcher::stop`], so that the load's threads do
+/// none of it.
+#[derive(Debug)]
+pub struct Watcher {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<Series>>,
+}
+
+impl Watcher {
+    /// Checks every source once (a process that does not exist, a
+    /// directory that is no cgroup: `Err`, nothing started), then samples
+    /// them every `interval` until stopped.
+    pub fn start(sources: Vec<Source>, interval: Duration) -> Result<Watcher, WatchError> {
+        let mut series = Vec::with_capacity(sources.len());
+        for source in &sources {
+            let first = source.read()?;
+            let name = match source {
+                Source::Pid(pid) => {
+                    let comm = sample(*pid).map(|s| s.name).unwrap_or_default();
+                    format!("{comm} (pid {pid})")
+                }
+                Source::Cgroup(dir) => dir.display().to_string(),
+            };
+            series.push(Series {
+                name,
+                samples: vec![(Instant::now(), first)],
+                lost: None,
+            });
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let interval = interval.max(Duration::from_millis(10));
+        let thread = std::thread::Builder::new()
+            .name("dyno-watch".into())
+            .spawn(move || {
+                let mut next = Instant::now() + interval;
+                loop {
+                    // Short naps, so that a stop is seen at once.
+                    while !stopped.load(Ordering::Relaxed) && Instant::now() < next {
+                        std::thread::sleep(
+                            next.saturating_duration_since(Instant::now())
+                                .min(Duration::from_millis(20)),
+                        );
+                    }
+                    let last = stopped.load(Ordering::Relaxed);
+                    for (source, series) in sources.iter().zip(&mut series) {
+                        if series.lost.is_some() {
+                            continue;
+                        }
+                        match source.read() {
+                            Ok(r) => series.samples.push((Instant::now(), r)),
+                            Err(e) => series.lost = Some(e.to_string()),
+                        }
+                    }
+                    if last {
+                        return series;
+                    }
+                    next += interval;
+                }
+            })
+            .expect("a thread starts");
+        Ok(Watcher { stop, thread })
+    }
+
+    /// Takes a last sample and returns every source's series.
+    pub fn stop(self) -> Vec<Series> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+/// What a source used over a window of the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usage {
+    /// CPU time used in the window (the cumulative counter read between
+    /// the samples around each end, linearly).
+    pub cpu: Duration,
+    pub window: Duration,
+    /// The most memory and threads any sample saw.
+    pub max_memory_bytes: Option<u64>,
+    pub max_threads: Option<u64>,
+}
+
+impl Usage {
+    /// CPU time over the window, in percent of one core.
+    pub fn cpu_percent(&self) -> f64 {
+        if self.window.is_zero() {
+            0.0
+        } else {
+            100.0 * self.cpu.as_secs_f64() / self.window.as_secs_f64()
+        }
+    }
+}
+
+impl Series {
+    /// The cumulative CPU time at `at`, read between the samples around
+    /// it; `None` outside the samples.
+    fn cpu_at(&self, at: Instant) -> Option<f64> {
+        let i = self.samples.iter().position(|(t, _)| *t >= at)?;
+        let (t1, r1) = self.samples[i];
+        if i == 0 {
+            return (t1 == at).then_some(r1.cpu.as_secs_f64());
+        }
+        let (t0, r0) = self.samples[i - 1];
+        let span = (t1 - t0).as_secs_f64();
+        let part = if span > 0.0 {
+            (at - t0).as_secs_f64() / span
+        } else {
+            1.0
+        };
+        Some(r0.cpu.as_secs_f64() + part * (r1.cpu.as_secs_f64() - r0.cpu.as_secs_f64()))
+    }
+
+    /// What it used from `from` to `to`, clipped to the samples it has
+    /// (a process that exited is counted to its last sample); `None`
+    /// without two samples in the window.
+    pub fn usage(&self, from: Instant, to: Instant) -> Option<Usage> {
+        let first = self.samples.first()?.0;
+        let last = self.samples.last()?.0;
+        let (from, to) = (from.max(first), to.min(last));
+        if to <= from {
+            return None;
+        }
+        let cpu = (self.cpu_at(to)? - self.cpu_at(from)?).max(0.0);
+        let within = || self.samples.iter().filter(|(t, _)| *t >= from && *t <= to);
+        Some(Usage {
+            cpu: Duration::from_secs_f64(cpu),
+            window: to - from,
+            max_memory_bytes: within().filter_map(|(_, r)| r.memory_bytes).max(),
+            max_threads: within().filter_map(|(_, r)| r.threads).max(),
+        })
+    }
+
+    /// CPU use in percent of one core over each interval between samples
+    /// in the window (the series a report draws).
+    pub fn cpu_percent_series(&self, from: Instant, to: Instant) -> Vec<f64> {
+        self.samples
+            .windows(2)
+            .filter(|w| w[0].0 >= from && w[1].0 <= to)
+            .map(|w| {
+                let span = (w[1].0 - w[0].0).as_secs_f64();
+                let cpu = w[1].1.cpu.saturating_sub(w[0].1.cpu).as_secs_f64();
+                if span > 0.0 { 100.0 * cpu / span } else { 0.0 }
+            })
+            .collect()
+    }
+}
+
+/// The metrics of what was watched over a run's measured window, from
+/// `from` to `to`, in which `operations` requests (or transactions) ended:
+/// each source's CPU in percent of one core, its CPU per operation
+/// (derived, from the watched CPU and the run's count), its peak memory,
+/// and its CPU per interval. Labelled with the source (`watched`); a
+/// segment's watch is its own, so none merges.
+pub fn metrics(series: &[Series], from: Instant, to: Instant, operations: u64) -> Vec<Metric> {
+    let mut out = Vec::new();
+    for s in series {
+        let Some(u) = s.usage(from, to) else {
+            continue;
+        };
+        let label = |mut m: Metric| {
+            m.labels.insert("watched".into(), s.name.clone());
+            m.merged(Merge::None)
+        };
+        out.push(label(
+            Metric::new(
+                "server_cpu_percent",
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                u.cpu_percent(),
+            )
+            .diagnostic(),
+        ));
+        if operations > 0 {
+            out.push(label(
+                Metric::new(
+                    "server_cpu_per_op_ns",
+                    Unit::Ns,
+                    Direction::LowerIsBetter,
+                    u.cpu.as_nanos() as f64 / operations as f64,
+                )
+                .derived_of("server_cpu_percent"),
+            ));
+        }
+        if let Some(bytes) = u.max_memory_bytes {
+            out.push(label(
+                Metric::new(
+                    "server_memory_peak",
+                    Unit::Bytes,
+                    Direction::LowerIsBetter,
+                    bytes as f64,
+                )
+                .context(),
+            ));
+        }
+        let series = s.cpu_percent_series(from, to);
+        if !series.is_empty() {
+            let mean = series.iter().sum::<f64>() / series.len() as f64;
+            let mut m = Metric::new(
+                "timeline_server_cpu_percent",
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                mean,
+            )
+            .context();
+            m.samples = series;
+            out.push(label(m));
+        }
+    }
+    out
+}
+
+/// The share of its cores at which a watched source counts as CPU-bound.
+pub const SATURATED_SHARE: f64 = 0.9;
+
+/// The verdict on what was watched, as a warning's code and message: a
+/// source that used at least [`SATURATED_SHARE`] of the cores it could
+/// use (one per thread, at most `cpus`) was CPU-bound; otherwise, when
+/// something was watched, nothing watched was saturated. `None` without a
+/// usable source.
+pub fn verdict(
+    series: &[Series],
+    from: Instant,
+    to: Instant,
+    cpus: usize,
+) -> Option<(&'static str, String)> {
+    let mut busiest: Option<(f64, String)> = None;
+    let mut any = false;
+    for s in series {
+        let Some(u) = s.usage(from, to) else {
+            continue;
+        };
+        any = true;
+        let cores = u
+            .max_threads
+            .map_or(cpus as u64, |t| t.min(cpus as u64))
+            .max(1);
+        let share = u.cpu_percent() / 100.0 / cores as f64;
+        if share >= SATURATED_SHARE && busiest.as_ref().is_none_or(|(b, _)| share > *b) {
+            let of = if cores == 1 {
+                "one core".to_owned()
+            } else {
+                format!("{cores} cores")
+            };
+            busiest = Some((
+                share,
+                format!(
+                    "the server was CPU-bound: {} used {:.0}% of {of}, all it can use{}",
+                    s.name,
+                    u.cpu_percent() / cores as f64,
+                    if u.max_threads == Some(1) {
+                        " (one thread)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+    }
+    match busiest {
+        Some((_, message)) => Some(("server_cpu_bound", message)),
+        None if any => Some((
+            "nothing_saturated",
+            "nothing watched was saturated: the watched processes had CPU to spare, so the limit was elsewhere (the client, the network, or something not watched)".to_owned(),
+        )),
+        None => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Write as _;
@@ -245,6 +567,116 @@ mod tests {
             std::fs::write(proc.join("io"), io).unwrap();
         }
         dir
+    }
+
+    fn reading(cpu_ms: u64, threads: u64) -> Reading {
+        Reading {
+            cpu: Duration::from_millis(cpu_ms),
+            memory_bytes: Some(cpu_ms * 1000),
+            threads: Some(threads),
+        }
+    }
+
+    #[test]
+    fn usage_over_a_window_reads_between_the_samples_around_its_ends() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        // One core's worth from 0 to 1 s, none from 1 s to 2 s.
+        let s = Series {
+            name: "x (pid 1)".into(),
+            samples: vec![
+                (at(0), reading(0, 1)),
+                (at(1000), reading(1000, 1)),
+                (at(2000), reading(1000, 2)),
+            ],
+            lost: None,
+        };
+        let u = s.usage(at(500), at(1500)).unwrap();
+        assert_eq!(u.window, Duration::from_millis(1000));
+        assert!((u.cpu.as_secs_f64() - 0.5).abs() < 1e-9, "{u:?}");
+        assert!((u.cpu_percent() - 50.0).abs() < 1e-6);
+        assert_eq!(
+            (u.max_memory_bytes, u.max_threads),
+            (Some(1_000_000), Some(1))
+        );
+        // Clipped to the samples; nothing outside them.
+        let all = s
+            .usage(
+                at(0).checked_sub(Duration::from_secs(1)).unwrap_or(at(0)),
+                at(5000),
+            )
+            .unwrap();
+        assert_eq!(all.cpu, Duration::from_secs(1));
+        assert!(s.usage(at(3000), at(4000)).is_none());
+        assert_eq!(s.cpu_percent_series(at(0), at(2000)), [100.0, 0.0]);
+        // Metrics: labelled with the source, CPU per operation derived.
+        let m = metrics(std::slice::from_ref(&s), at(0), at(1000), 500);
+        let find = |n: &str| m.iter().find(|m| m.name == n).unwrap();
+        assert!((find("server_cpu_percent").value - 100.0).abs() < 1e-6);
+        assert!((find("server_cpu_per_op_ns").value - 2_000_000.0).abs() < 1.0);
+        assert_eq!(find("server_cpu_percent").labels["watched"], "x (pid 1)");
+        assert_eq!(
+            find("server_cpu_per_op_ns").role,
+            Some(dyno_model::Role::Derived)
+        );
+        // The verdict: a one-thread process at 100% of its core is the
+        // limit; at 50% it is not.
+        let (code, why) = verdict(std::slice::from_ref(&s), at(0), at(1000), 8).unwrap();
+        assert_eq!(code, "server_cpu_bound");
+        assert!(why.contains("x (pid 1) used 100% of one core"), "{why}");
+        let (code, _) = verdict(std::slice::from_ref(&s), at(500), at(1500), 8).unwrap();
+        assert_eq!(code, "nothing_saturated");
+        assert!(verdict(&[], at(0), at(1000), 8).is_none());
+    }
+
+    #[test]
+    fn a_watcher_follows_a_real_process_and_agrees_with_proc() {
+        // A shell that counts (about a second of CPU) and then waits.
+        let mut child = Command::new("sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done; echo counted; read x",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let before = sample(pid).unwrap();
+        let start = Instant::now();
+        let watcher = Watcher::start(vec![Source::Pid(pid)], Duration::from_millis(100)).unwrap();
+        let mut said = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut said,
+        )
+        .unwrap();
+        let after = sample(pid).unwrap();
+        let end = Instant::now();
+        child.stdin.take().unwrap().write_all(b"\n").unwrap();
+        child.wait().unwrap();
+        let series = watcher.stop();
+        assert_eq!(series.len(), 1);
+        let s = &series[0];
+        assert_eq!(s.name, format!("sh (pid {pid})"));
+        // It exited before the last sample: sampling stopped and says why.
+        assert!(
+            s.lost
+                .as_deref()
+                .is_some_and(|l| l.contains("does not exist")),
+            "{s:?}"
+        );
+        assert!(s.samples.len() >= 2);
+        // The CPU the watcher saw over the whole watch is what /proc said
+        // before and after, to its 10 ms ticks.
+        let u = s.usage(start, end).unwrap();
+        let truth = after.cpu() - before.cpu();
+        let diff = (u.cpu.as_secs_f64() - truth.as_secs_f64()).abs();
+        assert!(
+            diff <= 0.03 + 0.05 * truth.as_secs_f64(),
+            "{u:?} against {truth:?}"
+        );
+        assert!(Watcher::start(vec![Source::Pid(pid)], Duration::from_secs(1)).is_err());
     }
 
     #[test]

@@ -214,6 +214,7 @@ pub fn db_report(run: &Run) -> String {
         let _ = write!(cpu, ", {} per transaction", short_ns(m.value));
     }
     let _ = writeln!(out, "{cpu}");
+    crate::text::watched(run, "transaction", &mut out);
     crate::text::warnings(run, &mut out);
     out
 }

@@ -299,6 +299,7 @@ pub fn http_report(run: &Run) -> String {
         value(run, "client_cpu_percent"),
         counted(rec.threads, "worker thread")
     );
+    crate::text::watched(run, "request", &mut out);
     crate::text::warnings(run, &mut out);
     out
 }

@@ -486,6 +486,34 @@ pub(crate) fn summary(run: &Run, rows: &[SummaryRow]) -> String {
     out
 }
 
+/// One line per watched source (`--watch-*`): its CPU in percent of a
+/// core over the measured window, per `per` (request, transaction) and
+/// its peak memory.
+pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
+    for cpu in run
+        .metrics
+        .iter()
+        .filter(|m| m.name == "server_cpu_percent")
+    {
+        let Some(name) = cpu.labels.get("watched") else {
+            continue;
+        };
+        let of = |metric: &str| {
+            run.metrics
+                .iter()
+                .find(|m| m.name == metric && m.labels.get("watched") == Some(name))
+        };
+        let mut line = format!("Server CPU  {name}: {:.1}% of a core", cpu.value);
+        if let Some(m) = of("server_cpu_per_op_ns") {
+            let _ = write!(line, ", {} per {per}", crate::http::short_ns(m.value));
+        }
+        if let Some(m) = of("server_memory_peak") {
+            let _ = write!(line, ", peak memory {}", BinarySize(m.value as u64));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+}
+
 pub(crate) fn warnings(run: &Run, out: &mut String) {
     if !run.warnings.is_empty() {
         out.push_str("\nWarnings:\n");

@@ -1,0 +1,59 @@
+//! `--watch-pid`, `--watch-name`, `--watch-cgroup`, `--watch-interval`:
+//! what of the system under test is watched during a run, resolved and
+//! checked before anything is measured (a PID that does not exist, a name
+//! no process has, a directory that is no cgroup: usage errors).
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use dyno_env::watch::{self, Source};
+
+use crate::cli::WatchArgs;
+
+/// What to watch, and how often.
+#[derive(Debug, Clone)]
+pub(crate) struct Watch {
+    pub sources: Vec<Source>,
+    pub interval: Duration,
+}
+
+/// The sources the flags name, each checked once; `None` when none is
+/// named.
+pub(crate) fn watch(args: WatchArgs) -> Result<Option<Watch>> {
+    let WatchArgs {
+        watch_pid,
+        watch_name,
+        watch_cgroup,
+        watch_interval,
+    } = args;
+    // clap's duration parser has refused an interval under 10 ms.
+    let mut sources = Vec::new();
+    for pid in watch_pid {
+        if let Err(e) = watch::sample(pid) {
+            bail!(
+                "--watch-pid {pid}: {e}; give the PID of a running server process (pgrep NAME lists them)"
+            );
+        }
+        sources.push(Source::Pid(pid));
+    }
+    for name in watch_name {
+        let pids = watch::pids_named(&name);
+        if pids.is_empty() {
+            bail!(
+                "--watch-name {name}: no process is named so (the name is /proc/PID/comm's, at most 15 characters, as pgrep matches it): is the server running?"
+            );
+        }
+        sources.extend(pids.into_iter().map(Source::Pid));
+    }
+    for dir in watch_cgroup {
+        if let Err(e) = watch::sample_cgroup(&dir) {
+            bail!("--watch-cgroup: {e}");
+        }
+        sources.push(Source::Cgroup(dir));
+    }
+    sources.dedup();
+    Ok((!sources.is_empty()).then_some(Watch {
+        sources,
+        interval: watch_interval,
+    }))
+}
