@@ -1243,6 +1243,9 @@ pub(crate) struct DbRunArgs {
     pub find_max: FindMaxArgs,
 
     #[command(flatten)]
+    pub watch: WatchArgs,
+
+    #[command(flatten)]
     pub segments: SegmentArgs,
 
     #[command(flatten)]

@@ -91,6 +91,7 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         progress,
         capacity,
         sweep,
+        watch,
     } = settings::db_run(args, env.hostname.as_deref())?;
     let search = match (&capacity, &sweep) {
         (Some(plan), _) => Some(Search::Rates(plan)),
@@ -112,6 +113,7 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         return find_max(on, search, env, save, store, progress);
     }
     let interrupt = Interrupt::install(Second::Exits)?;
+    let watcher = super::watch::start(watch)?;
     let started = Instant::now();
     let mut progress = ProgressLine::new(progress);
     let mut met = None;
@@ -132,7 +134,17 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         eprintln!("dyno: interrupted before any transaction ended; nothing was saved");
         return Ok(ExitStatus::Interrupted);
     }
+    let watched = watcher.map(dyno_env::watch::Watcher::stop);
     let mut run = record::record(&settings, &whole, &outcome, started.elapsed(), env);
+    if let Some(series) = &watched {
+        super::watch::record(
+            &mut run,
+            series,
+            outcome.started_at + settings.warmup,
+            outcome.elapsed,
+            outcome.transactions + outcome.failed_total(),
+        );
+    }
     if let (Some(plan), Some(met)) = (&plan, &met) {
         plan.record(&mut run, met, outcome.started_at);
         save.tags.push(plan.tag());

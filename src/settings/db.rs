@@ -29,6 +29,8 @@ pub(crate) struct DbPlan {
     pub capacity: Option<dyno_load::capacity::Plan>,
     /// `--find-max -c FROM..TO`: the closed-model sweep instead.
     pub sweep: Option<dyno_load::sweep::Plan>,
+    /// `--watch-*`: what of the server is watched during the run.
+    pub watch: Option<super::Watch>,
 }
 
 /// `dyno db run`'s flags, checked together and resolved; `host` names
@@ -70,6 +72,12 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             ("-T/--time", args.time.is_some()),
         ],
     )?;
+    let watch = super::watch::watch(args.watch.clone())?;
+    if watch.is_some() && capacity.is_some() {
+        bail!(
+            "--watch-pid, --watch-name and --watch-cgroup watch one run; a capacity search is many: drop them, or watch a run at the rate the search found (-R)"
+        );
+    }
     // -c FROM..TO turns the search into the closed-model sweep.
     let (capacity, sweep) = match (capacity, args.clients.range) {
         (Some(c), true) => {
@@ -115,6 +123,7 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
         progress: args.progress,
         capacity,
         sweep,
+        watch,
     })
 }
 

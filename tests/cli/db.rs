@@ -1434,3 +1434,73 @@ fn find_max_over_a_range_of_clients_sweeps_the_closed_model() {
     .unwrap();
     assert!(shown.contains("STEP  CONN"), "{shown}");
 }
+
+/// `db run --watch-pid` on the server's postmaster: its figures over the
+/// run, labelled with it, and a verdict line; the report prints it.
+#[test]
+fn db_run_watches_the_server() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    let postmaster = std::fs::read_to_string(
+        std::path::Path::new(&std::env::var("DYNO_TEST_PG").unwrap()).join("data/postmaster.pid"),
+    )
+    .unwrap();
+    let pid = postmaster.lines().next().unwrap().trim().to_owned();
+    let dir = temp();
+    let script = dir.path().join("one.sql");
+    std::fs::write(&script, "SELECT 1;\n").unwrap();
+    let run = json_run(
+        pg.dyno(home.path(), &db).args([
+            "db",
+            "run",
+            "-n",
+            "-c",
+            "2",
+            "-T",
+            "1",
+            "-f",
+            script.to_str().unwrap(),
+            "--watch-pid",
+            &pid,
+            "--watch-interval",
+            "100ms",
+            "--json",
+        ]),
+        0,
+    );
+    let watched = |name: &str| {
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .clone()
+    };
+    let cpu = watched("server_cpu_percent");
+    assert_eq!(cpu["labels"]["watched"], format!("postgres (pid {pid})"));
+    assert!(watched("server_cpu_per_op_ns")["value"].as_f64().unwrap() >= 0.0);
+    let codes: Vec<&str> = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["code"].as_str())
+        .collect();
+    assert!(
+        codes.contains(&"nothing_saturated") || codes.contains(&"server_cpu_bound"),
+        "{codes:?}"
+    );
+    let shown = String::from_utf8(
+        pg.dyno(home.path(), &db)
+            .args(["show", run["id"].as_str().unwrap()])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        shown.contains(&format!("Server CPU  postgres (pid {pid}): "))
+            && shown.contains("per transaction"),
+        "{shown}"
+    );
+}
