@@ -60,7 +60,8 @@ pub fn find_max(
                 |gate| run_step(probe, gate, None, &mut first, &stop, &mut progress),
             )?;
             (
-                capacity::start_from_probe(probed).map_err(RunError::Setup)?,
+                capacity::start_from_probe(probed, every_client_aborted)
+                    .map_err(RunError::Setup)?,
                 true,
             )
         }

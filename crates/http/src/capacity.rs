@@ -101,7 +101,8 @@ pub fn find_max(
                 |gate| run_step(probe, gate, None, &stop, &mut progress),
             )?;
             (
-                capacity::start_from_probe(probed).map_err(EngineError::Settings)?,
+                capacity::start_from_probe(probed, |o: &StepOutcome| no_target(&o.outcome))
+                    .map_err(EngineError::Settings)?,
                 true,
             )
         }

@@ -207,16 +207,23 @@ pub fn step<O, E>(
 /// The first rate of a search from its closed-model probe: half what the
 /// probe achieved (at least 1 per second); 1 when it was interrupted (the
 /// search then stops before its first step); why, when it measured
-/// nothing.
-pub fn start_from_probe<O>(probe: Measured<O>) -> Result<f64, String> {
+/// nothing or found no target (as `lost` tells from its outcome).
+pub fn start_from_probe<O>(
+    probe: Measured<O>,
+    lost: impl Fn(&O) -> Option<String>,
+) -> Result<f64, String> {
+    let why = |why: String| {
+        format!(
+            "the probe that picks --start measured nothing (give --start RATE to skip it): {why}"
+        )
+    };
     let rate = match probe {
+        Measured::Step { outcome, .. } if lost(&outcome).is_some() => {
+            return Err(why(lost(&outcome).unwrap_or_default()));
+        }
         Measured::Step { observation, .. } => observation.achieved,
         Measured::Interrupted => 0.0,
-        Measured::Lost(why) => {
-            return Err(format!(
-                "the probe that picks --start measured nothing (give --start RATE to skip it): {why}"
-            ));
-        }
+        Measured::Lost(lost) => return Err(why(lost)),
     };
     Ok((rate / 2.0).max(1.0).round())
 }
