@@ -51,7 +51,16 @@ pub(crate) fn watch(args: WatchArgs) -> Result<Option<Watch>> {
         }
         sources.push(Source::Cgroup(dir));
     }
-    sources.dedup();
+    // Each source once, however many flags named it (a PID given and
+    // matched by a name too): its metrics' labels must be unique.
+    let mut seen = Vec::with_capacity(sources.len());
+    sources.retain(|s| {
+        let new = !seen.contains(s);
+        if new {
+            seen.push(s.clone());
+        }
+        new
+    });
     Ok((!sources.is_empty()).then_some(Watch {
         sources,
         interval: watch_interval,

@@ -1435,9 +1435,19 @@ fn watch_pid_records_the_servers_cpu_per_request() {
             &pid,
             "--watch-interval",
             "50ms",
+            // The same process again: watched once.
+            "--watch-pid",
+            &pid,
         ],
         0,
     );
+    let watched: Vec<&Value> = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "server_cpu_percent")
+        .collect();
+    assert_eq!(watched.len(), 1, "{watched:?}");
     let used = own_cpu() - before;
     let labelled = |name: &str| {
         run["metrics"]

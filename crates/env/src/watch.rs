@@ -233,11 +233,7 @@ impl Source {
     /// Reads it now: its CPU time so far, its memory and threads.
     fn read(&self) -> Result<Reading, WatchError> {
         match self {
-            Source::Pid(pid) => sample(*pid).map(|s| Reading {
-                cpu: s.cpu(),
-                memory_bytes: Some(s.rss_bytes),
-                threads: Some(s.threads),
-            }),
+            Source::Pid(pid) => sample(*pid).map(|s| Reading::of(&s)),
             Source::Cgroup(dir) => sample_cgroup(dir).map(|s| Reading {
                 cpu: s.user + s.system,
                 memory_bytes: s.memory_bytes,
@@ -254,6 +250,16 @@ pub struct Reading {
     pub cpu: Duration,
     pub memory_bytes: Option<u64>,
     pub threads: Option<u64>,
+}
+
+impl Reading {
+    fn of(s: &ProcSample) -> Reading {
+        Reading {
+            cpu: s.cpu(),
+            memory_bytes: Some(s.rss_bytes),
+            threads: Some(s.threads),
+        }
+    }
 }
 
 /// One source's samples over a run.
@@ -284,13 +290,13 @@ impl Watcher {
     pub fn start(sources: Vec<Source>, interval: Duration) -> Result<Watcher, WatchError> {
         let mut series = Vec::with_capacity(sources.len());
         for source in &sources {
-            let first = source.read()?;
-            let name = match source {
+            // One read gives the first sample and the process's name.
+            let (first, name) = match source {
                 Source::Pid(pid) => {
-                    let comm = sample(*pid).map(|s| s.name).unwrap_or_default();
-                    format!("{comm} (pid {pid})")
+                    let s = sample(*pid)?;
+                    (Reading::of(&s), format!("{} (pid {pid})", s.name))
                 }
-                Source::Cgroup(dir) => dir.display().to_string(),
+                Source::Cgroup(dir) => (source.read()?, dir.display().to_string()),
             };
             series.push(Series {
                 name,
