@@ -1559,3 +1559,41 @@ fn watch_flags_say_what_is_wrong() {
         ],
     );
 }
+
+/// A search whose first step finds nothing listening saves nothing, as a
+/// plain run to a closed port does, and says why.
+#[test]
+fn a_search_of_a_closed_port_saves_nothing() {
+    let home = temp();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let out = dyno(home.path())
+        .args([
+            "http",
+            &format!("http://127.0.0.1:{port}/"),
+            "--find-max",
+            "--slo",
+            "p99<=20ms",
+            "--start",
+            "50",
+            "--step",
+            "300ms",
+            "--warmup",
+            "100ms",
+        ])
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refused") && err.contains("nothing was saved"),
+        "{err}"
+    );
+    dyno(home.path())
+        .args(["history"])
+        .assert()
+        .stdout(predicate::str::contains("find-max").not());
+}

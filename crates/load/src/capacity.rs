@@ -293,6 +293,12 @@ pub fn drive<O, E>(
                 outcome,
                 extra,
             } => {
+                // A step that found no target measured nothing: it is not
+                // judged, and the search ends with what it had.
+                if let Some(why) = lost(&outcome) {
+                    lost_target = Some(why);
+                    break;
+                }
                 let step = search.observe(observation).clone();
                 let ran = Ran {
                     step,
@@ -300,11 +306,7 @@ pub fn drive<O, E>(
                     extra,
                 };
                 on_step(&ran);
-                lost_target = lost(&ran.outcome);
                 steps.push(ran);
-                if lost_target.is_some() {
-                    break;
-                }
             }
         }
     }
@@ -586,7 +588,8 @@ mod tests {
             }
         );
 
-        // The target went away after the first step.
+        // The target went away in the second step: that step measured no
+        // server, and is neither judged nor kept.
         let searched = drive(
             &plan(),
             100.0,
@@ -599,12 +602,20 @@ mod tests {
                     extra: Extra::default(),
                 })
             },
-            |_| Some("gone".to_owned()),
+            |rate| (*rate > 100.0).then(|| "gone".to_owned()),
             |_| {},
         )
         .unwrap();
         assert_eq!(searched.steps.len(), 1);
+        assert_eq!(searched.steps[0].step.rate, 100.0);
         assert_eq!(searched.lost_target.as_deref(), Some("gone"));
+        assert_eq!(
+            searched.answer,
+            Answer::Unfinished {
+                max: Some(100.0),
+                above: None
+            }
+        );
     }
 
     #[test]

@@ -185,6 +185,12 @@ pub fn drive<O, E>(
                 outcome,
                 extra,
             } => {
+                // A step that found no target measured nothing: it is not
+                // judged, and the sweep ends with what it had.
+                if let Some(why) = lost(&outcome) {
+                    lost_target = Some(why);
+                    break;
+                }
                 let ran = Ran {
                     connections,
                     why: judge_closed(&plan.slo, &observation),
@@ -193,11 +199,10 @@ pub fn drive<O, E>(
                     outcome,
                 };
                 on_step(&ran);
-                lost_target = lost(&ran.outcome);
                 let client_bound = ran.why.contains(&Why::ClientBound);
                 steps.push(ran);
                 let failing = steps.iter().rev().take_while(|s| !s.passed()).count();
-                if lost_target.is_some() || client_bound || failing >= FAILS_TO_STOP {
+                if client_bound || failing >= FAILS_TO_STOP {
                     break;
                 }
             }
