@@ -561,6 +561,16 @@ pub(crate) struct WatchArgs {
     #[arg(long, value_name = "PATH")]
     pub watch_cgroup: Vec<PathBuf>,
 
+    /// Scrape this Prometheus text endpoint (repeatable), on this machine
+    /// or another: node_exporter gives the target machine's CPU by mode and
+    /// core, memory, disk busy time and throughput, network bytes, TCP
+    /// retransmits and listen drops; postgres_exporter PostgreSQL's
+    /// commits and cache hits; any other exporter its own process's CPU.
+    /// An endpoint that is down, slow or answers garbage is warned of and
+    /// the run goes on.
+    #[arg(long = "watch", value_name = "URL")]
+    pub watch_url: Vec<String>,
+
     /// How often the watched sources are sampled.
     #[arg(long, value_name = "DURATION", default_value = "1s", allow_hyphen_values = true, value_parser = pass_duration)]
     pub watch_interval: std::time::Duration,

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Result, anyhow};
-use dyno_env::watch::{self, Series, Watcher};
+use dyno_env::watch::{self, Watched, Watcher};
 use dyno_model::Run;
 
 use crate::settings::Watch;
@@ -24,7 +24,7 @@ pub(super) fn start(watch: Option<Watch>) -> Result<Option<Watcher>> {
 /// lost mid-run, and the verdict.
 pub(super) fn record(
     run: &mut Run,
-    series: &[Series],
+    watched: &Watched,
     measured_from: SystemTime,
     measured: Duration,
     operations: u64,
@@ -35,8 +35,8 @@ pub(super) fn record(
     let from = now.checked_sub(ago).unwrap_or(now);
     let to = from + measured;
     run.metrics
-        .extend(watch::metrics(series, from, to, operations));
-    for s in series {
+        .extend(watch::metrics(watched, from, to, operations));
+    for s in &watched.series {
         if let Some(why) = &s.lost {
             run.warn(
                 "watch_lost",
@@ -44,7 +44,16 @@ pub(super) fn record(
             );
         }
     }
-    if let Some((code, message)) = watch::verdict(series, from, to, dyno_env::available_cpus()) {
+    for s in &watched.scrapes {
+        let troubles = s.troubles();
+        if !troubles.is_empty() {
+            run.warn(
+                "watch_source",
+                format!("watching {}: {}", s.url, troubles.join("; ")),
+            );
+        }
+    }
+    if let Some((code, message)) = watch::verdict(watched, from, to, dyno_env::available_cpus()) {
         run.warn(code, message);
     }
 }

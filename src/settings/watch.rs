@@ -1,7 +1,9 @@
-//! `--watch-pid`, `--watch-name`, `--watch-cgroup`, `--watch-interval`:
-//! what of the system under test is watched during a run, resolved and
-//! checked before anything is measured (a PID that does not exist, a name
-//! no process has, a directory that is no cgroup: usage errors).
+//! `--watch-pid`, `--watch-name`, `--watch-cgroup`, `--watch`,
+//! `--watch-interval`: what of the system under test is watched during a
+//! run, resolved and checked before anything is measured (a PID that does
+//! not exist, a name no process has, a directory that is no cgroup, a URL
+//! that is no http URL: usage errors; an endpoint that is down is not one,
+//! since it may come up, and is warned of after the run).
 
 use std::time::Duration;
 
@@ -24,6 +26,7 @@ pub(crate) fn watch(args: WatchArgs) -> Result<Option<Watch>> {
         watch_pid,
         watch_name,
         watch_cgroup,
+        watch_url,
         watch_interval,
     } = args;
     // clap's duration parser has refused an interval under 10 ms.
@@ -50,6 +53,12 @@ pub(crate) fn watch(args: WatchArgs) -> Result<Option<Watch>> {
             bail!("--watch-cgroup: {e}");
         }
         sources.push(Source::Cgroup(dir));
+    }
+    for url in watch_url {
+        if let Err(why) = dyno_env::scrape::check_url(&url) {
+            bail!("--watch {why}");
+        }
+        sources.push(Source::Prometheus(url));
     }
     // Each source once, however many flags named it (a PID given and
     // matched by a name too): its metrics' labels must be unique.

@@ -1460,12 +1460,10 @@ fn watch_pid_records_the_servers_cpu_per_request() {
     };
     let per = labelled("server_cpu_per_op_ns");
     assert_eq!(per["role"], "derived");
-    assert!(
-        per["labels"]["watched"]
-            .as_str()
-            .unwrap()
-            .ends_with(&format!("(pid {pid})"))
-    );
+    // Labelled with the process's name, not its PID, so that the next run
+    // of the same server compares with this one.
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+    assert_eq!(per["labels"]["watched"], comm.trim());
     let per_ns = per["value"].as_f64().unwrap();
     assert!((1.5e6..=6e6).contains(&per_ns), "{per}");
     // No more than /proc says this process used over the whole command.
@@ -1508,8 +1506,156 @@ fn watch_pid_records_the_servers_cpu_per_request() {
         .clone();
     let out = String::from_utf8(out).unwrap();
     assert!(
-        out.contains(&format!("(pid {pid}): ")) && out.contains("per request"),
+        out.contains(&format!("Server CPU  {}: ", comm.trim())) && out.contains("per request"),
         "{out}"
+    );
+}
+
+/// A server that accepts and never answers: a slow endpoint.
+fn silent_server() -> (std::net::TcpListener, String) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/metrics", l.local_addr().unwrap());
+    (l, url)
+}
+
+/// A server that answers every request with a web page: garbage to a
+/// scraper.
+fn page_server() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/metrics", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let body = "<html><body>Welcome!</body></html>\n";
+            let _ = write!(
+                c,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// `--watch URL` against a real node_exporter: the target machine's CPU
+/// (whole, by mode, its busiest core, second by second), its TCP counters
+/// and its clock's offset are in the run, and the report prints a line of
+/// them. Three bad endpoints beside it (nothing listening, one that never
+/// answers, one that answers a web page) are each warned of by URL, and
+/// the run goes on and is saved.
+#[test]
+fn watch_url_reads_node_exporter_and_warns_of_bad_endpoints() {
+    let home = temp();
+    let node = dyno_testutil::exporter::Exporter::node();
+    // The exporter's own text has the families dyno reads.
+    assert!(node.scrape().contains("node_cpu_seconds_total{"));
+    let (_server, base) = reference_server();
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/metrics", l.local_addr().unwrap())
+    };
+    let (_silent, slow) = silent_server();
+    let page = page_server();
+    let (run, _) = json_run(
+        home.path(),
+        &[
+            "http",
+            &format!("{base}/cpu/1000"),
+            "-d",
+            "3s",
+            "-c",
+            "2",
+            "--watch",
+            &node.url,
+            "--watch",
+            &closed,
+            "--watch",
+            &slow,
+            "--watch",
+            &page,
+            "--watch-interval",
+            "200ms",
+        ],
+        0,
+    );
+    let host = node
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/metrics");
+    let metric = |name: &str| {
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name && m["labels"]["watched"] == host)
+            .unwrap_or_else(|| panic!("no {name} of {host}: {}", run["metrics"]))
+            .clone()
+    };
+    let busy = metric("target_cpu_busy_percent")["value"].as_f64().unwrap();
+    // The server burns 1 ms of CPU per request on this very machine.
+    assert!((1.0..=100.0).contains(&busy), "{busy}");
+    let core = metric("target_cpu_busiest_core_percent")["value"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        core >= busy - 1e-6 && core <= 100.0 + 1e-6,
+        "{core} < {busy}"
+    );
+    let modes: f64 = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "target_cpu_mode_percent")
+        .map(|m| m["value"].as_f64().unwrap())
+        .sum();
+    assert!((modes - 100.0).abs() < 0.5, "the modes add up to {modes}%");
+    let seconds = metric("timeline_target_cpu_busy_percent")["samples"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!((2..=4).contains(&seconds), "{seconds} seconds");
+    assert!(metric("target_tcp_retransmits")["value"].as_f64().unwrap() >= 0.0);
+    let offset = metric("target_clock_offset_ns")["value"].as_f64().unwrap();
+    assert!(
+        offset.abs() < 0.5e9,
+        "the same machine's clock is {offset} ns off"
+    );
+    let warnings: Vec<&str> = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["code"] == "watch_source")
+        .filter_map(|w| w["message"].as_str())
+        .collect();
+    for (url, why) in [
+        (&closed, "refused"),
+        (&slow, "scrapes failed"),
+        (&page, "no Prometheus samples"),
+    ] {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains(url.as_str()) && w.contains(why)),
+            "{url}: {warnings:?}"
+        );
+    }
+    assert!(
+        !warnings.iter().any(|w| w.contains(&node.url)),
+        "{warnings:?}"
+    );
+    // Saved, and shown with the target's line.
+    let shown = String::from_utf8(
+        dyno(home.path())
+            .args(["show", run["id"].as_str().unwrap()])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        shown.contains(&format!("Target      {host}: CPU ")),
+        "{shown}"
     );
 }
 
@@ -1539,6 +1685,14 @@ fn watch_flags_say_what_is_wrong() {
             (
                 &["http", url, "--watch-cgroup", "/tmp"],
                 &["/tmp is not a cgroup v2 directory"],
+            ),
+            (
+                &["http", url, "--watch", "https://127.0.0.1:9100/metrics"],
+                &["--watch https://127.0.0.1:9100/metrics", "plain http"],
+            ),
+            (
+                &["http", url, "--watch", "127.0.0.1:9100"],
+                &["--watch 127.0.0.1:9100 has no http:// scheme"],
             ),
             (
                 &["http", url, "--watch-pid", "1", "--watch-interval", "0s"],

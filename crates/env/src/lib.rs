@@ -18,6 +18,7 @@ mod memory;
 mod network;
 mod preflight;
 mod root;
+pub mod scrape;
 mod storage;
 mod system;
 mod virt;

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use dyno_model::{Direction, Merge, Metric, Unit};
 
 use crate::root::Root;
+use crate::scrape::{self, ScrapeSeries};
 
 /// Why a process or cgroup could not be sampled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -227,6 +228,9 @@ pub enum Source {
     Pid(u32),
     /// A cgroup v2 directory.
     Cgroup(PathBuf),
+    /// A Prometheus text endpoint (`--watch URL`), scraped on a thread of
+    /// its own.
+    Prometheus(String),
 }
 
 impl Source {
@@ -239,6 +243,7 @@ impl Source {
                 memory_bytes: s.memory_bytes,
                 threads: None,
             }),
+            Source::Prometheus(url) => unreachable!("{url} is scraped, not read"),
         }
     }
 }
@@ -268,59 +273,89 @@ pub struct Series {
     /// The source as people name it: `nginx (pid 1234)`, or the cgroup's
     /// path.
     pub name: String,
+    /// What its figures are labelled with (`watched`): the process's name
+    /// without its PID, so that the processes of one server add up and a
+    /// run compares with the next run of the same server; the cgroup's
+    /// path.
+    pub group: String,
     pub samples: Vec<(Instant, Reading)>,
     /// Why sampling stopped before the end (the process exited), if it
     /// did.
     pub lost: Option<String>,
 }
 
-/// Samples sources on a thread of its own every interval, from
+/// Samples sources on threads of their own every interval, from
 /// [`Watcher::start`] to [`Watcher::stop`], so that the load's threads do
-/// none of it.
+/// none of it: one for the processes and cgroups (reads of `/proc` take
+/// microseconds), one per Prometheus endpoint (a slow one delays no
+/// other).
 #[derive(Debug)]
 pub struct Watcher {
     stop: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<Vec<Series>>,
+    scrapers: Vec<std::thread::JoinHandle<ScrapeSeries>>,
+}
+
+/// Everything watched over a run.
+#[derive(Debug, Clone, Default)]
+pub struct Watched {
+    pub series: Vec<Series>,
+    pub scrapes: Vec<ScrapeSeries>,
+}
+
+/// Sleeps until `next` in short naps, so that a stop is seen at once;
+/// true when stopped.
+fn nap_until(next: Instant, stopped: &AtomicBool) -> bool {
+    while !stopped.load(Ordering::Relaxed) && Instant::now() < next {
+        std::thread::sleep(
+            next.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(20)),
+        );
+    }
+    stopped.load(Ordering::Relaxed)
 }
 
 impl Watcher {
-    /// Checks every source once (a process that does not exist, a
-    /// directory that is no cgroup: `Err`, nothing started), then samples
-    /// them every `interval` until stopped.
+    /// Checks every process and cgroup once (a process that does not
+    /// exist, a directory that is no cgroup: `Err`, nothing started),
+    /// then samples them every `interval` until stopped. An endpoint is
+    /// not checked: one that is down, slow or answers garbage is counted
+    /// per scrape and told at the end, and the run goes on.
     pub fn start(sources: Vec<Source>, interval: Duration) -> Result<Watcher, WatchError> {
-        let mut series = Vec::with_capacity(sources.len());
-        for source in &sources {
+        let interval = interval.max(Duration::from_millis(10));
+        let (urls, local): (Vec<Source>, Vec<Source>) = sources
+            .into_iter()
+            .partition(|s| matches!(s, Source::Prometheus(_)));
+        let mut series = Vec::with_capacity(local.len());
+        for source in &local {
             // One read gives the first sample and the process's name.
-            let (first, name) = match source {
+            let (first, name, group) = match source {
                 Source::Pid(pid) => {
                     let s = sample(*pid)?;
-                    (Reading::of(&s), format!("{} (pid {pid})", s.name))
+                    (Reading::of(&s), format!("{} (pid {pid})", s.name), s.name)
                 }
-                Source::Cgroup(dir) => (source.read()?, dir.display().to_string()),
+                Source::Cgroup(dir) => {
+                    let path = dir.display().to_string();
+                    (source.read()?, path.clone(), path)
+                }
+                Source::Prometheus(_) => unreachable!("partitioned out"),
             };
             series.push(Series {
                 name,
+                group,
                 samples: vec![(Instant::now(), first)],
                 lost: None,
             });
         }
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
-        let interval = interval.max(Duration::from_millis(10));
         let thread = std::thread::Builder::new()
             .name("dyno-watch".into())
             .spawn(move || {
                 let mut next = Instant::now() + interval;
                 loop {
-                    // Short naps, so that a stop is seen at once.
-                    while !stopped.load(Ordering::Relaxed) && Instant::now() < next {
-                        std::thread::sleep(
-                            next.saturating_duration_since(Instant::now())
-                                .min(Duration::from_millis(20)),
-                        );
-                    }
-                    let last = stopped.load(Ordering::Relaxed);
-                    for (source, series) in sources.iter().zip(&mut series) {
+                    let last = nap_until(next, &stopped);
+                    for (source, series) in local.iter().zip(&mut series) {
                         if series.lost.is_some() {
                             continue;
                         }
@@ -336,13 +371,76 @@ impl Watcher {
                 }
             })
             .expect("a thread starts");
-        Ok(Watcher { stop, thread })
+        let scrapers = urls
+            .into_iter()
+            .map(|source| {
+                let Source::Prometheus(url) = source else {
+                    unreachable!("partitioned")
+                };
+                let stopped = Arc::clone(&stop);
+                std::thread::Builder::new()
+                    .name("dyno-scrape".into())
+                    .spawn(move || scrape_until(url, interval, &stopped))
+                    .expect("a thread starts")
+            })
+            .collect();
+        Ok(Watcher {
+            stop,
+            thread,
+            scrapers,
+        })
     }
 
-    /// Takes a last sample and returns every source's series.
-    pub fn stop(self) -> Vec<Series> {
+    /// Takes a last sample and returns everything watched.
+    pub fn stop(self) -> Watched {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().unwrap_or_default()
+        Watched {
+            series: self.thread.join().unwrap_or_default(),
+            scrapes: self
+                .scrapers
+                .into_iter()
+                .filter_map(|t| t.join().ok())
+                .collect(),
+        }
+    }
+}
+
+/// How long one scrape may take: twice the interval, from half a second
+/// to ten (a slow exporter delays the end of a run by at most this).
+pub fn scrape_timeout(interval: Duration) -> Duration {
+    (interval * 2).clamp(Duration::from_millis(500), Duration::from_secs(10))
+}
+
+/// Scrapes `url` at once and then every `interval` (a scrape that
+/// overruns skips the ticks it missed), and once more when stopped.
+fn scrape_until(url: String, interval: Duration, stopped: &AtomicBool) -> ScrapeSeries {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(scrape_timeout(interval)))
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let mut series = ScrapeSeries {
+        url: url.clone(),
+        ..ScrapeSeries::default()
+    };
+    let mut next = Instant::now();
+    loop {
+        let last = nap_until(next, stopped);
+        match scrape::scrape(&agent, &url) {
+            Ok(s) => series.scrapes.push(s),
+            Err(e) => *series.failures.entry(e.to_string()).or_default() += 1,
+        }
+        if last {
+            // Scrapes placed at the source's own times stay in order.
+            series.scrapes.sort_by_key(|s| s.at);
+            return series;
+        }
+        next += interval;
+        let now = Instant::now();
+        while next < now {
+            next += interval;
+        }
     }
 }
 
@@ -408,59 +506,125 @@ impl Series {
         })
     }
 
-    /// CPU use in percent of one core over each interval between samples
-    /// in the window (the series a report draws).
-    pub fn cpu_percent_series(&self, from: Instant, to: Instant) -> Vec<f64> {
-        self.samples
-            .windows(2)
-            .filter(|w| w[0].0 >= from && w[1].0 <= to)
-            .map(|w| {
-                let span = (w[1].0 - w[0].0).as_secs_f64();
-                let cpu = w[1].1.cpu.saturating_sub(w[0].1.cpu).as_secs_f64();
-                if span > 0.0 { 100.0 * cpu / span } else { 0.0 }
-            })
-            .collect()
+    /// CPU use in percent of one core in each whole second from `from`
+    /// (the run's per-second timeline), read between the samples; a
+    /// second the samples do not cover is 0.
+    pub fn cpu_per_second(&self, from: Instant, to: Instant) -> Vec<f64> {
+        per_second(from, to, |a, b| {
+            let (x, y) = (self.cpu_at(a)?, self.cpu_at(b)?);
+            Some(100.0 * (y - x).max(0.0) / (b - a).as_secs_f64())
+        })
     }
 }
 
-/// The metrics of what was watched over a run's measured window, from
-/// `from` to `to`, in which `operations` requests (or transactions) ended:
-/// each source's CPU in percent of one core, its CPU per operation
-/// (derived, from the watched CPU and the run's count), its peak memory,
-/// and its CPU per interval. Labelled with the source (`watched`); a
-/// segment's watch is its own, so none merges.
-pub fn metrics(series: &[Series], from: Instant, to: Instant, operations: u64) -> Vec<Metric> {
-    let mut out = Vec::new();
-    for s in series {
-        let Some(u) = s.usage(from, to) else {
-            continue;
-        };
-        let label = |mut m: Metric| {
-            m.labels.insert("watched".into(), s.name.clone());
-            m.merged(Merge::None)
-        };
-        out.push(label(
+/// `f` over each second of `from..to`, as the run's per-second timeline
+/// has them: whole seconds from `from`, and the part-second at the end if
+/// there is one (`f` gets the clipped second); a second `f` cannot read is
+/// 0.
+pub fn per_second(
+    from: Instant,
+    to: Instant,
+    f: impl Fn(Instant, Instant) -> Option<f64>,
+) -> Vec<f64> {
+    let span = to.saturating_duration_since(from);
+    let secs = span.as_secs() + u64::from(span.subsec_nanos() > 0);
+    (0..secs)
+        .map(|i| {
+            let a = from + Duration::from_secs(i);
+            f(a, (a + Duration::from_secs(1)).min(to)).unwrap_or(0.0)
+        })
+        .collect()
+}
+
+/// Labels a metric with the source it describes; a segment's watch is its
+/// own, so none merges.
+fn labelled(mut m: Metric, source: &str) -> Metric {
+    m.labels.insert("watched".into(), source.to_owned());
+    m.merged(Merge::None)
+}
+
+/// The CPU metrics of some CPU time over a window: in percent of one
+/// core, and per operation (derived) when any ended.
+fn cpu_metrics(cpu: Duration, window: Duration, operations: u64) -> Vec<Metric> {
+    let percent = if window.is_zero() {
+        0.0
+    } else {
+        100.0 * cpu.as_secs_f64() / window.as_secs_f64()
+    };
+    let mut out = vec![
+        Metric::new(
+            "server_cpu_percent",
+            Unit::Percent,
+            Direction::LowerIsBetter,
+            percent,
+        )
+        .diagnostic(),
+    ];
+    if operations > 0 {
+        out.push(
             Metric::new(
-                "server_cpu_percent",
-                Unit::Percent,
+                "server_cpu_per_op_ns",
+                Unit::Ns,
                 Direction::LowerIsBetter,
-                u.cpu_percent(),
+                cpu.as_nanos() as f64 / operations as f64,
             )
-            .diagnostic(),
-        ));
-        if operations > 0 {
-            out.push(label(
-                Metric::new(
-                    "server_cpu_per_op_ns",
-                    Unit::Ns,
-                    Direction::LowerIsBetter,
-                    u.cpu.as_nanos() as f64 / operations as f64,
-                )
-                .derived_of("server_cpu_percent"),
-            ));
+            .derived_of("server_cpu_percent"),
+        );
+    }
+    out
+}
+
+/// The metrics of what was watched over a run's measured window, from
+/// `from` to `to`, in which `operations` requests (or transactions) ended.
+///
+/// Processes and cgroups are added up by what they are labelled with
+/// (the processes of one name are one server): each one's CPU in percent
+/// of one core, its CPU per operation (derived), its peak memory (the sum
+/// of each process's peak) and its CPU in each second. With more than one
+/// such source, their sum is there too, unlabelled, so that `compare`
+/// sets two different servers side by side ("nginx spends … per request,
+/// Apache …"). Each endpoint adds what its families say (see
+/// [`ScrapeSeries::findings`]).
+pub fn metrics(watched: &Watched, from: Instant, to: Instant, operations: u64) -> Vec<Metric> {
+    let mut out = Vec::new();
+    let mut groups: Vec<&str> = watched.series.iter().map(|s| s.group.as_str()).collect();
+    groups.dedup();
+    let mut seen = Vec::new();
+    groups.retain(|g| {
+        let new = !seen.contains(g);
+        seen.push(g);
+        new
+    });
+    let (mut total, mut window) = (Duration::ZERO, Duration::ZERO);
+    for group in &groups {
+        let members: Vec<(&Series, Usage)> = watched
+            .series
+            .iter()
+            .filter(|s| s.group == *group)
+            .filter_map(|s| Some((s, s.usage(from, to)?)))
+            .collect();
+        if members.is_empty() {
+            continue;
         }
-        if let Some(bytes) = u.max_memory_bytes {
-            out.push(label(
+        let cpu: Duration = members.iter().map(|(_, u)| u.cpu).sum();
+        let span = members
+            .iter()
+            .map(|(_, u)| u.window)
+            .max()
+            .unwrap_or_default();
+        total += cpu;
+        window = window.max(span);
+        out.extend(
+            cpu_metrics(cpu, span, operations)
+                .into_iter()
+                .map(|m| labelled(m, group)),
+        );
+        let memory: Option<u64> = members
+            .iter()
+            .map(|(_, u)| u.max_memory_bytes)
+            .sum::<Option<u64>>();
+        if let Some(bytes) = memory {
+            out.push(labelled(
                 Metric::new(
                     "server_memory_peak",
                     Unit::Bytes,
@@ -468,21 +632,35 @@ pub fn metrics(series: &[Series], from: Instant, to: Instant, operations: u64) -
                     bytes as f64,
                 )
                 .context(),
+                group,
             ));
         }
-        let series = s.cpu_percent_series(from, to);
-        if !series.is_empty() {
-            let mean = series.iter().sum::<f64>() / series.len() as f64;
+        let per_second = members
+            .iter()
+            .map(|(s, _)| s.cpu_per_second(from, to))
+            .reduce(|a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect())
+            .unwrap_or_default();
+        if !per_second.is_empty() {
             let mut m = Metric::new(
                 "timeline_server_cpu_percent",
                 Unit::Percent,
                 Direction::LowerIsBetter,
-                mean,
+                per_second.iter().sum::<f64>() / per_second.len() as f64,
             )
             .context();
-            m.samples = series;
-            out.push(label(m));
+            m.samples = per_second;
+            out.push(labelled(m, group));
         }
+    }
+    if groups.len() > 1 && !window.is_zero() {
+        out.extend(
+            cpu_metrics(total, window, operations)
+                .into_iter()
+                .map(|m| m.merged(Merge::None)),
+        );
+    }
+    for scrapes in &watched.scrapes {
+        out.extend(scrapes.findings(from, to, operations).metrics);
     }
     out
 }
@@ -490,20 +668,22 @@ pub fn metrics(series: &[Series], from: Instant, to: Instant, operations: u64) -
 /// The share of its cores at which a watched source counts as CPU-bound.
 pub const SATURATED_SHARE: f64 = 0.9;
 
-/// The verdict on what was watched, as a warning's code and message: a
-/// source that used at least [`SATURATED_SHARE`] of the cores it could
-/// use (one per thread, at most `cpus`) was CPU-bound; otherwise, when
-/// something was watched, nothing watched was saturated. `None` without a
-/// usable source.
+/// The verdict on what was watched, as one warning's code and line: each
+/// process or cgroup that used at least [`SATURATED_SHARE`] of the cores
+/// it could use (one per thread, at most `cpus`) was CPU-bound, and each
+/// endpoint says what of its machine was saturated (CPU, a core, a disk,
+/// a link, the listen queue); the code is the first finding's, and the
+/// line names them all. When something was watched and nothing was
+/// saturated, says so. `None` without a usable source.
 pub fn verdict(
-    series: &[Series],
+    watched: &Watched,
     from: Instant,
     to: Instant,
     cpus: usize,
 ) -> Option<(&'static str, String)> {
-    let mut busiest: Option<(f64, String)> = None;
+    let mut found: Vec<(&'static str, String)> = Vec::new();
     let mut any = false;
-    for s in series {
+    for s in &watched.series {
         let Some(u) = s.usage(from, to) else {
             continue;
         };
@@ -513,14 +693,14 @@ pub fn verdict(
             .map_or(cpus as u64, |t| t.min(cpus as u64))
             .max(1);
         let share = u.cpu_percent() / 100.0 / cores as f64;
-        if share >= SATURATED_SHARE && busiest.as_ref().is_none_or(|(b, _)| share > *b) {
+        if share >= SATURATED_SHARE {
             let of = if cores == 1 {
                 "one core".to_owned()
             } else {
                 format!("{cores} cores")
             };
-            busiest = Some((
-                share,
+            found.push((
+                "server_cpu_bound",
                 format!(
                     "the server was CPU-bound: {} used {:.0}% of {of}, all it can use{}",
                     s.name,
@@ -534,11 +714,23 @@ pub fn verdict(
             ));
         }
     }
-    match busiest {
-        Some((_, message)) => Some(("server_cpu_bound", message)),
+    for scrapes in &watched.scrapes {
+        let f = scrapes.findings(from, to, 0);
+        any |= !f.metrics.is_empty();
+        found.extend(f.saturated);
+    }
+    match found.first() {
+        Some((code, _)) => Some((
+            code,
+            found
+                .iter()
+                .map(|(_, line)| line.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )),
         None if any => Some((
             "nothing_saturated",
-            "nothing watched was saturated: the watched processes had CPU to spare, so the limit was elsewhere (the client, the network, or something not watched)".to_owned(),
+            "nothing watched was saturated: no watched process or machine ran out of CPU, disk or link, so the limit was elsewhere (the client, the network between, or something not watched)".to_owned(),
         )),
         None => None,
     }
@@ -590,6 +782,7 @@ mod tests {
         // One core's worth from 0 to 1 s, none from 1 s to 2 s.
         let s = Series {
             name: "x (pid 1)".into(),
+            group: "x".into(),
             samples: vec![
                 (at(0), reading(0, 1)),
                 (at(1000), reading(1000, 1)),
@@ -614,25 +807,56 @@ mod tests {
             .unwrap();
         assert_eq!(all.cpu, Duration::from_secs(1));
         assert!(s.usage(at(3000), at(4000)).is_none());
-        assert_eq!(s.cpu_percent_series(at(0), at(2000)), [100.0, 0.0]);
-        // Metrics: labelled with the source, CPU per operation derived.
-        let m = metrics(std::slice::from_ref(&s), at(0), at(1000), 500);
+        assert_eq!(s.cpu_per_second(at(0), at(2000)), [100.0, 0.0]);
+        assert_eq!(s.cpu_per_second(at(500), at(2000)), [50.0, 0.0]);
+        // (the last second is a half, at its own rate)
+        // Metrics: labelled with the source's name, CPU per operation
+        // derived.
+        let watched = Watched {
+            series: vec![s.clone()],
+            scrapes: Vec::new(),
+        };
+        let m = metrics(&watched, at(0), at(1000), 500);
         let find = |n: &str| m.iter().find(|m| m.name == n).unwrap();
         assert!((find("server_cpu_percent").value - 100.0).abs() < 1e-6);
         assert!((find("server_cpu_per_op_ns").value - 2_000_000.0).abs() < 1.0);
-        assert_eq!(find("server_cpu_percent").labels["watched"], "x (pid 1)");
+        assert_eq!(find("server_cpu_percent").labels["watched"], "x");
         assert_eq!(
             find("server_cpu_per_op_ns").role,
             Some(dyno_model::Role::Derived)
         );
         // The verdict: a one-thread process at 100% of its core is the
         // limit; at 50% it is not.
-        let (code, why) = verdict(std::slice::from_ref(&s), at(0), at(1000), 8).unwrap();
+        let (code, why) = verdict(&watched, at(0), at(1000), 8).unwrap();
         assert_eq!(code, "server_cpu_bound");
         assert!(why.contains("x (pid 1) used 100% of one core"), "{why}");
-        let (code, _) = verdict(std::slice::from_ref(&s), at(500), at(1500), 8).unwrap();
+        let (code, _) = verdict(&watched, at(500), at(1500), 8).unwrap();
         assert_eq!(code, "nothing_saturated");
-        assert!(verdict(&[], at(0), at(1000), 8).is_none());
+        assert!(verdict(&Watched::default(), at(0), at(1000), 8).is_none());
+        // Two processes of one name are one server, labelled once; a
+        // second server adds an unlabelled sum to compare servers by.
+        let mut twin = s.clone();
+        twin.name = "x (pid 2)".into();
+        let mut other = s.clone();
+        other.group = "y".into();
+        let three = Watched {
+            series: vec![s.clone(), twin, other],
+            scrapes: Vec::new(),
+        };
+        let m = metrics(&three, at(0), at(1000), 500);
+        let per_op: Vec<_> = m
+            .iter()
+            .filter(|m| m.name == "server_cpu_per_op_ns")
+            .map(|m| (m.label("watched"), m.value.round()))
+            .collect();
+        assert_eq!(
+            per_op,
+            [
+                (Some("x"), 4_000_000.0),
+                (Some("y"), 2_000_000.0),
+                (None, 6_000_000.0)
+            ]
+        );
     }
 
     #[test]
@@ -661,7 +885,7 @@ mod tests {
         let end = Instant::now();
         child.stdin.take().unwrap().write_all(b"\n").unwrap();
         child.wait().unwrap();
-        let series = watcher.stop();
+        let series = watcher.stop().series;
         assert_eq!(series.len(), 1);
         let s = &series[0];
         assert_eq!(s.name, format!("sh (pid {pid})"));

@@ -495,20 +495,64 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
         .iter()
         .filter(|m| m.name == "server_cpu_percent")
     {
-        let Some(name) = cpu.labels.get("watched") else {
-            continue;
-        };
+        let name = cpu.labels.get("watched");
         let of = |metric: &str| {
             run.metrics
                 .iter()
-                .find(|m| m.name == metric && m.labels.get("watched") == Some(name))
+                .find(|m| m.name == metric && m.labels.get("watched") == name)
         };
-        let mut line = format!("Server CPU  {name}: {:.1}% of a core", cpu.value);
+        let mut line = format!(
+            "Server CPU  {}: {:.1}% of a core",
+            name.map_or("all watched", String::as_str),
+            cpu.value
+        );
         if let Some(m) = of("server_cpu_per_op_ns") {
             let _ = write!(line, ", {} per {per}", crate::http::short_ns(m.value));
         }
         if let Some(m) = of("server_memory_peak") {
             let _ = write!(line, ", peak memory {}", BinarySize(m.value as u64));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    // Each watched machine (`--watch URL`): CPU, the busiest core, the
+    // disks that worked, TCP's troubles.
+    for busy in run
+        .metrics
+        .iter()
+        .filter(|m| m.name == "target_cpu_busy_percent")
+    {
+        let Some(name) = busy.labels.get("watched") else {
+            continue;
+        };
+        let mine = |metric: &'static str| {
+            run.metrics
+                .iter()
+                .filter(move |m| m.name == metric && m.labels.get("watched") == Some(name))
+        };
+        let mut line = format!("Target      {name}: CPU {:.0}% busy", busy.value);
+        if let Some(core) = mine("target_cpu_busiest_core_percent").next() {
+            let _ = write!(
+                line,
+                " (busiest core {}: {:.0}%)",
+                core.label("core").unwrap_or("?"),
+                core.value
+            );
+        }
+        for disk in mine("target_disk_util_percent") {
+            let _ = write!(
+                line,
+                ", disk {} {:.0}% busy",
+                disk.label("device").unwrap_or("?"),
+                disk.value
+            );
+        }
+        for (metric, what) in [
+            ("target_tcp_retransmits", "TCP retransmits"),
+            ("target_listen_drops", "listen drops"),
+        ] {
+            if let Some(m) = mine(metric).next().filter(|m| m.value > 0.0) {
+                let _ = write!(line, ", {:.0} {what}", m.value);
+            }
         }
         let _ = writeln!(out, "{line}");
     }

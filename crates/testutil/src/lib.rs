@@ -3,7 +3,8 @@
 //! and the CLI's TLS tests ([`tls`]), and the size-limited tmpfs mounts of
 //! the disk engine's and the CLI's full-disk tests ([`tmpfs`]), and the
 //! throwaway PostgreSQL of the CLI's db tests and the guide's examples
-//! ([`pg`]).
+//! ([`pg`]), and the Prometheus exporters of the `--watch URL` tests
+//! ([`exporter`]).
 //!
 //! Only tests depend on this crate (`publish = false`); it is never part of
 //! the binary.
@@ -11,6 +12,7 @@
 // A test helper says on stderr what it had to skip and why.
 #![allow(clippy::print_stderr)]
 
+pub mod exporter;
 pub mod pg;
 pub mod tls;
 pub mod tmpfs;

@@ -219,7 +219,92 @@ pub(super) fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<
             worst.map_or_else(|| format!("no {}", flow.done), crate::format_duration_ns),
         ]);
     }
-    vec![rate_chart.html(), p99_chart.table(table).html()]
+    let mut out = vec![rate_chart.html(), p99_chart.table(table).html()];
+    out.extend(watched_over_time(run, seconds, per).map(|c| c.html()));
+    out
+}
+
+/// What was watched (`--watch-*`, `--watch URL`), second by second on the
+/// same axis as the rate and the p99: each watched server's CPU in percent
+/// of one core, and each target machine's CPU busy share. `None` when the
+/// run watched nothing.
+fn watched_over_time(run: &Run, seconds: f64, per: usize) -> Option<Chart> {
+    let lines: Vec<(String, Vec<(f64, f64)>)> = run
+        .metrics
+        .iter()
+        .filter_map(|m| {
+            let what = match m.name.as_str() {
+                "timeline_server_cpu_percent" => "CPU, % of one core",
+                "timeline_target_cpu_busy_percent" => "machine busy, % of all cores",
+                _ => return None,
+            };
+            let name = m.label("watched")?;
+            let points = m
+                .samples
+                .chunks(per.max(1))
+                .enumerate()
+                .map(|(i, c)| {
+                    (
+                        (i * per) as f64 + per as f64 / 2.0,
+                        c.iter().sum::<f64>() / c.len() as f64,
+                    )
+                })
+                .collect();
+            Some((format!("{name}: {what}"), points))
+        })
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let max = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let mut table = Table::new([
+        "watched".to_owned(),
+        "mean".to_owned(),
+        "highest second".to_owned(),
+    ]);
+    for (name, points) in &lines {
+        let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len().max(1) as f64;
+        let top = points.iter().map(|p| p.1).fold(0.0, f64::max);
+        table.row([
+            name.clone(),
+            format!("{}%", chart::num(mean)),
+            format!("{}%", chart::num(top)),
+        ]);
+    }
+    Some(
+        Chart::draw(
+            "watched-timeline",
+            "What was watched, over time",
+            (lines.len(), lines.iter().map(|l| l.1.len()).sum()),
+            (chart::WIDTH, chart::HEIGHT),
+            |root| {
+                let mut c = ChartBuilder::on(root)
+                    .margin(12)
+                    .margin_right(24)
+                    .x_label_area_size(40)
+                    .y_label_area_size(70)
+                    .build_cartesian_2d(0.0..seconds, chart::from_zero(max.max(1.0)))?;
+                chart::mesh(&mut c)
+                    .x_desc("seconds since the measured part began")
+                    .y_desc("percent")
+                    .x_label_formatter(&chart::tick)
+                    .y_label_formatter(&chart::tick)
+                    .draw()?;
+                for (i, (name, points)) in lines.iter().enumerate() {
+                    let col = colour(i + 2);
+                    c.draw_series(LineSeries::new(points.iter().copied(), col.stroke_width(2)))?
+                        .label(name.as_str())
+                        .legend(chart::swatch(col));
+                }
+                chart::legend(&mut c)
+            },
+        )
+        .note("Sampled each --watch-interval and read second by second on the run's own clock, so a server's CPU lines up with the req/s and the p99 above it.")
+        .table(table),
+    )
 }
 
 /// One series over the `seconds` of a run: a line through `points`, each

@@ -1018,3 +1018,48 @@ fn a_capacity_search_draws_its_steps_with_the_target_and_the_answer() {
     // The run's own charts follow: they are the step at the answer.
     assert!(html.find("capacity-steps").unwrap() < html.find("http-latency-spectrum").unwrap());
 }
+
+/// What was watched is drawn second by second on the run's own axis,
+/// below the rate and the p99, one line per source, with a table of each
+/// one's mean and highest second; a run that watched nothing has no such
+/// chart.
+#[test]
+fn what_was_watched_is_drawn_over_the_runs_seconds() {
+    let mut run = http_run();
+    let series = |name: &str, unit, samples: Vec<f64>| {
+        let mut m = Metric::new(name, unit, Direction::LowerIsBetter, samples[0]);
+        m.samples = samples;
+        m
+    };
+    run.metrics.extend([
+        series(
+            "timeline_requests_per_sec",
+            Unit::RequestsPerSec,
+            vec![2000.0; 4],
+        ),
+        series("timeline_latency_p99_ns", Unit::Ns, vec![1e6; 4]),
+    ]);
+    let html = html_report(std::slice::from_ref(&run));
+    assert!(!html.contains("watched-timeline"));
+    let mut cpu = series(
+        "timeline_server_cpu_percent",
+        Unit::Percent,
+        vec![40.0, 99.0, 98.0, 20.0],
+    );
+    cpu.labels.insert("watched".into(), "nginx".into());
+    let mut machine = series(
+        "timeline_target_cpu_busy_percent",
+        Unit::Percent,
+        vec![30.0, 60.0, 61.0, 10.0],
+    );
+    machine
+        .labels
+        .insert("watched".into(), "10.0.0.2:9100".into());
+    run.metrics.extend([cpu, machine]);
+    let html = html_report(&[run]);
+    let fig = figure(&html, "watched-timeline");
+    assert!(fig.contains("nginx: CPU, % of one core"), "{fig}");
+    assert!(fig.contains("10.0.0.2:9100: machine busy"), "{fig}");
+    // The table: nginx's mean (64.25) and highest second (99).
+    assert!(fig.contains("64.25%") && fig.contains("99.00%"), "{fig}");
+}
