@@ -3,7 +3,8 @@
 //!
 //! The world the examples assume is made here: a temporary store, dyno's
 //! own server (plain and TLS) for every URL they name, a database on the
-//! throwaway PostgreSQL (scripts/pg, `DYNO_TEST_PG`) for every conninfo, and
+//! throwaway PostgreSQL (scripts/pg, `DYNO_TEST_PG`) for every conninfo, a
+//! real node_exporter and postgres_exporter for every `--watch URL`, and
 //! a work folder with the files they use (a Makefile and its C program in a
 //! git repository with a `main` and a `pr-42` branch, a pgbench script, a
 //! sweep's CSV and JSON, a file to compress). `tests/examples/bin` comes
@@ -207,6 +208,12 @@ fn every_example_runs() {
     let store_db = pg.url_of(&pg.database());
     let plain = Server::start(&[]);
     let tls = Server::start(&["--tls"]);
+    // The exporters `--watch URL` names: the target machine's
+    // node_exporter, and a postgres_exporter (port 9187 in the examples)
+    // reading the examples' database.
+    let exporter = dyno_testutil::exporter::Exporter::node();
+    let pg_exporter =
+        dyno_testutil::exporter::Exporter::postgres(&format!("{examples_db}?sslmode=disable"));
     let bin = Path::new(ROOT).join("tests/examples/bin");
     let path = format!(
         "{}:{}",
@@ -222,6 +229,8 @@ fn every_example_runs() {
             .env("DYNO_EXAMPLES_WORK", &work)
             .env("DYNO_EXAMPLES_HTTP", &plain.1)
             .env("DYNO_EXAMPLES_HTTPS", &tls.1)
+            .env("DYNO_EXAMPLES_EXPORTER", &exporter.url)
+            .env("DYNO_EXAMPLES_PG_EXPORTER", &pg_exporter.url)
             .env("DYNO_EXAMPLES_PG_URL", &examples_db)
             .env("DYNO_EXAMPLES_STORE_URL", &store_db)
             .envs(pg.env.iter().map(|(k, v)| (k, v)))

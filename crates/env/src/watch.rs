@@ -292,7 +292,7 @@ pub struct Series {
 #[derive(Debug)]
 pub struct Watcher {
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Vec<Series>>,
+    thread: std::thread::JoinHandle<(Vec<Series>, Duration)>,
     scrapers: Vec<std::thread::JoinHandle<ScrapeSeries>>,
 }
 
@@ -301,6 +301,9 @@ pub struct Watcher {
 pub struct Watched {
     pub series: Vec<Series>,
     pub scrapes: Vec<ScrapeSeries>,
+    /// The CPU time the watching threads used: what watching cost this
+    /// process (the load generator).
+    pub cost: Duration,
 }
 
 /// Sleeps until `next` in short naps, so that a stop is seen at once;
@@ -365,7 +368,7 @@ impl Watcher {
                         }
                     }
                     if last {
-                        return series;
+                        return (series, crate::thread_cpu_time());
                     }
                     next += interval;
                 }
@@ -394,13 +397,17 @@ impl Watcher {
     /// Takes a last sample and returns everything watched.
     pub fn stop(self) -> Watched {
         self.stop.store(true, Ordering::Relaxed);
+        let (series, mut cost) = self.thread.join().unwrap_or_default();
+        let scrapes: Vec<ScrapeSeries> = self
+            .scrapers
+            .into_iter()
+            .filter_map(|t| t.join().ok())
+            .collect();
+        cost += scrapes.iter().map(|s| s.cost).sum::<Duration>();
         Watched {
-            series: self.thread.join().unwrap_or_default(),
-            scrapes: self
-                .scrapers
-                .into_iter()
-                .filter_map(|t| t.join().ok())
-                .collect(),
+            series,
+            scrapes,
+            cost,
         }
     }
 }
@@ -434,6 +441,7 @@ fn scrape_until(url: String, interval: Duration, stopped: &AtomicBool) -> Scrape
         if last {
             // Scrapes placed at the source's own times stay in order.
             series.scrapes.sort_by_key(|s| s.at);
+            series.cost = crate::thread_cpu_time();
             return series;
         }
         next += interval;
@@ -662,6 +670,18 @@ pub fn metrics(watched: &Watched, from: Instant, to: Instant, operations: u64) -
     for scrapes in &watched.scrapes {
         out.extend(scrapes.findings(from, to, operations).metrics);
     }
+    if !watched.cost.is_zero() {
+        out.push(
+            Metric::new(
+                "watch_client_cpu_ns",
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                watched.cost.as_nanos() as f64,
+            )
+            .context()
+            .merged(Merge::None),
+        );
+    }
     out
 }
 
@@ -814,7 +834,7 @@ mod tests {
         // derived.
         let watched = Watched {
             series: vec![s.clone()],
-            scrapes: Vec::new(),
+            ..Watched::default()
         };
         let m = metrics(&watched, at(0), at(1000), 500);
         let find = |n: &str| m.iter().find(|m| m.name == n).unwrap();
@@ -841,7 +861,7 @@ mod tests {
         other.group = "y".into();
         let three = Watched {
             series: vec![s.clone(), twin, other],
-            scrapes: Vec::new(),
+            ..Watched::default()
         };
         let m = metrics(&three, at(0), at(1000), 500);
         let per_op: Vec<_> = m

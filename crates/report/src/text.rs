@@ -514,6 +514,13 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
         }
         let _ = writeln!(out, "{line}");
     }
+    if let Some(cost) = run.metric("watch_client_cpu_ns") {
+        let _ = writeln!(
+            out,
+            "Watching    cost this client {} of CPU",
+            crate::http::short_ns(cost.value)
+        );
+    }
     // Each watched machine (`--watch URL`): CPU, the busiest core, the
     // disks that worked, TCP's troubles.
     for busy in run
