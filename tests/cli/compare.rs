@@ -537,3 +537,80 @@ fn a_a_groups_of_exec_runs_pass_the_gate_and_a_real_slowdown_fails_it() {
         assert!(stderr.contains("regression: @tag:slow's"), "{stderr}");
     }
 }
+
+/// The row of `metric` in a comparison table.
+fn row<'a>(text: &'a str, metric: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.contains(metric))
+        .unwrap_or_else(|| panic!("no {metric} row in\n{text}"))
+}
+
+/// The server's CPU per request (`--watch-pid` of a `dyno serve` child)
+/// is compared side by side: four runs a side of one server at 1 ms of CPU
+/// per request are not called different (A/A), and the same server at
+/// 3 ms per request is called worse, by about 3×.
+#[test]
+fn watched_server_cpu_per_request_compares_a_a_alike_and_a_costlier_server_worse() {
+    let home = temp();
+    let h = home.path();
+    let (mut server, addr) = spawn_serve("127.0.0.1:0", 1);
+    let pid = server.id().to_string();
+    let run = |path: &str, tag: &str| {
+        ok(
+            h,
+            &[
+                "http",
+                &format!("http://{addr}{path}"),
+                "-n",
+                "300",
+                "-c",
+                "1",
+                "--watch-pid",
+                &pid,
+                "--watch-interval",
+                "50ms",
+                "--tag",
+                tag,
+            ],
+        );
+    };
+    // Interleaved, so that drift of the machine is shared.
+    for _ in 0..4 {
+        run("/cpu/1000", "a");
+        run("/cpu/1000", "b");
+        run("/cpu/3000", "costly");
+    }
+    stop_server(&mut server);
+    // The watched CPU is read from /proc in 10 ms ticks, and a run here
+    // holds 0.3 s of it: a few percent of noise per run, so the band is
+    // wider than the default 2%.
+    let compare = |b: &str| {
+        ok(
+            h,
+            &[
+                "compare",
+                "--baseline",
+                "@tag:a",
+                b,
+                "--noise",
+                "10",
+                "--no-save",
+            ],
+        )
+    };
+    let same = compare("@tag:b");
+    let line = row(&same, "server_cpu_per_op_ns{watched=dyno}");
+    let verdict = line.split_whitespace().last().unwrap();
+    assert!(
+        verdict != "better" && verdict != "worse",
+        "an A/A pair was called {verdict}:\n{same}"
+    );
+    let costly = compare("@tag:costly");
+    let line = row(&costly, "server_cpu_per_op_ns{watched=dyno}");
+    assert!(line.ends_with("worse"), "{costly}");
+    let ratio: f64 = line
+        .split_whitespace()
+        .find_map(|w| w.strip_suffix('×')?.parse().ok())
+        .unwrap();
+    assert!((2.4..=3.6).contains(&ratio), "{ratio}: {line}");
+}
