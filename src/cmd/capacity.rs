@@ -138,3 +138,52 @@ pub(super) fn sweep_exit_status<O>(
         run_id,
     )
 }
+
+/// The windows a watched search is judged over: the step whose figures
+/// the run keeps, and the first failing step above the answer (named by
+/// its rate in `unit`), if one ran. `window` reads a step's outcome.
+pub(super) fn search_windows<O>(
+    found: &Searched<O>,
+    unit: &str,
+    window: impl Fn(&O) -> super::watch::Window,
+) -> Option<(super::watch::Window, Option<(String, super::watch::Window)>)> {
+    let figures = found.figures()?;
+    let above = match found.answer {
+        Answer::Found { above, .. }
+        | Answer::Unfinished {
+            above: Some(above), ..
+        } => Some(above),
+        _ => None,
+    };
+    let knee = above.and_then(|above| {
+        found
+            .steps
+            .iter()
+            .rev()
+            .find(|s| s.step.rate == above && !s.step.passed())
+    });
+    Some((
+        window(&figures.outcome),
+        knee.map(|k| (format!("{:.0} {unit}", k.step.rate), window(&k.outcome))),
+    ))
+}
+
+/// [`search_windows`] of a sweep: the step whose figures the run keeps,
+/// and the first failing step after the best (named by its connections
+/// or clients, `what`).
+pub(super) fn sweep_windows<O>(
+    swept: &dyno_load::sweep::Swept<O>,
+    what: &str,
+    window: impl Fn(&O) -> super::watch::Window,
+) -> Option<(super::watch::Window, Option<(String, super::watch::Window)>)> {
+    let figures = swept.figures()?;
+    let after = swept.best().map_or(0, |b| b.connections);
+    let knee = swept
+        .steps
+        .iter()
+        .find(|s| !s.passed() && s.connections > after);
+    Some((
+        window(&figures.outcome),
+        knee.map(|k| (format!("{} {what}", k.connections), window(&k.outcome))),
+    ))
+}

@@ -110,7 +110,7 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
             whole: &whole,
             segment: plan.as_ref(),
         };
-        return find_max(on, search, env, save, store, progress);
+        return find_max(on, search, env, (save, store), progress, watch);
     }
     let interrupt = Interrupt::install(Second::Exits)?;
     let watcher = super::watch::start(watch)?;
@@ -136,14 +136,8 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
     }
     let watched = watcher.map(dyno_env::watch::Watcher::stop);
     let mut run = record::record(&settings, &whole, &outcome, started.elapsed(), env);
-    if let Some(series) = &watched {
-        super::watch::record(
-            &mut run,
-            series,
-            outcome.started_at + settings.warmup,
-            outcome.elapsed,
-            outcome.transactions + outcome.failed_total(),
-        );
+    if let Some(watched) = &watched {
+        super::watch::record(&mut run, watched, window(&outcome, &settings));
     }
     if let (Some(plan), Some(met)) = (&plan, &met) {
         plan.record(&mut run, met, outcome.started_at);
@@ -189,9 +183,9 @@ fn find_max(
     on: Searched<'_>,
     search: Search<'_>,
     env: dyno_model::Environment,
-    mut save: crate::cli::SaveArgs,
-    mut store: Option<Box<dyn dyno_store::Store>>,
+    (mut save, mut store): (crate::cli::SaveArgs, Option<Box<dyn dyno_store::Store>>),
     progress: Option<Duration>,
+    watch: Option<crate::settings::Watch>,
 ) -> Result<ExitStatus> {
     let Searched {
         settings,
@@ -199,6 +193,8 @@ fn find_max(
         segment: plan,
     } = on;
     let interrupt = Interrupt::install(Second::Exits)?;
+    // Watched over the whole search; judged at its steps.
+    let watcher = super::watch::start(watch)?;
     let started = Instant::now();
     let mut line = ProgressLine::new(progress);
     let clear_line = progress.is_none() && std::io::stderr().is_terminal();
@@ -214,52 +210,73 @@ fn find_max(
     let group = steps
         .as_mut()
         .map(|s| s as &mut dyn dyno_load::shard::Together);
-    let (run, figures_at, lost, status): (_, _, _, super::capacity::Status) = match search {
-        Search::Rates(plan) => {
-            super::capacity::announce(plan);
-            let found = dyno_db::capacity::find_max(
-                settings,
-                plan,
-                interrupt.flag(),
-                group,
-                |p| line.show(p),
-                |step| step_line(&|n| super::capacity::step_line(n, step, "tps")),
-            );
-            line.clear();
-            let found = found?;
-            (
-                dyno_db::capacity::record(&found, plan, whole, started.elapsed(), env),
-                found.figures().map(|f| f.outcome.0.started_at),
-                found.lost_target.clone(),
-                Box::new(move |id| super::capacity::exit_status(&found, id)),
-            )
-        }
-        Search::Clients(plan) => {
-            super::capacity::announce_sweep(plan);
-            let swept = dyno_db::capacity::sweep_clients(
-                settings,
-                plan,
-                interrupt.flag(),
-                group,
-                |p| line.show(p),
-                |step| step_line(&|n| super::capacity::sweep_line(n, step, "tps")),
-            );
-            line.clear();
-            let swept = swept?;
-            (
-                dyno_db::capacity::sweep_record(&swept, plan, whole, started.elapsed(), env),
-                swept.figures().map(|f| f.outcome.0.started_at),
-                swept.lost_target.clone(),
-                Box::new(move |id| super::capacity::sweep_exit_status(&swept, id)),
-            )
-        }
-    };
+    let step_window = |(o, s): &(dyno_db::run::Outcome, dyno_db::run::RunSettings)| window(o, s);
+    let (run, figures_at, lost, windows, status): (_, _, _, _, super::capacity::Status) =
+        match search {
+            Search::Rates(plan) => {
+                super::capacity::announce(plan);
+                let found = dyno_db::capacity::find_max(
+                    settings,
+                    plan,
+                    interrupt.flag(),
+                    group,
+                    |p| line.show(p),
+                    |step| step_line(&|n| super::capacity::step_line(n, step, "tps")),
+                );
+                line.clear();
+                let found = found?;
+                (
+                    dyno_db::capacity::record(&found, plan, whole, started.elapsed(), env),
+                    found.figures().map(|f| f.outcome.0.started_at),
+                    found.lost_target.clone(),
+                    super::capacity::search_windows(&found, "tps", step_window),
+                    Box::new(move |id| super::capacity::exit_status(&found, id)),
+                )
+            }
+            Search::Clients(plan) => {
+                super::capacity::announce_sweep(plan);
+                let swept = dyno_db::capacity::sweep_clients(
+                    settings,
+                    plan,
+                    interrupt.flag(),
+                    group,
+                    |p| line.show(p),
+                    |step| step_line(&|n| super::capacity::sweep_line(n, step, "tps")),
+                );
+                line.clear();
+                let swept = swept?;
+                (
+                    dyno_db::capacity::sweep_record(&swept, plan, whole, started.elapsed(), env),
+                    swept.figures().map(|f| f.outcome.0.started_at),
+                    swept.lost_target.clone(),
+                    super::capacity::sweep_windows(&swept, "clients", step_window),
+                    Box::new(move |id| super::capacity::sweep_exit_status(&swept, id)),
+                )
+            }
+        };
+    let watched = watcher.map(dyno_env::watch::Watcher::stop);
     let Some(mut run) = run else {
         return super::capacity::nothing_measured(lost);
     };
+    if let (Some(watched), Some((answer, knee))) = (&watched, windows) {
+        super::watch::record_search(&mut run, watched, answer, knee);
+    }
     segment::Steps::mark(steps, &mut run, figures_at, &mut save);
     let run = finish(run, &save, store, dyno_report::db_report)?;
     Ok(status(&run.id))
+}
+
+/// A run's measured window, as the watcher is judged over it: its
+/// transactions, ended or failed.
+fn window(
+    outcome: &dyno_db::run::Outcome,
+    settings: &dyno_db::run::RunSettings,
+) -> super::watch::Window {
+    super::watch::Window {
+        from: outcome.started_at + settings.warmup,
+        length: outcome.elapsed,
+        operations: outcome.transactions + outcome.failed_total(),
+    }
 }
 
 /// The progress shown while a run goes on: with -P, a line every

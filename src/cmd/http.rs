@@ -44,7 +44,15 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
             Some(_) => Some(ctx.open_store()?),
             None => ctx.store_for(&save)?,
         };
-        return find_max(&settings, search, env, &asked, save, store, plan.as_ref());
+        return find_max(
+            &settings,
+            search,
+            env,
+            &asked,
+            (save, store),
+            plan.as_ref(),
+            watch,
+        );
     }
     // A segment's store is where the segments meet: falling back to the
     // local one would leave it waiting alone.
@@ -105,14 +113,8 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
     }
     let watched = watcher.map(dyno_env::watch::Watcher::stop);
     let mut run = dyno_http::record(&settings, &outcome, env, &asked);
-    if let Some(series) = &watched {
-        super::watch::record(
-            &mut run,
-            series,
-            outcome.started_at + settings.schedule.warmup,
-            outcome.elapsed,
-            outcome.stats.requests(),
-        );
+    if let Some(watched) = &watched {
+        super::watch::record(&mut run, watched, window(&outcome, &settings));
     }
     // The command's own clock: from before the warm-up and any barrier.
     run.started_at = started_at;
@@ -211,11 +213,13 @@ fn find_max(
     search: Search<'_>,
     env: dyno_model::Environment,
     asked: &Asked,
-    mut save: crate::cli::SaveArgs,
-    mut store: Option<Box<dyn dyno_store::Store>>,
+    (mut save, mut store): (crate::cli::SaveArgs, Option<Box<dyn dyno_store::Store>>),
     plan: Option<&crate::settings::segment::Plan>,
+    watch: Option<crate::settings::Watch>,
 ) -> Result<ExitStatus> {
     let interrupt = Interrupt::install(Second::Exits)?;
+    // Watched over the whole search; judged at its steps.
+    let watcher = super::watch::start(watch)?;
     let started_at = Timestamp::now();
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
@@ -236,53 +240,70 @@ fn find_max(
     let group = steps
         .as_mut()
         .map(|s| s as &mut dyn dyno_load::shard::Together);
-    let (run, figures_at, lost, status): (_, _, _, super::capacity::Status) = match search {
-        Search::Rates(plan) => {
-            super::capacity::announce(plan);
-            let found = dyno_http::capacity::find_max(
-                settings,
-                plan,
-                interrupt.flag(),
-                group,
-                progress,
-                |step| step_line(&|n| super::capacity::step_line(n, step, "req/s")),
-            )?;
-            (
-                dyno_http::capacity::record(&found, plan, env, asked),
-                found.figures().map(|f| f.outcome.outcome.started_at),
-                found.lost_target.clone(),
-                Box::new(move |id| super::capacity::exit_status(&found, id)),
-            )
-        }
-        Search::Connections(plan) => {
-            super::capacity::announce_sweep(plan);
-            let swept = dyno_http::capacity::sweep_connections(
-                settings,
-                plan,
-                interrupt.flag(),
-                group,
-                progress,
-                |step| step_line(&|n| super::capacity::sweep_line(n, step, "req/s")),
-            )?;
-            (
-                dyno_http::capacity::sweep_record(&swept, plan, env, asked),
-                swept.figures().map(|f| f.outcome.outcome.started_at),
-                swept.lost_target.clone(),
-                Box::new(move |id| super::capacity::sweep_exit_status(&swept, id)),
-            )
-        }
-    };
+    let step_window = |o: &dyno_http::capacity::StepOutcome| window(&o.outcome, &o.settings);
+    let (run, figures_at, lost, windows, status): (_, _, _, _, super::capacity::Status) =
+        match search {
+            Search::Rates(plan) => {
+                super::capacity::announce(plan);
+                let found = dyno_http::capacity::find_max(
+                    settings,
+                    plan,
+                    interrupt.flag(),
+                    group,
+                    progress,
+                    |step| step_line(&|n| super::capacity::step_line(n, step, "req/s")),
+                )?;
+                (
+                    dyno_http::capacity::record(&found, plan, env, asked),
+                    found.figures().map(|f| f.outcome.outcome.started_at),
+                    found.lost_target.clone(),
+                    super::capacity::search_windows(&found, "req/s", step_window),
+                    Box::new(move |id| super::capacity::exit_status(&found, id)),
+                )
+            }
+            Search::Connections(plan) => {
+                super::capacity::announce_sweep(plan);
+                let swept = dyno_http::capacity::sweep_connections(
+                    settings,
+                    plan,
+                    interrupt.flag(),
+                    group,
+                    progress,
+                    |step| step_line(&|n| super::capacity::sweep_line(n, step, "req/s")),
+                )?;
+                (
+                    dyno_http::capacity::sweep_record(&swept, plan, env, asked),
+                    swept.figures().map(|f| f.outcome.outcome.started_at),
+                    swept.lost_target.clone(),
+                    super::capacity::sweep_windows(&swept, "connections", step_window),
+                    Box::new(move |id| super::capacity::sweep_exit_status(&swept, id)),
+                )
+            }
+        };
     if tty {
         eprint!("\r\x1b[2K");
     }
+    let watched = watcher.map(dyno_env::watch::Watcher::stop);
     let Some(mut run) = run else {
         return super::capacity::nothing_measured(lost);
     };
+    if let (Some(watched), Some((answer, knee))) = (&watched, windows) {
+        super::watch::record_search(&mut run, watched, answer, knee);
+    }
     run.started_at = started_at;
     run.duration_ns = started.elapsed().as_nanos() as u64;
     segment::Steps::mark(steps, &mut run, figures_at, &mut save);
     let run = finish(run, &save, store, dyno_report::http_report)?;
     Ok(status(&run.id))
+}
+
+/// A run's measured window, as the watcher is judged over it.
+fn window(outcome: &Outcome, settings: &Settings) -> super::watch::Window {
+    super::watch::Window {
+        from: outcome.started_at + settings.schedule.warmup,
+        length: outcome.elapsed,
+        operations: outcome.stats.requests(),
+    }
 }
 
 /// Creates the latency log, never over an existing file; the error says

@@ -18,24 +18,73 @@ pub(super) fn start(watch: Option<Watch>) -> Result<Option<Watcher>> {
         .map_err(|e| anyhow!("{e}; nothing was run"))
 }
 
-/// Adds what was watched over the measured window (from `measured_from`,
-/// by the wall clock, for `measured`), in which `operations` requests or
-/// transactions ended, to `run`: the metrics, a warning for each source
-/// lost mid-run, and the verdict.
-pub(super) fn record(
+/// A measured window of a run or a step: from when (by the wall clock),
+/// how long, and how many requests or transactions ended in it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Window {
+    pub from: SystemTime,
+    pub length: Duration,
+    pub operations: u64,
+}
+
+impl Window {
+    /// The window on this process's monotonic clock, which the samples
+    /// are taken on.
+    fn instants(&self) -> (Instant, Instant) {
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        let ago = wall.duration_since(self.from).unwrap_or_default();
+        let from = now.checked_sub(ago).unwrap_or(now);
+        (from, from + self.length)
+    }
+}
+
+/// Adds what was watched over the measured window to `run`: the metrics,
+/// a warning for each source lost mid-run or scraped with trouble, and
+/// the verdict.
+pub(super) fn record(run: &mut Run, watched: &Watched, window: Window) {
+    figures(run, watched, window);
+    let (from, to) = window.instants();
+    if let Some((code, message)) = watch::verdict(watched, from, to, dyno_env::available_cpus()) {
+        run.warn(code, message);
+    }
+}
+
+/// What was watched over a capacity search: the figures over the step
+/// whose figures the run keeps (`answer`), and the verdict at the knee,
+/// the first failing step above it (`knee`: how it is named, `520
+/// req/s`, and its window), where what limited the server shows; at the
+/// answer's step when none failed above it.
+pub(super) fn record_search(
     run: &mut Run,
     watched: &Watched,
-    measured_from: SystemTime,
-    measured: Duration,
-    operations: u64,
+    answer: Window,
+    knee: Option<(String, Window)>,
 ) {
-    // The wall-clock start as this process's monotonic clock reads it.
-    let (now, wall) = (Instant::now(), SystemTime::now());
-    let ago = wall.duration_since(measured_from).unwrap_or_default();
-    let from = now.checked_sub(ago).unwrap_or(now);
-    let to = from + measured;
+    figures(run, watched, answer);
+    let cpus = dyno_env::available_cpus();
+    let verdict = match &knee {
+        Some((name, window)) => {
+            let (from, to) = window.instants();
+            watch::verdict(watched, from, to, cpus)
+                .map(|(code, why)| (code, format!("at the first failing step ({name}): {why}")))
+        }
+        None => {
+            let (from, to) = answer.instants();
+            watch::verdict(watched, from, to, cpus)
+                .map(|(code, why)| (code, format!("at the answer's step: {why}")))
+        }
+    };
+    if let Some((code, message)) = verdict {
+        run.warn(code, message);
+    }
+}
+
+/// The metrics over `window`, and the warnings of sources that were lost
+/// or scraped with trouble.
+fn figures(run: &mut Run, watched: &Watched, window: Window) {
+    let (from, to) = window.instants();
     run.metrics
-        .extend(watch::metrics(watched, from, to, operations));
+        .extend(watch::metrics(watched, from, to, window.operations));
     for s in &watched.series {
         if let Some(why) = &s.lost {
             run.warn(
@@ -52,8 +101,5 @@ pub(super) fn record(
                 format!("watching {}: {}", s.url, troubles.join("; ")),
             );
         }
-    }
-    if let Some((code, message)) = watch::verdict(watched, from, to, dyno_env::available_cpus()) {
-        run.warn(code, message);
     }
 }

@@ -73,11 +73,6 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
         ],
     )?;
     let watch = super::watch::watch(args.watch.clone())?;
-    if watch.is_some() && capacity.is_some() {
-        bail!(
-            "--watch-pid, --watch-name and --watch-cgroup watch one run; a capacity search is many: drop them, or watch a run at the rate the search found (-R)"
-        );
-    }
     // -c FROM..TO turns the search into the closed-model sweep.
     let (capacity, sweep) = match (capacity, args.clients.range) {
         (Some(c), true) => {

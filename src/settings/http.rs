@@ -133,11 +133,6 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         ],
     )?;
     let watch = super::watch::watch(watch)?;
-    if watch.is_some() && capacity.is_some() {
-        bail!(
-            "--watch-pid, --watch-name and --watch-cgroup watch one run; a capacity search is many: drop them, or watch a run at the rate the search found (--rate)"
-        );
-    }
     if capacity.is_some() && format == HttpFormat::Ab {
         bail!(
             "--format ab prints one run; a capacity search is many steps: drop --format ab (--json prints the whole search)"

@@ -58,6 +58,24 @@ pub struct ProcSample {
     /// `None` where this user may not read another user's counters.
     pub read_bytes: Option<u64>,
     pub write_bytes: Option<u64>,
+    /// Each thread's CPU time so far, by thread id, in order of id: a
+    /// process whose one busy thread does its work alone (an event loop)
+    /// is limited by that thread, whatever its others do.
+    pub thread_cpu: Vec<ThreadCpu>,
+}
+
+/// One thread's CPU so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadCpu {
+    pub tid: u32,
+    /// Time on a CPU (`schedstat`'s, to the nanosecond; `stat`'s ticks
+    /// where there is no schedstat).
+    pub cpu: Duration,
+    /// Time it was ready to run and waited for a CPU (`schedstat`); zero
+    /// where the kernel does not keep it. A thread that ran or waited to
+    /// run all the time wanted a whole core, even when others took part of
+    /// it.
+    pub waited: Duration,
 }
 
 impl ProcSample {
@@ -121,10 +139,37 @@ pub(crate) fn sample_from(root: Root<'_>, pid: u32) -> Result<ProcSample, WatchE
         rss_bytes: field(24, "rss")?.saturating_mul(page_size()),
         ..ProcSample::default()
     };
-    // Switches of every thread: each task's status.
+    // Switches of every thread: each task's status; and its CPU: each
+    // task's stat.
     let tasks = std::fs::read_dir(root.path(&format!("proc/{pid}/task")))
         .map_err(|_| WatchError::Gone(pid))?;
     for task in tasks.flatten() {
+        let tid = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<u32>().ok());
+        // "ON_CPU_NS WAITING_NS TIMESLICES"
+        let schedstat = std::fs::read_to_string(task.path().join("schedstat"))
+            .ok()
+            .and_then(|text| {
+                let mut f = text.split_whitespace().map(|v| v.parse::<u64>().ok());
+                Some((f.next()??, f.next()??))
+            });
+        let cpu = match schedstat {
+            Some((on, waiting)) => Some((Duration::from_nanos(on), Duration::from_nanos(waiting))),
+            None => std::fs::read_to_string(task.path().join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    let after = &stat[stat.rfind(')')? + 1..];
+                    let mut f = after.split_whitespace().skip(14 - 3);
+                    let user: u64 = f.next()?.parse().ok()?;
+                    let system: u64 = f.next()?.parse().ok()?;
+                    Some((from_ticks(user) + from_ticks(system), Duration::ZERO))
+                }),
+        };
+        if let (Some(tid), Some((cpu, waited))) = (tid, cpu) {
+            sample.thread_cpu.push(ThreadCpu { tid, cpu, waited });
+        }
         let Some(status) = std::fs::read_to_string(task.path().join("status")).ok() else {
             // A thread that ended between the listing and the read.
             continue;
@@ -154,6 +199,7 @@ pub(crate) fn sample_from(root: Root<'_>, pid: u32) -> Result<ProcSample, WatchE
             }
         }
     }
+    sample.thread_cpu.sort_unstable_by_key(|t| t.tid);
     Ok(sample)
 }
 
@@ -242,6 +288,7 @@ impl Source {
                 cpu: s.user + s.system,
                 memory_bytes: s.memory_bytes,
                 threads: None,
+                thread_cpu: Vec::new(),
             }),
             Source::Prometheus(url) => unreachable!("{url} is scraped, not read"),
         }
@@ -249,12 +296,14 @@ impl Source {
 }
 
 /// What one sample of a source read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
     /// CPU time used so far (cumulative).
     pub cpu: Duration,
     pub memory_bytes: Option<u64>,
     pub threads: Option<u64>,
+    /// Each thread's CPU so far (a process's; none for a cgroup).
+    pub thread_cpu: Vec<ThreadCpu>,
 }
 
 impl Reading {
@@ -263,6 +312,7 @@ impl Reading {
             cpu: s.cpu(),
             memory_bytes: Some(s.rss_bytes),
             threads: Some(s.threads),
+            thread_cpu: s.thread_cpu.clone(),
         }
     }
 }
@@ -462,6 +512,26 @@ pub struct Usage {
     /// The most memory and threads any sample saw.
     pub max_memory_bytes: Option<u64>,
     pub max_threads: Option<u64>,
+    /// The busiest thread between the first and the last sample inside
+    /// the window; `None` without two samples inside it.
+    pub busiest_thread: Option<BusyThread>,
+}
+
+/// A thread's use of the CPU over a window, in percent of the window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BusyThread {
+    pub tid: u32,
+    /// On a CPU.
+    pub cpu_percent: f64,
+    /// Ready to run, and waiting for a CPU.
+    pub waited_percent: f64,
+}
+
+impl BusyThread {
+    /// How much of a core it wanted: the time it ran or was ready to.
+    pub fn demand(&self) -> f64 {
+        self.cpu_percent + self.waited_percent
+    }
 }
 
 impl Usage {
@@ -480,11 +550,13 @@ impl Series {
     /// it; `None` outside the samples.
     fn cpu_at(&self, at: Instant) -> Option<f64> {
         let i = self.samples.iter().position(|(t, _)| *t >= at)?;
-        let (t1, r1) = self.samples[i];
+        let (t1, r1) = &self.samples[i];
+        let t1 = *t1;
         if i == 0 {
             return (t1 == at).then_some(r1.cpu.as_secs_f64());
         }
-        let (t0, r0) = self.samples[i - 1];
+        let (t0, r0) = &self.samples[i - 1];
+        let t0 = *t0;
         let span = (t1 - t0).as_secs_f64();
         let part = if span > 0.0 {
             (at - t0).as_secs_f64() / span
@@ -506,11 +578,31 @@ impl Series {
         }
         let cpu = (self.cpu_at(to)? - self.cpu_at(from)?).max(0.0);
         let within = || self.samples.iter().filter(|(t, _)| *t >= from && *t <= to);
+        let busiest_thread = match (within().next(), within().next_back()) {
+            (Some((t0, r0)), Some((t1, r1))) if t1 > t0 => {
+                let span = (*t1 - *t0).as_secs_f64();
+                r1.thread_cpu
+                    .iter()
+                    .filter_map(|t| {
+                        let i = r0.thread_cpu.binary_search_by_key(&t.tid, |t| t.tid).ok()?;
+                        let was = r0.thread_cpu[i];
+                        let share = |d: Duration| 100.0 * d.as_secs_f64() / span;
+                        Some(BusyThread {
+                            tid: t.tid,
+                            cpu_percent: share(t.cpu.saturating_sub(was.cpu)),
+                            waited_percent: share(t.waited.saturating_sub(was.waited)),
+                        })
+                    })
+                    .max_by(|a, b| a.demand().total_cmp(&b.demand()))
+            }
+            _ => None,
+        };
         Some(Usage {
             cpu: Duration::from_secs_f64(cpu),
             window: to - from,
             max_memory_bytes: within().filter_map(|(_, r)| r.memory_bytes).max(),
             max_threads: within().filter_map(|(_, r)| r.threads).max(),
+            busiest_thread,
         })
     }
 
@@ -713,7 +805,31 @@ pub fn verdict(
             .map_or(cpus as u64, |t| t.min(cpus as u64))
             .max(1);
         let share = u.cpu_percent() / 100.0 / cores as f64;
-        if share >= SATURATED_SHARE {
+        let hot_thread = u
+            .busiest_thread
+            .filter(|t| t.demand() >= 100.0 * SATURATED_SHARE);
+        if share < SATURATED_SHARE
+            && let Some(t) = hot_thread
+        {
+            let waited = if t.waited_percent >= 1.0 {
+                format!(
+                    " and waited for a CPU {:.0}% of the time (others had it)",
+                    t.waited_percent
+                )
+            } else {
+                String::new()
+            };
+            found.push((
+                "server_cpu_bound",
+                format!(
+                    "the server was CPU-bound on one thread: {}'s thread {} ran {:.0}% of the time{waited}, so it wanted a whole core, while the process used {:.0}% of its {cores} cores (a thread that does its part alone, an event loop or an acceptor, limits it)",
+                    s.name,
+                    t.tid,
+                    t.cpu_percent.min(100.0),
+                    u.cpu_percent() / cores as f64,
+                ),
+            ));
+        } else if share >= SATURATED_SHARE {
             let of = if cores == 1 {
                 "one core".to_owned()
             } else {
@@ -792,6 +908,11 @@ mod tests {
             cpu: Duration::from_millis(cpu_ms),
             memory_bytes: Some(cpu_ms * 1000),
             threads: Some(threads),
+            thread_cpu: vec![ThreadCpu {
+                tid: 1,
+                cpu: Duration::from_millis(cpu_ms),
+                waited: Duration::ZERO,
+            }],
         }
     }
 
@@ -880,6 +1001,49 @@ mod tests {
     }
 
     #[test]
+    fn one_hot_thread_of_a_process_with_cores_to_spare_is_its_limit() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        // Four threads: thread 7 ran 60% of the second and waited 35% (a
+        // neighbour had the core), so it wanted 95% of one; thread 8 ran
+        // a tenth.
+        let thread = |tid, ms, waited| ThreadCpu {
+            tid,
+            cpu: Duration::from_millis(ms),
+            waited: Duration::from_millis(waited),
+        };
+        let reading = |t7: u64, w7: u64, t8: u64| Reading {
+            cpu: Duration::from_millis(t7 + t8),
+            memory_bytes: None,
+            threads: Some(4),
+            thread_cpu: vec![thread(7, t7, w7), thread(8, t8, 0)],
+        };
+        let s = Series {
+            name: "loop (pid 5)".into(),
+            group: "loop".into(),
+            samples: vec![
+                (at(0), reading(0, 0, 0)),
+                (at(1000), reading(600, 350, 100)),
+            ],
+            lost: None,
+        };
+        let u = s.usage(at(0), at(1000)).unwrap();
+        let busy = u.busiest_thread.unwrap();
+        assert_eq!(busy.tid, 7);
+        assert!((busy.demand() - 95.0).abs() < 1e-6, "{busy:?}");
+        let watched = Watched {
+            series: vec![s],
+            ..Watched::default()
+        };
+        let (code, why) = verdict(&watched, at(0), at(1000), 8).unwrap();
+        assert_eq!(code, "server_cpu_bound");
+        assert!(
+            why.contains("loop (pid 5)'s thread 7 ran 60% of the time and waited for a CPU 35%"),
+            "{why}"
+        );
+    }
+
+    #[test]
     fn a_watcher_follows_a_real_process_and_agrees_with_proc() {
         // A shell that counts (about a second of CPU) and then waits.
         let mut child = Command::new("sh")
@@ -925,6 +1089,12 @@ mod tests {
         assert!(
             diff <= 0.03 + 0.05 * truth.as_secs_f64(),
             "{u:?} against {truth:?}"
+        );
+        // Its one thread's CPU is the process's.
+        assert_eq!(after.thread_cpu.len(), 1);
+        assert!(
+            after.thread_cpu[0].cpu.abs_diff(after.cpu()) <= Duration::from_millis(20),
+            "{after:?}"
         );
         assert!(Watcher::start(vec![Source::Pid(pid)], Duration::from_secs(1)).is_err());
     }
