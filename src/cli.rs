@@ -831,6 +831,9 @@ pub(crate) struct RunArgs {
     pub export_markdown: Option<PathBuf>,
 
     #[command(flatten)]
+    pub watch: WatchArgs,
+
+    #[command(flatten)]
     pub save: SaveArgs,
 }
 
@@ -1880,6 +1883,9 @@ pub(crate) struct DiskArgs {
     /// run records it).
     #[arg(long)]
     pub seed: Option<u64>,
+
+    #[command(flatten)]
+    pub watch: WatchArgs,
 
     #[command(flatten)]
     pub save: SaveArgs,

@@ -28,6 +28,7 @@ use crate::settings::{self, DiskPlan};
 pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
     let DiskPlan {
         engine: settings,
+        watch,
         save,
     } = settings::disk(args)?;
     let started_at = SystemTime::now();
@@ -53,8 +54,12 @@ pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
             progress_line(p);
         }
     };
+    let watcher = super::watch::start(watch)?;
+    let measuring_from = SystemTime::now();
     let started = Instant::now();
     let measured = measure(&settings, &target, &engine, &stop, show);
+    let measuring = started.elapsed();
+    let watched = watcher.map(dyno_env::watch::Watcher::stop);
     let mode = match &target {
         Target::File(file) => Some(file.mode().clone()),
         Target::Meta(_) => None,
@@ -85,7 +90,17 @@ pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
         started_at,
         duration: started.elapsed(),
     };
-    let run = record::record(&settings, &outcome, environment);
+    let mut run = record::record(&settings, &outcome, environment);
+    if let Some(watched) = &watched {
+        // The whole table (its fills and passes), and no count per
+        // operation: a table's tests differ too much for one.
+        let window = super::watch::Window {
+            from: measuring_from,
+            length: measuring,
+            operations: 0,
+        };
+        super::watch::record(&mut run, watched, window);
+    }
     let run = finish(run, &save, store, dyno_report::disk_report)?;
     if interrupted {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);

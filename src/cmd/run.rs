@@ -33,6 +33,7 @@ pub(super) fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
     // At most ten progress lines a second, so drawing them costs the timed
     // commands nothing measurable.
     let mut drawn = Instant::now();
+    let watcher = super::watch::start(plan.watch.clone())?;
     let outcome = match dyno_exec::run(settings, &stop, |p| {
         if tty && drawn.elapsed() >= Duration::from_millis(100) {
             drawn = Instant::now();
@@ -52,7 +53,18 @@ pub(super) fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
     if tty {
         eprint!("\r\x1b[2K");
     }
-    let run = dyno_exec::record(settings, &outcome, &plan.judging, environment);
+    let watched = watcher.map(dyno_env::watch::Watcher::stop);
+    let mut run = dyno_exec::record(settings, &outcome, &plan.judging, environment);
+    if let Some(watched) = &watched {
+        // From the first command's start to the last one's end, warm-ups
+        // and hooks included; per timed run.
+        let window = super::watch::Window {
+            from: outcome.started_at.into(),
+            length: outcome.duration,
+            operations: outcome.results.iter().map(|r| r.samples.len() as u64).sum(),
+        };
+        super::watch::record(&mut run, watched, window);
+    }
     let mismatch = dyno_exec::record::output_mismatch(settings, &outcome);
 
     // Exports are written before saving, so a full store loses no result.

@@ -14,6 +14,8 @@ const SYNC_SIZE: u64 = 16 << 20;
 /// What `dyno disk` runs: the engine's settings, and where the run goes.
 pub(crate) struct DiskPlan {
     pub engine: dyno_disk::Settings,
+    /// `--watch-*`: what is watched while the disk is measured.
+    pub watch: Option<super::Watch>,
     pub save: SaveArgs,
 }
 
@@ -37,8 +39,10 @@ pub(crate) fn disk(args: DiskArgs) -> Result<DiskPlan> {
         force,
         device,
         seed,
+        watch,
         save,
     } = args;
+    let watch = super::watch::watch(watch)?;
     let block_preset = !matches!(preset, Preset::Sync | Preset::Meta);
     if !block_preset {
         let flag = if !tests.is_empty() {
@@ -146,6 +150,7 @@ pub(crate) fn disk(args: DiskArgs) -> Result<DiskPlan> {
             device,
             direct: !buffered,
         },
+        watch,
         save,
     })
 }

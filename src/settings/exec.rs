@@ -18,6 +18,8 @@ pub(crate) struct ExecPlan {
     pub export_hyperfine_json: Option<PathBuf>,
     pub export_csv: Option<PathBuf>,
     pub export_markdown: Option<PathBuf>,
+    /// `--watch-*`: what is watched while the commands run.
+    pub watch: Option<super::Watch>,
     pub save: SaveArgs,
 }
 
@@ -56,8 +58,10 @@ pub(crate) fn exec(args: RunArgs) -> Result<ExecPlan> {
         export_hyperfine_json,
         export_csv,
         export_markdown,
+        watch,
         save,
     } = args;
+    let watch = super::watch::watch(watch)?;
 
     if names.len() > commands.len() {
         bail!(
@@ -157,6 +161,7 @@ pub(crate) fn exec(args: RunArgs) -> Result<ExecPlan> {
         export_hyperfine_json,
         export_csv,
         export_markdown,
+        watch,
         save,
     })
 }

@@ -356,16 +356,20 @@ pub struct Watched {
     pub cost: Duration,
 }
 
-/// Sleeps until `next` in short naps, so that a stop is seen at once;
-/// true when stopped.
+/// Sleeps until `next`, or until stopped (the stopper unparks the
+/// thread, so a stop is seen at once without waking in between); true
+/// when stopped.
 fn nap_until(next: Instant, stopped: &AtomicBool) -> bool {
-    while !stopped.load(Ordering::Relaxed) && Instant::now() < next {
-        std::thread::sleep(
-            next.saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(20)),
-        );
+    loop {
+        if stopped.load(Ordering::Acquire) {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= next {
+            return false;
+        }
+        std::thread::park_timeout(next - now);
     }
-    stopped.load(Ordering::Relaxed)
 }
 
 impl Watcher {
@@ -446,7 +450,11 @@ impl Watcher {
 
     /// Takes a last sample and returns everything watched.
     pub fn stop(self) -> Watched {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Release);
+        self.thread.thread().unpark();
+        for t in &self.scrapers {
+            t.thread().unpark();
+        }
         let (series, mut cost) = self.thread.join().unwrap_or_default();
         let scrapes: Vec<ScrapeSeries> = self
             .scrapers

@@ -282,6 +282,7 @@ pub fn disk_report(run: &Run) -> String {
         }
     }
     out.push_str(&render(&t));
+    crate::text::watched(run, "operation", &mut out);
     warnings(run, &mut out);
     out
 }

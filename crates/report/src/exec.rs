@@ -122,6 +122,7 @@ pub fn exec_report(run: &Run) -> String {
     if out.ends_with("\n\n") {
         out.pop();
     }
+    crate::text::watched(run, "run", &mut out);
     crate::text::warnings(run, &mut out);
     out
 }
