@@ -524,3 +524,47 @@ fn disk_create_errors_name_the_cause_once() {
     assert!(err.contains("read-only"), "{err}");
     assert_eq!(err.matches("os error 30").count(), 1, "{err}");
 }
+
+/// `--watch-pid` around a disk run: the watched process over the whole
+/// table, what watching cost, and a verdict; no figure per operation, since
+/// a table's tests differ too much for one.
+#[test]
+fn disk_watches_a_process_over_the_table() {
+    let (home, dir) = (temp(), temp());
+    let pid = std::process::id().to_string();
+    let (run, _) = disk_json(
+        home.path(),
+        dir.path(),
+        &[
+            "--test",
+            "seq:1m:q1:t1",
+            "--watch-pid",
+            &pid,
+            "--watch-interval",
+            "50ms",
+        ],
+    );
+    let names: Vec<&str> = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    for name in [
+        "server_cpu_percent",
+        "server_memory_peak",
+        "watch_client_cpu_ns",
+    ] {
+        assert!(names.contains(&name), "no {name}: {names:?}");
+    }
+    assert!(!names.contains(&"server_cpu_per_op_ns"), "{names:?}");
+    assert!(
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "server_cpu_bound" || w["code"] == "nothing_saturated"),
+        "{}",
+        run["warnings"]
+    );
+}

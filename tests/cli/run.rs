@@ -682,3 +682,66 @@ fn interleaving_very_different_lengths_is_warned() {
     );
     assert!(!warning_codes(&run).contains(&"interleaved_lengths"));
 }
+
+/// `dyno run --watch-pid` of a process that spins beside the timed
+/// command: its CPU per timed run and its share of a core; the verdict
+/// names it CPU-bound (it wants a whole core, running or waiting for one,
+/// whatever else the machine runs); the report prints its line.
+#[test]
+fn run_watches_a_spinning_process() {
+    let home = temp();
+    let mut spin = StdCommand::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let pid = spin.id().to_string();
+    let (run, _) = json_run(
+        home.path(),
+        &[
+            "run",
+            "--runs",
+            "3",
+            "sleep 0.2",
+            "--watch-pid",
+            &pid,
+            "--watch-interval",
+            "50ms",
+        ],
+        0,
+    );
+    let _ = spin.kill();
+    let _ = spin.wait();
+    let watched = |name: &str| {
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name && m["labels"]["watched"] == "sh")
+            .unwrap_or_else(|| panic!("no {name}: {}", run["metrics"]))["value"]
+            .as_f64()
+            .unwrap()
+    };
+    // About 0.2 s of CPU per timed run when it has a core to itself; at
+    // least a quarter of that on a busy machine.
+    let per_run = watched("server_cpu_per_op_ns");
+    assert!((0.05e9..=0.5e9).contains(&per_run), "{per_run} ns per run");
+    assert!(watched("server_cpu_percent") >= 25.0);
+    let bound = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "server_cpu_bound")
+        .unwrap_or_else(|| panic!("no verdict: {}", run["warnings"]));
+    assert!(
+        bound["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("sh (pid {pid})")),
+        "{bound}"
+    );
+    let shown = ok(home.path(), &["show", run["id"].as_str().unwrap()]);
+    assert!(
+        shown.contains("Server CPU  sh: ") && shown.contains("per run"),
+        "{shown}"
+    );
+}
