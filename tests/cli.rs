@@ -906,6 +906,8 @@ fn http_sends_exactly_n_requests_with_and_without_keepalive() {
     assert_eq!(metric(&run, "responses"), Some(700.0));
     assert_eq!(metric(&run, "status_200"), Some(700.0));
     assert_eq!(metric(&run, "errors"), Some(0.0));
+    // This machine's own state, watched in every run.
+    assert!(metric(&run, "machine_load_max").is_some_and(|l| l >= 0.0));
     assert_eq!(metric(&run, "connections_opened"), Some(3.0));
     assert_eq!(metric(&run, "body_bytes"), Some(700.0 * 92.0));
     assert!(metric(&run, "requests_per_sec").unwrap() > 0.0);

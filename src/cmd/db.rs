@@ -134,9 +134,10 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         eprintln!("dyno: interrupted before any transaction ended; nothing was saved");
         return Ok(ExitStatus::Interrupted);
     }
-    let watched = watcher.map(dyno_env::watch::Watcher::stop);
+    let watched = watcher.stop();
     let mut run = record::record(&settings, &whole, &outcome, started.elapsed(), env);
-    if let Some(watched) = &watched {
+    {
+        let watched = &watched;
         super::watch::record(&mut run, watched, window(&outcome, &settings));
     }
     if let (Some(plan), Some(met)) = (&plan, &met) {
@@ -254,12 +255,12 @@ fn find_max(
                 )
             }
         };
-    let watched = watcher.map(dyno_env::watch::Watcher::stop);
+    let watched = watcher.stop();
     let Some(mut run) = run else {
         return super::capacity::nothing_measured(lost);
     };
-    if let (Some(watched), Some((answer, knee))) = (&watched, windows) {
-        super::watch::record_search(&mut run, watched, answer, knee);
+    if let Some((answer, knee)) = windows {
+        super::watch::record_search(&mut run, &watched, answer, knee);
     }
     segment::Steps::mark(steps, &mut run, figures_at, &mut save);
     let run = finish(run, &save, store, dyno_report::db_report)?;

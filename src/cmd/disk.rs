@@ -59,7 +59,7 @@ pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
     let started = Instant::now();
     let measured = measure(&settings, &target, &engine, &stop, show);
     let measuring = started.elapsed();
-    let watched = watcher.map(dyno_env::watch::Watcher::stop);
+    let watched = watcher.stop();
     let mode = match &target {
         Target::File(file) => Some(file.mode().clone()),
         Target::Meta(_) => None,
@@ -91,7 +91,8 @@ pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
         duration: started.elapsed(),
     };
     let mut run = record::record(&settings, &outcome, environment);
-    if let Some(watched) = &watched {
+    {
+        let watched = &watched;
         // The whole table (its fills and passes), and no count per
         // operation: a table's tests differ too much for one.
         let window = super::watch::Window {

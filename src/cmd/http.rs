@@ -111,9 +111,10 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         );
         return Ok(ExitStatus::Interrupted);
     }
-    let watched = watcher.map(dyno_env::watch::Watcher::stop);
+    let watched = watcher.stop();
     let mut run = dyno_http::record(&settings, &outcome, env, &asked);
-    if let Some(watched) = &watched {
+    {
+        let watched = &watched;
         super::watch::record(&mut run, watched, window(&outcome, &settings));
     }
     // The command's own clock: from before the warm-up and any barrier.
@@ -283,12 +284,12 @@ fn find_max(
     if tty {
         eprint!("\r\x1b[2K");
     }
-    let watched = watcher.map(dyno_env::watch::Watcher::stop);
+    let watched = watcher.stop();
     let Some(mut run) = run else {
         return super::capacity::nothing_measured(lost);
     };
-    if let (Some(watched), Some((answer, knee))) = (&watched, windows) {
-        super::watch::record_search(&mut run, watched, answer, knee);
+    if let Some((answer, knee)) = windows {
+        super::watch::record_search(&mut run, &watched, answer, knee);
     }
     run.started_at = started_at;
     run.duration_ns = started.elapsed().as_nanos() as u64;

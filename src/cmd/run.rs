@@ -53,9 +53,10 @@ pub(super) fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
     if tty {
         eprint!("\r\x1b[2K");
     }
-    let watched = watcher.map(dyno_env::watch::Watcher::stop);
+    let watched = watcher.stop();
     let mut run = dyno_exec::record(settings, &outcome, &plan.judging, environment);
-    if let Some(watched) = &watched {
+    {
+        let watched = &watched;
         // From the first command's start to the last one's end, warm-ups
         // and hooks included; per timed run.
         let window = super::watch::Window {

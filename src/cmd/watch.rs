@@ -10,12 +10,13 @@ use dyno_model::Run;
 
 use crate::settings::Watch;
 
-/// Starts watching what `watch` names, if anything.
-pub(super) fn start(watch: Option<Watch>) -> Result<Option<Watcher>> {
-    watch
-        .map(|w| Watcher::start(w.sources, w.interval))
-        .transpose()
-        .map_err(|e| anyhow!("{e}; nothing was run"))
+/// Starts watching what `watch` names, and this machine's own state
+/// (its load, its cores' clocks, throttling) whatever it names.
+pub(super) fn start(watch: Option<Watch>) -> Result<Watcher> {
+    let (sources, interval) = watch.map_or((Vec::new(), Duration::from_secs(1)), |w| {
+        (w.sources, w.interval)
+    });
+    Watcher::start(sources, interval).map_err(|e| anyhow!("{e}; nothing was run"))
 }
 
 /// A measured window of a run or a step: from when (by the wall clock),
@@ -83,6 +84,11 @@ pub(super) fn record_search(
 /// or scraped with trouble.
 fn figures(run: &mut Run, watched: &Watched, window: Window) {
     let (from, to) = window.instants();
+    let (machine, throttled) = dyno_env::state::metrics(&watched.machine, from, to);
+    run.metrics.extend(machine);
+    if let Some(why) = throttled {
+        run.warn("cpu_throttled", why);
+    }
     run.metrics
         .extend(watch::metrics(watched, from, to, window.operations));
     for s in &watched.series {

@@ -19,6 +19,7 @@ mod network;
 mod preflight;
 mod root;
 pub mod scrape;
+pub mod state;
 mod storage;
 mod system;
 mod virt;

@@ -19,6 +19,7 @@ use dyno_model::{Direction, Merge, Metric, Unit};
 
 use crate::root::Root;
 use crate::scrape::{self, ScrapeSeries};
+use crate::state::{self, State};
 
 /// Why a process or cgroup could not be sampled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -342,15 +343,21 @@ pub struct Series {
 #[derive(Debug)]
 pub struct Watcher {
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<(Vec<Series>, Duration)>,
+    thread: std::thread::JoinHandle<Local>,
     scrapers: Vec<std::thread::JoinHandle<ScrapeSeries>>,
 }
+
+/// What the thread of the processes and cgroups returns: their series,
+/// this machine's readings, and the CPU time it used.
+type Local = (Vec<Series>, Vec<(Instant, State)>, Duration);
 
 /// Everything watched over a run.
 #[derive(Debug, Clone, Default)]
 pub struct Watched {
     pub series: Vec<Series>,
     pub scrapes: Vec<ScrapeSeries>,
+    /// This machine's own state at each tick (see [`crate::state`]).
+    pub machine: Vec<(Instant, State)>,
     /// The CPU time the watching threads used: what watching cost this
     /// process (the load generator).
     pub cost: Duration,
@@ -406,12 +413,14 @@ impl Watcher {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
+        let mut machine = vec![(Instant::now(), state::read())];
         let thread = std::thread::Builder::new()
             .name("dyno-watch".into())
             .spawn(move || {
                 let mut next = Instant::now() + interval;
                 loop {
                     let last = nap_until(next, &stopped);
+                    machine.push((Instant::now(), state::read()));
                     for (source, series) in local.iter().zip(&mut series) {
                         if series.lost.is_some() {
                             continue;
@@ -422,7 +431,7 @@ impl Watcher {
                         }
                     }
                     if last {
-                        return (series, crate::thread_cpu_time());
+                        return (series, machine, crate::thread_cpu_time());
                     }
                     next += interval;
                 }
@@ -455,7 +464,7 @@ impl Watcher {
         for t in &self.scrapers {
             t.thread().unpark();
         }
-        let (series, mut cost) = self.thread.join().unwrap_or_default();
+        let (series, machine, mut cost) = self.thread.join().unwrap_or_default();
         let scrapes: Vec<ScrapeSeries> = self
             .scrapers
             .into_iter()
@@ -465,6 +474,7 @@ impl Watcher {
         Watched {
             series,
             scrapes,
+            machine,
             cost,
         }
     }
@@ -770,7 +780,8 @@ pub fn metrics(watched: &Watched, from: Instant, to: Instant, operations: u64) -
     for scrapes in &watched.scrapes {
         out.extend(scrapes.findings(from, to, operations).metrics);
     }
-    if !watched.cost.is_zero() {
+    let watching = !watched.series.is_empty() || !watched.scrapes.is_empty();
+    if watching && !watched.cost.is_zero() {
         out.push(
             Metric::new(
                 "watch_client_cpu_ns",
