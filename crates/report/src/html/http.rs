@@ -256,10 +256,6 @@ fn watched_over_time(run: &Run, seconds: f64, per: usize) -> Option<Chart> {
     if lines.is_empty() {
         return None;
     }
-    let max = lines
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|p| p.1))
-        .fold(0.0, f64::max);
     let mut table = Table::new([
         "watched".to_owned(),
         "mean".to_owned(),
@@ -274,33 +270,17 @@ fn watched_over_time(run: &Run, seconds: f64, per: usize) -> Option<Chart> {
             format!("{}%", chart::num(top)),
         ]);
     }
+    let drawn: Vec<Line<'_>> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, (name, points))| (Some(name.as_str()), points.as_slice(), colour(i + 2)))
+        .collect();
     Some(
-        Chart::draw(
-            "watched-timeline",
-            "What was watched, over time",
-            (lines.len(), lines.iter().map(|l| l.1.len()).sum()),
-            (chart::WIDTH, chart::HEIGHT),
-            |root| {
-                let mut c = ChartBuilder::on(root)
-                    .margin(12)
-                    .margin_right(24)
-                    .x_label_area_size(40)
-                    .y_label_area_size(70)
-                    .build_cartesian_2d(0.0..seconds, chart::from_zero(max.max(1.0)))?;
-                chart::mesh(&mut c)
-                    .x_desc("seconds since the measured part began")
-                    .y_desc("percent")
-                    .x_label_formatter(&chart::tick)
-                    .y_label_formatter(&chart::tick)
-                    .draw()?;
-                for (i, (name, points)) in lines.iter().enumerate() {
-                    let col = colour(i + 2);
-                    c.draw_series(LineSeries::new(points.iter().copied(), col.stroke_width(2)))?
-                        .label(name.as_str())
-                        .legend(chart::swatch(col));
-                }
-                chart::legend(&mut c)
-            },
+        lines_over_time(
+            ("watched-timeline", "What was watched, over time"),
+            seconds,
+            &drawn,
+            "percent",
         )
         .note("Sampled each --watch-interval and read second by second on the run's own clock, so a server's CPU lines up with the req/s and the p99 above it.")
         .table(table),
@@ -316,11 +296,30 @@ fn over_time(
     y_desc: &str,
     col: RGBColor,
 ) -> Chart {
-    let max = points.iter().map(|p| p.1).fold(0.0, f64::max);
+    lines_over_time((id, title), seconds, &[(None, points, col)], y_desc)
+}
+
+/// A line of a chart over time: its name in the legend (none for a chart
+/// of one line), its points, its colour.
+type Line<'a> = (Option<&'a str>, &'a [(f64, f64)], RGBColor);
+
+/// Series over the `seconds` of a run, each a line through its points
+/// marked with dots, named in a legend where it has a name.
+fn lines_over_time(
+    (id, title): (&str, &str),
+    seconds: f64,
+    lines: &[Line<'_>],
+    y_desc: &str,
+) -> Chart {
+    let max = lines
+        .iter()
+        .flat_map(|l| l.1.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let points = lines.iter().map(|l| l.1.len()).sum();
     Chart::draw(
         id,
         title,
-        (1, points.len()),
+        (lines.len(), points),
         (chart::WIDTH, chart::HEIGHT),
         |root| {
             let mut c = ChartBuilder::on(root)
@@ -335,12 +334,21 @@ fn over_time(
                 .x_label_formatter(&chart::tick)
                 .y_label_formatter(&chart::tick)
                 .draw()?;
-            c.draw_series(LineSeries::new(points.iter().copied(), col.stroke_width(2)))?;
-            c.draw_series(
-                points
-                    .iter()
-                    .map(|&(x, y)| Circle::new((x, y), 2, col.filled())),
-            )?;
+            for &(name, points, col) in lines {
+                let line =
+                    c.draw_series(LineSeries::new(points.iter().copied(), col.stroke_width(2)))?;
+                if let Some(name) = name {
+                    line.label(name).legend(chart::swatch(col));
+                }
+                c.draw_series(
+                    points
+                        .iter()
+                        .map(|&(x, y)| Circle::new((x, y), 2, col.filled())),
+                )?;
+            }
+            if lines.iter().any(|l| l.0.is_some()) {
+                chart::legend(&mut c)?;
+            }
             Ok(())
         },
     )
