@@ -136,10 +136,7 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
     }
     let watched = watcher.stop();
     let mut run = record::record(&settings, &whole, &outcome, started.elapsed(), env);
-    {
-        let watched = &watched;
-        super::watch::record(&mut run, watched, window(&outcome, &settings));
-    }
+    super::watch::record(&mut run, &watched, window(&outcome, &settings));
     if let (Some(plan), Some(met)) = (&plan, &met) {
         plan.record(&mut run, met, outcome.started_at);
         save.tags.push(plan.tag());

@@ -91,17 +91,14 @@ pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
         duration: started.elapsed(),
     };
     let mut run = record::record(&settings, &outcome, environment);
-    {
-        let watched = &watched;
-        // The whole table (its fills and passes), and no count per
-        // operation: a table's tests differ too much for one.
-        let window = super::watch::Window {
-            from: measuring_from,
-            length: measuring,
-            operations: 0,
-        };
-        super::watch::record(&mut run, watched, window);
-    }
+    // The whole table (its fills and passes), and no count per operation:
+    // a table's tests differ too much for one.
+    let window = super::watch::Window {
+        from: measuring_from,
+        length: measuring,
+        operations: 0,
+    };
+    super::watch::record(&mut run, &watched, window);
     let run = finish(run, &save, store, dyno_report::disk_report)?;
     if interrupted {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);

@@ -113,10 +113,7 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
     }
     let watched = watcher.stop();
     let mut run = dyno_http::record(&settings, &outcome, env, &asked);
-    {
-        let watched = &watched;
-        super::watch::record(&mut run, watched, window(&outcome, &settings));
-    }
+    super::watch::record(&mut run, &watched, window(&outcome, &settings));
     // The command's own clock: from before the warm-up and any barrier.
     run.started_at = started_at;
     run.duration_ns = started.elapsed().as_nanos() as u64;

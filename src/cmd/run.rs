@@ -55,17 +55,14 @@ pub(super) fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
     }
     let watched = watcher.stop();
     let mut run = dyno_exec::record(settings, &outcome, &plan.judging, environment);
-    {
-        let watched = &watched;
-        // From the first command's start to the last one's end, warm-ups
-        // and hooks included; per timed run.
-        let window = super::watch::Window {
-            from: outcome.started_at.into(),
-            length: outcome.duration,
-            operations: outcome.results.iter().map(|r| r.samples.len() as u64).sum(),
-        };
-        super::watch::record(&mut run, watched, window);
-    }
+    // From the first command's start to the last one's end, warm-ups and
+    // hooks included; per timed run.
+    let window = super::watch::Window {
+        from: outcome.started_at.into(),
+        length: outcome.duration,
+        operations: outcome.results.iter().map(|r| r.samples.len() as u64).sum(),
+    };
+    super::watch::record(&mut run, &watched, window);
     let mismatch = dyno_exec::record::output_mismatch(settings, &outcome);
 
     // Exports are written before saving, so a full store loses no result.
