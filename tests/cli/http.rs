@@ -1645,14 +1645,7 @@ fn watch_url_reads_node_exporter_and_warns_of_bad_endpoints() {
         "{warnings:?}"
     );
     // Saved, and shown with the target's line.
-    let shown = String::from_utf8(
-        dyno(home.path())
-            .args(["show", run["id"].as_str().unwrap()])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let shown = ok(home.path(), &["show", run["id"].as_str().unwrap()]);
     assert!(
         shown.contains(&format!("Target      {host}: CPU ")),
         "{shown}"

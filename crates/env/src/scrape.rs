@@ -326,17 +326,14 @@ impl ScrapeSeries {
 
     /// The value of `key` at `at`, linearly between the scrapes around it.
     fn value_at(&self, key: &str, at: Instant) -> Option<f64> {
-        let points: Vec<(Instant, f64)> = self
-            .scrapes
-            .iter()
-            .filter_map(|s| s.values.get(key).map(|v| (s.at, *v)))
-            .collect();
-        let i = points.iter().position(|(t, _)| *t >= at)?;
-        let (t1, v1) = points[i];
-        if i == 0 {
+        // The scrapes are in time order: the first at or after `at` that
+        // has the key, and the last before it that has it.
+        let split = self.scrapes.partition_point(|s| s.at < at);
+        let point = |s: &Scrape| Some((s.at, *s.values.get(key)?));
+        let (t1, v1) = self.scrapes[split..].iter().find_map(point)?;
+        let Some((t0, v0)) = self.scrapes[..split].iter().rev().find_map(point) else {
             return (t1 == at).then_some(v1);
-        }
-        let (t0, v0) = points[i - 1];
+        };
         let span = (t1 - t0).as_secs_f64();
         let part = if span > 0.0 {
             (at - t0).as_secs_f64() / span
