@@ -574,6 +574,18 @@ pub(crate) struct WatchArgs {
     /// How often the watched sources are sampled.
     #[arg(long, value_name = "DURATION", default_value = "1s", allow_hyphen_values = true, value_parser = pass_duration)]
     pub watch_interval: std::time::Duration,
+
+    /// Read PostgreSQL's statistics views during the run, on a connection
+    /// of their own: pg_stat_database (commits, cache hits, rows), WAL
+    /// bytes per transaction, checkpoints, and what the sessions were
+    /// doing (pg_stat_activity, five samples per --watch-interval: running,
+    /// waiting on locks or I/O, idle), with a verdict when they mostly
+    /// waited. `dyno db run` reads its own server with a bare --pg-stats;
+    /// elsewhere give the server behind the application:
+    /// --pg-stats='host=/var/run/postgresql dbname=app'. dyno's own probe
+    /// is left out of the counts.
+    #[arg(long, value_name = "CONNINFO", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub pg_stats: Option<String>,
 }
 
 /// Capacity search (`--find-max`): the highest rate that still meets an

@@ -5,7 +5,8 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Result, anyhow};
-use dyno_env::watch::{self, Watched, Watcher};
+use dyno_db::stats::PgStats;
+use dyno_env::watch::{self, Probe, Watched, Watcher};
 use dyno_model::Run;
 
 use crate::settings::Watch;
@@ -13,10 +14,18 @@ use crate::settings::Watch;
 /// Starts watching what `watch` names, and this machine's own state
 /// (its load, its cores' clocks, throttling) whatever it names.
 pub(super) fn start(watch: Option<Watch>) -> Result<Watcher> {
-    let (sources, interval) = watch.map_or((Vec::new(), Duration::from_secs(1)), |w| {
-        (w.sources, w.interval)
-    });
-    Watcher::start(sources, interval).map_err(|e| anyhow!("{e}; nothing was run"))
+    let Some(watch) = watch else {
+        return Watcher::start(Vec::new(), Vec::new(), Duration::from_secs(1))
+            .map_err(|e| anyhow!("{e}; nothing was run"));
+    };
+    let mut probes: Vec<Box<dyn Probe>> = Vec::new();
+    if let Some(on) = &watch.pg_stats {
+        let stats = PgStats::connect(&on.target, on.sessions.as_deref())
+            .map_err(|e| anyhow!("--pg-stats: {e}; nothing was run"))?;
+        probes.push(Box::new(stats));
+    }
+    Watcher::start(watch.sources, probes, watch.interval)
+        .map_err(|e| anyhow!("{e}; nothing was run"))
 }
 
 /// A measured window of a run or a step: from when (by the wall clock),

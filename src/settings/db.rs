@@ -72,7 +72,7 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             ("-T/--time", args.time.is_some()),
         ],
     )?;
-    let watch = super::watch::watch(args.watch.clone())?;
+    let watch = super::watch::watch(args.watch.clone(), Some(&settings.target))?;
     // -c FROM..TO turns the search into the closed-model sweep.
     let (capacity, sweep) = match (capacity, args.clients.range) {
         (Some(c), true) => {

@@ -132,7 +132,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             ("--pipeline", pipeline > 1),
         ],
     )?;
-    let watch = super::watch::watch(watch)?;
+    let watch = super::watch::watch(watch, None)?;
     if capacity.is_some() && format == HttpFormat::Ab {
         bail!(
             "--format ab prints one run; a capacity search is many steps: drop --format ab (--json prints the whole search)"

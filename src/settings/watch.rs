@@ -1,5 +1,5 @@
 //! `--watch-pid`, `--watch-name`, `--watch-cgroup`, `--watch`,
-//! `--watch-interval`: what of the system under test is watched during a
+//! `--watch-interval`, `--pg-stats`: what of the system under test is watched during a
 //! run, resolved and checked before anything is measured (a PID that does
 //! not exist, a name no process has, a directory that is no cgroup, a URL
 //! that is no http URL: usage errors; an endpoint that is down is not one,
@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use anyhow::{Result, bail};
+use dyno_db::Target;
 use dyno_env::watch::{self, Source};
 
 use crate::cli::WatchArgs;
@@ -17,18 +18,50 @@ use crate::cli::WatchArgs;
 pub(crate) struct Watch {
     pub sources: Vec<Source>,
     pub interval: Duration,
+    /// `--pg-stats`: the PostgreSQL server whose statistics views are read.
+    pub pg_stats: Option<PgStatsOn>,
+}
+
+/// Whose statistics `--pg-stats` reads, and which sessions' activity it
+/// counts.
+#[derive(Debug, Clone)]
+pub(crate) struct PgStatsOn {
+    pub target: Target,
+    /// The load's sessions' `application_name` (`dyno db run`'s own);
+    /// `None`: every session of the database (the application's, under
+    /// `dyno http`).
+    pub sessions: Option<String>,
 }
 
 /// The sources the flags name, each checked once; `None` when none is
-/// named.
-pub(crate) fn watch(args: WatchArgs) -> Result<Option<Watch>> {
+/// named. `run_target` is the server the run itself loads (`dyno db
+/// run`'s), which `--pg-stats` without a connection string reads.
+pub(crate) fn watch(args: WatchArgs, run_target: Option<&Target>) -> Result<Option<Watch>> {
     let WatchArgs {
         watch_pid,
         watch_name,
         watch_cgroup,
         watch_url,
         watch_interval,
+        pg_stats,
     } = args;
+    let pg_stats = match (pg_stats.as_deref().map(str::trim), run_target) {
+        (None, _) => None,
+        (Some(""), Some(target)) => Some(PgStatsOn {
+            target: target.clone(),
+            sessions: target.application_name().map(str::to_owned),
+        }),
+        (Some(""), None) => bail!(
+            "--pg-stats needs a connection string here, the server behind the application: --pg-stats='host=/var/run/postgresql dbname=app' or --pg-stats=postgres://user@host/app (only dyno db run reads its own server without one)"
+        ),
+        (Some(conninfo), _) => match Target::from_env(conninfo) {
+            Ok(target) => Some(PgStatsOn {
+                target,
+                sessions: None,
+            }),
+            Err(e) => bail!("--pg-stats: {e}"),
+        },
+    };
     // clap's duration parser has refused an interval under 10 ms.
     let mut sources = Vec::new();
     for pid in watch_pid {
@@ -70,8 +103,11 @@ pub(crate) fn watch(args: WatchArgs) -> Result<Option<Watch>> {
         }
         new
     });
-    Ok((!sources.is_empty()).then_some(Watch {
-        sources,
-        interval: watch_interval,
-    }))
+    Ok(
+        (!sources.is_empty() || pg_stats.is_some()).then_some(Watch {
+            sources,
+            interval: watch_interval,
+            pg_stats,
+        }),
+    )
 }

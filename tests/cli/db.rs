@@ -1552,3 +1552,224 @@ fn db_run_watches_the_server() {
         "{shown}"
     );
 }
+
+/// A metric of `run` labelled `watched` by a `--pg-stats` source (and
+/// `event`, when given).
+fn pg_stat(run: &Value, name: &str, event: Option<&str>) -> Option<f64> {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| {
+            m["name"] == name
+                && m["labels"]["watched"].is_string()
+                && m["labels"]["event"].as_str() == event
+        })
+        .and_then(|m| m["value"].as_f64())
+}
+
+fn warning_codes(run: &Value) -> Vec<String> {
+    run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["code"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn pg_stats_counts_the_servers_commits_and_names_sessions_queued_on_one_row() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.psql(
+        &db,
+        "CREATE TABLE hot (id int PRIMARY KEY, v int); INSERT INTO hot VALUES (1, 0)",
+    );
+    let dir = temp();
+    let script = dir.path().join("hot.sql");
+    // Every transaction holds the one row for 2 ms: of four clients,
+    // three wait for its lock at any time.
+    std::fs::write(
+        &script,
+        "BEGIN;\nUPDATE hot SET v = v + 1 WHERE id = 1;\nSELECT pg_sleep(0.002);\nEND;\n",
+    )
+    .unwrap();
+    let run = json_run(
+        pg.dyno(home.path(), &db).args([
+            "db",
+            "run",
+            "-n",
+            "-c",
+            "4",
+            "-T",
+            "3",
+            "-f",
+            script.to_str().unwrap(),
+            "--pg-stats",
+            "--json",
+        ]),
+        0,
+    );
+    // PostgreSQL's own count, less the probe's commits, is dyno's: the
+    // last reading waits until the sessions have published theirs. The
+    // run's set-up queries before the load (about 15 commits) may be
+    // published inside the window.
+    let tps = metric(&run, "transactions_per_sec");
+    let commits = pg_stat(&run, "target_pg_commits_per_sec", None).unwrap();
+    assert!(
+        (commits - tps).abs() <= 0.05 * tps + 20.0 / 3.0,
+        "{commits} commits/s against {tps} tps"
+    );
+    let rows = pg_stat(&run, "target_pg_rows_written_per_op", None).unwrap();
+    assert!((0.9..=1.1).contains(&rows), "{rows} rows per transaction");
+    assert!(pg_stat(&run, "target_pg_wal_bytes_per_op", None).unwrap() > 0.0);
+    let locked: f64 = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["name"] == "target_pg_wait_percent"
+                && m["labels"]["event"]
+                    .as_str()
+                    .is_some_and(|e| e.starts_with("Lock:"))
+        })
+        .filter_map(|m| m["value"].as_f64())
+        .sum();
+    assert!(
+        locked >= 40.0,
+        "{locked}% waiting on locks: {}",
+        run["metrics"]
+    );
+    let sessions = pg_stat(&run, "target_pg_sessions_mean", None).unwrap();
+    assert!((3.0..=4.0).contains(&sessions), "{sessions} sessions");
+    assert!(
+        warning_codes(&run).contains(&"lock_waits".to_owned()),
+        "{}",
+        run["warnings"]
+    );
+    let timeline = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "timeline_target_pg_commits_per_sec")
+        .unwrap();
+    assert_eq!(timeline["samples"].as_array().unwrap().len(), 3);
+    let shown = String::from_utf8(
+        pg.dyno(home.path(), &db)
+            .args(["show", run["id"].as_str().unwrap()])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        shown.contains("PostgreSQL  ") && shown.contains("commits/s") && shown.contains("Lock:"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn pg_stats_without_the_right_to_a_view_warns_and_keeps_the_rest() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    let role = format!("{db}_watcher");
+    // The views are each database's own: revoking here touches no other
+    // test's database.
+    pg.psql(
+        &db,
+        &format!(
+            "CREATE ROLE {role} LOGIN; REVOKE SELECT ON pg_stat_wal, pg_stat_bgwriter FROM PUBLIC"
+        ),
+    );
+    let dir = temp();
+    let script = dir.path().join("one.sql");
+    std::fs::write(&script, "SELECT 1;\n").unwrap();
+    let run = json_run(
+        pg.dyno(home.path(), &db).env("PGUSER", &role).args([
+            "db",
+            "run",
+            "-n",
+            "-c",
+            "1",
+            "-T",
+            "1",
+            "-f",
+            script.to_str().unwrap(),
+            "--pg-stats",
+            "--json",
+        ]),
+        0,
+    );
+    let told: Vec<&str> = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["code"] == "watch_source")
+        .filter_map(|w| w["message"].as_str())
+        .collect();
+    assert!(
+        told.iter()
+            .any(|m| m.contains("pg_stat_wal could not be read")
+                && m.contains("pg_stat_bgwriter could not be read")
+                && m.contains(&format!("GRANT pg_read_all_stats TO {role}"))),
+        "{told:?}"
+    );
+    assert!(pg_stat(&run, "target_pg_commits_per_sec", None).unwrap() > 0.0);
+    assert!(pg_stat(&run, "target_pg_wal_bytes_per_sec", None).is_none());
+    assert!(pg_stat(&run, "target_pg_checkpoints", None).is_none());
+    assert!(run["id"].is_string());
+}
+
+#[test]
+fn pg_stats_elsewhere_needs_a_reachable_server_named_before_the_run() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    let (_server, base) = super::http::reference_server();
+    let url = format!("{base}/hello");
+    let refused = |args: &[&str], says: &str| {
+        let out = pg
+            .dyno(home.path(), &db)
+            .args(["http", &url, "-n", "5"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+    };
+    refused(&["--pg-stats"], "--pg-stats needs a connection string here");
+    refused(&["--pg-stats=host=/nonexistent"], "nothing was run");
+    refused(&["--pg-stats=nonsense://x"], "not valid");
+    // Given the application's database, an HTTP run reads it too.
+    let given = format!("--pg-stats={}", pg.url_of(&db));
+    let out = pg
+        .dyno(home.path(), &db)
+        .args(["http", &url, "-d", "1s", "-c", "1", "--json", &given])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mean = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "target_pg_sessions_mean")
+        .unwrap_or_else(|| panic!("{}", run["metrics"]));
+    assert_eq!(
+        mean["labels"]["watched"].as_str().unwrap(),
+        format!(
+            "127.0.0.1:{}/{db}",
+            pg.url
+                .rsplit_once(':')
+                .unwrap()
+                .1
+                .split('/')
+                .next()
+                .unwrap()
+        )
+    );
+}

@@ -287,6 +287,30 @@ fn refuse_unsupported(env: &impl Fn(&str) -> Option<String>) -> Result<(), Targe
 }
 
 /// Shown without the password.
+impl Target {
+    /// The same server, role and database, the session named `name`
+    /// (`application_name`) in `pg_stat_activity`.
+    pub fn named(&self, name: &str) -> Target {
+        let mut config = self.config.clone();
+        config.application_name(name);
+        Target { config }
+    }
+
+    /// The name its load's sessions go by (`application_name`).
+    pub fn application_name(&self) -> Option<&str> {
+        self.config.get_application_name()
+    }
+
+    /// The server and database as a URL without the role
+    /// (`postgresql://127.0.0.1:5432/bench`), as watched figures are
+    /// labelled with it.
+    pub fn url(&self) -> String {
+        let shown = self.to_string();
+        let place = shown.split_once('@').map_or(shown.as_str(), |(_, p)| p);
+        format!("postgresql://{place}")
+    }
+}
+
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let hosts: Vec<String> = self

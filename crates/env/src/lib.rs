@@ -16,6 +16,7 @@ pub mod doctor;
 mod limits;
 mod memory;
 mod network;
+mod postgres;
 mod preflight;
 mod root;
 pub mod scrape;

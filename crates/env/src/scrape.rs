@@ -43,8 +43,12 @@ pub fn check_url(url: &str) -> Result<(), String> {
 }
 
 /// What a source is called in labels and messages: its host and port
-/// (`127.0.0.1:9100`), or the whole URL when that does not parse.
+/// (`127.0.0.1:9100`); a PostgreSQL server's host, port and database
+/// (`127.0.0.1:5432/bench`); or the whole URL when that does not parse.
 pub fn source_name(url: &str) -> String {
+    if let Some(place) = url.strip_prefix("postgresql://") {
+        return place.to_owned();
+    }
     url.parse::<ureq::http::Uri>()
         .ok()
         .and_then(|u| u.authority().map(|a| a.as_str().to_owned()))
@@ -165,6 +169,36 @@ pub fn scrape(agent: &ureq::Agent, url: &str) -> Result<Scrape, ScrapeError> {
     Ok(scrape)
 }
 
+/// A Prometheus text endpoint (`--watch URL`) as the watcher reads it.
+#[derive(Debug)]
+pub struct Endpoint {
+    agent: ureq::Agent,
+    url: String,
+}
+
+impl Endpoint {
+    /// One scrape may take [`crate::watch::scrape_timeout`] of `interval`.
+    pub fn new(url: String, interval: Duration) -> Endpoint {
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(crate::watch::scrape_timeout(interval)))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .build()
+            .into();
+        Endpoint { agent, url }
+    }
+}
+
+impl crate::watch::Probe for Endpoint {
+    fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    fn read(&mut self) -> Result<Scrape, String> {
+        scrape(&self.agent, &self.url).map_err(|e| e.to_string())
+    }
+}
+
 /// Reads an exposition's families into dyno's keys.
 pub fn parse(body: &str, at: Instant) -> Result<Scrape, ScrapeError> {
     use prometheus_parse::Value;
@@ -239,12 +273,16 @@ pub fn parse(body: &str, at: Instant) -> Result<Scrape, ScrapeError> {
             "node_netstat_TcpExt_ListenDrops" => add("tcp/listen_drops".into(), v),
             "node_time_seconds" => add("time/seconds".into(), v),
             "pg_up" => add("pg/up".into(), v),
-            "pg_stat_database_xact_commit" => add("pg/commits".into(), v),
-            "pg_stat_database_xact_rollback" => add("pg/rollbacks".into(), v),
-            "pg_stat_database_blks_read" => add("pg/blocks_read".into(), v),
-            "pg_stat_database_blks_hit" => add("pg/blocks_hit".into(), v),
-            "pg_stat_database_deadlocks" => add("pg/deadlocks".into(), v),
-            "pg_stat_database_temp_bytes" => add("pg/temp_bytes".into(), v),
+            m if m.starts_with("pg_stat_database_") => {
+                add(format!("pg/db/{}", &m["pg_stat_database_".len()..]), v);
+            }
+            m if m.starts_with("pg_stat_bgwriter_") => {
+                let column = &m["pg_stat_bgwriter_".len()..];
+                add(
+                    format!("pg/bgwriter/{}", column.trim_end_matches("_total")),
+                    v,
+                );
+            }
             "process_cpu_seconds_total" => add("process/cpu".into(), v),
             "process_resident_memory_bytes" => add("process/memory".into(), v),
             _ => {}
@@ -277,6 +315,7 @@ const FAMILIES: &[&str] = &[
     "node_time_seconds",
     "pg_up",
     "pg_stat_database_",
+    "pg_stat_bgwriter_",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
 ];
@@ -306,6 +345,12 @@ fn looks_like_sample(line: &str) -> bool {
     })
 }
 
+/// The key of a last reading that a source took once what the load did
+/// was all published (PostgreSQL's counters, after its sessions ended):
+/// it holds what was done by the reading before it, so any time between
+/// the two reads it whole.
+pub const SETTLED: &str = "settled";
+
 /// One endpoint's scrapes over a run.
 #[derive(Debug, Clone, Default)]
 pub struct ScrapeSeries {
@@ -316,6 +361,9 @@ pub struct ScrapeSeries {
     pub failures: BTreeMap<String, usize>,
     /// The CPU time its thread used (fetching and parsing).
     pub cost: Duration,
+    /// What the source said of its own readings (see
+    /// [`crate::watch::Probe::notes`]).
+    pub notes: Vec<String>,
 }
 
 impl ScrapeSeries {
@@ -325,12 +373,18 @@ impl ScrapeSeries {
     }
 
     /// The value of `key` at `at`, linearly between the scrapes around it.
-    fn value_at(&self, key: &str, at: Instant) -> Option<f64> {
+    pub(crate) fn value_at(&self, key: &str, at: Instant) -> Option<f64> {
         // The scrapes are in time order: the first at or after `at` that
         // has the key, and the last before it that has it.
         let split = self.scrapes.partition_point(|s| s.at < at);
         let point = |s: &Scrape| Some((s.at, *s.values.get(key)?));
-        let (t1, v1) = self.scrapes[split..].iter().find_map(point)?;
+        let after = self.scrapes[split..]
+            .iter()
+            .find(|s| s.values.contains_key(key))?;
+        if after.values.contains_key(SETTLED) {
+            return after.values.get(key).copied();
+        }
+        let (t1, v1) = (after.at, *after.values.get(key)?);
         let Some((t0, v0)) = self.scrapes[..split].iter().rev().find_map(point) else {
             return (t1 == at).then_some(v1);
         };
@@ -344,7 +398,7 @@ impl ScrapeSeries {
     }
 
     /// The part of `from..to` that the scrapes cover.
-    fn covered(&self, from: Instant, to: Instant) -> Option<(Instant, Instant)> {
+    pub(crate) fn covered(&self, from: Instant, to: Instant) -> Option<(Instant, Instant)> {
         let first = self.scrapes.first()?.at;
         let last = self.scrapes.last()?.at;
         let (from, to) = (from.max(first), to.min(last));
@@ -353,13 +407,13 @@ impl ScrapeSeries {
 
     /// How much a counter grew from `from` to `to` (a counter reset
     /// counts as no growth).
-    fn delta(&self, key: &str, from: Instant, to: Instant) -> Option<f64> {
+    pub(crate) fn delta(&self, key: &str, from: Instant, to: Instant) -> Option<f64> {
         Some((self.value_at(key, to)? - self.value_at(key, from)?).max(0.0))
     }
 
     /// The keys of a kind present in the scrapes, in order: `disk/` →
     /// the devices.
-    fn names(&self, prefix: &str, suffix: &str) -> Vec<String> {
+    pub(crate) fn names(&self, prefix: &str, suffix: &str) -> Vec<String> {
         let mut out: Vec<String> = self
             .scrapes
             .iter()
@@ -640,45 +694,14 @@ impl ScrapeSeries {
                 ));
             }
         }
-        // PostgreSQL (postgres_exporter).
-        if let Some(c) = self.delta("pg/commits", from, to) {
-            push(
-                Metric::new(
-                    "target_pg_commits_per_sec",
-                    Unit::OpsPerSec,
-                    Direction::HigherIsBetter,
-                    c / secs,
-                )
-                .context(),
-            );
-            for (key, metric) in [
-                ("pg/rollbacks", "target_pg_rollbacks"),
-                ("pg/deadlocks", "target_pg_deadlocks"),
-                ("pg/temp_bytes", "target_pg_temp_bytes"),
-            ] {
-                if let Some(d) = self.delta(key, from, to) {
-                    let unit = if key.ends_with("bytes") {
-                        Unit::Bytes
-                    } else {
-                        Unit::Count
-                    };
-                    push(Metric::new(metric, unit, Direction::LowerIsBetter, d).context());
-                }
-            }
-            let hit = self.delta("pg/blocks_hit", from, to).unwrap_or(0.0);
-            let read = self.delta("pg/blocks_read", from, to).unwrap_or(0.0);
-            if hit + read > 0.0 {
-                push(
-                    Metric::new(
-                        "target_pg_cache_hit_percent",
-                        Unit::Percent,
-                        Direction::HigherIsBetter,
-                        100.0 * hit / (hit + read),
-                    )
-                    .context(),
-                );
-            }
-        }
+        // PostgreSQL (postgres_exporter, --pg-stats).
+        self.postgres(
+            window,
+            (from, to),
+            operations,
+            &mut push,
+            &mut out.saturated,
+        );
         // Any other exporter: the exporting process's own CPU and memory
         // (the server itself, when it exports its own metrics).
         let machine = self.scrapes.iter().any(|s| {
@@ -764,6 +787,7 @@ impl ScrapeSeries {
         {
             out.push("postgres_exporter says pg_up 0: it could not reach PostgreSQL (check its DATA_SOURCE_NAME and the role's rights)".into());
         }
+        out.extend(self.notes.iter().cloned());
         out
     }
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use dyno_model::{Direction, Merge, Metric, Unit};
 
 use crate::root::Root;
-use crate::scrape::{self, ScrapeSeries};
+use crate::scrape::{self, Scrape, ScrapeSeries};
 use crate::state::{self, State};
 
 /// Why a process or cgroup could not be sampled.
@@ -296,6 +296,32 @@ impl Source {
     }
 }
 
+/// A source read over a connection of its own, on a thread of its own, so
+/// that a slow one delays no other: a Prometheus endpoint
+/// ([`scrape::Endpoint`]), a PostgreSQL server's statistics views. Each
+/// reading is a [`Scrape`] of dyno's keys, and what it says of a run is
+/// [`ScrapeSeries::findings`].
+pub trait Probe: Send {
+    /// What it reads, as the run's labels and warnings name it: a URL.
+    fn url(&self) -> String;
+    /// How often to read it, given the run's `--watch-interval`.
+    fn interval(&self, watch: Duration) -> Duration {
+        watch
+    }
+    /// One reading, or why it failed (failures are counted by why).
+    fn read(&mut self) -> Result<Scrape, String>;
+    /// The last reading, when the watcher is stopped (just after the
+    /// load ended): a source that publishes late may wait for it here.
+    fn last(&mut self) -> Result<Scrape, String> {
+        self.read()
+    }
+    /// What a reader of its figures should know when it is stopped (a
+    /// view it could not read, sessions it could not see).
+    fn notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
 /// What one sample of a source read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
@@ -382,14 +408,26 @@ fn nap_until(next: Instant, stopped: &AtomicBool) -> bool {
 impl Watcher {
     /// Checks every process and cgroup once (a process that does not
     /// exist, a directory that is no cgroup: `Err`, nothing started),
-    /// then samples them every `interval` until stopped. An endpoint is
-    /// not checked: one that is down, slow or answers garbage is counted
-    /// per scrape and told at the end, and the run goes on.
-    pub fn start(sources: Vec<Source>, interval: Duration) -> Result<Watcher, WatchError> {
+    /// then samples them every `interval` until stopped; each of `probes`
+    /// (and each endpoint of `sources`) is read on a thread of its own.
+    /// An endpoint is not checked: one that is down, slow or answers
+    /// garbage is counted per reading and told at the end, and the run
+    /// goes on.
+    pub fn start(
+        sources: Vec<Source>,
+        mut probes: Vec<Box<dyn Probe>>,
+        interval: Duration,
+    ) -> Result<Watcher, WatchError> {
         let interval = interval.max(Duration::from_millis(10));
         let (urls, local): (Vec<Source>, Vec<Source>) = sources
             .into_iter()
             .partition(|s| matches!(s, Source::Prometheus(_)));
+        for source in urls {
+            let Source::Prometheus(url) = source else {
+                unreachable!("partitioned")
+            };
+            probes.push(Box::new(scrape::Endpoint::new(url, interval)));
+        }
         let mut series = Vec::with_capacity(local.len());
         for source in &local {
             // One read gives the first sample and the process's name.
@@ -437,16 +475,13 @@ impl Watcher {
                 }
             })
             .expect("a thread starts");
-        let scrapers = urls
+        let scrapers = probes
             .into_iter()
-            .map(|source| {
-                let Source::Prometheus(url) = source else {
-                    unreachable!("partitioned")
-                };
+            .map(|probe| {
                 let stopped = Arc::clone(&stop);
                 std::thread::Builder::new()
                     .name("dyno-scrape".into())
-                    .spawn(move || scrape_until(url, interval, &stopped))
+                    .spawn(move || read_until(probe, interval, &stopped))
                     .expect("a thread starts")
             })
             .collect();
@@ -486,29 +521,26 @@ pub fn scrape_timeout(interval: Duration) -> Duration {
     (interval * 2).clamp(Duration::from_millis(500), Duration::from_secs(10))
 }
 
-/// Scrapes `url` at once and then every `interval` (a scrape that
-/// overruns skips the ticks it missed), and once more when stopped.
-fn scrape_until(url: String, interval: Duration, stopped: &AtomicBool) -> ScrapeSeries {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(scrape_timeout(interval)))
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build()
-        .into();
+/// Reads `probe` at once and then every interval it asks for (a reading
+/// that overruns skips the ticks it missed), and once more when stopped.
+fn read_until(mut probe: Box<dyn Probe>, interval: Duration, stopped: &AtomicBool) -> ScrapeSeries {
+    let interval = probe.interval(interval).max(Duration::from_millis(10));
     let mut series = ScrapeSeries {
-        url: url.clone(),
+        url: probe.url(),
         ..ScrapeSeries::default()
     };
     let mut next = Instant::now();
     loop {
         let last = nap_until(next, stopped);
-        match scrape::scrape(&agent, &url) {
+        let reading = if last { probe.last() } else { probe.read() };
+        match reading {
             Ok(s) => series.scrapes.push(s),
-            Err(e) => *series.failures.entry(e.to_string()).or_default() += 1,
+            Err(why) => *series.failures.entry(why).or_default() += 1,
         }
         if last {
-            // Scrapes placed at the source's own times stay in order.
+            // Readings placed at the source's own times stay in order.
             series.scrapes.sort_by_key(|s| s.at);
+            series.notes = probe.notes();
             series.cost = crate::thread_cpu_time();
             return series;
         }
@@ -1077,7 +1109,12 @@ mod tests {
         let pid = child.id();
         let before = sample(pid).unwrap();
         let start = Instant::now();
-        let watcher = Watcher::start(vec![Source::Pid(pid)], Duration::from_millis(100)).unwrap();
+        let watcher = Watcher::start(
+            vec![Source::Pid(pid)],
+            Vec::new(),
+            Duration::from_millis(100),
+        )
+        .unwrap();
         let mut said = String::new();
         std::io::BufRead::read_line(
             &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
@@ -1115,7 +1152,9 @@ mod tests {
             after.thread_cpu[0].cpu.abs_diff(after.cpu()) <= Duration::from_millis(20),
             "{after:?}"
         );
-        assert!(Watcher::start(vec![Source::Pid(pid)], Duration::from_secs(1)).is_err());
+        assert!(
+            Watcher::start(vec![Source::Pid(pid)], Vec::new(), Duration::from_secs(1)).is_err()
+        );
     }
 
     #[test]

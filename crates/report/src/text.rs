@@ -563,6 +563,59 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
         }
         let _ = writeln!(out, "{line}");
     }
+    postgres(run, per, out);
+}
+
+/// One line per PostgreSQL server watched (`--pg-stats`,
+/// postgres_exporter): its commits per second, WAL per `per`, cache hits,
+/// checkpoints, and where its sessions spent their time.
+fn postgres(run: &Run, per: &str, out: &mut String) {
+    for commits in run
+        .metrics
+        .iter()
+        .filter(|m| m.name == "target_pg_commits_per_sec")
+    {
+        let Some(name) = commits.labels.get("watched") else {
+            continue;
+        };
+        let mine = |metric: &'static str| {
+            run.metrics
+                .iter()
+                .filter(move |m| m.name == metric && m.labels.get("watched") == Some(name))
+        };
+        let mut line = format!("PostgreSQL  {name}: {:.1} commits/s", commits.value);
+        if let Some(m) = mine("target_pg_wal_bytes_per_op").next() {
+            let _ = write!(line, ", WAL {} per {per}", BinarySize(m.value as u64));
+        }
+        if let Some(m) = mine("target_pg_cache_hit_percent").next() {
+            let _ = write!(line, ", cache hits {:.1}%", m.value);
+        }
+        if let Some(m) = mine("target_pg_checkpoints").next() {
+            let _ = write!(line, ", {:.0} checkpoints", m.value);
+        }
+        for (metric, what) in [
+            ("target_pg_rollbacks", "rollbacks"),
+            ("target_pg_deadlocks", "deadlocks"),
+        ] {
+            if let Some(m) = mine(metric).next().filter(|m| m.value > 0.0) {
+                let _ = write!(line, ", {:.0} {what}", m.value);
+            }
+        }
+        let _ = writeln!(out, "{line}");
+        let mut waits: Vec<&Metric> = mine("target_pg_wait_percent").collect();
+        waits.sort_by(|a, b| b.value.total_cmp(&a.value));
+        if !waits.is_empty() {
+            let shown: Vec<String> = waits
+                .iter()
+                .take(5)
+                .map(|m| format!("{} {:.0}%", m.label("event").unwrap_or("?"), m.value))
+                .collect();
+            let mean = mine("target_pg_sessions_mean")
+                .next()
+                .map_or(String::new(), |m| format!(" ({:.1} on average)", m.value));
+            let _ = writeln!(out, "            sessions{mean}: {}", shown.join(", "));
+        }
+    }
 }
 
 pub(crate) fn warnings(run: &Run, out: &mut String) {

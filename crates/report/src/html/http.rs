@@ -221,7 +221,63 @@ pub(super) fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<
     }
     let mut out = vec![rate_chart.html(), p99_chart.table(table).html()];
     out.extend(watched_over_time(run, seconds, per).map(|c| c.html()));
+    out.extend(server_counted_over_time(run, &rates_drawn, seconds, per, flow).map(|c| c.html()));
     out
+}
+
+/// The commits PostgreSQL counted each second (`--pg-stats`,
+/// postgres_exporter) beside the rate dyno measured, on the same axis:
+/// where they part, the server did work the load did not (or counted it
+/// late: it publishes its counters about once a second). `None` without
+/// such a series.
+fn server_counted_over_time(
+    run: &Run,
+    measured: &[(f64, f64)],
+    seconds: f64,
+    per: usize,
+    flow: &Flow,
+) -> Option<Chart> {
+    let counted: Vec<(String, Vec<(f64, f64)>)> = run
+        .metrics
+        .iter()
+        .filter(|m| m.name == "timeline_target_pg_commits_per_sec")
+        .filter_map(|m| {
+            let points = m
+                .samples
+                .chunks(per.max(1))
+                .enumerate()
+                .map(|(i, c)| {
+                    (
+                        (i * per) as f64 + per as f64 / 2.0,
+                        c.iter().sum::<f64>() / c.len() as f64,
+                    )
+                })
+                .collect();
+            Some((
+                format!("{}: commits/s it counted", m.label("watched")?),
+                points,
+            ))
+        })
+        .collect();
+    if counted.is_empty() {
+        return None;
+    }
+    let mut drawn: Vec<Line<'_>> = vec![(Some("measured by dyno"), measured, colour(0))];
+    drawn.extend(
+        counted
+            .iter()
+            .enumerate()
+            .map(|(i, (name, points))| (Some(name.as_str()), points.as_slice(), colour(i + 2))),
+    );
+    Some(
+        lines_over_time(
+            ("server-counted-timeline", "What the server counted, over time"),
+            seconds,
+            &drawn,
+            flow.rate_words,
+        )
+        .note("PostgreSQL's own count of commits each second (pg_stat_database, less dyno's probe) beside the rate dyno measured. The server publishes its counters about once a second, so its line may trail dyno's by a second."),
+    )
 }
 
 /// What was watched (`--watch-*`, `--watch URL`), second by second on the
