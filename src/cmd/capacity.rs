@@ -140,13 +140,14 @@ pub(super) fn sweep_exit_status<O>(
 }
 
 /// The windows a watched search is judged over: the step whose figures
-/// the run keeps, and the first failing step above the answer (named by
-/// its rate in `unit`), if one ran. `window` reads a step's outcome.
+/// the run keeps, the first failing step above the answer (named by its
+/// rate in `unit`), if one ran, and every step's, in the record's order.
+/// `window` reads a step's outcome.
 pub(super) fn search_windows<O>(
     found: &Searched<O>,
     unit: &str,
     window: impl Fn(&O) -> super::watch::Window,
-) -> Option<(super::watch::Window, Option<(String, super::watch::Window)>)> {
+) -> Option<super::watch::Windows> {
     let figures = found.figures()?;
     let above = match found.answer {
         Answer::Found { above, .. }
@@ -162,28 +163,30 @@ pub(super) fn search_windows<O>(
             .rev()
             .find(|s| s.step.rate == above && !s.step.passed())
     });
-    Some((
-        window(&figures.outcome),
-        knee.map(|k| (format!("{:.0} {unit}", k.step.rate), window(&k.outcome))),
-    ))
+    Some(super::watch::Windows {
+        answer: window(&figures.outcome),
+        knee: knee.map(|k| (format!("{:.0} {unit}", k.step.rate), window(&k.outcome))),
+        steps: found.steps.iter().map(|s| window(&s.outcome)).collect(),
+    })
 }
 
 /// [`search_windows`] of a sweep: the step whose figures the run keeps,
-/// and the first failing step after the best (named by its connections
-/// or clients, `what`).
+/// the first failing step after the best (named by its connections or
+/// clients, `what`), and every step's.
 pub(super) fn sweep_windows<O>(
     swept: &dyno_load::sweep::Swept<O>,
     what: &str,
     window: impl Fn(&O) -> super::watch::Window,
-) -> Option<(super::watch::Window, Option<(String, super::watch::Window)>)> {
+) -> Option<super::watch::Windows> {
     let figures = swept.figures()?;
     let after = swept.best().map_or(0, |b| b.connections);
     let knee = swept
         .steps
         .iter()
         .find(|s| !s.passed() && s.connections > after);
-    Some((
-        window(&figures.outcome),
-        knee.map(|k| (format!("{} {what}", k.connections), window(&k.outcome))),
-    ))
+    Some(super::watch::Windows {
+        answer: window(&figures.outcome),
+        knee: knee.map(|k| (format!("{} {what}", k.connections), window(&k.outcome))),
+        steps: swept.steps.iter().map(|s| window(&s.outcome)).collect(),
+    })
 }

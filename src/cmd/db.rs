@@ -256,8 +256,11 @@ fn find_max(
     let Some(mut run) = run else {
         return super::capacity::nothing_measured(lost);
     };
-    if let Some((answer, knee)) = windows {
-        super::watch::record_search(&mut run, &watched, answer, knee);
+    if let Some(windows) = windows {
+        let mut record: dyno_model::record::DbRecord = run.record().unwrap_or_default();
+        let steps = record.capacity.as_mut().map(|c| &mut c.steps);
+        super::watch::record_search(&mut run, steps, &watched, windows);
+        run.set_record(&record);
     }
     segment::Steps::mark(steps, &mut run, figures_at, &mut save);
     let run = finish(run, &save, store, dyno_report::db_report)?;

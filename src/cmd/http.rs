@@ -285,8 +285,11 @@ fn find_max(
     let Some(mut run) = run else {
         return super::capacity::nothing_measured(lost);
     };
-    if let Some((answer, knee)) = windows {
-        super::watch::record_search(&mut run, &watched, answer, knee);
+    if let Some(windows) = windows {
+        let mut record: dyno_model::record::HttpRecord = run.record().unwrap_or_default();
+        let steps = record.capacity.as_mut().map(|c| &mut c.steps);
+        super::watch::record_search(&mut run, steps, &watched, windows);
+        run.set_record(&record);
     }
     run.started_at = started_at;
     run.duration_ns = started.elapsed().as_nanos() as u64;

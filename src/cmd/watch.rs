@@ -8,6 +8,7 @@ use anyhow::{Result, anyhow};
 use dyno_db::stats::PgStats;
 use dyno_env::watch::{self, Probe, Watched, Watcher};
 use dyno_model::Run;
+use dyno_model::record::CapacityStep;
 
 use crate::settings::Watch;
 
@@ -59,18 +60,40 @@ pub(super) fn record(run: &mut Run, watched: &Watched, window: Window) {
     }
 }
 
+/// The windows of a capacity search that what was watched is read over.
+#[derive(Debug, Clone)]
+pub(super) struct Windows {
+    /// The step whose figures the run keeps.
+    pub answer: Window,
+    /// The first failing step above the answer, named (`520 req/s`), if
+    /// one ran: where what limited the server shows.
+    pub knee: Option<(String, Window)>,
+    /// Every step's, in the order of the record's steps.
+    pub steps: Vec<Window>,
+}
+
 /// What was watched over a capacity search: the figures over the step
-/// whose figures the run keeps (`answer`), and the verdict at the knee,
-/// the first failing step above it (`knee`: how it is named, `520
-/// req/s`, and its window), where what limited the server shows; at the
-/// answer's step when none failed above it.
+/// whose figures the run keeps, each step's CPU in the step table, and the
+/// verdict at the knee (at the answer's step when none failed above it).
 pub(super) fn record_search(
     run: &mut Run,
+    steps: Option<&mut Vec<CapacityStep>>,
     watched: &Watched,
-    answer: Window,
-    knee: Option<(String, Window)>,
+    windows: Windows,
 ) {
+    let Windows {
+        answer,
+        knee,
+        steps: each,
+    } = windows;
     figures(run, watched, answer);
+    if let Some(steps) = steps {
+        for (step, window) in steps.iter_mut().zip(&each) {
+            let (from, to) = window.instants();
+            (step.server_cpu_percent, step.target_cpu_percent) =
+                watch::window_cpu(watched, from, to);
+        }
+    }
     let cpus = dyno_env::available_cpus();
     let verdict = match &knee {
         Some((name, window)) => {

@@ -1719,6 +1719,29 @@ fn a_watched_search_gives_the_verdict_at_the_knee() {
         "at the answer's step: "
     };
     assert!(verdicts[0].starts_with(at), "{verdicts:?}");
+    // Each step has the server's CPU over its own window: a busier step
+    // used more of it, and a step at the single thread's limit most.
+    let steps = run["settings"]["capacity"]["steps"].as_array().unwrap();
+    let cpu: Vec<f64> = steps
+        .iter()
+        .map(|s| {
+            s["server_cpu_percent"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{s}"))
+        })
+        .collect();
+    let achieved: Vec<f64> = steps
+        .iter()
+        .map(|s| s["achieved"].as_f64().unwrap())
+        .collect();
+    let (low, high) = (0..steps.len()).fold((0, 0), |(lo, hi), i| {
+        (
+            if achieved[i] < achieved[lo] { i } else { lo },
+            if achieved[i] > achieved[hi] { i } else { hi },
+        )
+    });
+    assert!(cpu[high] > cpu[low], "{cpu:?} at {achieved:?}");
+    assert!(cpu.iter().all(|c| (0.0..=110.0).contains(c)), "{cpu:?}");
 }
 
 /// What cannot be watched is refused before any load.

@@ -428,7 +428,7 @@ impl ScrapeSeries {
 
     /// The target's CPU busy share from `from` to `to`, in percent of all
     /// its cores (idle and iowait are not busy).
-    fn cpu_busy(&self, from: Instant, to: Instant) -> Option<f64> {
+    pub fn cpu_busy(&self, from: Instant, to: Instant) -> Option<f64> {
         let total: f64 = self
             .names("cpu/", "")
             .iter()

@@ -828,6 +828,24 @@ pub fn metrics(watched: &Watched, from: Instant, to: Instant, operations: u64) -
     out
 }
 
+/// The CPU over one window (a capacity search's step): the watched
+/// processes' and cgroups' added up, in percent of one core, and the first
+/// watched machine's busy share, in percent of its cores; each `None` when
+/// nothing of its kind was watched over the window.
+pub fn window_cpu(watched: &Watched, from: Instant, to: Instant) -> (Option<f64>, Option<f64>) {
+    let server = watched
+        .series
+        .iter()
+        .filter_map(|s| s.usage(from, to))
+        .map(|u| u.cpu_percent())
+        .reduce(|a, b| a + b);
+    let machine = watched.scrapes.iter().find_map(|s| {
+        let (a, b) = s.covered(from, to)?;
+        s.cpu_busy(a, b)
+    });
+    (server, machine)
+}
+
 /// The share of its cores at which a watched source counts as CPU-bound.
 pub const SATURATED_SHARE: f64 = 0.9;
 

@@ -460,6 +460,8 @@ fn step_record<O>(ran: &Ran<O>) -> CapacityStep {
         late: o.late,
         send_lag_p99_ns: ran.extra.send_lag_p99_ns,
         client_cpu_percent: ran.extra.client_cpu_percent,
+        server_cpu_percent: None,
+        target_cpu_percent: None,
         passed: ran.step.passed(),
         why: ran.step.why.iter().map(search::Why::describe).collect(),
     }

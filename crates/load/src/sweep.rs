@@ -265,6 +265,8 @@ pub fn record<O>(swept: &Swept<O>, plan: &Plan) -> CapacityRecord {
                     late: o.late,
                     send_lag_p99_ns: s.extra.send_lag_p99_ns,
                     client_cpu_percent: s.extra.client_cpu_percent,
+                    server_cpu_percent: None,
+                    target_cpu_percent: None,
                     passed: s.passed(),
                     why: s.why.iter().map(Why::describe).collect(),
                 }

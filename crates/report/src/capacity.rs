@@ -193,7 +193,9 @@ pub(crate) fn capacity_section(out: &mut String, cap: &CapacityRecord, unit: &st
             verdict,
         ]);
     }
-    write_table(out, &rows, &[1, header.len() - 1]);
+    watched_columns(cap, &mut rows);
+    let last = rows[0].len() - 1;
+    write_table(out, &rows, &[1, last]);
     out.push('\n');
 }
 
@@ -279,8 +281,37 @@ fn sweep_section(
             },
         ]);
     }
-    write_table(out, &rows, &[header.len() - 1]);
+    watched_columns(cap, &mut rows);
+    let last = rows[0].len() - 1;
+    write_table(out, &rows, &[last]);
     out.push('\n');
+}
+
+/// Puts what was watched over each step before the verdict column of
+/// `rows` (the header, then one row per step): the watched server's CPU
+/// in percent of one core, the watched machine's busy share; a column
+/// only when some step has its figure.
+fn watched_columns(cap: &CapacityRecord, rows: &mut [Vec<String>]) {
+    let columns: [(&str, fn(&dyno_model::record::CapacityStep) -> Option<f64>); 2] = [
+        ("SERVER CPU", |s| s.server_cpu_percent),
+        ("TARGET CPU", |s| s.target_cpu_percent),
+    ];
+    for (name, of) in columns {
+        if !cap.steps.iter().any(|s| of(s).is_some()) {
+            continue;
+        }
+        if let Some(client) = rows[0].iter_mut().find(|h| *h == "CPU") {
+            *client = "CLIENT CPU".into();
+        }
+        let at = rows[0].len() - 1;
+        rows[0].insert(at, name.to_owned());
+        for (row, step) in rows[1..].iter_mut().zip(&cap.steps) {
+            row.insert(
+                at,
+                of(step).map_or_else(|| "–".to_owned(), |v| format!("{v:.0}%")),
+            );
+        }
+    }
 }
 
 /// Writes `rows` (the first is the header) as aligned columns: the
@@ -349,6 +380,8 @@ mod tests {
                     late: 3,
                     send_lag_p99_ns: 40_000,
                     client_cpu_percent: 35.0,
+                    server_cpu_percent: Some(48.0),
+                    target_cpu_percent: None,
                     passed: true,
                     why: vec![],
                 },
@@ -366,6 +399,8 @@ mod tests {
                     late: 90_000,
                     send_lag_p99_ns: 1_000_000_000,
                     client_cpu_percent: 60.0,
+                    server_cpu_percent: Some(99.6),
+                    target_cpu_percent: None,
                     passed: false,
                     why: vec![
                         "p99 2.1s > 20ms".into(),

@@ -118,6 +118,16 @@ pub struct CapacityStep {
     pub send_lag_p99_ns: u64,
     /// The client's CPU use, in percent of its threads.
     pub client_cpu_percent: f64,
+    /// The watched server processes' CPU (`--watch-pid`, `--watch-name`,
+    /// `--watch-cgroup`, added up), in percent of one core, over the
+    /// step's measured window; absent when none was watched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_percent: Option<f64>,
+    /// The watched target machine's CPU busy share (`--watch URL` of a
+    /// node_exporter), in percent of all its cores; absent when none was
+    /// watched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_cpu_percent: Option<f64>,
     pub passed: bool,
     /// Why it failed, one phrase per reason; empty when it passed.
     pub why: Vec<String>,

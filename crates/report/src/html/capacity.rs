@@ -38,7 +38,10 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
         )
     };
     let answer = crate::capacity::capacity_answer(cap, unit);
-    let mut table = Table::new([
+    // What was watched over each step, where something was.
+    let server = cap.steps.iter().any(|s| s.server_cpu_percent.is_some());
+    let machine = cap.steps.iter().any(|s| s.target_cpu_percent.is_some());
+    let mut header = vec![
         "step",
         if sweep { "connections" } else { "purpose" },
         "requested",
@@ -48,9 +51,16 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
         "p99.9",
         "errors",
         "late",
-        "verdict",
-    ])
-    .caption(answer.clone());
+    ];
+    if server {
+        header.push("server CPU (% of a core)");
+    }
+    if machine {
+        header.push("target machine busy");
+    }
+    header.push("verdict");
+    let mut table = Table::new(header).caption(answer.clone());
+    let percent = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.0}%"));
     let ms = |ns: u64| {
         if ns == 0 {
             "–".to_owned()
@@ -59,7 +69,7 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
         }
     };
     for (i, s) in cap.steps.iter().enumerate() {
-        table.row([
+        let mut row = vec![
             (i + 1).to_string(),
             match s.connections {
                 Some(c) if sweep => c.to_string(),
@@ -72,12 +82,19 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
             ms(s.p999_ns),
             s.errors.to_string(),
             s.late.to_string(),
-            if s.passed {
-                "pass".to_owned()
-            } else {
-                format!("fail: {}", s.why.join("; "))
-            },
-        ]);
+        ];
+        if server {
+            row.push(percent(s.server_cpu_percent));
+        }
+        if machine {
+            row.push(percent(s.target_cpu_percent));
+        }
+        row.push(if s.passed {
+            "pass".to_owned()
+        } else {
+            format!("fail: {}", s.why.join("; "))
+        });
+        table.row(row);
     }
     if points.is_empty() {
         return Some(super::http::note(&answer) + &table.html());
