@@ -292,7 +292,8 @@ fn sweep_section(
 /// in percent of one core, the watched machine's busy share; a column
 /// only when some step has its figure.
 fn watched_columns(cap: &CapacityRecord, rows: &mut [Vec<String>]) {
-    let columns: [(&str, fn(&dyno_model::record::CapacityStep) -> Option<f64>); 2] = [
+    type Figure = fn(&dyno_model::record::CapacityStep) -> Option<f64>;
+    let columns: [(&str, Figure); 2] = [
         ("SERVER CPU", |s| s.server_cpu_percent),
         ("TARGET CPU", |s| s.target_cpu_percent),
     ];
