@@ -333,6 +333,12 @@ pub(crate) struct QuickArgs {
     /// variables there is no db line, and quick says how to add one.
     #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     pub db_duration: std::time::Duration,
+
+    /// What is watched is judged over each line apart: its figures carry
+    /// the line's prefix (db_server_cpu_per_op_ns), its verdict names the
+    /// line. A bare --pg-stats reads the db line's server.
+    #[command(flatten)]
+    pub watch: WatchArgs,
 }
 
 /// Load-test an HTTP or HTTPS server, HTTP/1.1 or HTTP/2.

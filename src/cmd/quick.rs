@@ -7,13 +7,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, Result};
 use dyno_model::record::{DbRecord, QuickDisk, QuickHttp, QuickLine, QuickRecord};
 use dyno_model::{Kind, Run};
 
 use super::interrupt::{Interrupt, Second};
+use super::watch::Window;
 use super::{Context, environment, finish, progress};
 use crate::ExitStatus;
 use crate::cli::QuickArgs;
@@ -27,6 +28,7 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
         http_duration,
         disk_duration,
         db_duration,
+        watch,
     } = args;
     let cpus = dyno_env::available_cpus();
     let int64 = dyno_cpu::quick::Settings {
@@ -35,6 +37,11 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
         threads: threads.map_or(cpus, |t| t as usize),
     };
     let db_configured = dyno_db::quick::configured(|v| std::env::var(v).ok());
+    // A bare --pg-stats reads the db line's server.
+    let db_target = db_configured
+        .then(|| dyno_db::Target::from_env("").ok())
+        .flatten();
+    let watch = crate::settings::watch(watch, db_target.as_ref())?;
     let store = ctx.store_for(&save)?;
 
     let started = Instant::now();
@@ -60,6 +67,9 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
     // skips the rest; the lines measured so far are printed and saved. Not
     // a second-interrupt exit: the disk line must remove its file.
     let interrupt = Interrupt::install(Second::Waits)?;
+    let watcher = super::watch::start(watch)?;
+    let whole_from = SystemTime::now();
+    let mut windows = Vec::new();
     let int64_metrics = match dyno_cpu::quick::measure(&int64, cpus, &interrupt.flag(), &mut |p| {
         progress(p);
     }) {
@@ -77,13 +87,27 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
     if !http_duration.is_zero() && !interrupt.is_set() {
         progress("http: dyno's client against its built-in server on loopback");
         let line = http_line(http_duration, cpus, interrupt.flag())?;
+        windows.push((
+            "http",
+            last(http_duration, counted(&line.metrics, "http_requests")),
+        ));
         record.http = add_line(&mut run, "http", line);
     }
     if !disk_duration.is_zero() && !interrupt.is_set() {
         progress("disk: a 64 MiB file in the current directory, SEQ1M Q8T1 and RND4K Q1T1");
         // A directory that cannot hold the file costs the disk line, not
         // the whole run.
-        match disk_line(disk_duration, &interrupt.flag()) {
+        let from = SystemTime::now();
+        let line = disk_line(disk_duration, &interrupt.flag());
+        windows.push((
+            "disk",
+            Window {
+                from,
+                length: from.elapsed().unwrap_or_default(),
+                operations: 0,
+            },
+        ));
+        match line {
             Ok(line) => record.disk = Some(add_line(&mut run, "disk", line)),
             Err(e) => run.warn(
                 "disk_line_skipped",
@@ -96,12 +120,26 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
             progress("db: select-only on the PostgreSQL server of PGHOST/PGPORT/PGDATABASE");
             // A server that cannot be used costs the db line, not the run.
             match db_line(db_duration, cpus, interrupt.flag()) {
-                Ok(line) => record.db = Some(add_line(&mut run, "db", line)),
+                Ok(line) => {
+                    let transactions = counted(&line.metrics, "db_transactions");
+                    windows.push(("db", last(db_duration, transactions)));
+                    record.db = Some(add_line(&mut run, "db", line));
+                }
                 Err(e) => run.warn("db_line_skipped", format!("the db line was skipped: {e:#}")),
             }
         } else if !save.json {
             eprintln!("dyno: {}", dyno_db::quick::NOT_CONFIGURED);
         }
+    }
+    let watched = watcher.stop();
+    let whole = Window {
+        from: whole_from,
+        length: whole_from.elapsed().unwrap_or_default(),
+        operations: 0,
+    };
+    super::watch::record_whole(&mut run, &watched, whole);
+    for (line, window) in windows {
+        super::watch::record_line(&mut run, &watched, line, window);
     }
     let judged = dyno_cpu::quick::judge(&int64, &run.metrics, cpus);
     run.warnings.extend(judged.into_iter().map(Into::into));
@@ -148,6 +186,29 @@ fn db_line(duration: Duration, cpus: usize, stop: Arc<AtomicBool>) -> Result<Qui
     let target = dyno_db::Target::from_env("")?;
     let settings = dyno_db::quick::settings(target, duration, fastrand::u64(..), cpus);
     Ok(dyno_db::quick::measure(&settings, stop)?)
+}
+
+/// The window of a line's measured part, the last `duration` of it (its
+/// warm-up came first), in which `operations` ended.
+fn last(duration: Duration, operations: u64) -> Window {
+    let now = SystemTime::now();
+    let length = duration.min(
+        now.duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
+    );
+    Window {
+        from: now - length,
+        length,
+        operations,
+    }
+}
+
+/// The count a line's metric `name` holds (0 without it).
+fn counted(metrics: &[dyno_model::Metric], name: &str) -> u64 {
+    metrics
+        .iter()
+        .find(|m| m.name == name)
+        .map_or(0, |m| m.value as u64)
 }
 
 /// What the run measures; a line given 0 s is skipped, and not named.

@@ -112,6 +112,42 @@ pub(super) fn record_search(
     }
 }
 
+/// What was watched over one line of `dyno quick` (`http`, `disk`, `db`):
+/// the figures over the line's measured window, named with the line's
+/// prefix as its own metrics are (`db_server_cpu_per_op_ns`), and the
+/// verdict naming the line. What holds for the whole run is
+/// [`record_whole`]'s.
+pub(super) fn record_line(run: &mut Run, watched: &Watched, line: &str, window: Window) {
+    let (from, to) = window.instants();
+    run.metrics.extend(
+        watch::metrics(watched, from, to, window.operations)
+            .into_iter()
+            .filter(|m| m.name != "watch_client_cpu_ns")
+            .map(|m| m.with_prefix(line)),
+    );
+    if let Some((code, why)) = watch::verdict(watched, from, to, dyno_env::available_cpus()) {
+        run.warn(code, format!("{line} line: {why}"));
+    }
+}
+
+/// What holds for a whole run of lines: this machine's own state (load,
+/// clocks, throttling), what watching cost this client, and the sources
+/// lost or read with trouble.
+pub(super) fn record_whole(run: &mut Run, watched: &Watched, window: Window) {
+    let (from, to) = window.instants();
+    let (machine, throttled) = dyno_env::state::metrics(&watched.machine, from, to);
+    run.metrics.extend(machine);
+    if let Some(why) = throttled {
+        run.warn("cpu_throttled", why);
+    }
+    run.metrics.extend(
+        watch::metrics(watched, from, to, 0)
+            .into_iter()
+            .filter(|m| m.name == "watch_client_cpu_ns"),
+    );
+    lost_or_troubled(run, watched);
+}
+
 /// The metrics over `window`, and the warnings of sources that were lost
 /// or scraped with trouble.
 fn figures(run: &mut Run, watched: &Watched, window: Window) {
@@ -123,7 +159,12 @@ fn figures(run: &mut Run, watched: &Watched, window: Window) {
     }
     run.metrics
         .extend(watch::metrics(watched, from, to, window.operations));
-    for s in &watched.series {
+    lost_or_troubled(run, watched);
+}
+
+/// A warning for each source lost mid-run or read with trouble.
+fn lost_or_troubled(run: &mut Run, watched: &Watched) {
+    for s in watched.series.iter().filter(|s| !s.named) {
         if let Some(why) = &s.lost {
             run.warn(
                 "watch_lost",

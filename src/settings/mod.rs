@@ -19,4 +19,4 @@ pub(crate) use db::{DbPlan, db_run};
 pub(crate) use disk::{DiskPlan, disk};
 pub(crate) use exec::exec;
 pub(crate) use http::{HttpPlan, builtin_server, http};
-pub(crate) use watch::Watch;
+pub(crate) use watch::{Watch, watch};

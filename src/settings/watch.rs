@@ -73,13 +73,14 @@ pub(crate) fn watch(args: WatchArgs, run_target: Option<&Target>) -> Result<Opti
         sources.push(Source::Pid(pid));
     }
     for name in watch_name {
-        let pids = watch::pids_named(&name);
-        if pids.is_empty() {
+        if watch::pids_named(&name).is_empty() {
             bail!(
                 "--watch-name {name}: no process is named so (the name is /proc/PID/comm's, at most 15 characters, as pgrep matches it): is the server running?"
             );
         }
-        sources.extend(pids.into_iter().map(Source::Pid));
+        // Those running now and those that start during the run (a
+        // server's process per connection).
+        sources.push(Source::Named(name));
     }
     for dir in watch_cgroup {
         if let Err(e) = watch::sample_cgroup(&dir) {

@@ -1773,3 +1773,78 @@ fn pg_stats_elsewhere_needs_a_reachable_server_named_before_the_run() {
         )
     );
 }
+
+#[test]
+fn quick_watches_each_line_apart_and_reads_the_db_lines_server() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    let run = json_run(
+        pg.dyno(home.path(), &db).args([
+            "quick",
+            "--int64-iterations",
+            "100000",
+            "--repetitions",
+            "2",
+            "--http-duration",
+            "0",
+            "--disk-duration",
+            "0",
+            "--db-duration",
+            "2s",
+            "--pg-stats",
+            "--watch-name",
+            "postgres",
+            "--watch-interval",
+            "200ms",
+            "--json",
+        ]),
+        0,
+    );
+    let of = |name: &str| {
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {}", run["metrics"]))
+            .clone()
+    };
+    // The db line's figures carry its prefix; the server's processes
+    // include the backends its connections started.
+    let tps = of("db_transactions_per_sec")["value"].as_f64().unwrap();
+    let commits = of("db_target_pg_commits_per_sec")["value"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (commits - tps).abs() <= 0.1 * tps,
+        "{commits} commits/s against {tps} tps"
+    );
+    let cpu = of("db_server_cpu_percent");
+    assert_eq!(cpu["labels"]["watched"], "postgres");
+    assert!(cpu["value"].as_f64().unwrap() > 10.0, "{cpu}");
+    assert!(of("db_server_cpu_per_op_ns")["value"].as_f64().unwrap() > 0.0);
+    let verdicts: Vec<&str> = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| {
+            [
+                "nothing_saturated",
+                "server_cpu_bound",
+                "lock_waits",
+                "io_waits",
+                "lwlock_waits",
+            ]
+            .contains(&w["code"].as_str().unwrap_or(""))
+        })
+        .filter_map(|w| w["message"].as_str())
+        .collect();
+    assert_eq!(verdicts.len(), 1, "{}", run["warnings"]);
+    assert!(verdicts[0].starts_with("db line: "), "{verdicts:?}");
+    // This machine's own state, once for the whole run.
+    assert!(of("machine_load_max")["value"].as_f64().is_some());
+}

@@ -278,6 +278,12 @@ pub enum Source {
     /// A Prometheus text endpoint (`--watch URL`), scraped on a thread of
     /// its own.
     Prometheus(String),
+    /// Every process of a name (`--watch-name`): those running at the
+    /// start, and those that start during the run (a server that forks
+    /// one per connection, as PostgreSQL does), each watched from the
+    /// tick it is first seen, at which it had used no CPU since the tick
+    /// before. One that ends is no loss.
+    Named(String),
 }
 
 impl Source {
@@ -292,6 +298,7 @@ impl Source {
                 thread_cpu: Vec::new(),
             }),
             Source::Prometheus(url) => unreachable!("{url} is scraped, not read"),
+            Source::Named(name) => unreachable!("{name} names processes, not one"),
         }
     }
 }
@@ -359,6 +366,12 @@ pub struct Series {
     /// Why sampling stopped before the end (the process exited), if it
     /// did.
     pub lost: Option<String>,
+    /// It started during the run and was found by its name
+    /// ([`Source::Named`]): it had used nothing before its first sample.
+    pub joined: bool,
+    /// It was found by its name: its end is no loss (a connection's
+    /// process ends with the connection).
+    pub named: bool,
 }
 
 /// Samples sources on threads of their own every interval, from
@@ -428,10 +441,20 @@ impl Watcher {
             };
             probes.push(Box::new(scrape::Endpoint::new(url, interval)));
         }
-        let mut series = Vec::with_capacity(local.len());
-        for source in &local {
+        let (names, local): (Vec<Source>, Vec<Source>) = local
+            .into_iter()
+            .partition(|s| matches!(s, Source::Named(_)));
+        let names: Vec<String> = names
+            .into_iter()
+            .filter_map(|s| match s {
+                Source::Named(name) => Some(name),
+                _ => None,
+            })
+            .collect();
+        let mut watching: Vec<(Source, Series)> = Vec::with_capacity(local.len());
+        for source in local {
             // One read gives the first sample and the process's name.
-            let (first, name, group) = match source {
+            let (first, name, group) = match &source {
                 Source::Pid(pid) => {
                     let s = sample(*pid)?;
                     (Reading::of(&s), format!("{} (pid {pid})", s.name), s.name)
@@ -440,14 +463,43 @@ impl Watcher {
                     let path = dir.display().to_string();
                     (source.read()?, path.clone(), path)
                 }
-                Source::Prometheus(_) => unreachable!("partitioned out"),
+                Source::Prometheus(_) | Source::Named(_) => unreachable!("partitioned out"),
             };
-            series.push(Series {
-                name,
-                group,
-                samples: vec![(Instant::now(), first)],
-                lost: None,
-            });
+            watching.push((
+                source,
+                Series {
+                    name,
+                    group,
+                    samples: vec![(Instant::now(), first)],
+                    lost: None,
+                    joined: false,
+                    named: false,
+                },
+            ));
+        }
+        for name in &names {
+            // One that ended since it was named is passed over.
+            for pid in pids_named(name) {
+                let known = watching
+                    .iter()
+                    .any(|(s, _)| matches!(s, Source::Pid(p) if *p == pid));
+                if known {
+                    continue;
+                }
+                if let Ok(s) = sample(pid) {
+                    watching.push((
+                        Source::Pid(pid),
+                        Series {
+                            name: format!("{} (pid {pid})", s.name),
+                            group: s.name.clone(),
+                            samples: vec![(Instant::now(), Reading::of(&s))],
+                            lost: None,
+                            joined: false,
+                            named: true,
+                        },
+                    ));
+                }
+            }
         }
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
@@ -456,10 +508,11 @@ impl Watcher {
             .name("dyno-watch".into())
             .spawn(move || {
                 let mut next = Instant::now() + interval;
+                let mut before = Instant::now();
                 loop {
                     let last = nap_until(next, &stopped);
                     machine.push((Instant::now(), state::read()));
-                    for (source, series) in local.iter().zip(&mut series) {
+                    for (source, series) in &mut watching {
                         if series.lost.is_some() {
                             continue;
                         }
@@ -468,7 +521,40 @@ impl Watcher {
                             Err(e) => series.lost = Some(e.to_string()),
                         }
                     }
+                    for name in &names {
+                        for pid in pids_named(name) {
+                            let known = watching
+                                .iter()
+                                .any(|(s, _)| matches!(s, Source::Pid(p) if *p == pid));
+                            if known {
+                                continue;
+                            }
+                            let Ok(s) = sample(pid) else { continue };
+                            let none = Reading {
+                                cpu: Duration::ZERO,
+                                memory_bytes: None,
+                                threads: None,
+                                thread_cpu: Vec::new(),
+                            };
+                            watching.push((
+                                Source::Pid(pid),
+                                Series {
+                                    name: format!("{} (pid {pid})", s.name),
+                                    group: s.name.clone(),
+                                    samples: vec![
+                                        (before, none),
+                                        (Instant::now(), Reading::of(&s)),
+                                    ],
+                                    lost: None,
+                                    joined: true,
+                                    named: true,
+                                },
+                            ));
+                        }
+                    }
+                    before = Instant::now();
                     if last {
+                        let series = watching.into_iter().map(|(_, s)| s).collect();
                         return (series, machine, crate::thread_cpu_time());
                     }
                     next += interval;
@@ -599,6 +685,17 @@ impl Series {
     /// The cumulative CPU time at `at`, read between the samples around
     /// it; `None` outside the samples.
     fn cpu_at(&self, at: Instant) -> Option<f64> {
+        // A process that started during the run had used nothing before
+        // it, and uses nothing more once it has ended.
+        if self.joined {
+            match (self.samples.first(), self.samples.last()) {
+                (Some((first, _)), _) if at < *first => return Some(0.0),
+                (_, Some((last, r))) if at > *last && self.lost.is_some() => {
+                    return Some(r.cpu.as_secs_f64());
+                }
+                _ => {}
+            }
+        }
         let i = self.samples.iter().position(|(t, _)| *t >= at)?;
         let (t1, r1) = &self.samples[i];
         let t1 = *t1;
@@ -999,6 +1096,8 @@ mod tests {
                 (at(2000), reading(1000, 2)),
             ],
             lost: None,
+            joined: false,
+            named: false,
         };
         let u = s.usage(at(500), at(1500)).unwrap();
         assert_eq!(u.window, Duration::from_millis(1000));
@@ -1095,6 +1194,8 @@ mod tests {
                 (at(1000), reading(600, 350, 100)),
             ],
             lost: None,
+            joined: false,
+            named: false,
         };
         let u = s.usage(at(0), at(1000)).unwrap();
         let busy = u.busiest_thread.unwrap();
@@ -1300,5 +1401,43 @@ mod tests {
         let plain = tempfile::tempdir().unwrap();
         let e = sample_cgroup(plain.path()).unwrap_err();
         assert!(e.to_string().contains("not a cgroup v2 directory"), "{e}");
+    }
+
+    #[test]
+    fn a_process_of_the_name_that_starts_mid_run_is_watched_from_nothing() {
+        // A shell under a name no other process has, started after the
+        // watcher, spinning for a while and then gone.
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("dynojoin{}", std::process::id() % 10_000_000);
+        let shell = dir.path().join(&name);
+        std::fs::copy("/bin/sh", &shell).unwrap();
+        let watcher = Watcher::start(
+            vec![Source::Named(name.clone())],
+            Vec::new(),
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(120));
+        let mut child = Command::new(&shell)
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+        let watched = watcher.stop();
+        let series: Vec<&Series> = watched.series.iter().filter(|s| s.group == name).collect();
+        assert_eq!(series.len(), 1, "{:?}", watched.series);
+        let s = series[0];
+        assert!(s.joined && s.lost.is_some());
+        // Its CPU from before it started: all it used, and no more than
+        // the time it ran.
+        let used = s.usage(t0, Instant::now()).unwrap().cpu;
+        assert!(
+            used >= Duration::from_millis(150) && used <= Duration::from_millis(700),
+            "{used:?}"
+        );
     }
 }
