@@ -1475,6 +1475,22 @@ fn watch_pid_records_the_servers_cpu_per_request() {
     let share = labelled("server_cpu_percent")["value"].as_f64().unwrap();
     assert!(share > 30.0, "{share}");
     assert!(labelled("server_memory_peak")["value"].as_f64().unwrap() > 0.0);
+    // Its other counters: the kernel's share of its CPU, and its threads'
+    // context switches (the server's threads wait for each request).
+    let system = labelled("server_cpu_system_percent")["value"]
+        .as_f64()
+        .unwrap();
+    assert!((0.0..=100.0).contains(&system), "{system}");
+    assert!(
+        labelled("server_context_switches_per_sec")["value"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(
+        labelled("server_context_switches_per_op")["role"],
+        "derived"
+    );
     assert!(
         !labelled("timeline_server_cpu_percent")["samples"]
             .as_array()

@@ -296,6 +296,11 @@ impl Source {
                 memory_bytes: s.memory_bytes,
                 threads: None,
                 thread_cpu: Vec::new(),
+                counters: Counters {
+                    system: s.system,
+                    throttled: Some(s.throttled),
+                    ..Counters::default()
+                },
             }),
             Source::Prometheus(url) => unreachable!("{url} is scraped, not read"),
             Source::Named(name) => unreachable!("{name} names processes, not one"),
@@ -338,6 +343,60 @@ pub struct Reading {
     pub threads: Option<u64>,
     /// Each thread's CPU so far (a process's; none for a cgroup).
     pub thread_cpu: Vec<ThreadCpu>,
+    /// The other counters, where the source has them.
+    pub counters: Counters,
+}
+
+/// A source's counters besides its CPU, cumulative; `None` where it has
+/// not that counter (a cgroup's switches, another user's `/proc/PID/io`,
+/// a process's throttling).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Of the CPU time, the part in the kernel.
+    pub system: Duration,
+    /// Context switches, both kinds.
+    pub switches: Option<u64>,
+    /// Bytes it made the storage layer read and write.
+    pub read_bytes: Option<u64>,
+    pub write_bytes: Option<u64>,
+    /// How long a cgroup's CPU limit held it back.
+    pub throttled: Option<Duration>,
+}
+
+impl Counters {
+    /// What grew from `was` to `self` (a counter missing from either is
+    /// missing).
+    fn since(&self, was: &Counters) -> Counters {
+        let grew = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
+        Counters {
+            system: self.system.saturating_sub(was.system),
+            switches: grew(self.switches, was.switches),
+            read_bytes: grew(self.read_bytes, was.read_bytes),
+            write_bytes: grew(self.write_bytes, was.write_bytes),
+            throttled: self
+                .throttled
+                .zip(was.throttled)
+                .map(|(a, b)| a.saturating_sub(b)),
+        }
+    }
+
+    /// Both added up (a counter either has counts).
+    fn plus(&self, other: &Counters) -> Counters {
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        Counters {
+            system: self.system + other.system,
+            switches: add(self.switches, other.switches),
+            read_bytes: add(self.read_bytes, other.read_bytes),
+            write_bytes: add(self.write_bytes, other.write_bytes),
+            throttled: match (self.throttled, other.throttled) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or_default() + b.unwrap_or_default()),
+            },
+        }
+    }
 }
 
 impl Reading {
@@ -347,6 +406,13 @@ impl Reading {
             memory_bytes: Some(s.rss_bytes),
             threads: Some(s.threads),
             thread_cpu: s.thread_cpu.clone(),
+            counters: Counters {
+                system: s.system,
+                switches: Some(s.voluntary_switches + s.involuntary_switches),
+                read_bytes: s.read_bytes,
+                write_bytes: s.write_bytes,
+                throttled: None,
+            },
         }
     }
 }
@@ -535,6 +601,12 @@ impl Watcher {
                                 memory_bytes: None,
                                 threads: None,
                                 thread_cpu: Vec::new(),
+                                counters: Counters {
+                                    switches: Some(0),
+                                    read_bytes: Some(0),
+                                    write_bytes: Some(0),
+                                    ..Counters::default()
+                                },
                             };
                             watching.push((
                                 Source::Pid(pid),
@@ -651,6 +723,13 @@ pub struct Usage {
     /// The busiest thread between the first and the last sample inside
     /// the window; `None` without two samples inside it.
     pub busiest_thread: Option<BusyThread>,
+    /// The other counters' growth between the first and the last sample
+    /// inside the window, and how long apart those were (zero without
+    /// two samples inside it).
+    pub counters: Counters,
+    pub counted: Duration,
+    /// The CPU time used over that same span.
+    pub counted_cpu: Duration,
 }
 
 /// A thread's use of the CPU over a window, in percent of the window.
@@ -744,12 +823,23 @@ impl Series {
             }
             _ => None,
         };
+        let (counters, counted, counted_cpu) = match (within().next(), within().next_back()) {
+            (Some((t0, r0)), Some((t1, r1))) if t1 > t0 => (
+                r1.counters.since(&r0.counters),
+                *t1 - *t0,
+                r1.cpu.saturating_sub(r0.cpu),
+            ),
+            _ => (Counters::default(), Duration::ZERO, Duration::ZERO),
+        };
         Some(Usage {
             cpu: Duration::from_secs_f64(cpu),
             window: to - from,
             max_memory_bytes: within().filter_map(|(_, r)| r.memory_bytes).max(),
             max_threads: within().filter_map(|(_, r)| r.threads).max(),
             busiest_thread,
+            counters,
+            counted,
+            counted_cpu,
         })
     }
 
@@ -821,6 +911,82 @@ fn cpu_metrics(cpu: Duration, window: Duration, operations: u64) -> Vec<Metric> 
     out
 }
 
+/// The counters' figures of a watched server over `counted` (the span
+/// between its first and last samples in a window of `window`, in which
+/// `operations` ended; `cpu` used over that span): the kernel's share of
+/// its CPU, context switches and storage bytes per second (and switches
+/// per operation, derived), and the share of the time a cgroup's CPU
+/// limit held it back.
+fn counter_metrics(
+    counters: &Counters,
+    counted: Duration,
+    cpu: Duration,
+    window: Duration,
+    operations: u64,
+) -> Vec<Metric> {
+    let mut out = Vec::new();
+    let secs = counted.as_secs_f64();
+    if secs <= 0.0 {
+        return out;
+    }
+    if !cpu.is_zero() {
+        out.push(
+            Metric::new(
+                "server_cpu_system_percent",
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                (100.0 * counters.system.as_secs_f64() / cpu.as_secs_f64()).min(100.0),
+            )
+            .context(),
+        );
+    }
+    if let Some(n) = counters.switches {
+        let per_sec = n as f64 / secs;
+        out.push(
+            Metric::new(
+                "server_context_switches_per_sec",
+                Unit::OpsPerSec,
+                Direction::LowerIsBetter,
+                per_sec,
+            )
+            .context(),
+        );
+        if operations > 0 {
+            out.push(
+                Metric::new(
+                    "server_context_switches_per_op",
+                    Unit::Count,
+                    Direction::LowerIsBetter,
+                    per_sec * window.as_secs_f64() / operations as f64,
+                )
+                .derived_of("server_context_switches_per_sec"),
+            );
+        }
+    }
+    for (bytes, name) in [
+        (counters.read_bytes, "server_read_bytes_per_sec"),
+        (counters.write_bytes, "server_written_bytes_per_sec"),
+    ] {
+        if let Some(b) = bytes {
+            out.push(
+                Metric::new(name, Unit::Bytes, Direction::LowerIsBetter, b as f64 / secs).context(),
+            );
+        }
+    }
+    if let Some(held) = counters.throttled {
+        out.push(
+            Metric::new(
+                "server_cpu_throttled_percent",
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                100.0 * held.as_secs_f64() / secs,
+            )
+            .diagnostic(),
+        );
+    }
+    out
+}
+
 /// The metrics of what was watched over a run's measured window, from
 /// `from` to `to`, in which `operations` requests (or transactions) ended.
 ///
@@ -870,6 +1036,20 @@ pub fn metrics(watched: &Watched, from: Instant, to: Instant, operations: u64) -
             .iter()
             .map(|(_, u)| u.max_memory_bytes)
             .sum::<Option<u64>>();
+        let counters = members
+            .iter()
+            .fold(Counters::default(), |a, (_, u)| a.plus(&u.counters));
+        let counted = members
+            .iter()
+            .map(|(_, u)| u.counted)
+            .max()
+            .unwrap_or_default();
+        let counted_cpu: Duration = members.iter().map(|(_, u)| u.counted_cpu).sum();
+        out.extend(
+            counter_metrics(&counters, counted, counted_cpu, span, operations)
+                .into_iter()
+                .map(|m| labelled(m, group)),
+        );
         if let Some(bytes) = memory {
             out.push(labelled(
                 Metric::new(
@@ -943,6 +1123,10 @@ pub fn window_cpu(watched: &Watched, from: Instant, to: Instant) -> (Option<f64>
     (server, machine)
 }
 
+/// The share of the time, in percent, that a cgroup's CPU limit must hold
+/// it back for the verdict to name it.
+pub const THROTTLED_PERCENT: f64 = 10.0;
+
 /// The share of its cores at which a watched source counts as CPU-bound.
 pub const SATURATED_SHARE: f64 = 0.9;
 
@@ -970,6 +1154,18 @@ pub fn verdict(
             .max_threads
             .map_or(cpus as u64, |t| t.min(cpus as u64))
             .max(1);
+        if let Some(held) = u.counters.throttled.filter(|_| !u.counted.is_zero()) {
+            let percent = 100.0 * held.as_secs_f64() / u.counted.as_secs_f64();
+            if percent >= THROTTLED_PERCENT {
+                found.push((
+                    "server_cpu_throttled",
+                    format!(
+                        "the server was held back by its CPU limit: {}'s cpu.max throttled it {percent:.0}% of the time (it wanted more CPU than its quota; raise cpu.max, or count the quota as its cores)",
+                        s.name
+                    ),
+                ));
+            }
+        }
         let share = u.cpu_percent() / 100.0 / cores as f64;
         let hot_thread = u
             .busiest_thread
@@ -1079,6 +1275,7 @@ mod tests {
                 cpu: Duration::from_millis(cpu_ms),
                 waited: Duration::ZERO,
             }],
+            counters: Counters::default(),
         }
     }
 
@@ -1185,6 +1382,7 @@ mod tests {
             memory_bytes: None,
             threads: Some(4),
             thread_cpu: vec![thread(7, t7, w7), thread(8, t8, 0)],
+            counters: Counters::default(),
         };
         let s = Series {
             name: "loop (pid 5)".into(),
@@ -1439,5 +1637,51 @@ mod tests {
             used >= Duration::from_millis(150) && used <= Duration::from_millis(700),
             "{used:?}"
         );
+    }
+
+    #[test]
+    fn the_counters_give_kernel_share_switches_bytes_and_a_throttled_cgroups_verdict() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let read = |cpu_ms: u64, system_ms: u64, switches: u64, held_ms: u64| Reading {
+            cpu: Duration::from_millis(cpu_ms),
+            memory_bytes: None,
+            threads: None,
+            thread_cpu: Vec::new(),
+            counters: Counters {
+                system: Duration::from_millis(system_ms),
+                switches: Some(switches),
+                read_bytes: Some(0),
+                write_bytes: Some(switches * 4096),
+                throttled: Some(Duration::from_millis(held_ms)),
+            },
+        };
+        // Two seconds: 1.6 s of CPU, a quarter in the kernel, 2,000
+        // switches, 8 MB written, held back 0.5 s by its quota.
+        let s = Series {
+            name: "/sys/fs/cgroup/app".into(),
+            group: "/sys/fs/cgroup/app".into(),
+            samples: vec![
+                (at(0), read(0, 0, 0, 0)),
+                (at(2000), read(1600, 400, 2000, 500)),
+            ],
+            lost: None,
+            joined: false,
+            named: false,
+        };
+        let watched = Watched {
+            series: vec![s],
+            ..Watched::default()
+        };
+        let m = metrics(&watched, at(0), at(2000), 400);
+        let value = |name: &str| m.iter().find(|m| m.name == name).unwrap().value;
+        assert_eq!(value("server_cpu_system_percent"), 25.0);
+        assert_eq!(value("server_context_switches_per_sec"), 1000.0);
+        assert_eq!(value("server_context_switches_per_op"), 5.0);
+        assert_eq!(value("server_written_bytes_per_sec"), 4096.0 * 1000.0);
+        assert_eq!(value("server_cpu_throttled_percent"), 25.0);
+        let (code, why) = verdict(&watched, at(0), at(2000), 4).unwrap();
+        assert_eq!(code, "server_cpu_throttled", "{why}");
+        assert!(why.contains("throttled it 25%"), "{why}");
     }
 }

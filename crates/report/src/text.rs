@@ -506,8 +506,21 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
             name.map_or("all watched", String::as_str),
             cpu.value
         );
+        if let Some(m) = of("server_cpu_system_percent") {
+            let _ = write!(line, " ({:.0}% in the kernel)", m.value);
+        }
         if let Some(m) = of("server_cpu_per_op_ns") {
             let _ = write!(line, ", {} per {per}", crate::http::short_ns(m.value));
+        }
+        if let Some(m) = of("server_context_switches_per_op") {
+            let _ = write!(line, ", {:.1} context switches per {per}", m.value);
+        }
+        if let Some(m) = of("server_cpu_throttled_percent").filter(|m| m.value > 0.0) {
+            let _ = write!(
+                line,
+                ", held back by its CPU limit {:.0}% of the time",
+                m.value
+            );
         }
         if let Some(m) = of("server_memory_peak") {
             let _ = write!(line, ", peak memory {}", BinarySize(m.value as u64));
