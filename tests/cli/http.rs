@@ -1527,6 +1527,67 @@ fn watch_pid_records_the_servers_cpu_per_request() {
     );
 }
 
+/// A real nginx worker watched by its PID: the CPU dyno attributes to it
+/// over the run agrees with what `/proc/PID/stat` says the worker used,
+/// read by the test before and after.
+#[test]
+fn watching_a_real_nginx_worker_agrees_with_its_proc_stat() {
+    let home = temp();
+    // One process, which is its own worker (master_process off).
+    let nginx = Nginx::start("");
+    let pid = nginx.child.id();
+    let cpu_ns = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = stat.rsplit_once(')').unwrap().1;
+        let fields: Vec<u64> = after
+            .split_whitespace()
+            .skip(11)
+            .take(2)
+            .map(|f| f.parse().unwrap())
+            .collect();
+        // SAFETY: sysconf(3) has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        (fields[0] + fields[1]) as f64 * 1e9 / hz
+    };
+    let before = cpu_ns();
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &nginx.url(),
+            "--h2",
+            "-n",
+            "20000",
+            "-c",
+            "2",
+            "--watch-pid",
+            &pid.to_string(),
+            "--watch-interval",
+            "50ms",
+        ],
+        0,
+    );
+    let used = cpu_ns() - before;
+    let find = |name: &str| {
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {}", run["metrics"]))
+            .clone()
+    };
+    let per = find("server_cpu_per_op_ns");
+    assert_eq!(per["labels"]["watched"], "nginx");
+    let requests = find("requests")["value"].as_f64().unwrap();
+    let attributed = per["value"].as_f64().unwrap() * requests;
+    // The watched window is the measured part of the command (its
+    // connections' set-up left out), and /proc counts in 10 ms ticks.
+    assert!(
+        attributed <= used * 1.05 + 30e6 && attributed >= used * 0.8 - 30e6,
+        "dyno attributed {attributed} ns, /proc says {used} ns"
+    );
+}
+
 /// A server that accepts and never answers: a slow endpoint.
 fn silent_server() -> (std::net::TcpListener, String) {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
