@@ -121,6 +121,24 @@ const VALUES: &[&str] = &[
     ":d * 2",
     ":foo",
     ":t AND TRUE",
+    // The hash functions and the pseudorandom permutation, with a seed
+    // and with :default_seed (-D default_seed).
+    "hash(10, 5432)",
+    "hash_fnv1a(10, 5432)",
+    "hash_murmur2(10, 5432)",
+    "hash(-1, -5)",
+    "hash_fnv1a(9223372036854775807, 0)",
+    "hash_murmur2(-9223372036854775807 - 1, 1)",
+    "hash(:i)",
+    "hash_fnv1a(:i)",
+    "permute(0, 1)",
+    "permute(7, 10, 5432)",
+    "permute(12345, 1000000, -3)",
+    "permute(-1, 10, 3)",
+    "permute(3, 10)",
+    "permute(5, 2, 0)",
+    "permute(9223372036854775806, 9223372036854775807, 1)",
+    "permute(hash(5) % 1000, 1000, 17)",
     // Rounding to integers (H6).
     "int(2.7)",
     "int(-2.7)",
@@ -224,6 +242,10 @@ const ERRORS: &[&str] = &[
     "noSuchFunction()",
     "ln(2.0, 1.0)",
     "greatest()",
+    "permute(1, 0)",
+    "permute(1, -5, 3)",
+    "hash(1, 2, 3)",
+    "permute(1)",
     ":s + 1",
     "1 +",
     "TRUE & 1",
@@ -240,6 +262,8 @@ const DEFINES: &[&str] = &[
     "s=bla",
     "-D",
     "t=yes",
+    "-D",
+    "default_seed=77",
 ];
 
 fn values_script() -> String {

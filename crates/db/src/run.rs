@@ -844,6 +844,7 @@ impl pool::Job for Clients<'_> {
                             scale: self.scale,
                             client_id: settings.segment.global(id as u64) as i64,
                             random_seed: settings.seed as i64,
+                            default_seed: crate::script::default_seed(settings.seed),
                         })
                     })
                     .collect(),

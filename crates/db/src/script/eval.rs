@@ -216,6 +216,31 @@ fn call(
                 _ => random_zipfian(rng, lb, ub, param)?,
             })
         }
+        Func::HashFnv1a | Func::HashMurmur2 => {
+            let name = if func == Func::HashFnv1a {
+                "hash_fnv1a()"
+            } else {
+                "hash_murmur2()"
+            };
+            let (value, seed) = (arg(0).to_int(name)?, arg(1).to_int(name)?);
+            Int(if func == Func::HashFnv1a {
+                super::hash::fnv1a(value, seed)
+            } else {
+                super::hash::murmur2(value, seed)
+            })
+        }
+        Func::Permute => {
+            let name = "permute()";
+            let (value, size, seed) = (
+                arg(0).to_int(name)?,
+                arg(1).to_int(name)?,
+                arg(2).to_int(name)?,
+            );
+            if size <= 0 {
+                return Err(EvalError::PermuteSize(size));
+            }
+            Int(super::hash::permute(value, size, seed))
+        }
     })
 }
 

@@ -63,11 +63,15 @@ pub(super) enum Func {
     RandomExponential,
     RandomGaussian,
     RandomZipfian,
+    HashFnv1a,
+    HashMurmur2,
+    Permute,
 }
 
 /// How many arguments a function takes: `Some(n)` exactly n, `None` one or
-/// more.
-const FUNCTIONS: [(&str, Func, Option<usize>); 16] = [
+/// more; [`SEEDED`]'s take one fewer, their seed then being
+/// `:default_seed`.
+const FUNCTIONS: [(&str, Func, Option<usize>); 20] = [
     ("abs", Func::Abs, Some(1)),
     ("int", Func::Int, Some(1)),
     ("double", Func::Double, Some(1)),
@@ -84,10 +88,18 @@ const FUNCTIONS: [(&str, Func, Option<usize>); 16] = [
     ("random_exponential", Func::RandomExponential, Some(3)),
     ("random_gaussian", Func::RandomGaussian, Some(3)),
     ("random_zipfian", Func::RandomZipfian, Some(3)),
+    ("hash", Func::HashMurmur2, Some(2)),
+    ("hash_fnv1a", Func::HashFnv1a, Some(2)),
+    ("hash_murmur2", Func::HashMurmur2, Some(2)),
+    ("permute", Func::Permute, Some(3)),
 ];
 
+/// The functions whose last argument, a seed, may be left out: it is then
+/// the predefined `:default_seed`, as in pgbench.
+const SEEDED: [Func; 3] = [Func::HashFnv1a, Func::HashMurmur2, Func::Permute];
+
 /// pgbench's functions that dyno does not have yet.
-const UNSUPPORTED_FUNCTIONS: [&str; 5] = ["hash", "hash_fnv1a", "hash_murmur2", "permute", "debug"];
+const UNSUPPORTED_FUNCTIONS: [&str; 1] = ["debug"];
 
 /// The most arguments a function takes (pgbench's `MAX_FARGS`).
 pub(super) const MAX_ARGS: usize = 16;
@@ -445,7 +457,20 @@ impl<'a> Parser<'a, '_> {
             }
         }
         self.nesting -= 1;
+        if let Some(n) = arity
+            && SEEDED.contains(&func)
+            && args.len() + 1 == n
+        {
+            args.push(Node::Var(super::DEFAULT_SEED));
+        }
         match arity {
+            Some(n) if SEEDED.contains(&func) && args.len() != n => {
+                return Err(format!(
+                    "{name}() takes {} or {n} arguments (the last a seed, :default_seed when left out), but is given {}",
+                    n - 1,
+                    args.len()
+                ));
+            }
             Some(n) if args.len() != n => {
                 return Err(format!(
                     "{name}() takes {n} argument{}, but is given {}",

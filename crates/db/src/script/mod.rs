@@ -21,7 +21,7 @@
 //! its expressions (pgbench's integers, doubles and booleans, operators,
 //! `CASE` and functions, with its rounding and coercion rules) and the
 //! random distributions, `\sleep`, and variables defined with `-D`. What
-//! is left out (`\if`, `\gset`, `\setshell`, `NULL`, `hash()`, …) is
+//! is left out (`\if`, `\gset`, `\setshell`, `NULL`, `debug()`, …) is
 //! refused by name, at parse time, so a script never half-runs.
 //! docs/src/pgbench-scripts.md lists where dyno differs from pgbench, and why.
 //!
@@ -40,6 +40,7 @@
 mod builtin;
 mod eval;
 mod expr;
+mod hash;
 mod lex;
 mod meta;
 mod random;
@@ -63,7 +64,10 @@ pub const SCALE: usize = 0;
 pub const CLIENT_ID: usize = 1;
 /// The slot of the predefined variable `random_seed`.
 pub const RANDOM_SEED: usize = 2;
-const PREDEFINED: [&str; 3] = ["scale", "client_id", "random_seed"];
+/// The slot of the predefined variable `default_seed`: the seed of
+/// `hash()` and `permute()` when a call leaves it out.
+pub const DEFAULT_SEED: usize = 3;
+const PREDEFINED: [&str; 4] = ["scale", "client_id", "random_seed", "default_seed"];
 
 /// A script that cannot be read: where, and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -121,6 +125,20 @@ pub struct Predefined {
     /// The run's seed, as recorded with the run (a `u64` seed is given as
     /// its bits, `seed as i64`).
     pub random_seed: i64,
+    /// The seed of `hash()` and `permute()` when a call leaves it out:
+    /// drawn from the run's seed, the same for every client (as pgbench
+    /// draws it from its base seed); `-D default_seed=N` sets it.
+    pub default_seed: i64,
+}
+
+/// The `default_seed` of a run of seed `seed`: a draw of splitmix64 from
+/// it, so that it differs from `random_seed` and is the same for every
+/// client and segment of the run.
+pub fn default_seed(seed: u64) -> i64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as i64
 }
 
 /// One command of a script and the line it starts on (for run-time error
@@ -274,6 +292,7 @@ impl Script {
         values[SCALE] = Value::Int(predefined.scale);
         values[CLIENT_ID] = Value::Int(predefined.client_id);
         values[RANDOM_SEED] = Value::Int(predefined.random_seed);
+        values[DEFAULT_SEED] = Value::Int(predefined.default_seed);
         for &(slot, value) in &self.defined {
             values[slot] = value;
         }
@@ -400,10 +419,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            &script.variables()[..3],
-            ["scale", "client_id", "random_seed"]
+            &script.variables()[..4],
+            ["scale", "client_id", "random_seed", "default_seed"]
         );
-        assert_eq!(script.slot("s"), Some(3));
+        assert_eq!(script.slot("s"), Some(4));
         let mut vars = script.initial_values(&VARS);
         let mut rng = fastrand::Rng::with_seed(0);
         let CommandKind::Set { slot, expr } = &script.commands()[0].kind else {
@@ -413,7 +432,7 @@ mod tests {
         assert_eq!(sqls(&script)[0].render_simple(&vars), "SELECT 3, 42, 20");
         // Setting a predefined variable reuses its slot.
         let script = Script::parse("p", "\\set scale 2\nSELECT :scale;\n").unwrap();
-        assert_eq!(script.variables().len(), 3);
+        assert_eq!(script.variables().len(), 4);
     }
 
     #[test]
@@ -446,8 +465,9 @@ mod tests {
         let err = parse_err("\\set a 1\n\\set x foo(1)\n");
         assert_eq!(err.line(), 2);
         assert!(err.message().contains("unknown function 'foo'"), "{err}");
-        assert!(parse_message("hash(1)").contains("hash() is not supported by dyno yet"));
-        assert!(parse_message("permute(1, 2)").contains("not supported"));
+        assert!(parse_message("debug(1)").contains("debug() is not supported by dyno yet"));
+        assert!(parse_message("permute(1)").contains("takes 2 or 3 arguments"));
+        assert!(parse_message("hash(1, 2, 3)").contains("takes 1 or 2 arguments"));
 
         assert_eq!(
             parse_message("random(1)"),

@@ -7,6 +7,7 @@ pub(super) const VARS: Predefined = Predefined {
     scale: 10,
     client_id: 3,
     random_seed: 42,
+    default_seed: 4242,
 };
 
 pub(super) fn sqls(script: &Script) -> Vec<&Sql> {
@@ -80,6 +81,7 @@ pub(super) fn eval_str_with(text: &str) -> Result<Value, EvalError> {
         scale: 1,
         client_id: 0,
         random_seed: 5432,
+        default_seed: 5432,
     });
     let mut rng = fastrand::Rng::with_seed(1);
     let mut last = Value::Int(0);

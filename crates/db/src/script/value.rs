@@ -258,6 +258,8 @@ pub enum EvalError {
     Overflow(&'static str),
     #[error("division by zero")]
     DivisionByZero,
+    #[error("permute size parameter must be greater than zero, but is {0}")]
+    PermuteSize(i64),
     #[error(
         "{function}: double to int overflow for {value:.6}; the value must round to a 64-bit integer"
     )]
