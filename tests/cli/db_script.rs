@@ -390,3 +390,54 @@ fn sleeps_slices_and_parameter_limits_as_pgbench() {
         assert!(!ok, "{tool} slept -0.5");
     }
 }
+
+/// `\if`, `\elif`, `\else` and `\endif`, nested, take the branches pgbench
+/// takes, for conditions of every type; and the blocks pgbench refuses,
+/// dyno refuses.
+#[test]
+fn if_blocks_take_the_branches_pgbench_takes() {
+    let tools = Tools::new();
+    let script = "\
+\\if :x = 1
+INSERT INTO r VALUES ('b:X', 'TOOL', 'one');
+\\elif :x = 2
+INSERT INTO r VALUES ('b:X', 'TOOL', 'two');
+\\if :x > 1
+\\set n :x * 10
+INSERT INTO r VALUES ('n:X', 'TOOL', (:n)::text);
+\\endif
+\\elif :x / 2.0
+INSERT INTO r VALUES ('b:X', 'TOOL', 'a nonzero double');
+\\else
+INSERT INTO r VALUES ('b:X', 'TOOL', 'else');
+\\endif
+\\if :x > 3 AND :x < 6
+INSERT INTO r VALUES ('c:X', 'TOOL', 'between');
+\\endif
+INSERT INTO r VALUES ('after:X', 'TOOL', 'yes');
+";
+    for x in ["0", "1", "2", "5", "-7"] {
+        let script = script.replace(":X", &format!(":{x}"));
+        let define = format!("x={x}");
+        for tool in ["pgbench", "dyno"] {
+            let (ok, stderr) = tools.run(tool, &script, &["-D", &define]);
+            assert!(ok, "{tool} x={x}: {stderr}");
+        }
+    }
+    let (theirs, ours) = (tools.stored("pgbench"), tools.stored("dyno"));
+    assert_eq!(theirs.len(), 5 + 5 + 1 + 1, "{theirs:?}");
+    assert_eq!(theirs, ours);
+    for bad in [
+        "\\else\nSELECT 1;\n",
+        "\\if 1\nSELECT 1;\n",
+        "\\if 1\n\\else\n\\elif 1\n\\endif\n",
+        "\\endif\n",
+    ] {
+        let (theirs, _) = tools.run("pgbench", bad, &[]);
+        let (ours, err) = tools.run("dyno", bad, &[]);
+        assert!(
+            !theirs && !ours,
+            "{bad:?}: pgbench ok={theirs}, dyno ok={ours} ({err})"
+        );
+    }
+}

@@ -1285,6 +1285,19 @@ impl Runner<'_> {
                         return Err(self.failure(e, &at()).await);
                     }
                 }
+                CommandKind::Branch { cond, on_false } => {
+                    let taken = cond
+                        .eval(&self.vars[which], &mut self.rng)
+                        .and_then(|v| v.truth())
+                        .map_err(|e| Failure::Abort(format!("{}: {e}", at())))?;
+                    if !taken {
+                        next = *on_false;
+                    }
+                }
+                CommandKind::Jump(to) => {
+                    i = *to;
+                    continue;
+                }
             }
             if let Some(h) = self
                 .local
@@ -1641,6 +1654,9 @@ impl Outcome {
         }
         for (w, hs) in settings.scripts.iter().zip(&self.statements) {
             for (i, h) in hs.iter().enumerate() {
+                if matches!(w.script.commands()[i].kind, CommandKind::Jump(_)) {
+                    continue;
+                }
                 let mut m = hdr::latency_metric("statement_latency_ns", h).diagnostic();
                 m.labels.insert("script".into(), w.script.name().to_owned());
                 m.labels

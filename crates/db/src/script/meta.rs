@@ -15,13 +15,9 @@ use super::{
 
 /// pgbench's meta-commands that dyno does not run yet: named in the error,
 /// so that the user knows the script is pgbench's and not mistyped.
-const UNSUPPORTED_META: [&str; 12] = [
+const UNSUPPORTED_META: [&str; 8] = [
     "setshell",
     "shell",
-    "if",
-    "elif",
-    "else",
-    "endif",
     "gset",
     "aset",
     "startpipeline",
@@ -76,7 +72,7 @@ pub(super) fn parse_meta(
         }
         other if UNSUPPORTED_META.contains(&other) => {
             return Err(err(format!(
-                "\\{command} is not supported by dyno yet; dyno runs SQL, \\set and \\sleep"
+                "\\{command} is not supported by dyno yet; dyno runs SQL, \\set, \\sleep and \\if"
             )));
         }
         _ => {

@@ -160,6 +160,13 @@ pub enum CommandKind {
     Sleep(Sleep),
     /// A SQL statement.
     Sql(Sql),
+    /// `\if COND` and `\elif COND`: when `cond` is not true (pgbench's
+    /// truth: a boolean, a number other than 0), go on at command
+    /// `on_false` (the next branch's test, or after the block).
+    Branch { cond: Expr, on_false: usize },
+    /// The end of a branch that ran: go on at command `.0`, after its
+    /// `\endif`.
+    Jump(usize),
 }
 
 impl Script {
@@ -188,7 +195,9 @@ impl Script {
     ) -> Result<Script, ScriptError> {
         let mut vars = Vars {
             names: PREDEFINED.iter().map(|s| (*s).to_owned()).collect(),
+            live: vec![true; PREDEFINED.len()],
         };
+        let mut blocks: Vec<Block> = Vec::new();
         let defined: Vec<(usize, Value)> = definitions
             .iter()
             .map(|(n, v)| (vars.define(n), *v))
@@ -222,6 +231,21 @@ impl Script {
                             i += 1;
                         }
                     }
+                    let (word, args) = meta
+                        .split_once(char::is_whitespace)
+                        .map_or((meta.as_str(), ""), |(c, a)| (c, a.trim()));
+                    let word = word.to_ascii_lowercase();
+                    if matches!(word.as_str(), "if" | "elif" | "else" | "endif") {
+                        control(
+                            name,
+                            line_no,
+                            (&word, args),
+                            &mut vars,
+                            &mut blocks,
+                            &mut commands,
+                        )?;
+                        continue;
+                    }
                     commands.push(parse_meta(name, line_no, &meta, &mut vars)?);
                     continue;
                 }
@@ -235,6 +259,13 @@ impl Script {
         }
         if let Some(sql) = pending.take() {
             commands.extend(sql.finish(name)?);
+        }
+        if let Some(b) = blocks.last() {
+            return Err(ScriptError::new(
+                name,
+                b.line,
+                "\\if without \\endif: the block must end in the same script",
+            ));
         }
         if commands.is_empty() {
             return Err(ScriptError::new(
@@ -274,6 +305,8 @@ impl Script {
         match &self.commands[index].kind {
             CommandKind::Set { slot, .. } => format!("\\set {}", self.variables[*slot]),
             CommandKind::Sleep(_) => "\\sleep".to_owned(),
+            CommandKind::Branch { .. } => "\\if".to_owned(),
+            CommandKind::Jump(_) => "\\endif".to_owned(),
             CommandKind::Sql(sql) => sql.text().split_whitespace().collect::<Vec<_>>().join(" "),
         }
     }
@@ -351,19 +384,165 @@ pub fn definition(arg: &str) -> Result<(String, Value), String> {
 #[derive(Debug)]
 struct Vars {
     names: Vec<String>,
+    /// Whether each is surely set at this point of the script: set on
+    /// every path to it (a `\set` in one branch of an `\if` only is not).
+    live: Vec<bool>,
 }
 
 impl Vars {
+    /// The slot of `name`, if it is surely set here.
     fn slot(&self, name: &str) -> Option<usize> {
-        self.names.iter().position(|v| v == name)
+        let i = self.names.iter().position(|v| v == name)?;
+        self.live[i].then_some(i)
     }
 
     fn define(&mut self, name: &str) -> usize {
-        self.slot(name).unwrap_or_else(|| {
-            self.names.push(name.to_owned());
-            self.names.len() - 1
-        })
+        let i = match self.names.iter().position(|v| v == name) {
+            Some(i) => i,
+            None => {
+                self.names.push(name.to_owned());
+                self.live.push(false);
+                self.names.len() - 1
+            }
+        };
+        self.live[i] = true;
+        i
     }
+}
+
+/// An `\if` block being read: what was set before it, what each finished
+/// branch had set, and the commands whose targets its end decides.
+struct Block {
+    line: usize,
+    before: Vec<bool>,
+    branches: Vec<Vec<bool>>,
+    has_else: bool,
+    /// The last branch's test, which goes on at the next branch (or after
+    /// the block) when false.
+    test: Option<usize>,
+    /// The jumps to after the block that end each taken branch.
+    jumps: Vec<usize>,
+}
+
+/// Reads `\if`, `\elif`, `\else` and `\endif` (`word`, with `args`) into
+/// `commands`: a test that goes on at the next branch when false, and a
+/// jump after the block at the end of each branch. Which variables are
+/// surely set after a block is what every branch set (and, without an
+/// `\else`, what was set before it).
+fn control(
+    name: &str,
+    line: usize,
+    (word, args): (&str, &str),
+    vars: &mut Vars,
+    blocks: &mut Vec<Block>,
+    commands: &mut Vec<Command>,
+) -> Result<(), ScriptError> {
+    let err = |message: String| ScriptError::new(name, line, message);
+    let test = |vars: &Vars| {
+        if args.is_empty() {
+            return Err(err(format!(
+                "\\{word} needs a condition, e.g. \\{word} :x > 0"
+            )));
+        }
+        expr::parse_expr(args, vars).map_err(err)
+    };
+    let open = |blocks: &mut Vec<Block>, what: &str| -> Result<usize, ScriptError> {
+        match blocks.last() {
+            None => Err(err(format!("\\{what} without a matching \\if"))),
+            Some(b) if b.has_else && what != "endif" => Err(err(format!(
+                "\\{what} after \\else (line {}'s \\if has had its \\else)",
+                b.line
+            ))),
+            Some(_) => Ok(blocks.len() - 1),
+        }
+    };
+    // The end of a branch: what it set is kept, and the next one starts
+    // from what was set before the block.
+    let close_branch = |b: &mut Block, vars: &mut Vars, commands: &mut Vec<Command>, last: bool| {
+        b.branches.push(vars.live.clone());
+        if !last {
+            b.jumps.push(commands.len());
+            commands.push(Command {
+                line,
+                kind: CommandKind::Jump(usize::MAX),
+            });
+        }
+        vars.live = b.before.clone();
+        vars.live.resize(vars.names.len(), false);
+        if let Some(t) = b.test.take() {
+            let next = commands.len();
+            if let CommandKind::Branch { on_false, .. } = &mut commands[t].kind {
+                *on_false = next;
+            }
+        }
+    };
+    match word {
+        "if" => {
+            let cond = test(vars)?;
+            blocks.push(Block {
+                line,
+                before: vars.live.clone(),
+                branches: Vec::new(),
+                has_else: false,
+                test: Some(commands.len()),
+                jumps: Vec::new(),
+            });
+            commands.push(Command {
+                line,
+                kind: CommandKind::Branch {
+                    cond,
+                    on_false: usize::MAX,
+                },
+            });
+        }
+        "elif" => {
+            let b = open(blocks, "elif")?;
+            close_branch(&mut blocks[b], vars, commands, false);
+            let cond = test(vars)?;
+            blocks[b].test = Some(commands.len());
+            commands.push(Command {
+                line,
+                kind: CommandKind::Branch {
+                    cond,
+                    on_false: usize::MAX,
+                },
+            });
+        }
+        "else" => {
+            if !args.is_empty() {
+                return Err(err("\\else takes no condition (write \\elif COND)".into()));
+            }
+            let b = open(blocks, "else")?;
+            close_branch(&mut blocks[b], vars, commands, false);
+            blocks[b].has_else = true;
+        }
+        _ => {
+            if !args.is_empty() {
+                return Err(err("\\endif takes nothing after it".into()));
+            }
+            let b = open(blocks, "endif")?;
+            let mut block = blocks.remove(b);
+            close_branch(&mut block, vars, commands, true);
+            let end = commands.len();
+            for j in &block.jumps {
+                commands[*j].kind = CommandKind::Jump(end);
+            }
+            let mut live = if block.has_else {
+                vec![true; vars.names.len()]
+            } else {
+                let mut before = block.before.clone();
+                before.resize(vars.names.len(), false);
+                before
+            };
+            for branch in &block.branches {
+                for (i, l) in live.iter_mut().enumerate() {
+                    *l &= branch.get(i).copied().unwrap_or(false);
+                }
+            }
+            vars.live = live;
+        }
+    }
+    Ok(())
 }
 
 fn is_name_char(c: char) -> bool {
@@ -447,10 +626,11 @@ mod tests {
         );
         assert!(err.to_string().starts_with("t.sql:3: \\setshell"), "{err}");
 
-        let err = parse_err("\\set x 1\n\\if :x\n");
+        let err = parse_err("\\set x 1\n\\if :x\nSELECT 1;\n");
         assert_eq!(
-            (err.line(), err.message().contains("\\if is not supported")),
-            (2, true)
+            (err.line(), err.message().contains("\\if without \\endif")),
+            (2, true),
+            "{err}"
         );
         let err = parse_err("\\bogus\n");
         assert!(
@@ -540,5 +720,93 @@ mod tests {
 
         let err = parse_err("-- nothing\n\n");
         assert!(err.message().contains("no commands"), "{err}");
+    }
+
+    /// The commands a pass runs from `script`, by line, with `x` set first.
+    fn lines_run(script: &Script, x: i64) -> Vec<usize> {
+        let commands = script.commands();
+        let mut vars = script.initial_values(&VARS);
+        vars[script.slot("x").unwrap()] = Value::Int(x);
+        let mut rng = fastrand::Rng::with_seed(0);
+        let (mut i, mut out) = (0, Vec::new());
+        while i < commands.len() {
+            let mut next = i + 1;
+            match &commands[i].kind {
+                CommandKind::Branch { cond, on_false } => {
+                    if !cond.eval(&vars, &mut rng).unwrap().truth().unwrap() {
+                        next = *on_false;
+                    }
+                }
+                CommandKind::Jump(to) => next = *to,
+                CommandKind::Sql(_) => out.push(commands[i].line),
+                _ => {}
+            }
+            i = next;
+        }
+        out
+    }
+
+    #[test]
+    fn if_elif_else_run_one_branch_and_nest() {
+        let script = Script::parse_with(
+            "t.sql",
+            "\\if :x = 1\nSELECT 1;\n\\elif :x = 2\nSELECT 2;\n\\if :x\nSELECT 22;\n\\endif\n\\else\nSELECT 3;\n\\endif\nSELECT 4;\n",
+            &[("x".into(), Value::Int(0))],
+        )
+        .unwrap();
+        assert_eq!(lines_run(&script, 1), [2, 11]);
+        assert_eq!(lines_run(&script, 2), [4, 6, 11]);
+        assert_eq!(lines_run(&script, 7), [9, 11]);
+        // Without an \else, nothing may run; a number is true unless 0.
+        let script = Script::parse_with(
+            "t.sql",
+            "\\if :x\nSELECT 1;\n\\endif\nSELECT 2;\n",
+            &[("x".into(), Value::Int(0))],
+        )
+        .unwrap();
+        assert_eq!(lines_run(&script, 0), [4]);
+        assert_eq!(lines_run(&script, -3), [2, 4]);
+    }
+
+    #[test]
+    fn a_variable_set_in_one_branch_only_is_not_set_after_the_block() {
+        let err = parse_err("\\set x 1\n\\if :x\n\\set y 2\n\\endif\nSELECT :y;\n");
+        assert_eq!(err.line(), 5, "{err}");
+        assert!(err.message().contains("variable 'y'"), "{err}");
+        // Set in every branch, \else included: set after it.
+        Script::parse(
+            "t.sql",
+            "\\set x 1\n\\if :x\n\\set y 2\n\\elif :x > 5\n\\set y 3\n\\else\n\\set y 4\n\\endif\nSELECT :y;\n",
+        )
+        .unwrap();
+        // A branch does not see what an earlier branch set.
+        let err = parse_err("\\set x 1\n\\if :x\n\\set y 2\n\\else\nSELECT :y;\n\\endif\n");
+        assert_eq!(err.line(), 5, "{err}");
+    }
+
+    #[test]
+    fn if_blocks_that_do_not_match_say_where() {
+        for (text, line, says) in [
+            ("\\endif\n", 1, "\\endif without a matching \\if"),
+            ("\\else\n", 1, "\\else without a matching \\if"),
+            (
+                "\\if 1\n\\else\n\\elif 1\n\\endif\n",
+                3,
+                "\\elif after \\else",
+            ),
+            (
+                "\\if 1\n\\else\n\\else\n\\endif\n",
+                3,
+                "\\else after \\else",
+            ),
+            ("\\if\n\\endif\n", 1, "needs a condition"),
+            ("\\if 1\n\\else 2\n\\endif\n", 2, "takes no condition"),
+            ("\\if 1\nSELECT 1;\n", 1, "without \\endif"),
+            ("\\if 1 +\n\\endif\n", 1, "expected"),
+        ] {
+            let err = parse_err(text);
+            assert_eq!(err.line(), line, "{text}: {err}");
+            assert!(err.message().contains(says), "{text}: {err}");
+        }
     }
 }

@@ -123,6 +123,18 @@ impl Value {
         }
     }
 
+    /// Whether `\if` takes the branch: a boolean's value, a number other
+    /// than zero (pgbench's `valueTruth`).
+    pub fn truth(self) -> Result<bool, EvalError> {
+        Ok(match self.typed()? {
+            Value::Bool(b) => b,
+            Value::Int(i) => i != 0,
+            Value::Double(d) => d != 0.0,
+            // typed() reads text as one of the others.
+            Value::Text(_) => false,
+        })
+    }
+
     /// The value as a boolean, for `AND`, `OR` and `NOT`: only a boolean
     /// is one (pgbench's `coerceToBool`); a number is an error.
     pub(super) fn to_bool(self) -> Result<bool, EvalError> {
