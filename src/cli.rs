@@ -1178,6 +1178,11 @@ pub(crate) struct DbRunArgs {
     #[arg(short = 'f', long = "file", value_name = "FILE[@WEIGHT]")]
     pub files: Vec<String>,
 
+    /// Print a built-in script (NAME, or a unique prefix of it) and exit,
+    /// as pgbench's --show-script does: the text to start a -f script from.
+    #[arg(long, value_name = "NAME")]
+    pub show_script: Option<String>,
+
     /// The select-only built-in (as -b select-only).
     #[arg(short = 'S', long)]
     pub select_only: bool,

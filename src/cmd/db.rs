@@ -20,8 +20,20 @@ use crate::settings::{self, DbPlan};
 pub(super) fn run(ctx: &Context, args: DbArgs) -> Result<ExitStatus> {
     match args.command {
         DbCommand::Init(args) => init_tables(args),
-        DbCommand::Run(args) => run_load(ctx, *args),
+        DbCommand::Run(args) => match &args.show_script {
+            Some(name) => show_script(name),
+            None => run_load(ctx, *args),
+        },
     }
+}
+
+/// `--show-script NAME`: a built-in script's text, with its name as a
+/// comment, to start a `-f` script from.
+fn show_script(name: &str) -> Result<ExitStatus> {
+    let (full, text) =
+        dyno_db::script::builtin(name).map_err(|why| anyhow::anyhow!("--show-script: {why}"))?;
+    print(&format!("-- {full}: dyno's built-in, as pgbench's\n{text}"))?;
+    Ok(ExitStatus::Success)
 }
 
 fn init_tables(args: DbInitArgs) -> Result<ExitStatus> {

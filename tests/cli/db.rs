@@ -1848,3 +1848,52 @@ fn quick_watches_each_line_apart_and_reads_the_db_lines_server() {
     // This machine's own state, once for the whole run.
     assert!(of("machine_load_max")["value"].as_f64().is_some());
 }
+
+#[test]
+fn show_script_prints_a_builtin_that_runs_as_a_file() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    let shown = pg
+        .dyno(home.path(), &db)
+        .args(["db", "run", "--show-script", "simple"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let shown = String::from_utf8(shown).unwrap();
+    assert!(
+        shown.starts_with("-- simple-update:") && shown.contains("UPDATE pgbench_accounts"),
+        "{shown}"
+    );
+    let dir = temp();
+    let file = dir.path().join("shown.sql");
+    std::fs::write(&file, &shown).unwrap();
+    let run = json_run(
+        pg.dyno(home.path(), &db).args([
+            "db",
+            "run",
+            "-t",
+            "5",
+            "-f",
+            file.to_str().unwrap(),
+            "--json",
+        ]),
+        0,
+    );
+    assert_eq!(metric(&run, "transactions"), 5.0);
+    // A name that is none, or more than one: exit 2, naming the built-ins.
+    for (name, says) in [("nope", "the built-ins are"), ("s", "ambiguous")] {
+        let out = pg
+            .dyno(home.path(), &db)
+            .args(["db", "run", "--show-script", name])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says));
+    }
+}
