@@ -1316,9 +1316,36 @@ pub(crate) struct DbInitArgs {
     #[arg(short = 'F', long, default_value_t = 100, value_name = "PERCENT")]
     pub fillfactor: u8,
 
-    /// Also add the foreign keys between the tables.
+    /// Also add the foreign keys between the tables (adds f to the steps).
     #[arg(long)]
     pub foreign_keys: bool,
+
+    /// The steps, in order, as pgbench's letters: d drop, t create tables,
+    /// g load with COPY, G load on the server (INSERT … generate_series),
+    /// v vacuum, p primary keys, f foreign keys [default: dtgvp].
+    #[arg(short = 'I', long = "init-steps", value_name = "STEPS")]
+    pub init_steps: Option<String>,
+
+    /// Create the tables UNLOGGED: faster to load and write, no WAL, and
+    /// emptied by a crash.
+    #[arg(long)]
+    pub unlogged_tables: bool,
+
+    /// Split pgbench_accounts into N partitions of aid (0: none).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub partitions: u32,
+
+    /// How --partitions splits pgbench_accounts: ranges of aid, or its
+    /// hash.
+    #[arg(long, value_enum, default_value_t = PartitionMethodArg::Range, value_name = "METHOD")]
+    pub partition_method: PartitionMethodArg,
+}
+
+/// `--partition-method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum PartitionMethodArg {
+    Range,
+    Hash,
 }
 
 /// Run the built-in reference HTTP server, the target for load tests.

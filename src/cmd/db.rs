@@ -37,10 +37,30 @@ fn show_script(name: &str) -> Result<ExitStatus> {
 }
 
 fn init_tables(args: DbInitArgs) -> Result<ExitStatus> {
+    let mut steps = match &args.init_steps {
+        Some(letters) => {
+            dyno_db::init::Step::parse_all(letters).map_err(|why| anyhow::anyhow!(why))?
+        }
+        None => dyno_db::init::Step::parse_all(dyno_db::init::DEFAULT_STEPS)
+            .expect("the default steps parse"),
+    };
+    // As pgbench: --foreign-keys adds the step to the others.
+    if args.foreign_keys && !steps.contains(&dyno_db::init::Step::ForeignKeys) {
+        steps.push(dyno_db::init::Step::ForeignKeys);
+    }
+    if args.partition_method != crate::cli::PartitionMethodArg::Range && args.partitions == 0 {
+        bail!("--partition-method needs --partitions N (how many partitions of pgbench_accounts)");
+    }
     let settings = InitSettings {
         scale: args.scale,
         fillfactor: args.fillfactor,
-        foreign_keys: args.foreign_keys,
+        steps,
+        unlogged: args.unlogged_tables,
+        partitions: args.partitions,
+        partition_method: match args.partition_method {
+            crate::cli::PartitionMethodArg::Range => dyno_db::init::PartitionMethod::Range,
+            crate::cli::PartitionMethodArg::Hash => dyno_db::init::PartitionMethod::Hash,
+        },
     };
     if let Err(why) = settings.validate() {
         bail!(why);

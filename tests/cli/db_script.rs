@@ -441,3 +441,70 @@ INSERT INTO r VALUES ('after:X', 'TOOL', 'yes');
         );
     }
 }
+
+/// `dyno db init` with pgbench's `-I` steps, unlogged tables and
+/// partitions makes the catalog pgbench makes with the same flags: the
+/// tables, their kinds, persistence and options, the partitions' bounds,
+/// the constraints and the rows.
+#[test]
+fn init_steps_unlogged_and_partitions_make_pgbenchs_tables() {
+    let pg = pg();
+    let home = temp();
+    let catalog = |db: &str| {
+        pg.psql(
+            db,
+            "SELECT string_agg(relname || ' ' || relkind::text || ' ' || relpersistence::text || ' ' \
+               || coalesce(array_to_string(reloptions, ','), '-') || ' ' \
+               || coalesce(pg_get_expr(relpartbound, oid), '-'), E'\\n' ORDER BY relname) \
+             FROM pg_class WHERE relname LIKE 'pgbench%' AND relkind IN ('r', 'p'); \
+             SELECT string_agg(conname, ',' ORDER BY conname) FROM pg_constraint WHERE conname LIKE 'pgbench%'; \
+             SELECT count(*) || ' ' || sum(bid) || ' ' || sum(abalance) || ' ' || count(DISTINCT filler) FROM pgbench_accounts; \
+             SELECT count(*) || ' ' || sum(bid) FROM pgbench_tellers",
+        )
+    };
+    for flags in [
+        &["-I", "dtGvpf", "--unlogged-tables", "--partitions", "3"][..],
+        &[
+            "-I",
+            "dtgvp",
+            "--partitions",
+            "4",
+            "--partition-method",
+            "hash",
+        ][..],
+        &["-I", "dtgv"][..],
+    ] {
+        let (theirs, ours) = (pg.database(), pg.database());
+        let out = StdCommand::new(pgbench())
+            .args(["-i", "-q", "-s", "2"])
+            .args(flags)
+            .arg(&theirs)
+            .envs(pg.env.iter().map(|(k, v)| (k, v)))
+            .env_remove("PGPASSWORD")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dyno(home.path())
+            .args(["db", "init", "-s", "2"])
+            .args(flags)
+            .arg(&ours)
+            .envs(pg.env.iter().map(|(k, v)| (k, v)))
+            .env_remove("PGPASSWORD")
+            .assert()
+            .success();
+        assert_eq!(catalog(&ours), catalog(&theirs), "{flags:?}");
+    }
+    // A step that is none: exit 2, before anything is touched.
+    let db = pg.database();
+    let out = dyno(home.path())
+        .args(["db", "init", "-I", "dtz", &db])
+        .envs(pg.env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'z' is no initialization step"));
+}

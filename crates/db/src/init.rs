@@ -1,9 +1,10 @@
 //! `dyno db init`: pgbench's four tables, with pgbench's schema and row
 //! counts, so that pgbench runs on a database dyno made and dyno on one
-//! pgbench made. The rows go in with `COPY` in the transaction that
-//! truncated the tables (so `FREEZE` spares the first vacuum a pass), the
-//! primary keys are built after the load, then every table is vacuumed and
-//! analysed.
+//! pgbench made. The steps are pgbench's `-I` letters, `dtgvp` by
+//! default: drop, create (unlogged, and pgbench_accounts partitioned, when
+//! asked), load (with `COPY` in the transaction that truncated the tables,
+//! so that `FREEZE` spares the first vacuum a pass; or on the server with
+//! `G`), vacuum and analyse, primary keys, and the foreign keys with `f`.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -31,23 +32,50 @@ const BIGINT_SCALE: u32 = 20_000;
 /// Bytes of `COPY` data sent at a time.
 const CHUNK: usize = 256 << 10;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InitSettings {
     pub scale: u32,
     /// Percent of each page filled by the load (10–100), leaving room for
     /// updates on the same page.
     pub fillfactor: u8,
-    pub foreign_keys: bool,
+    /// The steps, in the order they run (pgbench's `-I`): by default
+    /// drop, create, load, vacuum, primary keys (`dtgvp`).
+    pub steps: Vec<Step>,
+    /// `CREATE UNLOGGED TABLE`: no WAL, lost in a crash.
+    pub unlogged: bool,
+    /// pgbench_accounts split into this many partitions of `aid` (0: not
+    /// partitioned), by `partition_method`.
+    pub partitions: u32,
+    pub partition_method: PartitionMethod,
 }
 
-/// The steps, in order, and what each took.
+/// How `--partitions` splits pgbench_accounts, as pgbench's
+/// `--partition-method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionMethod {
+    /// Consecutive ranges of `aid`, the first from MINVALUE, the last to
+    /// MAXVALUE.
+    Range,
+    /// `aid`'s hash modulo the partitions.
+    Hash,
+}
+
+/// One step of `init`, by pgbench's `-I` letter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
+    /// `d`: drop the tables.
     Drop,
+    /// `t`: create them.
     Create,
+    /// `g`: generate the rows here and send them with COPY.
     Load,
+    /// `G`: generate the rows on the server (INSERT … generate_series).
+    ServerLoad,
+    /// `v`: vacuum and analyse.
     Vacuum,
+    /// `p`: the primary keys.
     PrimaryKeys,
+    /// `f`: the foreign keys.
     ForeignKeys,
 }
 
@@ -57,12 +85,43 @@ impl Step {
             Step::Drop => "drop tables",
             Step::Create => "create tables",
             Step::Load => "load (COPY)",
+            Step::ServerLoad => "load (server-side)",
             Step::Vacuum => "vacuum analyze",
             Step::PrimaryKeys => "primary keys",
             Step::ForeignKeys => "foreign keys",
         }
     }
+
+    /// pgbench's `-I` steps (`dtgvp`, `dtGvpf` …), in order; a letter
+    /// that is none is an error that lists them. Spaces are skipped, as
+    /// pgbench skips them.
+    pub fn parse_all(letters: &str) -> Result<Vec<Step>, String> {
+        let mut out = Vec::new();
+        for c in letters.chars().filter(|c| !c.is_whitespace()) {
+            out.push(match c {
+                'd' => Step::Drop,
+                't' => Step::Create,
+                'g' => Step::Load,
+                'G' => Step::ServerLoad,
+                'v' => Step::Vacuum,
+                'p' => Step::PrimaryKeys,
+                'f' => Step::ForeignKeys,
+                other => {
+                    return Err(format!(
+                        "-I: '{other}' is no initialization step; the steps are d (drop), t (create tables), g (load with COPY), G (load on the server), v (vacuum), p (primary keys), f (foreign keys), e.g. -I dtgvp"
+                    ));
+                }
+            });
+        }
+        if out.is_empty() {
+            return Err("-I needs at least one step, e.g. -I dtgvp".into());
+        }
+        Ok(out)
+    }
 }
+
+/// pgbench's default steps.
+pub const DEFAULT_STEPS: &str = "dtgvp";
 
 /// What `init` did.
 #[derive(Debug, Clone)]
@@ -91,6 +150,14 @@ impl InitSettings {
             return Err(format!(
                 "--fillfactor is {}, but PostgreSQL takes 10 to 100 (percent of each page the load fills)",
                 self.fillfactor
+            ));
+        }
+        if u64::from(self.partitions) > u64::from(self.scale) * ACCOUNTS {
+            return Err(format!(
+                "--partitions {} is more than the {} accounts of scale {}: give at most one partition per account",
+                self.partitions,
+                u64::from(self.scale) * ACCOUNTS,
+                self.scale
             ));
         }
         Ok(())
@@ -136,35 +203,137 @@ async fn init_on(
         .await
         .map_err(sql(Step::Drop))?
         .get::<_, String>(0);
+    let scale = u64::from(settings.scale);
+    let accounts = scale * ACCOUNTS;
     let mut steps = Vec::new();
-    let mut timed = |step: Step, started: Instant| steps.push((step, started.elapsed()));
+    for &step in &settings.steps {
+        let started = Instant::now();
+        let statements = match step {
+            Step::Drop => format!("DROP TABLE IF EXISTS {}", TABLES.join(", ")),
+            Step::Create => create_tables(&settings),
+            Step::Load => {
+                load(client, &settings, &mut progress).await?;
+                String::new()
+            }
+            Step::ServerLoad => {
+                progress(0, accounts);
+                format!(
+                    "BEGIN; TRUNCATE {tables};
+                     INSERT INTO pgbench_branches (bid, bbalance) SELECT bid, 0 FROM generate_series(1, {branches}) AS bid;
+                     INSERT INTO pgbench_tellers (tid, bid, tbalance) SELECT tid, (tid - 1) / {TELLERS} + 1, 0 FROM generate_series(1, {tellers}) AS tid;
+                     INSERT INTO pgbench_accounts (aid, bid, abalance, filler) SELECT aid, (aid - 1) / {ACCOUNTS} + 1, 0, '' FROM generate_series(1, {accounts}) AS aid;
+                     COMMIT;",
+                    tables = TABLES.join(", "),
+                    branches = scale * BRANCHES,
+                    tellers = scale * TELLERS,
+                )
+            }
+            Step::Vacuum => {
+                // VACUUM runs outside a transaction block: one at a time.
+                for table in TABLES {
+                    client
+                        .batch_execute(&format!("VACUUM ANALYZE {table}"))
+                        .await
+                        .map_err(sql(step))?;
+                }
+                String::new()
+            }
+            Step::PrimaryKeys => "ALTER TABLE pgbench_branches ADD PRIMARY KEY (bid);
+                 ALTER TABLE pgbench_tellers ADD PRIMARY KEY (tid);
+                 ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid);"
+                .to_owned(),
+            Step::ForeignKeys => "ALTER TABLE pgbench_tellers ADD CONSTRAINT pgbench_tellers_bid_fkey FOREIGN KEY (bid) REFERENCES pgbench_branches;
+                 ALTER TABLE pgbench_accounts ADD CONSTRAINT pgbench_accounts_bid_fkey FOREIGN KEY (bid) REFERENCES pgbench_branches;
+                 ALTER TABLE pgbench_history ADD CONSTRAINT pgbench_history_bid_fkey FOREIGN KEY (bid) REFERENCES pgbench_branches;
+                 ALTER TABLE pgbench_history ADD CONSTRAINT pgbench_history_tid_fkey FOREIGN KEY (tid) REFERENCES pgbench_tellers;
+                 ALTER TABLE pgbench_history ADD CONSTRAINT pgbench_history_aid_fkey FOREIGN KEY (aid) REFERENCES pgbench_accounts;"
+                .to_owned(),
+        };
+        if !statements.is_empty() {
+            client.batch_execute(&statements).await.map_err(sql(step))?;
+        }
+        if step == Step::ServerLoad {
+            progress(accounts, accounts);
+        }
+        steps.push((step, started.elapsed()));
+    }
+    Ok(InitOutcome {
+        steps,
+        accounts,
+        server_version,
+    })
+}
 
-    let started = Instant::now();
-    client
-        .batch_execute(&format!("DROP TABLE IF EXISTS {}", TABLES.join(", ")))
-        .await
-        .map_err(sql(Step::Drop))?;
-    timed(Step::Drop, started);
-
-    let started = Instant::now();
+/// The four tables' `CREATE`, pgbench's schema: unlogged, and
+/// pgbench_accounts partitioned, when the settings say so.
+fn create_tables(settings: &InitSettings) -> String {
     let ff = settings.fillfactor;
     let aid = if settings.scale >= BIGINT_SCALE {
         "bigint"
     } else {
         "int"
     };
-    client
-        .batch_execute(&format!(
-            "CREATE TABLE pgbench_history (tid int, bid int, aid {aid}, delta int, mtime timestamp, filler char(22));
-             CREATE TABLE pgbench_tellers (tid int NOT NULL, bid int, tbalance int, filler char(84)) WITH (fillfactor = {ff});
-             CREATE TABLE pgbench_accounts (aid {aid} NOT NULL, bid int, abalance int, filler char(84)) WITH (fillfactor = {ff});
-             CREATE TABLE pgbench_branches (bid int NOT NULL, bbalance int, filler char(88)) WITH (fillfactor = {ff});"
-        ))
-        .await
-        .map_err(sql(Step::Create))?;
-    timed(Step::Create, started);
+    let create = if settings.unlogged {
+        "CREATE UNLOGGED TABLE"
+    } else {
+        "CREATE TABLE"
+    };
+    let n = settings.partitions;
+    let mut out = format!(
+        "{create} pgbench_history (tid int, bid int, aid {aid}, delta int, mtime timestamp, filler char(22));
+         {create} pgbench_tellers (tid int NOT NULL, bid int, tbalance int, filler char(84)) WITH (fillfactor = {ff});
+         {create} pgbench_branches (bid int NOT NULL, bbalance int, filler char(88)) WITH (fillfactor = {ff});\n"
+    );
+    if n == 0 {
+        out.push_str(&format!(
+            "{create} pgbench_accounts (aid {aid} NOT NULL, bid int, abalance int, filler char(84)) WITH (fillfactor = {ff});"
+        ));
+        return out;
+    }
+    // A partitioned table has no storage of its own, so no fillfactor:
+    // its partitions have it. It is unlogged with them, as pgbench makes
+    // it (a logged one could not be referenced by the unlogged history).
+    let method = match settings.partition_method {
+        PartitionMethod::Range => "RANGE",
+        PartitionMethod::Hash => "HASH",
+    };
+    out.push_str(&format!(
+        "{create} pgbench_accounts (aid {aid} NOT NULL, bid int, abalance int, filler char(84)) PARTITION BY {method} (aid);\n"
+    ));
+    let accounts = u64::from(settings.scale) * ACCOUNTS;
+    let part = accounts.div_ceil(u64::from(n));
+    for p in 1..=u64::from(n) {
+        let bounds = match settings.partition_method {
+            PartitionMethod::Range => {
+                let from = if p == 1 {
+                    "MINVALUE".to_owned()
+                } else {
+                    ((p - 1) * part + 1).to_string()
+                };
+                let to = if p == u64::from(n) {
+                    "MAXVALUE".to_owned()
+                } else {
+                    (p * part + 1).to_string()
+                };
+                format!("FROM ({from}) TO ({to})")
+            }
+            PartitionMethod::Hash => format!("WITH (MODULUS {n}, REMAINDER {})", p - 1),
+        };
+        out.push_str(&format!(
+            "{create} pgbench_accounts_{p} PARTITION OF pgbench_accounts FOR VALUES {bounds} WITH (fillfactor = {ff});\n"
+        ));
+    }
+    out
+}
 
-    let started = Instant::now();
+/// The `g` step: every table's rows, generated here and sent with COPY
+/// in the transaction that truncated the tables (so that FREEZE spares the
+/// first vacuum a pass; a partitioned table takes no FREEZE).
+async fn load(
+    client: &Client,
+    settings: &InitSettings,
+    progress: &mut impl FnMut(u64, u64),
+) -> Result<(), InitError> {
     let scale = u64::from(settings.scale);
     let accounts = scale * ACCOUNTS;
     client
@@ -176,7 +345,7 @@ async fn init_on(
     // tables have pgbench's sizes.
     copy(
         client,
-        "pgbench_branches",
+        ("pgbench_branches", true),
         scale * BRANCHES,
         |i, out| {
             let _ = writeln!(out, "{i}\t0\t\\N");
@@ -186,7 +355,7 @@ async fn init_on(
     .await?;
     copy(
         client,
-        "pgbench_tellers",
+        ("pgbench_tellers", true),
         scale * TELLERS,
         |i, out| {
             let _ = writeln!(out, "{i}\t{}\t0\t\\N", (i - 1) / TELLERS + 1);
@@ -197,7 +366,7 @@ async fn init_on(
     progress(0, accounts);
     copy(
         client,
-        "pgbench_accounts",
+        ("pgbench_accounts", settings.partitions == 0),
         accounts,
         |i, out| {
             let _ = writeln!(out, "{i}\t{}\t0\t", (i - 1) / ACCOUNTS + 1);
@@ -209,60 +378,23 @@ async fn init_on(
         .batch_execute("COMMIT")
         .await
         .map_err(sql(Step::Load))?;
-    timed(Step::Load, started);
-
-    let started = Instant::now();
-    for table in TABLES {
-        client
-            .batch_execute(&format!("VACUUM ANALYZE {table}"))
-            .await
-            .map_err(sql(Step::Vacuum))?;
-    }
-    timed(Step::Vacuum, started);
-
-    let started = Instant::now();
-    client
-        .batch_execute(
-            "ALTER TABLE pgbench_branches ADD PRIMARY KEY (bid);
-             ALTER TABLE pgbench_tellers ADD PRIMARY KEY (tid);
-             ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid);",
-        )
-        .await
-        .map_err(sql(Step::PrimaryKeys))?;
-    timed(Step::PrimaryKeys, started);
-
-    if settings.foreign_keys {
-        let started = Instant::now();
-        client
-            .batch_execute(
-                "ALTER TABLE pgbench_tellers ADD CONSTRAINT pgbench_tellers_bid_fkey FOREIGN KEY (bid) REFERENCES pgbench_branches;
-                 ALTER TABLE pgbench_accounts ADD CONSTRAINT pgbench_accounts_bid_fkey FOREIGN KEY (bid) REFERENCES pgbench_branches;
-                 ALTER TABLE pgbench_history ADD CONSTRAINT pgbench_history_bid_fkey FOREIGN KEY (bid) REFERENCES pgbench_branches;
-                 ALTER TABLE pgbench_history ADD CONSTRAINT pgbench_history_tid_fkey FOREIGN KEY (tid) REFERENCES pgbench_tellers;
-                 ALTER TABLE pgbench_history ADD CONSTRAINT pgbench_history_aid_fkey FOREIGN KEY (aid) REFERENCES pgbench_accounts;",
-            )
-            .await
-            .map_err(sql(Step::ForeignKeys))?;
-        timed(Step::ForeignKeys, started);
-    }
-    Ok(InitOutcome {
-        steps,
-        accounts,
-        server_version,
-    })
+    Ok(())
 }
 
 /// Loads rows `1..=rows` of `table`, each written by `row`, with `COPY`,
 /// calling `done(rows so far)` after each chunk.
 async fn copy(
     client: &Client,
-    table: &str,
+    (table, freeze): (&str, bool),
     rows: u64,
     row: impl Fn(u64, &mut Vec<u8>),
     mut done: impl FnMut(u64),
 ) -> Result<(), InitError> {
     let sink = client
-        .copy_in::<_, bytes::Bytes>(&format!("COPY {table} FROM STDIN (FREEZE ON)"))
+        .copy_in::<_, bytes::Bytes>(&format!(
+            "COPY {table} FROM STDIN (FREEZE {})",
+            if freeze { "ON" } else { "OFF" }
+        ))
         .await
         .map_err(sql(Step::Load))?;
     let mut sink = std::pin::pin!(sink);
