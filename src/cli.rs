@@ -1178,6 +1178,12 @@ pub(crate) struct DbRunArgs {
     #[arg(short = 'f', long = "file", value_name = "FILE[@WEIGHT]")]
     pub files: Vec<String>,
 
+    /// Stop the whole run when a client stops on an error (as pgbench's
+    /// --exit-on-abort), instead of letting the others go on; what was
+    /// measured is printed and saved, and the exit status is 1.
+    #[arg(long)]
+    pub exit_on_abort: bool,
+
     /// Print a built-in script (NAME, or a unique prefix of it) and exit,
     /// as pgbench's --show-script does: the text to start a -f script from.
     #[arg(long, value_name = "NAME")]

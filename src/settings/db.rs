@@ -215,6 +215,7 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         per_statement: args.per_command,
         reconnect: args.connect,
         pipeline: args.pipeline,
+        exit_on_abort: args.exit_on_abort,
         progress_every: args.progress.unwrap_or(Duration::from_secs(1)),
         segment,
     })

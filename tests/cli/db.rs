@@ -1897,3 +1897,31 @@ fn show_script_prints_a_builtin_that_runs_as_a_file() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(says));
     }
 }
+
+#[test]
+fn exit_on_abort_stops_every_client_at_the_first_abort() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    let dir = temp();
+    let script = dir.path().join("abort.sql");
+    // Client 0 fails at once; client 1 would run its 300 transactions.
+    std::fs::write(
+        &script,
+        "\\if :client_id = 0\nSELECT 1/0;\n\\else\nSELECT pg_sleep(0.002);\n\\endif\n",
+    )
+    .unwrap();
+    let committed = |extra: &[&str]| {
+        let run = json_run(
+            pg.dyno(home.path(), &db)
+                .args(["db", "run", "-n", "-c", "2", "-t", "300", "-f"])
+                .arg(&script)
+                .args(extra)
+                .arg("--json"),
+            1,
+        );
+        assert_eq!(metric(&run, "aborted_clients"), 1.0);
+        metric(&run, "transactions")
+    };
+    assert_eq!(committed(&[]), 300.0);
+    assert!(committed(&["--exit-on-abort"]) < 300.0);
+}

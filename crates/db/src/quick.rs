@@ -55,6 +55,7 @@ pub fn settings(target: Target, duration: Duration, seed: u64, cpus: usize) -> R
         per_statement: false,
         reconnect: false,
         pipeline: false,
+        exit_on_abort: false,
         progress_every: Duration::from_secs(1),
         segment: dyno_model::Segment::WHOLE,
     }

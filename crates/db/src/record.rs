@@ -177,6 +177,7 @@ mod tests {
             per_statement: false,
             reconnect: false,
             pipeline: true,
+            exit_on_abort: false,
             progress_every: Duration::from_secs(1),
             segment: dyno_model::Segment::WHOLE,
         }

@@ -119,6 +119,10 @@ pub struct RunSettings {
     /// Send each run of consecutive SQL commands at once and read the
     /// answers after: one round trip for the run instead of one each.
     pub pipeline: bool,
+    /// pgbench's `--exit-on-abort`: the first client that stops on an
+    /// error stops the run (the others end where they are; what was
+    /// measured is kept).
+    pub exit_on_abort: bool,
     /// How often the progress callback is called.
     pub progress_every: Duration,
     /// The part of a run split over several processes that this one runs
@@ -1003,6 +1007,9 @@ impl Runner<'_> {
                     .borrow_mut()
                     .aborted
                     .push(format!("client {} aborted: {why}", self.id));
+                if self.settings.exit_on_abort {
+                    self.control.halt();
+                }
                 return;
             }
         }
