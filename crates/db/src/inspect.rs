@@ -30,13 +30,7 @@ pub struct Facts {
 
 /// Connects to `target` and reads its [`Facts`].
 pub fn inspect(target: &Target) -> Result<Facts, TargetError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| TargetError::Connect {
-            target: target.to_string(),
-            why: format!("could not start a runtime: {e}"),
-        })?;
+    let runtime = target.runtime()?;
     runtime.block_on(async {
         let client = target.connect().await?;
         let failed = |e: tokio_postgres::Error| TargetError::Connect {

@@ -83,13 +83,7 @@ impl PgStats {
     /// `sessions` (`application_name`), or of every session of the
     /// database when `None`. An unreachable server is `Err`.
     pub fn connect(target: &Target, sessions: Option<&str>) -> Result<PgStats, TargetError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| TargetError::Connect {
-                target: target.to_string(),
-                why: format!("could not start a runtime: {e}"),
-            })?;
+        let runtime = target.runtime()?;
         let probe = target.named(PROBE_NAME);
         let client = runtime.block_on(probe.connect())?;
         let failed = |e: tokio_postgres::Error| TargetError::Connect {

@@ -301,6 +301,18 @@ impl Target {
         self.config.get_application_name()
     }
 
+    /// A runtime of one thread to drive a connection to it from plain
+    /// code (`inspect`, `--pg-stats`).
+    pub fn runtime(&self) -> Result<tokio::runtime::Runtime, TargetError> {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| TargetError::Connect {
+                target: self.to_string(),
+                why: format!("could not start a runtime: {e}"),
+            })
+    }
+
     /// The server and database as a URL without the role
     /// (`postgresql://127.0.0.1:5432/bench`), as watched figures are
     /// labelled with it.

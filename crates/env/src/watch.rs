@@ -543,30 +543,7 @@ impl Watcher {
                 },
             ));
         }
-        for name in &names {
-            // One that ended since it was named is passed over.
-            for pid in pids_named(name) {
-                let known = watching
-                    .iter()
-                    .any(|(s, _)| matches!(s, Source::Pid(p) if *p == pid));
-                if known {
-                    continue;
-                }
-                if let Ok(s) = sample(pid) {
-                    watching.push((
-                        Source::Pid(pid),
-                        Series {
-                            name: format!("{} (pid {pid})", s.name),
-                            group: s.name.clone(),
-                            samples: vec![(Instant::now(), Reading::of(&s))],
-                            lost: None,
-                            joined: false,
-                            named: true,
-                        },
-                    ));
-                }
-            }
-        }
+        add_named(&names, &mut watching, None);
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
         let mut machine = vec![(Instant::now(), state::read())];
@@ -587,43 +564,7 @@ impl Watcher {
                             Err(e) => series.lost = Some(e.to_string()),
                         }
                     }
-                    for name in &names {
-                        for pid in pids_named(name) {
-                            let known = watching
-                                .iter()
-                                .any(|(s, _)| matches!(s, Source::Pid(p) if *p == pid));
-                            if known {
-                                continue;
-                            }
-                            let Ok(s) = sample(pid) else { continue };
-                            let none = Reading {
-                                cpu: Duration::ZERO,
-                                memory_bytes: None,
-                                threads: None,
-                                thread_cpu: Vec::new(),
-                                counters: Counters {
-                                    switches: Some(0),
-                                    read_bytes: Some(0),
-                                    write_bytes: Some(0),
-                                    ..Counters::default()
-                                },
-                            };
-                            watching.push((
-                                Source::Pid(pid),
-                                Series {
-                                    name: format!("{} (pid {pid})", s.name),
-                                    group: s.name.clone(),
-                                    samples: vec![
-                                        (before, none),
-                                        (Instant::now(), Reading::of(&s)),
-                                    ],
-                                    lost: None,
-                                    joined: true,
-                                    named: true,
-                                },
-                            ));
-                        }
-                    }
+                    add_named(&names, &mut watching, Some(before));
                     before = Instant::now();
                     if last {
                         let series = watching.into_iter().map(|(_, s)| s).collect();
@@ -677,6 +618,57 @@ impl Watcher {
 /// to ten (a slow exporter delays the end of a run by at most this).
 pub fn scrape_timeout(interval: Duration) -> Duration {
     (interval * 2).clamp(Duration::from_millis(500), Duration::from_secs(10))
+}
+
+/// Adds to `watching` the processes of `names` it does not have yet (one
+/// that ended since it was named is passed over): at the start
+/// (`started_before` is `None`) from their first sample; during the run
+/// as started since the tick at `started_before`, when they had used
+/// nothing.
+fn add_named(
+    names: &[String],
+    watching: &mut Vec<(Source, Series)>,
+    started_before: Option<Instant>,
+) {
+    for name in names {
+        for pid in pids_named(name) {
+            let known = watching
+                .iter()
+                .any(|(s, _)| matches!(s, Source::Pid(p) if *p == pid));
+            if known {
+                continue;
+            }
+            let Ok(s) = sample(pid) else { continue };
+            let mut samples = Vec::with_capacity(2);
+            if let Some(before) = started_before {
+                let none = Reading {
+                    cpu: Duration::ZERO,
+                    memory_bytes: None,
+                    threads: None,
+                    thread_cpu: Vec::new(),
+                    counters: Counters {
+                        switches: Some(0),
+                        read_bytes: Some(0),
+                        write_bytes: Some(0),
+                        ..Counters::default()
+                    },
+                };
+                samples.push((before, none));
+            }
+            samples.push((Instant::now(), Reading::of(&s)));
+            watching.push((
+                Source::Pid(pid),
+                Series {
+                    name: format!("{} (pid {pid})", s.name),
+                    group: s.name.clone(),
+                    samples,
+                    lost: None,
+                    joined: started_before.is_some(),
+                    named: true,
+                },
+            ));
+        }
+    }
 }
 
 /// Reads `probe` at once and then every interval it asks for (a reading

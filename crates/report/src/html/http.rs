@@ -225,6 +225,21 @@ pub(super) fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<
     out
 }
 
+/// Per-second `samples` averaged over buckets of `per` seconds, each
+/// placed at its bucket's middle.
+fn bucket_means(samples: &[f64], per: usize) -> Vec<(f64, f64)> {
+    samples
+        .chunks(per.max(1))
+        .enumerate()
+        .map(|(i, c)| {
+            (
+                (i * per) as f64 + per as f64 / 2.0,
+                c.iter().sum::<f64>() / c.len() as f64,
+            )
+        })
+        .collect()
+}
+
 /// The commits PostgreSQL counted each second (`--pg-stats`,
 /// postgres_exporter) beside the rate dyno measured, on the same axis:
 /// where they part, the server did work the load did not (or counted it
@@ -242,17 +257,7 @@ fn server_counted_over_time(
         .iter()
         .filter(|m| m.name == "timeline_target_pg_commits_per_sec")
         .filter_map(|m| {
-            let points = m
-                .samples
-                .chunks(per.max(1))
-                .enumerate()
-                .map(|(i, c)| {
-                    (
-                        (i * per) as f64 + per as f64 / 2.0,
-                        c.iter().sum::<f64>() / c.len() as f64,
-                    )
-                })
-                .collect();
+            let points = bucket_means(&m.samples, per);
             Some((
                 format!("{}: commits/s it counted", m.label("watched")?),
                 points,
@@ -295,17 +300,7 @@ fn watched_over_time(run: &Run, seconds: f64, per: usize) -> Option<Chart> {
                 _ => return None,
             };
             let name = m.label("watched")?;
-            let points = m
-                .samples
-                .chunks(per.max(1))
-                .enumerate()
-                .map(|(i, c)| {
-                    (
-                        (i * per) as f64 + per as f64 / 2.0,
-                        c.iter().sum::<f64>() / c.len() as f64,
-                    )
-                })
-                .collect();
+            let points = bucket_means(&m.samples, per);
             Some((format!("{name}: {what}"), points))
         })
         .collect();
