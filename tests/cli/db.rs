@@ -1612,7 +1612,7 @@ fn pg_stats_counts_the_servers_commits_and_names_sessions_queued_on_one_row() {
     );
     // PostgreSQL's own count, less the probe's commits, is dyno's: the
     // last reading waits until the sessions have published theirs. The
-    // run's set-up queries before the load (about 15 commits) may be
+    // run's set-up queries before the load (a handful of commits) may be
     // published inside the window.
     let tps = metric(&run, "transactions_per_sec");
     let commits = pg_stat(&run, "target_pg_commits_per_sec", None).unwrap();
