@@ -1465,8 +1465,11 @@ fn db_run_watches_the_server() {
             "-n",
             "-c",
             "2",
+            // Sessions publish their counters about once a second, and the
+            // exporter reads them as published: a run of one second could
+            // see only its first commits.
             "-T",
-            "1",
+            "3",
             "-f",
             script.to_str().unwrap(),
             "--watch-pid",
@@ -1494,8 +1497,9 @@ fn db_run_watches_the_server() {
             .clone()
     };
     // PostgreSQL's own count of commits agrees with dyno's transactions
-    // per second, within what a second's edges and the exporter's own
-    // queries add.
+    // per second, within what a second's edges (the last second's commits
+    // are published as the sessions end, after the last scrape) and the
+    // exporter's own queries add.
     let tps = run["metrics"]
         .as_array()
         .unwrap()
