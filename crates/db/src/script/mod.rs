@@ -732,10 +732,10 @@ mod tests {
         while i < commands.len() {
             let mut next = i + 1;
             match &commands[i].kind {
-                CommandKind::Branch { cond, on_false } => {
-                    if !cond.eval(&vars, &mut rng).unwrap().truth().unwrap() {
-                        next = *on_false;
-                    }
+                CommandKind::Branch { cond, on_false }
+                    if !cond.eval(&vars, &mut rng).unwrap().truth().unwrap() =>
+                {
+                    next = *on_false;
                 }
                 CommandKind::Jump(to) => next = *to,
                 CommandKind::Sql(_) => out.push(commands[i].line),
