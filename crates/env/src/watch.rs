@@ -77,6 +77,9 @@ pub struct ThreadCpu {
     /// run all the time wanted a whole core, even when others took part of
     /// it.
     pub waited: Duration,
+    /// Context switches so far, both kinds (0 where its status could not
+    /// be read).
+    pub switches: u64,
 }
 
 impl ProcSample {
@@ -168,13 +171,10 @@ pub(crate) fn sample_from(root: Root<'_>, pid: u32) -> Result<ProcSample, WatchE
                     Some((from_ticks(user) + from_ticks(system), Duration::ZERO))
                 }),
         };
-        if let (Some(tid), Some((cpu, waited))) = (tid, cpu) {
-            sample.thread_cpu.push(ThreadCpu { tid, cpu, waited });
-        }
-        let Some(status) = std::fs::read_to_string(task.path().join("status")).ok() else {
-            // A thread that ended between the listing and the read.
-            continue;
-        };
+        // A thread that ended between the listing and the read has no
+        // status: its switches count as none.
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        let mut switches = 0;
         for line in status.lines() {
             let value = |prefix: &str| {
                 line.strip_prefix(prefix)
@@ -182,9 +182,19 @@ pub(crate) fn sample_from(root: Root<'_>, pid: u32) -> Result<ProcSample, WatchE
             };
             if let Some(v) = value("voluntary_ctxt_switches:") {
                 sample.voluntary_switches += v;
+                switches += v;
             } else if let Some(v) = value("nonvoluntary_ctxt_switches:") {
                 sample.involuntary_switches += v;
+                switches += v;
             }
+        }
+        if let (Some(tid), Some((cpu, waited))) = (tid, cpu) {
+            sample.thread_cpu.push(ThreadCpu {
+                tid,
+                cpu,
+                waited,
+                switches,
+            });
         }
     }
     if let Some(io) = root.read(&format!("proc/{pid}/io")) {
@@ -816,11 +826,26 @@ impl Series {
             _ => None,
         };
         let (counters, counted, counted_cpu) = match (within().next(), within().next_back()) {
-            (Some((t0, r0)), Some((t1, r1))) if t1 > t0 => (
-                r1.counters.since(&r0.counters),
-                *t1 - *t0,
-                r1.cpu.saturating_sub(r0.cpu),
-            ),
+            (Some((t0, r0)), Some((t1, r1))) if t1 > t0 => {
+                let mut counters = r1.counters.since(&r0.counters);
+                // A process's threads come and go, so the sum over those
+                // alive is no counter: its switches grew by each thread's
+                // growth (a thread new since is counted whole).
+                if counters.switches.is_some() && !r1.thread_cpu.is_empty() {
+                    let grew = r1
+                        .thread_cpu
+                        .iter()
+                        .map(
+                            |t| match r0.thread_cpu.binary_search_by_key(&t.tid, |t| t.tid) {
+                                Ok(i) => t.switches.saturating_sub(r0.thread_cpu[i].switches),
+                                Err(_) => t.switches,
+                            },
+                        )
+                        .sum();
+                    counters.switches = Some(grew);
+                }
+                (counters, *t1 - *t0, r1.cpu.saturating_sub(r0.cpu))
+            }
             _ => (Counters::default(), Duration::ZERO, Duration::ZERO),
         };
         Some(Usage {
@@ -1266,6 +1291,7 @@ mod tests {
                 tid: 1,
                 cpu: Duration::from_millis(cpu_ms),
                 waited: Duration::ZERO,
+                switches: 0,
             }],
             counters: Counters::default(),
         }
@@ -1368,6 +1394,7 @@ mod tests {
             tid,
             cpu: Duration::from_millis(ms),
             waited: Duration::from_millis(waited),
+            switches: 0,
         };
         let reading = |t7: u64, w7: u64, t8: u64| Reading {
             cpu: Duration::from_millis(t7 + t8),
@@ -1675,5 +1702,43 @@ mod tests {
         let (code, why) = verdict(&watched, at(0), at(2000), 4).unwrap();
         assert_eq!(code, "server_cpu_throttled", "{why}");
         assert!(why.contains("throttled it 25%"), "{why}");
+    }
+
+    #[test]
+    fn switches_grow_by_each_threads_growth_when_threads_end_between_samples() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let read = |threads: &[(u32, u64)]| Reading {
+            cpu: Duration::ZERO,
+            memory_bytes: None,
+            threads: Some(threads.len() as u64),
+            thread_cpu: threads
+                .iter()
+                .map(|&(tid, switches)| ThreadCpu {
+                    tid,
+                    switches,
+                    ..ThreadCpu::default()
+                })
+                .collect(),
+            counters: Counters {
+                switches: Some(threads.iter().map(|t| t.1).sum()),
+                ..Counters::default()
+            },
+        };
+        // Thread 2 (500 switches) ended; thread 1 grew by 40; thread 3 is
+        // new with 10. The live sum fell from 600 to 150.
+        let s = Series {
+            name: "x (pid 1)".into(),
+            group: "x".into(),
+            samples: vec![
+                (at(0), read(&[(1, 100), (2, 500)])),
+                (at(1000), read(&[(1, 140), (3, 10)])),
+            ],
+            lost: None,
+            joined: false,
+            named: false,
+        };
+        let u = s.usage(at(0), at(1000)).unwrap();
+        assert_eq!(u.counters.switches, Some(50));
     }
 }
