@@ -43,6 +43,7 @@ fuzz_target!(|data: &[u8]| {
         scale: 1,
         client_id: 0,
         random_seed: 0,
+        default_seed: 0,
     });
     let mut rng = fastrand::Rng::with_seed(0);
     let mut out = String::new();
@@ -65,6 +66,10 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(params.len(), sql.param_slots().len());
                 assert!(sql.parameterized().matches('$').count() >= params.len());
             }
+            CommandKind::Branch { cond, .. } => {
+                let _ = cond.eval(&vars, &mut rng).and_then(|v| v.truth());
+            }
+            CommandKind::Jump(_) => {}
         }
     }
 });
