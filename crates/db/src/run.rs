@@ -502,6 +502,8 @@ struct Local {
     lag: Histogram<u64>,
     skipped: u64,
     dropped: u64,
+    /// Measured due times taken and waited for (open model).
+    waiting: u64,
     late: u64,
     statements: Vec<Vec<Histogram<u64>>>,
     reconnects: Histogram<u64>,
@@ -554,6 +556,7 @@ impl Local {
             lag: latency_histogram(),
             skipped: 0,
             dropped: 0,
+            waiting: 0,
             late: 0,
             statements,
             reconnects: latency_histogram(),
@@ -869,13 +872,17 @@ impl pool::Job for Clients<'_> {
             .ok()
             .expect("every client of the thread has ended")
             .into_inner();
+        let stopped = thread.control.stopped();
         local.unfinished += std::mem::take(&mut local.in_flight);
-        local.stages.iter_mut().for_each(StageFigures::close);
+        if !stopped {
+            local.dropped += local.waiting;
+        }
+        local.stages.iter_mut().for_each(|s| s.close(stopped));
         // Due times in the measured window that no client took before the
         // end are dropped: counted, not forgotten (as HTTP's open model
         // does).
         if let (Some(schedule), Some(deadline)) = (state.schedule.take(), clock.end)
-            && !thread.control.stopped()
+            && !stopped
         {
             let mut arrivals = schedule.arrivals.borrow_mut();
             while let Some(due) = arrivals.next() {
@@ -1038,17 +1045,43 @@ impl Runner<'_> {
                 }
                 continue;
             }
+            // Taken: if the run's end cuts the wait, it was due before the
+            // end and never sent (dropped).
+            self.waiting(due, true);
             loop {
                 let now = Instant::now();
                 if now >= due {
+                    self.waiting(due, false);
                     return Some(due);
                 }
                 if self.control.stopped() {
+                    self.waiting(due, false);
                     return None;
                 }
                 // A long wait looks at the stop flag now and then.
                 let wake = due.min(now + Duration::from_millis(100));
                 schedule.timer.sleep_until(wake).await;
+            }
+        }
+    }
+
+    /// A measured due time is waited for (`true`), or its wait is over.
+    fn waiting(&self, due: Instant, waits: bool) {
+        if due < self.clock.measure_from {
+            return;
+        }
+        let stage = self.stage(due);
+        let mut local = self.local.borrow_mut();
+        if waits {
+            local.waiting += 1;
+        } else {
+            local.waiting -= 1;
+        }
+        if let Some(s) = local.stages.get_mut(stage) {
+            if waits {
+                s.awaits();
+            } else {
+                s.came();
             }
         }
     }

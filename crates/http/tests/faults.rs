@@ -619,6 +619,27 @@ fn the_open_model_counts_a_stall_from_the_due_time() {
     assert_eq!(st.uncorrected.len(), 400);
 }
 
+#[test]
+fn the_open_model_counts_every_due_time_when_a_stall_outlasts_the_run() {
+    // 200 requests/s for 2 s on one connection; the server holds every
+    // answer from t0 + 1 s until t0 + 3 s, past the run's end. Request 200
+    // (due 1.0 s) is sent and cut at the end: unfinished. Requests
+    // 201..399 fell due while the connection waited for it and were never
+    // sent: dropped. Before, the end cut the connection mid-request and
+    // those 199 due times vanished from every count.
+    let server = common::stall_window(Duration::from_secs(1), Duration::from_secs(3));
+    let o = run(open_at_200(server.addr()));
+    let st = &o.stats;
+    assert_eq!(st.total_errors(), 0, "errors: {:?}", st.errors);
+    assert_eq!(
+        st.responses + st.unfinished + st.dropped,
+        400,
+        "every due time is answered, unfinished or dropped: {st:?}"
+    );
+    assert_eq!(st.unfinished, 1, "{st:?}");
+    assert!((190..=210).contains(&st.dropped), "dropped {}", st.dropped);
+}
+
 /// The open model at 200 requests/s for 2 s on one connection, with a
 /// timeout (5 s) longer than any stall these tests make, which must be
 /// measured, not timed out.

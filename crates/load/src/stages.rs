@@ -31,6 +31,9 @@ pub struct StageFigures {
     pub unfinished: u64,
     /// Sent and not ended yet: unfinished if the run ends now.
     pub in_flight: u64,
+    /// Taken from the schedule, due before the end, and waited for: the
+    /// run's end cuts the wait, and then they were never sent (dropped).
+    pub waiting: u64,
 }
 
 impl Default for StageFigures {
@@ -43,6 +46,7 @@ impl Default for StageFigures {
             dropped: 0,
             unfinished: 0,
             in_flight: 0,
+            waiting: 0,
         }
     }
 }
@@ -63,6 +67,18 @@ impl StageFigures {
         self.dropped += other.dropped;
         self.unfinished += other.unfinished;
         self.in_flight += other.in_flight;
+        self.waiting += other.waiting;
+    }
+
+    /// A due time of this stage taken from the schedule, waited for until
+    /// [`StageFigures::came`].
+    pub fn awaits(&mut self) {
+        self.waiting += 1;
+    }
+
+    /// A due time waited for has come: it is sent now.
+    pub fn came(&mut self) {
+        self.waiting = self.waiting.saturating_sub(1);
     }
 
     /// A request of this stage sent: in flight until it ends
@@ -82,9 +98,15 @@ impl StageFigures {
         self.unfinished += 1;
     }
 
-    /// The run ended: what is still in flight is unfinished.
-    pub fn close(&mut self) {
+    /// The run ended: what is still in flight is unfinished, and what was
+    /// still waited for is dropped, unless the run was `stopped` (cut
+    /// short: the wait may have been for a time after the stop).
+    pub fn close(&mut self, stopped: bool) {
         self.unfinished += std::mem::take(&mut self.in_flight);
+        let waiting = std::mem::take(&mut self.waiting);
+        if !stopped {
+            self.dropped += waiting;
+        }
     }
 
     /// A request that ended: answered after `latency_ns` (from its due
@@ -236,6 +258,7 @@ pub fn rebuild(plan: &RatePlan, merged: &[Metric]) -> RatePlanRecord {
                 dropped: count("stage_dropped_sends"),
                 unfinished: count("stage_unfinished"),
                 in_flight: 0,
+                waiting: 0,
             }
         })
         .collect();
@@ -265,8 +288,18 @@ mod tests {
         figures[1].landed();
         figures[1].landed();
         figures[1].cut();
-        figures[1].close();
+        // Two due times waited for, one came: the other is dropped when
+        // the run ends, and forgotten when it was stopped.
+        figures[1].awaits();
+        figures[1].awaits();
+        figures[1].came();
+        let mut stopped = figures[1].clone();
+        stopped.close(true);
+        assert_eq!((stopped.dropped, stopped.waiting), (3, 0));
+        figures[1].close(false);
         assert_eq!((figures[1].unfinished, figures[1].in_flight), (2, 0));
+        assert_eq!((figures[1].dropped, figures[1].waiting), (4, 0));
+        figures[1].dropped = 3;
         let mut twice = StageFigures::for_plan(Some(&plan));
         add_all(&mut twice, &figures);
         add_all(&mut twice, &figures);

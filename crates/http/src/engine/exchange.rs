@@ -51,10 +51,10 @@ pub(super) async fn connection(
 ) {
     let settings = &shared.settings;
     let threads = settings.threads.min(settings.connections).max(1) as u64;
-    let mut open = settings
+    let open = settings
         .schedule
         .rate_per_sec
-        .map(|rate| OpenSchedule::new(&shared, global_index, rate));
+        .map(|rate| OpenSchedule::start(&shared, global_index, rate, &local));
     let depth = if open.is_some() { 1 } else { settings.pipeline };
     let mut conn = Conn {
         stream,
@@ -68,8 +68,8 @@ pub(super) async fn connection(
         batch.clear();
         {
             for _ in 0..depth {
-                let ticket = match &mut open {
-                    Some(schedule) => schedule.ticket(&shared, &local),
+                let ticket = match &open {
+                    Some(schedule) => schedule.borrow_mut().ticket(&shared, &local),
                     None => local.borrow_mut().closed_ticket(&shared, threads),
                 };
                 match ticket {
@@ -182,6 +182,7 @@ async fn exchange(
         // it is answered or fails (or the run is cut).
         l.in_flight += batch.iter().filter(|t| t.measured).count() as u64;
         for t in batch.iter().filter(|t| t.measured) {
+            l.release(t);
             if let Some(stage) = l.stages.get_mut(t.stage) {
                 stage.took_off();
             }

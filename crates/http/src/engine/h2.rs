@@ -289,7 +289,7 @@ struct Tickets {
 
 enum Schedule {
     Closed { threads: u64 },
-    Open(RefCell<OpenSchedule>),
+    Open(Rc<RefCell<OpenSchedule>>),
 }
 
 impl Tickets {
@@ -341,9 +341,7 @@ pub(super) async fn h2_connection(
     let tickets = Rc::new(Tickets {
         carried: RefCell::new(Vec::new()),
         schedule: match settings.schedule.rate_per_sec {
-            Some(rate) => {
-                Schedule::Open(RefCell::new(OpenSchedule::new(&shared, global_index, rate)))
-            }
+            Some(rate) => Schedule::Open(OpenSchedule::start(&shared, global_index, rate, &local)),
             None => Schedule::Closed { threads },
         },
     });
@@ -673,6 +671,7 @@ async fn request_loop(
                     }
                     l.stats.h2.goaway_retried += 1;
                 }
+                l.hold(&ticket);
             }
             tickets.carried.borrow_mut().push(Ticket {
                 retried: true,
@@ -772,6 +771,7 @@ async fn exchange(
         if ticket.measured {
             // From here it is in flight until answered or failed.
             l.in_flight += 1;
+            l.release(ticket);
             if let Some(stage) = l.stages.get_mut(ticket.stage) {
                 stage.took_off();
             }

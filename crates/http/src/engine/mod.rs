@@ -33,7 +33,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::task::JoinSet;
 
 use self::exchange::{READ_BUF, connection};
-use self::schedule::Ticket;
+use self::schedule::{OpenSchedule, Ticket};
 use crate::conn::{Endpoint, Stream};
 use crate::request::Scheme;
 use crate::settings::{Settings, Stop};
@@ -258,6 +258,12 @@ struct Local {
     /// Measured requests written and not yet answered or failed: what is
     /// left of them when the run is cut at its deadline is unfinished.
     in_flight: u64,
+    /// Measured open-model requests taken from the schedule and not yet
+    /// sent (waiting for their due time, a connection or a stream): what
+    /// is left of them when the run ends was due and never sent (dropped).
+    held: u64,
+    /// The open model's schedules of this thread's connections.
+    schedules: Vec<Rc<RefCell<OpenSchedule>>>,
     /// This thread's counts for the progress line.
     published: Arc<pool::Counters>,
     /// Sequence numbers for `{seq}`: thread index + k × threads.
@@ -562,6 +568,8 @@ impl pool::Job for Connections {
             seconds: thread.seconds(),
             quota,
             in_flight: 0,
+            held: 0,
+            schedules: Vec::new(),
             published: thread.counters(),
             next_seq: index as u64,
             // Each thread, and each segment's thread, draws its own numbers.
@@ -640,13 +648,20 @@ impl pool::Job for Connections {
         while tasks.join_next().await.is_some() {}
     }
 
-    fn finish(&self, _: &pool::Thread<Interval>, state: ThreadState) -> Finished {
+    fn finish(&self, thread: &pool::Thread<Interval>, state: ThreadState) -> Finished {
         let Ok(local) = Rc::try_unwrap(state.local) else {
             unreachable!("every task of the thread has ended")
         };
         let mut local = local.into_inner();
+        let stopped = thread.control.stopped();
         local.stats.unfinished += local.in_flight;
-        local.stages.iter_mut().for_each(StageFigures::close);
+        if !stopped {
+            local.stats.dropped += local.held;
+            for schedule in std::mem::take(&mut local.schedules) {
+                schedule.borrow_mut().drop_rest(&self.0, &mut local);
+            }
+        }
+        local.stages.iter_mut().for_each(|s| s.close(stopped));
         Finished {
             stats: local.stats,
             stages: local.stages,
@@ -769,9 +784,34 @@ impl Local {
 
     /// Counts a measured request as failed with `class`. `sent`: it was
     /// written (it was in flight), as opposed to failing to connect.
+    /// A measured open-model ticket is held: taken from the schedule, or
+    /// given back unanswered to go again (a GOAWAY's retry), until it is
+    /// sent ([`Local::release`]).
+    fn hold(&mut self, ticket: &Ticket) {
+        if ticket.measured && ticket.due.is_some() {
+            self.held += 1;
+            if let Some(stage) = self.stages.get_mut(ticket.stage) {
+                stage.awaits();
+            }
+        }
+    }
+
+    /// A held ticket is sent, or failed before it could be.
+    fn release(&mut self, ticket: &Ticket) {
+        if ticket.measured && ticket.due.is_some() {
+            self.held -= 1;
+            if let Some(stage) = self.stages.get_mut(ticket.stage) {
+                stage.came();
+            }
+        }
+    }
+
     fn record_error(&mut self, shared: &Shared, ticket: &Ticket, class: ErrorClass, sent: bool) {
         if class == ErrorClass::ReadTimeout {
             shared.timed_out();
+        }
+        if !sent {
+            self.release(ticket);
         }
         if ticket.measured {
             let mut stage = self.stages.get_mut(ticket.stage);

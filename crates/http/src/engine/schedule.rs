@@ -5,6 +5,7 @@
 //! times and a late answer never moves the timetable.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::{Local, Shared};
@@ -83,7 +84,21 @@ pub(super) struct OpenSchedule {
 }
 
 impl OpenSchedule {
-    pub(super) fn new(shared: &Shared, connection: usize, rate: f64) -> Self {
+    /// Connection `connection`'s schedule, kept in its thread's `local`
+    /// too so that when the run's end cuts the connection mid-request, the
+    /// due times it never reached are still counted ([`Local`]'s finish).
+    pub(super) fn start(
+        shared: &Shared,
+        connection: usize,
+        rate: f64,
+        local: &RefCell<Local>,
+    ) -> Rc<RefCell<OpenSchedule>> {
+        let schedule = Rc::new(RefCell::new(OpenSchedule::new(shared, connection, rate)));
+        local.borrow_mut().schedules.push(Rc::clone(&schedule));
+        schedule
+    }
+
+    fn new(shared: &Shared, connection: usize, rate: f64) -> Self {
         let interval_ns = 1e9 / rate;
         let warm = shared.settings.schedule.warmup.as_nanos() as f64;
         let first_measured = (warm / interval_ns).ceil() as u64;
@@ -117,6 +132,29 @@ impl OpenSchedule {
         Some((shared.start() + Duration::from_secs_f64(offset), stage))
     }
 
+    /// Counts this connection's requests due before the end and never
+    /// taken as dropped (it was busy past the end, or cut there), instead
+    /// of pretending they were not due; none are left after.
+    pub(super) fn drop_rest(&mut self, shared: &Shared, local: &mut Local) {
+        let Some(end) = shared.end() else {
+            return;
+        };
+        while self
+            .limit
+            .is_none_or(|limit| self.segment.global(self.next) < limit)
+            && let Some((due, stage)) = self.due(shared, self.next)
+            && due < end
+        {
+            if self.segment.global(self.next) >= self.first_measured {
+                local.stats.dropped += 1;
+                if let Some(s) = local.stages.get_mut(stage) {
+                    s.dropped += 1;
+                }
+            }
+            self.next += self.connections;
+        }
+    }
+
     /// The next request of this connection, counting the ones that fell due
     /// before the end but could not be sent as dropped.
     pub(super) fn ticket(&mut self, shared: &Shared, local: &RefCell<Local>) -> Option<Ticket> {
@@ -134,35 +172,20 @@ impl OpenSchedule {
         if shared.stopped() {
             return None;
         }
-        if let Some(end) = shared.end() {
-            // Requests due while this connection was busy past the end are
-            // never sent: count them instead of pretending they were not due.
-            let now = Instant::now();
-            if now >= end {
-                let mut local = local.borrow_mut();
-                let mut j = j;
-                while let Some((due, stage)) = self.due(shared, j)
-                    && due < end
-                {
-                    if self.segment.global(j) >= self.first_measured {
-                        local.stats.dropped += 1;
-                        if let Some(s) = local.stages.get_mut(stage) {
-                            s.dropped += 1;
-                        }
-                    }
-                    j += self.connections;
-                }
-                return None;
-            }
+        if shared.end().is_some_and(|end| Instant::now() >= end) {
+            self.drop_rest(shared, &mut local.borrow_mut());
+            return None;
         }
         self.next += self.connections;
         debug_assert_eq!(j % self.connections, self.connection);
-        Some(Ticket {
+        let ticket = Ticket {
             seq: k,
             due: Some(due),
             measured: k >= self.first_measured,
             retried: false,
             stage,
-        })
+        };
+        local.borrow_mut().hold(&ticket);
+        Some(ticket)
     }
 }
