@@ -442,6 +442,70 @@ INSERT INTO r VALUES ('after:X', 'TOOL', 'yes');
     }
 }
 
+/// `\gset` and `\aset` store what pgbench stores: the columns' text
+/// (NULL as empty) under the prefix, at the statement's end or on the
+/// line after it, `\aset`'s last row, nothing from no row; in every
+/// protocol. Their failures fail both tools.
+#[test]
+fn gset_and_aset_store_what_pgbench_stores() {
+    let tools = Tools::new();
+    let script = "\
+SELECT 7 AS a, 2.5 AS d, 'abc' AS t, NULL AS nul \\gset
+\\set s :a * 10 + :d
+INSERT INTO r VALUES ('s@M', 'TOOL', (:s)::numeric::text);
+INSERT INTO r VALUES ('t@M', 'TOOL', $q$:t$q$);
+INSERT INTO r VALUES ('nul@M', 'TOOL', $q$:nul$q$);
+SELECT 3 AS n UNION ALL SELECT 4 ORDER BY 1 \\aset p_
+INSERT INTO r VALUES ('n@M', 'TOOL', (:p_n)::int::text);
+SELECT 1 AS none WHERE false \\aset
+SELECT 11 AS v
+\\gset q_
+SELECT :q_v + 1 AS w;
+\\gset
+\\if :w > 11
+INSERT INTO r VALUES ('w@M', 'TOOL', (:w)::int::text);
+\\endif
+";
+    for mode in ["simple", "extended", "prepared"] {
+        let script = script.replace("@M", &format!("@{mode}"));
+        // Dollar quotes keep their text only where it is written in.
+        let script = if mode == "simple" {
+            script
+        } else {
+            script
+                .lines()
+                .filter(|l| !l.contains("$q$"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        for tool in ["pgbench", "dyno"] {
+            let (ok, stderr) = tools.run(tool, &script, &["-M", mode]);
+            assert!(ok, "{tool} -M {mode}: {stderr}");
+        }
+    }
+    let (theirs, ours) = (tools.stored("pgbench"), tools.stored("dyno"));
+    assert_eq!(theirs.len(), 3 * 3 + 2, "{theirs:?}");
+    assert_eq!(theirs.get("s@simple").map(String::as_str), Some("72.5"));
+    assert_eq!(theirs.get("nul@simple").map(String::as_str), Some(""));
+    assert_eq!(theirs, ours);
+    for bad in [
+        "SELECT 1 AS a UNION SELECT 2 \\gset\n",
+        "SELECT 1 AS a WHERE false \\gset\n",
+        "SELECT 1 \\gset\n",
+        "SELECT 1 AS z WHERE false \\aset\nSELECT :z;\n",
+        "SELECT 1 AS a \\gset x y\n",
+        "\\gset\n",
+        "\\set x 1\n\\gset\n",
+    ] {
+        let (theirs, _) = tools.run("pgbench", bad, &[]);
+        let (ours, err) = tools.run("dyno", bad, &[]);
+        assert!(
+            !theirs && !ours,
+            "{bad:?}: pgbench ok={theirs}, dyno ok={ours} ({err})"
+        );
+    }
+}
+
 /// `dyno db init` with pgbench's `-I` steps, unlogged tables and
 /// partitions makes the catalog pgbench makes with the same flags: the
 /// tables, their kinds, persistence and options, the partitions' bounds,

@@ -33,7 +33,7 @@ use dyno_model::{Direction, Merge, Metric, Samples, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
 use hdrhistogram::Histogram;
 
-use crate::script::{CommandKind, Predefined, Script, Sql, Value};
+use crate::script::{CommandKind, Predefined, Script, Sql, Store, Value};
 use crate::target::{Target, TargetError};
 use crate::wire::{Wire, WireError};
 
@@ -855,6 +855,7 @@ impl pool::Job for Clients<'_> {
                         })
                     })
                     .collect(),
+                unset: settings.scripts.iter().map(|w| w.script.unset()).collect(),
                 local: Rc::clone(&state.local),
                 text: String::new(),
                 id,
@@ -958,6 +959,9 @@ struct Runner<'a> {
     rng: fastrand::Rng,
     /// Each script's variables.
     vars: Vec<Vec<Value>>,
+    /// Each script's variables that a `\gset` or `\aset` may set and
+    /// nothing has set yet (see [`Script::checks`]).
+    unset: Vec<Vec<bool>>,
     /// The thread's figures, shared by its clients.
     local: Rc<RefCell<Local>>,
     /// The simple protocol's statement text, reused.
@@ -1130,8 +1134,13 @@ impl Runner<'_> {
             self.reconnect().await?;
         }
         // What a retry starts again from; nothing to keep without one.
-        let again =
-            (self.settings.max_tries != 1).then(|| (self.rng.clone(), self.vars[which].clone()));
+        let again = (self.settings.max_tries != 1).then(|| {
+            (
+                self.rng.clone(),
+                self.vars[which].clone(),
+                self.unset[which].clone(),
+            )
+        });
         let mut tries = 0;
         loop {
             tries += 1;
@@ -1190,7 +1199,7 @@ impl Runner<'_> {
                         .settings
                         .latency_limit
                         .is_none_or(|limit| now.duration_since(due.unwrap_or(start)) <= limit);
-                    if let Some((rng, vars)) = &again
+                    if let Some((rng, vars, unset)) = &again
                         && tries_left
                         && within_limit
                         && time_left
@@ -1199,6 +1208,7 @@ impl Runner<'_> {
                         // The same draws again, as pgbench retries.
                         self.rng = rng.clone();
                         self.vars[which].clone_from(vars);
+                        self.unset[which].clone_from(unset);
                         continue;
                     }
                     if now < measure_from {
@@ -1292,12 +1302,24 @@ impl Runner<'_> {
             let at = || format!("{}:{}", script.name(), command.line);
             let start = Instant::now();
             let mut next = i + 1;
+            if let Some(&slot) = script
+                .checks(i)
+                .iter()
+                .find(|&&slot| self.unset[which][slot])
+            {
+                return Err(Failure::Abort(format!(
+                    "{}: undefined variable \"{}\": no \\gset or \\aset before has set it",
+                    at(),
+                    script.variables()[slot]
+                )));
+            }
             match &command.kind {
                 CommandKind::Set { slot, expr } => {
                     let value = expr
                         .eval(&self.vars[which], &mut self.rng)
                         .map_err(|e| Failure::Abort(format!("{}: {e}", at())))?;
                     self.vars[which][*slot] = value;
+                    self.unset[which][*slot] = false;
                 }
                 CommandKind::Sleep(sleep) => {
                     let d = sleep
@@ -1309,10 +1331,13 @@ impl Runner<'_> {
                     };
                     tokio::time::sleep(d).await;
                 }
-                CommandKind::Sql(_) if self.settings.pipeline => {
+                CommandKind::Sql(sql) if self.settings.pipeline && sql.store().is_none() => {
+                    // A statement whose result is stored runs alone.
                     next = i + commands[i..]
                         .iter()
-                        .take_while(|c| matches!(c.kind, CommandKind::Sql(_)))
+                        .take_while(
+                            |c| matches!(&c.kind, CommandKind::Sql(s) if s.store().is_none()),
+                        )
                         .count();
                     if let Err(e) = self.execute_batch(which, i..next).await {
                         let last = commands[next - 1].line;
@@ -1321,8 +1346,15 @@ impl Runner<'_> {
                     }
                 }
                 CommandKind::Sql(sql) => {
+                    if sql.store().is_some() {
+                        self.wire.capture();
+                    }
                     if let Err(e) = self.execute(which, i, sql).await {
                         return Err(self.failure(e, &at()).await);
+                    }
+                    if let Some(store) = sql.store() {
+                        self.store(which, store)
+                            .map_err(|e| Failure::Abort(format!("{}: {e}", at())))?;
                     }
                 }
                 CommandKind::Branch { cond, on_false } => {
@@ -1410,6 +1442,38 @@ impl Runner<'_> {
             self.wire.sync();
         }
         self.wire.finish().await
+    }
+
+    /// Puts the captured result's columns into script `which`'s variables,
+    /// as pgbench's `\gset` and `\aset` do: each column's text (NULL as
+    /// the empty text) in the variable named the prefix and the column's
+    /// name. A column no command reads is passed over.
+    fn store(&mut self, which: usize, store: &Store) -> Result<(), String> {
+        let rows = self.wire.rows();
+        let what = if store.all { "aset" } else { "gset" };
+        if !store.all && rows.count != 1 {
+            return Err(format!(
+                "\\gset expected one row, got {}; use \\aset to store the last row of any number",
+                rows.count
+            ));
+        }
+        if rows.count == 0 {
+            return Ok(());
+        }
+        let script = &self.settings.scripts[which].script;
+        for (column, value) in rows.names.iter().zip(&rows.last) {
+            let name = format!("{}{column}", store.prefix);
+            if !crate::script::is_variable_name(&name) {
+                return Err(format!(
+                    "\\{what}: the column \"{column}\" cannot name a variable (letters, digits and '_', not a digit first); name it with AS"
+                ));
+            }
+            if let Some(slot) = script.slot(&name) {
+                self.vars[which][slot] = Value::text(value.as_deref().unwrap_or(""));
+                self.unset[which][slot] = false;
+            }
+        }
+        Ok(())
     }
 
     /// Sorts an error out, rolling back what a retry must not find open.

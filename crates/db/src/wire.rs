@@ -154,6 +154,73 @@ pub struct Wire {
     /// The transaction status of the last ReadyForQuery: `I` idle, `T` in
     /// a transaction block, `E` in a failed one.
     status: u8,
+    /// Whether the next round trip keeps its result's rows (`\gset`).
+    capture: bool,
+    rows: Rows,
+}
+
+/// The result of a statement whose rows were asked for
+/// ([`Wire::capture`]): its columns' names, how many rows came, and the
+/// last row's values as text (`None` for NULL).
+#[derive(Debug, Default)]
+pub struct Rows {
+    pub names: Vec<String>,
+    pub count: u64,
+    pub last: Vec<Option<String>>,
+}
+
+impl Rows {
+    /// Reads a RowDescription's body: the fields' names.
+    fn describe(&mut self, body: &[u8]) -> Result<(), WireError> {
+        self.names.clear();
+        self.last.clear();
+        self.count = 0;
+        let n = u16::from_be_bytes(read_n(body, 0)?) as usize;
+        let mut at = 2;
+        for _ in 0..n {
+            let len = body
+                .get(at..)
+                .and_then(|b| b.iter().position(|&b| b == 0))
+                .ok_or_else(|| protocol("a RowDescription field name without its end"))?;
+            self.names
+                .push(String::from_utf8_lossy(&body[at..at + len]).into_owned());
+            // The name's NUL, then table oid, column, type oid, size,
+            // modifier and format: 18 bytes.
+            at += len + 1 + 18;
+        }
+        Ok(())
+    }
+
+    /// Reads a DataRow's body: it becomes the last row.
+    fn row(&mut self, body: &[u8]) -> Result<(), WireError> {
+        self.count += 1;
+        self.last.clear();
+        let n = u16::from_be_bytes(read_n(body, 0)?) as usize;
+        let mut at = 2;
+        for _ in 0..n {
+            let len = i32::from_be_bytes(read_n(body, at)?);
+            at += 4;
+            if len < 0 {
+                self.last.push(None);
+                continue;
+            }
+            let end = at + len as usize;
+            let value = body
+                .get(at..end)
+                .ok_or_else(|| protocol("a DataRow shorter than its values"))?;
+            self.last
+                .push(Some(String::from_utf8_lossy(value).into_owned()));
+            at = end;
+        }
+        Ok(())
+    }
+}
+
+/// `N` bytes of `body` from `at`.
+fn read_n<const N: usize>(body: &[u8], at: usize) -> Result<[u8; N], WireError> {
+    body.get(at..at + N)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| protocol("a message shorter than its fields"))
 }
 
 impl Wire {
@@ -177,6 +244,8 @@ impl Wire {
             drained: false,
             pending: 0,
             status: b'I',
+            capture: false,
+            rows: Rows::default(),
         };
         tokio::time::timeout(to.timeout, wire.start_up(to))
             .await
@@ -287,10 +356,10 @@ impl Wire {
     }
 
     /// Queues the execution of statement `name` with `params` as text.
-    pub fn execute(
+    pub fn execute<'a>(
         &mut self,
         name: &str,
-        params: impl Iterator<Item = Value>,
+        params: impl Iterator<Item = &'a Value>,
     ) -> Result<(), WireError> {
         frontend::bind(
             "",
@@ -309,7 +378,25 @@ impl Wire {
             frontend::BindError::Conversion(e) => WireError::Unsupported(e.to_string()),
             frontend::BindError::Serialization(e) => WireError::Lost(e),
         })?;
+        if self.capture {
+            // The columns' names come with the portal's description.
+            frontend::describe(b'P', "", &mut self.out).map_err(WireError::Lost)?;
+        }
         frontend::execute("", 0, &mut self.out).map_err(WireError::Lost)
+    }
+
+    /// The next round trip ([`Wire::finish`]) keeps its result's columns
+    /// and last row, for [`Wire::rows`].
+    pub fn capture(&mut self) {
+        self.capture = true;
+        self.rows.names.clear();
+        self.rows.last.clear();
+        self.rows.count = 0;
+    }
+
+    /// The rows the last captured round trip brought.
+    pub fn rows(&self) -> &Rows {
+        &self.rows
     }
 
     /// Queues a Sync: the end of an extended-protocol batch.
@@ -323,6 +410,7 @@ impl Wire {
     /// its batch was skipped by the server, as the protocol says.
     pub async fn finish(&mut self) -> Result<(), WireError> {
         let result = self.round_trip().await;
+        self.capture = false;
         if result.is_err() {
             // A lost connection leaves nothing to read; a server error has
             // been read up to its ReadyForQuery already.
@@ -353,6 +441,8 @@ impl Wire {
                     let e = error_fields(&self.buf[body.clone()]);
                     first.get_or_insert(e);
                 }
+                b'T' if self.capture => self.rows.describe(&self.buf[body.clone()])?,
+                b'D' if self.capture => self.rows.row(&self.buf[body.clone()])?,
                 // CopyInResponse: refused, so that the server goes on.
                 b'G' => {
                     frontend::copy_fail("dyno db run does not send COPY data", &mut self.out)

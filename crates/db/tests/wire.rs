@@ -142,7 +142,7 @@ fn errors_leave_the_connection_usable_and_a_pipeline_stops_at_its_first() {
         wire.parse("ins", &insert).unwrap();
         wire.sync();
         wire.finish().await.unwrap();
-        wire.execute("ins", [Value::Int(-5), Value::Double(0.25)].into_iter())
+        wire.execute("ins", [Value::Int(-5), Value::Double(0.25)].iter())
             .unwrap();
         wire.sync();
         wire.finish().await.unwrap();
@@ -156,11 +156,11 @@ fn errors_leave_the_connection_usable_and_a_pipeline_stops_at_its_first() {
         // transaction block it opened is left failed until rolled back.
         wire.parse("", "BEGIN").unwrap();
         wire.execute("", std::iter::empty()).unwrap();
-        wire.execute("ins", [Value::Int(1), Value::Int(1)].into_iter())
+        wire.execute("ins", [Value::Int(1), Value::Int(1)].iter())
             .unwrap();
         wire.parse("", "SELECT 1/0").unwrap();
         wire.execute("", std::iter::empty()).unwrap();
-        wire.execute("ins", [Value::Int(2), Value::Int(2)].into_iter())
+        wire.execute("ins", [Value::Int(2), Value::Int(2)].iter())
             .unwrap();
         wire.parse("", "COMMIT").unwrap();
         wire.execute("", std::iter::empty()).unwrap();
@@ -178,7 +178,7 @@ fn errors_leave_the_connection_usable_and_a_pipeline_stops_at_its_first() {
         assert_eq!(rows, 1, "nothing of the failed pipeline was kept");
 
         // A value the parameter's type does not take is the server's error.
-        wire.execute("ins", [Value::Double(1.5), Value::Int(0)].into_iter())
+        wire.execute("ins", [Value::Double(1.5), Value::Int(0)].iter())
             .unwrap();
         wire.sync();
         let e = wire.finish().await.unwrap_err();

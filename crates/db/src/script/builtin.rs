@@ -149,7 +149,7 @@ mod tests {
         );
         let params: Vec<String> = sql[5].params(&vars).map(|v| v.to_string()).collect();
         assert_eq!(params, ["61", "7", "123456", "-4321"]);
-        let params: Vec<Value> = sql[1].params(&vars).collect();
+        let params: Vec<Value> = sql[1].params(&vars).cloned().collect();
         assert_eq!(params, [Value::Int(-4321), Value::Int(123_456)]);
         assert!(sql[0].param_slots().is_empty());
     }

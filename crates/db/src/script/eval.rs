@@ -33,7 +33,7 @@ impl Expr {
 
 fn eval(node: &Node, vars: &[Value], rng: &mut fastrand::Rng) -> Result<Value, EvalError> {
     Ok(match node {
-        Node::Const(v) => *v,
+        Node::Const(v) => v.clone(),
         Node::Var(slot) => vars[*slot].typed()?,
         Node::Not(inner) => Value::Bool(!eval(inner, vars, rng)?.to_bool()?),
         Node::Binary(BinOp::And, l, r) => {
@@ -146,12 +146,12 @@ fn call(
 ) -> Result<Value, EvalError> {
     use Value::{Double, Int};
     // As pgbench: every argument is evaluated first, then converted.
-    let mut values = [Value::Int(0); MAX_ARGS];
+    let mut values = [const { Value::Int(0) }; MAX_ARGS];
     for (value, arg) in values.iter_mut().zip(args) {
         *value = eval(arg, vars, rng)?;
     }
     let values = &values[..args.len()];
-    let arg = |i: usize| values[i];
+    let arg = |i: usize| values[i].clone();
     Ok(match func {
         // pgbench's abs() of the smallest integer wraps to itself (C's
         // -i), and keeps -0.0 as it is.

@@ -109,7 +109,32 @@ pub(super) const MAX_ARGS: usize = 16;
 /// line from overflowing a client's stack.
 const MAX_DEPTH: usize = 100;
 
-pub(super) fn parse_expr(src: &str, vars: &Vars) -> Result<Expr, String> {
+impl Node {
+    /// Adds the slots of the variables the expression reads to `out`.
+    pub(super) fn slots(&self, out: &mut Vec<usize>) {
+        match self {
+            Node::Const(_) => {}
+            Node::Var(slot) => out.push(*slot),
+            Node::Not(n) => n.slots(out),
+            Node::Binary(_, a, b) => {
+                a.slots(out);
+                b.slots(out);
+            }
+            Node::Call(_, args) => args.iter().for_each(|a| a.slots(out)),
+            Node::Case(pairs, other) => {
+                for (c, v) in pairs {
+                    c.slots(out);
+                    v.slots(out);
+                }
+                if let Some(e) = other {
+                    e.slots(out);
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn parse_expr(src: &str, vars: &mut Vars) -> Result<Expr, String> {
     let tokens = lex(src)?;
     if tokens.is_empty() {
         return Err("expected an expression".into());
@@ -140,7 +165,7 @@ type Parsed = Result<(Node, usize), String>;
 struct Parser<'a, 'v> {
     tokens: Vec<Token<'a>>,
     pos: usize,
-    vars: &'v Vars,
+    vars: &'v mut Vars,
     nesting: usize,
 }
 

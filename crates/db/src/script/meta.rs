@@ -15,11 +15,9 @@ use super::{
 
 /// pgbench's meta-commands that dyno does not run yet: named in the error,
 /// so that the user knows the script is pgbench's and not mistyped.
-const UNSUPPORTED_META: [&str; 8] = [
+const UNSUPPORTED_META: [&str; 6] = [
     "setshell",
     "shell",
-    "gset",
-    "aset",
     "startpipeline",
     "endpipeline",
     "syncpipeline",
@@ -118,6 +116,14 @@ fn leading_integer(s: &str) -> Option<i64> {
 }
 
 impl Sleep {
+    /// The variable the sleep reads, if any.
+    pub(super) fn slot(&self) -> Option<usize> {
+        match self.amount {
+            SleepAmount::Var(slot) => Some(slot),
+            SleepAmount::Literal(_) => None,
+        }
+    }
+
     /// How long to sleep, given the client's variables, as pgbench reads
     /// it: a variable's text form (a double's is `%.15g`) is read as C's
     /// `atoi` reads it, so 2.7 sleeps 2 units; a value that does not start
@@ -131,18 +137,18 @@ impl Sleep {
     pub fn duration(&self, vars: &[Value]) -> Result<Duration, EvalError> {
         let amount = match self.amount {
             SleepAmount::Literal(n) => n,
-            SleepAmount::Var(slot) => match vars[slot] {
-                Value::Int(i) => i,
+            SleepAmount::Var(slot) => match &vars[slot] {
+                Value::Int(i) => *i,
                 other => {
                     let text = other.to_string();
                     match leading_integer(&text) {
                         // pgbench errs where atoi gives 0 and the text does
                         // not start with a digit ("-0.5", " 0").
                         Some(0) if !text.starts_with(|c: char| c.is_ascii_digit()) => {
-                            return Err(EvalError::BadSleep(other));
+                            return Err(EvalError::BadSleep(other.clone()));
                         }
                         Some(n) => n,
-                        None => return Err(EvalError::BadSleep(other)),
+                        None => return Err(EvalError::BadSleep(other.clone())),
                     }
                 }
             },
@@ -152,7 +158,7 @@ impl Sleep {
     }
 }
 
-fn parse_sleep(args: &str, vars: &Vars) -> Result<Sleep, String> {
+fn parse_sleep(args: &str, vars: &mut Vars) -> Result<Sleep, String> {
     let mut words = args.split_whitespace();
     let usage = "write \\sleep N [us|ms|s], N an integer or a :variable, e.g. \\sleep 10 ms";
     let first = words.next();

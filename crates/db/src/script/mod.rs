@@ -20,8 +20,9 @@
 //! The language is the part of pgbench's that scripts use: SQL, `\set` with
 //! its expressions (pgbench's integers, doubles and booleans, operators,
 //! `CASE` and functions, with its rounding and coercion rules) and the
-//! random distributions, `\sleep`, and variables defined with `-D`. What
-//! is left out (`\if`, `\gset`, `\setshell`, `NULL`, `debug()`, …) is
+//! random distributions, `\sleep`, `\if` blocks, `\gset` and `\aset`, and
+//! variables defined with `-D`. What is left out (`\setshell`, `NULL`,
+//! `debug()`, …) is
 //! refused by name, at parse time, so a script never half-runs.
 //! docs/src/pgbench-scripts.md lists where dyno differs from pgbench, and why.
 //!
@@ -52,7 +53,7 @@ mod value;
 pub use builtin::{builtin, builtin_names, weighted};
 pub use expr::Expr;
 pub use meta::Sleep;
-pub use sql::{Sql, SqlPart};
+pub use sql::{Sql, SqlPart, Store};
 pub use value::{EvalError, Value};
 
 use meta::parse_meta;
@@ -112,6 +113,11 @@ pub struct Script {
     variables: Vec<String>,
     /// The `-D NAME=VALUE` definitions, by slot.
     defined: Vec<(usize, Value)>,
+    /// By command: the variables it reads that may not be set when it
+    /// runs (a `\gset` or `\aset` may be what sets them), checked then.
+    checks: Vec<Vec<usize>>,
+    /// Every variable of `checks`, unset until something sets it.
+    dynamic: Vec<usize>,
 }
 
 /// The values of the predefined variables, which the run, not the script,
@@ -193,14 +199,11 @@ impl Script {
         text: &str,
         definitions: &[(String, Value)],
     ) -> Result<Script, ScriptError> {
-        let mut vars = Vars {
-            names: PREDEFINED.iter().map(|s| (*s).to_owned()).collect(),
-            live: vec![true; PREDEFINED.len()],
-        };
+        let mut vars = Vars::new();
         let mut blocks: Vec<Block> = Vec::new();
         let defined: Vec<(usize, Value)> = definitions
             .iter()
-            .map(|(n, v)| (vars.define(n), *v))
+            .map(|(n, v)| (vars.define(n), v.clone()))
             .collect();
         let mut commands = Vec::new();
         let mut pending: Option<SqlBuilder> = None;
@@ -217,6 +220,30 @@ impl Script {
                     continue;
                 }
                 if let Some(meta) = trimmed.strip_prefix('\\') {
+                    let word: String = meta.chars().take_while(|&c| is_name_char(c)).collect();
+                    let word = word.to_ascii_lowercase();
+                    if word == "gset" || word == "aset" {
+                        // The statement before, left without its `;`, ends
+                        // here and stores its result.
+                        let store = sql::Store::parse(&word, &meta[word.len()..])
+                            .map_err(|e| ScriptError::new(name, line_no, e))?;
+                        vars.stores.push(store.prefix.clone());
+                        if let Some(mut sql) = pending.take() {
+                            sql.store = Some(store);
+                            commands.extend(sql.finish(name)?);
+                            continue;
+                        }
+                        // pgbench takes it after a statement its `;` ended
+                        // too, if that statement is the command just before.
+                        let stored = match commands.last_mut().map(|c| &mut c.kind) {
+                            Some(CommandKind::Sql(sql)) => sql.set_store(store),
+                            _ => false,
+                        };
+                        if !stored {
+                            return Err(ScriptError::new(name, line_no, sql::must_follow(&word)));
+                        }
+                        continue;
+                    }
                     // A meta-command ends an SQL statement left without its
                     // `;`, as the end of the script does.
                     if let Some(sql) = pending.take() {
@@ -251,9 +278,12 @@ impl Script {
                 }
             }
             let sql = pending.get_or_insert_with(SqlBuilder::default);
-            if sql.push_line(name, line_no, line, &vars)?
+            if sql.push_line(name, line_no, line, &mut vars)?
                 && let Some(sql) = pending.take()
             {
+                if let Some(store) = &sql.store {
+                    vars.stores.push(store.prefix.clone());
+                }
                 commands.extend(sql.finish(name)?);
             }
         }
@@ -274,11 +304,32 @@ impl Script {
                 "the script has no commands; write SQL statements ending in ';' or \\set and \\sleep lines",
             ));
         }
+        let checks = commands
+            .iter()
+            .map(|c| {
+                let mut reads = Vec::new();
+                match &c.kind {
+                    CommandKind::Set { expr, .. } | CommandKind::Branch { cond: expr, .. } => {
+                        expr.0.slots(&mut reads);
+                    }
+                    CommandKind::Sleep(sleep) => reads.extend(sleep.slot()),
+                    CommandKind::Sql(sql) => reads.extend(sql.param_slots()),
+                    CommandKind::Jump(_) => {}
+                }
+                reads.retain(|&s| vars.dynamic[s]);
+                reads.sort_unstable();
+                reads.dedup();
+                reads
+            })
+            .collect();
+        let dynamic = (0..vars.names.len()).filter(|&s| vars.dynamic[s]).collect();
         Ok(Script {
             name: name.to_owned(),
             commands,
             variables: vars.names,
             defined,
+            checks,
+            dynamic,
         })
     }
 
@@ -311,6 +362,24 @@ impl Script {
         }
     }
 
+    /// The variables command `index` reads that may not be set when it
+    /// runs: a `\gset` or `\aset` may be what sets them. The runner keeps
+    /// which are set ([`Script::unset`]) and fails the command on one that
+    /// is not, as pgbench fails on an undefined variable.
+    pub fn checks(&self, index: usize) -> &[usize] {
+        &self.checks[index]
+    }
+
+    /// A client's flags of which variables are not set yet, by slot: those
+    /// of [`Script::checks`] before anything sets them.
+    pub fn unset(&self) -> Vec<bool> {
+        let mut unset = vec![false; self.variables.len()];
+        for &slot in &self.dynamic {
+            unset[slot] = true;
+        }
+        unset
+    }
+
     /// The slot of the variable `name`, if the script has it.
     pub fn slot(&self, name: &str) -> Option<usize> {
         self.variables.iter().position(|v| v == name)
@@ -326,8 +395,8 @@ impl Script {
         values[CLIENT_ID] = Value::Int(predefined.client_id);
         values[RANDOM_SEED] = Value::Int(predefined.random_seed);
         values[DEFAULT_SEED] = Value::Int(predefined.default_seed);
-        for &(slot, value) in &self.defined {
-            values[slot] = value;
+        for (slot, value) in &self.defined {
+            values[*slot] = value.clone();
         }
         values
     }
@@ -387,13 +456,49 @@ struct Vars {
     /// Whether each is surely set at this point of the script: set on
     /// every path to it (a `\set` in one branch of an `\if` only is not).
     live: Vec<bool>,
+    /// The prefixes of the `\gset` and `\aset` read so far: a variable
+    /// one of them may set, whose name only the server's answer tells.
+    stores: Vec<String>,
+    /// The variables read where they may not be set, since a `\gset` or
+    /// `\aset` may be what sets them: checked when a command reads them.
+    dynamic: Vec<bool>,
 }
 
 impl Vars {
-    /// The slot of `name`, if it is surely set here.
-    fn slot(&self, name: &str) -> Option<usize> {
-        let i = self.names.iter().position(|v| v == name)?;
-        self.live[i].then_some(i)
+    fn new() -> Vars {
+        Vars {
+            names: PREDEFINED.iter().map(|s| (*s).to_owned()).collect(),
+            live: vec![true; PREDEFINED.len()],
+            stores: Vec::new(),
+            dynamic: vec![false; PREDEFINED.len()],
+        }
+    }
+
+    /// The slot of `name`, if it is surely set here, or may be set by a
+    /// `\gset` or `\aset` before (then it is checked at run time, as
+    /// pgbench checks every variable).
+    fn slot(&mut self, name: &str) -> Option<usize> {
+        let known = self.names.iter().position(|v| v == name);
+        if let Some(i) = known
+            && (self.live[i] || self.dynamic[i])
+        {
+            return Some(i);
+        }
+        if !self
+            .stores
+            .iter()
+            .any(|p| name.len() > p.len() && name.starts_with(p.as_str()))
+        {
+            return None;
+        }
+        let i = known.unwrap_or_else(|| {
+            self.names.push(name.to_owned());
+            self.live.push(false);
+            self.dynamic.push(false);
+            self.names.len() - 1
+        });
+        self.dynamic[i] = true;
+        Some(i)
     }
 
     fn define(&mut self, name: &str) -> usize {
@@ -402,6 +507,7 @@ impl Vars {
             None => {
                 self.names.push(name.to_owned());
                 self.live.push(false);
+                self.dynamic.push(false);
                 self.names.len() - 1
             }
         };
@@ -438,7 +544,7 @@ fn control(
     commands: &mut Vec<Command>,
 ) -> Result<(), ScriptError> {
     let err = |message: String| ScriptError::new(name, line, message);
-    let test = |vars: &Vars| {
+    let test = |vars: &mut Vars| {
         if args.is_empty() {
             return Err(err(format!(
                 "\\{word} needs a condition, e.g. \\{word} :x > 0"
@@ -549,6 +655,12 @@ fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
+/// Whether `name` may name a variable, as pgbench's `valid_variable_name`
+/// says: letters, digits and '_', not a digit first, and not empty.
+pub fn is_variable_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| !c.is_ascii_digit()) && name.chars().all(is_name_char)
+}
+
 fn undefined_variable(name: &str) -> String {
     format!(
         "variable '{name}' is used before any \\set of it; set it on an earlier line (the predefined variables are scale, client_id and random_seed)"
@@ -564,6 +676,49 @@ mod tests {
 
     fn parse_message(expr: &str) -> String {
         parse_err(&format!("\\set x {expr}\n")).message().to_owned()
+    }
+
+    #[test]
+    fn gset_and_aset_end_their_statement_and_defer_the_check_of_what_they_set() {
+        let script = Script::parse(
+            "g",
+            "SELECT 1 AS a \\gset p_\nSELECT 2 AS b;\n\\aset\n\\set x :p_a + :b\nSELECT :x, :p_c;\n",
+        )
+        .unwrap();
+        let commands = script.commands();
+        assert_eq!(commands.len(), 4);
+        let store = |i: usize| match &commands[i].kind {
+            CommandKind::Sql(s) => (s.text().to_owned(), s.store().cloned()),
+            _ => panic!("not SQL"),
+        };
+        let (text, one) = store(0);
+        assert_eq!(text, "SELECT 1 AS a");
+        assert_eq!(
+            one,
+            Some(Store {
+                all: false,
+                prefix: "p_".into()
+            })
+        );
+        let (text, all) = store(1);
+        assert_eq!(text, "SELECT 2 AS b");
+        assert_eq!(
+            all,
+            Some(Store {
+                all: true,
+                prefix: String::new()
+            })
+        );
+        // What only the answers can set is checked where it is read, and
+        // is unset until then; `x`, set by `\set`, is not checked.
+        let slot = |n: &str| script.slot(n).unwrap();
+        assert_eq!(script.checks(2), &[slot("p_a"), slot("b")]);
+        assert_eq!(script.checks(3), &[slot("p_c")]);
+        let unset = script.unset();
+        assert!(unset[slot("p_a")] && unset[slot("b")] && !unset[slot("x")]);
+        // Without a store that may set it, a name is still refused at once.
+        let err = parse_err("SELECT 1 AS a \\gset p_\nSELECT :q_a;\n");
+        assert!(err.message().contains("'q_a'"), "{err}");
     }
 
     #[test]
@@ -637,8 +792,14 @@ mod tests {
             err.message().contains("unknown meta-command \\bogus"),
             "{err}"
         );
-        let err = parse_err("SELECT 1 AS one \\gset\n");
-        assert!(err.message().contains("\\gset is not supported"), "{err}");
+        let err = parse_err("SELECT 1 AS one;\n\\set x 1\n\\gset\n");
+        assert_eq!(err.line(), 3);
+        assert!(
+            err.message().contains("\\gset must follow an SQL command"),
+            "{err}"
+        );
+        let err = parse_err("SELECT 1 AS one \\aset a b\n");
+        assert!(err.message().contains("at most one argument"), "{err}");
         let err = parse_err("SELECT 1 \\;\nSELECT 2;\n");
         assert!(err.message().contains("compound"), "{err}");
 

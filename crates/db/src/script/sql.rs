@@ -28,6 +28,33 @@ pub struct Sql {
     parts: Vec<SqlPart>,
     parameterized: String,
     params: Vec<usize>,
+    store: Option<Store>,
+}
+
+/// `\gset [PREFIX]` or `\aset [PREFIX]` after a statement: its result's
+/// columns go into variables named PREFIX followed by the column's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Store {
+    /// `\aset`: a result without rows stores nothing, and of several rows
+    /// the last is stored. `\gset` wants exactly one row.
+    pub all: bool,
+    pub prefix: String,
+}
+
+impl Store {
+    /// Reads `\gset` or `\aset` (`word`) and its arguments.
+    pub(super) fn parse(word: &str, args: &str) -> Result<Store, String> {
+        let args = args.trim();
+        if !args.chars().all(is_name_char) {
+            return Err(format!(
+                "\\{word} takes at most one argument, a prefix for the variables' names made of letters, digits and '_'; '{args}' is not one"
+            ));
+        }
+        Ok(Store {
+            all: word == "aset",
+            prefix: args.to_owned(),
+        })
+    }
 }
 
 impl Sql {
@@ -58,6 +85,21 @@ impl Sql {
         &self.params
     }
 
+    /// A `\\gset` or `\\aset` on the line after the statement (ended by
+    /// its `;`) stores its result: whether it could (it has none yet).
+    pub(super) fn set_store(&mut self, store: Store) -> bool {
+        if self.store.is_some() {
+            return false;
+        }
+        self.store = Some(store);
+        true
+    }
+
+    /// Where the statement's result goes (`\gset`, `\aset`), if anywhere.
+    pub fn store(&self) -> Option<&Store> {
+        self.store.as_ref()
+    }
+
     /// The parameters' values, `$1` first; [`Value`]'s `Display` is their
     /// text form.
     ///
@@ -65,8 +107,11 @@ impl Sql {
     ///
     /// If `vars` is shorter than the script's variables (make it with
     /// [`Script::initial_values`](super::Script::initial_values)).
-    pub fn params<'a>(&'a self, vars: &'a [Value]) -> impl ExactSizeIterator<Item = Value> + 'a {
-        self.params.iter().map(move |&slot| vars[slot])
+    pub fn params<'a>(
+        &'a self,
+        vars: &'a [Value],
+    ) -> impl ExactSizeIterator<Item = &'a Value> + 'a {
+        self.params.iter().map(move |&slot| &vars[slot])
     }
 
     /// The text for pgbench's `-M simple`: each variable's value written in
@@ -97,7 +142,7 @@ impl Sql {
             match part {
                 SqlPart::Text(text) => out.push_str(text),
                 SqlPart::Var(slot) => {
-                    let value = vars[*slot];
+                    let value = &vars[*slot];
                     if value.writes_minus() && out.ends_with(is_operator_char) {
                         out.push(' ');
                     }
@@ -130,6 +175,16 @@ pub(super) struct SqlBuilder {
     text: String,
     parts: Vec<SqlPart>,
     pub(super) quote: Quote,
+    /// The `\gset` or `\aset` that ended the statement.
+    pub(super) store: Option<Store>,
+}
+
+/// The error of a `\\gset` or `\\aset` (`word`) with no statement before
+/// it to store.
+pub(super) fn must_follow(word: &str) -> String {
+    format!(
+        "\\{word} must follow an SQL command, at its end or on the line after it, e.g. SELECT abalance FROM pgbench_accounts WHERE aid = :aid \\{word}"
+    )
 }
 
 fn push_text(parts: &mut Vec<SqlPart>, s: &str) {
@@ -166,7 +221,7 @@ impl SqlBuilder {
         script: &str,
         line_no: usize,
         line: &str,
-        vars: &Vars,
+        vars: &mut Vars,
     ) -> Result<bool, ScriptError> {
         let err = |message: String| ScriptError::new(script, line_no, message);
         let mut parts = Vec::new();
@@ -193,6 +248,19 @@ impl SqlBuilder {
                     '\\' => {
                         let rest = &line[i + 1..];
                         let name: String = rest.chars().take_while(|&c| is_name_char(c)).collect();
+                        let word = name.to_ascii_lowercase();
+                        if word == "gset" || word == "aset" {
+                            // The statement ends here, its result stored.
+                            let store = Store::parse(&word, &rest[name.len()..]).map_err(&err)?;
+                            // As pgbench: `SELECT …; \\gset` stores too.
+                            let before = line[literal_start..i].trim_end();
+                            let before = before.strip_suffix(';').unwrap_or(before).trim_end();
+                            push_text(&mut parts, before);
+                            text.push_str(before);
+                            literal_start = line.len();
+                            self.store = Some(store);
+                            break;
+                        }
                         return Err(err(if name.is_empty() {
                             format!(
                                 "'\\{}' in SQL is not supported by dyno yet (\\; compound statements included); end each statement with ';' at the end of its line",
@@ -241,8 +309,17 @@ impl SqlBuilder {
         push_text(&mut parts, &line[literal_start..]);
         text.push_str(&line[literal_start..]);
 
-        let mut ended = false;
-        if self.quote == Quote::None {
+        let mut ended = self.store.is_some();
+        if ended && parts.is_empty() && self.parts.is_empty() {
+            return Err(err(must_follow(
+                if self.store.as_ref().is_some_and(|s| s.all) {
+                    "aset"
+                } else {
+                    "gset"
+                },
+            )));
+        }
+        if self.quote == Quote::None && !ended {
             trim_end(&mut parts, &mut text);
             if let Some(SqlPart::Text(last)) = parts.last_mut()
                 && last.ends_with(';')
@@ -323,6 +400,7 @@ impl SqlBuilder {
                 parts: self.parts,
                 parameterized,
                 params,
+                store: self.store,
             }),
         }))
     }

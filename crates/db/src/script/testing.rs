@@ -35,7 +35,7 @@ pub(super) fn eval_str(expr: &str) -> Result<Value, EvalError> {
     for command in script.commands() {
         if let CommandKind::Set { slot, expr } = &command.kind {
             last = expr.eval(&vars, &mut rng)?;
-            vars[*slot] = last;
+            vars[*slot] = last.clone();
         }
     }
     Ok(last)
@@ -88,7 +88,7 @@ pub(super) fn eval_str_with(text: &str) -> Result<Value, EvalError> {
     for command in script.commands() {
         if let CommandKind::Set { slot, expr } = &command.kind {
             last = expr.eval(&vars, &mut rng)?;
-            vars[*slot] = last;
+            vars[*slot] = last.clone();
         }
     }
     Ok(last)

@@ -9,32 +9,32 @@
 //! [`EvalError`] is what a `\set` or `\sleep` can fail with at run time.
 
 use std::fmt::{self, Write as _};
+use std::sync::Arc;
 
 /// The value of a script variable, with pgbench's types: 64-bit integers
 /// and doubles (integers stay integers until a double meets them),
 /// booleans (what comparisons and `AND`, `OR`, `NOT` give), and text (a
 /// value defined with `-D NAME=VALUE`, kept as written).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Int(i64),
     Double(f64),
     Bool(bool),
-    /// A value defined as text (`-D NAME=VALUE`): sent to the server as it
-    /// is written, and read as a boolean, an integer or a double, by
-    /// pgbench's rules, where an expression uses it. The text lives as long
-    /// as the process (see [`Value::text`]).
-    Text(&'static str),
+    /// A value defined as text (`-D NAME=VALUE`, or a column `\gset`
+    /// stored): sent to the server as it is written, and read as a
+    /// boolean, an integer or a double, by pgbench's rules, where an
+    /// expression uses it.
+    Text(Arc<str>),
 }
 
 impl Value {
-    /// A text value, as `-D NAME=VALUE` defines one. The text is leaked, so
-    /// that values stay `Copy`: make these once, for a run's definitions.
+    /// A text value, as `-D NAME=VALUE` defines one.
     pub fn text(s: &str) -> Value {
-        Value::Text(Box::leak(s.to_owned().into_boxed_str()))
+        Value::Text(Arc::from(s))
     }
 
     /// pgbench's name of the value's type, for errors.
-    fn type_name(self) -> &'static str {
+    fn type_name(&self) -> &'static str {
         match self {
             Value::Int(_) => "int",
             Value::Double(_) => "double",
@@ -47,14 +47,15 @@ impl Value {
     /// (which dyno does not take), a boolean (`true`, `yes`, `on`, `false`,
     /// `no`, `off`, or a prefix of them but `o`), an integer, or a double;
     /// other values are typed already.
-    pub(super) fn typed(self) -> Result<Value, EvalError> {
+    pub(super) fn typed(&self) -> Result<Value, EvalError> {
         let Value::Text(s) = self else {
-            return Ok(self);
+            return Ok(self.clone());
         };
+        let s: &str = s;
         let prefix_of =
             |word: &str| s.len() <= word.len() && word[..s.len()].eq_ignore_ascii_case(s);
         if s.is_empty() {
-            return Err(EvalError::Malformed(s));
+            return Err(EvalError::Malformed(s.to_owned()));
         }
         if s.eq_ignore_ascii_case("null") {
             return Err(EvalError::Null);
@@ -78,11 +79,11 @@ impl Value {
                 .unwrap_or(t)
                 .parse()
                 .map(Value::Int)
-                .map_err(|_| EvalError::Malformed(s));
+                .map_err(|_| EvalError::Malformed(s.to_owned()));
         }
         match t.parse::<f64>() {
             Ok(d) => Ok(Value::Double(d)),
-            Err(_) => Err(EvalError::Malformed(s)),
+            Err(_) => Err(EvalError::Malformed(s.to_owned())),
         }
     }
 
@@ -90,7 +91,7 @@ impl Value {
     /// rounded to the nearest integer, halves to even (`rint`), and must
     /// then fit in 64 bits; a boolean is an error. `function` names the
     /// caller in the error.
-    pub(super) fn to_int(self, function: &'static str) -> Result<i64, EvalError> {
+    pub(super) fn to_int(&self, function: &'static str) -> Result<i64, EvalError> {
         match self.typed()? {
             Value::Int(i) => Ok(i),
             Value::Double(d) => {
@@ -112,7 +113,7 @@ impl Value {
 
     /// The value as a double (an integer converted, possibly rounded); a
     /// boolean is an error, as in pgbench's `coerceToDouble`.
-    pub(super) fn to_double(self) -> Result<f64, EvalError> {
+    pub(super) fn to_double(&self) -> Result<f64, EvalError> {
         match self.typed()? {
             Value::Int(i) => Ok(i as f64),
             Value::Double(d) => Ok(d),
@@ -125,7 +126,7 @@ impl Value {
 
     /// Whether `\if` takes the branch: a boolean's value, a number other
     /// than zero (pgbench's `valueTruth`).
-    pub fn truth(self) -> Result<bool, EvalError> {
+    pub fn truth(&self) -> Result<bool, EvalError> {
         Ok(match self.typed()? {
             Value::Bool(b) => b,
             Value::Int(i) => i != 0,
@@ -137,7 +138,7 @@ impl Value {
 
     /// The value as a boolean, for `AND`, `OR` and `NOT`: only a boolean
     /// is one (pgbench's `coerceToBool`); a number is an error.
-    pub(super) fn to_bool(self) -> Result<bool, EvalError> {
+    pub(super) fn to_bool(&self) -> Result<bool, EvalError> {
         match self.typed()? {
             Value::Bool(b) => Ok(b),
             other => Err(EvalError::Coerce {
@@ -148,25 +149,25 @@ impl Value {
     }
 
     /// Whether the literal this value is written as starts with a `-`.
-    pub(super) fn writes_minus(self) -> bool {
-        match self {
+    pub(super) fn writes_minus(&self) -> bool {
+        match *self {
             Value::Int(i) => i < 0,
             Value::Double(d) => d.is_finite() && d.is_sign_negative(),
             Value::Bool(_) => false,
-            Value::Text(s) => s.starts_with('-'),
+            Value::Text(ref s) => s.starts_with('-'),
         }
     }
 
     /// Appends the value as `-M simple` writes it into the statement: as
     /// its text form (see `Display`), but for the non-finite doubles, which
     /// have no bare literal and are written as quoted `float8` constants.
-    pub(super) fn write_sql_literal(self, out: &mut String) {
+    pub(super) fn write_sql_literal(&self, out: &mut String) {
         // Writing to a String cannot fail.
-        let _ = match self {
+        let _ = match *self {
             Value::Double(d) if d.is_nan() => write!(out, "'NaN'::float8"),
             Value::Double(d) if d == f64::INFINITY => write!(out, "'Infinity'::float8"),
             Value::Double(d) if d == f64::NEG_INFINITY => write!(out, "'-Infinity'::float8"),
-            other => write!(out, "{other}"),
+            ref other => write!(out, "{other}"),
         };
     }
 }
@@ -236,7 +237,7 @@ impl fmt::Display for Value {
             Value::Double(d) if d == f64::NEG_INFINITY => f.write_str("-Infinity"),
             Value::Double(d) => write_g15(f, d),
             Value::Bool(b) => f.write_str(if b { "true" } else { "false" }),
-            Value::Text(s) => f.write_str(s),
+            Value::Text(ref s) => f.write_str(s),
         }
     }
 }
@@ -282,7 +283,7 @@ pub enum EvalError {
         to: &'static str,
     },
     #[error("malformed variable value '{0}': it is neither a number nor a boolean")]
-    Malformed(&'static str),
+    Malformed(String),
     #[error("NULL values (-D NAME=null) are not supported in expressions by dyno yet")]
     Null,
     #[error(
