@@ -70,6 +70,10 @@ fuzz_target!(|data: &[u8]| {
                 let _ = cond.eval(&vars, &mut rng).and_then(|v| v.truth());
             }
             CommandKind::Jump(_) => {}
+            CommandKind::Shell(shell) => {
+                // Made, never run.
+                let _ = shell.command_line(&vars);
+            }
         }
     }
 });

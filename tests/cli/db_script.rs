@@ -42,7 +42,7 @@ impl Tools {
     }
 
     /// Runs `script` once in one tool (`pgbench` or `dyno`) with `flags`;
-    /// its exit status and stderr.
+    /// its exit status, and its stderr followed by its stdout.
     fn run(&self, tool: &str, script: &str, flags: &[&str]) -> (bool, String) {
         let file = self.dir.path().join(format!("{tool}.sql"));
         std::fs::write(&file, script.replace("TOOL", tool)).unwrap();
@@ -69,9 +69,14 @@ impl Tools {
             .env_remove("PGPASSWORD")
             .output()
             .unwrap();
+        // A stopped client is named in the report, on stdout.
         (
             out.status.success(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&out.stdout)
+            ),
         )
     }
 
@@ -503,6 +508,56 @@ INSERT INTO r VALUES ('w@M', 'TOOL', (:w)::int::text);
             !theirs && !ours,
             "{bad:?}: pgbench ok={theirs}, dyno ok={ours} ({err})"
         );
+    }
+}
+
+/// `\setshell` and `\shell` run the command lines pgbench runs: words,
+/// `:name` values and `::word` literals joined by spaces through
+/// `/bin/sh`; `\setshell` keeps the integer of the output's first line.
+/// `\shell`'s output goes to dyno's stderr, never into the report. A
+/// command that fails, or prints no integer, stops the client.
+#[test]
+fn setshell_and_shell_run_what_pgbench_runs() {
+    let tools = Tools::new();
+    let marks = temp();
+    let script = format!(
+        "\
+\\set a 20
+\\setshell n echo :a
+\\setshell m printf '%s\\n' '  -7  ' second-line
+\\set s :n + :m
+INSERT INTO r VALUES ('sh', 'TOOL', (:s)::int::text);
+\\shell echo said ::literal :a
+\\shell touch {}/TOOL
+",
+        marks.path().display()
+    );
+    for tool in ["pgbench", "dyno"] {
+        let (ok, stderr) = tools.run(tool, &script, &[]);
+        assert!(ok, "{tool}: {stderr}");
+        assert!(marks.path().join(tool).exists(), "{tool} ran no \\shell");
+        if tool == "dyno" {
+            assert!(stderr.contains("said :literal 20"), "{stderr}");
+        }
+    }
+    let (theirs, ours) = (tools.stored("pgbench"), tools.stored("dyno"));
+    assert_eq!(theirs.get("sh").map(String::as_str), Some("13"));
+    assert_eq!(theirs, ours);
+    for (bad, says) in [
+        ("\\setshell x echo abc\n", "must return an integer"),
+        ("\\setshell x true\n", "must return an integer"),
+        ("\\shell exit 3\n", "exited with status 3"),
+        ("\\setshell x\n", "needs a variable name and a command"),
+        ("\\setshell 1x echo 1\n", "not a variable name"),
+        ("\\shell echo :nobody\n", "'nobody'"),
+    ] {
+        let (theirs, _) = tools.run("pgbench", bad, &[]);
+        let (ours, err) = tools.run("dyno", bad, &[]);
+        assert!(
+            !theirs && !ours,
+            "{bad:?}: pgbench ok={theirs}, dyno ok={ours} ({err})"
+        );
+        assert!(err.contains(says), "{bad:?}: {err}");
     }
 }
 

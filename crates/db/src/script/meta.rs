@@ -6,6 +6,7 @@
 //! meta-commands by name. [`Sleep`] keeps the sleep's amount and unit; a
 //! client reads its duration on each pass.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::expr::parse_expr;
@@ -15,9 +16,7 @@ use super::{
 
 /// pgbench's meta-commands that dyno does not run yet: named in the error,
 /// so that the user knows the script is pgbench's and not mistyped.
-const UNSUPPORTED_META: [&str; 6] = [
-    "setshell",
-    "shell",
+const UNSUPPORTED_META: [&str; 4] = [
     "startpipeline",
     "endpipeline",
     "syncpipeline",
@@ -63,6 +62,28 @@ pub(super) fn parse_meta(
             CommandKind::Set { slot, expr }
         }
         "sleep" => CommandKind::Sleep(parse_sleep(args, vars).map_err(err)?),
+        "shell" => CommandKind::Shell(parse_shell(None, args, vars).map_err(err)?),
+        "setshell" => {
+            let (var, rest) = args
+                .split_once(char::is_whitespace)
+                .map_or((args, ""), |(v, r)| (v, r.trim()));
+            if var.is_empty() || rest.is_empty() {
+                return Err(err(
+                    "\\setshell needs a variable name and a command, e.g. \\setshell n wc -l :file"
+                        .into(),
+                ));
+            }
+            if !super::is_variable_name(var) {
+                return Err(err(format!(
+                    "'{var}' is not a variable name; names are made of letters, digits and '_', not a digit first"
+                )));
+            }
+            // The arguments are read before the variable is defined, as
+            // `\set`'s expression is.
+            let mut shell = parse_shell(None, rest, vars).map_err(err)?;
+            shell.target = Some(vars.define(var));
+            CommandKind::Shell(shell)
+        }
         "" => {
             return Err(err(
                 "a '\\' must be followed by a meta-command's name, e.g. \\set or \\sleep".into(),
@@ -80,6 +101,94 @@ pub(super) fn parse_meta(
         }
     };
     Ok(Command { line, kind })
+}
+
+/// `\shell` and `\setshell`: a command line run by `/bin/sh -c`, made of
+/// words and variables' values joined by spaces, as pgbench makes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shell {
+    /// `\setshell`: the variable the output's integer goes into.
+    pub target: Option<usize>,
+    pub args: Vec<ShellArg>,
+}
+
+/// A word of a shell command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShellArg {
+    /// Sent as written (`::word` is the text `:word`).
+    Text(String),
+    /// A variable's value (`:name`), by slot.
+    Var(usize),
+}
+
+impl Shell {
+    /// The variables the command line reads.
+    pub(super) fn slots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.args.iter().filter_map(|a| match a {
+            ShellArg::Var(slot) => Some(*slot),
+            ShellArg::Text(_) => None,
+        })
+    }
+
+    /// The command line, with the variables' values written in.
+    ///
+    /// # Panics
+    /// If `vars` is shorter than the script's variables.
+    pub fn command_line(&self, vars: &[Value]) -> String {
+        let mut line = String::new();
+        for (i, arg) in self.args.iter().enumerate() {
+            if i > 0 {
+                line.push(' ');
+            }
+            match arg {
+                ShellArg::Text(t) => line.push_str(t),
+                ShellArg::Var(slot) => {
+                    let _ = write!(line, "{}", vars[*slot]);
+                }
+            }
+        }
+        line
+    }
+
+    /// What `\setshell` stores from the command's output, as pgbench
+    /// reads it (`strtol` of its first line): an integer, with white space
+    /// around it.
+    pub fn integer(output: &str) -> Result<i64, String> {
+        let output = output.split_inclusive('\n').next().unwrap_or("");
+        let t = output.trim();
+        // strtol reads a sign and digits, then only white space may follow.
+        let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+        if t.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!(
+                "shell command must return an integer (not \"{}\")",
+                output.trim_end_matches('\n')
+            ));
+        }
+        t.strip_prefix('+')
+            .unwrap_or(t)
+            .parse()
+            .map_err(|_| format!("shell command returned {t}, which is out of 64-bit range"))
+    }
+}
+
+/// Reads a shell command's words: `:name` is a variable, `::word` the
+/// text `:word`, anything else as written.
+fn parse_shell(target: Option<usize>, args: &str, vars: &mut Vars) -> Result<Shell, String> {
+    let mut out = Vec::new();
+    for word in args.split_whitespace() {
+        out.push(match word.strip_prefix(':') {
+            Some(rest) if rest.starts_with(':') => ShellArg::Text(rest.to_owned()),
+            Some(name) => match vars.slot(name) {
+                Some(slot) => ShellArg::Var(slot),
+                None => return Err(undefined_variable(name)),
+            },
+            None => ShellArg::Text(word.to_owned()),
+        });
+    }
+    if out.is_empty() {
+        return Err("\\shell needs a command, e.g. \\shell touch /tmp/started".into());
+    }
+    Ok(Shell { target, args: out })
 }
 
 /// A `\sleep`: how long, from a literal or a variable, in some unit.
@@ -269,12 +378,41 @@ mod tests {
     }
 
     #[test]
+    fn shell_lines_join_words_and_values_and_read_strtols_integer() {
+        let script = Script::parse("s", "\\set a -3\n\\setshell n echo ::a :a  x\n").unwrap();
+        let mut vars = script.initial_values(&VARS);
+        vars[script.slot("a").unwrap()] = Value::Int(-3);
+        let CommandKind::Shell(shell) = &script.commands()[1].kind else {
+            panic!("not a shell command");
+        };
+        assert_eq!(shell.target, script.slot("n"));
+        assert_eq!(shell.command_line(&vars), "echo :a -3 x");
+        for (out, want) in [
+            ("42\n", Ok(42)),
+            ("  -7  \nnext\n", Ok(-7)),
+            ("+5", Ok(5)),
+            ("", Err(())),
+            ("\n12\n", Err(())),
+            ("12abc\n", Err(())),
+            ("1.5\n", Err(())),
+            ("99999999999999999999\n", Err(())),
+        ] {
+            assert_eq!(super::Shell::integer(out).map_err(|_| ()), want, "{out:?}");
+        }
+    }
+
+    #[test]
     fn meta_commands_ignore_case() {
         let script = Script::parse("c", "\\SET x 1\n\\Sleep :x MS\n").unwrap();
         assert_eq!(script.commands().len(), 2);
-        let err = parse_err("\\SetShell x echo 1\n");
+        let script = Script::parse("c", "\\SetShell x echo 1\n\\SHELL true\n").unwrap();
+        assert!(matches!(
+            &script.commands()[0].kind,
+            CommandKind::Shell(s) if s.target.is_some()
+        ));
+        let err = parse_err("\\StartPipeline\n");
         assert!(
-            err.message().contains("\\SetShell is not supported"),
+            err.message().contains("\\StartPipeline is not supported"),
             "{err}"
         );
     }

@@ -20,9 +20,9 @@
 //! The language is the part of pgbench's that scripts use: SQL, `\set` with
 //! its expressions (pgbench's integers, doubles and booleans, operators,
 //! `CASE` and functions, with its rounding and coercion rules) and the
-//! random distributions, `\sleep`, `\if` blocks, `\gset` and `\aset`, and
-//! variables defined with `-D`. What is left out (`\setshell`, `NULL`,
-//! `debug()`, …) is
+//! random distributions, `\sleep`, `\if` blocks, `\gset` and `\aset`,
+//! `\setshell` and `\shell`, and variables defined with `-D`. What is left
+//! out (the pipeline meta-commands, `NULL`, `debug()`, …) is
 //! refused by name, at parse time, so a script never half-runs.
 //! docs/src/pgbench-scripts.md lists where dyno differs from pgbench, and why.
 //!
@@ -52,7 +52,7 @@ mod value;
 
 pub use builtin::{builtin, builtin_names, weighted};
 pub use expr::Expr;
-pub use meta::Sleep;
+pub use meta::{Shell, ShellArg, Sleep};
 pub use sql::{Sql, SqlPart, Store};
 pub use value::{EvalError, Value};
 
@@ -173,6 +173,8 @@ pub enum CommandKind {
     /// The end of a branch that ran: go on at command `.0`, after its
     /// `\endif`.
     Jump(usize),
+    /// `\shell` and `\setshell`.
+    Shell(Shell),
 }
 
 impl Script {
@@ -313,6 +315,7 @@ impl Script {
                         expr.0.slots(&mut reads);
                     }
                     CommandKind::Sleep(sleep) => reads.extend(sleep.slot()),
+                    CommandKind::Shell(shell) => reads.extend(shell.slots()),
                     CommandKind::Sql(sql) => reads.extend(sql.param_slots()),
                     CommandKind::Jump(_) => {}
                 }
@@ -358,6 +361,10 @@ impl Script {
             CommandKind::Sleep(_) => "\\sleep".to_owned(),
             CommandKind::Branch { .. } => "\\if".to_owned(),
             CommandKind::Jump(_) => "\\endif".to_owned(),
+            CommandKind::Shell(shell) => match shell.target {
+                Some(slot) => format!("\\setshell {}", self.variables[slot]),
+                None => "\\shell".to_owned(),
+            },
             CommandKind::Sql(sql) => sql.text().split_whitespace().collect::<Vec<_>>().join(" "),
         }
     }
@@ -771,15 +778,20 @@ mod tests {
 
     #[test]
     fn parse_errors_name_the_line_and_the_problem() {
-        let err = parse_err("SELECT 1;\n\n\\setshell x echo 1\n");
+        let err = parse_err("SELECT 1;\n\n\\startpipeline\n");
         assert_eq!(err.line(), 3);
         assert_eq!(err.name(), "t.sql");
         assert!(
             err.message()
-                .contains("\\setshell is not supported by dyno yet"),
+                .contains("\\startpipeline is not supported by dyno yet"),
             "{err}"
         );
-        assert!(err.to_string().starts_with("t.sql:3: \\setshell"), "{err}");
+        assert!(
+            err.to_string().starts_with("t.sql:3: \\startpipeline"),
+            "{err}"
+        );
+        let err = parse_err("\\setshell x echo :y\n");
+        assert!(err.message().contains("'y'"), "{err}");
 
         let err = parse_err("\\set x 1\n\\if :x\nSELECT 1;\n");
         assert_eq!(
