@@ -1184,6 +1184,42 @@ pub(crate) struct DbRunArgs {
     #[arg(long)]
     pub exit_on_abort: bool,
 
+    /// Log every transaction to a file per thread, in pgbench's -l format
+    /// (PREFIX.PID, PREFIX.PID.N for thread N): client, transaction,
+    /// latency µs (or failed/skipped), script, epoch s, µs [, lag µs with
+    /// -R] [, retries with --max-tries]. The run's figures stay in dyno's
+    /// report and store; the log is for tools that read pgbench's.
+    #[arg(short = 'l', long)]
+    pub log: bool,
+
+    /// The log files' names start with this, a path (pgbench's
+    /// --log-prefix).
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "pgbench_log",
+        requires = "log"
+    )]
+    pub log_prefix: String,
+
+    /// With -l: one line per this many seconds instead of one per
+    /// transaction, in pgbench's aggregated format: start, count, sum,
+    /// sum of squares, min and max of the latencies (µs), failures [, the
+    /// lag's four with -R [, skipped with -L]] [, retried, retries].
+    #[arg(long, value_name = "SECONDS", requires = "log", conflicts_with = "sampling_rate", value_parser = clap::value_parser!(u64).range(1..))]
+    pub aggregate_interval: Option<u64>,
+
+    /// With -l: log this share of the transactions, drawn at random
+    /// (0 < RATE <= 1; e.g. 0.01 for one in a hundred).
+    #[arg(long, value_name = "RATE", requires = "log", value_parser = parse_sampling_rate)]
+    pub sampling_rate: Option<f64>,
+
+    /// With -l: a failed transaction's kind (serialization, deadlock) in
+    /// place of `failed`, and in aggregated lines the two counts apart.
+    /// The report always names failures by SQLSTATE.
+    #[arg(long)]
+    pub failures_detailed: bool,
+
     /// Print a built-in script (NAME, or a unique prefix of it) and exit,
     /// as pgbench's --show-script does: the text to start a -f script from.
     #[arg(long, value_name = "NAME")]
@@ -2248,6 +2284,15 @@ fn parse_max_tries(s: &str) -> Result<u32, String> {
 }
 
 /// `dyno db run -L`: a bare number is milliseconds, as pgbench's.
+fn parse_sampling_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= 1.0 => Ok(r),
+        _ => Err(format!(
+            "'{s}' is no sampling rate: give the share of transactions to log, above 0 and at most 1 (e.g. 0.01)"
+        )),
+    }
+}
+
 fn parse_latency_limit(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let d = match t.parse::<f64>() {

@@ -174,6 +174,12 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         save.tags.push(plan.tag());
     }
     let run = finish(run, &save, store, dyno_report::db_report)?;
+    for path in &outcome.logs {
+        eprintln!("dyno: transaction log written to {}", path.display());
+    }
+    for why in &outcome.log_failures {
+        eprintln!("dyno: {why}");
+    }
     if outcome.interrupted {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
         return Ok(ExitStatus::Interrupted);
@@ -185,6 +191,10 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
             settings.clients,
             outcome.failed_total()
         );
+        return Ok(ExitStatus::ChecksFailed);
+    }
+    if !outcome.log_failures.is_empty() {
+        // The run is saved; the log asked for is not whole.
         return Ok(ExitStatus::ChecksFailed);
     }
     Ok(ExitStatus::Success)

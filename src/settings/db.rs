@@ -216,6 +216,12 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         reconnect: args.connect,
         pipeline: args.pipeline,
         exit_on_abort: args.exit_on_abort,
+        log: args.log.then(|| dyno_db::txlog::LogSettings {
+            prefix: args.log_prefix.clone(),
+            aggregate: args.aggregate_interval.map(Duration::from_secs),
+            sampling: args.sampling_rate,
+            failures_detailed: args.failures_detailed,
+        }),
         progress_every: args.progress.unwrap_or(Duration::from_secs(1)),
         segment,
     })

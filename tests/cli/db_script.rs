@@ -561,6 +561,146 @@ INSERT INTO r VALUES ('sh', 'TOOL', (:s)::int::text);
     }
 }
 
+/// `-l` writes pgbench's logs: a file per thread named as pgbench names
+/// them, each transaction's line with pgbench's columns for the same
+/// flags (the lag with -R, the retries with --max-tries), numbered from 1
+/// per client; `--aggregate-interval` lines with PostgreSQL 15's fifteen
+/// columns, whose counts add up to the transactions; `--sampling-rate`
+/// keeps a share. Checked against the files pgbench writes on one server.
+#[test]
+fn transaction_logs_have_pgbenchs_files_and_columns() {
+    let tools = Tools::new();
+    dyno(tools.home.path())
+        .args(["db", "init", "-s", "1", &tools.db])
+        .envs(tools.pg.env.iter().map(|(k, v)| (k, v)))
+        .env_remove("PGPASSWORD")
+        .assert()
+        .success();
+    let logs = temp();
+    let run = |tool: &str, name: &str, flags: &[&str]| -> Vec<Vec<String>> {
+        let prefix = logs.path().join(format!("{name}-{tool}"));
+        let prefix = prefix.to_str().unwrap();
+        let mut cmd = if tool == "pgbench" {
+            let mut c = StdCommand::new(pgbench());
+            c.arg("-n");
+            c
+        } else {
+            let mut c = StdCommand::new(env!("CARGO_BIN_EXE_dyno"));
+            c.args(["db", "run", "-n", "--no-save"])
+                .env("DYNO_HOME", tools.home.path());
+            c
+        };
+        let out = cmd
+            .args([
+                "-b",
+                "select-only",
+                "-c",
+                "2",
+                "-j",
+                "2",
+                "-l",
+                "--log-prefix",
+                prefix,
+            ])
+            .args(flags)
+            .envs(tools.pg.env.iter().map(|(k, v)| (k, v)))
+            .env("PGDATABASE", &tools.db)
+            .env_remove("PGPASSWORD")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{tool} {flags:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // One file per thread: PREFIX.PID and PREFIX.PID.1.
+        let mut files: Vec<String> = std::fs::read_dir(logs.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|f| f.starts_with(&format!("{name}-{tool}.")))
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 2, "{tool}: {files:?}");
+        assert!(files[1].ends_with(".1"), "{files:?}");
+        files
+            .iter()
+            .flat_map(|f| {
+                std::fs::read_to_string(logs.path().join(f))
+                    .unwrap()
+                    .lines()
+                    .map(|l| l.split(' ').map(str::to_owned).collect::<Vec<_>>())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    // Per transaction, closed model: 6 columns, 5 transactions a client.
+    let plain = ["-t", "5"];
+    // With a rate and retries: the lag and the retries too.
+    let open = ["-t", "5", "-R", "200", "--max-tries", "2"];
+    for (name, flags, columns) in [("plain", &plain[..], 6), ("open", &open[..], 8)] {
+        let (theirs, ours) = (run("pgbench", name, flags), run("dyno", name, flags));
+        for (tool, lines) in [("pgbench", &theirs), ("dyno", &ours)] {
+            assert_eq!(lines.len(), 10, "{tool} {name}: {lines:?}");
+            assert!(
+                lines.iter().all(|l| l.len() == columns),
+                "{tool} {name}: {lines:?}"
+            );
+            let mut numbers: Vec<(String, String)> =
+                lines.iter().map(|l| (l[0].clone(), l[1].clone())).collect();
+            numbers.sort();
+            let want: Vec<(String, String)> = ["0", "1"]
+                .iter()
+                .flat_map(|c| (1..=5).map(move |t| ((*c).to_owned(), t.to_string())))
+                .collect();
+            assert_eq!(numbers, want, "{tool} {name}");
+            for l in lines.iter() {
+                assert_eq!(l[3], "0", "script number: {l:?}");
+                let latency: u64 = l[2].parse().unwrap();
+                assert!(latency > 0 && latency < 10_000_000, "{l:?}");
+                assert!(l[5].parse::<u64>().unwrap() < 1_000_000, "{l:?}");
+            }
+        }
+    }
+    // Aggregated: fifteen columns, counts that add up.
+    let flags = ["-T", "3", "--aggregate-interval", "1"];
+    let (theirs, ours) = (run("pgbench", "agg", &flags), run("dyno", "agg", &flags));
+    for (tool, lines) in [("pgbench", &theirs), ("dyno", &ours)] {
+        assert!(lines.iter().all(|l| l.len() == 15), "{tool}: {lines:?}");
+        assert!((4..=10).contains(&lines.len()), "{tool}: {lines:?}");
+        let count: u64 = lines.iter().map(|l| l[1].parse::<u64>().unwrap()).sum();
+        assert!(count > 100, "{tool}: {count}");
+    }
+    // Sampled: a share of the transactions.
+    let all = run("dyno", "all", &["-t", "2000"]).len();
+    let some = run("dyno", "some", &["-t", "2000", "--sampling-rate", "0.1"]).len();
+    assert_eq!(all, 4000);
+    assert!((280..=520).contains(&some), "{some} of 4000 at 0.1");
+    // Bad flags: exit 2 with what to give, before any load.
+    for (flags, says) in [
+        (&["--aggregate-interval", "1"][..], "--log"),
+        (&["-l", "--sampling-rate", "0"][..], "no sampling rate"),
+        (
+            &["-l", "--sampling-rate", "0.5", "--aggregate-interval", "1"][..],
+            "cannot be used with",
+        ),
+        (
+            &["-l", "--log-prefix", "/nonexistent-dir/x"][..],
+            "could not create the transaction log /nonexistent-dir/x.",
+        ),
+    ] {
+        dyno(tools.home.path())
+            .args(["db", "run", "-t", "1", "--no-save", "-b", "select-only"])
+            .args(flags)
+            .envs(tools.pg.env.iter().map(|(k, v)| (k, v)))
+            .env("PGDATABASE", &tools.db)
+            .env_remove("PGPASSWORD")
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+    }
+}
+
 /// `dyno db init` with pgbench's `-I` steps, unlogged tables and
 /// partitions makes the catalog pgbench makes with the same flags: the
 /// tables, their kinds, persistence and options, the partitions' bounds,

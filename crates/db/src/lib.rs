@@ -12,6 +12,7 @@ pub mod run;
 pub mod script;
 pub mod stats;
 pub mod target;
+pub mod txlog;
 pub mod warnings;
 pub mod wire;
 

@@ -56,6 +56,7 @@ pub fn settings(target: Target, duration: Duration, seed: u64, cpus: usize) -> R
         reconnect: false,
         pipeline: false,
         exit_on_abort: false,
+        log: None,
         progress_every: Duration::from_secs(1),
         segment: dyno_model::Segment::WHOLE,
     }

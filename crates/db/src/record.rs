@@ -178,6 +178,7 @@ mod tests {
             reconnect: false,
             pipeline: true,
             exit_on_abort: false,
+            log: None,
             progress_every: Duration::from_secs(1),
             segment: dyno_model::Segment::WHOLE,
         }
@@ -204,6 +205,8 @@ mod tests {
             retries: BTreeMap::new(),
             retried: 0,
             aborted: vec!["client 3: connection lost".into()],
+            logs: Vec::new(),
+            log_failures: Vec::new(),
             per_script: vec![500],
             script_latency: Vec::new(),
             timeline: Vec::new(),

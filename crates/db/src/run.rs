@@ -21,6 +21,7 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -35,6 +36,7 @@ use hdrhistogram::Histogram;
 
 use crate::script::{CommandKind, Predefined, Script, Sql, Store, Value};
 use crate::target::{Target, TargetError};
+use crate::txlog::{Columns, Ended, Entry, LogSettings, TxLog};
 use crate::wire::{Wire, WireError};
 
 /// How statements go to the server (pgbench's `-M`).
@@ -123,6 +125,9 @@ pub struct RunSettings {
     /// error stops the run (the others end where they are; what was
     /// measured is kept).
     pub exit_on_abort: bool,
+    /// pgbench's `-l`: each thread logs its transactions (or intervals)
+    /// in pgbench's format.
+    pub log: Option<LogSettings>,
     /// How often the progress callback is called.
     pub progress_every: Duration,
     /// The part of a run split over several processes that this one runs
@@ -202,6 +207,9 @@ pub struct Outcome {
     pub retried: u64,
     /// Clients stopped by an error that is not retried, with the reason.
     pub aborted: Vec<String>,
+    /// `-l`: the transaction logs written, and why any is incomplete.
+    pub logs: Vec<PathBuf>,
+    pub log_failures: Vec<String>,
     /// Committed transactions of each script, in the settings' order.
     pub per_script: Vec<u64>,
     /// With several scripts: each one's latency, in the settings' order.
@@ -379,6 +387,8 @@ pub fn run_gated(
         retries: total.retries,
         retried: total.retried,
         aborted: total.aborted,
+        logs: total.logs,
+        log_failures: total.log_failures,
         per_script: total.per_script,
         script_latency: total.script_latency,
         timeline: pooled.timeline,
@@ -512,6 +522,10 @@ struct Local {
     retries: BTreeMap<String, u64>,
     retried: u64,
     aborted: Vec<String>,
+    /// `-l`: this thread's log while the run lasts.
+    log: Option<TxLog>,
+    logs: Vec<PathBuf>,
+    log_failures: Vec<String>,
     per_script: Vec<u64>,
     script_latency: Vec<Histogram<u64>>,
     /// Running totals for the progress line: failed transactions, the
@@ -565,6 +579,9 @@ impl Local {
             retries: BTreeMap::new(),
             retried: 0,
             aborted: Vec::new(),
+            log: None,
+            logs: Vec::new(),
+            log_failures: Vec::new(),
             per_script: vec![0; settings.scripts.len()],
             script_latency: if settings.scripts.len() > 1 {
                 settings
@@ -620,6 +637,8 @@ impl Local {
         }
         self.retried += other.retried;
         self.aborted.extend(other.aborted);
+        self.logs.extend(other.logs);
+        self.log_failures.extend(other.log_failures);
         for (sum, n) in self.per_script.iter_mut().zip(other.per_script) {
             *sum += n;
         }
@@ -801,11 +820,28 @@ impl pool::Job for Clients<'_> {
             )),
             None => None,
         };
+        let mut local = Local::new(settings);
+        if let Some(log) = &settings.log {
+            let columns = Columns {
+                lag: settings.rate.is_some(),
+                retries: settings.max_tries != 1,
+            };
+            local.log = Some(
+                TxLog::create(
+                    log,
+                    columns,
+                    thread.index,
+                    Instant::now(),
+                    settings.seed ^ (thread.index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                )
+                .map_err(RunError::Setup)?,
+            );
+        }
         Ok(ThreadState {
             connections: RefCell::new(connections),
             plan,
             schedule: RefCell::new(None),
-            local: Rc::new(RefCell::new(Local::new(settings))),
+            local: Rc::new(RefCell::new(local)),
         })
     }
 
@@ -826,6 +862,9 @@ impl pool::Job for Clients<'_> {
             })
         });
         state.schedule.replace(schedule.clone());
+        if let Some(log) = state.local.borrow_mut().log.as_mut() {
+            log.begin(clock.start);
+        }
         let connections = state.connections.take();
         let runners = connections.into_iter().map(|(id, wire, prepared)| {
             let mut runner = Runner {
@@ -856,6 +895,7 @@ impl pool::Job for Clients<'_> {
                     })
                     .collect(),
                 unset: settings.scripts.iter().map(|w| w.script.unset()).collect(),
+                tx: 0,
                 local: Rc::clone(&state.local),
                 text: String::new(),
                 id,
@@ -874,6 +914,12 @@ impl pool::Job for Clients<'_> {
             .expect("every client of the thread has ended")
             .into_inner();
         let stopped = thread.control.stopped();
+        if let Some(log) = local.log.take() {
+            match log.finish() {
+                Ok(path) => local.logs.push(path),
+                Err(why) => local.log_failures.push(why),
+            }
+        }
         local.unfinished += std::mem::take(&mut local.in_flight);
         if !stopped {
             local.dropped += local.waiting;
@@ -1003,6 +1049,8 @@ struct Runner<'a> {
     rng: fastrand::Rng,
     /// Each script's variables.
     vars: Vec<Vec<Value>>,
+    /// This client's transactions so far (`-l`'s second column).
+    tx: u64,
     /// Each script's variables that a `\gset` or `\aset` may set and
     /// nothing has set yet (see [`Script::checks`]).
     unset: Vec<Vec<bool>>,
@@ -1056,6 +1104,7 @@ impl Runner<'_> {
             let stage = due.map(|due| self.stage(due));
             self.in_flight(stage, true);
             let result = self.one(which, due).await;
+            self.tx += 1;
             self.in_flight(stage, false);
             if let Err(why) = result {
                 self.local
@@ -1083,6 +1132,8 @@ impl Runner<'_> {
                 && Instant::now() > due + limit
             {
                 if due >= self.clock.measure_from {
+                    self.log(0, Ended::Skipped, Instant::now(), Duration::ZERO, None, 1);
+                    self.tx += 1;
                     let stage = self.stage(due);
                     let mut local = self.local.borrow_mut();
                     local.skipped += 1;
@@ -1200,6 +1251,15 @@ impl Runner<'_> {
                         return Ok(());
                     }
                     let ns = end.duration_since(due.unwrap_or(start)).as_nanos() as u64;
+                    let lag = due.map(|due| start.saturating_duration_since(due));
+                    self.log(
+                        which,
+                        Ended::Committed,
+                        end,
+                        Duration::from_nanos(ns),
+                        lag,
+                        tries,
+                    );
                     let mut local = self.local.borrow_mut();
                     let _ = local.latency.record(ns.max(1));
                     if due.is_some() {
@@ -1262,6 +1322,9 @@ impl Runner<'_> {
                         self.cut(stage);
                         return Ok(());
                     }
+                    let took = now.duration_since(due.unwrap_or(start));
+                    let lag = due.map(|due| start.saturating_duration_since(due));
+                    self.log(which, Ended::failure(&code), now, took, lag, tries);
                     let mut local = self.local.borrow_mut();
                     *local.failed.entry(code).or_default() += 1;
                     if tries > 1 {
@@ -1299,6 +1362,32 @@ impl Runner<'_> {
             .reconnects
             .record((start.elapsed().as_nanos() as u64).max(1));
         Ok(())
+    }
+
+    /// Logs a transaction of script `which` that ended at `end` after
+    /// `tries` (`-l`).
+    fn log(
+        &self,
+        which: usize,
+        ended: Ended,
+        end: Instant,
+        latency: Duration,
+        lag: Option<Duration>,
+        tries: u32,
+    ) {
+        if let Some(log) = self.local.borrow_mut().log.as_mut() {
+            log.log(&Entry {
+                client: self.settings.segment.global(self.id as u64),
+                // pgbench numbers them from 1.
+                tx: self.tx + 1,
+                script: which,
+                ended,
+                at: end,
+                latency,
+                lag,
+                retries: tries.saturating_sub(1),
+            });
+        }
     }
 
     /// A transaction (of `stage`) that ended after the deadline: not part

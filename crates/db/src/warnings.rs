@@ -139,6 +139,8 @@ mod tests {
             retries: BTreeMap::new(),
             retried: 0,
             aborted: Vec::new(),
+            logs: Vec::new(),
+            log_failures: Vec::new(),
             per_script: Vec::new(),
             script_latency: Vec::new(),
             timeline: Vec::new(),
