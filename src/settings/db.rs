@@ -175,6 +175,16 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         DbProtocol::Extended => Protocol::Extended,
         DbProtocol::Prepared => Protocol::Prepared,
     };
+    if protocol == Protocol::Simple
+        && let Some((w, line)) = scripts
+            .iter()
+            .find_map(|w| w.script.pipeline_line().map(|l| (w, l)))
+    {
+        bail!(
+            "{}:{line}: \\startpipeline needs -M extended or -M prepared, as in pgbench: the simple protocol has no pipeline",
+            w.script.name()
+        );
+    }
     if !args.warmup.is_zero() && matches!(stop, Stop::Transactions(_)) {
         bail!(
             "--warmup is a time before the measured one; with -t (a count per client) there is no measured time to put it before: use -T, or drop --warmup"

@@ -701,6 +701,77 @@ fn transaction_logs_have_pgbenchs_files_and_columns() {
     }
 }
 
+/// `\startpipeline` … `\endpipeline` sends its statements at once, with
+/// `\set` evaluated in between, and stores what pgbench's pipeline mode
+/// stores in the extended and prepared protocols; a statement that fails
+/// in a pipeline takes the rest of it down with it in both tools. The
+/// simple protocol and malformed pipelines fail in both.
+#[test]
+fn pipelines_store_what_pgbenchs_pipelines_store() {
+    let tools = Tools::new();
+    let script = "\
+\\startpipeline
+INSERT INTO r VALUES ('a@M', 'TOOL', '1');
+\\set x 41
+INSERT INTO r VALUES ('b@M', 'TOOL', (:x + 1)::text);
+\\endpipeline
+\\set y :x * 2
+\\startpipeline
+INSERT INTO r VALUES ('c@M', 'TOOL', (:y)::text);
+\\endpipeline
+";
+    let failing = "\
+\\startpipeline
+INSERT INTO r VALUES ('d@M', 'TOOL', '1');
+SELECT 1 / 0;
+INSERT INTO r VALUES ('e@M', 'TOOL', '1');
+\\endpipeline
+";
+    for mode in ["extended", "prepared"] {
+        for tool in ["pgbench", "dyno"] {
+            let (ok, out) = tools.run(
+                tool,
+                &script.replace("@M", &format!("@{mode}")),
+                &["-M", mode],
+            );
+            assert!(ok, "{tool} -M {mode}: {out}");
+            let (ok, out) = tools.run(
+                tool,
+                &failing.replace("@M", &format!("@{mode}")),
+                &["-M", mode],
+            );
+            assert!(
+                !ok,
+                "{tool} -M {mode}: a failed statement must stop the client: {out}"
+            );
+        }
+    }
+    let (theirs, ours) = (tools.stored("pgbench"), tools.stored("dyno"));
+    assert_eq!(theirs.len(), 2 * 3, "{theirs:?}");
+    assert_eq!(theirs.get("b@prepared").map(String::as_str), Some("42"));
+    assert_eq!(theirs, ours);
+    for (bad, flags) in [
+        (script, &["-M", "simple"][..]),
+        ("\\startpipeline\nSELECT 1;\n", &["-M", "extended"][..]),
+        ("\\endpipeline\n", &["-M", "extended"][..]),
+        (
+            "\\startpipeline\n\\startpipeline\n\\endpipeline\n",
+            &["-M", "extended"][..],
+        ),
+        (
+            "\\startpipeline\nSELECT 1 AS a \\gset\n\\endpipeline\n",
+            &["-M", "extended"][..],
+        ),
+    ] {
+        let (theirs, _) = tools.run("pgbench", bad, flags);
+        let (ours, err) = tools.run("dyno", bad, flags);
+        assert!(
+            !theirs && !ours,
+            "{bad:?} {flags:?}: pgbench ok={theirs}, dyno ok={ours} ({err})"
+        );
+    }
+}
+
 /// `dyno db init` with pgbench's `-I` steps, unlogged tables and
 /// partitions makes the catalog pgbench makes with the same flags: the
 /// tables, their kinds, persistence and options, the partitions' bounds,

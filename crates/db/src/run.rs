@@ -1503,6 +1503,10 @@ impl Runner<'_> {
                     i = *to;
                     continue;
                 }
+                CommandKind::Pipeline { end } => {
+                    self.pipeline(which, i + 1..*end).await?;
+                    next = *end;
+                }
                 CommandKind::Shell(shell) => {
                     let line = shell.command_line(&self.vars[which]);
                     let value = run_shell(&line, shell.target.is_some())
@@ -1585,6 +1589,75 @@ impl Runner<'_> {
             self.wire.sync();
         }
         self.wire.finish().await
+    }
+
+    /// A `\\startpipeline` … `\\endpipeline` of script `which` (commands
+    /// `range`, SQL and `\\set`): each `\\set` evaluated and each
+    /// statement queued with the values of that moment, in order, then
+    /// one Sync and the answers, as pgbench's pipeline mode (extended and
+    /// prepared protocols only, which the settings made sure of).
+    async fn pipeline(
+        &mut self,
+        which: usize,
+        range: std::ops::Range<usize>,
+    ) -> Result<(), Failure> {
+        let script = &self.settings.scripts[which].script;
+        let commands = script.commands();
+        if range.is_empty() {
+            return Ok(());
+        }
+        let at = format!(
+            "{}:{}-{}",
+            script.name(),
+            commands[range.start].line,
+            commands[range.end - 1].line
+        );
+        let mut queued = Ok(());
+        for i in range {
+            if let Some(&slot) = script.checks(i).iter().find(|&&s| self.unset[which][s]) {
+                return Err(Failure::Abort(format!(
+                    "{}:{}: undefined variable \"{}\": no \\gset or \\aset before has set it",
+                    script.name(),
+                    commands[i].line,
+                    script.variables()[slot]
+                )));
+            }
+            match &commands[i].kind {
+                CommandKind::Set { slot, expr } => {
+                    let value = expr.eval(&self.vars[which], &mut self.rng).map_err(|e| {
+                        Failure::Abort(format!("{}:{}: {e}", script.name(), commands[i].line))
+                    })?;
+                    self.vars[which][*slot] = value;
+                    self.unset[which][*slot] = false;
+                }
+                CommandKind::Sql(sql) => {
+                    let vars = &self.vars[which];
+                    let name = &self.prepared[which][i];
+                    queued = match self.settings.protocol {
+                        Protocol::Extended => self
+                            .wire
+                            .parse("", sql.parameterized())
+                            .and_then(|()| self.wire.execute("", sql.params(vars))),
+                        _ => self.wire.execute(name, sql.params(vars)),
+                    };
+                    if queued.is_err() {
+                        break;
+                    }
+                }
+                _ => unreachable!("a pipeline holds SQL and \\set only"),
+            }
+        }
+        let result = match queued {
+            Ok(()) => {
+                self.wire.sync();
+                self.wire.finish().await
+            }
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.failure(e, &at).await),
+        }
     }
 
     /// Puts the captured result's columns into script `which`'s variables,

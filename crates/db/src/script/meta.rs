@@ -16,12 +16,7 @@ use super::{
 
 /// pgbench's meta-commands that dyno does not run yet: named in the error,
 /// so that the user knows the script is pgbench's and not mistyped.
-const UNSUPPORTED_META: [&str; 4] = [
-    "startpipeline",
-    "endpipeline",
-    "syncpipeline",
-    "flushrequest",
-];
+const UNSUPPORTED_META: [&str; 2] = ["syncpipeline", "flushrequest"];
 
 pub(super) fn parse_meta(
     script: &str,
@@ -410,9 +405,9 @@ mod tests {
             &script.commands()[0].kind,
             CommandKind::Shell(s) if s.target.is_some()
         ));
-        let err = parse_err("\\StartPipeline\n");
+        let err = parse_err("\\SyncPipeline\n");
         assert!(
-            err.message().contains("\\StartPipeline is not supported"),
+            err.message().contains("\\SyncPipeline is not supported"),
             "{err}"
         );
     }

@@ -21,8 +21,8 @@
 //! its expressions (pgbench's integers, doubles and booleans, operators,
 //! `CASE` and functions, with its rounding and coercion rules) and the
 //! random distributions, `\sleep`, `\if` blocks, `\gset` and `\aset`,
-//! `\setshell` and `\shell`, and variables defined with `-D`. What is left
-//! out (the pipeline meta-commands, `NULL`, `debug()`, …) is
+//! `\setshell` and `\shell`, pipelines, and variables defined with `-D`.
+//! What is left out (`\syncpipeline`, `NULL`, `debug()`, …) is
 //! refused by name, at parse time, so a script never half-runs.
 //! docs/src/pgbench-scripts.md lists where dyno differs from pgbench, and why.
 //!
@@ -175,6 +175,10 @@ pub enum CommandKind {
     Jump(usize),
     /// `\shell` and `\setshell`.
     Shell(Shell),
+    /// `\startpipeline`: the SQL commands up to command `end` (the
+    /// `\endpipeline`) are sent at once, behind one Sync, and their
+    /// answers read after; the run goes on at `end`.
+    Pipeline { end: usize },
 }
 
 impl Script {
@@ -209,6 +213,10 @@ impl Script {
             .collect();
         let mut commands = Vec::new();
         let mut pending: Option<SqlBuilder> = None;
+        // An open `\startpipeline`: its line and command.
+        let mut pipeline: Option<(usize, usize)> = None;
+        // The command count at the last `\endpipeline`.
+        let mut sealed = 0;
         let lines: Vec<&str> = text.lines().collect();
         let mut i = 0;
         while i < lines.len() {
@@ -237,8 +245,10 @@ impl Script {
                         }
                         // pgbench takes it after a statement its `;` ended
                         // too, if that statement is the command just before.
+                        // Not the last statement of a closed pipeline.
+                        let open = commands.len() > sealed;
                         let stored = match commands.last_mut().map(|c| &mut c.kind) {
-                            Some(CommandKind::Sql(sql)) => sql.set_store(store),
+                            Some(CommandKind::Sql(sql)) if open => sql.set_store(store),
                             _ => false,
                         };
                         if !stored {
@@ -264,6 +274,44 @@ impl Script {
                         .split_once(char::is_whitespace)
                         .map_or((meta.as_str(), ""), |(c, a)| (c, a.trim()));
                     let word = word.to_ascii_lowercase();
+                    if word == "startpipeline" || word == "endpipeline" {
+                        let err = |m: &str| Err(ScriptError::new(name, line_no, m));
+                        if !args.is_empty() {
+                            return err(&format!("\\{word} takes no argument"));
+                        }
+                        match (word.as_str(), pipeline) {
+                            ("startpipeline", None) => {
+                                pipeline = Some((line_no, commands.len()));
+                                commands.push(Command {
+                                    line: line_no,
+                                    kind: CommandKind::Pipeline { end: usize::MAX },
+                                });
+                            }
+                            ("startpipeline", Some((line, _))) => {
+                                return err(&format!(
+                                    "\\startpipeline inside the pipeline line {line} started; end it with \\endpipeline first"
+                                ));
+                            }
+                            (_, None) => return err("\\endpipeline without a \\startpipeline"),
+                            (_, Some((_, start))) => {
+                                if let Some(c) = commands[start + 1..].iter().find(|c| {
+                                    !matches!(&c.kind, CommandKind::Set { .. })
+                                        && !matches!(&c.kind, CommandKind::Sql(s) if s.store().is_none())
+                                }) {
+                                    return Err(ScriptError::new(
+                                        name,
+                                        c.line,
+                                        "a pipeline holds SQL statements and \\set only (pgbench refuses \\gset and \\aset there too): move this out of the pipeline",
+                                    ));
+                                }
+                                let end = commands.len();
+                                commands[start].kind = CommandKind::Pipeline { end };
+                                pipeline = None;
+                                sealed = end;
+                            }
+                        }
+                        continue;
+                    }
                     if matches!(word.as_str(), "if" | "elif" | "else" | "endif") {
                         control(
                             name,
@@ -292,6 +340,13 @@ impl Script {
         if let Some(sql) = pending.take() {
             commands.extend(sql.finish(name)?);
         }
+        if let Some((line, _)) = pipeline {
+            return Err(ScriptError::new(
+                name,
+                line,
+                "\\startpipeline without \\endpipeline: the pipeline must end in the same script",
+            ));
+        }
         if let Some(b) = blocks.last() {
             return Err(ScriptError::new(
                 name,
@@ -317,7 +372,7 @@ impl Script {
                     CommandKind::Sleep(sleep) => reads.extend(sleep.slot()),
                     CommandKind::Shell(shell) => reads.extend(shell.slots()),
                     CommandKind::Sql(sql) => reads.extend(sql.param_slots()),
-                    CommandKind::Jump(_) => {}
+                    CommandKind::Jump(_) | CommandKind::Pipeline { .. } => {}
                 }
                 reads.retain(|&s| vars.dynamic[s]);
                 reads.sort_unstable();
@@ -361,6 +416,7 @@ impl Script {
             CommandKind::Sleep(_) => "\\sleep".to_owned(),
             CommandKind::Branch { .. } => "\\if".to_owned(),
             CommandKind::Jump(_) => "\\endif".to_owned(),
+            CommandKind::Pipeline { .. } => "\\startpipeline".to_owned(),
             CommandKind::Shell(shell) => match shell.target {
                 Some(slot) => format!("\\setshell {}", self.variables[slot]),
                 None => "\\shell".to_owned(),
@@ -385,6 +441,14 @@ impl Script {
             unset[slot] = true;
         }
         unset
+    }
+
+    /// The line of the script's first `\\startpipeline`, if it has one.
+    pub fn pipeline_line(&self) -> Option<usize> {
+        self.commands
+            .iter()
+            .find(|c| matches!(c.kind, CommandKind::Pipeline { .. }))
+            .map(|c| c.line)
     }
 
     /// The slot of the variable `name`, if the script has it.
@@ -729,6 +793,48 @@ mod tests {
     }
 
     #[test]
+    fn a_pipeline_spans_its_statements_and_refuses_what_needs_answers() {
+        let script = Script::parse(
+            "p",
+            "\\startpipeline\nSELECT 1;\n\\set x 2\nSELECT :x;\n\\endpipeline\nSELECT 3;\n",
+        )
+        .unwrap();
+        let commands = script.commands();
+        assert_eq!(commands.len(), 5);
+        assert!(matches!(commands[0].kind, CommandKind::Pipeline { end: 4 }));
+        assert_eq!(script.pipeline_line(), Some(1));
+        for (bad, line, says) in [
+            ("\\startpipeline\nSELECT 1;\n", 1, "without \\endpipeline"),
+            ("SELECT 1;\n\\endpipeline\n", 2, "without a \\startpipeline"),
+            (
+                "\\startpipeline\n\\startpipeline\n",
+                2,
+                "inside the pipeline line 1",
+            ),
+            (
+                "\\startpipeline\n\\sleep 1\n\\endpipeline\n",
+                2,
+                "SQL statements and \\set only",
+            ),
+            (
+                "\\startpipeline\nSELECT 1 AS a \\gset\n\\endpipeline\n",
+                2,
+                "\\gset",
+            ),
+            (
+                "\\startpipeline\nSELECT 1;\n\\endpipeline\n\\gset\n",
+                4,
+                "must follow",
+            ),
+            ("\\startpipeline x\n\\endpipeline\n", 1, "takes no argument"),
+        ] {
+            let err = parse_err(bad);
+            assert_eq!(err.line(), line, "{bad:?}: {err}");
+            assert!(err.message().contains(says), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
     fn meta_command_ends_an_open_statement_and_continues_lines() {
         let script = Script::parse(
             "c",
@@ -778,16 +884,16 @@ mod tests {
 
     #[test]
     fn parse_errors_name_the_line_and_the_problem() {
-        let err = parse_err("SELECT 1;\n\n\\startpipeline\n");
+        let err = parse_err("SELECT 1;\n\n\\syncpipeline\n");
         assert_eq!(err.line(), 3);
         assert_eq!(err.name(), "t.sql");
         assert!(
             err.message()
-                .contains("\\startpipeline is not supported by dyno yet"),
+                .contains("\\syncpipeline is not supported by dyno yet"),
             "{err}"
         );
         assert!(
-            err.to_string().starts_with("t.sql:3: \\startpipeline"),
+            err.to_string().starts_with("t.sql:3: \\syncpipeline"),
             "{err}"
         );
         let err = parse_err("\\setshell x echo :y\n");
