@@ -80,6 +80,19 @@ impl Tools {
         )
     }
 
+    /// Runs each of `bad` through both tools with `flags`: both must
+    /// fail.
+    fn both_refuse(&self, bad: &[&str], flags: &[&str]) {
+        for bad in bad {
+            let (theirs, _) = self.run("pgbench", bad, flags);
+            let (ours, err) = self.run("dyno", bad, flags);
+            assert!(
+                !theirs && !ours,
+                "{bad:?} {flags:?}: pgbench ok={theirs}, dyno ok={ours} ({err})"
+            );
+        }
+    }
+
     /// The values `tool` stored, by name.
     fn stored(&self, tool: &str) -> std::collections::BTreeMap<String, String> {
         let rows = self.pg.psql(
@@ -432,19 +445,15 @@ INSERT INTO r VALUES ('after:X', 'TOOL', 'yes');
     let (theirs, ours) = (tools.stored("pgbench"), tools.stored("dyno"));
     assert_eq!(theirs.len(), 5 + 5 + 1 + 1, "{theirs:?}");
     assert_eq!(theirs, ours);
-    for bad in [
-        "\\else\nSELECT 1;\n",
-        "\\if 1\nSELECT 1;\n",
-        "\\if 1\n\\else\n\\elif 1\n\\endif\n",
-        "\\endif\n",
-    ] {
-        let (theirs, _) = tools.run("pgbench", bad, &[]);
-        let (ours, err) = tools.run("dyno", bad, &[]);
-        assert!(
-            !theirs && !ours,
-            "{bad:?}: pgbench ok={theirs}, dyno ok={ours} ({err})"
-        );
-    }
+    tools.both_refuse(
+        &[
+            "\\else\nSELECT 1;\n",
+            "\\if 1\nSELECT 1;\n",
+            "\\if 1\n\\else\n\\elif 1\n\\endif\n",
+            "\\endif\n",
+        ],
+        &[],
+    );
 }
 
 /// `\gset` and `\aset` store what pgbench stores: the columns' text
@@ -493,22 +502,18 @@ INSERT INTO r VALUES ('w@M', 'TOOL', (:w)::int::text);
     assert_eq!(theirs.get("s@simple").map(String::as_str), Some("72.5"));
     assert_eq!(theirs.get("nul@simple").map(String::as_str), Some(""));
     assert_eq!(theirs, ours);
-    for bad in [
-        "SELECT 1 AS a UNION SELECT 2 \\gset\n",
-        "SELECT 1 AS a WHERE false \\gset\n",
-        "SELECT 1 \\gset\n",
-        "SELECT 1 AS z WHERE false \\aset\nSELECT :z;\n",
-        "SELECT 1 AS a \\gset x y\n",
-        "\\gset\n",
-        "\\set x 1\n\\gset\n",
-    ] {
-        let (theirs, _) = tools.run("pgbench", bad, &[]);
-        let (ours, err) = tools.run("dyno", bad, &[]);
-        assert!(
-            !theirs && !ours,
-            "{bad:?}: pgbench ok={theirs}, dyno ok={ours} ({err})"
-        );
-    }
+    tools.both_refuse(
+        &[
+            "SELECT 1 AS a UNION SELECT 2 \\gset\n",
+            "SELECT 1 AS a WHERE false \\gset\n",
+            "SELECT 1 \\gset\n",
+            "SELECT 1 AS z WHERE false \\aset\nSELECT :z;\n",
+            "SELECT 1 AS a \\gset x y\n",
+            "\\gset\n",
+            "\\set x 1\n\\gset\n",
+        ],
+        &[],
+    );
 }
 
 /// `\setshell` and `\shell` run the command lines pgbench runs: words,
@@ -750,26 +755,16 @@ INSERT INTO r VALUES ('e@M', 'TOOL', '1');
     assert_eq!(theirs.len(), 2 * 3, "{theirs:?}");
     assert_eq!(theirs.get("b@prepared").map(String::as_str), Some("42"));
     assert_eq!(theirs, ours);
-    for (bad, flags) in [
-        (script, &["-M", "simple"][..]),
-        ("\\startpipeline\nSELECT 1;\n", &["-M", "extended"][..]),
-        ("\\endpipeline\n", &["-M", "extended"][..]),
-        (
+    tools.both_refuse(&[script], &["-M", "simple"]);
+    tools.both_refuse(
+        &[
+            "\\startpipeline\nSELECT 1;\n",
+            "\\endpipeline\n",
             "\\startpipeline\n\\startpipeline\n\\endpipeline\n",
-            &["-M", "extended"][..],
-        ),
-        (
             "\\startpipeline\nSELECT 1 AS a \\gset\n\\endpipeline\n",
-            &["-M", "extended"][..],
-        ),
-    ] {
-        let (theirs, _) = tools.run("pgbench", bad, flags);
-        let (ours, err) = tools.run("dyno", bad, flags);
-        assert!(
-            !theirs && !ours,
-            "{bad:?} {flags:?}: pgbench ok={theirs}, dyno ok={ours} ({err})"
-        );
-    }
+        ],
+        &["-M", "extended"],
+    );
 }
 
 /// `dyno db init` with pgbench's `-I` steps, unlogged tables and
