@@ -544,11 +544,7 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
         let Some(name) = busy.labels.get("watched") else {
             continue;
         };
-        let mine = |metric: &'static str| {
-            run.metrics
-                .iter()
-                .filter(move |m| m.name == metric && m.labels.get("watched") == Some(name))
-        };
+        let mine = |metric: &'static str| watched_as(run, metric, name);
         let mut line = format!("Target      {name}: CPU {:.0}% busy", busy.value);
         if let Some(core) = mine("target_cpu_busiest_core_percent").next() {
             let _ = write!(
@@ -579,6 +575,17 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
     postgres(run, per, out);
 }
 
+/// The run's metrics `metric` of the watched source `name`.
+fn watched_as<'a>(
+    run: &'a Run,
+    metric: &'static str,
+    name: &'a str,
+) -> impl Iterator<Item = &'a dyno_model::Metric> + 'a {
+    run.metrics.iter().filter(move |m| {
+        m.name == metric && m.labels.get("watched").map(String::as_str) == Some(name)
+    })
+}
+
 /// One line per PostgreSQL server watched (`--pg-stats`,
 /// postgres_exporter): its commits per second, WAL per `per`, cache hits,
 /// checkpoints, and where its sessions spent their time.
@@ -591,11 +598,7 @@ fn postgres(run: &Run, per: &str, out: &mut String) {
         let Some(name) = commits.labels.get("watched") else {
             continue;
         };
-        let mine = |metric: &'static str| {
-            run.metrics
-                .iter()
-                .filter(move |m| m.name == metric && m.labels.get("watched") == Some(name))
-        };
+        let mine = |metric: &'static str| watched_as(run, metric, name);
         let mut line = format!("PostgreSQL  {name}: {:.1} commits/s", commits.value);
         if let Some(m) = mine("target_pg_wal_bytes_per_op").next() {
             let _ = write!(line, ", WAL {} per {per}", BinarySize(m.value as u64));
