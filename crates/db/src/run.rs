@@ -34,7 +34,7 @@ use dyno_model::{Direction, Merge, Metric, Samples, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
 use hdrhistogram::Histogram;
 
-use crate::script::{CommandKind, Predefined, Script, Sql, Store, Value};
+use crate::script::{CommandKind, Expr, Predefined, Script, Sql, Store, Value};
 use crate::target::{Target, TargetError};
 use crate::txlog::{Columns, Ended, Entry, LogSettings, TxLog};
 use crate::wire::{Wire, WireError};
@@ -1435,25 +1435,9 @@ impl Runner<'_> {
             let at = || format!("{}:{}", script.name(), command.line);
             let start = Instant::now();
             let mut next = i + 1;
-            if let Some(&slot) = script
-                .checks(i)
-                .iter()
-                .find(|&&slot| self.unset[which][slot])
-            {
-                return Err(Failure::Abort(format!(
-                    "{}: undefined variable \"{}\": no \\gset or \\aset before has set it",
-                    at(),
-                    script.variables()[slot]
-                )));
-            }
+            self.check_set(which, i)?;
             match &command.kind {
-                CommandKind::Set { slot, expr } => {
-                    let value = expr
-                        .eval(&self.vars[which], &mut self.rng)
-                        .map_err(|e| Failure::Abort(format!("{}: {e}", at())))?;
-                    self.vars[which][*slot] = value;
-                    self.unset[which][*slot] = false;
-                }
+                CommandKind::Set { slot, expr } => self.set(which, i, *slot, expr)?,
                 CommandKind::Sleep(sleep) => {
                     let d = sleep
                         .duration(&self.vars[which])
@@ -1554,6 +1538,41 @@ impl Runner<'_> {
         self.wire.finish().await
     }
 
+    /// Fails command `index` of script `which` if it reads a variable
+    /// that only a `\\gset` or `\\aset` could have set and none has, as
+    /// pgbench fails on an undefined variable.
+    fn check_set(&self, which: usize, index: usize) -> Result<(), Failure> {
+        let script = &self.settings.scripts[which].script;
+        match script
+            .checks(index)
+            .iter()
+            .find(|&&slot| self.unset[which][slot])
+        {
+            None => Ok(()),
+            Some(&slot) => Err(Failure::Abort(format!(
+                "{}:{}: undefined variable \"{}\": no \\gset or \\aset before has set it",
+                script.name(),
+                script.commands()[index].line,
+                script.variables()[slot]
+            ))),
+        }
+    }
+
+    /// Command `index` of script `which`, `\\set` of `slot` to `expr`.
+    fn set(&mut self, which: usize, index: usize, slot: usize, expr: &Expr) -> Result<(), Failure> {
+        let value = expr.eval(&self.vars[which], &mut self.rng).map_err(|e| {
+            let script = &self.settings.scripts[which].script;
+            Failure::Abort(format!(
+                "{}:{}: {e}",
+                script.name(),
+                script.commands()[index].line
+            ))
+        })?;
+        self.vars[which][slot] = value;
+        self.unset[which][slot] = false;
+        Ok(())
+    }
+
     /// Commands `range` of script `which`, every one of them SQL, sent
     /// together: one query string of them all with the simple protocol,
     /// their messages behind one Sync with the others, as pgbench's
@@ -1614,22 +1633,9 @@ impl Runner<'_> {
         );
         let mut queued = Ok(());
         for i in range {
-            if let Some(&slot) = script.checks(i).iter().find(|&&s| self.unset[which][s]) {
-                return Err(Failure::Abort(format!(
-                    "{}:{}: undefined variable \"{}\": no \\gset or \\aset before has set it",
-                    script.name(),
-                    commands[i].line,
-                    script.variables()[slot]
-                )));
-            }
+            self.check_set(which, i)?;
             match &commands[i].kind {
-                CommandKind::Set { slot, expr } => {
-                    let value = expr.eval(&self.vars[which], &mut self.rng).map_err(|e| {
-                        Failure::Abort(format!("{}:{}: {e}", script.name(), commands[i].line))
-                    })?;
-                    self.vars[which][*slot] = value;
-                    self.unset[which][*slot] = false;
-                }
+                CommandKind::Set { slot, expr } => self.set(which, i, *slot, expr)?,
                 CommandKind::Sql(sql) => {
                     let vars = &self.vars[which];
                     let name = &self.prepared[which][i];
