@@ -62,13 +62,7 @@ impl Tools {
                 .env("NO_COLOR", "1");
             cmd
         };
-        let out = cmd
-            .args(flags)
-            .envs(self.pg.env.iter().map(|(k, v)| (k, v)))
-            .env("PGDATABASE", &self.db)
-            .env_remove("PGPASSWORD")
-            .output()
-            .unwrap();
+        let out = self.at_server(cmd.args(flags)).output().unwrap();
         // A stopped client is named in the report, on stdout.
         (
             out.status.success(),
@@ -78,6 +72,13 @@ impl Tools {
                 String::from_utf8_lossy(&out.stdout)
             ),
         )
+    }
+
+    /// `cmd` pointed at the test's server and database, with no password.
+    fn at_server<'c>(&self, cmd: &'c mut StdCommand) -> &'c mut StdCommand {
+        cmd.envs(self.pg.env.iter().map(|(k, v)| (k, v)))
+            .env("PGDATABASE", &self.db)
+            .env_remove("PGPASSWORD")
     }
 
     /// Runs each of `bad` through both tools with `flags`: both must
@@ -595,24 +596,19 @@ fn transaction_logs_have_pgbenchs_files_and_columns() {
                 .env("DYNO_HOME", tools.home.path());
             c
         };
-        let out = cmd
-            .args([
-                "-b",
-                "select-only",
-                "-c",
-                "2",
-                "-j",
-                "2",
-                "-l",
-                "--log-prefix",
-                prefix,
-            ])
-            .args(flags)
-            .envs(tools.pg.env.iter().map(|(k, v)| (k, v)))
-            .env("PGDATABASE", &tools.db)
-            .env_remove("PGPASSWORD")
-            .output()
-            .unwrap();
+        cmd.args([
+            "-b",
+            "select-only",
+            "-c",
+            "2",
+            "-j",
+            "2",
+            "-l",
+            "--log-prefix",
+            prefix,
+        ])
+        .args(flags);
+        let out = tools.at_server(&mut cmd).output().unwrap();
         assert!(
             out.status.success(),
             "{tool} {flags:?}: {}",
@@ -694,15 +690,18 @@ fn transaction_logs_have_pgbenchs_files_and_columns() {
             "could not create the transaction log /nonexistent-dir/x.",
         ),
     ] {
-        dyno(tools.home.path())
-            .args(["db", "run", "-t", "1", "--no-save", "-b", "select-only"])
-            .args(flags)
-            .envs(tools.pg.env.iter().map(|(k, v)| (k, v)))
-            .env("PGDATABASE", &tools.db)
-            .env_remove("PGPASSWORD")
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(says));
+        let out = tools
+            .at_server(
+                StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
+                    .env("DYNO_HOME", tools.home.path())
+                    .args(["db", "run", "-t", "1", "--no-save", "-b", "select-only"])
+                    .args(flags),
+            )
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(says), "{flags:?}: {err}");
     }
 }
 
