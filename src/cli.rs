@@ -474,6 +474,15 @@ pub(crate) struct HttpArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "url")]
     pub url_file: Option<PathBuf>,
 
+    /// Run the flows of a scenario file (TOML): each connection is a
+    /// virtual user making multi-step flows, with values extracted from
+    /// answers into later requests, checks, think times, per-user data and
+    /// cookies; results per step and per flow. -n counts flows, --rate is
+    /// flows per second. The URL, if given, replaces the file's `base`.
+    /// See the guide's "Scenarios" chapter.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["url_file", "body", "body_file", "headers"])]
+    pub scenario: Option<PathBuf>,
+
     /// Connect to this Unix domain socket; the URL still gives the Host
     /// header and the path (e.g. http://localhost/status). A path with no
     /// socket is refused before the run.

@@ -57,6 +57,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         body,
         body_file,
         url_file,
+        scenario,
         unix_socket,
         timeout,
         connect_timeout,
@@ -87,7 +88,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         );
     }
     let cpus = dyno_env::available_cpus();
-    let builtin = url.is_none() && url_file.is_none();
+    let builtin = url.is_none() && url_file.is_none() && scenario.is_none();
     // -t as given (the default depends on each machine's CPUs).
     let threads_given = threads;
     // Beside the built-in server, the client takes half the CPUs.
@@ -218,14 +219,38 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
     } else {
         (None, url.clone().unwrap_or_default())
     };
-    let (http_target, paths) = match &url_file {
+    let scenario = match &scenario {
         Some(path) => {
+            for (flag, given) in [
+                ("--find-max", capacity.is_some() || sweep.is_some()),
+                ("--format ab", format == HttpFormat::Ab),
+                ("-X/--method", method != "GET"),
+                ("--h2", h2),
+                ("--alpn", !alpn.is_empty()),
+                ("--pipeline", pipeline > 1),
+                ("--segment", plan.is_some()),
+                ("--rate-plan", rate_plan.is_some()),
+            ] {
+                if given {
+                    bail!(
+                        "{flag} does not work with --scenario yet: each step gives its own method, and a scenario runs HTTP/1.1 from one process with --rate or the closed model; drop {flag}"
+                    );
+                }
+            }
+            let s = dyno_http::scenario::Scenario::load(path, url.as_deref())?;
+            Some(std::sync::Arc::new(s))
+        }
+        None => None,
+    };
+    let (http_target, paths) = match (&url_file, &scenario) {
+        (_, Some(s)) => (s.target.clone(), Vec::new()),
+        (Some(path), None) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("could not read the URL file '{}'", path.display()))?;
             parse_url_list(&text)
                 .with_context(|| format!("in the URL file '{}'", path.display()))?
         }
-        None => {
+        (None, None) => {
             let (t, p) = parse_url(&target_url)?;
             (t, vec![p])
         }
@@ -270,9 +295,10 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
     };
     let seed = seed.unwrap_or_else(|| fastrand::u64(..));
     // What the run loads: the URL, or a URL file's first URL.
-    let shown_url = match &url_file {
-        Some(_) => format!("{}{}", http_target, paths[0]),
-        None => target_url.clone(),
+    let shown_url = match (&url_file, &scenario) {
+        (_, Some(s)) => s.url.clone(),
+        (Some(_), None) => format!("{}{}", http_target, paths[0]),
+        (None, None) => target_url.clone(),
     };
     let settings = Settings {
         target: http_target,
@@ -298,6 +324,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         tls: TlsSettings { insecure },
         source_addr,
         segment: plan.as_ref().map_or(Segment::WHOLE, |p| p.segment),
+        scenario,
     };
 
     dyno_http::engine::validate(&settings)?;

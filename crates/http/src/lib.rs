@@ -22,6 +22,7 @@ pub mod parse;
 pub mod quick;
 pub mod record;
 pub mod request;
+pub mod scenario;
 pub mod settings;
 pub mod stats;
 pub mod status;

@@ -207,6 +207,79 @@ impl Outcome {
         if let Some(plan) = &settings.schedule.plan {
             metrics.extend(dyno_load::stages::metrics(plan, &self.stages));
         }
+        metrics.extend(self.scenario_metrics(settings));
+        metrics
+    }
+
+    /// `--scenario`: each step's figures labelled with its flow and step,
+    /// and each flow's. Latencies and rates are compared (as diagnostics:
+    /// the run's own `requests_per_sec` and `latency_ns` stay its primary
+    /// figures); counts are context.
+    fn scenario_metrics(&self, settings: &Settings) -> Vec<Metric> {
+        let (Some(scenario), Some(figures)) = (&settings.scenario, &self.scenario) else {
+            return Vec::new();
+        };
+        let secs = self.elapsed.as_secs_f64();
+        let per_sec = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let mut metrics = Vec::new();
+        for (flow, step) in scenario.steps() {
+            let s = &figures.steps[step.index];
+            let label = |m: Metric| {
+                m.with_label("flow", flow.name.as_str())
+                    .with_label("step", step.name.as_str())
+            };
+            metrics.push(label(
+                Metric::new(
+                    "step_requests_per_sec",
+                    Unit::RequestsPerSec,
+                    Direction::HigherIsBetter,
+                    per_sec(s.responses),
+                )
+                .diagnostic(),
+            ));
+            metrics.push(label(
+                hdr::latency_metric("step_latency_ns", &s.latency).diagnostic(),
+            ));
+            metrics.push(label(count("step_responses", s.responses)));
+            metrics.push(label(count("step_errors", s.total_errors())));
+            metrics.push(label(count("step_unfinished", s.unfinished)));
+            metrics.push(label(
+                Metric::new(
+                    "step_body_bytes",
+                    Unit::Bytes,
+                    Direction::HigherIsBetter,
+                    s.body_bytes as f64,
+                )
+                .context()
+                .merged(Merge::Sum),
+            ));
+            for class in ErrorClass::ALL {
+                let n = s.errors_of(class);
+                if n > 0 {
+                    metrics.push(
+                        label(count("step_errors_by_class", n)).with_label("class", class.as_str()),
+                    );
+                }
+            }
+        }
+        for (flow, f) in scenario.flows.iter().zip(&figures.flows) {
+            let label = |m: Metric| m.with_label("flow", flow.name.as_str());
+            metrics.push(label(
+                Metric::new(
+                    "flows_per_sec",
+                    Unit::OpsPerSec,
+                    Direction::HigherIsBetter,
+                    per_sec(f.completed),
+                )
+                .diagnostic(),
+            ));
+            metrics.push(label(
+                hdr::latency_metric("flow_duration_ns", &f.duration).diagnostic(),
+            ));
+            metrics.push(label(count("flows_completed", f.completed)));
+            metrics.push(label(count("flows_failed", f.failed)));
+            metrics.push(label(count("flows_unfinished", f.unfinished())));
+        }
         metrics
     }
 

@@ -60,6 +60,7 @@ pub fn settings(url: &str, duration: Duration, threads: usize) -> Result<Setting
         tls: TlsSettings::default(),
         source_addr: None,
         segment: Segment::WHOLE,
+        scenario: None,
     })
 }
 

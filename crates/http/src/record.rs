@@ -93,7 +93,7 @@ fn http_record(settings: &Settings, outcome: &Outcome, asked: &Asked) -> HttpRec
             .as_ref()
             .map(|p| p.display().to_string()),
         builtin_server: asked.builtin_server,
-        method: settings.requests[0].method().to_owned(),
+        method: method(settings).to_owned(),
         model: match settings.schedule.rate_per_sec {
             Some(_) => LoadModel::Open,
             None => LoadModel::Closed,
@@ -141,6 +141,41 @@ fn http_record(settings: &Settings, outcome: &Outcome, asked: &Asked) -> HttpRec
             .plan
             .as_ref()
             .map(|plan| dyno_load::stages::record(plan, &outcome.stages)),
+        scenario: settings
+            .scenario
+            .as_deref()
+            .map(|s| record::ScenarioRecord {
+                file: s.path.display().to_string(),
+                flows: s
+                    .flows
+                    .iter()
+                    .map(|f| record::FlowRecord {
+                        name: f.name.clone(),
+                        weight: f.weight,
+                        steps: f
+                            .steps
+                            .iter()
+                            .map(|st| record::StepRecord {
+                                name: st.name.clone(),
+                                method: st.method.clone(),
+                                url: st.url.clone(),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+                setup_steps: s.setup.len() as u64,
+                cookies: s.cookies,
+                data: s.data.as_ref().map(|d| d.path.display().to_string()),
+            }),
+    }
+}
+
+/// The method the run's record names: the request's, or `SCENARIO` for
+/// a scenario's many.
+fn method(settings: &Settings) -> &str {
+    match settings.requests.first() {
+        Some(r) if settings.scenario.is_none() => r.method(),
+        _ => "SCENARIO",
     }
 }
 
@@ -161,10 +196,22 @@ fn description(settings: &Settings, asked: &Asked) -> String {
         }
         None => asked.url.clone(),
     };
+    let per = if settings.scenario.is_some() {
+        "flows"
+    } else {
+        "req"
+    };
     let model = match settings.schedule.rate_per_sec {
-        Some(r) => format!("{r} req/s"),
+        Some(r) => format!("{r} {per}/s"),
         None => format!("c={}", asked.connections),
     };
+    if let Some(s) = &settings.scenario {
+        let name = s.path.file_name().map_or_else(
+            || s.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        return format!("scenario {name} at {} {model}", s.target);
+    }
     let method = settings.requests[0].method();
     format!("{method} {url} {model}")
 }

@@ -81,6 +81,9 @@ pub struct Settings {
     /// number. [`Settings::connections`] and [`Settings::threads`] are
     /// this process's own, already shared out.
     pub segment: Segment,
+    /// `--scenario`: each connection is a virtual user running the
+    /// scenario's flows, and [`Settings::requests`] is unused.
+    pub scenario: Option<std::sync::Arc<crate::scenario::Scenario>>,
 }
 
 /// TLS options. Whether TLS is used at all follows from the URL's scheme,

@@ -54,10 +54,16 @@ pub enum ErrorClass {
     /// HTTP/2: the server broke the protocol (a malformed or unexpected
     /// frame, a flow-control violation); the connection is closed.
     H2Protocol,
+    /// A scenario step's answer failed its check: its status is not one
+    /// the step accepts, or its body lacks what the step looks for.
+    Check,
+    /// A scenario step's extraction found nothing in the answer (or a
+    /// value it found cannot go where a later step puts it).
+    Extract,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 19] = [
+    pub const ALL: [ErrorClass; 21] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectOther,
@@ -77,6 +83,8 @@ impl ErrorClass {
         ErrorClass::GoAway,
         ErrorClass::StreamReset,
         ErrorClass::H2Protocol,
+        ErrorClass::Check,
+        ErrorClass::Extract,
     ];
 
     /// The snake_case name used in metric names and JSON.
@@ -101,6 +109,8 @@ impl ErrorClass {
             ErrorClass::GoAway => "h2_goaway",
             ErrorClass::StreamReset => "h2_rst_stream",
             ErrorClass::H2Protocol => "h2_protocol_error",
+            ErrorClass::Check => "check_failed",
+            ErrorClass::Extract => "extract_failed",
         }
     }
 
@@ -126,11 +136,22 @@ impl ErrorClass {
             ErrorClass::GoAway => "HTTP/2 GOAWAY from the server",
             ErrorClass::StreamReset => "HTTP/2 stream reset by the server (RST_STREAM)",
             ErrorClass::H2Protocol => "HTTP/2 protocol error",
+            ErrorClass::Check => "check failed",
+            ErrorClass::Extract => "extraction found nothing",
         }
     }
 
     fn index(self) -> usize {
         self as usize
+    }
+
+    /// An error of an answered request: the answer came, and was not the
+    /// one wanted (its status, a check, an extraction).
+    pub fn is_answered(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::Status | ErrorClass::Check | ErrorClass::Extract
+        )
     }
 }
 
@@ -300,7 +321,12 @@ impl Stats {
     /// Requests accounted for: answered or failed. (A response counted as
     /// a status error is in both, so it is subtracted once.)
     pub fn requests(&self) -> u64 {
-        self.responses + self.total_errors() - self.errors_of(ErrorClass::Status)
+        let answered: u64 = ErrorClass::ALL
+            .iter()
+            .filter(|c| c.is_answered())
+            .map(|&c| self.errors_of(c))
+            .sum();
+        self.responses + self.total_errors() - answered
     }
 
     /// Records how late a send was against its due time.

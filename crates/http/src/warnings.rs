@@ -328,6 +328,7 @@ mod tests {
             interrupted: false,
             refused: false,
             silent: false,
+            scenario: None,
             endpoint: Endpoint::Tcp("127.0.0.1:8080".parse().unwrap(), None),
             tls_failure: None,
             tls_session: None,

@@ -225,6 +225,10 @@ pub fn http_report(run: &Run) -> String {
     }
     out.push('\n');
 
+    if let Some(scenario) = &rec.scenario {
+        scenario_section(&mut out, run, scenario);
+    }
+
     let mut rows: Vec<(&str, Histogram<u64>)> = Vec::new();
     if let Some(h) = histogram(run, "latency_ns") {
         rows.push((if open { "corrected" } else { "latency" }, h));
@@ -302,6 +306,116 @@ pub fn http_report(run: &Run) -> String {
     crate::text::watched(run, "request", &mut out);
     crate::text::warnings(run, &mut out);
     out
+}
+
+/// A labelled metric of the run: `name` with these labels (and maybe more).
+fn labelled<'a>(run: &'a Run, name: &str, labels: &[(&str, &str)]) -> Option<&'a Metric> {
+    run.metrics
+        .iter()
+        .find(|m| m.name == name && labels.iter().all(|(k, v)| m.label(k) == Some(*v)))
+}
+
+/// A scenario's flows and steps: each flow's completions and end-to-end
+/// time, each step's rate, latency and errors.
+fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::ScenarioRecord) {
+    let steps: usize = scenario.flows.iter().map(|f| f.steps.len()).sum();
+    let setup = if scenario.setup_steps > 0 {
+        format!(
+            "; {} made first",
+            counted(scenario.setup_steps, "setup step")
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "Scenario    {}: {}, {}{setup}\n",
+        scenario.file,
+        counted(scenario.flows.len() as u64, "flow"),
+        counted(steps as u64, "step"),
+    );
+    let pct = |h: &Histogram<u64>, p: f64| {
+        if h.is_empty() {
+            DASH.to_owned()
+        } else {
+            short_ns(hdr::value_at_percentile(h, p) as f64)
+        }
+    };
+    let hist = |m: Option<&Metric>| {
+        m.and_then(|m| m.histogram.as_ref())
+            .and_then(|h| hdr::from_model(h).ok())
+    };
+    let width = scenario
+        .flows
+        .iter()
+        .flat_map(|f| f.steps.iter().map(move |s| f.name.len() + 1 + s.name.len()))
+        .chain(scenario.flows.iter().map(|f| f.name.len()))
+        .max()
+        .unwrap_or(4)
+        .max(5);
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>10} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9}",
+        "Flow", "flows/s", "completed", "failed", "unfinished", "p50", "p99", "max"
+    );
+    for flow in &scenario.flows {
+        let l = [("flow", flow.name.as_str())];
+        let duration = hist(labelled(run, "flow_duration_ns", &l));
+        let get = |name: &str| labelled(run, name, &l).map_or(0.0, |m| m.value);
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>10} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9}",
+            flow.name,
+            rate(get("flows_per_sec")),
+            get("flows_completed") as u64,
+            get("flows_failed") as u64,
+            get("flows_unfinished") as u64,
+            duration.as_ref().map_or(DASH.into(), |h| pct(h, 50.0)),
+            duration.as_ref().map_or(DASH.into(), |h| pct(h, 99.0)),
+            duration.as_ref().map_or(DASH.into(), |h| pct(h, 100.0)),
+        );
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  by class",
+        "Step", "req/s", "p50", "p90", "p99", "max", "errors"
+    );
+    for flow in &scenario.flows {
+        for step in &flow.steps {
+            let l = [("flow", flow.name.as_str()), ("step", step.name.as_str())];
+            let latency = hist(labelled(run, "step_latency_ns", &l));
+            let get = |name: &str| labelled(run, name, &l).map_or(0.0, |m| m.value);
+            let classes: Vec<String> = run
+                .metrics
+                .iter()
+                .filter(|m| {
+                    m.name == "step_errors_by_class"
+                        && l.iter().all(|(k, v)| m.label(k) == Some(*v))
+                })
+                .map(|m| {
+                    format!(
+                        "{}: {}",
+                        m.label("class").unwrap_or("?").replace('_', " "),
+                        m.value as u64
+                    )
+                })
+                .collect();
+            let name = format!("{}/{}", flow.name, step.name);
+            let _ = writeln!(
+                out,
+                "{name:<width$}  {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  {}",
+                rate(get("step_requests_per_sec")),
+                latency.as_ref().map_or(DASH.into(), |h| pct(h, 50.0)),
+                latency.as_ref().map_or(DASH.into(), |h| pct(h, 90.0)),
+                latency.as_ref().map_or(DASH.into(), |h| pct(h, 99.0)),
+                latency.as_ref().map_or(DASH.into(), |h| pct(h, 100.0)),
+                get("step_errors") as u64,
+                classes.join(", "),
+            );
+        }
+    }
+    out.push('\n');
 }
 
 /// Latency percentiles, one row per histogram, then a blank line; nothing

@@ -25,7 +25,7 @@ use dyno_load::Timer;
 /// bytes left unconsumed (a partial head, or an answer that arrived early)
 /// are kept here, so 10,000 idle connections cost next to nothing.
 #[derive(Debug)]
-struct Conn {
+pub(super) struct Conn {
     stream: Option<Stream>,
     /// Received bytes not yet consumed by the parser.
     pending: Vec<u8>,
@@ -33,6 +33,41 @@ struct Conn {
     /// a single static request is written straight from its template.
     write_buf: Vec<u8>,
     parser: ResponseParser,
+}
+
+impl Conn {
+    pub(super) fn new(stream: Option<Stream>) -> Conn {
+        Conn {
+            stream,
+            pending: Vec::new(),
+            write_buf: Vec::new(),
+            parser: ResponseParser::default(),
+        }
+    }
+
+    /// Drops the connection (after a failure: its framing is lost).
+    pub(super) fn close(&mut self) {
+        self.stream = None;
+    }
+}
+
+/// A scenario step's request, filled by the caller, and where to keep its
+/// answer's bytes.
+pub(super) struct Outgoing<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) head: bool,
+    /// The answer's bytes as they come (cleared first), for a step that
+    /// checks or extracts.
+    pub(super) capture: Option<&'a mut Vec<u8>>,
+}
+
+/// The answer to an [`Outgoing`] request, left to the caller to record.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Answered {
+    pub(super) done: Instant,
+    pub(super) status: u16,
+    pub(super) body_bytes: u64,
+    pub(super) timing: Timing,
 }
 
 /// The read buffer every connection of a thread shares. Bodies are counted
@@ -56,12 +91,7 @@ pub(super) async fn connection(
         .rate_per_sec
         .map(|rate| OpenSchedule::start(&shared, global_index, rate, &local));
     let depth = if open.is_some() { 1 } else { settings.pipeline };
-    let mut conn = Conn {
-        stream,
-        pending: Vec::new(),
-        write_buf: Vec::new(),
-        parser: ResponseParser::default(),
-    };
+    let mut conn = Conn::new(stream);
     let mut batch: Vec<Ticket> = Vec::with_capacity(depth);
     let mut backoff = Duration::ZERO;
     loop {
@@ -86,8 +116,8 @@ pub(super) async fn connection(
             (Some(due), None) => tokio::time::sleep_until(due.into()).await,
             (None, _) => {}
         }
-        match exchange(&shared, &local, &read_buf, &mut conn, &batch).await {
-            Ok(()) => backoff = Duration::ZERO,
+        match exchange(&shared, &local, &read_buf, &mut conn, &batch, None).await {
+            Ok(_) => backoff = Duration::ZERO,
             Err(Failure::Connect(class)) => {
                 if class == ErrorClass::ConnectRefused {
                     shared.connect_refused();
@@ -114,7 +144,7 @@ pub(super) async fn connection(
 
 /// How an exchange failed.
 #[derive(Debug)]
-enum Failure {
+pub(super) enum Failure {
     /// No connection could be made; no request was sent.
     Connect(ErrorClass),
     /// The first `done` requests of the batch were answered; the rest failed.
@@ -122,14 +152,17 @@ enum Failure {
 }
 
 /// Sends a batch of requests on the connection (connecting first if
-/// needed) and reads their responses.
-async fn exchange(
+/// needed) and reads their responses. With `outgoing` (a scenario step,
+/// a batch of one), its bytes are sent and its answer is handed back
+/// unrecorded.
+pub(super) async fn exchange(
     shared: &Shared,
     local: &RefCell<Local>,
     read_buf: &RefCell<Vec<u8>>,
     conn: &mut Conn,
     batch: &[Ticket],
-) -> Result<(), Failure> {
+    mut outgoing: Option<Outgoing<'_>>,
+) -> Result<Option<Answered>, Failure> {
     let settings = &shared.settings;
     let measured = batch.iter().any(|t| t.measured);
     let mut connect_time = Duration::ZERO;
@@ -162,8 +195,15 @@ async fn exchange(
 
     let template_of =
         |t: &Ticket| &settings.requests[(t.seq % settings.requests.len() as u64) as usize];
-    let request: &[u8] = match (batch, template_of(&batch[0]).static_bytes()) {
-        ([_], Some(bytes)) => bytes,
+    let head = match &outgoing {
+        Some(o) => o.head,
+        None => template_of(&batch[0]).is_head(),
+    };
+    let request: &[u8] = match (batch, &outgoing) {
+        (_, Some(o)) => o.bytes,
+        ([_], None) if template_of(&batch[0]).is_static() => {
+            template_of(&batch[0]).static_bytes().expect("static")
+        }
         _ => {
             conn.write_buf.clear();
             let mut l = local.borrow_mut();
@@ -216,12 +256,18 @@ async fn exchange(
         next: 0,
         first_byte: None,
         keep: settings.keep_alive,
+        capture: outgoing.as_mut().and_then(|o| o.capture.take()),
+        defer: outgoing.is_some(),
+        answered: None,
     };
+    if let Some(c) = reader.capture.as_mut() {
+        c.clear();
+    }
     if local.borrow().server.is_none() {
         // Until this thread has it: one copy, not one per request.
         conn.parser.capture_server();
     }
-    conn.parser.start(template_of(&batch[0]).is_head());
+    conn.parser.start(head);
     if !conn.pending.is_empty() {
         let pending = std::mem::take(&mut conn.pending);
         reader.first_byte = Some(Instant::now());
@@ -275,7 +321,7 @@ async fn exchange(
     if !reader.keep {
         conn.stream = None;
     }
-    Ok(())
+    Ok(reader.answered)
 }
 
 /// The read step: waits until the stream has bytes (or has ended), reads
@@ -319,6 +365,11 @@ struct Reader<'a> {
     next: usize,
     first_byte: Option<Instant>,
     keep: bool,
+    /// Where the answer's bytes go, when a scenario step reads it.
+    capture: Option<&'a mut Vec<u8>>,
+    /// Hand the answer back instead of recording it.
+    defer: bool,
+    answered: Option<Answered>,
 }
 
 impl Reader<'_> {
@@ -327,7 +378,13 @@ impl Reader<'_> {
     fn consume(&mut self, parser: &mut ResponseParser, data: &[u8]) -> Result<usize, Failure> {
         let mut used = 0;
         while self.next < self.batch.len() && used < data.len() {
-            match parser.feed(&data[used..]) {
+            let step = parser.feed(&data[used..]);
+            if let (Some(capture), Ok(Step::NeedMore(n) | Step::Done(n, _))) =
+                (self.capture.as_mut(), &step)
+            {
+                capture.extend_from_slice(&data[used..used + n]);
+            }
+            match step {
                 Ok(Step::NeedMore(n)) => {
                     used += n;
                     break;
@@ -372,14 +429,27 @@ impl Reader<'_> {
             processing: done.saturating_duration_since(self.sent),
             corrected: ticket.due.map(|due| done.saturating_duration_since(due)),
         };
-        self.local.borrow_mut().record_response(
-            self.shared,
-            &ticket,
-            done,
-            response.status,
-            response.body_bytes,
-            timing,
-        );
+        if self.defer {
+            self.answered = Some(Answered {
+                done,
+                status: response.status,
+                body_bytes: response.body_bytes,
+                timing,
+            });
+        } else {
+            let status = response.status;
+            let error =
+                (!self.settings.expect_status.contains(status)).then_some(ErrorClass::Status);
+            self.local.borrow_mut().record_response(
+                self.shared,
+                &ticket,
+                done,
+                status,
+                response.body_bytes,
+                timing,
+                error,
+            );
+        }
         self.next += 1;
     }
 }

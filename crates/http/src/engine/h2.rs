@@ -827,7 +827,8 @@ async fn exchange(
     if ticket.measured {
         l.stats.h2.plain_header_read += plain;
     }
-    l.record_response(shared, ticket, done, status, body_bytes, timing);
+    let error = (!shared.settings.expect_status.contains(status)).then_some(ErrorClass::Status);
+    l.record_response(shared, ticket, done, status, body_bytes, timing, error);
     Ok(())
 }
 

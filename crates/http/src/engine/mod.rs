@@ -20,6 +20,7 @@
 
 mod exchange;
 mod h2;
+mod scenario;
 mod schedule;
 
 use std::cell::RefCell;
@@ -67,6 +68,9 @@ pub enum EngineError {
     /// The gate of [`run_gated`] called the run off.
     #[error("{0}")]
     Gate(String),
+    /// A scenario's setup step failed: the load is not started.
+    #[error("{0}")]
+    Setup(String),
 }
 
 /// What a run measured.
@@ -122,6 +126,8 @@ pub struct Outcome {
     /// failed (a server that does not speak HTTP/2 there); `None` when
     /// none did.
     pub protocol_failure: Option<String>,
+    /// `--scenario`: the figures of each step and each flow.
+    pub scenario: Option<crate::scenario::Figures>,
 }
 
 /// Progress as it happens, once per second, for a progress line.
@@ -278,6 +284,8 @@ struct Local {
     server: Option<Box<str>>,
     /// Why this thread's first failed HTTP/2 handshake failed.
     protocol_failure: Option<String>,
+    /// `--scenario`: this thread's per-step and per-flow figures.
+    scenario: crate::scenario::Figures,
 }
 
 /// What a thread hands back.
@@ -290,6 +298,7 @@ struct Finished {
     tls_session: Option<TlsSession>,
     server: Option<Box<str>>,
     protocol_failure: Option<String>,
+    scenario: crate::scenario::Figures,
 }
 
 impl pool::Slice for Interval {
@@ -389,7 +398,7 @@ pub fn run_gated(
     .map_err(|failure| match failure {
         pool::Failure::Thread(t, e) => EngineError::Thread(t, e),
         pool::Failure::Gate(why) => EngineError::Gate(why),
-        pool::Failure::Setup(never) => match never {},
+        pool::Failure::Setup(why) => EngineError::Setup(why),
         pool::Failure::Panicked => panic!("a worker thread panicked"),
     })?;
     let elapsed = pooled.window(pooled.threads.iter().filter_map(|l| l.last_done).max());
@@ -397,7 +406,9 @@ pub fn run_gated(
     let mut stages = StageFigures::for_plan(shared.settings.schedule.plan.as_ref());
     let (mut tls_failure, mut tls_session, mut server, mut protocol_failure) =
         (None, None, None, None);
+    let mut scenario = crate::scenario::Figures::default();
     for local in pooled.threads {
+        scenario.add(&local.scenario);
         merged += &local.stats;
         dyno_load::stages::add_all(&mut stages, &local.stages);
         tls_failure = tls_failure.or(local.tls_failure);
@@ -422,6 +433,7 @@ pub fn run_gated(
         server,
         protocol_failure,
         started_at: pooled.started_at,
+        scenario: shared.settings.scenario.as_ref().map(|_| scenario),
     })
 }
 
@@ -430,7 +442,25 @@ pub fn run_gated(
 /// costs nothing.
 pub fn validate(s: &Settings) -> Result<(), EngineError> {
     let bad = |m: &str| Err(EngineError::Settings(m.to_owned()));
-    if s.requests.is_empty() {
+    if let Some(scenario) = &s.scenario {
+        if s.http2 || !s.alpn.is_empty() {
+            return bad("a scenario speaks HTTP/1.1 for now: drop --h2 and --alpn");
+        }
+        if s.pipeline > 1 {
+            return bad("a scenario's steps wait for each other's answers: drop --pipeline");
+        }
+        if s.schedule.plan.is_some() {
+            return bad(
+                "--rate-plan with a scenario is not supported yet: give --rate (flows per second)",
+            );
+        }
+        if !s.segment.is_whole() {
+            return bad("--segment with a scenario is not supported yet: run it from one process");
+        }
+        if let Err(why) = scenario.check_users(s.connections as u64) {
+            return Err(EngineError::Settings(why));
+        }
+    } else if s.requests.is_empty() {
         return bad("no request to send");
     }
     if s.connections == 0 || s.threads == 0 || s.pipeline == 0 || s.streams == 0 {
@@ -544,7 +574,7 @@ impl pool::Job for Connections {
     type Slice = Interval;
     type State = ThreadState;
     type Done = Finished;
-    type Error = std::convert::Infallible;
+    type Error = String;
 
     /// The thread's share of the connections and of a run's `-n`; in the
     /// open model, its connections opened (as wrk2 does, so no request
@@ -583,7 +613,16 @@ impl pool::Job for Connections {
             tls_session: None,
             server: None,
             protocol_failure: None,
+            scenario: settings
+                .scenario
+                .as_ref()
+                .map_or_else(Default::default, |s| {
+                    crate::scenario::Figures::new(s.step_count(), s.flows.len())
+                }),
         }));
+        if index == 0 {
+            scenario::setup(shared, &local).await?;
+        }
         let mut streams: Vec<Option<Stream>> = Vec::with_capacity(connections);
         if settings.schedule.rate_per_sec.is_some() {
             let mut connecting = Vec::with_capacity(connections);
@@ -670,6 +709,7 @@ impl pool::Job for Connections {
             tls_session: local.tls_session,
             server: local.server,
             protocol_failure: local.protocol_failure,
+            scenario: local.scenario,
         }
     }
 }
@@ -711,7 +751,9 @@ async fn driver(
             None => settings.alpn[0] == "h2",
         };
     }
-    if http2 {
+    if settings.scenario.is_some() {
+        scenario::virtual_user(shared, local, timer, read_buf, global, stream).await;
+    } else if http2 {
         h2::h2_connection(shared, local, timer, global, stream).await;
     } else {
         connection(shared, local, timer, read_buf, global, stream).await;
@@ -728,6 +770,13 @@ impl Local {
         }
     }
 
+    /// The figures of a scenario ticket's step.
+    fn step(&mut self, ticket: &Ticket) -> Option<&mut Stats> {
+        ticket
+            .step
+            .and_then(|s| self.scenario.steps.get_mut(s as usize))
+    }
+
     /// Publishes this thread's measured counts for the progress line.
     pub(super) fn publish(&self) {
         self.published.set(RESPONSES, self.stats.responses);
@@ -736,6 +785,9 @@ impl Local {
 
     /// Records the answer to `ticket`, done at `done`, if it is measured:
     /// one in flight fewer, and past the deadline it is unfinished instead.
+    /// `error`: the answer is not the one wanted (its status, or a
+    /// scenario step's check or extraction).
+    #[allow(clippy::too_many_arguments)]
     fn record_response(
         &mut self,
         shared: &Shared,
@@ -744,6 +796,7 @@ impl Local {
         status: u16,
         body_bytes: u64,
         timing: crate::stats::Timing,
+        error: Option<ErrorClass>,
     ) {
         shared.answered();
         if !ticket.measured {
@@ -760,10 +813,20 @@ impl Local {
             if let Some(stage) = stage {
                 stage.cut();
             }
+            if let Some(step) = self.step(ticket) {
+                step.unfinished += 1;
+            }
             return;
         }
         self.stats.response(status, body_bytes, timing);
-        let error = !shared.settings.expect_status.contains(status);
+        if let Some(step) = self.step(ticket) {
+            step.response(status, body_bytes, timing);
+            if let Some(class) = error {
+                step.error(class);
+            }
+        }
+        let class = error;
+        let error = error.is_some();
         // The same figure the run's latency histogram records.
         let latency = u64::try_from(timing.latency().as_nanos()).unwrap_or(u64::MAX);
         {
@@ -772,8 +835,8 @@ impl Local {
             let _ = interval.latency.record(latency);
             interval.errors += u64::from(error);
         }
-        if error {
-            self.stats.error(ErrorClass::Status);
+        if let Some(class) = class {
+            self.stats.error(class);
         }
         if let Some(stage) = self.stages.get_mut(ticket.stage) {
             stage.ended(Some(latency), error);
@@ -828,9 +891,15 @@ impl Local {
                 if let Some(stage) = stage {
                     stage.cut();
                 }
+                if let Some(step) = self.step(ticket) {
+                    step.unfinished += 1;
+                }
                 return;
             }
             self.stats.error(class);
+            if let Some(step) = self.step(ticket) {
+                step.error(class);
+            }
             self.seconds.at(shared.clock(), now).errors += 1;
             if let Some(stage) = self.stages.get_mut(ticket.stage) {
                 stage.ended(None, true);

@@ -25,6 +25,9 @@ pub(super) struct Ticket {
     pub(super) retried: bool,
     /// `--rate-plan`: the stage it is due in (0 without a plan).
     pub(super) stage: usize,
+    /// `--scenario`: the step it makes (its index among all steps), whose
+    /// own figures count it too.
+    pub(super) step: Option<u32>,
 }
 
 impl Local {
@@ -49,15 +52,25 @@ impl Local {
                 *quota -= 1;
             }
         }
-        let seq = shared.settings.segment.global(self.next_seq);
-        self.next_seq += threads;
+        let seq = self.take_seq(shared, threads);
         Some(Ticket {
             seq,
             due: None,
             measured,
             retried: false,
             stage: 0,
+            step: None,
         })
+    }
+}
+
+impl Local {
+    /// The next number of this thread's requests (`{seq}`): thread index
+    /// + k × threads, in the whole run's numbering.
+    pub(super) fn take_seq(&mut self, shared: &Shared, threads: u64) -> u64 {
+        let seq = shared.settings.segment.global(self.next_seq);
+        self.next_seq += threads;
+        seq
     }
 }
 
@@ -184,6 +197,7 @@ impl OpenSchedule {
             measured: k >= self.first_measured,
             retried: false,
             stage,
+            step: None,
         };
         local.borrow_mut().hold(&ticket);
         Some(ticket)

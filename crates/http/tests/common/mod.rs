@@ -63,6 +63,7 @@ pub(crate) fn settings(
         tls: dyno_http::TlsSettings::default(),
         source_addr: None,
         segment: dyno_http::Segment::WHOLE,
+        scenario: None,
     }
 }
 

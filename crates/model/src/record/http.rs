@@ -77,6 +77,45 @@ pub struct HttpRecord {
     /// `--rate-plan`: the plan and each stage's own figures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_plan: Option<RatePlanRecord>,
+    /// `--scenario`: the flows and steps the virtual users made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<ScenarioRecord>,
+}
+
+/// A scenario run's flows and steps, as the file gave them. Their figures
+/// are the run's metrics labelled `flow` and `step`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ScenarioRecord {
+    /// The scenario file as given.
+    pub file: String,
+    pub flows: Vec<FlowRecord>,
+    /// Setup steps made once before the load (not measured).
+    pub setup_steps: u64,
+    /// Each virtual user kept its cookies.
+    pub cookies: bool,
+    /// The data file whose rows the virtual users took, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+}
+
+/// One flow of a scenario.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct FlowRecord {
+    pub name: String,
+    pub weight: u64,
+    pub steps: Vec<StepRecord>,
+}
+
+/// One step of a flow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct StepRecord {
+    pub name: String,
+    pub method: String,
+    /// The URL as written, placeholders and all.
+    pub url: String,
 }
 
 impl Default for HttpRecord {
@@ -114,6 +153,7 @@ impl Default for HttpRecord {
             group: None,
             capacity: None,
             rate_plan: None,
+            scenario: None,
         }
     }
 }

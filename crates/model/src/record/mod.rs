@@ -44,7 +44,9 @@ pub use exec::{
     Bench, CommandSpec, ExecRecord, ExecSettings, Hooks, Output, Parameter, PlannedBenchmark,
     Policy, Shell, benches,
 };
-pub use http::{HttpObserved, HttpRecord, LoadModel, TlsSession};
+pub use http::{
+    FlowRecord, HttpObserved, HttpRecord, LoadModel, ScenarioRecord, StepRecord, TlsSession,
+};
 pub use quick::{QuickDisk, QuickHttp, QuickInt64, QuickLine, QuickRecord};
 pub use scale::{FileSource, RunSource, ScaleRecord, WorkloadSource};
 pub use segment::{GroupRecord, GroupSegment, SegmentRecord};

@@ -1,0 +1,411 @@
+//! A scenario's virtual user: one connection of the engine that runs
+//! flows instead of one request after another.
+//!
+//! Closed model: a user starts its next flow as soon as its last one
+//! ended (and it thought); `-n` counts flows. Open model: flows start on
+//! the timetable (`--rate` is flows per second), and a step's corrected
+//! latency counts from when it would have been sent had its flow started
+//! on time: the flow's start lag is added to each of its steps, so a
+//! stalled server cannot hide behind a flow that started late.
+//!
+//! A step's answer is checked (status, then what the step looks for in
+//! the body) and its extractions fill the user's variables; the first
+//! failure counts as that step's error of its class and ends the flow,
+//! and the user goes on with its next flow.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::exchange::{Answered, Conn, Failure, Outgoing, exchange};
+use super::schedule::{OpenSchedule, Ticket};
+use super::{Local, Shared};
+use crate::conn::Stream;
+use crate::scenario::template::{Fill, Unsendable, render};
+use crate::scenario::{Answer, CookieJar, Scenario, Step};
+use crate::stats::ErrorClass;
+use dyno_load::Timer;
+
+/// A virtual user's own state.
+struct User<'s> {
+    scenario: &'s Scenario,
+    values: Vec<Option<Box<[u8]>>>,
+    jar: CookieJar,
+    vu: u64,
+    iter: u64,
+    rng: fastrand::Rng,
+    /// The request being sent, when it is filled.
+    request: Vec<u8>,
+    /// A request body, filled before its length is written.
+    scratch: Vec<u8>,
+    /// The answer's bytes, for a step that reads them.
+    answer: Vec<u8>,
+}
+
+/// How a step went.
+enum Made {
+    /// Answered and passed.
+    Passed(Instant),
+    /// Failed; the flow ends.
+    Failed,
+}
+
+impl<'s> User<'s> {
+    fn new(scenario: &'s Scenario, vu: u64, seed: u64) -> User<'s> {
+        let mut values = vec![None; scenario.variables.len()];
+        if let Some(data) = &scenario.data
+            && let Some(row) = data.rows.get(vu as usize)
+        {
+            for (&slot, value) in data.slots.iter().zip(row) {
+                values[slot] = Some(value.clone());
+            }
+        }
+        User {
+            scenario,
+            values,
+            jar: CookieJar::default(),
+            vu,
+            iter: 0,
+            rng: fastrand::Rng::with_seed(seed ^ vu.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            request: Vec::new(),
+            scratch: Vec::new(),
+            answer: Vec::new(),
+        }
+    }
+
+    /// Fills `step`'s request into `self.request`, unless it is sent as
+    /// compiled (then `Ok(false)`).
+    fn fill(&mut self, step: &Step, seq: u64) -> Result<bool, Unsendable> {
+        let cookie = if self.scenario.cookies {
+            self.jar.header()
+        } else {
+            None
+        };
+        if step.request.whole().is_some() && cookie.is_none() {
+            return Ok(false);
+        }
+        let mut fill = Fill {
+            values: &self.values,
+            vu: self.vu,
+            iter: self.iter,
+            seq,
+            rng: &mut self.rng,
+            cookie,
+        };
+        step.request
+            .write(&mut fill, &mut self.request, &mut self.scratch)?;
+        Ok(true)
+    }
+
+    /// Makes one step: sends it, reads, checks, extracts, records.
+    async fn make(
+        &mut self,
+        shared: &Shared,
+        local: &RefCell<Local>,
+        read_buf: &RefCell<Vec<u8>>,
+        conn: &mut Conn,
+        step: &Step,
+        ticket: &Ticket,
+    ) -> Result<Made, Failure> {
+        let filled = match self.fill(step, ticket.seq) {
+            Ok(filled) => filled,
+            Err(Unsendable { .. }) => {
+                // A value found earlier cannot go into this request.
+                local
+                    .borrow_mut()
+                    .record_error(shared, ticket, ErrorClass::Extract, false);
+                return Ok(Made::Failed);
+            }
+        };
+        let bytes = if filled {
+            &self.request[..]
+        } else {
+            step.request.whole().expect("sent as compiled")
+        };
+        let reads = step.reads_answer() || self.scenario.cookies;
+        let outgoing = Outgoing {
+            bytes,
+            head: step.is_head(),
+            capture: reads.then_some(&mut self.answer),
+        };
+        let Some(Answered {
+            done,
+            status,
+            body_bytes,
+            timing,
+        }) = exchange(
+            shared,
+            local,
+            read_buf,
+            conn,
+            std::slice::from_ref(ticket),
+            Some(outgoing),
+        )
+        .await?
+        else {
+            return Ok(Made::Failed);
+        };
+        let statuses = step.statuses.unwrap_or(shared.settings.expect_status);
+        let mut error = (!statuses.contains(status)).then_some(ErrorClass::Status);
+        if error.is_none() && reads {
+            error = self.read_answer(step);
+        }
+        local
+            .borrow_mut()
+            .record_response(shared, ticket, done, status, body_bytes, timing, error);
+        Ok(match error {
+            None => Made::Passed(done),
+            Some(_) => Made::Failed,
+        })
+    }
+
+    /// Takes the answer's cookies, checks its body, and extracts; the class
+    /// of the first failure.
+    fn read_answer(&mut self, step: &Step) -> Option<ErrorClass> {
+        let Some(answer) = Answer::read(&self.answer) else {
+            return Some(ErrorClass::Check);
+        };
+        if self.scenario.cookies {
+            self.jar.take(&answer);
+        }
+        if let Some(needle) = &step.contains {
+            let mut fill = Fill {
+                values: &self.values,
+                vu: self.vu,
+                iter: self.iter,
+                seq: 0,
+                rng: &mut self.rng,
+                cookie: None,
+            };
+            render(needle, &mut fill, &mut self.scratch);
+            if !answer.contains(&self.scratch) {
+                return Some(ErrorClass::Check);
+            }
+        }
+        for e in &step.extract {
+            match answer.extract(e) {
+                Some(value) => self.values[e.slot] = Some(value),
+                None => return Some(ErrorClass::Extract),
+            }
+        }
+        None
+    }
+}
+
+/// One virtual user: takes a flow's start (closed quota or open
+/// timetable), picks a flow by weight, makes its steps, repeats.
+pub(super) async fn virtual_user(
+    shared: Arc<Shared>,
+    local: Rc<RefCell<Local>>,
+    timer: Option<Timer>,
+    read_buf: Rc<RefCell<Vec<u8>>>,
+    global: usize,
+    stream: Option<Stream>,
+) {
+    let settings = &shared.settings;
+    let scenario = settings.scenario.as_deref().expect("a scenario run");
+    let threads = settings.threads.min(settings.connections).max(1) as u64;
+    let open = settings
+        .schedule
+        .rate_per_sec
+        .map(|rate| OpenSchedule::start(&shared, global, rate, &local));
+    let vu = settings.segment.global(global as u64);
+    let mut user = User::new(scenario, vu, settings.seed);
+    let mut conn = Conn::new(stream);
+    let mut backoff = Duration::ZERO;
+    loop {
+        let start = match &open {
+            Some(schedule) => schedule.borrow_mut().ticket(&shared, &local),
+            None => local.borrow_mut().closed_ticket(&shared, threads),
+        };
+        let Some(start) = start else {
+            break;
+        };
+        match (start.due, &timer) {
+            (Some(due), Some(timer)) => timer.sleep_until(due).await,
+            (Some(due), None) => tokio::time::sleep_until(due.into()).await,
+            (None, _) => {}
+        }
+        let flow_index = user.scenario.pick(user.rng.u64(0..scenario.total_weight));
+        let flow = &scenario.flows[flow_index];
+        let began = start.due.unwrap_or_else(Instant::now);
+        // The open model: how late the flow started, added to each step.
+        let lag = Instant::now().saturating_duration_since(began);
+        if start.measured {
+            local.borrow_mut().scenario.flows[flow_index].started += 1;
+        }
+        let mut last = None;
+        for (i, step) in flow.steps.iter().enumerate() {
+            let ticket = if i == 0 {
+                Ticket {
+                    step: Some(step.index as u32),
+                    ..start
+                }
+            } else {
+                if shared.stopped() || shared.end().is_some_and(|end| Instant::now() >= end) {
+                    // Cut by the end: the flow is unfinished.
+                    last = None;
+                    break;
+                }
+                let now = Instant::now();
+                let ticket = Ticket {
+                    seq: local.borrow_mut().take_seq(&shared, threads),
+                    due: start.due.map(|_| now.checked_sub(lag).unwrap_or(now)),
+                    measured: start.measured,
+                    retried: false,
+                    stage: start.stage,
+                    step: Some(step.index as u32),
+                };
+                local.borrow_mut().hold(&ticket);
+                ticket
+            };
+            match user
+                .make(
+                    &shared,
+                    &local,
+                    &read_buf,
+                    &mut conn,
+                    step,
+                    &ticket)
+                .await
+            {
+                Ok(Made::Passed(done)) => {
+                    backoff = Duration::ZERO;
+                    last = Some(done);
+                }
+                Ok(Made::Failed) => {
+                    if start.measured && within(&shared, Instant::now()) {
+                        local.borrow_mut().scenario.flow_ended(flow_index, None);
+                    }
+                    last = None;
+                    break;
+                }
+                Err(Failure::Connect(class)) => {
+                    if class == ErrorClass::ConnectRefused {
+                        shared.connect_refused();
+                    }
+                    local
+                        .borrow_mut()
+                        .record_error(&shared, &ticket, class, false);
+                    if start.measured && within(&shared, Instant::now()) {
+                        local.borrow_mut().scenario.flow_ended(flow_index, None);
+                    }
+                    backoff =
+                        (backoff * 2).clamp(Duration::from_millis(1), Duration::from_millis(100));
+                    if open.is_none() {
+                        tokio::time::sleep(backoff).await;
+                    }
+                    last = None;
+                    break;
+                }
+                Err(Failure::Request { class, .. }) => {
+                    local
+                        .borrow_mut()
+                        .record_error(&shared, &ticket, class, true);
+                    conn.close();
+                    if start.measured && within(&shared, Instant::now()) {
+                        local.borrow_mut().scenario.flow_ended(flow_index, None);
+                    }
+                    last = None;
+                    break;
+                }
+            }
+            // Think: between steps, and in the closed model before the
+            // user's next flow too (in the open model flows arrive on
+            // their own timetable).
+            let final_step = i + 1 == flow.steps.len();
+            if !(final_step && open.is_some()) {
+                let pause = step.think.draw(&mut user.rng);
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        }
+        if let Some(done) = last
+            && start.measured
+            && within(&shared, done)
+        {
+            local
+                .borrow_mut()
+                .scenario
+                .flow_ended(flow_index, Some(done.saturating_duration_since(began)));
+        }
+        user.iter += 1;
+    }
+}
+
+/// Whether `t` is inside the run (before its deadline, if it has one).
+fn within(shared: &Shared, t: Instant) -> bool {
+    shared.end().is_none_or(|end| t < end)
+}
+
+/// Makes the scenario's setup steps, once, before the clock starts; why
+/// one failed, if one did.
+pub(super) async fn setup(shared: &Shared, local: &RefCell<Local>) -> Result<(), String> {
+    let Some(scenario) = shared.settings.scenario.as_deref() else {
+        return Ok(());
+    };
+    if scenario.setup.is_empty() {
+        return Ok(());
+    }
+    let read_buf = RefCell::new(vec![0u8; super::READ_BUF]);
+    let mut conn = Conn::new(None);
+    let mut user = User::new(scenario, 0, shared.settings.seed);
+    for (i, step) in scenario.setup.iter().enumerate() {
+        let ticket = Ticket {
+            seq: i as u64,
+            due: None,
+            measured: false,
+            retried: false,
+            stage: 0,
+            step: None,
+        };
+        let what = format!("setup step {:?} ({} {})", step.name, step.method, step.url);
+        let filled = user
+            .fill(step, ticket.seq)
+            .map_err(|_| format!("{what}: a value cannot be sent"))?;
+        let bytes = if filled {
+            user.request.clone()
+        } else {
+            step.request.whole().expect("sent as compiled").to_vec()
+        };
+        let outgoing = Outgoing {
+            bytes: &bytes,
+            head: step.is_head(),
+            capture: Some(&mut user.answer),
+        };
+        let answered = exchange(
+            shared,
+            local,
+            &read_buf,
+            &mut conn,
+            std::slice::from_ref(&ticket),
+            Some(outgoing),
+        )
+        .await
+        .map_err(|f| match f {
+            Failure::Connect(class) | Failure::Request { class, .. } => {
+                format!("{what}: {}", class.label())
+            }
+        })?
+        .ok_or_else(|| format!("{what}: no answer"))?;
+        let statuses = step.statuses.unwrap_or(shared.settings.expect_status);
+        if !statuses.contains(answered.status) {
+            let body = Answer::read(&user.answer)
+                .map(|a| String::from_utf8_lossy(&a.body()[..a.body().len().min(200)]).into_owned())
+                .unwrap_or_default();
+            return Err(format!(
+                "{what} was answered {}: {}",
+                answered.status,
+                body.trim()
+            ));
+        }
+        if user.read_answer(step).is_some() {
+            return Err(format!(
+                "{what}: its answer does not contain what the step checks for"
+            ));
+        }
+    }
+    Ok(())
+}

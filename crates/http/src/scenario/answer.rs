@@ -1,0 +1,238 @@
+//! A kept answer, read for a step's checks and extractions, and a virtual
+//! user's cookies.
+//!
+//! The engine's parser frames answers without keeping them; for a step
+//! that looks into its answer, the exchange also copies the answer's bytes
+//! as they are consumed. They are read here once the answer is complete:
+//! the head again by `httparse` (a complete head, so one pass), the body
+//! de-chunked when it was sent chunked.
+
+use std::borrow::Cow;
+
+use super::{Extract, Source};
+
+/// A complete answer's bytes, as sent: interim 1xx heads, the final head
+/// and the body.
+#[derive(Debug)]
+pub struct Answer<'a> {
+    headers: Vec<(&'a str, &'a [u8])>,
+    body: Cow<'a, [u8]>,
+}
+
+impl<'a> Answer<'a> {
+    /// Reads an answer the engine's parser has framed; `None` when it is
+    /// not one (which the parser would have refused first).
+    pub fn read(bytes: &'a [u8]) -> Option<Answer<'a>> {
+        let mut rest = bytes;
+        loop {
+            // Stray empty lines before a head, as the parser skips them.
+            let skip = rest
+                .iter()
+                .take_while(|&&b| b == b'\r' || b == b'\n')
+                .count();
+            rest = &rest[skip..];
+            let mut fields = [httparse::EMPTY_HEADER; 64];
+            let mut head = httparse::Response::new(&mut fields);
+            let httparse::Status::Complete(len) = head.parse(rest).ok()? else {
+                return None;
+            };
+            let code = head.code?;
+            if (100..200).contains(&code) {
+                rest = &rest[len..];
+                continue;
+            }
+            let headers: Vec<(&str, &[u8])> =
+                head.headers.iter().map(|h| (h.name, h.value)).collect();
+            let body = &rest[len..];
+            let chunked = headers.iter().any(|(n, v)| {
+                n.eq_ignore_ascii_case("transfer-encoding")
+                    && String::from_utf8_lossy(v)
+                        .rsplit(',')
+                        .next()
+                        .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"))
+            });
+            let body = if chunked {
+                Cow::Owned(dechunk(body)?)
+            } else {
+                Cow::Borrowed(body)
+            };
+            return Some(Answer { headers, body });
+        }
+    }
+
+    /// The body, de-chunked.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// The first header of this name (any case).
+    pub fn header(&self, name: &str) -> Option<&'a [u8]> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|&(_, v)| v)
+    }
+
+    /// Every header of this name, in order.
+    pub fn headers<'b>(&'b self, name: &'b str) -> impl Iterator<Item = &'a [u8]> + 'b {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|&(_, v)| v)
+    }
+
+    /// Whether the body holds `needle`.
+    pub fn contains(&self, needle: &[u8]) -> bool {
+        needle.is_empty() || self.body.windows(needle.len()).any(|w| w == needle)
+    }
+
+    /// What `extract` finds, or `None`.
+    pub fn extract(&self, extract: &Extract) -> Option<Box<[u8]>> {
+        match &extract.from {
+            Source::Header(name) => self.header(name).map(Into::into),
+            Source::Regex(re) => {
+                let caps = re.captures(&self.body)?;
+                let m = caps.get(1).or_else(|| caps.get(0))?;
+                Some(m.as_bytes().into())
+            }
+            Source::Json(pointer) => {
+                let value: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
+                match value.pointer(pointer)? {
+                    serde_json::Value::String(s) => Some(s.as_bytes().into()),
+                    serde_json::Value::Null => None,
+                    other => Some(other.to_string().into_bytes().into()),
+                }
+            }
+        }
+    }
+}
+
+/// The data of a chunked body (chunk-size lines, extensions and trailers
+/// dropped); `None` when it is not well-formed.
+fn dechunk(mut body: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(body.len());
+    loop {
+        let eol = body.iter().position(|&b| b == b'\n')?;
+        let line = std::str::from_utf8(&body[..eol]).ok()?;
+        let size = line.split(';').next()?.trim();
+        let size = usize::from_str_radix(size, 16).ok()?;
+        body = &body[eol + 1..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(body.get(..size)?);
+        body = body.get(size..)?;
+        let crlf = body
+            .iter()
+            .take(2)
+            .take_while(|&&b| b == b'\r' || b == b'\n')
+            .count();
+        body = &body[crlf..];
+    }
+}
+
+/// A virtual user's cookies: one target, so only names and values are
+/// kept (no domain or path matching); a cookie whose `Max-Age` is 0 or
+/// negative is removed, as a server logs a user out.
+#[derive(Debug, Default, Clone)]
+pub struct CookieJar {
+    cookies: Vec<(String, String)>,
+    /// The `Cookie` header's value, rebuilt when the jar changes.
+    header: String,
+}
+
+impl CookieJar {
+    /// Takes the answer's `Set-Cookie` headers.
+    pub fn take(&mut self, answer: &Answer<'_>) {
+        let mut changed = false;
+        for set in answer.headers("set-cookie") {
+            let text = String::from_utf8_lossy(set);
+            let mut parts = text.split(';');
+            let Some((name, value)) = parts.next().and_then(|p| p.split_once('=')) else {
+                continue;
+            };
+            let (name, value) = (name.trim(), value.trim());
+            if name.is_empty() {
+                continue;
+            }
+            let expired = parts.any(|attr| {
+                attr.split_once('=').is_some_and(|(k, v)| {
+                    k.trim().eq_ignore_ascii_case("max-age")
+                        && v.trim().parse::<i64>().is_ok_and(|age| age <= 0)
+                })
+            });
+            self.cookies.retain(|(n, _)| n != name);
+            if !expired {
+                self.cookies.push((name.to_owned(), value.to_owned()));
+            }
+            changed = true;
+        }
+        if changed {
+            self.header = self
+                .cookies
+                .iter()
+                .map(|(n, v)| format!("{n}={v}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+        }
+    }
+
+    /// The `Cookie` header's value, `None` while the jar is empty.
+    pub fn header(&self) -> Option<&str> {
+        (!self.cookies.is_empty()).then_some(self.header.as_str())
+    }
+
+    /// Forgets every cookie (a new virtual user's data row, a new flow
+    /// is not one: cookies last as long as the user).
+    pub fn clear(&mut self) {
+        self.cookies.clear();
+        self.header.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHUNKED: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\nSet-Cookie: s=abc; Path=/\r\nSet-Cookie: t=1\r\nLocation: /m/9\r\n\r\n7;x=y\r\n{\"id\":9\r\n3\r\n,\"a\r\n6\r\n\":\"x\"}\r\n0\r\nTrailer: 1\r\n\r\n";
+
+    #[test]
+    fn an_answer_is_read_past_interim_heads_and_its_chunks() {
+        let answer = Answer::read(CHUNKED).unwrap();
+        assert_eq!(answer.body(), br#"{"id":9,"a":"x"}"#);
+        assert_eq!(answer.header("location"), Some(&b"/m/9"[..]));
+        assert!(answer.contains(b"\"a\":\"x\""));
+        assert!(!answer.contains(b"nothing"));
+        let json = |p: &str| Extract {
+            from: Source::Json(p.into()),
+            slot: 0,
+        };
+        assert_eq!(answer.extract(&json("/id")).as_deref(), Some(&b"9"[..]));
+        assert_eq!(answer.extract(&json("/a")).as_deref(), Some(&b"x"[..]));
+        assert_eq!(answer.extract(&json("/none")), None);
+        let re = Extract {
+            from: Source::Regex(regex::bytes::Regex::new(r#""id":(\d+)"#).unwrap()),
+            slot: 0,
+        };
+        assert_eq!(answer.extract(&re).as_deref(), Some(&b"9"[..]));
+        let header = Extract {
+            from: Source::Header("Location".into()),
+            slot: 0,
+        };
+        assert_eq!(answer.extract(&header).as_deref(), Some(&b"/m/9"[..]));
+        assert!(
+            Answer::read(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n").is_none()
+        );
+    }
+
+    #[test]
+    fn the_jar_keeps_the_last_value_of_each_cookie_and_drops_expired_ones() {
+        let mut jar = CookieJar::default();
+        assert_eq!(jar.header(), None);
+        jar.take(&Answer::read(CHUNKED).unwrap());
+        assert_eq!(jar.header(), Some("s=abc; t=1"));
+        let again = b"HTTP/1.1 200 OK\r\nSet-Cookie: s=new\r\nSet-Cookie: t=; Max-Age=0\r\nContent-Length: 0\r\n\r\n";
+        jar.take(&Answer::read(again).unwrap());
+        assert_eq!(jar.header(), Some("s=new"));
+    }
+}

@@ -1,0 +1,457 @@
+//! A step's request, compiled once: literal bytes and slots.
+//!
+//! The text of a URL, a header value or a body may hold `${name}` (a
+//! variable: a data column or an extracted value), `${vu}` (the virtual
+//! user's number), `${iter}` (its flow count), `${seq}` (the request's
+//! number) and `${rand:MIN-MAX}`; `$$` is a literal `$`. The request is laid
+//! out as `dyno http` lays out its own (Host first, the user's headers,
+//! Content-Length, Cookie, User-Agent), so a step with nothing to fill is
+//! encoded whole, once, and sent as it is.
+
+use std::fmt;
+
+use crate::request::Target;
+
+/// The `User-Agent` sent unless a step gives one.
+const USER_AGENT: &str = concat!("dyno/", env!("CARGO_PKG_VERSION"));
+
+/// A part of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Piece {
+    Lit(Box<[u8]>),
+    /// A variable's value. In the URL it is percent-encoded where it must
+    /// be; in a header a value with a line break fails the step.
+    Var {
+        slot: usize,
+        place: Place,
+    },
+    Vu,
+    Iter,
+    Seq,
+    Rand {
+        min: u64,
+        max: u64,
+    },
+}
+
+/// Where a value goes, which says how it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    Url,
+    Header,
+    Body,
+}
+
+/// A step's request: the head up to its own headers, the body, and what
+/// ends the head. `whole` holds the bytes of a request with nothing to fill.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Text {
+    head: Vec<Piece>,
+    body: Option<Vec<Piece>>,
+    /// Whether the step gave its own Content-Length or Transfer-Encoding.
+    framed: bool,
+    tail: Box<[u8]>,
+    whole: Option<Box<[u8]>>,
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Text")
+            .field(
+                "pieces",
+                &(self.head.len() + self.body.as_ref().map_or(0, Vec::len)),
+            )
+            .field("whole", &self.whole.is_some())
+            .finish()
+    }
+}
+
+/// What fills a request's slots.
+pub(crate) struct Fill<'a> {
+    pub values: &'a [Option<Box<[u8]>>],
+    pub vu: u64,
+    pub iter: u64,
+    pub seq: u64,
+    pub rng: &'a mut fastrand::Rng,
+    /// The `Cookie` header's value, when the virtual user has cookies.
+    pub cookie: Option<&'a str>,
+}
+
+/// Why a request could not be filled: a variable's value cannot go where
+/// the step puts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unsendable {
+    pub slot: usize,
+}
+
+impl Text {
+    /// Lays a request out. `path` (the path and query), the header values
+    /// and the body are pieces already parsed by [`parse`].
+    pub(crate) fn new(
+        target: &Target,
+        method: &str,
+        path: Vec<Piece>,
+        headers: Vec<(String, Vec<Piece>)>,
+        body: Option<Vec<Piece>>,
+    ) -> Text {
+        let mut head = vec![Piece::Lit(format!("{method} ").into_bytes().into())];
+        head.extend(path);
+        let host = headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+            .map(|(_, v)| v.clone());
+        head.push(Piece::Lit(b" HTTP/1.1\r\nHost: ".to_vec().into()));
+        match host {
+            Some(value) => head.extend(value),
+            None => head.push(Piece::Lit(target.authority.as_bytes().into())),
+        }
+        head.push(Piece::Lit(b"\r\n".to_vec().into()));
+        let mut user_agent = false;
+        let mut framed = false;
+        for (name, value) in headers {
+            if name.eq_ignore_ascii_case("host") {
+                continue;
+            }
+            user_agent |= name.eq_ignore_ascii_case("user-agent");
+            framed |= name.eq_ignore_ascii_case("content-length")
+                || name.eq_ignore_ascii_case("transfer-encoding");
+            head.push(Piece::Lit(format!("{name}: ").into_bytes().into()));
+            head.extend(value);
+            head.push(Piece::Lit(b"\r\n".to_vec().into()));
+        }
+        let mut tail = Vec::new();
+        if !user_agent {
+            tail.extend_from_slice(format!("User-Agent: {USER_AGENT}\r\n").as_bytes());
+        }
+        tail.extend_from_slice(b"\r\n");
+        let mut text = Text {
+            head: merge(head),
+            body: body.map(merge),
+            framed,
+            tail: tail.into(),
+            whole: None,
+        };
+        let fixed = text.head.iter().all(|p| matches!(p, Piece::Lit(_)))
+            && text
+                .body
+                .iter()
+                .flatten()
+                .all(|p| matches!(p, Piece::Lit(_)));
+        if fixed {
+            let mut bytes = Vec::new();
+            let mut scratch = Vec::new();
+            let mut rng = fastrand::Rng::with_seed(0);
+            let mut fill = Fill {
+                values: &[],
+                vu: 0,
+                iter: 0,
+                seq: 0,
+                rng: &mut rng,
+                cookie: None,
+            };
+            text.write(&mut fill, &mut bytes, &mut scratch)
+                .expect("a request with nothing to fill is always sendable");
+            text.whole = Some(bytes.into());
+        }
+        text
+    }
+
+    /// The bytes of a request with nothing to fill, sent without a copy
+    /// unless cookies must go with it.
+    pub(crate) fn whole(&self) -> Option<&[u8]> {
+        self.whole.as_deref()
+    }
+
+    /// Writes the request into `out` (cleared first), using `scratch` for
+    /// the body, whose length comes before it.
+    pub(crate) fn write(
+        &self,
+        fill: &mut Fill<'_>,
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<(), Unsendable> {
+        out.clear();
+        for piece in &self.head {
+            put(piece, fill, out)?;
+        }
+        if let Some(body) = &self.body {
+            scratch.clear();
+            for piece in body {
+                put(piece, fill, scratch)?;
+            }
+            if !self.framed {
+                out.extend_from_slice(b"Content-Length: ");
+                out.extend_from_slice(scratch.len().to_string().as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        if let Some(cookie) = fill.cookie {
+            out.extend_from_slice(b"Cookie: ");
+            out.extend_from_slice(cookie.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(&self.tail);
+        if self.body.is_some() {
+            out.extend_from_slice(scratch);
+        }
+        Ok(())
+    }
+}
+
+/// Writes `pieces` (a template of the body's kind: a check's text) into
+/// `out`, cleared first.
+pub(crate) fn render(pieces: &[Piece], fill: &mut Fill<'_>, out: &mut Vec<u8>) {
+    out.clear();
+    for piece in pieces {
+        put(piece, fill, out).expect("a body's values always go in");
+    }
+}
+
+/// Joins neighbouring literals, so that a request is as few copies as it
+/// has slots.
+fn merge(pieces: Vec<Piece>) -> Vec<Piece> {
+    let mut out: Vec<Piece> = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        match (out.last_mut(), piece) {
+            (Some(Piece::Lit(a)), Piece::Lit(b)) => {
+                let mut joined = a.to_vec();
+                joined.extend_from_slice(&b);
+                *a = joined.into();
+            }
+            (_, piece) => out.push(piece),
+        }
+    }
+    out
+}
+
+fn put(piece: &Piece, fill: &mut Fill<'_>, out: &mut Vec<u8>) -> Result<(), Unsendable> {
+    match piece {
+        Piece::Lit(bytes) => out.extend_from_slice(bytes),
+        Piece::Vu => out.extend_from_slice(fill.vu.to_string().as_bytes()),
+        Piece::Iter => out.extend_from_slice(fill.iter.to_string().as_bytes()),
+        Piece::Seq => out.extend_from_slice(fill.seq.to_string().as_bytes()),
+        Piece::Rand { min, max } => {
+            out.extend_from_slice(fill.rng.u64(*min..=*max).to_string().as_bytes());
+        }
+        Piece::Var { slot, place } => {
+            let value = fill.values[*slot].as_deref().unwrap_or_default();
+            match place {
+                Place::Body => out.extend_from_slice(value),
+                Place::Header => {
+                    if value.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0) {
+                        return Err(Unsendable { slot: *slot });
+                    }
+                    out.extend_from_slice(value);
+                }
+                Place::Url => {
+                    for &b in value {
+                        if url_safe(b) {
+                            out.push(b);
+                        } else {
+                            out.extend_from_slice(format!("%{b:02X}").as_bytes());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Bytes a value may keep as they are in a URL's path or query.
+fn url_safe(b: u8) -> bool {
+    b.is_ascii_graphic()
+        && !matches!(
+            b,
+            b'"' | b'#' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}' | b'%'
+        )
+}
+
+/// A name in `${…}`: a built-in or a variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Name<'a> {
+    Vu,
+    Iter,
+    Seq,
+    Rand { min: u64, max: u64 },
+    Variable(&'a str),
+}
+
+/// Splits `text` into literals and `${…}` names; `resolve` turns a
+/// variable's name into its slot or says why it cannot be used there.
+/// Errors carry the byte offset in `text` where the problem is.
+pub(crate) fn parse(
+    text: &str,
+    place: Place,
+    resolve: &mut dyn FnMut(&str) -> Result<usize, String>,
+) -> Result<Vec<Piece>, (usize, String)> {
+    let mut pieces = Vec::new();
+    let mut lit = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1)) {
+            (b'$', Some(b'$')) => {
+                lit.push(b'$');
+                i += 2;
+            }
+            (b'$', Some(b'{')) => {
+                let Some(len) = text[i + 2..].find('}') else {
+                    return Err((
+                        i,
+                        "`${` is not closed: write `${name}`, or `$$` for a literal `$`".into(),
+                    ));
+                };
+                let inner = &text[i + 2..i + 2 + len];
+                let name = name(inner).map_err(|m| (i, m))?;
+                if !lit.is_empty() {
+                    pieces.push(Piece::Lit(std::mem::take(&mut lit).into()));
+                }
+                pieces.push(match name {
+                    Name::Vu => Piece::Vu,
+                    Name::Iter => Piece::Iter,
+                    Name::Seq => Piece::Seq,
+                    Name::Rand { min, max } => Piece::Rand { min, max },
+                    Name::Variable(v) => Piece::Var {
+                        slot: resolve(v).map_err(|m| (i, m))?,
+                        place,
+                    },
+                });
+                i += len + 3;
+            }
+            (b, _) => {
+                lit.push(b);
+                i += 1;
+            }
+        }
+    }
+    if !lit.is_empty() {
+        pieces.push(Piece::Lit(lit.into()));
+    }
+    Ok(pieces)
+}
+
+/// What is inside `${…}`.
+fn name(inner: &str) -> Result<Name<'_>, String> {
+    match inner {
+        "vu" => return Ok(Name::Vu),
+        "iter" => return Ok(Name::Iter),
+        "seq" => return Ok(Name::Seq),
+        _ => {}
+    }
+    if let Some(range) = inner.strip_prefix("rand:") {
+        let bad = || {
+            format!(
+                "`${{{inner}}}`: write a range of integers as `${{rand:MIN-MAX}}`, e.g. `${{rand:1-100}}`"
+            )
+        };
+        let (min, max) = range.split_once('-').ok_or_else(bad)?;
+        let (min, max) = (
+            min.trim().parse::<u64>().map_err(|_| bad())?,
+            max.trim().parse::<u64>().map_err(|_| bad())?,
+        );
+        if min > max {
+            return Err(bad());
+        }
+        return Ok(Name::Rand { min, max });
+    }
+    if is_name(inner) {
+        Ok(Name::Variable(inner))
+    } else {
+        Err(format!(
+            "`${{{inner}}}` is not a variable: names are letters, digits and `_`, not starting with a digit; the built-ins are vu, iter, seq and rand:MIN-MAX"
+        ))
+    }
+}
+
+/// A variable's name: letters, digits and `_`, not starting with a digit.
+pub(crate) fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::parse_url;
+
+    fn pieces(text: &str, place: Place) -> Vec<Piece> {
+        parse(text, place, &mut |n| match n {
+            "id" => Ok(0),
+            "name" => Ok(1),
+            other => Err(format!("unknown {other}")),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_request_with_nothing_to_fill_is_encoded_once_as_dyno_http_encodes_it() {
+        let (target, _) = parse_url("http://127.0.0.1:8080/").unwrap();
+        let text = Text::new(&target, "GET", pieces("/hello", Place::Url), vec![], None);
+        let spec = crate::request::RequestSpec {
+            path: "/hello".into(),
+            ..Default::default()
+        };
+        let template = crate::request::RequestTemplate::new(&target, &spec).unwrap();
+        assert_eq!(text.whole(), template.static_bytes());
+    }
+
+    #[test]
+    fn values_are_encoded_for_where_they_go() {
+        let (target, _) = parse_url("http://h/").unwrap();
+        let text = Text::new(
+            &target,
+            "PUT",
+            pieces("/m/${id}?n=${name}&v=${vu}", Place::Url),
+            vec![("X-Name".into(), pieces("${name}", Place::Header))],
+            Some(pieces(r#"{"n":"${name}","i":${iter},"$$":1}"#, Place::Body)),
+        );
+        assert!(text.whole().is_none());
+        let values = vec![Some(b"42".to_vec().into()), Some(b"a b".to_vec().into())];
+        let mut rng = fastrand::Rng::with_seed(1);
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        let mut fill = Fill {
+            values: &values,
+            vu: 7,
+            iter: 3,
+            seq: 0,
+            rng: &mut rng,
+            cookie: Some("s=1"),
+        };
+        text.write(&mut fill, &mut out, &mut scratch).unwrap();
+        let body = r#"{"n":"a b","i":3,"$":1}"#;
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!(
+                "PUT /m/42?n=a%20b&v=7 HTTP/1.1\r\nHost: h\r\nX-Name: a b\r\nContent-Length: {}\r\nCookie: s=1\r\nUser-Agent: {USER_AGENT}\r\n\r\n{body}",
+                body.len()
+            )
+        );
+        let broken = vec![
+            Some(b"1".to_vec().into()),
+            Some(b"a\r\nX: y".to_vec().into()),
+        ];
+        fill.values = &broken;
+        assert_eq!(
+            text.write(&mut fill, &mut Vec::new(), &mut scratch),
+            Err(Unsendable { slot: 1 })
+        );
+    }
+
+    #[test]
+    fn bad_placeholders_say_where_and_how_to_write_them() {
+        let mut resolve = |n: &str| Err(format!("no {n}"));
+        let mut err = |t: &str| parse(t, Place::Body, &mut resolve).unwrap_err();
+        assert_eq!(err("ab${x").0, 2);
+        assert!(err("${rand:5-1}").1.contains("rand:MIN-MAX"));
+        assert!(err("${1x}").1.contains("not a variable"));
+        assert_eq!(err("x ${who}"), (2, "no who".into()));
+        assert_eq!(
+            parse("$5 and $$", Place::Body, &mut resolve).unwrap(),
+            vec![Piece::Lit(b"$5 and $".to_vec().into())]
+        );
+    }
+}
