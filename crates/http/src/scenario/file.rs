@@ -734,7 +734,7 @@ url = "/"
             ))
             .contains("not vu")
         );
-        assert!(error(&format!("{head}url = \"/a b\"\n")).starts_with("5:9: url"));
+        assert!(error(&format!("{head}url = \"/a b\"\n")).starts_with("5:10: url"));
         assert!(error(&format!("{head}url = \"ftp://x/\"\n")).contains("give a path"));
         assert!(
             error(&format!(
