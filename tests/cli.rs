@@ -32,6 +32,9 @@ mod db_script;
 /// `dyno disk`'s tests.
 #[path = "cli/disk.rs"]
 mod disk;
+/// `dyno http --scenario`: multi-step flows.
+#[path = "cli/scenario.rs"]
+mod scenario;
 
 #[path = "cli/doctor.rs"]
 mod doctor;

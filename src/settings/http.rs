@@ -224,7 +224,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             for (flag, given) in [
                 ("--find-max", capacity.is_some() || sweep.is_some()),
                 ("--format ab", format == HttpFormat::Ab),
-                ("-X/--method", method != "GET"),
+                ("--method", method != "GET"),
                 ("--h2", h2),
                 ("--alpn", !alpn.is_empty()),
                 ("--pipeline", pipeline > 1),

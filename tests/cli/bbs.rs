@@ -22,7 +22,7 @@ fn app_and_data_come_together() {
 
 /// Starts `dyno serve --app bbs` on a free port with one thread; returns
 /// the child, its address and the banner it printed.
-fn spawn_bbs(data: &Path) -> (std::process::Child, String, String) {
+pub(super) fn spawn_bbs(data: &Path) -> (std::process::Child, String, String) {
     let bin: PathBuf = assert_cmd::cargo::cargo_bin("dyno");
     let mut child = StdCommand::new(bin)
         .args([

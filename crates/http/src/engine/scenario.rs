@@ -261,13 +261,7 @@ pub(super) async fn virtual_user(
                 ticket
             };
             match user
-                .make(
-                    &shared,
-                    &local,
-                    &read_buf,
-                    &mut conn,
-                    step,
-                    &ticket)
+                .make(&shared, &local, &read_buf, &mut conn, step, &ticket)
                 .await
             {
                 Ok(Made::Passed(done)) => {

@@ -1,0 +1,455 @@
+//! `dyno http --scenario`: the BBS flow against the real board, values
+//! carried from one answer into the next request, per-user data and
+//! cookies against a server that checks them, failures counted per step,
+//! the open model's books, and bad scenarios refused before any load.
+
+use super::*;
+
+/// The metric `name` whose labels include `labels`.
+fn labelled(run: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| {
+            m["name"] == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| m["labels"][*k].as_str() == Some(*v))
+        })
+        .and_then(|m| m["value"].as_f64())
+}
+
+fn step(run: &Value, name: &str, flow: &str, step: &str) -> f64 {
+    labelled(run, name, &[("flow", flow), ("step", step)])
+        .unwrap_or_else(|| panic!("no {name}{{flow={flow},step={step}}}"))
+}
+
+fn flow(run: &Value, name: &str, flow: &str) -> f64 {
+    labelled(run, name, &[("flow", flow)]).unwrap_or_else(|| panic!("no {name}{{flow={flow}}}"))
+}
+
+fn example() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/bbs.toml")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn the_bbs_flow_edits_every_post_with_the_id_it_returned() {
+    let (home, data) = (temp(), temp());
+    let (mut child, addr, _) = super::bbs::spawn_bbs(data.path());
+    let url = format!("http://{addr}");
+    let (run, _) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &example(),
+            &url,
+            "-n",
+            "600",
+            "-c",
+            "4",
+            "--seed",
+            "7",
+            "--no-save",
+        ],
+        0,
+    );
+    // -n counts flows: 600 of them, every one completed.
+    let (reads, writes) = (
+        flow(&run, "flows_completed", "read"),
+        flow(&run, "flows_completed", "write"),
+    );
+    assert_eq!(reads + writes, 600.0, "{run:#}");
+    assert_eq!(
+        flow(&run, "flows_failed", "read") + flow(&run, "flows_failed", "write"),
+        0.0
+    );
+    // A 90/10 mix: 60 writes expected, 3 sd is 22.
+    assert!(
+        (38.0..=82.0).contains(&writes),
+        "{writes} write flows of 600"
+    );
+    // Every post was followed by the edit of the id it returned, answered
+    // 200 (the edit's check: its answer names that id).
+    let posts = step(&run, "step_responses", "write", "post");
+    assert_eq!(posts, writes);
+    assert_eq!(step(&run, "step_responses", "write", "edit"), posts);
+    for (f, s) in [("read", "messages"), ("write", "post"), ("write", "edit")] {
+        assert_eq!(step(&run, "step_errors", f, s), 0.0, "{f}/{s}");
+    }
+    assert_eq!(metric(&run, "status_201"), Some(posts));
+    assert_eq!(metric(&run, "status_200"), Some(reads + posts));
+    assert_eq!(metric(&run, "requests"), Some(reads + 2.0 * posts));
+    assert_eq!(
+        run["settings"]["scenario"]["flows"][1]["steps"][1]["url"],
+        "/api/boards/lobby/messages/${id}"
+    );
+    // The board agrees: the welcome message and one message per post,
+    // each edited by the user who posted it.
+    let (status, body) = get(&addr, "/api/boards/lobby/messages?limit=100");
+    assert_eq!(status, 200);
+    let board: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(board["total"].as_f64(), Some(posts + 1.0), "{board:#}");
+    for m in board["messages"].as_array().unwrap() {
+        if m["author"] != "dyno" {
+            assert!(m["msg"].as_str().unwrap().ends_with(", edited"), "{m}");
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn the_open_model_accounts_for_every_flow_that_fell_due() {
+    let (home, data) = (temp(), temp());
+    let (mut child, addr, _) = super::bbs::spawn_bbs(data.path());
+    let url = format!("http://{addr}");
+    let (run, _) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &example(),
+            &url,
+            "--rate",
+            "200",
+            "-d",
+            "2s",
+            "-c",
+            "4",
+            "--no-save",
+        ],
+        0,
+    );
+    let mut accounted = metric(&run, "dropped_sends").unwrap();
+    for f in ["read", "write"] {
+        accounted += flow(&run, "flows_completed", f)
+            + flow(&run, "flows_failed", f)
+            + flow(&run, "flows_unfinished", f);
+    }
+    assert_eq!(accounted, 400.0, "{run:#}");
+    assert!(
+        labelled(
+            &run,
+            "step_latency_ns",
+            &[("flow", "write"), ("step", "edit")]
+        )
+        .is_some()
+    );
+    // The report shows the flows and the steps.
+    let text = ok(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &example(),
+            &url,
+            "-n",
+            "50",
+            "-c",
+            "2",
+            "--no-save",
+        ],
+    );
+    for needle in [
+        "Scenario    ",
+        "bbs.toml: 2 flows, 3 steps; 1 setup step made first",
+        "write/edit",
+        "read/messages",
+    ] {
+        assert!(text.contains(needle), "no {needle:?} in\n{text}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A server that logs users in: `/login?user=U` sets the cookie
+/// `sid=U-token`, `/me` answers `you are U` for that cookie and 401
+/// without it. Keep-alive, one thread per connection.
+fn login_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut conn = conn;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                    let mut cookie = None;
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = h.strip_prefix("Cookie: ") {
+                            cookie = v
+                                .trim()
+                                .strip_prefix("sid=")
+                                .map(|s| s.trim_end_matches("-token").to_owned());
+                        }
+                    }
+                    let (status, extra, body) =
+                        if let Some(user) = path.strip_prefix("/login?user=") {
+                            (
+                                "200 OK",
+                                format!("Set-Cookie: sid={user}-token; Path=/\r\n"),
+                                "in".to_owned(),
+                            )
+                        } else if let Some(user) = cookie {
+                            ("200 OK", String::new(), format!("you are {user}"))
+                        } else {
+                            ("401 Unauthorized", String::new(), "who?".to_owned())
+                        };
+                    let answer = format!(
+                        "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if conn.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn each_user_has_its_own_data_row_and_cookies() {
+    let (home, dir) = (temp(), temp());
+    let addr = login_server();
+    std::fs::write(dir.path().join("users.csv"), "user\nann\nbob\ncat\ndan\n").unwrap();
+    let file = dir.path().join("login.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"base = "http://{addr}"
+cookies = true
+data = "users.csv"
+
+[[flow]]
+name = "session"
+
+[[flow.step]]
+name = "login"
+url = "/login?user=${{user}}"
+
+[[flow.step]]
+name = "me"
+url = "/me"
+check = {{ status = 200, contains = "you are ${{user}}" }}
+"#
+        ),
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let (run, _) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &file,
+            "-n",
+            "200",
+            "-c",
+            "4",
+            "--no-save",
+        ],
+        0,
+    );
+    assert_eq!(flow(&run, "flows_completed", "session"), 200.0, "{run:#}");
+    assert_eq!(step(&run, "step_errors", "session", "me"), 0.0);
+    // Without cookies, /me is 401 for everyone: the step's check fails,
+    // counted as that step's errors, and the run says so (exit 1).
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("cookies = true", "cookies = false");
+    std::fs::write(&file, text).unwrap();
+    let (run, _) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &file,
+            "-n",
+            "40",
+            "-c",
+            "4",
+            "--no-save",
+        ],
+        1,
+    );
+    assert_eq!(flow(&run, "flows_failed", "session"), 40.0);
+    assert_eq!(step(&run, "step_errors", "session", "me"), 40.0);
+    assert_eq!(
+        labelled(
+            &run,
+            "step_errors_by_class",
+            &[("step", "me"), ("class", "status")]
+        ),
+        Some(40.0)
+    );
+    // Fewer rows than users: refused before any load.
+    let err = fails(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &file,
+            "-n",
+            "40",
+            "-c",
+            "5",
+            "--no-save",
+        ],
+    );
+    assert!(
+        err.contains("has 4 data rows and the run has 5 virtual users"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failed_extraction_ends_the_flow_and_the_user_goes_on() {
+    let (home, dir) = (temp(), temp());
+    let (mut child, addr) = spawn_serve("127.0.0.1:0", 1);
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        r#"[[flow]]
+name = "f"
+[[flow.step]]
+name = "find"
+url = "/hello"
+extract = [{ regex = 'id=(\d+)', as = "id" }]
+[[flow.step]]
+name = "use"
+url = "/status/${id}"
+"#,
+    )
+    .unwrap();
+    let (run, stderr) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &file.display().to_string(),
+            &format!("http://{addr}"),
+            "-n",
+            "30",
+            "-c",
+            "2",
+            "--no-save",
+        ],
+        1,
+    );
+    assert_eq!(flow(&run, "flows_failed", "f"), 30.0, "{stderr}");
+    assert_eq!(step(&run, "step_errors", "f", "find"), 30.0);
+    assert_eq!(
+        labelled(
+            &run,
+            "step_errors_by_class",
+            &[("step", "find"), ("class", "extract_failed")]
+        ),
+        Some(30.0)
+    );
+    // The step after it was never made.
+    assert_eq!(step(&run, "step_responses", "f", "use"), 0.0);
+    assert_eq!(metric(&run, "errors_extract_failed"), Some(30.0));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn bad_scenarios_are_refused_before_any_load() {
+    let (home, dir) = (temp(), temp());
+    // Nothing listens here: a scenario that got as far as loading would
+    // fail its requests, not exit 2.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let head = "[[flow]]\nname = \"f\"\n[[flow.step]]\n";
+    let syntax = write("syntax.toml", &format!("{head}url = \"/\"\nmethod = \n"));
+    let undefined = write("undefined.toml", &format!("{head}url = \"/m/${{id}}\"\n"));
+    let think = write(
+        "think.toml",
+        &format!("{head}url = \"/\"\nthink = \"later\"\n"),
+    );
+    let no_data = write(
+        "data.toml",
+        &format!("data = \"none.csv\"\n{head}url = \"/\"\n"),
+    );
+    let fine = write("fine.toml", &format!("{head}url = \"/\"\n"));
+    let setup = write(
+        "setup.toml",
+        &format!("[[setup]]\nurl = \"/status/500\"\n{head}url = \"/\"\n"),
+    );
+    let cases: [(&[&str], &[&str]); 7] = [
+        (
+            &["http", "--scenario", &syntax, &url],
+            &["syntax.toml:5:10", "string"],
+        ),
+        (
+            &["http", "--scenario", &undefined, &url],
+            &["undefined.toml:4:11", "`${id}` is not set before this step"],
+        ),
+        (
+            &["http", "--scenario", &think, &url],
+            &["think.toml:5:9", "write a time"],
+        ),
+        (
+            &["http", "--scenario", &no_data, &url],
+            &["data.toml:1:8", "none.csv"],
+        ),
+        (
+            &["http", "--scenario", "/nonexistent.toml", &url],
+            &["could not read the scenario file"],
+        ),
+        (
+            &["http", "--scenario", &fine, &url, "--h2"],
+            &["--h2 does not work with --scenario"],
+        ),
+        (
+            &["http", "--scenario", &fine, &url, "--method", "POST"],
+            &["--method does not work"],
+        ),
+    ];
+    assert_refused(home.path(), &cases);
+    // A setup step that fails calls the run off, naming the step and the
+    // answer.
+    let (mut child, addr) = spawn_serve("127.0.0.1:0", 1);
+    let err = fails(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &setup,
+            &format!("http://{addr}"),
+            "--no-save",
+        ],
+    );
+    assert!(
+        err.contains("setup step \"setup 1\" (GET /status/500) was answered 500"),
+        "{err}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
