@@ -51,7 +51,11 @@ pub fn http_report(run: &Run) -> String {
     } else {
         ""
     };
-    let _ = writeln!(out, "Target      {url}{builtin}");
+    let scenario = rec
+        .scenario
+        .as_ref()
+        .map_or(String::new(), |s| format!(" (scenario {})", s.file));
+    let _ = writeln!(out, "Target      {url}{builtin}{scenario}");
     let open = rec.model == LoadModel::Open;
     let length = match (rec.requests, rec.duration_ns) {
         (Some(n), _) => format!("{n} requests"),
@@ -103,11 +107,18 @@ pub fn http_report(run: &Run) -> String {
             plan.plan,
             rate(rec.rate_per_sec.unwrap_or(0.0))
         )
+    } else if open && rec.scenario.is_some() {
+        format!(
+            "open model: {} flows/s on a fixed schedule, each step's latency from when it was due (its flow's start lag added)",
+            rate(rec.rate_per_sec.unwrap_or(0.0))
+        )
     } else if open {
         format!(
             "open model: {} req/s on a fixed schedule, latency from due times",
             rate(rec.rate_per_sec.unwrap_or(0.0))
         )
+    } else if rec.scenario.is_some() {
+        "closed model: each connection is a virtual user that starts its next flow when its last one ended (and it thought)".to_owned()
     } else if let Some(depth) = Some(rec.pipeline).filter(|&d| d > 1) {
         format!(
             "closed model, HTTP/1.1 pipelining: each connection writes {depth} requests back to back, then sends the next {depth} once all are answered"
@@ -164,7 +175,23 @@ pub fn http_report(run: &Run) -> String {
             dyno_model::Unit::RequestsPerSec
         )
     );
-    if open {
+    if open && rec.scenario.is_some() {
+        let flows: f64 = run
+            .metrics
+            .iter()
+            .filter(|m| m.name == "flows_per_sec")
+            .map(|m| m.value)
+            .sum();
+        let _ = writeln!(
+            out,
+            "Rate        requested {} flows/s, completed {} flows/s; {} flows started late (max {} late), {} dropped",
+            rate(value(run, "requested_rate_per_sec")),
+            rate(flows),
+            count(run, "late_sends"),
+            format_duration_ns(value(run, "max_lateness_ns")),
+            count(run, "dropped_sends"),
+        );
+    } else if open {
         let _ = writeln!(
             out,
             "Rate        requested {} req/s, achieved {} req/s; {} late sends (max {} late), {} dropped",
@@ -174,6 +201,8 @@ pub fn http_report(run: &Run) -> String {
             format_duration_ns(value(run, "max_lateness_ns")),
             count(run, "dropped_sends"),
         );
+    }
+    if open {
         if let Some(h) = histogram(run, "send_lag_ns") {
             let _ = writeln!(
                 out,

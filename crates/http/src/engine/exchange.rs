@@ -229,6 +229,7 @@ pub(super) async fn exchange(
         }
         if let Some(due) = batch[0].due
             && batch[0].measured
+            && !batch[0].retried
         {
             l.lateness(&batch[0], sent.saturating_duration_since(due));
         }

@@ -253,7 +253,8 @@ pub(super) async fn virtual_user(
                     seq: local.borrow_mut().take_seq(&shared, threads),
                     due: start.due.map(|_| now.checked_sub(lag).unwrap_or(now)),
                     measured: start.measured,
-                    retried: false,
+                    // The flow's send lag was counted at its first step.
+                    retried: true,
                     stage: start.stage,
                     step: Some(step.index as u32),
                 };

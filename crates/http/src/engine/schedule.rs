@@ -19,9 +19,10 @@ pub(super) struct Ticket {
     pub(super) due: Option<Instant>,
     /// False for warm-up requests.
     pub(super) measured: bool,
-    /// HTTP/2: it was sent once already, on a connection whose GOAWAY
-    /// said it was not processed, and goes again on a new one (its send
-    /// lag was counted the first time).
+    /// Its send lag was counted already: HTTP/2, it was sent once, on a
+    /// connection whose GOAWAY said it was not processed, and goes again
+    /// on a new one; a scenario, it is a step after its flow's first,
+    /// whose lag is the flow's.
     pub(super) retried: bool,
     /// `--rate-plan`: the stage it is due in (0 without a plan).
     pub(super) stage: usize,

@@ -233,10 +233,7 @@ pub(super) fn load(path: &Path, url: Option<&str>) -> Result<Scenario, ScenarioE
             steps,
         });
     }
-    let url = format!(
-        "{target}{}",
-        first_path(&raw.flow[0].get_ref().step[0].get_ref().url, &target)
-    );
+    let url = target.to_string();
     Ok(Scenario {
         path: path.to_owned(),
         target,
@@ -248,12 +245,6 @@ pub(super) fn load(path: &Path, url: Option<&str>) -> Result<Scenario, ScenarioE
         variables: c.variables,
         total_weight,
     })
-}
-
-/// The path the run shows for its URL: the first step's, as written.
-fn first_path(url: &Spanned<String>, target: &Target) -> String {
-    let u = url.get_ref();
-    u.strip_prefix(&target.to_string()).unwrap_or(u).to_owned()
 }
 
 /// The server of a base URL: its origin, with no path.
@@ -692,7 +683,7 @@ url = "/"
             .collect();
         assert_eq!(names, ["write/post/0", "write/2/1", "read/1/2"]);
         assert_eq!(s.flows[0].steps[0].method, "POST");
-        assert_eq!(s.url, "http://127.0.0.1:9/m");
+        assert_eq!(s.url, "http://127.0.0.1:9");
         assert_eq!((s.pick(0), s.pick(2), s.pick(3)), (0, 0, 1));
     }
 

@@ -38,8 +38,7 @@ pub struct Scenario {
     /// The server every step goes to: the file's `base`, or the URL given
     /// on the command line.
     pub target: Target,
-    /// The URL as the run shows it: the base's origin and the first
-    /// step's path.
+    /// The URL as the run shows it: the server's origin.
     pub url: String,
     /// Steps made once, before the load, by the first virtual user; not
     /// measured. A failing one calls the run off.
