@@ -202,16 +202,14 @@ pub fn http_report(run: &Run) -> String {
             count(run, "dropped_sends"),
         );
     }
-    if open {
-        if let Some(h) = histogram(run, "send_lag_ns") {
-            let _ = writeln!(
-                out,
-                "Send lag    p50 {}, p99 {}, max {} from due time to real send (client delay or a busy connection; counted in corrected latency only)",
-                short_ns(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
-                short_ns(dyno_stats::hdr::value_at_percentile(&h, 99.0) as f64),
-                short_ns(h.max() as f64),
-            );
-        }
+    if open && let Some(h) = histogram(run, "send_lag_ns") {
+        let _ = writeln!(
+            out,
+            "Send lag    p50 {}, p99 {}, max {} from due time to real send (client delay or a busy connection; counted in corrected latency only)",
+            short_ns(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
+            short_ns(dyno_stats::hdr::value_at_percentile(&h, 99.0) as f64),
+            short_ns(h.max() as f64),
+        );
     }
     let _ = writeln!(
         out,
