@@ -177,6 +177,12 @@ fn work_folder(work: &Path) {
     );
     write("big", &"dyno ".repeat(50_000));
     write("notes.txt", "foo, for the grep and rg examples\n");
+    // The repository's example files, where the examples name them.
+    std::fs::create_dir_all(work.join("examples")).unwrap();
+    for entry in std::fs::read_dir(Path::new(ROOT).join("examples")).unwrap() {
+        let from = entry.unwrap().path();
+        std::fs::copy(&from, work.join("examples").join(from.file_name().unwrap())).unwrap();
+    }
     std::fs::create_dir_all(work.join("root")).unwrap();
     for dir in [
         "mnt/ssd",

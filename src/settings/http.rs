@@ -228,12 +228,11 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
                 ("--h2", h2),
                 ("--alpn", !alpn.is_empty()),
                 ("--pipeline", pipeline > 1),
-                ("--segment", plan.is_some()),
                 ("--rate-plan", rate_plan.is_some()),
             ] {
                 if given {
                     bail!(
-                        "{flag} does not work with --scenario yet: each step gives its own method, and a scenario runs HTTP/1.1 from one process with --rate or the closed model; drop {flag}"
+                        "{flag} does not work with --scenario yet: each step gives its own method, and a scenario runs HTTP/1.1 with --rate or the closed model; drop {flag}"
                     );
                 }
             }
@@ -358,6 +357,14 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             .put("max_error_rate", max_error_rate)
             .hash("headers", format!("{headers:?}").as_bytes())
             .hash("body", body.as_deref().unwrap_or_default());
+        if let Some(scenario) = &settings.scenario {
+            // Every segment runs the same flows, with the same data.
+            let mut bytes = std::fs::read(&scenario.path).unwrap_or_default();
+            if let Some(data) = &scenario.data {
+                bytes.extend(std::fs::read(&data.path).unwrap_or_default());
+            }
+            s.hash("scenario", &bytes);
+        }
         if url_file.is_some() {
             s.hash("url_file", format!("{paths:?}").as_bytes());
         }

@@ -1530,3 +1530,68 @@ fn a_db_rate_plan_splits_over_segments_and_merges_its_stages() {
         assert_eq!(s["requested"], 150.0, "{s}");
     }
 }
+
+/// A scenario split over segments: each makes its share of the flows with
+/// users numbered in the whole run, and the merged run's per-step and
+/// per-flow figures add up to the whole run's.
+#[test]
+fn a_scenario_splits_its_flows_and_merges_its_steps() {
+    let (home, data) = (temp(), temp());
+    let store = home.path().join("shared.db");
+    let store = store.to_str().unwrap();
+    let (mut child, addr, _) = super::bbs::spawn_bbs(data.path());
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/bbs.toml");
+    let url = format!("http://{addr}");
+    let segments = run_segments(
+        home.path(),
+        store,
+        "flows",
+        2,
+        &[
+            "--scenario",
+            example.to_str().unwrap(),
+            &url,
+            "-n",
+            "300",
+            "-c",
+            "4",
+        ],
+    );
+    let flows = |run: &Value, name: &str| -> f64 {
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["name"] == name)
+            .map(|m| m["value"].as_f64().unwrap())
+            .sum()
+    };
+    for run in &segments {
+        assert_eq!(flows(run, "flows_completed"), 150.0);
+    }
+    let out = dyno(home.path())
+        .args(["--store", store, "merge", "flows", "--json"])
+        .assert()
+        .success();
+    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(flows(&merged, "flows_completed"), 300.0, "{merged:#}");
+    assert_eq!(flows(&merged, "flows_failed"), 0.0);
+    let step = |name: &str, s: &str| -> f64 {
+        merged["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name && m["labels"]["step"] == s)
+            .unwrap_or_else(|| panic!("no {name}{{step={s}}}"))["value"]
+            .as_f64()
+            .unwrap()
+    };
+    // Every post of either segment was edited.
+    assert_eq!(
+        step("step_responses", "post"),
+        step("step_responses", "edit")
+    );
+    assert!(step("step_requests_per_sec", "messages") > 0.0);
+    let _ = child.kill();
+    let _ = child.wait();
+}

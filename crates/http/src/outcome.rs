@@ -235,7 +235,8 @@ impl Outcome {
                     Direction::HigherIsBetter,
                     per_sec(s.responses),
                 )
-                .diagnostic(),
+                .diagnostic()
+                .rate_of("step_responses"),
             ));
             metrics.push(label(
                 hdr::latency_metric("step_latency_ns", &s.latency).diagnostic(),
@@ -271,7 +272,8 @@ impl Outcome {
                     Direction::HigherIsBetter,
                     per_sec(f.completed),
                 )
-                .diagnostic(),
+                .diagnostic()
+                .rate_of("flows_completed"),
             ));
             metrics.push(label(
                 hdr::latency_metric("flow_duration_ns", &f.duration).diagnostic(),

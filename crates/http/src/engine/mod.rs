@@ -454,10 +454,10 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
                 "--rate-plan with a scenario is not supported yet: give --rate (flows per second)",
             );
         }
-        if !s.segment.is_whole() {
-            return bad("--segment with a scenario is not supported yet: run it from one process");
-        }
-        if let Err(why) = scenario.check_users(s.connections as u64) {
+        // A segment's users are numbered in the whole run: its last one
+        // needs the data's row of that number.
+        let users = s.segment.global(s.connections.max(1) as u64 - 1) + 1;
+        if let Err(why) = scenario.check_users(users) {
             return Err(EngineError::Settings(why));
         }
     } else if s.requests.is_empty() {
