@@ -225,8 +225,6 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
                 ("--find-max", capacity.is_some() || sweep.is_some()),
                 ("--format ab", format == HttpFormat::Ab),
                 ("--method", method != "GET"),
-                ("--h2", h2),
-                ("--alpn", !alpn.is_empty()),
                 ("--pipeline", pipeline > 1),
                 ("--rate-plan", rate_plan.is_some()),
             ] {

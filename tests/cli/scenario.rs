@@ -99,6 +99,34 @@ fn the_bbs_flow_edits_every_post_with_the_id_it_returned() {
             assert!(m["msg"].as_str().unwrap().ends_with(", edited"), "{m}");
         }
     }
+    // Over HTTP/2: each of a connection's streams is a user of its own.
+    let (run, _) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &example(),
+            &url,
+            "--h2",
+            "-c",
+            "2",
+            "-m",
+            "3",
+            "-n",
+            "300",
+            "--no-save",
+        ],
+        0,
+    );
+    let writes = flow(&run, "flows_completed", "write");
+    assert_eq!(
+        flow(&run, "flows_completed", "read") + writes,
+        300.0,
+        "{run:#}"
+    );
+    assert_eq!(step(&run, "step_responses", "write", "edit"), writes);
+    assert_eq!(step(&run, "step_errors", "write", "edit"), 0.0);
+    assert!(metric(&run, "h2_header_bytes_wire").is_some());
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -424,8 +452,8 @@ fn bad_scenarios_are_refused_before_any_load() {
             &["could not read the scenario file"],
         ),
         (
-            &["http", "--scenario", &fine, &url, "--h2"],
-            &["--h2 does not work with --scenario"],
+            &["http", "--scenario", &fine, &url, "--rate-plan", "100@1s"],
+            &["--rate-plan does not work with --scenario"],
         ),
         (
             &["http", "--scenario", &fine, &url, "--method", "POST"],

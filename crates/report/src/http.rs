@@ -58,6 +58,7 @@ pub fn http_report(run: &Run) -> String {
     let _ = writeln!(out, "Target      {url}{builtin}{scenario}");
     let open = rec.model == LoadModel::Open;
     let length = match (rec.requests, rec.duration_ns) {
+        (Some(n), _) if rec.scenario.is_some() => format!("{n} flows"),
         (Some(n), _) => format!("{n} requests"),
         (None, Some(ns)) => format_duration_ns(ns as f64),
         _ => "?".into(),
@@ -118,7 +119,14 @@ pub fn http_report(run: &Run) -> String {
             rate(rec.rate_per_sec.unwrap_or(0.0))
         )
     } else if rec.scenario.is_some() {
-        "closed model: each connection is a virtual user that starts its next flow when its last one ended (and it thought)".to_owned()
+        format!(
+            "closed model: each {} is a virtual user that starts its next flow when its last one ended (and it thought)",
+            if rec.http2 {
+                "stream of each connection"
+            } else {
+                "connection"
+            }
+        )
     } else if let Some(depth) = Some(rec.pipeline).filter(|&d| d > 1) {
         format!(
             "closed model, HTTP/1.1 pipelining: each connection writes {depth} requests back to back, then sends the next {depth} once all are answered"

@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::exchange::{connect_class, io_class};
+use super::exchange::{Answered, connect_class, io_class};
+use super::scenario::{Sent, User, until_due};
 use super::schedule::{OpenSchedule, Ticket};
 use super::{Local, Shared};
 use crate::conn::{ConnectError, Stream};
@@ -85,6 +86,12 @@ impl H2Request {
     ) -> Result<H2Request, String> {
         scratch.clear();
         template.write(seq, rng, scratch);
+        H2Request::from_http1(scratch, scheme)
+    }
+
+    /// The request an HTTP/1.1 request's bytes describe (a template's, or
+    /// a scenario step's as filled).
+    fn from_http1(scratch: &[u8], scheme: &str) -> Result<H2Request, String> {
         let head_end = scratch
             .windows(4)
             .position(|w| w == b"\r\n\r\n")
@@ -359,6 +366,20 @@ pub(super) async fn h2_connection(
         })
         .collect();
     let converted = Rc::new(converted);
+    // A scenario's virtual users, one per stream, kept across this
+    // driver's connections (a lost connection ends a flow, not a user).
+    let users: Option<Rc<Vec<RefCell<Option<User>>>>> = settings.scenario.as_deref().map(|s| {
+        Rc::new(
+            (0..settings.streams)
+                .map(|i| {
+                    let vu = settings
+                        .segment
+                        .global((global_index * settings.streams + i) as u64);
+                    RefCell::new(Some(User::new(s, vu, settings.seed)))
+                })
+                .collect(),
+        )
+    });
     let mut backoff = Duration::ZERO;
     loop {
         let began = Instant::now();
@@ -429,8 +450,18 @@ pub(super) async fn h2_connection(
         // One task per stream, so an answer wakes only its own loop.
         let mut loops = Loops(
             (0..settings.streams)
-                .map(|i| {
-                    tokio::task::spawn_local(request_loop(
+                .map(|i| match &users {
+                    Some(users) => tokio::task::spawn_local(scenario_loop(
+                        Arc::clone(&shared),
+                        Rc::clone(&local),
+                        Rc::clone(&tickets),
+                        timer.clone(),
+                        sender.clone(),
+                        Rc::clone(&connection),
+                        Rc::clone(users),
+                        i,
+                    )),
+                    None => tokio::task::spawn_local(request_loop(
                         Arc::clone(&shared),
                         Rc::clone(&local),
                         Rc::clone(&tickets),
@@ -439,7 +470,7 @@ pub(super) async fn h2_connection(
                         Rc::clone(&converted),
                         Rc::clone(&connection),
                         i == 0,
-                    ))
+                    )),
                 })
                 .collect(),
         );
@@ -625,9 +656,18 @@ async fn request_loop(
                 }
             }
         };
-        let result = exchange(shared, local, &mut sender, request, &ticket, connection).await;
+        let result = exchange(
+            shared,
+            local,
+            &mut sender,
+            request,
+            &ticket,
+            connection,
+            None,
+        )
+        .await;
         let failed = match result {
-            Ok(()) => {
+            Ok(_) => {
                 if !connection.answered.get() {
                     shared.connect_succeeded();
                     connection.open_to_all();
@@ -697,6 +737,127 @@ async fn request_loop(
     }
 }
 
+/// A scenario's virtual user `index` of a connection: takes a flow's
+/// start, makes the flow's steps as streams one after another, repeats;
+/// ends when the tickets do or when the connection fails (the flow under
+/// way then fails, and the user goes on over the next connection). A step
+/// a GOAWAY left unprocessed fails too: its flow cannot wait for a new
+/// connection.
+#[allow(clippy::too_many_arguments)]
+async fn scenario_loop(
+    shared: Arc<Shared>,
+    local: Rc<RefCell<Local>>,
+    tickets: Rc<Tickets>,
+    timer: Option<Timer>,
+    mut sender: h2::client::SendRequest<Bytes>,
+    connection: Rc<Connection>,
+    users: Rc<Vec<RefCell<Option<User>>>>,
+    index: usize,
+) {
+    let (shared, local, tickets, connection) = (&*shared, &*local, &*tickets, &*connection);
+    let first = index == 0;
+    let scheme = shared.settings.target.scheme.as_str();
+    if !first {
+        let opened = connection.opened.notified();
+        if !connection.answered.get() {
+            opened.await;
+        }
+        if !connection.answered.get() {
+            return;
+        }
+    }
+    let mut lent = Lent {
+        slot: &users[index],
+        user: users[index].borrow_mut().take(),
+    };
+    let Some(user) = lent.user.as_mut() else {
+        return;
+    };
+    let lost = Cell::new(false);
+    let mut send =
+        async |bytes: &[u8], _head: bool, capture: Option<&mut Vec<u8>>, ticket: &Ticket| {
+            let Ok(request) = H2Request::from_http1(bytes, scheme) else {
+                return Sent::Failed {
+                    class: ErrorClass::Write,
+                    sent: false,
+                };
+            };
+            match exchange(
+                shared,
+                local,
+                &mut sender,
+                &request,
+                ticket,
+                connection,
+                Some(capture),
+            )
+            .await
+            {
+                Ok(Some(answered)) => {
+                    if !connection.answered.get() {
+                        shared.connect_succeeded();
+                        connection.open_to_all();
+                    }
+                    Sent::Answered(answered)
+                }
+                Ok(None) => Sent::Failed {
+                    class: ErrorClass::ClosedEarly,
+                    sent: true,
+                },
+                Err(mut f) => {
+                    if let Some(class) = connection.ended_by.get()
+                        && f.lost
+                        && matches!(f.class, ErrorClass::Reset | ErrorClass::ClosedEarly)
+                    {
+                        f.class = class;
+                    }
+                    if !connection.answered.get() && f.lost {
+                        local
+                            .borrow_mut()
+                            .protocol_failure
+                            .get_or_insert_with(|| not_h2(&f.why));
+                        shared.protocol_refused();
+                    }
+                    lost.set(lost.get() || f.lost);
+                    Sent::Failed {
+                        class: f.class,
+                        sent: f.sent,
+                    }
+                }
+            }
+        };
+    loop {
+        let Some(start) = tickets.next(shared, local) else {
+            connection.done.set(true);
+            if first {
+                connection.opened.notify_waiters();
+            }
+            return;
+        };
+        until_due(&start, timer.as_ref()).await;
+        user.flow(shared, local, start, &mut send).await;
+        if lost.get() {
+            if first {
+                connection.opened.notify_waiters();
+            }
+            return;
+        }
+    }
+}
+
+/// A virtual user taken from its slot for a loop's life, and put back when
+/// the loop ends or is stopped with its connection.
+struct Lent<'a> {
+    slot: &'a RefCell<Option<User>>,
+    user: Option<User>,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        *self.slot.borrow_mut() = self.user.take();
+    }
+}
+
 /// A connection's request loops, stopped when it is dropped (the run's
 /// end cuts the connection's task, and its loops with it).
 struct Loops(Vec<tokio::task::JoinHandle<()>>);
@@ -723,7 +884,9 @@ struct Failed {
     why: String,
 }
 
-/// Sends one request and reads its answer.
+/// Sends one request and reads its answer. With `scenario` (a scenario
+/// step's), the answer is written into it as HTTP/1.1 bytes when the step
+/// reads it, and handed back unrecorded.
 async fn exchange(
     shared: &Shared,
     local: &RefCell<Local>,
@@ -731,7 +894,8 @@ async fn exchange(
     request: &H2Request,
     ticket: &Ticket,
     connection: &Connection,
-) -> Result<(), Failed> {
+    mut scenario: Option<Option<&mut Vec<u8>>>,
+) -> Result<Option<Answered>, Failed> {
     let settings = &shared.settings;
     let fail = |e: &h2::Error, sent: bool| {
         let class = h2_class(e);
@@ -802,6 +966,18 @@ async fn exchange(
             .iter()
             .map(|(n, v)| (n.as_str().len() + v.len()) as u64)
             .sum::<u64>();
+    if let Some(Some(capture)) = scenario.as_mut() {
+        // The answer as an HTTP/1.1 head, for the step's checks.
+        capture.clear();
+        capture.extend_from_slice(format!("HTTP/1.1 {status} -\r\n").as_bytes());
+        for (name, value) in response.headers() {
+            capture.extend_from_slice(name.as_str().as_bytes());
+            capture.extend_from_slice(b": ");
+            capture.extend_from_slice(value.as_bytes());
+            capture.extend_from_slice(b"\r\n");
+        }
+        capture.extend_from_slice(b"\r\n");
+    }
     let mut recv = response.into_body();
     let mut body_bytes = 0u64;
     loop {
@@ -812,6 +988,9 @@ async fn exchange(
             Ok(Some(Err(e))) => return Err(fail(&e, true)),
             Ok(Some(Ok(chunk))) => {
                 body_bytes += chunk.len() as u64;
+                if let Some(Some(capture)) = scenario.as_mut() {
+                    capture.extend_from_slice(&chunk);
+                }
                 let _ = recv.flow_control().release_capacity(chunk.len());
             }
         }
@@ -827,9 +1006,18 @@ async fn exchange(
     if ticket.measured {
         l.stats.h2.plain_header_read += plain;
     }
+    let answered = Answered {
+        done,
+        status,
+        body_bytes,
+        timing,
+    };
+    if scenario.is_some() {
+        return Ok(Some(answered));
+    }
     let error = (!shared.settings.expect_status.contains(status)).then_some(ErrorClass::Status);
     l.record_response(shared, ticket, done, status, body_bytes, timing, error);
-    Ok(())
+    Ok(None)
 }
 
 /// The class of an HTTP/2 failure.

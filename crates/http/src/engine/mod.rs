@@ -443,9 +443,6 @@ pub fn run_gated(
 pub fn validate(s: &Settings) -> Result<(), EngineError> {
     let bad = |m: &str| Err(EngineError::Settings(m.to_owned()));
     if let Some(scenario) = &s.scenario {
-        if s.http2 || !s.alpn.is_empty() {
-            return bad("a scenario speaks HTTP/1.1 for now: drop --h2 and --alpn");
-        }
         if s.pipeline > 1 {
             return bad("a scenario's steps wait for each other's answers: drop --pipeline");
         }
@@ -456,7 +453,15 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
         }
         // A segment's users are numbered in the whole run: its last one
         // needs the data's row of that number.
-        let users = s.segment.global(s.connections.max(1) as u64 - 1) + 1;
+        let per_connection = if s.http2 || !s.alpn.is_empty() {
+            s.streams
+        } else {
+            1
+        };
+        let users = s
+            .segment
+            .global((s.connections * per_connection).max(1) as u64 - 1)
+            + 1;
         if let Err(why) = scenario.check_users(users) {
             return Err(EngineError::Settings(why));
         }
@@ -751,10 +756,10 @@ async fn driver(
             None => settings.alpn[0] == "h2",
         };
     }
-    if settings.scenario.is_some() {
-        scenario::virtual_user(shared, local, timer, read_buf, global, stream).await;
-    } else if http2 {
+    if http2 {
         h2::h2_connection(shared, local, timer, global, stream).await;
+    } else if settings.scenario.is_some() {
+        scenario::virtual_user(shared, local, timer, read_buf, global, stream).await;
     } else {
         connection(shared, local, timer, read_buf, global, stream).await;
     }

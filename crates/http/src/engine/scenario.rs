@@ -13,7 +13,7 @@
 //! failure counts as that step's error of its class and ends the flow,
 //! and the user goes on with its next flow.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,9 +27,20 @@ use crate::scenario::{Answer, CookieJar, Scenario, Step};
 use crate::stats::ErrorClass;
 use dyno_load::Timer;
 
-/// A virtual user's own state.
-struct User<'s> {
-    scenario: &'s Scenario,
+/// What became of a step's request on the wire.
+pub(super) enum Sent {
+    Answered(Answered),
+    /// It failed with `class`; `sent`: it was written (it was in flight),
+    /// as opposed to never leaving (no connection).
+    Failed {
+        class: ErrorClass,
+        sent: bool,
+    },
+}
+
+/// A virtual user's own state, kept across its connections: its
+/// variables, its cookies, its random numbers and its buffers.
+pub(super) struct User {
     values: Vec<Option<Box<[u8]>>>,
     jar: CookieJar,
     vu: u64,
@@ -43,16 +54,9 @@ struct User<'s> {
     answer: Vec<u8>,
 }
 
-/// How a step went.
-enum Made {
-    /// Answered and passed.
-    Passed(Instant),
-    /// Failed; the flow ends.
-    Failed,
-}
-
-impl<'s> User<'s> {
-    fn new(scenario: &'s Scenario, vu: u64, seed: u64) -> User<'s> {
+impl User {
+    /// Virtual user number `vu` of the whole run, with its data row.
+    pub(super) fn new(scenario: &Scenario, vu: u64, seed: u64) -> User {
         let mut values = vec![None; scenario.variables.len()];
         if let Some(data) = &scenario.data
             && let Some(row) = data.rows.get(vu as usize)
@@ -62,7 +66,6 @@ impl<'s> User<'s> {
             }
         }
         User {
-            scenario,
             values,
             jar: CookieJar::default(),
             vu,
@@ -76,8 +79,8 @@ impl<'s> User<'s> {
 
     /// Fills `step`'s request into `self.request`, unless it is sent as
     /// compiled (then `Ok(false)`).
-    fn fill(&mut self, step: &Step, seq: u64) -> Result<bool, Unsendable> {
-        let cookie = if self.scenario.cookies {
+    fn fill(&mut self, scenario: &Scenario, step: &Step, seq: u64) -> Result<bool, Unsendable> {
+        let cookie = if scenario.cookies {
             self.jar.header()
         } else {
             None
@@ -98,24 +101,25 @@ impl<'s> User<'s> {
         Ok(true)
     }
 
-    /// Makes one step: sends it, reads, checks, extracts, records.
+    /// Makes one step: fills it, has `send` put it on the wire, checks
+    /// and extracts, records.
     async fn make(
         &mut self,
         shared: &Shared,
         local: &RefCell<Local>,
-        read_buf: &RefCell<Vec<u8>>,
-        conn: &mut Conn,
+        scenario: &Scenario,
         step: &Step,
         ticket: &Ticket,
-    ) -> Result<Made, Failure> {
-        let filled = match self.fill(step, ticket.seq) {
+        send: &mut impl AsyncFnMut(&[u8], bool, Option<&mut Vec<u8>>, &Ticket) -> Sent,
+    ) -> Made {
+        let filled = match self.fill(scenario, step, ticket.seq) {
             Ok(filled) => filled,
             Err(Unsendable { .. }) => {
                 // A value found earlier cannot go into this request.
                 local
                     .borrow_mut()
                     .record_error(shared, ticket, ErrorClass::Extract, false);
-                return Ok(Made::Failed);
+                return Made::Failed;
             }
         };
         let bytes = if filled {
@@ -123,50 +127,41 @@ impl<'s> User<'s> {
         } else {
             step.request.whole().expect("sent as compiled")
         };
-        let reads = step.reads_answer() || self.scenario.cookies;
-        let outgoing = Outgoing {
-            bytes,
-            head: step.is_head(),
-            capture: reads.then_some(&mut self.answer),
-        };
-        let Some(Answered {
+        let reads = step.reads_answer() || scenario.cookies;
+        let capture = reads.then_some(&mut self.answer);
+        let Answered {
             done,
             status,
             body_bytes,
             timing,
-        }) = exchange(
-            shared,
-            local,
-            read_buf,
-            conn,
-            std::slice::from_ref(ticket),
-            Some(outgoing),
-        )
-        .await?
-        else {
-            return Ok(Made::Failed);
+        } = match send(bytes, step.is_head(), capture, ticket).await {
+            Sent::Answered(a) => a,
+            Sent::Failed { class, sent } => {
+                local.borrow_mut().record_error(shared, ticket, class, sent);
+                return Made::Failed;
+            }
         };
         let statuses = step.statuses.unwrap_or(shared.settings.expect_status);
         let mut error = (!statuses.contains(status)).then_some(ErrorClass::Status);
         if error.is_none() && reads {
-            error = self.read_answer(step);
+            error = self.read_answer(scenario, step);
         }
         local
             .borrow_mut()
             .record_response(shared, ticket, done, status, body_bytes, timing, error);
-        Ok(match error {
+        match error {
             None => Made::Passed(done),
             Some(_) => Made::Failed,
-        })
+        }
     }
 
     /// Takes the answer's cookies, checks its body, and extracts; the class
     /// of the first failure.
-    fn read_answer(&mut self, step: &Step) -> Option<ErrorClass> {
+    fn read_answer(&mut self, scenario: &Scenario, step: &Step) -> Option<ErrorClass> {
         let Some(answer) = Answer::read(&self.answer) else {
             return Some(ErrorClass::Check);
         };
-        if self.scenario.cookies {
+        if scenario.cookies {
             self.jar.take(&answer);
         }
         if let Some(needle) = &step.contains {
@@ -191,43 +186,22 @@ impl<'s> User<'s> {
         }
         None
     }
-}
 
-/// One virtual user: takes a flow's start (closed quota or open
-/// timetable), picks a flow by weight, makes its steps, repeats.
-pub(super) async fn virtual_user(
-    shared: Arc<Shared>,
-    local: Rc<RefCell<Local>>,
-    timer: Option<Timer>,
-    read_buf: Rc<RefCell<Vec<u8>>>,
-    global: usize,
-    stream: Option<Stream>,
-) {
-    let settings = &shared.settings;
-    let scenario = settings.scenario.as_deref().expect("a scenario run");
-    let threads = settings.threads.min(settings.connections).max(1) as u64;
-    let open = settings
-        .schedule
-        .rate_per_sec
-        .map(|rate| OpenSchedule::start(&shared, global, rate, &local));
-    let vu = settings.segment.global(global as u64);
-    let mut user = User::new(scenario, vu, settings.seed);
-    let mut conn = Conn::new(stream);
-    let mut backoff = Duration::ZERO;
-    loop {
-        let start = match &open {
-            Some(schedule) => schedule.borrow_mut().ticket(&shared, &local),
-            None => local.borrow_mut().closed_ticket(&shared, threads),
-        };
-        let Some(start) = start else {
-            break;
-        };
-        match (start.due, &timer) {
-            (Some(due), Some(timer)) => timer.sleep_until(due).await,
-            (Some(due), None) => tokio::time::sleep_until(due.into()).await,
-            (None, _) => {}
-        }
-        let flow_index = user.scenario.pick(user.rng.u64(0..scenario.total_weight));
+    /// Runs one flow, which starts with the ticket `start` (already due):
+    /// picks it by weight, makes its steps with `send`, records how it
+    /// ended, and thinks.
+    pub(super) async fn flow(
+        &mut self,
+        shared: &Shared,
+        local: &RefCell<Local>,
+        start: Ticket,
+        send: &mut impl AsyncFnMut(&[u8], bool, Option<&mut Vec<u8>>, &Ticket) -> Sent,
+    ) {
+        let settings = &shared.settings;
+        let scenario = settings.scenario.as_deref().expect("a scenario run");
+        let threads = settings.threads.min(settings.connections).max(1) as u64;
+        let open = start.due.is_some();
+        let flow_index = scenario.pick(self.rng.u64(0..scenario.total_weight));
         let flow = &scenario.flows[flow_index];
         let began = start.due.unwrap_or_else(Instant::now);
         // The open model: how late the flow started, added to each step.
@@ -250,7 +224,7 @@ pub(super) async fn virtual_user(
                 }
                 let now = Instant::now();
                 let ticket = Ticket {
-                    seq: local.borrow_mut().take_seq(&shared, threads),
+                    seq: local.borrow_mut().take_seq(shared, threads),
                     due: start.due.map(|_| now.checked_sub(lag).unwrap_or(now)),
                     measured: start.measured,
                     // The flow's send lag was counted at its first step.
@@ -261,45 +235,13 @@ pub(super) async fn virtual_user(
                 local.borrow_mut().hold(&ticket);
                 ticket
             };
-            match user
-                .make(&shared, &local, &read_buf, &mut conn, step, &ticket)
+            match self
+                .make(shared, local, scenario, step, &ticket, send)
                 .await
             {
-                Ok(Made::Passed(done)) => {
-                    backoff = Duration::ZERO;
-                    last = Some(done);
-                }
-                Ok(Made::Failed) => {
-                    if start.measured && within(&shared, Instant::now()) {
-                        local.borrow_mut().scenario.flow_ended(flow_index, None);
-                    }
-                    last = None;
-                    break;
-                }
-                Err(Failure::Connect(class)) => {
-                    if class == ErrorClass::ConnectRefused {
-                        shared.connect_refused();
-                    }
-                    local
-                        .borrow_mut()
-                        .record_error(&shared, &ticket, class, false);
-                    if start.measured && within(&shared, Instant::now()) {
-                        local.borrow_mut().scenario.flow_ended(flow_index, None);
-                    }
-                    backoff =
-                        (backoff * 2).clamp(Duration::from_millis(1), Duration::from_millis(100));
-                    if open.is_none() {
-                        tokio::time::sleep(backoff).await;
-                    }
-                    last = None;
-                    break;
-                }
-                Err(Failure::Request { class, .. }) => {
-                    local
-                        .borrow_mut()
-                        .record_error(&shared, &ticket, class, true);
-                    conn.close();
-                    if start.measured && within(&shared, Instant::now()) {
+                Made::Passed(done) => last = Some(done),
+                Made::Failed => {
+                    if start.measured && within(shared, Instant::now()) {
                         local.borrow_mut().scenario.flow_ended(flow_index, None);
                     }
                     last = None;
@@ -309,9 +251,8 @@ pub(super) async fn virtual_user(
             // Think: between steps, and in the closed model before the
             // user's next flow too (in the open model flows arrive on
             // their own timetable).
-            let final_step = i + 1 == flow.steps.len();
-            if !(final_step && open.is_some()) {
-                let pause = step.think.draw(&mut user.rng);
+            if !(i + 1 == flow.steps.len() && open) {
+                let pause = step.think.draw(&mut self.rng);
                 if !pause.is_zero() {
                     tokio::time::sleep(pause).await;
                 }
@@ -319,14 +260,104 @@ pub(super) async fn virtual_user(
         }
         if let Some(done) = last
             && start.measured
-            && within(&shared, done)
+            && within(shared, done)
         {
             local
                 .borrow_mut()
                 .scenario
                 .flow_ended(flow_index, Some(done.saturating_duration_since(began)));
         }
-        user.iter += 1;
+        self.iter += 1;
+    }
+}
+
+/// How a step went.
+enum Made {
+    /// Answered and passed.
+    Passed(Instant),
+    /// Failed; the flow ends.
+    Failed,
+}
+
+/// Sleeps until a ticket's due time (the open model).
+pub(super) async fn until_due(ticket: &Ticket, timer: Option<&Timer>) {
+    match (ticket.due, timer) {
+        (Some(due), Some(timer)) => timer.sleep_until(due).await,
+        (Some(due), None) => tokio::time::sleep_until(due.into()).await,
+        (None, _) => {}
+    }
+}
+
+/// One HTTP/1.1 virtual user: takes a flow's start (closed quota or open
+/// timetable), makes the flow on its connection, repeats.
+pub(super) async fn virtual_user(
+    shared: Arc<Shared>,
+    local: Rc<RefCell<Local>>,
+    timer: Option<Timer>,
+    read_buf: Rc<RefCell<Vec<u8>>>,
+    global: usize,
+    stream: Option<Stream>,
+) {
+    let settings = &shared.settings;
+    let scenario = settings.scenario.as_deref().expect("a scenario run");
+    let threads = settings.threads.min(settings.connections).max(1) as u64;
+    let open = settings
+        .schedule
+        .rate_per_sec
+        .map(|rate| OpenSchedule::start(&shared, global, rate, &local));
+    let vu = settings.segment.global(global as u64);
+    let mut user = User::new(scenario, vu, settings.seed);
+    let mut conn = Conn::new(stream);
+    // Do not spin on a refusing server: the closed model waits a growing
+    // pause after a failed connect before its next flow.
+    let backoff = Cell::new(Duration::ZERO);
+    let (shared, local) = (&*shared, &*local);
+    let mut send =
+        async |bytes: &[u8], head: bool, capture: Option<&mut Vec<u8>>, ticket: &Ticket| {
+            let outgoing = Outgoing {
+                bytes,
+                head,
+                capture,
+            };
+            let batch = std::slice::from_ref(ticket);
+            match exchange(shared, local, &read_buf, &mut conn, batch, Some(outgoing)).await {
+                Ok(Some(answered)) => {
+                    backoff.set(Duration::ZERO);
+                    Sent::Answered(answered)
+                }
+                Ok(None) => Sent::Failed {
+                    class: ErrorClass::ClosedEarly,
+                    sent: true,
+                },
+                Err(Failure::Connect(class)) => {
+                    if class == ErrorClass::ConnectRefused {
+                        shared.connect_refused();
+                    }
+                    backoff.set(
+                        (backoff.get() * 2)
+                            .clamp(Duration::from_millis(1), Duration::from_millis(100)),
+                    );
+                    Sent::Failed { class, sent: false }
+                }
+                Err(Failure::Request { class, .. }) => {
+                    conn.close();
+                    Sent::Failed { class, sent: true }
+                }
+            }
+        };
+    loop {
+        let start = match &open {
+            Some(schedule) => schedule.borrow_mut().ticket(shared, local),
+            None => local.borrow_mut().closed_ticket(shared, threads),
+        };
+        let Some(start) = start else {
+            break;
+        };
+        until_due(&start, timer.as_ref()).await;
+        user.flow(shared, local, start, &mut send).await;
+        if open.is_none() && !backoff.get().is_zero() {
+            tokio::time::sleep(backoff.get()).await;
+        }
     }
 }
 
@@ -358,7 +389,7 @@ pub(super) async fn setup(shared: &Shared, local: &RefCell<Local>) -> Result<(),
         };
         let what = format!("setup step {:?} ({} {})", step.name, step.method, step.url);
         let filled = user
-            .fill(step, ticket.seq)
+            .fill(scenario, step, ticket.seq)
             .map_err(|_| format!("{what}: a value cannot be sent"))?;
         let bytes = if filled {
             user.request.clone()
@@ -396,7 +427,7 @@ pub(super) async fn setup(shared: &Shared, local: &RefCell<Local>) -> Result<(),
                 body.trim()
             ));
         }
-        if user.read_answer(step).is_some() {
+        if user.read_answer(scenario, step).is_some() {
             return Err(format!(
                 "{what}: its answer does not contain what the step checks for"
             ));

@@ -45,6 +45,7 @@ pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
             "No request was answered, so there is no latency to draw.",
         ));
     }
+    out.extend(scenario(run));
     if let Some(c) = answers(run, prefix) {
         out.push(c.html());
     }
@@ -52,6 +53,43 @@ pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
         out.push(note("No latency histogram or answer counts in this run."));
     }
     out.extend(timeline(run, prefix, &HTTP, open));
+    out
+}
+
+/// A scenario run's latency by step and time by flow, each a spectrum
+/// with its table.
+fn scenario(run: &Run) -> Vec<String> {
+    let labelled = |name: &str, m: &dyno_model::Metric| -> Option<Series> {
+        let flow = m.label("flow")?;
+        let label = match m.label("step") {
+            Some(step) => format!("{flow}/{step}"),
+            None => flow.to_owned(),
+        };
+        (m.name == name)
+            .then(|| Series::of(label, Some(m)))
+            .flatten()
+    };
+    let mut out = Vec::new();
+    let steps: Vec<Series> = run
+        .metrics
+        .iter()
+        .filter_map(|m| labelled("step_latency_ns", m))
+        .collect();
+    if let Some(c) = latency::spectrum("http-step-latency", "Latency by step", &steps) {
+        out.push(c.html());
+    }
+    let flows: Vec<Series> = run
+        .metrics
+        .iter()
+        .filter_map(|m| labelled("flow_duration_ns", m))
+        .collect();
+    if let Some(c) = latency::spectrum(
+        "http-flow-time",
+        "Flow time, from its start to its last answer (think times included)",
+        &flows,
+    ) {
+        out.push(c.html());
+    }
     out
 }
 

@@ -404,6 +404,33 @@ fn a_closed_model_http_run_draws_one_spectrum() {
 }
 
 #[test]
+fn a_scenario_run_draws_latency_by_step_and_time_by_flow() {
+    let mut run = http_run();
+    run.metrics.retain(|m| m.name != "latency_uncorrected_ns");
+    let step = |flow: &str, step: &str, base: u64| {
+        with_histogram("step_latency_ns", (0..1000).map(move |i| base + i * 10))
+            .with_label("flow", flow)
+            .with_label("step", step)
+    };
+    run.metrics.extend([
+        step("read", "messages", 50_000),
+        step("write", "post", 300_000),
+        step("write", "edit", 350_000),
+        with_histogram("flow_duration_ns", (0..100).map(|i| 4_000_000 + i * 1000))
+            .with_label("flow", "write"),
+    ]);
+    let html = html_report(&[run]);
+    let steps = figure(&html, "http-step-latency");
+    assert_eq!(attr(steps, "data-series"), "3");
+    for name in ["read/messages", "write/post", "write/edit"] {
+        assert!(steps.contains(name), "no {name}");
+    }
+    let flows = figure(&html, "http-flow-time");
+    assert_eq!(attr(flows, "data-series"), "1");
+    assert!(flows.contains("write"));
+}
+
+#[test]
 fn a_disk_run_draws_the_panel_and_a_spectrum_per_operation() {
     let html = html_report(&[disk_run()]);
     let panel = figure(&html, "disk-panel");
