@@ -221,17 +221,30 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
     };
     let scenario = match &scenario {
         Some(path) => {
-            for (flag, given) in [
-                ("--find-max", capacity.is_some() || sweep.is_some()),
-                ("--format ab", format == HttpFormat::Ab),
-                ("--method", method != "GET"),
-                ("--pipeline", pipeline > 1),
-                ("--rate-plan", rate_plan.is_some()),
+            for (flag, given, why) in [
+                (
+                    "--find-max",
+                    capacity.is_some() || sweep.is_some(),
+                    "a capacity search's steps are rates of requests, and a flow is several (not yet supported)",
+                ),
+                (
+                    "--format ab",
+                    format == HttpFormat::Ab,
+                    "ab's report is of one URL",
+                ),
+                (
+                    "--method",
+                    method != "GET",
+                    "each step gives its own method",
+                ),
+                (
+                    "--pipeline",
+                    pipeline > 1,
+                    "a user's steps wait for each other's answers",
+                ),
             ] {
                 if given {
-                    bail!(
-                        "{flag} does not work with --scenario yet: each step gives its own method, and a scenario runs HTTP/1.1 with --rate or the closed model; drop {flag}"
-                    );
+                    bail!("{flag} does not work with --scenario: {why}; drop {flag}");
                 }
             }
             let s = dyno_http::scenario::Scenario::load(path, url.as_deref())?;

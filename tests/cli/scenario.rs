@@ -168,6 +168,33 @@ fn the_open_model_accounts_for_every_flow_that_fell_due() {
         )
         .is_some()
     );
+    // By stages: each stage counts its flows, from their due times.
+    let (run, _) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &example(),
+            &url,
+            "--rate-plan",
+            "100@1s,200@1s",
+            "-c",
+            "4",
+            "--no-save",
+        ],
+        0,
+    );
+    let stages = run["settings"]["rate_plan"]["stages"].as_array().unwrap();
+    let due = |i: usize| {
+        let s = &stages[i];
+        ["ended", "dropped", "unfinished"]
+            .iter()
+            .map(|k| s[*k].as_f64().unwrap())
+            .sum::<f64>()
+    };
+    assert_eq!((due(0), due(1)), (100.0, 200.0), "{stages:#?}");
+    assert_eq!(stages[1]["errors"], 0);
+    assert!(stages[1]["p50_ns"].as_f64().unwrap() > 0.0);
     // The report shows the flows and the steps.
     let text = ok(
         home.path(),
@@ -452,8 +479,16 @@ fn bad_scenarios_are_refused_before_any_load() {
             &["could not read the scenario file"],
         ),
         (
-            &["http", "--scenario", &fine, &url, "--rate-plan", "100@1s"],
-            &["--rate-plan does not work with --scenario"],
+            &[
+                "http",
+                "--scenario",
+                &fine,
+                &url,
+                "--find-max",
+                "--slo",
+                "p99<=5ms",
+            ],
+            &["--find-max does not work with --scenario"],
         ),
         (
             &["http", "--scenario", &fine, &url, "--method", "POST"],

@@ -104,9 +104,14 @@ pub fn http_report(run: &Run) -> String {
     };
     let model = if let Some(plan) = &rec.rate_plan {
         format!(
-            "open model by stages: {} (mean {} req/s) on a fixed schedule, latency from due times",
+            "open model by stages: {} (mean {} {}) on a fixed schedule, latency from due times",
             plan.plan,
-            rate(rec.rate_per_sec.unwrap_or(0.0))
+            rate(rec.rate_per_sec.unwrap_or(0.0)),
+            if rec.scenario.is_some() {
+                "flows/s"
+            } else {
+                "req/s"
+            }
         )
     } else if open && rec.scenario.is_some() {
         format!(
@@ -146,7 +151,12 @@ pub fn http_report(run: &Run) -> String {
     );
     out.push('\n');
     if let Some(plan) = &rec.rate_plan {
-        crate::stages::stages_section(&mut out, plan, "req/s", "LAG P99");
+        let per = if rec.scenario.is_some() {
+            "flows/s"
+        } else {
+            "req/s"
+        };
+        crate::stages::stages_section(&mut out, plan, per, "LAG P99");
         out.push_str("The figures below are the whole run's.\n\n");
     }
     if let Some(cap) = &rec.capacity {

@@ -446,11 +446,6 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
         if s.pipeline > 1 {
             return bad("a scenario's steps wait for each other's answers: drop --pipeline");
         }
-        if s.schedule.plan.is_some() {
-            return bad(
-                "--rate-plan with a scenario is not supported yet: give --rate (flows per second)",
-            );
-        }
         // A segment's users are numbered in the whole run: its last one
         // needs the data's row of that number.
         let per_connection = if s.http2 || !s.alpn.is_empty() {

@@ -206,9 +206,26 @@ impl User {
         let began = start.due.unwrap_or_else(Instant::now);
         // The open model: how late the flow started, added to each step.
         let lag = Instant::now().saturating_duration_since(began);
+        // `--rate-plan`: a stage counts flows, not requests. The flow's
+        // due time has come and the flow is under way until it ends; its
+        // steps carry no stage of their own.
+        let stage = start.stage;
         if start.measured {
-            local.borrow_mut().scenario.flows[flow_index].started += 1;
+            let mut l = local.borrow_mut();
+            l.scenario.flows[flow_index].started += 1;
+            if let Some(s) = l.stages.get_mut(stage) {
+                s.came();
+                s.took_off();
+                s.sent(u64::try_from(lag.as_nanos()).unwrap_or(u64::MAX));
+            }
         }
+        let start = Ticket {
+            stage: NO_STAGE,
+            ..start
+        };
+        // How the flow ended, for its stage: `Some(took)` completed,
+        // `None` failed; cut by the end, it is unfinished.
+        let mut outcome: Option<Option<Duration>> = None;
         let mut last = None;
         for (i, step) in flow.steps.iter().enumerate() {
             let ticket = if i == 0 {
@@ -243,6 +260,7 @@ impl User {
                 Made::Failed => {
                     if start.measured && within(shared, Instant::now()) {
                         local.borrow_mut().scenario.flow_ended(flow_index, None);
+                        outcome = Some(None);
                     }
                     last = None;
                     break;
@@ -262,14 +280,35 @@ impl User {
             && start.measured
             && within(shared, done)
         {
+            let took = done.saturating_duration_since(began);
             local
                 .borrow_mut()
                 .scenario
-                .flow_ended(flow_index, Some(done.saturating_duration_since(began)));
+                .flow_ended(flow_index, Some(took));
+            outcome = Some(Some(took));
+        }
+        if start.measured {
+            let mut l = local.borrow_mut();
+            if let Some(s) = l.stages.get_mut(stage) {
+                s.landed();
+                match outcome {
+                    Some(Some(took)) => {
+                        s.ended(
+                            Some(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX)),
+                            false,
+                        );
+                    }
+                    Some(None) => s.ended(None, true),
+                    None => s.cut(),
+                }
+            }
         }
         self.iter += 1;
     }
 }
+
+/// The stage of a scenario step's ticket: none (its flow is its stage's).
+const NO_STAGE: usize = usize::MAX;
 
 /// How a step went.
 enum Made {
