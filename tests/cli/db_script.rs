@@ -231,6 +231,40 @@ const VALUES: &[&str] = &[
     "CASE WHEN NOT FALSE THEN 3 * 12.3333334 END",
     "case when 0 then 1 when 2.5 then 2 else 3 end",
     "case when :zy = 0 then -1 else (1 / :zy) end",
+    // NULL: the constant, -D n=null, what it does to operators,
+    // functions, AND, OR, NOT and CASE, and the IS tests.
+    "NULL",
+    ":n",
+    "NULL + 1",
+    "1 - :n",
+    "NULL IS NULL",
+    ":n IS NULL",
+    "1 IS NULL",
+    "1 ISNULL",
+    "NULL NOTNULL",
+    "1 NOTNULL",
+    "1 IS NOT NULL",
+    "TRUE IS TRUE",
+    "1 IS TRUE",
+    "FALSE IS NOT TRUE",
+    "1 = 1 IS FALSE",
+    "NOT 1 = 1 IS TRUE",
+    "NULL AND TRUE",
+    "FALSE AND NULL",
+    "TRUE AND NULL",
+    "TRUE OR NULL",
+    "FALSE OR NULL",
+    "NOT NULL",
+    "NULL = NULL",
+    "abs(NULL)",
+    "random(1, NULL)",
+    "greatest(1, NULL, 3)",
+    "case when NULL then 1 else 2 end",
+    "case when 1 = 0 then 1 end",
+    "debug(2.5) * 2",
+    "debug(NULL) IS NULL",
+    "1 IS NULL IS NULL",
+    "NULL ISNULL NOTNULL",
 ];
 
 /// Expressions both tools refuse, parse time or run time.
@@ -268,6 +302,7 @@ const ERRORS: &[&str] = &[
     ":s + 1",
     "1 +",
     "TRUE & 1",
+    "1 IS 2",
 ];
 
 const DEFINES: &[&str] = &[
@@ -283,6 +318,8 @@ const DEFINES: &[&str] = &[
     "t=yes",
     "-D",
     "default_seed=77",
+    "-D",
+    "n=null",
 ];
 
 fn values_script() -> String {
@@ -413,6 +450,27 @@ fn sleeps_slices_and_parameter_limits_as_pgbench() {
 /// `\if`, `\elif`, `\else` and `\endif`, nested, take the branches pgbench
 /// takes, for conditions of every type; and the blocks pgbench refuses,
 /// dyno refuses.
+/// `debug()` prints what pgbench prints, on stderr: each value's type and
+/// value, with the script's and the command's numbers.
+#[test]
+fn debug_prints_what_pgbench_prints() {
+    let tools = Tools::new();
+    let script = "\\set a debug(7)\n\\set b debug(2.5 / 3)\n\\set c debug(NULL)\n\\set d debug(1 = 1)\n\\set e debug(-1.0e300 * 1e10)\nSELECT :a;\n";
+    let lines = |stderr: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter_map(|l| l.find("debug(").map(|i| l[i..].to_owned()))
+            .collect()
+    };
+    let (ok, theirs) = tools.run("pgbench", script, &[]);
+    assert!(ok, "{theirs}");
+    let (ok, ours) = tools.run("dyno", script, &[]);
+    assert!(ok, "{ours}");
+    let (theirs, ours) = (lines(&theirs), lines(&ours));
+    assert_eq!(theirs.len(), 5, "{theirs:?}");
+    assert_eq!(ours, theirs);
+}
+
 #[test]
 fn if_blocks_take_the_branches_pgbench_takes() {
     let tools = Tools::new();

@@ -34,7 +34,7 @@ use dyno_model::{Direction, Merge, Metric, Samples, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
 use hdrhistogram::Histogram;
 
-use crate::script::{CommandKind, Expr, Predefined, Script, Sql, Store, Value};
+use crate::script::{At, CommandKind, Expr, Predefined, Script, Sql, Store, Value};
 use crate::target::{Target, TargetError};
 use crate::txlog::{Columns, Ended, Entry, LogSettings, TxLog};
 use crate::wire::{Wire, WireError};
@@ -1475,8 +1475,12 @@ impl Runner<'_> {
                     }
                 }
                 CommandKind::Branch { cond, on_false } => {
+                    let place = At {
+                        script: which,
+                        command: i + 1,
+                    };
                     let taken = cond
-                        .eval(&self.vars[which], &mut self.rng)
+                        .eval_at(&self.vars[which], &mut self.rng, place)
                         .and_then(|v| v.truth())
                         .map_err(|e| Failure::Abort(format!("{}: {e}", at())))?;
                     if !taken {
@@ -1560,14 +1564,20 @@ impl Runner<'_> {
 
     /// Command `index` of script `which`, `\\set` of `slot` to `expr`.
     fn set(&mut self, which: usize, index: usize, slot: usize, expr: &Expr) -> Result<(), Failure> {
-        let value = expr.eval(&self.vars[which], &mut self.rng).map_err(|e| {
-            let script = &self.settings.scripts[which].script;
-            Failure::Abort(format!(
-                "{}:{}: {e}",
-                script.name(),
-                script.commands()[index].line
-            ))
-        })?;
+        let place = At {
+            script: which,
+            command: index + 1,
+        };
+        let value = expr
+            .eval_at(&self.vars[which], &mut self.rng, place)
+            .map_err(|e| {
+                let script = &self.settings.scripts[which].script;
+                Failure::Abort(format!(
+                    "{}:{}: {e}",
+                    script.name(),
+                    script.commands()[index].line
+                ))
+            })?;
         self.vars[which][slot] = value;
         self.unset[which][slot] = false;
         Ok(())

@@ -27,39 +27,86 @@ impl Expr {
     /// If `vars` is shorter than the script's variables (make it with
     /// [`Script::initial_values`](super::Script::initial_values)).
     pub fn eval(&self, vars: &[Value], rng: &mut fastrand::Rng) -> Result<Value, EvalError> {
-        eval(&self.0, vars, rng)
+        eval(&self.0, vars, rng, At::default())
+    }
+
+    /// [`Expr::eval`] for command `at` of a script, which `debug()` names
+    /// as pgbench does (script from 0, command from 1).
+    pub fn eval_at(
+        &self,
+        vars: &[Value],
+        rng: &mut fastrand::Rng,
+        at: At,
+    ) -> Result<Value, EvalError> {
+        eval(&self.0, vars, rng, at)
     }
 }
 
-fn eval(node: &Node, vars: &[Value], rng: &mut fastrand::Rng) -> Result<Value, EvalError> {
+/// Where an expression runs, for `debug()`'s line: the script's number
+/// (from 0) and the command's (from 1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct At {
+    pub script: usize,
+    pub command: usize,
+}
+
+/// pgbench's `AND` and `OR` with NULL: a NULL on either side that is
+/// evaluated makes the result NULL (not SQL's three-valued logic); the
+/// right side is evaluated only when the left does not decide.
+fn lazy(
+    and: bool,
+    l: &Node,
+    r: &Node,
+    vars: &[Value],
+    rng: &mut fastrand::Rng,
+    at: At,
+) -> Result<Value, EvalError> {
+    let left = eval(l, vars, rng, at)?;
+    if left == Value::Null {
+        return Ok(Value::Null);
+    }
+    if left.to_bool()? != and {
+        return Ok(Value::Bool(!and));
+    }
+    let right = eval(r, vars, rng, at)?;
+    if right == Value::Null {
+        return Ok(Value::Null);
+    }
+    Ok(Value::Bool(right.to_bool()?))
+}
+
+fn eval(node: &Node, vars: &[Value], rng: &mut fastrand::Rng, at: At) -> Result<Value, EvalError> {
     Ok(match node {
         Node::Const(v) => v.clone(),
         Node::Var(slot) => vars[*slot].typed()?,
-        Node::Not(inner) => Value::Bool(!eval(inner, vars, rng)?.to_bool()?),
-        Node::Binary(BinOp::And, l, r) => {
-            Value::Bool(eval(l, vars, rng)?.to_bool()? && eval(r, vars, rng)?.to_bool()?)
+        Node::Not(inner) => match eval(inner, vars, rng, at)? {
+            Value::Null => Value::Null,
+            v => Value::Bool(!v.to_bool()?),
+        },
+        Node::Is(inner, target) => Value::Bool(eval(inner, vars, rng, at)?.is(target)),
+        Node::Binary(BinOp::And, l, r) => lazy(true, l, r, vars, rng, at)?,
+        Node::Binary(BinOp::Or, l, r) => lazy(false, l, r, vars, rng, at)?,
+        Node::Binary(op, l, r) => {
+            let (a, b) = (eval(l, vars, rng, at)?, eval(r, vars, rng, at)?);
+            if a == Value::Null || b == Value::Null {
+                Value::Null
+            } else {
+                binary_op(*op, a, b)?
+            }
         }
-        Node::Binary(BinOp::Or, l, r) => {
-            Value::Bool(eval(l, vars, rng)?.to_bool()? || eval(r, vars, rng)?.to_bool()?)
-        }
-        Node::Binary(op, l, r) => binary_op(*op, eval(l, vars, rng)?, eval(r, vars, rng)?)?,
-        Node::Call(func, args) => call(*func, args, vars, rng)?,
+        Node::Call(func, args) => call(*func, args, vars, rng, at)?,
         Node::Case(pairs, otherwise) => {
             for (condition, value) in pairs {
-                // pgbench's valueTruth: a number is true unless zero.
-                let truth = match eval(condition, vars, rng)?.typed()? {
-                    Value::Bool(b) => b,
-                    Value::Int(i) => i != 0,
-                    Value::Double(d) => d != 0.0,
-                    Value::Text(_) => false,
-                };
-                if truth {
-                    return eval(value, vars, rng);
+                // pgbench's valueTruth: a number is true unless zero, and
+                // NULL is false.
+                if eval(condition, vars, rng, at)?.truth()? {
+                    return eval(value, vars, rng, at);
                 }
             }
             match otherwise {
-                Some(value) => eval(value, vars, rng)?,
-                None => return Err(EvalError::NoCase),
+                Some(value) => eval(value, vars, rng, at)?,
+                // pgbench's CASE without ELSE has ELSE NULL.
+                None => Value::Null,
             }
         }
     })
@@ -143,14 +190,32 @@ fn call(
     args: &[Node],
     vars: &[Value],
     rng: &mut fastrand::Rng,
+    at: At,
 ) -> Result<Value, EvalError> {
     use Value::{Double, Int};
     // As pgbench: every argument is evaluated first, then converted.
     let mut values = [const { Value::Int(0) }; MAX_ARGS];
     for (value, arg) in values.iter_mut().zip(args) {
-        *value = eval(arg, vars, rng)?;
+        *value = eval(arg, vars, rng, at)?;
     }
     let values = &values[..args.len()];
+    if func == Func::Debug {
+        let value = values[0].clone();
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "debug(script={},command={}): {}",
+                at.script,
+                at.command,
+                value.debug_form()
+            );
+        }
+        return Ok(value);
+    }
+    // Any other function of a NULL is NULL.
+    if values.contains(&Value::Null) {
+        return Ok(Value::Null);
+    }
     let arg = |i: usize| values[i].clone();
     Ok(match func {
         // pgbench's abs() of the smallest integer wraps to itself (C's
@@ -229,6 +294,7 @@ fn call(
                 super::hash::murmur2(value, seed)
             })
         }
+        Func::Debug => unreachable!("debug() returns above"),
         Func::Permute => {
             let name = "permute()";
             let (value, size, seed) = (
@@ -281,7 +347,22 @@ mod tests {
                 "38",
             ),
             ("case when 0 then 1 when 2.5 then 2 else 3 end", "2"),
-            ("case when 1 = 0 then 1 end", "error: CASE matched no WHEN"),
+            ("case when 1 = 0 then 1 end", "NULL"),
+            ("case when NULL then 1 else 2 end", "2"),
+            ("NULL IS NULL", "true"),
+            ("1 ISNULL", "false"),
+            ("1 NOTNULL", "true"),
+            ("1 IS TRUE", "false"),
+            ("NOT 1 = 1 IS TRUE", "false"),
+            ("FALSE AND NULL", "false"),
+            ("TRUE AND NULL", "NULL"),
+            ("TRUE OR NULL", "true"),
+            ("NULL OR TRUE", "NULL"),
+            ("NOT NULL", "NULL"),
+            ("random(1, NULL)", "NULL"),
+            ("debug(NULL) IS NULL", "true"),
+            ("1 IS NULL IS NULL", "false"),
+            ("1 IS 2", "error: NULL, TRUE or FALSE"),
             ("case when 0 = 0 then -1 else (1 / 0) end", "-1"),
             (
                 "case when 0 = 0 or (1 / 0) < 0 then -1 else (1 / 0) end",

@@ -18,6 +18,9 @@ pub(super) enum Node {
     Const(Value),
     Var(usize),
     Not(Box<Node>),
+    /// `x IS NULL`, `x IS TRUE`, `x IS FALSE` (`ISNULL`, and with `NOT`
+    /// around it `IS NOT …` and `NOTNULL`): the value tested against.
+    Is(Box<Node>, Value),
     Binary(BinOp, Box<Node>, Box<Node>),
     Call(Func, Vec<Node>),
     /// `CASE WHEN c THEN v … [ELSE e] END`: the pairs, and the ELSE.
@@ -66,12 +69,14 @@ pub(super) enum Func {
     HashFnv1a,
     HashMurmur2,
     Permute,
+    /// `debug(x)`: prints x's type and value on stderr, gives x.
+    Debug,
 }
 
 /// How many arguments a function takes: `Some(n)` exactly n, `None` one or
 /// more; [`SEEDED`]'s take one fewer, their seed then being
 /// `:default_seed`.
-const FUNCTIONS: [(&str, Func, Option<usize>); 20] = [
+const FUNCTIONS: [(&str, Func, Option<usize>); 21] = [
     ("abs", Func::Abs, Some(1)),
     ("int", Func::Int, Some(1)),
     ("double", Func::Double, Some(1)),
@@ -92,14 +97,12 @@ const FUNCTIONS: [(&str, Func, Option<usize>); 20] = [
     ("hash_fnv1a", Func::HashFnv1a, Some(2)),
     ("hash_murmur2", Func::HashMurmur2, Some(2)),
     ("permute", Func::Permute, Some(3)),
+    ("debug", Func::Debug, Some(1)),
 ];
 
 /// The functions whose last argument, a seed, may be left out: it is then
 /// the predefined `:default_seed`, as in pgbench.
 const SEEDED: [Func; 3] = [Func::HashFnv1a, Func::HashMurmur2, Func::Permute];
-
-/// pgbench's functions that dyno does not have yet.
-const UNSUPPORTED_FUNCTIONS: [&str; 1] = ["debug"];
 
 /// The most arguments a function takes (pgbench's `MAX_FARGS`).
 pub(super) const MAX_ARGS: usize = 16;
@@ -115,7 +118,7 @@ impl Node {
         match self {
             Node::Const(_) => {}
             Node::Var(slot) => out.push(*slot),
-            Node::Not(n) => n.slots(out),
+            Node::Not(n) | Node::Is(n, _) => n.slots(out),
             Node::Binary(_, a, b) => {
                 a.slots(out);
                 b.slots(out);
@@ -241,7 +244,50 @@ impl<'a> Parser<'a, '_> {
             self.nesting -= 1;
             return deep(Node::Not(Box::new(node)), depth + 1);
         }
-        self.comparison()
+        self.is_test()
+    }
+
+    /// `x IS [NOT] NULL|TRUE|FALSE`, `x ISNULL`, `x NOTNULL`: between NOT
+    /// and the comparisons; they chain, left to right, as in pgbench
+    /// (`1 IS NULL IS NULL` is `(1 IS NULL) IS NULL`).
+    fn is_test(&mut self) -> Parsed {
+        let (mut node, mut depth) = self.comparison()?;
+        loop {
+            let (negated, target) = if self.keyword("isnull") {
+                self.pos += 1;
+                (false, Value::Null)
+            } else if self.keyword("notnull") {
+                self.pos += 1;
+                (true, Value::Null)
+            } else if self.keyword("is") {
+                self.pos += 1;
+                let negated = self.keyword("not");
+                if negated {
+                    self.pos += 1;
+                }
+                let target = match self.peek().map(|t| t.tok) {
+                    Some(Tok::Word(w)) if w.eq_ignore_ascii_case("null") => Value::Null,
+                    Some(Tok::Word(w)) if w.eq_ignore_ascii_case("true") => Value::Bool(true),
+                    Some(Tok::Word(w)) if w.eq_ignore_ascii_case("false") => Value::Bool(false),
+                    _ => {
+                        return Err(format!(
+                            "IS{} takes NULL, TRUE or FALSE after it",
+                            if negated { " NOT" } else { "" }
+                        ));
+                    }
+                };
+                self.pos += 1;
+                (negated, target)
+            } else {
+                return Ok((node, depth));
+            };
+            let test = Node::Is(Box::new(node), target);
+            (node, depth) = if negated {
+                deep(Node::Not(Box::new(test)), depth + 2)?
+            } else {
+                deep(test, depth + 1)?
+            };
+        }
     }
 
     fn comparison(&mut self) -> Parsed {
@@ -390,16 +436,14 @@ impl<'a> Parser<'a, '_> {
                     }
                     "true" => return Ok((Node::Const(Value::Bool(true)), 1)),
                     "false" => return Ok((Node::Const(Value::Bool(false)), 1)),
-                    "null" => "NULL is not supported by dyno yet".into(),
+                    "null" => return Ok((Node::Const(Value::Null), 1)),
                     "is" | "isnull" | "notnull" => {
-                        "IS, ISNULL and NOTNULL are not supported by dyno yet".into()
+                        format!("expected a value before {}", word.to_ascii_uppercase())
                     }
                     "and" | "or" | "not" => {
                         format!("expected a value before {}", word.to_ascii_uppercase())
                     }
-                    _ if UNSUPPORTED_FUNCTIONS.contains(&lower.as_str())
-                        || FUNCTIONS.iter().any(|(n, _, _)| *n == lower) =>
-                    {
+                    _ if FUNCTIONS.iter().any(|(n, _, _)| *n == lower) => {
                         format!("{word} is a function: call it as {word}(…)")
                     }
                     _ => format!(
@@ -451,15 +495,11 @@ impl<'a> Parser<'a, '_> {
     fn call(&mut self, word: &str) -> Parsed {
         let lower = word.to_ascii_lowercase();
         let Some(&(name, func, arity)) = FUNCTIONS.iter().find(|(n, _, _)| *n == lower) else {
-            return Err(if UNSUPPORTED_FUNCTIONS.contains(&lower.as_str()) {
-                format!("{lower}() is not supported by dyno yet")
-            } else {
-                let names: Vec<&str> = FUNCTIONS.iter().map(|(n, _, _)| *n).collect();
-                format!(
-                    "unknown function '{word}'; the functions are {}",
-                    names.join(", ")
-                )
-            });
+            let names: Vec<&str> = FUNCTIONS.iter().map(|(n, _, _)| *n).collect();
+            return Err(format!(
+                "unknown function '{word}'; the functions are {}",
+                names.join(", ")
+            ));
         };
         self.enter()?;
         let mut args = Vec::new();

@@ -25,6 +25,10 @@ pub enum Value {
     /// boolean, an integer or a double, by pgbench's rules, where an
     /// expression uses it.
     Text(Arc<str>),
+    /// pgbench's NULL: the constant, `-D NAME=null`, and what an
+    /// operator or function gives when an argument is NULL. Written into
+    /// SQL as the word `NULL`, as pgbench writes it.
+    Null,
 }
 
 impl Value {
@@ -40,11 +44,12 @@ impl Value {
             Value::Double(_) => "double",
             Value::Bool(_) => "boolean",
             Value::Text(_) => "text",
+            Value::Null => "null",
         }
     }
 
-    /// A text value read as pgbench reads a variable's string form: `null`
-    /// (which dyno does not take), a boolean (`true`, `yes`, `on`, `false`,
+    /// A text value read as pgbench reads a variable's string form: `null`,
+    /// a boolean (`true`, `yes`, `on`, `false`,
     /// `no`, `off`, or a prefix of them but `o`), an integer, or a double;
     /// other values are typed already.
     pub(super) fn typed(&self) -> Result<Value, EvalError> {
@@ -58,7 +63,7 @@ impl Value {
             return Err(EvalError::Malformed(s.to_owned()));
         }
         if s.eq_ignore_ascii_case("null") {
-            return Err(EvalError::Null);
+            return Ok(Value::Null);
         }
         if prefix_of("true") || prefix_of("yes") || s.eq_ignore_ascii_case("on") {
             return Ok(Value::Bool(true));
@@ -124,16 +129,39 @@ impl Value {
         }
     }
 
-    /// Whether `\if` takes the branch: a boolean's value, a number other
-    /// than zero (pgbench's `valueTruth`).
+    /// Whether `\if` (and `CASE WHEN`) takes the branch: a boolean's
+    /// value, a number other than zero; NULL is false (pgbench's
+    /// `valueTruth`).
     pub fn truth(&self) -> Result<bool, EvalError> {
         Ok(match self.typed()? {
             Value::Bool(b) => b,
             Value::Int(i) => i != 0,
             Value::Double(d) => d != 0.0,
             // typed() reads text as one of the others.
-            Value::Text(_) => false,
+            Value::Text(_) | Value::Null => false,
         })
+    }
+
+    /// pgbench's `IS`: the same type, and for a boolean the same value
+    /// (`x IS NULL`, `x IS TRUE`, `x IS FALSE`; an integer is never TRUE).
+    pub(super) fn is(&self, target: &Value) -> bool {
+        match (self, target) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// What `debug()` prints after its prefix, as pgbench prints it: the
+    /// type and the value, a double with 15 significant digits (`%.15g`).
+    pub(super) fn debug_form(&self) -> String {
+        match self {
+            Value::Null => "null".into(),
+            Value::Bool(b) => format!("boolean {b}"),
+            Value::Int(i) => format!("int {i}"),
+            // PostgreSQL's own printf writes NaN and Infinity so.
+            Value::Double(_) | Value::Text(_) => format!("double {self}"),
+        }
     }
 
     /// The value as a boolean, for `AND`, `OR` and `NOT`: only a boolean
@@ -153,7 +181,7 @@ impl Value {
         match *self {
             Value::Int(i) => i < 0,
             Value::Double(d) => d.is_finite() && d.is_sign_negative(),
-            Value::Bool(_) => false,
+            Value::Bool(_) | Value::Null => false,
             Value::Text(ref s) => s.starts_with('-'),
         }
     }
@@ -238,6 +266,7 @@ impl fmt::Display for Value {
             Value::Double(d) => write_g15(f, d),
             Value::Bool(b) => f.write_str(if b { "true" } else { "false" }),
             Value::Text(ref s) => f.write_str(s),
+            Value::Null => f.write_str("NULL"),
         }
     }
 }
@@ -284,12 +313,6 @@ pub enum EvalError {
     },
     #[error("malformed variable value '{0}': it is neither a number nor a boolean")]
     Malformed(String),
-    #[error("NULL values (-D NAME=null) are not supported in expressions by dyno yet")]
-    Null,
-    #[error(
-        "CASE matched no WHEN and has no ELSE, so its value is NULL, which dyno does not support yet; add an ELSE"
-    )]
-    NoCase,
     #[error(
         "{function}: the lower bound {lb} is greater than the upper bound {ub}; the range is [lb, ub], lb first"
     )]
