@@ -185,6 +185,19 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
             w.script.name()
         );
     }
+    if protocol != Protocol::Simple
+        && let Some((w, line)) = scripts.iter().find_map(|w| {
+            w.script.commands().iter().find_map(|c| match &c.kind {
+                dyno_db::script::CommandKind::Sql(sql) if sql.is_compound() => Some((w, c.line)),
+                _ => None,
+            })
+        })
+    {
+        bail!(
+            "{}:{line}: statements joined by \\; are sent as one query, which only -M simple does (pgbench fails them at run time under -M extended and prepared): add -M simple, or end each statement with ;",
+            w.script.name()
+        );
+    }
     if !args.warmup.is_zero() && matches!(stop, Stop::Transactions(_)) {
         bail!(
             "--warmup is a time before the measured one; with -t (a count per client) there is no measured time to put it before: use -T, or drop --warmup"

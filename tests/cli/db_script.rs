@@ -450,6 +450,38 @@ fn sleeps_slices_and_parameter_limits_as_pgbench() {
 /// `\if`, `\elif`, `\else` and `\endif`, nested, take the branches pgbench
 /// takes, for conditions of every type; and the blocks pgbench refuses,
 /// dyno refuses.
+/// `\\;` joins statements into one query: `\\gset` stores the last one's
+/// row, `\\aset` every one's, as pgbench's own regression test has them;
+/// an `\\aset` of no row leaves the variable unset in both tools.
+#[test]
+fn compound_statements_store_what_pgbench_stores() {
+    let tools = Tools::new();
+    let script = "SELECT 0 AS i5 \\; SELECT 5 AS i5 \\; \\; \\gset\n\\set i debug(:i5)\n\\; SELECT 6 AS i6 \\; SELECT 7 AS i7 \\; \\aset\nSELECT 8 AS i6 UNION SELECT 9 ORDER BY 1 DESC \\aset\n\\set i debug(:i6)\n\\set i debug(:i7)\nINSERT INTO r VALUES ('a', 'TOOL', '1') \\;\nINSERT INTO r VALUES ('b', 'TOOL', :i7::text);\n";
+    let lines = |stderr: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter_map(|l| l.find("debug(").map(|i| l[i..].to_owned()))
+            .collect()
+    };
+    let (ok, theirs) = tools.run("pgbench", script, &["-M", "simple"]);
+    assert!(ok, "{theirs}");
+    let (ok, ours) = tools.run("dyno", script, &["-M", "simple"]);
+    assert!(ok, "{ours}");
+    assert_eq!(lines(&ours), lines(&theirs));
+    assert_eq!(lines(&theirs).len(), 3, "{theirs}");
+    assert_eq!(tools.stored("dyno"), tools.stored("pgbench"));
+    assert_eq!(tools.stored("dyno").len(), 2);
+    // No row: the variable stays unset, and reading it stops the client.
+    let empty = "\\; SELECT 5432 AS i8 WHERE FALSE \\; \\aset\n\\set i debug(:i8)\n";
+    let (theirs, their_err) = tools.run("pgbench", empty, &[]);
+    let (ours, our_err) = tools.run("dyno", empty, &[]);
+    assert!(!theirs && !ours, "pgbench: {their_err}\ndyno: {our_err}");
+    assert!(our_err.contains("i8"), "{our_err}");
+    // Under -M extended dyno refuses before the run what pgbench fails in it.
+    let (ok, err) = tools.run("dyno", script, &["-M", "extended"]);
+    assert!(!ok && err.contains("only -M simple does"), "{err}");
+}
+
 /// `debug()` prints what pgbench prints, on stderr: each value's type and
 /// value, with the script's and the command's numbers.
 #[test]

@@ -1689,11 +1689,21 @@ impl Runner<'_> {
                 rows.count
             ));
         }
-        if rows.count == 0 {
-            return Ok(());
+        // `\aset` stores every statement's row of a compound query (`\;`),
+        // in order; `\gset` the last statement's.
+        let mut sets: Vec<(&[String], &[Option<String>])> = Vec::new();
+        if store.all {
+            sets.extend(
+                rows.earlier
+                    .iter()
+                    .map(|(n, l)| (n.as_slice(), l.as_slice())),
+            );
+        }
+        if rows.count > 0 {
+            sets.push((&rows.names, &rows.last));
         }
         let script = &self.settings.scripts[which].script;
-        for (column, value) in rows.names.iter().zip(&rows.last) {
+        for (column, value) in sets.into_iter().flat_map(|(n, l)| n.iter().zip(l)) {
             let name = format!("{}{column}", store.prefix);
             if !crate::script::is_variable_name(&name) {
                 return Err(format!(

@@ -167,11 +167,20 @@ pub struct Rows {
     pub names: Vec<String>,
     pub count: u64,
     pub last: Vec<Option<String>>,
+    /// The statements before the last one of a compound query (`\;`)
+    /// that returned rows: their columns' names and last row.
+    pub earlier: Vec<(Vec<String>, Vec<Option<String>>)>,
 }
 
 impl Rows {
     /// Reads a RowDescription's body: the fields' names.
     fn describe(&mut self, body: &[u8]) -> Result<(), WireError> {
+        if self.count > 0 {
+            self.earlier.push((
+                std::mem::take(&mut self.names),
+                std::mem::take(&mut self.last),
+            ));
+        }
         self.names.clear();
         self.last.clear();
         self.count = 0;
@@ -392,6 +401,7 @@ impl Wire {
         self.rows.names.clear();
         self.rows.last.clear();
         self.rows.count = 0;
+        self.rows.earlier.clear();
     }
 
     /// The rows the last captured round trip brought.

@@ -231,7 +231,8 @@ impl Script {
                 if pending.is_none() && (trimmed.is_empty() || trimmed.starts_with("--")) {
                     continue;
                 }
-                if let Some(meta) = trimmed.strip_prefix('\\') {
+                // `\;` starts SQL: an empty statement joined to the next.
+                if let Some(meta) = trimmed.strip_prefix('\\').filter(|m| !m.starts_with(';')) {
                     let word: String = meta.chars().take_while(|&c| is_name_char(c)).collect();
                     let word = word.to_ascii_lowercase();
                     if word == "gset" || word == "aset" {
@@ -920,8 +921,19 @@ mod tests {
         );
         let err = parse_err("SELECT 1 AS one \\aset a b\n");
         assert!(err.message().contains("at most one argument"), "{err}");
-        let err = parse_err("SELECT 1 \\;\nSELECT 2;\n");
-        assert!(err.message().contains("compound"), "{err}");
+        // `\;` joins statements into one command, over lines too.
+        let script = Script::parse(
+            "t.sql",
+            "SELECT 1 \\;\nSELECT 2;\n\\; SELECT 3 \\; SELECT 4;\n",
+        )
+        .unwrap();
+        assert_eq!(script.commands().len(), 2);
+        for command in script.commands() {
+            let CommandKind::Sql(sql) = &command.kind else {
+                panic!("{command:?}");
+            };
+            assert!(sql.is_compound());
+        }
 
         let err = parse_err("\\set a 1\n\\set x foo(1)\n");
         assert_eq!(err.line(), 2);

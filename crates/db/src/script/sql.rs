@@ -29,6 +29,8 @@ pub struct Sql {
     parameterized: String,
     params: Vec<usize>,
     store: Option<Store>,
+    /// Statements joined by `\;`: sent as one query (`-M simple` only).
+    compound: bool,
 }
 
 /// `\gset [PREFIX]` or `\aset [PREFIX]` after a statement: its result's
@@ -98,6 +100,11 @@ impl Sql {
     /// Where the statement's result goes (`\gset`, `\aset`), if anywhere.
     pub fn store(&self) -> Option<&Store> {
         self.store.as_ref()
+    }
+
+    /// Whether `\;` joined statements into this one command.
+    pub fn is_compound(&self) -> bool {
+        self.compound
     }
 
     /// The parameters' values, `$1` first; [`Value`]'s `Display` is their
@@ -177,6 +184,8 @@ pub(super) struct SqlBuilder {
     pub(super) quote: Quote,
     /// The `\gset` or `\aset` that ended the statement.
     pub(super) store: Option<Store>,
+    /// A `\;` joined statements into one command.
+    pub(super) compound: bool,
 }
 
 /// The error of a `\\gset` or `\\aset` (`word`) with no statement before
@@ -229,6 +238,9 @@ impl SqlBuilder {
         let started_in_quote = self.quote != Quote::None;
         let mut chars = line.char_indices().peekable();
         let mut literal_start = 0;
+        // Where the text after this line's last `\;` starts: a line that
+        // ends in `\;` goes on on the next line.
+        let mut escaped_end = None;
         // Text runs are copied in slices, from `literal_start` up to the
         // next variable reference or comment.
         while let Some((i, c)) = chars.next() {
@@ -244,6 +256,18 @@ impl SqlBuilder {
                         text.push_str(&line[literal_start..i]);
                         literal_start = line.len();
                         break;
+                    }
+                    '\\' if line[i + 1..].starts_with(';') => {
+                        // `\;`: a semicolon that joins two statements into
+                        // one command, sent as one query.
+                        push_text(&mut parts, &line[literal_start..i]);
+                        text.push_str(&line[literal_start..i]);
+                        push_text(&mut parts, ";");
+                        text.push(';');
+                        chars.next();
+                        literal_start = i + 2;
+                        escaped_end = Some(text.len());
+                        self.compound = true;
                     }
                     '\\' => {
                         let rest = &line[i + 1..];
@@ -321,8 +345,10 @@ impl SqlBuilder {
         }
         if self.quote == Quote::None && !ended {
             trim_end(&mut parts, &mut text);
+            let tail_escaped = escaped_end.is_some_and(|e| text.len() <= e);
             if let Some(SqlPart::Text(last)) = parts.last_mut()
                 && last.ends_with(';')
+                && !tail_escaped
             {
                 last.pop();
                 text.pop();
@@ -401,6 +427,7 @@ impl SqlBuilder {
                 parameterized,
                 params,
                 store: self.store,
+                compound: self.compound,
             }),
         }))
     }
