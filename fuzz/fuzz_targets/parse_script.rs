@@ -69,7 +69,7 @@ fuzz_target!(|data: &[u8]| {
             CommandKind::Branch { cond, .. } => {
                 let _ = cond.eval(&vars, &mut rng).and_then(|v| v.truth());
             }
-            CommandKind::Jump(_) | CommandKind::Pipeline { .. } => {}
+            CommandKind::Jump(_) | CommandKind::Pipeline { .. } | CommandKind::SyncPipeline => {}
             CommandKind::Shell(shell) => {
                 // Made, never run.
                 let _ = shell.command_line(&vars);

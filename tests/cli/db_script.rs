@@ -482,6 +482,30 @@ fn compound_statements_store_what_pgbench_stores() {
     assert!(!ok && err.contains("only -M simple does"), "{err}");
 }
 
+/// `\\syncpipeline` (PostgreSQL 17's pgbench; the one installed here is
+/// 15, which refuses it) ends one implicit transaction of a pipeline: what
+/// came before it stays when a later statement fails, and without it the
+/// failure takes the whole pipeline back.
+#[test]
+fn syncpipeline_commits_what_came_before_it() {
+    let tools = Tools::new();
+    let script = |sync: &str| {
+        format!(
+            "\\startpipeline\nINSERT INTO r VALUES ('a', 'TOOL', '1');\n{sync}INSERT INTO r VALUES ('b', 'TOOL', (1 / 0)::text);\n\\endpipeline\n"
+        )
+    };
+    let (ok, err) = tools.run("dyno", &script("\\syncpipeline\n"), &["-M", "extended"]);
+    assert!(!ok && err.contains("division by zero"), "{err}");
+    assert_eq!(tools.stored("dyno").keys().collect::<Vec<_>>(), ["a"]);
+    tools.pg.psql(&tools.db, "DELETE FROM r");
+    let (ok, err) = tools.run("dyno", &script(""), &["-M", "prepared"]);
+    assert!(!ok && err.contains("division by zero"), "{err}");
+    assert!(tools.stored("dyno").is_empty());
+    // pgbench 15 does not know it: the script is pgbench 17's.
+    let (ok, err) = tools.run("pgbench", &script("\\syncpipeline\n"), &["-M", "extended"]);
+    assert!(!ok, "{err}");
+}
+
 /// `debug()` prints what pgbench prints, on stderr: each value's type and
 /// value, with the script's and the command's numbers.
 #[test]

@@ -1495,6 +1495,7 @@ impl Runner<'_> {
                     self.pipeline(which, i + 1..*end).await?;
                     next = *end;
                 }
+                CommandKind::SyncPipeline => unreachable!("\\syncpipeline is inside a pipeline"),
                 CommandKind::Shell(shell) => {
                     let line = shell.command_line(&self.vars[which]);
                     let value = run_shell(&line, shell.target.is_some())
@@ -1660,7 +1661,8 @@ impl Runner<'_> {
                         break;
                     }
                 }
-                _ => unreachable!("a pipeline holds SQL and \\set only"),
+                CommandKind::SyncPipeline => self.wire.sync(),
+                _ => unreachable!("a pipeline holds SQL, \\set and \\syncpipeline only"),
             }
         }
         let result = match queued {

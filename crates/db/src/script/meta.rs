@@ -14,10 +14,6 @@ use super::{
     Command, CommandKind, EvalError, ScriptError, Value, Vars, is_name_char, undefined_variable,
 };
 
-/// pgbench's meta-commands that dyno does not run yet: named in the error,
-/// so that the user knows the script is pgbench's and not mistyped.
-const UNSUPPORTED_META: [&str; 2] = ["syncpipeline", "flushrequest"];
-
 pub(super) fn parse_meta(
     script: &str,
     line: usize,
@@ -83,11 +79,6 @@ pub(super) fn parse_meta(
             return Err(err(
                 "a '\\' must be followed by a meta-command's name, e.g. \\set or \\sleep".into(),
             ));
-        }
-        other if UNSUPPORTED_META.contains(&other) => {
-            return Err(err(format!(
-                "\\{command} is not supported by dyno yet; dyno runs SQL, \\set, \\sleep and \\if"
-            )));
         }
         _ => {
             return Err(err(format!(
@@ -406,9 +397,15 @@ mod tests {
             CommandKind::Shell(s) if s.target.is_some()
         ));
         let err = parse_err("\\SyncPipeline\n");
-        assert!(
-            err.message().contains("\\SyncPipeline is not supported"),
-            "{err}"
-        );
+        assert!(err.message().contains("outside a pipeline"), "{err}");
+        let script = Script::parse(
+            "c",
+            "\\StartPipeline\nSELECT 1;\n\\SyncPipeline\nSELECT 2;\n\\EndPipeline\n",
+        )
+        .unwrap();
+        assert!(matches!(
+            script.commands()[2].kind,
+            CommandKind::SyncPipeline
+        ));
     }
 }

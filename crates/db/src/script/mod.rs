@@ -22,9 +22,9 @@
 //! operators, `IS` tests, `CASE` and functions, `debug()` included, with
 //! its rounding and coercion rules) and the random distributions,
 //! `\sleep`, `\if` blocks, `\gset` and `\aset`, `\setshell` and
-//! `\shell`, pipelines, and variables defined with `-D`. What is left out
-//! (`\syncpipeline`, `\flushrequest`, `\;` compound statements) is refused
-//! by name, at parse time, so a script never half-runs.
+//! `\shell`, pipelines with `\syncpipeline`, `\;` compound statements,
+//! and variables defined with `-D`. Anything else is refused at parse time,
+//! with its line, so a script never half-runs.
 //! docs/src/pgbench-scripts.md lists where dyno differs from pgbench, and why.
 //!
 //! [`builtin`](fn@builtin) holds pgbench's three built-in scripts and
@@ -181,6 +181,9 @@ pub enum CommandKind {
     /// `\endpipeline`) are sent at once, behind one Sync, and their
     /// answers read after; the run goes on at `end`.
     Pipeline { end: usize },
+    /// `\syncpipeline` inside a pipeline: a Sync there, which ends one
+    /// implicit transaction of the pipeline and starts the next.
+    SyncPipeline,
 }
 
 impl Script {
@@ -277,12 +280,23 @@ impl Script {
                         .split_once(char::is_whitespace)
                         .map_or((meta.as_str(), ""), |(c, a)| (c, a.trim()));
                     let word = word.to_ascii_lowercase();
-                    if word == "startpipeline" || word == "endpipeline" {
+                    if word == "startpipeline" || word == "endpipeline" || word == "syncpipeline" {
                         let err = |m: &str| Err(ScriptError::new(name, line_no, m));
                         if !args.is_empty() {
                             return err(&format!("\\{word} takes no argument"));
                         }
                         match (word.as_str(), pipeline) {
+                            ("syncpipeline", None) => {
+                                return err(
+                                    "\\syncpipeline outside a pipeline: it goes between \\startpipeline and \\endpipeline",
+                                );
+                            }
+                            ("syncpipeline", Some(_)) => {
+                                commands.push(Command {
+                                    line: line_no,
+                                    kind: CommandKind::SyncPipeline,
+                                });
+                            }
                             ("startpipeline", None) => {
                                 pipeline = Some((line_no, commands.len()));
                                 commands.push(Command {
@@ -298,7 +312,7 @@ impl Script {
                             (_, None) => return err("\\endpipeline without a \\startpipeline"),
                             (_, Some((_, start))) => {
                                 if let Some(c) = commands[start + 1..].iter().find(|c| {
-                                    !matches!(&c.kind, CommandKind::Set { .. })
+                                    !matches!(&c.kind, CommandKind::Set { .. } | CommandKind::SyncPipeline)
                                         && !matches!(&c.kind, CommandKind::Sql(s) if s.store().is_none())
                                 }) {
                                     return Err(ScriptError::new(
@@ -375,7 +389,9 @@ impl Script {
                     CommandKind::Sleep(sleep) => reads.extend(sleep.slot()),
                     CommandKind::Shell(shell) => reads.extend(shell.slots()),
                     CommandKind::Sql(sql) => reads.extend(sql.param_slots()),
-                    CommandKind::Jump(_) | CommandKind::Pipeline { .. } => {}
+                    CommandKind::Jump(_)
+                    | CommandKind::Pipeline { .. }
+                    | CommandKind::SyncPipeline => {}
                 }
                 reads.retain(|&s| vars.dynamic[s]);
                 reads.sort_unstable();
@@ -420,6 +436,7 @@ impl Script {
             CommandKind::Branch { .. } => "\\if".to_owned(),
             CommandKind::Jump(_) => "\\endif".to_owned(),
             CommandKind::Pipeline { .. } => "\\startpipeline".to_owned(),
+            CommandKind::SyncPipeline => "\\syncpipeline".to_owned(),
             CommandKind::Shell(shell) => match shell.target {
                 Some(slot) => format!("\\setshell {}", self.variables[slot]),
                 None => "\\shell".to_owned(),
@@ -891,8 +908,7 @@ mod tests {
         assert_eq!(err.line(), 3);
         assert_eq!(err.name(), "t.sql");
         assert!(
-            err.message()
-                .contains("\\syncpipeline is not supported by dyno yet"),
+            err.message().contains("\\syncpipeline outside a pipeline"),
             "{err}"
         );
         assert!(
