@@ -511,19 +511,25 @@ fn syncpipeline_commits_what_came_before_it() {
 #[test]
 fn debug_prints_what_pgbench_prints() {
     let tools = Tools::new();
-    let script = "\\set a debug(7)\n\\set b debug(2.5 / 3)\n\\set c debug(NULL)\n\\set d debug(1 = 1)\n\\set e debug(-1.0e300 * 1e10)\nSELECT :a;\n";
+    // Each type, a -inf, NULL through operators and IS tests, a \\set
+    // continued over lines, and NULL substituted into SQL.
+    let script = concat!(
+        "\\set a debug(7)\n\\set b debug(2.5 / 3)\n\\set c debug(NULL)\n\\set d debug(1 = 1)\n\\set e debug(-1.0e300 * 1e10)\n",
+        "\\set d1 false\n\\set n0 debug(NULL + NULL * exp(NULL))\n\\set n1 debug(:n0)\n\\set n2 debug(NOT (:n0 IS NOT NULL OR :d1 IS NULL))\n\\set n3 debug(:n0 IS NULL AND :d1 IS NOT NULL AND :d1 NOTNULL)\n\\set n4 debug(:n0 ISNULL AND NOT :n0 IS TRUE AND :n0 IS NOT FALSE)\n\\set n5 debug(CASE WHEN :n IS NULL THEN 46 ELSE NULL END)\n\\set n6 debug(:n IS NULL AND NOT :f AND :t)\n\\set cs debug(CASE WHEN 1 THEN TRUE END AND CASE WHEN 1.0 THEN TRUE END AND CASE WHEN :n THEN NULL ELSE TRUE END)\n\\set c8 debug(CASE \\\n                WHEN (1.0 > 0.0) AND (1.0 >= 0.0) \\\n                  THEN 36 \\\n                  ELSE 0 \\\n              END)\n\\set v0 NULL\n\\set v1 TRUE\n\\set v2 5432\n\\set v3 -54.21E-2\nSELECT :v0, :v1, :v2, :v3;\n\\set i debug(pow(9223372036854775807, 2))\n\\set i debug(pow(-2,-3))\n\\set max debug(-(-9223372036854775808 + 1))\n"
+    );
     let lines = |stderr: &str| -> Vec<String> {
         stderr
             .lines()
             .filter_map(|l| l.find("debug(").map(|i| l[i..].to_owned()))
             .collect()
     };
-    let (ok, theirs) = tools.run("pgbench", script, &[]);
+    let flags = ["-D", "n=null", "-D", "f=false", "-D", "t=true"];
+    let (ok, theirs) = tools.run("pgbench", script, &flags);
     assert!(ok, "{theirs}");
-    let (ok, ours) = tools.run("dyno", script, &[]);
+    let (ok, ours) = tools.run("dyno", script, &flags);
     assert!(ok, "{ours}");
     let (theirs, ours) = (lines(&theirs), lines(&ours));
-    assert_eq!(theirs.len(), 5, "{theirs:?}");
+    assert_eq!(theirs.len(), 17, "{theirs:?}");
     assert_eq!(ours, theirs);
 }
 
