@@ -239,6 +239,12 @@ fn find_max(
         .as_mut()
         .map(|s| s as &mut dyn dyno_load::shard::Together);
     let step_window = |o: &dyno_http::capacity::StepOutcome| window(&o.outcome, &o.settings);
+    // A scenario's search is of flows per second.
+    let per = if settings.scenario.is_some() {
+        "flows/s"
+    } else {
+        "req/s"
+    };
     let (run, figures_at, lost, windows, status): (_, _, _, _, super::capacity::Status) =
         match search {
             Search::Rates(plan) => {
@@ -249,13 +255,13 @@ fn find_max(
                     interrupt.flag(),
                     group,
                     progress,
-                    |step| step_line(&|n| super::capacity::step_line(n, step, "req/s")),
+                    |step| step_line(&|n| super::capacity::step_line(n, step, per)),
                 )?;
                 (
                     dyno_http::capacity::record(&found, plan, env, asked),
                     found.figures().map(|f| f.outcome.outcome.started_at),
                     found.lost_target.clone(),
-                    super::capacity::search_windows(&found, "req/s", step_window),
+                    super::capacity::search_windows(&found, per, step_window),
                     Box::new(move |id| super::capacity::exit_status(&found, id)),
                 )
             }
@@ -267,7 +273,7 @@ fn find_max(
                     interrupt.flag(),
                     group,
                     progress,
-                    |step| step_line(&|n| super::capacity::sweep_line(n, step, "req/s")),
+                    |step| step_line(&|n| super::capacity::sweep_line(n, step, per)),
                 )?;
                 (
                     dyno_http::capacity::sweep_record(&swept, plan, env, asked),

@@ -223,11 +223,6 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         Some(path) => {
             for (flag, given, why) in [
                 (
-                    "--find-max",
-                    capacity.is_some() || sweep.is_some(),
-                    "a capacity search's steps are rates of requests, and a flow is several (not yet supported)",
-                ),
-                (
                     "--format ab",
                     format == HttpFormat::Ab,
                     "ab's report is of one URL",

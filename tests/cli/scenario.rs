@@ -222,6 +222,65 @@ fn the_open_model_accounts_for_every_flow_that_fell_due() {
     let _ = child.wait();
 }
 
+/// `--find-max` searches a rate of flows: its steps are flows per second,
+/// judged on the requests' latency and the flows that failed.
+#[test]
+fn a_capacity_search_finds_a_rate_of_flows() {
+    let (home, data) = (temp(), temp());
+    let (mut child, addr, _) = super::bbs::spawn_bbs(data.path());
+    let url = format!("http://{addr}");
+    let out = dyno(home.path())
+        .args([
+            "http",
+            "--scenario",
+            &example(),
+            &url,
+            "-c",
+            "16",
+            "--find-max",
+        ])
+        .args([
+            "--slo",
+            "p99<=50ms",
+            "--start",
+            "100",
+            "--step",
+            "300ms",
+            "--budget",
+            "3s",
+        ])
+        .args(["--json", "--no-save"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+    assert!(stderr.contains(" flows/s: achieved "), "{stderr}");
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = run["settings"]["capacity"]["steps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "{run:#}");
+    assert!(
+        run["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("SCENARIO "),
+        "{}",
+        run["description"]
+    );
+    // The first step was asked for 100 flows/s and made about that many.
+    let first = &steps[0];
+    assert!(
+        (first["requested"].as_f64().unwrap() - 100.0).abs() < 1.0,
+        "{first}"
+    );
+    assert!(
+        (first["achieved"].as_f64().unwrap() - 100.0).abs() < 15.0,
+        "{first}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// A server that logs users in: `/login?user=U` sets the cookie
 /// `sid=U-token`, `/me` answers `you are U` for that cookie and 401
 /// without it. Keep-alive, one thread per connection.

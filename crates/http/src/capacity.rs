@@ -170,6 +170,37 @@ fn run_step(
 /// What this process measured of a step (`late_after`: see [`run_step`]).
 pub fn shard(outcome: &Outcome, late_after: Option<Duration>, cpu_percent: f64) -> Shard {
     let s = &outcome.stats;
+    if let Some(figures) = &outcome.scenario {
+        // A scenario's search is of flows: its rate is flows per second,
+        // a flow that failed is its error, and a flow that started late
+        // (its first step's send lag) or never its late send. The
+        // objective's latency is its requests', every step's.
+        let sum =
+            |f: fn(&crate::scenario::FlowFigures) -> u64| figures.flows.iter().map(f).sum::<u64>();
+        let (started, ended, failed) = (
+            sum(|f| f.started),
+            sum(|f| f.completed + f.failed),
+            sum(|f| f.failed),
+        );
+        let (sends, late) = match late_after {
+            Some(after) => (
+                started + s.dropped,
+                capacity::late(&s.send_lag, after) + s.dropped,
+            ),
+            None => (ended, 0),
+        };
+        return Shard {
+            requests: ended,
+            errors: failed,
+            sends,
+            late,
+            elapsed: outcome.elapsed,
+            latency: s.latency.clone(),
+            lag: s.send_lag.clone(),
+            seconds: outcome.timeline.iter().map(|i| i.latency.clone()).collect(),
+            client_cpu_percent: cpu_percent,
+        };
+    }
     let requests = s.requests();
     let (sends, late) = match late_after {
         Some(after) => (
@@ -205,7 +236,7 @@ pub fn record(
     let mut run = crate::record(&figures.settings, &figures.outcome, environment, asked);
     run.description = format!(
         "{} {} find-max {}",
-        figures.settings.requests[0].method(),
+        crate::record::method(&figures.settings),
         asked.url,
         plan.slo_text
     );
@@ -275,7 +306,7 @@ pub fn sweep_record(
     let mut run = crate::record(&figures.settings, &figures.outcome, environment, asked);
     run.description = format!(
         "{} {} find-max {} over {}..{} connections",
-        figures.settings.requests[0].method(),
+        crate::record::method(&figures.settings),
         asked.url,
         plan.slo_text,
         plan.from,

@@ -172,7 +172,7 @@ fn http_record(settings: &Settings, outcome: &Outcome, asked: &Asked) -> HttpRec
 
 /// The method the run's record names: the request's, or `SCENARIO` for
 /// a scenario's many.
-fn method(settings: &Settings) -> &str {
+pub(crate) fn method(settings: &Settings) -> &str {
     match settings.requests.first() {
         Some(r) if settings.scenario.is_none() => r.method(),
         _ => "SCENARIO",

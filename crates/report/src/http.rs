@@ -160,7 +160,12 @@ pub fn http_report(run: &Run) -> String {
         out.push_str("The figures below are the whole run's.\n\n");
     }
     if let Some(cap) = &rec.capacity {
-        crate::capacity::capacity_section(&mut out, cap, "req/s");
+        let per = if rec.scenario.is_some() {
+            "flows/s"
+        } else {
+            "req/s"
+        };
+        crate::capacity::capacity_section(&mut out, cap, per);
         if cap.sweep.is_some() {
             let _ = writeln!(
                 out,
@@ -170,7 +175,7 @@ pub fn http_report(run: &Run) -> String {
         } else {
             let _ = writeln!(
                 out,
-                "The figures below are the step at {} req/s.\n",
+                "The figures below are the step at {} {per}.\n",
                 rate(rec.rate_per_sec.unwrap_or(0.0))
             );
         }
