@@ -538,16 +538,8 @@ fn bad_scenarios_are_refused_before_any_load() {
             &["could not read the scenario file"],
         ),
         (
-            &[
-                "http",
-                "--scenario",
-                &fine,
-                &url,
-                "--find-max",
-                "--slo",
-                "p99<=5ms",
-            ],
-            &["--find-max does not work with --scenario"],
+            &["http", "--scenario", &fine, &url, "--format", "ab"],
+            &["--format ab does not work with --scenario"],
         ),
         (
             &["http", "--scenario", &fine, &url, "--method", "POST"],
