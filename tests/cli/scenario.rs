@@ -29,7 +29,46 @@ fn flow(run: &Value, name: &str, flow: &str) -> f64 {
     labelled(run, name, &[("flow", flow)]).unwrap_or_else(|| panic!("no {name}{{flow={flow}}}"))
 }
 
-fn example() -> String {
+/// `dyno serve --app bbs` on a data folder of its own, stopped when
+/// dropped.
+pub(super) struct Board {
+    child: std::process::Child,
+    pub(super) addr: String,
+    pub(super) url: String,
+    _data: tempfile::TempDir,
+}
+
+impl Board {
+    pub(super) fn start() -> Board {
+        let data = temp();
+        let (child, addr, _) = super::bbs::spawn_bbs(data.path());
+        Board {
+            child,
+            url: format!("http://{addr}"),
+            addr,
+            _data: data,
+        }
+    }
+}
+
+impl Drop for Board {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `dyno http --scenario examples/bbs.toml URL ARGS… --no-save --json`,
+/// expecting exit `code`.
+fn bbs_run(home: &Path, board: &Board, args: &[&str], code: i32) -> Value {
+    let example = example();
+    let mut all = vec!["http", "--scenario", &example, &board.url];
+    all.extend_from_slice(args);
+    all.push("--no-save");
+    json_run(home, &all, code).0
+}
+
+pub(super) fn example() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples/bbs.toml")
         .display()
@@ -38,24 +77,13 @@ fn example() -> String {
 
 #[test]
 fn the_bbs_flow_edits_every_post_with_the_id_it_returned() {
-    let (home, data) = (temp(), temp());
-    let (mut child, addr, _) = super::bbs::spawn_bbs(data.path());
-    let url = format!("http://{addr}");
-    let (run, _) = json_run(
+    let home = temp();
+    let board = Board::start();
+    let addr = &board.addr;
+    let run = bbs_run(
         home.path(),
-        &[
-            "http",
-            "--scenario",
-            &example(),
-            &url,
-            "-n",
-            "600",
-            "-c",
-            "4",
-            "--seed",
-            "7",
-            "--no-save",
-        ],
+        &board,
+        &["-n", "600", "-c", "4", "--seed", "7"],
         0,
     );
     // -n counts flows: 600 of them, every one completed.
@@ -92,30 +120,18 @@ fn the_bbs_flow_edits_every_post_with_the_id_it_returned() {
     // each edited by the user who posted it.
     let (status, body) = get(&addr, "/api/boards/lobby/messages?limit=100");
     assert_eq!(status, 200);
-    let board: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(board["total"].as_f64(), Some(posts + 1.0), "{board:#}");
-    for m in board["messages"].as_array().unwrap() {
+    let listed: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(listed["total"].as_f64(), Some(posts + 1.0), "{listed:#}");
+    for m in listed["messages"].as_array().unwrap() {
         if m["author"] != "dyno" {
             assert!(m["msg"].as_str().unwrap().ends_with(", edited"), "{m}");
         }
     }
     // Over HTTP/2: each of a connection's streams is a user of its own.
-    let (run, _) = json_run(
+    let run = bbs_run(
         home.path(),
-        &[
-            "http",
-            "--scenario",
-            &example(),
-            &url,
-            "--h2",
-            "-c",
-            "2",
-            "-m",
-            "3",
-            "-n",
-            "300",
-            "--no-save",
-        ],
+        &board,
+        &["--h2", "-c", "2", "-m", "3", "-n", "300"],
         0,
     );
     let writes = flow(&run, "flows_completed", "write");
@@ -127,30 +143,17 @@ fn the_bbs_flow_edits_every_post_with_the_id_it_returned() {
     assert_eq!(step(&run, "step_responses", "write", "edit"), writes);
     assert_eq!(step(&run, "step_errors", "write", "edit"), 0.0);
     assert!(metric(&run, "h2_header_bytes_wire").is_some());
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]
 fn the_open_model_accounts_for_every_flow_that_fell_due() {
-    let (home, data) = (temp(), temp());
-    let (mut child, addr, _) = super::bbs::spawn_bbs(data.path());
-    let url = format!("http://{addr}");
-    let (run, _) = json_run(
+    let home = temp();
+    let board = Board::start();
+    let url = &board.url;
+    let run = bbs_run(
         home.path(),
-        &[
-            "http",
-            "--scenario",
-            &example(),
-            &url,
-            "--rate",
-            "200",
-            "-d",
-            "2s",
-            "-c",
-            "4",
-            "--no-save",
-        ],
+        &board,
+        &["--rate", "200", "-d", "2s", "-c", "4"],
         0,
     );
     let mut accounted = metric(&run, "dropped_sends").unwrap();
@@ -169,19 +172,10 @@ fn the_open_model_accounts_for_every_flow_that_fell_due() {
         .is_some()
     );
     // By stages: each stage counts its flows, from their due times.
-    let (run, _) = json_run(
+    let run = bbs_run(
         home.path(),
-        &[
-            "http",
-            "--scenario",
-            &example(),
-            &url,
-            "--rate-plan",
-            "100@1s,200@1s",
-            "-c",
-            "4",
-            "--no-save",
-        ],
+        &board,
+        &["--rate-plan", "100@1s,200@1s", "-c", "4"],
         0,
     );
     let stages = run["settings"]["rate_plan"]["stages"].as_array().unwrap();
@@ -218,17 +212,15 @@ fn the_open_model_accounts_for_every_flow_that_fell_due() {
     ] {
         assert!(text.contains(needle), "no {needle:?} in\n{text}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// `--find-max` searches a rate of flows: its steps are flows per second,
 /// judged on the requests' latency and the flows that failed.
 #[test]
 fn a_capacity_search_finds_a_rate_of_flows() {
-    let (home, data) = (temp(), temp());
-    let (mut child, addr, _) = super::bbs::spawn_bbs(data.path());
-    let url = format!("http://{addr}");
+    let home = temp();
+    let board = Board::start();
+    let url = &board.url;
     let out = dyno(home.path())
         .args([
             "http",
@@ -277,8 +269,6 @@ fn a_capacity_search_finds_a_rate_of_flows() {
         (first["achieved"].as_f64().unwrap() - 100.0).abs() < 15.0,
         "{first}"
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// A server that logs users in: `/login?user=U` sets the cookie

@@ -1536,26 +1536,17 @@ fn a_db_rate_plan_splits_over_segments_and_merges_its_stages() {
 /// per-flow figures add up to the whole run's.
 #[test]
 fn a_scenario_splits_its_flows_and_merges_its_steps() {
-    let (home, data) = (temp(), temp());
+    let home = temp();
     let store = home.path().join("shared.db");
     let store = store.to_str().unwrap();
-    let (mut child, addr, _) = super::bbs::spawn_bbs(data.path());
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/bbs.toml");
-    let url = format!("http://{addr}");
+    let board = super::scenario::Board::start();
+    let example = super::scenario::example();
     let segments = run_segments(
         home.path(),
         store,
         "flows",
         2,
-        &[
-            "--scenario",
-            example.to_str().unwrap(),
-            &url,
-            "-n",
-            "300",
-            "-c",
-            "4",
-        ],
+        &["--scenario", &example, &board.url, "-n", "300", "-c", "4"],
     );
     let flows = |run: &Value, name: &str| -> f64 {
         run["metrics"]
@@ -1592,6 +1583,4 @@ fn a_scenario_splits_its_flows_and_merges_its_steps() {
         step("step_responses", "edit")
     );
     assert!(step("step_requests_per_sec", "messages") > 0.0);
-    let _ = child.kill();
-    let _ = child.wait();
 }

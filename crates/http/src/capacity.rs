@@ -170,41 +170,27 @@ fn run_step(
 /// What this process measured of a step (`late_after`: see [`run_step`]).
 pub fn shard(outcome: &Outcome, late_after: Option<Duration>, cpu_percent: f64) -> Shard {
     let s = &outcome.stats;
-    if let Some(figures) = &outcome.scenario {
-        // A scenario's search is of flows: its rate is flows per second,
-        // a flow that failed is its error, and a flow that started late
-        // (its first step's send lag) or never its late send. The
+    // What the search counts: (ended, failed, due), requests or flows.
+    let (requests, errors, due) = match &outcome.scenario {
+        // A scenario's search is of flows: its rate is flows per second, a
+        // flow that failed is its error, and a flow that started late (its
+        // first step's send lag) or never is its late send. The
         // objective's latency is its requests', every step's.
-        let sum =
-            |f: fn(&crate::scenario::FlowFigures) -> u64| figures.flows.iter().map(f).sum::<u64>();
-        let (started, ended, failed) = (
-            sum(|f| f.started),
-            sum(|f| f.completed + f.failed),
-            sum(|f| f.failed),
-        );
-        let (sends, late) = match late_after {
-            Some(after) => (
-                started + s.dropped,
-                capacity::late(&s.send_lag, after) + s.dropped,
-            ),
-            None => (ended, 0),
-        };
-        return Shard {
-            requests: ended,
-            errors: failed,
-            sends,
-            late,
-            elapsed: outcome.elapsed,
-            latency: s.latency.clone(),
-            lag: s.send_lag.clone(),
-            seconds: outcome.timeline.iter().map(|i| i.latency.clone()).collect(),
-            client_cpu_percent: cpu_percent,
-        };
-    }
-    let requests = s.requests();
+        Some(figures) => {
+            let sum = |f: fn(&crate::scenario::FlowFigures) -> u64| {
+                figures.flows.iter().map(f).sum::<u64>()
+            };
+            let ended = sum(|f| f.completed + f.failed);
+            (ended, sum(|f| f.failed), sum(|f| f.started))
+        }
+        None => {
+            let requests = s.requests();
+            (requests, s.total_errors(), requests + s.unfinished)
+        }
+    };
     let (sends, late) = match late_after {
         Some(after) => (
-            requests + s.unfinished + s.dropped,
+            due + s.dropped,
             capacity::late(&s.send_lag, after) + s.dropped,
         ),
         // A closed model has no due times: every send is on time.
@@ -212,7 +198,7 @@ pub fn shard(outcome: &Outcome, late_after: Option<Duration>, cpu_percent: f64) 
     };
     Shard {
         requests,
-        errors: s.total_errors(),
+        errors,
         sends,
         late,
         elapsed: outcome.elapsed,

@@ -333,6 +333,67 @@ impl Connection {
         self.answered.set(true);
         self.opened.notify_waiters();
     }
+
+    /// A loop's start: the `first` goes at once, the others once the
+    /// connection has answered; false when it failed before that.
+    async fn opened(&self, first: bool) -> bool {
+        if !first {
+            let opened = self.opened.notified();
+            if !self.answered.get() {
+                opened.await;
+            }
+        }
+        first || self.answered.get()
+    }
+
+    /// The next ticket of a loop; `None` when they are all taken, which
+    /// marks the connection done (and lets the waiting loops see it).
+    fn next(
+        &self,
+        tickets: &Tickets,
+        shared: &Shared,
+        local: &RefCell<Local>,
+        first: bool,
+    ) -> Option<Ticket> {
+        let ticket = tickets.next(shared, local);
+        if ticket.is_none() {
+            self.done.set(true);
+            if first {
+                self.opened.notify_waiters();
+            }
+        }
+        ticket
+    }
+
+    /// An answer came: the first opens the connection to every loop.
+    fn answered_once(&self, shared: &Shared) {
+        if !self.answered.get() {
+            shared.connect_succeeded();
+            self.open_to_all();
+        }
+    }
+
+    /// A request failed: a stream cut because its connection ended takes
+    /// the connection's reason, and a connection lost before any answer
+    /// says the server does not speak HTTP/2 there (or not as asked).
+    /// Whether it was the latter.
+    fn failed(&self, f: &mut Failed, shared: &Shared, local: &RefCell<Local>) -> bool {
+        if let Some(class) = self.ended_by.get()
+            && f.lost
+            && matches!(f.class, ErrorClass::Reset | ErrorClass::ClosedEarly)
+        {
+            f.class = class;
+        }
+        let not_http2 = !self.answered.get() && f.lost;
+        if not_http2 {
+            local
+                .borrow_mut()
+                .protocol_failure
+                .get_or_insert_with(|| not_h2(&f.why));
+            shared.protocol_refused();
+        }
+        not_http2
+    }
 }
 
 /// The driver loop of one HTTP/2 connection (and its successors).
@@ -604,22 +665,11 @@ async fn request_loop(
     let settings = &shared.settings;
     let scheme = settings.target.scheme.as_str();
     let mut scratch = Vec::new();
-    if !first {
-        let opened = connection.opened.notified();
-        if !connection.answered.get() {
-            opened.await;
-        }
-        if !connection.answered.get() {
-            // The connection failed before its first answer.
-            return;
-        }
+    if !connection.opened(first).await {
+        return;
     }
     loop {
-        let Some(ticket) = tickets.next(shared, local) else {
-            connection.done.set(true);
-            if first {
-                connection.opened.notify_waiters();
-            }
+        let Some(ticket) = connection.next(tickets, shared, local, first) else {
             return;
         };
         match (ticket.due, timer) {
@@ -666,36 +716,14 @@ async fn request_loop(
             None,
         )
         .await;
-        let failed = match result {
+        let mut failed = match result {
             Ok(_) => {
-                if !connection.answered.get() {
-                    shared.connect_succeeded();
-                    connection.open_to_all();
-                }
+                connection.answered_once(shared);
                 continue;
             }
-            Err(mut f) => {
-                // A stream cut because its connection ended takes the
-                // connection's reason.
-                if let Some(class) = connection.ended_by.get()
-                    && f.lost
-                    && matches!(f.class, ErrorClass::Reset | ErrorClass::ClosedEarly)
-                {
-                    f.class = class;
-                }
-                f
-            }
+            Err(f) => f,
         };
-        // The connection failed before any answer: the server does not
-        // speak HTTP/2 there, or not as asked.
-        let not_http2 = !connection.answered.get() && failed.lost;
-        if not_http2 {
-            local
-                .borrow_mut()
-                .protocol_failure
-                .get_or_insert_with(|| not_h2(&failed.why));
-            shared.protocol_refused();
-        }
+        let not_http2 = connection.failed(&mut failed, shared, local);
         if failed.unprocessed && connection.answered.get() {
             // Sent, but above the last stream the server's GOAWAY says it
             // processed (RFC 9113 §6.8): it goes again on the next
@@ -757,14 +785,8 @@ async fn scenario_loop(
     let (shared, local, tickets, connection) = (&*shared, &*local, &*tickets, &*connection);
     let first = index == 0;
     let scheme = shared.settings.target.scheme.as_str();
-    if !first {
-        let opened = connection.opened.notified();
-        if !connection.answered.get() {
-            opened.await;
-        }
-        if !connection.answered.get() {
-            return;
-        }
+    if !connection.opened(first).await {
+        return;
     }
     let mut lent = Lent {
         slot: &users[index],
@@ -794,10 +816,7 @@ async fn scenario_loop(
             .await
             {
                 Ok(Some(answered)) => {
-                    if !connection.answered.get() {
-                        shared.connect_succeeded();
-                        connection.open_to_all();
-                    }
+                    connection.answered_once(shared);
                     Sent::Answered(answered)
                 }
                 Ok(None) => Sent::Failed {
@@ -805,19 +824,7 @@ async fn scenario_loop(
                     sent: true,
                 },
                 Err(mut f) => {
-                    if let Some(class) = connection.ended_by.get()
-                        && f.lost
-                        && matches!(f.class, ErrorClass::Reset | ErrorClass::ClosedEarly)
-                    {
-                        f.class = class;
-                    }
-                    if !connection.answered.get() && f.lost {
-                        local
-                            .borrow_mut()
-                            .protocol_failure
-                            .get_or_insert_with(|| not_h2(&f.why));
-                        shared.protocol_refused();
-                    }
+                    connection.failed(&mut f, shared, local);
                     lost.set(lost.get() || f.lost);
                     Sent::Failed {
                         class: f.class,
@@ -827,11 +834,7 @@ async fn scenario_loop(
             }
         };
     loop {
-        let Some(start) = tickets.next(shared, local) else {
-            connection.done.set(true);
-            if first {
-                connection.opened.notify_waiters();
-            }
+        let Some(start) = connection.next(tickets, shared, local, first) else {
             return;
         };
         until_due(&start, timer.as_ref()).await;
