@@ -118,7 +118,7 @@ fn the_bbs_flow_edits_every_post_with_the_id_it_returned() {
     );
     // The board agrees: the welcome message and one message per post,
     // each edited by the user who posted it.
-    let (status, body) = get(&addr, "/api/boards/lobby/messages?limit=100");
+    let (status, body) = get(addr, "/api/boards/lobby/messages?limit=100");
     assert_eq!(status, 200);
     let listed: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(listed["total"].as_f64(), Some(posts + 1.0), "{listed:#}");
@@ -226,7 +226,7 @@ fn a_capacity_search_finds_a_rate_of_flows() {
             "http",
             "--scenario",
             &example(),
-            &url,
+            url,
             "-c",
             "16",
             "--find-max",
