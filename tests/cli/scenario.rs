@@ -196,7 +196,7 @@ fn the_open_model_accounts_for_every_flow_that_fell_due() {
             "http",
             "--scenario",
             &example(),
-            &url,
+            url,
             "-n",
             "50",
             "-c",
