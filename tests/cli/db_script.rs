@@ -303,6 +303,18 @@ const ERRORS: &[&str] = &[
     "1 +",
     "TRUE & 1",
     "1 IS 2",
+    // The rest of 001_pgbench_with_server.pl's expression errors.
+    "(1<<62) + (1<<62)",
+    "0 - (1<<62) - (1<<62) - (1<<62)",
+    "2 * (1<<62)",
+    ":minint / -1",
+    "random(FALSE, TRUE)",
+    "ln(1.0, 2.0))",
+    "greatest())",
+    ":badtrue or true",
+    "permute(0, 0)",
+    "CASE TRUE THEN 1 ELSE 0 END",
+    ";",
 ];
 
 const DEFINES: &[&str] = &[
@@ -320,6 +332,10 @@ const DEFINES: &[&str] = &[
     "default_seed=77",
     "-D",
     "n=null",
+    "-D",
+    "badtrue=trueXXX",
+    "-D",
+    "minint=-9223372036854775808",
 ];
 
 fn values_script() -> String {

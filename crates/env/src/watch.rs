@@ -1457,6 +1457,10 @@ mod tests {
             &mut said,
         )
         .unwrap();
+        // It waits now: give the watcher a few samples of the idle
+        // process, so that its last one comes after the counting ended
+        // (on a loaded machine a sample can come late).
+        std::thread::sleep(Duration::from_millis(400));
         let after = sample(pid).unwrap();
         let end = Instant::now();
         child.stdin.take().unwrap().write_all(b"\n").unwrap();
