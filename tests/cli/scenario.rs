@@ -271,6 +271,37 @@ fn a_capacity_search_finds_a_rate_of_flows() {
     );
 }
 
+/// `--find-max -c FROM..TO` sweeps the users: each step's throughput is
+/// flows per second.
+#[test]
+fn a_sweep_of_users_counts_flows() {
+    let home = temp();
+    let board = Board::start();
+    let out = dyno(home.path())
+        .args(["http", "--scenario", &example(), &board.url, "-c", "1..4"])
+        .args(["--find-max", "--slo", "p99<=1s", "--step", "300ms"])
+        .args(["--json", "--no-save"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+    // Steps at 1, 2 and 4 users, each saying flows/s.
+    for users in ["1 connection,", "2 connections,", "4 connections,"] {
+        assert!(stderr.contains(users), "no {users:?} in {stderr}");
+    }
+    assert!(stderr.contains(" flows/s, p99 "), "{stderr}");
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "flows_completed"),
+        "{run:#}"
+    );
+}
+
 /// A server that logs users in: `/login?user=U` sets the cookie
 /// `sid=U-token`, `/me` answers `you are U` for that cookie and 401
 /// without it. Keep-alive, one thread per connection.
