@@ -270,6 +270,9 @@ struct Local {
     held: u64,
     /// The open model's schedules of this thread's connections.
     schedules: Vec<Rc<RefCell<OpenSchedule>>>,
+    /// A scenario's open model: the one timetable of flows this thread's
+    /// virtual users share (also in `schedules`).
+    flow_schedule: Option<Rc<RefCell<OpenSchedule>>>,
     /// This thread's counts for the progress line.
     published: Arc<pool::Counters>,
     /// Sequence numbers for `{seq}`: thread index + k × threads.
@@ -600,6 +603,7 @@ impl pool::Job for Connections {
             in_flight: 0,
             held: 0,
             schedules: Vec::new(),
+            flow_schedule: None,
             published: thread.counters(),
             next_seq: index as u64,
             // Each thread, and each segment's thread, draws its own numbers.

@@ -340,10 +340,15 @@ pub(super) async fn virtual_user(
     let settings = &shared.settings;
     let scenario = settings.scenario.as_deref().expect("a scenario run");
     let threads = settings.threads.min(settings.connections).max(1) as u64;
-    let open = settings
-        .schedule
-        .rate_per_sec
-        .map(|rate| OpenSchedule::start(&shared, global, rate, &local));
+    let open = settings.schedule.rate_per_sec.map(|rate| {
+        OpenSchedule::for_thread(
+            &shared,
+            global % threads as usize,
+            threads as usize,
+            rate,
+            &local,
+        )
+    });
     let vu = settings.segment.global(global as u64);
     let mut user = User::new(scenario, vu, settings.seed);
     let mut conn = Conn::new(stream);

@@ -112,6 +112,30 @@ impl OpenSchedule {
         schedule
     }
 
+    /// A scenario's flows in the open model: one timetable for all of a
+    /// thread's virtual users, the flows `k ≡ thread (mod threads)`, the
+    /// next of which any idle user takes (a pool, as k6's arrival rate),
+    /// so that a user thinking in a long flow delays no flow while another
+    /// is free. Made by the thread's first user, shared by the others.
+    pub(super) fn for_thread(
+        shared: &Shared,
+        thread: usize,
+        threads: usize,
+        rate: f64,
+        local: &RefCell<Local>,
+    ) -> Rc<RefCell<OpenSchedule>> {
+        if let Some(s) = &local.borrow().flow_schedule {
+            return Rc::clone(s);
+        }
+        let mut schedule = OpenSchedule::new(shared, thread, rate);
+        schedule.connections = threads as u64;
+        let schedule = Rc::new(RefCell::new(schedule));
+        let mut l = local.borrow_mut();
+        l.schedules.push(Rc::clone(&schedule));
+        l.flow_schedule = Some(Rc::clone(&schedule));
+        schedule
+    }
+
     fn new(shared: &Shared, connection: usize, rate: f64) -> Self {
         let interval_ns = 1e9 / rate;
         let warm = shared.settings.schedule.warmup.as_nanos() as f64;
