@@ -20,6 +20,7 @@ mod target;
 mod template;
 
 pub use target::{Scheme, Target, parse_url, parse_url_list};
+pub(crate) use template::push_decimal;
 pub use template::{RequestSpec, RequestTemplate, parse_header};
 
 /// Why a URL, header, path or URL list was refused.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::ReadBuf;
 
-use super::schedule::{OpenSchedule, Ticket};
+use super::schedule::{OpenSchedule, Ticket, until_due};
 use super::{Local, Shared};
 use crate::conn::{ConnectError, Stream};
 use crate::parse::{ResponseParser, Step};
@@ -111,11 +111,7 @@ pub(super) async fn connection(
         if batch.is_empty() {
             break;
         }
-        match (batch[0].due, &timer) {
-            (Some(due), Some(timer)) => timer.sleep_until(due).await,
-            (Some(due), None) => tokio::time::sleep_until(due.into()).await,
-            (None, _) => {}
-        }
+        until_due(&batch[0], timer.as_ref()).await;
         match exchange(&shared, &local, &read_buf, &mut conn, &batch, None).await {
             Ok(_) => backoff = Duration::ZERO,
             Err(Failure::Connect(class)) => {

@@ -26,8 +26,8 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::exchange::{Answered, connect_class, io_class};
-use super::scenario::{Sent, User, until_due};
-use super::schedule::{OpenSchedule, Ticket};
+use super::scenario::{Sent, User};
+use super::schedule::{OpenSchedule, Ticket, until_due};
 use super::{Local, Shared};
 use crate::conn::{ConnectError, Stream};
 use crate::request::RequestTemplate;
@@ -672,11 +672,7 @@ async fn request_loop(
         let Some(ticket) = connection.next(tickets, shared, local, first) else {
             return;
         };
-        match (ticket.due, timer) {
-            (Some(due), Some(timer)) => timer.sleep_until(due).await,
-            (Some(due), None) => tokio::time::sleep_until(due.into()).await,
-            (None, _) => {}
-        }
+        until_due(&ticket, timer).await;
         let which = (ticket.seq % settings.requests.len() as u64) as usize;
         let built;
         let request = match &converted[which] {

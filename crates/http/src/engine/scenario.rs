@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::exchange::{Answered, Conn, Failure, Outgoing, exchange};
-use super::schedule::{OpenSchedule, Ticket};
+use super::schedule::{OpenSchedule, Ticket, until_due};
 use super::{Local, Shared};
 use crate::conn::Stream;
 use crate::scenario::template::{Fill, Unsendable, render};
@@ -318,15 +318,6 @@ enum Made {
     Failed,
 }
 
-/// Sleeps until a ticket's due time (the open model).
-pub(super) async fn until_due(ticket: &Ticket, timer: Option<&Timer>) {
-    match (ticket.due, timer) {
-        (Some(due), Some(timer)) => timer.sleep_until(due).await,
-        (Some(due), None) => tokio::time::sleep_until(due.into()).await,
-        (None, _) => {}
-    }
-}
-
 /// One HTTP/1.1 virtual user: takes a flow's start (closed quota or open
 /// timetable), makes the flow on its connection, repeats.
 pub(super) async fn virtual_user(
@@ -436,12 +427,12 @@ pub(super) async fn setup(shared: &Shared, local: &RefCell<Local>) -> Result<(),
             .fill(scenario, step, ticket.seq)
             .map_err(|_| format!("{what}: a value cannot be sent"))?;
         let bytes = if filled {
-            user.request.clone()
+            &user.request[..]
         } else {
-            step.request.whole().expect("sent as compiled").to_vec()
+            step.request.whole().expect("sent as compiled")
         };
         let outgoing = Outgoing {
-            bytes: &bytes,
+            bytes,
             head: step.is_head(),
             capture: Some(&mut user.answer),
         };

@@ -10,6 +10,16 @@ use std::time::{Duration, Instant};
 
 use super::{Local, Shared};
 use crate::settings::{RatePlan, Segment, Stop};
+use dyno_load::Timer;
+
+/// Sleeps until a ticket's due time (the open model); at once without one.
+pub(super) async fn until_due(ticket: &Ticket, timer: Option<&Timer>) {
+    match (ticket.due, timer) {
+        (Some(due), Some(timer)) => timer.sleep_until(due).await,
+        (Some(due), None) => tokio::time::sleep_until(due.into()).await,
+        (None, _) => {}
+    }
+}
 
 /// One request to make.
 #[derive(Debug, Clone, Copy)]

@@ -442,7 +442,7 @@ fn push_header(bytes: &mut Vec<u8>, name: &str, value: &str) {
 const MAX_DECIMAL_LEN: usize = 20;
 
 /// Appends `n` in decimal, formatted on the stack.
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; MAX_DECIMAL_LEN];
     let mut start = digits.len();
     loop {

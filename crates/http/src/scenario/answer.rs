@@ -181,13 +181,6 @@ impl CookieJar {
     pub fn header(&self) -> Option<&str> {
         (!self.cookies.is_empty()).then_some(self.header.as_str())
     }
-
-    /// Forgets every cookie (a new virtual user's data row, a new flow
-    /// is not one: cookies last as long as the user).
-    pub fn clear(&mut self) {
-        self.cookies.clear();
-        self.header.clear();
-    }
 }
 
 #[cfg(test)]

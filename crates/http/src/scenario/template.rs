@@ -11,6 +11,7 @@
 use std::fmt;
 
 use crate::request::Target;
+use crate::request::push_decimal;
 
 /// The `User-Agent` sent unless a step gives one.
 const USER_AGENT: &str = concat!("dyno/", env!("CARGO_PKG_VERSION"));
@@ -181,7 +182,7 @@ impl Text {
             }
             if !self.framed {
                 out.extend_from_slice(b"Content-Length: ");
-                out.extend_from_slice(scratch.len().to_string().as_bytes());
+                push_decimal(out, scratch.len() as u64);
                 out.extend_from_slice(b"\r\n");
             }
         }
@@ -227,12 +228,10 @@ fn merge(pieces: Vec<Piece>) -> Vec<Piece> {
 fn put(piece: &Piece, fill: &mut Fill<'_>, out: &mut Vec<u8>) -> Result<(), Unsendable> {
     match piece {
         Piece::Lit(bytes) => out.extend_from_slice(bytes),
-        Piece::Vu => out.extend_from_slice(fill.vu.to_string().as_bytes()),
-        Piece::Iter => out.extend_from_slice(fill.iter.to_string().as_bytes()),
-        Piece::Seq => out.extend_from_slice(fill.seq.to_string().as_bytes()),
-        Piece::Rand { min, max } => {
-            out.extend_from_slice(fill.rng.u64(*min..=*max).to_string().as_bytes());
-        }
+        Piece::Vu => push_decimal(out, fill.vu),
+        Piece::Iter => push_decimal(out, fill.iter),
+        Piece::Seq => push_decimal(out, fill.seq),
+        Piece::Rand { min, max } => push_decimal(out, fill.rng.u64(*min..=*max)),
         Piece::Var { slot, place } => {
             let value = fill.values[*slot].as_deref().unwrap_or_default();
             match place {
@@ -248,7 +247,12 @@ fn put(piece: &Piece, fill: &mut Fill<'_>, out: &mut Vec<u8>) -> Result<(), Unse
                         if url_safe(b) {
                             out.push(b);
                         } else {
-                            out.extend_from_slice(format!("%{b:02X}").as_bytes());
+                            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+                            out.extend_from_slice(&[
+                                b'%',
+                                HEX[usize::from(b >> 4)],
+                                HEX[usize::from(b & 15)],
+                            ]);
                         }
                     }
                 }
