@@ -16,6 +16,7 @@
 
 pub mod capacity;
 mod conn;
+mod http2;
 pub mod engine;
 mod outcome;
 pub mod parse;

@@ -1,63 +1,58 @@
-//! One HTTP/2 connection's driver: connect, hand the stream to the `h2`
-//! codec (framing, HPACK, flow control), then run `-m` request loops on
-//! it at once, each taking tickets from the same schedule as HTTP/1.1
-//! connections do, so `-n`, `-d`, `--rate` and the warm-up mean the same
-//! thing over both. A connection the server ends (GOAWAY, a reset, a
-//! protocol error) fails the requests it still held, by class, and a new
-//! one is opened while tickets remain. Requests not yet sent go on the
-//! next connection, and so do requests a GOAWAY says the server did not
-//! process (streams above its last stream id, RFC 9113 §6.8): those count
-//! as retried (`h2_goaway_retried`), not as errors.
+//! One HTTP/2 connection's driver: connect, then one loop that owns the
+//! socket and dyno's own HTTP/2 session (`crate::http2`): it opens a stream
+//! per ticket while the server's stream limit and `-m` allow, writes the
+//! frames those make, reads into the thread's one buffer and hands the
+//! bytes to the session, which says what each stream got. Tickets come
+//! from the same schedule as HTTP/1.1 connections', so `-n`, `-d`,
+//! `--rate` and the warm-up mean the same thing over both.
 //!
-//! A frame counter sits between the codec and the socket: it counts the
-//! bytes each way and, from the frames' own 9-byte headers, the bytes of
-//! HEADERS and CONTINUATION payloads, which against the header fields'
-//! plain size give HPACK's savings (as h2load reports them).
+//! One task per connection, whatever `-m` is: an answer wakes nothing but
+//! the loop that read it, and the answers of one read are recorded
+//! together, stamped with the time of that read.
+//!
+//! A connection the server ends (GOAWAY, a protocol error, a closed
+//! socket) fails the requests it still held, by class, and a new one is
+//! opened while tickets remain. Requests not yet sent go on the next
+//! connection, and so do requests a GOAWAY says the server did not
+//! process (streams above its last stream id, RFC 9113 §6.8): those count
+//! as retried (`h2_goaway_retried`), not as errors. A stream with no
+//! answer within the timeout is reset alone (`read_timeout`, or `write`
+//! when the server's flow-control window never let its body out).
+//!
+//! A scenario's virtual users are tasks, one per stream: each hands its
+//! step to the connection's [`Mailbox`] and waits for the answer there.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncWrite, ReadBuf};
 
 use super::exchange::{Answered, connect_class, io_class};
 use super::scenario::{Sent, User};
 use super::schedule::{OpenSchedule, Ticket, until_due};
 use super::{Local, Shared};
 use crate::conn::{ConnectError, Stream};
+use crate::http2::frame::{CANCEL, NO_ERROR};
+use crate::http2::{self, Event, Failure, Session};
 use crate::request::RequestTemplate;
 use crate::stats::{ErrorClass, Timing};
 use crate::tls::refused_alpn;
 use dyno_load::Timer;
 
-/// The connection preface a client sends before its first frame.
-const PREFACE_LEN: usize = 24;
-/// Frame types whose payload is a header block.
-const HEADERS: u8 = 0x1;
-const CONTINUATION: u8 = 0x9;
-/// Flow-control windows: the connection's large enough never to stall; a
-/// stream's 1 MiB, which `bench/h2-vs-h2load.sh` found better for 1 MiB
-/// bodies than 16 MiB (0.71–0.81× h2load's req/s against 0.67×) or 256
-/// KiB (0.65×), at the same speed for small pages.
-const STREAM_WINDOW: u32 = 1 << 20;
-const CONNECTION_WINDOW: u32 = 1 << 30;
-
-/// A request converted once for HTTP/2: what `h2` sends for it.
-#[derive(Debug, Clone)]
-struct H2Request {
-    method: http::Method,
-    uri: http::Uri,
-    headers: http::HeaderMap,
-    body: Option<Bytes>,
-    /// The header fields' plain size, pseudo-fields included: name and
-    /// value bytes, as h2load adds them up.
-    plain_header_bytes: u64,
-}
+/// How much one read from the socket may bring. Not more: on loopback, a
+/// client that drains its sockets in big gulps sleeps between them, and
+/// the server pays for waking it (`bench/h2-vs-h2load.sh` prints the
+/// sleeps): with 256 KiB nginx spent about a fifth more per 1 MiB answer,
+/// and served 0.70–0.79× h2load's rate against 0.92× with 32 KiB.
+const READ_AHEAD: usize = 32 * 1024;
 
 /// Header fields HTTP/2 forbids (RFC 9113 §8.2.2): the connection's
 /// business, which HTTP/2 does itself. `Host` becomes `:authority`.
@@ -74,16 +69,19 @@ fn connection_specific(name: &str) -> bool {
     .any(|n| name.eq_ignore_ascii_case(n))
 }
 
+/// Requests converted for HTTP/2, from the HTTP/1.1 bytes dyno's request
+/// templates write (so `{seq}` and `{rand}` fill in exactly as there).
+struct H2Request;
+
 impl H2Request {
-    /// Request `seq` of `template`, from the HTTP/1.1 bytes the template
-    /// writes (so `{seq}` and `{rand}` fill in exactly as they do there).
+    /// Request `seq` of `template`.
     fn new(
         template: &RequestTemplate,
         scheme: &str,
         seq: u64,
         rng: &mut fastrand::Rng,
         scratch: &mut Vec<u8>,
-    ) -> Result<H2Request, String> {
+    ) -> Result<http2::Request, String> {
         scratch.clear();
         template.write(seq, rng, scratch);
         H2Request::from_http1(scratch, scheme)
@@ -91,32 +89,34 @@ impl H2Request {
 
     /// The request an HTTP/1.1 request's bytes describe (a template's, or
     /// a scenario step's as filled).
-    fn from_http1(scratch: &[u8], scheme: &str) -> Result<H2Request, String> {
-        let head_end = scratch
+    fn from_http1(bytes: &[u8], scheme: &str) -> Result<http2::Request, String> {
+        let head_end = bytes
             .windows(4)
             .position(|w| w == b"\r\n\r\n")
             .ok_or("the request has no end of head")?;
-        let head = std::str::from_utf8(&scratch[..head_end]).map_err(|e| e.to_string())?;
+        let head = std::str::from_utf8(&bytes[..head_end]).map_err(|e| e.to_string())?;
         let mut lines = head.split("\r\n");
         let request_line = lines.next().unwrap_or_default();
         let mut parts = request_line.split(' ');
         let method = parts.next().unwrap_or_default();
         let path = parts.next().unwrap_or("/");
-        let mut authority = "";
-        let mut headers = http::HeaderMap::new();
-        let mut plain = (":method".len()
-            + method.len()
-            + ":path".len()
-            + path.len()
-            + ":scheme".len()
-            + scheme.len()) as u64;
+        http::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
+        let field = |n: &str, v: &str| -> (Box<[u8]>, Box<[u8]>) {
+            (n.as_bytes().into(), v.as_bytes().into())
+        };
+        let mut fields = vec![
+            field(":method", method),
+            field(":scheme", scheme),
+            field(":authority", ""),
+            field(":path", path),
+        ];
         for line in lines {
             let Some((name, value)) = line.split_once(':') else {
                 continue;
             };
             let value = value.trim();
             if name.eq_ignore_ascii_case("host") {
-                authority = value;
+                fields[2].1 = value.as_bytes().into();
                 continue;
             }
             if connection_specific(name) {
@@ -124,171 +124,21 @@ impl H2Request {
             }
             let name = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
                 .map_err(|e| e.to_string())?;
-            plain += (name.as_str().len() + value.len()) as u64;
-            headers.append(
-                name,
-                http::HeaderValue::from_str(value).map_err(|e| e.to_string())?,
-            );
+            http::HeaderValue::from_str(value).map_err(|e| e.to_string())?;
+            fields.push(field(name.as_str(), value));
         }
-        plain += (":authority".len() + authority.len()) as u64;
-        let uri = http::Uri::builder()
-            .scheme(scheme)
-            .authority(authority)
-            .path_and_query(path)
-            .build()
-            .map_err(|e| e.to_string())?;
-        let body = &scratch[head_end + 4..];
-        Ok(H2Request {
-            method: http::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?,
-            uri,
-            headers,
+        let body = &bytes[head_end + 4..];
+        Ok(http2::Request {
+            plain: fields.iter().map(|(n, v)| (n.len() + v.len()) as u64).sum(),
+            fields,
             body: (!body.is_empty()).then(|| Bytes::copy_from_slice(body)),
-            plain_header_bytes: plain,
+            key: None,
         })
     }
-
-    fn to_request(&self) -> http::Request<()> {
-        let mut request = http::Request::new(());
-        *request.method_mut() = self.method.clone();
-        *request.uri_mut() = self.uri.clone();
-        *request.headers_mut() = self.headers.clone();
-        request
-    }
 }
 
-/// Bytes and header-block bytes one connection moved, for the thread's
-/// stats; counted only once the measured part of the run has begun.
-#[derive(Debug, Default)]
-struct Counts {
-    read: Cell<u64>,
-    written: Cell<u64>,
-    header_block_read: Cell<u64>,
-    header_block_written: Cell<u64>,
-}
-
-/// Where a byte stream is in its frames: how much of a preface to skip,
-/// the frame header being read, and what is left of the payload.
-#[derive(Debug, Default)]
-struct FrameScan {
-    skip: usize,
-    header: [u8; 9],
-    have: usize,
-    payload_left: usize,
-    counting: bool,
-}
-
-impl FrameScan {
-    /// Walks `data`, returning the header-block bytes in it.
-    fn scan(&mut self, mut data: &[u8]) -> u64 {
-        let mut block = 0;
-        while !data.is_empty() {
-            if self.skip > 0 {
-                let n = self.skip.min(data.len());
-                self.skip -= n;
-                data = &data[n..];
-            } else if self.payload_left > 0 {
-                let n = self.payload_left.min(data.len());
-                if self.counting {
-                    block += n as u64;
-                }
-                self.payload_left -= n;
-                data = &data[n..];
-            } else {
-                let n = (9 - self.have).min(data.len());
-                self.header[self.have..self.have + n].copy_from_slice(&data[..n]);
-                self.have += n;
-                data = &data[n..];
-                if self.have == 9 {
-                    self.have = 0;
-                    let h = self.header;
-                    self.payload_left =
-                        (usize::from(h[0]) << 16) | (usize::from(h[1]) << 8) | usize::from(h[2]);
-                    self.counting = matches!(h[3], HEADERS | CONTINUATION);
-                }
-            }
-        }
-        block
-    }
-}
-
-/// How much one read from the socket may bring. The codec asks for a few
-/// KiB at a time; a large body would cost a `recv` each, so reads go
-/// through a buffer this large. Not larger: on loopback, a client that
-/// drains its sockets in big gulps sleeps between them, and the server
-/// pays for waking it (`bench/h2-vs-h2load.sh` prints the sleeps): with
-/// 256 KiB nginx spent about a fifth more per 1 MiB answer, and served
-/// 0.70–0.79× h2load's rate against 0.92× with 32 KiB.
-const READ_AHEAD: usize = 32 * 1024;
-
-/// The socket as the codec sees it, read through a buffer, with its
-/// frames counted.
-struct Counted {
-    stream: tokio::io::BufReader<Stream>,
-    counts: Rc<Counts>,
-    reading: FrameScan,
-    writing: FrameScan,
-    shared: Arc<Shared>,
-}
-
-impl Counted {
-    fn measuring(&self) -> bool {
-        Instant::now() >= self.shared.measure_from()
-    }
-}
-
-impl AsyncRead for Counted {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut this.stream).poll_read(cx, buf);
-        let new = &buf.filled()[before..];
-        if !new.is_empty() {
-            let block = this.reading.scan(new);
-            if this.measuring() {
-                let c = &this.counts;
-                c.read.set(c.read.get() + new.len() as u64);
-                c.header_block_read.set(c.header_block_read.get() + block);
-            }
-        }
-        polled
-    }
-}
-
-impl AsyncWrite for Counted {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let polled = Pin::new(&mut this.stream).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = polled {
-            let block = this.writing.scan(&buf[..n]);
-            if this.measuring() {
-                let c = &this.counts;
-                c.written.set(c.written.get() + n as u64);
-                c.header_block_written
-                    .set(c.header_block_written.get() + block);
-            }
-        }
-        polled
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
-    }
-}
-
-/// Where a connection's request loops take their tickets: requests that
-/// a connection ended before they were sent come first, then the schedule.
+/// Where a connection's streams take their tickets: requests that a
+/// connection ended before they were sent come first, then the schedule.
 struct Tickets {
     carried: RefCell<Vec<Ticket>>,
     schedule: Schedule,
@@ -311,96 +161,12 @@ impl Tickets {
     }
 }
 
-/// One HTTP/2 connection's shared state, for its request loops.
-struct Connection {
-    /// Its first answer has come: the server speaks HTTP/2 and its
-    /// SETTINGS (the stream limit) have been taken in.
-    answered: Cell<bool>,
-    /// Wakes the other loops, which wait for that before their first
-    /// request: opening `-m` streams before the server's SETTINGS are in
-    /// would exceed a lower limit and have streams refused.
-    opened: tokio::sync::Notify,
-    /// The tickets are all taken.
-    done: Cell<bool>,
-    /// The time it took to connect, charged to its first request.
-    connect_time: Cell<Option<Duration>>,
-    /// Why the connection ended, once it has failed.
-    ended_by: Rc<Cell<Option<ErrorClass>>>,
-}
-
-impl Connection {
-    fn open_to_all(&self) {
-        self.answered.set(true);
-        self.opened.notify_waiters();
-    }
-
-    /// A loop's start: the `first` goes at once, the others once the
-    /// connection has answered; false when it failed before that.
-    async fn opened(&self, first: bool) -> bool {
-        if !first {
-            let opened = self.opened.notified();
-            if !self.answered.get() {
-                opened.await;
-            }
-        }
-        first || self.answered.get()
-    }
-
-    /// The next ticket of a loop; `None` when they are all taken, which
-    /// marks the connection done (and lets the waiting loops see it).
-    fn next(
-        &self,
-        tickets: &Tickets,
-        shared: &Shared,
-        local: &RefCell<Local>,
-        first: bool,
-    ) -> Option<Ticket> {
-        let ticket = tickets.next(shared, local);
-        if ticket.is_none() {
-            self.done.set(true);
-            if first {
-                self.opened.notify_waiters();
-            }
-        }
-        ticket
-    }
-
-    /// An answer came: the first opens the connection to every loop.
-    fn answered_once(&self, shared: &Shared) {
-        if !self.answered.get() {
-            shared.connect_succeeded();
-            self.open_to_all();
-        }
-    }
-
-    /// A request failed: a stream cut because its connection ended takes
-    /// the connection's reason, and a connection lost before any answer
-    /// says the server does not speak HTTP/2 there (or not as asked).
-    /// Whether it was the latter.
-    fn failed(&self, f: &mut Failed, shared: &Shared, local: &RefCell<Local>) -> bool {
-        if let Some(class) = self.ended_by.get()
-            && f.lost
-            && matches!(f.class, ErrorClass::Reset | ErrorClass::ClosedEarly)
-        {
-            f.class = class;
-        }
-        let not_http2 = !self.answered.get() && f.lost;
-        if not_http2 {
-            local
-                .borrow_mut()
-                .protocol_failure
-                .get_or_insert_with(|| not_h2(&f.why));
-            shared.protocol_refused();
-        }
-        not_http2
-    }
-}
-
 /// The driver loop of one HTTP/2 connection (and its successors).
 pub(super) async fn h2_connection(
     shared: Arc<Shared>,
     local: Rc<RefCell<Local>>,
     timer: Option<Timer>,
+    read_buf: Rc<RefCell<Vec<u8>>>,
     global_index: usize,
     mut stream: Option<Stream>,
 ) {
@@ -416,17 +182,19 @@ pub(super) async fn h2_connection(
     let scheme = settings.target.scheme.as_str();
     let mut scratch = Vec::new();
     // Static templates are converted once; the others per request.
-    let converted: Vec<Option<H2Request>> = settings
+    let converted: Vec<Option<http2::Request>> = settings
         .requests
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
             t.is_static().then(|| {
                 let mut rng = fastrand::Rng::with_seed(0);
-                H2Request::new(t, scheme, 0, &mut rng, &mut scratch).ok()
+                let mut r = H2Request::new(t, scheme, 0, &mut rng, &mut scratch).ok()?;
+                r.key = Some(i);
+                Some(r)
             })?
         })
         .collect();
-    let converted = Rc::new(converted);
     // A scenario's virtual users, one per stream, kept across this
     // driver's connections (a lost connection ends a flow, not a user).
     let users: Option<Rc<Vec<RefCell<Option<User>>>>> = settings.scenario.as_deref().map(|s| {
@@ -468,12 +236,9 @@ pub(super) async fn h2_connection(
                 }
             }
         };
-        let handshake = match connected {
-            Ok(s) => open_h2(&shared, &local, s).await,
-            Err(failed) => Err(failed),
-        };
-        let (sender, counts, ended, ended_by) = match handshake {
-            Ok(h) => h,
+        let checked = connected.and_then(|s| alpn_h2(&local, s));
+        let stream = match checked {
+            Ok(s) => s,
             Err((class, why)) => {
                 if class == ErrorClass::ConnectRefused {
                     shared.connect_refused();
@@ -500,88 +265,62 @@ pub(super) async fn h2_connection(
         if Instant::now() >= shared.measure_from() {
             local.borrow_mut().stats.connects += 1;
         }
-        let connection = Connection {
-            answered: Cell::new(false),
-            opened: tokio::sync::Notify::new(),
-            done: Cell::new(false),
-            connect_time: Cell::new(Some(began.elapsed())),
-            ended_by,
-        };
-        let connection = Rc::new(connection);
-        // One task per stream, so an answer wakes only its own loop.
-        let mut loops = Loops(
-            (0..settings.streams)
-                .map(|i| match &users {
-                    Some(users) => tokio::task::spawn_local(scenario_loop(
+                // A scenario's users on this connection, each a task.
+        let mailbox = users.as_ref().map(|u| Rc::new(Mailbox::new(u.len())));
+        let _loops = Loops(match (&users, &mailbox) {
+            (Some(users), Some(mailbox)) => (0..users.len())
+                .map(|i| {
+                    tokio::task::spawn_local(scenario_loop(
                         Arc::clone(&shared),
                         Rc::clone(&local),
                         Rc::clone(&tickets),
                         timer.clone(),
-                        sender.clone(),
-                        Rc::clone(&connection),
+                        Rc::clone(mailbox),
                         Rc::clone(users),
                         i,
-                    )),
-                    None => tokio::task::spawn_local(request_loop(
-                        Arc::clone(&shared),
-                        Rc::clone(&local),
-                        Rc::clone(&tickets),
-                        timer.clone(),
-                        sender.clone(),
-                        Rc::clone(&converted),
-                        Rc::clone(&connection),
-                        i == 0,
-                    )),
+                    ))
                 })
                 .collect(),
-        );
-        for handle in &mut loops.0 {
-            let _ = handle.await;
+            _ => Vec::new(),
+        });
+        let mut driver = Driver {
+            shared: &shared,
+            local: &local,
+            tickets: &tickets,
+            timer: timer.as_ref(),
+            read_buf: &read_buf,
+            stream,
+            session: Session::new(),
+            written: 0,
+            connect_time: Some(began.elapsed()),
+            answered: false,
+            done: false,
+                        pending: None,
+            due_now: false,
+            goaway: None,
+            next_check: None,
+                        source: match &mailbox {
+                Some(mailbox) => Source::Users(mailbox),
+                None => Source::Requests(&converted),
+            },
+        };
+        let ended = driver.drive().await;
+        if let Some(mailbox) = &mailbox {
+            // The users see the connection gone and end their flows.
+            std::future::poll_fn(|cx| mailbox.poll_users_done(cx)).await;
         }
-        // The server's SETTINGS have been taken in by now; usize::MAX is
-        // what h2 holds when the server set no limit.
-        let max = sender.current_max_send_streams();
-        drop(sender);
-        ended.abort();
-        {
-            let mut l = local.borrow_mut();
-            l.stats.bytes_read += counts.read.get();
-            l.stats.bytes_written += counts.written.get();
-            l.stats.h2.header_block_read += counts.header_block_read.get();
-            l.stats.h2.header_block_written += counts.header_block_written.get();
-            if max < usize::MAX && connection.answered.get() {
-                l.stats.h2.max_concurrent_streams = Some(
-                    l.stats
-                        .h2
-                        .max_concurrent_streams
-                        .map_or(max, |m| m.min(max)),
-                );
-            }
-        }
-        if connection.done.get() && tickets.carried.borrow().is_empty() {
-            return;
-        }
-        if shared.stopped() {
+        driver.finish();
+        if ended == Ended::Done || shared.stopped() {
             return;
         }
     }
 }
 
-type Handshake = (
-    h2::client::SendRequest<Bytes>,
-    Rc<Counts>,
-    tokio::task::JoinHandle<()>,
-    Rc<Cell<Option<ErrorClass>>>,
-);
-
-/// The HTTP/2 handshake on `stream`; the connection's codec then runs as
-/// its own task. On failure, the class and, for a server that does not
-/// speak HTTP/2, why.
-async fn open_h2(
-    shared: &Arc<Shared>,
+/// A TLS connection's ALPN must have chosen h2.
+fn alpn_h2(
     local: &RefCell<Local>,
     stream: Stream,
-) -> Result<Handshake, (ErrorClass, Option<String>)> {
+) -> Result<Stream, (ErrorClass, Option<String>)> {
     if let Some(session) = stream.tls_session() {
         let alpn = session.alpn.clone();
         if local.borrow().tls_session.is_none() {
@@ -597,39 +336,7 @@ async fn open_h2(
             ));
         }
     }
-    let counts = Rc::new(Counts::default());
-    let io = Counted {
-        stream: tokio::io::BufReader::with_capacity(READ_AHEAD, stream),
-        counts: Rc::clone(&counts),
-        reading: FrameScan::default(),
-        writing: FrameScan {
-            skip: PREFACE_LEN,
-            ..FrameScan::default()
-        },
-        shared: Arc::clone(shared),
-    };
-    let handshake = h2::client::Builder::new()
-        .enable_push(false)
-        .initial_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
-        .handshake::<_, Bytes>(io);
-    let (sender, connection) =
-        match tokio::time::timeout(shared.settings.connect_timeout, handshake).await {
-            Err(_) => return Err((ErrorClass::ConnectTimeout, None)),
-            Ok(Err(e)) => return Err((h2_class(&e), Some(not_h2(&e)))),
-            Ok(Ok(pair)) => pair,
-        };
-    // How the connection ended, when it failed: h2 tells the streams it
-    // cut only that their connection is gone, and the connection why
-    // (a GOAWAY with an error, a protocol error).
-    let ended_by = Rc::new(Cell::new(None));
-    let end = Rc::clone(&ended_by);
-    let ended = tokio::task::spawn_local(async move {
-        if let Err(e) = connection.await {
-            end.set(Some(h2_class(&e)));
-        }
-    });
-    Ok((sender, counts, ended, ended_by))
+    Ok(stream)
 }
 
 /// `--h2` (or `--alpn h2`) against a TLS server that does not offer h2:
@@ -645,145 +352,681 @@ fn not_h2(e: &dyn std::fmt::Display) -> String {
     )
 }
 
-/// One of a connection's `-m` request loops: takes a ticket, sends it as a
-/// stream, reads the answer, records it; ends when the tickets do or when
-/// the connection fails. Only the `first` loop starts at once; the others
-/// wait for the connection's first answer.
-#[allow(clippy::too_many_arguments)]
-async fn request_loop(
-    shared: Arc<Shared>,
-    local: Rc<RefCell<Local>>,
-    tickets: Rc<Tickets>,
-    timer: Option<Timer>,
-    mut sender: h2::client::SendRequest<Bytes>,
-    converted: Rc<Vec<Option<H2Request>>>,
-    connection: Rc<Connection>,
-    first: bool,
-) {
-    let (shared, local, tickets, connection) = (&*shared, &*local, &*tickets, &*connection);
-    let timer = timer.as_ref();
-    let settings = &shared.settings;
-    let scheme = settings.target.scheme.as_str();
-    let mut scratch = Vec::new();
-    if !connection.opened(first).await {
-        return;
+/// A request's stream, as the driver keeps it.
+struct InFlight {
+    ticket: Ticket,
+    sent: Instant,
+    first_byte: Option<Instant>,
+    status: u16,
+    body_bytes: u64,
+    /// Nothing came for it since its timeout before this: it times out.
+    deadline: Instant,
+    /// A scenario's user whose step it is.
+    user: Option<usize>,
+}
+
+/// Where a connection's requests come from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// The run's request templates, one per ticket.
+    Requests(&'a [Option<http2::Request>]),
+    /// A scenario's users' steps.
+    Users(&'a Mailbox),
+}
+
+/// Why a connection's loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// No ticket is left and every stream is done.
+    Done,
+    /// The connection is over (closed, failed, or drained after a
+    /// GOAWAY); tickets may remain for the next.
+    Over,
+}
+
+/// What the socket and the timers said.
+enum Io {
+        Read(usize),
+    Closed(ErrorClass, Option<io::Error>),
+    /// A stream's deadline may have passed.
+    Timer,
+    /// The pending ticket is due.
+    Due,
+    Woken,
+}
+
+struct Driver<'a> {
+    shared: &'a Shared,
+    local: &'a RefCell<Local>,
+    tickets: &'a Tickets,
+    timer: Option<&'a Timer>,
+    read_buf: &'a RefCell<Vec<u8>>,
+    stream: Stream,
+    session: Session<InFlight>,
+    /// How much of the session's output is written.
+    written: usize,
+    /// The time it took to connect, charged to its first answer.
+    connect_time: Option<Duration>,
+    /// Some answer came on this connection.
+    answered: bool,
+    /// The tickets are all taken.
+    done: bool,
+        /// An open-model ticket not yet due (or, with `due_now`, whose due
+    /// time has come while no stream was free).
+    pending: Option<Ticket>,
+    due_now: bool,
+    /// The server's GOAWAY, with its error code.
+    goaway: Option<u32>,
+    /// No stream's deadline comes before this.
+    next_check: Option<Instant>,
+    source: Source<'a>,
+}
+
+impl Driver<'_> {
+    async fn drive(&mut self) -> Ended {
+        let far = Instant::now() + Duration::from_secs(86_400 * 365);
+        let mut deadline_sleep = Box::pin(tokio::time::sleep_until(far.into()));
+        let mut armed = far;
+                let mut due_sleep: Option<(Instant, Pin<Box<dyn Future<Output = ()>>>)> = None;
+        loop {
+            let due = self.open();
+            if self.finished() {
+                return Ended::Done;
+            }
+            if self.session.closing() && self.session.open_streams() == 0 {
+                return Ended::Over;
+            }
+            let check = self.next_check.unwrap_or(far);
+            if check != armed {
+                deadline_sleep.as_mut().reset(check.into());
+                armed = check;
+            }
+            match due {
+                Some(due) if due_sleep.as_ref().is_none_or(|(at, _)| *at != due) => {
+                    let ticket = Ticket {
+                        due: Some(due),
+                        ..self.pending.expect("a pending ticket")
+                    };
+                    let timer = self.timer.cloned();
+                    due_sleep = Some((
+                        due,
+                        Box::pin(async move { until_due(&ticket, timer.as_ref()).await }),
+                    ));
+                }
+                Some(_) => {}
+                None => due_sleep = None,
+            }
+            let io = std::future::poll_fn(|cx| {
+                self.poll_io(cx, deadline_sleep.as_mut(), due_sleep.as_mut().map(|(_, s)| s.as_mut()))
+            })
+            .await;
+            match io {
+                Io::Read(n) => {
+                    if let Err(e) = self.received(n) {
+                        self.lost(ErrorClass::H2Protocol, Some(e));
+                        return Ended::Over;
+                    }
+                }
+                Io::Closed(class, e) => {
+                    let class = match self.goaway {
+                        Some(code) if code != NO_ERROR => ErrorClass::GoAway,
+                        _ => class,
+                    };
+                    let why = (!self.session.ready()).then(|| {
+                        http2::Error::NotHttp2(match &e {
+                            Some(e) => e.to_string(),
+                            None => "it closed the connection before its SETTINGS".into(),
+                        })
+                    });
+                    self.lost(class, why);
+                    return Ended::Over;
+                }
+                                Io::Timer => {
+                    self.time_out();
+                    // Re-armed even where nothing was overdue yet.
+                    armed = far;
+                }
+                Io::Due => {
+                    due_sleep = None;
+                    self.due_now = true;
+                }
+                Io::Woken => {}
+            }
+        }
     }
-    loop {
-        let Some(ticket) = connection.next(tickets, shared, local, first) else {
-            return;
-        };
-        until_due(&ticket, timer).await;
-        let which = (ticket.seq % settings.requests.len() as u64) as usize;
-        let built;
-        let request = match &converted[which] {
-            Some(r) => r,
-            None => {
-                let made = {
-                    let mut l = local.borrow_mut();
-                    H2Request::new(
-                        &settings.requests[which],
-                        scheme,
-                        ticket.seq,
-                        &mut l.rng,
-                        &mut scratch,
-                    )
-                };
-                match made {
-                    Ok(r) => {
-                        built = r;
-                        &built
-                    }
-                    Err(_) => {
-                        local
-                            .borrow_mut()
-                            .record_error(shared, &ticket, ErrorClass::Write, false);
-                        continue;
-                    }
+
+    /// Writes what the session has to send, then reads; or a timer fires,
+    /// or a scenario's user hands in a step.
+    fn poll_io(
+        &mut self,
+        cx: &mut Context<'_>,
+        deadline: Pin<&mut tokio::time::Sleep>,
+        due: Option<Pin<&mut (dyn Future<Output = ()> + '_)>>,
+    ) -> Poll<Io> {
+        let out = &self.session.out;
+        while self.written < out.len() {
+            match Pin::new(&mut self.stream).poll_write(cx, &out[self.written..]) {
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Io::Closed(ErrorClass::ClosedEarly, None));
                 }
+                Poll::Ready(Ok(n)) => {
+                                        if Instant::now() >= self.shared.measure_from() {
+                        self.local.borrow_mut().stats.bytes_written += n as u64;
+                    }
+                    self.written += n;
+                }
+                Poll::Ready(Err(e)) => {
+                    return Poll::Ready(Io::Closed(io_class(&e, ErrorClass::ClosedEarly), Some(e)));
+                }
+                Poll::Pending => break,
             }
-        };
-        let result = exchange(
-            shared,
-            local,
-            &mut sender,
-            request,
-            &ticket,
-            connection,
-            None,
-        )
-        .await;
-        let mut failed = match result {
-            Ok(_) => {
-                connection.answered_once(shared);
-                continue;
+        }
+        if self.written == out.len() && self.written > 0 {
+            self.session.out.clear();
+            self.written = 0;
+            if let Poll::Ready(Err(e)) = Pin::new(&mut self.stream).poll_flush(cx) {
+                return Poll::Ready(Io::Closed(io_class(&e, ErrorClass::ClosedEarly), Some(e)));
             }
-            Err(f) => f,
-        };
-        let not_http2 = connection.failed(&mut failed, shared, local);
-        if failed.unprocessed && connection.answered.get() {
-            // Sent, but above the last stream the server's GOAWAY says it
-            // processed (RFC 9113 §6.8): it goes again on the next
-            // connection, counted apart, not as an error, so `-n` stays
-            // exact. Only on a connection that answered something: one
-            // that answers nothing would be retried without end.
+        }
+        {
+            let mut buf = self.read_buf.borrow_mut();
+            let len = buf.len().min(READ_AHEAD);
+            let mut read = ReadBuf::new(&mut buf[..len]);
+            match self.stream.poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) if read.filled().is_empty() => {
+                    return Poll::Ready(Io::Closed(ErrorClass::ClosedEarly, None));
+                }
+                Poll::Ready(Ok(())) => return Poll::Ready(Io::Read(read.filled().len())),
+                Poll::Ready(Err(e)) => {
+                    return Poll::Ready(Io::Closed(io_class(&e, ErrorClass::ClosedEarly), Some(e)));
+                }
+                Poll::Pending => {}
+            }
+        }
+        if deadline.poll(cx).is_ready() {
+            return Poll::Ready(Io::Timer);
+        }
+                if let Some(due) = due
+            && due.poll(cx).is_ready()
+        {
+            return Poll::Ready(Io::Due);
+        }
+                if let Source::Users(mailbox) = self.source {
+            // A step that can go now, or the last user gone from an idle
+            // connection; otherwise woken when that changes.
+            let can_open = self.session.can_open()
+                && self.session.open_streams() < self.shared.settings.streams;
+            let idle = self.session.open_streams() == 0;
+            if (can_open && !mailbox.queue.borrow().is_empty()) || (idle && mailbox.live.get() == 0)
             {
-                let mut l = local.borrow_mut();
-                if ticket.measured {
-                    l.in_flight -= 1;
-                    if let Some(stage) = l.stages.get_mut(ticket.stage) {
-                        stage.landed();
-                    }
-                    l.stats.h2.goaway_retried += 1;
-                }
-                l.hold(&ticket);
+                return Poll::Ready(Io::Woken);
             }
-            tickets.carried.borrow_mut().push(Ticket {
-                retried: true,
-                ..ticket
-            });
-        } else if failed.sent || not_http2 {
-            // Counted once, here: a request that never left because the
-            // server is not HTTP/2 would fail the same way everywhere.
-            local
-                .borrow_mut()
-                .record_error(shared, &ticket, failed.class, failed.sent);
-        } else {
-            // Never left: it goes on the next connection.
-            tickets.carried.borrow_mut().push(ticket);
+            mailbox.driver.set(Some(cx.waker().clone()));
         }
-        if failed.lost {
-            if first {
-                // Lets the waiting loops see that it failed.
-                connection.opened.notify_waiters();
+        Poll::Pending
+    }
+
+    /// Every ticket is taken and answered (or failed).
+    fn finished(&self) -> bool {
+        let idle = self.session.open_streams() == 0 && self.pending.is_none();
+        match &self.source {
+            Source::Requests(_) => self.done && idle,
+            Source::Users(mailbox) => idle && mailbox.live.get() == 0,
+        }
+    }
+
+    /// Opens streams while the session allows and requests are ready;
+    /// when an open-model ticket waits for its due time, that time.
+        fn open(&mut self) -> Option<Instant> {
+        let streams = self.shared.settings.streams;
+        while self.session.can_open() && self.session.open_streams() < streams {
+            match self.source {
+                Source::Requests(converted) => {
+                    if self.done {
+                        return None;
+                    }
+                    let ticket = match self.pending.take() {
+                        Some(t) => t,
+                        None => match self.tickets.next(self.shared, self.local) {
+                            Some(t) => t,
+                            None => {
+                                self.done = true;
+                                return None;
+                            }
+                        },
+                    };
+                                        if let Some(due) = ticket.due
+                        && !self.due_now
+                        && due > Instant::now()
+                    {
+                        self.pending = Some(ticket);
+                        return Some(due);
+                    }
+                    self.due_now = false;
+                    self.open_request(converted, ticket);
+                }
+                Source::Users(mailbox) => {
+                    let Some(step) = mailbox.queue.borrow_mut().pop_front() else {
+                        return None;
+                    };
+                    self.send(&step.request, step.ticket, Some(step.user), step.capture);
+                }
             }
+        }
+        None
+    }
+
+    /// Opens ticket's request from the run's templates.
+    fn open_request(&mut self, converted: &[Option<http2::Request>], ticket: Ticket) {
+        let settings = &self.shared.settings;
+        let which = (ticket.seq % settings.requests.len() as u64) as usize;
+        if let Some(request) = &converted[which] {
+            self.send(request, ticket, None, false);
             return;
         }
+        let made = {
+            let mut l = self.local.borrow_mut();
+            let mut scratch = Vec::new();
+            H2Request::new(
+                &settings.requests[which],
+                settings.target.scheme.as_str(),
+                ticket.seq,
+                &mut l.rng,
+                &mut scratch,
+            )
+        };
+        match made {
+            Ok(request) => self.send(&request, ticket, None, false),
+            Err(_) => {
+                self.local
+                    .borrow_mut()
+                    .record_error(self.shared, &ticket, ErrorClass::Write, false)
+            }
+        }
+    }
+
+    /// Opens a stream for `request`; from here it is in flight until
+    /// answered or failed.
+    fn send(&mut self, request: &http2::Request, ticket: Ticket, user: Option<usize>, capture: bool) {
+        let sent = Instant::now();
+        let deadline = sent + self.shared.settings.timeout;
+        self.session.open(
+            request,
+            capture,
+            InFlight {
+                ticket,
+                sent,
+                first_byte: None,
+                status: 0,
+                body_bytes: 0,
+                deadline,
+                user,
+            },
+        );
+        if self.next_check.is_none() {
+            self.next_check = Some(deadline);
+        }
+        if ticket.measured {
+            let mut l = self.local.borrow_mut();
+            l.in_flight += 1;
+            l.release(&ticket);
+            if let Some(stage) = l.stages.get_mut(ticket.stage) {
+                stage.took_off();
+            }
+            if let Some(due) = ticket.due
+                && !ticket.retried
+            {
+                l.lateness(&ticket, sent.saturating_duration_since(due));
+            }
+            l.stats.h2.plain_header_written += request.plain;
+        }
+    }
+
+    /// `n` bytes were read into the thread's buffer: the session takes
+    /// them in, and each stream's news is recorded, stamped with now.
+    fn received(&mut self, n: usize) -> Result<(), http2::Error> {
+        let now = Instant::now();
+        let measuring = now >= self.shared.measure_from();
+                let read_buf = self.read_buf;
+        let buf = read_buf.borrow();
+        let (shared, local, tickets, source) = (self.shared, self.local, self.tickets, self.source);
+        let session = &mut self.session;
+        let connect_time = &mut self.connect_time;
+        let answered = &mut self.answered;
+        let goaway = &mut self.goaway;
+        let timeout = shared.settings.timeout;
+        let result = session.receive(&buf[..n], &mut |event| match event {
+            Event::Ready => shared.connect_succeeded(),
+            Event::Head {
+                stream,
+                status,
+                plain,
+                fields,
+            } => {
+                stream.first_byte = Some(now);
+                stream.status = status;
+                stream.deadline = now + timeout;
+                if stream.ticket.measured {
+                    local.borrow_mut().stats.h2.plain_header_read += plain;
+                }
+                if let (Some(user), Source::Users(mailbox)) = (stream.user, source) {
+                    mailbox.head(user, status, fields);
+                }
+            }
+            Event::Data { stream, data } => {
+                stream.body_bytes += data.len() as u64;
+                stream.deadline = now + timeout;
+                if let (Some(user), Source::Users(mailbox)) = (stream.user, source) {
+                    mailbox.body(user, data);
+                }
+            }
+            Event::End { stream } => {
+                *answered = true;
+                let timing = Timing {
+                    connect: connect_time.take().unwrap_or(Duration::ZERO),
+                    waiting: stream
+                        .first_byte
+                        .unwrap_or(now)
+                        .saturating_duration_since(stream.sent),
+                    processing: now.saturating_duration_since(stream.sent),
+                    corrected: stream.ticket.due.map(|due| now.saturating_duration_since(due)),
+                };
+                let answer = Answered {
+                    done: now,
+                    status: stream.status,
+                    body_bytes: stream.body_bytes,
+                    timing,
+                };
+                match (stream.user, source) {
+                    (Some(user), Source::Users(mailbox)) => mailbox.answer(user, Ok(answer)),
+                    _ => {
+                        let error = (!shared.settings.expect_status.contains(stream.status))
+                            .then_some(ErrorClass::Status);
+                        local.borrow_mut().record_response(
+                            shared,
+                            &stream.ticket,
+                            now,
+                            stream.status,
+                            stream.body_bytes,
+                            timing,
+                            error,
+                        );
+                    }
+                }
+            }
+            Event::Failed { stream, why } => {
+                let class = match why {
+                    Failure::Reset(_) => ErrorClass::StreamReset,
+                    Failure::Malformed => ErrorClass::H2Protocol,
+                    Failure::Unprocessed => ErrorClass::GoAway,
+                };
+                if let (Some(user), Source::Users(mailbox)) = (stream.user, source) {
+                    // A flow cannot wait for a new connection: the step fails.
+                    mailbox.answer(user, Err((class, true)));
+                } else if why == Failure::Unprocessed && *answered {
+                    retry(local, tickets, stream.ticket);
+                } else {
+                    local
+                        .borrow_mut()
+                        .record_error(shared, &stream.ticket, class, true);
+                }
+            }
+            Event::GoAway { code } => *goaway = Some(code),
+        });
+        drop(buf);
+        if measuring {
+            let mut l = self.local.borrow_mut();
+            l.stats.bytes_read += n as u64;
+            l.stats.h2.header_block_read += std::mem::take(&mut self.session.header_block_read);
+            l.stats.h2.header_block_written +=
+                std::mem::take(&mut self.session.header_block_written);
+        } else {
+            self.session.header_block_read = 0;
+            self.session.header_block_written = 0;
+        }
+        result
+    }
+
+    /// Resets the streams whose answers are overdue, each failed alone.
+    fn time_out(&mut self) {
+        let now = Instant::now();
+        let overdue: Vec<u32> = self
+            .session
+            .streams()
+            .filter(|(_, s)| s.deadline <= now)
+            .map(|(id, _)| id)
+            .collect();
+        for id in overdue {
+            // The server's window never let the body out: the request
+            // could not be written. Otherwise no answer came in time.
+            let class = if self.session.body_pending(id) {
+                ErrorClass::Write
+            } else {
+                ErrorClass::ReadTimeout
+            };
+            if let Some(stream) = self.session.reset(id, CANCEL) {
+                self.fail(stream, class);
+            }
+        }
+        self.next_check = self.session.streams().map(|(_, s)| s.deadline).min();
+    }
+
+    /// A stream failed with `class` after it was sent.
+    fn fail(&mut self, stream: InFlight, class: ErrorClass) {
+        match (stream.user, &self.source) {
+            (Some(user), Source::Users(mailbox)) => mailbox.answer(user, Err((class, true))),
+            _ => self
+                .local
+                .borrow_mut()
+                .record_error(self.shared, &stream.ticket, class, true),
+        }
+    }
+
+    /// The connection is gone: every stream it held fails with `class`
+    /// (or with the protocol error that ended it), and what was not sent
+    /// goes on the next connection.
+    fn lost(&mut self, class: ErrorClass, why: Option<http2::Error>) {
+        let class = match &why {
+            Some(http2::Error::NotHttp2(why)) => {
+                self.local
+                    .borrow_mut()
+                    .protocol_failure
+                    .get_or_insert_with(|| not_h2(why));
+                self.shared.protocol_refused();
+                ErrorClass::H2Protocol
+            }
+            Some(http2::Error::Protocol(_)) => ErrorClass::H2Protocol,
+            None => class,
+        };
+        for stream in self.session.take_all() {
+            self.fail(stream, class);
+        }
+        if let Some(ticket) = self.pending.take() {
+            self.tickets.carried.borrow_mut().push(ticket);
+        }
+        if let Source::Users(mailbox) = &self.source {
+            mailbox.lost(class);
+        }
+    }
+
+    /// The connection's figures go to the thread's.
+    fn finish(&mut self) {
+        if self.session.ready()
+            && let Some(max) = self.session.max_streams()
+        {
+            let mut l = self.local.borrow_mut();
+            l.stats.h2.max_concurrent_streams = Some(
+                l.stats
+                    .h2
+                    .max_concurrent_streams
+                    .map_or(max, |m| m.min(max)),
+            );
+        }
+        if let Some(ticket) = self.pending.take() {
+            self.tickets.carried.borrow_mut().push(ticket);
+        }
+        // A polite end, written if the socket takes it at once.
+        self.session.close(NO_ERROR);
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let _ = Pin::new(&mut self.stream).poll_write(&mut cx, &self.session.out[self.written..]);
+    }
+}
+
+/// Sent, but above the last stream the server's GOAWAY says it processed
+/// (RFC 9113 §6.8): it goes again on the next connection, counted apart,
+/// not as an error, so `-n` stays exact. Only from a connection that
+/// answered something: one that answers nothing would be retried without
+/// end.
+fn retry(local: &RefCell<Local>, tickets: &Tickets, ticket: Ticket) {
+    {
+        let mut l = local.borrow_mut();
+        if ticket.measured {
+            l.in_flight -= 1;
+            if let Some(stage) = l.stages.get_mut(ticket.stage) {
+                stage.landed();
+            }
+            l.stats.h2.goaway_retried += 1;
+        }
+        l.hold(&ticket);
+    }
+    tickets.carried.borrow_mut().push(Ticket {
+        retried: true,
+        ..ticket
+    });
+}
+
+/// A scenario step handed to the connection.
+struct Step {
+    user: usize,
+    request: http2::Request,
+    ticket: Ticket,
+    capture: bool,
+}
+
+type Outcome = Result<Answered, (ErrorClass, bool)>;
+
+/// Where a connection's scenario users hand in their steps and find their
+/// answers.
+struct Mailbox {
+    queue: RefCell<VecDeque<Step>>,
+    /// Per user: its step's outcome, its waker, and its answer's bytes
+    /// (as HTTP/1.1, for a step that reads them).
+    outcomes: Vec<Cell<Option<Outcome>>>,
+    wakers: Vec<Cell<Option<Waker>>>,
+    answers: Vec<RefCell<Vec<u8>>>,
+    /// The connection's loop, waiting for a step (or for users to end).
+    driver: Cell<Option<Waker>>,
+    /// Users still running on this connection.
+    live: Cell<usize>,
+    /// The connection is gone, with this class.
+    gone: Cell<Option<ErrorClass>>,
+}
+
+impl Mailbox {
+    fn new(users: usize) -> Mailbox {
+        Mailbox {
+            queue: RefCell::new(VecDeque::new()),
+            outcomes: (0..users).map(|_| Cell::new(None)).collect(),
+            wakers: (0..users).map(|_| Cell::new(None)).collect(),
+            answers: (0..users).map(|_| RefCell::new(Vec::new())).collect(),
+            driver: Cell::new(None),
+            live: Cell::new(users),
+            gone: Cell::new(None),
+        }
+    }
+
+    fn wake_driver(&self) {
+        if let Some(w) = self.driver.take() {
+            w.wake();
+        }
+    }
+
+    
+
+    fn poll_users_done(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.live.get() == 0 {
+            return Poll::Ready(());
+        }
+        self.driver.set(Some(cx.waker().clone()));
+        Poll::Pending
+    }
+
+    fn head(&self, user: usize, status: u16, fields: &[u8]) {
+        let mut answer = self.answers[user].borrow_mut();
+        answer.clear();
+        answer.extend_from_slice(format!("HTTP/1.1 {status} -\r\n").as_bytes());
+        answer.extend_from_slice(fields);
+        answer.extend_from_slice(b"\r\n");
+    }
+
+    fn body(&self, user: usize, data: &[u8]) {
+        self.answers[user].borrow_mut().extend_from_slice(data);
+    }
+
+    fn answer(&self, user: usize, outcome: Outcome) {
+        self.outcomes[user].set(Some(outcome));
+        if let Some(w) = self.wakers[user].take() {
+            w.wake();
+        }
+    }
+
+    /// The connection is gone: steps still queued fail unsent.
+    fn lost(&self, class: ErrorClass) {
+        self.gone.set(Some(class));
+        for step in self.queue.borrow_mut().drain(..) {
+            self.answer(step.user, Err((class, false)));
+        }
+    }
+
+    /// A user's side: hands in a step and waits for its outcome.
+    async fn exchange(&self, step: Step) -> Outcome {
+        let user = step.user;
+        if let Some(class) = self.gone.get() {
+            return Err((class, false));
+        }
+        self.queue.borrow_mut().push_back(step);
+        self.wake_driver();
+        std::future::poll_fn(|cx| match self.outcomes[user].take() {
+            Some(outcome) => Poll::Ready(outcome),
+            None => {
+                self.wakers[user].set(Some(cx.waker().clone()));
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
+/// A user's end on this connection, however it ends (its task may be
+/// stopped with the run).
+struct Live<'a>(&'a Mailbox);
+
+impl Drop for Live<'_> {
+    fn drop(&mut self) {
+        self.0.live.set(self.0.live.get() - 1);
+        self.0.wake_driver();
     }
 }
 
 /// A scenario's virtual user `index` of a connection: takes a flow's
 /// start, makes the flow's steps as streams one after another, repeats;
-/// ends when the tickets do or when the connection fails (the flow under
+/// ends when the tickets do or when the connection is gone (the flow under
 /// way then fails, and the user goes on over the next connection). A step
 /// a GOAWAY left unprocessed fails too: its flow cannot wait for a new
 /// connection.
-#[allow(clippy::too_many_arguments)]
 async fn scenario_loop(
     shared: Arc<Shared>,
     local: Rc<RefCell<Local>>,
     tickets: Rc<Tickets>,
     timer: Option<Timer>,
-    mut sender: h2::client::SendRequest<Bytes>,
-    connection: Rc<Connection>,
+    mailbox: Rc<Mailbox>,
     users: Rc<Vec<RefCell<Option<User>>>>,
     index: usize,
 ) {
-    let (shared, local, tickets, connection) = (&*shared, &*local, &*tickets, &*connection);
-    let first = index == 0;
+    let (shared, local, tickets, mailbox) = (&*shared, &*local, &*tickets, &*mailbox);
+    let _live = Live(mailbox);
     let scheme = shared.settings.target.scheme.as_str();
-    if !connection.opened(first).await {
-        return;
-    }
     let mut lent = Lent {
         slot: &users[index],
         user: users[index].borrow_mut().take(),
@@ -791,7 +1034,6 @@ async fn scenario_loop(
     let Some(user) = lent.user.as_mut() else {
         return;
     };
-    let lost = Cell::new(false);
     let mut send =
         async |bytes: &[u8], _head: bool, capture: Option<&mut Vec<u8>>, ticket: &Ticket| {
             let Ok(request) = H2Request::from_http1(bytes, scheme) else {
@@ -800,47 +1042,31 @@ async fn scenario_loop(
                     sent: false,
                 };
             };
-            match exchange(
-                shared,
-                local,
-                &mut sender,
-                &request,
-                ticket,
-                connection,
-                Some(capture),
-            )
-            .await
-            {
-                Ok(Some(answered)) => {
-                    connection.answered_once(shared);
+            let step = Step {
+                user: index,
+                request,
+                ticket: *ticket,
+                capture: capture.is_some(),
+            };
+            match mailbox.exchange(step).await {
+                Ok(answered) => {
+                    if let Some(capture) = capture {
+                        std::mem::swap(capture, &mut mailbox.answers[index].borrow_mut());
+                    }
                     Sent::Answered(answered)
                 }
-                Ok(None) => Sent::Failed {
-                    class: ErrorClass::ClosedEarly,
-                    sent: true,
-                },
-                Err(mut f) => {
-                    connection.failed(&mut f, shared, local);
-                    lost.set(lost.get() || f.lost);
-                    Sent::Failed {
-                        class: f.class,
-                        sent: f.sent,
-                    }
-                }
+                Err((class, sent)) => Sent::Failed { class, sent },
             }
         };
     loop {
-        let Some(start) = connection.next(tickets, shared, local, first) else {
+        if mailbox.gone.get().is_some() {
+            return;
+        }
+        let Some(start) = tickets.next(shared, local) else {
             return;
         };
         until_due(&start, timer.as_ref()).await;
         user.flow(shared, local, start, &mut send).await;
-        if lost.get() {
-            if first {
-                connection.opened.notify_waiters();
-            }
-            return;
-        }
     }
 }
 
@@ -857,8 +1083,8 @@ impl Drop for Lent<'_> {
     }
 }
 
-/// A connection's request loops, stopped when it is dropped (the run's
-/// end cuts the connection's task, and its loops with it).
+/// A connection's user tasks, stopped when it is dropped (the run's end
+/// cuts the connection's task, and its users with it).
 struct Loops(Vec<tokio::task::JoinHandle<()>>);
 
 impl Drop for Loops {
@@ -866,196 +1092,5 @@ impl Drop for Loops {
         for handle in &self.0 {
             handle.abort();
         }
-    }
-}
-
-/// How one request failed.
-struct Failed {
-    class: ErrorClass,
-    /// The connection is gone with it.
-    lost: bool,
-    /// It was sent (so it counts as failed); otherwise it never left and
-    /// can go on another connection.
-    sent: bool,
-    /// Sent, but the server's GOAWAY named a last stream below it: the
-    /// server did not process it, and it can go on another connection.
-    unprocessed: bool,
-    why: String,
-}
-
-/// Sends one request and reads its answer. With `scenario` (a scenario
-/// step's), the answer is written into it as HTTP/1.1 bytes when the step
-/// reads it, and handed back unrecorded.
-async fn exchange(
-    shared: &Shared,
-    local: &RefCell<Local>,
-    sender: &mut h2::client::SendRequest<Bytes>,
-    request: &H2Request,
-    ticket: &Ticket,
-    connection: &Connection,
-    mut scenario: Option<Option<&mut Vec<u8>>>,
-) -> Result<Option<Answered>, Failed> {
-    let settings = &shared.settings;
-    let fail = |e: &h2::Error, sent: bool| {
-        let class = h2_class(e);
-        Failed {
-            class,
-            lost: class != ErrorClass::StreamReset,
-            sent,
-            // h2 fails the streams above a received GOAWAY's last stream
-            // with that GOAWAY (from the remote); the streams it did
-            // process end otherwise (answered, or cut with the socket).
-            unprocessed: sent && e.is_go_away() && e.is_remote(),
-            why: e.to_string(),
-        }
-    };
-    let timed_out = |lost: bool, sent: bool| Failed {
-        class: ErrorClass::ReadTimeout,
-        lost,
-        sent,
-        unprocessed: false,
-        why: "no answer in time".into(),
-    };
-    // Waits for a free stream when the server's limit is reached.
-    let ready = tokio::time::timeout(settings.timeout, sender.clone().ready()).await;
-    *sender = match ready {
-        Err(_) => return Err(timed_out(true, false)),
-        Ok(Err(e)) => return Err(fail(&e, false)),
-        Ok(Ok(s)) => s,
-    };
-    let sent = Instant::now();
-    let (response, mut body) =
-        match sender.send_request(request.to_request(), request.body.is_none()) {
-            Err(e) => return Err(fail(&e, false)),
-            Ok(pair) => pair,
-        };
-    {
-        let mut l = local.borrow_mut();
-        if ticket.measured {
-            // From here it is in flight until answered or failed.
-            l.in_flight += 1;
-            l.release(ticket);
-            if let Some(stage) = l.stages.get_mut(ticket.stage) {
-                stage.took_off();
-            }
-            if let Some(due) = ticket.due
-                && !ticket.retried
-            {
-                l.lateness(ticket, sent.saturating_duration_since(due));
-            }
-            l.stats.h2.plain_header_written += request.plain_header_bytes;
-        }
-    }
-    if let Some(data) = &request.body
-        && let Err(e) = body.send_data(data.clone(), true)
-    {
-        return Err(fail(&e, true));
-    }
-    let response = match tokio::time::timeout(settings.timeout, response).await {
-        Err(_) => return Err(timed_out(false, true)),
-        Ok(Err(e)) => return Err(fail(&e, true)),
-        Ok(Ok(r)) => r,
-    };
-    let first_byte = Instant::now();
-    let status = response.status().as_u16();
-    let plain: u64 = ":status".len() as u64
-        + 3
-        + response
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.as_str().len() + v.len()) as u64)
-            .sum::<u64>();
-    if let Some(Some(capture)) = scenario.as_mut() {
-        // The answer as an HTTP/1.1 head, for the step's checks.
-        capture.clear();
-        capture.extend_from_slice(format!("HTTP/1.1 {status} -\r\n").as_bytes());
-        for (name, value) in response.headers() {
-            capture.extend_from_slice(name.as_str().as_bytes());
-            capture.extend_from_slice(b": ");
-            capture.extend_from_slice(value.as_bytes());
-            capture.extend_from_slice(b"\r\n");
-        }
-        capture.extend_from_slice(b"\r\n");
-    }
-    let mut recv = response.into_body();
-    let mut body_bytes = 0u64;
-    loop {
-        let next = std::future::poll_fn(|cx| recv.poll_data(cx));
-        match tokio::time::timeout(settings.timeout, next).await {
-            Err(_) => return Err(timed_out(false, true)),
-            Ok(None) => break,
-            Ok(Some(Err(e))) => return Err(fail(&e, true)),
-            Ok(Some(Ok(chunk))) => {
-                body_bytes += chunk.len() as u64;
-                if let Some(Some(capture)) = scenario.as_mut() {
-                    capture.extend_from_slice(&chunk);
-                }
-                let _ = recv.flow_control().release_capacity(chunk.len());
-            }
-        }
-    }
-    let done = Instant::now();
-    let timing = Timing {
-        connect: connection.connect_time.take().unwrap_or(Duration::ZERO),
-        waiting: first_byte.saturating_duration_since(sent),
-        processing: done.saturating_duration_since(sent),
-        corrected: ticket.due.map(|due| done.saturating_duration_since(due)),
-    };
-    let mut l = local.borrow_mut();
-    if ticket.measured {
-        l.stats.h2.plain_header_read += plain;
-    }
-    let answered = Answered {
-        done,
-        status,
-        body_bytes,
-        timing,
-    };
-    if scenario.is_some() {
-        return Ok(Some(answered));
-    }
-    let error = (!shared.settings.expect_status.contains(status)).then_some(ErrorClass::Status);
-    l.record_response(shared, ticket, done, status, body_bytes, timing, error);
-    Ok(None)
-}
-
-/// The class of an HTTP/2 failure.
-fn h2_class(e: &h2::Error) -> ErrorClass {
-    if e.is_go_away() {
-        ErrorClass::GoAway
-    } else if e.is_reset() {
-        ErrorClass::StreamReset
-    } else if let Some(io) = e.get_io() {
-        io_class(io, ErrorClass::ClosedEarly)
-    } else {
-        ErrorClass::H2Protocol
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_frame_scan_counts_header_blocks_across_any_split() {
-        // SETTINGS (6 bytes), HEADERS (5), DATA (3), CONTINUATION (2).
-        let mut frames = Vec::new();
-        for (kind, len) in [(0x4u8, 6usize), (HEADERS, 5), (0x0, 3), (CONTINUATION, 2)] {
-            frames.extend_from_slice(&[0, 0, len as u8, kind, 0, 0, 0, 0, 1]);
-            frames.extend(std::iter::repeat_n(0xAA, len));
-        }
-        let mut with_preface = vec![b'P'; PREFACE_LEN];
-        with_preface.extend_from_slice(&frames);
-        for split in 1..with_preface.len() {
-            let mut scan = FrameScan {
-                skip: PREFACE_LEN,
-                ..FrameScan::default()
-            };
-            let (a, b) = with_preface.split_at(split);
-            assert_eq!(scan.scan(a) + scan.scan(b), 7, "split at {split}");
-        }
-        let mut one_by_one = FrameScan::default();
-        let total: u64 = frames.iter().map(|b| one_by_one.scan(&[*b])).sum();
-        assert_eq!(total, 7);
     }
 }

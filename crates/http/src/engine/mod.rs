@@ -756,7 +756,7 @@ async fn driver(
         };
     }
     if http2 {
-        h2::h2_connection(shared, local, timer, global, stream).await;
+        h2::h2_connection(shared, local, timer, read_buf, global, stream).await;
     } else if settings.scenario.is_some() {
         scenario::virtual_user(shared, local, timer, read_buf, global, stream).await;
     } else {
