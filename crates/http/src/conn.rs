@@ -130,6 +130,29 @@ impl Stream {
         }
     }
 
+    /// Sets the socket's receive low-water mark (SO_RCVLOWAT): the kernel
+    /// wakes the reader once this many bytes are in (or at the end, or on
+    /// an error). A TCP socket's only; nothing for a Unix one.
+    pub(crate) fn set_receive_low_water(&self, bytes: usize) {
+        use std::os::fd::AsRawFd;
+        let fd = match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Tls(s) => s.get_ref().0.as_raw_fd(),
+            Stream::Unix(_) => return,
+        };
+        let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        // SAFETY: a valid socket descriptor and an int option of its size.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                std::ptr::from_ref(&value).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+
     /// What the TLS handshake settled on; `None` for plain connections.
     pub(crate) fn tls_session(&self) -> Option<TlsSession> {
         match self {

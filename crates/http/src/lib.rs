@@ -16,8 +16,8 @@
 
 pub mod capacity;
 mod conn;
-mod http2;
 pub mod engine;
+mod http2;
 mod outcome;
 pub mod parse;
 pub mod quick;

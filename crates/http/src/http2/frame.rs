@@ -127,7 +127,13 @@ mod tests {
     #[test]
     fn a_written_head_reads_back() {
         let mut out = Vec::new();
-        write_head(&mut out, 0x01_02_03, HEADERS, END_HEADERS | END_STREAM, 0x7fff_fffd);
+        write_head(
+            &mut out,
+            0x01_02_03,
+            HEADERS,
+            END_HEADERS | END_STREAM,
+            0x7fff_fffd,
+        );
         let head = Head::parse(out[..HEADER_LEN].try_into().unwrap());
         assert_eq!(
             head,

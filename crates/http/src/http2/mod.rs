@@ -12,8 +12,8 @@
 //! load generator needs none of that. Here the frames are read in place
 //! from the driver's one buffer per connection; a DATA payload is counted
 //! (and copied only for a scenario step that reads it) as it streams by,
-//! whatever its size; header blocks are decoded by `loona-hpack` straight
-//! into the status and a byte count. `h2`'s server side stays the
+//! whatever its size; header blocks are encoded and decoded by `httlib-hpack`
+//! (a request's block is reused once every field of it is indexed). `h2`'s server side stays the
 //! conformance reference of the tests (`crates/http/tests/h2.rs`).
 //!
 //! What it does of the protocol: the preface and SETTINGS both ways
@@ -74,12 +74,13 @@ pub(crate) enum Event<'a, T> {
     /// is known (the first time only).
     Ready,
     /// A stream's final head: its status, the plain size of its fields,
-    /// and, for a stream opened with `capture`, the fields as
-    /// `name: value\r\n` lines.
+    /// its body's announced length, and, for a stream opened with
+    /// `capture`, the fields as `name: value\r\n` lines.
     Head {
         stream: &'a mut T,
         status: u16,
         plain: u64,
+        length: Option<u64>,
         fields: &'a [u8],
     },
     /// Body bytes of a stream, in order, as they stream by.
@@ -169,7 +170,7 @@ enum Reading {
 struct DataFrame {
     stream: u32,
     end_stream: bool,
-        /// Padded: the pad length byte is still to come.
+    /// Padded: the pad length byte is still to come.
     pad_length_due: bool,
     /// The frame's payload length.
     len: usize,
@@ -192,8 +193,12 @@ pub(crate) struct Session<T> {
     /// written, for HPACK's savings; the driver takes them.
     pub(crate) header_block_read: u64,
     pub(crate) header_block_written: u64,
-    encoder: loona_hpack::Encoder<'static>,
-    decoder: loona_hpack::Decoder<'static>,
+    encoder: httlib_hpack::Encoder<'static>,
+    decoder: httlib_hpack::Decoder<'static>,
+    /// The header block being decoded (the decoder consumes it), and its
+    /// fields.
+    hpack_in: Vec<u8>,
+    decoded: Vec<(Vec<u8>, Vec<u8>, u8)>,
     /// The encoder's table size the server allows: the client signals
     /// a change at the start of the next header block.
     table_size: usize,
@@ -238,14 +243,14 @@ impl<T> Session<T> {
             ],
         );
         write_window_update(&mut out, 0, CONNECTION_WINDOW - DEFAULT_WINDOW as u32);
-        let mut decoder = loona_hpack::Decoder::new();
-        decoder.set_max_allowed_table_size(4096);
         Session {
             out,
             header_block_read: 0,
             header_block_written: 0,
-            encoder: loona_hpack::Encoder::new(),
-            decoder,
+            encoder: httlib_hpack::Encoder::default(),
+            decoder: httlib_hpack::Decoder::default(),
+            hpack_in: Vec::new(),
+            decoded: Vec::new(),
             table_size: 4096,
             table_size_update: None,
             peer: Peer {
@@ -314,7 +319,11 @@ impl<T> Session<T> {
         let id = self.next_id;
         self.next_id += 2;
         let block = self.encode(request);
-        let end = if request.body.is_none() { END_STREAM } else { 0 };
+        let end = if request.body.is_none() {
+            END_STREAM
+        } else {
+            0
+        };
         let max = self.peer.max_frame;
         self.header_block_written += block.len() as u64;
         let mut chunks = block.chunks(max).peekable();
@@ -360,7 +369,9 @@ impl<T> Session<T> {
         block.clear();
         if let Some(size) = self.table_size_update.take() {
             // A dynamic table size update (RFC 7541 §6.3).
-            let _ = loona_hpack::encoder::encode_integer_into(size, 5, 0x20, &mut block);
+            let _ = self
+                .encoder
+                .update_max_dynamic_size(size as u32, &mut block);
         }
         if let (Some(key), Some((last, times, reused))) = (request.key, &self.last_block)
             && key == *last
@@ -370,8 +381,16 @@ impl<T> Session<T> {
             block.extend_from_slice(reused);
             return block;
         }
-        let fields = request.fields.iter().map(|(n, v)| (&n[..], &v[..]));
-        let _ = self.encoder.encode_into(fields, &mut block);
+        // Every field is indexed (as nghttp2 does), so the next request's
+        // block is all indexes; values are Huffman-coded.
+        let flags = httlib_hpack::Encoder::BEST_FORMAT
+            | httlib_hpack::Encoder::WITH_INDEXING
+            | httlib_hpack::Encoder::HUFFMAN_VALUE;
+        for (name, value) in &request.fields {
+            let _ = self
+                .encoder
+                .encode((name.to_vec(), value.to_vec(), flags), &mut block);
+        }
         self.last_block = match (request.key, self.last_block.take()) {
             (Some(key), Some((last, times, mut reused)))
                 if key == last && request.fits(self.table_size) =>
@@ -509,10 +528,7 @@ impl<T> Session<T> {
             return Err(Error::NotHttp2(if self.head.starts_with(b"HTTP/1.") {
                 "it answered in HTTP/1.x".into()
             } else {
-                format!(
-                    "its first frame is {}, not SETTINGS",
-                    name(head.kind)
-                )
+                format!("its first frame is {}, not SETTINGS", name(head.kind))
             }));
         }
         if head.len > MAX_FRAME {
@@ -561,7 +577,10 @@ impl<T> Session<T> {
         }
         let padded = head.flags & PADDED != 0;
         if padded && head.len == 0 {
-            return Err(self.fail(PROTOCOL_ERROR, "a padded DATA frame without its pad length".into()));
+            return Err(self.fail(
+                PROTOCOL_ERROR,
+                "a padded DATA frame without its pad length".into(),
+            ));
         }
         let end_stream = head.flags & END_STREAM != 0;
         let mut malformed = None;
@@ -578,7 +597,10 @@ impl<T> Session<T> {
         } else if head.stream >= self.next_id || head.stream % 2 == 0 {
             return Err(self.fail(
                 PROTOCOL_ERROR,
-                format!("DATA on stream {}, which the client never opened", head.stream),
+                format!(
+                    "DATA on stream {}, which the client never opened",
+                    head.stream
+                ),
             ));
         }
         if let Some(id) = malformed {
@@ -587,7 +609,7 @@ impl<T> Session<T> {
         self.reading = Reading::Data(DataFrame {
             stream: head.stream,
             end_stream,
-                        pad_length_due: padded,
+            pad_length_due: padded,
             len: head.len,
             data_left: if padded { 0 } else { head.len },
             pad_left: 0,
@@ -609,7 +631,7 @@ impl<T> Session<T> {
     ) -> usize {
         let mut used = 0;
         if d.pad_length_due {
-                        let pad = usize::from(input[0]);
+            let pad = usize::from(input[0]);
             let len = d.len;
             used = 1;
             d.pad_length_due = false;
@@ -762,7 +784,10 @@ impl<T> Session<T> {
         if head.len % 6 != 0 {
             return Err(self.fail(
                 FRAME_SIZE_ERROR,
-                format!("a SETTINGS frame of {} bytes, not a multiple of 6", head.len),
+                format!(
+                    "a SETTINGS frame of {} bytes, not a multiple of 6",
+                    head.len
+                ),
             ));
         }
         for setting in payload.chunks_exact(6) {
@@ -773,7 +798,6 @@ impl<T> Session<T> {
                     let size = (value as usize).min(4096);
                     if size != self.table_size {
                         self.table_size = size;
-                        self.encoder.set_max_table_size(size);
                         self.table_size_update = Some(size);
                         self.last_block = None;
                     }
@@ -822,7 +846,10 @@ impl<T> Session<T> {
         on: &mut impl FnMut(Event<'_, T>),
     ) -> Result<(), Error> {
         if head.len != 4 {
-            return Err(self.fail(FRAME_SIZE_ERROR, "a WINDOW_UPDATE frame not of 4 bytes".into()));
+            return Err(self.fail(
+                FRAME_SIZE_ERROR,
+                "a WINDOW_UPDATE frame not of 4 bytes".into(),
+            ));
         }
         let increment = i64::from(u32_at(payload, 0) & 0x7fff_ffff);
         if head.stream == 0 {
@@ -880,7 +907,10 @@ impl<T> Session<T> {
         if head.flags & PADDED != 0 {
             let pad = usize::from(*fragment.first().unwrap_or(&0));
             if fragment.is_empty() || pad >= fragment.len() {
-                return Err(self.fail(PROTOCOL_ERROR, "a HEADERS frame's padding is too long".into()));
+                return Err(self.fail(
+                    PROTOCOL_ERROR,
+                    "a HEADERS frame's padding is too long".into(),
+                ));
             }
             fragment = &fragment[1..fragment.len() - pad];
         }
@@ -913,22 +943,31 @@ impl<T> Session<T> {
         let capture = self.streams.get(&id).is_some_and(|s| s.capture);
         let mut status = None;
         let mut plain = 0u64;
-        let fields = &mut self.fields;
-        fields.clear();
-        let decoded = self.decoder.decode_with_cb(block, |name, value| {
+        let mut length = None;
+        self.fields.clear();
+        self.hpack_in.clear();
+        self.hpack_in.extend_from_slice(block);
+        self.decoded.clear();
+        let decoded = self.decoder.decode(&mut self.hpack_in, &mut self.decoded);
+        for (name, value, _) in &self.decoded {
             plain += (name.len() + value.len()) as u64;
             if &name[..] == b":status" {
-                status = std::str::from_utf8(&value)
+                status = std::str::from_utf8(value)
                     .ok()
                     .and_then(|v| v.parse::<u16>().ok())
                     .filter(|s| (100..1000).contains(s));
-            } else if capture {
-                fields.extend_from_slice(&name);
-                fields.extend_from_slice(b": ");
-                fields.extend_from_slice(&value);
-                fields.extend_from_slice(b"\r\n");
+            } else if &name[..] == b"content-length" {
+                length = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok());
             }
-        });
+            if capture && !name.starts_with(b":") {
+                self.fields.extend_from_slice(name);
+                self.fields.extend_from_slice(b": ");
+                self.fields.extend_from_slice(value);
+                self.fields.extend_from_slice(b"\r\n");
+            }
+        }
         if let Err(e) = decoded {
             return Err(self.fail(
                 COMPRESSION_ERROR,
@@ -968,6 +1007,7 @@ impl<T> Session<T> {
                     stream: &mut open.data,
                     status,
                     plain,
+                    length,
                     fields: &self.fields,
                 });
                 if end_stream && let Some(open) = self.streams.remove(&id) {
