@@ -495,3 +495,194 @@ fn hpack_savings_count_received_headers_only_as_h2load_does() {
     assert!(metric(&a, &short, "h2_request_header_bytes_wire") > 0.0);
     assert_eq!(metric(&a, &short, "h2_goaway_retried"), 0.0);
 }
+
+/// A frame as a server writes it.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = (payload.len() as u32).to_be_bytes();
+    let mut f = vec![len[1], len[2], len[3], kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+const END_STREAM: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+/// HPACK for `:status: 200` (static index 8) and `content-type:
+/// text/plain` (a literal with the static name 31, not indexed).
+const STATUS_200: u8 = 0x88;
+const CONTENT_TYPE: &[u8] = b"\x0f\x10\x0atext/plain";
+
+/// A server written frame by frame: it sends its SETTINGS (`settings`:
+/// id and value pairs), then answers every stream whose HEADERS the client
+/// sends with `reply(stream)`.
+fn frame_server(
+    settings: &'static [(u16, u32)],
+    reply: fn(u32) -> Vec<u8>,
+) -> (SocketAddr, std::thread::JoinHandle<()>, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::clone(&stop);
+    let thread = std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        while !done.load(Ordering::SeqCst) {
+            let Ok((mut socket, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            let done = Arc::clone(&done);
+            conns.push(std::thread::spawn(move || {
+                socket.set_nonblocking(false).unwrap();
+                socket
+                    .set_read_timeout(Some(Duration::from_millis(50)))
+                    .unwrap();
+                let mut payload = Vec::new();
+                for (id, value) in settings {
+                    payload.extend_from_slice(&id.to_be_bytes());
+                    payload.extend_from_slice(&value.to_be_bytes());
+                }
+                let _ = socket.write_all(&frame(0x4, 0, 0, &payload));
+                let mut bytes = Vec::new();
+                let mut at = 24; // the client's preface
+                let mut buf = [0u8; 4096];
+                while !done.load(Ordering::SeqCst) {
+                    match socket.read(&mut buf) {
+                        Ok(0) => return,
+                        Ok(n) => bytes.extend_from_slice(&buf[..n]),
+                        Err(_) => continue,
+                    }
+                    while bytes.len() >= at + 9 {
+                        let h = &bytes[at..at + 9];
+                        let len = (usize::from(h[0]) << 16)
+                            | (usize::from(h[1]) << 8)
+                            | usize::from(h[2]);
+                        if bytes.len() < at + 9 + len {
+                            break;
+                        }
+                        let stream = u32::from_be_bytes([h[5], h[6], h[7], h[8]]);
+                        if h[3] == 0x1 && socket.write_all(&reply(stream)).is_err() {
+                            return;
+                        }
+                        at += 9 + len;
+                    }
+                }
+            }));
+        }
+        for c in conns {
+            let _ = c.join();
+        }
+    });
+    (addr, thread, stop)
+}
+
+/// Runs `settings` against a frame server and stops the server.
+fn run_framed(
+    settings: &'static [(u16, u32)],
+    reply: fn(u32) -> Vec<u8>,
+    change: impl FnOnce(&mut Settings, SocketAddr),
+    n: u64,
+) -> Outcome {
+    let (addr, thread, stop) = frame_server(settings, reply);
+    let mut s = h2_settings(addr, n, 1, 2);
+    change(&mut s, addr);
+    let o = run(s);
+    stop.store(true, Ordering::SeqCst);
+    thread.join().unwrap();
+    assert_accounted(&o, n);
+    o
+}
+
+#[test]
+fn a_header_block_split_over_continuation_frames_is_read_whole() {
+    let o = run_framed(
+        &[],
+        |stream| {
+            // The block cut inside its second field, over two CONTINUATIONs.
+            let mut f = frame(0x1, 0, stream, &[STATUS_200, CONTENT_TYPE[0]]);
+            f.extend(frame(0x9, 0, stream, &CONTENT_TYPE[1..4]));
+            f.extend(frame(0x9, END_HEADERS, stream, &CONTENT_TYPE[4..]));
+            f.extend(frame(0x0, END_STREAM, stream, BODY));
+            f
+        },
+        |_, _| {},
+        40,
+    );
+    let s = &o.stats;
+    assert_eq!(s.total_errors(), 0, "{:?}", s.errors);
+    assert_eq!(s.status, vec![(200, 40)]);
+    assert_eq!(s.body_bytes, 40 * BODY.len() as u64);
+    assert_eq!(s.h2.header_block_read, 40 * (1 + CONTENT_TYPE.len() as u64));
+    // ":status" 200 and "content-type" text/plain, in plain.
+    assert_eq!(s.h2.plain_header_read, 40 * (7 + 3 + 12 + 10));
+}
+
+#[test]
+fn a_header_block_cut_by_another_frame_is_a_protocol_error() {
+    let o = run_framed(
+        &[],
+        |stream| {
+            let mut f = frame(0x1, 0, stream, &[STATUS_200]);
+            f.extend(frame(0x0, END_STREAM, stream, BODY));
+            f
+        },
+        |_, _| {},
+        6,
+    );
+    let s = &o.stats;
+    assert_eq!(s.responses, 0);
+    assert_eq!(s.errors_of(ErrorClass::H2Protocol), 6, "{:?}", s.errors);
+    assert!(s.connects >= 3, "each broken connection was replaced");
+}
+
+#[test]
+fn a_frame_above_the_frame_size_limit_is_a_protocol_error() {
+    let o = run_framed(
+        &[],
+        |stream| {
+            let mut f = frame(0x1, END_HEADERS, stream, &[STATUS_200]);
+            f.extend(frame(0x0, END_STREAM, stream, &vec![b'x'; 16_385]));
+            f
+        },
+        |_, _| {},
+        6,
+    );
+    let s = &o.stats;
+    assert_eq!(s.responses, 0);
+    assert_eq!(s.errors_of(ErrorClass::H2Protocol), 6, "{:?}", s.errors);
+}
+
+#[test]
+fn a_window_that_never_opens_fails_the_upload_as_a_write_without_a_hang() {
+    use dyno_http::request::{RequestSpec, RequestTemplate, parse_url};
+    // SETTINGS_INITIAL_WINDOW_SIZE 0, and no WINDOW_UPDATE ever: a body
+    // can never be sent. A GET still goes (it has no body to hold back).
+    let o = run_framed(
+        &[(0x4, 0)],
+        |_| Vec::new(),
+        |s, addr| {
+            let (target, path) = parse_url(&format!("http://{addr}/x")).unwrap();
+            s.requests = vec![
+                RequestTemplate::new(
+                    &target,
+                    &RequestSpec {
+                        method: "POST".into(),
+                        path,
+                        headers: Vec::new(),
+                        body: Some(b"abc".to_vec()),
+                        keep_alive: true,
+                    },
+                )
+                .unwrap(),
+            ];
+        },
+        4,
+    );
+    let s = &o.stats;
+    // The first request went before the server's SETTINGS came, in the
+    // protocol's default window, and was never answered; every later one
+    // was held back by the closed window.
+    assert_eq!(s.errors_of(ErrorClass::ReadTimeout), 1, "{:?}", s.errors);
+    assert_eq!(s.errors_of(ErrorClass::Write), 3, "{:?}", s.errors);
+    assert_eq!(s.connects, 1, "each stream was reset alone");
+}

@@ -75,7 +75,7 @@ struct H2Request;
 
 impl H2Request {
     /// Request `seq` of `template`.
-    fn new(
+    fn of_template(
         template: &RequestTemplate,
         scheme: &str,
         seq: u64,
@@ -101,7 +101,7 @@ impl H2Request {
         let method = parts.next().unwrap_or_default();
         let path = parts.next().unwrap_or("/");
         http::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
-        let field = |n: &str, v: &str| -> (Box<[u8]>, Box<[u8]>) {
+        let field = |n: &str, v: &str| -> http2::Field {
             (n.as_bytes().into(), v.as_bytes().into())
         };
         let mut fields = vec![
@@ -189,7 +189,7 @@ pub(super) async fn h2_connection(
         .map(|(i, t)| {
             t.is_static().then(|| {
                 let mut rng = fastrand::Rng::with_seed(0);
-                let mut r = H2Request::new(t, scheme, 0, &mut rng, &mut scratch).ok()?;
+                let mut r = H2Request::of_template(t, scheme, 0, &mut rng, &mut scratch).ok()?;
                 r.key = Some(i);
                 Some(r)
             })?
@@ -374,6 +374,9 @@ enum Source<'a> {
     Users(&'a Mailbox),
 }
 
+/// The wait for an open-model ticket's due time.
+type DueSleep = Pin<Box<dyn Future<Output = ()>>>;
+
 /// Why a connection's loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ended {
@@ -429,7 +432,7 @@ impl Driver<'_> {
         let far = Instant::now() + Duration::from_secs(86_400 * 365);
         let mut deadline_sleep = Box::pin(tokio::time::sleep_until(far.into()));
         let mut armed = far;
-        let mut due_sleep: Option<(Instant, Pin<Box<dyn Future<Output = ()>>>)> = None;
+        let mut due_sleep: Option<(Instant, DueSleep)> = None;
         loop {
             let due = self.open();
             if self.finished() {
@@ -613,9 +616,7 @@ impl Driver<'_> {
                     self.open_request(converted, ticket);
                 }
                 Source::Users(mailbox) => {
-                    let Some(step) = mailbox.queue.borrow_mut().pop_front() else {
-                        return None;
-                    };
+                    let step = mailbox.queue.borrow_mut().pop_front()?;
                     self.send(&step.request, step.ticket, Some(step.user), step.capture);
                 }
             }
@@ -634,7 +635,7 @@ impl Driver<'_> {
         let made = {
             let mut l = self.local.borrow_mut();
             let mut scratch = Vec::new();
-            H2Request::new(
+            H2Request::of_template(
                 &settings.requests[which],
                 settings.target.scheme.as_str(),
                 ticket.seq,
@@ -807,27 +808,31 @@ impl Driver<'_> {
     }
 
     /// Sets how much must be in before the kernel wakes the loop. While
-    /// every open stream's head is in and announced its body's length,
-    /// no answer can end before that many bytes came: the loop waits for
-    /// them (up to a read's worth) rather than being woken for every DATA
-    /// frame, which on loopback the server pays for: with 1 MiB answers
-    /// nginx spent 28% more per answer, and served 0.85× h2load's rate
-    /// (`bench/h2-vs-h2load.sh`). Otherwise (a head to come, a length
-    /// unknown, a body to send) any byte wakes it. A server that sends
-    /// less than it announced is cut by the streams' timeouts, and the end
-    /// of the connection wakes the loop whatever the mark.
+    /// every open stream's head is in and announced its body's length, no
+    /// answer can end before the least any of them still lacks has come:
+    /// the loop waits for that much (up to a read's worth) rather than
+    /// being woken for every DATA frame, which on loopback the server pays
+    /// for (with 1 MiB answers nginx spent 28% more per answer, and served
+    /// 0.85× h2load's rate: `bench/h2-vs-h2load.sh`). No answer's end is
+    /// read later for it. Otherwise (a head to come, a length unknown, a
+    /// body to send) any byte wakes it. A server that sends less than it
+    /// announced is cut by the streams' timeouts, and the end of the
+    /// connection wakes the loop whatever the mark.
     fn low_water(&mut self) {
-        let mut left = 0u64;
+        let mut left = u64::MAX;
         for (id, s) in self.session.streams() {
             match s.length {
                 Some(length) if !self.session.body_pending(id) => {
-                    left += length.saturating_sub(s.body_bytes);
+                    left = left.min(length.saturating_sub(s.body_bytes));
                 }
                 _ => {
                     left = 0;
                     break;
                 }
             }
+        }
+        if self.session.open_streams() == 0 {
+            left = 0;
         }
         let want = (left as usize).clamp(1, READ_AHEAD);
         if want != self.low_water {

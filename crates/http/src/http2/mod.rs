@@ -41,11 +41,14 @@ use self::frame::*;
 pub(crate) const STREAM_WINDOW: u32 = (1 << 30) - 1;
 pub(crate) const CONNECTION_WINDOW: u32 = (1 << 30) - 1;
 
+/// A header field: name and value.
+pub(crate) type Field = (Box<[u8]>, Box<[u8]>);
+
 /// One request as the session sends it.
 #[derive(Debug, Clone)]
 pub(crate) struct Request {
     /// Pseudo-header fields first, then the others, names in lower case.
-    pub(crate) fields: Vec<(Box<[u8]>, Box<[u8]>)>,
+    pub(crate) fields: Vec<Field>,
     pub(crate) body: Option<Bytes>,
     /// The header fields' plain size (name and value bytes), as h2load
     /// adds them up.
@@ -594,7 +597,7 @@ impl<T> Session<T> {
                     open.unacked = 0;
                 }
             }
-        } else if head.stream >= self.next_id || head.stream % 2 == 0 {
+        } else if head.stream >= self.next_id || head.stream.is_multiple_of(2) {
             return Err(self.fail(
                 PROTOCOL_ERROR,
                 format!(
@@ -781,7 +784,7 @@ impl<T> Session<T> {
             }
             return Ok(());
         }
-        if head.len % 6 != 0 {
+        if !head.len.is_multiple_of(6) {
             return Err(self.fail(
                 FRAME_SIZE_ERROR,
                 format!(
@@ -975,7 +978,7 @@ impl<T> Session<T> {
             ));
         }
         let Some(open) = self.streams.get_mut(&id) else {
-            if id >= self.next_id || id % 2 == 0 {
+            if id >= self.next_id || id.is_multiple_of(2) {
                 return Err(self.fail(
                     PROTOCOL_ERROR,
                     format!("HEADERS on stream {id}, which the client never opened"),
@@ -1019,6 +1022,170 @@ impl<T> Session<T> {
                 self.malformed(id, on);
                 Ok(())
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(key: Option<usize>) -> Request {
+        let field = |n: &str, v: &str| (n.as_bytes().into(), v.as_bytes().into());
+        Request {
+            fields: vec![
+                field(":method", "GET"),
+                field(":scheme", "http"),
+                field(":authority", "127.0.0.1:8080"),
+                field(":path", "/index.html"),
+                field("user-agent", "dyno"),
+            ],
+            body: None,
+            plain: 0,
+            key,
+        }
+    }
+
+    /// The HEADERS payloads in `out`, past the preface.
+    fn header_blocks(out: &[u8]) -> Vec<Vec<u8>> {
+        let mut at = PREFACE.len();
+        let mut blocks = Vec::new();
+        while at < out.len() {
+            let head = Head::parse(out[at..at + HEADER_LEN].try_into().unwrap());
+            let payload = &out[at + HEADER_LEN..at + HEADER_LEN + head.len];
+            if head.kind == HEADERS {
+                blocks.push(payload.to_vec());
+            }
+            at += HEADER_LEN + head.len;
+        }
+        blocks
+    }
+
+    #[test]
+    fn a_repeated_request_is_indexed_then_its_block_reused() {
+        let mut session = Session::<()>::new();
+        session.ready = true;
+        for _ in 0..4 {
+            session.open(&request(Some(0)), false, ());
+        }
+        let blocks = header_blocks(&session.out);
+        assert_eq!(blocks.len(), 4);
+        // The first sends literals (and indexes them); then indexes only,
+        // one byte per field.
+        assert!(blocks[0].len() > 3 * 5, "{:?}", blocks[0]);
+        assert_eq!(blocks[1].len(), 5, "{:?}", blocks[1]);
+        assert_eq!(blocks[2], blocks[1]);
+        assert_eq!(blocks[3], blocks[1]);
+        assert!(matches!(session.last_block, Some((0, times, _)) if times >= 2));
+        // The decoder on the other side reads the same fields every time.
+        let mut decoder = httlib_hpack::Decoder::default();
+        for block in blocks {
+            let mut fields = Vec::new();
+            decoder.decode(&mut block.clone(), &mut fields).unwrap();
+            let names: Vec<&[u8]> = fields.iter().map(|f| &f.0[..]).collect();
+            assert_eq!(
+                names,
+                [
+                    &b":method"[..],
+                    b":scheme",
+                    b":authority",
+                    b":path",
+                    b"user-agent"
+                ]
+            );
+            assert_eq!(fields[2].1, b"127.0.0.1:8080");
+        }
+    }
+
+    #[derive(Debug, PartialEq)]
+    enum Seen {
+        Ready,
+        Head(u32, u16, Option<u64>),
+        Data(u32, usize),
+        End(u32),
+        Failed(u32, Failure),
+        GoAway(u32),
+    }
+
+    /// What `bytes` mean to a session with streams 1, 3 and 5 open, fed
+    /// in two pieces split at `split`.
+    fn events(bytes: &[u8], split: usize) -> Vec<Seen> {
+        let mut session = Session::<u32>::new();
+        for id in [1, 3, 5] {
+            if id > 1 {
+                session.ready = true;
+            }
+            session.open(&request(None), false, id);
+        }
+        session.ready = false;
+        let mut seen = Vec::new();
+        let mut on = |e: Event<'_, u32>| {
+            seen.push(match e {
+                Event::Ready => Seen::Ready,
+                Event::Head {
+                    stream,
+                    status,
+                    length,
+                    ..
+                } => Seen::Head(*stream, status, length),
+                Event::Data { stream, data } => Seen::Data(*stream, data.len()),
+                Event::End { stream } => Seen::End(stream),
+                Event::Failed { stream, why } => Seen::Failed(stream, why),
+                Event::GoAway { code } => Seen::GoAway(code),
+            });
+        };
+        let (a, b) = bytes.split_at(split);
+        session.receive(a, &mut on).unwrap();
+        session.receive(b, &mut on).unwrap();
+        // Data comes in pieces where the split cuts it: merged per stream.
+        let mut merged: Vec<Seen> = Vec::new();
+        for s in seen {
+            if let (Some(Seen::Data(id, n)), Seen::Data(id2, m)) = (merged.last_mut(), &s)
+                && id == id2
+            {
+                *n += m;
+                continue;
+            }
+            merged.push(s);
+        }
+        merged
+    }
+
+    #[test]
+    fn frames_mean_the_same_however_the_reads_cut_them() {
+        let mut bytes = Vec::new();
+        write_settings(&mut bytes, &[(SETTINGS_MAX_CONCURRENT_STREAMS, 7)]);
+        // Stream 1: a padded HEADERS with a priority, "content-length: 5"
+        // (static name 28), then a padded DATA frame that ends it.
+        let block = [&[0x88u8][..], b"\x0f\x0d\x015"].concat();
+        let mut payload = vec![2u8];
+        payload.extend_from_slice(&[0, 0, 0, 0, 16]);
+        payload.extend_from_slice(&block);
+        payload.extend_from_slice(&[0, 0]);
+        write_head(
+            &mut bytes,
+            payload.len(),
+            HEADERS,
+            END_HEADERS | PADDED | PRIORITY_FLAG,
+            1,
+        );
+        bytes.extend_from_slice(&payload);
+        write_head(&mut bytes, 1 + 5 + 3, DATA, PADDED | END_STREAM, 1);
+        bytes.extend_from_slice(&[3, b'h', b'e', b'l', b'l', b'o', 0, 0, 0]);
+        // Stream 3: reset. Then a GOAWAY whose last stream is 3.
+        write_rst_stream(&mut bytes, 3, 0x7);
+        write_goaway(&mut bytes, 3, NO_ERROR);
+        let want = vec![
+            Seen::Ready,
+            Seen::Head(1, 200, Some(5)),
+            Seen::Data(1, 5),
+            Seen::End(1),
+            Seen::Failed(3, Failure::Reset(0x7)),
+            Seen::GoAway(NO_ERROR),
+            Seen::Failed(5, Failure::Unprocessed),
+        ];
+        for split in 0..=bytes.len() {
+            assert_eq!(events(&bytes, split), want, "split at {split}");
         }
     }
 }
