@@ -7,11 +7,10 @@
 # For each path: h2load's CPU per request (user and kernel, from
 # bench/runstat.py); dyno's the same way; then dyno once more under
 # `perf record` (cpu-clock samples with DWARF call stacks), split by
-# bench/perf-shares.py into the kernel, the h2 crate with its codec,
-# dyno's socket wrapper, tokio and dyno's own engine, in µs per request.
-# Last, issue 14's CPU goal as arithmetic: 0.8 × h2load's CPU per request,
-# less what dyno spends in the kernel and in the h2 crate, is what would
-# be left for everything else.
+# bench/perf-shares.py into the kernel, HPACK (httlib-hpack), dyno's
+# HTTP/2 session, tokio and dyno's own engine, in µs per request.
+# Last, issue 32's CPU goal as arithmetic: 0.8 × h2load's CPU per request,
+# less what dyno spends in the kernel, is what user space may take.
 #
 # Usage: bench/h2-profile.sh [SECONDS] [CONNECTIONS] [STREAMS]
 #        (default 5 s, 10 connections, 10 streams each)
@@ -91,12 +90,11 @@ import sys
 h2load, kernel = float(sys.argv[1]), float(sys.argv[2])
 shares = dict(kv.split("=") for kv in sys.argv[3].split()[1:])
 goal = 0.8 * h2load
-h2 = float(shares.get("h2_crate", 0))
-rest = sum(float(v) for k, v in shares.items() if k not in ("kernel", "h2_crate"))
+user = sum(float(v) for k, v in shares.items() if k != "kernel")
 # The kernel time of the plain run: sampling with call stacks adds to the
 # kernel time of the profiled one.
 print(f"goal: CPU <= 0.8 x h2load's = {goal:.2f} µs/req. dyno's kernel time {kernel:.2f} "
-      f"(plain run, {kernel / h2load:.3f}x h2load's whole CPU) + the h2 crate {h2:.2f} (perf) "
-      f"= {kernel + h2:.2f}; left for the rest: {goal - kernel - h2:.2f} µs, which now takes {rest:.2f}")
+      f"(plain run, {kernel / h2load:.3f}x h2load's whole CPU) leaves {goal - kernel:.2f} µs "
+      f"for user space, which takes {user:.2f} (perf)")
 PY
 done

@@ -9,13 +9,13 @@ PERIOD_NS). A sample whose innermost frame is in the kernel counts as
 kernel time, whoever made the system call. A user-space sample goes to the
 innermost frame, walking out from the leaf, that belongs to one of:
 
-  h2 crate      h2:: and tokio_util's codec: framing, HPACK, the stream
-                store, flow control, the codec's buffers (with the
-                allocations and copies they make)
-  socket wrap   dyno's wrapper around the socket (read-ahead copy, the
-                frame counter)
+  hpack         httlib-hpack and its Huffman coder: header blocks encoded
+                and decoded (with the allocations they make)
+  http2         dyno's HTTP/2 session (crate::http2): framing, flow
+                control, the stream table
   tokio         the runtime: scheduler, timers, I/O driver
-  dyno          dyno's own engine: tickets, requests, timing, histograms
+  dyno          dyno's own engine: the connection loop, tickets,
+                requests, timing, histograms
 
 Frames of the allocator, libc, `bytes`, `http`'s types and `core`/`std`
 are passed over, so their cost lands with whoever called them. Samples
@@ -27,8 +27,8 @@ import re
 import sys
 
 CATEGORIES = [
-    ("socket wrap", re.compile(r"^<?dyno_http::engine::h2::Counted")),
-    ("h2 crate", re.compile(r"^<?(h2::|tokio_util::codec)")),
+    ("hpack", re.compile(r"^<?httlib_(hpack|huffman)::")),
+    ("http2", re.compile(r"^<?dyno_http::http2::")),
     ("tokio", re.compile(r"^<?(tokio::|mio::)")),
     ("dyno", re.compile(r"^<?(dyno|hdrhistogram)")),
 ]
@@ -66,7 +66,7 @@ def main():
         sys.exit("perf-shares: no samples or no requests")
     us = lambda n: n * period_ns / 1000 / requests
     print(f"  {'where':14} {'µs/req':>9} {'share':>6}")
-    for name in ["kernel", "h2 crate", "socket wrap", "tokio", "dyno", "unattributed"]:
+    for name in ["kernel", "hpack", "http2", "tokio", "dyno", "unattributed"]:
         print(f"  {name:14} {us(counts[name]):9.2f} {counts[name] * 100 / total:5.1f}%")
     print(f"  {'total':14} {us(total):9.2f}   ({total} samples)")
     # One machine-readable line for the caller.

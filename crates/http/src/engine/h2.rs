@@ -101,9 +101,8 @@ impl H2Request {
         let method = parts.next().unwrap_or_default();
         let path = parts.next().unwrap_or("/");
         http::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
-        let field = |n: &str, v: &str| -> http2::Field {
-            (n.as_bytes().into(), v.as_bytes().into())
-        };
+        let field =
+            |n: &str, v: &str| -> http2::Field { (n.as_bytes().into(), v.as_bytes().into()) };
         let mut fields = vec![
             field(":method", method),
             field(":scheme", scheme),
@@ -363,6 +362,8 @@ struct InFlight {
     length: Option<u64>,
     /// A scenario's user whose step it is.
     user: Option<usize>,
+    /// The step reads its answer: its bytes are kept for it.
+    capture: bool,
 }
 
 /// Where a connection's requests come from.
@@ -666,7 +667,6 @@ impl Driver<'_> {
         let deadline = sent + self.shared.settings.timeout;
         self.session.open(
             request,
-            capture,
             InFlight {
                 ticket,
                 sent,
@@ -676,6 +676,7 @@ impl Driver<'_> {
                 deadline,
                 length: None,
                 user,
+                capture,
             },
         );
         if self.next_check.is_none() {
@@ -726,14 +727,18 @@ impl Driver<'_> {
                 if stream.ticket.measured {
                     local.borrow_mut().stats.h2.plain_header_read += plain;
                 }
-                if let (Some(user), Source::Users(mailbox)) = (stream.user, source) {
+                if let (Some(user), Source::Users(mailbox), true) =
+                    (stream.user, source, stream.capture)
+                {
                     mailbox.head(user, status, fields);
                 }
             }
             Event::Data { stream, data } => {
                 stream.body_bytes += data.len() as u64;
                 stream.deadline = now + timeout;
-                if let (Some(user), Source::Users(mailbox)) = (stream.user, source) {
+                if let (Some(user), Source::Users(mailbox), true) =
+                    (stream.user, source, stream.capture)
+                {
                     mailbox.body(user, data);
                 }
             }

@@ -71,14 +71,24 @@ impl Request {
     }
 }
 
+/// What a header block says that the session needs.
+#[derive(Debug, Clone, Copy, Default)]
+struct Decoded {
+    status: Option<u16>,
+    /// The fields' plain size: name and value bytes.
+    plain: u64,
+    /// `content-length`.
+    length: Option<u64>,
+}
+
 /// What the bytes read meant for a stream.
 pub(crate) enum Event<'a, T> {
     /// The server's SETTINGS came: it speaks HTTP/2, and its stream limit
     /// is known (the first time only).
     Ready,
     /// A stream's final head: its status, the plain size of its fields,
-    /// its body's announced length, and, for a stream opened with
-    /// `capture`, the fields as `name: value\r\n` lines.
+    /// its body's announced length, and the fields (but the pseudo-fields)
+    /// as `name: value\r\n` lines.
     Head {
         stream: &'a mut T,
         status: u16,
@@ -157,7 +167,6 @@ struct Open<T> {
     unacked: u32,
     /// The final (non-1xx) head has come.
     headed: bool,
-    capture: bool,
 }
 
 /// Where the reader is in the byte stream.
@@ -202,6 +211,10 @@ pub(crate) struct Session<T> {
     /// fields.
     hpack_in: Vec<u8>,
     decoded: Vec<(Vec<u8>, Vec<u8>, u8)>,
+    /// The last block decoded that left the decoder's table as it was,
+    /// and what it meant (its fields are still in `fields`).
+    known_block: Vec<u8>,
+    known: Option<Decoded>,
     /// The encoder's table size the server allows: the client signals
     /// a change at the start of the next header block.
     table_size: usize,
@@ -221,7 +234,7 @@ pub(crate) struct Session<T> {
     block: Vec<u8>,
     block_stream: u32,
     block_end_stream: bool,
-    /// A stream's header fields as lines, for a head with `capture`.
+    /// The last header block's fields as lines.
     fields: Vec<u8>,
     next_id: u32,
     streams: Streams<T>,
@@ -254,6 +267,8 @@ impl<T> Session<T> {
             decoder: httlib_hpack::Decoder::default(),
             hpack_in: Vec::new(),
             decoded: Vec::new(),
+            known_block: Vec::new(),
+            known: None,
             table_size: 4096,
             table_size_update: None,
             peer: Peer {
@@ -316,8 +331,8 @@ impl<T> Session<T> {
 
     /// Opens a stream for `request`: queues its HEADERS (and CONTINUATION
     /// frames past the server's frame size), then as much of its body as
-    /// the windows allow. `capture`: its head's fields are reported.
-    pub(crate) fn open(&mut self, request: &Request, capture: bool, data: T) -> u32 {
+    /// the windows allow.
+    pub(crate) fn open(&mut self, request: &Request, data: T) -> u32 {
         debug_assert!(self.can_open());
         let id = self.next_id;
         self.next_id += 2;
@@ -354,7 +369,6 @@ impl<T> Session<T> {
             body: request.body.clone().map(|b| (b, 0)),
             unacked: 0,
             headed: false,
-            capture,
         };
         self.streams.insert(id, open);
         if request.body.is_some() {
@@ -934,6 +948,70 @@ impl<T> Session<T> {
         Ok(())
     }
 
+    /// Decodes a header block: what the session needs of it, and its
+    /// fields as lines in `fields`.
+    ///
+    /// A block the same as the last one decoded, while the decoder's table
+    /// has not changed since, means the same again and is not decoded
+    /// twice: a server answering the same resource sends the same block
+    /// (nginx's only change is its `date` once a second), and Huffman
+    /// decoding it per answer was the larger part of the client's own CPU
+    /// on small answers (`bench/h2-profile.sh`). A block that inserted
+    /// into the table, or starts with a table size update, changes the
+    /// table and is never taken as known.
+    fn decode(&mut self, block: &[u8]) -> Result<Decoded, Error> {
+        if let Some(known) = self.known
+            && self.known_block == block
+        {
+            return Ok(known);
+        }
+        let mut d = Decoded::default();
+        self.fields.clear();
+        self.hpack_in.clear();
+        self.hpack_in.extend_from_slice(block);
+        self.decoded.clear();
+        let decoded = self.decoder.decode(&mut self.hpack_in, &mut self.decoded);
+        for (name, value, _) in &self.decoded {
+            d.plain += (name.len() + value.len()) as u64;
+            if &name[..] == b":status" {
+                d.status = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.parse::<u16>().ok())
+                    .filter(|s| (100..1000).contains(s));
+            } else if &name[..] == b"content-length" {
+                d.length = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok());
+            }
+            if !name.starts_with(b":") {
+                self.fields.extend_from_slice(name);
+                self.fields.extend_from_slice(b": ");
+                self.fields.extend_from_slice(value);
+                self.fields.extend_from_slice(b"\r\n");
+            }
+        }
+        if let Err(e) = decoded {
+            self.known = None;
+            return Err(self.fail(
+                COMPRESSION_ERROR,
+                format!("a header block HPACK cannot decode ({e:?})"),
+            ));
+        }
+        let size_update = block.first().is_some_and(|b| b & 0xe0 == 0x20);
+        let inserted = self
+            .decoded
+            .iter()
+            .any(|f| f.2 & httlib_hpack::Decoder::WITH_INDEXING != 0);
+        if size_update || inserted {
+            self.known = None;
+        } else {
+            self.known_block.clear();
+            self.known_block.extend_from_slice(block);
+            self.known = Some(d);
+        }
+        Ok(d)
+    }
+
     /// A whole header block of stream `id`: decoded (always, to keep the
     /// decoder's table in step with the server's), then reported.
     fn header_block(
@@ -943,40 +1021,11 @@ impl<T> Session<T> {
         block: &[u8],
         on: &mut impl FnMut(Event<'_, T>),
     ) -> Result<(), Error> {
-        let capture = self.streams.get(&id).is_some_and(|s| s.capture);
-        let mut status = None;
-        let mut plain = 0u64;
-        let mut length = None;
-        self.fields.clear();
-        self.hpack_in.clear();
-        self.hpack_in.extend_from_slice(block);
-        self.decoded.clear();
-        let decoded = self.decoder.decode(&mut self.hpack_in, &mut self.decoded);
-        for (name, value, _) in &self.decoded {
-            plain += (name.len() + value.len()) as u64;
-            if &name[..] == b":status" {
-                status = std::str::from_utf8(value)
-                    .ok()
-                    .and_then(|v| v.parse::<u16>().ok())
-                    .filter(|s| (100..1000).contains(s));
-            } else if &name[..] == b"content-length" {
-                length = std::str::from_utf8(value)
-                    .ok()
-                    .and_then(|v| v.parse::<u64>().ok());
-            }
-            if capture && !name.starts_with(b":") {
-                self.fields.extend_from_slice(name);
-                self.fields.extend_from_slice(b": ");
-                self.fields.extend_from_slice(value);
-                self.fields.extend_from_slice(b"\r\n");
-            }
-        }
-        if let Err(e) = decoded {
-            return Err(self.fail(
-                COMPRESSION_ERROR,
-                format!("a header block HPACK cannot decode ({e:?})"),
-            ));
-        }
+        let Decoded {
+            status,
+            plain,
+            length,
+        } = self.decode(block)?;
         let Some(open) = self.streams.get_mut(&id) else {
             if id >= self.next_id || id.is_multiple_of(2) {
                 return Err(self.fail(
@@ -1066,7 +1115,7 @@ mod tests {
         let mut session = Session::<()>::new();
         session.ready = true;
         for _ in 0..4 {
-            session.open(&request(Some(0)), false, ());
+            session.open(&request(Some(0)), ());
         }
         let blocks = header_blocks(&session.out);
         assert_eq!(blocks.len(), 4);
@@ -1115,7 +1164,7 @@ mod tests {
             if id > 1 {
                 session.ready = true;
             }
-            session.open(&request(None), false, id);
+            session.open(&request(None), id);
         }
         session.ready = false;
         let mut seen = Vec::new();
@@ -1187,5 +1236,55 @@ mod tests {
         for split in 0..=bytes.len() {
             assert_eq!(events(&bytes, split), want, "split at {split}");
         }
+    }
+
+    #[test]
+    fn a_known_header_block_is_reused_only_while_the_table_stands() {
+        let mut session = Session::<u32>::new();
+        session.ready = true;
+        for id in [1, 3, 5, 7, 9] {
+            session.open(&request(None), id);
+        }
+        // "x-a: 1" inserted, then referenced by index 62 twice; then
+        // "x-b: 2" inserted, which moves index 62 to it.
+        let literal =
+            |n: &[u8], v: &[u8]| [&[0x40, n.len() as u8][..], n, &[v.len() as u8], v].concat();
+        let blocks = [
+            [&[0x88u8][..], &literal(b"x-a", b"1")].concat(),
+            vec![0x88, 0xbe],
+            vec![0x88, 0xbe],
+            [&[0x88u8][..], &literal(b"x-b", b"2")].concat(),
+            vec![0x88, 0xbe],
+        ];
+        let mut bytes = Vec::new();
+        write_settings(&mut bytes, &[]);
+        for (block, id) in blocks.iter().zip([1u32, 3, 5, 7, 9]) {
+            write_head(
+                &mut bytes,
+                block.len(),
+                HEADERS,
+                END_HEADERS | END_STREAM,
+                id,
+            );
+            bytes.extend_from_slice(block);
+        }
+        let mut fields = Vec::new();
+        session
+            .receive(&bytes, &mut |e| {
+                if let Event::Head { fields: f, .. } = e {
+                    fields.push(String::from_utf8(f.to_vec()).unwrap());
+                }
+            })
+            .unwrap();
+        assert_eq!(
+            fields,
+            [
+                "x-a: 1\r\n",
+                "x-a: 1\r\n",
+                "x-a: 1\r\n",
+                "x-b: 2\r\n",
+                "x-b: 2\r\n"
+            ]
+        );
     }
 }
