@@ -951,14 +951,16 @@ impl<T> Session<T> {
     /// Decodes a header block: what the session needs of it, and its
     /// fields as lines in `fields`.
     ///
-    /// A block the same as the last one decoded, while the decoder's table
+        /// A block the same as the last one decoded, while the decoder's table
     /// has not changed since, means the same again and is not decoded
-    /// twice: a server answering the same resource sends the same block
-    /// (nginx's only change is its `date` once a second), and Huffman
-    /// decoding it per answer was the larger part of the client's own CPU
-    /// on small answers (`bench/h2-profile.sh`). A block that inserted
-    /// into the table, or starts with a table size update, changes the
-    /// table and is never taken as known.
+    /// twice: a server whose encoder indexes its fields (the `h2` crate's,
+    /// nghttp2's) answers the same resource with the same block of
+    /// indexes. A block that inserted into the table, or starts with a
+    /// table size update, changes the table and is never taken as known:
+    /// nginx's blocks insert their fields every time (and never refer to
+    /// them), so they are decoded every time, Huffman and all: the larger
+    /// part of the client's own CPU on small answers
+    /// (`bench/h2-profile.sh`).
     fn decode(&mut self, block: &[u8]) -> Result<Decoded, Error> {
         if let Some(known) = self.known
             && self.known_block == block
