@@ -951,7 +951,7 @@ impl<T> Session<T> {
     /// Decodes a header block: what the session needs of it, and its
     /// fields as lines in `fields`.
     ///
-        /// A block the same as the last one decoded, while the decoder's table
+    /// A block the same as the last one decoded, while the decoder's table
     /// has not changed since, means the same again and is not decoded
     /// twice: a server whose encoder indexes its fields (the `h2` crate's,
     /// nghttp2's) answers the same resource with the same block of
