@@ -4,9 +4,11 @@
 //! stalled stream, garbage frames and a server without HTTP/2 each counted
 //! under their class, with no hang.
 //!
-//! The servers are the `h2` crate's own server side (the same codec as the
-//! client, so a fault is exactly the frame it names), on a tokio runtime of
-//! their own; the raw ones are plain sockets.
+//! The servers are the `h2` crate's server side (hyper's HTTP/2, the
+//! conformance reference of dyno's own client: a fault is exactly the
+//! frame it names), on a tokio runtime of their own; the raw ones are
+//! plain sockets, and the framed ones write frames byte by byte
+//! (CONTINUATION, an oversized frame, a window that never opens).
 
 // Only its `settings` is used here.
 #[allow(dead_code)]
