@@ -326,12 +326,18 @@ fn a_stalled_stream_times_out_alone() {
     assert_eq!(s.responses, 99);
 }
 
-/// A raw server: accepts, reads what comes, and answers `reply`.
-fn raw_server(reply: &'static [u8]) -> (SocketAddr, std::thread::JoinHandle<()>, Arc<AtomicBool>) {
+/// A loopback listener that does not block its accepts, its address, and
+/// the flag that stops its server.
+fn listen() -> (TcpListener, SocketAddr, Arc<AtomicBool>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
+    (listener, addr, Arc::new(AtomicBool::new(false)))
+}
+
+/// A raw server: accepts, reads what comes, and answers `reply`.
+fn raw_server(reply: &'static [u8]) -> (SocketAddr, std::thread::JoinHandle<()>, Arc<AtomicBool>) {
+    let (listener, addr, stop) = listen();
     let done = Arc::clone(&stop);
     let thread = std::thread::spawn(move || {
         while !done.load(Ordering::SeqCst) {
@@ -521,10 +527,7 @@ fn frame_server(
     settings: &'static [(u16, u32)],
     reply: fn(u32) -> Vec<u8>,
 ) -> (SocketAddr, std::thread::JoinHandle<()>, Arc<AtomicBool>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
+    let (listener, addr, stop) = listen();
     let done = Arc::clone(&stop);
     let thread = std::thread::spawn(move || {
         let mut conns = Vec::new();
