@@ -483,10 +483,11 @@ impl Driver<'_> {
                     if ended == 0 {
                         continue;
                     }
-                    // Answers ended, so requests will follow. Before they go: the thread's other
-                    // connections take their turn and the I/O driver looks
-                    // again, so what the server was still writing when this
-                    // read woke the loop goes into the same batch. On
+                    // Answers ended, so requests follow. Before they go,
+                    // the thread's other connections take their turn and
+                    // the I/O driver looks again, so what the server was
+                    // still writing when this read woke the loop goes into
+                    // the same batch. On
                     // loopback a server answers a batch of requests with
                     // one write, and a client that wakes on a batch's first
                     // bytes and answers at once splits it for good: nginx
