@@ -218,20 +218,13 @@ fn the_open_model_accounts_for_every_flow_that_fell_due() {
 /// judged on the requests' latency and the flows that failed.
 #[test]
 fn a_capacity_search_finds_a_rate_of_flows() {
-    let home = temp();
     let board = Board::start();
-    let url = &board.url;
-    let out = dyno(home.path())
-        .args([
-            "http",
-            "--scenario",
-            &example(),
-            url,
+    let (stderr, run) = search(
+        &board,
+        &[
             "-c",
             "16",
             "--find-max",
-        ])
-        .args([
             "--slo",
             "p99<=50ms",
             "--start",
@@ -240,15 +233,9 @@ fn a_capacity_search_finds_a_rate_of_flows() {
             "300ms",
             "--budget",
             "3s",
-        ])
-        .args(["--json", "--no-save"])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+        ],
+    );
     assert!(stderr.contains(" flows/s: achieved "), "{stderr}");
-    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
     let steps = run["settings"]["capacity"]["steps"].as_array().unwrap();
     assert!(!steps.is_empty(), "{run:#}");
     assert!(
@@ -271,27 +258,44 @@ fn a_capacity_search_finds_a_rate_of_flows() {
     );
 }
 
-/// `--find-max -c FROM..TO` sweeps the users: each step's throughput is
-/// flows per second.
-#[test]
-fn a_sweep_of_users_counts_flows() {
+/// A capacity search of the BBS flow with `args`: it ends (found, or not
+/// within its bounds: exit 0 or 1), and its stderr and run.
+fn search(board: &Board, args: &[&str]) -> (String, Value) {
     let home = temp();
-    let board = Board::start();
     let out = dyno(home.path())
-        .args(["http", "--scenario", &example(), &board.url, "-c", "1..4"])
-        .args(["--find-max", "--slo", "p99<=1s", "--step", "300ms"])
+        .args(["http", "--scenario", &example(), &board.url])
+        .args(args)
         .args(["--json", "--no-save"])
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+    (stderr, serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// `--find-max -c FROM..TO` sweeps the users: each step's throughput is
+/// flows per second.
+#[test]
+fn a_sweep_of_users_counts_flows() {
+    let board = Board::start();
+    let (stderr, run) = search(
+        &board,
+        &[
+            "-c",
+            "1..4",
+            "--find-max",
+            "--slo",
+            "p99<=1s",
+            "--step",
+            "300ms",
+        ],
+    );
     // Steps at 1, 2 and 4 users, each saying flows/s.
     for users in ["1 connection,", "2 connections,", "4 connections,"] {
         assert!(stderr.contains(users), "no {users:?} in {stderr}");
     }
     assert!(stderr.contains(" flows/s, p99 "), "{stderr}");
-    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
         run["metrics"]
             .as_array()

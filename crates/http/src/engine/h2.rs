@@ -25,7 +25,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
-use std::io;
+use std::io::{self, Write as _};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -69,71 +69,65 @@ fn connection_specific(name: &str) -> bool {
     .any(|n| name.eq_ignore_ascii_case(n))
 }
 
-/// Requests converted for HTTP/2, from the HTTP/1.1 bytes dyno's request
-/// templates write (so `{seq}` and `{rand}` fill in exactly as there).
-struct H2Request;
+/// Request `seq` of `template` for HTTP/2, from the HTTP/1.1 bytes the
+/// template writes (so `{seq}` and `{rand}` fill in exactly as there).
+fn request_of_template(
+    template: &RequestTemplate,
+    scheme: &str,
+    seq: u64,
+    rng: &mut fastrand::Rng,
+    scratch: &mut Vec<u8>,
+) -> Result<http2::Request, String> {
+    scratch.clear();
+    template.write(seq, rng, scratch);
+    request_from_http1(scratch, scheme)
+}
 
-impl H2Request {
-    /// Request `seq` of `template`.
-    fn of_template(
-        template: &RequestTemplate,
-        scheme: &str,
-        seq: u64,
-        rng: &mut fastrand::Rng,
-        scratch: &mut Vec<u8>,
-    ) -> Result<http2::Request, String> {
-        scratch.clear();
-        template.write(seq, rng, scratch);
-        H2Request::from_http1(scratch, scheme)
-    }
-
-    /// The request an HTTP/1.1 request's bytes describe (a template's, or
-    /// a scenario step's as filled).
-    fn from_http1(bytes: &[u8], scheme: &str) -> Result<http2::Request, String> {
-        let head_end = bytes
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .ok_or("the request has no end of head")?;
-        let head = std::str::from_utf8(&bytes[..head_end]).map_err(|e| e.to_string())?;
-        let mut lines = head.split("\r\n");
-        let request_line = lines.next().unwrap_or_default();
-        let mut parts = request_line.split(' ');
-        let method = parts.next().unwrap_or_default();
-        let path = parts.next().unwrap_or("/");
-        http::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
-        let field =
-            |n: &str, v: &str| -> http2::Field { (n.as_bytes().into(), v.as_bytes().into()) };
-        let mut fields = vec![
-            field(":method", method),
-            field(":scheme", scheme),
-            field(":authority", ""),
-            field(":path", path),
-        ];
-        for line in lines {
-            let Some((name, value)) = line.split_once(':') else {
-                continue;
-            };
-            let value = value.trim();
-            if name.eq_ignore_ascii_case("host") {
-                fields[2].1 = value.as_bytes().into();
-                continue;
-            }
-            if connection_specific(name) {
-                continue;
-            }
-            let name = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
-                .map_err(|e| e.to_string())?;
-            http::HeaderValue::from_str(value).map_err(|e| e.to_string())?;
-            fields.push(field(name.as_str(), value));
+/// The HTTP/2 request an HTTP/1.1 request's bytes describe (a template's,
+/// or a scenario step's as filled).
+fn request_from_http1(bytes: &[u8], scheme: &str) -> Result<http2::Request, String> {
+    let head_end = bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("the request has no end of head")?;
+    let head = std::str::from_utf8(&bytes[..head_end]).map_err(|e| e.to_string())?;
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or_default();
+    let mut parts = request_line.split(' ');
+    let method = parts.next().unwrap_or_default();
+    let path = parts.next().unwrap_or("/");
+    http::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
+    let field = |n: &str, v: &str| -> http2::Field { (n.as_bytes().into(), v.as_bytes().into()) };
+    let mut fields = vec![
+        field(":method", method),
+        field(":scheme", scheme),
+        field(":authority", ""),
+        field(":path", path),
+    ];
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("host") {
+            fields[2].1 = value.as_bytes().into();
+            continue;
         }
-        let body = &bytes[head_end + 4..];
-        Ok(http2::Request {
-            plain: fields.iter().map(|(n, v)| (n.len() + v.len()) as u64).sum(),
-            fields,
-            body: (!body.is_empty()).then(|| Bytes::copy_from_slice(body)),
-            key: None,
-        })
+        if connection_specific(name) {
+            continue;
+        }
+        let name = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
+            .map_err(|e| e.to_string())?;
+        http::HeaderValue::from_str(value).map_err(|e| e.to_string())?;
+        fields.push(field(name.as_str(), value));
     }
+    let body = &bytes[head_end + 4..];
+    Ok(http2::Request {
+        plain: fields.iter().map(|(n, v)| (n.len() + v.len()) as u64).sum(),
+        fields,
+        body: (!body.is_empty()).then(|| Bytes::copy_from_slice(body)),
+        key: None,
+    })
 }
 
 /// Where a connection's streams take their tickets: requests that a
@@ -188,7 +182,7 @@ pub(super) async fn h2_connection(
         .map(|(i, t)| {
             t.is_static().then(|| {
                 let mut rng = fastrand::Rng::with_seed(0);
-                let mut r = H2Request::of_template(t, scheme, 0, &mut rng, &mut scratch).ok()?;
+                let mut r = request_of_template(t, scheme, 0, &mut rng, &mut scratch).ok()?;
                 r.key = Some(i);
                 Some(r)
             })?
@@ -289,7 +283,8 @@ pub(super) async fn h2_connection(
             timer: timer.as_ref(),
             read_buf: &read_buf,
             stream,
-            session: Session::new(),
+            session: Session::new(mailbox.is_some()),
+            scratch: Vec::new(),
             written: 0,
             connect_time: Some(began.elapsed()),
             answered: false,
@@ -415,6 +410,8 @@ struct Driver<'a> {
     answered: bool,
     /// The tickets are all taken.
     done: bool,
+    /// A request template's HTTP/1.1 bytes, filled before conversion.
+    scratch: Vec<u8>,
     /// An open-model ticket not yet due (or, with `due_now`, whose due
     /// time has come while no stream was free).
     pending: Option<Ticket>,
@@ -686,17 +683,13 @@ impl Driver<'_> {
             self.send(request, ticket, None, false);
             return;
         }
-        let made = {
-            let mut l = self.local.borrow_mut();
-            let mut scratch = Vec::new();
-            H2Request::of_template(
-                &settings.requests[which],
-                settings.target.scheme.as_str(),
-                ticket.seq,
-                &mut l.rng,
-                &mut scratch,
-            )
-        };
+        let made = request_of_template(
+            &settings.requests[which],
+            settings.target.scheme.as_str(),
+            ticket.seq,
+            &mut self.local.borrow_mut().rng,
+            &mut self.scratch,
+        );
         match made {
             Ok(request) => self.send(&request, ticket, None, false),
             Err(_) => {
@@ -735,8 +728,10 @@ impl Driver<'_> {
         if self.next_check.is_none() {
             self.next_check = Some(deadline);
         }
+        let block = std::mem::take(&mut self.session.header_block_written);
         if ticket.measured {
             let mut l = self.local.borrow_mut();
+            l.stats.h2.header_block_written += block;
             l.in_flight += 1;
             l.release(&ticket);
             if let Some(stage) = l.stages.get_mut(ticket.stage) {
@@ -856,15 +851,11 @@ impl Driver<'_> {
             Event::GoAway { code } => *goaway = Some(code),
         });
         drop(buf);
+        let block = std::mem::take(&mut self.session.header_block_read);
         if measuring {
             let mut l = self.local.borrow_mut();
             l.stats.bytes_read += n as u64;
-            l.stats.h2.header_block_read += std::mem::take(&mut self.session.header_block_read);
-            l.stats.h2.header_block_written +=
-                std::mem::take(&mut self.session.header_block_written);
-        } else {
-            self.session.header_block_read = 0;
-            self.session.header_block_written = 0;
+            l.stats.h2.header_block_read += block;
         }
         result.map(|()| ended)
     }
@@ -882,9 +873,9 @@ impl Driver<'_> {
     /// connection wakes the loop whatever the mark.
     fn low_water(&mut self) {
         let mut left = u64::MAX;
-        for (id, s) in self.session.streams() {
+        for (_, s, sending) in self.session.streams() {
             match s.length {
-                Some(length) if !self.session.body_pending(id) => {
+                Some(length) if !sending => {
                     left = left.min(length.saturating_sub(s.body_bytes));
                 }
                 _ => {
@@ -906,16 +897,16 @@ impl Driver<'_> {
     /// Resets the streams whose answers are overdue, each failed alone.
     fn time_out(&mut self) {
         let now = Instant::now();
-        let overdue: Vec<u32> = self
+        let overdue: Vec<(u32, bool)> = self
             .session
             .streams()
-            .filter(|(_, s)| s.deadline <= now)
-            .map(|(id, _)| id)
+            .filter(|(_, s, _)| s.deadline <= now)
+            .map(|(id, _, sending)| (id, sending))
             .collect();
-        for id in overdue {
+        for (id, sending) in overdue {
             // The server's window never let the body out: the request
             // could not be written. Otherwise no answer came in time.
-            let class = if self.session.body_pending(id) {
+            let class = if sending {
                 ErrorClass::Write
             } else {
                 ErrorClass::ReadTimeout
@@ -924,7 +915,7 @@ impl Driver<'_> {
                 self.fail(stream, class);
             }
         }
-        self.next_check = self.session.streams().map(|(_, s)| s.deadline).min();
+        self.next_check = self.session.streams().map(|(_, s, _)| s.deadline).min();
     }
 
     /// A stream failed with `class` after it was sent.
@@ -1069,7 +1060,7 @@ impl Mailbox {
     fn head(&self, user: usize, status: u16, fields: &[u8]) {
         let mut answer = self.answers[user].borrow_mut();
         answer.clear();
-        answer.extend_from_slice(format!("HTTP/1.1 {status} -\r\n").as_bytes());
+        let _ = write!(answer, "HTTP/1.1 {status} -\r\n");
         answer.extend_from_slice(fields);
         answer.extend_from_slice(b"\r\n");
     }
@@ -1150,7 +1141,7 @@ async fn scenario_loop(
     };
     let mut send =
         async |bytes: &[u8], _head: bool, capture: Option<&mut Vec<u8>>, ticket: &Ticket| {
-            let Ok(request) = H2Request::from_http1(bytes, scheme) else {
+            let Ok(request) = request_from_http1(bytes, scheme) else {
                 return Sent::Failed {
                     class: ErrorClass::Write,
                     sent: false,

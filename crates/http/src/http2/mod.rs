@@ -87,8 +87,8 @@ pub(crate) enum Event<'a, T> {
     /// is known (the first time only).
     Ready,
     /// A stream's final head: its status, the plain size of its fields,
-    /// its body's announced length, and the fields (but the pseudo-fields)
-    /// as `name: value\r\n` lines.
+    /// its body's announced length, and, for a session that keeps them,
+    /// the fields (but the pseudo-fields) as `name: value\r\n` lines.
     Head {
         stream: &'a mut T,
         status: u16,
@@ -234,8 +234,9 @@ pub(crate) struct Session<T> {
     block: Vec<u8>,
     block_stream: u32,
     block_end_stream: bool,
-    /// The last header block's fields as lines.
+    /// The last header block's fields as lines, with `keep_fields`.
     fields: Vec<u8>,
+    keep_fields: bool,
     next_id: u32,
     streams: Streams<T>,
     goaway: bool,
@@ -248,7 +249,9 @@ pub(crate) struct Session<T> {
 impl<T> Session<T> {
     /// A session that has queued the client's preface: the magic, its
     /// SETTINGS (no push, the stream window) and the connection window.
-    pub(crate) fn new() -> Session<T> {
+    /// `keep_fields`: heads carry their fields as lines (a scenario's steps
+    /// read them); otherwise that is not worth writing per answer.
+    pub(crate) fn new(keep_fields: bool) -> Session<T> {
         let mut out = Vec::with_capacity(4096);
         out.extend_from_slice(PREFACE);
         write_settings(
@@ -287,6 +290,7 @@ impl<T> Session<T> {
             block_stream: 0,
             block_end_stream: false,
             fields: Vec::new(),
+            keep_fields,
             next_id: 1,
             streams: Streams::default(),
             goaway: false,
@@ -449,14 +453,12 @@ impl<T> Session<T> {
         }
     }
 
-    /// Stream `id` still has body bytes the server's window held back.
-    pub(crate) fn body_pending(&self, id: u32) -> bool {
-        self.streams.get(&id).is_some_and(|s| s.body.is_some())
-    }
-
-    /// The open streams' ids and data.
-    pub(crate) fn streams(&self) -> impl Iterator<Item = (u32, &T)> {
-        self.streams.iter().map(|(id, s)| (*id, &s.data))
+    /// The open streams: id, data, and whether body bytes the server's
+    /// window held back are still to send.
+    pub(crate) fn streams(&self) -> impl Iterator<Item = (u32, &T, bool)> {
+        self.streams
+            .iter()
+            .map(|(id, s)| (*id, &s.data, s.body.is_some()))
     }
 
     /// Resets stream `id` (RST_STREAM with `code`) and gives its data back.
@@ -473,8 +475,9 @@ impl<T> Session<T> {
 
     /// Queues a GOAWAY that ends the connection from the client's side.
     pub(crate) fn close(&mut self, code: u32) {
-        let last = 0;
-        write_goaway(&mut self.out, last, code);
+        // The last stream id is of the server's own streams the client
+        // processed: a client takes none (push is off).
+        write_goaway(&mut self.out, 0, code);
     }
 
     /// Takes in bytes read from the server, reporting what they mean.
@@ -692,8 +695,7 @@ impl<T> Session<T> {
 
     /// A connection error: queues the GOAWAY that says so.
     fn fail(&mut self, code: u32, why: String) -> Error {
-        let last = self.next_id.saturating_sub(2);
-        write_goaway(&mut self.out, last, code);
+        self.close(code);
         Error::Protocol(why)
     }
 
@@ -985,7 +987,7 @@ impl<T> Session<T> {
                     .ok()
                     .and_then(|v| v.parse::<u64>().ok());
             }
-            if !name.starts_with(b":") {
+            if self.keep_fields && !name.starts_with(b":") {
                 self.fields.extend_from_slice(name);
                 self.fields.extend_from_slice(b": ");
                 self.fields.extend_from_slice(value);
@@ -1114,7 +1116,7 @@ mod tests {
 
     #[test]
     fn a_repeated_request_is_indexed_then_its_block_reused() {
-        let mut session = Session::<()>::new();
+        let mut session = Session::<()>::new(false);
         session.ready = true;
         for _ in 0..4 {
             session.open(&request(Some(0)), ());
@@ -1161,7 +1163,7 @@ mod tests {
     /// What `bytes` mean to a session with streams 1, 3 and 5 open, fed
     /// in two pieces split at `split`.
     fn events(bytes: &[u8], split: usize) -> Vec<Seen> {
-        let mut session = Session::<u32>::new();
+        let mut session = Session::<u32>::new(true);
         for id in [1, 3, 5] {
             if id > 1 {
                 session.ready = true;
@@ -1242,7 +1244,7 @@ mod tests {
 
     #[test]
     fn a_known_header_block_is_reused_only_while_the_table_stands() {
-        let mut session = Session::<u32>::new();
+        let mut session = Session::<u32>::new(true);
         session.ready = true;
         for id in [1, 3, 5, 7, 9] {
             session.open(&request(None), id);
