@@ -19,6 +19,10 @@
 #
 # Usage: bench/h2-vs-h2load.sh [ROUNDS] [SECONDS] [CONNECTIONS] [STREAMS]
 #        (default 3 rounds of 5 s, 10 connections, 10 streams each)
+# H2_PATHS="1m.bin" runs only the paths named; H2_ROWS=1 also prints every
+# round of each tool (req/s, how busy the client was, its wake-ups and
+# nginx's CPU per request): how the rounds spread, not just their median
+# (dyno's 1 MiB runs fall into a fast and a slow mode, h2load's do not).
 # Needs: nginx, h2load (nghttp2-client); installs them when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,7 +82,7 @@ run_h2load() {
 }
 
 echo "nginx (h2c): 1 worker on CPU $SERVER_CPU; clients on CPU $CLIENT_CPU; -c $CONNS -m $STREAMS, ${SECS}s, $ROUNDS interleaved rounds"
-for path in hello.html 1m.bin; do
+for path in ${H2_PATHS:-hello.html 1m.bin}; do
   : > "$WORK/results"
   for round in $(seq "$ROUNDS"); do
     for tool in dyno h2load; do
@@ -87,13 +91,16 @@ for path in hello.html 1m.bin; do
   done
   echo
   echo "== /$path"
-  python3 - "$WORK/results" <<'PY'
+    python3 - "$WORK/results" "$SECS" <<'PY'
 import os, statistics, sys
 tick = os.sysconf("SC_CLK_TCK")
 rows = {}
 for line in open(sys.argv[1]):
     rnd, tool, rps, cpu, rss, reqs, user, server, sleeps = line.split()
     n = max(int(float(reqs)), 1)
+    if os.environ.get("H2_ROWS"):
+        print(f'round {rnd:>3} {tool:7} {float(rps):10.0f} req/s, client busy {float(cpu) / float(sys.argv[2]) * 100:3.0f}%, '
+              f'{int(sleeps) / n:6.2f} wake-ups/req, nginx {int(server) / tick / n * 1e6:7.1f} µs/req')
     rows.setdefault(tool, {})[rnd] = (float(rps), float(cpu) / n * 1e6, int(rss),
                                       float(user) / max(float(cpu), 1e-9), int(server) / tick / n * 1e6,
                                       int(sleeps) / n)
