@@ -211,10 +211,16 @@ pub(crate) struct Session<T> {
     /// fields.
     hpack_in: Vec<u8>,
     decoded: Vec<(Vec<u8>, Vec<u8>, u8)>,
-    /// The last block decoded that left the decoder's table as it was,
-    /// and what it meant (its fields are still in `fields`).
+    /// The last block decoded, and what it meant (its fields are still in
+    /// `fields`) where decoding it again would mean the same and leave the
+    /// decoder's table as it is.
     known_block: Vec<u8>,
     known: Option<Decoded>,
+    /// What the decodes of `known_block` in a row, up to the last, inserted
+    /// into the decoder's table (RFC 7541 §4.1 sizes).
+    run_inserted: usize,
+    /// Header blocks decoded in full (not taken as known).
+    blocks_decoded: u64,
     /// The encoder's table size the server allows: the client signals
     /// a change at the start of the next header block.
     table_size: usize,
@@ -272,6 +278,8 @@ impl<T> Session<T> {
             decoded: Vec::new(),
             known_block: Vec::new(),
             known: None,
+            run_inserted: 0,
+            blocks_decoded: 0,
             table_size: 4096,
             table_size_update: None,
             peer: Peer {
@@ -953,22 +961,30 @@ impl<T> Session<T> {
     /// Decodes a header block: what the session needs of it, and its
     /// fields as lines in `fields`.
     ///
-    /// A block the same as the last one decoded, while the decoder's table
-    /// has not changed since, means the same again and is not decoded
-    /// twice: a server whose encoder indexes its fields (the `h2` crate's,
-    /// nghttp2's) answers the same resource with the same block of
-    /// indexes. A block that inserted into the table, or starts with a
-    /// table size update, changes the table and is never taken as known:
-    /// nginx's blocks insert their fields every time (and never refer to
-    /// them), so they are decoded every time, Huffman and all: the larger
-    /// part of the client's own CPU on small answers
-    /// (`bench/h2-profile.sh`).
+    /// A block the same as the last one decoded is, in two cases, known
+    /// to mean the same again and to leave the decoder's table as it
+    /// stands, so it is not decoded twice:
+    /// - it inserts nothing (and updates no table size): a server whose
+    ///   encoder indexes its fields (the `h2` crate's, nghttp2's) answers
+    ///   the same resource with the same block of indexes;
+    /// - it inserts, but the same block decoded in a row before it has
+    ///   inserted at least the table's maximum size. The table then holds
+    ///   nothing but that block's insertions (RFC 7541 §4.4: an entry is
+    ///   evicted only once newer ones leave it no room), and it holds the
+    ///   same after another decode, whose references read the same
+    ///   entries. nginx's blocks insert their fields every time and
+    ///   differ only when the `date` changes, once a second; decoding them
+    ///   every time, Huffman and all, was the larger part of the client's
+    ///   own CPU on small answers (`bench/h2-profile.sh`).
+    ///
+    /// A table size update resets the run.
     fn decode(&mut self, block: &[u8]) -> Result<Decoded, Error> {
         if let Some(known) = self.known
             && self.known_block == block
         {
             return Ok(known);
         }
+        self.blocks_decoded += 1;
         let mut d = Decoded::default();
         self.fields.clear();
         self.hpack_in.clear();
@@ -996,23 +1012,35 @@ impl<T> Session<T> {
         }
         if let Err(e) = decoded {
             self.known = None;
+            self.known_block.clear();
+            self.run_inserted = 0;
             return Err(self.fail(
                 COMPRESSION_ERROR,
                 format!("a header block HPACK cannot decode ({e:?})"),
             ));
         }
         let size_update = block.first().is_some_and(|b| b & 0xe0 == 0x20);
-        let inserted = self
+        let inserted: usize = self
             .decoded
             .iter()
-            .any(|f| f.2 & httlib_hpack::Decoder::WITH_INDEXING != 0);
-        if size_update || inserted {
-            self.known = None;
+            .filter(|f| f.2 & httlib_hpack::Decoder::WITH_INDEXING != 0)
+            .map(|(name, value, _)| name.len() + value.len() + 32)
+            .sum();
+        let before = if self.known_block == block {
+            self.run_inserted
         } else {
             self.known_block.clear();
             self.known_block.extend_from_slice(block);
-            self.known = Some(d);
-        }
+            0
+        };
+        self.run_inserted = if size_update {
+            0
+        } else {
+            before.saturating_add(inserted)
+        };
+        let table_max = self.decoder.max_dynamic_size() as usize;
+        let stands = inserted == 0 || before >= table_max;
+        self.known = (!size_update && stands).then_some(d);
         Ok(d)
     }
 
@@ -1290,5 +1318,86 @@ mod tests {
                 "x-b: 2\r\n"
             ]
         );
+    }
+
+    /// Fields as the session writes them: lines, pseudo-fields left out.
+    fn lines(fields: &[(Vec<u8>, Vec<u8>, u8)]) -> String {
+        let mut out = String::new();
+        for (name, value, _) in fields.iter().filter(|f| !f.0.starts_with(b":")) {
+            out += &format!(
+                "{}: {}\r\n",
+                String::from_utf8_lossy(name),
+                String::from_utf8_lossy(value)
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn a_block_that_inserts_is_reused_once_its_run_fills_the_table() {
+        // Every entry is 237 bytes (RFC 7541 §4.1), so 17 fit in 4,096.
+        let literal = |n: &[u8], v: &[u8]| {
+            [
+                &[0x40, n.len() as u8][..],
+                n,
+                &[0x7f, (v.len() - 127) as u8],
+                v,
+            ]
+            .concat()
+        };
+        let old = |i: usize| literal(b"x-old", format!("{i:0>200}").as_bytes());
+        // Like nginx's: inserts a field, then (unlike nginx) refers to the
+        // table's oldest entry, the 17th newest (index 61 + 17), whose
+        // field changes until the run of this block fills the table.
+        let repeated = [&[0x88u8][..], &literal(b"x-a", &[b'a'; 202]), &[0x80 | 78]].concat();
+        let mut blocks: Vec<Vec<u8>> = (0..20).map(|i| [&[0x88u8][..], &old(i)].concat()).collect();
+        blocks.extend(std::iter::repeat_n(repeated.clone(), 40));
+        // Then another block and the run again, from a mixed table.
+        blocks.push([&[0x88u8][..], &old(99)].concat());
+        blocks.extend(std::iter::repeat_n(repeated, 25));
+
+        let mut truth = httlib_hpack::Decoder::default();
+        let want: Vec<String> = blocks
+            .iter()
+            .map(|b| {
+                let mut fields = Vec::new();
+                truth.decode(&mut b.clone(), &mut fields).unwrap();
+                lines(&fields)
+            })
+            .collect();
+
+        let mut session = Session::<u32>::new(true);
+        session.ready = true;
+        let mut bytes = Vec::new();
+        write_settings(&mut bytes, &[]);
+        for (i, block) in blocks.iter().enumerate() {
+            let id = session.open(&request(None), i as u32);
+            write_head(
+                &mut bytes,
+                block.len(),
+                HEADERS,
+                END_HEADERS | END_STREAM,
+                id,
+            );
+            bytes.extend_from_slice(block);
+        }
+        let mut got = Vec::new();
+        session
+            .receive(&bytes, &mut |e| {
+                if let Event::Head { fields, .. } = e {
+                    got.push(String::from_utf8(fields.to_vec()).unwrap());
+                }
+            })
+            .unwrap();
+        assert_eq!(got.len(), want.len());
+        for (i, (got, want)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(got, want, "block {i}");
+        }
+        // The oldest entry's field changed within each run: the blocks
+        // were decoded until their run had filled the table (18 inserts
+        // of 237 bytes, 4,266 ≥ 4,096), then the 19th of each run on
+        // was known.
+        assert_ne!(want[20], want[59]);
+        assert_eq!(session.blocks_decoded, 20 + 19 + 1 + 19);
     }
 }
