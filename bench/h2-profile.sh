@@ -8,7 +8,12 @@
 # bench/runstat.py); dyno's the same way; then dyno once more under
 # `perf record` (cpu-clock samples with DWARF call stacks), split by
 # bench/perf-shares.py into the kernel, HPACK (httlib-hpack), dyno's
-# HTTP/2 session, tokio and dyno's own engine, in µs per request.
+# HTTP/2 session, tokio and dyno's own engine, in µs per request; and
+# h2load once more under `perf record` (kernel call stacks), split the same
+# way where it can be: its kernel time, and within it, as within dyno's,
+# the server's send done on the client's CPU (a client's read whose ACK
+# opened its window, with what loopback did with it at once: nginx's queued
+# data sent, and received into the client's socket).
 # Last, issue 32's CPU goal as arithmetic: 0.8 × h2load's CPU per request,
 # less what dyno spends in the kernel, is what user space may take.
 #
@@ -76,6 +81,11 @@ for path in hello.html 1m.bin; do
     taskset -c "$CLIENT_CPU" "$DYNO" http "$url" --h2 -t1 -c"$CONNS" -m"$STREAMS" -d"${SECS}s" --no-save --json \
     >"$WORK/profiled.json" 2>/dev/null
   perf script -i "$WORK/perf.data" 2>/dev/null >"$WORK/perf.txt"
+  perf record -q -e cpu-clock -c "$PERIOD_NS" --call-graph fp -o "$WORK/h2perf.data" -- \
+    taskset -c "$CLIENT_CPU" h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$SECS" "$url" >"$WORK/h2prof.out" 2>/dev/null || true
+  perf script -i "$WORK/h2perf.data" 2>/dev/null >"$WORK/h2perf.txt"
+  h2pn=$(awk '/^requests:/{print $8}' "$WORK/h2prof.out")
+
 
   echo
   echo "== /$path"
@@ -85,12 +95,15 @@ for path in hello.html 1m.bin; do
   echo "dyno under perf, by where the time went:"
   pn=$(responses "$WORK/profiled.json")
   python3 bench/perf-shares.py "$WORK/perf.txt" "$PERIOD_NS" "$pn" | tee "$WORK/shares"
+  echo "h2load under perf (no symbols for its user space: all of it 'unattributed'):"
+  python3 bench/perf-shares.py "$WORK/h2perf.txt" "$PERIOD_NS" "${h2pn:-0}" | grep -v '^shares:'
+
   python3 - "$h2_total" "$d_kernel" "$(grep '^shares:' "$WORK/shares")" <<'PY'
 import sys
 h2load, kernel = float(sys.argv[1]), float(sys.argv[2])
 shares = dict(kv.split("=") for kv in sys.argv[3].split()[1:])
 goal = 0.8 * h2load
-user = sum(float(v) for k, v in shares.items() if k != "kernel")
+user = sum(float(v) for k, v in shares.items() if k not in ("kernel", "servers_send"))
 # The kernel time of the plain run: sampling with call stacks adds to the
 # kernel time of the profiled one.
 print(f"goal: CPU <= 0.8 x h2load's = {goal:.2f} µs/req. dyno's kernel time {kernel:.2f} "

@@ -1,12 +1,22 @@
 #!/usr/bin/env python3
-"""Splits a `perf script` dump of dyno's HTTP/2 client into who spent the
-CPU, in µs per request. Used by bench/h2-profile.sh.
+"""Splits a `perf script` dump of an HTTP/2 client (dyno's, or h2load's)
+into who spent the CPU, in µs per request. Used by bench/h2-profile.sh.
 
 Usage: perf-shares.py PERF_SCRIPT_TEXT PERIOD_NS REQUESTS
 
 Each sample stands for PERIOD_NS of CPU (perf record -e cpu-clock -c
 PERIOD_NS). A sample whose innermost frame is in the kernel counts as
-kernel time, whoever made the system call. A user-space sample goes to the
+kernel time, whoever made the system call, in one of two parts:
+
+  server's send   a read of the client's (tcp_recvmsg) that sent an ACK
+                  opening its window (__tcp_transmit_skb), and what
+                  loopback did with it at once on the client's CPU: the
+                  ACK taken in by the server's socket, the server's queued
+                  data sent, and that data received into the client's
+                  socket. The server's sending, done on the client's CPU
+  kernel          the rest: the client's own system calls, copies, sleeps
+
+A user-space sample goes to the
 innermost frame, walking out from the leaf, that belongs to one of:
 
   hpack         httlib-hpack and its Huffman coder: header blocks encoded
@@ -40,6 +50,9 @@ def owner(frames):
     if not frames:
         return "unattributed"
     if "kernel" in frames[0][1]:
+        symbols = [symbol for symbol, _ in frames]
+        if "__tcp_transmit_skb" in symbols and "tcp_recvmsg" in symbols:
+            return "server's send"
         return "kernel"
     for symbol, _ in frames:
         for name, pattern in CATEGORIES:
@@ -66,11 +79,12 @@ def main():
         sys.exit("perf-shares: no samples or no requests")
     us = lambda n: n * period_ns / 1000 / requests
     print(f"  {'where':14} {'µs/req':>9} {'share':>6}")
-    for name in ["kernel", "hpack", "http2", "tokio", "dyno", "unattributed"]:
+    for name in ["server's send", "kernel", "hpack", "http2", "tokio", "dyno", "unattributed"]:
         print(f"  {name:14} {us(counts[name]):9.2f} {counts[name] * 100 / total:5.1f}%")
     print(f"  {'total':14} {us(total):9.2f}   ({total} samples)")
     # One machine-readable line for the caller.
-    print("shares: " + " ".join(f"{k.replace(' ', '_')}={us(v):.3f}" for k, v in counts.items()))
+    key = lambda k: k.replace(" ", "_").replace("'", "")
+    print("shares: " + " ".join(f"{key(k)}={us(v):.3f}" for k, v in counts.items()))
 
 
 if __name__ == "__main__":
