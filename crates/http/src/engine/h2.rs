@@ -54,6 +54,18 @@ use dyno_load::Timer;
 /// and served 0.70–0.79× h2load's rate against 0.92× with 32 KiB.
 const READ_AHEAD: usize = 32 * 1024;
 
+/// How many more reads follow a full one at once, while each fills the
+/// buffer (up to 2 MiB a wake-up, read by 32 KiB). Data left in the socket
+/// keeps its receive window shut, so nginx's next writes wait in its
+/// socket and go out, over loopback, on the client's CPU when a later read
+/// opens the window (`bench/h2-profile.sh`: "server's send"). Reading
+/// on until the socket is empty, as h2load does, the client pays less of
+/// it: 1 MiB answers went from 0.879× h2load's rate (rounds 0.699–1.128,
+/// 4 of dyno's 10 in the slow mode) to 1.039× (rounds 0.969–1.064, none
+/// slow), `H2_PATHS=1m.bin bench/h2-vs-h2load.sh 10 3 10 10`. Unbounded,
+/// runs fell into the slow mode again in temporary builds.
+const MORE_READS: usize = 64;
+
 /// Header fields HTTP/2 forbids (RFC 9113 §8.2.2): the connection's
 /// business, which HTTP/2 does itself. `Host` becomes `:authority`.
 fn connection_specific(name: &str) -> bool {
@@ -470,13 +482,33 @@ impl Driver<'_> {
             .await;
             match io {
                 Io::Read(n) => {
-                    let ended = match self.received(n) {
+                    let mut ended = match self.received(n) {
                         Ok(ended) => ended,
                         Err(e) => {
                             self.lost(ErrorClass::H2Protocol, Some(e));
                             return Ended::Over;
                         }
                     };
+                    let mut full = n == READ_AHEAD;
+                    for _ in 0..MORE_READS {
+                        if !full {
+                            break;
+                        }
+                        let Some(n) =
+                            std::future::poll_fn(|cx| Poll::Ready(self.read_now(cx))).await
+                        else {
+                            break;
+                        };
+                        full = n == READ_AHEAD;
+                        match self.received(n) {
+                            Ok(more) => ended += more,
+                            Err(e) => {
+                                self.lost(ErrorClass::H2Protocol, Some(e));
+                                return Ended::Over;
+                            }
+                        }
+                    }
+
                     if ended == 0 {
                         continue;
                     }
