@@ -481,34 +481,24 @@ impl Driver<'_> {
             })
             .await;
             match io {
-                Io::Read(n) => {
-                    let mut ended = match self.received(n) {
-                        Ok(ended) => ended,
-                        Err(e) => {
-                            self.lost(ErrorClass::H2Protocol, Some(e));
-                            return Ended::Over;
-                        }
+                Io::Read(mut n) => {
+                    let Some(mut ended) = self.take_in(n) else {
+                        return Ended::Over;
                     };
-                    let mut full = n == READ_AHEAD;
+                    // A full read: more may wait in the socket (see
+                    // MORE_READS).
                     for _ in 0..MORE_READS {
-                        if !full {
+                        if n < READ_AHEAD {
                             break;
                         }
-                        let Some(n) =
-                            std::future::poll_fn(|cx| Poll::Ready(self.read_now(cx))).await
-                        else {
-                            break;
+                        let more = std::future::poll_fn(|cx| Poll::Ready(self.read_now(cx)));
+                        let Some(m) = more.await else { break };
+                        n = m;
+                        let Some(more) = self.take_in(n) else {
+                            return Ended::Over;
                         };
-                        full = n == READ_AHEAD;
-                        match self.received(n) {
-                            Ok(more) => ended += more,
-                            Err(e) => {
-                                self.lost(ErrorClass::H2Protocol, Some(e));
-                                return Ended::Over;
-                            }
-                        }
+                        ended += more;
                     }
-
                     if ended == 0 {
                         continue;
                     }
@@ -516,21 +506,19 @@ impl Driver<'_> {
                     // the thread's other connections take their turn and
                     // the I/O driver looks again, so what the server was
                     // still writing when this read woke the loop goes into
-                    // the same batch. On
-                    // loopback a server answers a batch of requests with
-                    // one write, and a client that wakes on a batch's first
-                    // bytes and answers at once splits it for good: nginx
-                    // then took two writes where one would do, spent 11%
-                    // more per request and served 0.94× h2load's rate
-                    // (`bench/h2-vs-h2load.sh`). h2load's event loop waits
-                    // the same way, its writes coming one turn after its
-                    // reads.
+                    // the same batch. On loopback a server answers a batch
+                    // of requests with one write, and a client that wakes on
+                    // a batch's first bytes and answers at once splits it
+                    // for good: nginx then took two writes where one would
+                    // do, spent 11% more per request and served 0.94×
+                    // h2load's rate (`bench/h2-vs-h2load.sh`). h2load's
+                    // event loop waits the same way, its writes coming one
+                    // turn after its reads.
                     tokio::task::yield_now().await;
                     let more = std::future::poll_fn(|cx| Poll::Ready(self.read_now(cx))).await;
                     if let Some(n) = more
-                        && let Err(e) = self.received(n)
+                        && self.take_in(n).is_none()
                     {
-                        self.lost(ErrorClass::H2Protocol, Some(e));
                         return Ended::Over;
                     }
                 }
@@ -595,20 +583,13 @@ impl Driver<'_> {
                 return Poll::Ready(Io::Closed(io_class(&e, ErrorClass::ClosedEarly), Some(e)));
             }
         }
-        {
-            let mut buf = self.read_buf.borrow_mut();
-            let len = buf.len().min(READ_AHEAD);
-            let mut read = ReadBuf::new(&mut buf[..len]);
-            match self.stream.poll_read(cx, &mut read) {
-                Poll::Ready(Ok(())) if read.filled().is_empty() => {
-                    return Poll::Ready(Io::Closed(ErrorClass::ClosedEarly, None));
-                }
-                Poll::Ready(Ok(())) => return Poll::Ready(Io::Read(read.filled().len())),
-                Poll::Ready(Err(e)) => {
-                    return Poll::Ready(Io::Closed(io_class(&e, ErrorClass::ClosedEarly), Some(e)));
-                }
-                Poll::Pending => {}
+        match self.poll_read(cx) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Io::Closed(ErrorClass::ClosedEarly, None)),
+            Poll::Ready(Ok(n)) => return Poll::Ready(Io::Read(n)),
+            Poll::Ready(Err(e)) => {
+                return Poll::Ready(Io::Closed(io_class(&e, ErrorClass::ClosedEarly), Some(e)));
             }
+            Poll::Pending => {}
         }
         if deadline.poll(cx).is_ready() {
             return Poll::Ready(Io::Timer);
@@ -635,12 +616,32 @@ impl Driver<'_> {
     /// What is there to read now, without waiting; the end of the
     /// connection and errors are left to the next [`Driver::poll_io`].
     fn read_now(&mut self, cx: &mut Context<'_>) -> Option<usize> {
+        match self.poll_read(cx) {
+            Poll::Ready(Ok(n)) if n > 0 => Some(n),
+            _ => None,
+        }
+    }
+
+    /// One read of at most [`READ_AHEAD`] bytes into the thread's buffer:
+    /// how many (0 at the end of the connection).
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         let mut buf = self.read_buf.borrow_mut();
         let len = buf.len().min(READ_AHEAD);
         let mut read = ReadBuf::new(&mut buf[..len]);
-        match self.stream.poll_read(cx, &mut read) {
-            Poll::Ready(Ok(())) if !read.filled().is_empty() => Some(read.filled().len()),
-            _ => None,
+        let polled = self.stream.poll_read(cx, &mut read);
+        polled.map_ok(|()| read.filled().len())
+    }
+
+    /// The session takes in `n` bytes read (see [`Driver::received`]): how
+    /// many streams ended, or `None` where they broke the protocol and the
+    /// connection is lost.
+    fn take_in(&mut self, n: usize) -> Option<usize> {
+        match self.received(n) {
+            Ok(ended) => Some(ended),
+            Err(e) => {
+                self.lost(ErrorClass::H2Protocol, Some(e));
+                None
+            }
         }
     }
 
