@@ -405,9 +405,11 @@ pub(crate) struct HttpArgs {
     #[arg(long, value_name = "PLAN", value_parser = parse_rate_plan)]
     pub rate_plan: Option<dyno_load::plan::RatePlan>,
 
-    /// Run this long first without measuring (excluded from every figure).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "0s", value_parser = parse_duration)]
-    pub warmup: std::time::Duration,
+    /// Run this long first without measuring (excluded from every figure);
+    /// none by default. Under --find-max, each step's warm-up (1s when not
+    /// given; --warmup 0s for none).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub warmup: Option<std::time::Duration>,
 
     /// Open a new connection for every request (ab without -k).
     #[arg(long)]
@@ -1322,9 +1324,11 @@ pub(crate) struct DbRunArgs {
 
     /// Run this long first without measuring (transactions that end in it
     /// are in no figure; with -R the schedule covers it too). With -T (or
-    /// the default duration), not with -t.
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "0s", value_parser = parse_duration)]
-    pub warmup: std::time::Duration,
+    /// the default duration), not with -t; none by default. Under
+    /// --find-max, each step's warm-up (1s when not given; --warmup 0s for
+    /// none).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub warmup: Option<std::time::Duration>,
 
     #[command(flatten)]
     pub find_max: FindMaxArgs,

@@ -13,12 +13,12 @@ use crate::settings::segment::humantime;
 pub(crate) const STEP_WARMUP: Duration = Duration::from_secs(1);
 
 /// The plan, or `None` without `--find-max`. `warmup` is the command's own
-/// (each step's, when given); `max_error_rate` (percent) is the error
+/// (each step's, when given, `0s` included; [`STEP_WARMUP`] otherwise); `max_error_rate` (percent) is the error
 /// target when `--slo` has none; `excluded` names the command's flags a
 /// search cannot go with, and whether each was given.
 pub(crate) fn plan(
     args: FindMaxArgs,
-    warmup: Duration,
+    warmup: Option<Duration>,
     max_error_rate: f64,
     excluded: &[(&str, bool)],
 ) -> Result<Option<Plan>> {
@@ -57,11 +57,7 @@ pub(crate) fn plan(
         start,
         precision: precision / 100.0,
         step,
-        warmup: if warmup.is_zero() {
-            STEP_WARMUP
-        } else {
-            warmup
-        },
+        warmup: warmup.unwrap_or(STEP_WARMUP),
         budget,
     }))
 }

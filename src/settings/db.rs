@@ -55,7 +55,7 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             ("-R/--rate", args.rate.is_some()),
             ("-t/--transactions", args.transactions.is_some()),
             ("-T/--time", args.time.is_some()),
-            ("--warmup", !args.warmup.is_zero()),
+            ("--warmup", args.warmup.is_some_and(|w| !w.is_zero())),
             ("--find-max", args.find_max.find_max),
         ],
     )?;
@@ -198,7 +198,7 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
             w.script.name()
         );
     }
-    if !args.warmup.is_zero() && matches!(stop, Stop::Transactions(_)) {
+    if args.warmup.is_some_and(|w| !w.is_zero()) && matches!(stop, Stop::Transactions(_)) {
         bail!(
             "--warmup is a time before the measured one; with -t (a count per client) there is no measured time to put it before: use -T, or drop --warmup"
         );
@@ -233,7 +233,8 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         rate,
         plan: args.rate_plan.clone(),
         share,
-        warmup: args.warmup,
+        warmup: args.warmup.unwrap_or_default(),
+        grace: Duration::ZERO,
         latency_limit: args.latency_limit,
         per_statement: args.per_command,
         reconnect: args.connect,
@@ -281,7 +282,7 @@ fn published(args: &DbRunArgs, settings: &RunSettings) -> segment::Settings {
         .put("jobs", args.jobs)
         .opt("transactions", args.transactions)
         .opt("duration", args.time.map(|d| format!("{d:?}")))
-        .put("warmup", format!("{:?}", args.warmup))
+        .put("warmup", format!("{:?}", args.warmup.unwrap_or_default()))
         .opt("rate", args.rate)
         .opt(
             "rate_plan",

@@ -114,7 +114,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             ("--rate", rate.is_some()),
             ("-n/--requests", requests.is_some()),
             ("-d/--duration", duration.is_some()),
-            ("--warmup", !warmup.is_zero()),
+            ("--warmup", warmup.is_some_and(|w| !w.is_zero())),
             ("--find-max", find_max.find_max),
             ("--pipeline", pipeline > 1),
         ],
@@ -133,6 +133,8 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             ("--pipeline", pipeline > 1),
         ],
     )?;
+    // A run's warm-up: none unless given.
+    let warmup = warmup.unwrap_or_default();
     let watch = super::watch::watch(watch, None)?;
     if capacity.is_some() && format == HttpFormat::Ab {
         bail!(
@@ -313,6 +315,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             rate_per_sec: rate,
             warmup,
             plan: rate_plan,
+            grace: std::time::Duration::ZERO,
         },
         connections: connections as usize,
         threads,

@@ -44,6 +44,8 @@ pub fn find_max(
     on_step: impl FnMut(&StepRun),
 ) -> Result<Capacity, RunError> {
     let mut first = true;
+    // The probe's time is the budget's too.
+    let began = std::time::Instant::now();
     let (start, probed) = match plan.start {
         Some(start) => (start, false),
         None => {
@@ -71,12 +73,14 @@ pub fn find_max(
         plan,
         start,
         probed,
+        began.elapsed(),
         &stop,
         |rate| {
             let mut step = settings.clone();
             step.rate = Some(rate * settings.share);
             step.stop = Stop::Duration(plan.step);
             step.warmup = plan.warmup;
+            step.grace = plan.grace();
             steps += 1;
             capacity::step(
                 group.as_deref_mut(),
@@ -131,7 +135,7 @@ fn run_step(
     }
     let cpu = outcome.client_cpu_percent(step.threads);
     Ok(Ended::Measured {
-        shard: shard(&outcome, late_after, cpu),
+        shard: shard(&outcome, late_after, step.grace, cpu),
         outcome: (outcome, step),
     })
 }
@@ -147,26 +151,39 @@ fn every_client_aborted((outcome, step): &(Outcome, RunSettings)) -> Option<Stri
 }
 
 /// What this process measured of a step (`late_after`: see [`run_step`]).
-pub fn shard(outcome: &Outcome, late_after: Option<Duration>, cpu_percent: f64) -> Shard {
+/// As HTTP's: a transaction started on schedule and still under way when
+/// the wait after the step's end (`step.grace`) ran out counts as ended,
+/// at a latency past the wait ([`dyno_load::shard::waited_out`]); only
+/// what was skipped, never started, or started late counts against the
+/// schedule.
+pub fn shard(
+    outcome: &Outcome,
+    late_after: Option<Duration>,
+    grace: Duration,
+    cpu_percent: f64,
+) -> Shard {
     let failed = outcome.failed_total();
-    let ended = outcome.transactions + failed;
+    let ended = outcome.transactions + failed + outcome.unfinished;
     let (sends, late) = match late_after {
         Some(after) => (
-            ended + outcome.unfinished + outcome.skipped + outcome.dropped,
+            ended + outcome.skipped + outcome.dropped,
             capacity::late(&outcome.lag, after) + outcome.skipped + outcome.dropped,
         ),
         // A closed model has no due times: every start is on time.
         None => (ended, 0),
     };
+    let mut latency = outcome.latency.clone();
+    let mut seconds: Vec<_> = outcome.timeline.iter().map(|s| s.latency.clone()).collect();
+    dyno_load::shard::waited_out(&mut latency, &mut seconds, outcome.unfinished, grace);
     Shard {
         requests: ended,
         errors: failed,
         sends,
         late,
         elapsed: outcome.elapsed,
-        latency: outcome.latency.clone(),
+        latency,
         lag: outcome.lag.clone(),
-        seconds: outcome.timeline.iter().map(|s| s.latency.clone()).collect(),
+        seconds,
         client_cpu_percent: cpu_percent,
     }
 }
@@ -224,6 +241,7 @@ pub fn sweep_clients(
             step.rate = None;
             step.stop = Stop::Duration(plan.step);
             step.warmup = plan.warmup;
+            step.grace = plan.grace();
             capacity::step(
                 group.as_deref_mut(),
                 &format!("c{clients}"),

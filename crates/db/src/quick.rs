@@ -51,6 +51,7 @@ pub fn settings(target: Target, duration: Duration, seed: u64, cpus: usize) -> R
         seed,
         rate: None,
         warmup: Duration::ZERO,
+        grace: Duration::ZERO,
         latency_limit: None,
         per_statement: false,
         reconnect: false,

@@ -173,6 +173,7 @@ mod tests {
             seed: 42,
             rate: Some(500.0),
             warmup: Duration::ZERO,
+            grace: Duration::ZERO,
             latency_limit: Some(Duration::from_millis(5)),
             per_statement: false,
             reconnect: false,

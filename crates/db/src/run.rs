@@ -111,6 +111,10 @@ pub struct RunSettings {
     /// (with a duration only: the run is then the warm-up plus `stop`'s
     /// duration; the open model's schedule covers both).
     pub warmup: Duration,
+    /// A duration run: how long transactions under way at the deadline
+    /// are waited for before they are cut
+    /// (`dyno_load::pool::Settings::grace`); zero but for a capacity step.
+    pub grace: Duration,
     /// Transactions slower than this are counted as late; in the open
     /// model, one already this late when its turn comes is skipped.
     pub latency_limit: Option<Duration>,
@@ -342,6 +346,7 @@ pub fn run_gated(
             Stop::Duration(d) => Some(d),
             Stop::Transactions(_) => None,
         },
+        grace: settings.grace,
         progress_every: settings.progress_every,
     };
     let control = pool::Control::new(stop);
@@ -1442,8 +1447,10 @@ impl Runner<'_> {
                     let d = sleep
                         .duration(&self.vars[which])
                         .map_err(|e| Failure::Abort(format!("{}: {e}", at())))?;
-                    let d = match self.deadline {
-                        Some(deadline) => d.min(deadline.saturating_duration_since(Instant::now())),
+                    // A sleep under way at the deadline ends with the
+                    // run's cut (the deadline and its grace).
+                    let d = match self.clock.cut {
+                        Some(cut) => d.min(cut.saturating_duration_since(Instant::now())),
                         None => d,
                     };
                     tokio::time::sleep(d).await;

@@ -82,6 +82,8 @@ pub fn find_max(
     on_step: impl FnMut(&StepRun),
 ) -> Result<Capacity, EngineError> {
     crate::engine::validate(settings)?;
+    // The probe's time is the budget's too.
+    let began = std::time::Instant::now();
     let (start, probed) = match plan.start {
         Some(start) => (start, false),
         None => {
@@ -91,6 +93,7 @@ pub fn find_max(
                 rate_per_sec: None,
                 warmup: PROBE_WARMUP,
                 plan: None,
+                grace: Duration::ZERO,
             };
             let probed = capacity::step(
                 group.as_deref_mut(),
@@ -112,10 +115,11 @@ pub fn find_max(
         plan,
         start,
         probed,
+        began.elapsed(),
         &stop,
         |rate| {
             let mut step = settings.clone();
-            step.schedule = step_schedule(plan.step, plan.warmup, Some(rate));
+            step.schedule = step_schedule(plan.step, plan.warmup, plan.grace(), Some(rate));
             steps += 1;
             capacity::step(
                 group.as_deref_mut(),
@@ -132,13 +136,15 @@ pub fn find_max(
 }
 
 /// A step's schedule: `step` measured after `warmup`, at `rate` (open
-/// model) or closed.
-fn step_schedule(step: Duration, warmup: Duration, rate: Option<f64>) -> Schedule {
+/// model) or closed, waiting up to `grace` after its end for the requests
+/// still under way.
+fn step_schedule(step: Duration, warmup: Duration, grace: Duration, rate: Option<f64>) -> Schedule {
     Schedule {
         stop: Stop::Duration(step),
         rate_per_sec: rate,
         warmup,
         plan: None,
+        grace,
     }
 }
 
@@ -159,7 +165,7 @@ fn run_step(
     }
     let cpu = outcome.client_cpu_percent(step.threads);
     Ok(Ended::Measured {
-        shard: shard(&outcome, late_after, cpu),
+        shard: shard(&outcome, late_after, step.schedule.grace, cpu),
         outcome: StepOutcome {
             outcome,
             settings: step,
@@ -167,44 +173,56 @@ fn run_step(
     })
 }
 
-/// What this process measured of a step (`late_after`: see [`run_step`]).
-pub fn shard(outcome: &Outcome, late_after: Option<Duration>, cpu_percent: f64) -> Shard {
+/// What this process measured of a step (`late_after`: see [`run_step`];
+/// `grace`: how long the step waited for what was under way at its end).
+///
+/// A step is judged by what was due in it: a request sent on schedule
+/// and still unanswered when the wait ran out counts as ended, at a
+/// latency past the wait ([`dyno_load::shard::waited_out`]); only what
+/// was never sent, or sent late, counts against the schedule.
+pub fn shard(
+    outcome: &Outcome,
+    late_after: Option<Duration>,
+    grace: Duration,
+    cpu_percent: f64,
+) -> Shard {
     let s = &outcome.stats;
-    // What the search counts: (ended, failed, due), requests or flows.
-    let (requests, errors, due) = match &outcome.scenario {
-        // A scenario's search is of flows: its rate is flows per second, a
-        // flow that failed is its error, and a flow that started late (its
-        // first step's send lag) or never is its late send. The
-        // objective's latency is its requests', every step's.
+    // What the search counts: (ended, failed), requests or flows.
+    let (ended, errors) = match &outcome.scenario {
+        // A scenario's search is of flows: its rate is flows per second,
+        // a flow that failed is its error, and a flow that started late
+        // (its first step's send lag) or never is its late send. A flow
+        // that started on schedule and did not fail is the schedule kept,
+        // finished or not: the rest of it (think times, later steps) was
+        // not due yet, and its requests' latency is the objective's.
         Some(figures) => {
             let sum = |f: fn(&crate::scenario::FlowFigures) -> u64| {
                 figures.flows.iter().map(f).sum::<u64>()
             };
-            let ended = sum(|f| f.completed + f.failed);
-            (ended, sum(|f| f.failed), sum(|f| f.started))
+            (sum(|f| f.started), sum(|f| f.failed))
         }
-        None => {
-            let requests = s.requests();
-            (requests, s.total_errors(), requests + s.unfinished)
-        }
+        None => (s.requests() + s.unfinished, s.total_errors()),
     };
     let (sends, late) = match late_after {
         Some(after) => (
-            due + s.dropped,
+            ended + s.dropped,
             capacity::late(&s.send_lag, after) + s.dropped,
         ),
         // A closed model has no due times: every send is on time.
-        None => (requests, 0),
+        None => (ended, 0),
     };
+    let mut latency = s.latency.clone();
+    let mut seconds: Vec<_> = outcome.timeline.iter().map(|i| i.latency.clone()).collect();
+    dyno_load::shard::waited_out(&mut latency, &mut seconds, s.unfinished, grace);
     Shard {
-        requests,
+        requests: ended,
         errors,
         sends,
         late,
         elapsed: outcome.elapsed,
-        latency: s.latency.clone(),
+        latency,
         lag: s.send_lag.clone(),
-        seconds: outcome.timeline.iter().map(|i| i.latency.clone()).collect(),
+        seconds,
         client_cpu_percent: cpu_percent,
     }
 }
@@ -221,17 +239,26 @@ pub fn record(
     let figures = &capacity.figures()?.outcome;
     let mut run = crate::record(&figures.settings, &figures.outcome, environment, asked);
     run.description = format!(
-        "{} {} find-max {}",
-        crate::record::method(&figures.settings),
-        asked.url,
+        "{} find-max {}",
+        crate::record::subject(&figures.settings, asked),
         plan.slo_text
     );
     let searched = capacity::record(capacity, plan);
-    capacity::mark(&mut run, &searched, Unit::RequestsPerSec);
+    capacity::mark(&mut run, &searched, rate_unit(&figures.settings));
     let mut record: HttpRecord = run.record().unwrap_or_default();
     record.capacity = Some(searched);
     run.set_record(&record);
     Some(run)
+}
+
+/// What a search's rates count: a scenario's are flows per second, each
+/// flow several requests, never set beside a URL's requests per second.
+fn rate_unit(settings: &Settings) -> Unit {
+    if settings.scenario.is_some() {
+        Unit::FlowsPerSec
+    } else {
+        Unit::RequestsPerSec
+    }
 }
 
 /// What a closed-model sweep of connections found.
@@ -264,7 +291,7 @@ pub fn sweep_connections(
             let mut step = settings.clone();
             step.connections = segment.share(u64::from(connections)).max(1) as usize;
             step.threads = settings.threads.min(step.connections).max(1);
-            step.schedule = step_schedule(plan.step, plan.warmup, None);
+            step.schedule = step_schedule(plan.step, plan.warmup, plan.grace(), None);
             capacity::step(
                 group.as_deref_mut(),
                 &format!("c{connections}"),
@@ -291,15 +318,14 @@ pub fn sweep_record(
     let figures = &swept.figures()?.outcome;
     let mut run = crate::record(&figures.settings, &figures.outcome, environment, asked);
     run.description = format!(
-        "{} {} find-max {} over {}..{} connections",
-        crate::record::method(&figures.settings),
-        asked.url,
+        "{} find-max {} over {}..{} connections",
+        crate::record::subject(&figures.settings, asked),
         plan.slo_text,
         plan.from,
         plan.to
     );
     let searched = sweep::record(swept, plan);
-    capacity::mark(&mut run, &searched, Unit::RequestsPerSec);
+    capacity::mark(&mut run, &searched, rate_unit(&figures.settings));
     let mut record: HttpRecord = run.record().unwrap_or_default();
     record.capacity = Some(searched);
     run.set_record(&record);

@@ -28,6 +28,15 @@ impl Outcome {
         }
     }
 
+    /// A scenario's flows that ended (completed or failed) per second of
+    /// the measured window; `None` for a run without a scenario.
+    pub fn flows_per_sec(&self) -> Option<f64> {
+        let figures = self.scenario.as_ref()?;
+        let ended: u64 = figures.flows.iter().map(|f| f.completed + f.failed).sum();
+        let secs = self.elapsed.as_secs_f64();
+        Some(if secs > 0.0 { ended as f64 / secs } else { 0.0 })
+    }
+
     /// Share of the generator's threads the whole process kept busy, in
     /// percent: near 100 the client, not the server, set the pace.
     pub fn client_cpu_percent(&self, threads: usize) -> f64 {
@@ -126,7 +135,12 @@ impl Outcome {
             metrics.push(
                 Metric::new(
                     "requested_rate_per_sec",
-                    Unit::RequestsPerSec,
+                    // A scenario's rate is of flows.
+                    if settings.scenario.is_some() {
+                        Unit::FlowsPerSec
+                    } else {
+                        Unit::RequestsPerSec
+                    },
                     Direction::HigherIsBetter,
                     rate / f64::from(settings.segment.count),
                 )

@@ -44,6 +44,7 @@ pub fn settings(url: &str, duration: Duration, threads: usize) -> Result<Setting
             rate_per_sec: None,
             warmup: WARMUP,
             plan: None,
+            grace: Duration::ZERO,
         },
         connections: CONNECTIONS,
         threads,

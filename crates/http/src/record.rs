@@ -183,6 +183,30 @@ pub(crate) fn method(settings: &Settings) -> &str {
 /// how many more it holds and the file's name), the model as `c=N` (the
 /// whole run's connections) or `R req/s`.
 fn description(settings: &Settings, asked: &Asked) -> String {
+    let per = if settings.scenario.is_some() {
+        "flows"
+    } else {
+        "req"
+    };
+    let model = match settings.schedule.rate_per_sec {
+        // A plan's mean rate (857.142857…) reads as 857.1.
+        Some(r) if r.fract() == 0.0 => format!("{r} {per}/s"),
+        Some(r) => format!("{r:.prec$} {per}/s", prec = if r >= 100.0 { 1 } else { 3 }),
+        None => format!("c={}", asked.connections),
+    };
+    format!("{} {model}", subject(settings, asked))
+}
+
+/// What a run loads, in its description: `GET URL` (with `--url-file`,
+/// how many more), or `scenario FILE at TARGET`.
+pub(crate) fn subject(settings: &Settings, asked: &Asked) -> String {
+    if let Some(s) = &settings.scenario {
+        let name = s.path.file_name().map_or_else(
+            || s.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        return format!("scenario {name} at {}", s.target);
+    }
     let url = match &asked.url_file {
         Some(path) => {
             let name = path.file_name().map_or_else(
@@ -196,22 +220,6 @@ fn description(settings: &Settings, asked: &Asked) -> String {
         }
         None => asked.url.clone(),
     };
-    let per = if settings.scenario.is_some() {
-        "flows"
-    } else {
-        "req"
-    };
-    let model = match settings.schedule.rate_per_sec {
-        Some(r) => format!("{r} {per}/s"),
-        None => format!("c={}", asked.connections),
-    };
-    if let Some(s) = &settings.scenario {
-        let name = s.path.file_name().map_or_else(
-            || s.path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        return format!("scenario {name} at {} {model}", s.target);
-    }
     let method = settings.requests[0].method();
-    format!("{method} {url} {model}")
+    format!("{method} {url}")
 }

@@ -28,6 +28,10 @@ pub struct Schedule {
     /// `rate_per_sec` is then the plan's mean rate, the run lasts the
     /// plan's length, and each stage gets its own figures.
     pub plan: Option<RatePlan>,
+    /// A duration run: how long requests under way at the deadline are
+    /// waited for before they are cut (`dyno_load::pool::Settings::grace`);
+    /// zero but for a capacity step.
+    pub grace: Duration,
 }
 
 pub use dyno_load::plan::RatePlan;

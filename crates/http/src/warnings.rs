@@ -32,10 +32,16 @@ pub enum HttpWarning {
     NoAnswer { endpoint: String, timeouts: u64 },
     /// An interrupt stopped the run early.
     Interrupted,
-    /// Open model: under 99% of the asked rate was achieved.
-    RateNotReached { achieved: f64, requested: f64 },
-    /// Open model: requests fell due and were never sent.
-    DroppedSends { dropped: u64 },
+    /// Open model: under 99% of the asked rate was achieved; `per`: what
+    /// the rates count (`req/s`, or a scenario's `flows/s`).
+    RateNotReached {
+        achieved: f64,
+        requested: f64,
+        per: &'static str,
+    },
+    /// Open model: requests (or a scenario's flows, `flows`) fell due and
+    /// were never sent.
+    DroppedSends { dropped: u64, flows: bool },
     /// Responses with a status outside `--expect-status`: the codes and
     /// how many of each.
     UnexpectedStatus {
@@ -116,14 +122,25 @@ impl fmt::Display for HttpWarning {
             HttpWarning::RateNotReached {
                 achieved,
                 requested: rate,
+                per,
             } => write!(
                 f,
-                "achieved {achieved:.prec$} req/s of the {rate} requested: the server (or the client) could not keep up; latency counts from the due times",
+                "achieved {achieved:.prec$} {per} of the {rate} requested: the server (or the client) could not keep up; latency counts from the due times",
                 prec = if *achieved < 10.0 { 2 } else { 0 }
             ),
-            HttpWarning::DroppedSends { dropped } => write!(
+            HttpWarning::DroppedSends {
+                dropped,
+                flows: false,
+            } => write!(
                 f,
                 "{dropped} requests fell due but could not be sent before the end: all connections were busy; raise -c",
+            ),
+            HttpWarning::DroppedSends {
+                dropped,
+                flows: true,
+            } => write!(
+                f,
+                "{dropped} flows fell due but could not start before the end: every virtual user was busy in a flow; raise -c",
             ),
             HttpWarning::UnexpectedStatus {
                 unexpected,
@@ -218,16 +235,23 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
     if let Some(rate) = settings.schedule.rate_per_sec {
         // A segment is asked for its share of the rate.
         let rate = rate / f64::from(settings.segment.count);
-        let achieved = outcome.requests_per_sec();
+        // Like with like: a scenario's rate is of flows, each of which
+        // ends (completed or failed) once.
+        let (achieved, per) = match outcome.flows_per_sec() {
+            Some(flows) => (flows, "flows/s"),
+            None => (outcome.requests_per_sec(), "req/s"),
+        };
         if achieved < rate * 0.99 {
             warnings.push(HttpWarning::RateNotReached {
                 achieved,
                 requested: rate,
+                per,
             });
         }
         if outcome.stats.dropped > 0 {
             warnings.push(HttpWarning::DroppedSends {
                 dropped: outcome.stats.dropped,
+                flows: outcome.scenario.is_some(),
             });
         }
     }

@@ -1,12 +1,15 @@
 //! `--find-max` end to end: the capacity search against servers of known
 //! capacity on loopback.
 //!
-//! The fixture serves one request at a time, whatever the connections:
-//! every request takes a lock and burns a fixed CPU time under it, so the
-//! server's capacity is one over that time. The truth the search is held
-//! to is measured, not assumed: the fixture records how long the lock was
-//! held per request, so a slower machine (or a busier one) moves the truth
-//! with the answer.
+//! The fixtures' capacity is set by time, not by CPU, so that the truth
+//! holds on a busy machine (other work on both cores) as on a quiet one:
+//! the serial server serves one request at a time, each held a fixed time
+//! by a timer under a lock, so its capacity is one over that time; the
+//! slow server holds every request a fixed time on its connection's own
+//! thread, so its connections carry connections ÷ that time. The serial
+//! server's truth is measured, not assumed: it records how long the lock
+//! was held per request, so a late wake-up moves the truth with the
+//! answer.
 
 #[allow(dead_code)]
 mod common;
@@ -21,8 +24,9 @@ use dyno_http::capacity::find_max;
 use dyno_load::capacity::Plan;
 use dyno_load::search::{Answer, Why};
 
-/// A server that serves one request at a time, burning `work` of CPU on
-/// each; returns it with the total busy time and count, for its capacity.
+/// A server that serves one request at a time, each held `work` by a
+/// timer; returns it with the total time held and the count, for its
+/// capacity.
 fn serial_server(
     work: Duration,
     overload: Option<(f64, u16)>,
@@ -38,9 +42,7 @@ fn serial_server(
             let start = {
                 let _held = lock.lock().unwrap();
                 let start = Instant::now();
-                while start.elapsed() < work {
-                    std::hint::spin_loop();
-                }
+                std::thread::sleep(work);
                 let took = start.elapsed();
                 counted
                     .0
@@ -73,12 +75,18 @@ fn serial_server(
     (server, busy)
 }
 
-/// The tests of this file measure capacity: one at a time, so that they
-/// do not share the CPUs with each other.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+/// A slow API: every request is answered after `delay`, each connection
+/// on its own thread, so `c` connections carry `c / delay` per second and
+/// no more.
+fn slow_server(delay: Duration) -> common::Server {
+    serve(move |mut conn| {
+        while conn.next_request() {
+            std::thread::sleep(delay);
+            if !conn.send(OK) {
+                return;
+            }
+        }
+    })
 }
 
 /// The steps in a line each, for a failure's message.
@@ -110,7 +118,6 @@ fn plan(slo: &str, start: f64) -> Plan {
 
 #[test]
 fn finds_the_capacity_of_a_serial_server_within_ten_percent() {
-    let _one = one_at_a_time();
     let (server, busy) = serial_server(Duration::from_millis(2), None);
     let url = format!("http://{}/", server.addr());
     let mut s = settings(
@@ -136,7 +143,11 @@ fn finds_the_capacity_of_a_serial_server_within_ten_percent() {
     );
     let truth = 1e9 / (held as f64 / count as f64);
     let Answer::Found { max, above } = capacity.answer else {
-        panic!("no answer: {:?}{}", capacity.answer, steps(&capacity));
+        panic!(
+            "no answer: {:?} (the server's capacity is {truth:.0}){}",
+            capacity.answer,
+            steps(&capacity)
+        );
     };
     assert!(
         (max - truth).abs() <= 0.10 * truth || (max <= truth && truth < above),
@@ -157,7 +168,6 @@ fn finds_the_capacity_of_a_serial_server_within_ten_percent() {
 
 #[test]
 fn an_error_target_fails_the_steps_where_the_server_sheds_load() {
-    let _one = one_at_a_time();
     // Capacity ~1000/s, but above 300/s it answers 503.
     let (server, _) = serial_server(Duration::from_micros(200), Some((300.0, 503)));
     let url = format!("http://{}/", server.addr());
@@ -196,7 +206,6 @@ fn an_error_target_fails_the_steps_where_the_server_sheds_load() {
 
 #[test]
 fn a_target_no_rate_meets_ends_with_the_lowest_rate_tried() {
-    let _one = one_at_a_time();
     // Every answer is a 500: no rate meets an error target.
     let server = serve(|mut conn| {
         while conn.next_request() {
@@ -230,7 +239,6 @@ fn a_target_no_rate_meets_ends_with_the_lowest_rate_tried() {
 
 #[test]
 fn a_stop_before_the_first_step_ends_with_nothing_measured() {
-    let _one = one_at_a_time();
     let (server, _) = serial_server(Duration::from_micros(100), None);
     let url = format!("http://{}/", server.addr());
     let s = settings(
@@ -248,7 +256,6 @@ fn a_stop_before_the_first_step_ends_with_nothing_measured() {
 
 #[test]
 fn a_closed_port_is_an_error_before_any_step() {
-    let _one = one_at_a_time();
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -273,7 +280,6 @@ fn a_closed_port_is_an_error_before_any_step() {
 /// claims no capacity of the server's.
 #[test]
 fn a_search_the_client_cannot_keep_up_with_claims_no_server_capacity() {
-    let _one = one_at_a_time();
     let answer = {
         let mut a = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
         for _ in 0..100_000 {
@@ -320,4 +326,102 @@ fn a_search_the_client_cannot_keep_up_with_claims_no_server_capacity() {
     .unwrap();
     assert!(run.metrics.iter().all(|m| m.name != "max_sustainable_rate"));
     assert_eq!(run.headline, None);
+}
+
+/// What a slow target's connections carry, searched for under `slo`:
+/// the answer's bracket, which must be found.
+fn search_slow(delay: Duration, connections: usize, slo: &str, start: f64) -> (f64, f64, String) {
+    let server = slow_server(delay);
+    let url = format!("http://{}/", server.addr());
+    let s = settings(
+        &url,
+        Stop::Duration(Duration::from_secs(1)),
+        connections,
+        Duration::from_secs(5),
+    );
+    let mut p = plan(slo, start);
+    // Four seconds a step: the fewest the trend test can call a rise in,
+    // which is what fails a rate just above what the connections carry.
+    p.step = Duration::from_secs(4);
+    p.warmup = Duration::from_millis(300);
+    let capacity = find_max(&s, &p, Arc::default(), None, |_| {}, |_| {}).unwrap();
+    match capacity.answer {
+        Answer::Found { max, above } => (max, above, steps(&capacity)),
+        other => panic!("no answer: {other:?}{}", steps(&capacity)),
+    }
+}
+
+/// A target slower than a step's share of its length (100 ms answers in
+/// steps of 4 s): the requests still under way at each step's end are
+/// waited for and judged by their latency, not counted as a shortfall of
+/// the rate, so the search finds what the connections carry (50 × 10/s)
+/// instead of failing every step.
+#[test]
+fn a_slow_target_is_judged_by_what_was_due_in_each_step() {
+    let carry = 500.0;
+    let (max, above, steps) = search_slow(Duration::from_millis(100), 50, "p99<=1s", 400.0);
+    assert!(
+        max >= 0.8 * carry && max <= 1.05 * carry,
+        "found {max}–{above}, the connections carry {carry}{steps}"
+    );
+}
+
+/// The same at 200 ms a request, 20 connections: 100 per second.
+#[test]
+fn a_slower_target_is_judged_the_same_way() {
+    let carry = 100.0;
+    let (max, above, steps) = search_slow(Duration::from_millis(200), 20, "p99<=1s", 70.0);
+    assert!(
+        max >= 0.8 * carry && max <= 1.05 * carry,
+        "found {max}–{above}, the connections carry {carry}{steps}"
+    );
+}
+
+/// A scenario whose flow thinks 200 ms between its two requests: a flow
+/// under way at a step's end (thinking, or waiting for its next answer)
+/// started on schedule and is not a shortfall; the search finds the rate
+/// of flows its users carry (20 users, each flow ~200 ms: 100 flows/s).
+#[test]
+fn a_scenario_with_think_times_is_judged_by_the_flows_due_in_each_step() {
+    let server = slow_server(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("think.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "base = \"http://{}\"\n[[flow]]\nname = \"browse\"\n[[flow.step]]\nurl = \"/a\"\nthink = \"200ms\"\n[[flow.step]]\nurl = \"/b\"\n",
+            server.addr()
+        ),
+    )
+    .unwrap();
+    let scenario = dyno_http::scenario::Scenario::load(&file, None).unwrap();
+    let mut s = settings(
+        &format!("http://{}/", server.addr()),
+        Stop::Duration(Duration::from_secs(1)),
+        20,
+        Duration::from_secs(5),
+    );
+    s.scenario = Some(Arc::new(scenario));
+    let mut p = plan("p99<=50ms", 50.0);
+    p.step = Duration::from_secs(4);
+    p.warmup = Duration::from_millis(300);
+    let capacity = find_max(&s, &p, Arc::default(), None, |_| {}, |_| {}).unwrap();
+    let carry = 100.0;
+    let Answer::Found { max, above } = capacity.answer else {
+        panic!("no answer: {:?}{}", capacity.answer, steps(&capacity));
+    };
+    assert!(
+        max >= 0.8 * carry && max <= 1.05 * carry,
+        "found {max}–{above} flows/s, the users carry {carry}{}",
+        steps(&capacity)
+    );
+    // No step failed for flows under way at its end.
+    assert!(
+        capacity
+            .steps
+            .iter()
+            .all(|s| !s.step.why.iter().any(|w| matches!(w, Why::Rate { .. }))),
+        "{}",
+        steps(&capacity)
+    );
 }

@@ -34,6 +34,15 @@ pub const MIN_REQUESTS_PER_STEP: f64 = 10.0;
 pub const LATE_SHARE_OF_TARGET: f64 = 0.25;
 pub const LATE_AFTER: Duration = Duration::from_millis(1);
 
+/// How long a step waits, past its end, for requests (or transactions)
+/// due in it and still under way, when the objective names no latency;
+/// with one, it waits up to its loosest limit ([`Plan::grace`]).
+pub const GRACE_WITHOUT_LATENCY: Duration = Duration::from_secs(1);
+
+/// The longest a step waits past its end, whatever the objective (k6's
+/// `gracefulStop` default).
+pub const MAX_GRACE: Duration = Duration::from_secs(30);
+
 /// What the search is asked.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -73,6 +82,16 @@ impl Plan {
         )
     }
 
+    /// How long a step waits, after its end, for what was due in it and
+    /// is still under way (k6's `gracefulStop`): up to the objective's
+    /// loosest latency limit, since anything still unanswered then has
+    /// failed every latency target already. What ends in that time is
+    /// judged by its latency like the rest; what is still under way is
+    /// counted at the wait's length ([`crate::shard::waited_out`]).
+    pub fn grace(&self) -> Duration {
+        grace(&self.slo)
+    }
+
     /// The lag past which a send counts as late (see
     /// [`LATE_SHARE_OF_TARGET`]).
     pub fn late_after(&self) -> Duration {
@@ -81,6 +100,13 @@ impl Plan {
             .map_or(LATE_AFTER, |t| t.mul_f64(LATE_SHARE_OF_TARGET))
             .max(LATE_AFTER)
     }
+}
+
+/// [`Plan::grace`] of an objective.
+pub fn grace(slo: &Slo) -> Duration {
+    slo.loosest()
+        .unwrap_or(GRACE_WITHOUT_LATENCY)
+        .min(MAX_GRACE)
 }
 
 /// What a step's engine run gives besides the observation.
@@ -262,12 +288,18 @@ impl<O> Searched<O> {
 }
 
 /// Runs the search from `start`: each step `run_step(rate)` measures, until
-/// the search answers, the budget is spent, `stop` is raised or `lost`
-/// says the target stopped answering. `on_step` sees each step as judged.
+/// the search answers, the budget is spent (`spent` of it already, by the
+/// probe that chose the start), `stop` is raised or `lost` says the
+/// target stopped answering. `on_step` sees each step as judged.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the search's one loop, wired once per engine"
+)]
 pub fn drive<O, E>(
     plan: &Plan,
     start: f64,
     probed: bool,
+    spent: Duration,
     stop: &AtomicBool,
     mut run_step: impl FnMut(f64) -> Result<Measured<O>, E>,
     lost: impl Fn(&O) -> Option<String>,
@@ -277,11 +309,15 @@ pub fn drive<O, E>(
     let mut steps = Vec::new();
     let mut interrupted = stop.load(Ordering::Relaxed);
     let mut lost_target = None;
+    let budget = Budget::new(plan.budget, spent);
     while !interrupted {
         let rate = match search.next_step() {
             Next::Run { rate, .. } => rate,
             Next::Done(_) => break,
         };
+        if !steps.is_empty() && !budget.allows(plan.step + plan.warmup) {
+            break;
+        }
         match run_step(rate)? {
             Measured::Interrupted => interrupted = true,
             Measured::Lost(why) => {
@@ -318,6 +354,27 @@ pub fn drive<O, E>(
         interrupted,
         lost_target,
     })
+}
+
+/// The search's budget as time on the clock: what the probe spent, and
+/// each step's whole length (its warm-up and its wait for what was under
+/// way included), count against it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    ends: std::time::Instant,
+}
+
+impl Budget {
+    pub(crate) fn new(budget: Duration, spent: Duration) -> Budget {
+        Budget {
+            ends: std::time::Instant::now() + budget.saturating_sub(spent),
+        }
+    }
+
+    /// Whether a step of `length` ends within the budget.
+    pub(crate) fn allows(&self, length: Duration) -> bool {
+        std::time::Instant::now() + length <= self.ends
+    }
 }
 
 /// The percentiles every step records besides the objective's.
@@ -369,7 +426,11 @@ pub fn record<O>(searched: &Searched<O>, plan: &Plan) -> CapacityRecord {
         step_ns: plan.step.as_nanos() as u64,
         step_warmup_ns: plan.warmup.as_nanos() as u64,
         budget_ns: plan.budget.as_nanos() as u64,
-        answer: answer_record(searched.answer),
+        answer: if searched.interrupted {
+            interrupted(searched.answer)
+        } else {
+            answer_record(searched.answer)
+        },
         steps: searched.steps.iter().map(step_record).collect(),
         sweep: None,
     }
@@ -377,12 +438,18 @@ pub fn record<O>(searched: &Searched<O>, plan: &Plan) -> CapacityRecord {
 
 /// Makes `run` (the figures of [`Searched::figures`]'s step) the run of a
 /// search: its primary metrics become diagnostics, which explain the
-/// answer, and `max_sustainable_rate` (the highest pass) is the headline, in
+/// answer, and only a search that found its answer claims a capacity:
+/// `max_sustainable_rate` (the highest pass) is then the headline, in
 /// `unit`, with `first_failing_rate` (the lowest fail) as context; both
 /// are labelled with the objective (`slo`), so that `compare` matches
-/// capacities only at the same target. A client-bound search claims no
-/// capacity of the server's: it has neither (what passed before the client
-/// ran out measured the client as much as the server), and no headline.
+/// capacities only at the same target.
+///
+/// Every other ending claims none. A search the budget (or a lost target)
+/// ended keeps its highest pass as `max_passing_rate`, a lower bound,
+/// as context (not compared), with a `search_unfinished` warning; one an
+/// interrupt ended does the same with the `interrupted` warning. A
+/// client-bound search has neither figure: what passed before the client
+/// ran out measured the client as much as the server.
 pub fn mark(run: &mut Run, searched: &CapacityRecord, unit: Unit) {
     let answer = &searched.answer;
     let labelled = |mut m: Metric| {
@@ -396,25 +463,101 @@ pub fn mark(run: &mut Run, searched: &CapacityRecord, unit: Unit) {
     }
     // The step's own headline explains; it does not answer.
     run.headline = None;
-    if answer.outcome == CapacityOutcome::ClientBound {
-        return;
+    let steps = searched.steps.len();
+    match answer.outcome {
+        CapacityOutcome::ClientBound | CapacityOutcome::NoneMeets => {}
+        CapacityOutcome::Found => {
+            if let Some(max) = answer.max_rate {
+                run.metrics.insert(
+                    0,
+                    labelled(
+                        Metric::new("max_sustainable_rate", unit, Direction::HigherIsBetter, max)
+                            .primary(),
+                    ),
+                );
+                run.headline = Some("max_sustainable_rate".into());
+            }
+        }
+        CapacityOutcome::Unfinished | CapacityOutcome::Interrupted => {
+            if let Some(max) = answer.max_rate {
+                run.metrics.insert(
+                    0,
+                    labelled(
+                        Metric::new("max_passing_rate", unit, Direction::HigherIsBetter, max)
+                            .context(),
+                    ),
+                );
+            }
+            run.warnings
+                .push(if answer.outcome == CapacityOutcome::Interrupted {
+                    CapacityWarning::Interrupted { steps }.into()
+                } else {
+                    CapacityWarning::Unfinished { steps }.into()
+                });
+        }
     }
-    if let Some(max) = answer.max_rate {
-        run.metrics.insert(
-            0,
-            labelled(
-                Metric::new("max_sustainable_rate", unit, Direction::HigherIsBetter, max).primary(),
-            ),
-        );
-        run.headline = Some("max_sustainable_rate".into());
-    }
-    if let Some(above) = answer.above_rate {
+    if let Some(above) = answer.above_rate
+        && answer.outcome != CapacityOutcome::ClientBound
+    {
         run.metrics.push(labelled(
             Metric::new("first_failing_rate", unit, Direction::HigherIsBetter, above).context(),
         ));
     }
 }
 
+/// What makes a search's run claim no capacity, as its warnings say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapacityWarning {
+    /// An interrupt ended the search after `steps` steps.
+    Interrupted { steps: usize },
+    /// The budget (or the target going away) ended it after `steps`.
+    Unfinished { steps: usize },
+}
+
+impl dyno_model::Judgement for CapacityWarning {
+    fn code(&self) -> &'static str {
+        match self {
+            CapacityWarning::Interrupted { .. } => "interrupted",
+            CapacityWarning::Unfinished { .. } => "search_unfinished",
+        }
+    }
+}
+
+impl std::fmt::Display for CapacityWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let steps = |n: usize| format!("{n} step{}", if n == 1 { "" } else { "s" });
+        match self {
+            CapacityWarning::Interrupted { steps: n } => write!(
+                f,
+                "the search was stopped by an interrupt (Ctrl-C, SIGTERM or SIGHUP) after {}: no capacity is claimed, and its steps are kept as diagnostics; run it to its end for an answer",
+                steps(*n)
+            ),
+            CapacityWarning::Unfinished { steps: n } => write!(
+                f,
+                "the search ended after {} before its bracket was confirmed: its highest pass is a lower bound (max_passing_rate), not a capacity; give a longer --budget or a --start nearer the answer",
+                steps(*n)
+            ),
+        }
+    }
+}
+
+/// The reasons' codes ([`search::Why::code`]), for the record.
+pub fn failed_on(why: &[search::Why]) -> Vec<String> {
+    why.iter().map(|w| w.code().to_owned()).collect()
+}
+
+/// The answer of a search an interrupt ended: what it had seen, under
+/// [`CapacityOutcome::Interrupted`], which claims no capacity.
+pub fn interrupted(answer: Answer) -> CapacityAnswer {
+    let seen = answer_record(answer);
+    CapacityAnswer {
+        outcome: CapacityOutcome::Interrupted,
+        client_bound_at: None,
+        ..seen
+    }
+}
+
+/// The record of a search's answer.
 pub fn answer_record(answer: Answer) -> CapacityAnswer {
     match answer {
         Answer::Found { max, above } => CapacityAnswer {
@@ -464,6 +607,7 @@ fn step_record<O>(ran: &Ran<O>) -> CapacityStep {
         target_cpu_percent: None,
         passed: ran.step.passed(),
         why: ran.step.why.iter().map(search::Why::describe).collect(),
+        failed_on: failed_on(&ran.step.why),
     }
 }
 
@@ -529,6 +673,7 @@ mod tests {
             &plan(),
             100.0,
             false,
+            Duration::ZERO,
             &stop,
             |rate| {
                 asked.push(rate);
@@ -551,11 +696,16 @@ mod tests {
         );
         assert_eq!(asked.len(), searched.steps.len());
         assert_eq!(searched.figures().unwrap().outcome, 400.0);
-        let record = record(&searched, &plan());
-        assert_eq!(record.answer.outcome, CapacityOutcome::Found);
-        assert_eq!(record.steps.len(), asked.len());
-        assert!(record.steps[0].passed);
-        assert!(record.steps.iter().any(|s| s.why == ["p99 500ms > 100ms"]));
+        let found = record(&searched, &plan());
+        assert_eq!(found.answer.outcome, CapacityOutcome::Found);
+        assert_eq!(found.steps.len(), asked.len());
+        assert!(found.steps[0].passed);
+        assert!(
+            found
+                .steps
+                .iter()
+                .any(|s| s.why == ["p99 500ms > 100ms"] && s.failed_on == ["latency"])
+        );
 
         // Interrupted inside the third step: two steps, no answer yet.
         let mut n = 0;
@@ -563,6 +713,7 @@ mod tests {
             &plan(),
             100.0,
             false,
+            Duration::ZERO,
             &stop,
             |rate| {
                 n += 1;
@@ -589,6 +740,27 @@ mod tests {
                 above: None
             }
         );
+        // Its record says so, and its run claims no capacity: the highest
+        // pass is context, and the warning says why.
+        let kept = record(&searched, &plan());
+        assert_eq!(kept.answer.outcome, CapacityOutcome::Interrupted);
+        assert_eq!(kept.answer.max_rate, Some(200.0));
+        let mut run = Run::new(dyno_model::Kind::Http, "x");
+        mark(&mut run, &kept, Unit::RequestsPerSec);
+        assert_eq!(run.headline, None);
+        assert!(run.metrics.iter().all(|m| m.name != "max_sustainable_rate"));
+        let passing = run.metrics.iter().find(|m| m.name == "max_passing_rate");
+        assert_eq!(
+            passing.map(|m| (m.value, m.role)),
+            Some((200.0, Some(Role::Context)))
+        );
+        assert_eq!(
+            run.warnings
+                .iter()
+                .map(|w| w.code.as_str())
+                .collect::<Vec<_>>(),
+            ["interrupted"]
+        );
 
         // The target went away in the second step: that step measured no
         // server, and is neither judged nor kept.
@@ -596,6 +768,7 @@ mod tests {
             &plan(),
             100.0,
             false,
+            Duration::ZERO,
             &stop,
             |rate| {
                 Ok::<_, ()>(Measured::Step {
@@ -653,6 +826,21 @@ mod tests {
         assert_eq!(run.metrics[0].role, Some(Role::Primary));
         assert_eq!(run.metrics[1].role, Some(Role::Diagnostic));
         assert_eq!(run.metrics[2].name, "first_failing_rate");
+        // A search the budget ended has a lower bound, not a capacity.
+        let mut run = Run::new(dyno_model::Kind::Http, "x");
+        mark(
+            &mut run,
+            &searched(Answer::Unfinished {
+                max: Some(300.0),
+                above: Some(400.0),
+            }),
+            Unit::FlowsPerSec,
+        );
+        assert_eq!(run.headline, None);
+        assert_eq!(run.metrics[0].name, "max_passing_rate");
+        assert_eq!(run.metrics[0].unit, Unit::FlowsPerSec);
+        assert_eq!(run.metrics[0].role, Some(Role::Context));
+        assert_eq!(run.warnings[0].code, "search_unfinished");
         // No pass, no capacity figure.
         let mut run = Run::new(dyno_model::Kind::Http, "x");
         mark(

@@ -49,6 +49,14 @@ pub struct Settings {
     /// work under way then is cut. `None`: the run ends when every thread's
     /// load has ended by itself (a count).
     pub duration: Option<Duration>,
+    /// A duration run: how long work already under way at the deadline
+    /// is waited for before it is cut (k6's `gracefulStop`). Work that
+    /// ends in this time belongs to the run, filed in its last second; no
+    /// new work starts in it. A capacity step waits up to its objective's
+    /// latency limit, so that what was due in the step is judged by its
+    /// latency rather than cut for being slow; a plain run waits for
+    /// nothing.
+    pub grace: Duration,
     /// How often the progress callback is called.
     pub progress_every: Duration,
 }
@@ -60,19 +68,37 @@ pub struct Clock {
     pub start: Instant,
     /// End of the warm-up: what ends before it is not measured.
     pub measure_from: Instant,
-    /// A duration run's deadline.
+    /// A duration run's deadline: no work starts at or after it.
     pub end: Option<Instant>,
+    /// The deadline plus the grace ([`Settings::grace`]): work still under
+    /// way then is cut, and work that ends at or after it is not part of
+    /// the run.
+    pub cut: Option<Instant>,
 }
 
 impl Clock {
-    /// Whether work ending at `at` is past the deadline.
+    /// Whether work ending at `at` ended too late to be part of the run:
+    /// past the deadline and its grace.
     pub fn over(&self, at: Instant) -> bool {
-        self.end.is_some_and(|end| at >= end)
+        self.cut.is_some_and(|cut| at >= cut)
     }
 
-    /// The measured second `at` falls in (0 is the first).
+    /// The measured second `at` falls in (0 is the first); work that ended
+    /// in the grace after the deadline is filed in the last second.
     fn second(&self, at: Instant) -> usize {
+        let at = match self.end {
+            Some(end) if at >= end => end
+                .checked_sub(Duration::from_nanos(1))
+                .unwrap_or(end)
+                .max(self.measure_from),
+            _ => at,
+        };
         at.saturating_duration_since(self.measure_from).as_secs() as usize
+    }
+
+    /// The last measured second of a duration run, if it has one.
+    fn last_second(&self) -> Option<usize> {
+        self.end.map(|end| self.second(end))
     }
 }
 
@@ -133,13 +159,15 @@ impl Control {
     }
 
     /// Starts the clock now and lets every waiting thread go.
-    fn start(&self, warmup: Duration, duration: Option<Duration>) -> Clock {
+    fn start(&self, settings: &Settings) -> Clock {
         let start = Instant::now();
-        let measure_from = start + warmup;
+        let measure_from = start + settings.warmup;
+        let end = settings.duration.map(|d| measure_from + d);
         let clock = *self.clock.get_or_init(|| Clock {
             start,
             measure_from,
-            end: duration.map(|d| measure_from + d),
+            end,
+            cut: end.map(|end| end + settings.grace),
         });
         let _guard = self.lock_ready();
         self.started.notify_all();
@@ -392,10 +420,10 @@ pub fn busy_percent(cpu: Duration, window: Duration, threads: usize) -> f64 {
 /// How often the cut-off looks at the stop flags.
 const STOP_POLL: Duration = Duration::from_millis(20);
 
-/// Resolves when the load must be cut: at the deadline, or soon after the
-/// run is stopped.
+/// Resolves when the load must be cut: at the deadline and its grace, or
+/// soon after the run is stopped.
 async fn cutoff(control: &Control) {
-    let end = control.clock().end;
+    let end = control.clock().cut;
     loop {
         if control.stopped() {
             return;
@@ -452,7 +480,7 @@ pub fn run<J: Job>(
                 Err(e) => {
                     // Let the threads already started go, to end at once.
                     control.halt();
-                    control.start(settings.warmup, settings.duration);
+                    control.start(settings);
                     return Err(Failure::Thread(index, e));
                 }
             }
@@ -485,7 +513,7 @@ pub fn run<J: Job>(
             }
         }
         let started_at = SystemTime::now();
-        let clock = control.start(settings.warmup, settings.duration);
+        let clock = control.start(settings);
         // Merge each second's slices as threads send them; report
         // progress from the threads' live counts.
         let mut timeline: Vec<J::Slice> = Vec::new();
@@ -593,11 +621,16 @@ fn work<J: Job>(
     set.block_on(&runtime, async {
         let ticker = {
             let seconds = thread.seconds();
-            let measure_from = thread.control.clock().measure_from;
+            let clock = *thread.control.clock();
+            let measure_from = clock.measure_from;
+            // A duration run's last second stays open through the grace,
+            // which files its late work there.
+            let last = clock.last_second().unwrap_or(usize::MAX);
             tokio::task::spawn_local(async move {
-                for k in 1.. {
-                    tokio::time::sleep_until((measure_from + Duration::from_secs(k)).into()).await;
-                    seconds.roll(k as usize);
+                for k in 1..=last {
+                    tokio::time::sleep_until((measure_from + Duration::from_secs(k as u64)).into())
+                        .await;
+                    seconds.roll(k);
                 }
             })
         };
@@ -631,11 +664,13 @@ mod tests {
         }
     }
 
-    /// Each thread does `per_thread` units of 1 ms work (or works until
-    /// cut with `None`), recording each measured one in the timeline.
+    /// Each thread does `per_thread` units of `unit` work (1 ms when
+    /// `None`; or works until cut with `None`), recording each measured
+    /// one in the timeline; one that ends past the cut is not measured.
     struct Sleeper {
         per_thread: Option<u64>,
         fail_setup: Option<usize>,
+        unit: Option<Duration>,
     }
 
     impl Job for Sleeper {
@@ -656,14 +691,18 @@ mod tests {
             let seconds = thread.seconds();
             let counters = thread.counters();
             let mut done = 0;
-            while self.per_thread.is_none_or(|n| done < n) {
+            // With a unit of its own, none starts past the deadline (as a
+            // protocol's loop); without, it works until it is cut.
+            while self.per_thread.is_none_or(|n| done < n)
+                && (self.unit.is_none() || clock.end.is_none_or(|end| Instant::now() < end))
+            {
                 // Under way: counted as started, finished below.
                 state.borrow_mut().1 += 1;
-                tokio::time::sleep(Duration::from_millis(1)).await;
+                tokio::time::sleep(self.unit.unwrap_or(Duration::from_millis(1))).await;
                 let now = Instant::now();
                 let mut s = state.borrow_mut();
                 s.1 -= 1;
-                if now >= clock.measure_from {
+                if now >= clock.measure_from && !clock.over(now) {
                     s.0 += 1;
                     seconds.at(&clock, now).0 += 1;
                     counters.set(0, s.0);
@@ -685,6 +724,7 @@ mod tests {
             name: "test",
             warmup: Duration::ZERO,
             duration,
+            grace: Duration::ZERO,
             progress_every: Duration::from_millis(100),
         }
     }
@@ -695,6 +735,7 @@ mod tests {
         let job = Sleeper {
             per_thread: Some(50),
             fail_setup: None,
+            unit: None,
         };
         let pooled = run(&settings(3, None), &control, &job, |_| {}, || Ok(None)).expect("runs");
         assert_eq!(pooled.threads, vec![(50, 0); 3]);
@@ -710,6 +751,7 @@ mod tests {
         let job = Sleeper {
             per_thread: None,
             fail_setup: None,
+            unit: None,
         };
         let mut ticks = Vec::new();
         let d = Duration::from_millis(1300);
@@ -730,16 +772,61 @@ mod tests {
         let measured: u64 = pooled.threads.iter().map(|t| t.0).sum();
         let in_timeline: u64 = pooled.timeline.iter().map(|c| c.0).sum();
         assert_eq!(in_timeline, measured);
-        // Two seconds: one whole, one partial (and the ticker's roll at
-        // the deadline may add an empty third).
-        assert!(
-            (2..=3).contains(&pooled.timeline.len()),
-            "{}",
-            pooled.timeline.len()
-        );
+        // Two seconds: one whole, one partial.
+        assert_eq!(pooled.timeline.len(), 2);
         assert!(!ticks.is_empty());
         let last = ticks.last().expect("ticked");
         assert!(last.totals[0] <= measured);
+    }
+
+    #[test]
+    fn work_under_way_at_the_deadline_is_waited_for_through_the_grace() {
+        // Units of 400 ms from the start of a 1 s run: the third (0.8 s
+        // to 1.2 s) is under way at the deadline and ends in the grace,
+        // so it is measured, filed in the last second; none starts after.
+        // (A busy machine may delay each by up to 100 ms and change
+        // nothing.)
+        let job = Sleeper {
+            per_thread: None,
+            fail_setup: None,
+            unit: Some(Duration::from_millis(400)),
+        };
+        let mut with_grace = settings(1, Some(Duration::from_secs(1)));
+        with_grace.grace = Duration::from_millis(500);
+        let pooled = run(
+            &with_grace,
+            &Control::new(Arc::default()),
+            &job,
+            |_| {},
+            || Ok(None),
+        )
+        .expect("runs");
+        assert_eq!(pooled.threads, vec![(3, 0)]);
+        assert_eq!(pooled.window(None), Duration::from_secs(1));
+        assert_eq!(pooled.timeline.len(), 1);
+        assert_eq!(pooled.timeline[0].0, 3);
+        // Without the grace the third is cut.
+        let pooled = run(
+            &settings(1, Some(Duration::from_secs(1))),
+            &Control::new(Arc::default()),
+            &job,
+            |_| {},
+            || Ok(None),
+        )
+        .expect("runs");
+        assert_eq!(pooled.threads, vec![(2, 1)]);
+        // A grace shorter than the work left cuts it at the grace's end.
+        let mut short = settings(1, Some(Duration::from_secs(1)));
+        short.grace = Duration::from_millis(100);
+        let pooled = run(
+            &short,
+            &Control::new(Arc::default()),
+            &job,
+            |_| {},
+            || Ok(None),
+        )
+        .expect("runs");
+        assert_eq!(pooled.threads, vec![(2, 1)]);
     }
 
     #[test]
@@ -748,6 +835,7 @@ mod tests {
         let job = Sleeper {
             per_thread: Some(10),
             fail_setup: Some(1),
+            unit: None,
         };
         match run(&settings(3, None), &control, &job, |_| {}, || Ok(None)) {
             Err(Failure::Setup(why)) => assert_eq!(why, "thread 1 cannot connect"),
@@ -761,6 +849,7 @@ mod tests {
         let job = Sleeper {
             per_thread: Some(10),
             fail_setup: None,
+            unit: None,
         };
         match run(
             &settings(2, None),
@@ -781,6 +870,7 @@ mod tests {
         let job = Sleeper {
             per_thread: Some(u64::MAX),
             fail_setup: None,
+            unit: None,
         };
         let pooled = run(
             &settings(2, None),

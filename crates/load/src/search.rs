@@ -144,6 +144,20 @@ pub enum Why {
 }
 
 impl Why {
+    /// A stable code for the reason, as the record keeps it
+    /// (`CapacityStep::failed_on`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Why::Latency { .. } => "latency",
+            Why::Errors { .. } => "errors",
+            Why::Rate { .. } => "rate",
+            Why::Late { .. } => "late",
+            Why::Rising { .. } => "rising",
+            Why::NoRequests => "no_requests",
+            Why::ClientBound => "client",
+        }
+    }
+
     /// A short phrase for the step table.
     pub fn describe(&self) -> String {
         use crate::slo::{human_duration, percentile_name};

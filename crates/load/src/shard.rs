@@ -123,6 +123,34 @@ pub fn observe(shards: &[Shard], slo: &Slo, requested: Option<f64>) -> (Observat
     (observation, extra)
 }
 
+/// Counts `unfinished` requests (or transactions) as ended: each was due
+/// in a step and still under way when the wait after the step's end
+/// (`grace`, [`crate::capacity::Plan::grace`]) ran out, so its latency is
+/// at least the wait. Each is recorded just past it, in `latency` and in
+/// the last of `seconds`: a lower bound, which fails every latency target
+/// the wait covers once there are enough of them for the percentile,
+/// instead of a shortfall of the achieved rate that any slow target
+/// would show.
+pub fn waited_out(
+    latency: &mut Histogram<u64>,
+    seconds: &mut [Histogram<u64>],
+    unfinished: u64,
+    grace: Duration,
+) {
+    if unfinished == 0 {
+        return;
+    }
+    let past = u64::try_from((grace + PAST_THE_WAIT).as_nanos()).unwrap_or(u64::MAX);
+    let _ = latency.record_n(past, unfinished);
+    if let Some(last) = seconds.last_mut() {
+        let _ = last.record_n(past, unfinished);
+    }
+}
+
+/// How far past the wait an unfinished request is recorded: enough to be
+/// above a limit equal to the wait.
+const PAST_THE_WAIT: Duration = Duration::from_millis(1);
+
 /// A part as the store keeps it (JSON).
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]

@@ -53,6 +53,12 @@ impl Slo {
         self.latency.iter().map(|t| t.limit).min()
     }
 
+    /// The loosest latency limit, if any: how long a step waits for what
+    /// is still under way at its end.
+    pub fn loosest(&self) -> Option<Duration> {
+        self.latency.iter().map(|t| t.limit).max()
+    }
+
     /// The percentiles the objective names, each once, in order.
     pub fn percentiles(&self) -> Vec<f64> {
         let mut p: Vec<f64> = self.latency.iter().map(|t| t.percentile).collect();

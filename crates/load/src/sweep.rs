@@ -53,6 +53,12 @@ impl Plan {
         levels
     }
 
+    /// How long a step waits for what is under way at its end
+    /// ([`crate::capacity::Plan::grace`]).
+    pub fn grace(&self) -> Duration {
+        crate::capacity::grace(&self.slo)
+    }
+
     /// The steps the budget allows (at least one).
     pub fn max_steps(&self) -> usize {
         let per_step = (self.step + self.warmup).as_secs_f64().max(1e-3);
@@ -122,6 +128,20 @@ impl<O> Swept<O> {
     /// the best passing throughput, `above_rate` the throughput of the
     /// first failing step beyond it.
     pub fn answer(&self) -> CapacityAnswer {
+        let answer = self.answer_as_run();
+        if self.interrupted {
+            // Stopped by an interrupt: what it saw, claiming nothing.
+            return CapacityAnswer {
+                outcome: CapacityOutcome::Interrupted,
+                client_bound_at: None,
+                ..answer
+            };
+        }
+        answer
+    }
+
+    /// [`Swept::answer`] of the steps that ran, as if nothing stopped it.
+    fn answer_as_run(&self) -> CapacityAnswer {
         let best = self.best();
         let client_bound = self
             .steps
@@ -143,7 +163,7 @@ impl<O> Swept<O> {
             (best, None, fail) => CapacityAnswer {
                 // Every level run, or a failure past the best: the sweep
                 // has seen where the objective stops holding.
-                outcome: if fail.is_some() || (!self.interrupted && self.lost_target.is_none()) {
+                outcome: if fail.is_some() || self.lost_target.is_none() {
                     CapacityOutcome::Found
                 } else {
                     CapacityOutcome::Unfinished
@@ -170,8 +190,9 @@ pub fn drive<O, E>(
     let mut steps: Vec<Ran<O>> = Vec::new();
     let mut interrupted = stop.load(Ordering::Relaxed);
     let mut lost_target = None;
+    let budget = crate::capacity::Budget::new(plan.budget, Duration::ZERO);
     for connections in plan.levels().into_iter().take(plan.max_steps()) {
-        if interrupted {
+        if interrupted || (!steps.is_empty() && !budget.allows(plan.step + plan.warmup)) {
             break;
         }
         match run_step(connections)? {
@@ -269,6 +290,7 @@ pub fn record<O>(swept: &Swept<O>, plan: &Plan) -> CapacityRecord {
                     target_cpu_percent: None,
                     passed: s.passed(),
                     why: s.why.iter().map(Why::describe).collect(),
+                    failed_on: crate::capacity::failed_on(&s.why),
                 }
             })
             .collect(),

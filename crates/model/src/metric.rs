@@ -296,6 +296,10 @@ pub enum Unit {
     OpsPerSec,
     #[serde(rename = "requests_per_sec")]
     RequestsPerSec,
+    /// A scenario's flows (each several requests) per second: never set
+    /// beside requests per second.
+    #[serde(rename = "flows_per_sec")]
+    FlowsPerSec,
     #[serde(rename = "count")]
     Count,
     /// A dimensionless ratio (speedup, efficiency as a fraction).
@@ -314,6 +318,7 @@ impl Unit {
             Unit::BytesPerSec => "bytes_per_sec",
             Unit::OpsPerSec => "ops_per_sec",
             Unit::RequestsPerSec => "requests_per_sec",
+            Unit::FlowsPerSec => "flows_per_sec",
             Unit::Count => "count",
             Unit::Ratio => "ratio",
             Unit::Percent => "percent",

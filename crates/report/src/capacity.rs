@@ -38,9 +38,10 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
             cap.slo
         ),
         CapacityOutcome::NoneMeets => format!(
-            "no rate meets {}: the lowest tried, {} {unit}, failed",
+            "no rate meets {}: the lowest tried, {} {unit}, failed{}",
             cap.slo,
-            r(a.lowest_rate)
+            r(a.lowest_rate),
+            failed_on(cap)
         ),
         CapacityOutcome::ClientBound => {
             let before = a
@@ -73,13 +74,76 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
                 cap.slo
             ),
             (None, Some(above)) => format!(
-                "below {} {unit}: every step failed {} before the search ended",
+                "below {} {unit}: every step failed before the search ended{}",
                 short_rate(above),
-                cap.slo
+                failed_on(cap)
             ),
             (None, None) => "no step finished".to_owned(),
         },
+        CapacityOutcome::Interrupted => {
+            let seen = match (a.max_rate, a.above_rate) {
+                (Some(max), Some(above)) => format!(
+                    " (so far: passes at {} {unit}, fails at {} {unit})",
+                    short_rate(max),
+                    short_rate(above)
+                ),
+                (Some(max), None) => format!(" (so far: passes at {} {unit})", short_rate(max)),
+                (None, Some(above)) => {
+                    format!(" (so far: fails at {} {unit})", short_rate(above))
+                }
+                (None, None) => String::new(),
+            };
+            format!(
+                "interrupted after {}: no capacity is claimed at {}{seen}",
+                counted_steps(cap.steps.len()),
+                cap.slo
+            )
+        }
     }
+}
+
+fn counted_steps(n: usize) -> String {
+    format!("{n} step{}", if n == 1 { "" } else { "s" })
+}
+
+/// Why the failing steps failed, tallied over them, for an answer with no
+/// pass: `: late sends in 9 steps, latency over the objective in 2`. The
+/// objective is not blamed for a step that failed on something else.
+/// Empty for runs saved before the reasons were recorded as codes.
+fn failed_on(cap: &CapacityRecord) -> String {
+    let mut tally: Vec<(&str, usize)> = Vec::new();
+    for code in cap
+        .steps
+        .iter()
+        .filter(|s| !s.passed)
+        .flat_map(|s| s.failed_on.iter())
+    {
+        match tally.iter_mut().find(|(c, _)| c == code) {
+            Some((_, n)) => *n += 1,
+            None => tally.push((code, 1)),
+        }
+    }
+    if tally.is_empty() {
+        return String::new();
+    }
+    tally.sort_by_key(|t| std::cmp::Reverse(t.1));
+    let parts: Vec<String> = tally
+        .iter()
+        .map(|(code, n)| {
+            let what = match *code {
+                "latency" => format!("latency over {}", cap.slo),
+                "errors" => "errors over the objective".to_owned(),
+                "rate" => "due requests never sent".to_owned(),
+                "late" => "late sends".to_owned(),
+                "rising" => "latency rising within the step".to_owned(),
+                "no_requests" => "no request ended".to_owned(),
+                "client" => "the client saturated".to_owned(),
+                other => other.replace('_', " "),
+            };
+            format!("{what} in {}", counted_steps(*n))
+        })
+        .collect();
+    format!(" ({})", parts.join(", "))
 }
 
 /// A closed-model sweep's answer, in one sentence: the best passing
@@ -95,9 +159,22 @@ fn sweep_answer(cap: &CapacityRecord, unit: &str) -> String {
     let r = |x: Option<f64>| x.map_or_else(|| "?".to_owned(), short_rate);
     match a.outcome {
         CapacityOutcome::NoneMeets => format!(
-            "no number of connections meets {}: the fewest tried gave {} {unit} and failed",
+            "no number of connections meets {}: the fewest tried gave {} {unit} and failed{}",
             cap.slo,
-            r(a.lowest_rate)
+            r(a.lowest_rate),
+            failed_on(cap)
+        ),
+        CapacityOutcome::Interrupted => format!(
+            "interrupted after {}: no capacity is claimed at {}{}",
+            counted_steps(cap.steps.len()),
+            cap.slo,
+            a.max_rate
+                .map(|m| format!(
+                    " (so far: {} {unit}{} passed)",
+                    short_rate(m),
+                    at(a.max_rate)
+                ))
+                .unwrap_or_default()
         ),
         CapacityOutcome::ClientBound => format!(
             "client-bound at ≈ {} {unit}: add threads or segments; no server capacity is claimed",
@@ -220,7 +297,8 @@ fn sweep_section(
             let peak = match (u.peak_connections, u.peak_rate) {
                 (Some(n), Some(x)) => {
                     format!(
-                        "throughput peaks at {n:.0} connections, {} {unit}",
+                        "throughput peaks at {n:.0} connection{}, {} {unit}",
+                        if n.round() == 1.0 { "" } else { "s" },
                         short_rate(x)
                     )
                 }
@@ -385,6 +463,7 @@ mod tests {
                     target_cpu_percent: None,
                     passed: true,
                     why: vec![],
+                    failed_on: vec![],
                 },
                 CapacityStep {
                     purpose: "bracket".into(),
@@ -407,6 +486,7 @@ mod tests {
                         "p99 2.1s > 20ms".into(),
                         "achieved 77.5% of the rate".into(),
                     ],
+                    failed_on: vec!["latency".into(), "rate".into()],
                 },
             ],
         }
@@ -422,7 +502,24 @@ mod tests {
         let none = capacity_answer(&record(CapacityOutcome::NoneMeets), "req/s");
         assert_eq!(
             none,
-            "no rate meets p99<=20ms: the lowest tried, 20.0 req/s, failed"
+            "no rate meets p99<=20ms: the lowest tried, 20.0 req/s, failed (latency over p99<=20ms in 1 step, due requests never sent in 1 step)"
+        );
+        // Steps that failed on something else than the objective say so:
+        // the objective is not blamed.
+        let mut late = record(CapacityOutcome::Unfinished);
+        late.answer.max_rate = None;
+        late.steps[0].passed = false;
+        late.steps[0].failed_on = vec!["late".into()];
+        late.steps[1].failed_on = vec!["late".into(), "rising".into()];
+        assert_eq!(
+            capacity_answer(&late, "req/s"),
+            "below 43.0k req/s: every step failed before the search ended (late sends in 2 steps, latency rising within the step in 1 step)"
+        );
+        // An interrupted search claims nothing, and says what it saw.
+        let interrupted = capacity_answer(&record(CapacityOutcome::Interrupted), "req/s");
+        assert_eq!(
+            interrupted,
+            "interrupted after 2 steps: no capacity is claimed at p99<=20ms (so far: passes at 41.2k req/s, fails at 43.0k req/s)"
         );
         let client = capacity_answer(&record(CapacityOutcome::ClientBound), "req/s");
         assert!(client.starts_with("client-bound at ≈ 39.0k req/s: add threads or segments"));

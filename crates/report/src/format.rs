@@ -26,6 +26,7 @@ pub fn format_value(value: f64, unit: Unit) -> String {
         Unit::BytesPerSec => format!("{:.2} MB/s", value / 1e6),
         Unit::OpsPerSec => format!("{}ops/s", decimal_prefix(value)),
         Unit::RequestsPerSec => format!("{:.2} req/s", value),
+        Unit::FlowsPerSec => format!("{:.2} flows/s", value),
         Unit::Count => format!("{}", value.round() as i64),
         Unit::Ratio => format!("{value:.2}×"),
         Unit::Percent => format!("{value:.1}%"),

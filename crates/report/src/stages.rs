@@ -14,9 +14,10 @@ use crate::format::format_duration_ns;
 pub(crate) fn stages_section(out: &mut String, plan: &RatePlanRecord, unit: &str, lag: &str) {
     let _ = writeln!(
         out,
-        "Rate plan   {} ({} stages; a {} belongs to the stage it was due in)",
+        "Rate plan   {} ({} stage{}; a {} belongs to the stage it was due in)",
         plan.plan,
         plan.stages.len(),
+        if plan.stages.len() == 1 { "" } else { "s" },
         match unit {
             "flows/s" => "flow (its time, from its due time to its last answer)",
             "tps" => "transaction",

@@ -45,8 +45,34 @@ fn when(ts: Timestamp, tz: &TimeZone) -> String {
 
 /// The headline figure of a run, as `dyno history` shows it: the metric in
 /// words (`int64 1 thread 807.6 µs`, `wall time 'make' 10.89 ms`), not its
-/// stored name.
+/// stored name; a run an interrupt cut short says so first, and a
+/// capacity search that found no capacity says how it ended.
 fn headline(run: &Run) -> String {
+    let figure = figure(run);
+    let interrupted = run.warnings.iter().any(|w| w.code == "interrupted");
+    let search = run
+        .capacity()
+        .map(|c| c.answer.outcome)
+        .and_then(|o| match o {
+            dyno_model::record::CapacityOutcome::Found => None,
+            dyno_model::record::CapacityOutcome::Interrupted => Some("no capacity claimed"),
+            dyno_model::record::CapacityOutcome::Unfinished => Some("search unfinished"),
+            dyno_model::record::CapacityOutcome::NoneMeets => Some("no rate meets the objective"),
+            dyno_model::record::CapacityOutcome::ClientBound => Some("client-bound"),
+        });
+    let mut parts: Vec<&str> = Vec::new();
+    if interrupted {
+        parts.push("interrupted");
+    }
+    parts.extend(search);
+    if !figure.is_empty() {
+        parts.push(&figure);
+    }
+    parts.join("; ")
+}
+
+/// [`headline`]'s figure alone.
+fn figure(run: &Run) -> String {
     run.headline_metric()
         .map(|m| {
             let (value, _) = shown(m, None);

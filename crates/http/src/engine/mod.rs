@@ -366,6 +366,7 @@ pub fn run_gated(
             Stop::Duration(d) => Some(d),
             Stop::Requests(_) => None,
         },
+        grace: settings.schedule.grace,
         progress_every: Duration::from_secs(1),
     };
     let control = pool::Control::new(stop);
@@ -811,8 +812,9 @@ impl Local {
         if let Some(stage) = stage.as_deref_mut() {
             stage.landed();
         }
-        if shared.end().is_some_and(|end| done >= end) {
-            // Answered after the deadline: not part of the run.
+        if shared.clock().over(done) {
+            // Answered after the deadline (and its grace): not part of
+            // the run.
             self.stats.unfinished += 1;
             if let Some(stage) = stage {
                 stage.cut();
@@ -889,8 +891,9 @@ impl Local {
                 }
             }
             let now = Instant::now();
-            if shared.end().is_some_and(|end| now >= end) {
-                // It failed after the deadline: it did not end in the run.
+            if shared.clock().over(now) {
+                // It failed after the deadline (and its grace): it did not
+                // end in the run.
                 self.stats.unfinished += 1;
                 if let Some(stage) = stage {
                     stage.cut();

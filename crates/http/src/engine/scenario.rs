@@ -226,7 +226,6 @@ impl User {
         // How the flow ended, for its stage: `Some(took)` completed,
         // `None` failed; cut by the end, it is unfinished.
         let mut outcome: Option<Option<Duration>> = None;
-        let mut last = None;
         for (i, step) in flow.steps.iter().enumerate() {
             let ticket = if i == 0 {
                 Ticket {
@@ -236,7 +235,6 @@ impl User {
             } else {
                 if shared.stopped() || shared.end().is_some_and(|end| Instant::now() >= end) {
                     // Cut by the end: the flow is unfinished.
-                    last = None;
                     break;
                 }
                 let now = Instant::now();
@@ -252,41 +250,64 @@ impl User {
                 local.borrow_mut().hold(&ticket);
                 ticket
             };
-            match self
+            let done = match self
                 .make(shared, local, scenario, step, &ticket, send)
                 .await
             {
-                Made::Passed(done) => last = Some(done),
+                Made::Passed(done) => done,
                 Made::Failed => {
                     if start.measured && within(shared, Instant::now()) {
                         local.borrow_mut().scenario.flow_ended(flow_index, None);
                         outcome = Some(None);
                     }
-                    last = None;
                     break;
                 }
+            };
+            let final_step = i + 1 == flow.steps.len();
+            // The flow is done at its last answer: a think after it is the
+            // user's pause before the next flow, not the flow's work, and
+            // a run that ends in it does not leave the flow unfinished.
+            if final_step && start.measured && within(shared, done) {
+                let took = done.saturating_duration_since(began);
+                local
+                    .borrow_mut()
+                    .scenario
+                    .flow_ended(flow_index, Some(took));
+                outcome = Some(Some(took));
             }
             // Think: between steps, and in the closed model before the
             // user's next flow too (in the open model flows arrive on
             // their own timetable).
-            if !(i + 1 == flow.steps.len() && open) {
+            if !(final_step && open) {
                 let pause = step.think.draw(&mut self.rng);
                 if !pause.is_zero() {
+                    // The stage's figures are closed before a trailing
+                    // think, which the run's end may cut.
+                    if final_step {
+                        self.close_stage(local, &start, stage, outcome);
+                    }
                     tokio::time::sleep(pause).await;
+                    if final_step {
+                        self.iter += 1;
+                        return;
+                    }
                 }
             }
         }
-        if let Some(done) = last
-            && start.measured
-            && within(shared, done)
-        {
-            let took = done.saturating_duration_since(began);
-            local
-                .borrow_mut()
-                .scenario
-                .flow_ended(flow_index, Some(took));
-            outcome = Some(Some(took));
-        }
+        self.close_stage(local, &start, stage, outcome);
+        self.iter += 1;
+    }
+
+    /// Closes a measured flow's `--rate-plan` stage: `outcome` is how it
+    /// ended (`Some(Some(took))` completed, `Some(None)` failed, `None`
+    /// cut by the end).
+    fn close_stage(
+        &self,
+        local: &RefCell<Local>,
+        start: &Ticket,
+        stage: usize,
+        outcome: Option<Option<Duration>>,
+    ) {
         if start.measured {
             let mut l = local.borrow_mut();
             if let Some(s) = l.stages.get_mut(stage) {
@@ -303,7 +324,6 @@ impl User {
                 }
             }
         }
-        self.iter += 1;
     }
 }
 
@@ -396,9 +416,10 @@ pub(super) async fn virtual_user(
     }
 }
 
-/// Whether `t` is inside the run (before its deadline, if it has one).
+/// Whether work that ended at `t` is inside the run (before its
+/// deadline and the grace after it, if it has one).
 fn within(shared: &Shared, t: Instant) -> bool {
-    shared.end().is_none_or(|end| t < end)
+    !shared.clock().over(t)
 }
 
 /// Makes the scenario's setup steps, once, before the clock starts; why

@@ -47,6 +47,7 @@ pub(crate) fn settings(
             rate_per_sec: None,
             warmup: Duration::ZERO,
             plan: None,
+            grace: Duration::ZERO,
         },
         connections,
         threads: 1,

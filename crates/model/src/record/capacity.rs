@@ -66,9 +66,13 @@ pub enum CapacityOutcome {
     /// The highest pass and the lowest fail, both confirmed, are within
     /// the precision.
     Found,
-    /// The budget or an interrupt ended it first.
+    /// The budget ended it first (or the target stopped answering): the
+    /// highest pass so far is a lower bound, not a capacity.
     #[default]
     Unfinished,
+    /// An interrupt (Ctrl-C) ended it: no capacity is claimed; its steps
+    /// are kept as diagnostics.
+    Interrupted,
     /// No rate down to the floor met the objective.
     NoneMeets,
     /// The client saturated first: no claim about the server.
@@ -131,4 +135,10 @@ pub struct CapacityStep {
     pub passed: bool,
     /// Why it failed, one phrase per reason; empty when it passed.
     pub why: Vec<String>,
+    /// The same reasons as stable codes, in the same order: `latency`,
+    /// `errors`, `rate` (due requests never sent), `late` (sends late),
+    /// `rising` (latency rising within the step), `no_requests`,
+    /// `client` (the client saturated). Absent in runs saved before it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed_on: Vec<String>,
 }

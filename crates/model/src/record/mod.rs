@@ -84,6 +84,16 @@ pub enum RecordError {
 }
 
 impl Run {
+    /// The capacity search (`--find-max`) this run holds, if it is one:
+    /// an http or db run's record, read without knowing which.
+    pub fn capacity(&self) -> Option<CapacityRecord> {
+        match self.kind {
+            Kind::Http => self.record::<HttpRecord>().ok()?.capacity,
+            Kind::Db => self.record::<DbRecord>().ok()?.capacity,
+            _ => None,
+        }
+    }
+
     /// This run's settings as its kind's typed record.
     pub fn record<R: Record>(&self) -> Result<R, RecordError> {
         if self.kind != R::KIND {

@@ -255,20 +255,14 @@ pub(crate) fn charts(run: &Run) -> Vec<String> {
 }
 
 /// A capacity search's chart first, when the run is one (`--find-max`),
-/// then the run's own, which are its step at the answer's rate.
+/// then the run's own, which are its step at the answer's rate. `unit`:
+/// what its rates count (a scenario's are flows per second).
 fn with_capacity(run: &Run, unit: &str, charts: Vec<String>) -> Vec<String> {
-    let capacity = match run.kind {
-        Kind::Http => run
-            .record::<dyno_model::record::HttpRecord>()
-            .ok()
-            .and_then(|r| r.capacity),
-        Kind::Db => run
-            .record::<dyno_model::record::DbRecord>()
-            .ok()
-            .and_then(|r| r.capacity),
-        _ => None,
-    };
-    match capacity.and_then(|cap| capacity::chart(&cap, unit)) {
+    let scenario = run
+        .record::<dyno_model::record::HttpRecord>()
+        .is_ok_and(|r| r.scenario.is_some());
+    let unit = if scenario { "flows/s" } else { unit };
+    match run.capacity().and_then(|cap| capacity::chart(&cap, unit)) {
         Some(chart) => std::iter::once(chart).chain(charts).collect(),
         None => charts,
     }

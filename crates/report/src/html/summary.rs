@@ -30,6 +30,7 @@ pub(super) fn axis_unit(unit: Unit, max: f64) -> (f64, String) {
         Unit::Bytes => (1.0, "bytes".into()),
         Unit::OpsPerSec => (1.0, "ops/s".into()),
         Unit::RequestsPerSec => (1.0, "req/s".into()),
+        Unit::FlowsPerSec => (1.0, "flows/s".into()),
         Unit::Count => (1.0, "count".into()),
         Unit::Ratio => (1.0, "×".into()),
         Unit::Percent => (1.0, "%".into()),

@@ -116,6 +116,14 @@ pub enum VersusError {
         whole: String,
         whole_side: String,
     },
+    #[error(
+        "run {id} ('{side}') is a capacity search that an interrupt stopped after {steps} step(s): it claims no capacity, so it cannot be compared as one; run the search to its end (or compare its steps with `dyno show {id}`)"
+    )]
+    InterruptedSearch {
+        id: String,
+        side: String,
+        steps: usize,
+    },
     #[error("{0}")]
     Options(String),
 }
@@ -146,9 +154,10 @@ impl Subject {
         m.display_name()
     }
 
-    /// The matching key: kind, name and labels, without `command` when
-    /// `loose_command` (parameter values, or a single command per side,
-    /// identify the subject instead).
+    /// The matching key: kind, name, labels and unit (a scenario's flows
+    /// per second never meet a URL's requests per second), without
+    /// `command` when `loose_command` (parameter values, or a single
+    /// command per side, identify the subject instead).
     fn key(&self, loose_command: bool) -> String {
         let mut labels = self.labels.clone();
         let has_params = labels.keys().any(|k| k.starts_with("param."));
@@ -157,7 +166,7 @@ impl Subject {
         }
         let mut m = Metric::new(self.name.clone(), self.unit, self.direction, 0.0);
         m.labels = labels;
-        format!("{}/{}", self.kind, m.display_name())
+        format!("{}/{}/{}", self.kind, m.display_name(), self.unit.as_str())
     }
 }
 
@@ -818,6 +827,17 @@ fn validate(groups: &[Group], options: &Options) -> Result<(), VersusError> {
         for r in &g.runs {
             if r.kind == Kind::Compare {
                 return Err(VersusError::NestedCompare(r.id.to_string()));
+            }
+            // An interrupted search's figures are a step's, not an answer:
+            // set beside a capacity they would read as one.
+            if let Some(search) = r.capacity()
+                && search.answer.outcome == record::CapacityOutcome::Interrupted
+            {
+                return Err(VersusError::InterruptedSearch {
+                    id: r.id.to_string(),
+                    side: g.name.clone(),
+                    steps: search.steps.len(),
+                });
             }
             if let Some(first) = seen.insert(r.id, &g.name) {
                 return Err(VersusError::SameRun {
