@@ -51,7 +51,11 @@ pub(super) fn exit_status<O>(searched: &Searched<O>, run_id: &dyno_model::RunId)
         "search",
         searched.lost_target.as_deref(),
         searched.interrupted,
-        matches!(searched.answer, Answer::NoneMeets { .. }),
+        // No rate meets the objective, or the search could not judge.
+        matches!(
+            searched.answer,
+            Answer::NoneMeets { .. } | Answer::Unstable { .. }
+        ),
         run_id,
     )
 }

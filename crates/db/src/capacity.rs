@@ -133,9 +133,8 @@ fn run_step(
     if outcome.interrupted || stop.load(Ordering::Relaxed) {
         return Ok(Ended::Interrupted);
     }
-    let cpu = outcome.client_cpu_percent(step.threads);
     Ok(Ended::Measured {
-        shard: shard(&outcome, late_after, step.grace, cpu),
+        shard: shard(&outcome, late_after, step.grace, step.threads),
         outcome: (outcome, step),
     })
 }
@@ -160,7 +159,7 @@ pub fn shard(
     outcome: &Outcome,
     late_after: Option<Duration>,
     grace: Duration,
-    cpu_percent: f64,
+    threads: usize,
 ) -> Shard {
     let failed = outcome.failed_total();
     let ended = outcome.transactions + failed + outcome.unfinished;
@@ -184,7 +183,12 @@ pub fn shard(
         latency,
         lag: outcome.lag.clone(),
         seconds,
-        client_cpu_percent: cpu_percent,
+        client_cpu_percent: outcome.client_cpu_percent(threads),
+        client_wait_percent: dyno_load::pool::busy_percent(
+            outcome.cpu_wait,
+            outcome.elapsed,
+            threads,
+        ),
     }
 }
 

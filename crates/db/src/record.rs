@@ -215,6 +215,7 @@ mod tests {
             elapsed: Duration::from_secs(1),
             connect: Duration::ZERO,
             cpu: Duration::from_millis(100),
+            cpu_wait: Duration::ZERO,
             scale: 10,
             server: Server {
                 version: "17.2".into(),

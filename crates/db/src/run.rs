@@ -230,6 +230,9 @@ pub struct Outcome {
     pub connect: Duration,
     /// CPU time of the client threads.
     pub cpu: Duration,
+    /// How long the client threads waited, runnable, for a CPU: other
+    /// work on the machine took it ([`dyno_load::pool::Pooled::cpu_wait`]).
+    pub cpu_wait: Duration,
     pub scale: i64,
     pub server: Server,
     pub interrupted: bool,
@@ -400,6 +403,7 @@ pub fn run_gated(
         vacuum,
         connect: pooled.setup,
         cpu: pooled.cpu,
+        cpu_wait: pooled.cpu_wait,
         scale,
         server,
         interrupted: pooled.interrupted,

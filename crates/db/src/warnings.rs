@@ -148,6 +148,7 @@ mod tests {
             elapsed: Duration::from_secs(1),
             connect: Duration::ZERO,
             cpu: Duration::from_millis(200),
+            cpu_wait: Duration::ZERO,
             scale: 10,
             server: Server::default(),
             interrupted: false,

@@ -59,6 +59,18 @@ pub fn available_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// How long the calling thread has waited, runnable, for a CPU so far
+/// (the second field of `/proc/thread-self/schedstat`, the scheduler's
+/// run-queue delay); `None` where the kernel does not keep it. A load
+/// thread that waits this long for a CPU is starved by other work on the
+/// machine, whatever its own CPU time says: the two added are how much of
+/// a CPU it wanted.
+pub fn thread_cpu_wait() -> Option<std::time::Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let waited: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some(std::time::Duration::from_nanos(waited))
+}
+
 /// CPU time (user + system) the calling thread has used so far; zero where
 /// the kernel will not say. Engines read it around their worker threads,
 /// so a server in the same process (the built-in target) is not counted.

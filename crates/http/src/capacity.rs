@@ -163,9 +163,8 @@ fn run_step(
     if outcome.interrupted || stop.load(Ordering::Relaxed) {
         return Ok(Ended::Interrupted);
     }
-    let cpu = outcome.client_cpu_percent(step.threads);
     Ok(Ended::Measured {
-        shard: shard(&outcome, late_after, step.schedule.grace, cpu),
+        shard: shard(&outcome, late_after, step.schedule.grace, step.threads),
         outcome: StepOutcome {
             outcome,
             settings: step,
@@ -184,7 +183,7 @@ pub fn shard(
     outcome: &Outcome,
     late_after: Option<Duration>,
     grace: Duration,
-    cpu_percent: f64,
+    threads: usize,
 ) -> Shard {
     let s = &outcome.stats;
     // What the search counts: (ended, failed), requests or flows.
@@ -223,7 +222,8 @@ pub fn shard(
         latency,
         lag: s.send_lag.clone(),
         seconds,
-        client_cpu_percent: cpu_percent,
+        client_cpu_percent: outcome.client_cpu_percent(threads),
+        client_wait_percent: dyno_load::pool::busy_percent(outcome.cpu_wait, outcome.wall, threads),
     }
 }
 

@@ -349,6 +349,7 @@ mod tests {
             elapsed: Duration::from_secs(1),
             wall: Duration::from_secs(1),
             cpu: Duration::from_millis(200),
+            cpu_wait: Duration::ZERO,
             interrupted: false,
             refused: false,
             silent: false,

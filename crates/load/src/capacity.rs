@@ -20,6 +20,14 @@ use crate::slo::Slo;
 /// taken to have measured the client (as the runs' own warning says).
 pub const CLIENT_SATURATED_PERCENT: f64 = 90.0;
 
+/// The share of their time the client's threads may wait, runnable, for
+/// a CPU before a step counts as run on a busy machine: other work took
+/// the CPU the client needed, so a failing step may be the machine's
+/// doing, and is run again ([`crate::search`]). On this project's 2-core
+/// VM a quiet machine kept the wait near 1%; with a compile on both cores
+/// it was 8% of a 2000 req/s client's time, with two CPU hogs 14%.
+pub const BUSY_WAIT_PERCENT: f64 = 10.0;
+
 /// The fewest requests (or transactions) a step is judged on: the search
 /// halves no lower than the rate that gives a step this many.
 pub const MIN_REQUESTS_PER_STEP: f64 = 10.0;
@@ -115,6 +123,9 @@ pub struct Extra {
     /// The 99th percentile of the send (or schedule) lag, in nanoseconds.
     pub send_lag_p99_ns: u64,
     pub client_cpu_percent: f64,
+    /// How long the client's threads waited for a CPU, in percent of
+    /// their time.
+    pub client_wait_percent: f64,
 }
 
 /// One step as an engine ran it.
@@ -274,7 +285,9 @@ impl<O> Searched<O> {
     pub fn figures(&self) -> Option<&Ran<O>> {
         let max = match self.answer {
             Answer::Found { max, .. } => Some(max),
-            Answer::Unfinished { max, .. } | Answer::ClientBound { max, .. } => max,
+            Answer::Unfinished { max, .. }
+            | Answer::ClientBound { max, .. }
+            | Answer::Unstable { max, .. } => max,
             Answer::NoneMeets { .. } => None,
         };
         max.and_then(|max| {
@@ -478,7 +491,7 @@ pub fn mark(run: &mut Run, searched: &CapacityRecord, unit: Unit) {
                 run.headline = Some("max_sustainable_rate".into());
             }
         }
-        CapacityOutcome::Unfinished | CapacityOutcome::Interrupted => {
+        CapacityOutcome::Unfinished | CapacityOutcome::Interrupted | CapacityOutcome::Unstable => {
             if let Some(max) = answer.max_rate {
                 run.metrics.insert(
                     0,
@@ -488,12 +501,14 @@ pub fn mark(run: &mut Run, searched: &CapacityRecord, unit: Unit) {
                     ),
                 );
             }
-            run.warnings
-                .push(if answer.outcome == CapacityOutcome::Interrupted {
-                    CapacityWarning::Interrupted { steps }.into()
-                } else {
-                    CapacityWarning::Unfinished { steps }.into()
-                });
+            run.warnings.push(match answer.outcome {
+                CapacityOutcome::Interrupted => CapacityWarning::Interrupted { steps }.into(),
+                CapacityOutcome::Unstable => CapacityWarning::Unstable {
+                    cause: answer.cause.clone().unwrap_or_default(),
+                }
+                .into(),
+                _ => CapacityWarning::Unfinished { steps }.into(),
+            });
         }
     }
     if let Some(above) = answer.above_rate
@@ -506,12 +521,14 @@ pub fn mark(run: &mut Run, searched: &CapacityRecord, unit: Unit) {
 }
 
 /// What makes a search's run claim no capacity, as its warnings say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CapacityWarning {
     /// An interrupt ended the search after `steps` steps.
     Interrupted { steps: usize },
     /// The budget (or the target going away) ended it after `steps`.
     Unfinished { steps: usize },
+    /// Repeated steps disagreed; `cause` is [`search::Cause::code`]'s.
+    Unstable { cause: String },
 }
 
 impl dyno_model::Judgement for CapacityWarning {
@@ -519,6 +536,7 @@ impl dyno_model::Judgement for CapacityWarning {
         match self {
             CapacityWarning::Interrupted { .. } => "interrupted",
             CapacityWarning::Unfinished { .. } => "search_unfinished",
+            CapacityWarning::Unstable { .. } => "search_unstable",
         }
     }
 }
@@ -536,6 +554,16 @@ impl std::fmt::Display for CapacityWarning {
                 f,
                 "the search ended after {} before its bracket was confirmed: its highest pass is a lower bound (max_passing_rate), not a capacity; give a longer --budget or a --start nearer the answer",
                 steps(*n)
+            ),
+            CapacityWarning::Unstable { cause } => write!(
+                f,
+                "repeated steps kept disagreeing, so no capacity is claimed: {}",
+                match cause.as_str() {
+                    "machine_busy" =>
+                        "other work took the client's CPU during them (the machine was busy); stop it, or run the client on a machine of its own",
+                    _ =>
+                        "nothing changed on the client's side, so the target's capacity moved during the search (other load on it, caches, a neighbour); search again when it holds still",
+                }
             ),
         }
     }
@@ -577,6 +605,13 @@ pub fn answer_record(answer: Answer) -> CapacityAnswer {
             lowest_rate: Some(lowest),
             ..CapacityAnswer::default()
         },
+        Answer::Unstable { max, above, cause } => CapacityAnswer {
+            outcome: CapacityOutcome::Unstable,
+            max_rate: max,
+            above_rate: above,
+            cause: Some(cause.code().to_owned()),
+            ..CapacityAnswer::default()
+        },
         Answer::ClientBound { at, max } => CapacityAnswer {
             outcome: CapacityOutcome::ClientBound,
             max_rate: max,
@@ -603,6 +638,7 @@ fn step_record<O>(ran: &Ran<O>) -> CapacityStep {
         late: o.late,
         send_lag_p99_ns: ran.extra.send_lag_p99_ns,
         client_cpu_percent: ran.extra.client_cpu_percent,
+        client_wait_percent: ran.extra.client_wait_percent,
         server_cpu_percent: None,
         target_cpu_percent: None,
         passed: ran.step.passed(),
@@ -661,6 +697,7 @@ mod tests {
             late: 0,
             rise: None,
             client_saturated: false,
+            busy: false,
         }
     }
 
@@ -907,6 +944,7 @@ mod split_tests {
             lag: dyno_stats::hdr::latency_histogram(),
             seconds: Vec::new(),
             client_cpu_percent: 10.0,
+            client_wait_percent: 0.0,
         }
     }
 

@@ -377,6 +377,11 @@ pub struct Pooled<D, S> {
     /// CPU time (user + system) the threads used from the clock's start
     /// to the end of their load.
     pub cpu: Duration,
+    /// How long the threads waited, runnable, for a CPU over the same
+    /// time ([`dyno_env::thread_cpu_wait`]); zero where the kernel does
+    /// not say. With `cpu` it is how much CPU the client wanted: a client
+    /// starved by other work waits where a saturated one runs.
+    pub cpu_wait: Duration,
     pub interrupted: bool,
     pub halted: bool,
 }
@@ -548,12 +553,14 @@ pub fn run<J: Job>(
         let finished = Instant::now();
         let mut done = Vec::with_capacity(threads);
         let mut cpu = Duration::ZERO;
+        let mut cpu_wait = Duration::ZERO;
         let mut failed = None;
         for handle in handles {
             match handle.join() {
-                Ok(Ok((d, c))) => {
+                Ok(Ok((d, used))) => {
                     done.push(d);
-                    cpu += c;
+                    cpu += used.cpu;
+                    cpu_wait += used.waited;
                 }
                 Ok(Err(Ended::Setup(e))) => {
                     failed.get_or_insert(Failure::Setup(e));
@@ -578,10 +585,17 @@ pub fn run<J: Job>(
             setup,
             finished,
             cpu,
+            cpu_wait,
             interrupted: control.interrupted(),
             halted: control.halted(),
         })
     })
+}
+
+/// The CPU a thread's load used, and how long it waited for one.
+struct Used {
+    cpu: Duration,
+    waited: Duration,
 }
 
 /// How a thread ended without its load.
@@ -592,10 +606,7 @@ enum Ended<E> {
 
 /// One thread: its event loop, its setup, the wait for the clock, its load
 /// with the cut-off and the ticker that closes each second on time.
-fn work<J: Job>(
-    job: &J,
-    thread: &Thread<J::Slice>,
-) -> Result<(J::Done, Duration), Ended<J::Error>> {
+fn work<J: Job>(job: &J, thread: &Thread<J::Slice>) -> Result<(J::Done, Used), Ended<J::Error>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -618,6 +629,7 @@ fn work<J: Job>(
         return Err(Ended::CalledOff);
     }
     let cpu_before = dyno_env::thread_cpu_time();
+    let wait_before = dyno_env::thread_cpu_wait();
     set.block_on(&runtime, async {
         let ticker = {
             let seconds = thread.seconds();
@@ -644,10 +656,16 @@ fn work<J: Job>(
     // protocol reads its state.
     drop(set);
     drop(runtime);
-    let cpu = dyno_env::thread_cpu_time().saturating_sub(cpu_before);
+    let used = Used {
+        cpu: dyno_env::thread_cpu_time().saturating_sub(cpu_before),
+        waited: match (wait_before, dyno_env::thread_cpu_wait()) {
+            (Some(before), Some(after)) => after.saturating_sub(before),
+            _ => Duration::ZERO,
+        },
+    };
     let done = job.finish(thread, state);
     thread.seconds.close();
-    Ok((done, cpu))
+    Ok((done, used))
 }
 
 #[cfg(test)]

@@ -11,6 +11,16 @@
 //! moves the bracket and the bisection goes on. A step in which the client
 //! itself was saturated ends the search, since from then on it measures the
 //! client rather than the server.
+//!
+//! The search knows when it cannot judge. A step that failed while the
+//! machine was busy (other work took the client's CPU) or that ended no
+//! request at all is run once more; one whose verdict contradicts an
+//! earlier run at its rate is run again, up to [`MAX_RUNS_PER_RATE`]
+//! times in all. The majority of a rate's runs is its verdict. When the runs of
+//! [`MAX_MIXED_RATES`] rates still disagree, the search stops: the answer
+//! is [`Answer::Unstable`], the bracket it can defend (rates whose every
+//! run agreed) and the likely cause, never a figure a repeat would not
+//! give.
 
 use std::time::Duration;
 
@@ -31,6 +41,16 @@ pub const MAX_LATE: f64 = 0.001;
 /// noise, not a queue; from 2 ms to 100 ms under 1 s is a queue).
 pub const RISE_SHARE: f64 = 0.25;
 pub const RISE_OF_LIMIT: f64 = 0.02;
+
+/// The most runs of one rate: a failing step on a busy machine, or a
+/// verdict that contradicts an earlier one, is run again up to this many
+/// times in all, and the majority decides.
+pub const MAX_RUNS_PER_RATE: usize = 3;
+
+/// Rates whose runs disagree (after their repeats) before the search
+/// calls itself unstable: one is a rate at the edge of the capacity; two
+/// are a capacity that moved, or a machine that would not hold still.
+pub const MAX_MIXED_RATES: usize = 2;
 
 /// How the search runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,8 +83,12 @@ pub struct Observation {
     pub late: u64,
     /// A significant rise of latency within the step, if there was one.
     pub rise: Option<Rise>,
-    /// The client used nearly all of its CPU.
+    /// The client used nearly all of its CPU, or wanted it: what it ran
+    /// and what it waited to run, added.
     pub client_saturated: bool,
+    /// The machine was busy with other work: the client waited for a CPU
+    /// for a large share of the step ([`crate::capacity::BUSY_WAIT_PERCENT`]).
+    pub busy: bool,
 }
 
 impl Observation {
@@ -268,6 +292,9 @@ pub enum Purpose {
     ConfirmPass,
     /// The first fail, run again.
     ConfirmFail,
+    /// A step run again: it failed on a busy machine, ended nothing, or
+    /// contradicted an earlier run at its rate.
+    Repeat,
 }
 
 impl Purpose {
@@ -277,6 +304,7 @@ impl Purpose {
             Purpose::Bisect => "bisect",
             Purpose::ConfirmPass => "confirm pass",
             Purpose::ConfirmFail => "confirm fail",
+            Purpose::Repeat => "repeat",
         }
     }
 }
@@ -316,6 +344,34 @@ pub enum Answer {
     /// rate); `max` is the highest pass before, if any. No claim is made
     /// about the server.
     ClientBound { at: f64, max: Option<f64> },
+    /// Repeated steps kept disagreeing: the bracket the search can defend
+    /// (the highest rate whose every run passed, the lowest whose every run
+    /// failed), and why it could not judge. No capacity is claimed.
+    Unstable {
+        max: Option<f64>,
+        above: Option<f64>,
+        cause: Cause,
+    },
+}
+
+/// Why a search could not judge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// Other work took the client's CPU during the disagreeing steps.
+    MachineBusy,
+    /// Nothing on the client's side changed: the target's own capacity
+    /// moved during the search (other load on it, a cache, a neighbour).
+    CapacityMoved,
+}
+
+impl Cause {
+    /// The stable code the record keeps.
+    pub fn code(self) -> &'static str {
+        match self {
+            Cause::MachineBusy => "machine_busy",
+            Cause::CapacityMoved => "capacity_moved",
+        }
+    }
 }
 
 /// What to do next.
@@ -339,6 +395,12 @@ pub struct Search {
     pass_confirmed: bool,
     fail_confirmed: bool,
     client_bound: Option<f64>,
+    /// A rate to run again, and the purpose of the run it repeats.
+    repeat: Option<(f64, Purpose)>,
+    /// Rates whose runs disagreed, once decided by their majority.
+    mixed: Vec<f64>,
+    /// Set once [`MAX_MIXED_RATES`] rates disagreed.
+    unstable: Option<Cause>,
 }
 
 impl Search {
@@ -353,6 +415,9 @@ impl Search {
             pass_confirmed: false,
             fail_confirmed: false,
             client_bound: None,
+            repeat: None,
+            mixed: Vec::new(),
+            unstable: None,
         }
     }
 
@@ -376,6 +441,19 @@ impl Search {
         }
         if let Some(at) = self.client_bound {
             return Next::Done(Answer::ClientBound { at, max: self.pass });
+        }
+        if self.unstable.is_some() {
+            return Next::Done(self.answer());
+        }
+        if let Some((rate, _)) = self.repeat {
+            if self.steps.len() >= self.settings.max_steps {
+                return Next::Done(self.answer());
+            }
+            self.pending = Some((rate, Purpose::Repeat));
+            return Next::Run {
+                rate,
+                purpose: Purpose::Repeat,
+            };
         }
         let (rate, purpose) = match (self.pass, self.fail) {
             (None, None) => (self.settings.start, Purpose::Bracket),
@@ -420,6 +498,71 @@ impl Search {
         if why.contains(&Why::ClientBound) {
             self.client_bound = Some(observation.achieved);
         }
+        // A repeat stands in for the run it repeats.
+        let asked = purpose;
+        let purpose = match (purpose, self.repeat.take()) {
+            (Purpose::Repeat, Some((_, repeated))) => repeated,
+            (purpose, _) => purpose,
+        };
+        let measured_before = self.steps.iter().any(|s| s.observation.requests > 0);
+        let suspect =
+            !passed && (observation.busy || (observation.requests == 0 && measured_before));
+        self.steps.push(Step {
+            rate,
+            purpose: asked,
+            observation,
+            why,
+        });
+        let (passes, fails) = self.tally(rate);
+        let mixed = passes > 0 && fails > 0;
+        let runs = passes + fails;
+        // A contradiction gets up to three runs, for a majority; a failure
+        // on a busy machine one more, whose agreement settles it.
+        let more = (mixed && runs < MAX_RUNS_PER_RATE) || (suspect && runs < 2);
+        if more && self.client_bound.is_none() {
+            self.repeat = Some((rate, purpose));
+            return self.steps.last().expect("just pushed");
+        }
+        // Decided: by the majority of the rate's runs (a tie fails it: a
+        // rate that fails half the time is not sustainable).
+        let passed = if mixed { passes > fails } else { passed };
+        if mixed && !self.mixed.contains(&rate) {
+            self.mixed.push(rate);
+            if self.mixed.len() >= MAX_MIXED_RATES {
+                self.unstable = Some(self.cause());
+            }
+        }
+        self.apply(rate, purpose, passed);
+        self.steps.last().expect("just pushed")
+    }
+
+    /// How many runs at `rate` passed and failed.
+    fn tally(&self, rate: f64) -> (usize, usize) {
+        let runs = self.steps.iter().filter(|s| s.rate == rate);
+        runs.fold(
+            (0, 0),
+            |(p, f), s| {
+                if s.passed() { (p + 1, f) } else { (p, f + 1) }
+            },
+        )
+    }
+
+    /// Why the search cannot judge: a busy machine if any run of the rates
+    /// that disagreed ran on one, else the target's capacity moving.
+    fn cause(&self) -> Cause {
+        let busy = self
+            .steps
+            .iter()
+            .any(|s| self.mixed.contains(&s.rate) && s.observation.busy);
+        if busy {
+            Cause::MachineBusy
+        } else {
+            Cause::CapacityMoved
+        }
+    }
+
+    /// Moves the bracket by a decided verdict at `rate`.
+    fn apply(&mut self, rate: f64, purpose: Purpose, passed: bool) {
         match (purpose, passed) {
             (Purpose::ConfirmPass, true) => self.pass_confirmed = true,
             (Purpose::ConfirmFail, false) => self.fail_confirmed = true,
@@ -450,13 +593,6 @@ impl Search {
                 }
             }
         }
-        self.steps.push(Step {
-            rate,
-            purpose,
-            observation,
-            why,
-        });
-        self.steps.last().expect("just pushed")
     }
 
     /// The answer as it stands: what [`Search::next_step`] would end with, or
@@ -465,6 +601,15 @@ impl Search {
     pub fn answer(&self) -> Answer {
         if let Some(at) = self.client_bound {
             return Answer::ClientBound { at, max: self.pass };
+        }
+        if let Some(cause) = self.unstable {
+            // What every run agreed on, and nothing above a rate that
+            // failed every time.
+            let above = self.consistent(|_| true, false).min_by(f64::total_cmp);
+            let max = self
+                .consistent(|r| above.is_none_or(|a| r < a), true)
+                .max_by(f64::total_cmp);
+            return Answer::Unstable { max, above, cause };
         }
         match (self.pass, self.fail) {
             (Some(max), Some(above))
@@ -570,6 +715,7 @@ mod tests {
             late: 0,
             rise: None,
             client_saturated: false,
+            busy: false,
         }
     }
 
@@ -661,6 +807,7 @@ mod tests {
                 late: 0,
                 rise: crate::trend::rising(&medians),
                 client_saturated: false,
+                busy: false,
             }
         }
     }
@@ -708,6 +855,7 @@ mod tests {
                 late: 0,
                 rise: crate::trend::rising(&per_second),
                 client_saturated: false,
+                busy: false,
             }
         }
     }
@@ -868,6 +1016,95 @@ mod tests {
         assert!(judge(&slo, &o).is_empty());
         o.requests = 0;
         assert_eq!(judge(&slo, &o), [Why::NoRequests]);
+    }
+
+    #[test]
+    fn a_step_that_failed_on_a_busy_machine_is_run_again_and_its_repeat_counts() {
+        // An M/M/1 target; the first run at 400/s fails while other work
+        // takes the client's CPU. The repeat passes, so the rate passes
+        // (two of three), and the answer is the target's.
+        let mut target = mm1_exact(1000.0);
+        let mut busy_once = true;
+        let (answer, steps) = search(settings(), slo("p99<=20ms"), |rate| {
+            let mut o = target(rate);
+            if rate == 400.0 && busy_once {
+                busy_once = false;
+                o.busy = true;
+                o.latency[1].1 = Duration::from_millis(40);
+            }
+            o
+        });
+        let (max, above) = bracket(answer);
+        assert!(max <= 769.75 && 769.75 < above, "{max} {above}");
+        let at_400: Vec<Purpose> = steps
+            .iter()
+            .filter(|s| s.rate == 400.0)
+            .map(|s| s.purpose)
+            .collect();
+        // The busy failure, its repeat (a pass: a contradiction), and the
+        // third run that settles it.
+        assert_eq!(at_400, [Purpose::Bracket, Purpose::Repeat, Purpose::Repeat]);
+    }
+
+    #[test]
+    fn a_step_that_ended_nothing_between_steps_that_did_is_run_again() {
+        let mut target = mm1_exact(1000.0);
+        let mut empty_once = true;
+        let (answer, steps) = search(settings(), slo("p99<=20ms"), |rate| {
+            let mut o = target(rate);
+            if rate == 200.0 && empty_once {
+                empty_once = false;
+                o.requests = 0;
+                o.achieved = 0.0;
+            }
+            o
+        });
+        bracket(answer);
+        assert_eq!(steps[1].why, [Why::NoRequests]);
+        assert_eq!(steps[2].purpose, Purpose::Repeat);
+        assert!(steps[2].passed());
+    }
+
+    #[test]
+    fn verdicts_that_keep_disagreeing_end_the_search_unstable_with_the_cause() {
+        // From 600/s to 900/s the target's capacity will not hold still:
+        // each rate there passes on its first run only, so every
+        // confirmation contradicts its step, and its repeat too.
+        let flaky = |busy: bool| {
+            let mut target = mm1_exact(1000.0);
+            let mut runs: Vec<f64> = Vec::new();
+            move |rate: f64| {
+                let mut o = target(rate);
+                if (600.0..900.0).contains(&rate) {
+                    runs.push(rate);
+                    let pass = runs.iter().filter(|&&r| r == rate).count() == 1;
+                    o.latency[1].1 = Duration::from_millis(if pass { 10 } else { 40 });
+                    o.busy = busy;
+                }
+                o
+            }
+        };
+        let (answer, steps) = search(settings(), slo("p99<=20ms"), flaky(false));
+        let Answer::Unstable { max, above, cause } = answer else {
+            panic!("{answer:?}");
+        };
+        assert_eq!(cause, Cause::CapacityMoved);
+        // The bracket it can defend: rates every run agreed on.
+        assert_eq!(max, Some(800.0), "{steps:?}");
+        assert!(above.is_none_or(|a| a >= 900.0), "{above:?}");
+        assert!(steps.iter().any(|s| s.purpose == Purpose::Repeat));
+        // The same disagreement on a busy machine names the machine.
+        let (answer, _) = search(settings(), slo("p99<=20ms"), flaky(true));
+        assert!(
+            matches!(
+                answer,
+                Answer::Unstable {
+                    cause: Cause::MachineBusy,
+                    ..
+                }
+            ),
+            "{answer:?}"
+        );
     }
 
     #[test]

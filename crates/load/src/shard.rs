@@ -15,7 +15,7 @@ use dyno_stats::hdr;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::capacity::{self, CLIENT_SATURATED_PERCENT, Extra};
+use crate::capacity::{self, BUSY_WAIT_PERCENT, CLIENT_SATURATED_PERCENT, Extra};
 use crate::search::Observation;
 use crate::slo::Slo;
 use crate::trend;
@@ -40,6 +40,9 @@ pub struct Shard {
     pub seconds: Vec<Histogram<u64>>,
     /// The client's CPU, in percent of its threads.
     pub client_cpu_percent: f64,
+    /// How long its threads waited, runnable, for a CPU, in percent of
+    /// their time: other work on the machine took it.
+    pub client_wait_percent: f64,
 }
 
 /// How one process's part of a step ended: what it reports to the others.
@@ -101,6 +104,17 @@ pub fn observe(shards: &[Shard], slo: &Slo, requested: Option<f64>) -> (Observat
         .iter()
         .map(|s| s.client_cpu_percent)
         .fold(0.0, f64::max);
+    let wait = shards
+        .iter()
+        .map(|s| s.client_wait_percent)
+        .fold(0.0, f64::max);
+    // What the busiest client wanted of its CPUs: what it ran and what it
+    // waited to run. A client starved by other work is as saturated as one
+    // that ran out of CPU: its sends go late for its own reasons.
+    let wanted = shards
+        .iter()
+        .map(|s| s.client_cpu_percent + s.client_wait_percent)
+        .fold(0.0, f64::max);
     let observation = Observation {
         requested: requested.unwrap_or(achieved),
         achieved,
@@ -110,7 +124,8 @@ pub fn observe(shards: &[Shard], slo: &Slo, requested: Option<f64>) -> (Observat
         sends: sum(|s| s.sends),
         late: sum(|s| s.late),
         rise: requested.and_then(|_| trend::rising(&capacity::medians(&seconds))),
-        client_saturated: cpu >= CLIENT_SATURATED_PERCENT,
+        client_saturated: wanted >= CLIENT_SATURATED_PERCENT,
+        busy: wait >= BUSY_WAIT_PERCENT,
     };
     let extra = Extra {
         send_lag_p99_ns: if lag.is_empty() {
@@ -119,6 +134,7 @@ pub fn observe(shards: &[Shard], slo: &Slo, requested: Option<f64>) -> (Observat
             lag.value_at_quantile(0.99)
         },
         client_cpu_percent: cpu,
+        client_wait_percent: wait,
     };
     (observation, extra)
 }
@@ -166,6 +182,8 @@ enum Wire {
         lag: String,
         seconds: Vec<String>,
         client_cpu_percent: f64,
+        #[serde(default)]
+        client_wait_percent: f64,
     },
     Interrupted,
     Lost(String),
@@ -186,6 +204,7 @@ impl Part {
                 lag: encode(&s.lag),
                 seconds: s.seconds.iter().map(encode).collect(),
                 client_cpu_percent: s.client_cpu_percent,
+                client_wait_percent: s.client_wait_percent,
             },
             Part::Interrupted => Wire::Interrupted,
             Part::Lost(why) => Wire::Lost(why.clone()),
@@ -208,6 +227,7 @@ impl Part {
                 lag,
                 seconds,
                 client_cpu_percent,
+                client_wait_percent,
             } => Part::Measured(Shard {
                 requests,
                 errors,
@@ -221,6 +241,7 @@ impl Part {
                     .map(|s| decode(s))
                     .collect::<Result<_, _>>()?,
                 client_cpu_percent,
+                client_wait_percent,
             }),
             Wire::Interrupted => Part::Interrupted,
             Wire::Lost(why) => Part::Lost(why),
@@ -251,6 +272,7 @@ mod tests {
             lag,
             seconds,
             client_cpu_percent: cpu,
+            client_wait_percent: 0.0,
         }
     }
 

@@ -184,8 +184,11 @@ pub fn record(plan: &RatePlan, figures: &[StageFigures]) -> RatePlanRecord {
 
 /// Each stage's figures as metrics labelled with the stage (1, 2, …) and
 /// its text: the achieved rate, the latency and send lag distributions,
-/// the errors and dropped sends. Context: the run's headline stays its
-/// own.
+/// the errors and dropped sends. The rate, the latency, the errors and
+/// the dropped sends are diagnostics, so `compare` sets each stage beside
+/// the same stage of the other side (a stage that regressed is not
+/// averaged away) without counting them in its score; the send lag and
+/// the unfinished are context. The run's headline stays its own.
 pub fn metrics(plan: &RatePlan, figures: &[StageFigures]) -> Vec<Metric> {
     let mut metrics = Vec::new();
     for (i, (stage, f)) in plan.stages.iter().zip(figures).enumerate() {
@@ -202,25 +205,27 @@ pub fn metrics(plan: &RatePlan, figures: &[StageFigures]) -> Vec<Metric> {
                 Direction::HigherIsBetter,
                 f.ended as f64 / d,
             )
-            .context()
+            .diagnostic()
             .merged(Merge::Sum),
         ));
         metrics.push(label(
-            hdr::latency_metric("stage_latency_ns", &f.latency).context(),
+            hdr::latency_metric("stage_latency_ns", &f.latency).diagnostic(),
         ));
         metrics.push(label(
             hdr::latency_metric("stage_send_lag_ns", &f.lag).context(),
         ));
-        for (name, n) in [
-            ("stage_errors", f.errors),
-            ("stage_dropped_sends", f.dropped),
-            ("stage_unfinished", f.unfinished),
+        for (name, n, compared) in [
+            ("stage_errors", f.errors, true),
+            ("stage_dropped_sends", f.dropped, true),
+            ("stage_unfinished", f.unfinished, false),
         ] {
-            metrics.push(label(
-                Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64)
-                    .context()
-                    .merged(Merge::Sum),
-            ));
+            let m = Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64);
+            let m = if compared {
+                m.diagnostic()
+            } else {
+                m.context()
+            };
+            metrics.push(label(m.merged(Merge::Sum)));
         }
     }
     metrics

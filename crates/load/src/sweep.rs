@@ -286,6 +286,7 @@ pub fn record<O>(swept: &Swept<O>, plan: &Plan) -> CapacityRecord {
                     late: o.late,
                     send_lag_p99_ns: s.extra.send_lag_p99_ns,
                     client_cpu_percent: s.extra.client_cpu_percent,
+                    client_wait_percent: s.extra.client_wait_percent,
                     server_cpu_percent: None,
                     target_cpu_percent: None,
                     passed: s.passed(),
@@ -344,6 +345,7 @@ mod tests {
             late: 0,
             rise: None,
             client_saturated: false,
+            busy: false,
         }
     }
 

@@ -80,6 +80,27 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
             ),
             (None, None) => "no step finished".to_owned(),
         },
+        CapacityOutcome::Unstable => {
+            let defend = match (a.max_rate, a.above_rate) {
+                (Some(max), Some(above)) => format!(
+                    "every run passed at {} {unit} and failed at {} {unit}",
+                    short_rate(max),
+                    short_rate(above)
+                ),
+                (Some(max), None) => format!("every run passed at {} {unit}", short_rate(max)),
+                (None, Some(above)) => format!("every run failed at {} {unit}", short_rate(above)),
+                (None, None) => "no rate gave the same verdict twice".to_owned(),
+            };
+            format!(
+                "unstable: repeated steps disagreed ({}), so no capacity is claimed at {}; {defend}",
+                match a.cause.as_deref() {
+                    Some("machine_busy") =>
+                        "the machine was busy: other work took the client's CPU",
+                    _ => "the target's capacity moved during the search",
+                },
+                cap.slo
+            )
+        }
         CapacityOutcome::Interrupted => {
             let seen = match (a.max_rate, a.above_rate) {
                 (Some(max), Some(above)) => format!(
@@ -163,6 +184,10 @@ fn sweep_answer(cap: &CapacityRecord, unit: &str) -> String {
             cap.slo,
             r(a.lowest_rate),
             failed_on(cap)
+        ),
+        CapacityOutcome::Unstable => format!(
+            "unstable: repeated steps disagreed, so no capacity is claimed at {}",
+            cap.slo
         ),
         CapacityOutcome::Interrupted => format!(
             "interrupted after {}: no capacity is claimed at {}{}",
@@ -442,6 +467,7 @@ mod tests {
                 above_rate: Some(43_000.0),
                 lowest_rate: Some(20.0),
                 client_bound_at: Some(39_000.0),
+                cause: None,
             },
             sweep: None,
             steps: vec![
@@ -459,6 +485,7 @@ mod tests {
                     late: 3,
                     send_lag_p99_ns: 40_000,
                     client_cpu_percent: 35.0,
+                    client_wait_percent: 0.0,
                     server_cpu_percent: Some(48.0),
                     target_cpu_percent: None,
                     passed: true,
@@ -479,6 +506,7 @@ mod tests {
                     late: 90_000,
                     send_lag_p99_ns: 1_000_000_000,
                     client_cpu_percent: 60.0,
+                    client_wait_percent: 0.0,
                     server_cpu_percent: Some(99.6),
                     target_cpu_percent: None,
                     passed: false,

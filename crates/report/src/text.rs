@@ -59,6 +59,7 @@ fn headline(run: &Run) -> String {
             dyno_model::record::CapacityOutcome::Unfinished => Some("search unfinished"),
             dyno_model::record::CapacityOutcome::NoneMeets => Some("no rate meets the objective"),
             dyno_model::record::CapacityOutcome::ClientBound => Some("client-bound"),
+            dyno_model::record::CapacityOutcome::Unstable => Some("search unstable"),
         });
     let mut parts: Vec<&str> = Vec::new();
     if interrupted {

@@ -94,6 +94,9 @@ pub struct Outcome {
     pub wall: Duration,
     /// CPU time (user + system) the worker threads used.
     pub cpu: Duration,
+    /// How long the worker threads waited, runnable, for a CPU: other
+    /// work on the machine took it ([`dyno_load::pool::Pooled::cpu_wait`]).
+    pub cpu_wait: Duration,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
     /// The run was given up early because the first
@@ -428,6 +431,7 @@ pub fn run_gated(
         elapsed,
         wall: pooled.clock.start.elapsed(),
         cpu: pooled.cpu,
+        cpu_wait: pooled.cpu_wait,
         interrupted: pooled.interrupted,
         refused: pooled.halted && protocol_failure.is_none() && !silent,
         silent,

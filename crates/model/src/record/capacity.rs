@@ -73,6 +73,10 @@ pub enum CapacityOutcome {
     /// An interrupt (Ctrl-C) ended it: no capacity is claimed; its steps
     /// are kept as diagnostics.
     Interrupted,
+    /// Repeated steps kept disagreeing (a busy machine, or a capacity
+    /// that moved): `max_rate` and `above_rate` are the bracket every run
+    /// agreed on, and no capacity is claimed.
+    Unstable,
     /// No rate down to the floor met the objective.
     NoneMeets,
     /// The client saturated first: no claim about the server.
@@ -93,6 +97,10 @@ pub struct CapacityAnswer {
     pub lowest_rate: Option<f64>,
     /// `client_bound`: the rate the saturated client achieved.
     pub client_bound_at: Option<f64>,
+    /// `unstable`: why the search could not judge: `machine_busy` (other
+    /// work took the client's CPU) or `capacity_moved`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
 }
 
 /// One step of the search.
@@ -122,6 +130,9 @@ pub struct CapacityStep {
     pub send_lag_p99_ns: u64,
     /// The client's CPU use, in percent of its threads.
     pub client_cpu_percent: f64,
+    /// How long the client's threads waited, runnable, for a CPU (other
+    /// work on the machine took it), in percent of their time.
+    pub client_wait_percent: f64,
     /// The watched server processes' CPU (`--watch-pid`, `--watch-name`,
     /// `--watch-cgroup`, added up), in percent of one core, over the
     /// step's measured window; absent when none was watched.
