@@ -10,7 +10,12 @@
 # (-c 50 for 10 s), the most it can answer at any latency.
 #
 # Printed: the truth, the search's answer and bracket, the sweep's answer,
-# each one's error against the truth and the time it took.
+# each one's error against the truth and the time it took; then a slow
+# target's row: dyno serve's /delay/100 (every answer 100 ms late, on a
+# timer), whose truth is what the connections carry (50 connections ÷
+# 100 ms = 500 req/s, measured by the closed model), searched under
+# p99<=1s, where a step's answers still under way at its end are a tenth
+# of a second's worth of its requests.
 #
 # Usage: bench/capacity.sh [US] [TARGET] [BUDGET_SECONDS] [STEP_SECONDS]
 #        defaults 2000 (500 req/s), p99<=20ms, 120, 5
@@ -88,4 +93,34 @@ for rate, p99 in rows:
 print(f'sweep: max {best} req/s (resolution {float(rows[1][0]) - float(rows[0][0]):.0f} req/s), {len(rows)} rates in {wsecs:.0f} s')
 if best:
     print(f'sweep / truth: {best / truth:.3f}')
+PY
+
+# The slow target: its capacity is the connections' (each answer waits
+# 100 ms on a timer), so the truth is the closed model's rate at the
+# same connections.
+SLOW="http://127.0.0.1:$PORT/delay/100"
+pin_client "$DYNO" http "$SLOW" -c 50 -t 1 -d 10s --no-save --json >"$WORK/slow-closed.json" 2>/dev/null
+SLOW_TRUTH=$(python3 -c "import json,sys; m={x['name']:x['value'] for x in json.load(open(sys.argv[1]))['metrics']}; print(m['requests_per_sec'])" "$WORK/slow-closed.json")
+START=$(date +%s.%N)
+pin_client "$DYNO" http "$SLOW" -c 50 -t 1 --find-max --slo 'p99<=1s' --step "${STEP}s" \
+  --budget "${BUDGET}s" --no-save --json >"$WORK/slow.json" 2>"$WORK/slow.err" || true
+SLOW_SECS=$(python3 -c "import time,sys; print(time.time()-float(sys.argv[1]))" "$START")
+echo
+echo "slow target: /delay/100, 50 connections, p99<=1s"
+grep '^step' "$WORK/slow.err" || true
+python3 - "$WORK/slow.json" "$SLOW_TRUTH" "$SLOW_SECS" <<'PY'
+import json, sys
+truth, secs = float(sys.argv[2]), float(sys.argv[3])
+try:
+    cap = json.load(open(sys.argv[1]))["settings"]["capacity"]
+except (ValueError, KeyError):
+    print(f"slow truth: {truth:.1f} req/s; the search saved no run")
+    sys.exit()
+a = cap["answer"]
+fmt = lambda x: "–" if x is None else f"{x:.1f}"
+print(f'slow truth: {truth:.1f} req/s (closed model, 50 connections, 10 s)')
+print(f'slow search: {a["outcome"]}, max {fmt(a.get("max_rate"))} req/s, above {fmt(a.get("above_rate"))} req/s, '
+      f'{len(cap["steps"])} steps in {secs:.0f} s')
+if a.get("max_rate"):
+    print(f'slow search / truth: {a["max_rate"] / truth:.3f}')
 PY

@@ -1246,7 +1246,14 @@ fn find_max_stays_under_a_serialised_scripts_ceiling() {
     }
     let max = cap["answer"]["max_rate"].as_f64().unwrap();
     assert!(max < 500.0, "{cap}");
-    assert_eq!(run["headline"], "max_sustainable_rate");
+    // Found, it claims the capacity; ended by the budget first (a busy
+    // machine's disagreeing steps run again), only a lower bound.
+    if cap["answer"]["outcome"] == "found" {
+        assert_eq!(run["headline"], "max_sustainable_rate");
+    } else {
+        assert_eq!(cap["answer"]["outcome"], "unfinished", "{cap}");
+        assert_eq!(run["headline"], Value::Null);
+    }
     assert_eq!(run["settings"]["warmup_ns"], 200_000_000);
 }
 

@@ -238,14 +238,22 @@ fn a_capacity_search_finds_a_rate_of_flows() {
     assert!(stderr.contains(" flows/s: achieved "), "{stderr}");
     let steps = run["settings"]["capacity"]["steps"].as_array().unwrap();
     assert!(!steps.is_empty(), "{run:#}");
+    // Described by its file (not a method), and its rates are flows.
     assert!(
         run["description"]
             .as_str()
             .unwrap()
-            .starts_with("SCENARIO "),
+            .starts_with("scenario bbs.toml at "),
         "{}",
         run["description"]
     );
+    let unit = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "max_sustainable_rate" || m["name"] == "max_passing_rate")
+        .map(|m| m["unit"].clone());
+    assert!(unit.is_none_or(|u| u == "flows_per_sec"), "{unit:?}");
     // The first step was asked for 100 flows/s and made about that many.
     let first = &steps[0];
     assert!(

@@ -404,7 +404,10 @@ fn a_scenario_with_think_times_is_judged_by_the_flows_due_in_each_step() {
         Duration::from_secs(5),
     );
     s.scenario = Some(Arc::new(scenario));
-    let mut p = plan("p99<=50ms", 50.0);
+    // A latency target loose enough that a busy machine's late wake-ups
+    // (a client thread waiting 10–20 ms for a CPU beside two hogs) do not
+    // make the flows' starts late: it is the users the test is about.
+    let mut p = plan("p99<=200ms", 50.0);
     p.step = Duration::from_secs(4);
     p.warmup = Duration::from_millis(300);
     // Room for the repeats a busy machine asks for.

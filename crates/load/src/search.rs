@@ -87,7 +87,7 @@ pub struct Observation {
     /// and what it waited to run, added.
     pub client_saturated: bool,
     /// The machine was busy with other work: the client waited for a CPU
-    /// for a large share of the step ([`crate::capacity::BUSY_WAIT_PERCENT`]).
+    /// for a large share of what it wanted ([`crate::capacity::starved`]).
     pub busy: bool,
 }
 

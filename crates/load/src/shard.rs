@@ -15,7 +15,7 @@ use dyno_stats::hdr;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::capacity::{self, BUSY_WAIT_PERCENT, CLIENT_SATURATED_PERCENT, Extra};
+use crate::capacity::{self, CLIENT_SATURATED_PERCENT, Extra};
 use crate::search::Observation;
 use crate::slo::Slo;
 use crate::trend;
@@ -108,6 +108,9 @@ pub fn observe(shards: &[Shard], slo: &Slo, requested: Option<f64>) -> (Observat
         .iter()
         .map(|s| s.client_wait_percent)
         .fold(0.0, f64::max);
+    let busy = shards
+        .iter()
+        .any(|s| capacity::starved(s.client_cpu_percent, s.client_wait_percent));
     // What the busiest client wanted of its CPUs: what it ran and what it
     // waited to run. A client starved by other work is as saturated as one
     // that ran out of CPU: its sends go late for its own reasons.
@@ -125,7 +128,7 @@ pub fn observe(shards: &[Shard], slo: &Slo, requested: Option<f64>) -> (Observat
         late: sum(|s| s.late),
         rise: requested.and_then(|_| trend::rising(&capacity::medians(&seconds))),
         client_saturated: wanted >= CLIENT_SATURATED_PERCENT,
-        busy: wait >= BUSY_WAIT_PERCENT,
+        busy,
     };
     let extra = Extra {
         send_lag_p99_ns: if lag.is_empty() {
