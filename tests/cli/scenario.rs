@@ -253,7 +253,10 @@ fn a_capacity_search_finds_a_rate_of_flows() {
         .iter()
         .find(|m| m["name"] == "max_sustainable_rate" || m["name"] == "max_passing_rate")
         .map(|m| m["unit"].clone());
-    assert!(unit.is_none_or(|u| u == "flows_per_sec"), "{unit:?}");
+    assert!(
+        unit.as_ref().is_none_or(|u| u == "flows_per_sec"),
+        "{unit:?}"
+    );
     // The first step was asked for 100 flows/s and made about that many.
     let first = &steps[0];
     assert!(
