@@ -233,7 +233,10 @@ fn a_target_no_rate_meets_ends_with_the_lowest_rate_tried() {
         "{}",
         steps(&capacity)
     );
-    let rates: Vec<f64> = capacity.steps.iter().map(|s| s.step.rate).collect();
+    // Halving to the floor; on a busy machine a failing step may be run
+    // once more before the next.
+    let mut rates: Vec<f64> = capacity.steps.iter().map(|s| s.step.rate).collect();
+    rates.dedup();
     assert_eq!(rates, [64.0, 32.0, 20.0], "{}", steps(&capacity));
 }
 
