@@ -44,8 +44,8 @@ pub(super) fn step_line<O>(n: usize, ran: &Ran<O>, unit: &str) -> String {
 }
 
 /// How a search that saved `run_id` ends: the target lost (1), an
-/// interrupt (130, what was found kept), no rate meeting the objective
-/// (1), or an answer (0).
+/// interrupt (130, what was found kept, no capacity claimed), no rate
+/// meeting the objective or an unstable search (1), or an answer (0).
 pub(super) fn exit_status<O>(searched: &Searched<O>, run_id: &dyno_model::RunId) -> ExitStatus {
     ended(
         "search",
