@@ -809,42 +809,21 @@ mod tests {
             fail_setup: None,
             unit: Some(Duration::from_millis(400)),
         };
-        let mut with_grace = settings(1, Some(Duration::from_secs(1)));
-        with_grace.grace = Duration::from_millis(500);
-        let pooled = run(
-            &with_grace,
-            &Control::new(Arc::default()),
-            &job,
-            |_| {},
-            || Ok(None),
-        )
-        .expect("runs");
+        // One thread for 1 s, waiting `grace` past its end.
+        let with = |grace: u64| {
+            let mut s = settings(1, Some(Duration::from_secs(1)));
+            s.grace = Duration::from_millis(grace);
+            run(&s, &Control::new(Arc::default()), &job, |_| {}, || Ok(None)).expect("runs")
+        };
+        let pooled = with(500);
         assert_eq!(pooled.threads, vec![(3, 0)]);
         assert_eq!(pooled.window(None), Duration::from_secs(1));
         assert_eq!(pooled.timeline.len(), 1);
         assert_eq!(pooled.timeline[0].0, 3);
         // Without the grace the third is cut.
-        let pooled = run(
-            &settings(1, Some(Duration::from_secs(1))),
-            &Control::new(Arc::default()),
-            &job,
-            |_| {},
-            || Ok(None),
-        )
-        .expect("runs");
-        assert_eq!(pooled.threads, vec![(2, 1)]);
+        assert_eq!(with(0).threads, vec![(2, 1)]);
         // A grace shorter than the work left cuts it at the grace's end.
-        let mut short = settings(1, Some(Duration::from_secs(1)));
-        short.grace = Duration::from_millis(100);
-        let pooled = run(
-            &short,
-            &Control::new(Arc::default()),
-            &job,
-            |_| {},
-            || Ok(None),
-        )
-        .expect("runs");
-        assert_eq!(pooled.threads, vec![(2, 1)]);
+        assert_eq!(with(100).threads, vec![(2, 1)]);
     }
 
     #[test]
