@@ -1,20 +1,132 @@
-//! What `--find-max` prints while it searches, for `dyno http` and `dyno
-//! db run` alike: one line per step as it ends.
+//! `--find-max` for `dyno http` and `dyno db run` alike: one wiring for
+//! every engine and every axis of the search. The engine's command gives
+//! what differs (how to run the search on its engine, how to make its
+//! run, how a step's outcome is watched and printed); this module prints
+//! one line per step as it ends, judges the watched server at the steps,
+//! meets the other segments, saves the run and chooses the exit status.
 
-use dyno_load::capacity::{Ran, Searched};
-use dyno_load::search::Answer;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::ExitStatus;
+use anyhow::Result;
+use dyno_load::capacity::{self, Axis, Level, Plan, Ran, Searched};
+use dyno_load::search::Purpose;
+use dyno_load::shard::Together;
 use dyno_load::slo::human_duration;
+use dyno_model::Run;
+use jiff::Timestamp;
 
-/// How a finished search or sweep ends, once its run is saved under an
-/// id.
-pub(super) type Status = Box<dyn Fn(&dyno_model::RunId) -> ExitStatus>;
+use super::interrupt::{Interrupt, Second};
+use super::watch::{Window, Windows};
+use super::{finish, segment};
+use crate::ExitStatus;
+
+/// What differs from engine to engine in a search's wiring, besides the
+/// engine itself.
+pub(super) struct Wiring<'a, O> {
+    /// What the search's rates count (`req/s`, `flows/s`, `tps`), and the
+    /// engine's word for its concurrency (`connections`, `clients`).
+    pub unit: &'a str,
+    pub what: &'a str,
+    /// Whether the engine's progress line is rewritten in place on the
+    /// terminal, and so is cleared before each step's line.
+    pub clear_line: bool,
+    /// The measured window of a step's outcome, as the watcher judges it.
+    pub window: &'a dyn Fn(&O) -> Window,
+    /// When a step's outcome started (the segments' record of the step
+    /// whose figures the run keeps).
+    pub started_at: fn(&O) -> SystemTime,
+    pub report: fn(&Run) -> String,
+}
+
+/// Where a search's run goes: the save flags, the store, this process's
+/// segment (a split search meets the others at every step) and what of
+/// the server is watched.
+pub(super) struct Outputs<'a> {
+    pub save: crate::cli::SaveArgs,
+    pub store: Option<Box<dyn dyno_store::Store>>,
+    pub segment: Option<&'a crate::settings::segment::Plan>,
+    pub watch: Option<crate::settings::Watch>,
+}
+
+/// `--find-max`: the steps, each printed as it ends, then the run (the
+/// step at the answer, the search in its record), printed and saved.
+/// `steps` makes the engine the search runs on (given the interrupt
+/// flag); `record` makes the run of what it found (given the search's
+/// length). Exit 1 when nothing met the objective, the search could not
+/// judge or the target went away, 130 when interrupted (what was found is
+/// kept, no capacity claimed).
+pub(super) fn find_max<G: capacity::Engine>(
+    plan: &Plan,
+    wiring: Wiring<'_, G::Outcome>,
+    steps: impl FnOnce(Arc<AtomicBool>) -> Result<G, G::Error>,
+    record: impl FnOnce(&Searched<G::Outcome>, Duration) -> Option<Run>,
+    outputs: Outputs<'_>,
+) -> Result<ExitStatus>
+where
+    G::Error: Into<anyhow::Error>,
+{
+    let Outputs {
+        mut save,
+        mut store,
+        segment,
+        watch,
+    } = outputs;
+    let interrupt = Interrupt::install(Second::Exits)?;
+    // Watched over the whole search; judged at its steps.
+    let watcher = super::watch::start(watch)?;
+    let started_at = Timestamp::now();
+    let started = Instant::now();
+    announce(plan, wiring.what);
+    let clear = || {
+        if wiring.clear_line {
+            eprint!("\r\x1b[2K");
+        }
+    };
+    let mut shown = 0;
+    let on_step = |ran: &Ran<G::Outcome>| {
+        clear();
+        shown += 1;
+        eprintln!("{}", step_line(shown, ran, wiring.unit, wiring.what));
+    };
+    let mut met = segment::Steps::of(segment, store.as_deref_mut());
+    let group = met.as_mut().map(|s| s as &mut dyn Together);
+    let stop = interrupt.flag();
+    let searched = steps(Arc::clone(&stop))
+        .and_then(|mut engine| capacity::drive(plan, &mut engine, group, &stop, on_step));
+    clear();
+    let searched = searched.map_err(Into::into)?;
+    let watched = watcher.stop();
+    let Some(mut run) = record(&searched, started.elapsed()) else {
+        return nothing_measured(searched.lost_target);
+    };
+    if let Some(windows) = windows(&searched, &wiring) {
+        let mut capacity = run.capacity();
+        let steps = capacity.as_mut().map(|c| &mut c.steps);
+        super::watch::record_search(&mut run, steps, &watched, windows);
+        if let Some(capacity) = &capacity {
+            run.set_capacity(capacity);
+        }
+    }
+    run.started_at = started_at;
+    run.duration_ns = started.elapsed().as_nanos() as u64;
+    let figures_at = searched.figures().map(|f| (wiring.started_at)(&f.outcome));
+    segment::Steps::mark(met, &mut run, figures_at, &mut save);
+    let run = finish(run, &save, store, wiring.report)?;
+    Ok(exit_status(&searched, &run.id))
+}
 
 /// The line that opens a search.
-pub(super) fn announce(plan: &dyno_load::capacity::Plan) {
+fn announce(plan: &Plan, what: &str) {
+    let searching = match plan.axis {
+        Axis::Rate { .. } => "searching for the highest rate".to_owned(),
+        Axis::Concurrency { from, to } => format!(
+            "sweeping {from}..{to} {what} (closed model, doubling) for the highest throughput"
+        ),
+    };
     eprintln!(
-        "dyno: searching for the highest rate that meets {} ({} steps, budget {})",
+        "dyno: {searching} that meets {} ({} steps, budget {})",
         plan.slo,
         crate::settings::segment::humantime(plan.step),
         crate::settings::segment::humantime(plan.budget)
@@ -22,94 +134,9 @@ pub(super) fn announce(plan: &dyno_load::capacity::Plan) {
 }
 
 /// One finished step: `step 3 (bisect) 41200 req/s: achieved 41198, p99
+/// 18ms: pass`, or in a sweep `step 3: 4 connections, 41.2k req/s, p99
 /// 18ms: pass`.
-pub(super) fn step_line<O>(n: usize, ran: &Ran<O>, unit: &str) -> String {
-    let s = &ran.step;
-    let o = &s.observation;
-    let p99 = o
-        .percentile(99.0)
-        .map_or_else(|| "–".to_owned(), human_duration);
-    let verdict = if s.passed() {
-        "pass".to_owned()
-    } else {
-        let why: Vec<String> = s.why.iter().map(|w| w.describe()).collect();
-        format!("fail ({})", why.join("; "))
-    };
-    format!(
-        "step {n} ({}) {} {unit}: achieved {}, p99 {p99}: {verdict}",
-        s.purpose.name(),
-        dyno_report::short_rate(s.rate),
-        dyno_report::short_rate(o.achieved),
-    )
-}
-
-/// How a search that saved `run_id` ends: the target lost (1), an
-/// interrupt (130, what was found kept, no capacity claimed), no rate
-/// meeting the objective or an unstable search (1), or an answer (0).
-pub(super) fn exit_status<O>(searched: &Searched<O>, run_id: &dyno_model::RunId) -> ExitStatus {
-    ended(
-        "search",
-        searched.lost_target.as_deref(),
-        searched.interrupted,
-        // No rate meets the objective, or the search could not judge.
-        matches!(
-            searched.answer,
-            Answer::NoneMeets { .. } | Answer::Unstable { .. }
-        ),
-        run_id,
-    )
-}
-
-/// How a search or sweep that measured no step ends: the reason it could
-/// not (the target, or the other segments, gone), else an interrupt.
-pub(super) fn nothing_measured(lost: Option<String>) -> anyhow::Result<ExitStatus> {
-    match lost {
-        Some(why) => anyhow::bail!("the search stopped before any step: {why}; nothing was saved"),
-        None => {
-            eprintln!("dyno: interrupted before any step was measured; nothing was saved");
-            Ok(ExitStatus::Interrupted)
-        }
-    }
-}
-
-/// How a search or sweep ends, said on stderr where it did not finish.
-fn ended(
-    what: &str,
-    lost: Option<&str>,
-    interrupted: bool,
-    none_meets: bool,
-    run_id: &dyno_model::RunId,
-) -> ExitStatus {
-    if let Some(why) = lost {
-        eprintln!("dyno: the {what} stopped: {why}; the steps so far were kept in {run_id}");
-        return ExitStatus::ChecksFailed;
-    }
-    if interrupted {
-        eprintln!("dyno: interrupted; the steps so far were kept in {run_id}");
-        return ExitStatus::Interrupted;
-    }
-    if none_meets {
-        ExitStatus::ChecksFailed
-    } else {
-        ExitStatus::Success
-    }
-}
-
-/// The line that opens a sweep of connections.
-pub(super) fn announce_sweep(plan: &dyno_load::sweep::Plan) {
-    eprintln!(
-        "dyno: sweeping {}..{} connections (closed model, doubling) for the highest throughput that meets {} ({} steps, budget {})",
-        plan.from,
-        plan.to,
-        plan.slo,
-        crate::settings::segment::humantime(plan.step),
-        crate::settings::segment::humantime(plan.budget)
-    );
-}
-
-/// One finished step of a sweep: `step 3: 4 connections, 41.2k req/s,
-/// p99 18ms: pass`.
-pub(super) fn sweep_line<O>(n: usize, ran: &dyno_load::sweep::Ran<O>, unit: &str) -> String {
+fn step_line<O>(n: usize, ran: &Ran<O>, unit: &str, what: &str) -> String {
     let o = &ran.observation;
     let p99 = o
         .percentile(99.0)
@@ -120,77 +147,83 @@ pub(super) fn sweep_line<O>(n: usize, ran: &dyno_load::sweep::Ran<O>, unit: &str
         let why: Vec<String> = ran.why.iter().map(|w| w.describe()).collect();
         format!("fail ({})", why.join("; "))
     };
-    format!(
-        "step {n}: {} connection{}, {} {unit}, p99 {p99}: {verdict}",
-        ran.connections,
-        if ran.connections == 1 { "" } else { "s" },
-        dyno_report::short_rate(o.achieved),
-    )
+    let achieved = dyno_report::short_rate(o.achieved);
+    let level = match ran.level {
+        Level::Concurrency(c) => {
+            let again = if ran.purpose == Purpose::Repeat {
+                " (repeat)"
+            } else {
+                ""
+            };
+            format!("{again}: {c} {}, {achieved} {unit}", counted(c, what))
+        }
+        Level::Rate(rate) => format!(
+            " ({}) {} {unit}: achieved {achieved}",
+            ran.purpose.name(),
+            dyno_report::short_rate(rate),
+        ),
+        Level::Probe => format!(" (probe): {achieved} {unit}"),
+    };
+    format!("step {n}{level}, p99 {p99}: {verdict}")
 }
 
-/// How a sweep that saved `run_id` ends, as [`exit_status`] says for a
-/// search.
-pub(super) fn sweep_exit_status<O>(
-    swept: &dyno_load::sweep::Swept<O>,
-    run_id: &dyno_model::RunId,
-) -> ExitStatus {
-    ended(
-        "sweep",
-        swept.lost_target.as_deref(),
-        swept.interrupted,
-        swept.answer().outcome == dyno_model::record::CapacityOutcome::NoneMeets,
-        run_id,
-    )
+/// `what` (a plural) for `n` of them: `1 connection`, `4 connections`.
+fn counted(n: u32, what: &str) -> &str {
+    if n == 1 {
+        what.strip_suffix('s').unwrap_or(what)
+    } else {
+        what
+    }
+}
+
+/// How a search that saved `run_id` ends: the target lost (1), an
+/// interrupt (130, what was found kept, no capacity claimed), no level
+/// meeting the objective or an unstable search (1), or an answer (0).
+fn exit_status<O>(searched: &Searched<O>, run_id: &dyno_model::RunId) -> ExitStatus {
+    if let Some(why) = &searched.lost_target {
+        eprintln!("dyno: the search stopped: {why}; the steps so far were kept in {run_id}");
+        return ExitStatus::ChecksFailed;
+    }
+    if searched.interrupted {
+        eprintln!("dyno: interrupted; the steps so far were kept in {run_id}");
+        return ExitStatus::Interrupted;
+    }
+    if searched.failed() {
+        ExitStatus::ChecksFailed
+    } else {
+        ExitStatus::Success
+    }
+}
+
+/// How a search that measured no step ends: the reason it could not (the
+/// target, or the other segments, gone), else an interrupt.
+fn nothing_measured(lost: Option<String>) -> Result<ExitStatus> {
+    match lost {
+        Some(why) => anyhow::bail!("the search stopped before any step: {why}; nothing was saved"),
+        None => {
+            eprintln!("dyno: interrupted before any step was measured; nothing was saved");
+            Ok(ExitStatus::Interrupted)
+        }
+    }
 }
 
 /// The windows a watched search is judged over: the step whose figures
 /// the run keeps, the first failing step above the answer (named by its
-/// rate in `unit`), if one ran, and every step's, in the record's order.
-/// `window` reads a step's outcome.
-pub(super) fn search_windows<O>(
-    found: &Searched<O>,
-    unit: &str,
-    window: impl Fn(&O) -> super::watch::Window,
-) -> Option<super::watch::Windows> {
+/// level), if one ran, and every step's, in the record's order.
+fn windows<O>(found: &Searched<O>, wiring: &Wiring<'_, O>) -> Option<Windows> {
     let figures = found.figures()?;
-    let above = match found.answer {
-        Answer::Found { above, .. }
-        | Answer::Unfinished {
-            above: Some(above), ..
-        } => Some(above),
-        _ => None,
-    };
-    let knee = above.and_then(|above| {
-        found
-            .steps
-            .iter()
-            .rev()
-            .find(|s| s.step.rate == above && !s.step.passed())
+    let window = wiring.window;
+    let knee = found.knee().map(|k| {
+        let level = match k.level {
+            Level::Rate(rate) => format!("{rate:.0} {}", wiring.unit),
+            Level::Concurrency(c) => format!("{c} {}", counted(c, wiring.what)),
+            Level::Probe => "the probe".to_owned(),
+        };
+        (level, window(&k.outcome))
     });
-    Some(super::watch::Windows {
+    Some(Windows {
         answer: window(&figures.outcome),
-        knee: knee.map(|k| (format!("{:.0} {unit}", k.step.rate), window(&k.outcome))),
+        knee,
         steps: found.steps.iter().map(|s| window(&s.outcome)).collect(),
-    })
-}
-
-/// [`search_windows`] of a sweep: the step whose figures the run keeps,
-/// the first failing step after the best (named by its connections or
-/// clients, `what`), and every step's.
-pub(super) fn sweep_windows<O>(
-    swept: &dyno_load::sweep::Swept<O>,
-    what: &str,
-    window: impl Fn(&O) -> super::watch::Window,
-) -> Option<super::watch::Windows> {
-    let figures = swept.figures()?;
-    let after = swept.best().map_or(0, |b| b.connections);
-    let knee = swept
-        .steps
-        .iter()
-        .find(|s| !s.passed() && s.connections > after);
-    Some(super::watch::Windows {
-        answer: window(&figures.outcome),
-        knee: knee.map(|k| (format!("{} {what}", k.connections), window(&k.outcome))),
-        steps: swept.steps.iter().map(|s| window(&s.outcome)).collect(),
     })
 }

@@ -121,28 +121,23 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         segment: plan,
         mut save,
         progress,
-        capacity,
-        sweep,
+        mode,
         watch,
     } = settings::db_run(args, env.hostname.as_deref())?;
-    let search = match (&capacity, &sweep) {
-        (Some(plan), _) => Some(Search::Rates(plan)),
-        (None, Some(plan)) => Some(Search::Clients(plan)),
-        (None, None) => None,
-    };
     // A segment's store is where the segments meet: never the local
     // fallback, where it would wait alone.
     let mut store = match &plan {
         Some(_) => Some(ctx.open_store()?),
         None => ctx.store_for(&save)?,
     };
-    if let Some(search) = search {
-        let on = Searched {
-            settings: &settings,
-            whole: &whole,
+    if let settings::Mode::FindMax(search) = mode {
+        let outputs = super::capacity::Outputs {
+            save,
+            store,
             segment: plan.as_ref(),
+            watch,
         };
-        return find_max(on, search, env, (save, store), progress, watch);
+        return find_max(&settings, &whole, &search, env, outputs, progress);
     }
     let interrupt = Interrupt::install(Second::Exits)?;
     let watcher = super::watch::start(watch)?;
@@ -200,113 +195,37 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// What `--find-max` runs: a search of rates, or (`-c FROM..TO`) a sweep
-/// of clients.
-enum Search<'a> {
-    Rates(&'a dyno_load::capacity::Plan),
-    Clients(&'a dyno_load::sweep::Plan),
-}
-
-/// What a search runs: the engine's settings (a segment's share), the
-/// whole run as given, and the segment, if this process is one.
-struct Searched<'a> {
-    settings: &'a dyno_db::run::RunSettings,
-    whole: &'a dyno_db::record::Whole,
-    segment: Option<&'a crate::settings::segment::Plan>,
-}
-
-/// `--find-max`: the steps, each printed as it ends, then the run (the
-/// step at the answer, the search in its record), printed and saved. Exit
-/// 1 when nothing met the objective or the server went away, 130 when
-/// interrupted (what was found is kept).
+/// `--find-max` on the PostgreSQL engine ([`super::capacity::find_max`]):
+/// `settings` is this segment's share of the run, `whole` the run as
+/// given; `progress` is `-P`'s interval.
 fn find_max(
-    on: Searched<'_>,
-    search: Search<'_>,
+    settings: &dyno_db::run::RunSettings,
+    whole: &dyno_db::record::Whole,
+    plan: &dyno_load::capacity::Plan,
     env: dyno_model::Environment,
-    (mut save, mut store): (crate::cli::SaveArgs, Option<Box<dyn dyno_store::Store>>),
+    outputs: super::capacity::Outputs<'_>,
     progress: Option<Duration>,
-    watch: Option<crate::settings::Watch>,
 ) -> Result<ExitStatus> {
-    let Searched {
-        settings,
-        whole,
-        segment: plan,
-    } = on;
-    let interrupt = Interrupt::install(Second::Exits)?;
-    // Watched over the whole search; judged at its steps.
-    let watcher = super::watch::start(watch)?;
-    let started = Instant::now();
-    let mut line = ProgressLine::new(progress);
-    let clear_line = progress.is_none() && std::io::stderr().is_terminal();
-    let mut shown = 0;
-    let mut step_line = |text: &dyn Fn(usize) -> String| {
-        if clear_line {
-            eprint!("\r\x1b[2K");
-        }
-        shown += 1;
-        eprintln!("{}", text(shown));
+    let wiring = super::capacity::Wiring {
+        unit: "tps",
+        what: "clients",
+        clear_line: progress.is_none() && std::io::stderr().is_terminal(),
+        window: &|(o, s): &(dyno_db::run::Outcome, dyno_db::run::RunSettings)| window(o, s),
+        started_at: |(o, _)| o.started_at,
+        report: dyno_report::db_report,
     };
-    let mut steps = segment::Steps::of(plan, store.as_deref_mut());
-    let group = steps
-        .as_mut()
-        .map(|s| s as &mut dyn dyno_load::shard::Together);
-    let step_window = |(o, s): &(dyno_db::run::Outcome, dyno_db::run::RunSettings)| window(o, s);
-    let (run, figures_at, lost, windows, status): (_, _, _, _, super::capacity::Status) =
-        match search {
-            Search::Rates(plan) => {
-                super::capacity::announce(plan);
-                let found = dyno_db::capacity::find_max(
-                    settings,
-                    plan,
-                    interrupt.flag(),
-                    group,
-                    |p| line.show(p),
-                    |step| step_line(&|n| super::capacity::step_line(n, step, "tps")),
-                );
-                line.clear();
-                let found = found?;
-                (
-                    dyno_db::capacity::record(&found, plan, whole, started.elapsed(), env),
-                    found.figures().map(|f| f.outcome.0.started_at),
-                    found.lost_target.clone(),
-                    super::capacity::search_windows(&found, "tps", step_window),
-                    Box::new(move |id| super::capacity::exit_status(&found, id)),
-                )
-            }
-            Search::Clients(plan) => {
-                super::capacity::announce_sweep(plan);
-                let swept = dyno_db::capacity::sweep_clients(
-                    settings,
-                    plan,
-                    interrupt.flag(),
-                    group,
-                    |p| line.show(p),
-                    |step| step_line(&|n| super::capacity::sweep_line(n, step, "tps")),
-                );
-                line.clear();
-                let swept = swept?;
-                (
-                    dyno_db::capacity::sweep_record(&swept, plan, whole, started.elapsed(), env),
-                    swept.figures().map(|f| f.outcome.0.started_at),
-                    swept.lost_target.clone(),
-                    super::capacity::sweep_windows(&swept, "clients", step_window),
-                    Box::new(move |id| super::capacity::sweep_exit_status(&swept, id)),
-                )
-            }
-        };
-    let watched = watcher.stop();
-    let Some(mut run) = run else {
-        return super::capacity::nothing_measured(lost);
-    };
-    if let Some(windows) = windows {
-        let mut record: dyno_model::record::DbRecord = run.record().unwrap_or_default();
-        let steps = record.capacity.as_mut().map(|c| &mut c.steps);
-        super::watch::record_search(&mut run, steps, &watched, windows);
-        run.set_record(&record);
-    }
-    segment::Steps::mark(steps, &mut run, figures_at, &mut save);
-    let run = finish(run, &save, store, dyno_report::db_report)?;
-    Ok(status(&run.id))
+    super::capacity::find_max(
+        plan,
+        wiring,
+        |stop| {
+            let mut line = ProgressLine::new(progress);
+            Ok(dyno_db::capacity::steps(settings, stop, move |p| {
+                line.show(p)
+            }))
+        },
+        |found, length| dyno_db::capacity::record(found, plan, whole, length, env),
+        outputs,
+    )
 }
 
 /// A run's measured window, as the watcher is judged over it: its

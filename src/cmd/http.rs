@@ -27,32 +27,24 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         server: _server,
         segments: plan,
         latency_log,
-        capacity,
-        sweep,
+        mode,
         watch,
         format,
         mut save,
     } = settings::http(args, &env)?;
-    let search = match (&capacity, &sweep) {
-        (Some(plan), _) => Some(Search::Rates(plan)),
-        (None, Some(plan)) => Some(Search::Connections(plan)),
-        (None, None) => None,
-    };
-    if let Some(search) = search {
+    if let settings::Mode::FindMax(search) = mode {
         // Split over segments, the steps meet in the store.
         let store = match &plan {
             Some(_) => Some(ctx.open_store()?),
             None => ctx.store_for(&save)?,
         };
-        return find_max(
-            &settings,
-            search,
-            env,
-            &asked,
-            (save, store),
-            plan.as_ref(),
+        let outputs = super::capacity::Outputs {
+            save,
+            store,
+            segment: plan.as_ref(),
             watch,
-        );
+        };
+        return find_max(&settings, &search, env, &asked, outputs);
     }
     // A segment's store is where the segments meet: falling back to the
     // local one would leave it waiting alone.
@@ -194,114 +186,43 @@ fn exit_status(
     Ok(ExitStatus::Success)
 }
 
-/// What `--find-max` runs: a search of rates, or (`-c FROM..TO`) a sweep
-/// of connections.
-enum Search<'a> {
-    Rates(&'a dyno_load::capacity::Plan),
-    Connections(&'a dyno_load::sweep::Plan),
-}
-
-/// `--find-max`: the steps, each printed as it ends, then the run (the
-/// step at the answer, with the search in its record), printed and saved.
-/// Exit 1 when nothing met the objective or the server went away, 130 when
-/// interrupted (what was found is kept). A segment (`plan`) runs its part
-/// of every step with the others, and saves its run for `dyno merge`.
+/// `--find-max` on the HTTP engine ([`super::capacity::find_max`]): a
+/// scenario's search is of flows per second; the progress line shows on a
+/// terminal.
 fn find_max(
     settings: &Settings,
-    search: Search<'_>,
+    plan: &dyno_load::capacity::Plan,
     env: dyno_model::Environment,
     asked: &Asked,
-    (mut save, mut store): (crate::cli::SaveArgs, Option<Box<dyn dyno_store::Store>>),
-    plan: Option<&crate::settings::segment::Plan>,
-    watch: Option<crate::settings::Watch>,
+    outputs: super::capacity::Outputs<'_>,
 ) -> Result<ExitStatus> {
-    let interrupt = Interrupt::install(Second::Exits)?;
-    // Watched over the whole search; judged at its steps.
-    let watcher = super::watch::start(watch)?;
-    let started_at = Timestamp::now();
-    let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
-    let progress = |p: Progress| {
-        if tty {
-            progress_line(&p);
-        }
+    let wiring = super::capacity::Wiring {
+        unit: if settings.scenario.is_some() {
+            "flows/s"
+        } else {
+            "req/s"
+        },
+        what: "connections",
+        clear_line: tty,
+        window: &|o: &dyno_http::capacity::StepOutcome| window(&o.outcome, &o.settings),
+        started_at: |o| o.outcome.started_at,
+        report: dyno_report::http_report,
     };
-    let mut shown = 0;
-    let mut step_line = |line: &dyn Fn(usize) -> String| {
-        if tty {
-            eprint!("\r\x1b[2K");
-        }
-        shown += 1;
-        eprintln!("{}", line(shown));
-    };
-    let mut steps = segment::Steps::of(plan, store.as_deref_mut());
-    let group = steps
-        .as_mut()
-        .map(|s| s as &mut dyn dyno_load::shard::Together);
-    let step_window = |o: &dyno_http::capacity::StepOutcome| window(&o.outcome, &o.settings);
-    // A scenario's search is of flows per second.
-    let per = if settings.scenario.is_some() {
-        "flows/s"
-    } else {
-        "req/s"
-    };
-    let (run, figures_at, lost, windows, status): (_, _, _, _, super::capacity::Status) =
-        match search {
-            Search::Rates(plan) => {
-                super::capacity::announce(plan);
-                let found = dyno_http::capacity::find_max(
-                    settings,
-                    plan,
-                    interrupt.flag(),
-                    group,
-                    progress,
-                    |step| step_line(&|n| super::capacity::step_line(n, step, per)),
-                )?;
-                (
-                    dyno_http::capacity::record(&found, plan, env, asked),
-                    found.figures().map(|f| f.outcome.outcome.started_at),
-                    found.lost_target.clone(),
-                    super::capacity::search_windows(&found, per, step_window),
-                    Box::new(move |id| super::capacity::exit_status(&found, id)),
-                )
-            }
-            Search::Connections(plan) => {
-                super::capacity::announce_sweep(plan);
-                let swept = dyno_http::capacity::sweep_connections(
-                    settings,
-                    plan,
-                    interrupt.flag(),
-                    group,
-                    progress,
-                    |step| step_line(&|n| super::capacity::sweep_line(n, step, per)),
-                )?;
-                (
-                    dyno_http::capacity::sweep_record(&swept, plan, env, asked),
-                    swept.figures().map(|f| f.outcome.outcome.started_at),
-                    swept.lost_target.clone(),
-                    super::capacity::sweep_windows(&swept, "connections", step_window),
-                    Box::new(move |id| super::capacity::sweep_exit_status(&swept, id)),
-                )
-            }
-        };
-    if tty {
-        eprint!("\r\x1b[2K");
-    }
-    let watched = watcher.stop();
-    let Some(mut run) = run else {
-        return super::capacity::nothing_measured(lost);
-    };
-    if let Some(windows) = windows {
-        let mut record: dyno_model::record::HttpRecord = run.record().unwrap_or_default();
-        let steps = record.capacity.as_mut().map(|c| &mut c.steps);
-        super::watch::record_search(&mut run, steps, &watched, windows);
-        run.set_record(&record);
-    }
-    run.started_at = started_at;
-    run.duration_ns = started.elapsed().as_nanos() as u64;
-    segment::Steps::mark(steps, &mut run, figures_at, &mut save);
-    let run = finish(run, &save, store, dyno_report::http_report)?;
-    Ok(status(&run.id))
+    super::capacity::find_max(
+        plan,
+        wiring,
+        |stop| {
+            let progress = move |p: Progress| {
+                if tty {
+                    progress_line(&p);
+                }
+            };
+            dyno_http::capacity::steps(settings, stop, progress)
+        },
+        |found, _| dyno_http::capacity::record(found, plan, env, asked),
+        outputs,
+    )
 }
 
 /// A run's measured window, as the watcher is judged over it.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use dyno_load::capacity::Plan;
+use dyno_load::capacity::{Axis, Plan};
 
 use crate::cli::FindMaxArgs;
 use crate::settings::segment::humantime;
@@ -12,16 +12,29 @@ use crate::settings::segment::humantime;
 /// Each step's warm-up when `--warmup` gives none.
 pub(crate) const STEP_WARMUP: Duration = Duration::from_secs(1);
 
-/// The plan, or `None` without `--find-max`. `warmup` is the command's own
-/// (each step's, when given, `0s` included; [`STEP_WARMUP`] otherwise); `max_error_rate` (percent) is the error
-/// target when `--slo` has none; `excluded` names the command's flags a
-/// search cannot go with, and whether each was given.
-pub(crate) fn plan(
+/// What a command does: one run, or a capacity search.
+#[derive(Debug, Clone)]
+pub(crate) enum Mode {
+    Run,
+    /// `--find-max`: a search of rates, or with `-c FROM..TO` of
+    /// concurrency.
+    FindMax(Plan),
+}
+
+/// The mode from `--find-max` and its flags. `range`: `-c FROM..TO`, a
+/// range of the concurrency (`what`: connections, clients) that makes the
+/// search a closed-model sweep. `warmup` is the command's own (each
+/// step's, when given, `0s` included; [`STEP_WARMUP`] otherwise);
+/// `max_error_rate` (percent) is the error target when `--slo` has none;
+/// `excluded` names the command's flags a search cannot go with, and
+/// whether each was given.
+pub(crate) fn mode(
     args: FindMaxArgs,
+    (range, what): (Option<(u32, u32)>, &str),
     warmup: Option<Duration>,
     max_error_rate: f64,
     excluded: &[(&str, bool)],
-) -> Result<Option<Plan>> {
+) -> Result<Mode> {
     let FindMaxArgs {
         find_max,
         slo,
@@ -31,7 +44,12 @@ pub(crate) fn plan(
         budget,
     } = args;
     if !find_max {
-        return Ok(None);
+        if let Some((from, to)) = range {
+            bail!(
+                "-c {from}..{to} is a range of {what} for a capacity search to sweep: add --find-max --slo OBJECTIVE, or give one number"
+            );
+        }
+        return Ok(Mode::Run);
     }
     if let Some((flag, _)) = excluded.iter().find(|(_, given)| *given) {
         bail!(
@@ -51,68 +69,73 @@ pub(crate) fn plan(
             humantime(step)
         );
     }
-    Ok(Some(Plan {
+    let axis = match range {
+        Some((from, to)) => {
+            if start.is_some() {
+                bail!(
+                    "--start is the first rate of a rate search; a sweep of -c {from}..{to} starts at {from} {what}: drop --start"
+                );
+            }
+            Axis::Concurrency { from, to }
+        }
+        None => Axis::Rate {
+            start,
+            precision: precision / 100.0,
+        },
+    };
+    Ok(Mode::FindMax(Plan {
         slo,
         slo_text,
-        start,
-        precision: precision / 100.0,
         step,
         warmup: warmup.unwrap_or(STEP_WARMUP),
         budget,
+        axis,
     }))
 }
 
 /// Checks a search split over segments (`--find-max --segment`), and
 /// adds what every segment's search must share to the settings `shared`
-/// publishes at the barrier: the objective, the start, the steps, the
-/// precision, the budget and a sweep's range, so that every segment's
-/// search takes the same steps.
+/// publishes at the barrier: the objective, the axis (the start and the
+/// precision, or a sweep's range of `what`), the steps and the budget, so
+/// that every segment's search takes the same steps.
 pub(crate) fn segmented(
     segment: &crate::settings::segment::Plan,
-    search: Option<&Plan>,
-    sweep: Option<&dyno_load::sweep::Plan>,
-    unit: &str,
+    mode: &Mode,
+    what: &str,
     shared: &mut crate::settings::segment::Settings,
 ) -> Result<()> {
-    if search.is_none() && sweep.is_none() {
+    let Mode::FindMax(plan) = mode else {
         return Ok(());
-    }
+    };
     if segment.start_at.is_some() {
         bail!(
             "--find-max over segments meets the other segments before each step at the barrier: drop --start-at (every step starts together once all {} have arrived)",
             segment.segment.count
         );
     }
-    if let Some(sweep) = sweep
-        && sweep.from < segment.segment.count
-    {
-        bail!(
-            "-c {}..{} cannot be shared out over {} segments: every segment needs {unit} at each step (-c {}..{} or more)",
-            sweep.from,
-            sweep.to,
-            segment.segment.count,
-            segment.segment.count,
-            sweep.to.max(segment.segment.count)
-        );
+    match plan.axis {
+        Axis::Rate { start, precision } => {
+            shared
+                .put("find_max", "rates")
+                .opt("start", start)
+                .put("precision", precision);
+        }
+        Axis::Concurrency { from, to } => {
+            let count = segment.segment.count;
+            if from < count {
+                bail!(
+                    "-c {from}..{to} cannot be shared out over {count} segments: every segment needs {what} at each step (-c {count}..{} or more)",
+                    to.max(count)
+                );
+            }
+            shared.put("find_max", format!("{what} {from}..{to}"));
+        }
     }
-    if let Some(plan) = search {
-        shared
-            .put("find_max", "rates")
-            .put("slo", &plan.slo_text)
-            .opt("start", plan.start)
-            .put("precision", plan.precision)
-            .put("step", humantime(plan.step))
-            .put("step_warmup", humantime(plan.warmup))
-            .put("budget", humantime(plan.budget));
-    }
-    if let Some(plan) = sweep {
-        shared
-            .put("find_max", format!("{unit} {}..{}", plan.from, plan.to))
-            .put("slo", &plan.slo_text)
-            .put("step", humantime(plan.step))
-            .put("step_warmup", humantime(plan.warmup))
-            .put("budget", humantime(plan.budget));
-    }
+    shared
+        .put("slo", &plan.slo_text)
+        .put("step", humantime(plan.step))
+        .put("step_warmup", humantime(plan.warmup))
+        .put("budget", humantime(plan.budget));
     Ok(())
 }
 

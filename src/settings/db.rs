@@ -25,10 +25,8 @@ pub(crate) struct DbPlan {
     pub save: SaveArgs,
     /// `-P`: a progress line every interval.
     pub progress: Option<Duration>,
-    /// `--find-max`: the capacity search to run instead of one run.
-    pub capacity: Option<dyno_load::capacity::Plan>,
-    /// `--find-max -c FROM..TO`: the closed-model sweep instead.
-    pub sweep: Option<dyno_load::sweep::Plan>,
+    /// One run, or (`--find-max`) a capacity search.
+    pub mode: super::capacity::Mode,
     /// `--watch-*`: what of the server is watched during the run.
     pub watch: Option<super::Watch>,
 }
@@ -36,13 +34,6 @@ pub(crate) struct DbPlan {
 /// `dyno db run`'s flags, checked together and resolved; `host` names
 /// this machine for the segment plan.
 pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
-    if args.clients.range && !args.find_max.find_max {
-        bail!(
-            "-c {}..{} is a range of clients for a capacity search to sweep: add --find-max --slo OBJECTIVE, or give one number",
-            args.clients.from,
-            args.clients.to
-        );
-    }
     let mut plan = Plan::from_args(&args.segments, host)?;
     if plan.is_some() && args.save.no_save {
         bail!(
@@ -62,8 +53,13 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
     let settings = run_settings(&args, plan.as_ref())?;
     // No error target in --slo: failed transactions are errors, and none is
     // allowed (a db run fails on any, as pgbench's exit status says).
-    let capacity = super::capacity::plan(
+    let range = args
+        .clients
+        .range
+        .then_some((args.clients.from, args.clients.to));
+    let mode = super::capacity::mode(
         args.find_max.clone(),
+        (range, "clients"),
         args.warmup,
         0.0,
         &[
@@ -73,37 +69,9 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
         ],
     )?;
     let watch = super::watch::watch(args.watch.clone(), Some(&settings.target))?;
-    // -c FROM..TO turns the search into the closed-model sweep.
-    let (capacity, sweep) = match (capacity, args.clients.range) {
-        (Some(c), true) => {
-            let (from, to) = (args.clients.from, args.clients.to);
-            if args.find_max.start.is_some() {
-                bail!(
-                    "--start is the first rate of a rate search; a sweep of -c {from}..{to} starts at {from} clients: drop --start"
-                );
-            }
-            let sweep = dyno_load::sweep::Plan {
-                slo: c.slo,
-                slo_text: c.slo_text,
-                from,
-                to,
-                step: c.step,
-                warmup: c.warmup,
-                budget: c.budget,
-            };
-            (None, Some(sweep))
-        }
-        (capacity, _) => (capacity, None),
-    };
     if let Some(plan) = &mut plan {
         let mut shared = published(&args, &settings);
-        super::capacity::segmented(
-            plan,
-            capacity.as_ref(),
-            sweep.as_ref(),
-            "clients",
-            &mut shared,
-        )?;
+        super::capacity::segmented(plan, &mode, "clients", &mut shared)?;
         plan.publish(shared);
     }
     Ok(DbPlan {
@@ -116,8 +84,7 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
         segment: plan,
         save: args.save,
         progress: args.progress,
-        capacity,
-        sweep,
+        mode,
         watch,
     })
 }

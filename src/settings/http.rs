@@ -23,10 +23,8 @@ pub(crate) struct HttpPlan {
     pub segments: Option<Plan>,
     /// `--latency-log`.
     pub latency_log: Option<std::path::PathBuf>,
-    /// `--find-max`: the capacity search to run instead of one run.
-    pub capacity: Option<dyno_load::capacity::Plan>,
-    /// `--find-max -c FROM..TO`: the closed-model sweep instead.
-    pub sweep: Option<dyno_load::sweep::Plan>,
+    /// One run, or (`--find-max`) a capacity search.
+    pub mode: super::Mode,
     /// `--watch-*`: what of the server is watched during the run.
     pub watch: Option<super::Watch>,
     pub format: HttpFormat,
@@ -80,13 +78,6 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         .range
         .then_some((connections.from, connections.to));
     let connections = connections.to;
-    if let Some((from, to)) = sweep_range
-        && !find_max.find_max
-    {
-        bail!(
-            "-c {from}..{to} is a range of connections for a capacity search to sweep: add --find-max --slo OBJECTIVE, or give one number"
-        );
-    }
     let cpus = dyno_env::available_cpus();
     let builtin = url.is_none() && url_file.is_none() && scenario.is_none();
     // -t as given (the default depends on each machine's CPUs).
@@ -120,9 +111,9 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         ],
     )?;
     let mut plan = Plan::from_args(&segments, env.hostname.as_deref())?;
-    let sweep_start = find_max.start;
-    let capacity = super::capacity::plan(
+    let mode = super::capacity::mode(
         find_max,
+        (sweep_range, "connections"),
         warmup,
         max_error_rate,
         &[
@@ -136,32 +127,11 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
     // A run's warm-up: none unless given.
     let warmup = warmup.unwrap_or_default();
     let watch = super::watch::watch(watch, None)?;
-    if capacity.is_some() && format == HttpFormat::Ab {
+    if matches!(mode, super::Mode::FindMax(_)) && format == HttpFormat::Ab {
         bail!(
             "--format ab prints one run; a capacity search is many steps: drop --format ab (--json prints the whole search)"
         );
     }
-    // -c FROM..TO turns the search into the closed-model sweep.
-    let (capacity, sweep) = match (capacity, sweep_range) {
-        (Some(c), Some((from, to))) => {
-            if sweep_start.is_some() {
-                bail!(
-                    "--start is the first rate of a rate search; a sweep of -c {from}..{to} starts at {from} connections: drop --start"
-                );
-            }
-            let sweep = dyno_load::sweep::Plan {
-                slo: c.slo,
-                slo_text: c.slo_text,
-                from,
-                to,
-                step: c.step,
-                warmup: c.warmup,
-                budget: c.budget,
-            };
-            (None, Some(sweep))
-        }
-        (capacity, _) => (capacity, None),
-    };
     // A segment runs its share of the connections and threads (and its
     // record says so: the merged run adds them up again).
     let whole_connections = connections;
@@ -377,13 +347,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         if url_file.is_some() {
             s.hash("url_file", format!("{paths:?}").as_bytes());
         }
-        super::capacity::segmented(
-            plan,
-            capacity.as_ref(),
-            sweep.as_ref(),
-            "connections",
-            &mut s,
-        )?;
+        super::capacity::segmented(plan, &mode, "connections", &mut s)?;
         plan.publish(s);
     }
     Ok(HttpPlan {
@@ -400,8 +364,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         server,
         segments: plan,
         latency_log,
-        capacity,
-        sweep,
+        mode,
         watch,
         format,
         save,

@@ -15,6 +15,7 @@ mod http;
 pub(crate) mod segment;
 mod watch;
 
+pub(crate) use capacity::Mode;
 pub(crate) use db::{DbPlan, db_run};
 pub(crate) use disk::{DiskPlan, disk};
 pub(crate) use exec::exec;

@@ -1418,10 +1418,12 @@ fn find_max_over_a_range_of_clients_sweeps_the_closed_model() {
     let run = stdout_json(&out);
     let cap = &run["settings"]["capacity"];
     let steps = cap["steps"].as_array().unwrap();
-    let levels: Vec<u64> = steps
+    let mut levels: Vec<u64> = steps
         .iter()
         .map(|s| s["connections"].as_u64().unwrap())
         .collect();
+    // A level that failed while the machine was busy runs once more.
+    levels.dedup();
     assert_eq!(levels[..3], [1, 2, 4], "{cap}");
     // 64 clients queue 64 × 2 ms for the lock: past 50 ms.
     assert!(levels.len() < 8, "{levels:?}");

@@ -1316,10 +1316,12 @@ fn find_max_over_a_range_of_connections_sweeps_the_closed_model() {
     assert_valid(&run, None);
     let cap = &run["settings"]["capacity"];
     let steps = cap["steps"].as_array().unwrap();
-    let levels: Vec<u64> = steps
+    let mut levels: Vec<u64> = steps
         .iter()
         .map(|s| s["connections"].as_u64().unwrap())
         .collect();
+    // A level that failed while the machine was busy runs once more.
+    levels.dedup();
     assert_eq!(levels[..3], [1, 2, 4], "{cap}");
     // Two failures in a row end it; 128 connections cannot meet 50 ms
     // (128 requests queue for 1 ms each).

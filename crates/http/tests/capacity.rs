@@ -14,15 +14,15 @@
 #[allow(dead_code)]
 mod common;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{OK, serve, settings};
 use dyno_http::Stop;
-use dyno_http::capacity::find_max;
-use dyno_load::capacity::Plan;
-use dyno_load::search::{Answer, Why};
+use dyno_load::capacity::{Axis, Plan};
+use dyno_load::search::Why;
+use dyno_model::record::{CapacityAnswer, CapacityOutcome};
 
 /// A server that serves one request at a time, each held `work` by a
 /// timer; returns it with the total time held and the count, for its
@@ -93,26 +93,51 @@ fn slow_server(delay: Duration) -> common::Server {
 fn steps(c: &dyno_http::capacity::Capacity) -> String {
     c.steps
         .iter()
-        .map(|s| {
-            format!(
-                "\n  {} {:.0}: {:?}",
-                s.step.purpose.name(),
-                s.step.rate,
-                s.step.why
-            )
-        })
+        .map(|s| format!("\n  {} {:.0}: {:?}", s.purpose.name(), rate(s), s.why))
         .collect()
+}
+
+/// Runs the search `plan` asks for on `settings`, `on_step` seeing each
+/// step as judged.
+fn search(
+    settings: &dyno_http::Settings,
+    plan: &Plan,
+    stop: Arc<AtomicBool>,
+    on_step: impl FnMut(&dyno_http::capacity::StepRun),
+) -> Result<dyno_http::capacity::Capacity, dyno_http::EngineError> {
+    let mut engine = dyno_http::capacity::steps(settings, Arc::clone(&stop), |_| {})?;
+    dyno_load::capacity::drive(plan, &mut engine, None, &stop, on_step)
+}
+
+/// A step's rate.
+fn rate(s: &dyno_http::capacity::StepRun) -> f64 {
+    s.level.rate().expect("a rate search's step")
+}
+
+/// The bracket of a search that found its answer.
+fn found(c: &dyno_http::capacity::Capacity) -> Option<(f64, f64)> {
+    match c.answer {
+        CapacityAnswer {
+            outcome: CapacityOutcome::Found,
+            max_rate: Some(max),
+            above_rate: Some(above),
+            ..
+        } => Some((max, above)),
+        _ => None,
+    }
 }
 
 fn plan(slo: &str, start: f64) -> Plan {
     Plan {
         slo: slo.parse().unwrap(),
         slo_text: slo.into(),
-        start: Some(start),
-        precision: 0.10,
         step: Duration::from_secs(2),
         warmup: Duration::from_millis(300),
         budget: Duration::from_secs(60),
+        axis: Axis::Rate {
+            start: Some(start),
+            precision: 0.10,
+        },
     }
 }
 
@@ -128,12 +153,10 @@ fn finds_the_capacity_of_a_serial_server_within_ten_percent() {
     );
     s.expect_status = dyno_http::StatusSet::parse("2xx").unwrap();
     let mut seen = 0;
-    let capacity = find_max(
+    let capacity = search(
         &s,
         &plan("p99<=100ms,errors<=0.1%", 100.0),
         Arc::default(),
-        None,
-        |_| {},
         |_| seen += 1,
     )
     .unwrap();
@@ -142,7 +165,7 @@ fn finds_the_capacity_of_a_serial_server_within_ten_percent() {
         busy.1.load(Ordering::Relaxed),
     );
     let truth = 1e9 / (held as f64 / count as f64);
-    let Answer::Found { max, above } = capacity.answer else {
+    let Some((max, above)) = found(&capacity) else {
         panic!(
             "no answer: {:?} (the server's capacity is {truth:.0}){}",
             capacity.answer,
@@ -157,13 +180,13 @@ fn finds_the_capacity_of_a_serial_server_within_ten_percent() {
     assert!(above / max - 1.0 <= 0.10 + 1e-9);
     assert_eq!(seen, capacity.steps.len());
     // Every step ran at its own rate, the first at the start.
-    assert_eq!(capacity.steps[0].step.rate, 100.0);
-    assert!(capacity.steps[0].step.passed());
+    assert_eq!(rate(&capacity.steps[0]), 100.0);
+    assert!(capacity.steps[0].passed());
     assert!(!capacity.interrupted);
     // The figures are the step at the answer's rate.
     let figures = capacity.figures().unwrap();
-    assert_eq!(figures.step.rate, max);
-    assert!(figures.step.passed());
+    assert_eq!(rate(figures), max);
+    assert!(figures.passed());
 }
 
 #[test]
@@ -179,16 +202,14 @@ fn an_error_target_fails_the_steps_where_the_server_sheds_load() {
     );
     let mut s = s;
     s.expect_status = dyno_http::StatusSet::parse("2xx").unwrap();
-    let capacity = find_max(
+    let capacity = search(
         &s,
         &plan("p99<=1s,errors<=1%", 100.0),
         Arc::default(),
-        None,
-        |_| {},
         |_| {},
     )
     .unwrap();
-    let Answer::Found { max, above } = capacity.answer else {
+    let Some((max, above)) = found(&capacity) else {
         panic!("no answer: {:?}{}", capacity.answer, steps(&capacity));
     };
     assert!(
@@ -200,7 +221,7 @@ fn an_error_target_fails_the_steps_where_the_server_sheds_load() {
         capacity
             .steps
             .iter()
-            .any(|s| s.step.why.iter().any(|w| matches!(w, Why::Errors { .. })))
+            .any(|s| s.why.iter().any(|w| matches!(w, Why::Errors { .. })))
     );
 }
 
@@ -225,17 +246,17 @@ fn a_target_no_rate_meets_ends_with_the_lowest_rate_tried() {
     let mut p = plan("errors<=1%", 64.0);
     p.step = Duration::from_millis(500);
     p.warmup = Duration::from_millis(100);
-    let capacity = find_max(&s, &p, Arc::default(), None, |_| {}, |_| {}).unwrap();
+    let capacity = search(&s, &p, Arc::default(), |_| {}).unwrap();
     // The floor: a 0.5 s step must hold at least 10 requests, so 20/s.
     assert_eq!(
-        capacity.answer,
-        Answer::NoneMeets { lowest: 20.0 },
+        (capacity.answer.outcome, capacity.answer.lowest_rate),
+        (CapacityOutcome::NoneMeets, Some(20.0)),
         "{}",
         steps(&capacity)
     );
     // Halving to the floor; on a busy machine a failing step may be run
     // once more before the next.
-    let mut rates: Vec<f64> = capacity.steps.iter().map(|s| s.step.rate).collect();
+    let mut rates: Vec<f64> = capacity.steps.iter().map(rate).collect();
     rates.dedup();
     assert_eq!(rates, [64.0, 32.0, 20.0], "{}", steps(&capacity));
 }
@@ -251,7 +272,7 @@ fn a_stop_before_the_first_step_ends_with_nothing_measured() {
         Duration::from_secs(5),
     );
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let capacity = find_max(&s, &plan("p99<=10ms", 100.0), stop, None, |_| {}, |_| {}).unwrap();
+    let capacity = search(&s, &plan("p99<=10ms", 100.0), stop, |_| {}).unwrap();
     assert!(capacity.interrupted);
     assert!(capacity.steps.is_empty());
     assert!(capacity.figures().is_none());
@@ -271,9 +292,18 @@ fn a_closed_port_is_an_error_before_any_step() {
         Duration::from_secs(1),
     );
     let mut p = plan("p99<=10ms", 100.0);
-    p.start = None;
-    let e = find_max(&s, &p, Arc::default(), None, |_| {}, |_| {}).unwrap_err();
-    assert!(e.to_string().contains("refused"), "{e}");
+    p.axis = Axis::Rate {
+        start: None,
+        precision: 0.10,
+    };
+    // The search ends before any step, saying why.
+    let capacity = search(&s, &p, Arc::default(), |_| {}).unwrap();
+    assert!(capacity.steps.is_empty());
+    let why = capacity.lost_target.unwrap();
+    assert!(
+        why.contains("refused") && why.contains("--start RATE"),
+        "{why}"
+    );
 }
 
 /// The client-bound guard: a server whose answers cost the client far more
@@ -309,17 +339,23 @@ fn a_search_the_client_cannot_keep_up_with_claims_no_server_capacity() {
     p.step = Duration::from_secs(1);
     p.warmup = Duration::from_millis(200);
     p.budget = Duration::from_secs(12);
-    let capacity = find_max(&s, &p, Arc::default(), None, |_| {}, |_| {}).unwrap();
-    let Answer::ClientBound { at, max } = capacity.answer else {
+    let capacity = search(&s, &p, Arc::default(), |_| {}).unwrap();
+    let CapacityAnswer {
+        outcome: CapacityOutcome::ClientBound,
+        client_bound_at: Some(at),
+        max_rate: max,
+        ..
+    } = capacity.answer
+    else {
         panic!("{:?}{}", capacity.answer, steps(&capacity));
     };
     // It stopped at the first saturated step, and says what the client
     // managed there; a pass before it is not claimed as the server's.
-    let last = &capacity.steps.last().unwrap().step;
+    let last = capacity.steps.last().unwrap();
     assert!(last.why.contains(&Why::ClientBound), "{}", steps(&capacity));
     assert_eq!(at, last.observation.achieved);
     assert!(at > 0.0);
-    assert!(max.is_none_or(|m| m < last.rate), "{}", steps(&capacity));
+    assert!(max.is_none_or(|m| m < rate(last)), "{}", steps(&capacity));
     let run = dyno_http::capacity::record(
         &capacity,
         &p,
@@ -349,10 +385,10 @@ fn search_slow(delay: Duration, connections: usize, slo: &str, start: f64) -> (f
     p.warmup = Duration::from_millis(300);
     // Room for the repeats a busy machine asks for.
     p.budget = Duration::from_secs(120);
-    let capacity = find_max(&s, &p, Arc::default(), None, |_| {}, |_| {}).unwrap();
-    match capacity.answer {
-        Answer::Found { max, above } => (max, above, steps(&capacity)),
-        other => panic!("no answer: {other:?}{}", steps(&capacity)),
+    let capacity = search(&s, &p, Arc::default(), |_| {}).unwrap();
+    match found(&capacity) {
+        Some((max, above)) => (max, above, steps(&capacity)),
+        None => panic!("no answer: {:?}{}", capacity.answer, steps(&capacity)),
     }
 }
 
@@ -415,9 +451,9 @@ fn a_scenario_with_think_times_is_judged_by_the_flows_due_in_each_step() {
     p.warmup = Duration::from_millis(300);
     // Room for the repeats a busy machine asks for.
     p.budget = Duration::from_secs(120);
-    let capacity = find_max(&s, &p, Arc::default(), None, |_| {}, |_| {}).unwrap();
+    let capacity = search(&s, &p, Arc::default(), |_| {}).unwrap();
     let carry = 100.0;
-    let Answer::Found { max, above } = capacity.answer else {
+    let Some((max, above)) = found(&capacity) else {
         panic!("no answer: {:?}{}", capacity.answer, steps(&capacity));
     };
     assert!(
@@ -431,8 +467,8 @@ fn a_scenario_with_think_times_is_judged_by_the_flows_due_in_each_step() {
         capacity
             .steps
             .iter()
-            .filter(|s| s.step.rate <= 0.9 * carry)
-            .all(|s| !s.step.why.iter().any(|w| matches!(w, Why::Rate { .. }))),
+            .filter(|s| rate(s) <= 0.9 * carry)
+            .all(|s| !s.why.iter().any(|w| matches!(w, Why::Rate { .. }))),
         "{}",
         steps(&capacity)
     );
@@ -495,34 +531,27 @@ fn a_cpu_hog_on_the_servers_core_mid_search_is_followed_or_called_unstable() {
     let hog_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut hog = None;
     let mut seen = 0;
-    let capacity = find_max(
-        &s,
-        &p,
-        Arc::default(),
-        None,
-        |_| {},
-        |_| {
-            seen += 1;
-            if seen == 3 {
-                let stop = Arc::clone(&hog_stop);
-                hog = Some(std::thread::spawn(move || {
-                    pin_to(0);
-                    while !stop.load(Ordering::Relaxed) {
-                        std::hint::spin_loop();
-                    }
-                }));
-            }
-        },
-    )
+    let capacity = search(&s, &p, Arc::default(), |_| {
+        seen += 1;
+        if seen == 3 {
+            let stop = Arc::clone(&hog_stop);
+            hog = Some(std::thread::spawn(move || {
+                pin_to(0);
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            }));
+        }
+    })
     .unwrap();
     hog_stop.store(true, Ordering::Relaxed);
     if let Some(h) = hog {
         h.join().unwrap();
     }
     // Alone, 2 ms a request is 500/s; beside the hog, about half.
-    match capacity.answer {
-        Answer::Unstable { .. } => {}
-        Answer::Found { max, .. } | Answer::Unfinished { max: Some(max), .. } => assert!(
+    match (capacity.answer.outcome, capacity.answer.max_rate) {
+        (CapacityOutcome::Unstable, _) => {}
+        (CapacityOutcome::Found | CapacityOutcome::Unfinished, Some(max)) => assert!(
             max <= 330.0,
             "answered {max}/s, the capacity before the hog{}",
             steps(&capacity)

@@ -12,18 +12,21 @@
 //! - [`trend`]: whether latency rose within a step (a growing queue).
 //! - [`search`]: capacity search, a pure state machine: one step's
 //!   observation in, the next rate out.
-//! - [`sweep`]: the closed-model variant: steps at a number of
-//!   connections, the best passing throughput and the USL fit.
+//! - [`sweep`]: the closed-model walk, a pure state machine beside it:
+//!   steps at a number of connections, the best passing throughput and
+//!   the USL fit.
 //! - [`shard`]: what one process measured of a step, and the step's
 //!   whole observation merged from every process of a split search.
-//! - [`capacity`]: running a search on an engine: the plan, the loop over
-//!   the steps, and the run's record of it.
+//! - [`capacity`]: running a search on an engine: one plan whose axis is
+//!   a rate or a concurrency, one loop over the steps for both, and the
+//!   run's record of it.
 //!
 //! Data flow: the binary parses `--slo` and the search flags into a
 //! [`capacity::Plan`]; an engine (`dyno_http::capacity`,
-//! `dyno_db::capacity`) runs each step [`capacity::drive`] asks for and
-//! turns what it measured into a [`search::Observation`]; the answer and
-//! the steps go into the run's record ([`capacity::record`]).
+//! `dyno_db::capacity`) implements [`capacity::Engine`], running each
+//! step [`capacity::drive`] asks for and reporting what it measured as a
+//! [`shard::Shard`]; the answer and the steps go into the run's record
+//! ([`capacity::record`], [`capacity::conclude`]).
 //! Nothing here prints.
 
 pub mod capacity;

@@ -295,6 +295,8 @@ pub enum Purpose {
     /// A step run again: it failed on a busy machine, ended nothing, or
     /// contradicted an earlier run at its rate.
     Repeat,
+    /// A closed-model level of a sweep of connections ([`crate::sweep`]).
+    Sweep,
 }
 
 impl Purpose {
@@ -305,6 +307,7 @@ impl Purpose {
             Purpose::ConfirmPass => "confirm pass",
             Purpose::ConfirmFail => "confirm fail",
             Purpose::Repeat => "repeat",
+            Purpose::Sweep => "sweep",
         }
     }
 }

@@ -142,6 +142,71 @@ pub fn observe(shards: &[Shard], slo: &Slo, requested: Option<f64>) -> (Observat
     (observation, extra)
 }
 
+/// What an engine counted of one step, for [`Shard::of`].
+#[derive(Debug, Clone)]
+pub struct Counted<'a> {
+    /// What ended in the measured window (requests, transactions or a
+    /// scenario's flows), the failed and the unfinished included, and of
+    /// them the failed.
+    pub ended: u64,
+    pub failed: u64,
+    /// Due in the window and never sent (dropped, skipped).
+    pub missed: u64,
+    /// Requests (transactions) still under way when the wait after the
+    /// step's end ran out.
+    pub unfinished: u64,
+    /// Corrected latency and send (or schedule) lag, nanoseconds, and the
+    /// latency by second of the window.
+    pub latency: &'a Histogram<u64>,
+    pub lag: &'a Histogram<u64>,
+    pub seconds: Vec<Histogram<u64>>,
+    pub elapsed: Duration,
+    pub client_cpu_percent: f64,
+    pub client_wait_percent: f64,
+}
+
+impl Shard {
+    /// What this process measured of a step, judged by what was due in
+    /// it (`late_after`: the open model's threshold for a late send, `None`
+    /// in a closed-model step, which has no due times; `grace`: how long
+    /// the step waited for what was under way at its end). What was sent
+    /// on schedule and still unanswered when the wait ran out counts as
+    /// ended, at a latency past the wait ([`waited_out`]); only what was
+    /// never sent, or sent late, counts against the schedule.
+    pub fn of(counted: Counted<'_>, late_after: Option<Duration>, grace: Duration) -> Shard {
+        let Counted {
+            ended,
+            failed,
+            missed,
+            unfinished,
+            latency,
+            lag,
+            mut seconds,
+            elapsed,
+            client_cpu_percent,
+            client_wait_percent,
+        } = counted;
+        let (sends, late) = match late_after {
+            Some(after) => (ended + missed, capacity::late(lag, after) + missed),
+            None => (ended, 0),
+        };
+        let mut latency = latency.clone();
+        waited_out(&mut latency, &mut seconds, unfinished, grace);
+        Shard {
+            requests: ended,
+            errors: failed,
+            sends,
+            late,
+            elapsed,
+            latency,
+            lag: lag.clone(),
+            seconds,
+            client_cpu_percent,
+            client_wait_percent,
+        }
+    }
+}
+
 /// Counts `unfinished` requests (or transactions) as ended: each was due
 /// in a step and still under way when the wait after the step's end
 /// (`grace`, [`crate::capacity::Plan::grace`]) ran out, so its latency is
@@ -150,7 +215,7 @@ pub fn observe(shards: &[Shard], slo: &Slo, requested: Option<f64>) -> (Observat
 /// the wait covers once there are enough of them for the percentile,
 /// instead of a shortfall of the achieved rate that any slow target
 /// would show.
-pub fn waited_out(
+fn waited_out(
     latency: &mut Histogram<u64>,
     seconds: &mut [Histogram<u64>],
     unfinished: u64,

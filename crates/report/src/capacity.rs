@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use dyno_model::record::{CapacityOutcome, CapacityRecord};
+use dyno_model::record::{CapacityOutcome, CapacityRecord, CapacityStep};
 
 use crate::format::format_duration_ns;
 
@@ -22,14 +22,27 @@ pub fn short_rate(per_sec: f64) -> String {
     }
 }
 
-/// The answer, in one sentence.
+/// The answer, in one sentence. A closed-model sweep's levels are its
+/// connections: its figures are throughputs, each named with the
+/// connections that gave it.
 pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
-    if cap.sweep.is_some() {
-        return sweep_answer(cap, unit);
-    }
     let a = &cap.answer;
     let r = |x: Option<f64>| x.map_or_else(|| "?".to_owned(), short_rate);
+    let sweep = cap.sweep.is_some();
+    // A sweep's figure, with the connections that gave it.
+    let with = |rate: Option<f64>| {
+        let step = rate.and_then(|r| cap.steps.iter().find(|s| s.passed && s.achieved == r));
+        step.and_then(|s| s.connections)
+            .map(|c| format!(" with {c} connection{}", if c == 1 { "" } else { "s" }))
+            .unwrap_or_default()
+    };
+    let passes = |max: f64| format!("{} {unit}{}", short_rate(max), with(Some(max)));
     match a.outcome {
+        CapacityOutcome::Found if sweep => format!(
+            "max throughput {} at {}",
+            passes(a.max_rate.unwrap_or_default()),
+            cap.slo
+        ),
         CapacityOutcome::Found => format!(
             "max sustainable {} {unit} (bracket {}–{}) at {}",
             r(a.max_rate),
@@ -38,7 +51,12 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
             cap.slo
         ),
         CapacityOutcome::NoneMeets => format!(
-            "no rate meets {}: the lowest tried, {} {unit}, failed{}",
+            "no {} meets {}: the lowest tried, {} {unit}, failed{}",
+            if sweep {
+                "number of connections"
+            } else {
+                "rate"
+            },
             cap.slo,
             r(a.lowest_rate),
             failed_on(cap)
@@ -46,12 +64,12 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
         CapacityOutcome::ClientBound => {
             let before = a
                 .max_rate
-                .map(|m| format!(" (the highest pass before: {} {unit})", short_rate(m)))
+                .map(|m| format!(" (the highest pass before: {})", passes(m)))
                 .unwrap_or_default();
             match a.client_bound_at {
                 // Far behind from the start: the measured time saw only
                 // the warm-up's backlog end.
-                Some(at) if at < 1.0 => format!(
+                Some(at) if at < 1.0 && !sweep => format!(
                     "client-bound: the client ran out of CPU at {} {unit} and ended no request due in the measured time: add threads or segments, or a lower --start; no server capacity is claimed{before}",
                     r(cap.steps.last().map(|s| s.requested))
                 ),
@@ -69,8 +87,8 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
                 cap.slo
             ),
             (Some(max), None) => format!(
-                "at least {} {unit} at {}: every step passed before the search ended",
-                short_rate(max),
+                "at least {} at {}: every step passed before the search ended",
+                passes(max),
                 cap.slo
             ),
             (None, Some(above)) => format!(
@@ -81,16 +99,19 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
             (None, None) => "no step finished".to_owned(),
         },
         CapacityOutcome::Unstable => {
-            let defend = match (a.max_rate, a.above_rate) {
-                (Some(max), Some(above)) => format!(
-                    "every run passed at {} {unit} and failed at {} {unit}",
-                    short_rate(max),
-                    short_rate(above)
-                ),
-                (Some(max), None) => format!("every run passed at {} {unit}", short_rate(max)),
-                (None, Some(above)) => format!("every run failed at {} {unit}", short_rate(above)),
-                (None, None) => "no rate gave the same verdict twice".to_owned(),
-            };
+            let defend = bracket(
+                (a.max_rate, |max| {
+                    format!("passed at {} {unit}", short_rate(max))
+                }),
+                (a.above_rate, |above| {
+                    format!("failed at {} {unit}", short_rate(above))
+                }),
+                " and ",
+            )
+            .map_or_else(
+                || "no rate gave the same verdict twice".to_owned(),
+                |both| format!("every run {both}"),
+            );
             format!(
                 "unstable: repeated steps disagreed ({}), so no capacity is claimed at {}; {defend}",
                 match a.cause.as_deref() {
@@ -102,18 +123,15 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
             )
         }
         CapacityOutcome::Interrupted => {
-            let seen = match (a.max_rate, a.above_rate) {
-                (Some(max), Some(above)) => format!(
-                    " (so far: passes at {} {unit}, fails at {} {unit})",
-                    short_rate(max),
-                    short_rate(above)
-                ),
-                (Some(max), None) => format!(" (so far: passes at {} {unit})", short_rate(max)),
-                (None, Some(above)) => {
-                    format!(" (so far: fails at {} {unit})", short_rate(above))
-                }
-                (None, None) => String::new(),
-            };
+            let seen = bracket(
+                (a.max_rate, |max| format!("passes at {}", passes(max))),
+                (a.above_rate, |above| {
+                    format!("fails at {} {unit}", short_rate(above))
+                }),
+                ", ",
+            )
+            .map(|both| format!(" (so far: {both})"))
+            .unwrap_or_default();
             format!(
                 "interrupted after {}: no capacity is claimed at {}{seen}",
                 counted_steps(cap.steps.len()),
@@ -121,6 +139,17 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
             )
         }
     }
+}
+
+/// The two ends of a bracket that a search has, each in its words,
+/// joined by `and`; `None` when it has neither.
+fn bracket(
+    (max, pass): (Option<f64>, impl Fn(f64) -> String),
+    (above, fail): (Option<f64>, impl Fn(f64) -> String),
+    and: &str,
+) -> Option<String> {
+    let ends: Vec<String> = max.map(pass).into_iter().chain(above.map(fail)).collect();
+    (!ends.is_empty()).then(|| ends.join(and))
 }
 
 fn counted_steps(n: usize) -> String {
@@ -167,99 +196,84 @@ fn failed_on(cap: &CapacityRecord) -> String {
     format!(" ({})", parts.join(", "))
 }
 
-/// A closed-model sweep's answer, in one sentence: the best passing
-/// throughput and its connections.
-fn sweep_answer(cap: &CapacityRecord, unit: &str) -> String {
-    let a = &cap.answer;
-    let at = |rate: Option<f64>| {
-        let step = rate.and_then(|r| cap.steps.iter().find(|s| s.passed && s.achieved == r));
-        step.and_then(|s| s.connections)
-            .map(|c| format!(" with {c} connection{}", if c == 1 { "" } else { "s" }))
-            .unwrap_or_default()
-    };
-    let r = |x: Option<f64>| x.map_or_else(|| "?".to_owned(), short_rate);
-    match a.outcome {
-        CapacityOutcome::NoneMeets => format!(
-            "no number of connections meets {}: the fewest tried gave {} {unit} and failed{}",
-            cap.slo,
-            r(a.lowest_rate),
-            failed_on(cap)
-        ),
-        CapacityOutcome::Unstable => format!(
-            "unstable: repeated steps disagreed, so no capacity is claimed at {}",
-            cap.slo
-        ),
-        CapacityOutcome::Interrupted => format!(
-            "interrupted after {}: no capacity is claimed at {}{}",
-            counted_steps(cap.steps.len()),
-            cap.slo,
-            a.max_rate
-                .map(|m| format!(
-                    " (so far: {} {unit}{} passed)",
-                    short_rate(m),
-                    at(a.max_rate)
-                ))
-                .unwrap_or_default()
-        ),
-        CapacityOutcome::ClientBound => format!(
-            "client-bound at ≈ {} {unit}: add threads or segments; no server capacity is claimed",
-            r(a.client_bound_at)
-        ),
-        CapacityOutcome::Found | CapacityOutcome::Unfinished => {
-            let ended = if a.outcome == CapacityOutcome::Unfinished {
-                " (the sweep ended early)"
-            } else {
-                ""
-            };
-            format!(
-                "max throughput {} {unit}{} at {}{ended}",
-                r(a.max_rate),
-                at(a.max_rate),
-                cap.slo
-            )
-        }
-    }
-}
-
-/// The section: the answer, how the search ran, and its steps.
+/// The section: the answer, how the search ran, and its steps (a
+/// sweep's by their connections and throughput, with its USL fit).
 pub(crate) fn capacity_section(out: &mut String, cap: &CapacityRecord, unit: &str) {
     let _ = writeln!(out, "Capacity    {}", capacity_answer(cap, unit));
-    if let Some(sweep) = &cap.sweep {
-        sweep_section(out, cap, sweep, unit);
-        return;
+    let steps = format!(
+        "{} steps (+{} warm-up each)",
+        format_duration_ns(cap.step_ns as f64),
+        format_duration_ns(cap.step_warmup_ns as f64),
+    );
+    let budget = format_duration_ns(cap.budget_ns as f64);
+    match &cap.sweep {
+        Some(sweep) => {
+            let _ = writeln!(
+                out,
+                "Sweep       closed model, {}..{} connections doubling, {steps}, budget {budget}",
+                sweep.from, sweep.to,
+            );
+            usl_line(out, sweep.usl.as_ref(), unit);
+        }
+        None => {
+            let start = if cap.start_probed {
+                format!(
+                    "{} {unit} (half a closed-model probe's rate)",
+                    short_rate(cap.start)
+                )
+            } else {
+                format!("{} {unit}", short_rate(cap.start))
+            };
+            let _ = writeln!(
+                out,
+                "Search      from {start}, {steps}, precision {:.1}%, budget {budget}",
+                cap.precision * 100.0,
+            );
+        }
     }
-    let start = if cap.start_probed {
-        format!(
-            "{} {unit} (half a closed-model probe's rate)",
-            short_rate(cap.start)
-        )
+    out.push('\n');
+    let mut rows = step_rows(cap, unit);
+    watched_columns(cap, &mut rows);
+    let last = rows[0].len() - 1;
+    // Text to the left: a search's purposes, and the verdicts.
+    let left: &[usize] = if cap.sweep.is_some() {
+        &[last]
     } else {
-        format!("{} {unit}", short_rate(cap.start))
+        &[1, last]
+    };
+    write_table(out, &rows, left);
+    out.push('\n');
+}
+
+/// The USL fit of a sweep, in one line.
+fn usl_line(out: &mut String, usl: Option<&dyno_model::record::UslSummary>, unit: &str) {
+    let Some(u) = usl else {
+        let _ = writeln!(out, "USL fit     none: it needs 3 steps with answers");
+        return;
+    };
+    let peak = match (u.peak_connections, u.peak_rate) {
+        (Some(n), Some(x)) => format!(
+            "throughput peaks at {n:.0} connection{}, {} {unit}",
+            if n.round() == 1.0 { "" } else { "s" },
+            short_rate(x)
+        ),
+        _ => "no peak: throughput still rises (no coherency cost)".to_owned(),
     };
     let _ = writeln!(
         out,
-        "Search      from {start}, {} steps (+{} warm-up each), precision {:.1}%, budget {}",
-        format_duration_ns(cap.step_ns as f64),
-        format_duration_ns(cap.step_warmup_ns as f64),
-        cap.precision * 100.0,
-        format_duration_ns(cap.budget_ns as f64),
+        "USL fit     σ {:.4} (contention), κ {:.6} (coherency), λ {} {unit} a connection, R² {:.3}: {peak}",
+        u.sigma,
+        u.kappa,
+        short_rate(u.lambda),
+        u.r_squared,
     );
-    out.push('\n');
-    let header = [
-        "STEP",
-        "PURPOSE",
-        "REQUESTED",
-        "ACHIEVED",
-        "P50",
-        "P99",
-        "P99.9",
-        "ERRORS",
-        "LATE",
-        "LAG P99",
-        "CPU",
-        "VERDICT",
-    ];
-    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| (*s).to_owned()).collect()];
+}
+
+/// The step table's header and rows: a search's steps by their purpose
+/// and requested rate, with its schedule's late sends and lag; a sweep's
+/// by their connections and throughput (a closed model has no schedule).
+fn step_rows(cap: &CapacityRecord, unit: &str) -> Vec<Vec<String>> {
+    type Cell<'a> = Box<dyn Fn(&CapacityStep) -> String + 'a>;
     let lat = |ns: u64| {
         if ns == 0 {
             "–".to_owned()
@@ -274,120 +288,51 @@ pub(crate) fn capacity_section(out: &mut String, cap: &CapacityRecord, unit: &st
             format!("{:.2}%", 100.0 * n as f64 / of as f64)
         }
     };
+    let mut columns: Vec<(&str, Cell<'_>)> = if cap.sweep.is_some() {
+        vec![
+            (
+                "CONN",
+                Box::new(|s| {
+                    s.connections
+                        .map_or_else(|| "–".to_owned(), |c| c.to_string())
+                }),
+            ),
+            (
+                "THROUGHPUT",
+                Box::new(move |s| format!("{} {unit}", short_rate(s.achieved))),
+            ),
+        ]
+    } else {
+        vec![
+            ("PURPOSE", Box::new(|s| s.purpose.clone())),
+            ("REQUESTED", Box::new(|s| short_rate(s.requested))),
+            ("ACHIEVED", Box::new(|s| short_rate(s.achieved))),
+        ]
+    };
+    columns.push(("P50", Box::new(move |s| lat(s.p50_ns))));
+    columns.push(("P99", Box::new(move |s| lat(s.p99_ns))));
+    columns.push(("P99.9", Box::new(move |s| lat(s.p999_ns))));
+    columns.push(("ERRORS", Box::new(move |s| share(s.errors, s.requests))));
+    if cap.sweep.is_none() {
+        columns.push(("LATE", Box::new(move |s| share(s.late, s.sends))));
+        columns.push(("LAG P99", Box::new(move |s| lat(s.send_lag_p99_ns))));
+    }
+    columns.push(("CPU", Box::new(|s| format!("{:.0}%", s.client_cpu_percent))));
+    let mut header = vec!["STEP".to_owned()];
+    header.extend(columns.iter().map(|(name, _)| (*name).to_owned()));
+    header.push("VERDICT".to_owned());
+    let mut rows = vec![header];
     for (i, s) in cap.steps.iter().enumerate() {
-        let verdict = if s.passed {
+        let mut row = vec![(i + 1).to_string()];
+        row.extend(columns.iter().map(|(_, cell)| cell(s)));
+        row.push(if s.passed {
             "pass".to_owned()
         } else {
             format!("fail: {}", s.why.join("; "))
-        };
-        rows.push(vec![
-            (i + 1).to_string(),
-            s.purpose.clone(),
-            short_rate(s.requested),
-            short_rate(s.achieved),
-            lat(s.p50_ns),
-            lat(s.p99_ns),
-            lat(s.p999_ns),
-            share(s.errors, s.requests),
-            share(s.late, s.sends),
-            lat(s.send_lag_p99_ns),
-            format!("{:.0}%", s.client_cpu_percent),
-            verdict,
-        ]);
+        });
+        rows.push(row);
     }
-    watched_columns(cap, &mut rows);
-    let last = rows[0].len() - 1;
-    write_table(out, &rows, &[1, last]);
-    out.push('\n');
-}
-
-/// A sweep's lines: how it ran, the USL fit, and the step table.
-fn sweep_section(
-    out: &mut String,
-    cap: &CapacityRecord,
-    sweep: &dyno_model::record::ConnectionSweep,
-    unit: &str,
-) {
-    let _ = writeln!(
-        out,
-        "Sweep       closed model, {}..{} connections doubling, {} steps (+{} warm-up each), budget {}",
-        sweep.from,
-        sweep.to,
-        format_duration_ns(cap.step_ns as f64),
-        format_duration_ns(cap.step_warmup_ns as f64),
-        format_duration_ns(cap.budget_ns as f64),
-    );
-    match &sweep.usl {
-        Some(u) => {
-            let peak = match (u.peak_connections, u.peak_rate) {
-                (Some(n), Some(x)) => {
-                    format!(
-                        "throughput peaks at {n:.0} connection{}, {} {unit}",
-                        if n.round() == 1.0 { "" } else { "s" },
-                        short_rate(x)
-                    )
-                }
-                _ => "no peak: throughput still rises (no coherency cost)".to_owned(),
-            };
-            let _ = writeln!(
-                out,
-                "USL fit     σ {:.4} (contention), κ {:.6} (coherency), λ {} {unit} a connection, R² {:.3}: {peak}",
-                u.sigma,
-                u.kappa,
-                short_rate(u.lambda),
-                u.r_squared,
-            );
-        }
-        None => {
-            let _ = writeln!(out, "USL fit     none: it needs 3 steps with answers");
-        }
-    }
-    out.push('\n');
-    let header = [
-        "STEP",
-        "CONN",
-        "THROUGHPUT",
-        "P50",
-        "P99",
-        "P99.9",
-        "ERRORS",
-        "CPU",
-        "VERDICT",
-    ];
-    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| (*s).to_owned()).collect()];
-    let lat = |ns: u64| {
-        if ns == 0 {
-            "–".to_owned()
-        } else {
-            format_duration_ns(ns as f64).replace(' ', "")
-        }
-    };
-    for (i, s) in cap.steps.iter().enumerate() {
-        rows.push(vec![
-            (i + 1).to_string(),
-            s.connections
-                .map_or_else(|| "–".to_owned(), |c| c.to_string()),
-            format!("{} {unit}", short_rate(s.achieved)),
-            lat(s.p50_ns),
-            lat(s.p99_ns),
-            lat(s.p999_ns),
-            if s.requests == 0 {
-                "–".to_owned()
-            } else {
-                format!("{:.2}%", 100.0 * s.errors as f64 / s.requests as f64)
-            },
-            format!("{:.0}%", s.client_cpu_percent),
-            if s.passed {
-                "pass".to_owned()
-            } else {
-                format!("fail: {}", s.why.join("; "))
-            },
-        ]);
-    }
-    watched_columns(cap, &mut rows);
-    let last = rows[0].len() - 1;
-    write_table(out, &rows, &[last]);
-    out.push('\n');
+    rows
 }
 
 /// Puts what was watched over each step before the verdict column of
@@ -450,11 +395,12 @@ pub(crate) fn write_table(out: &mut String, rows: &[Vec<String>], left: &[usize]
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dyno_model::record::{CapacityAnswer, CapacityStep};
+    use dyno_model::record::CapacityAnswer;
 
     fn record(outcome: CapacityOutcome) -> CapacityRecord {
         CapacityRecord {
             slo: "p99<=20ms".into(),
+            objective: None,
             start: 20_000.0,
             start_probed: true,
             precision: 0.05,

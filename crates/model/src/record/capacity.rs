@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 pub struct CapacityRecord {
     /// The objective as given, e.g. `p99<=20ms,errors<=0.1%`.
     pub slo: String,
+    /// The objective as the search read it (absent in runs saved before
+    /// it was kept): what the views draw and judge by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub objective: Option<Objective>,
     /// The first rate tried, per second.
     pub start: f64,
     /// Whether the start was chosen from a short closed-model probe.
@@ -29,6 +33,37 @@ pub struct CapacityRecord {
     /// throughput.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<ConnectionSweep>,
+}
+
+/// An objective as the search read it: every target must hold.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct Objective {
+    pub latency: Vec<LatencyLimit>,
+    /// The most failed requests (transactions) allowed, as a fraction of
+    /// those measured (0.001 for `errors<=0.1%`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_error_share: Option<f64>,
+}
+
+/// One latency target of an objective: the percentile (of the corrected
+/// latency) must be at most, or with `strict` below, the limit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LatencyLimit {
+    pub percentile: f64,
+    pub limit_ns: u64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
+}
+
+impl Objective {
+    /// The limit at `percentile`, if the objective has one there.
+    pub fn limit_at(&self, percentile: f64) -> Option<&LatencyLimit> {
+        self.latency
+            .iter()
+            .find(|l| (l.percentile - percentile).abs() < 1e-9)
+    }
 }
 
 /// A closed-model sweep of connections.

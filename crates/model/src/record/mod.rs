@@ -35,7 +35,8 @@ mod segment;
 mod stages;
 
 pub use capacity::{
-    CapacityAnswer, CapacityOutcome, CapacityRecord, CapacityStep, ConnectionSweep, UslSummary,
+    CapacityAnswer, CapacityOutcome, CapacityRecord, CapacityStep, ConnectionSweep, LatencyLimit,
+    Objective, UslSummary,
 };
 pub use compare::{CompareGroup, CompareRecord, Difference, Unmatched};
 pub use db::{DbObserved, DbRecord, ScriptWeight};
@@ -91,6 +92,22 @@ impl Run {
             Kind::Http => self.record::<HttpRecord>().ok()?.capacity,
             Kind::Db => self.record::<DbRecord>().ok()?.capacity,
             _ => None,
+        }
+    }
+
+    /// Stores `capacity` as the capacity search this run holds: an http or
+    /// db run's, written without knowing which; other kinds hold none.
+    pub fn set_capacity(&mut self, capacity: &CapacityRecord) {
+        debug_assert!(
+            matches!(self.kind, Kind::Http | Kind::Db),
+            "a {} run holds no capacity search",
+            self.kind
+        );
+        if let serde_json::Value::Object(settings) = &mut self.settings {
+            settings.insert(
+                "capacity".into(),
+                serde_json::to_value(capacity).expect("a record serializes to JSON"),
+            );
         }
     }
 

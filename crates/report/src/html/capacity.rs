@@ -101,7 +101,7 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
     if points.is_empty() {
         return Some(super::http::note(&answer) + &table.html());
     }
-    let target = p99_target_ms(&cap.slo);
+    let target = p99_target_ms(cap);
     let x_max = points.iter().map(|p| p.0).fold(0.0, f64::max) * 1.08;
     let y_lo = points
         .iter()
@@ -194,12 +194,9 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     ticks
 }
 
-/// The p99 target of an objective as written (`p99<=20ms,…`), in
-/// milliseconds, if it has one.
-fn p99_target_ms(slo: &str) -> Option<f64> {
-    let slo: dyno_load::Slo = slo.parse().ok()?;
-    slo.latency
-        .iter()
-        .find(|t| (t.percentile - 99.0).abs() < 1e-9)
-        .map(|t| t.limit.as_secs_f64() * 1e3)
+/// The p99 target of a search's objective, in milliseconds, if it has
+/// one (runs saved before the record kept the objective have none).
+fn p99_target_ms(cap: &CapacityRecord) -> Option<f64> {
+    let limit = cap.objective.as_ref()?.limit_at(99.0)?;
+    Some(limit.limit_ns as f64 / 1e6)
 }
