@@ -523,6 +523,123 @@ url = "/status/${id}"
     let _ = child.wait();
 }
 
+/// A server whose `/v?u=U` answers `v=ok` for every user but `bad`, for
+/// whom it answers a value with a line break; anything else is 200.
+fn value_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut conn = conn;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h == "\r\n" {
+                            break;
+                        }
+                    }
+                    let body = match path.strip_prefix("/v?u=") {
+                        Some("bad") => "v=one\ntwo",
+                        Some(_) => "v=ok",
+                        None => "fine",
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if conn.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// An extracted value that cannot go into the header the next step puts
+/// it in fails that user's step without sending it, counted as a failed
+/// request (the error rate stays a share), and the user pauses rather
+/// than spin: the other user on its thread goes on at its own pace.
+#[test]
+fn a_value_that_cannot_go_into_a_header_fails_one_user_not_its_thread() {
+    let (home, dir) = (temp(), temp());
+    let addr = value_server();
+    std::fs::write(dir.path().join("users.csv"), "user\nbad\ngood\n").unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"base = "http://{addr}"
+data = "users.csv"
+[[flow]]
+name = "f"
+[[flow.step]]
+name = "get"
+url = "/v?u=${{user}}"
+extract = [{{ regex = '(?s)v=(.*)', as = "v" }}]
+[[flow.step]]
+name = "use"
+url = "/use"
+headers = ["X-V: ${{v}}"]
+"#
+        ),
+    )
+    .unwrap();
+    let (run, stderr) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &file.display().to_string(),
+            "-d",
+            "2s",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--max-error-rate",
+            "0",
+            "--no-save",
+        ],
+        1,
+    );
+    let unsendable = metric(&run, "errors_value_unsendable").unwrap_or(0.0);
+    // The bad user pauses up to 100 ms after each: tens in 2 s, not
+    // millions, while the good user's flows run at the server's pace.
+    assert!(
+        (1.0..=100.0).contains(&unsendable),
+        "{unsendable}: {stderr}"
+    );
+    let completed = flow(&run, "flows_completed", "f");
+    assert!(completed >= 100.0, "{completed} flows completed: {stderr}");
+    assert_eq!(
+        labelled(
+            &run,
+            "step_errors_by_class",
+            &[("step", "use"), ("class", "value_unsendable")]
+        ),
+        Some(unsendable)
+    );
+    // A request not sent is a failed request: the share stays a share.
+    let rate = stderr
+        .split("dyno: ")
+        .find_map(|l| l.split_once("% of requests failed"))
+        .map(|(share, _)| share.trim().parse::<f64>().unwrap());
+    assert!(rate.is_some_and(|r| r > 0.0 && r < 100.0), "{stderr}");
+}
+
 #[test]
 fn bad_scenarios_are_refused_before_any_load() {
     let (home, dir) = (temp(), temp());
@@ -548,11 +665,19 @@ fn bad_scenarios_are_refused_before_any_load() {
         &format!("data = \"none.csv\"\n{head}url = \"/\"\n"),
     );
     let fine = write("fine.toml", &format!("{head}url = \"/\"\n"));
+    // The audit's row: a value whose line break would end a header.
+    write("users.csv", "user\n\"a\r\nX-Evil: 1\"\nbob\n");
+    let header = write(
+        "header.toml",
+        &format!(
+            "data = \"users.csv\"\n{head}url = \"/?u=${{user}}\"\nheaders = [\"X-User: ${{user}}\"]\n"
+        ),
+    );
     let setup = write(
         "setup.toml",
         &format!("[[setup]]\nurl = \"/status/500\"\n{head}url = \"/\"\n"),
     );
-    let cases: [(&[&str], &[&str]); 7] = [
+    let cases: [(&[&str], &[&str]); 8] = [
         (
             &["http", "--scenario", &syntax, &url],
             &["syntax.toml:5:10", "string"],
@@ -572,6 +697,13 @@ fn bad_scenarios_are_refused_before_any_load() {
         (
             &["http", "--scenario", "/nonexistent.toml", &url],
             &["could not read the scenario file"],
+        ),
+        (
+            &["http", "--scenario", &header, &url, "-c", "2"],
+            &[
+                "users.csv', line 2: row 1 (column `user`) holds a line break",
+                "step \"1\" of flow \"f\" puts `${user}` into a header",
+            ],
         ),
         (
             &["http", "--scenario", &fine, &url, "--format", "ab"],

@@ -57,13 +57,16 @@ pub enum ErrorClass {
     /// A scenario step's answer failed its check: its status is not one
     /// the step accepts, or its body lacks what the step looks for.
     Check,
-    /// A scenario step's extraction found nothing in the answer (or a
-    /// value it found cannot go where a later step puts it).
+    /// A scenario step's extraction found nothing in the answer.
     Extract,
+    /// A scenario step's request could not be made: a value extracted
+    /// earlier cannot go where the step puts it (a line break in a header
+    /// value). Nothing was sent.
+    Unsendable,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 21] = [
+    pub const ALL: [ErrorClass; 22] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectOther,
@@ -85,6 +88,7 @@ impl ErrorClass {
         ErrorClass::H2Protocol,
         ErrorClass::Check,
         ErrorClass::Extract,
+        ErrorClass::Unsendable,
     ];
 
     /// The snake_case name used in metric names and JSON.
@@ -111,6 +115,7 @@ impl ErrorClass {
             ErrorClass::H2Protocol => "h2_protocol_error",
             ErrorClass::Check => "check_failed",
             ErrorClass::Extract => "extract_failed",
+            ErrorClass::Unsendable => "value_unsendable",
         }
     }
 
@@ -138,6 +143,9 @@ impl ErrorClass {
             ErrorClass::H2Protocol => "HTTP/2 protocol error",
             ErrorClass::Check => "check failed",
             ErrorClass::Extract => "extraction found nothing",
+            ErrorClass::Unsendable => {
+                "request not sent: a value cannot go where the step puts it (a line break in a header)"
+            }
         }
     }
 

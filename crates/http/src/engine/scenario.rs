@@ -52,7 +52,16 @@ pub(super) struct User {
     scratch: Vec<u8>,
     /// The answer's bytes, for a step that reads them.
     answer: Vec<u8>,
+    /// How long the user last paused after a request it could not make.
+    pause: Duration,
 }
+
+/// The first pause of a user whose request could not be made
+/// ([`ErrorClass::Unsendable`]), doubling at each one in a row up to the
+/// most: as a refused connect's back-off, so a value that can never go in
+/// costs a few failures a second, not the thread.
+const UNSENDABLE_PAUSE: Duration = Duration::from_millis(1);
+const MAX_UNSENDABLE_PAUSE: Duration = Duration::from_millis(100);
 
 impl User {
     /// Virtual user number `vu` of the whole run, with its data row.
@@ -74,6 +83,7 @@ impl User {
             request: Vec::new(),
             scratch: Vec::new(),
             answer: Vec::new(),
+            pause: Duration::ZERO,
         }
     }
 
@@ -115,10 +125,14 @@ impl User {
         let filled = match self.fill(scenario, step, ticket.seq) {
             Ok(filled) => filled,
             Err(Unsendable { .. }) => {
-                // A value found earlier cannot go into this request.
+                // A value found earlier cannot go into this request, and
+                // nothing was sent: the user pauses, a growing while, so
+                // that it neither spins nor starves the thread's others.
                 local
                     .borrow_mut()
-                    .record_error(shared, ticket, ErrorClass::Extract, false);
+                    .record_error(shared, ticket, ErrorClass::Unsendable, false);
+                self.pause = (self.pause * 2).clamp(UNSENDABLE_PAUSE, MAX_UNSENDABLE_PAUSE);
+                tokio::time::sleep(self.pause).await;
                 return Made::Failed;
             }
         };
@@ -264,6 +278,10 @@ impl User {
                 }
             };
             let final_step = i + 1 == flow.steps.len();
+            if final_step {
+                // A flow made whole: its user's requests go in again.
+                self.pause = Duration::ZERO;
+            }
             // The flow is done at its last answer: a think after it is the
             // user's pause before the next flow, not the flow's work, and
             // a run that ends in it does not leave the flow unfinished.

@@ -31,6 +31,13 @@ pub enum ScenarioError {
         column: usize,
         message: String,
     },
+    /// A value of the data file that cannot go where the flows put it.
+    #[error("the data file '{path}', line {line}: {message}")]
+    Data {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
 }
 
 #[derive(Deserialize)]
@@ -233,6 +240,9 @@ pub(super) fn load(path: &Path, url: Option<&str>) -> Result<Scenario, ScenarioE
             steps,
         });
     }
+    if let Some(data) = &data {
+        fits_where_used(data, &flows, &c.variables)?;
+    }
     let url = target.to_string();
     Ok(Scenario {
         path: path.to_owned(),
@@ -245,6 +255,40 @@ pub(super) fn load(path: &Path, url: Option<&str>) -> Result<Scenario, ScenarioE
         variables: c.variables,
         total_weight,
     })
+}
+
+/// Checks every data value against where the flows put it, before any
+/// load: a value with a line break cannot go into a header (it would end
+/// the header and start another), so the file is refused, naming the row
+/// and the column, rather than failing that user's every request.
+fn fits_where_used(data: &Data, flows: &[Flow], variables: &[String]) -> Result<(), ScenarioError> {
+    for flow in flows {
+        for step in &flow.steps {
+            for slot in step.request.header_slots() {
+                let Some(column) = data.slots.iter().position(|&s| s == slot) else {
+                    continue;
+                };
+                let bad = data
+                    .rows
+                    .iter()
+                    .position(|row| row.get(column).is_some_and(|v| !template::fits_a_header(v)));
+                if let Some(row) = bad {
+                    let name = &variables[slot];
+                    return Err(ScenarioError::Data {
+                        path: data.path.clone(),
+                        line: data.lines.get(row).copied().unwrap_or(0),
+                        message: format!(
+                            "row {} (column `{name}`) holds a line break (CR or LF) or a NUL, and step {:?} of flow {:?} puts `${{{name}}}` into a header, where it would end the header: remove it from the value, or use the column in the URL or the body, where it is encoded",
+                            row + 1,
+                            step.name,
+                            flow.name
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The server of a base URL: its origin, with no path.
@@ -392,15 +436,22 @@ impl Compiler<'_> {
             slots.push(self.slot(&name));
         }
         let mut rows = Vec::new();
+        let mut lines = Vec::new();
         for record in reader.byte_records() {
             let record = record
                 .map_err(|e| self.error(at, format!("the data file '{}': {e}", path.display())))?;
+            lines.push(record.position().map_or(0, csv::Position::line));
             rows.push(record.iter().map(Into::into).collect());
         }
         if rows.is_empty() {
             return Err(self.error(at, format!("the data file '{}' has no row under its column names: give one row per virtual user", path.display())));
         }
-        Ok(Data { path, slots, rows })
+        Ok(Data {
+            path,
+            slots,
+            rows,
+            lines,
+        })
     }
 
     /// Parses a template string, resolving names against `known`.

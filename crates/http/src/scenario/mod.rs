@@ -153,6 +153,8 @@ pub struct Data {
     /// The slots its columns fill, in the file's column order.
     pub slots: Vec<usize>,
     pub rows: Vec<Vec<Box<[u8]>>>,
+    /// The line of the file each row starts on.
+    pub lines: Vec<u64>,
 }
 
 impl Scenario {

@@ -157,6 +157,17 @@ impl Text {
         text
     }
 
+    /// The variables whose values go into a header of this request.
+    pub(crate) fn header_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.head.iter().filter_map(|p| match p {
+            Piece::Var {
+                slot,
+                place: Place::Header,
+            } => Some(*slot),
+            _ => None,
+        })
+    }
+
     /// The bytes of a request with nothing to fill, sent without a copy
     /// unless cookies must go with it.
     pub(crate) fn whole(&self) -> Option<&[u8]> {
@@ -225,6 +236,12 @@ fn merge(pieces: Vec<Piece>) -> Vec<Piece> {
     out
 }
 
+/// Whether `value` can go into a header value: no line break (CR, LF),
+/// which would end the header, and no NUL (RFC 9110 §5.5).
+pub(crate) fn fits_a_header(value: &[u8]) -> bool {
+    !value.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0)
+}
+
 fn put(piece: &Piece, fill: &mut Fill<'_>, out: &mut Vec<u8>) -> Result<(), Unsendable> {
     match piece {
         Piece::Lit(bytes) => out.extend_from_slice(bytes),
@@ -237,7 +254,7 @@ fn put(piece: &Piece, fill: &mut Fill<'_>, out: &mut Vec<u8>) -> Result<(), Unse
             match place {
                 Place::Body => out.extend_from_slice(value),
                 Place::Header => {
-                    if value.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0) {
+                    if !fits_a_header(value) {
                         return Err(Unsendable { slot: *slot });
                     }
                     out.extend_from_slice(value);
