@@ -41,7 +41,11 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
     let db_target = db_configured
         .then(|| dyno_db::Target::from_env("").ok())
         .flatten();
-    let watch = crate::settings::watch(watch, db_target.as_ref())?;
+    let watch = crate::settings::watch(
+        watch,
+        db_target.as_ref(),
+        db_target.as_ref().map(dyno_db::Target::port),
+    )?;
     let store = ctx.store_for(&save)?;
 
     let started = Instant::now();

@@ -68,7 +68,11 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             ("-T/--time", args.time.is_some()),
         ],
     )?;
-    let watch = super::watch::watch(args.watch.clone(), Some(&settings.target))?;
+    let watch = super::watch::watch(
+        args.watch.clone(),
+        Some(&settings.target),
+        Some(settings.target.port()),
+    )?;
     if let Some(plan) = &mut plan {
         let mut shared = published(&args, &settings);
         super::capacity::segmented(plan, &mode, "clients", &mut shared)?;

@@ -42,7 +42,7 @@ pub(crate) fn disk(args: DiskArgs) -> Result<DiskPlan> {
         watch,
         save,
     } = args;
-    let watch = super::watch::watch(watch, None)?;
+    let watch = super::watch::watch(watch, None, None)?;
     let block_preset = !matches!(preset, Preset::Sync | Preset::Meta);
     if !block_preset {
         let flag = if !tests.is_empty() {

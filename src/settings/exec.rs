@@ -61,7 +61,7 @@ pub(crate) fn exec(args: RunArgs) -> Result<ExecPlan> {
         watch,
         save,
     } = args;
-    let watch = super::watch::watch(watch, None)?;
+    let watch = super::watch::watch(watch, None, None)?;
 
     if names.len() > commands.len() {
         bail!(

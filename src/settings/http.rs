@@ -126,7 +126,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
     )?;
     // A run's warm-up: none unless given.
     let warmup = warmup.unwrap_or_default();
-    let watch = super::watch::watch(watch, None)?;
+    let watch = super::watch::watch(watch, None, url.as_deref().and_then(url_port))?;
     if matches!(mode, super::Mode::FindMax(_)) && format == HttpFormat::Ab {
         bail!(
             "--format ab prints one run; a capacity search is many steps: drop --format ab (--json prints the whole search)"
@@ -425,6 +425,23 @@ fn check_open_files(env: &Environment, settings: &Settings, builtin: bool) -> Re
     Ok(())
 }
 
+/// The port of an `http://` or `https://` URL: its own, or the scheme's.
+fn url_port(url: &str) -> Option<u16> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    // After an IPv6 literal's ']', or after the last ':' of a host.
+    let after_host = host_port.rsplit(']').next()?;
+    match after_host.rsplit_once(':') {
+        Some((_, port)) => port.parse().ok(),
+        None => match scheme {
+            "http" => Some(80),
+            "https" => Some(443),
+            _ => None,
+        },
+    }
+}
+
 #[cfg(test)]
 mod http_tests {
     use super::*;
@@ -434,5 +451,14 @@ mod http_tests {
         assert_eq!(standard_method("post".into()), "POST");
         assert_eq!(standard_method("Patch".into()), "PATCH");
         assert_eq!(standard_method("purge".into()), "purge");
+    }
+
+    #[test]
+    fn a_urls_port_is_its_own_or_its_schemes() {
+        assert_eq!(url_port("http://127.0.0.1:8080/x?y"), Some(8080));
+        assert_eq!(url_port("https://example.com/"), Some(443));
+        assert_eq!(url_port("http://user:pw@host"), Some(80));
+        assert_eq!(url_port("http://[::1]:9000/"), Some(9000));
+        assert_eq!(url_port("http://[::1]/"), Some(80));
     }
 }

@@ -35,8 +35,14 @@ pub(crate) struct PgStatsOn {
 
 /// The sources the flags name, each checked once; `None` when none is
 /// named. `run_target` is the server the run itself loads (`dyno db
-/// run`'s), which `--pg-stats` without a connection string reads.
-pub(crate) fn watch(args: WatchArgs, run_target: Option<&Target>) -> Result<Option<Watch>> {
+/// run`'s), which `--pg-stats` without a connection string reads; `port`
+/// is the port the loaded server listens on, which picks the server among
+/// several of one `--watch-name`.
+pub(crate) fn watch(
+    args: WatchArgs,
+    run_target: Option<&Target>,
+    port: Option<u16>,
+) -> Result<Option<Watch>> {
     let WatchArgs {
         watch_pid,
         watch_name,
@@ -73,14 +79,10 @@ pub(crate) fn watch(args: WatchArgs, run_target: Option<&Target>) -> Result<Opti
         sources.push(Source::Pid(pid));
     }
     for name in watch_name {
-        if watch::pids_named(&name).is_empty() {
-            bail!(
-                "--watch-name {name}: no process is named so (the name is /proc/PID/comm's, at most 15 characters, as pgrep matches it): is the server running?"
-            );
-        }
         // Those running now and those that start during the run (a
-        // server's process per connection).
-        sources.push(Source::Named(name));
+        // server's process per connection), of one server's tree.
+        let tree = tree_named(&name, port)?;
+        sources.push(Source::Named { name, tree });
     }
     for dir in watch_cgroup {
         if let Err(e) = watch::sample_cgroup(&dir) {
@@ -111,4 +113,59 @@ pub(crate) fn watch(args: WatchArgs, run_target: Option<&Target>) -> Result<Opti
             pg_stats,
         }),
     )
+}
+
+/// The tree of processes `--watch-name NAME` watches: the one tree of
+/// that name; among several (two clusters, two servers), the one that
+/// listens on the loaded server's `port`, said on stderr; else none
+/// (refused, listing them), since their figures added up would be no one
+/// server's.
+fn tree_named(name: &str, port: Option<u16>) -> Result<Option<u32>> {
+    let trees = watch::trees_named(name);
+    match trees.as_slice() {
+        [] => bail!(
+            "--watch-name {name}: no process is named so (the name is /proc/PID/comm's, at most 15 characters, as pgrep matches it; dyno's own process is left out): is the server running?"
+        ),
+        [one] => Ok(Some(one.root)),
+        many => {
+            let listening = port.map(watch::listening_on).unwrap_or_default();
+            let serving: Vec<&watch::Tree> = many
+                .iter()
+                .filter(|t| t.pids.iter().any(|p| listening.contains(p)))
+                .collect();
+            if let ([tree], Some(port)) = (serving.as_slice(), port) {
+                eprintln!(
+                    "dyno: --watch-name {name}: {} servers go by that name; watching the one that listens on port {port}: pid {} and the {} under it",
+                    many.len(),
+                    tree.root,
+                    counted(tree.pids.len() - 1, "process", "processes"),
+                );
+                return Ok(Some(tree.root));
+            }
+            let list: Vec<String> = many
+                .iter()
+                .map(|t| {
+                    format!(
+                        "pid {} ({} under it)",
+                        t.root,
+                        counted(t.pids.len() - 1, "process", "processes")
+                    )
+                })
+                .collect();
+            let why = match port {
+                Some(port) => format!("none of them alone listens on port {port}, the target's"),
+                None => "this command loads no server on a port of this machine".to_owned(),
+            };
+            bail!(
+                "--watch-name {name} matches {} servers, whose figures added up would be no one server's: {}; dyno watches the one that listens on the target's port, and {why}: stop the others, or watch the server's processes with --watch-pid PID (each once)",
+                many.len(),
+                list.join(", ")
+            )
+        }
+    }
+}
+
+/// `n` of a thing, singular or plural.
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -1851,6 +1851,110 @@ fn a_watched_search_gives_the_verdict_at_the_knee() {
 }
 
 /// What cannot be watched is refused before any load.
+/// `dyno serve` on a free port from a copy of dyno named `name` (its
+/// processes' comm), with the address it printed.
+fn serve_as(bin: &Path, threads: u32) -> (std::process::Child, String) {
+    let mut child = StdCommand::new(bin)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--threads",
+            &threads.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_owned();
+    (child, addr)
+}
+
+/// `--watch-name` watches one server: of two servers of one name, the
+/// one that listens on the target's port (and it says so); with neither
+/// on the target's port, it refuses, listing them; and never the client
+/// itself, as pgrep leaves itself out.
+#[test]
+fn watch_name_watches_one_server_and_never_the_client() {
+    let (home, dir) = (temp(), temp());
+    // A name of its own (comm: at most 15 characters), so that no other
+    // test's dyno is among its processes.
+    let name = format!("dynow{}", std::process::id() % 1_000_000);
+    let bin = dir.path().join(&name);
+    std::fs::copy(assert_cmd::cargo::cargo_bin("dyno"), &bin).unwrap();
+    let (mut one, addr_one) = serve_as(&bin, 1);
+    let (mut two, _) = serve_as(&bin, 1);
+    let port = addr_one.rsplit(':').next().unwrap();
+    let (run, stderr) = http_json_exit(
+        home.path(),
+        &[
+            &format!("http://{addr_one}/hello"),
+            "-n",
+            "200",
+            "-c",
+            "2",
+            "--watch-name",
+            &name,
+        ],
+        0,
+    );
+    assert!(
+        stderr.contains(&format!(
+            "2 servers go by that name; watching the one that listens on port {port}: pid {}",
+            one.id()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        run["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "server_cpu_percent" && m["labels"]["watched"] == name.as_str()),
+        "{run:#}"
+    );
+    // A target neither listens on: refused before the load, both named.
+    let (_other, base) = reference_server();
+    let err = fails(
+        home.path(),
+        &["http", &format!("{base}/hello"), "--watch-name", &name],
+    );
+    for needle in [
+        format!("--watch-name {name} matches 2 servers"),
+        format!("pid {}", one.id()),
+        format!("pid {}", two.id()),
+    ] {
+        assert!(err.contains(&needle), "no {needle:?} in {err}");
+    }
+    for child in [&mut one, &mut two] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    // The client is never its own server: run as `name`, with no server
+    // of that name left, it finds none.
+    let out = StdCommand::new(&bin)
+        .env("DYNO_HOME", home.path())
+        .args(["http", &format!("{base}/hello"), "-n", "10", "--no-save"])
+        .args(["--watch-name", &name])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no process is named so") && err.contains("dyno's own process is left out"),
+        "{err}"
+    );
+}
+
 #[test]
 fn watch_flags_say_what_is_wrong() {
     let home = temp();

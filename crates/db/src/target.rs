@@ -313,6 +313,12 @@ impl Target {
             })
     }
 
+    /// The port the server listens on (its Unix socket's number too):
+    /// the first given, else libpq's default, 5432.
+    pub fn port(&self) -> u16 {
+        self.config.get_ports().first().copied().unwrap_or(5432)
+    }
+
     /// The server and database as a URL without the role
     /// (`postgresql://127.0.0.1:5432/bench`), as watched figures are
     /// labelled with it.

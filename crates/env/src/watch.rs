@@ -215,7 +215,9 @@ pub(crate) fn sample_from(root: Root<'_>, pid: u32) -> Result<ProcSample, WatchE
 }
 
 /// The processes whose command name (`/proc/PID/comm`, at most 15
-/// characters, as `pgrep` matches) is `name`, by PID.
+/// characters, as `pgrep` matches) is `name`, by PID; this process is
+/// left out, as `pgrep` leaves itself out (`--watch-name dyno` must not
+/// add the client to the server it loads).
 pub fn pids_named(name: &str) -> Vec<u32> {
     pids_named_from(Root::new(Path::new("/")), name)
 }
@@ -224,12 +226,142 @@ pub(crate) fn pids_named_from(root: Root<'_>, name: &str) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir(root.path("proc")) else {
         return Vec::new();
     };
+    let own = std::process::id();
+    let mut pids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != own)
+        .filter(|pid| {
+            root.read_value(&format!("proc/{pid}/comm"))
+                .is_some_and(|comm| comm == name)
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// The processes of one name that descend from the first of them: a
+/// server's master and its workers, or its process per connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tree {
+    pub root: u32,
+    /// Every process of the tree, the root included, by PID.
+    pub pids: Vec<u32>,
+}
+
+/// The processes named `name` ([`pids_named`]), grouped by tree: each
+/// goes with its highest ancestor of the same name, whatever lies between. Two trees are two
+/// servers (two PostgreSQL clusters, two nginx masters), whose figures
+/// must not be added up as one's.
+pub fn trees_named(name: &str) -> Vec<Tree> {
+    trees_named_from(Root::new(Path::new("/")), name)
+}
+
+pub(crate) fn trees_named_from(root: Root<'_>, name: &str) -> Vec<Tree> {
+    let pids = pids_named_from(root, name);
+    let mut trees: Vec<Tree> = Vec::new();
+    for &pid in &pids {
+        // The highest ancestor of the name, whatever lies between (a
+        // shell that started a worker). A chain of parents is short; the
+        // bound guards a garbled /proc.
+        let (mut top, mut at) = (pid, pid);
+        for _ in 0..64 {
+            match parent_from(root, at) {
+                Some(up) if up != at && up != 0 => at = up,
+                _ => break,
+            }
+            if pids.contains(&at) {
+                top = at;
+            }
+        }
+        match trees.iter_mut().find(|t| t.root == top) {
+            Some(tree) => tree.pids.push(pid),
+            None => trees.push(Tree {
+                root: top,
+                pids: vec![pid],
+            }),
+        }
+    }
+    trees.sort_unstable_by_key(|t| t.root);
+    trees
+}
+
+/// Whether process `pid` is `ancestor` or descends from it.
+fn descends_from(root: Root<'_>, pid: u32, ancestor: u32) -> bool {
+    let mut at = pid;
+    for _ in 0..64 {
+        if at == ancestor {
+            return true;
+        }
+        match parent_from(root, at) {
+            Some(up) if up != at && up != 0 => at = up,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// A process's parent (`stat`'s field 4), if it can be read.
+fn parent_from(root: Root<'_>, pid: u32) -> Option<u32> {
+    let stat = root.read(&format!("proc/{pid}/stat"))?;
+    // "PID (COMM) STATE PPID …": the name ends at the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The processes that hold a socket listening on `port`: TCP over IPv4
+/// or IPv6, or a PostgreSQL Unix socket (`.s.PGSQL.PORT`), as far as this
+/// user may read their descriptors (root reads every one).
+pub fn listening_on(port: u16) -> Vec<u32> {
+    listening_on_from(Root::new(Path::new("/")), port)
+}
+
+pub(crate) fn listening_on_from(root: Root<'_>, port: u16) -> Vec<u32> {
+    let mut inodes: Vec<String> = Vec::new();
+    for table in ["proc/net/tcp", "proc/net/tcp6"] {
+        for line in root.read(table).unwrap_or_default().lines().skip(1) {
+            // "sl local_address rem_address st … inode": local is HEX:PORT,
+            // and 0A is LISTEN.
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let local_port = fields
+                .get(1)
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            if local_port == Some(port) && fields.get(3) == Some(&"0A") {
+                inodes.extend(fields.get(9).map(|i| (*i).to_owned()));
+            }
+        }
+    }
+    let socket = format!(".s.PGSQL.{port}");
+    for line in root
+        .read("proc/net/unix")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+    {
+        // "Num RefCount Protocol Flags Type St Inode Path".
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(7).is_some_and(|p| p.ends_with(&socket)) {
+            inodes.extend(fields.get(6).map(|i| (*i).to_owned()));
+        }
+    }
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
+    let Ok(entries) = std::fs::read_dir(root.path("proc")) else {
+        return Vec::new();
+    };
     let mut pids: Vec<u32> = entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
-            root.read_value(&format!("proc/{pid}/comm"))
-                .is_some_and(|comm| comm == name)
+            std::fs::read_dir(root.path(&format!("proc/{pid}/fd"))).is_ok_and(|fds| {
+                fds.flatten().any(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|l| wanted.iter().any(|w| l.as_os_str() == w.as_str()))
+                })
+            })
         })
         .collect();
     pids.sort_unstable();
@@ -292,8 +424,10 @@ pub enum Source {
     /// start, and those that start during the run (a server that forks
     /// one per connection, as PostgreSQL does), each watched from the
     /// tick it is first seen, at which it had used no CPU since the tick
-    /// before. One that ends is no loss.
-    Named(String),
+    /// before. One that ends is no loss. `tree`: only those that descend
+    /// from this process ([`trees_named`]'s root), so that another server
+    /// of the name is not added up with this one.
+    Named { name: String, tree: Option<u32> },
 }
 
 impl Source {
@@ -313,7 +447,7 @@ impl Source {
                 },
             }),
             Source::Prometheus(url) => unreachable!("{url} is scraped, not read"),
-            Source::Named(name) => unreachable!("{name} names processes, not one"),
+            Source::Named { name, .. } => unreachable!("{name} names processes, not one"),
         }
     }
 }
@@ -519,11 +653,11 @@ impl Watcher {
         }
         let (names, local): (Vec<Source>, Vec<Source>) = local
             .into_iter()
-            .partition(|s| matches!(s, Source::Named(_)));
-        let names: Vec<String> = names
+            .partition(|s| matches!(s, Source::Named { .. }));
+        let names: Vec<(String, Option<u32>)> = names
             .into_iter()
             .filter_map(|s| match s {
-                Source::Named(name) => Some(name),
+                Source::Named { name, tree } => Some((name, tree)),
                 _ => None,
             })
             .collect();
@@ -539,7 +673,7 @@ impl Watcher {
                     let path = dir.display().to_string();
                     (source.read()?, path.clone(), path)
                 }
-                Source::Prometheus(_) | Source::Named(_) => unreachable!("partitioned out"),
+                Source::Prometheus(_) | Source::Named { .. } => unreachable!("partitioned out"),
             };
             watching.push((
                 source,
@@ -636,16 +770,17 @@ pub fn scrape_timeout(interval: Duration) -> Duration {
 /// as started since the tick at `started_before`, when they had used
 /// nothing.
 fn add_named(
-    names: &[String],
+    names: &[(String, Option<u32>)],
     watching: &mut Vec<(Source, Series)>,
     started_before: Option<Instant>,
 ) {
-    for name in names {
+    let proc = Root::new(Path::new("/"));
+    for (name, tree) in names {
         for pid in pids_named(name) {
             let known = watching
                 .iter()
                 .any(|(s, _)| matches!(s, Source::Pid(p) if *p == pid));
-            if known {
+            if known || tree.is_some_and(|root| !descends_from(proc, pid, root)) {
                 continue;
             }
             let Ok(s) = sample(pid) else { continue };
@@ -1624,6 +1759,78 @@ mod tests {
         assert!(e.to_string().contains("not a cgroup v2 directory"), "{e}");
     }
 
+    /// A fake `/proc` with the processes `(pid, parent, name)`.
+    fn fake_procs(procs: &[(u32, u32, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (pid, parent, name) in procs {
+            let at = dir.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(at.join("fd")).unwrap();
+            std::fs::write(at.join("comm"), format!("{name}\n")).unwrap();
+            std::fs::write(
+                at.join("stat"),
+                format!("{pid} ({name}) S {parent} 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0\n"),
+            )
+            .unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn processes_of_one_name_group_into_the_trees_of_their_servers() {
+        // Two clusters: postmaster 100 with backends 101 and 102 (and a
+        // shell between 102 and its own child 103, still the cluster's),
+        // postmaster 200 with backend 201; 300 is another name.
+        let dir = fake_procs(&[
+            (100, 1, "postgres"),
+            (101, 100, "postgres"),
+            (102, 100, "postgres"),
+            (150, 102, "sh"),
+            (103, 150, "postgres"),
+            (200, 1, "postgres"),
+            (201, 200, "postgres"),
+            (300, 1, "nginx"),
+        ]);
+        let root = Root::new(dir.path());
+        let trees = trees_named_from(root, "postgres");
+        let roots: Vec<u32> = trees.iter().map(|t| t.root).collect();
+        assert_eq!(roots, [100, 200], "{trees:?}");
+        assert_eq!(trees[0].pids, [100, 101, 102, 103]);
+        // What descends from a root, whatever lies between, is its own.
+        assert!(descends_from(root, 103, 100));
+        assert!(descends_from(root, 201, 200));
+        assert!(!descends_from(root, 201, 100));
+        assert_eq!(trees_named_from(root, "nginx").len(), 1);
+    }
+
+    #[test]
+    fn the_process_that_listens_on_a_port_is_found_by_its_socket() {
+        let dir = fake_procs(&[(10, 1, "nginx"), (11, 10, "nginx"), (20, 1, "other")]);
+        let net = dir.path().join("proc/net");
+        std::fs::create_dir_all(&net).unwrap();
+        // Port 8080 (0x1F90) listening (0A) on inode 555; 9090 connected.
+        std::fs::write(
+            net.join("tcp"),
+            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 555 1\n   1: 0100007F:2382 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 777 1\n",
+        )
+        .unwrap();
+        std::fs::write(
+            net.join("unix"),
+            "Num       RefCount Protocol Flags    Type St Inode Path\n0000: 00000002 00000000 00010000 0001 01 888 /run/postgresql/.s.PGSQL.5432\n",
+        )
+        .unwrap();
+        let link = |pid: u32, fd: u32, to: &str| {
+            std::os::unix::fs::symlink(to, dir.path().join(format!("proc/{pid}/fd/{fd}"))).unwrap();
+        };
+        link(10, 6, "socket:[555]");
+        link(11, 6, "socket:[555]");
+        link(20, 3, "socket:[777]");
+        link(20, 4, "socket:[888]");
+        let root = Root::new(dir.path());
+        assert_eq!(listening_on_from(root, 8080), [10, 11]);
+        assert!(listening_on_from(root, 9090).is_empty());
+        assert_eq!(listening_on_from(root, 5432), [20]);
+    }
+
     #[test]
     fn a_process_of_the_name_that_starts_mid_run_is_watched_from_nothing() {
         // A shell under a name no other process has, started after the
@@ -1633,7 +1840,10 @@ mod tests {
         let shell = dir.path().join(&name);
         std::fs::copy("/bin/sh", &shell).unwrap();
         let watcher = Watcher::start(
-            vec![Source::Named(name.clone())],
+            vec![Source::Named {
+                name: name.clone(),
+                tree: None,
+            }],
             Vec::new(),
             Duration::from_millis(50),
         )
