@@ -573,8 +573,9 @@ pub(crate) struct WatchArgs {
     #[arg(long, value_name = "NAME")]
     pub watch_name: Vec<String>,
 
-    /// Watch a cgroup v2 (e.g. /sys/fs/cgroup/system.slice/nginx.service):
-    /// the CPU of every process in it, its throttling and its memory.
+    /// Watch a cgroup (v2, e.g. /sys/fs/cgroup/system.slice/nginx.service;
+    /// or v1, e.g. /sys/fs/cgroup/cpu/system.slice/nginx.service): the CPU
+    /// of every process in it, its throttling and its memory.
     #[arg(long, value_name = "PATH")]
     pub watch_cgroup: Vec<PathBuf>,
 

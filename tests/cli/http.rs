@@ -1979,7 +1979,7 @@ fn watch_flags_say_what_is_wrong() {
             ),
             (
                 &["http", url, "--watch-cgroup", "/tmp"],
-                &["/tmp is not a cgroup v2 directory"],
+                &["/tmp is not a cgroup directory", "cpuacct.usage"],
             ),
             (
                 &["http", url, "--watch", "https://127.0.0.1:9100/metrics"],

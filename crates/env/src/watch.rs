@@ -34,8 +34,10 @@ pub enum WatchError {
         file: &'static str,
         why: String,
     },
-    /// No cgroup v2 directory there (or not readable).
-    #[error("{0} is not a cgroup v2 directory this user can read (it needs cpu.stat)")]
+    /// No cgroup directory there (or not readable).
+    #[error(
+        "{0} is not a cgroup directory this user can read: it needs cgroup v2's cpu.stat with usage_usec, or cgroup v1's cpuacct.usage (here or at the same place under the cpuacct hierarchy)"
+    )]
     NotCgroup(String),
 }
 
@@ -382,12 +384,24 @@ pub struct CgroupSample {
     pub memory_bytes: Option<u64>,
 }
 
-/// Samples the cgroup v2 directory `dir` (e.g.
-/// `/sys/fs/cgroup/system.slice/nginx.service`).
+/// Samples the cgroup directory `dir`: cgroup v2's (e.g.
+/// `/sys/fs/cgroup/system.slice/nginx.service`), whose `cpu.stat` has
+/// `usage_usec`, or cgroup v1's (e.g.
+/// `/sys/fs/cgroup/cpu/system.slice/nginx.service`), whose CPU time is
+/// the `cpuacct` controller's, read at the same place of its own
+/// hierarchy when it is mounted apart (as systemd-cgtop and cAdvisor read
+/// it). A directory with neither is refused: a v1 `cpu.stat` alone has
+/// no CPU time, and would read as an idle server.
 pub fn sample_cgroup(dir: &Path) -> Result<CgroupSample, WatchError> {
-    let stat = std::fs::read_to_string(dir.join("cpu.stat"))
-        .map_err(|_| WatchError::NotCgroup(dir.display().to_string()))?;
+    sample_cgroup_under(dir, Path::new("/sys/fs/cgroup"))
+}
+
+/// [`sample_cgroup`] with cgroup v1's hierarchies mounted under `mounts`.
+pub(crate) fn sample_cgroup_under(dir: &Path, mounts: &Path) -> Result<CgroupSample, WatchError> {
+    let not = || WatchError::NotCgroup(dir.display().to_string());
+    let stat = std::fs::read_to_string(dir.join("cpu.stat")).unwrap_or_default();
     let mut sample = CgroupSample::default();
+    let mut usage = None;
     for line in stat.lines() {
         let mut parts = line.split_whitespace();
         let (Some(key), Some(value)) = (parts.next(), parts.next()) else {
@@ -397,16 +411,72 @@ pub fn sample_cgroup(dir: &Path) -> Result<CgroupSample, WatchError> {
             continue;
         };
         match key {
+            "usage_usec" => usage = Some(Duration::from_micros(value)),
             "user_usec" => sample.user = Duration::from_micros(value),
             "system_usec" => sample.system = Duration::from_micros(value),
             "nr_throttled" => sample.throttled_periods = value,
             "throttled_usec" => sample.throttled = Duration::from_micros(value),
+            // cgroup v1's, in nanoseconds.
+            "throttled_time" => sample.throttled = Duration::from_nanos(value),
             _ => {}
         }
     }
-    sample.memory_bytes = std::fs::read_to_string(dir.join("memory.current"))
-        .ok()
-        .and_then(|t| t.trim().parse().ok());
+    if usage.is_some() {
+        sample.memory_bytes = std::fs::read_to_string(dir.join("memory.current"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+        return Ok(sample);
+    }
+    // cgroup v1: the cpuacct controller's CPU time, here or at the same
+    // place of its own hierarchy.
+    let v1 = |controllers: &[&str], file: &str| -> Option<String> {
+        let here = std::fs::read_to_string(dir.join(file)).ok();
+        here.or_else(|| {
+            let rest = dir.strip_prefix(mounts).ok()?;
+            let mut parts = rest.components();
+            parts.next()?;
+            let rest = parts.as_path();
+            controllers
+                .iter()
+                .find_map(|c| std::fs::read_to_string(mounts.join(c).join(rest).join(file)).ok())
+        })
+    };
+    let cpuacct = ["cpuacct", "cpu,cpuacct", "cpuacct,cpu"];
+    let total: u64 = v1(&cpuacct, "cpuacct.usage")
+        .and_then(|t| t.trim().parse().ok())
+        .ok_or_else(not)?;
+    // cpuacct.stat splits it in clock ticks: its system share, applied to
+    // the nanosecond total.
+    let ticks = |key: &str, text: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+    };
+    let split = v1(&cpuacct, "cpuacct.stat").unwrap_or_default();
+    let total = Duration::from_nanos(total);
+    sample.system = match (ticks("user", &split), ticks("system", &split)) {
+        (Some(user), Some(system)) if user + system > 0 => {
+            total.mul_f64(system as f64 / (user + system) as f64)
+        }
+        _ => Duration::ZERO,
+    };
+    sample.user = total.saturating_sub(sample.system);
+    if stat.is_empty()
+        && let Some(cpu) = v1(&["cpu", "cpu,cpuacct", "cpuacct,cpu"], "cpu.stat")
+    {
+        for line in cpu.lines() {
+            match line.split_once(' ') {
+                Some(("nr_throttled", v)) => {
+                    sample.throttled_periods = v.trim().parse().unwrap_or(0)
+                }
+                Some(("throttled_time", v)) => {
+                    sample.throttled = Duration::from_nanos(v.trim().parse().unwrap_or(0));
+                }
+                _ => {}
+            }
+        }
+    }
+    sample.memory_bytes =
+        v1(&["memory"], "memory.usage_in_bytes").and_then(|t| t.trim().parse().ok());
     Ok(sample)
 }
 
@@ -415,7 +485,7 @@ pub fn sample_cgroup(dir: &Path) -> Result<CgroupSample, WatchError> {
 pub enum Source {
     /// A process, by PID.
     Pid(u32),
-    /// A cgroup v2 directory.
+    /// A cgroup directory (v2, or v1's with its cpuacct controller).
     Cgroup(PathBuf),
     /// A Prometheus text endpoint (`--watch URL`), scraped on a thread of
     /// its own.
@@ -1756,7 +1826,49 @@ mod tests {
         assert_eq!(s.memory_bytes, Some(1_048_576));
         let plain = tempfile::tempdir().unwrap();
         let e = sample_cgroup(plain.path()).unwrap_err();
-        assert!(e.to_string().contains("not a cgroup v2 directory"), "{e}");
+        assert!(e.to_string().contains("not a cgroup directory"), "{e}");
+        // A cgroup v1 cpu.stat alone (throttling, no CPU time) is no
+        // cgroup to watch either: it would read as an idle server.
+        std::fs::write(
+            plain.path().join("cpu.stat"),
+            "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n",
+        )
+        .unwrap();
+        assert!(sample_cgroup(plain.path()).is_err());
+    }
+
+    #[test]
+    fn a_cgroup_v1_reads_its_cpu_from_the_cpuacct_hierarchy() {
+        // The cpu and cpuacct controllers mounted apart, as on this
+        // project's VM: the user names the cpu hierarchy's directory.
+        let mounts = tempfile::tempdir().unwrap();
+        let at = |c: &str| {
+            let d = mounts.path().join(c).join("system.slice/nginx.service");
+            std::fs::create_dir_all(&d).unwrap();
+            d
+        };
+        let cpu = at("cpu");
+        std::fs::write(
+            cpu.join("cpu.stat"),
+            "nr_periods 20\nnr_throttled 5\nthrottled_time 250000000\n",
+        )
+        .unwrap();
+        let acct = at("cpuacct");
+        std::fs::write(acct.join("cpuacct.usage"), "3000000000\n").unwrap();
+        std::fs::write(acct.join("cpuacct.stat"), "user 200\nsystem 100\n").unwrap();
+        std::fs::write(at("memory").join("memory.usage_in_bytes"), "4096\n").unwrap();
+        for dir in [&cpu, &acct] {
+            let s = sample_cgroup_under(dir, mounts.path()).unwrap();
+            assert_eq!(
+                (s.user, s.system),
+                (Duration::from_secs(2), Duration::from_secs(1))
+            );
+            assert_eq!(
+                (s.throttled_periods, s.throttled),
+                (5, Duration::from_millis(250))
+            );
+            assert_eq!(s.memory_bytes, Some(4096));
+        }
     }
 
     /// A fake `/proc` with the processes `(pid, parent, name)`.
