@@ -32,8 +32,26 @@ impl<'a> Answer<'a> {
                 .count();
             rest = &rest[skip..];
             let mut fields = [httparse::EMPTY_HEADER; 64];
+            let mut more = Vec::new();
             let mut head = httparse::Response::new(&mut fields);
-            let httparse::Status::Complete(len) = head.parse(rest).ok()? else {
+            let parsed = match head.parse(rest) {
+                // The engine's parser takes a head of any number of
+                // fields: room for one a line of it.
+                Err(httparse::Error::TooManyHeaders) => {
+                    let end = rest
+                        .windows(2)
+                        .position(|w| w == b"\n\n" || w == b"\n\r")
+                        .unwrap_or(rest.len());
+                    more = vec![
+                        httparse::EMPTY_HEADER;
+                        rest[..end].iter().filter(|&&b| b == b'\n').count() + 1
+                    ];
+                    head = httparse::Response::new(&mut more);
+                    head.parse(rest)
+                }
+                parsed => parsed,
+            };
+            let httparse::Status::Complete(len) = parsed.ok()? else {
                 return None;
             };
             let code = head.code?;
@@ -188,6 +206,18 @@ mod tests {
     use super::*;
 
     const CHUNKED: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\nSet-Cookie: s=abc; Path=/\r\nSet-Cookie: t=1\r\nLocation: /m/9\r\n\r\n7;x=y\r\n{\"id\":9\r\n3\r\n,\"a\r\n6\r\n\":\"x\"}\r\n0\r\nTrailer: 1\r\n\r\n";
+
+    #[test]
+    fn an_answer_of_many_fields_is_read_whole() {
+        // A web app's 71 fields, and a Location after them.
+        let head = format!(
+            "HTTP/1.1 302 Found\r\n{}Location: /next\r\nContent-Length: 2\r\n\r\nok",
+            "X-Field: y\r\n".repeat(71)
+        );
+        let answer = Answer::read(head.as_bytes()).unwrap();
+        assert_eq!(answer.header("location"), Some(&b"/next"[..]));
+        assert_eq!(answer.body(), b"ok");
+    }
 
     #[test]
     fn an_answer_is_read_past_interim_heads_and_its_chunks() {
