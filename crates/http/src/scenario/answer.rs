@@ -32,7 +32,7 @@ impl<'a> Answer<'a> {
                 .count();
             rest = &rest[skip..];
             let mut fields = [httparse::EMPTY_HEADER; 64];
-            let mut more = Vec::new();
+            let mut more: Vec<httparse::Header<'_>>;
             let mut head = httparse::Response::new(&mut fields);
             let parsed = match head.parse(rest) {
                 // The engine's parser takes a head of any number of
