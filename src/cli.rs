@@ -430,10 +430,10 @@ pub(crate) struct HttpArgs {
     /// Request method. The standard ones (GET, HEAD, POST, PUT, DELETE,
     /// CONNECT, OPTIONS, TRACE, PATCH) are sent in upper case however they
     /// are typed (`-m post` sends POST); any other is sent as given. With
-    /// --h2, `-m N` (a number) is h2load's streams per connection instead;
-    /// give the method as `--method` then.
-    #[arg(short = 'm', long, default_value = "GET")]
-    pub method: String,
+    /// --h2, `-m N` (a number) is h2load's streams per connection, and
+    /// may stand beside the method: `--method POST -m 4`.
+    #[arg(short = 'm', long, value_name = "METHOD", action = clap::ArgAction::Append)]
+    pub method: Vec<String>,
 
     /// Speak HTTP/2: h2c with prior knowledge for http:// URLs, h2 chosen
     /// by ALPN for https:// (a server that picks anything else is an

@@ -164,25 +164,8 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
-    // h2load's `-m N` is streams per connection; ab's `-m` is the method.
     let h2_possible = h2 || alpn.iter().any(|p| p == "h2");
-    let (method, streams) = match (h2_possible, method.parse::<u64>(), streams) {
-        (true, Ok(0), _) => {
-            bail!("-m 0: an HTTP/2 connection needs at least 1 stream (-m 1 or more)")
-        }
-        (true, Ok(n), None) => (
-            "GET".to_owned(),
-            u32::try_from(n).map_err(|_| anyhow!("-m {n}: too many streams"))?,
-        ),
-        (true, Ok(n), Some(_)) => bail!(
-            "-m {n} and --streams both give the streams per connection: keep one (give the method as --method NAME)"
-        ),
-        (false, Ok(n), _) => bail!(
-            "-m {n} is not a method: for {n} HTTP/2 streams per connection (h2load's -m), add --h2"
-        ),
-        (_, Err(_), s) => (method, s.unwrap_or(1)),
-    };
-    let method = standard_method(method);
+    let (method, streams) = method_and_streams(method, h2_possible, streams)?;
 
     let (server, target_url) = if builtin {
         let (server, url) = builtin_server((cpus - threads.min(cpus)).max(1))?;
@@ -371,6 +354,36 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
     })
 }
 
+/// `-m`/`--method`, given up to twice: h2load's `-m N` is streams per
+/// connection, ab's `-m` is the method, and under `--h2` both may stand
+/// together (`--method POST -m 4`). The method (GET when none), and the
+/// streams (`--streams`, else `-m N`, else 1).
+fn method_and_streams(given: Vec<String>, h2: bool, streams: Option<u32>) -> Result<(String, u32)> {
+    let (numbers, names): (Vec<String>, Vec<String>) =
+        given.into_iter().partition(|m| m.parse::<u64>().is_ok());
+    let method = match names.as_slice() {
+        [] => "GET".to_owned(),
+        [one] => one.clone(),
+        [a, b, ..] => bail!("-m/--method given twice ({a}, {b}): give the method once"),
+    };
+    let streams = match (numbers.as_slice(), streams) {
+        ([], s) => s.unwrap_or(1),
+        ([n], _) if !h2 => bail!(
+            "-m {n} is not a method: for {n} HTTP/2 streams per connection (h2load's -m), add --h2"
+        ),
+        ([n], Some(_)) => {
+            bail!("-m {n} and --streams both give the streams per connection: keep one")
+        }
+        ([n], None) => match n.parse::<u64>() {
+            Ok(0) => bail!("-m 0: an HTTP/2 connection needs at least 1 stream (-m 1 or more)"),
+            Ok(n) => u32::try_from(n).map_err(|_| anyhow!("-m {n}: too many streams"))?,
+            Err(_) => unreachable!("partitioned as a number"),
+        },
+        ([a, b, ..], _) => bail!("-m given twice ({a}, {b}): give the streams per connection once"),
+    };
+    Ok((standard_method(method), streams))
+}
+
 /// Methods are case-sensitive, and servers answer `post` with 400 or 405:
 /// the standard ones (RFC 9110 and PATCH) go in upper case however they
 /// were typed; any other method is sent exactly as given.
@@ -451,6 +464,22 @@ mod http_tests {
         assert_eq!(standard_method("post".into()), "POST");
         assert_eq!(standard_method("Patch".into()), "PATCH");
         assert_eq!(standard_method("purge".into()), "purge");
+    }
+
+    #[test]
+    fn the_method_and_h2loads_streams_stand_together_under_h2() {
+        let m = |given: &[&str], h2: bool| {
+            method_and_streams(given.iter().map(|s| (*s).to_owned()).collect(), h2, None)
+        };
+        assert_eq!(m(&[], false).unwrap(), ("GET".into(), 1));
+        assert_eq!(m(&["post"], false).unwrap(), ("POST".into(), 1));
+        assert_eq!(m(&["POST", "4"], true).unwrap(), ("POST".into(), 4));
+        assert_eq!(m(&["4", "PUT"], true).unwrap(), ("PUT".into(), 4));
+        let e = |given: &[&str], h2: bool| m(given, h2).unwrap_err().to_string();
+        assert!(e(&["4"], false).contains("add --h2"));
+        assert!(e(&["0"], true).contains("at least 1 stream"));
+        assert!(e(&["GET", "POST"], true).contains("give the method once"));
+        assert!(e(&["2", "4"], true).contains("streams per connection once"));
     }
 
     #[test]

@@ -408,6 +408,17 @@ fn h2_counts_exactly_over_many_streams_and_reports_what_it_adds() {
         metric(&run, "h2_server_max_concurrent_streams"),
         Some(200.0)
     );
+    // h2load's -m N beside the method, as the guide writes them.
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &url, "--h2", "--method", "POST", "--body", "hi", "-m", "4", "-n", "20", "-c", "2",
+        ],
+        0,
+    );
+    assert_eq!(metric(&run, "responses"), Some(20.0));
+    assert_eq!(run["settings"]["method"], "POST");
+    assert_eq!(run["settings"]["streams"], 4);
     // The human report says what ran and what HPACK saved.
     let (text, _) = run_text(
         home.path(),
