@@ -794,7 +794,24 @@ fn spawn_serve_with(
     extra: &[&str],
     scheme: &str,
 ) -> (std::process::Child, String) {
-    let bin: PathBuf = assert_cmd::cargo::cargo_bin("dyno");
+    spawn_serve_from(
+        &assert_cmd::cargo::cargo_bin("dyno"),
+        addr,
+        threads,
+        extra,
+        scheme,
+    )
+}
+
+/// [`spawn_serve_with`] of the dyno binary at `bin` (a copy under another
+/// name, as `--watch-name` tests need).
+fn spawn_serve_from(
+    bin: &Path,
+    addr: &str,
+    threads: u32,
+    extra: &[&str],
+    scheme: &str,
+) -> (std::process::Child, String) {
     let mut child = StdCommand::new(bin)
         .args(["serve", "--addr", addr, "--threads", &threads.to_string()])
         .args(extra)

@@ -1862,34 +1862,6 @@ fn a_watched_search_gives_the_verdict_at_the_knee() {
 }
 
 /// What cannot be watched is refused before any load.
-/// `dyno serve` on a free port from a copy of dyno named `name` (its
-/// processes' comm), with the address it printed.
-fn serve_as(bin: &Path, threads: u32) -> (std::process::Child, String) {
-    let mut child = StdCommand::new(bin)
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--threads",
-            &threads.to_string(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {first:?}"))
-        .to_owned();
-    (child, addr)
-}
-
 /// `--watch-name` watches one server: of two servers of one name, the
 /// one that listens on the target's port (and it says so); with neither
 /// on the target's port, it refuses, listing them; and never the client
@@ -1902,8 +1874,8 @@ fn watch_name_watches_one_server_and_never_the_client() {
     let name = format!("dynow{}", std::process::id() % 1_000_000);
     let bin = dir.path().join(&name);
     std::fs::copy(assert_cmd::cargo::cargo_bin("dyno"), &bin).unwrap();
-    let (mut one, addr_one) = serve_as(&bin, 1);
-    let (mut two, _) = serve_as(&bin, 1);
+    let (mut one, addr_one) = spawn_serve_from(&bin, "127.0.0.1:0", 1, &[], "http://");
+    let (mut two, _) = spawn_serve_from(&bin, "127.0.0.1:0", 1, &[], "http://");
     let port = addr_one.rsplit(':').next().unwrap();
     let (run, stderr) = http_json_exit(
         home.path(),

@@ -317,10 +317,11 @@ fn a_sweep_of_users_counts_flows() {
     );
 }
 
-/// A server that logs users in: `/login?user=U` sets the cookie
-/// `sid=U-token`, `/me` answers `you are U` for that cookie and 401
-/// without it. Keep-alive, one thread per connection.
-fn login_server() -> String {
+/// A keep-alive HTTP/1.1 server on loopback, one thread per connection,
+/// whose answer to each request `answer` makes from its path and its
+/// `sid` cookie (the cookie's value without `-token`): (status line,
+/// extra header lines, body).
+fn line_server(answer: fn(&str, Option<String>) -> (&'static str, String, String)) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     std::thread::spawn(move || {
@@ -351,18 +352,7 @@ fn login_server() -> String {
                                 .map(|s| s.trim_end_matches("-token").to_owned());
                         }
                     }
-                    let (status, extra, body) =
-                        if let Some(user) = path.strip_prefix("/login?user=") {
-                            (
-                                "200 OK",
-                                format!("Set-Cookie: sid={user}-token; Path=/\r\n"),
-                                "in".to_owned(),
-                            )
-                        } else if let Some(user) = cookie {
-                            ("200 OK", String::new(), format!("you are {user}"))
-                        } else {
-                            ("401 Unauthorized", String::new(), "who?".to_owned())
-                        };
+                    let (status, extra, body) = answer(&path, cookie);
                     let answer = format!(
                         "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\n\r\n{body}",
                         body.len()
@@ -375,6 +365,25 @@ fn login_server() -> String {
         }
     });
     addr
+}
+
+/// A server that logs users in: `/login?user=U` sets the cookie
+/// `sid=U-token`, `/me` answers `you are U` for that cookie and 401
+/// without it.
+fn login_server() -> String {
+    line_server(|path, cookie| {
+        if let Some(user) = path.strip_prefix("/login?user=") {
+            (
+                "200 OK",
+                format!("Set-Cookie: sid={user}-token; Path=/\r\n"),
+                "in".to_owned(),
+            )
+        } else if let Some(user) = cookie {
+            ("200 OK", String::new(), format!("you are {user}"))
+        } else {
+            ("401 Unauthorized", String::new(), "who?".to_owned())
+        }
+    })
 }
 
 #[test]
@@ -526,46 +535,14 @@ url = "/status/${id}"
 /// A server whose `/v?u=U` answers `v=ok` for every user but `bad`, for
 /// whom it answers a value with a line break; anything else is 200.
 fn value_server() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(conn) = conn else { continue };
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(conn.try_clone().unwrap());
-                let mut conn = conn;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                    loop {
-                        let mut h = String::new();
-                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if h == "\r\n" {
-                            break;
-                        }
-                    }
-                    let body = match path.strip_prefix("/v?u=") {
-                        Some("bad") => "v=one\ntwo",
-                        Some(_) => "v=ok",
-                        None => "fine",
-                    };
-                    let answer = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    if conn.write_all(answer.as_bytes()).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    addr
+    line_server(|path, _| {
+        let body = match path.strip_prefix("/v?u=") {
+            Some("bad") => "v=one\ntwo",
+            Some(_) => "v=ok",
+            None => "fine",
+        };
+        ("200 OK", String::new(), body.to_owned())
+    })
 }
 
 /// An extracted value that cannot go into the header the next step puts
