@@ -750,7 +750,8 @@ fn alpn_lets_the_server_choose_and_records_its_choice() {
 /// nginx (Debian's package; scripts/test installs it) in the foreground as
 /// one process, with its own configuration, prefix, pid file and logs in a
 /// temporary directory, serving `index.html` over h2c with prior knowledge
-/// on a free loopback port; killed when dropped.
+/// on a free loopback port, one access-log line a request; killed when
+/// dropped.
 struct Nginx {
     child: std::process::Child,
     port: u16,
@@ -788,7 +789,7 @@ pid {p}/nginx.pid;
 error_log {p}/error.log;
 events {{ worker_connections 256; }}
 http {{
-  access_log off;
+  access_log {p}/access.log;
   client_body_temp_path {p}/body;
   proxy_temp_path {p}/proxy;
   fastcgi_temp_path {p}/fastcgi;
@@ -841,6 +842,15 @@ http {{
 
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}/index.html", self.port)
+    }
+
+    /// How many requests nginx has answered, by its access log: the judge
+    /// of what a run says it sent.
+    fn logged(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
     }
 }
 
@@ -898,6 +908,117 @@ fn h2_against_nginx_ending_connections_with_goaway_is_exact() {
     assert!(text.contains("Requests    500 answered"), "{text}");
     assert!(!text.contains("h2 goaway"), "{text}");
     eprintln!("h2_goaway_retried: {retried}");
+    assert_eq!(nginx.logged(), 700, "nginx's access log");
+}
+
+/// `-n` is exact against stock nginx (`keepalive_requests` 1000) at the
+/// size users run: 20,000 requests over 10 connections of 10 streams, a
+/// GOAWAY every 1,000, run after run. The judge is nginx's access log.
+/// Before: 19,985–19,999 answered with "Errors none", the requests a
+/// GOAWAY handed back after the schedule ran dry never sent.
+#[test]
+fn h2_n_is_exact_against_stock_nginx_run_after_run() {
+    let home = temp();
+    let nginx = Nginx::start("");
+    let url = nginx.url();
+    let mut retried = 0.0;
+    for round in 1..=8 {
+        let before = nginx.logged();
+        let (run, stderr) = http_json_exit(
+            home.path(),
+            &[&url, "--h2", "-n", "20000", "-c", "10", "-m", "10"],
+            0,
+        );
+        let logged = nginx.logged() - before;
+        assert_eq!(
+            logged, 20_000,
+            "round {round}: nginx logged {logged}; {stderr}"
+        );
+        assert_eq!(metric(&run, "responses"), Some(20_000.0), "round {round}");
+        assert_eq!(metric(&run, "status_200"), Some(20_000.0), "round {round}");
+        assert_eq!(metric(&run, "errors"), Some(0.0), "round {round}: {stderr}");
+        retried += metric(&run, "h2_goaway_retried").unwrap_or(0.0);
+    }
+    // The GOAWAYs came and handed requests back: the case was met.
+    assert!(retried > 0.0, "no request was handed back in 8 rounds");
+}
+
+/// A scenario over HTTP/2 goes on past nginx's GOAWAY (every 50 requests
+/// here): its users carry on over a new connection with their flows, the
+/// steps the server did not process go first there, `-n` ends exact and
+/// `-d` keeps its rate. Before: the users stopped at the first GOAWAY
+/// (`-n 200` hung after 50 requests; `-d` made 2 × 1,000 requests).
+#[test]
+fn h2_scenario_goes_on_past_nginx_goaway() {
+    let home = temp();
+    let nginx = Nginx::start("keepalive_requests 50;");
+    let file = home.path().join("ng.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"base = "http://127.0.0.1:{}"
+[[flow]]
+name = "f"
+[[flow.step]]
+url = "/index.html"
+check = {{ status = 200, contains = "hello" }}
+[[flow.step]]
+url = "/index.html"
+"#,
+            nginx.port
+        ),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let (run, stderr) = http_json_exit(
+        home.path(),
+        &[
+            "--scenario",
+            file,
+            "--h2",
+            "-c",
+            "1",
+            "-m",
+            "4",
+            "-n",
+            "200",
+            "-t",
+            "1",
+        ],
+        0,
+    );
+    assert_eq!(nginx.logged(), 400, "200 flows of 2 steps: {stderr}");
+    assert_eq!(metric(&run, "responses"), Some(400.0), "{stderr}");
+    assert_eq!(metric(&run, "errors"), Some(0.0), "{stderr}");
+    assert!(metric(&run, "connections_opened").unwrap() >= 8.0);
+    // A duration: every connection's users go on, so far more than one
+    // connection's 50 requests are answered, with no error.
+    let before = nginx.logged();
+    let (run, stderr) = http_json_exit(
+        home.path(),
+        &[
+            "--scenario",
+            file,
+            "--h2",
+            "-c",
+            "2",
+            "-m",
+            "4",
+            "-d",
+            "2s",
+            "-t",
+            "1",
+        ],
+        0,
+    );
+    let answered = metric(&run, "responses").unwrap();
+    assert!(answered >= 1000.0, "{answered} answered in 2 s: {stderr}");
+    assert_eq!(metric(&run, "errors"), Some(0.0), "{stderr}");
+    let logged = (nginx.logged() - before) as f64;
+    assert!(
+        logged >= answered,
+        "nginx logged {logged} for {answered} answers"
+    );
 }
 
 /// A `--url-file` run is described, and listed in history, by its first

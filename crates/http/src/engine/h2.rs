@@ -19,8 +19,10 @@
 //! answer within the timeout is reset alone (`read_timeout`, or `write`
 //! when the server's flow-control window never let its body out).
 //!
-//! A scenario's virtual users are tasks, one per stream: each hands its
-//! step to the connection's [`Mailbox`] and waits for the answer there.
+//! A scenario's virtual users are tasks, one per stream, that outlive
+//! each connection: each hands its step to the [`Mailbox`] of its
+//! connections and waits for the answer there. A GOAWAY ends a connection,
+//! not a flow: the steps it did not process go first on the next.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -156,9 +158,18 @@ enum Schedule {
 
 impl Tickets {
     fn next(&self, shared: &Shared, local: &RefCell<Local>) -> Option<Ticket> {
-        if let Some(t) = self.carried.borrow_mut().pop() {
-            return Some(t);
+        let mut carried = self.carried.borrow_mut();
+        if !carried.is_empty() {
+            // Past a duration's end (or Ctrl-C) what was handed back is
+            // not sent again: the run is over. It was not counted as sent;
+            // an open model's ticket stays held, so it counts as dropped.
+            let over = shared.stopped() || shared.end().is_some_and(|end| Instant::now() >= end);
+            if !over {
+                return carried.pop();
+            }
+            carried.clear();
         }
+        drop(carried);
         match &self.schedule {
             Schedule::Closed { threads } => local.borrow_mut().closed_ticket(shared, *threads),
             Schedule::Open(schedule) => schedule.borrow_mut().ticket(shared, local),
@@ -214,8 +225,34 @@ pub(super) async fn h2_connection(
                 .collect(),
         )
     });
+    // The users' tasks and mailbox outlive each connection: a GOAWAY ends
+    // a connection, not a flow, and its users go on over the next.
+    let mailbox = users.as_ref().map(|u| Rc::new(Mailbox::new(u.len())));
+    let _loops = Loops(match (&users, &mailbox) {
+        (Some(users), Some(mailbox)) => (0..users.len())
+            .map(|i| {
+                tokio::task::spawn_local(scenario_loop(
+                    Arc::clone(&shared),
+                    Rc::clone(&local),
+                    Rc::clone(&tickets),
+                    timer.clone(),
+                    Rc::clone(mailbox),
+                    Rc::clone(users),
+                    i,
+                ))
+            })
+            .collect(),
+        _ => Vec::new(),
+    });
     let mut backoff = Duration::ZERO;
     loop {
+        if let (Some(mailbox), None) = (&mailbox, &stream) {
+            // The next connection waits for a step to send.
+            std::future::poll_fn(|cx| mailbox.poll_wanted(cx)).await;
+            if mailbox.live.get() == 0 {
+                return;
+            }
+        }
         let began = Instant::now();
         let connected = match stream.take() {
             Some(s) => Ok(s),
@@ -252,14 +289,21 @@ pub(super) async fn h2_connection(
                     local.borrow_mut().protocol_failure.get_or_insert(why);
                     shared.protocol_refused();
                 }
-                // One ticket pays for the failed attempt, as a batch of
-                // one does over HTTP/1.1.
-                let Some(ticket) = tickets.next(&shared, &local) else {
-                    return;
-                };
-                local
-                    .borrow_mut()
-                    .record_error(&shared, &ticket, class, false);
+                match &mailbox {
+                    // The steps waiting for it fail unsent, and their
+                    // users go on.
+                    Some(mailbox) => mailbox.fail_queued(class),
+                    // One ticket pays for the failed attempt, as a batch
+                    // of one does over HTTP/1.1.
+                    None => {
+                        let Some(ticket) = tickets.next(&shared, &local) else {
+                            return;
+                        };
+                        local
+                            .borrow_mut()
+                            .record_error(&shared, &ticket, class, false);
+                    }
+                }
                 backoff = (backoff * 2).clamp(Duration::from_millis(1), Duration::from_millis(100));
                 if settings.schedule.rate_per_sec.is_none() {
                     tokio::time::sleep(backoff).await;
@@ -270,24 +314,6 @@ pub(super) async fn h2_connection(
         if Instant::now() >= shared.measure_from() {
             local.borrow_mut().stats.connects += 1;
         }
-        // A scenario's users on this connection, each a task.
-        let mailbox = users.as_ref().map(|u| Rc::new(Mailbox::new(u.len())));
-        let _loops = Loops(match (&users, &mailbox) {
-            (Some(users), Some(mailbox)) => (0..users.len())
-                .map(|i| {
-                    tokio::task::spawn_local(scenario_loop(
-                        Arc::clone(&shared),
-                        Rc::clone(&local),
-                        Rc::clone(&tickets),
-                        timer.clone(),
-                        Rc::clone(mailbox),
-                        Rc::clone(users),
-                        i,
-                    ))
-                })
-                .collect(),
-            _ => Vec::new(),
-        });
         let mut driver = Driver {
             shared: &shared,
             local: &local,
@@ -312,10 +338,6 @@ pub(super) async fn h2_connection(
             },
         };
         let ended = driver.drive().await;
-        if let Some(mailbox) = &mailbox {
-            // The users see the connection gone and end their flows.
-            std::future::poll_fn(|cx| mailbox.poll_users_done(cx)).await;
-        }
         driver.finish();
         if ended == Ended::Done || shared.stopped() {
             return;
@@ -371,6 +393,9 @@ struct InFlight {
     user: Option<usize>,
     /// The step reads its answer: its bytes are kept for it.
     capture: bool,
+    /// A scenario step's request, kept to go again on the next connection
+    /// if a GOAWAY says the server did not process it.
+    again: Option<http2::Request>,
 }
 
 /// Where a connection's requests come from.
@@ -649,7 +674,9 @@ impl Driver<'_> {
     fn finished(&self) -> bool {
         let idle = self.session.open_streams() == 0 && self.pending.is_none();
         match &self.source {
-            Source::Requests(_) => self.done && idle,
+            // A GOAWAY may hand back requests after the schedule ran dry:
+            // they go on the next connection.
+            Source::Requests(_) => self.done && idle && self.tickets.carried.borrow().is_empty(),
             Source::Users(mailbox) => idle && mailbox.live.get() == 0,
         }
     }
@@ -676,7 +703,7 @@ impl Driver<'_> {
         while self.may_open() {
             match self.source {
                 Source::Requests(converted) => {
-                    if self.done {
+                    if self.done && self.tickets.carried.borrow().is_empty() {
                         return None;
                     }
                     let ticket = match self.pending.take() {
@@ -701,7 +728,10 @@ impl Driver<'_> {
                 }
                 Source::Users(mailbox) => {
                     let step = mailbox.queue.borrow_mut().pop_front()?;
-                    self.send(&step.request, step.ticket, Some(step.user), step.capture);
+                    let id = self.send(&step.request, step.ticket, Some(step.user), step.capture);
+                    if let Some(stream) = self.session.data_mut(id) {
+                        stream.again = Some(step.request);
+                    }
                 }
             }
         }
@@ -724,7 +754,9 @@ impl Driver<'_> {
             &mut self.scratch,
         );
         match made {
-            Ok(request) => self.send(&request, ticket, None, false),
+            Ok(request) => {
+                self.send(&request, ticket, None, false);
+            }
             Err(_) => {
                 self.local
                     .borrow_mut()
@@ -734,17 +766,17 @@ impl Driver<'_> {
     }
 
     /// Opens a stream for `request`; from here it is in flight until
-    /// answered or failed.
+    /// answered or failed. Its stream's id.
     fn send(
         &mut self,
         request: &http2::Request,
         ticket: Ticket,
         user: Option<usize>,
         capture: bool,
-    ) {
+    ) -> u32 {
         let sent = Instant::now();
         let deadline = sent + self.shared.settings.timeout;
-        self.session.open(
+        let id = self.session.open(
             request,
             InFlight {
                 ticket,
@@ -756,6 +788,7 @@ impl Driver<'_> {
                 length: None,
                 user,
                 capture,
+                again: None,
             },
         );
         if self.next_check.is_none() {
@@ -777,6 +810,7 @@ impl Driver<'_> {
             }
             l.stats.h2.plain_header_written += request.plain;
         }
+        id
     }
 
     /// `n` bytes were read into the thread's buffer: the session takes
@@ -870,11 +904,25 @@ impl Driver<'_> {
                     Failure::Malformed => ErrorClass::H2Protocol,
                     Failure::Unprocessed => ErrorClass::GoAway,
                 };
+                let unprocessed = why == Failure::Unprocessed && *answered;
                 if let (Some(user), Source::Users(mailbox)) = (stream.user, source) {
-                    // A flow cannot wait for a new connection: the step fails.
-                    mailbox.answer(user, Err((class, true)));
-                } else if why == Failure::Unprocessed && *answered {
-                    retry(local, tickets, stream.ticket);
+                    match stream.again {
+                        // The user's step waits for the next connection,
+                        // first in line.
+                        Some(request) if unprocessed => {
+                            let ticket = given_back(local, stream.ticket);
+                            mailbox.queue.borrow_mut().push_front(Step {
+                                user,
+                                request,
+                                ticket,
+                                capture: stream.capture,
+                            });
+                        }
+                        _ => mailbox.answer(user, Err((class, true))),
+                    }
+                } else if unprocessed {
+                    let ticket = given_back(local, stream.ticket);
+                    tickets.carried.borrow_mut().push(ticket);
                 } else {
                     local
                         .borrow_mut()
@@ -985,7 +1033,7 @@ impl Driver<'_> {
             self.tickets.carried.borrow_mut().push(ticket);
         }
         if let Source::Users(mailbox) = &self.source {
-            mailbox.lost(class);
+            mailbox.fail_queued(class);
         }
     }
 
@@ -1017,23 +1065,21 @@ impl Driver<'_> {
 /// (RFC 9113 §6.8): it goes again on the next connection, counted apart,
 /// not as an error, so `-n` stays exact. Only from a connection that
 /// answered something: one that answers nothing would be retried without
-/// end.
-fn retry(local: &RefCell<Local>, tickets: &Tickets, ticket: Ticket) {
-    {
-        let mut l = local.borrow_mut();
-        if ticket.measured {
-            l.in_flight -= 1;
-            if let Some(stage) = l.stages.get_mut(ticket.stage) {
-                stage.landed();
-            }
-            l.stats.h2.goaway_retried += 1;
+/// end. The ticket to send it with.
+fn given_back(local: &RefCell<Local>, ticket: Ticket) -> Ticket {
+    let mut l = local.borrow_mut();
+    if ticket.measured {
+        l.in_flight -= 1;
+        if let Some(stage) = l.stages.get_mut(ticket.stage) {
+            stage.landed();
         }
-        l.hold(&ticket);
+        l.stats.h2.goaway_retried += 1;
     }
-    tickets.carried.borrow_mut().push(Ticket {
+    l.hold(&ticket);
+    Ticket {
         retried: true,
         ..ticket
-    });
+    }
 }
 
 /// A scenario step handed to the connection.
@@ -1057,10 +1103,8 @@ struct Mailbox {
     answers: Vec<RefCell<Vec<u8>>>,
     /// The connection's loop, waiting for a step (or for users to end).
     driver: Cell<Option<Waker>>,
-    /// Users still running on this connection.
+    /// Users still running.
     live: Cell<usize>,
-    /// The connection is gone, with this class.
-    gone: Cell<Option<ErrorClass>>,
 }
 
 impl Mailbox {
@@ -1072,7 +1116,6 @@ impl Mailbox {
             answers: (0..users).map(|_| RefCell::new(Vec::new())).collect(),
             driver: Cell::new(None),
             live: Cell::new(users),
-            gone: Cell::new(None),
         }
     }
 
@@ -1082,8 +1125,9 @@ impl Mailbox {
         }
     }
 
-    fn poll_users_done(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.live.get() == 0 {
+    /// Ready when a step waits to be sent, or every user is done.
+    fn poll_wanted(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.live.get() == 0 || !self.queue.borrow().is_empty() {
             return Poll::Ready(());
         }
         self.driver.set(Some(cx.waker().clone()));
@@ -1109,10 +1153,11 @@ impl Mailbox {
         }
     }
 
-    /// The connection is gone: steps still queued fail unsent.
-    fn lost(&self, class: ErrorClass) {
-        self.gone.set(Some(class));
-        for step in self.queue.borrow_mut().drain(..) {
+    /// The connection is lost, or the next could not be made: the steps
+    /// waiting for it fail unsent.
+    fn fail_queued(&self, class: ErrorClass) {
+        let queued: Vec<Step> = self.queue.borrow_mut().drain(..).collect();
+        for step in queued {
             self.answer(step.user, Err((class, false)));
         }
     }
@@ -1120,9 +1165,6 @@ impl Mailbox {
     /// A user's side: hands in a step and waits for its outcome.
     async fn exchange(&self, step: Step) -> Outcome {
         let user = step.user;
-        if let Some(class) = self.gone.get() {
-            return Err((class, false));
-        }
         self.queue.borrow_mut().push_back(step);
         self.wake_driver();
         std::future::poll_fn(|cx| match self.outcomes[user].take() {
@@ -1147,12 +1189,12 @@ impl Drop for Live<'_> {
     }
 }
 
-/// A scenario's virtual user `index` of a connection: takes a flow's
-/// start, makes the flow's steps as streams one after another, repeats;
-/// ends when the tickets do or when the connection is gone (the flow under
-/// way then fails, and the user goes on over the next connection). A step
-/// a GOAWAY left unprocessed fails too: its flow cannot wait for a new
-/// connection.
+/// A scenario's virtual user `index` of a connection (and its
+/// successors): takes a flow's start, makes the flow's steps as streams
+/// one after another, repeats; ends when the tickets do. A step lost with
+/// its connection fails its flow, and the user goes on over the next; a
+/// step a GOAWAY left unprocessed waits for the next connection, and the
+/// flow goes on there with its variables and cookies.
 async fn scenario_loop(
     shared: Arc<Shared>,
     local: Rc<RefCell<Local>>,
@@ -1197,9 +1239,6 @@ async fn scenario_loop(
             }
         };
     loop {
-        if mailbox.gone.get().is_some() {
-            return;
-        }
         let Some(start) = tickets.next(shared, local) else {
             return;
         };

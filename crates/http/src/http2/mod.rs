@@ -469,6 +469,11 @@ impl<T> Session<T> {
             .map(|(id, s)| (*id, &s.data, s.body.is_some()))
     }
 
+    /// Stream `id`'s data, while it is open.
+    pub(crate) fn data_mut(&mut self, id: u32) -> Option<&mut T> {
+        self.streams.get_mut(&id).map(|s| &mut s.data)
+    }
+
     /// Resets stream `id` (RST_STREAM with `code`) and gives its data back.
     pub(crate) fn reset(&mut self, id: u32, code: u32) -> Option<T> {
         let open = self.streams.remove(&id)?;
