@@ -179,6 +179,13 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
         return Ok(ExitStatus::Interrupted);
     }
+    if !outcome.lost.is_empty() {
+        eprintln!(
+            "dyno: the server ended no transaction {} (target_lost): the run fails",
+            dyno_load::silence::spells_in_words(&outcome.lost)
+        );
+        return Ok(ExitStatus::ChecksFailed);
+    }
     if !outcome.aborted.is_empty() || outcome.failed_total() > 0 {
         eprintln!(
             "dyno: {} of {} clients stopped on an error and {} transactions failed: see above",

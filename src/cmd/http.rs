@@ -173,6 +173,13 @@ fn exit_status(
         eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
         return Ok(ExitStatus::Interrupted);
     }
+    if !outcome.lost.is_empty() {
+        eprintln!(
+            "dyno: the target answered nothing {} (target_lost): the run fails",
+            dyno_load::silence::spells_in_words(&outcome.lost)
+        );
+        return Ok(ExitStatus::ChecksFailed);
+    }
     let max_error_rate = asked.max_error_rate_percent;
     let requests = outcome.stats.requests().max(1);
     let error_rate = 100.0 * outcome.stats.total_errors() as f64 / requests as f64;

@@ -1938,3 +1938,61 @@ fn exit_on_abort_stops_every_client_at_the_first_abort() {
     assert_eq!(committed(&[]), 300.0);
     assert!(committed(&["--exit-on-abort"]) < 300.0);
 }
+
+/// Clients whose server goes away mid-run (their sessions terminated, as
+/// a crash or a failover ends them) fail the run as `target_lost`, with
+/// when, and the tps marked; before, the run said only that clients
+/// aborted, and its tps averaged over the seconds with no server.
+#[test]
+fn a_server_gone_mid_run_is_target_lost() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "--scale", "1"])
+        .assert()
+        .success();
+    let killer = {
+        let (pg, db) = (pg.clone(), db.clone());
+        std::thread::spawn(move || {
+            // Once transactions commit (by the rows they add), not after a
+            // guess at how long dyno takes to start.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while pg.psql(&db, "SELECT count(*) > 20 FROM pgbench_history") != "t"
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            pg.psql(
+                &db,
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+        })
+    };
+    let out = pg
+        .dyno(home.path(), &db)
+        .args(["db", "run", "-c", "2", "-T", "4", "--no-save", "--json"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let terminated = killer.join().unwrap();
+    assert_ne!(terminated, "0", "no session was ended");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = stdout_json(&out);
+    let lost: Vec<&str> = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["code"] == "target_lost")
+        .filter_map(|w| w["message"].as_str())
+        .collect();
+    assert_eq!(lost.len(), 1, "{}", run["warnings"]);
+    assert!(lost[0].contains("to 4.0 s (the end)"), "{}", lost[0]);
+    assert!(lost[0].contains("aborted"), "{}", lost[0]);
+    assert!(metric(&run, "target_lost_ns") >= 1e9);
+}

@@ -2138,3 +2138,97 @@ fn a_search_of_a_closed_port_saves_nothing() {
         .assert()
         .stdout(predicate::str::contains("find-max").not());
 }
+
+/// Whether a connection to `port` on loopback is established (read from
+/// `/proc/net/tcp`): the load has reached the server.
+fn connected_to(port: u16) -> bool {
+    let want = format!(":{port:04X} ");
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .any(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local, remote, state: 01 is ESTABLISHED.
+            f.len() > 3
+                && f[3] == "01"
+                && (f[1].ends_with(want.trim()) || f[2].ends_with(want.trim()))
+        })
+}
+
+/// Kills `server` (listening at `addr`) half a second after the load has
+/// reached it, by the socket table, not by a guess at how long dyno takes
+/// to start.
+fn kill_when_loaded(server: &std::process::Child, addr: &str) -> std::thread::JoinHandle<()> {
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let pid = server.id() as libc::pid_t;
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !connected_to(port) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: kill(2) of our own child.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    })
+}
+
+/// A server that dies mid-run fails the run in every model (H3): closed,
+/// open and HTTP/2 each say `target_lost` with when, mark the rate, and
+/// exit 1, where before a closed run whose server died passed with exit 0
+/// (the connect back-off kept the refusals under 1%). The same run against
+/// a server that lives says nothing of the kind.
+#[test]
+fn a_server_that_dies_mid_run_fails_the_run_as_target_lost() {
+    let home = temp();
+    for mode in [&[][..], &["--rate", "400"], &["--h2", "-m", "4"]] {
+        let (mut server, addr) = spawn_serve("127.0.0.1:0", 1);
+        let killer = kill_when_loaded(&server, &addr);
+        let url = format!("http://{addr}/hello");
+        let args = [&[url.as_str(), "-c", "4", "-t", "1", "-d", "3s"], mode].concat();
+        let (run, stderr) = http_json_exit(home.path(), &args, 1);
+        killer.join().unwrap();
+        let _ = server.wait();
+        let lost: Vec<&Value> = run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["code"] == "target_lost")
+            .collect();
+        assert_eq!(lost.len(), 1, "{mode:?}: {}", run["warnings"]);
+        let message = lost[0]["message"].as_str().unwrap();
+        assert!(
+            message.contains("to 3.0 s (the end)"),
+            "{mode:?}: {message}"
+        );
+        let silent = metric(&run, "target_lost_ns").unwrap();
+        assert!(
+            (1.0e9..=2.6e9).contains(&silent),
+            "{mode:?}: {silent} ns without an answer"
+        );
+        assert!(stderr.contains("(target_lost): the run fails"), "{stderr}");
+    }
+    // The mark on the figures, in the human report.
+    let (mut server, addr) = spawn_serve("127.0.0.1:0", 1);
+    let killer = kill_when_loaded(&server, &addr);
+    let url = format!("http://{addr}/hello");
+    let (text, _) = run_text(
+        home.path(),
+        &["http", &url, "-c", "2", "-t", "1", "-d", "2s", "--no-save"],
+        1,
+    );
+    killer.join().unwrap();
+    let _ = server.wait();
+    assert!(
+        text.contains("with no answer (target_lost)"),
+        "the rate is marked: {text}"
+    );
+    // A/A: a server that lives, the same run: no such warning, exit 0.
+    let (_server, base) = reference_server();
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[&format!("{base}/hello"), "-c", "4", "-t", "1", "-d", "1s"],
+        0,
+    );
+    assert!(metric(&run, "target_lost_ns").is_none());
+}

@@ -191,6 +191,7 @@ mod tests {
         let mut latency = histogram();
         latency.record(1_000_000).unwrap();
         Outcome {
+            lost: Vec::new(),
             stages: Vec::new(),
             latency,
             uncorrected: histogram(),

@@ -28,6 +28,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
 use dyno_load::plan::RatePlan;
+use dyno_load::silence::{Lost, Silence};
 use dyno_load::stages::StageFigures;
 use dyno_load::{Timer, pool};
 use dyno_model::{Direction, Merge, Metric, Samples, Unit};
@@ -180,6 +181,9 @@ pub struct Outcome {
     /// Latency of each transaction that committed, in nanoseconds; in the
     /// open model from its due time.
     pub latency: Histogram<u64>,
+    /// Spells in which the server ended no transaction while clients
+    /// failed or waited (`target_lost`), from the end of the warm-up.
+    pub lost: Vec<Lost>,
     /// Open model: latency from the real start.
     pub uncorrected: Histogram<u64>,
     /// Open model: from each due time to the real start.
@@ -354,7 +358,7 @@ pub fn run_gated(
     };
     let control = pool::Control::new(stop);
     let job = Clients { settings, scale };
-    let pooled = pool::run(
+    let mut pooled = pool::run(
         &pool,
         &control,
         &job,
@@ -375,10 +379,27 @@ pub fn run_gated(
         last = last.max(local.last_done);
     }
     let elapsed = pooled.window(last);
+    // A server that never ended a transaction is no target lost: the
+    // clients' aborts say what happened.
+    let ended_any = pooled
+        .threads
+        .iter()
+        .any(|l| l.transactions > 0 || l.failed_total > 0);
+    let lost = dyno_load::silence::lost(
+        pooled
+            .threads
+            .iter_mut()
+            .map(|l| std::mem::take(&mut l.silent))
+            .filter(|_| ended_any)
+            .collect(),
+        pooled.clock.measure_from,
+        pooled.clock.measure_from + elapsed,
+    );
     for local in pooled.threads {
         total.add(local);
     }
     Ok(Outcome {
+        lost,
         elapsed,
         latency: total.latency,
         uncorrected: total.uncorrected,
@@ -554,6 +575,10 @@ struct Local {
     last_done: Option<Instant>,
     /// `--rate-plan`: each stage's own figures (empty without a plan).
     stages: Vec<StageFigures>,
+    /// Spells with no transaction ended while clients failed or waited,
+    /// and, once the thread is done, what they were.
+    silence: Silence,
+    silent: Vec<(Instant, Instant)>,
 }
 
 impl Local {
@@ -609,6 +634,8 @@ impl Local {
             unfinished: 0,
             last_done: None,
             stages: StageFigures::for_plan(settings.plan.as_ref()),
+            silence: Silence::default(),
+            silent: Vec::new(),
         }
     }
 
@@ -929,6 +956,17 @@ impl pool::Job for Clients<'_> {
                 Err(why) => local.log_failures.push(why),
             }
         }
+        let now = Instant::now();
+        let end = match clock.end {
+            Some(end) if !stopped => end,
+            Some(end) => end.min(now),
+            None => now,
+        };
+        local.silent = std::mem::take(&mut local.silence).end(
+            clock.measure_from,
+            end,
+            (local.in_flight > 0).then(|| Duration::from_nanos(local.latency.max())),
+        );
         local.unfinished += std::mem::take(&mut local.in_flight);
         if !stopped {
             local.dropped += local.waiting;
@@ -1116,10 +1154,13 @@ impl Runner<'_> {
             self.tx += 1;
             self.in_flight(stage, false);
             if let Err(why) = result {
-                self.local
-                    .borrow_mut()
+                let mut local = self.local.borrow_mut();
+                local
                     .aborted
                     .push(format!("client {} aborted: {why}", self.id));
+                // The client asks no more: from here it has no answer.
+                local.silence.failed(Instant::now());
+                drop(local);
                 if self.settings.exit_on_abort {
                     self.control.halt();
                 }
@@ -1292,6 +1333,9 @@ impl Runner<'_> {
                     }
                     local.latency_sum_ns += ns;
                     local.last_done = Some(end);
+                    if end >= measure_from {
+                        local.silence.answered(end);
+                    }
                     if let Some(s) = local.stages.get_mut(stage) {
                         s.ended(Some(ns), false);
                     }
@@ -1335,6 +1379,8 @@ impl Runner<'_> {
                     let lag = due.map(|due| start.saturating_duration_since(due));
                     self.log(which, Ended::failure(&code), now, took, lag, tries);
                     let mut local = self.local.borrow_mut();
+                    // The server answered, with a failure to retry.
+                    local.silence.answered(now);
                     *local.failed.entry(code).or_default() += 1;
                     if tries > 1 {
                         local.retried += 1;
@@ -1924,6 +1970,7 @@ impl Outcome {
             .diagnostic()
             .merged(Merge::Max),
         ];
+        metrics.extend(dyno_load::silence::lost_metric(&self.lost));
         // Nothing committed: no cost per transaction to speak of.
         if self.transactions > 0 {
             metrics.push(

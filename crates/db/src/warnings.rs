@@ -8,6 +8,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use dyno_load::silence::{Lost, target_lost_words};
+
 use crate::run::{Outcome, RunSettings};
 
 /// One warning about a db run.
@@ -20,6 +22,15 @@ pub enum DbWarning {
     /// pgbench's warning for -s with a built-in script: the scale `given`
     /// was ignored for the one `counted` from pgbench_branches.
     ScaleIgnored { given: i64, counted: i64 },
+    /// The server ended no transaction for a spell while clients failed
+    /// or waited: it went away (or hung) during the run.
+    TargetLost {
+        lost: Vec<Lost>,
+        /// The measured run's length.
+        length: Duration,
+        /// The first client's abort, if one did.
+        first_abort: Option<String>,
+    },
 }
 
 impl dyno_model::Judgement for DbWarning {
@@ -29,6 +40,7 @@ impl dyno_model::Judgement for DbWarning {
             DbWarning::RateNotReached { .. } => "rate_not_reached",
             DbWarning::ClientSaturated { .. } => "client_saturated",
             DbWarning::ScaleIgnored { .. } => "scale_ignored",
+            DbWarning::TargetLost { .. } => "target_lost",
         }
     }
 }
@@ -55,6 +67,17 @@ impl fmt::Display for DbWarning {
                 f,
                 "scale option ignored, using count from pgbench_branches table ({counted}): the built-in scripts use the scale the tables were made with (-s {given} applies to custom scripts, -f, only)"
             ),
+            DbWarning::TargetLost {
+                lost,
+                length,
+                first_abort,
+            } => {
+                let why = match first_abort {
+                    Some(abort) => format!("clients stopped ({abort})"),
+                    None => "transactions went unanswered".to_owned(),
+                };
+                f.write_str(&target_lost_words(lost, *length, &why))
+            }
         }
     }
 }
@@ -70,6 +93,13 @@ pub fn judge(
 ) -> Vec<DbWarning> {
     let threads = settings.threads;
     let mut warnings = Vec::new();
+    if !outcome.lost.is_empty() {
+        warnings.push(DbWarning::TargetLost {
+            lost: outcome.lost.clone(),
+            length: outcome.elapsed,
+            first_abort: outcome.aborted.first().cloned(),
+        });
+    }
     if let Some(rate) = settings.rate {
         let achieved = outcome.tps();
         if !outcome.interrupted && achieved < rate * 0.99 {
@@ -124,6 +154,7 @@ mod tests {
     fn outcome() -> Outcome {
         let histogram = || Histogram::new(2).unwrap();
         Outcome {
+            lost: Vec::new(),
             stages: Vec::new(),
             latency: histogram(),
             uncorrected: histogram(),

@@ -163,6 +163,7 @@ impl Outcome {
             );
             metrics.push(count("dropped_sends", s.dropped));
         }
+        metrics.extend(dyno_load::silence::lost_metric(&self.lost));
         // With --alpn, connections the server took to HTTP/2 have these too.
         if settings.http2 || s.h2.plain_header_written > 0 {
             let h = &s.h2;

@@ -91,6 +91,21 @@ impl ErrorClass {
         ErrorClass::Unsendable,
     ];
 
+    /// The target had no answer for it: the server is gone, stuck, or
+    /// broke the connection (not an answer that failed its check, nor a
+    /// request dyno could not make).
+    pub fn unanswered(self) -> bool {
+        !matches!(
+            self,
+            ErrorClass::Status
+                | ErrorClass::Check
+                | ErrorClass::Extract
+                | ErrorClass::Unsendable
+                | ErrorClass::ConnectTooManyFiles
+                | ErrorClass::ConnectNoLocalPort
+        )
+    }
+
     /// The snake_case name used in metric names and JSON.
     pub fn as_str(self) -> &'static str {
         match self {

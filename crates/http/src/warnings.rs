@@ -7,7 +7,9 @@
 //! the run's [`dyno_model::Warning`]s. Nothing here prints.
 
 use std::fmt;
+use std::time::Duration;
 
+use dyno_load::silence::{Lost, target_lost_words};
 use dyno_model::Environment;
 
 use crate::engine::{GIVE_UP_AFTER_REFUSALS, GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT};
@@ -59,6 +61,15 @@ pub enum HttpWarning {
     H2HandshakeFailed { failed: u64, first: String },
     /// No request was answered.
     NoResponses,
+    /// The target answered nothing for a spell while requests failed or
+    /// waited: the server went away (or hung) during the run.
+    TargetLost {
+        lost: Vec<Lost>,
+        /// The measured run's length.
+        length: Duration,
+        /// The failures' classes, most first, with their counts.
+        failures: Vec<(ErrorClass, u64)>,
+    },
 }
 
 impl dyno_model::Judgement for HttpWarning {
@@ -78,6 +89,7 @@ impl dyno_model::Judgement for HttpWarning {
             HttpWarning::TlsHandshakeFailed { .. } => "tls_handshake_failed",
             HttpWarning::H2HandshakeFailed { .. } => "h2_handshake_failed",
             HttpWarning::NoResponses => "no_responses",
+            HttpWarning::TargetLost { .. } => "target_lost",
         }
     }
 }
@@ -175,6 +187,22 @@ impl fmt::Display for HttpWarning {
             HttpWarning::NoResponses => {
                 f.write_str("no request was answered: is the server up and the URL right?")
             }
+            HttpWarning::TargetLost {
+                lost,
+                length,
+                failures,
+            } => {
+                let failures = failures
+                    .iter()
+                    .map(|(class, n)| format!("{} {n}", class.as_str().replace('_', " ")))
+                    .collect::<Vec<_>>();
+                let why = if failures.is_empty() {
+                    "requests went unanswered".to_owned()
+                } else {
+                    format!("requests failed ({})", failures.join(", "))
+                };
+                f.write_str(&target_lost_words(lost, *length, &why))
+            }
         }
     }
 }
@@ -231,6 +259,21 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
     }
     if outcome.interrupted {
         warnings.push(HttpWarning::Interrupted);
+    }
+    if !outcome.lost.is_empty() {
+        let mut failures: Vec<(ErrorClass, u64)> = ErrorClass::ALL
+            .into_iter()
+            .filter(|c| c.unanswered())
+            .map(|c| (c, outcome.stats.errors_of(c)))
+            .filter(|&(_, n)| n > 0)
+            .collect();
+        failures.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+        failures.truncate(3);
+        warnings.push(HttpWarning::TargetLost {
+            lost: outcome.lost.clone(),
+            length: outcome.elapsed,
+            failures,
+        });
     }
     if let Some(rate) = settings.schedule.rate_per_sec {
         // A segment is asked for its share of the rate.

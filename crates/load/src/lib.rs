@@ -15,6 +15,8 @@
 //! - [`sweep`]: the closed-model walk, a pure state machine beside it:
 //!   steps at a number of connections, the best passing throughput and
 //!   the USL fit.
+//! - [`silence`]: whether the target went away: spells with no answer
+//!   while the client kept asking (`target_lost`).
 //! - [`shard`]: what one process measured of a step, and the step's
 //!   whole observation merged from every process of a split search.
 //! - [`capacity`]: running a search on an engine: one plan whose axis is
@@ -34,6 +36,7 @@ pub mod plan;
 pub mod pool;
 pub mod search;
 pub mod shard;
+pub mod silence;
 pub mod slo;
 pub mod stages;
 pub mod sweep;

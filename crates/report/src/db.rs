@@ -8,7 +8,7 @@ use dyno_model::Run;
 use dyno_model::record::{DbRecord, LoadModel};
 
 use crate::format::{counted, format_duration_ns};
-use crate::http::{count, histogram, latency_table, short_ns, value};
+use crate::http::{count, histogram, latency_table, lost_mark, short_ns, value};
 
 /// dyno's report of a database run.
 pub fn db_report(run: &Run) -> String {
@@ -133,18 +133,20 @@ pub fn db_report(run: &Run) -> String {
     if rec.reconnect {
         let _ = writeln!(
             out,
-            "tps          {:.1} including reconnection times, {:.1} with the first connections' too ({:.0} ms to connect)",
+            "tps          {:.1} including reconnection times, {:.1} with the first connections' too ({:.0} ms to connect){}",
             value(run, "transactions_per_sec"),
             value(run, "transactions_per_sec_with_connections"),
             value(run, "connect_ns") / 1e6,
+            lost_mark(run),
         );
     } else {
         let _ = writeln!(
             out,
-            "tps          {:.1} without the connections' time, {:.1} with them ({:.0} ms to connect)",
+            "tps          {:.1} without the connections' time, {:.1} with them ({:.0} ms to connect){}",
             value(run, "transactions_per_sec"),
             value(run, "transactions_per_sec_with_connections"),
             value(run, "connect_ns") / 1e6,
+            lost_mark(run),
         );
     }
     if open {

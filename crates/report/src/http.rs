@@ -14,6 +14,18 @@ pub(crate) fn value(run: &Run, name: &str) -> f64 {
     run.metric(name).map_or(0.0, |m| m.value)
 }
 
+/// A rate averaged over time the target did not answer is marked where
+/// it is shown: ` ! averaged over 2.800 s with no answer (target_lost)`.
+pub(crate) fn lost_mark(run: &Run) -> String {
+    match run.metric("target_lost_ns") {
+        Some(m) if m.value > 0.0 => format!(
+            "  ! averaged over {} with no answer (target_lost)",
+            format_duration_ns(m.value)
+        ),
+        _ => String::new(),
+    }
+}
+
 pub(crate) fn count(run: &Run, name: &str) -> u64 {
     value(run, name).round() as u64
 }
@@ -190,13 +202,14 @@ pub fn http_report(run: &Run) -> String {
     };
     let _ = writeln!(
         out,
-        "Requests    {} answered in {}: {}{unfinished}",
+        "Requests    {} answered in {}: {}{unfinished}{}",
         count(run, "responses"),
         format_duration_ns(measured),
         format_value(
             value(run, "requests_per_sec"),
             dyno_model::Unit::RequestsPerSec
-        )
+        ),
+        lost_mark(run)
     );
     if open && rec.scenario.is_some() {
         let flows: f64 = run

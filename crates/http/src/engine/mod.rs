@@ -40,6 +40,7 @@ use crate::request::Scheme;
 use crate::settings::{Settings, Stop};
 use crate::stats::{ErrorClass, Interval, Stats};
 use crate::tls::{TlsClient, TlsSession, TlsSetupError};
+use dyno_load::silence::Silence;
 use dyno_load::stages::StageFigures;
 use dyno_load::{Timer, pool};
 
@@ -78,6 +79,9 @@ pub enum EngineError {
 pub struct Outcome {
     /// All threads merged.
     pub stats: Stats,
+    /// Spells in which the target answered nothing while requests failed
+    /// or waited (`target_lost`), from the end of the warm-up.
+    pub lost: Vec<dyno_load::silence::Lost>,
     /// `--rate-plan`: each stage's own figures (empty without a plan).
     pub stages: Vec<StageFigures>,
     /// One merged entry per second of the measured part of the run (entry
@@ -292,11 +296,15 @@ struct Local {
     protocol_failure: Option<String>,
     /// `--scenario`: this thread's per-step and per-flow figures.
     scenario: crate::scenario::Figures,
+    /// Spells with no answer while requests failed (`target_lost`).
+    silence: Silence,
 }
 
 /// What a thread hands back.
 #[derive(Debug)]
 struct Finished {
+    /// This thread's spells with no answer.
+    silent: Vec<(Instant, Instant)>,
     stats: Stats,
     stages: Vec<StageFigures>,
     last_done: Option<Instant>,
@@ -414,7 +422,9 @@ pub fn run_gated(
     let (mut tls_failure, mut tls_session, mut server, mut protocol_failure) =
         (None, None, None, None);
     let mut scenario = crate::scenario::Figures::default();
+    let mut silent = Vec::new();
     for local in pooled.threads {
+        silent.push(local.silent);
         scenario.add(&local.scenario);
         merged += &local.stats;
         dyno_load::stages::add_all(&mut stages, &local.stages);
@@ -423,8 +433,19 @@ pub fn run_gated(
         server = server.or(local.server.map(String::from));
         protocol_failure = protocol_failure.or(local.protocol_failure);
     }
+    // A target that never answered is no target lost: the run says so
+    // as it is (refused, silent, no responses).
+    if merged.responses == 0 {
+        silent.clear();
+    }
+    let lost = dyno_load::silence::lost(
+        silent,
+        pooled.clock.measure_from,
+        pooled.clock.measure_from + elapsed,
+    );
     let silent = shared.silent.load(Ordering::Relaxed);
     Ok(Outcome {
+        lost,
         stats: merged,
         stages,
         timeline: pooled.timeline,
@@ -618,6 +639,7 @@ impl pool::Job for Connections {
                     ^ u64::from(settings.segment.index).wrapping_mul(0xC2B2_AE3D_27D4_EB4F),
             ),
             last_done: None,
+            silence: Silence::default(),
             tls_failure: None,
             tls_session: None,
             server: None,
@@ -710,7 +732,18 @@ impl pool::Job for Connections {
             }
         }
         local.stages.iter_mut().for_each(|s| s.close(stopped));
+        let now = Instant::now();
+        let end = match self.0.end() {
+            Some(end) if !stopped => end,
+            Some(end) => end.min(now),
+            None => now,
+        };
         Finished {
+            silent: local.silence.end(
+                self.0.measure_from(),
+                end,
+                (local.in_flight > 0).then(|| Duration::from_nanos(local.stats.latency.max())),
+            ),
             stats: local.stats,
             stages: local.stages,
             last_done: local.last_done,
@@ -829,6 +862,7 @@ impl Local {
             return;
         }
         self.stats.response(status, body_bytes, timing);
+        self.silence.answered(done);
         if let Some(step) = self.step(ticket) {
             step.response(status, body_bytes, timing);
             if let Some(class) = error {
@@ -908,6 +942,9 @@ impl Local {
                 return;
             }
             self.stats.error(class);
+            if class.unanswered() {
+                self.silence.failed(now);
+            }
             if let Some(step) = self.step(ticket) {
                 step.error(class);
             }

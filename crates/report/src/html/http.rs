@@ -155,6 +155,18 @@ fn buckets(rates: &[f64], p99s: &[f64], per: usize) -> Vec<(usize, f64, Option<f
         .collect()
 }
 
+/// Where the target went away during the run, what its timeline shows
+/// at zero is said under the rate chart (the `target_lost` warning's
+/// words).
+fn lost_note(run: &Run) -> String {
+    run.warnings
+        .iter()
+        .find(|w| w.code == "target_lost")
+        .map_or_else(String::new, |w| {
+            format!(" Marked by the run: {} (target_lost).", w.message)
+        })
+}
+
 /// The rate and the p99 over time, from the per-second timeline the run
 /// stores: two charts, a second per point up to [`TIMELINE_POINTS`]
 /// seconds, then buckets (mean rate, worst p99 of the bucket). A note
@@ -210,7 +222,10 @@ pub(super) fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<
         flow.rate_words,
         colour(0),
     )
-    .note(format!("From the run's per-second timeline, {how}."));
+    .note(format!(
+        "From the run's per-second timeline, {how}.{}",
+        lost_note(run)
+    ));
     let p99 = points.iter().filter_map(|p| p.2).fold(0.0, f64::max);
     let unit = chart::TimeUnit::for_max_ns(p99);
     let p99s_drawn: Vec<(f64, f64)> = points
