@@ -45,10 +45,27 @@ fn main() -> ExitCode {
         Ok(ExitStatus::Interrupted) => ExitCode::from(cmd::interrupt::EXIT_CODE),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("dyno: error: {err:#}");
+            eprintln!("dyno: error: {}", in_words(&err));
             ExitCode::from(2)
         }
     }
+}
+
+/// An error and its causes, `: `-joined, each cause once: an error whose
+/// message already says its cause (`could not read 'x': No such file or
+/// directory`) does not repeat it.
+fn in_words(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if !out.contains(&cause) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&cause);
+        }
+    }
+    out
 }
 
 /// `dyno history | head` closes our stdout early; that is not an error.

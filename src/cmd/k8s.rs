@@ -60,8 +60,11 @@ const CONFIGMAP_MAX: usize = 1024 * 1024;
 /// A local file the command names, carried to the pods in a ConfigMap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Carried {
-    /// Its key in the ConfigMap (and name under [`FILES_DIR`]).
+    /// Its key in the ConfigMap.
     key: String,
+    /// Where it is under [`FILES_DIR`]: its key, or, for a scenario's data
+    /// file, the path the scenario names it by (from its own folder).
+    path: String,
     /// Its bytes, read here.
     data: Vec<u8>,
 }
@@ -137,9 +140,9 @@ fn check_command(
     // (flag names whose value is a local file to carry, the values given)
     let (file_flags, files): (&[&str], Vec<String>) = match cli.command {
         Command::Http(http) => {
-            if http.url.is_none() && http.url_file.is_none() {
+            if http.url.is_none() && http.url_file.is_none() && http.scenario.is_none() {
                 bail!(
-                    "the segments need the URL of the server to load (`http URL …`): each pod would otherwise load a built-in server of its own"
+                    "the segments need the URL of the server to load (`http URL …`, or a scenario's `base`): each pod would otherwise load a built-in server of its own"
                 );
             }
             if db_secret.is_some() {
@@ -162,12 +165,36 @@ fn check_command(
                 plan.share(http.connections.to, threads, http.requests)
                     .map(|_| ())
             })?;
-            let files = [&http.url_file, &http.body_file]
+            // The whole of a segment's checks, as the last segment (whose
+            // virtual users are numbered highest) makes them: the scenario
+            // and its data, a search's share-out, the flags together.
+            let data = scenario_data(&http)?;
+            let mut last = argv.clone();
+            let at = last.len() - 3;
+            last[at] = format!("{}/{segments}", segments - 1);
+            let Command::Http(args) = Cli::try_parse_from(&last)?.command else {
+                unreachable!("parsed as http above")
+            };
+            crate::settings::http(*args, &super::environment()).map_err(|e| {
+                anyhow::anyhow!(
+                    "segment {}/{segments} would refuse the command: {e:#}",
+                    segments - 1
+                )
+            })?;
+            let files: Vec<String> = [&http.url_file, &http.body_file, &http.scenario]
                 .into_iter()
                 .flatten()
                 .map(|p| p.display().to_string())
                 .collect();
-            (&["--url-file", "--body-file"], files)
+            let mut checked = carry(
+                command,
+                &["--url-file", "--body-file", "--scenario"],
+                &files,
+            )?;
+            if let Some((path, named)) = data {
+                add_data(&mut checked, &path, named)?;
+            }
+            return Ok(checked);
         }
         Command::Db(db) => {
             let crate::cli::DbCommand::Run(run) = db.command else {
@@ -229,6 +256,7 @@ fn carry(command: &[String], flags: &[&str], files: &[String]) -> Result<Checked
             .collect();
         let key = format!("f{i}-{}", name.trim_start_matches('.'));
         let mounted = format!("{FILES_DIR}/{key}");
+        let path_in_files = key.clone();
         let mut replaced = false;
         let mut next_is_value = false;
         for arg in &mut checked.command {
@@ -261,9 +289,69 @@ fn carry(command: &[String], flags: &[&str], files: &[String]) -> Result<Checked
                 flags[0]
             );
         }
-        checked.files.push(Carried { key, data });
+        checked.files.push(Carried {
+            key,
+            path: path_in_files,
+            data,
+        });
     }
     Ok(checked)
+}
+
+/// A scenario's data file (`data = "users.csv"` in the file): where it is
+/// here, and the path the scenario names it by, from the scenario's own
+/// folder. The pods find it there beside their copy of the scenario, so
+/// it must be below that folder.
+fn scenario_data(http: &crate::cli::HttpArgs) -> Result<Option<(std::path::PathBuf, String)>> {
+    let Some(file) = &http.scenario else {
+        return Ok(None);
+    };
+    let scenario = dyno_http::scenario::Scenario::load(file, http.url.as_deref())?;
+    let Some(data) = &scenario.data else {
+        return Ok(None);
+    };
+    let folder = file.parent().unwrap_or(std::path::Path::new(""));
+    let named = data
+        .path
+        .strip_prefix(folder)
+        .ok()
+        .filter(|p| {
+            p.components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+        })
+        .map(|p| p.to_string_lossy().into_owned())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "the scenario's data file '{}' is not below the scenario's folder: the pods get both in a ConfigMap, the data where the scenario names it from its copy; move the data beside the scenario (data = \"users.csv\")",
+                data.path.display()
+            )
+        })?;
+    Ok(Some((data.path.clone(), named)))
+}
+
+/// Carries a scenario's data file too, to the path its scenario names it
+/// by (the command does not name it).
+fn add_data(checked: &mut Checked, path: &std::path::Path, named: String) -> Result<()> {
+    let data = std::fs::read(path)
+        .map_err(|e| anyhow::anyhow!("could not read '{}' ({e})", path.display()))?;
+    let total: usize = checked.files.iter().map(|f| f.data.len()).sum::<usize>() + data.len();
+    if total > CONFIGMAP_MAX {
+        bail!(
+            "the files the command names come to {total} bytes with the scenario's data '{}', more than a ConfigMap holds (1 MiB): put them in the image or a volume of your own, and give the paths the pods see",
+            path.display()
+        );
+    }
+    if checked.files.iter().any(|f| f.path == named) {
+        bail!(
+            "the scenario's data file '{named}' has the name dyno gives another carried file: rename it"
+        );
+    }
+    checked.files.push(Carried {
+        key: format!("f{}-data", checked.files.len()),
+        path: named,
+        data,
+    });
+    Ok(())
 }
 
 /// Refuses a `db run` database the pods could not reach as this machine
@@ -459,7 +547,15 @@ fn segments_job(args: &K8sJobArgs, group: &str, checked: &Checked) -> Value {
     if !checked.files.is_empty() {
         container["volumeMounts"] =
             json!([{ "name": "files", "mountPath": FILES_DIR, "readOnly": true }]);
-        volumes.push(json!({ "name": "files", "configMap": { "name": files_name(group) } }));
+        let items: Vec<Value> = checked
+            .files
+            .iter()
+            .map(|f| json!({ "key": f.key, "path": f.path }))
+            .collect();
+        volumes.push(json!({ "name": "files", "configMap": {
+            "name": files_name(group),
+            "items": items,
+        } }));
     }
     if let Some(secret) = &args.db_secret {
         // libpq's variables (PGHOST, PGPASSWORD, …) from the Secret.
@@ -675,7 +771,7 @@ mod tests {
             // Files that are not there.
             (
                 "http --url-file /nonexistent/urls.txt -c 4",
-                "could not read '/nonexistent/urls.txt'",
+                "could not read the URL file '/nonexistent/urls.txt'",
             ),
             (
                 "db run host=db -c 3 -f /nonexistent/s1.sql",

@@ -1043,7 +1043,7 @@ fn k8s_job_prints_manifests_that_kubernetes_schemas_accept() {
                 &fine,
                 &["http", "--url-file", "/nonexistent.txt", "-c", "4"],
             ),
-            &["could not read '/nonexistent.txt'"],
+            &["could not read the URL file '/nonexistent.txt'"],
         ),
         (
             job(&fine, &["db", "run", "-S", "-c", "4", "-T", "10"]),
@@ -1592,4 +1592,116 @@ fn a_scenario_splits_its_flows_and_merges_its_steps() {
         step("step_responses", "edit")
     );
     assert!(step("step_requests_per_sec", "messages") > 0.0);
+}
+
+/// `dyno k8s job -- http --scenario FILE` checks the scenario and its data
+/// as the segments would, and ships both in the ConfigMap: the scenario
+/// under its key, the data at the path the scenario names it by (H8). A
+/// scenario whose `base` is in the file needs no URL; a missing file, an
+/// unset variable, too few data rows for the users and a search that
+/// cannot be shared out are refused before anything is printed.
+#[test]
+fn k8s_job_checks_and_ships_a_scenario_and_its_data() {
+    let home = temp();
+    let dir = home.path().join("sc");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let scenario = |name: &str, data: &str, var: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "base = \"http://web.svc:8080\"\ndata = \"{data}\"\n[[flow]]\nname = \"login\"\n[[flow.step]]\nurl = \"/login?u=${{{var}}}\"\n"
+            ),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let rows = |n: usize| {
+        std::iter::once("user".to_owned())
+            .chain((1..=n).map(|i| format!("u{i}")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    std::fs::write(dir.join("data/users.csv"), rows(40)).unwrap();
+    std::fs::write(dir.join("few.csv"), rows(10)).unwrap();
+    let login = scenario("login.toml", "data/users.csv", "user");
+    let job = |file: &str, extra: &[&str]| {
+        let mut args = vec![
+            "k8s",
+            "job",
+            "--segments",
+            "3",
+            "--image",
+            "img:1",
+            "--group",
+            "sc1",
+            "--",
+            "http",
+            "--scenario",
+            file,
+        ];
+        args.extend_from_slice(extra);
+        dyno(home.path()).args(args).output().unwrap()
+    };
+    let out = job(&login, &["-c", "30", "-d", "10s"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    for expected in [
+        "- \"/etc/dyno/files/f0-login.toml\"",
+        "f0-login.toml: \"base = ",
+        "f1-data: \"user\\nu1\\n",
+        "key: \"f0-login.toml\"",
+        "path: \"f0-login.toml\"",
+        "key: \"f1-data\"",
+        "path: \"data/users.csv\"",
+    ] {
+        assert!(yaml.contains(expected), "{expected} missing in:\n{yaml}");
+    }
+    let file = home.path().join("job.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    let out = k8s_validate().arg("--strict").arg(&file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "Kubernetes refused the manifest: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let undefined = scenario("undef.toml", "data/users.csv", "nope");
+    let few = scenario("few.toml", "few.csv", "user");
+    let outside = scenario("outside.toml", "../elsewhere.csv", "user");
+    std::fs::write(home.path().join("elsewhere.csv"), rows(40)).unwrap();
+    for (file, extra, says) in [
+        (
+            "/nonexistent.toml",
+            &["-c", "30"][..],
+            "could not read the scenario file",
+        ),
+        (undefined.as_str(), &["-c", "30"], "`${nope}` is not set"),
+        (
+            few.as_str(),
+            &["-c", "30"],
+            "has 10 data rows and the run has 30 virtual users",
+        ),
+        (
+            outside.as_str(),
+            &["-c", "30"],
+            "is not below the scenario's folder",
+        ),
+        (
+            login.as_str(),
+            &["-c", "1..30", "--find-max", "--slo", "p99<=1s"],
+            "cannot be shared out over 3 segments",
+        ),
+    ] {
+        let out = job(file, extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains(says), "{file}: {err}");
+        assert!(out.stdout.is_empty(), "{file}: printed a manifest");
+    }
 }
