@@ -84,6 +84,11 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             clients: args.clients.to,
             jobs: args.jobs.min(args.clients.to),
             scale: args.scale,
+            // A plan's mean rate: what the run as a whole asked for.
+            rate: match &args.rate_plan {
+                Some(p) => Some(p.total() / p.duration().as_secs_f64()),
+                None => args.rate,
+            },
         },
         segment: plan,
         save: args.save,

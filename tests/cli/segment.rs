@@ -836,6 +836,26 @@ fn db_run_segments_share_out_the_clients_with_disjoint_ids() {
         "{described}"
     );
     assert_eq!(histogram(&merged, "latency_ns").len(), 70);
+    // Each segment drew its own seed: by design, not a difference to warn
+    // of (M5).
+    let codes: Vec<&str> = merged["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["code"].as_str())
+        .collect();
+    assert!(!codes.contains(&"settings_differ"), "{codes:?}");
+    // No "0.0 tps with them": each segment connected on its own (M6).
+    let out = dyno(home.path())
+        .args(["--store", &store, "merge", "dbg"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout);
+    assert!(
+        text.contains("without the connections' time (each segment connected on its own)"),
+        "{text}"
+    );
+    assert!(!text.contains("0.0 with them"), "{text}");
 }
 
 /// `db run` segments of different commands (another -t, another script)

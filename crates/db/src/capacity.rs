@@ -164,7 +164,11 @@ pub fn record(
             jobs: settings.threads as u32,
             ..*whole
         },
-        Level::Probe | Level::Rate(_) => *whole,
+        Level::Rate(rate) => Whole {
+            rate: Some(rate),
+            ..*whole
+        },
+        Level::Probe => *whole,
     };
     let mut run = crate::record::record(settings, &whole, outcome, duration, environment);
     let subject = run.description.clone();

@@ -17,7 +17,7 @@ use crate::warnings;
 
 /// The whole run as its flags gave it: a segment's [`RunSettings`] holds
 /// only its share of the clients and threads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Whole {
     /// `-c`.
     pub clients: u32,
@@ -26,11 +26,18 @@ pub struct Whole {
     /// `-s`, if given (pgbench ignores it with a built-in script, and says
     /// so).
     pub scale: Option<i64>,
+    /// The whole run's rate (`-R`, a plan's mean, a search step's): a
+    /// segment runs its share of it.
+    pub rate: Option<f64>,
 }
 
 /// The settings as a db run records them, with what it found on the
 /// server.
-pub(crate) fn settings_record(settings: &RunSettings, outcome: &Outcome) -> DbRecord {
+pub(crate) fn settings_record(
+    settings: &RunSettings,
+    whole: Option<&Whole>,
+    outcome: &Outcome,
+) -> DbRecord {
     let nanos = |d: Duration| d.as_nanos() as u64;
     DbRecord {
         target: settings.target.to_string(),
@@ -58,7 +65,9 @@ pub(crate) fn settings_record(settings: &RunSettings, outcome: &Outcome) -> DbRe
         } else {
             LoadModel::Closed
         },
-        rate_per_sec: settings.rate,
+        // The whole run's rate: a segment's share would label the merged
+        // run with one segment's part.
+        rate_per_sec: whole.and_then(|w| w.rate).or(settings.rate),
         warmup_ns: (!settings.warmup.is_zero()).then(|| nanos(settings.warmup)),
         latency_limit_ns: settings.latency_limit.map(nanos),
         reconnect: settings.reconnect,
@@ -108,7 +117,7 @@ pub fn record(
     let mut run = Run::new(Kind::Db, description(settings, whole));
     run.environment = environment;
     run.duration_ns = duration.as_nanos() as u64;
-    run.set_record(&settings_record(settings, outcome));
+    run.set_record(&settings_record(settings, Some(whole), outcome));
     run.metrics = outcome.metrics(settings);
     run.headline = Some("transactions_per_sec".into());
     run.warnings.extend(dyno_env::preflight(&run.environment));
@@ -133,7 +142,7 @@ pub fn quick(settings: &RunSettings, outcome: &Outcome) -> QuickLine<DbRecord> {
         .map(Warning::from)
         .collect();
     QuickLine {
-        part: settings_record(settings, outcome),
+        part: settings_record(settings, None, outcome),
         metrics,
         warnings,
     }
@@ -234,7 +243,27 @@ mod tests {
         clients: 8,
         jobs: 4,
         scale: None,
+        rate: None,
     };
+
+    /// A segment runs its share of -R (here half of 1000 tps); its record,
+    /// and so the merged run's, says the whole run's rate (M6).
+    #[test]
+    fn a_segment_records_the_whole_runs_rate() {
+        let whole = Whole {
+            rate: Some(1000.0),
+            ..WHOLE
+        };
+        let run = record(
+            &settings(),
+            &whole,
+            &outcome(),
+            Duration::from_secs(2),
+            Environment::default(),
+        );
+        let rec: DbRecord = run.record().unwrap();
+        assert_eq!(rec.rate_per_sec, Some(1000.0));
+    }
 
     #[test]
     fn the_record_round_trips_the_settings_and_the_server() {

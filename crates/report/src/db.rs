@@ -130,7 +130,19 @@ pub fn db_report(run: &Run) -> String {
         "Transactions {committed} committed in {:.2} s, {failed} failed, {retried}",
         value(run, "measured_ns") / 1e9,
     );
-    if rec.reconnect {
+    if run
+        .metric("transactions_per_sec_with_connections")
+        .is_none()
+    {
+        // A merged run: each segment connected on its own, so no window
+        // with the connections is the whole run's.
+        let _ = writeln!(
+            out,
+            "tps          {:.1} without the connections' time (each segment connected on its own){}",
+            value(run, "transactions_per_sec"),
+            lost_mark(run),
+        );
+    } else if rec.reconnect {
         let _ = writeln!(
             out,
             "tps          {:.1} including reconnection times, {:.1} with the first connections' too ({:.0} ms to connect){}",

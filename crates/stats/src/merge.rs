@@ -450,12 +450,16 @@ fn merged_rate(
 /// Settings that differ between the segments of one run by design: each
 /// segment's place in the run and its share of the connections, clients
 /// and threads, and where it connects from.
-const PER_SEGMENT: [&str; 5] = [
+const PER_SEGMENT: [&str; 7] = [
     "segment",
     "connections",
     "clients",
     "threads",
     "source_addr",
+    // Drawn by each segment when --seed is not given.
+    "seed",
+    // One segment cleans up before a db run, the others wait for it.
+    "clean_up",
 ];
 
 /// Warns when the segments were not made alike: the barrier refuses
@@ -797,6 +801,19 @@ mod tests {
         assert!(
             !w.message.contains("connections"),
             "shares differ by design: {w:?}"
+        );
+        // So do the seeds each segment draws and a db run's clean-up,
+        // which one segment makes (M5: every default merge warned).
+        let (mut a, mut b) = (part(0, 2, 1, 1, 0, None), part(1, 2, 1, 1, 0, None));
+        a.settings["seed"] = json!(1264);
+        b.settings["seed"] = json!(1197);
+        a.settings["clean_up"] = json!(["vacuum pgbench_branches"]);
+        b.settings["clean_up"] = json!([]);
+        let drawn = merge("g", &[a, b], &[]).unwrap();
+        assert!(
+            !codes(&drawn).contains(&"settings_differ"),
+            "{:?}",
+            drawn.warnings
         );
         // Alike segments get no such warning.
         let alike = merge(

@@ -394,8 +394,9 @@ struct InFlight {
     /// The step reads its answer: its bytes are kept for it.
     capture: bool,
     /// A scenario step's request, kept to go again on the next connection
-    /// if a GOAWAY says the server did not process it.
-    again: Option<http2::Request>,
+    /// if a GOAWAY says the server did not process it (boxed: a plain
+    /// run's streams stay small).
+    again: Option<Box<http2::Request>>,
 }
 
 /// Where a connection's requests come from.
@@ -730,7 +731,7 @@ impl Driver<'_> {
                     let step = mailbox.queue.borrow_mut().pop_front()?;
                     let id = self.send(&step.request, step.ticket, Some(step.user), step.capture);
                     if let Some(stream) = self.session.data_mut(id) {
-                        stream.again = Some(step.request);
+                        stream.again = Some(Box::new(step.request));
                     }
                 }
             }
@@ -913,7 +914,7 @@ impl Driver<'_> {
                             let ticket = given_back(local, stream.ticket);
                             mailbox.queue.borrow_mut().push_front(Step {
                                 user,
-                                request,
+                                request: *request,
                                 ticket,
                                 capture: stream.capture,
                             });
