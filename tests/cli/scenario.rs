@@ -617,6 +617,119 @@ headers = ["X-V: ${{v}}"]
     assert!(rate.is_some_and(|r| r > 0.0 && r < 100.0), "{stderr}");
 }
 
+/// A server that answers each request with its request target, and
+/// `/go/here` and `/go/away` with a Location on itself (relative) and on
+/// another server.
+fn echo_server() -> String {
+    line_server(|path, _| match path {
+        "/go/here" => (
+            "302 Found",
+            "Location: /landed?x=1\r\n".into(),
+            String::new(),
+        ),
+        "/go/away" => (
+            "302 Found",
+            "Location: http://elsewhere.example/x\r\n".into(),
+            String::new(),
+        ),
+        _ => ("200 OK", String::new(), format!("target={path}")),
+    })
+}
+
+/// M3 and the guide's `url = "${loc}"`: a value with `&`, `=` and `+`
+/// goes into a query as one component and into a path as one segment, a
+/// `${raw:…}` value as it is (the server, which echoes what it got, is the
+/// judge); an extracted Location is followed on the same server, and one
+/// on another server is not sent (`value_unsendable`).
+#[test]
+fn values_are_percent_encoded_where_they_go_and_a_location_is_followed() {
+    let (home, dir) = (temp(), temp());
+    let addr = echo_server();
+    std::fs::write(dir.path().join("terms.csv"), "q\n\"a+b&c=d\"\n").unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"base = "http://{addr}"
+data = "terms.csv"
+[[flow]]
+name = "search"
+[[flow.step]]
+url = "/search?q=${{q}}&raw=${{raw:q}}"
+check = {{ contains = "target=/search?q=a%2Bb%26c%3Dd&raw=a+b&c=d" }}
+[[flow.step]]
+url = "/items/${{q}}"
+check = {{ contains = "target=/items/a+b&c=d" }}
+[[flow.step]]
+url = "/go/here"
+check = {{ status = 302 }}
+extract = [{{ header = "Location", as = "loc" }}]
+[[flow.step]]
+url = "${{loc}}"
+check = {{ contains = "target=/landed?x=1" }}
+"#
+        ),
+    )
+    .unwrap();
+    let scenario = file.display().to_string();
+    let (run, stderr) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &scenario,
+            "-n",
+            "5",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--no-save",
+        ],
+        0,
+    );
+    assert_eq!(metric(&run, "errors"), Some(0.0), "{stderr}");
+    assert_eq!(flow(&run, "flows_completed", "search"), 5.0, "{stderr}");
+    // A Location on another server: the step is not sent.
+    std::fs::write(
+        &file,
+        format!(
+            r#"base = "http://{addr}"
+[[flow]]
+name = "away"
+[[flow.step]]
+url = "/go/away"
+check = {{ status = 302 }}
+extract = [{{ header = "Location", as = "loc" }}]
+[[flow.step]]
+url = "${{loc}}"
+"#
+        ),
+    )
+    .unwrap();
+    let (run, stderr) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &scenario,
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--no-save",
+        ],
+        1,
+    );
+    assert_eq!(
+        metric(&run, "errors_value_unsendable"),
+        Some(3.0),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn bad_scenarios_are_refused_before_any_load() {
     let (home, dir) = (temp(), temp());

@@ -61,7 +61,8 @@ pub enum ErrorClass {
     Extract,
     /// A scenario step's request could not be made: a value extracted
     /// earlier cannot go where the step puts it (a line break in a header
-    /// value). Nothing was sent.
+    /// value, or `url = "${loc}"` holding a URL on another server).
+    /// Nothing was sent.
     Unsendable,
 }
 
@@ -159,7 +160,7 @@ impl ErrorClass {
             ErrorClass::Check => "check failed",
             ErrorClass::Extract => "extraction found nothing",
             ErrorClass::Unsendable => {
-                "request not sent: a value cannot go where the step puts it (a line break in a header)"
+                "request not sent: a value cannot go where the step puts it (a line break in a header, a URL on another server)"
             }
         }
     }

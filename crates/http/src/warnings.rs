@@ -382,6 +382,7 @@ mod tests {
     /// its threads 10% busy: nothing to say about it.
     fn outcome() -> Outcome {
         Outcome {
+            lost: Vec::new(),
             stages: Vec::new(),
             stats: Stats {
                 responses: 1000,

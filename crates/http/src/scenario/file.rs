@@ -535,7 +535,9 @@ impl Compiler<'_> {
         // The URL: a path, or a full URL on the base's server.
         let url = step.url.get_ref();
         let base = target.to_string();
-        let (path_text, skip) = if url.starts_with('/') {
+        let whole_url =
+            url.starts_with("${") && url.ends_with('}') && url.matches("${").count() == 1;
+        let (path_text, skip) = if url.starts_with('/') || whole_url {
             (url.as_str(), 0)
         } else if let Some(rest) = url
             .strip_prefix(&base)
@@ -558,13 +560,21 @@ impl Compiler<'_> {
                 format!("url {url:?} holds {c:?}: percent-encode it (a space is %20)"),
             ));
         }
-        let path = self.pieces_at(
+        let mut path = self.pieces_at(
             path_text,
             self.inside(&step.url) + skip,
             Place::Url,
             known,
             &note,
         )?;
+        if let (true, [Piece::Var { slot, .. }]) = (whole_url, path.as_slice()) {
+            // `url = "${loc}"`: a path or a URL on this server, as an
+            // extracted Location is.
+            path = vec![Piece::Target {
+                slot: *slot,
+                origin: base.trim_end_matches('/').as_bytes().into(),
+            }];
+        }
         let mut headers = Vec::new();
         for h in common.iter().chain(&step.headers) {
             let (hname, _) =

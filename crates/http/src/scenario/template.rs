@@ -20,11 +20,20 @@ const USER_AGENT: &str = concat!("dyno/", env!("CARGO_PKG_VERSION"));
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Piece {
     Lit(Box<[u8]>),
-    /// A variable's value. In the URL it is percent-encoded where it must
-    /// be; in a header a value with a line break fails the step.
+    /// A variable's value. In the URL it is percent-encoded for where it
+    /// goes (a path segment, a query component, or raw); in a header a
+    /// value with a line break fails the step.
     Var {
         slot: usize,
         place: Place,
+    },
+    /// A step's whole URL is a variable (`url = "${loc}"`, an extracted
+    /// Location): a path, or a full URL on `origin` (the scenario's
+    /// server), whose origin is dropped; a URL on another server fails
+    /// the step.
+    Target {
+        slot: usize,
+        origin: Box<[u8]>,
     },
     Vu,
     Iter,
@@ -38,7 +47,17 @@ pub(crate) enum Piece {
 /// Where a value goes, which says how it is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Place {
+    /// The URL, as [`parse`] is given it: each value there is a
+    /// [`Place::Path`] or a [`Place::Query`] by where it stands.
     Url,
+    /// A path segment: all but `/?#%`, spaces and the like is kept.
+    Path,
+    /// A query component: only what `encodeURIComponent` keeps, so `&`,
+    /// `=`, `+` and `#` in a value stay in it.
+    Query,
+    /// `${raw:name}` in the URL: kept as it is but for what a request line
+    /// cannot hold (spaces, control bytes).
+    Raw,
     Header,
     Body,
 }
@@ -259,32 +278,65 @@ fn put(piece: &Piece, fill: &mut Fill<'_>, out: &mut Vec<u8>) -> Result<(), Unse
                     }
                     out.extend_from_slice(value);
                 }
-                Place::Url => {
-                    for &b in value {
-                        if url_safe(b) {
-                            out.push(b);
-                        } else {
-                            const HEX: &[u8; 16] = b"0123456789ABCDEF";
-                            out.extend_from_slice(&[
-                                b'%',
-                                HEX[usize::from(b >> 4)],
-                                HEX[usize::from(b & 15)],
-                            ]);
-                        }
-                    }
-                }
+                Place::Path | Place::Url => encode(value, path_safe, out),
+                Place::Query => encode(value, query_safe, out),
+                Place::Raw => encode(value, raw_safe, out),
             }
+        }
+        Piece::Target { slot, origin } => {
+            let value = fill.values[*slot].as_deref().unwrap_or_default();
+            let path = match value.strip_prefix(&origin[..]) {
+                Some(rest) if rest.is_empty() || rest.starts_with(b"/") => rest,
+                _ if value.starts_with(b"http://") || value.starts_with(b"https://") => {
+                    return Err(Unsendable { slot: *slot });
+                }
+                _ => value,
+            };
+            if !path.starts_with(b"/") {
+                out.push(b'/');
+            }
+            encode(path, raw_safe, out);
         }
     }
     Ok(())
 }
 
-/// Bytes a value may keep as they are in a URL's path or query.
-fn url_safe(b: u8) -> bool {
+/// `value` into `out`, each byte `keep` refuses percent-encoded.
+fn encode(value: &[u8], keep: fn(u8) -> bool, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in value {
+        if keep(b) {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    }
+}
+
+/// RFC 3986's unreserved bytes: kept everywhere.
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+/// Bytes a value keeps in a path segment (RFC 3986 `pchar`): `/`, `?`,
+/// `#` and `%` are encoded, so a value stays one segment.
+fn path_safe(b: u8) -> bool {
+    unreserved(b) || b"!$&'()*+,;=:@".contains(&b)
+}
+
+/// Bytes a value keeps in a query component: those `encodeURIComponent`
+/// keeps. `&`, `=`, `+` (a space to form decoders) and `#` are encoded.
+fn query_safe(b: u8) -> bool {
+    unreserved(b) || b"!'()*".contains(&b)
+}
+
+/// Bytes a raw value keeps: all a request target may hold as it is
+/// (`%` too, so a value encoded already goes as it is).
+fn raw_safe(b: u8) -> bool {
     b.is_ascii_graphic()
         && !matches!(
             b,
-            b'"' | b'#' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}' | b'%'
+            b'"' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
         )
 }
 
@@ -294,8 +346,13 @@ pub(crate) enum Name<'a> {
     Vu,
     Iter,
     Seq,
-    Rand { min: u64, max: u64 },
+    Rand {
+        min: u64,
+        max: u64,
+    },
     Variable(&'a str),
+    /// `${raw:name}`: a variable put into the URL as it is.
+    Raw(&'a str),
 }
 
 /// Splits `text` into literals and `${…}` names; `resolve` turns a
@@ -310,6 +367,8 @@ pub(crate) fn parse(
     let mut lit = Vec::new();
     let bytes = text.as_bytes();
     let mut i = 0;
+    // In the URL, past a `?` a value is a query component.
+    let mut in_query = false;
     while i < bytes.len() {
         match (bytes[i], bytes.get(i + 1)) {
             (b'$', Some(b'$')) => {
@@ -335,12 +394,24 @@ pub(crate) fn parse(
                     Name::Rand { min, max } => Piece::Rand { min, max },
                     Name::Variable(v) => Piece::Var {
                         slot: resolve(v).map_err(|m| (i, m))?,
-                        place,
+                        place: match place {
+                            Place::Url if in_query => Place::Query,
+                            Place::Url => Place::Path,
+                            other => other,
+                        },
+                    },
+                    Name::Raw(v) => Piece::Var {
+                        slot: resolve(v).map_err(|m| (i, m))?,
+                        place: match place {
+                            Place::Url => Place::Raw,
+                            other => other,
+                        },
                     },
                 });
                 i += len + 3;
             }
             (b, _) => {
+                in_query |= b == b'?';
                 lit.push(b);
                 i += 1;
             }
@@ -376,6 +447,11 @@ fn name(inner: &str) -> Result<Name<'_>, String> {
         }
         return Ok(Name::Rand { min, max });
     }
+    if let Some(raw) = inner.strip_prefix("raw:")
+        && is_name(raw)
+    {
+        return Ok(Name::Raw(raw));
+    }
     if is_name(inner) {
         Ok(Name::Variable(inner))
     } else {
@@ -401,8 +477,8 @@ mod tests {
 
     fn pieces(text: &str, place: Place) -> Vec<Piece> {
         parse(text, place, &mut |n| match n {
-            "id" => Ok(0),
-            "name" => Ok(1),
+            "id" | "p" => Ok(0),
+            "name" | "q" => Ok(1),
             other => Err(format!("unknown {other}")),
         })
         .unwrap()
@@ -460,6 +536,96 @@ mod tests {
             text.write(&mut fill, &mut Vec::new(), &mut scratch),
             Err(Unsendable { slot: 1 })
         );
+    }
+
+    /// M3: `&`, `=`, `+` and `#` in a query value stay in the value, `/`
+    /// in a path value stays in its segment, and `${raw:name}` goes as it
+    /// is (but for what a request line cannot hold).
+    #[test]
+    fn url_values_are_encoded_as_a_query_component_or_a_path_segment_or_raw() {
+        let (target, _) = parse_url("http://h/").unwrap();
+        let text = Text::new(
+            &target,
+            "GET",
+            pieces("/i/${p}/x?q=${q}&r=${raw:q}&s=${raw:p}", Place::Url),
+            vec![],
+            None,
+        );
+        let values = vec![
+            Some(b"a/b c?#%".to_vec().into()),
+            Some("a+b&c=d#é".as_bytes().to_vec().into()),
+        ];
+        let mut rng = fastrand::Rng::with_seed(1);
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        let mut fill = Fill {
+            values: &values,
+            vu: 0,
+            iter: 0,
+            seq: 0,
+            rng: &mut rng,
+            cookie: None,
+        };
+        text.write(&mut fill, &mut out, &mut scratch).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        let line = line.lines().next().unwrap();
+        assert_eq!(
+            line,
+            "GET /i/a%2Fb%20c%3F%23%25/x?q=a%2Bb%26c%3Dd%23%C3%A9&r=a+b&c=d#%C3%A9&s=a/b%20c?#% HTTP/1.1"
+        );
+    }
+
+    /// `url = "${loc}"`: a path, or a URL on the scenario's own server
+    /// (its origin dropped), is followed; a URL on another server is not
+    /// sent.
+    #[test]
+    fn a_whole_url_value_is_followed_on_the_same_server_only() {
+        let (target, _) = parse_url("http://h:8080/").unwrap();
+        let text = Text::new(
+            &target,
+            "GET",
+            vec![Piece::Target {
+                slot: 0,
+                origin: b"http://h:8080".to_vec().into(),
+            }],
+            vec![],
+            None,
+        );
+        let mut rng = fastrand::Rng::with_seed(1);
+        let mut first_line = |value: &str| {
+            let values = vec![Some(value.as_bytes().to_vec().into())];
+            let mut fill = Fill {
+                values: &values,
+                vu: 0,
+                iter: 0,
+                seq: 0,
+                rng: &mut rng,
+                cookie: None,
+            };
+            let mut out = Vec::new();
+            text.write(&mut fill, &mut out, &mut Vec::new()).map(|()| {
+                String::from_utf8(out)
+                    .unwrap()
+                    .lines()
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            })
+        };
+        assert_eq!(
+            first_line("/m/1?x=a b").unwrap(),
+            "GET /m/1?x=a%20b HTTP/1.1"
+        );
+        assert_eq!(
+            first_line("http://h:8080/m/2").unwrap(),
+            "GET /m/2 HTTP/1.1"
+        );
+        assert_eq!(first_line("http://h:8080").unwrap(), "GET / HTTP/1.1");
+        assert_eq!(first_line("m/3").unwrap(), "GET /m/3 HTTP/1.1");
+        assert_eq!(
+            first_line("http://other:8080/m/2"),
+            Err(Unsendable { slot: 0 })
+        );
+        assert_eq!(first_line("http://h:80800/x"), Err(Unsendable { slot: 0 }));
     }
 
     #[test]
