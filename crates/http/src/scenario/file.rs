@@ -576,7 +576,18 @@ impl Compiler<'_> {
             }];
         }
         let mut headers = Vec::new();
-        for h in common.iter().chain(&step.headers) {
+        // A header the step gives itself replaces the file's of that name
+        // (a step's own Content-Type, Authorization …): sent once.
+        let named = |h: &Spanned<String>| {
+            h.get_ref()
+                .split_once(':')
+                .map(|(n, _)| n.trim().to_ascii_lowercase())
+        };
+        let own: Vec<String> = step.headers.iter().filter_map(named).collect();
+        let common = common
+            .iter()
+            .filter(|h| named(h).is_none_or(|n| !own.contains(&n)));
+        for h in common.chain(&step.headers) {
             let (hname, _) =
                 parse_header(h.get_ref()).map_err(|e| self.error(h.span().start, e.to_string()))?;
             if hname.eq_ignore_ascii_case("content-length")
@@ -746,6 +757,36 @@ url = "/"
         assert_eq!(s.flows[0].steps[0].method, "POST");
         assert_eq!(s.url, "http://127.0.0.1:9");
         assert_eq!((s.pick(0), s.pick(2), s.pick(3)), (0, 0, 1));
+    }
+
+    /// A header the step gives replaces the file's of that name, whatever
+    /// its case: sent once (gunicorn refuses two Content-Types).
+    #[test]
+    fn a_steps_header_replaces_the_files_of_that_name() {
+        let (_dir, path) = write(
+            r#"
+base = "http://127.0.0.1:9"
+headers = ["Content-Type: application/json", "X-Team: a"]
+[[flow]]
+name = "f"
+[[flow.step]]
+method = "POST"
+url = "/m"
+headers = ["content-type: text/plain"]
+body = "x"
+[[flow.step]]
+url = "/n"
+"#,
+        );
+        let s = load(&path, None).unwrap();
+        let bytes = |i: usize| {
+            String::from_utf8(s.flows[0].steps[i].request.whole().unwrap().to_vec()).unwrap()
+        };
+        let first = bytes(0).to_ascii_lowercase();
+        assert_eq!(first.matches("content-type:").count(), 1, "{first}");
+        assert!(first.contains("content-type: text/plain"), "{first}");
+        assert!(first.contains("x-team: a"), "{first}");
+        assert!(bytes(1).contains("Content-Type: application/json"));
     }
 
     #[test]
