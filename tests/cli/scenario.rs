@@ -730,6 +730,69 @@ url = "${{loc}}"
     );
 }
 
+/// The think after a flow's last step is the user's pause before its
+/// next flow: `-n` does not wait it out when no flow follows (here 300 s,
+/// beyond the command's timeout), and requests in flight at a duration's
+/// end count as their step's `step_unfinished`, as they count in the
+/// run's `unfinished_requests` (real-clients 6 and 7).
+#[test]
+fn a_trailing_think_is_not_waited_out_and_cut_steps_count_as_unfinished() {
+    let (home, dir) = (temp(), temp());
+    let (_server, base) = crate::http::reference_server();
+    let file = dir.path().join("think.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "base = \"{base}\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\nname = \"hello\"\nurl = \"/hello\"\nthink = \"300s\"\n"
+        ),
+    )
+    .unwrap();
+    let scenario = file.display().to_string();
+    let (run, stderr) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &scenario,
+            "-n",
+            "1",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--no-save",
+        ],
+        0,
+    );
+    assert_eq!(flow(&run, "flows_completed", "f"), 1.0, "{stderr}");
+    std::fs::write(
+        &file,
+        format!(
+            "base = \"{base}\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\nname = \"slow\"\nurl = \"/delay/400\"\n"
+        ),
+    )
+    .unwrap();
+    let (run, stderr) = json_run(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &scenario,
+            "-d",
+            "1s",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "--no-save",
+        ],
+        0,
+    );
+    let cut = metric(&run, "unfinished_requests").unwrap();
+    assert!(cut >= 1.0, "requests under way at the end: {stderr}");
+    assert_eq!(step(&run, "step_unfinished", "f", "slow"), cut, "{stderr}");
+}
+
 #[test]
 fn bad_scenarios_are_refused_before_any_load() {
     let (home, dir) = (temp(), temp());

@@ -218,6 +218,7 @@ pub(super) async fn exchange(
         // it is answered or fails (or the run is cut).
         l.in_flight += batch.iter().filter(|t| t.measured).count() as u64;
         for t in batch.iter().filter(|t| t.measured) {
+            l.step_flight(t, true);
             l.release(t);
             if let Some(stage) = l.stages.get_mut(t.stage) {
                 stage.took_off();

@@ -800,6 +800,7 @@ impl Driver<'_> {
             let mut l = self.local.borrow_mut();
             l.stats.h2.header_block_written += block;
             l.in_flight += 1;
+            l.step_flight(&ticket, true);
             l.release(&ticket);
             if let Some(stage) = l.stages.get_mut(ticket.stage) {
                 stage.took_off();
@@ -1071,6 +1072,7 @@ fn given_back(local: &RefCell<Local>, ticket: Ticket) -> Ticket {
     let mut l = local.borrow_mut();
     if ticket.measured {
         l.in_flight -= 1;
+        l.step_flight(&ticket, false);
         if let Some(stage) = l.stages.get_mut(ticket.stage) {
             stage.landed();
         }
@@ -1243,6 +1245,9 @@ async fn scenario_loop(
         let Some(start) = tickets.next(shared, local) else {
             return;
         };
+        if !user.think_owed(shared).await {
+            return;
+        }
         until_due(&start, timer.as_ref()).await;
         user.flow(shared, local, start, &mut send).await;
     }

@@ -296,6 +296,9 @@ struct Local {
     protocol_failure: Option<String>,
     /// `--scenario`: this thread's per-step and per-flow figures.
     scenario: crate::scenario::Figures,
+    /// `--scenario`: each step's measured requests in flight, which the
+    /// run's end leaves unfinished (`step_unfinished`).
+    step_in_flight: Vec<u64>,
     /// Spells with no answer while requests failed (`target_lost`).
     silence: Silence,
 }
@@ -640,6 +643,7 @@ impl pool::Job for Connections {
             ),
             last_done: None,
             silence: Silence::default(),
+            step_in_flight: vec![0; settings.scenario.as_ref().map_or(0, |s| s.step_count())],
             tls_failure: None,
             tls_session: None,
             server: None,
@@ -725,6 +729,9 @@ impl pool::Job for Connections {
         let mut local = local.into_inner();
         let stopped = thread.control.stopped();
         local.stats.unfinished += local.in_flight;
+        for (step, n) in local.scenario.steps.iter_mut().zip(&local.step_in_flight) {
+            step.unfinished += n;
+        }
         if !stopped {
             local.stats.dropped += local.held;
             for schedule in std::mem::take(&mut local.schedules) {
@@ -813,6 +820,20 @@ impl Local {
     }
 
     /// The figures of a scenario ticket's step.
+    /// A scenario step's measured request took off (`true`) or ended.
+    fn step_flight(&mut self, ticket: &Ticket, up: bool) {
+        if let Some(n) = ticket
+            .step
+            .and_then(|s| self.step_in_flight.get_mut(s as usize))
+        {
+            if up {
+                *n += 1;
+            } else {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+
     fn step(&mut self, ticket: &Ticket) -> Option<&mut Stats> {
         ticket
             .step
@@ -845,6 +866,7 @@ impl Local {
             return;
         }
         self.in_flight -= 1;
+        self.step_flight(ticket, false);
         let mut stage = self.stages.get_mut(ticket.stage);
         if let Some(stage) = stage.as_deref_mut() {
             stage.landed();
@@ -921,6 +943,9 @@ impl Local {
             self.release(ticket);
         }
         if ticket.measured {
+            if sent {
+                self.step_flight(ticket, false);
+            }
             let mut stage = self.stages.get_mut(ticket.stage);
             if sent {
                 self.in_flight -= 1;

@@ -54,6 +54,10 @@ pub(super) struct User {
     answer: Vec<u8>,
     /// How long the user last paused after a request it could not make.
     pause: Duration,
+    /// The think after its last flow's last step, owed before its next
+    /// flow: a run whose schedule has no next flow for it (`-n` spent)
+    /// does not wait it out.
+    owed: Duration,
 }
 
 /// The first pause of a user whose request could not be made
@@ -84,6 +88,7 @@ impl User {
             scratch: Vec::new(),
             answer: Vec::new(),
             pause: Duration::ZERO,
+            owed: Duration::ZERO,
         }
     }
 
@@ -299,21 +304,30 @@ impl User {
             if !(final_step && open) {
                 let pause = step.think.draw(&mut self.rng);
                 if !pause.is_zero() {
-                    // The stage's figures are closed before a trailing
-                    // think, which the run's end may cut.
                     if final_step {
-                        self.close_stage(local, &start, stage, outcome);
+                        // Owed before the next flow, if there is one
+                        // ([`User::think_owed`]).
+                        self.owed = pause;
+                        break;
                     }
                     tokio::time::sleep(pause).await;
-                    if final_step {
-                        self.iter += 1;
-                        return;
-                    }
                 }
             }
         }
         self.close_stage(local, &start, stage, outcome);
         self.iter += 1;
+    }
+
+    /// Waits out the think owed from the last flow, once the next flow's
+    /// ticket is in hand: whether the run still goes on after it (a
+    /// duration's end may come while the user thinks).
+    pub(super) async fn think_owed(&mut self, shared: &Shared) -> bool {
+        let owed = std::mem::take(&mut self.owed);
+        if owed.is_zero() {
+            return true;
+        }
+        tokio::time::sleep(owed).await;
+        !(shared.stopped() || shared.end().is_some_and(|end| Instant::now() >= end))
     }
 
     /// Closes a measured flow's `--rate-plan` stage: `outcome` is how it
@@ -426,6 +440,9 @@ pub(super) async fn virtual_user(
         let Some(start) = start else {
             break;
         };
+        if !user.think_owed(shared).await {
+            break;
+        }
         until_due(&start, timer.as_ref()).await;
         user.flow(shared, local, start, &mut send).await;
         if open.is_none() && !backoff.get().is_zero() {
