@@ -728,6 +728,84 @@ url = "${{loc}}"
         Some(3.0),
         "{stderr}"
     );
+    // The breach of --max-error-rate is in the record, not only the exit.
+    assert!(
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "error_rate_exceeded"),
+        "{}",
+        run["warnings"]
+    );
+}
+
+/// Failed checks and extractions leave their mark on the saved run: a
+/// `checks_failed` warning naming the steps and the variables that were
+/// not found, and the HTML page's table of flows shows the flows that
+/// failed (real-clients 2).
+#[test]
+fn failed_checks_and_extractions_are_marked_in_the_run() {
+    let (home, dir) = (temp(), temp());
+    let (_server, base) = crate::http::reference_server();
+    let file = dir.path().join("mustfail.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"base = "{base}"
+[[flow]]
+name = "bad"
+[[flow.step]]
+name = "check"
+url = "/hello"
+check = {{ contains = "nope" }}
+[[flow]]
+name = "ex"
+[[flow.step]]
+name = "take"
+url = "/hello"
+extract = [{{ json = "/token", as = "token" }}]
+[[flow.step]]
+url = "/x/${{token}}"
+"#
+        ),
+    )
+    .unwrap();
+    let out = dyno(home.path())
+        .args([
+            "http",
+            "--scenario",
+            &file.display().to_string(),
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "-t",
+            "1",
+        ])
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let warning = stdout
+        .lines()
+        .find(|l| l.ends_with("[checks_failed]"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(warning.contains("bad/check:"), "{warning}");
+    assert!(
+        warning.contains("ex/take: `token` found nothing"),
+        "{warning}"
+    );
+    let page = home.path().join("page.html");
+    dyno(home.path())
+        .args(["report", "--last", "1", "-o", &page.display().to_string()])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Flows, by how they ended"), "no flows table");
+    assert!(
+        html.contains("<td>bad</td>"),
+        "the failed flow is in the table"
+    );
 }
 
 /// The think after a flow's last step is the user's pause before its

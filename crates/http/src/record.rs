@@ -72,6 +72,7 @@ pub fn record(
     run.warnings.extend(
         warnings::judge(outcome, settings)
             .into_iter()
+            .chain(warnings::error_rate(outcome, asked.max_error_rate_percent))
             .map(dyno_model::Warning::from),
     );
     run

@@ -61,6 +61,14 @@ pub enum HttpWarning {
     H2HandshakeFailed { failed: u64, first: String },
     /// No request was answered.
     NoResponses,
+    /// A scenario's answers failed their checks, or its extractions found
+    /// nothing: `(flow/step, checks failed, extractions failed, the
+    /// variables the step extracts)`, the steps with most first.
+    ScenarioFailures {
+        steps: Vec<(String, u64, u64, Vec<String>)>,
+    },
+    /// More requests failed than `--max-error-rate` allows.
+    ErrorRateExceeded { percent: f64, max: f64 },
     /// The target answered nothing for a spell while requests failed or
     /// waited: the server went away (or hung) during the run.
     TargetLost {
@@ -90,6 +98,8 @@ impl dyno_model::Judgement for HttpWarning {
             HttpWarning::H2HandshakeFailed { .. } => "h2_handshake_failed",
             HttpWarning::NoResponses => "no_responses",
             HttpWarning::TargetLost { .. } => "target_lost",
+            HttpWarning::ScenarioFailures { .. } => "checks_failed",
+            HttpWarning::ErrorRateExceeded { .. } => "error_rate_exceeded",
         }
     }
 }
@@ -187,6 +197,40 @@ impl fmt::Display for HttpWarning {
             HttpWarning::NoResponses => {
                 f.write_str("no request was answered: is the server up and the URL right?")
             }
+            HttpWarning::ScenarioFailures { steps } => {
+                let (checks, extractions) = steps
+                    .iter()
+                    .fold((0, 0), |(c, e), s| (c + s.1, e + s.2));
+                let each: Vec<String> = steps
+                    .iter()
+                    .map(|(step, c, e, vars)| {
+                        let mut parts = Vec::new();
+                        if *c > 0 {
+                            parts.push(format!("{c} check{}", if *c == 1 { "" } else { "s" }));
+                        }
+                        if *e > 0 {
+                            let vars: Vec<String> = vars.iter().map(|v| format!("`{v}`")).collect();
+                            parts.push(format!(
+                                "{} found nothing {e} time{}",
+                                vars.join(" or "),
+                                if *e == 1 { "" } else { "s" },
+                            ));
+                        }
+                        format!("{step}: {}", parts.join(", "))
+                    })
+                    .collect();
+                write!(
+                    f,
+                    "{checks} answer{} failed their checks and {extractions} extraction{} found nothing ({}): the flows that met them failed; see the Step table",
+                    if checks == 1 { "" } else { "s" },
+                    if extractions == 1 { "" } else { "s" },
+                    each.join("; ")
+                )
+            }
+            HttpWarning::ErrorRateExceeded { percent, max } => write!(
+                f,
+                "{percent:.2}% of requests failed, above --max-error-rate {max}%: the run failed its check"
+            ),
             HttpWarning::TargetLost {
                 lost,
                 length,
@@ -236,6 +280,16 @@ pub fn missing_content_type(body: bool, headers: &[(String, String)]) -> Option<
     .then_some(HttpWarning::NoContentType)
 }
 
+/// `--max-error-rate` broken: the run's exit says so, and its record too.
+pub fn error_rate(outcome: &Outcome, max_percent: f64) -> Option<HttpWarning> {
+    let requests = outcome.stats.requests().max(1);
+    let percent = 100.0 * outcome.stats.total_errors() as f64 / requests as f64;
+    (percent > max_percent).then_some(HttpWarning::ErrorRateExceeded {
+        percent,
+        max: max_percent,
+    })
+}
+
 /// Warnings only the results can tell.
 pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
     let mut warnings = Vec::new();
@@ -259,6 +313,33 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
     }
     if outcome.interrupted {
         warnings.push(HttpWarning::Interrupted);
+    }
+    if let (Some(scenario), Some(figures)) = (&settings.scenario, &outcome.scenario) {
+        let mut steps: Vec<(String, u64, u64, Vec<String>)> = scenario
+            .steps()
+            .filter_map(|(flow, step)| {
+                let stats = figures.steps.get(step.index)?;
+                let checks = stats.errors_of(ErrorClass::Check);
+                let extractions = stats.errors_of(ErrorClass::Extract);
+                let vars = step
+                    .extract
+                    .iter()
+                    .map(|e| scenario.variables[e.slot].clone())
+                    .collect();
+                (checks + extractions > 0).then(|| {
+                    (
+                        format!("{}/{}", flow.name, step.name),
+                        checks,
+                        extractions,
+                        vars,
+                    )
+                })
+            })
+            .collect();
+        if !steps.is_empty() {
+            steps.sort_by_key(|s| std::cmp::Reverse(s.1 + s.2));
+            warnings.push(HttpWarning::ScenarioFailures { steps });
+        }
     }
     if !outcome.lost.is_empty() {
         let mut failures: Vec<(ErrorClass, u64)> = ErrorClass::ALL

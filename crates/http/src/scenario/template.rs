@@ -50,7 +50,7 @@ pub(crate) enum Place {
     /// The URL, as [`parse`] is given it: each value there is a
     /// [`Place::Path`] or a [`Place::Query`] by where it stands.
     Url,
-    /// A path segment: all but `/?#%`, spaces and the like is kept.
+    /// The path: all but `?#%`, spaces and the like is kept.
     Path,
     /// A query component: only what `encodeURIComponent` keeps, so `&`,
     /// `=`, `+` and `#` in a value stay in it.
@@ -318,10 +318,11 @@ fn unreserved(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
 }
 
-/// Bytes a value keeps in a path segment (RFC 3986 `pchar`): `/`, `?`,
-/// `#` and `%` are encoded, so a value stays one segment.
+/// Bytes a value keeps in the path (RFC 3986 `pchar` and `/`, so an
+/// extracted path goes as a path): `?`, `#` and `%` are encoded, so a
+/// value stays in the path.
 fn path_safe(b: u8) -> bool {
-    unreserved(b) || b"!$&'()*+,;=:@".contains(&b)
+    unreserved(b) || b"!$&'()*+,;=:@/".contains(&b)
 }
 
 /// Bytes a value keeps in a query component: those `encodeURIComponent`
@@ -538,8 +539,8 @@ mod tests {
         );
     }
 
-    /// M3: `&`, `=`, `+` and `#` in a query value stay in the value, `/`
-    /// in a path value stays in its segment, and `${raw:name}` goes as it
+    /// M3: `&`, `=`, `+` and `#` in a query value stay in the value, `?`
+    /// and `#` in a path value stay in the path, and `${raw:name}` goes as it
     /// is (but for what a request line cannot hold).
     #[test]
     fn url_values_are_encoded_as_a_query_component_or_a_path_segment_or_raw() {
@@ -570,7 +571,7 @@ mod tests {
         let line = line.lines().next().unwrap();
         assert_eq!(
             line,
-            "GET /i/a%2Fb%20c%3F%23%25/x?q=a%2Bb%26c%3Dd%23%C3%A9&r=a+b&c=d#%C3%A9&s=a/b%20c?#% HTTP/1.1"
+            "GET /i/a/b%20c%3F%23%25/x?q=a%2Bb%26c%3Dd%23%C3%A9&r=a+b&c=d#%C3%A9&s=a/b%20c?#% HTTP/1.1"
         );
     }
 

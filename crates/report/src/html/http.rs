@@ -70,6 +70,31 @@ fn scenario(run: &Run) -> Vec<String> {
             .flatten()
     };
     let mut out = Vec::new();
+    // Every flow, with how its flows ended: a flow that never completed
+    // has no time to draw, and shows here.
+    let mut table = Table::new(["flow", "completed", "failed", "unfinished", "flows/s"])
+        .caption("Flows, by how they ended");
+    for m in run.metrics.iter().filter(|m| m.name == "flows_completed") {
+        let Some(flow) = m.label("flow") else {
+            continue;
+        };
+        let get = |name: &str| {
+            run.metrics
+                .iter()
+                .find(|o| {
+                    o.name == name && o.label("flow") == Some(flow) && o.label("step").is_none()
+                })
+                .map_or(0.0, |o| o.value)
+        };
+        table.row([
+            flow.to_owned(),
+            chart::num(m.value),
+            chart::num(get("flows_failed")),
+            chart::num(get("flows_unfinished")),
+            chart::num(get("flows_per_sec")),
+        ]);
+    }
+    out.push(table.html());
     let steps: Vec<Series> = run
         .metrics
         .iter()
