@@ -262,10 +262,22 @@ pub(crate) fn finish(
                 return Ok(run);
             }
             Err(e) => {
-                return Err(anyhow::Error::new(e).context(format!(
-                    "the run was measured but could not be saved in {}",
+                // A full disk, a read-only store: the measured record is
+                // written as JSON beside, so nothing measured is lost.
+                let kept = keep_beside(&run);
+                let how = match &kept {
+                    Ok(path) => format!(
+                        "; it was written to {path} instead: free space (or give another --store), then `dyno import {path}`",
+                        path = path.display()
+                    ),
+                    Err(why) => format!(
+                        "; nor could it be written as a file ({why}): run again with --json to keep the record in the output"
+                    ),
+                };
+                return Err(anyhow::anyhow!(
+                    "the run was measured but could not be saved in {}: {e}{how}",
                     store.location()
-                )));
+                ));
             }
         }
         if !save.json {
@@ -273,6 +285,25 @@ pub(crate) fn finish(
         }
     }
     Ok(run)
+}
+
+/// Writes `run` as JSON where it can go when its store would not take it:
+/// `dyno-run-ID.json` in the current folder, else in the temporary one.
+fn keep_beside(run: &Run) -> std::result::Result<std::path::PathBuf, String> {
+    let json = serde_json::to_string_pretty(run).map_err(|e| e.to_string())? + "\n";
+    let name = format!("dyno-run-{}.json", run.id);
+    let mut why = String::new();
+    for dir in [std::path::PathBuf::from("."), std::env::temp_dir()] {
+        let path = dir.join(&name);
+        match std::fs::write(&path, &json) {
+            Ok(()) => return Ok(std::fs::canonicalize(&path).unwrap_or(path)),
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                why = format!("{}: {e}", path.display());
+            }
+        }
+    }
+    Err(why)
 }
 
 /// Parses `--since`: an RFC 3339 timestamp, a date (midnight, local time) or

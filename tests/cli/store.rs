@@ -606,3 +606,49 @@ fn a_shared_store_that_goes_away_during_a_run_loses_nothing() {
     assert_eq!(history_ids(home.path(), None).len(), 1);
     assert!(history_ids(home.path(), Some(&url)).is_empty());
 }
+
+/// A store that fills up (a small disk) loses no measured record: the run
+/// is printed, and its record is written as JSON beside, in the current
+/// folder, with the path and the fix in the error (exit 2); `dyno import`
+/// of that file brings it back (M11). Before, the record was gone.
+#[test]
+fn a_full_store_keeps_the_measured_record_in_a_file_beside() {
+    let Some(small) = tmpfs::Tmpfs::mount("256k", false) else {
+        return;
+    };
+    let (work, other) = (temp(), temp());
+    let home = small.path().join("home");
+    let (_server, base) = crate::http::reference_server();
+    let url = format!("{base}/hello");
+    let mut failed = None;
+    for _ in 0..200 {
+        let out = dyno(&home)
+            .current_dir(work.path())
+            .args(["http", &url, "-n", "200", "-c", "2", "-t", "1"])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            failed = Some(out);
+            break;
+        }
+    }
+    let out = failed.expect("256 KiB should fill up within 200 runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Requests    200 answered"),
+        "the run is printed"
+    );
+    let kept: Vec<_> = std::fs::read_dir(work.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{err}");
+    let path = kept[0].display().to_string();
+    assert!(err.contains(&format!("written to {path}")), "{err}");
+    assert!(err.contains(&format!("dyno import {path}")), "{err}");
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(&kept[0]).unwrap()).unwrap();
+    assert_eq!(metric(&run, "responses"), Some(200.0));
+    dyno(other.path()).arg("import").arg(&kept[0]).assert().success();
+}
