@@ -650,5 +650,9 @@ fn a_full_store_keeps_the_measured_record_in_a_file_beside() {
     assert!(err.contains(&format!("dyno import {path}")), "{err}");
     let run: Value = serde_json::from_str(&std::fs::read_to_string(&kept[0]).unwrap()).unwrap();
     assert_eq!(metric(&run, "responses"), Some(200.0));
-    dyno(other.path()).arg("import").arg(&kept[0]).assert().success();
+    dyno(other.path())
+        .arg("import")
+        .arg(&kept[0])
+        .assert()
+        .success();
 }
