@@ -180,14 +180,11 @@ fn exit_status(
         );
         return Ok(ExitStatus::ChecksFailed);
     }
-    let max_error_rate = asked.max_error_rate_percent;
-    let requests = outcome.stats.requests().max(1);
-    let error_rate = 100.0 * outcome.stats.total_errors() as f64 / requests as f64;
-    if error_rate > max_error_rate {
-        eprintln!(
-            "dyno: {:.2}% of requests failed, above --max-error-rate {max_error_rate}%",
-            error_rate
-        );
+    // The record's `error_rate_exceeded` warning is the same judgement.
+    if let Some(dyno_http::warnings::HttpWarning::ErrorRateExceeded { percent, max }) =
+        dyno_http::warnings::error_rate(outcome, asked.max_error_rate_percent)
+    {
+        eprintln!("dyno: {percent:.2}% of requests failed, above --max-error-rate {max}%");
         return Ok(ExitStatus::ChecksFailed);
     }
     Ok(ExitStatus::Success)

@@ -168,19 +168,28 @@ fn check_command(
             // The whole of a segment's checks, as the last segment (whose
             // virtual users are numbered highest) makes them: the scenario
             // and its data, a search's share-out, the flags together.
-            let data = scenario_data(&http)?;
-            let mut last = argv.clone();
-            let at = last.len() - 3;
-            last[at] = format!("{}/{segments}", segments - 1);
+            let mut last = vec!["dyno".to_owned()];
+            last.extend(command.iter().cloned());
+            last.extend([
+                "--segment".to_owned(),
+                format!("{}/{segments}", segments - 1),
+                "--group".to_owned(),
+                group.to_owned(),
+            ]);
             let Command::Http(args) = Cli::try_parse_from(&last)?.command else {
                 unreachable!("parsed as http above")
             };
-            crate::settings::http(*args, &super::environment()).map_err(|e| {
+            let plan = crate::settings::http(*args, &super::environment()).map_err(|e| {
                 anyhow::anyhow!(
                     "segment {}/{segments} would refuse the command: {e:#}",
                     segments - 1
                 )
             })?;
+            // The scenario as the segment loaded it: its data file.
+            let data = match (&http.scenario, &plan.engine.scenario) {
+                (Some(file), Some(scenario)) => scenario_data(file, scenario)?,
+                _ => None,
+            };
             let files: Vec<String> = [&http.url_file, &http.body_file, &http.scenario]
                 .into_iter()
                 .flatten()
@@ -302,11 +311,10 @@ fn carry(command: &[String], flags: &[&str], files: &[String]) -> Result<Checked
 /// here, and the path the scenario names it by, from the scenario's own
 /// folder. The pods find it there beside their copy of the scenario, so
 /// it must be below that folder.
-fn scenario_data(http: &crate::cli::HttpArgs) -> Result<Option<(std::path::PathBuf, String)>> {
-    let Some(file) = &http.scenario else {
-        return Ok(None);
-    };
-    let scenario = dyno_http::scenario::Scenario::load(file, http.url.as_deref())?;
+fn scenario_data(
+    file: &std::path::Path,
+    scenario: &dyno_http::scenario::Scenario,
+) -> Result<Option<(std::path::PathBuf, String)>> {
     let Some(data) = &scenario.data else {
         return Ok(None);
     };
