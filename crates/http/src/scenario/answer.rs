@@ -150,13 +150,29 @@ fn dechunk(mut body: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// A virtual user's cookies: one target, so only names and values are
-/// kept (no domain or path matching); a cookie whose `Max-Age` is 0 or
-/// negative is removed, as a server logs a user out.
+/// kept (no domain or path matching); a cookie set already expired
+/// (`Max-Age` 0 or negative, or an `Expires` date in the past without a
+/// `Max-Age`, as Express's `clearCookie` sends) is removed, as a server
+/// logs a user out.
 #[derive(Debug, Default, Clone)]
 pub struct CookieJar {
     cookies: Vec<(String, String)>,
     /// The `Cookie` header's value, rebuilt when the jar changes.
     header: String,
+}
+
+/// Whether a `Set-Cookie` removes its cookie: `Max-Age` rules when both
+/// are given (RFC 6265 §5.3 step 3).
+fn gone(cookie: &cookie::Cookie<'_>) -> bool {
+    if let Some(age) = cookie.max_age() {
+        return age.whole_seconds() <= 0;
+    }
+    cookie.expires_datetime().is_some_and(|at| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        at.unix_timestamp() <= now
+    })
 }
 
 impl CookieJar {
@@ -165,20 +181,16 @@ impl CookieJar {
         let mut changed = false;
         for set in answer.headers("set-cookie") {
             let text = String::from_utf8_lossy(set);
-            let mut parts = text.split(';');
-            let Some((name, value)) = parts.next().and_then(|p| p.split_once('=')) else {
+            // A header the parser refuses (no `=`, an empty name) is
+            // ignored, as a browser ignores it (RFC 6265 §5.2).
+            let Ok(cookie) = cookie::Cookie::parse(text.as_ref()) else {
                 continue;
             };
-            let (name, value) = (name.trim(), value.trim());
+            let (name, value) = cookie.name_value();
             if name.is_empty() {
                 continue;
             }
-            let expired = parts.any(|attr| {
-                attr.split_once('=').is_some_and(|(k, v)| {
-                    k.trim().eq_ignore_ascii_case("max-age")
-                        && v.trim().parse::<i64>().is_ok_and(|age| age <= 0)
-                })
-            });
+            let expired = gone(&cookie);
             self.cookies.retain(|(n, _)| n != name);
             if !expired {
                 self.cookies.push((name.to_owned(), value.to_owned()));
@@ -257,5 +269,13 @@ mod tests {
         let again = b"HTTP/1.1 200 OK\r\nSet-Cookie: s=new\r\nSet-Cookie: t=; Max-Age=0\r\nContent-Length: 0\r\n\r\n";
         jar.take(&Answer::read(again).unwrap());
         assert_eq!(jar.header(), Some("s=new"));
+        // Expires in the past removes (Express's clearCookie), in either
+        // date form; in the future it keeps; Max-Age rules over Expires.
+        let dates = b"HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nSet-Cookie: c=3; Expires=Fri, 01 Jan 2100 00:00:00 GMT\r\nSet-Cookie: d=4; Max-Age=60; Expires=Thu, 01 Jan 1970 00:00:00 GMT\r\nContent-Length: 0\r\n\r\n";
+        jar.take(&Answer::read(dates).unwrap());
+        assert_eq!(jar.header(), Some("s=new; a=1; b=2; c=3; d=4"));
+        let clear = b"HTTP/1.1 200 OK\r\nSet-Cookie: a=; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT\r\nSet-Cookie: b=; expires=Thursday, 01-Jan-70 00:00:01 GMT; Path=/\r\nContent-Length: 0\r\n\r\n";
+        jar.take(&Answer::read(clear).unwrap());
+        assert_eq!(jar.header(), Some("s=new; c=3; d=4"));
     }
 }
