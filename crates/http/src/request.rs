@@ -18,6 +18,7 @@
 
 mod target;
 mod template;
+pub(crate) use template::sends_content;
 
 pub use target::{Scheme, Target, parse_url, parse_url_list};
 pub(crate) use template::push_decimal;

@@ -83,6 +83,15 @@ pub struct RequestTemplate {
     keep_alive: bool,
 }
 
+/// Whether `method` gives content a meaning, so that a request of it
+/// without a body still says `Content-Length: 0` (RFC 9110 §8.6: some
+/// servers and proxies answer 411 without it).
+pub(crate) fn sends_content(method: &str) -> bool {
+    ["POST", "PUT", "PATCH"]
+        .iter()
+        .any(|m| m.eq_ignore_ascii_case(method))
+}
+
 impl RequestTemplate {
     /// Validates `spec` and encodes it for `target`.
     ///
@@ -162,7 +171,10 @@ impl RequestTemplate {
                 push_header(&mut bytes, name, value);
             }
         }
-        if body.is_some() && content_length.is_none() && !has_transfer_encoding {
+        if (body.is_some() || sends_content(method))
+            && content_length.is_none()
+            && !has_transfer_encoding
+        {
             push_header(&mut bytes, "Content-Length", &body_len.to_string());
         }
         if !keep_alive && !says_close {
@@ -577,12 +589,21 @@ mod tests {
 
     #[test]
     fn empty_body_is_content_length_zero() {
-        let spec = RequestSpec {
+        let empty = RequestSpec {
             body: Some(Vec::new()),
             ..spec("POST", "/")
         };
-        let got = encode(&target("http://h/"), &spec);
+        let got = encode(&target("http://h/"), &empty);
         assert!(got.contains("\r\nContent-Length: 0\r\n"), "{got}");
+        // A POST, PUT or PATCH without a body says so too; a GET does not.
+        for method in ["POST", "PUT", "patch"] {
+            let got = encode(&target("http://h/"), &spec(method, "/"));
+            assert!(got.contains("\r\nContent-Length: 0\r\n"), "{method}: {got}");
+        }
+        for method in ["GET", "DELETE", "HEAD"] {
+            let got = encode(&target("http://h/"), &spec(method, "/"));
+            assert!(!got.contains("Content-Length"), "{method}: {got}");
+        }
     }
 
     #[test]

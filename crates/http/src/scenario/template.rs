@@ -114,6 +114,8 @@ impl Text {
         headers: Vec<(String, Vec<Piece>)>,
         body: Option<Vec<Piece>>,
     ) -> Text {
+        // A POST without a body still says `Content-Length: 0`.
+        let body = body.or_else(|| crate::request::sends_content(method).then(Vec::new));
         let mut head = vec![Piece::Lit(format!("{method} ").into_bytes().into())];
         head.extend(path);
         let host = headers
@@ -495,6 +497,16 @@ mod tests {
         };
         let template = crate::request::RequestTemplate::new(&target, &spec).unwrap();
         assert_eq!(text.whole(), template.static_bytes());
+        // A POST without a body: both say Content-Length: 0.
+        let text = Text::new(&target, "POST", pieces("/hello", Place::Url), vec![], None);
+        let spec = crate::request::RequestSpec {
+            method: "POST".into(),
+            ..spec
+        };
+        let template = crate::request::RequestTemplate::new(&target, &spec).unwrap();
+        assert_eq!(text.whole(), template.static_bytes());
+        let bytes = String::from_utf8_lossy(text.whole().unwrap()).into_owned();
+        assert!(bytes.contains("\r\nContent-Length: 0\r\n"), "{bytes}");
     }
 
     #[test]
