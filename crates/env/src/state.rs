@@ -118,12 +118,12 @@ pub fn metrics(
             .merged(Merge::None)
     };
     if let Some(load) = within.iter().filter_map(|s| s.load).reduce(f64::max) {
-        out.push(context("machine_load_max", Unit::Ratio, load));
+        out.push(context("machine_load_max", Unit::Count, load));
     }
     let all_mhz = || within.iter().flat_map(|s| s.mhz.iter().copied());
     if let (Some(lo), Some(hi)) = (all_mhz().reduce(f64::min), all_mhz().reduce(f64::max)) {
-        out.push(context("machine_cpu_mhz_min", Unit::Ratio, lo));
-        out.push(context("machine_cpu_mhz_max", Unit::Ratio, hi));
+        out.push(context("machine_cpu_mhz_min", Unit::Mhz, lo));
+        out.push(context("machine_cpu_mhz_max", Unit::Mhz, hi));
     }
     let mut warning = None;
     if let (Some(a), Some(b)) = (

@@ -307,6 +307,9 @@ pub enum Unit {
     Ratio,
     #[serde(rename = "percent")]
     Percent,
+    /// A clock frequency in megahertz (the CPUs' clock during a run).
+    #[serde(rename = "mhz")]
+    Mhz,
 }
 
 impl Unit {
@@ -322,6 +325,7 @@ impl Unit {
             Unit::Count => "count",
             Unit::Ratio => "ratio",
             Unit::Percent => "percent",
+            Unit::Mhz => "mhz",
         }
     }
 }

@@ -27,9 +27,13 @@ pub fn format_value(value: f64, unit: Unit) -> String {
         Unit::OpsPerSec => format!("{}ops/s", decimal_prefix(value)),
         Unit::RequestsPerSec => format!("{:.2} req/s", value),
         Unit::FlowsPerSec => format!("{:.2} flows/s", value),
-        Unit::Count => format!("{}", value.round() as i64),
+        // A tally is whole; a count per operation or a load average is not,
+        // and is not rounded away (0.0213 context switches per request).
+        Unit::Count if value.fract() == 0.0 => format!("{}", value as i64),
+        Unit::Count => four_figures(value),
         Unit::Ratio => format!("{value:.2}×"),
         Unit::Percent => format!("{value:.1}%"),
+        Unit::Mhz => format!("{value:.0} MHz"),
     }
 }
 
@@ -237,6 +241,11 @@ mod tests {
         assert_eq!(format_value(1.987, Unit::Ratio), "1.99×");
         assert_eq!(format_value(99.44, Unit::Percent), "99.4%");
         assert_eq!(format_value(f64::NAN, Unit::Ns), "n/a");
+        // A tally is whole; a count per request is not rounded to 0.
+        assert_eq!(format_value(4883.0, Unit::Count), "4883");
+        assert_eq!(format_value(0.0213, Unit::Count), "0.021");
+        assert_eq!(format_value(3.3, Unit::Count), "3.300");
+        assert_eq!(format_value(2445.41, Unit::Mhz), "2445 MHz");
     }
 
     #[test]

@@ -160,6 +160,9 @@ fn is_volume(name: &str) -> bool {
             | "measured_ns"
             | "transactions"
     ) || name.starts_with("status_")
+        // The machine's state during the run: what it was, not a score.
+        || name.starts_with("machine_load")
+        || name.starts_with("machine_cpu_mhz")
 }
 
 /// A metric's value and its BETTER word as the metric table shows them.
@@ -540,7 +543,11 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
             let _ = write!(line, ", {} per {per}", crate::http::short_ns(m.value));
         }
         if let Some(m) = of("server_context_switches_per_op") {
-            let _ = write!(line, ", {:.1} context switches per {per}", m.value);
+            let _ = write!(
+                line,
+                ", {} context switches per {per}",
+                significant(m.value, 3)
+            );
         }
         if let Some(m) = of("server_cpu_throttled_percent").filter(|m| m.value > 0.0) {
             let _ = write!(

@@ -34,6 +34,7 @@ pub(super) fn axis_unit(unit: Unit, max: f64) -> (f64, String) {
         Unit::Count => (1.0, "count".into()),
         Unit::Ratio => (1.0, "×".into()),
         Unit::Percent => (1.0, "%".into()),
+        Unit::Mhz => (1.0, "MHz".into()),
     }
 }
 

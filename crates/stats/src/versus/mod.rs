@@ -177,15 +177,22 @@ fn comparable(m: &Metric) -> bool {
     m.role().is_compared() && m.value.is_finite()
 }
 
+/// Labels that say where a figure was found rather than what it is of:
+/// the busiest core is compared with the other run's busiest core,
+/// whichever core that was.
+const WHERE_FOUND: [&str; 1] = ["core"];
+
 /// The comparable figures of `run`: each metric of merit, and for each
 /// latency histogram its [`COMPARED_PERCENTILES`] instead of its mean.
 fn subjects(run: &Run) -> Vec<Subject> {
     let mut out = Vec::new();
     for m in run.metrics.iter().filter(|m| comparable(m)) {
+        let mut labels = m.labels.clone();
+        labels.retain(|k, _| !WHERE_FOUND.contains(&k.as_str()));
         let base = Subject {
             kind: run.kind,
             name: m.name.clone(),
-            labels: m.labels.clone(),
+            labels,
             unit: m.unit,
             direction: m.direction,
             value: m.value,

@@ -157,6 +157,41 @@ fn groups_of_runs_compare_one_value_per_run_and_the_geomean_turns_latency_around
 }
 
 #[test]
+fn the_busiest_core_meets_the_other_runs_busiest_core_whichever_it_was() {
+    let busiest = |core: &str, v: f64| {
+        run(
+            Kind::Http,
+            vec![
+                rps(100.0),
+                Metric::new(
+                    "target_cpu_busiest_core_percent",
+                    Unit::Percent,
+                    Direction::LowerIsBetter,
+                    v,
+                )
+                .diagnostic()
+                .with_label("core", core),
+            ],
+        )
+    };
+    let c = compare_runs(
+        &[
+            group("a", vec![busiest("1", 80.0)]),
+            group("b", vec![busiest("3", 40.0)]),
+        ],
+        &Options::default(),
+    )
+    .unwrap();
+    let r = find(&c, "ratio", "target_cpu_busiest_core_percent", "b");
+    assert_eq!(r.value, 0.5);
+    assert!(
+        !c.warnings.iter().any(|w| w.message.contains("absent")),
+        "{:?}",
+        c.warnings
+    );
+}
+
+#[test]
 fn three_runs_a_side_are_too_few_and_one_value_each_is_untested() {
     let side = |v: &[f64]| v.iter().map(|&x| run(Kind::Http, vec![rps(x)])).collect();
     let c = compare_runs(
