@@ -482,7 +482,7 @@ pub(crate) struct HttpArgs {
     /// cookies; results per step and per flow. -n counts flows, --rate is
     /// flows per second. The URL, if given, replaces the file's `base`.
     /// See the guide's "Scenarios" chapter.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["url_file", "body", "body_file", "headers"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["url_file", "body", "body_file"])]
     pub scenario: Option<PathBuf>,
 
     /// Connect to this Unix domain socket; the URL still gives the Host

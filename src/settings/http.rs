@@ -192,6 +192,11 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
                     pipeline > 1,
                     "a user's steps wait for each other's answers",
                 ),
+                (
+                    "-H",
+                    !headers.is_empty(),
+                    "a scenario's headers are in its file, `headers = [\"Name: value\"]` at the top for every step or in a step for that step",
+                ),
             ] {
                 if given {
                     bail!("{flag} does not work with --scenario: {why}; drop {flag}");

@@ -767,6 +767,11 @@ url = "/hello"
 extract = [{{ json = "/token", as = "token" }}]
 [[flow.step]]
 url = "/x/${{token}}"
+[[flow]]
+name = "st"
+[[flow.step]]
+url = "/hello"
+check = {{ status = 201 }}
 "#
         ),
     )
@@ -794,6 +799,19 @@ url = "/x/${{token}}"
     assert!(
         warning.contains("ex/take: `token` found nothing"),
         "{warning}"
+    );
+    // A step's own status check: the step table and the Errors line say
+    // it in the same words, and the Status line does not claim the run's
+    // --expect-status alone (newcomer L6).
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("st/1 "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("unexpected status: "), "{row}");
+    let status = stdout.lines().find(|l| l.starts_with("Status ")).unwrap();
+    assert!(
+        status.contains("(expected: each step's check, else 200-399)"),
+        "{status}"
     );
     let page = home.path().join("page.html");
     dyno(home.path())
@@ -908,7 +926,7 @@ fn bad_scenarios_are_refused_before_any_load() {
         "setup.toml",
         &format!("[[setup]]\nurl = \"/status/500\"\n{head}url = \"/\"\n"),
     );
-    let cases: [(&[&str], &[&str]); 8] = [
+    let cases: [(&[&str], &[&str]); 9] = [
         (
             &["http", "--scenario", &syntax, &url],
             &["syntax.toml:5:10", "string"],
@@ -943,6 +961,13 @@ fn bad_scenarios_are_refused_before_any_load() {
         (
             &["http", "--scenario", &fine, &url, "--method", "POST"],
             &["--method does not work"],
+        ),
+        (
+            &["http", "--scenario", &fine, &url, "-H", "X-A: 1"],
+            &[
+                "-H does not work with --scenario",
+                "`headers = [\"Name: value\"]` at the top",
+            ],
         ),
     ];
     assert_refused(home.path(), &cases);

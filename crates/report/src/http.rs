@@ -333,9 +333,13 @@ pub fn http_report(run: &Run) -> String {
         .map(|(c, n)| format!("{c}: {n}"))
         .collect();
     // Runs saved before --expect-status have no such setting.
+    // A scenario's steps may check their own statuses.
     let expected = Some(rec.expect_status.as_str())
         .filter(|e| !e.is_empty())
-        .map_or(String::new(), |e| format!(" (expected {e})"));
+        .map_or(String::new(), |e| match rec.scenario {
+            Some(_) => format!(" (expected: each step's check, else {e})"),
+            None => format!(" (expected {e})"),
+        });
     let _ = writeln!(
         out,
         "Status      {}{expected}",
@@ -346,10 +350,7 @@ pub fn http_report(run: &Run) -> String {
         }
     );
     let errors: Vec<String> = tallies(run, "errors_")
-        .map(|(class, n)| match class {
-            "status" => format!("unexpected status: {n}"),
-            class => format!("{}: {n}", class.replace('_', " ")),
-        })
+        .map(|(class, n)| format!("{}: {n}", class_words(class)))
         .collect();
     let _ = writeln!(
         out,
@@ -459,7 +460,7 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
                 .map(|m| {
                     format!(
                         "{}: {}",
-                        m.label("class").unwrap_or("?").replace('_', " "),
+                        class_words(m.label("class").unwrap_or("?")),
                         m.value as u64
                     )
                 })
@@ -479,6 +480,14 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
         }
     }
     out.push('\n');
+}
+
+/// An error class as the Errors line and the step table both name it.
+fn class_words(class: &str) -> String {
+    match class {
+        "status" => "unexpected status".into(),
+        class => class.replace('_', " "),
+    }
 }
 
 /// Latency percentiles, one row per histogram, then a blank line; nothing

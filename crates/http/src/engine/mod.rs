@@ -489,7 +489,7 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
             .segment
             .global((s.connections * per_connection).max(1) as u64 - 1)
             + 1;
-        if let Err(why) = scenario.check_users(users) {
+        if let Err(why) = scenario.check_users(users, s.segment.count > 1) {
             return Err(EngineError::Settings(why));
         }
     } else if s.requests.is_empty() {

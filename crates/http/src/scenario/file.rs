@@ -173,6 +173,7 @@ pub(super) fn load(path: &Path, url: Option<&str>) -> Result<Scenario, ScenarioE
     let mut flows = Vec::new();
     let mut names = HashMap::new();
     let mut index = 0;
+    const MAX_WEIGHT: i64 = 1_000_000;
     let mut total_weight = 0u64;
     for raw_flow in &raw.flow {
         let flow = raw_flow.get_ref();
@@ -191,9 +192,11 @@ pub(super) fn load(path: &Path, url: Option<&str>) -> Result<Scenario, ScenarioE
         }
         let weight = match &flow.weight {
             None => 1,
-            Some(w) if *w.get_ref() >= 1 => *w.get_ref() as u64,
+            // Weights are relative: a bound keeps their sum far from
+            // overflow, where the draw would go to the first flow only.
+            Some(w) if (1..=MAX_WEIGHT).contains(w.get_ref()) => *w.get_ref() as u64,
             Some(w) => {
-                return Err(c.error(w.span().start, format!("weight {}: give a whole number of 1 or more (how often this flow is picked against the others)", w.get_ref())));
+                return Err(c.error(w.span().start, format!("weight {}: give a whole number from 1 to {MAX_WEIGHT} (how often this flow is picked against the others: weights 3 and 1 pick the first three times as often)", w.get_ref())));
             }
         };
         if flow.step.is_empty() {
@@ -433,7 +436,14 @@ impl Compiler<'_> {
                     format!("the data file '{}': its first line names the columns, and {name:?} is not a variable name (letters, digits and `_`, not vu, iter, seq or rand)", path.display()),
                 ));
             }
-            slots.push(self.slot(&name));
+            let slot = self.slot(&name);
+            if slots.contains(&slot) {
+                return Err(self.error(
+                    at,
+                    format!("the data file '{}': its first line names the column {name:?} twice: give each column its own name", path.display()),
+                ));
+            }
+            slots.push(slot);
         }
         let mut rows = Vec::new();
         let mut lines = Vec::new();
@@ -858,6 +868,11 @@ url = "/n"
             .contains("a second flow named")
         );
         assert!(error("base = \"http://h:1\"\n[[flow]]\nname = \"f\"\nweight = 0\n[[flow.step]]\nurl = \"/\"\n").starts_with("4:10: weight 0"));
+        // A weight so large that the sum would overflow (newcomer L8).
+        let huge = error(
+            "base = \"http://h:1\"\n[[flow]]\nname = \"f\"\nweight = 9223372036854775807\n[[flow.step]]\nurl = \"/\"\n",
+        );
+        assert!(huge.contains("from 1 to 1000000"), "{huge}");
     }
 
     #[test]
@@ -870,10 +885,15 @@ url = "/n"
         let data = s.data.as_ref().unwrap();
         assert_eq!(data.rows.len(), 2);
         assert_eq!(&*data.rows[1][0], b"bob");
-        assert!(s.check_users(2).is_ok());
-        let err = s.check_users(3).unwrap_err();
+        assert!(s.check_users(2, false).is_ok());
+        let err = s.check_users(3, false).unwrap_err();
         assert!(
             err.contains("has 2 data rows and the run has 3 virtual users"),
+            "{err}"
+        );
+        let err = s.check_users(28, true).unwrap_err();
+        assert!(
+            err.contains("this segment's last virtual user is number 28 of the whole run"),
             "{err}"
         );
         std::fs::write(dir.path().join("users.csv"), "user,2key\nann,k1\n").unwrap();
@@ -890,5 +910,8 @@ url = "/n"
                 .to_string()
                 .contains("has no row")
         );
+        std::fs::write(dir.path().join("users.csv"), "user,user\nann,bob\n").unwrap();
+        let err = load(&path, None).unwrap_err().to_string();
+        assert!(err.contains("names the column \"user\" twice"), "{err}");
     }
 }

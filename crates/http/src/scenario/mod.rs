@@ -182,16 +182,27 @@ impl Scenario {
     }
 
     /// Checks that the data file has a row for each of `users` virtual users.
-    pub fn check_users(&self, users: u64) -> Result<(), String> {
+    pub fn check_users(&self, users: u64, segmented: bool) -> Result<(), String> {
         if let Some(data) = &self.data
             && (data.rows.len() as u64) < users
         {
-            return Err(format!(
-                "'{}' has {} data row{} and the run has {users} virtual users (-c): give a row per virtual user, or fewer connections",
+            let rows = format!(
+                "'{}' has {} data row{}",
                 data.path.display(),
                 data.rows.len(),
                 if data.rows.len() == 1 { "" } else { "s" },
-            ));
+            );
+            // A segment's users are numbered in the whole run, every
+            // N-th one its own.
+            return Err(if segmented {
+                format!(
+                    "{rows}, and this segment's last virtual user is number {users} of the whole run: give a row per virtual user of the whole run (-c), or fewer connections"
+                )
+            } else {
+                format!(
+                    "{rows} and the run has {users} virtual users (-c): give a row per virtual user, or fewer connections"
+                )
+            });
         }
         Ok(())
     }
