@@ -128,6 +128,11 @@ pub(crate) fn sample_from(root: Root<'_>, pid: u32) -> Result<ProcSample, WatchE
     };
     let name = stat[open + 1..close].to_owned();
     let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    // A process that has exited and is not yet reaped (a zombie) has no
+    // memory or threads left to read: it is gone, not a process of 0 B.
+    if matches!(fields.first(), Some(&("Z" | "X" | "x"))) {
+        return Err(WatchError::Gone(pid));
+    }
     // Fields counted from the state (field 3 of proc(5)).
     let field = |n: usize, what: &str| -> Result<u64, WatchError> {
         fields
@@ -950,6 +955,21 @@ pub struct BusyThread {
 }
 
 impl BusyThread {
+    /// A thread's shares of the window. The time it ran is counted in
+    /// clock ticks (`stat`) and the time it waited in nanoseconds
+    /// (`schedstat`), read a moment apart: their sum can pass 100%, which
+    /// a thread cannot. Such a sum is scaled back to 100%, each share
+    /// keeping its part.
+    pub fn new(tid: u32, cpu_percent: f64, waited_percent: f64) -> BusyThread {
+        let sum = cpu_percent + waited_percent;
+        let scale = if sum > 100.0 { 100.0 / sum } else { 1.0 };
+        BusyThread {
+            tid,
+            cpu_percent: cpu_percent * scale,
+            waited_percent: waited_percent * scale,
+        }
+    }
+
     /// How much of a core it wanted: the time it ran or was ready to.
     pub fn demand(&self) -> f64 {
         self.cpu_percent + self.waited_percent
@@ -1020,11 +1040,11 @@ impl Series {
                         let i = r0.thread_cpu.binary_search_by_key(&t.tid, |t| t.tid).ok()?;
                         let was = r0.thread_cpu[i];
                         let share = |d: Duration| 100.0 * d.as_secs_f64() / span;
-                        Some(BusyThread {
-                            tid: t.tid,
-                            cpu_percent: share(t.cpu.saturating_sub(was.cpu)),
-                            waited_percent: share(t.waited.saturating_sub(was.waited)),
-                        })
+                        Some(BusyThread::new(
+                            t.tid,
+                            share(t.cpu.saturating_sub(was.cpu)),
+                            share(t.waited.saturating_sub(was.waited)),
+                        ))
                     })
                     .max_by(|a, b| a.demand().total_cmp(&b.demand()))
             }
@@ -1633,6 +1653,29 @@ mod tests {
             why.contains("loop (pid 5)'s thread 7 ran 60% of the time and waited for a CPU 35%"),
             "{why}"
         );
+        // Ticks and nanoseconds read a moment apart can add up past a
+        // whole core (newcomer L11: 33% + 71%); a thread's shares never do.
+        let over = BusyThread::new(7, 33.0, 71.0);
+        assert!((over.demand() - 100.0).abs() < 1e-9, "{over:?}");
+        assert!((over.cpu_percent / over.waited_percent - 33.0 / 71.0).abs() < 1e-9);
+        assert_eq!(BusyThread::new(7, 60.0, 35.0).demand(), 95.0);
+    }
+
+    #[test]
+    fn an_exited_process_not_yet_reaped_is_gone() {
+        let mut child = Command::new("true").spawn().unwrap();
+        // Not waited for: it stays a zombie until reaped.
+        let pid = child.id();
+        let mut gone = false;
+        for _ in 0..200 {
+            if matches!(sample(pid), Err(WatchError::Gone(p)) if p == pid) {
+                gone = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(gone, "a zombie read as a live process (peak memory 0 B)");
+        child.wait().unwrap();
     }
 
     #[test]
