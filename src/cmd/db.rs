@@ -176,7 +176,7 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         eprintln!("dyno: {why}");
     }
     if outcome.interrupted {
-        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+        super::say_interrupted(&run, &save);
         return Ok(ExitStatus::Interrupted);
     }
     if !outcome.lost.is_empty() {

@@ -101,7 +101,7 @@ pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
     super::watch::record(&mut run, &watched, window);
     let run = finish(run, &save, store, dyno_report::disk_report)?;
     if interrupted {
-        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+        super::say_interrupted(&run, &save);
         return Ok(ExitStatus::Interrupted);
     }
     Ok(ExitStatus::Success)

@@ -134,7 +134,7 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         HttpFormat::Human => dyno_report::http_report(run),
         HttpFormat::Ab => dyno_report::ab_report(run),
     })?;
-    exit_status(&outcome, &settings, &asked, &run)
+    exit_status(&outcome, &settings, &asked, &save, &run)
 }
 
 /// How a measured run ends: the engine's reasons to stop early, an
@@ -143,6 +143,7 @@ fn exit_status(
     outcome: &Outcome,
     settings: &Settings,
     asked: &Asked,
+    save: &crate::cli::SaveArgs,
     run: &Run,
 ) -> Result<ExitStatus> {
     if let Some(why) = &outcome.protocol_failure
@@ -170,7 +171,7 @@ fn exit_status(
     if outcome.interrupted {
         // One exit code for every interrupted run, checks or not: a script
         // must be able to tell a partial run from a complete one.
-        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+        super::say_interrupted(run, save);
         return Ok(ExitStatus::Interrupted);
     }
     if !outcome.lost.is_empty() {

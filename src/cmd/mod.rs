@@ -228,6 +228,16 @@ pub(crate) fn progress(note: &str) {
 ///
 /// The store is opened by the caller *before* measuring, so a broken store
 /// fails in a second rather than after a long measurement.
+/// Says that the run was interrupted, and whether its partial record was
+/// kept (`--no-save` keeps none).
+pub(crate) fn say_interrupted(run: &Run, save: &SaveArgs) {
+    if save.no_save {
+        eprintln!("dyno: interrupted; the partial run was printed, not saved (--no-save)");
+    } else {
+        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+    }
+}
+
 pub(crate) fn finish(
     mut run: Run,
     save: &SaveArgs,

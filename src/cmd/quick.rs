@@ -159,7 +159,7 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
     }
     let run = finish(run, &save, store, dyno_report::quick_report)?;
     if interrupt.is_set() {
-        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+        super::say_interrupted(&run, &save);
         return Ok(ExitStatus::Interrupted);
     }
     Ok(ExitStatus::Success)

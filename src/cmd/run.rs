@@ -80,7 +80,7 @@ pub(super) fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
     }
     let run = finish(run, &plan.save, store, dyno_report::exec_report)?;
     if outcome.interrupted {
-        eprintln!("dyno: interrupted; the partial run {} was kept", run.id);
+        super::say_interrupted(&run, &plan.save);
         return Ok(ExitStatus::Interrupted);
     }
     if let Some(message) = mismatch {

@@ -826,6 +826,56 @@ check = {{ status = 201 }}
     );
 }
 
+/// A think between steps is the user's: `-n` waits for it (here 1,000,000
+/// s), and Ctrl-C ends such a run at once with an honest partial record:
+/// its rates are over the time it ran, not up to its last answer, and
+/// `--no-save` is not told it was kept (newcomer L4, L21).
+#[test]
+fn an_interrupted_count_of_flows_reports_the_time_it_ran() {
+    let (home, dir) = (temp(), temp());
+    let (_server, base) = crate::http::reference_server();
+    let file = dir.path().join("long.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "base = \"{base}\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\nurl = \"/hello\"\nthink = \"1000000s\"\n[[flow.step]]\nurl = \"/hello\"\n"
+        ),
+    )
+    .unwrap();
+    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("dyno"))
+        .args(["http", "--scenario"])
+        .arg(&file)
+        .args(["-n", "5", "-c", "2", "--json", "--no-save"])
+        .env("DYNO_HOME", home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) with a valid pid of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("not saved (--no-save)"), "{stderr}");
+    assert!(!stderr.contains("was kept"), "{stderr}");
+    let run = stdout_json(&out);
+    assert_eq!(metric(&run, "responses"), Some(2.0), "{stderr}");
+    let measured = metric(&run, "measured_ns").unwrap();
+    assert!(
+        measured >= 1.0e9,
+        "the window ran to the interrupt: {measured} ns"
+    );
+    let rate = metric(&run, "requests_per_sec").unwrap();
+    assert!(
+        rate <= 2.0,
+        "2 answers over the {measured} ns it ran: {rate}/s"
+    );
+}
+
 /// The think after a flow's last step is the user's pause before its
 /// next flow: `-n` does not wait it out when no flow follows (here 300 s,
 /// beyond the command's timeout), and requests in flight at a duration's
