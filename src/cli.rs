@@ -1410,7 +1410,9 @@ pub(crate) enum PartitionMethodArg {
 ///
 /// Endpoints: GET /hello (a 92-byte HTML page), /blob/<size> (exactly <size>
 /// bytes: 512, 64k, 1m), /status/<code> (answers with that status),
-/// /delay/<ms> (answers after a delay). Keep-alive and pipelining are
+/// /delay/<ms> (answers after a delay), /cpu/<us> (answers after <us>
+/// microseconds of CPU, one request at a time: a server of known capacity,
+/// 1,000,000/<us> requests per second). Keep-alive and pipelining are
 /// supported. Ctrl-C stops it gracefully.
 ///
 /// With --app bbs it also serves the bulletin board of the Jungle thesis,

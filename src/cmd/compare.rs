@@ -28,7 +28,12 @@ pub(super) fn run(ctx: &Context, args: CompareArgs) -> Result<ExitStatus> {
         no_save,
     } = args;
     let common = super::history::filter(filter);
-    let mut store = ctx.open_store()?;
+    // A comparison that is not saved only reads the store.
+    let mut store = if no_save {
+        ctx.read_store()?
+    } else {
+        ctx.open_store()?
+    };
     let started = Instant::now();
     let sides: Vec<String> = baseline.into_iter().chain(sides).collect();
     let groups = select(&store, &sides, last, &common)?;

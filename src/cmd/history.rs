@@ -59,7 +59,7 @@ fn describe(args: &FilterArgs) -> Vec<String> {
 pub(super) fn history(ctx: &Context, args: HistoryArgs) -> Result<ExitStatus> {
     let HistoryArgs { filter: f } = args;
     let filters = describe(&f);
-    let Listing { runs, skipped } = ctx.open_store()?.list(&filter(f))?;
+    let Listing { runs, skipped } = ctx.read_store()?.list(&filter(f))?;
     report_skipped(&skipped);
     if runs.is_empty() {
         if !skipped.is_empty() {
@@ -80,7 +80,7 @@ pub(super) fn history(ctx: &Context, args: HistoryArgs) -> Result<ExitStatus> {
 
 pub(super) fn show(ctx: &Context, args: ShowArgs) -> Result<ExitStatus> {
     let ShowArgs { id, json, format } = args;
-    let store = ctx.open_store()?;
+    let store = ctx.read_store()?;
     display(&get_run(&*store, &id)?, json, format)
 }
 
@@ -227,7 +227,7 @@ pub(super) fn export(ctx: &Context, args: ExportArgs) -> Result<ExitStatus> {
     } = args;
     let exporter =
         dyno_report::exporter(format.name()).expect("every ExportFormat has an exporter");
-    let runs = list_runs(&ctx.open_store()?, &filter(f))?;
+    let runs = list_runs(&ctx.read_store()?, &filter(f))?;
     match output {
         None => {
             let mut stdout = std::io::stdout().lock();

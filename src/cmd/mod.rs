@@ -95,6 +95,18 @@ impl Context {
         }
     }
 
+    /// The result store, for a subcommand that only reads it: a store file
+    /// this user may not write is still read (see
+    /// [`SqliteStore::open_to_read`]).
+    pub(crate) fn read_store(&self) -> Result<Box<dyn Store>> {
+        let path = match self.store.as_deref() {
+            Some(url) if dyno_store::is_postgres_url(url) => return self.open_store(),
+            Some(path) => std::path::PathBuf::from(path),
+            None => dyno_store::default_path()?,
+        };
+        Ok(Box::new(SqliteStore::open_to_read(&path)?))
+    }
+
     /// Opens the store unless `--no-save` was given. A shared store that
     /// cannot be reached costs the sharing, not the run: the local store is
     /// opened instead, with a warning. A store that refuses (not a dyno

@@ -29,7 +29,7 @@ pub(super) fn run(ctx: &Context, args: ReportArgs) -> Result<ExitStatus> {
         check_output(&output, force)?;
     }
     if compare {
-        let store = ctx.open_store()?;
+        let store = ctx.read_store()?;
         let last = last.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let groups = super::compare::select(&store, &ids, last, &filter(f))?;
         let mut comparison = versus::compare_runs(&groups, &versus::Options::default())?;
@@ -42,7 +42,7 @@ pub(super) fn run(ctx: &Context, args: ReportArgs) -> Result<ExitStatus> {
         f.limit = last;
     }
     let filtered = filters_given(&f);
-    let store = ctx.open_store()?;
+    let store = ctx.read_store()?;
     let runs: Vec<Run> = if ids.is_empty() {
         let runs = list_runs(&store, &filter(f))?;
         if runs.is_empty() {

@@ -73,7 +73,7 @@ pub(super) fn run(args: ServeArgs) -> Result<ExitStatus> {
         };
         print(&format!(
             "dyno serve: listening on {scheme}://{local} with {threads} threads\n{note}\
-             endpoints: /hello  /blob/<size>  /status/<code>  /delay/<ms>   (Ctrl-C stops)\n\
+             endpoints: /hello  /blob/<size>  /status/<code>  /delay/<ms>  /cpu/<us>   (Ctrl-C stops)\n\
              {banner}"
         ))?;
         let shutdown = async {

@@ -206,7 +206,21 @@ fn doctor_db_checks_the_server_against_the_clients_it_is_given() {
     );
     // More clients than the server takes, or than the files allow: blocks.
     let (report, code) = doctor_db(home.path(), &db, &["-c", "5000"]);
-    assert_eq!(check(&report, "db_max_connections")["verdict"], "blocks");
+    let max = check(&report, "db_max_connections");
+    assert_eq!(max["verdict"], "blocks");
+    // What is wanted and what the fix sets agree (newcomer L22).
+    let want = max["recommended"].as_str().unwrap();
+    let needed: u64 = want
+        .strip_prefix("at least ")
+        .and_then(|w| w.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{max}"));
+    let fix = max["fix_now"][0].as_str().unwrap();
+    assert!(
+        fix.contains(&format!("max_connections = {}", needed + 10))
+            && fix.contains(&format!("the {needed} wanted")),
+        "{max}"
+    );
     assert_eq!(check(&report, "open_files")["verdict"], "blocks");
     assert_eq!(code, Some(1));
     // A server that is not there blocks, with the reason.

@@ -355,6 +355,91 @@ fn an_unopenable_store_says_why_once() {
     assert!(stderr.contains("DYNO_HOME"), "{stderr}");
 }
 
+/// A store this user may not write (a colleague's copy, a read-only
+/// share) is read by `history`, `show`, `export` and `report`, and left
+/// as it was; a subcommand that would save into it says why it cannot
+/// (newcomer L22). Root writes any file, so the reader is `nobody` then.
+#[test]
+fn a_store_this_user_may_not_write_is_still_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = temp();
+    let run = exec_run(home.path());
+    import_copies(home.path(), &run, 2);
+    let store = home.path().join("dyno.db");
+    let before = std::fs::read(&store).unwrap();
+    let root = unsafe { libc::geteuid() } == 0;
+    let mode = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    // Readable by all, writable by no one but root.
+    mode(&store, 0o444);
+    mode(home.path(), 0o555);
+    let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+    let mut bin = assert_cmd::cargo::cargo_bin("dyno");
+    let copy = temp();
+    if root
+        && !StdCommand::new("setpriv")
+            .args(nobody)
+            .args(["test", "-x"])
+            .arg(&bin)
+            .status()
+            .unwrap()
+            .success()
+    {
+        // The build's folder is closed to others: the reader runs a copy.
+        mode(copy.path(), 0o755);
+        let to = copy.path().join("dyno");
+        std::fs::copy(&bin, &to).unwrap();
+        bin = to;
+    }
+    let as_reader = |args: &[&str]| {
+        let mut cmd = if root {
+            let mut c = StdCommand::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&bin);
+            c
+        } else {
+            StdCommand::new(&bin)
+        };
+        cmd.args(args)
+            .arg("--store")
+            .arg(&store)
+            .env("DYNO_HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let out = as_reader(&["history"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("01J0"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = "01J00000000000000000000001";
+    for args in [&["show", id][..], &["export", "--format", "jsonl"]] {
+        let out = as_reader(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = as_reader(&["run", "-N", "--runs", "2", "true"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a save into a read-only store fails");
+    assert!(
+        stderr.contains("read-only") || stderr.contains("readonly"),
+        "{stderr}"
+    );
+    mode(home.path(), 0o755);
+    mode(&store, 0o644);
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        before,
+        "the store was left as it was"
+    );
+}
+
 /// The row of `name` in `show`'s metric table, split into its cells.
 fn metric_row(text: &str, name: &str) -> Vec<String> {
     text.lines()

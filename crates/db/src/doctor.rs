@@ -69,6 +69,9 @@ pub fn server(conninfo: Option<&str>, clients: u32) -> Vec<Finding> {
         .max_connections
         .saturating_sub(facts.reserved_connections);
     let free = usable.saturating_sub(facts.other_connections);
+    let needed = u64::from(clients)
+        + u64::from(facts.reserved_connections)
+        + u64::from(facts.other_connections);
     let (verdict, why) = if clients > usable {
         (
             Verdict::Blocks,
@@ -92,15 +95,15 @@ pub fn server(conninfo: Option<&str>, clients: u32) -> Vec<Finding> {
             facts.max_connections, facts.reserved_connections, facts.other_connections
         ),
         format!(
-            "at least {} for -c {clients}",
-            u64::from(clients)
-                + u64::from(facts.reserved_connections)
-                + u64::from(facts.other_connections)
+            "at least {needed} for -c {clients} ({clients} clients, {} reserved, {} in use by other sessions)",
+            facts.reserved_connections, facts.other_connections
         ),
         why,
+        // The fix sets what is wanted with ten to spare for sessions
+        // that come and go, and never below PostgreSQL's default.
         vec![format!(
-            "ALTER SYSTEM SET max_connections = {}; then restart the server",
-            (clients + facts.reserved_connections + facts.other_connections + 10).max(100)
+            "ALTER SYSTEM SET max_connections = {}; then restart the server (the {needed} wanted, and 10 to spare)",
+            (needed + 10).max(100)
         )],
     ));
     let on = facts.fsync == "on";

@@ -14,6 +14,15 @@ use crate::{Kind, Merge, Metric, Role, Samples, Unit};
 /// Fills in the declarations `m` lacks, as today's engine of `kind` would
 /// have declared them.
 pub(crate) fn declare(kind: Kind, m: &mut Metric) {
+    // The machine's clock and load were once stored as ratios: read them
+    // in the units they are now stored in.
+    if m.unit == Unit::Ratio {
+        if m.name.starts_with("machine_cpu_mhz") {
+            m.unit = Unit::Mhz;
+        } else if m.name == "machine_load_max" {
+            m.unit = Unit::Count;
+        }
+    }
     if m.role.is_some() {
         return;
     }
@@ -35,6 +44,28 @@ pub(crate) fn declare(kind: Kind, m: &mut Metric) {
     } else {
         None
     };
+}
+
+#[cfg(test)]
+#[test]
+fn the_machines_clock_and_load_read_in_their_units() {
+    let mut m = Metric::new(
+        "machine_cpu_mhz_min",
+        Unit::Ratio,
+        crate::Direction::LowerIsBetter,
+        2445.4,
+    )
+    .context();
+    declare(Kind::Http, &mut m);
+    assert_eq!(m.unit, Unit::Mhz);
+    let mut m = Metric::new(
+        "machine_load_max",
+        Unit::Ratio,
+        crate::Direction::LowerIsBetter,
+        0.7,
+    );
+    declare(Kind::Http, &mut m);
+    assert_eq!(m.unit, Unit::Count);
 }
 
 fn rate_count(kind: Kind, name: &str) -> Option<&'static str> {

@@ -105,6 +105,52 @@ impl SqliteStore {
         }
     }
 
+    /// Opens the store at `path` to read it: a store this user may not
+    /// write (a read-only file or folder, a colleague's copy) is still
+    /// read, never changed. A store that is writable, or does not exist
+    /// yet, is opened as [`SqliteStore::open`] opens it; a read-only one
+    /// that needs a schema upgrade is refused, saying so. Saving into a
+    /// store opened read-only fails with its path.
+    pub fn open_to_read(path: &Path) -> Result<SqliteStore, StoreError> {
+        match SqliteStore::open(path) {
+            // Not writable (or its folder is not): read it as it is, or
+            // say why not in the first error's words.
+            Err(e @ StoreError::CannotOpen { .. }) if path.is_file() => {
+                SqliteStore::read_only(path).map_err(|ro| match ro {
+                    StoreError::CannotOpen { .. } | StoreError::Sqlite(_) => e,
+                    // Not a store, another's, a newer one: that says more.
+                    other => other,
+                })
+            }
+            other => other,
+        }
+    }
+
+    fn read_only(path: &Path) -> Result<SqliteStore, StoreError> {
+        // Not through WAL's shared memory, which a reader would have to
+        // create beside the file: the file as it is.
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let uri = format!("file:{}?immutable=1", uri_path(path));
+        let conn = Connection::open_with_flags(&uri, flags).map_err(|e| classify(path, e))?;
+        let contents = schema::inspect(&conn).map_err(|e| classify(path, e))?;
+        schema::refuse(path, contents)?;
+        if contents != Contents::Dyno(schema::LATEST) {
+            return Err(StoreError::CannotOpen {
+                path: path.to_path_buf(),
+                source: io::Error::other(
+                    "the file is read-only, and this dyno must upgrade its schema before reading it",
+                ),
+            });
+        }
+        check_integrity(&conn, path)?;
+        Ok(SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
     /// The file this store lives in, as given to [`SqliteStore::open`].
     pub fn path(&self) -> &Path {
         &self.path
@@ -113,6 +159,22 @@ impl SqliteStore {
     fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         |err| classify(&self.path, err)
     }
+}
+
+/// `path` as the path of a `file:` URI: absolute, with `%`, `?` and `#`
+/// escaped so that they stay part of the name.
+fn uri_path(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for c in absolute.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Creates the directory that will hold the store file.
