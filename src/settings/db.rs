@@ -187,6 +187,7 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
             d.as_secs_f64()
         );
     }
+    let seed = args.seed.unwrap_or_else(|| fastrand::u64(..));
     Ok(RunSettings {
         target,
         scripts,
@@ -205,7 +206,8 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         },
         vacuum: !args.no_vacuum,
         max_tries: args.max_tries,
-        seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
+        seed,
+        default_seed: dyno_db::script::default_seed(seed, u64::from(args.clients.to)),
         rate,
         plan: args.rate_plan.clone(),
         share,

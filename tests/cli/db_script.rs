@@ -404,6 +404,26 @@ fn expressions_store_the_values_pgbench_stores_in_every_protocol() {
     }
 }
 
+/// Without `-D default_seed`, `hash()` and `permute()` take pgbench's
+/// own default seed under the same `--random-seed` and `-c`: a ported
+/// script draws the same values (newcomer L22).
+#[test]
+fn the_default_hash_seed_is_pgbenchs_under_the_same_seed_and_clients() {
+    let tools = Tools::new();
+    let script = "\\set h hash(10)\n\\set p permute(3, 10)\nINSERT INTO r VALUES ('h', 'TOOL', :h::text), ('p', 'TOOL', :p::text), ('d', 'TOOL', :default_seed::text);\n";
+    for (seed, clients) in [("5432", "1"), ("77", "3")] {
+        tools.pg.psql(&tools.db, "DELETE FROM r");
+        for tool in ["pgbench", "dyno"] {
+            let flags = ["--random-seed", seed, "-c", clients];
+            let (ok, stderr) = tools.run(tool, script, &flags);
+            assert!(ok, "{tool}: {stderr}");
+        }
+        let (theirs, ours) = (tools.stored("pgbench"), tools.stored("dyno"));
+        assert_eq!(theirs.len(), 3, "{theirs:?}");
+        assert_eq!(theirs, ours, "--random-seed {seed} -c {clients}");
+    }
+}
+
 #[test]
 fn expressions_pgbench_refuses_dyno_refuses() {
     let tools = Tools::new();

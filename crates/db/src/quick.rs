@@ -49,6 +49,7 @@ pub fn settings(target: Target, duration: Duration, seed: u64, cpus: usize) -> R
         vacuum: false,
         max_tries: 1,
         seed,
+        default_seed: script::default_seed(seed, CLIENTS as u64),
         rate: None,
         warmup: Duration::ZERO,
         grace: Duration::ZERO,

@@ -180,6 +180,7 @@ mod tests {
             vacuum: true,
             max_tries: 2,
             seed: 42,
+            default_seed: crate::script::default_seed(42, 4),
             rate: Some(500.0),
             warmup: Duration::ZERO,
             grace: Duration::ZERO,

@@ -96,6 +96,10 @@ pub struct RunSettings {
     /// latency limit's, as pgbench's `--max-tries 0`).
     pub max_tries: u32,
     pub seed: u64,
+    /// `:default_seed`, the seed of `hash()` and `permute()` when a call
+    /// leaves it out ([`crate::script::default_seed`] of the seed and the
+    /// whole run's clients).
+    pub default_seed: i64,
     /// Open model: transactions per second in total (pgbench's `-R`).
     pub rate: Option<f64>,
     /// `--rate-plan`: the open model's rate changes by stages and ramps;
@@ -926,7 +930,7 @@ impl pool::Job for Clients<'_> {
                             scale: self.scale,
                             client_id: settings.segment.global(id as u64) as i64,
                             random_seed: settings.seed as i64,
-                            default_seed: crate::script::default_seed(settings.seed),
+                            default_seed: settings.default_seed,
                         })
                     })
                     .collect(),

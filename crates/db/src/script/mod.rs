@@ -139,14 +139,58 @@ pub struct Predefined {
     pub default_seed: i64,
 }
 
-/// The `default_seed` of a run of seed `seed`: a draw of splitmix64 from
-/// it, so that it differs from `random_seed` and is the same for every
-/// client and segment of the run.
-pub fn default_seed(seed: u64) -> i64 {
-    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)) as i64
+/// The `default_seed` of a run of seed `seed` and `clients` clients (the
+/// whole run's `-c`), as pgbench 15 draws it: its base generator
+/// (PostgreSQL's `pg_prng`, xoroshiro128** seeded through splitmix64) is
+/// seeded with `seed`, gives one draw to each client's own generator, and
+/// its next draw is the default seed. So `hash(x)` and `permute(i, n)`
+/// without a seed give pgbench's values under the same `--random-seed`
+/// and `-c`. The same for every client and segment of the run.
+pub fn default_seed(seed: u64, clients: u64) -> i64 {
+    fn splitmix64(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    let mut state = seed;
+    let (mut s0, mut s1) = (splitmix64(&mut state), splitmix64(&mut state));
+    // pg_prng_seed_check: an all-zero state would draw zeros forever.
+    if s0 == 0 && s1 == 0 {
+        s0 = 0x5851_f42d_4c95_7f2d;
+        s1 = 0x1405_7b7e_f767_814f;
+    }
+    let mut draw = || {
+        let value = s0.wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let sx = s1 ^ s0;
+        s0 = s0.rotate_left(24) ^ sx ^ (sx << 16);
+        s1 = sx.rotate_left(37);
+        value
+    };
+    for _ in 0..clients {
+        draw();
+    }
+    draw() as i64
+}
+
+#[cfg(test)]
+#[test]
+fn the_default_seed_is_pgbenchs() {
+    // `\set d :default_seed` under pgbench 15 with --random-seed S -c C.
+    for (seed, clients, pgbench) in [
+        (1, 1, -4_077_769_369_618_924_625),
+        (2, 1, 7_093_424_810_544_874_805),
+        (42, 1, 4_306_334_408_478_191_133),
+        (1, 2, -1_564_547_434_871_682_003),
+        (1, 3, -3_060_036_491_186_211_434),
+    ] {
+        assert_eq!(
+            default_seed(seed, clients),
+            pgbench,
+            "seed {seed}, -c {clients}"
+        );
+    }
 }
 
 /// One command of a script and the line it starts on (for run-time error
