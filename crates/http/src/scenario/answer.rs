@@ -74,6 +74,7 @@ impl<'a> Answer<'a> {
             } else {
                 Cow::Borrowed(body)
             };
+            let body = decode(&headers, body);
             return Some(Answer { headers, body });
         }
     }
@@ -122,6 +123,44 @@ impl<'a> Answer<'a> {
                 }
             }
         }
+    }
+}
+
+/// The body as the server meant it: a gzip or deflate `Content-Encoding`
+/// undone, so that a check or an extraction reads text, not compressed
+/// bytes. Other codings (br, zstd), and a body that does not decode, stay
+/// as they came.
+fn decode<'a>(headers: &[(&str, &[u8])], body: Cow<'a, [u8]>) -> Cow<'a, [u8]> {
+    use std::io::Read;
+    let Some(coding) = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
+        .map(|(_, v)| String::from_utf8_lossy(v).trim().to_ascii_lowercase())
+    else {
+        return body;
+    };
+    // A bound on what a small body may inflate to (a "zip bomb").
+    const MOST: u64 = 64 << 20;
+    let mut out = Vec::with_capacity(body.len() * 4);
+    let decoded = match coding.as_str() {
+        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(&body[..])
+            .take(MOST)
+            .read_to_end(&mut out),
+        // RFC 9110's deflate is zlib's format; some servers send it raw.
+        "deflate" => flate2::read::ZlibDecoder::new(&body[..])
+            .take(MOST)
+            .read_to_end(&mut out)
+            .or_else(|_| {
+                out.clear();
+                flate2::read::DeflateDecoder::new(&body[..])
+                    .take(MOST)
+                    .read_to_end(&mut out)
+            }),
+        _ => return body,
+    };
+    match decoded {
+        Ok(_) => Cow::Owned(out),
+        Err(_) => body,
     }
 }
 
@@ -258,6 +297,39 @@ mod tests {
         assert!(
             Answer::read(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n").is_none()
         );
+    }
+
+    #[test]
+    fn gzip_and_deflate_bodies_are_read_decoded() {
+        use std::io::Write;
+        let text = br#"{"gzipped": true, "token": "t-1"}"#;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text).unwrap();
+        let gz = gz.finish().unwrap();
+        let mut zl = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        zl.write_all(text).unwrap();
+        let zl = zl.finish().unwrap();
+        for (coding, body) in [("gzip", &gz), ("deflate", &zl), ("GZIP", &gz)] {
+            let mut bytes = format!(
+                "HTTP/1.1 200 OK\r\nContent-Encoding: {coding}\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
+            bytes.extend_from_slice(body);
+            let answer = Answer::read(&bytes).unwrap();
+            assert_eq!(answer.body(), text, "{coding}");
+            assert!(answer.contains(b"\"gzipped\": true"), "{coding}");
+            let token = Extract {
+                from: Source::Json("/token".into()),
+                slot: 0,
+            };
+            assert_eq!(answer.extract(&token).as_deref(), Some(&b"t-1"[..]));
+        }
+        // A coding not decoded, or a body that does not decode, stays.
+        let raw = b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 3\r\n\r\nabc";
+        assert_eq!(Answer::read(raw).unwrap().body(), b"abc");
+        let bad = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc";
+        assert_eq!(Answer::read(bad).unwrap().body(), b"abc");
     }
 
     #[test]
