@@ -1547,6 +1547,16 @@ pub(crate) struct CompareArgs {
     /// Do not save the comparison in the store.
     #[arg(long)]
     pub no_save: bool,
+
+    /// Print the comparison as JSON (the same as --format json).
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+
+    /// Label the saved comparison (repeatable), as --tag labels a run in
+    /// the subcommands that measure; here --tag is a filter every side
+    /// must also match.
+    #[arg(long = "label", value_name = "NAME", value_parser = parse_tag)]
+    pub labels: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -26,7 +26,10 @@ pub(super) fn run(ctx: &Context, args: CompareArgs) -> Result<ExitStatus> {
         fail_if_worse,
         score,
         no_save,
+        json,
+        labels,
     } = args;
+    let format = if json { CompareFormat::Json } else { format };
     let common = super::history::filter(filter);
     // A comparison that is not saved only reads the store.
     let mut store = if no_save {
@@ -45,6 +48,7 @@ pub(super) fn run(ctx: &Context, args: CompareArgs) -> Result<ExitStatus> {
     let mut run = versus::compare_runs(&groups, &options)?;
     run.environment = super::environment();
     run.duration_ns = started.elapsed().as_nanos() as u64;
+    run.tags = labels;
 
     match format {
         CompareFormat::Text => print(&dyno_report::compare_report(&run))?,
@@ -239,8 +243,16 @@ fn resolve(store: &dyn Store, side: &str, common: &Filter) -> Result<Group> {
         }
         let runs = comparable(super::list_runs(store, &filter)?);
         if runs.is_empty() {
+            let shared = shared_filters(common);
+            if shared.is_empty() {
+                bail!(
+                    "'{selector}' selects no runs: `dyno history` with the same filters lists what there is"
+                );
+            }
             bail!(
-                "'{selector}' selects no runs: `dyno history` with the same filters lists what there is"
+                "'{selector}' selects no runs together with {}, which every side must also match: drop {}, or see `dyno history` with the same filters (to label the saved comparison, use --label)",
+                shared.join(" "),
+                if shared.len() == 1 { "it" } else { "them" }
             );
         }
         runs
@@ -254,6 +266,22 @@ fn resolve(store: &dyn Store, side: &str, common: &Filter) -> Result<Group> {
         selector: selector.to_owned(),
         runs,
     })
+}
+
+/// The filters given to every side, as the flags that set them.
+fn shared_filters(common: &Filter) -> Vec<String> {
+    let Filter {
+        kind,
+        tags,
+        host,
+        since,
+        limit: _,
+    } = common;
+    let mut out: Vec<String> = tags.iter().map(|t| format!("--tag {t}")).collect();
+    out.extend(kind.map(|k| format!("--kind {}", k.as_str())));
+    out.extend(host.as_ref().map(|h| format!("--host {h}")));
+    out.extend(since.map(|t| format!("--since {t}")));
+    out
 }
 
 /// Adds one `@key:value` term to `filter`.

@@ -309,7 +309,7 @@ fn bad_comparisons_exit_2_and_save_nothing() {
     ok(h, &["run", "--runs", "2", "--warmup", "0", "true"]);
     let all = ids(h);
     let (quick, exec) = (all[0].as_str(), all[1].as_str());
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["compare"], "at least two sides"),
         (&["compare", quick], "at least two sides"),
         (&["compare", quick, quick], "compared with itself"),
@@ -325,6 +325,12 @@ fn bad_comparisons_exit_2_and_save_nothing() {
         (
             &["compare", "a=@colour:red", quick],
             "unknown filter @colour",
+        ),
+        // --tag is a filter every side must match: the error says so
+        // (real-clients 14).
+        (
+            &["compare", "a=@kind:quick", "b=@kind:exec", "--tag", "rep"],
+            "selects no runs together with --tag rep, which every side must also match",
         ),
         (
             &["compare", &format!("a={quick},@tag:x"), exec],
@@ -347,14 +353,25 @@ fn bad_comparisons_exit_2_and_save_nothing() {
     assert_eq!(ids(h).len(), 2, "a refused comparison saves nothing");
     // A saved comparison is not itself comparable.
     ok(h, &[&SMALL_QUICK[..]].concat());
+    // --json is --format json, and --label tags the saved comparison.
     let out = ok(
         h,
         &[
-            "compare", "--kind", "quick", "--last", "2", "--format", "json",
+            "compare",
+            "--kind",
+            "quick",
+            "--last",
+            "2",
+            "--json",
+            "--label",
+            "rep-compare",
         ],
     );
     let c: Value = serde_json::from_str(&out).unwrap();
     let id = c["id"].as_str().unwrap();
+    assert_eq!(c["tags"], serde_json::json!(["rep-compare"]));
+    let listed = ok(h, &["history", "--tag", "rep-compare"]);
+    assert!(listed.contains(id), "{listed}");
     let stderr = fails(h, &["compare", quick, id]);
     assert!(stderr.contains("is itself a comparison"), "{stderr}");
 }
