@@ -778,25 +778,32 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
     }
     // The compared runs' own warnings, once per distinct message: which
     // runs said it. Two runs' messages of one code (each naming its own
-    // command) stay apart.
-    let mut sources: Vec<(String, Vec<String>, String)> = Vec::new();
+    // command) stay apart; messages that differ only in their figures (a
+    // load average, a count) are one, their figures given as ranges.
+    let mut sources: Vec<(String, Vec<String>, Shape)> = Vec::new();
     for group in groups {
         for r in &group.runs {
             for w in &r.warnings {
-                let id = r.id.to_string()[..10].to_owned();
+                let id = r.id.to_string();
+                let shape = Shape::of(&w.message);
                 match sources
                     .iter_mut()
-                    .find(|(code, _, message)| *code == w.code && *message == w.message)
+                    .find(|(code, _, s)| *code == w.code && s.text == shape.text)
                 {
-                    Some((_, ids, _)) if ids.last() == Some(&id) => {}
-                    Some((_, ids, _)) => ids.push(id),
-                    None => sources.push((w.code.clone(), vec![id], w.message.clone())),
+                    Some((_, ids, s)) => {
+                        s.widen(&shape);
+                        if ids.last() != Some(&id) {
+                            ids.push(id);
+                        }
+                    }
+                    None => sources.push((w.code.clone(), vec![id], shape)),
                 }
             }
         }
     }
     let total: usize = groups.iter().map(|g| g.runs.len()).sum();
     for (code, ids, message) in sources {
+        let ids: Vec<&str> = ids.iter().map(|id| &id[..10]).collect();
         let which = if ids.len() == total && total > 1 {
             format!("all {total} runs")
         } else if ids.len() > 5 {
@@ -804,9 +811,91 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
         } else {
             format!("{} ({})", plural(ids.len(), "run"), ids.join(", "))
         };
-        run.warn(&format!("source_{code}"), format!("{which}: {message}"));
+        run.warn(
+            &format!("source_{code}"),
+            format!("{which}: {}", message.render()),
+        );
     }
     Ok(run)
+}
+
+/// A warning's message as text with its figures taken out: the figures
+/// outside quotes (inside them a number names something, as in
+/// `'sleep 0.02'`), each kept as the range of the values seen.
+#[derive(Debug)]
+struct Shape {
+    /// The message with each figure as `\0`.
+    text: String,
+    /// Each figure's lowest and highest value, as written.
+    figures: Vec<((f64, String), (f64, String))>,
+}
+
+impl Shape {
+    fn of(message: &str) -> Shape {
+        let (mut text, mut figures) = (String::new(), Vec::new());
+        let mut quote = None;
+        let mut chars = message.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            let starts_figure = quote.is_none()
+                && c.is_ascii_digit()
+                && !text.ends_with(|p: char| p.is_alphanumeric() || p == '_');
+            if starts_figure {
+                let mut end = i + 1;
+                while let Some(&(j, d)) = chars.peek() {
+                    let decimal =
+                        d == '.' && message[j + 1..].starts_with(|n: char| n.is_ascii_digit());
+                    if d.is_ascii_digit() || decimal {
+                        end = j + d.len_utf8();
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                let written = message[i..end].to_owned();
+                let value = written.parse().unwrap_or(f64::NAN);
+                figures.push(((value, written.clone()), (value, written)));
+                text.push('\0');
+                continue;
+            }
+            match (quote, c) {
+                (None, '\'' | '"' | '`') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                _ => {}
+            }
+            text.push(c);
+        }
+        Shape { text, figures }
+    }
+
+    /// Takes in another message of the same shape.
+    fn widen(&mut self, other: &Shape) {
+        for (range, (seen, _)) in self.figures.iter_mut().zip(&other.figures) {
+            if seen.0 < range.0.0 {
+                range.0 = seen.clone();
+            }
+            if seen.0 > range.1.0 {
+                range.1 = seen.clone();
+            }
+        }
+    }
+
+    /// The message, each figure as its value or its range `low–high`.
+    fn render(&self) -> String {
+        let mut figures = self.figures.iter();
+        let mut out = String::new();
+        for c in self.text.chars() {
+            match (c, if c == '\0' { figures.next() } else { None }) {
+                (_, Some((low, high))) if low.1 == high.1 => out.push_str(&low.1),
+                (_, Some((low, high))) => {
+                    out.push_str(&low.1);
+                    out.push('–');
+                    out.push_str(&high.1);
+                }
+                (c, None) => out.push(c),
+            }
+        }
+        out
+    }
 }
 
 fn validate(groups: &[Group], options: &Options) -> Result<(), VersusError> {

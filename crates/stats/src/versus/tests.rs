@@ -755,6 +755,40 @@ fn warnings_of_one_code_keep_each_runs_own_message() {
 }
 
 #[test]
+fn warnings_that_differ_only_in_their_figures_are_one_line_with_ranges() {
+    let busy = |load: &str| {
+        let mut r = run(Kind::Http, vec![rps(100.0)]);
+        r.warn(
+            "machine_busy",
+            format!("1-minute load average is {load} on 2 logical cores: other load competes"),
+        );
+        r
+    };
+    let c = compare_runs(
+        &[
+            group("a", vec![busy("1.82"), busy("3.30"), busy("2.11")]),
+            group("b", vec![busy("2.5"), busy("1.82")]),
+        ],
+        &Options::default(),
+    )
+    .unwrap();
+    let lines: Vec<&str> = c
+        .warnings
+        .iter()
+        .filter(|w| w.code == "source_machine_busy")
+        .map(|w| w.message.as_str())
+        .collect();
+    assert_eq!(
+        lines,
+        ["all 5 runs: 1-minute load average is 1.82–3.30 on 2 logical cores: other load competes"]
+    );
+    assert_eq!(
+        Shape::of("'sleep 0.02': 4 of 12 runs").render(),
+        "'sleep 0.02': 4 of 12 runs"
+    );
+}
+
+#[test]
 fn a_merged_run_is_not_compared_with_its_own_segment() {
     let part = run(Kind::Http, vec![rps(1.0)]);
     let mut whole = run(Kind::Http, vec![rps(3.0)]);
