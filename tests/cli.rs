@@ -44,6 +44,9 @@ mod http;
 /// `dyno http`'s engine: deadlines, rates, latency logs, connecting.
 #[path = "cli/http_engine.rs"]
 mod http_engine;
+/// `dyno http` against httpbin under gunicorn, a real web app.
+#[path = "cli/httpbin.rs"]
+mod httpbin;
 /// `dyno run`'s tests.
 #[path = "cli/misc.rs"]
 mod misc;

@@ -69,6 +69,10 @@ pub enum HttpWarning {
     },
     /// More requests failed than `--max-error-rate` allows.
     ErrorRateExceeded { percent: f64, max: f64 },
+    /// Keep-alive was asked, and the server closed the connection after
+    /// most answers (it answers `Connection: close`, or drops idle ones
+    /// at once): a connection per request was measured.
+    ServerClosesConnections { opened: u64, responses: u64 },
     /// The target answered nothing for a spell while requests failed or
     /// waited: the server went away (or hung) during the run.
     TargetLost {
@@ -100,6 +104,7 @@ impl dyno_model::Judgement for HttpWarning {
             HttpWarning::TargetLost { .. } => "target_lost",
             HttpWarning::ScenarioFailures { .. } => "checks_failed",
             HttpWarning::ErrorRateExceeded { .. } => "error_rate_exceeded",
+            HttpWarning::ServerClosesConnections { .. } => "server_closes_connections",
         }
     }
 }
@@ -230,6 +235,10 @@ impl fmt::Display for HttpWarning {
             HttpWarning::ErrorRateExceeded { percent, max } => write!(
                 f,
                 "{percent:.2}% of requests failed, above --max-error-rate {max}%: the run failed its check"
+            ),
+            HttpWarning::ServerClosesConnections { opened, responses } => write!(
+                f,
+                "the server closed the connection after most answers ({opened} connections opened for {responses} answers, keep-alive asked): each request paid for a new connection, so these are figures of a connection per request (the server answers `Connection: close`, as gunicorn's sync workers do, or its keep-alive is off)"
             ),
             HttpWarning::TargetLost {
                 lost,
@@ -413,7 +422,21 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
     if outcome.stats.responses == 0 {
         warnings.push(HttpWarning::NoResponses);
     }
+    if let Some(closes) = server_closes(outcome, settings) {
+        warnings.push(closes);
+    }
     warnings
+}
+
+/// Whether the server, asked to keep connections alive, closed one after
+/// most answers: at least one connection opened per two answers, over
+/// enough answers to tell (a pool of connections that each served many
+/// requests opens far fewer).
+fn server_closes(outcome: &Outcome, settings: &Settings) -> Option<HttpWarning> {
+    let (opened, responses) = (outcome.stats.connects, outcome.stats.responses);
+    let asked = settings.keep_alive && !settings.http2;
+    (asked && responses >= 50 && opened.saturating_mul(2) >= responses)
+        .then_some(HttpWarning::ServerClosesConnections { opened, responses })
 }
 
 /// What to try after a failed TLS handshake, from the first failure's

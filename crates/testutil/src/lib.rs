@@ -4,7 +4,8 @@
 //! the disk engine's and the CLI's full-disk tests ([`tmpfs`]), and the
 //! throwaway PostgreSQL of the CLI's db tests and the guide's examples
 //! ([`pg`]), and the Prometheus exporters of the `--watch URL` tests
-//! ([`exporter`]).
+//! ([`exporter`]), and httpbin under gunicorn, a real web app
+//! ([`httpbin`]).
 //!
 //! Only tests depend on this crate (`publish = false`); it is never part of
 //! the binary.
@@ -13,6 +14,7 @@
 #![allow(clippy::print_stderr)]
 
 pub mod exporter;
+pub mod httpbin;
 pub mod pg;
 pub mod tls;
 pub mod tmpfs;
