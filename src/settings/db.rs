@@ -212,7 +212,11 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         plan: args.rate_plan.clone(),
         share,
         warmup: args.warmup.unwrap_or_default(),
-        grace: Duration::ZERO,
+        // As pgbench: a transaction under way at -T's end is let finish,
+        // so the tables hold exactly the transactions reported; a
+        // transaction still under way this long after the end is cut
+        // (pgbench would wait for ever).
+        grace: dyno_db::run::FINISH_GRACE,
         latency_limit: args.latency_limit,
         per_statement: args.per_command,
         reconnect: args.connect,

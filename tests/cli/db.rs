@@ -187,6 +187,45 @@ fn metric(run: &Value, name: &str) -> f64 {
         .unwrap()
 }
 
+/// At -T's end a transaction under way is let finish, as pgbench lets
+/// it: the history holds exactly the transactions reported, none cut
+/// half-committed (pgbench_history had up to -c rows more).
+#[test]
+fn a_duration_run_lets_its_last_transactions_finish_so_the_tables_match_the_count() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    pg.dyno(home.path(), &db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
+    for _ in 0..2 {
+        pg.psql(&db, "TRUNCATE pgbench_history");
+        let run = json_run(
+            pg.dyno(home.path(), &db).args([
+                "db",
+                "run",
+                "-n",
+                "-c",
+                "8",
+                "-j",
+                "2",
+                "-T",
+                "1",
+                "--json",
+                "--no-save",
+            ]),
+            0,
+        );
+        let committed = metric(&run, "transactions");
+        assert!(committed > 0.0);
+        assert_eq!(
+            pg.psql(&db, "SELECT count(*) FROM pgbench_history"),
+            committed.to_string(),
+            "every transaction in the tables is reported, and only those"
+        );
+    }
+}
+
 #[test]
 fn each_builtin_does_its_work_and_the_books_balance() {
     let (pg, home) = (pg(), temp());

@@ -77,6 +77,12 @@ pub struct Weighted {
     pub weight: u32,
 }
 
+/// How long `db run` lets the transactions under way at its deadline
+/// finish, as pgbench lets them (without a bound): they count as the run's
+/// own, in its last second, and the tables hold exactly the transactions
+/// reported. One still under way after this is cut, counted unfinished.
+pub const FINISH_GRACE: Duration = Duration::from_secs(10);
+
 #[derive(Debug, Clone)]
 pub struct RunSettings {
     pub target: Target,
@@ -118,7 +124,8 @@ pub struct RunSettings {
     pub warmup: Duration,
     /// A duration run: how long transactions under way at the deadline
     /// are waited for before they are cut
-    /// (`dyno_load::pool::Settings::grace`); zero but for a capacity step.
+    /// (`dyno_load::pool::Settings::grace`): [`FINISH_GRACE`] for `db
+    /// run`, a capacity step's latency limit in a search.
     pub grace: Duration,
     /// Transactions slower than this are counted as late; in the open
     /// model, one already this late when its turn comes is skipped.
@@ -1501,10 +1508,11 @@ impl Runner<'_> {
                     let d = sleep
                         .duration(&self.vars[which])
                         .map_err(|e| Failure::Abort(format!("{}: {e}", at())))?;
-                    // A sleep under way at the deadline ends with the
-                    // run's cut (the deadline and its grace).
-                    let d = match self.clock.cut {
-                        Some(cut) => d.min(cut.saturating_duration_since(Instant::now())),
+                    // A sleep under way at the deadline ends there: the
+                    // grace finishes a transaction's work, it does not
+                    // wait out its pauses.
+                    let d = match self.clock.end {
+                        Some(end) => d.min(end.saturating_duration_since(Instant::now())),
                         None => d,
                     };
                     tokio::time::sleep(d).await;
