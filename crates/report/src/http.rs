@@ -38,7 +38,7 @@ pub(crate) fn histogram(run: &Run, name: &str) -> Option<Histogram<u64>> {
 
 /// The run's settings as its record; a record that does not read shows as
 /// the defaults (`?` for the target, no warm-up, keep-alive).
-fn record(run: &Run) -> HttpRecord {
+pub(crate) fn record(run: &Run) -> HttpRecord {
     run.record().unwrap_or_default()
 }
 
@@ -51,10 +51,19 @@ fn tallies<'a>(run: &'a Run, prefix: &'a str) -> impl Iterator<Item = (&'a str, 
     })
 }
 
-/// dyno's report of an HTTP run.
-pub fn http_report(run: &Run) -> String {
-    let rec = record(run);
-    let mut out = String::new();
+/// What an HTTP run was, as its report leads with it: the target, the
+/// load model and the settings, each a label and its words. The text
+/// report prints them as lines, the HTML page as a table.
+pub(crate) fn lead(rec: &HttpRecord) -> [(&'static str, String); 3] {
+    [
+        ("Target", target_words(rec)),
+        ("Model", model_words(rec)),
+        ("Settings", settings_words(rec)),
+    ]
+}
+
+/// The URL loaded and what it was: `http://… (dyno's built-in server)`.
+fn target_words(rec: &HttpRecord) -> String {
     let url = Some(rec.url.as_str())
         .filter(|u| !u.is_empty())
         .unwrap_or("?");
@@ -67,8 +76,12 @@ pub fn http_report(run: &Run) -> String {
         .scenario
         .as_ref()
         .map_or(String::new(), |s| format!(" (scenario {})", s.file));
-    let _ = writeln!(out, "Target      {url}{builtin}{scenario}");
-    let open = rec.model == LoadModel::Open;
+    format!("{url}{builtin}{scenario}")
+}
+
+/// Connections, threads, keep-alive, TLS, pipelining or HTTP/2, the
+/// length of the run and its warm-up.
+fn settings_words(rec: &HttpRecord) -> String {
     let length = match (rec.requests, rec.duration_ns) {
         (Some(n), _) if rec.scenario.is_some() => format!("{n} flows"),
         (Some(n), _) => format!("{n} requests"),
@@ -88,7 +101,7 @@ pub fn http_report(run: &Run) -> String {
     };
     let tls = match (rec.tls, rec.insecure) {
         (true, insecure) => {
-            let session = tls_session(&rec).map_or(String::new(), |(protocol, cipher, kx)| {
+            let session = tls_session(rec).map_or(String::new(), |(protocol, cipher, kx)| {
                 let kx = kx.map_or(String::new(), |kx| format!(", {kx}"));
                 format!(" {protocol} {cipher}{kx}")
             });
@@ -97,7 +110,7 @@ pub fn http_report(run: &Run) -> String {
             } else {
                 ""
             };
-            format!(", TLS{session}{unverified}{}", alpn_choice(&rec))
+            format!(", TLS{session}{unverified}{}", alpn_choice(rec))
         }
         _ => String::new(),
     };
@@ -114,7 +127,17 @@ pub fn http_report(run: &Run) -> String {
     } else {
         String::new()
     };
-    let model = if let Some(plan) = &rec.rate_plan {
+    format!(
+        "{}, {}, {keep}{tls}{pipeline}, {length}, {warmup}",
+        counted(rec.connections, "connection"),
+        counted(rec.threads, "worker thread"),
+    )
+}
+
+/// The load model in words: closed or open, with its rate or its stages.
+fn model_words(rec: &HttpRecord) -> String {
+    let open = rec.model == LoadModel::Open;
+    if let Some(plan) = &rec.rate_plan {
         format!(
             "open model by stages: {} (mean {} {}) on a fixed schedule, latency from due times",
             plan.plan,
@@ -153,14 +176,26 @@ pub fn http_report(run: &Run) -> String {
             .into()
     } else {
         "closed model: each connection waits for its answer before the next request".into()
-    };
-    let _ = writeln!(out, "Model       {model}");
-    let _ = writeln!(
-        out,
-        "Settings    {}, {}, {keep}{tls}{pipeline}, {length}, {warmup}",
-        counted(rec.connections, "connection"),
-        counted(rec.threads, "worker thread"),
-    );
+    }
+}
+
+/// The client's CPU over the measured time: `35% of 2 worker threads`.
+pub(crate) fn client_cpu_words(run: &Run, rec: &HttpRecord) -> String {
+    format!(
+        "{:.0}% of {}",
+        value(run, "client_cpu_percent"),
+        counted(rec.threads, "worker thread")
+    )
+}
+
+/// dyno's report of an HTTP run.
+pub fn http_report(run: &Run) -> String {
+    let rec = record(run);
+    let mut out = String::new();
+    let open = rec.model == LoadModel::Open;
+    for (label, words) in lead(&rec) {
+        let _ = writeln!(out, "{label:<12}{words}");
+    }
     out.push('\n');
     if let Some(plan) = &rec.rate_plan {
         let per = if rec.scenario.is_some() {
@@ -361,12 +396,7 @@ pub fn http_report(run: &Run) -> String {
             errors.join(", ")
         }
     );
-    let _ = writeln!(
-        out,
-        "Client CPU  {:.0}% of {}",
-        value(run, "client_cpu_percent"),
-        counted(rec.threads, "worker thread")
-    );
+    let _ = writeln!(out, "Client CPU  {}", client_cpu_words(run, &rec));
     crate::text::watched(run, "request", &mut out);
     crate::text::warnings(run, &mut out);
     out

@@ -516,48 +516,75 @@ pub(crate) fn summary(run: &Run, rows: &[SummaryRow]) -> String {
     out
 }
 
+/// One watched server's cost over the measured window (`--watch-pid`,
+/// `--watch-cgroup`, metrics labelled `watched`), each figure in the words
+/// the reports print it with; the text report writes a line of them, the
+/// HTML page a table row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ServerCost {
+    /// The watched name, or `all watched`.
+    pub name: String,
+    /// `12.3%`: its CPU in percent of one core.
+    pub cpu: String,
+    /// `40%`: the kernel's share of its CPU.
+    pub kernel: Option<String>,
+    /// `5.218µs`: its CPU per request (or transaction).
+    pub per_op: Option<String>,
+    /// `0.0213`: its context switches per request.
+    pub switches: Option<String>,
+    /// `12%`: the share of the time its CPU limit held it back, when any.
+    pub throttled: Option<String>,
+    /// `12.0 MiB`: its peak memory.
+    pub memory: Option<String>,
+}
+
+/// Each watched server's cost, in the order its CPU was recorded.
+pub(crate) fn server_costs(run: &Run) -> Vec<ServerCost> {
+    run.metrics
+        .iter()
+        .filter(|m| m.name == "server_cpu_percent")
+        .map(|cpu| {
+            let name = cpu.labels.get("watched");
+            let of = |metric: &str| {
+                run.metrics
+                    .iter()
+                    .find(|m| m.name == metric && m.labels.get("watched") == name)
+            };
+            ServerCost {
+                name: name.map_or("all watched", String::as_str).to_owned(),
+                cpu: format!("{:.1}%", cpu.value),
+                kernel: of("server_cpu_system_percent").map(|m| format!("{:.0}%", m.value)),
+                per_op: of("server_cpu_per_op_ns").map(|m| crate::http::short_ns(m.value)),
+                switches: of("server_context_switches_per_op").map(|m| significant(m.value, 3)),
+                throttled: of("server_cpu_throttled_percent")
+                    .filter(|m| m.value > 0.0)
+                    .map(|m| format!("{:.0}%", m.value)),
+                memory: of("server_memory_peak").map(|m| BinarySize(m.value as u64).to_string()),
+            }
+        })
+        .collect()
+}
+
 /// One line per watched source (`--watch-*`): its CPU in percent of a
 /// core over the measured window, per `per` (request, transaction) and
 /// its peak memory.
 pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
-    for cpu in run
-        .metrics
-        .iter()
-        .filter(|m| m.name == "server_cpu_percent")
-    {
-        let name = cpu.labels.get("watched");
-        let of = |metric: &str| {
-            run.metrics
-                .iter()
-                .find(|m| m.name == metric && m.labels.get("watched") == name)
-        };
-        let mut line = format!(
-            "Server CPU  {}: {:.1}% of a core",
-            name.map_or("all watched", String::as_str),
-            cpu.value
-        );
-        if let Some(m) = of("server_cpu_system_percent") {
-            let _ = write!(line, " ({:.0}% in the kernel)", m.value);
+    for cost in server_costs(run) {
+        let mut line = format!("Server CPU  {}: {} of a core", cost.name, cost.cpu);
+        if let Some(kernel) = &cost.kernel {
+            let _ = write!(line, " ({kernel} in the kernel)");
         }
-        if let Some(m) = of("server_cpu_per_op_ns") {
-            let _ = write!(line, ", {} per {per}", crate::http::short_ns(m.value));
+        if let Some(t) = &cost.per_op {
+            let _ = write!(line, ", {t} per {per}");
         }
-        if let Some(m) = of("server_context_switches_per_op") {
-            let _ = write!(
-                line,
-                ", {} context switches per {per}",
-                significant(m.value, 3)
-            );
+        if let Some(n) = &cost.switches {
+            let _ = write!(line, ", {n} context switches per {per}");
         }
-        if let Some(m) = of("server_cpu_throttled_percent").filter(|m| m.value > 0.0) {
-            let _ = write!(
-                line,
-                ", held back by its CPU limit {:.0}% of the time",
-                m.value
-            );
+        if let Some(share) = &cost.throttled {
+            let _ = write!(line, ", held back by its CPU limit {share} of the time");
         }
-        if let Some(m) = of("server_memory_peak") {
-            let _ = write!(line, ", peak memory {}", BinarySize(m.value as u64));
+        if let Some(peak) = &cost.memory {
+            let _ = write!(line, ", peak memory {peak}");
         }
         let _ = writeln!(out, "{line}");
     }

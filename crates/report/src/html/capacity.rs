@@ -5,7 +5,7 @@
 use dyno_model::record::CapacityRecord;
 use plotters::prelude::*;
 
-use super::chart::{self, BETTER, Chart, NEUTRAL, WORSE};
+use super::chart::{self, BETTER, Chart, Key, Mark, NEUTRAL, WORSE};
 use super::markup::Table;
 
 /// `unit`: `req/s` or `tps`.
@@ -112,13 +112,24 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
         / 1.5;
     let y_hi = points.iter().map(|p| p.1).chain(target).fold(0.0, f64::max) * 1.5;
     let max_rate = cap.answer.max_rate;
+    let data = labelled_span(&points);
+    let mut keys: Vec<Key> = Vec::new();
+    if target.is_some() {
+        keys.push(("p99 target".into(), Mark::Line(NEUTRAL)));
+    }
+    if max_rate.is_some() {
+        keys.push((line.into(), Mark::Line(BETTER)));
+    }
+    keys.push(("pass".into(), Mark::Dot(BETTER)));
+    keys.push(("fail".into(), Mark::Cross(WORSE)));
     let c = Chart::draw(
         "capacity-steps",
         title,
         (2, points.len()),
         (chart::WIDTH, chart::HEIGHT),
         |root| {
-            let mut c = ChartBuilder::on(root)
+            let area = chart::legend_above(root, &keys)?;
+            let mut c = ChartBuilder::on(&area)
                 .margin(12)
                 .margin_right(24)
                 .x_label_area_size(40)
@@ -127,7 +138,7 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
                     0.0..x_max,
                     (y_lo..y_hi)
                         .log_scale()
-                        .with_key_points(log_ticks(y_lo, y_hi)),
+                        .with_key_points(chart::log_ticks((y_lo, y_hi), data)),
                 )?;
             chart::mesh(&mut c)
                 .x_desc(x_desc)
@@ -139,9 +150,7 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
                 c.draw_series(LineSeries::new(
                     [(0.0, t), (x_max, t)],
                     NEUTRAL.stroke_width(1),
-                ))?
-                .label("p99 target")
-                .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], NEUTRAL));
+                ))?;
             }
             if let Some(m) = max_rate {
                 c.draw_series(LineSeries::new(
@@ -154,18 +163,13 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
                     .iter()
                     .filter(|p| p.2)
                     .map(|&(x, y, _)| Circle::new((x, y), 4, BETTER.filled())),
-            )?
-            .label("pass")
-            .legend(|(x, y)| Circle::new((x + 8, y), 4, BETTER.filled()));
+            )?;
             c.draw_series(
                 points
                     .iter()
                     .filter(|p| !p.2)
                     .map(|&(x, y, _)| Cross::new((x, y), 5, WORSE.stroke_width(2))),
-            )?
-            .label("fail")
-            .legend(|(x, y)| Cross::new((x + 8, y), 5, WORSE.stroke_width(2)));
-            chart::legend(&mut c)?;
+            )?;
             Ok(())
         },
     )
@@ -176,22 +180,23 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
     Some(c.html())
 }
 
-/// Ticks for a log axis from `lo` to `hi`: 1, 2 and 5 times each power
-/// of ten in range, so that a range within one decade (0.2 ms to 1 ms,
-/// where passing steps sit under a 20 ms target) still has labels.
-fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let mut ticks = Vec::new();
-    let mut decade = 10f64.powi(lo.max(1e-9).log10().floor() as i32);
-    while decade <= hi {
-        for m in [1.0, 2.0, 5.0] {
-            let t = m * decade;
-            if t >= lo && t <= hi {
-                ticks.push(t);
-            }
-        }
-        decade *= 10.0;
+/// Where the p99 axis must be labelled closely: the span of the passing
+/// steps' p99s, whose margin below the target is what a reader reads off
+/// the chart (a fail far above it needs no precise label); all the steps'
+/// where none passed.
+fn labelled_span(points: &[(f64, f64, bool)]) -> (f64, f64) {
+    let span = |pass: Option<bool>| {
+        points
+            .iter()
+            .filter(|p| pass.is_none_or(|want| p.2 == want))
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), p| {
+                (lo.min(p.1), hi.max(p.1))
+            })
+    };
+    match span(Some(true)) {
+        (lo, hi) if lo <= hi => (lo, hi),
+        _ => span(None),
     }
-    ticks
 }
 
 /// The p99 target of a search's objective, in milliseconds, if it has

@@ -42,6 +42,18 @@ pub(super) const BETTER: RGBColor = RGBColor(0x2E, 0x9E, 0x5B);
 pub(super) const WORSE: RGBColor = RGBColor(0xD6, 0x45, 0x45);
 pub(super) const NEUTRAL: RGBColor = RGBColor(0x8A, 0x8A, 0x8A);
 
+/// The latency a run reports, from each request's due time in an open-model
+/// run (the corrected one): the spectrum's first line and the p99 over
+/// time, one colour on every chart of a page. The spectrum draws its
+/// series in palette order, the latency first.
+pub(super) const LATENCY: RGBColor = PALETTE[0];
+/// An open-model run's uncorrected latency, from each send: the
+/// spectrum's second line, never the corrected one's colour.
+pub(super) const UNCORRECTED: RGBColor = PALETTE[1];
+/// A rate over time (req/s, tps): neither latency's colour, so a reader
+/// does not take it for one.
+pub(super) const RATE: RGBColor = PALETTE[4];
+
 pub(super) fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
@@ -262,24 +274,183 @@ where
     mesh
 }
 
-/// The series legend drawn by plotters, without a background box (it
-/// would be white in a dark viewer).
-pub(super) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-) -> DrawResult
-where
-    DB::ErrorType: 'static,
-{
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .border_style(GRID)
-        .label_font(font(13))
-        .draw()?;
+/// How a legend shows a series: its line, its dot, its cross or its
+/// triangle, in its colour.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Mark {
+    Line(RGBColor),
+    Dot(RGBColor),
+    Cross(RGBColor),
+    Triangle(RGBColor),
+}
+
+/// A legend entry: a series' name and its mark.
+pub(super) type Key = (String, Mark);
+
+/// Height of a row of the legend, in pixels.
+const KEY_ROW: i32 = 20;
+/// Room left of a key's name for its mark, and between two keys.
+const KEY_MARK: i32 = 26;
+const KEY_GAP: i32 = 20;
+
+/// The legend of `keys`, in rows along the top of `root` (wrapped to its
+/// width), and the area below it, where the chart goes: outside the
+/// plotting area, so a legend never covers a point or a line. Without
+/// keys, `root` whole.
+pub(super) fn legend_above<'a>(
+    root: &DrawingArea<SVGBackend<'a>, Shift>,
+    keys: &[Key],
+) -> Result<DrawingArea<SVGBackend<'a>, Shift>, Box<dyn std::error::Error>> {
+    if keys.is_empty() {
+        return Ok(root.clone());
+    }
+    let (at, rows) = key_places(keys, root.dim_in_pixel().0 as i32 - 12);
+    let (top, rest) = root.split_vertically(8 + rows * KEY_ROW);
+    for ((name, mark), &(x, y)) in keys.iter().zip(&at) {
+        draw_mark(&top, *mark, (x + 9, y + KEY_ROW / 2 - 2))?;
+        top.draw(&Text::new(name.as_str(), (x + KEY_MARK, y + 2), font(13)))?;
+    }
+    Ok(rest)
+}
+
+/// Where each key goes (its top left corner), left to right in rows no
+/// wider than `width`, and how many rows they take.
+fn key_places(keys: &[Key], width: i32) -> (Vec<(i32, i32)>, i32) {
+    let mut at = Vec::with_capacity(keys.len());
+    let (mut x, mut row) = (12, 0);
+    for (name, _) in keys {
+        let w = KEY_MARK + text_width(name, 13);
+        if x > 12 && x + w > width {
+            (x, row) = (12, row + 1);
+        }
+        at.push((x, 6 + row * KEY_ROW));
+        x += w + KEY_GAP;
+    }
+    (at, row + 1)
+}
+
+/// About how wide `text` is in a sans-serif font of `size` px: 0.6 em a
+/// character, a little over a system font's mean, so keys never touch.
+/// (plotters' own estimate, 0.7 em a byte, spaces them far apart and
+/// counts `σ` twice.)
+fn text_width(text: &str, size: u32) -> i32 {
+    (text.chars().count() as f64 * f64::from(size) * 0.6).ceil() as i32
+}
+
+/// A legend's mark, centred on `(x, y)`.
+fn draw_mark(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    mark: Mark,
+    (x, y): (i32, i32),
+) -> DrawResult {
+    match mark {
+        Mark::Line(c) => area.draw(&PathElement::new(
+            vec![(x - 9, y), (x + 9, y)],
+            c.stroke_width(2),
+        ))?,
+        Mark::Dot(c) => area.draw(&Circle::new((x, y), 4, c.filled()))?,
+        Mark::Cross(c) => area.draw(&Cross::new((x, y), 5, c.stroke_width(2)))?,
+        Mark::Triangle(c) => area.draw(&TriangleMarker::new((x, y), 5, c.filled()))?,
+    }
     Ok(())
 }
 
-/// A legend swatch for a line series.
-pub(super) fn swatch(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
-    move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+/// Mantissas of a log axis's ticks: 1-2-5 over the whole axis, then,
+/// where that leaves the points with fewer than three labels, the first
+/// finer step that gives them three.
+const LOG_STEPS: [&[f64]; 3] = [
+    &[1.0, 2.0, 5.0],
+    &[1.0, 2.0, 3.0, 5.0],
+    &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0],
+];
+
+/// Ticks for a log axis over `axis` (low, high), labelled where the points
+/// lie (`data`, low and high): 1, 2 and 5 times each power of ten, and
+/// within `data` finer steps where those put fewer than three ticks there
+/// (points between 3.8 and 9.1 ms get 4, 5, 6 and 8, not one label at 5),
+/// so the rest of the axis is not crowded; a linear 1-2-5 step when even
+/// that leaves fewer than three on the axis.
+pub(super) fn log_ticks(axis: (f64, f64), data: (f64, f64)) -> Vec<f64> {
+    let data = (data.0.max(axis.0), data.1.min(axis.1));
+    let fine = LOG_STEPS
+        .iter()
+        .map(|m| decade_ticks(data, m))
+        .find(|t| t.len() >= 3)
+        .unwrap_or_default();
+    let mut ticks = decade_ticks(axis, LOG_STEPS[0]);
+    ticks.extend(fine);
+    ticks.sort_by(f64::total_cmp);
+    ticks.dedup_by(|a, b| (*a / *b - 1.0).abs() < 1e-9);
+    if ticks.len() >= 3 {
+        ticks
+    } else {
+        linear_ticks(axis)
+    }
+}
+
+/// `mantissas` times each power of ten within `lo..=hi`.
+fn decade_ticks((lo, hi): (f64, f64), mantissas: &[f64]) -> Vec<f64> {
+    if !(lo > 0.0 && hi >= lo && hi.is_finite()) {
+        return Vec::new();
+    }
+    // A point exactly on a tick keeps it, whatever the rounding.
+    let (lo, hi) = (lo * (1.0 - 1e-9), hi * (1.0 + 1e-9));
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    (first..=last)
+        .flat_map(|e| mantissas.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(|&t| t >= lo && t <= hi)
+        .collect()
+}
+
+/// Ticks every 1, 2 or 5 times a power of ten over `lo..=hi`, the step
+/// that gives at least four.
+fn linear_ticks((lo, hi): (f64, f64)) -> Vec<f64> {
+    let raw = (hi - lo) / 4.0;
+    if !(raw > 0.0 && raw.is_finite()) {
+        return vec![lo];
+    }
+    let power = 10f64.powi(raw.log10().floor() as i32);
+    let step = [5.0, 2.0, 1.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|&s| s <= raw)
+        .unwrap_or(power);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    (first..=last).map(|k| k as f64 * step).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_ticks_label_points_within_a_decade() {
+        // real-clients 12: points at 3.8–9.1 ms under a 20 ms target, the
+        // axis padded by 1.5 both ways.
+        let ticks = log_ticks((3.8 / 1.5, 30.0), (3.8, 9.1));
+        assert_eq!(ticks, vec![4.0, 5.0, 6.0, 8.0, 10.0, 20.0]);
+        // Fails far above: the finer steps stay among the passing points.
+        let ticks = log_ticks((3.8 / 1.5, 4000.0), (3.8, 9.1));
+        assert_eq!(ticks[..4], [4.0, 5.0, 6.0, 8.0]);
+        assert_eq!(ticks[4..7], [10.0, 20.0, 50.0]);
+        // Spread over decades, 1-2-5 is enough.
+        assert_eq!(
+            log_ticks((0.5, 3000.0), (1.0, 2700.0)),
+            vec![
+                0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0
+            ]
+        );
+    }
+
+    #[test]
+    fn a_narrow_log_axis_still_gets_three_ticks() {
+        let ticks = log_ticks((8.1, 18.2), (8.1, 18.2));
+        assert!(ticks.len() >= 3, "{ticks:?}");
+        assert!(
+            ticks.iter().all(|&t| (8.1..=18.2).contains(&t)),
+            "{ticks:?}"
+        );
+    }
 }

@@ -7,7 +7,7 @@
 use dyno_model::Run;
 
 use super::http::{self, Flow};
-use super::latency::{self, Series};
+use super::latency;
 
 /// The timeline of a database run.
 const DB: Flow = Flow {
@@ -23,20 +23,8 @@ const DB: Flow = Flow {
 /// The charts of `run`, reading metrics named `{prefix}latency_ns` …
 /// (`dyno quick`'s db line has the prefix `db_`).
 pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
-    let name = |n: &str| format!("{prefix}{n}");
     let mut out = Vec::new();
-    let open = run.metric(&name("latency_uncorrected_ns")).is_some();
-    let corrected = if open {
-        "latency (corrected: from due time)"
-    } else {
-        "latency"
-    };
-    let mut series = Vec::new();
-    series.extend(Series::of(corrected, run.metric(&name("latency_ns"))));
-    series.extend(Series::of(
-        "uncorrected (from start)",
-        run.metric(&name("latency_uncorrected_ns")),
-    ));
+    let (series, open) = latency::corrected_and_not(run, prefix, "start");
     match latency::spectrum(
         "db-latency-spectrum",
         "Transaction latency by percentile",
@@ -57,12 +45,6 @@ pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
         )),
     }
     out.extend(http::timeline(run, prefix, &DB, open));
-    out.push("<h3>Every metric</h3>".into());
-    // A segment's per-second histograms are kept for merging; the two
-    // series above say the same.
-    let timeline = name("timeline_latency_ns");
-    out.push(super::metric_table(run, |m| {
-        m.name.starts_with(prefix) && m.name != timeline
-    }));
+    out.extend(super::every_metric(run, prefix));
     out
 }

@@ -10,7 +10,7 @@ use dyno_model::record::ExecRecord;
 use dyno_stats::outliers::{quantile_sorted, tukey_fences};
 use plotters::prelude::*;
 
-use super::chart::{self, Chart, TimeUnit, WORSE, colour, swatch};
+use super::chart::{self, Chart, Key, Mark, TimeUnit, WORSE, colour};
 use super::http::category;
 use super::markup::Table;
 use dyno_model::record::{Bench, benches};
@@ -203,13 +203,31 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
     let points: usize = groups.values().map(Vec::len).sum();
     let mut table = Table::new(["series", first, "mean", "interval", "runs"]);
     let cats: Vec<String> = categories.iter().map(|c| (*c).to_owned()).collect();
+    let name_of = |key: &String| {
+        if key.is_empty() {
+            "mean".to_owned()
+        } else {
+            key.clone()
+        }
+    };
+    // One series needs no legend.
+    let keys: Vec<Key> = if groups.len() > 1 {
+        groups
+            .keys()
+            .enumerate()
+            .map(|(i, key)| (name_of(key), Mark::Line(colour(i))))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let chart = Chart::draw(
         "exec-sweep",
         format!("Mean wall time against {first}"),
         (groups.len(), points),
         (chart::WIDTH, chart::HEIGHT),
         |root| {
-            let mut c = ChartBuilder::on(root)
+            let area = chart::legend_above(root, &keys)?;
+            let mut c = ChartBuilder::on(&area)
                 .margin(12)
                 .margin_right(34)
                 .x_label_area_size(42)
@@ -234,17 +252,11 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
                 let mut pts: Vec<(f64, &Bench)> =
                     bs.iter().map(|b| (x_of(b.parameters[first]), *b)).collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let name = if key.is_empty() {
-                    "mean".to_owned()
-                } else {
-                    key.clone()
-                };
+                let name = name_of(key);
                 c.draw_series(LineSeries::new(
                     pts.iter().map(|(x, b)| (*x, b.wall.value / unit.divisor)),
                     col.stroke_width(2),
-                ))?
-                .label(name.clone())
-                .legend(swatch(col));
+                ))?;
                 c.draw_series(pts.iter().filter_map(|(x, b)| {
                     let u = b.wall.uncertainty.as_ref()?;
                     Some(ErrorBar::new_vertical(
@@ -274,9 +286,6 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
                         b.wall.samples.len().to_string(),
                     ]);
                 }
-            }
-            if groups.len() > 1 {
-                chart::legend(&mut c)?;
             }
             Ok(())
         },

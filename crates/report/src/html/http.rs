@@ -6,26 +6,76 @@
 use dyno_model::Run;
 use plotters::prelude::*;
 
-use super::chart::{self, Chart, WORSE, colour};
+use super::chart::{self, Chart, Key, LATENCY, Mark, RATE, WORSE, colour};
 use super::latency::{self, Series};
-use super::markup::{Table, esc};
+use super::markup::{self, Table, esc};
+
+/// An HTTP run's section below its heading: how it ran (its settings and
+/// the client's CPU, which the text report leads with), what each watched
+/// server cost, then `charts` (a capacity search's and the run's own),
+/// then every metric, as a database run's page ends.
+pub(super) fn section(run: &Run, charts: Vec<String>) -> Vec<String> {
+    let mut out = vec![how_it_ran(run)];
+    out.extend(server_cost(run));
+    out.extend(charts);
+    out.extend(super::every_metric(run, ""));
+    out
+}
+
+/// The run's target, model and settings, read from its record as the text
+/// report reads them, and the client's CPU.
+fn how_it_ran(run: &Run) -> String {
+    let rec = crate::http::record(run);
+    let mut rows: Vec<(&str, String)> = crate::http::lead(&rec).into();
+    rows.push(("Client CPU", crate::http::client_cpu_words(run, &rec)));
+    markup::facts("How it ran", &rows)
+}
+
+/// What each watched server (`--watch-pid`, `--watch-cgroup`) cost over the
+/// measured time, as the text report's Server CPU lines say it: its CPU,
+/// the kernel's share, CPU and context switches per request, and its peak
+/// memory. `None` when nothing was watched.
+fn server_cost(run: &Run) -> Option<String> {
+    let costs = crate::text::server_costs(run);
+    if costs.is_empty() {
+        return None;
+    }
+    let throttled = costs.iter().any(|c| c.throttled.is_some());
+    let mut header = vec![
+        "watched",
+        "CPU (% of a core)",
+        "in the kernel",
+        "CPU per request",
+        "context switches per request",
+    ];
+    if throttled {
+        header.push("held back by its CPU limit");
+    }
+    header.push("peak memory");
+    let mut table = Table::new(header).caption("What the watched server cost");
+    let cell = |v: &Option<String>| v.clone().unwrap_or_else(|| "–".to_owned());
+    for c in &costs {
+        let mut row = vec![
+            c.name.clone(),
+            c.cpu.clone(),
+            cell(&c.kernel),
+            cell(&c.per_op),
+            cell(&c.switches),
+        ];
+        if throttled {
+            row.push(cell(&c.throttled));
+        }
+        row.push(cell(&c.memory));
+        table.row(row);
+    }
+    Some(table.html())
+}
 
 /// The HTTP charts of `run`, reading metrics named `{prefix}latency_ns` …
 pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
     let name = |n: &str| format!("{prefix}{n}");
     let mut out = Vec::new();
-    let mut series = Vec::new();
-    let open = run.metric(&name("latency_uncorrected_ns")).is_some();
-    let corrected = if open {
-        "latency (corrected: from due time)"
-    } else {
-        "latency"
-    };
-    series.extend(Series::of(corrected, run.metric(&name("latency_ns"))));
-    series.extend(Series::of(
-        "uncorrected (from send)",
-        run.metric(&name("latency_uncorrected_ns")),
-    ));
+    let (series, open) = latency::corrected_and_not(run, prefix, "send");
     if let Some(c) = latency::spectrum(
         "http-latency-spectrum",
         "HTTP latency by percentile",
@@ -245,7 +295,7 @@ pub(super) fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<
         seconds,
         &rates_drawn,
         flow.rate_words,
-        colour(0),
+        RATE,
     )
     .note(format!(
         "From the run's per-second timeline, {how}.{}",
@@ -276,7 +326,7 @@ pub(super) fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<
         seconds,
         &p99s_drawn,
         &format!("p99 latency ({})", unit.name),
-        colour(1),
+        LATENCY,
     )
     .note(format!(
         "The p99 of the {}s of each second, {how}; a second without an {} has no point.{which}",
@@ -345,7 +395,7 @@ fn server_counted_over_time(
     if counted.is_empty() {
         return None;
     }
-    let mut drawn: Vec<Line<'_>> = vec![(Some("measured by dyno"), measured, colour(0))];
+    let mut drawn: Vec<Line<'_>> = vec![(Some("measured by dyno"), measured, RATE)];
     drawn.extend(
         counted
             .iter()
@@ -433,7 +483,8 @@ fn over_time(
 type Line<'a> = (Option<&'a str>, &'a [(f64, f64)], RGBColor);
 
 /// Series over the `seconds` of a run, each a line through its points
-/// marked with dots, named in a legend where it has a name.
+/// marked with dots, named in a legend above the chart where it has a
+/// name.
 fn lines_over_time(
     (id, title): (&str, &str),
     seconds: f64,
@@ -445,13 +496,18 @@ fn lines_over_time(
         .flat_map(|l| l.1.iter().map(|p| p.1))
         .fold(0.0, f64::max);
     let points = lines.iter().map(|l| l.1.len()).sum();
+    let keys: Vec<Key> = lines
+        .iter()
+        .filter_map(|&(name, _, col)| Some((name?.to_owned(), Mark::Line(col))))
+        .collect();
     Chart::draw(
         id,
         title,
         (lines.len(), points),
         (chart::WIDTH, chart::HEIGHT),
         |root| {
-            let mut c = ChartBuilder::on(root)
+            let area = chart::legend_above(root, &keys)?;
+            let mut c = ChartBuilder::on(&area)
                 .margin(12)
                 .margin_right(24)
                 .x_label_area_size(40)
@@ -463,20 +519,13 @@ fn lines_over_time(
                 .x_label_formatter(&chart::tick)
                 .y_label_formatter(&chart::tick)
                 .draw()?;
-            for &(name, points, col) in lines {
-                let line =
-                    c.draw_series(LineSeries::new(points.iter().copied(), col.stroke_width(2)))?;
-                if let Some(name) = name {
-                    line.label(name).legend(chart::swatch(col));
-                }
+            for &(_, points, col) in lines {
+                c.draw_series(LineSeries::new(points.iter().copied(), col.stroke_width(2)))?;
                 c.draw_series(
                     points
                         .iter()
                         .map(|&(x, y)| Circle::new((x, y), 2, col.filled())),
                 )?;
-            }
-            if lines.iter().any(|l| l.0.is_some()) {
-                chart::legend(&mut c)?;
             }
             Ok(())
         },

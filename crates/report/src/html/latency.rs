@@ -3,14 +3,14 @@
 //! equally spaced, as HdrHistogram's plotter draws it), shared by HTTP and
 //! disk runs.
 
-use dyno_model::Metric;
+use dyno_model::{Metric, Run};
 use dyno_stats::hdr;
 use hdrhistogram::Histogram;
 use plotters::coord::combinators::LogCoord;
 use plotters::coord::ranged1d::Ranged;
 use plotters::prelude::*;
 
-use super::chart::{self, Chart, TimeUnit, colour, is_decade, swatch};
+use super::chart::{self, Chart, Key, LATENCY, Mark, TimeUnit, UNCORRECTED, colour, is_decade};
 use super::markup::Table;
 
 /// Points per decade of the nines axis.
@@ -24,6 +24,9 @@ const MAX_DECADES: u32 = 7;
 pub(super) struct Series {
     pub name: String,
     pub histogram: Histogram<u64>,
+    /// Its colour where it has its own on every chart (the latency and
+    /// the uncorrected latency); else the palette's, in order.
+    pub colour: Option<RGBColor>,
 }
 
 impl Series {
@@ -34,7 +37,16 @@ impl Series {
         (!h.is_empty()).then(|| Series {
             name: name.into(),
             histogram: h,
+            colour: None,
         })
+    }
+
+    /// The series drawn in `colour` on every chart.
+    fn coloured(self, colour: RGBColor) -> Series {
+        Series {
+            colour: Some(colour),
+            ..self
+        }
     }
 
     /// The decades the axis covers: as many as the sample count resolves
@@ -57,6 +69,29 @@ impl Series {
         out.push((10f64.powi(decades as i32), h.max() as f64));
         out
     }
+}
+
+/// A run's latency (`{prefix}latency_ns`) and, for an open-model run, its
+/// uncorrected latency, counted from the request's `since` (`send`,
+/// `start`): the spectrum's series, each in its own colour on every chart
+/// of the page, and whether the run is open-model.
+pub(super) fn corrected_and_not(run: &Run, prefix: &str, since: &str) -> (Vec<Series>, bool) {
+    let uncorrected = run.metric(&format!("{prefix}latency_uncorrected_ns"));
+    let open = uncorrected.is_some();
+    let latency = if open {
+        "latency (corrected: from due time)"
+    } else {
+        "latency"
+    };
+    let series = Series::of(latency, run.metric(&format!("{prefix}latency_ns")))
+        .map(|s| s.coloured(LATENCY))
+        .into_iter()
+        .chain(
+            Series::of(format!("uncorrected (from {since})"), uncorrected)
+                .map(|s| s.coloured(UNCORRECTED)),
+        )
+        .collect();
+    (series, open)
 }
 
 /// `99.9%` for x = 1000.
@@ -91,6 +126,11 @@ pub(super) fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart
     let unit = TimeUnit::for_max_ns(max_ns);
     let x_max = 10f64.powi(decades as i32);
     let points = lines.iter().map(Vec::len).sum();
+    let colours: Vec<RGBColor> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.colour.unwrap_or_else(|| colour(i)))
+        .collect();
     let scaled: Vec<Vec<(f64, f64)>> = lines
         .iter()
         .map(|l| l.iter().map(|&(x, v)| (x, v / unit.divisor)).collect())
@@ -101,8 +141,14 @@ pub(super) fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart
         (series.len(), points),
         (chart::WIDTH, chart::HEIGHT),
         |root| {
+            let keys: Vec<Key> = series
+                .iter()
+                .zip(&colours)
+                .map(|(s, &c)| (s.name.clone(), Mark::Line(c)))
+                .collect();
+            let area = chart::legend_above(root, &keys)?;
             let builder = || {
-                let mut b = ChartBuilder::on(root);
+                let mut b = ChartBuilder::on(&area);
                 b.margin(12)
                     .margin_right(34)
                     .x_label_area_size(42)
@@ -123,14 +169,20 @@ pub(super) fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart
                     .iter()
                     .map(|l| l.iter().map(|&(x, v)| (x, v.max(floor))).collect())
                     .collect();
-                let mut c = builder().build_cartesian_2d(x, (floor..top).log_scale())?;
+                let data = (floor * 1.5, max_ns / unit.divisor);
+                let mut c = builder().build_cartesian_2d(
+                    x,
+                    (floor..top)
+                        .log_scale()
+                        .with_key_points(chart::log_ticks((floor, top), data)),
+                )?;
                 chart::mesh(&mut c)
                     .y_desc(format!("latency ({}, log scale)", unit.name))
                     .y_label_formatter(&chart::tick)
                     .x_desc("percentile (log scale of 1/(1 − q))")
                     .x_label_formatter(&nines_tick)
                     .draw()?;
-                draw_lines(&mut c, series, &clamped)
+                draw_lines(&mut c, &clamped, &colours)
             } else {
                 let mut c =
                     builder().build_cartesian_2d(x, chart::from_zero(max_ns / unit.divisor))?;
@@ -140,7 +192,7 @@ pub(super) fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart
                     .x_desc("percentile (log scale of 1/(1 − q))")
                     .x_label_formatter(&nines_tick)
                     .draw()?;
-                draw_lines(&mut c, series, &scaled)
+                draw_lines(&mut c, &scaled, &colours)
             }
         },
     );
@@ -184,20 +236,17 @@ fn nines_tick(x: &f64) -> String {
     }
 }
 
-/// Each series' line, in its colour, with its legend.
-fn draw_lines<'a, Y>(
-    c: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<LogCoord<f64>, Y>>,
-    series: &[Series],
+/// Each series' line, in its colour (its legend is above the chart).
+fn draw_lines<Y>(
+    c: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<LogCoord<f64>, Y>>,
     lines: &[Vec<(f64, f64)>],
+    colours: &[RGBColor],
 ) -> chart::DrawResult
 where
     Y: Ranged<ValueType = f64>,
 {
-    for (i, (s, line)) in series.iter().zip(lines).enumerate() {
-        let c2 = colour(i);
-        c.draw_series(LineSeries::new(line.iter().copied(), c2.stroke_width(2)))?
-            .label(s.name.clone())
-            .legend(swatch(c2));
+    for (line, c2) in lines.iter().zip(colours) {
+        c.draw_series(LineSeries::new(line.iter().copied(), c2.stroke_width(2)))?;
     }
-    chart::legend(c)
+    Ok(())
 }

@@ -77,6 +77,26 @@ impl Table {
     }
 }
 
+/// Labelled facts (`rows`: a label and its words) as a two-column table
+/// under `caption`, each label a row header. The words are text, never
+/// right-aligned as a table's numbers are.
+pub(super) fn facts(caption: &str, rows: &[(&str, String)]) -> String {
+    let mut out = format!(
+        "<table class=\"facts\"><caption>{}</caption><tbody>\n",
+        esc(caption)
+    );
+    for (label, words) in rows {
+        let _ = writeln!(
+            out,
+            "<tr><th scope=\"row\">{}</th><td>{}</td></tr>",
+            esc(label),
+            esc(words)
+        );
+    }
+    out.push_str("</tbody></table>\n");
+    out
+}
+
 /// No script, no fetch: only inline style and `data:` images may load.
 pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
@@ -108,6 +128,7 @@ figure.chart svg [stroke="#CCCCCC"] { stroke: currentColor; stroke-opacity: .18;
 table { border-collapse: collapse; margin: .5em 0 1em; font-size: .88em; }
 caption { text-align: left; padding-bottom: .2em; }
 th, td { border-bottom: 1px solid var(--line); padding: .15em .7em .15em 0; text-align: left; vertical-align: top; }
+table.facts th { font-weight: 600; white-space: nowrap; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 ul.warnings { padding-left: 1.2em; }
 ul.warnings li { color: #c0392b; }

@@ -243,7 +243,7 @@ fn section_with(run: &Run, sources: &[Source]) -> String {
 /// HTML page (the text one is [`crate::text_report`]).
 pub(crate) fn charts(run: &Run) -> Vec<String> {
     match run.kind {
-        Kind::Http => with_capacity(run, "req/s", http::charts(run, "")),
+        Kind::Http => http::section(run, with_capacity(run, "req/s", http::charts(run, ""))),
         Kind::Disk => disk::charts(run, ""),
         Kind::Exec => exec::charts(run),
         Kind::Scale => scale::charts(run),
@@ -266,6 +266,18 @@ fn with_capacity(run: &Run, unit: &str, charts: Vec<String>) -> Vec<String> {
         Some(chart) => std::iter::once(chart).chain(charts).collect(),
         None => charts,
     }
+}
+
+/// The "Every metric" heading and table that end an HTTP or a database
+/// run's section: each of its metrics named `{prefix}…`, less the
+/// per-second latency histograms a segment keeps for merging (the p99
+/// over time says what they hold).
+pub(super) fn every_metric(run: &Run, prefix: &str) -> [String; 2] {
+    let timeline = format!("{prefix}timeline_latency_ns");
+    [
+        "<h3>Every metric</h3>".into(),
+        metric_table(run, |m| m.name.starts_with(prefix) && m.name != timeline),
+    ]
 }
 
 /// The metrics `keep` selects, with their intervals, as a table.

@@ -10,7 +10,7 @@
 use dyno_model::{Metric, Run, Unit};
 use plotters::prelude::*;
 
-use super::chart::{self, Chart, GRID, colour, swatch};
+use super::chart::{self, Chart, GRID, Key, Mark, colour};
 use super::markup::Table;
 
 struct Point {
@@ -74,6 +74,27 @@ fn points(run: &Run) -> Vec<Point> {
     out
 }
 
+/// The speedup chart's legend: the ideal line, the fits that were made
+/// (Amdahl's p, USL's σ and κ), the measured points and the USL peak
+/// where it is drawn.
+fn speedup_keys(amdahl: Option<f64>, usl: Option<(f64, f64)>, peak: Option<f64>) -> Vec<Key> {
+    let mut keys: Vec<Key> = vec![("ideal (S = N)".into(), Mark::Line(GRID))];
+    if let Some(p) = amdahl {
+        let p = crate::format_parallel_fraction(p);
+        keys.push((format!("Amdahl fit, p = {p}"), Mark::Line(colour(1))));
+    }
+    if let Some((s, k)) = usl {
+        let (s, k) = (chart::num(s), chart::num(k));
+        keys.push((format!("USL fit, σ = {s}, κ = {k}"), Mark::Line(colour(2))));
+    }
+    keys.push(("measured".into(), Mark::Dot(colour(0))));
+    if let Some(p) = peak {
+        let p = chart::tick(&p);
+        keys.push((format!("USL peak N* = {p}"), Mark::Triangle(colour(2))));
+    }
+    keys
+}
+
 pub(super) fn charts(run: &Run) -> Vec<String> {
     let pts = points(run);
     if pts.is_empty() {
@@ -128,13 +149,19 @@ pub(super) fn charts(run: &Run) -> Vec<String> {
     let mut series = 2; // measured, ideal
     series += usize::from(amdahl_curve.is_some()) + usize::from(usl_curve.is_some());
     let mut out = Vec::new();
+    let keys = speedup_keys(
+        amdahl,
+        usl.map(|u| (u.0, u.1)),
+        peak.filter(|&p| p <= x_hi && peak_speedup.is_some()),
+    );
     let speedup = Chart::draw(
         "scale-speedup",
         "Speedup against N, with the ideal line and the fitted models",
         (series, pts.len()),
         (chart::WIDTH, chart::HEIGHT + 40),
         |root| {
-            let mut c = ChartBuilder::on(root)
+            let area = chart::legend_above(root, &keys)?;
+            let mut c = ChartBuilder::on(&area)
                 .margin(12)
                 .margin_right(34)
                 .x_label_area_size(42)
@@ -152,28 +179,14 @@ pub(super) fn charts(run: &Run) -> Vec<String> {
                 6,
                 4,
                 GRID.stroke_width(2),
-            ))?
-            .label("ideal (S = N)")
-            .legend(swatch(GRID));
+            ))?;
             if let Some(curve) = &amdahl_curve {
                 let col = colour(1);
-                c.draw_series(LineSeries::new(curve.iter().copied(), col.stroke_width(2)))?
-                    .label(format!(
-                        "Amdahl fit, p = {}",
-                        crate::format_parallel_fraction(amdahl.unwrap_or(0.0))
-                    ))
-                    .legend(swatch(col));
+                c.draw_series(LineSeries::new(curve.iter().copied(), col.stroke_width(2)))?;
             }
             if let Some(curve) = &usl_curve {
                 let col = colour(2);
-                let (s, k, _, _) = usl.unwrap_or_default();
-                c.draw_series(LineSeries::new(curve.iter().copied(), col.stroke_width(2)))?
-                    .label(format!(
-                        "USL fit, σ = {}, κ = {}",
-                        chart::num(s),
-                        chart::num(k)
-                    ))
-                    .legend(swatch(col));
+                c.draw_series(LineSeries::new(curve.iter().copied(), col.stroke_width(2)))?;
             }
             let col = colour(0);
             c.draw_series(LineSeries::new(
@@ -183,9 +196,7 @@ pub(super) fn charts(run: &Run) -> Vec<String> {
             c.draw_series(
                 pts.iter()
                     .map(|p| Circle::new((p.n, p.speedup), 4, col.filled())),
-            )?
-            .label("measured")
-            .legend(move |(x, y)| Circle::new((x + 9, y), 4, col.filled()));
+            )?;
             if let (Some(p), Some(sp)) = (peak, peak_speedup)
                 && p <= x_hi
             {
@@ -198,11 +209,9 @@ pub(super) fn charts(run: &Run) -> Vec<String> {
                     (p, sp),
                     7,
                     colour(2).filled(),
-                )))?
-                .label(format!("USL peak N* = {}", chart::tick(&p)))
-                .legend(|(x, y)| TriangleMarker::new((x + 9, y), 5, colour(2).filled()));
+                )))?;
             }
-            chart::legend(&mut c)
+            Ok(())
         },
     );
     let mut table = Table::new(["N", "measured", "speedup", "efficiency"]);

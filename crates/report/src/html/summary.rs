@@ -9,7 +9,7 @@ use dyno_model::{Metric, Run, Unit};
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
-use super::chart::{self, Chart, TimeUnit, colour, swatch};
+use super::chart::{self, Chart, Key, Mark, TimeUnit, colour};
 use super::markup::Table;
 use crate::format_value;
 
@@ -228,13 +228,24 @@ fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
     } else {
         chart::padded(min / div, max / div)
     };
+    // One host needs no legend.
+    let keys: Vec<Key> = if hosts.len() > 1 {
+        hosts
+            .keys()
+            .enumerate()
+            .map(|(i, host)| ((*host).to_owned(), Mark::Line(colour(i))))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let chart = Chart::draw(
         id,
         title,
         (hosts.len(), points.len()),
         (chart::WIDTH, chart::HEIGHT - 40),
         |root| {
-            let mut c = ChartBuilder::on(root)
+            let area = chart::legend_above(root, &keys)?;
+            let mut c = ChartBuilder::on(&area)
                 .margin(12)
                 .margin_right(34)
                 .x_label_area_size(42)
@@ -246,16 +257,14 @@ fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
                 .x_label_formatter(&|x| axis.label(*x))
                 .y_label_formatter(&chart::tick)
                 .draw()?;
-            for (i, (host, pts)) in hosts.iter().enumerate() {
+            for (i, pts) in hosts.values().enumerate() {
                 let col = colour(i);
                 let mut pts = pts.clone();
                 pts.sort_by(|a, b| when(a.run).total_cmp(&when(b.run)));
                 c.draw_series(LineSeries::new(
                     pts.iter().map(|p| (when(p.run), p.metric.value / div)),
                     col.mix(0.6).stroke_width(1),
-                ))?
-                .label((*host).to_owned())
-                .legend(swatch(col));
+                ))?;
                 c.draw_series(pts.iter().filter_map(|p| {
                     let u = p.metric.uncertainty.as_ref()?;
                     Some(ErrorBar::new_vertical(
@@ -271,9 +280,6 @@ fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
                     pts.iter()
                         .map(|p| Circle::new((when(p.run), p.metric.value / div), 3, col.filled())),
                 )?;
-            }
-            if hosts.len() > 1 {
-                chart::legend(&mut c)?;
             }
             Ok(())
         },

@@ -6,7 +6,7 @@ use dyno_model::{Direction, Kind, Metric, Run, Uncertainty, UncertaintyMethod, U
 use dyno_stats::hdr;
 use serde_json::json;
 
-use super::chart::{PALETTE, hex};
+use super::chart::{LATENCY, PALETTE, RATE, UNCORRECTED, hex};
 use super::{DETAILED_RUNS, html_report, html_trend};
 
 // ---- fixtures ----
@@ -374,8 +374,8 @@ fn an_open_model_http_run_draws_corrected_and_uncorrected_spectra() {
     let fig = figure(&html, "http-latency-spectrum");
     assert_eq!(attr(fig, "data-series"), "2");
     // 12,345 samples resolve four decades (to 99.99%): 41 points and the max.
-    let corrected = lines(fig, &hex(PALETTE[0]));
-    let uncorrected = lines(fig, &hex(PALETTE[1]));
+    let corrected = lines(fig, &hex(LATENCY));
+    let uncorrected = lines(fig, &hex(UNCORRECTED));
     assert_eq!(corrected, vec![42]);
     assert_eq!(uncorrected, vec![42]);
     assert_eq!(attr(fig, "data-points"), "84");
@@ -399,8 +399,8 @@ fn a_closed_model_http_run_draws_one_spectrum() {
     let html = html_report(&[run]);
     let fig = figure(&html, "http-latency-spectrum");
     assert_eq!(attr(fig, "data-series"), "1");
-    assert_eq!(lines(fig, &hex(PALETTE[0])).len(), 1);
-    assert!(lines(fig, &hex(PALETTE[1])).is_empty());
+    assert_eq!(lines(fig, &hex(LATENCY)).len(), 1);
+    assert!(lines(fig, &hex(UNCORRECTED)).is_empty());
 }
 
 #[test]
@@ -610,11 +610,11 @@ fn an_hour_long_timeline_is_drawn_in_buckets_with_a_short_table() {
     let html = html_report(&[run]);
     let rate = figure(&html, "http-timeline-rate");
     assert_eq!(attr(rate, "data-points"), "600");
-    assert_eq!(lines(rate, &hex(PALETTE[0])), vec![600]);
+    assert_eq!(lines(rate, &hex(RATE)), vec![600]);
     assert!(rate.contains("one point per 6 s"), "{rate}");
     let p99 = figure(&html, "http-timeline-p99");
     // Every bucket of six seconds has an answer, the one with second 100 too.
-    assert_eq!(lines(p99, &hex(PALETTE[1])), vec![600]);
+    assert_eq!(lines(p99, &hex(LATENCY)), vec![600]);
     assert_eq!(count(p99, "<tr>") - 1, 60, "the table has one row a minute");
     assert!(p99.contains("<td>0–60</td>"), "{p99}");
     assert!(html.len() < 2_000_000, "{} bytes", html.len());
@@ -691,11 +691,11 @@ fn a_db_run_draws_its_latency_spectrum_and_tps_and_p99_over_time() {
     let spectrum = figure(&html, "db-latency-spectrum");
     assert_eq!(attr(spectrum, "data-series"), "1");
     // 4,387 samples resolve three decades: 31 points and the max.
-    assert_eq!(lines(spectrum, &hex(PALETTE[0])), vec![32]);
+    assert_eq!(lines(spectrum, &hex(LATENCY)), vec![32]);
     assert!(spectrum.contains("latency (ms)"), "{spectrum}");
     let tps = figure(&html, "db-timeline-rate");
     assert_eq!(attr(tps, "data-points"), "10");
-    assert_eq!(lines(tps, &hex(PALETTE[0])), vec![10]);
+    assert_eq!(lines(tps, &hex(RATE)), vec![10]);
     assert!(tps.contains("transactions per second"), "{tps}");
     let p99 = figure(&html, "db-timeline-p99");
     // Second 3 has no commit: nine points, and the table says so.
@@ -1089,4 +1089,346 @@ fn what_was_watched_is_drawn_over_the_runs_seconds() {
     assert!(fig.contains("10.0.0.2:9100: machine busy"), "{fig}");
     // The table: nginx's mean (64.25) and highest second (99).
     assert!(fig.contains("64.25%") && fig.contains("99.00%"), "{fig}");
+}
+
+// ---- real-clients 2026-11-d items 11 and 12, newcomer L16 ----
+
+/// An open-model run as `dyno http --rate` records it: its settings, the
+/// client's CPU, and a per-second timeline.
+fn http_run_with_settings() -> Run {
+    let mut run = http_run();
+    run.settings = json!({
+        "url": "http://127.0.0.1:8080/", "method": "GET", "model": "open",
+        "rate_per_sec": 2000.0, "connections": 16, "threads": 2,
+        "duration_ns": 5_000_000_000u64, "warmup_ns": 500_000_000u64,
+        "keep_alive": true, "expect_status": "200-399",
+    });
+    let series = |name: &str, unit, samples: Vec<f64>| {
+        let mut m = Metric::new(name, unit, Direction::LowerIsBetter, samples[0]);
+        m.samples = samples;
+        m
+    };
+    run.metrics.extend([
+        Metric::new(
+            "client_cpu_percent",
+            Unit::Percent,
+            Direction::LowerIsBetter,
+            35.0,
+        ),
+        series(
+            "timeline_requests_per_sec",
+            Unit::RequestsPerSec,
+            vec![2000.0; 4],
+        ),
+        series(
+            "timeline_latency_p99_ns",
+            Unit::Ns,
+            vec![1e6, 1.2e6, 1.1e6, 1e6],
+        ),
+    ]);
+    run
+}
+
+/// The lines of the text report that start with `label`, less the label.
+fn text_lines(run: &Run, label: &str) -> Vec<String> {
+    crate::http_report(run)
+        .lines()
+        .filter_map(|l| l.strip_prefix(label).map(|r| r.trim().to_owned()))
+        .collect()
+}
+
+/// real-clients 11: an http page leads with what the text report leads
+/// with: the target, the model with its rate, the settings (connections,
+/// threads, keep-alive, duration, warm-up) and the client's CPU, in the
+/// same words; and it ends with every metric, as a db page does.
+#[test]
+fn an_http_page_leads_with_its_settings_and_the_client_cpu() {
+    let run = http_run_with_settings();
+    let html = html_report(std::slice::from_ref(&run));
+    let section = &html[html.find("<section").unwrap()..];
+    let how = &section[section
+        .find("<table class=\"facts\">")
+        .expect("no settings table")..];
+    let how = &how[..how.find("</table>").unwrap()];
+    assert!(how.contains("<caption>How it ran</caption>"), "{how}");
+    for label in ["Target", "Model", "Settings", "Client CPU"] {
+        let words = text_lines(&run, label);
+        assert_eq!(words.len(), 1, "{label}: {words:?}");
+        assert!(
+            how.contains(&format!(
+                "<th scope=\"row\">{label}</th><td>{}</td>",
+                super::esc(&words[0])
+            )),
+            "{label} {words:?} not in {how}"
+        );
+    }
+    for words in [
+        "open model: 2000 req/s",
+        "16 connections, 2 worker threads, keep-alive",
+        "warm-up excluded",
+        "35% of 2 worker threads",
+    ] {
+        assert!(how.contains(words), "no {words} in {how}");
+    }
+    // The settings come first, before the charts.
+    assert!(html.find("How it ran").unwrap() < html.find("http-latency-spectrum").unwrap());
+    // Every metric, at the end of the section.
+    let every = &section[section
+        .find("<h3>Every metric</h3>")
+        .expect("no metric table")..];
+    assert!(every.find("</section>").unwrap() < every.find("<figure").unwrap_or(usize::MAX));
+    assert!(every.contains("<td>status_503</td>"), "{every}");
+    assert!(every.contains("<td>client_cpu_percent</td>"), "{every}");
+}
+
+/// A watched server's cost, as `--watch-pid` records it.
+fn watched(run: &mut Run, name: &str) {
+    let w = |metric: &str, unit, v: f64| {
+        Metric::new(metric, unit, Direction::LowerIsBetter, v).with_label("watched", name)
+    };
+    run.metrics.extend([
+        w("server_cpu_percent", Unit::Percent, 41.34),
+        w("server_cpu_system_percent", Unit::Percent, 62.0),
+        w("server_cpu_per_op_ns", Unit::Ns, 5_218.0),
+        w("server_context_switches_per_op", Unit::Count, 0.0213),
+        w("server_memory_peak", Unit::Bytes, 12.0 * 1024.0 * 1024.0),
+    ]);
+}
+
+/// real-clients 11: a watched run's page shows the server's CPU per
+/// request, its kernel share, context switches per request and peak
+/// memory, as the text report's Server CPU line says them.
+#[test]
+fn a_watched_run_shows_what_the_server_cost_per_request() {
+    let mut run = http_run_with_settings();
+    watched(&mut run, "nginx");
+    let text = text_lines(&run, "Server CPU");
+    assert_eq!(
+        text,
+        vec![
+            "nginx: 41.3% of a core (62% in the kernel), 5.218µs per request, 0.0213 context switches per request, peak memory 12 MiB"
+        ]
+    );
+    let html = html_report(&[run]);
+    let at = html
+        .find("<caption>What the watched server cost</caption>")
+        .expect("no server cost table");
+    let table = &html[at..at + html[at..].find("</table>").unwrap()];
+    for header in [
+        "CPU (% of a core)",
+        "in the kernel",
+        "CPU per request",
+        "context switches per request",
+        "peak memory",
+    ] {
+        assert!(table.contains(&format!("<th>{header}</th>")), "{table}");
+    }
+    assert!(
+        table.contains(
+            "<tr><td>nginx</td><td class=\"n\">41.3%</td><td class=\"n\">62%</td><td class=\"n\">5.218µs</td><td class=\"n\">0.0213</td><td class=\"n\">12 MiB</td></tr>"
+        ),
+        "{table}"
+    );
+    // A run that watched nothing has no such table.
+    let html = html_report(&[http_run_with_settings()]);
+    assert!(!html.contains("What the watched server cost"));
+}
+
+/// The `(y, text)` of each SVG `<text>` of a figure.
+fn text_ys(fig: &str) -> Vec<(f64, &str)> {
+    fig.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let tag = &t[..t.find('>')?];
+            let y = attr(tag, "y").parse().ok()?;
+            Some((y, t[t.find('>')? + 1..t.find("</text>")?].trim()))
+        })
+        .collect()
+}
+
+/// The top of a figure's plotting area: the highest end of its vertical
+/// axis line.
+fn plot_top(fig: &str) -> f64 {
+    fig.match_indices("<polyline")
+        .filter_map(|(at, _)| {
+            let tag = &fig[at..at + fig[at..].find("/>")?];
+            if !tag.contains("stroke=\"#000000\"") {
+                return None;
+            }
+            let ends: Vec<(f64, f64)> = attr(tag, "points")
+                .split_whitespace()
+                .filter_map(|p| {
+                    let (x, y) = p.split_once(',')?;
+                    Some((x.parse().ok()?, y.parse().ok()?))
+                })
+                .collect();
+            match ends[..] {
+                [(x0, y0), (x1, y1)] if x0 == x1 && y0 != y1 => Some(y0.min(y1)),
+                _ => None,
+            }
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// real-clients 12: a legend never sits on data: every legend entry is
+/// above the plotting area, where no point, line or target is drawn (the
+/// first CPU point of "What was watched" was under its legend, the 20 ms
+/// target crossed the capacity legend).
+#[test]
+fn legends_sit_above_the_data() {
+    let mut run = http_run_with_settings();
+    let mut cpu = Metric::new(
+        "timeline_server_cpu_percent",
+        Unit::Percent,
+        Direction::LowerIsBetter,
+        90.0,
+    );
+    cpu.samples = vec![99.0, 98.0, 97.0, 99.0];
+    cpu.labels.insert("watched".into(), "nginx".into());
+    let mut machine = cpu.clone();
+    machine.name = "timeline_target_cpu_busy_percent".into();
+    machine
+        .labels
+        .insert("watched".into(), "10.0.0.2:9100".into());
+    run.metrics.extend([cpu, machine]);
+    capacity(
+        &mut run,
+        "found",
+        &[(3.8, true), (2700.0, false), (20.5, false)],
+    );
+    let html = html_report(&[run]);
+    for (id, names) in [
+        (
+            "watched-timeline",
+            &[
+                "nginx: CPU, % of one core",
+                "10.0.0.2:9100: machine busy, % of all cores",
+            ][..],
+        ),
+        ("capacity-steps", &["p99 target", "pass", "fail"][..]),
+        (
+            "http-latency-spectrum",
+            &[
+                "latency (corrected: from due time)",
+                "uncorrected (from send)",
+            ][..],
+        ),
+    ] {
+        let fig = figure(&html, id);
+        let top = plot_top(fig);
+        assert!(top.is_finite() && top > 0.0, "{id}: no axis");
+        for name in names {
+            let (y, _) = text_ys(fig)
+                .into_iter()
+                .find(|(_, t)| t == name)
+                .unwrap_or_else(|| panic!("{id}: no legend entry {name}"));
+            assert!(
+                y + 8.0 < top,
+                "{id}: {name} at y = {y}, the plot from y = {top}"
+            );
+        }
+    }
+}
+
+/// A capacity search on `run` with `outcome` and steps of (p99 in ms,
+/// passed), its answer bracketing the highest pass and the lowest fail.
+fn capacity(run: &mut Run, outcome: &str, steps: &[(f64, bool)]) {
+    let step = |i: usize, p99_ms: f64, passed: bool| {
+        json!({"purpose": "bracket", "requested": 100.0 * (i + 1) as f64,
+               "achieved": 100.0 * (i + 1) as f64, "p50_ns": 1_000_000,
+               "p99_ns": (p99_ms * 1e6) as u64, "p999_ns": (p99_ms * 2e6) as u64,
+               "requests": 1000, "errors": 0, "sends": 1000, "late": 0,
+               "passed": passed, "why": if passed { json!([]) } else { json!(["p99 too high"]) }})
+    };
+    let rate = |want: bool| {
+        steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.1 == want)
+            .map(|(i, _)| 100.0 * (i + 1) as f64)
+            .collect::<Vec<f64>>()
+    };
+    let max = rate(true).into_iter().fold(0.0, f64::max);
+    let above = rate(false).into_iter().fold(f64::INFINITY, f64::min);
+    run.settings["capacity"] = json!({
+        "slo": "p99<=20ms",
+        "objective": {"latency": [{"percentile": 99.0, "limit_ns": 20_000_000}]},
+        "start": 100.0,
+        "precision": 0.05,
+        "answer": {"outcome": outcome, "max_rate": max, "above_rate": above},
+        "steps": steps.iter().enumerate().map(|(i, s)| step(i, s.0, s.1)).collect::<Vec<_>>(),
+    });
+}
+
+/// The labels of a chart's y axis: its texts that are plain numbers.
+fn numeric_labels(fig: &str) -> Vec<f64> {
+    texts(fig)
+        .into_iter()
+        .filter_map(|t| t.parse::<f64>().ok())
+        .collect()
+}
+
+/// real-clients 12, newcomer L16: the capacity chart's log p99 axis is
+/// labelled where the points are: at least three labels among passing
+/// steps at 3.8–9.1 ms under a 20 ms target (not only 10, 20 and 30).
+#[test]
+fn the_capacity_p99_axis_is_labelled_where_the_points_are() {
+    let mut run = http_run();
+    let passes = [3.8, 4.4, 5.0, 5.9, 6.6, 7.3, 9.1];
+    let mut steps: Vec<(f64, bool)> = passes.iter().map(|&p| (p, true)).collect();
+    steps.extend([(31.0, false), (25.0, false), (22.0, false)]);
+    capacity(&mut run, "found", &steps);
+    let html = html_report(&[run]);
+    let fig = figure(&html, "capacity-steps");
+    let labels = numeric_labels(fig);
+    let among = labels.iter().filter(|&&l| (3.8..=9.1).contains(&l)).count();
+    assert!(among >= 3, "labels {labels:?}");
+    assert!(labels.contains(&20.0), "labels {labels:?}");
+}
+
+/// real-clients 12, newcomer L16: an unsettled search says "not settled"
+/// once on its page, and its answer is said once, not in the table's
+/// caption again.
+#[test]
+fn a_capacity_page_says_its_answer_once() {
+    for (outcome, answer) in [
+        (
+            "unfinished",
+            "not settled: passes at 200 req/s, fails at 300 req/s",
+        ),
+        ("found", "max sustainable 200 req/s"),
+    ] {
+        let mut run = http_run_with_settings();
+        capacity(
+            &mut run,
+            outcome,
+            &[(4.0, true), (6.0, true), (30.0, false)],
+        );
+        let html = html_report(&[run]);
+        assert_eq!(count(&html, answer), 1, "{outcome}: {html}");
+        let fig = figure(&html, "capacity-steps");
+        assert!(!fig.contains("<caption>not settled"), "{fig}");
+    }
+}
+
+/// real-clients 12: on a --rate page, the corrected latency has one colour
+/// and the uncorrected another, the same on every chart: the p99 over time
+/// (the corrected latency) is drawn in the spectrum's corrected colour,
+/// never in its uncorrected one, and the rate in neither.
+#[test]
+fn corrected_and_uncorrected_keep_their_colours_on_every_chart() {
+    let html = html_report(&[http_run_with_settings()]);
+    let spectrum = figure(&html, "http-latency-spectrum");
+    assert_eq!(lines(spectrum, &hex(LATENCY)).len(), 1);
+    assert_eq!(lines(spectrum, &hex(UNCORRECTED)).len(), 1);
+    let p99 = figure(&html, "http-timeline-p99");
+    assert_eq!(lines(p99, &hex(LATENCY)), vec![4]);
+    assert!(lines(p99, &hex(UNCORRECTED)).is_empty(), "{p99}");
+    let rate = figure(&html, "http-timeline-rate");
+    assert_eq!(lines(rate, &hex(RATE)), vec![4]);
+    for c in [LATENCY, UNCORRECTED] {
+        assert_ne!(hex(RATE), hex(c));
+        assert!(lines(rate, &hex(c)).is_empty(), "{rate}");
+    }
+    assert_ne!(hex(LATENCY), hex(UNCORRECTED));
 }
