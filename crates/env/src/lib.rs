@@ -55,6 +55,11 @@ pub fn is_root() -> bool {
 
 /// The CPUs this process may run on (its affinity mask and cgroup quota,
 /// as the standard library reads them); 1 where that cannot be read.
+/// The memory this machine has free now (`MemAvailable`), if it says.
+pub fn available_memory() -> Option<u64> {
+    memory::capture(root::Root::new(Path::new("/"))).available_bytes
+}
+
 pub fn available_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }

@@ -165,7 +165,7 @@ impl ErrorClass {
         }
     }
 
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 

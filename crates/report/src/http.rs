@@ -1,6 +1,7 @@
 //! The views of an HTTP run: dyno's own report and ApacheBench 2.3's
 //! layout. Both read only the Run, so a saved run can be shown either way.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use dyno_model::record::{HttpRecord, LoadModel};
@@ -403,10 +404,46 @@ pub fn http_report(run: &Run) -> String {
 }
 
 /// A labelled metric of the run: `name` with these labels (and maybe more).
-fn labelled<'a>(run: &'a Run, name: &str, labels: &[(&str, &str)]) -> Option<&'a Metric> {
-    run.metrics
-        .iter()
-        .find(|m| m.name == name && labels.iter().all(|(k, v)| m.label(k) == Some(*v)))
+/// The run's metrics of each flow (`step` `None`) and each step, sorted
+/// out in one pass: a scenario of thousands of steps is read once, not
+/// once a step.
+pub(crate) struct ByPlace<'a>(HashMap<&'a str, HashMap<&'a str, Vec<&'a Metric>>>);
+
+impl<'a> ByPlace<'a> {
+    pub(crate) fn new(run: &'a Run) -> ByPlace<'a> {
+        let mut map: HashMap<&str, HashMap<&str, Vec<&Metric>>> = HashMap::new();
+        for m in &run.metrics {
+            if let Some(flow) = m.label("flow") {
+                // A flow's own figures under "", a step's under its name.
+                let step = m.label("step").unwrap_or("");
+                map.entry(flow)
+                    .or_default()
+                    .entry(step)
+                    .or_default()
+                    .push(m);
+            }
+        }
+        ByPlace(map)
+    }
+
+    /// The metrics named `name` of a flow, or of one of its steps.
+    fn all<'b>(
+        &'b self,
+        flow: &str,
+        step: Option<&str>,
+        name: &'b str,
+    ) -> impl Iterator<Item = &'a Metric> + 'b {
+        let found: &'b [&'a Metric] = self
+            .0
+            .get(flow)
+            .and_then(|steps| steps.get(step.unwrap_or("")))
+            .map_or(&[], Vec::as_slice);
+        found.iter().copied().filter(move |m| m.name == name)
+    }
+
+    pub(crate) fn get(&self, flow: &str, step: Option<&str>, name: &str) -> Option<&'a Metric> {
+        self.all(flow, step, name).next()
+    }
 }
 
 /// A scenario's flows and steps: each flow's completions and end-to-end
@@ -452,10 +489,10 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
         "{:<width$}  {:>10} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9}",
         "Flow", "flows/s", "completed", "failed", "unfinished", "p50", "p99", "max"
     );
+    let place = ByPlace::new(run);
     for flow in &scenario.flows {
-        let l = [("flow", flow.name.as_str())];
-        let duration = hist(labelled(run, "flow_duration_ns", &l));
-        let get = |name: &str| labelled(run, name, &l).map_or(0.0, |m| m.value);
+        let duration = hist(place.get(&flow.name, None, "flow_duration_ns"));
+        let get = |name: &str| place.get(&flow.name, None, name).map_or(0.0, |m| m.value);
         let _ = writeln!(
             out,
             "{:<width$}  {:>10} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9}",
@@ -477,16 +514,11 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
     );
     for flow in &scenario.flows {
         for step in &flow.steps {
-            let l = [("flow", flow.name.as_str()), ("step", step.name.as_str())];
-            let latency = hist(labelled(run, "step_latency_ns", &l));
-            let get = |name: &str| labelled(run, name, &l).map_or(0.0, |m| m.value);
-            let classes: Vec<String> = run
-                .metrics
-                .iter()
-                .filter(|m| {
-                    m.name == "step_errors_by_class"
-                        && l.iter().all(|(k, v)| m.label(k) == Some(*v))
-                })
+            let at = Some(step.name.as_str());
+            let latency = hist(place.get(&flow.name, at, "step_latency_ns"));
+            let get = |name: &str| place.get(&flow.name, at, name).map_or(0.0, |m| m.value);
+            let classes: Vec<String> = place
+                .all(&flow.name, at, "step_errors_by_class")
                 .map(|m| {
                     format!(
                         "{}: {}",

@@ -492,6 +492,10 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
         if let Err(why) = scenario.check_users(users, s.segment.count > 1) {
             return Err(EngineError::Settings(why));
         }
+        let threads = s.threads.min(s.connections).max(1);
+        if let Err(why) = scenario.check_figures(threads, dyno_env::available_memory()) {
+            return Err(EngineError::Settings(why));
+        }
     } else if s.requests.is_empty() {
         return bad("no request to send");
     }
@@ -834,7 +838,7 @@ impl Local {
         }
     }
 
-    fn step(&mut self, ticket: &Ticket) -> Option<&mut Stats> {
+    fn step(&mut self, ticket: &Ticket) -> Option<&mut crate::scenario::StepStats> {
         ticket
             .step
             .and_then(|s| self.scenario.steps.get_mut(s as usize))
@@ -886,7 +890,7 @@ impl Local {
         self.stats.response(status, body_bytes, timing);
         self.silence.answered(done);
         if let Some(step) = self.step(ticket) {
-            step.response(status, body_bytes, timing);
+            step.response(body_bytes, timing);
             if let Some(class) = error {
                 step.error(class);
             }

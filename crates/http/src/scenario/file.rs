@@ -891,6 +891,12 @@ url = "/n"
             err.contains("has 2 data rows and the run has 3 virtual users"),
             "{err}"
         );
+        // Figures that would not fit in half the free memory are refused
+        // before the load (newcomer M4).
+        let err = s.check_figures(2, Some(200 << 10)).unwrap_err();
+        assert!(err.contains("give fewer threads (-t)"), "{err}");
+        assert!(s.check_figures(2, Some(1 << 30)).is_ok());
+        assert!(s.check_figures(64, None).is_ok());
         let err = s.check_users(28, true).unwrap_err();
         assert!(
             err.contains("this segment's last virtual user is number 28 of the whole run"),

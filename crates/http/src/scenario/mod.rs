@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use answer::{Answer, CookieJar};
-pub use figures::{Figures, FlowFigures};
+pub use figures::{Figures, FlowFigures, StepStats};
 pub use file::ScenarioError;
 use template::Text;
 
@@ -157,6 +157,10 @@ pub struct Data {
     pub lines: Vec<u64>,
 }
 
+/// The most one step's (or flow's) figures take on a thread: its
+/// latency histogram (two significant figures, up to an hour) and counts.
+pub const FIGURES_BYTES: u64 = 64 << 10;
+
 impl Scenario {
     /// Every step of the flows, in index order.
     pub fn steps(&self) -> impl Iterator<Item = (&Flow, &Step)> {
@@ -179,6 +183,23 @@ impl Scenario {
             draw -= flow.weight;
         }
         self.flows.len() - 1
+    }
+
+    /// Checks that the figures of every step and flow, kept on each of
+    /// `threads` threads and once merged, fit in half of `available`
+    /// bytes of memory (the machine's free memory, if known).
+    pub fn check_figures(&self, threads: usize, available: Option<u64>) -> Result<(), String> {
+        let places = (self.steps().count() + self.flows.len()) as u64;
+        let need = places * (threads as u64 + 1) * FIGURES_BYTES;
+        match available {
+            Some(free) if need > free / 2 => Err(format!(
+                "the scenario's {} steps and flows keep their figures on each of {threads} threads, up to {} MiB, more than half of the {} MiB this machine has free: give fewer threads (-t), or split the scenario into several files",
+                places,
+                need >> 20,
+                free >> 20
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Checks that the data file has a row for each of `users` virtual users.

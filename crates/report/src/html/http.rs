@@ -124,18 +124,12 @@ fn scenario(run: &Run) -> Vec<String> {
     // has no time to draw, and shows here.
     let mut table = Table::new(["flow", "completed", "failed", "unfinished", "flows/s"])
         .caption("Flows, by how they ended");
+    let place = crate::http::ByPlace::new(run);
     for m in run.metrics.iter().filter(|m| m.name == "flows_completed") {
         let Some(flow) = m.label("flow") else {
             continue;
         };
-        let get = |name: &str| {
-            run.metrics
-                .iter()
-                .find(|o| {
-                    o.name == name && o.label("flow") == Some(flow) && o.label("step").is_none()
-                })
-                .map_or(0.0, |o| o.value)
-        };
+        let get = |name: &str| place.get(flow, None, name).map_or(0.0, |o| o.value);
         table.row([
             flow.to_owned(),
             chart::num(m.value),
@@ -145,19 +139,12 @@ fn scenario(run: &Run) -> Vec<String> {
         ]);
     }
     out.push(table.html());
-    let steps: Vec<Series> = run
-        .metrics
-        .iter()
-        .filter_map(|m| labelled("step_latency_ns", m))
-        .collect();
+    let (steps, more_steps) = busiest(run, |m| labelled("step_latency_ns", m));
     if let Some(c) = latency::spectrum("http-step-latency", "Latency by step", &steps) {
         out.push(c.html());
     }
-    let flows: Vec<Series> = run
-        .metrics
-        .iter()
-        .filter_map(|m| labelled("flow_duration_ns", m))
-        .collect();
+    out.extend(more_steps);
+    let (flows, more_flows) = busiest(run, |m| labelled("flow_duration_ns", m));
     if let Some(c) = latency::spectrum(
         "http-flow-time",
         "Flow time, from its start to its last answer (think times included)",
@@ -165,7 +152,36 @@ fn scenario(run: &Run) -> Vec<String> {
     ) {
         out.push(c.html());
     }
+    out.extend(more_flows);
     out
+}
+
+/// The most a spectrum draws: more lines are no longer told apart.
+const MOST_SERIES: usize = 10;
+
+/// The series `pick` finds, the [`MOST_SERIES`] with most entries, and a
+/// note of how many more there are.
+fn busiest(
+    run: &Run,
+    pick: impl Fn(&dyno_model::Metric) -> Option<Series>,
+) -> (Vec<Series>, Option<String>) {
+    let mut found: Vec<(u64, Series)> = run
+        .metrics
+        .iter()
+        .filter_map(|m| {
+            let count = m.histogram.as_ref().map_or(0, |h| h.count);
+            pick(m).map(|s| (count, s))
+        })
+        .collect();
+    let more = found.len().saturating_sub(MOST_SERIES);
+    found.sort_by_key(|(count, _)| std::cmp::Reverse(*count));
+    found.truncate(MOST_SERIES);
+    let note = (more > 0).then(|| {
+        note(&format!(
+            "The {MOST_SERIES} with most answers are drawn; {more} more are in the run's figures (dyno show --json)."
+        ))
+    });
+    (found.into_iter().map(|(_, s)| s).collect(), note)
 }
 
 /// A note paragraph.
