@@ -1705,7 +1705,7 @@ fn k8s_job_checks_and_ships_a_scenario_and_its_data() {
         (
             few.as_str(),
             &["-c", "30"],
-            "has 10 data rows and the run has 30 virtual users",
+            "has 10 data rows, and this segment's last virtual user is number 30 of the whole run",
         ),
         (
             outside.as_str(),
