@@ -1260,11 +1260,10 @@ fn http_url_files_latency_logs_and_templates() {
     assert_eq!(metric(&run, "status_200"), Some(10.0));
 }
 
-/// Starts `dyno args…` with its store in `home`, sends `signal` (SIGINT,
-/// SIGTERM or SIGHUP: all three interrupt alike) after `after`, and expects
-/// a prompt exit with code 130 and a schema-valid Run on stdout marked as
-/// interrupted.
-fn interrupted_run(home: &Path, args: &[&str], after: Duration, signal: i32) -> Value {
+/// Starts `dyno args…` with its store in `home`, sends `signal` after
+/// `after`, and gives back what it printed once it stopped, which it must
+/// do promptly.
+fn signalled(home: &Path, args: &[&str], after: Duration, signal: i32) -> std::process::Output {
     let bin = assert_cmd::cargo::cargo_bin("dyno");
     let child = StdCommand::new(bin)
         .args(args)
@@ -1282,6 +1281,14 @@ fn interrupted_run(home: &Path, args: &[&str], after: Duration, signal: i32) -> 
         started.elapsed() < Duration::from_secs(30),
         "it must stop promptly"
     );
+    out
+}
+
+/// [`signalled`] with SIGINT, SIGTERM or SIGHUP (all three interrupt
+/// alike): a prompt exit with code 130 and a schema-valid Run on stdout
+/// marked as interrupted.
+fn interrupted_run(home: &Path, args: &[&str], after: Duration, signal: i32) -> Value {
+    let out = signalled(home, args, after, signal);
     assert_eq!(
         out.status.code(),
         Some(130),

@@ -5,12 +5,12 @@
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Command as StdCommand, Stdio};
+use std::process::Command as StdCommand;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
-use super::{dyno, http_json_exit, metric, ok, temp};
+use super::{dyno, http_json_exit, metric, ok, signalled, temp};
 
 /// A server that accepts connections and reads requests but never
 /// answers. The listener thread lives as long as the test process.
@@ -221,26 +221,26 @@ fn http_interrupted_in_the_warmup_saves_nothing_and_exits_130() {
     let home = temp();
     let server = reference_server();
     let url = format!("http://{}/hello", server.local_addr());
-    let bin = assert_cmd::cargo::cargo_bin("dyno");
     let log = home.path().join("warm.hlog");
-    let child = StdCommand::new(bin)
-        .args([
-            "http", &url, "--warmup", "5s", "-d", "5s", "-c", "2", "--json",
-        ])
-        .arg("--latency-log")
-        .arg(&log)
-        .env("DYNO_HOME", home.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: kill(2) with a valid pid of our own child.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
-        0
+    let log_arg = log.display().to_string();
+    let out = signalled(
+        home.path(),
+        &[
+            "http",
+            &url,
+            "--warmup",
+            "5s",
+            "-d",
+            "5s",
+            "-c",
+            "2",
+            "--json",
+            "--latency-log",
+            &log_arg,
+        ],
+        Duration::from_millis(1500),
+        libc::SIGINT,
     );
-    let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("nothing was saved"), "{stderr}");

@@ -842,22 +842,23 @@ fn an_interrupted_count_of_flows_reports_the_time_it_ran() {
         ),
     )
     .unwrap();
-    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("dyno"))
-        .args(["http", "--scenario"])
-        .arg(&file)
-        .args(["-n", "5", "-c", "2", "--json", "--no-save"])
-        .env("DYNO_HOME", home.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: kill(2) with a valid pid of our own child.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
-        0
+    let file = file.display().to_string();
+    let out = signalled(
+        home.path(),
+        &[
+            "http",
+            "--scenario",
+            &file,
+            "-n",
+            "5",
+            "-c",
+            "2",
+            "--json",
+            "--no-save",
+        ],
+        Duration::from_millis(1500),
+        libc::SIGINT,
     );
-    let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("not saved (--no-save)"), "{stderr}");
