@@ -37,7 +37,7 @@ fn labelled<'a>(run: &'a Value, name: &str, test: &str, op: &str) -> &'a Value {
         .unwrap()
         .iter()
         .find(|m| m["name"] == name && m["labels"]["test"] == test && m["labels"]["op"] == op)
-        .unwrap_or_else(|| panic!("no {name} for {test} {op}"))
+        .unwrap_or_else(|| panic!("no {name} for {test} {op}; warnings: {}", run["warnings"]))
 }
 
 fn entries(dir: &Path) -> Vec<String> {
