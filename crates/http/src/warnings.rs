@@ -71,8 +71,14 @@ pub enum HttpWarning {
     ErrorRateExceeded { percent: f64, max: f64 },
     /// Keep-alive was asked, and the server closed the connection after
     /// most answers (it answers `Connection: close`, or drops idle ones
-    /// at once): a connection per request was measured.
-    ServerClosesConnections { opened: u64, responses: u64 },
+    /// at once): a connection per request was measured. Over HTTP/2
+    /// (`streams` per connection), the server ended each connection with
+    /// GOAWAY after a few answers: after two streams' worth at most.
+    ServerClosesConnections {
+        opened: u64,
+        responses: u64,
+        streams: Option<usize>,
+    },
     /// The target answered nothing for a spell while requests failed or
     /// waited: the server went away (or hung) during the run.
     TargetLost {
@@ -236,9 +242,21 @@ impl fmt::Display for HttpWarning {
                 f,
                 "{percent:.2}% of requests failed, above --max-error-rate {max}%: the run failed its check"
             ),
-            HttpWarning::ServerClosesConnections { opened, responses } => write!(
+            HttpWarning::ServerClosesConnections {
+                opened,
+                responses,
+                streams: None,
+            } => write!(
                 f,
                 "the server closed the connection after most answers ({opened} connections opened for {responses} answers, keep-alive asked): each request paid for a new connection, so these are figures of a connection per request (the server answers `Connection: close`, as gunicorn's sync workers do, or its keep-alive is off)"
+            ),
+            HttpWarning::ServerClosesConnections {
+                opened,
+                responses,
+                streams: Some(streams),
+            } => write!(
+                f,
+                "the server ended each connection (GOAWAY) after a few answers ({opened} connections opened for {responses} answers, {streams} streams each): connection setup is in these figures; a server's limit of requests per connection does this (nginx's keepalive_requests), raise it to measure the requests alone"
             ),
             HttpWarning::TargetLost {
                 lost,
@@ -429,14 +447,26 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
 }
 
 /// Whether the server, asked to keep connections alive, closed one after
-/// most answers: at least one connection opened per two answers, over
-/// enough answers to tell (a pool of connections that each served many
-/// requests opens far fewer).
+/// most answers: at least one connection opened again per two answers
+/// (over HTTP/2, per two answers on each stream), over enough answers to
+/// tell (a pool of connections that each served many requests opens
+/// few beyond its first).
 fn server_closes(outcome: &Outcome, settings: &Settings) -> Option<HttpWarning> {
     let (opened, responses) = (outcome.stats.connects, outcome.stats.responses);
-    let asked = settings.keep_alive && !settings.http2;
-    (asked && responses >= 50 && opened.saturating_mul(2) >= responses)
-        .then_some(HttpWarning::ServerClosesConnections { opened, responses })
+    let again = opened.saturating_sub(settings.connections as u64);
+    let (asked, streams) = if settings.http2 {
+        (true, Some(settings.streams.max(1)))
+    } else {
+        (settings.keep_alive, None)
+    };
+    let per_connection = 2 * streams.unwrap_or(1) as u64;
+    (asked && responses >= 50 && again.saturating_mul(per_connection) >= responses).then_some(
+        HttpWarning::ServerClosesConnections {
+            opened,
+            responses,
+            streams,
+        },
+    )
 }
 
 /// What to try after a failed TLS handshake, from the first failure's

@@ -9,6 +9,7 @@
 //! is derived from its settings (see [`hang_bound`]); it catches hangs and
 //! is not a speed assertion.
 
+#[allow(dead_code)]
 mod common;
 
 use std::net::{SocketAddr, TcpListener};

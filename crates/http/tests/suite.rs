@@ -4,10 +4,15 @@
 //! it says what happened. A new mode joins by adding one line to
 //! [`MODES`]; a new fault, one line to [`FAULTS`].
 //!
-//! HTTP/2 meets its faults against nginx (GOAWAY, `keepalive_requests`)
-//! and hyper's server in `tests/h2.rs` and the CLI's tests; the db engine
-//! meets a server terminated mid-run and an unreachable one in the CLI's
-//! db tests. The servers here speak HTTP/1.1.
+//! Each fault has an HTTP/1.1 server (`common`, plain threads) and an h2c
+//! one (`common::h2c`, hyper's HTTP/2) that misbehave alike: the HTTP/2
+//! "connection per request" is a GOAWAY after each answer (nginx's
+//! `keepalive_requests 1`), its reset an RST_STREAM. A capacity search is
+//! a mode too: against each fault it ends within its budget, judges every
+//! step by what it measured, and claims no capacity for a target that
+//! answers nothing. nginx itself (GOAWAY after `keepalive_requests`) is
+//! met in the CLI's tests; the db engine meets its faults in
+//! `crates/db/tests/suite.rs`.
 
 #[allow(dead_code)]
 mod common;
@@ -17,10 +22,14 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use common::h2c::{self, H2Server, h2_server};
 use common::{Conn, OK, Server, serve};
+use dyno_http::capacity::Capacity;
 use dyno_http::scenario::Scenario;
 use dyno_http::{ErrorClass, HttpWarning, Outcome, Settings, Stop};
+use dyno_load::capacity::{Axis, Plan};
 use dyno_load::plan::{RatePlan, Stage};
+use dyno_load::search::Why;
 use dyno_model::Judgement as _;
 
 /// Requests of a count, flows of a scenario's count.
@@ -37,6 +46,13 @@ const DIES_AFTER: u64 = 20;
 const TIMEOUT: Duration = Duration::from_millis(500);
 /// Added to every bound on a run's wall time (a busy machine).
 const SLACK: Duration = Duration::from_secs(10);
+/// HTTP/2 streams per connection.
+const STREAMS: usize = 4;
+/// A capacity search's time, all steps together.
+const SEARCH_BUDGET: Duration = Duration::from_secs(5);
+/// A search step's measured length, and its warm-up.
+const SEARCH_STEP: Duration = Duration::from_secs(1);
+const SEARCH_WARMUP: Duration = Duration::from_millis(200);
 
 /// How a mode's counts must add up.
 #[derive(Debug, Clone, Copy)]
@@ -55,79 +71,63 @@ enum Books {
     DueFlows(u64),
 }
 
-/// One load mode: its name, its settings against a server, its books.
+/// What a mode is: a run whose books must add up, or a capacity search
+/// whose every step's must.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    Run(Books),
+    Search,
+}
+
+/// The protocol a mode speaks, so the fault's server speaks it too.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Wire {
+    H1,
+    H2,
+}
+
+/// One load mode: its name, its protocol, its settings against a server,
+/// what it is.
 struct Mode {
     name: &'static str,
+    wire: Wire,
     settings: fn(SocketAddr, &tempfile::TempDir) -> Settings,
-    books: Books,
+    shape: Shape,
 }
 
+#[rustfmt::skip]
 const MODES: &[Mode] = &[
-    Mode {
-        name: "closed -n",
-        settings: closed_count,
-        books: Books::Requests(COUNT),
-    },
-    Mode {
-        name: "closed -d",
-        settings: closed_duration,
-        books: Books::Sent,
-    },
-    Mode {
-        name: "open --rate",
-        settings: open,
-        books: Books::DueRequests(150),
-    },
-    Mode {
-        name: "stages --rate-plan",
-        settings: stages,
-        books: Books::DueRequests(150),
-    },
-    Mode {
-        name: "scenario -n",
-        settings: scenario_count,
-        books: Books::Flows(COUNT / 2),
-    },
-    Mode {
-        name: "scenario --rate",
-        settings: scenario_open,
-        books: Books::DueFlows(75),
-    },
+    Mode { name: "closed -n", wire: Wire::H1, settings: closed_count, shape: Shape::Run(Books::Requests(COUNT)) },
+    Mode { name: "closed -d", wire: Wire::H1, settings: closed_duration, shape: Shape::Run(Books::Sent) },
+    Mode { name: "open --rate", wire: Wire::H1, settings: open, shape: Shape::Run(Books::DueRequests(150)) },
+    Mode { name: "stages --rate-plan", wire: Wire::H1, settings: stages, shape: Shape::Run(Books::DueRequests(150)) },
+    Mode { name: "scenario -n", wire: Wire::H1, settings: scenario_count, shape: Shape::Run(Books::Flows(COUNT / 2)) },
+    Mode { name: "scenario --rate", wire: Wire::H1, settings: scenario_open, shape: Shape::Run(Books::DueFlows(75)) },
+    Mode { name: "--find-max", wire: Wire::H1, settings: search, shape: Shape::Search },
+    Mode { name: "--h2 -n", wire: Wire::H2, settings: |a, d| h2(closed_count(a, d)), shape: Shape::Run(Books::Requests(COUNT)) },
+    Mode { name: "--h2 -d", wire: Wire::H2, settings: |a, d| h2(closed_duration(a, d)), shape: Shape::Run(Books::Sent) },
+    Mode { name: "--h2 --rate", wire: Wire::H2, settings: |a, d| h2(open(a, d)), shape: Shape::Run(Books::DueRequests(150)) },
+    Mode { name: "--h2 scenario -n", wire: Wire::H2, settings: |a, d| h2(scenario_count(a, d)), shape: Shape::Run(Books::Flows(COUNT / 2)) },
+    Mode { name: "--h2 --find-max", wire: Wire::H2, settings: |a, d| h2(search(a, d)), shape: Shape::Search },
 ];
 
-/// One fault: a server that has it, and what a run against it must say.
+/// One fault: its HTTP/1.1 server and its HTTP/2 one, what a run against
+/// it must say, and what a search against it must find.
 struct Fault {
     name: &'static str,
-    server: fn() -> Server,
+    h1: fn() -> Server,
+    h2: h2c::Fault,
     says: fn(&Outcome, &Mode, &[HttpWarning]) -> Result<(), String>,
+    searched: fn(&Capacity) -> Result<(), String>,
 }
 
+#[rustfmt::skip]
 const FAULTS: &[Fault] = &[
-    Fault {
-        name: "Connection: close on every answer",
-        server: common::connection_close,
-        says: closes_every_connection,
-    },
-    Fault {
-        name: "answers after 100 ms",
-        server: slow,
-        says: answers_slowly,
-    },
-    Fault {
-        name: "resets every request",
-        server: common::reset,
-        says: resets,
-    },
-    Fault {
-        name: "never answers",
-        server: common::stall,
-        says: never_answers,
-    },
-    Fault {
-        name: "dies after 20 answers",
-        server: dies,
-        says: died,
-    },
+    Fault { name: "closes the connection after every answer", h1: common::connection_close, h2: h2c::Fault::GracefulGoAwayAfter(1), says: closes_every_connection, searched: searched_without_errors },
+    Fault { name: "answers after 100 ms", h1: slow, h2: h2c::Fault::Slow(SLOW), says: answers_slowly, searched: searched_slowly },
+    Fault { name: "resets every request", h1: common::reset, h2: h2c::Fault::ResetEvery(1), says: resets, searched: claims_nothing },
+    Fault { name: "never answers", h1: common::stall, h2: h2c::Fault::StallAll, says: never_answers, searched: claims_nothing },
+    Fault { name: "dies after 20 answers", h1: dies, h2: h2c::Fault::DiesAfter(DIES_AFTER), says: died, searched: claims_nothing },
 ];
 
 // ---------------------------------------------------------------------------
@@ -198,6 +198,36 @@ fn scenario_open(addr: SocketAddr, dir: &tempfile::TempDir) -> Settings {
     s
 }
 
+/// A capacity search's settings; its steps are [`search_plan`]'s.
+fn search(addr: SocketAddr, _: &tempfile::TempDir) -> Settings {
+    let mut s = closed(addr, Stop::Duration(SEARCH_STEP));
+    s.connections = 20;
+    s
+}
+
+/// A short rate search from 40/s: four steps at most.
+fn search_plan() -> Plan {
+    let slo = "p99<=400ms,errors<=1%";
+    Plan {
+        slo: slo.parse().unwrap(),
+        slo_text: slo.into(),
+        step: SEARCH_STEP,
+        warmup: SEARCH_WARMUP,
+        budget: SEARCH_BUDGET,
+        axis: Axis::Rate {
+            start: Some(40.0),
+            precision: 0.25,
+        },
+    }
+}
+
+/// The same mode over HTTP/2, [`STREAMS`] streams per connection.
+fn h2(mut s: Settings) -> Settings {
+    s.http2 = true;
+    s.streams = STREAMS;
+    s
+}
+
 // ---------------------------------------------------------------------------
 // The faults' servers.
 
@@ -246,7 +276,8 @@ fn closes_every_connection(o: &Outcome, mode: &Mode, said: &[HttpWarning]) -> Re
         return Err(format!("errors: {}", errors(o)));
     }
     let (opened, answers) = (o.stats.connects, o.stats.responses);
-    if opened + 2 < answers {
+    let streams = if mode.wire == Wire::H2 { STREAMS } else { 1 };
+    if opened * streams as u64 + 2 < answers {
         return Err(format!("{opened} connections for {answers} answers"));
     }
     // A count of flows has fewer answers than the warning needs to judge.
@@ -269,7 +300,8 @@ fn answers_slowly(o: &Outcome, _: &Mode, _: &[HttpWarning]) -> Result<(), String
 }
 
 fn resets(o: &Outcome, _: &Mode, said: &[HttpWarning]) -> Result<(), String> {
-    if o.stats.responses > 0 || o.stats.errors_of(ErrorClass::Reset) == 0 {
+    let reset = o.stats.errors_of(ErrorClass::Reset) + o.stats.errors_of(ErrorClass::StreamReset);
+    if o.stats.responses > 0 || reset == 0 {
         return Err(format!(
             "{} answers, errors: {}",
             o.stats.responses,
@@ -308,9 +340,58 @@ fn died(o: &Outcome, mode: &Mode, said: &[HttpWarning]) -> Result<(), String> {
     }
     // A run that goes on after the death by a second and more says the
     // target was lost; a count ends sooner, its failures counted.
-    let timed = !matches!(mode.books, Books::Requests(_) | Books::Flows(_));
+    let timed = !matches!(mode.shape, Shape::Run(Books::Requests(_) | Books::Flows(_)));
     if timed && !said.iter().any(|w| w.code() == "target_lost") {
         return Err(format!("not said the target was lost: {}", errors(o)));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// What each fault must make a search find, beyond each step's books.
+
+/// Every step of `c`, a line each.
+fn steps(c: &Capacity) -> String {
+    c.steps
+        .iter()
+        .map(|s| format!("\n    {:?}: {:?}", s.level, s.why))
+        .collect()
+}
+
+fn searched_without_errors(c: &Capacity) -> Result<(), String> {
+    let failed =
+        |s: &&dyno_http::capacity::StepRun| s.why.iter().any(|w| matches!(w, Why::Errors { .. }));
+    if c.steps.is_empty() || c.steps.iter().any(|s| failed(&s)) || !c.steps[0].passed() {
+        return Err(format!(
+            "a step failed on errors, or the first failed:{}",
+            steps(c)
+        ));
+    }
+    Ok(())
+}
+
+fn searched_slowly(c: &Capacity) -> Result<(), String> {
+    searched_without_errors(c)?;
+    for s in &c.steps {
+        let p50 = Duration::from_nanos(s.outcome.outcome.stats.latency.value_at_quantile(0.5));
+        if p50 < SLOW {
+            return Err(format!(
+                "{:?}: p50 {p50:?} under the server's {SLOW:?}",
+                s.level
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A target that answers nothing (or stops answering) has no capacity: no
+/// step passes, and the search ends without a rate.
+fn claims_nothing(c: &Capacity) -> Result<(), String> {
+    if c.answer.max_rate.is_some() || c.steps.iter().any(|s| s.passed()) {
+        return Err(format!("claimed {:?}:{}", c.answer, steps(c)));
+    }
+    if c.steps.is_empty() && c.lost_target.is_none() {
+        return Err("no step ran, and no lost target was named".into());
     }
     Ok(())
 }
@@ -374,8 +455,12 @@ fn books(o: &Outcome, books: Books) -> Result<(), String> {
 }
 
 /// The longest a run may take: a count whose every request waits out a
-/// timeout, or a duration and a timeout, and slack.
-fn bound(s: &Settings) -> Duration {
+/// timeout, or a duration and a timeout, and slack; a search, its budget
+/// and a step over.
+fn bound(s: &Settings, shape: Shape) -> Duration {
+    if let Shape::Search = shape {
+        return SEARCH_BUDGET + SEARCH_STEP + SEARCH_WARMUP + TIMEOUT + SLACK;
+    }
     match s.schedule.stop {
         Stop::Requests(n) => {
             let per = TIMEOUT + SLOW + Duration::from_millis(100);
@@ -385,31 +470,68 @@ fn bound(s: &Settings) -> Duration {
     }
 }
 
-/// Runs every mode against `fault`; one line per mode that went wrong.
-fn meet(fault: &Fault) {
-    let mut wrong = Vec::new();
-    for mode in MODES {
-        let server = (fault.server)();
-        let dir = tempfile::tempdir().unwrap();
-        let settings = (mode.settings)(server.addr(), &dir);
-        let limit = bound(&settings);
-        let began = Instant::now();
-        let outcome = dyno_http::run(settings.clone(), Arc::new(AtomicBool::new(false)), |_| {})
-            .expect("the run starts");
-        let took = began.elapsed();
-        let said = dyno_http::warnings::judge(&outcome, &settings);
-        let verdict = if took > limit {
-            Err(format!("took {took:?}, more than {limit:?}"))
-        } else {
-            books(&outcome, mode.books).and_then(|()| (fault.says)(&outcome, mode, &said))
-        };
-        if let Err(why) = verdict {
-            wrong.push(format!(
-                "{} against a server that {}: {why}",
-                mode.name, fault.name
-            ));
+/// A fault's server, in the protocol of the mode that meets it.
+enum Up {
+    H1(Server),
+    H2(H2Server),
+}
+
+impl Up {
+    fn addr(&self) -> SocketAddr {
+        match self {
+            Up::H1(s) => s.addr(),
+            Up::H2(s) => s.addr(),
         }
     }
+}
+
+/// Runs `mode` against `fault`'s server: what went wrong, if anything.
+fn run_one(fault: &Fault, mode: &Mode) -> Result<(), String> {
+    let server = match mode.wire {
+        Wire::H1 => Up::H1((fault.h1)()),
+        Wire::H2 => Up::H2(h2_server(fault.h2)),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let settings = (mode.settings)(server.addr(), &dir);
+    let limit = bound(&settings, mode.shape);
+    let began = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let verdict = match mode.shape {
+        Shape::Run(expected) => {
+            let outcome = dyno_http::run(settings.clone(), stop, |_| {}).expect("the run starts");
+            let said = dyno_http::warnings::judge(&outcome, &settings);
+            books(&outcome, expected).and_then(|()| (fault.says)(&outcome, mode, &said))
+        }
+        Shape::Search => {
+            let mut engine = dyno_http::capacity::steps(&settings, Arc::clone(&stop), |_| {})
+                .expect("the search starts");
+            let capacity =
+                dyno_load::capacity::drive(&search_plan(), &mut engine, None, &stop, |_| {})
+                    .expect("the search runs");
+            let step_books = capacity.steps.iter().try_for_each(|s| {
+                books(&s.outcome.outcome, Books::Sent)
+                    .map_err(|why| format!("{:?}: {why}", s.level))
+            });
+            step_books.and_then(|()| (fault.searched)(&capacity))
+        }
+    };
+    let took = began.elapsed();
+    if took > limit {
+        return Err(format!("took {took:?}, more than {limit:?}"));
+    }
+    verdict
+}
+
+/// Runs every mode against `fault`; one line per mode that went wrong.
+fn meet(fault: &Fault) {
+    let wrong: Vec<String> = MODES
+        .iter()
+        .filter_map(|mode| {
+            run_one(fault, mode)
+                .err()
+                .map(|why| format!("{} against a server that {}: {why}", mode.name, fault.name))
+        })
+        .collect();
     assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
 }
 

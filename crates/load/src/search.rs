@@ -135,9 +135,11 @@ impl Observation {
 /// Why a step failed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Why {
+    /// The percentile over its limit; `measured` is `None` when nothing
+    /// was answered to measure it by (it cannot be called met).
     Latency {
         percentile: f64,
-        measured: Duration,
+        measured: Option<Duration>,
         limit: Duration,
     },
     Errors {
@@ -188,13 +190,21 @@ impl Why {
         match self {
             Why::Latency {
                 percentile,
-                measured,
+                measured: Some(measured),
                 limit,
             } => format!(
                 "{} {} > {}",
                 percentile_name(*percentile),
                 human_duration(*measured),
                 human_duration(*limit)
+            ),
+            Why::Latency {
+                percentile,
+                measured: None,
+                ..
+            } => format!(
+                "{} not measured: nothing answered",
+                percentile_name(*percentile)
             ),
             Why::Errors { share, limit } => {
                 format!("errors {:.2}% > {:.2}%", share * 100.0, limit * 100.0)
@@ -229,15 +239,9 @@ pub fn judge(slo: &Slo, obs: &Observation) -> Vec<Why> {
     for target in &slo.latency {
         match obs.percentile(target.percentile) {
             Some(measured) if target.met_by(measured) => {}
-            Some(measured) => why.push(Why::Latency {
+            measured => why.push(Why::Latency {
                 percentile: target.percentile,
                 measured,
-                limit: target.limit,
-            }),
-            // Not measured: cannot be called met.
-            None => why.push(Why::Latency {
-                percentile: target.percentile,
-                measured: Duration::MAX,
                 limit: target.limit,
             }),
         }
@@ -740,6 +744,23 @@ mod tests {
             Answer::Found { max, above } => (max, above),
             other => panic!("no bracket: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_step_that_answered_nothing_fails_its_latency_as_not_measured() {
+        // Every request failed: no latency to hold against the objective.
+        let mut failed = clean(100.0, Duration::ZERO);
+        failed.latency.clear();
+        failed.errors = failed.requests;
+        let why = judge(&slo("p99<=20ms,errors<=1%"), &failed);
+        let said: Vec<String> = why.iter().map(Why::describe).collect();
+        assert_eq!(
+            said,
+            [
+                "p99 not measured: nothing answered",
+                "errors 100.00% > 1.00%"
+            ]
+        );
     }
 
     #[test]

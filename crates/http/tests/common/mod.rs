@@ -14,6 +14,8 @@
 //! The HTTPS server of the TLS tests is `dyno_testutil::tls`, shared with the
 //! CLI tests.
 
+pub(crate) mod h2c;
+
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
