@@ -390,12 +390,14 @@ pub fn run_gated(
         last = last.max(local.last_done);
     }
     let elapsed = pooled.window(last);
-    // A server that never ended a transaction is no target lost: the
-    // clients' aborts say what happened.
+    // A server that never ended a transaction and stopped every client
+    // it met (a refused login, a reset) is no target lost: the clients'
+    // aborts say what happened. One that never answered at all, its
+    // clients waiting to the end, is.
     let ended_any = pooled
         .threads
         .iter()
-        .any(|l| l.transactions > 0 || l.failed_total > 0);
+        .any(|l| l.transactions > 0 || l.failed_total > 0 || l.aborted.is_empty());
     let lost = dyno_load::silence::lost(
         pooled
             .threads
