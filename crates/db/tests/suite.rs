@@ -103,14 +103,17 @@ struct Case {
     fault: Fault,
     says: fn(&Outcome, &Mode, &[DbWarning]) -> Result<(), String>,
     searched: fn(&dyno_db::capacity::Capacity) -> Result<(), String>,
+    /// The user's Ctrl-C, this long after the start.
+    interrupt: Option<Duration>,
 }
 
 #[rustfmt::skip]
 const FAULTS: &[Case] = &[
-    Case { name: "answers after 100 ms", fault: Fault::Slow(SLOW), says: answers_slowly, searched: searched_slowly },
-    Case { name: "resets every session", fault: Fault::Reset, says: resets, searched: claims_nothing },
-    Case { name: "never answers", fault: Fault::Stall, says: never_answers, searched: claims_nothing },
-    Case { name: "dies after 12 queries", fault: Fault::DiesAfter(DIES_AFTER), says: died, searched: claims_nothing },
+    Case { name: "answers after 100 ms", fault: Fault::Slow(SLOW), says: answers_slowly, searched: searched_slowly, interrupt: None },
+    Case { name: "resets every session", fault: Fault::Reset, says: resets, searched: claims_nothing, interrupt: None },
+    Case { name: "never answers", fault: Fault::Stall, says: never_answers, searched: claims_nothing, interrupt: None },
+    Case { name: "dies after 12 queries", fault: Fault::DiesAfter(DIES_AFTER), says: died, searched: claims_nothing, interrupt: None },
+    Case { name: "answers in 100 ms, and the user presses Ctrl-C", fault: Fault::Slow(SLOW), says: interrupted, searched: search_interrupted, interrupt: Some(Duration::from_millis(700)) },
 ];
 
 // ---------------------------------------------------------------------------
@@ -270,8 +273,24 @@ fn timed_lost(mode: &Mode, said: &[DbWarning], o: &Outcome) -> Result<(), String
     Ok(())
 }
 
+/// An interrupted run says so and keeps what it measured.
+fn interrupted(o: &Outcome, _: &Mode, _: &[DbWarning]) -> Result<(), String> {
+    if !o.interrupted || o.transactions == 0 || o.failed_total() > 0 || !o.aborted.is_empty() {
+        return Err(format!("interrupted {}: {}", o.interrupted, failures(o)));
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------
 // What each fault must make a search find.
+
+/// An interrupted search says so and claims nothing it did not finish.
+fn search_interrupted(c: &dyno_db::capacity::Capacity) -> Result<(), String> {
+    if !c.interrupted || c.answer.outcome != dyno_model::record::CapacityOutcome::Interrupted {
+        return Err(format!("not interrupted: {:?}", c.answer));
+    }
+    Ok(())
+}
 
 fn steps(c: &dyno_db::capacity::Capacity) -> String {
     c.steps
@@ -337,8 +356,9 @@ fn books(o: &Outcome, books: Books, clients: usize) -> Result<(), String> {
         }
         Books::Sent => {}
         Books::Due(due) => {
+            // Interrupted, fewer came due.
             let counted = ended + o.unfinished + o.skipped + o.dropped;
-            if counted != due {
+            if counted != due && !(o.interrupted && counted < due) {
                 return Err(format!(
                     "{counted} counted ({} skipped, {} dropped) for {due} due: {}",
                     o.skipped,
@@ -351,8 +371,11 @@ fn books(o: &Outcome, books: Books, clients: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// The longest a mode may take.
-fn bound(mode: &Mode) -> Duration {
+/// The longest a mode may take: interrupted, a grace after the Ctrl-C.
+fn bound(mode: &Mode, interrupt: Option<Duration>) -> Duration {
+    if let Some(after) = interrupt {
+        return after + GRACE + SLACK;
+    }
     match mode.shape {
         Shape::Search => SEARCH_BUDGET + 2 * SEARCH_STEP + GRACE + SLACK,
         Shape::Run(Books::Count) => INTERRUPT_AFTER + SLOW * EACH as u32 + SLACK,
@@ -368,11 +391,13 @@ fn run_one(pg: &dyno_testutil::pg::Pg, case: &Case, mode: &Mode) -> Result<(), S
     let stop = Arc::new(AtomicBool::new(false));
     // A count waits for its transactions as pgbench does; the user's
     // Ctrl-C ends it, with what it measured.
-    let interrupt = matches!(mode.shape, Shape::Run(Books::Count)).then(|| {
+    let count = matches!(mode.shape, Shape::Run(Books::Count));
+    let after = case.interrupt.or(count.then_some(INTERRUPT_AFTER));
+    let interrupt = after.map(|after| {
         let stop = Arc::clone(&stop);
         thread::spawn(move || {
             let began = Instant::now();
-            while began.elapsed() < INTERRUPT_AFTER && !stop.load(Ordering::Relaxed) {
+            while began.elapsed() < after && !stop.load(Ordering::Relaxed) {
                 thread::sleep(Duration::from_millis(20));
             }
             stop.store(true, Ordering::Relaxed);
@@ -408,7 +433,7 @@ fn run_one(pg: &dyno_testutil::pg::Pg, case: &Case, mode: &Mode) -> Result<(), S
     if let Some(t) = interrupt {
         let _ = t.join();
     }
-    let limit = bound(mode);
+    let limit = bound(mode, case.interrupt);
     if took > limit {
         return Err(format!("took {took:?}, more than {limit:?}"));
     }
@@ -448,6 +473,11 @@ fn every_db_mode_meets_a_server_that_never_answers() {
 #[test]
 fn every_db_mode_meets_a_server_that_dies_mid_run() {
     meet(&FAULTS[3]);
+}
+
+#[test]
+fn every_db_mode_meets_a_ctrl_c_mid_run() {
+    meet(&FAULTS[4]);
 }
 
 // ---------------------------------------------------------------------------

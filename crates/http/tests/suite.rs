@@ -44,6 +44,8 @@ const SLOW: Duration = Duration::from_millis(100);
 const DIES_AFTER: u64 = 20;
 /// The requests' timeout: a stalled server is given up on after it.
 const TIMEOUT: Duration = Duration::from_millis(500);
+/// When the user's Ctrl-C comes.
+const INTERRUPT: Duration = Duration::from_millis(700);
 /// Added to every bound on a run's wall time (a busy machine).
 const SLACK: Duration = Duration::from_secs(10);
 /// HTTP/2 streams per connection.
@@ -119,15 +121,18 @@ struct Fault {
     h2: h2c::Fault,
     says: fn(&Outcome, &Mode, &[HttpWarning]) -> Result<(), String>,
     searched: fn(&Capacity) -> Result<(), String>,
+    /// The user's Ctrl-C, this long after the start.
+    interrupt: Option<Duration>,
 }
 
 #[rustfmt::skip]
 const FAULTS: &[Fault] = &[
-    Fault { name: "closes the connection after every answer", h1: common::connection_close, h2: h2c::Fault::GracefulGoAwayAfter(1), says: closes_every_connection, searched: searched_without_errors },
-    Fault { name: "answers after 100 ms", h1: slow, h2: h2c::Fault::Slow(SLOW), says: answers_slowly, searched: searched_slowly },
-    Fault { name: "resets every request", h1: common::reset, h2: h2c::Fault::ResetEvery(1), says: resets, searched: claims_nothing },
-    Fault { name: "never answers", h1: common::stall, h2: h2c::Fault::StallAll, says: never_answers, searched: claims_nothing },
-    Fault { name: "dies after 20 answers", h1: dies, h2: h2c::Fault::DiesAfter(DIES_AFTER), says: died, searched: claims_nothing },
+    Fault { name: "closes the connection after every answer", h1: common::connection_close, h2: h2c::Fault::GracefulGoAwayAfter(1), says: closes_every_connection, searched: searched_without_errors, interrupt: None },
+    Fault { name: "answers after 100 ms", h1: slow, h2: h2c::Fault::Slow(SLOW), says: answers_slowly, searched: searched_slowly, interrupt: None },
+    Fault { name: "resets every request", h1: common::reset, h2: h2c::Fault::ResetEvery(1), says: resets, searched: claims_nothing, interrupt: None },
+    Fault { name: "never answers", h1: common::stall, h2: h2c::Fault::StallAll, says: never_answers, searched: claims_nothing, interrupt: None },
+    Fault { name: "dies after 20 answers", h1: dies, h2: h2c::Fault::DiesAfter(DIES_AFTER), says: died, searched: claims_nothing, interrupt: None },
+    Fault { name: "answers in 100 ms, and the user presses Ctrl-C", h1: slow, h2: h2c::Fault::Slow(SLOW), says: interrupted, searched: search_interrupted, interrupt: Some(INTERRUPT) },
 ];
 
 // ---------------------------------------------------------------------------
@@ -347,8 +352,32 @@ fn died(o: &Outcome, mode: &Mode, said: &[HttpWarning]) -> Result<(), String> {
     Ok(())
 }
 
+/// An interrupted run stops soon after the interrupt, says so, and
+/// keeps what it measured.
+fn interrupted(o: &Outcome, _: &Mode, said: &[HttpWarning]) -> Result<(), String> {
+    if !o.interrupted || !said.iter().any(|w| w.code() == "interrupted") {
+        return Err("not said it was interrupted".into());
+    }
+    if o.stats.total_errors() > 0 || o.stats.responses == 0 {
+        return Err(format!(
+            "{} answers, errors: {}",
+            o.stats.responses,
+            errors(o)
+        ));
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------
 // What each fault must make a search find, beyond each step's books.
+
+/// An interrupted search says so and claims nothing it did not finish.
+fn search_interrupted(c: &Capacity) -> Result<(), String> {
+    if !c.interrupted || c.answer.outcome != dyno_model::record::CapacityOutcome::Interrupted {
+        return Err(format!("not interrupted: {:?}", c.answer));
+    }
+    Ok(())
+}
 
 /// Every step of `c`, a line each.
 fn steps(c: &Capacity) -> String {
@@ -420,8 +449,10 @@ fn books(o: &Outcome, books: Books) -> Result<(), String> {
         Ok::<_, String>((ended, cut))
     };
     // A run that gave up on its server (nothing listens, nothing answers)
-    // stops before its count, and says so; nothing it counted is lost.
-    let gave_up = o.silent || o.refused;
+    // or was interrupted stops before its count, and says so; nothing it
+    // counted is lost. An interrupted run in time had fewer due.
+    let gave_up = o.silent || o.refused || o.interrupted;
+    let short = |counted: u64, due: u64| counted == due || (o.interrupted && counted < due);
     match books {
         Books::Requests(n) if gave_up && s.requests() + s.unfinished <= n => Ok(()),
         Books::Flows(n) if gave_up => match flows()? {
@@ -437,14 +468,16 @@ fn books(o: &Outcome, books: Books) -> Result<(), String> {
             (ended, 0) if ended == n => Ok(()),
             (ended, cut) => Err(format!("{ended} flows ended and {cut} cut for -n {n}")),
         },
-        Books::DueRequests(due) if s.requests() + s.unfinished + s.dropped != due => Err(format!(
-            "{} requests + {} unfinished + {} dropped for {due} due",
-            s.requests(),
-            s.unfinished,
-            s.dropped
-        )),
+        Books::DueRequests(due) if !short(s.requests() + s.unfinished + s.dropped, due) => {
+            Err(format!(
+                "{} requests + {} unfinished + {} dropped for {due} due",
+                s.requests(),
+                s.unfinished,
+                s.dropped
+            ))
+        }
         Books::DueFlows(due) => match flows()? {
-            (ended, cut) if ended + cut + s.dropped == due => Ok(()),
+            (ended, cut) if short(ended + cut + s.dropped, due) => Ok(()),
             (ended, cut) => Err(format!(
                 "{ended} flows ended + {cut} cut + {} dropped for {due} due",
                 s.dropped
@@ -496,9 +529,17 @@ fn run_one(fault: &Fault, mode: &Mode) -> Result<(), String> {
     let limit = bound(&settings, mode.shape);
     let began = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
+    let ctrl_c = fault.interrupt.map(|after| {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    });
     let verdict = match mode.shape {
         Shape::Run(expected) => {
-            let outcome = dyno_http::run(settings.clone(), stop, |_| {}).expect("the run starts");
+            let outcome = dyno_http::run(settings.clone(), Arc::clone(&stop), |_| {})
+                .expect("the run starts");
             let said = dyno_http::warnings::judge(&outcome, &settings);
             books(&outcome, expected).and_then(|()| (fault.says)(&outcome, mode, &said))
         }
@@ -516,6 +557,11 @@ fn run_one(fault: &Fault, mode: &Mode) -> Result<(), String> {
         }
     };
     let took = began.elapsed();
+    let _ = ctrl_c.map(std::thread::JoinHandle::join);
+    // Interrupted, a run ends within a timeout of the Ctrl-C.
+    let limit = fault
+        .interrupt
+        .map_or(limit, |after| after + TIMEOUT + SLACK);
     if took > limit {
         return Err(format!("took {took:?}, more than {limit:?}"));
     }
@@ -558,4 +604,9 @@ fn every_mode_meets_a_server_that_never_answers() {
 #[test]
 fn every_mode_meets_a_server_that_dies_mid_run() {
     meet(&FAULTS[4]);
+}
+
+#[test]
+fn every_mode_meets_a_ctrl_c_mid_run() {
+    meet(&FAULTS[5]);
 }
