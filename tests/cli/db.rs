@@ -561,7 +561,7 @@ fn distribution(run: &Value, name: &str, field: &str) -> f64 {
 fn a_transaction_under_way_at_the_deadline_finishes_and_one_past_the_grace_is_cut() {
     let (pg, home, dir) = (pg(), temp(), temp());
     let db = pg.database();
-    let run = |script: &std::path::Path| {
+    let run = |script: &std::path::Path, code: i32| {
         json_run(
             pg.dyno(home.path(), &db).args([
                 "db",
@@ -575,14 +575,14 @@ fn a_transaction_under_way_at_the_deadline_finishes_and_one_past_the_grace_is_cu
                 "1",
                 "--json",
             ]),
-            0,
+            code,
         )
     };
     // 0.7 s a transaction over a 1 s run: the first commits, the second
     // is under way at the deadline and is let finish, as pgbench lets it;
     // the rates still divide by the run's 1 s.
     let slow = script_file(dir.path(), "slow.sql", "SELECT pg_sleep(0.7);\n");
-    let r = run(&slow);
+    let r = run(&slow, 0);
     assert_eq!(metric(&r, "transactions"), 2.0);
     let cut = r["metrics"]
         .as_array()
@@ -593,13 +593,20 @@ fn a_transaction_under_way_at_the_deadline_finishes_and_one_past_the_grace_is_cu
     assert_eq!(cut, 0.0, "none cut");
     assert_eq!(metric(&r, "measured_ns"), 1e9);
     // One still under way when the grace is over is cut there, and is in
-    // no figure but its own count.
+    // no figure but its own count; a run whose server ended nothing, its
+    // client waiting to the end, fails as target_lost.
     let stuck = script_file(dir.path(), "stuck.sql", "SELECT pg_sleep(30);\n");
     let began = Instant::now();
-    let r = run(&stuck);
+    let r = run(&stuck, 1);
     let took = began.elapsed();
     assert_eq!(metric(&r, "transactions"), 0.0);
     assert_eq!(metric(&r, "unfinished_transactions"), 1.0);
+    let lost = r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["code"] == "target_lost");
+    assert!(lost, "{}", r["warnings"]);
     assert!(
         took < Duration::from_secs(25),
         "cut at the grace's end: {took:?}"
