@@ -6,16 +6,19 @@
 #
 #   http  one nginx worker on CPU 0, the client on CPU 1: the 92-byte page
 #         and a 1 MiB file, closed model, 50 connections, one thread;
+#   c10k  the page over 10,000 connections, one thread (its peak RSS is
+#         the figure to watch);
 #   h2    the same page over h2c, 10 connections × 10 streams;
 #   db    a throwaway PostgreSQL (scripts/pg), pgbench's select-only and
 #         tpcb-like, 8 clients on 2 threads, -M prepared.
 #
-# Printed per case: each build's median rate and client CPU per request
-# (from outside, bench/runstat.py), NEW/OLD for both with the spread of the
-# per-round ratios, and OLD/OLD-style noise: the spread of OLD's own rounds.
+# Printed per case: each build's median rate, client CPU per request and
+# peak RSS (from outside, bench/runstat.py), NEW/OLD for each with the
+# spread of the per-round ratios, and OLD/OLD-style noise: the spread of
+# OLD's own rounds.
 #
 # Usage: bench/builds-ab.sh OLD NEW [ROUNDS] [SECONDS] [CASES]
-#        (default 4 rounds of 4 s, cases "http h2 db")
+#        (default 4 rounds of 4 s, cases "http h2 db"; c10k on request)
 # Needs: nginx (nginx-light), PostgreSQL's server; python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +28,7 @@ ROUNDS=${3:-4}
 SECS=${4:-4}
 CASES=${5:-http h2 db}
 RUNSTAT="python3 $PWD/bench/runstat.py"
+ulimit -n 30000 2>/dev/null || true
 
 # shellcheck source=bench/nginx-lib.sh
 . "$PWD/bench/nginx-lib.sh"
@@ -39,7 +43,7 @@ trap cleanup EXIT
 : >"$WORK/results"
 
 # measure CASE BUILD-NAME BINARY ARGS...: one run; appends
-# "CASE BUILD RATE CPU_US_PER_REQUEST".
+# "CASE BUILD RATE CPU_US_PER_REQUEST PEAK_RSS_KIB".
 measure() {
   local case=$1 name=$2; shift 2
   "$@" >"$WORK/out" 2>"$WORK/err"
@@ -50,9 +54,9 @@ run = json.load(open(out))
 m = {x["name"]: x["value"] for x in run["metrics"] if not x.get("labels")}
 rate = m.get("requests_per_sec", m.get("transactions_per_sec"))
 done = m.get("responses", m.get("transactions"))
-s = re.search(r"user_s=([0-9.]+) sys_s=([0-9.]+)", open(err).read())
+s = re.search(r"user_s=([0-9.]+) sys_s=([0-9.]+) maxrss_kib=([0-9]+)", open(err).read())
 cpu = float(s.group(1)) + float(s.group(2))
-print(case, name, rate, cpu / max(done, 1) * 1e6)
+print(case, name, rate, cpu / max(done, 1) * 1e6, s.group(3))
 PY
 }
 
@@ -71,6 +75,7 @@ rounds() {
 
 # The command of a case, with the binary last (rounds appends it).
 http_case() { pin_client $RUNSTAT "$2" http "http://127.0.0.1:$PORT/$1" -t1 -c50 -d"${SECS}s" --no-save --json; }
+c10k_case() { pin_client $RUNSTAT "$1" http "http://127.0.0.1:$PORT/hello.html" -t1 -c10000 -d"${SECS}s" --no-save --json; }
 h2_case() { pin_client $RUNSTAT "$1" http "http://127.0.0.1:$PORT/hello.html" --h2 -t1 -c10 -m10 -d"${SECS}s" --no-save --json; }
 db_case() { $RUNSTAT "$2" db run -b "$1" -M prepared -c 8 -j 2 -T "$SECS" --no-save --json; }
 
@@ -81,6 +86,10 @@ for case in $CASES; do
       for path in hello.html 1m.bin; do
         rounds "http:$path" http_case "$path"
       done
+      ;;
+    c10k)
+      [ -f "$WORK/nginx.pid" ] || start_nginx ""
+      rounds "c10k:hello.html" c10k_case
       ;;
     h2)
       kill "$(cat "$WORK/nginx.pid" 2>/dev/null)" 2>/dev/null || true
@@ -99,7 +108,7 @@ for case in $CASES; do
         rounds "db:$script" db_case "$script"
       done
       ;;
-    *) echo "unknown case '$case': give http, h2 or db" >&2; exit 2 ;;
+    *) echo "unknown case '$case': give http, c10k, h2 or db" >&2; exit 2 ;;
   esac
 done
 
@@ -110,16 +119,19 @@ python3 - "$WORK/results" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    case, name, rate, cpu = line.split()
-    rows.setdefault(case, {}).setdefault(name, []).append((float(rate), float(cpu)))
-print(f'{"case":18} {"OLD rate":>10} {"NEW rate":>10} {"OLD µs":>8} {"NEW µs":>8}  NEW/OLD rate (rounds)   NEW/OLD CPU (rounds)   OLD CPU spread')
+    case, name, rate, cpu, rss = line.split()
+    rows.setdefault(case, {}).setdefault(name, []).append((float(rate), float(cpu), float(rss) / 1024))
+print(f'{"case":18} {"OLD rate":>10} {"NEW rate":>10} {"OLD µs":>8} {"NEW µs":>8} {"OLD MiB":>8} {"NEW MiB":>8}  '
+      'NEW/OLD rate (rounds)   NEW/OLD CPU (rounds)   NEW/OLD RSS   OLD CPU spread')
 for case, by in rows.items():
     old, new = by["OLD"], by["NEW"]
     med = lambda xs, i: statistics.median(x[i] for x in xs)
-    rr = [n[0] / o[0] for o, n in zip(old, new)]
-    rc = [n[1] / o[1] for o, n in zip(old, new)]
+    ratios = lambda i: [n[i] / o[i] for o, n in zip(old, new)]
+    rr, rc, rm = ratios(0), ratios(1), ratios(2)
     spread = max(x[1] for x in old) / min(x[1] for x in old) - 1
-    print(f'{case:18} {med(old,0):10.0f} {med(new,0):10.0f} {med(old,1):8.2f} {med(new,1):8.2f}  '
+    print(f'{case:18} {med(old,0):10.0f} {med(new,0):10.0f} {med(old,1):8.2f} {med(new,1):8.2f} '
+          f'{med(old,2):8.1f} {med(new,2):8.1f}  '
           f'{statistics.median(rr):.3f} ({min(rr):.3f}–{max(rr):.3f})    '
-          f'{statistics.median(rc):.3f} ({min(rc):.3f}–{max(rc):.3f})    ±{100*spread/2:.1f}%')
+          f'{statistics.median(rc):.3f} ({min(rc):.3f}–{max(rc):.3f})    '
+          f'{statistics.median(rm):.3f}         ±{100*spread/2:.1f}%')
 PY
