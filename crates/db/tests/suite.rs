@@ -125,30 +125,16 @@ fn settings(url: &str, stop: Stop) -> RunSettings {
     let target = dyno_db::Target::new(url, |_| None).expect("the proxy's URL is a target");
     let script = Script::parse("one", "SELECT 1;\n").expect("the script parses");
     RunSettings {
-        target,
         scripts: vec![Weighted { script, weight: 1 }],
         clients: CLIENTS,
         threads: 1,
         stop,
         protocol: Protocol::Simple,
         scale: Some(1),
-        vacuum: false,
-        max_tries: 1,
         seed: 1,
         default_seed: script::default_seed(1, CLIENTS as u64),
-        rate: None,
-        plan: None,
-        share: 1.0,
-        warmup: Duration::ZERO,
         grace: GRACE,
-        latency_limit: None,
-        per_statement: false,
-        reconnect: false,
-        pipeline: false,
-        exit_on_abort: false,
-        log: None,
-        progress_every: Duration::from_secs(1),
-        segment: dyno_model::Segment::WHOLE,
+        ..dyno_db::quick::settings(target, LENGTH, 1, 1)
     }
 }
 
@@ -444,15 +430,12 @@ fn run_one(pg: &dyno_testutil::pg::Pg, case: &Case, mode: &Mode) -> Result<(), S
 /// wrong.
 fn meet(case: &Case) {
     let pg = dyno_testutil::pg::Pg::from_env();
-    let wrong: Vec<String> = MODES
-        .iter()
-        .filter_map(|mode| {
-            run_one(&pg, case, mode)
-                .err()
-                .map(|why| format!("{} against a server that {}: {why}", mode.name, case.name))
-        })
-        .collect();
-    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+    dyno_testutil::suite::meet(
+        case.name,
+        MODES,
+        |m| m.name,
+        |mode| run_one(&pg, case, mode),
+    );
 }
 
 #[test]

@@ -570,15 +570,7 @@ fn run_one(fault: &Fault, mode: &Mode) -> Result<(), String> {
 
 /// Runs every mode against `fault`; one line per mode that went wrong.
 fn meet(fault: &Fault) {
-    let wrong: Vec<String> = MODES
-        .iter()
-        .filter_map(|mode| {
-            run_one(fault, mode)
-                .err()
-                .map(|why| format!("{} against a server that {}: {why}", mode.name, fault.name))
-        })
-        .collect();
-    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+    dyno_testutil::suite::meet(fault.name, MODES, |m| m.name, |mode| run_one(fault, mode));
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! throwaway PostgreSQL of the CLI's db tests and the guide's examples
 //! ([`pg`]), and the Prometheus exporters of the `--watch URL` tests
 //! ([`exporter`]), and httpbin under gunicorn, a real web app
-//! ([`httpbin`]).
+//! ([`httpbin`]), and the runner of the engines' fault suites
+//! ([`suite`]).
 //!
 //! Only tests depend on this crate (`publish = false`); it is never part of
 //! the binary.
@@ -16,5 +17,6 @@
 pub mod exporter;
 pub mod httpbin;
 pub mod pg;
+pub mod suite;
 pub mod tls;
 pub mod tmpfs;
