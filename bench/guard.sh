@@ -12,7 +12,9 @@
 # The base's source goes to target/guard/src (a git worktree), its build
 # to target/guard/target (kept, so a second guard against the same base
 # builds nothing); the working tree builds as `cargo build --release`
-# does. Uncommitted changes are part of "today".
+# does. Uncommitted changes are part of "today". With AGAINST=REV, "today"
+# is commit REV instead, built in the same worktree (a bisect's step:
+# AGAINST=<the middle commit> bench/guard.sh <the good one> 3 3 db).
 # Needs what bench/builds-ab.sh needs: nginx, PostgreSQL's server, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,9 +39,20 @@ fi
 echo "== building the base, ${sha:0:10}"
 (cd "$SRC" && CARGO_TARGET_DIR=$GUARD/target cargo build --release --locked --quiet --bin dyno)
 cp "$GUARD/target/release/dyno" "$GUARD/dyno-base"
-echo "== building today ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' and uncommitted changes'))"
-cargo build --release --locked --quiet --bin dyno
-cp target/release/dyno "$GUARD/dyno-today"
+if [ -n "${AGAINST:-}" ]; then
+  against=$(git rev-parse --verify --quiet "$AGAINST^{commit}") || {
+    echo "bench/guard.sh: AGAINST='$AGAINST' names no commit here" >&2
+    exit 2
+  }
+  echo "== building ${against:0:10} as today"
+  git -C "$SRC" checkout --quiet --detach "$against"
+  (cd "$SRC" && CARGO_TARGET_DIR=$GUARD/target cargo build --release --locked --quiet --bin dyno)
+  cp "$GUARD/target/release/dyno" "$GUARD/dyno-today"
+else
+  echo "== building today ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' and uncommitted changes'))"
+  cargo build --release --locked --quiet --bin dyno
+  cp target/release/dyno "$GUARD/dyno-today"
+fi
 
 echo "== OLD is the base ${sha:0:10}, NEW is today"
 bench/builds-ab.sh "$GUARD/dyno-base" "$GUARD/dyno-today" "$ROUNDS" "$SECS" "$CASES"
