@@ -1533,7 +1533,8 @@ pub(crate) struct CompareArgs {
     pub format: CompareFormat,
 
     /// Exit 1 when a tested primary figure is significantly worse than the
-    /// baseline by more than PCT percent (with --score: the geomean).
+    /// baseline by more than PCT percent: worse, and its whole 95% interval
+    /// beyond PCT (with --score: the geomean's).
     /// Figures it could not test are named on stderr; when it could test
     /// none (one run a side), it refuses with exit 2: save at least 4 runs
     /// a side under one tag each and compare the tags.

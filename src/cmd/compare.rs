@@ -78,8 +78,8 @@ pub(super) fn run(ctx: &Context, args: CompareArgs) -> Result<ExitStatus> {
 enum Gate {
     /// Every primary figure it could test is within the threshold.
     Pass,
-    /// A tested primary figure (or the score) is significantly worse by
-    /// more than the threshold.
+    /// A tested primary figure (or the score) is worse by more than the
+    /// threshold with confidence: its whole interval lies beyond it.
     Fail,
     /// Nothing it was asked to judge could be tested: it refuses rather
     /// than pass what it never looked at.
@@ -122,11 +122,14 @@ fn gate(run: &Run, pct: f64, score: bool) -> Gate {
             match c.group_metric("geomean", candidate) {
                 Some(gm) if gm.uncertainty.is_some() => {
                     judged += 1;
-                    let significant = gm.uncertainty.as_ref().is_some_and(|u| u.high < 1.0);
-                    if gm.value < limit && significant {
+                    // The whole interval beyond the limit, not its middle.
+                    if let Some(u) = gm.uncertainty.as_ref().filter(|u| u.high < limit) {
                         eprintln!(
-                            "regression: {candidate}'s geomean score is {:.3}× the baseline's, worse by more than {pct}%",
-                            gm.value
+                            "regression: {candidate}'s geomean score is {:.3}× the baseline's ({:.3}–{:.3}), worse by more than {pct}% with {:.0}% confidence",
+                            gm.value,
+                            u.low,
+                            u.high,
+                            u.confidence * 100.0
                         );
                         failed = true;
                     }
@@ -158,10 +161,14 @@ fn gate(run: &Run, pct: f64, score: bool) -> Gate {
                 continue;
             }
             judged += 1;
-            let factor = versus::improvement(ratio.value, ratio.direction);
-            if verdict == Verdict::Slower && factor < limit {
+            if verdict == Verdict::Slower && surely_worse(ratio, limit) {
+                let interval = ratio
+                    .uncertainty
+                    .as_ref()
+                    .map(|u| format!(" (interval {:.3}–{:.3})", u.low, u.high))
+                    .unwrap_or_default();
                 eprintln!(
-                    "regression: {candidate}'s {} is {:.3}× the baseline's, significantly worse by more than {pct}%",
+                    "regression: {candidate}'s {} is {:.3}× the baseline's{interval}, significantly worse by more than {pct}%",
                     dyno_report::metric_title(row.metric),
                     ratio.value
                 );
@@ -186,6 +193,20 @@ fn gate(run: &Run, pct: f64, score: bool) -> Gate {
         );
     }
     if failed { Gate::Fail } else { Gate::Pass }
+}
+
+/// Whether a ratio (candidate ÷ baseline) is worse than `limit` (an
+/// improvement factor: 0.95 for 5% worse) with confidence: the end of its
+/// interval nearest no change is itself beyond the limit. A point
+/// estimate beyond it is not enough: on identical code, noise puts one
+/// there, and significant, now and then.
+fn surely_worse(ratio: &dyno_model::Metric, limit: f64) -> bool {
+    let factor = |r: f64| versus::improvement(r, ratio.direction);
+    let nearest = ratio
+        .uncertainty
+        .as_ref()
+        .map_or(factor(ratio.value), |u| factor(u.low).max(factor(u.high)));
+    nearest < limit
 }
 
 /// The sides of a comparison, the baseline first: each SIDE as typed, then
@@ -361,4 +382,52 @@ fn distinct_names(groups: &mut [Group]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use dyno_model::{Direction, Metric, Uncertainty, UncertaintyMethod, Unit};
+
+    use super::surely_worse;
+
+    fn ratio(direction: Direction, value: f64, low: f64, high: f64) -> Metric {
+        let mut m = Metric::new("ratio", Unit::Ratio, direction, value);
+        m.uncertainty = Some(Uncertainty {
+            method: UncertaintyMethod::Bootstrap,
+            confidence: 0.95,
+            low,
+            high,
+            n: 8,
+            stddev: None,
+        });
+        m
+    }
+
+    #[test]
+    fn a_regression_fails_the_gate_only_when_its_whole_interval_is_beyond_the_limit() {
+        let limit = 0.95;
+        // A time 8% longer, its interval 1–16% longer: not surely 5% worse.
+        assert!(!surely_worse(
+            &ratio(Direction::LowerIsBetter, 1.08, 1.01, 1.16),
+            limit
+        ));
+        // 8% longer, 6–10%: surely.
+        assert!(surely_worse(
+            &ratio(Direction::LowerIsBetter, 1.08, 1.06, 1.10),
+            limit
+        ));
+        // A rate 8% lower, its interval 1–15% lower: not surely; 7–9%: surely.
+        assert!(!surely_worse(
+            &ratio(Direction::HigherIsBetter, 0.92, 0.85, 0.99),
+            limit
+        ));
+        assert!(surely_worse(
+            &ratio(Direction::HigherIsBetter, 0.92, 0.91, 0.93),
+            limit
+        ));
+        // Without an interval, the estimate is all there is.
+        let mut bare = ratio(Direction::LowerIsBetter, 1.08, 0.0, 0.0);
+        bare.uncertainty = None;
+        assert!(surely_worse(&bare, limit));
+    }
 }
