@@ -394,7 +394,7 @@ pub fn run_gated(
     // it met (a refused login, a reset) is no target lost: the clients'
     // aborts say what happened. One that never answered at all, its
     // clients waiting to the end, is.
-    let ended_any = pooled
+    let judged = pooled
         .threads
         .iter()
         .any(|l| l.transactions > 0 || l.failed_total > 0 || l.aborted.is_empty());
@@ -403,7 +403,7 @@ pub fn run_gated(
             .threads
             .iter_mut()
             .map(|l| std::mem::take(&mut l.silent))
-            .filter(|_| ended_any)
+            .filter(|_| judged)
             .collect(),
         pooled.clock.measure_from,
         pooled.clock.measure_from + elapsed,
