@@ -1501,9 +1501,12 @@ impl Runner<'_> {
         while i < commands.len() {
             let command = &commands[i];
             let at = || format!("{}:{}", script.name(), command.line);
-            let start = Instant::now();
+            // Each command's own time is kept only for `-r`.
+            let start = self.settings.per_statement.then(Instant::now);
             let mut next = i + 1;
-            self.check_set(which, i)?;
+            if !script.checks(i).is_empty() {
+                self.check_set(which, i)?;
+            }
             match &command.kind {
                 CommandKind::Set { slot, expr } => self.set(which, i, *slot, expr)?,
                 CommandKind::Sleep(sleep) => {
@@ -1578,12 +1581,13 @@ impl Runner<'_> {
                     }
                 }
             }
-            if let Some(h) = self
-                .local
-                .borrow_mut()
-                .statements
-                .get_mut(which)
-                .and_then(|s| s.get_mut(i))
+            if let Some(start) = start
+                && let Some(h) = self
+                    .local
+                    .borrow_mut()
+                    .statements
+                    .get_mut(which)
+                    .and_then(|s| s.get_mut(i))
             {
                 let _ = h.record((start.elapsed().as_nanos() as u64).max(1));
             }

@@ -377,7 +377,13 @@ impl Wire {
             params,
             |value, out| {
                 use std::fmt::Write as _;
-                write!(out, "{value}")?;
+                match value {
+                    // The common case, without the formatting machinery.
+                    Value::Int(i) => {
+                        out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes())
+                    }
+                    other => write!(out, "{other}")?,
+                }
                 Ok(IsNull::No)
             },
             std::iter::empty(),

@@ -653,11 +653,21 @@ fn work<J: Job>(job: &J, thread: &Thread<J::Slice>) -> Result<(J::Done, Used), E
                 }
             })
         };
-        tokio::select! {
-            () = job.load(thread, &state) => {}
-            () = cutoff(&thread.control) => {}
-        }
+        // The load runs until it ends or the cut-off aborts it. The cut-off
+        // is a task of its own, so that the load's every wake-up does not
+        // poll its timer too.
+        let (load, cut) = futures_util::future::abortable(job.load(thread, &state));
+        let cutter = {
+            let control = Arc::clone(&thread.control);
+            tokio::task::spawn_local(async move {
+                cutoff(&control).await;
+                cut.abort();
+            })
+        };
+        // Aborted or ended, the load is over.
+        let _ = load.await;
         ticker.abort();
+        cutter.abort();
     });
     // Every task of the thread is dropped with its event loop, before the
     // protocol reads its state.

@@ -2,13 +2,28 @@
 //!
 //! [`Expr::eval`] walks the tree `expr` built, with pgbench's arithmetic
 //! (checked integers, doubles as in C), comparisons, lazy `AND`, `OR` and
-//! `CASE`, and its functions; the coercions are [`Value`]'s, and the
-//! random functions draw through `random`. This is the hot path: it runs
-//! for every `\set` of every pass of every client.
+//! `CASE`, and its functions; the coercions are `Num`'s (a copied value,
+//! never counted or dropped), and the random functions draw through
+//! `random`. This is the hot path: it runs for every `\set` of every
+//! pass of every client.
 
 use super::expr::{BinOp, Expr, Func, MAX_ARGS, Node};
 use super::random::{random, random_exponential, random_gaussian, random_zipfian, range_len};
+use super::value::Num;
 use super::{EvalError, Value};
+
+/// What evaluating a node gives: a [`Num`], or a boxed error, so that the
+/// result fits in two registers on the way up the tree.
+type Out = Result<Num, Box<EvalError>>;
+
+/// What every node of one evaluation reads: the client's variables, its
+/// random numbers, and where the expression is (for `debug()`), passed
+/// down the tree as one pointer.
+struct Cx<'a> {
+    vars: &'a [Value],
+    rng: &'a mut fastrand::Rng,
+    at: At,
+}
 
 impl Expr {
     /// Evaluates the expression over a client's variables, drawing random
@@ -27,7 +42,7 @@ impl Expr {
     /// If `vars` is shorter than the script's variables (make it with
     /// [`Script::initial_values`](super::Script::initial_values)).
     pub fn eval(&self, vars: &[Value], rng: &mut fastrand::Rng) -> Result<Value, EvalError> {
-        eval(&self.0, vars, rng, At::default())
+        self.eval_at(vars, rng, At::default())
     }
 
     /// [`Expr::eval`] for command `at` of a script, which `debug()` names
@@ -38,7 +53,10 @@ impl Expr {
         rng: &mut fastrand::Rng,
         at: At,
     ) -> Result<Value, EvalError> {
-        eval(&self.0, vars, rng, at)
+        match eval(&self.0, &mut Cx { vars, rng, at }) {
+            Ok(n) => Ok(Value::from(n)),
+            Err(e) => Err(*e),
+        }
     }
 }
 
@@ -53,60 +71,53 @@ pub struct At {
 /// pgbench's `AND` and `OR` with NULL: a NULL on either side that is
 /// evaluated makes the result NULL (not SQL's three-valued logic); the
 /// right side is evaluated only when the left does not decide.
-fn lazy(
-    and: bool,
-    l: &Node,
-    r: &Node,
-    vars: &[Value],
-    rng: &mut fastrand::Rng,
-    at: At,
-) -> Result<Value, EvalError> {
-    let left = eval(l, vars, rng, at)?;
-    if left == Value::Null {
-        return Ok(Value::Null);
+fn lazy(and: bool, l: &Node, r: &Node, cx: &mut Cx<'_>) -> Out {
+    let left = eval(l, cx)?;
+    if left == Num::Null {
+        return Ok(Num::Null);
     }
     if left.to_bool()? != and {
-        return Ok(Value::Bool(!and));
+        return Ok(Num::Bool(!and));
     }
-    let right = eval(r, vars, rng, at)?;
-    if right == Value::Null {
-        return Ok(Value::Null);
+    let right = eval(r, cx)?;
+    if right == Num::Null {
+        return Ok(Num::Null);
     }
-    Ok(Value::Bool(right.to_bool()?))
+    Ok(Num::Bool(right.to_bool()?))
 }
 
-fn eval(node: &Node, vars: &[Value], rng: &mut fastrand::Rng, at: At) -> Result<Value, EvalError> {
+fn eval(node: &Node, cx: &mut Cx<'_>) -> Out {
     Ok(match node {
-        Node::Const(v) => v.clone(),
-        Node::Var(slot) => vars[*slot].typed()?,
-        Node::Not(inner) => match eval(inner, vars, rng, at)? {
-            Value::Null => Value::Null,
-            v => Value::Bool(!v.to_bool()?),
+        Node::Const(n) => *n,
+        Node::Var(slot) => cx.vars[*slot].typed()?,
+        Node::Not(inner) => match eval(inner, cx)? {
+            Num::Null => Num::Null,
+            v => Num::Bool(!v.to_bool()?),
         },
-        Node::Is(inner, target) => Value::Bool(eval(inner, vars, rng, at)?.is(target)),
-        Node::Binary(BinOp::And, l, r) => lazy(true, l, r, vars, rng, at)?,
-        Node::Binary(BinOp::Or, l, r) => lazy(false, l, r, vars, rng, at)?,
+        Node::Is(inner, target) => Num::Bool(eval(inner, cx)?.is(*target)),
+        Node::Binary(BinOp::And, l, r) => lazy(true, l, r, cx)?,
+        Node::Binary(BinOp::Or, l, r) => lazy(false, l, r, cx)?,
         Node::Binary(op, l, r) => {
-            let (a, b) = (eval(l, vars, rng, at)?, eval(r, vars, rng, at)?);
-            if a == Value::Null || b == Value::Null {
-                Value::Null
+            let (a, b) = (eval(l, cx)?, eval(r, cx)?);
+            if a == Num::Null || b == Num::Null {
+                Num::Null
             } else {
                 binary_op(*op, a, b)?
             }
         }
-        Node::Call(func, args) => call(*func, args, vars, rng, at)?,
+        Node::Call(func, args) => call(*func, args, cx)?,
         Node::Case(pairs, otherwise) => {
             for (condition, value) in pairs {
                 // pgbench's valueTruth: a number is true unless zero, and
                 // NULL is false.
-                if eval(condition, vars, rng, at)?.truth()? {
-                    return eval(value, vars, rng, at);
+                if eval(condition, cx)?.truth() {
+                    return eval(value, cx);
                 }
             }
             match otherwise {
-                Some(value) => eval(value, vars, rng, at)?,
+                Some(value) => eval(value, cx)?,
                 // pgbench's CASE without ELSE has ELSE NULL.
-                None => Value::Null,
+                None => Num::Null,
             }
         }
     })
@@ -122,8 +133,8 @@ fn int_mod(a: i64, b: i64) -> Result<i64, EvalError> {
     Ok(a.wrapping_rem(b))
 }
 
-fn binary_op(op: BinOp, a: Value, b: Value) -> Result<Value, EvalError> {
-    use Value::{Bool, Double, Int};
+fn binary_op(op: BinOp, a: Num, b: Num) -> Result<Num, EvalError> {
+    use Num::{Bool, Double, Int};
     if op == BinOp::Mod {
         // Modulo is an integer operation; doubles are rounded first.
         return Ok(Int(int_mod(a.to_int("%")?, b.to_int("%")?)?));
@@ -185,38 +196,32 @@ fn binary_op(op: BinOp, a: Value, b: Value) -> Result<Value, EvalError> {
     })
 }
 
-fn call(
-    func: Func,
-    args: &[Node],
-    vars: &[Value],
-    rng: &mut fastrand::Rng,
-    at: At,
-) -> Result<Value, EvalError> {
-    use Value::{Double, Int};
+fn call(func: Func, args: &[Node], cx: &mut Cx<'_>) -> Out {
+    use Num::{Double, Int};
     // As pgbench: every argument is evaluated first, then converted.
-    let mut values = [const { Value::Int(0) }; MAX_ARGS];
+    let mut values = [Num::Null; MAX_ARGS];
     for (value, arg) in values.iter_mut().zip(args) {
-        *value = eval(arg, vars, rng, at)?;
+        *value = eval(arg, cx)?;
     }
     let values = &values[..args.len()];
     if func == Func::Debug {
-        let value = values[0].clone();
+        let value = values[0];
         #[allow(clippy::print_stderr)]
         {
             eprintln!(
                 "debug(script={},command={}): {}",
-                at.script,
-                at.command,
+                cx.at.script,
+                cx.at.command,
                 value.debug_form()
             );
         }
         return Ok(value);
     }
     // Any other function of a NULL is NULL.
-    if values.contains(&Value::Null) {
-        return Ok(Value::Null);
+    if values.contains(&Num::Null) {
+        return Ok(Num::Null);
     }
-    let arg = |i: usize| values[i].clone();
+    let arg = |i: usize| values[i];
     Ok(match func {
         // pgbench's abs() of the smallest integer wraps to itself (C's
         // -i), and keeps -0.0 as it is.
@@ -275,10 +280,10 @@ fn call(
                 0.0
             };
             Int(match func {
-                Func::Random => random(rng, lb, ub)?,
-                Func::RandomExponential => random_exponential(rng, lb, ub, param)?,
-                Func::RandomGaussian => random_gaussian(rng, lb, ub, param)?,
-                _ => random_zipfian(rng, lb, ub, param)?,
+                Func::Random => random(cx.rng, lb, ub)?,
+                Func::RandomExponential => random_exponential(cx.rng, lb, ub, param)?,
+                Func::RandomGaussian => random_gaussian(cx.rng, lb, ub, param)?,
+                _ => random_zipfian(cx.rng, lb, ub, param)?,
             })
         }
         Func::HashFnv1a | Func::HashMurmur2 => {
@@ -303,7 +308,7 @@ fn call(
                 arg(2).to_int(name)?,
             );
             if size <= 0 {
-                return Err(EvalError::PermuteSize(size));
+                return Err(EvalError::PermuteSize(size).into());
             }
             Int(super::hash::permute(value, size, seed))
         }

@@ -7,7 +7,8 @@
 //! line; `eval` walks the tree on every pass of a client.
 
 use super::lex::{Tok, Token, lex};
-use super::{Value, Vars, undefined_variable};
+use super::value::Num;
+use super::{Vars, undefined_variable};
 
 /// A `\set` expression, ready to evaluate.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,12 +16,12 @@ pub struct Expr(pub(super) Node);
 
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Node {
-    Const(Value),
+    Const(Num),
     Var(usize),
     Not(Box<Node>),
     /// `x IS NULL`, `x IS TRUE`, `x IS FALSE` (`ISNULL`, and with `NOT`
     /// around it `IS NOT …` and `NOTNULL`): the value tested against.
-    Is(Box<Node>, Value),
+    Is(Box<Node>, Num),
     Binary(BinOp, Box<Node>, Box<Node>),
     Call(Func, Vec<Node>),
     /// `CASE WHEN c THEN v … [ELSE e] END`: the pairs, and the ELSE.
@@ -255,10 +256,10 @@ impl<'a> Parser<'a, '_> {
         loop {
             let (negated, target) = if self.keyword("isnull") {
                 self.pos += 1;
-                (false, Value::Null)
+                (false, Num::Null)
             } else if self.keyword("notnull") {
                 self.pos += 1;
-                (true, Value::Null)
+                (true, Num::Null)
             } else if self.keyword("is") {
                 self.pos += 1;
                 let negated = self.keyword("not");
@@ -266,9 +267,9 @@ impl<'a> Parser<'a, '_> {
                     self.pos += 1;
                 }
                 let target = match self.peek().map(|t| t.tok) {
-                    Some(Tok::Word(w)) if w.eq_ignore_ascii_case("null") => Value::Null,
-                    Some(Tok::Word(w)) if w.eq_ignore_ascii_case("true") => Value::Bool(true),
-                    Some(Tok::Word(w)) if w.eq_ignore_ascii_case("false") => Value::Bool(false),
+                    Some(Tok::Word(w)) if w.eq_ignore_ascii_case("null") => Num::Null,
+                    Some(Tok::Word(w)) if w.eq_ignore_ascii_case("true") => Num::Bool(true),
+                    Some(Tok::Word(w)) if w.eq_ignore_ascii_case("false") => Num::Bool(false),
                     _ => {
                         return Err(format!(
                             "IS{} takes NULL, TRUE or FALSE after it",
@@ -365,7 +366,7 @@ impl<'a> Parser<'a, '_> {
                 self.enter()?;
                 let operand = self.additive()?;
                 self.nesting -= 1;
-                return binary(BinOp::BitXor, (Node::Const(Value::Int(-1)), 1), operand);
+                return binary(BinOp::BitXor, (Node::Const(Num::Int(-1)), 1), operand);
             }
             _ => return self.primary(),
         };
@@ -380,7 +381,7 @@ impl<'a> Parser<'a, '_> {
             && let Ok(n) = i64::try_from(-i128::from(n))
         {
             self.pos += 1;
-            return Ok((Node::Const(Value::Int(n)), 1));
+            return Ok((Node::Const(Num::Int(n)), 1));
         }
         self.enter()?;
         let (node, depth) = self.unary()?;
@@ -388,7 +389,7 @@ impl<'a> Parser<'a, '_> {
         if negative {
             // pgbench's -x is 0 - x: -0.0 is 0, and -(minint) overflows
             // in the subtraction.
-            binary(BinOp::Sub, (Node::Const(Value::Int(0)), 1), (node, depth))
+            binary(BinOp::Sub, (Node::Const(Num::Int(0)), 1), (node, depth))
         } else {
             Ok((node, depth))
         }
@@ -401,12 +402,12 @@ impl<'a> Parser<'a, '_> {
         self.pos += 1;
         match token.tok {
             Tok::Int(n) => match i64::try_from(n) {
-                Ok(n) => Ok((Node::Const(Value::Int(n)), 1)),
+                Ok(n) => Ok((Node::Const(Num::Int(n)), 1)),
                 Err(_) => Err(format!(
                     "bigint constant overflow ({n}): integers are 64-bit; write it as a double (e.g. 1e20) if that is meant"
                 )),
             },
-            Tok::Double(d) => Ok((Node::Const(Value::Double(d)), 1)),
+            Tok::Double(d) => Ok((Node::Const(Num::Double(d)), 1)),
             Tok::Var(name) => match self.vars.slot(name) {
                 Some(slot) => Ok((Node::Var(slot), 1)),
                 None => Err(undefined_variable(name)),
@@ -434,9 +435,9 @@ impl<'a> Parser<'a, '_> {
                     "when" | "then" | "else" | "end" => {
                         format!("{} outside a CASE … END", word.to_ascii_uppercase())
                     }
-                    "true" => return Ok((Node::Const(Value::Bool(true)), 1)),
-                    "false" => return Ok((Node::Const(Value::Bool(false)), 1)),
-                    "null" => return Ok((Node::Const(Value::Null), 1)),
+                    "true" => return Ok((Node::Const(Num::Bool(true)), 1)),
+                    "false" => return Ok((Node::Const(Num::Bool(false)), 1)),
+                    "null" => return Ok((Node::Const(Num::Null), 1)),
                     "is" | "isnull" | "notnull" => {
                         format!("expected a value before {}", word.to_ascii_uppercase())
                     }

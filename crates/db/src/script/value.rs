@@ -2,10 +2,12 @@
 //!
 //! [`Value`] is pgbench's types (integers, doubles, booleans, and the text
 //! of `-D NAME=VALUE`), with pgbench's coercions between them and its text
-//! form of each. Everything downstream of parsing uses it: `expr` puts
-//! constants in its trees, `eval` computes with the coercions here,
-//! `sql` writes values into `-M simple` statements, and `Display` gives
-//! the text sent as an extended or prepared statement's parameter.
+//! form of each: what a variable holds. `sql` writes values into `-M
+//! simple` statements, and `Display` gives the text sent as an extended
+//! or prepared statement's parameter. [`Num`] is what an expression
+//! computes with: the same types less text, which reading a variable
+//! turns into a number, a boolean or NULL (`Value::typed`); `expr` puts
+//! constants in its trees as `Num`s, and `eval` uses their coercions.
 //! [`EvalError`] is what a `\set` or `\sleep` can fail with at run time.
 
 use std::fmt::{self, Write as _};
@@ -37,43 +39,41 @@ impl Value {
         Value::Text(Arc::from(s))
     }
 
-    /// pgbench's name of the value's type, for errors.
-    fn type_name(&self) -> &'static str {
-        match self {
-            Value::Int(_) => "int",
-            Value::Double(_) => "double",
-            Value::Bool(_) => "boolean",
-            Value::Text(_) => "text",
-            Value::Null => "null",
-        }
-    }
-
     /// A text value read as pgbench reads a variable's string form: `null`,
     /// a boolean (`true`, `yes`, `on`, `false`,
     /// `no`, `off`, or a prefix of them but `o`), an integer, or a double;
     /// other values are typed already.
-    pub(super) fn typed(&self) -> Result<Value, EvalError> {
-        let Value::Text(s) = self else {
-            return Ok(self.clone());
-        };
-        let s: &str = s;
+    #[inline]
+    pub(super) fn typed(&self) -> Result<Num, EvalError> {
+        match *self {
+            Value::Text(ref s) => Value::parse_text(s),
+            Value::Int(i) => Ok(Num::Int(i)),
+            Value::Double(d) => Ok(Num::Double(d)),
+            Value::Bool(b) => Ok(Num::Bool(b)),
+            Value::Null => Ok(Num::Null),
+        }
+    }
+
+    /// [`typed`](Self::typed) of a text value, out of the hot path.
+    #[inline(never)]
+    fn parse_text(s: &str) -> Result<Num, EvalError> {
         let prefix_of =
             |word: &str| s.len() <= word.len() && word[..s.len()].eq_ignore_ascii_case(s);
         if s.is_empty() {
             return Err(EvalError::Malformed(s.to_owned()));
         }
         if s.eq_ignore_ascii_case("null") {
-            return Ok(Value::Null);
+            return Ok(Num::Null);
         }
         if prefix_of("true") || prefix_of("yes") || s.eq_ignore_ascii_case("on") {
-            return Ok(Value::Bool(true));
+            return Ok(Num::Bool(true));
         }
         if prefix_of("false")
             || prefix_of("no")
             || s.eq_ignore_ascii_case("off")
             || s.eq_ignore_ascii_case("of")
         {
-            return Ok(Value::Bool(false));
+            return Ok(Num::Bool(false));
         }
         let t = s.trim_start();
         let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
@@ -83,97 +83,20 @@ impl Value {
                 .strip_prefix('+')
                 .unwrap_or(t)
                 .parse()
-                .map(Value::Int)
+                .map(Num::Int)
                 .map_err(|_| EvalError::Malformed(s.to_owned()));
         }
         match t.parse::<f64>() {
-            Ok(d) => Ok(Value::Double(d)),
+            Ok(d) => Ok(Num::Double(d)),
             Err(_) => Err(EvalError::Malformed(s.to_owned())),
-        }
-    }
-
-    /// The value as an integer, as pgbench's `coerceToInt`: a double is
-    /// rounded to the nearest integer, halves to even (`rint`), and must
-    /// then fit in 64 bits; a boolean is an error. `function` names the
-    /// caller in the error.
-    pub(super) fn to_int(&self, function: &'static str) -> Result<i64, EvalError> {
-        match self.typed()? {
-            Value::Int(i) => Ok(i),
-            Value::Double(d) => {
-                let r = d.round_ties_even();
-                // -2^63 is exact as a double, and so is 2^63, the first
-                // value past i64::MAX; NaN fails both comparisons.
-                if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&r) {
-                    Ok(r as i64)
-                } else {
-                    Err(EvalError::OutOfRange { function, value: r })
-                }
-            }
-            other => Err(EvalError::Coerce {
-                from: other.type_name(),
-                to: "int",
-            }),
-        }
-    }
-
-    /// The value as a double (an integer converted, possibly rounded); a
-    /// boolean is an error, as in pgbench's `coerceToDouble`.
-    pub(super) fn to_double(&self) -> Result<f64, EvalError> {
-        match self.typed()? {
-            Value::Int(i) => Ok(i as f64),
-            Value::Double(d) => Ok(d),
-            other => Err(EvalError::Coerce {
-                from: other.type_name(),
-                to: "double",
-            }),
         }
     }
 
     /// Whether `\if` (and `CASE WHEN`) takes the branch: a boolean's
     /// value, a number other than zero; NULL is false (pgbench's
-    /// `valueTruth`).
+    /// `valueTruth`). Text is read as pgbench reads it first.
     pub fn truth(&self) -> Result<bool, EvalError> {
-        Ok(match self.typed()? {
-            Value::Bool(b) => b,
-            Value::Int(i) => i != 0,
-            Value::Double(d) => d != 0.0,
-            // typed() reads text as one of the others.
-            Value::Text(_) | Value::Null => false,
-        })
-    }
-
-    /// pgbench's `IS`: the same type, and for a boolean the same value
-    /// (`x IS NULL`, `x IS TRUE`, `x IS FALSE`; an integer is never TRUE).
-    pub(super) fn is(&self, target: &Value) -> bool {
-        match (self, target) {
-            (Value::Null, Value::Null) => true,
-            (Value::Bool(a), Value::Bool(b)) => a == b,
-            _ => false,
-        }
-    }
-
-    /// What `debug()` prints after its prefix, as pgbench prints it: the
-    /// type and the value, a double with 15 significant digits (`%.15g`).
-    pub(super) fn debug_form(&self) -> String {
-        match self {
-            Value::Null => "null".into(),
-            Value::Bool(b) => format!("boolean {b}"),
-            Value::Int(i) => format!("int {i}"),
-            // PostgreSQL's own printf writes NaN and Infinity so.
-            Value::Double(_) | Value::Text(_) => format!("double {self}"),
-        }
-    }
-
-    /// The value as a boolean, for `AND`, `OR` and `NOT`: only a boolean
-    /// is one (pgbench's `coerceToBool`); a number is an error.
-    pub(super) fn to_bool(&self) -> Result<bool, EvalError> {
-        match self.typed()? {
-            Value::Bool(b) => Ok(b),
-            other => Err(EvalError::Coerce {
-                from: other.type_name(),
-                to: "boolean",
-            }),
-        }
+        Ok(self.typed()?.truth())
     }
 
     /// Whether the literal this value is written as starts with a `-`.
@@ -259,7 +182,7 @@ fn write_g15(f: &mut fmt::Formatter<'_>, d: f64) -> fmt::Result {
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Value::Int(i) => write!(f, "{i}"),
+            Value::Int(i) => f.write_str(itoa::Buffer::new().format(i)),
             Value::Double(d) if d.is_nan() => f.write_str("NaN"),
             Value::Double(d) if d == f64::INFINITY => f.write_str("Infinity"),
             Value::Double(d) if d == f64::NEG_INFINITY => f.write_str("-Infinity"),
@@ -286,6 +209,127 @@ impl From<f64> for Value {
 impl From<bool> for Value {
     fn from(b: bool) -> Self {
         Value::Bool(b)
+    }
+}
+
+/// A value as an expression computes with it: pgbench's types less text,
+/// which reading a variable turns into one of these (see
+/// [`Value::typed`]). It is copied, never counted or dropped, so the
+/// interpreter's hot path stays as cheap as arithmetic on integers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Num {
+    Int(i64),
+    Double(f64),
+    Bool(bool),
+    Null,
+}
+
+impl Num {
+    /// pgbench's name of the value's type, for errors.
+    fn type_name(self) -> &'static str {
+        match self {
+            Num::Int(_) => "int",
+            Num::Double(_) => "double",
+            Num::Bool(_) => "boolean",
+            Num::Null => "null",
+        }
+    }
+
+    /// The value as an integer, as pgbench's `coerceToInt`: a double is
+    /// rounded to the nearest integer, halves to even (`rint`), and must
+    /// then fit in 64 bits; a boolean is an error. `function` names the
+    /// caller in the error.
+    #[inline]
+    pub(super) fn to_int(self, function: &'static str) -> Result<i64, EvalError> {
+        match self {
+            Num::Int(i) => Ok(i),
+            Num::Double(d) => {
+                let r = d.round_ties_even();
+                // -2^63 is exact as a double, and so is 2^63, the first
+                // value past i64::MAX; NaN fails both comparisons.
+                if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&r) {
+                    Ok(r as i64)
+                } else {
+                    Err(EvalError::OutOfRange { function, value: r })
+                }
+            }
+            other => Err(EvalError::Coerce {
+                from: other.type_name(),
+                to: "int",
+            }),
+        }
+    }
+
+    /// The value as a double (an integer converted, possibly rounded); a
+    /// boolean is an error, as in pgbench's `coerceToDouble`.
+    #[inline]
+    pub(super) fn to_double(self) -> Result<f64, EvalError> {
+        match self {
+            Num::Int(i) => Ok(i as f64),
+            Num::Double(d) => Ok(d),
+            other => Err(EvalError::Coerce {
+                from: other.type_name(),
+                to: "double",
+            }),
+        }
+    }
+
+    /// The value as a boolean, for `AND`, `OR` and `NOT`: only a boolean
+    /// is one (pgbench's `coerceToBool`); a number is an error.
+    pub(super) fn to_bool(self) -> Result<bool, EvalError> {
+        match self {
+            Num::Bool(b) => Ok(b),
+            other => Err(EvalError::Coerce {
+                from: other.type_name(),
+                to: "boolean",
+            }),
+        }
+    }
+
+    /// Whether `\if` (and `CASE WHEN`) takes the branch: a boolean's
+    /// value, a number other than zero; NULL is false (pgbench's
+    /// `valueTruth`).
+    pub(super) fn truth(self) -> bool {
+        match self {
+            Num::Bool(b) => b,
+            Num::Int(i) => i != 0,
+            Num::Double(d) => d != 0.0,
+            Num::Null => false,
+        }
+    }
+
+    /// pgbench's `IS`: the same type, and for a boolean the same value
+    /// (`x IS NULL`, `x IS TRUE`, `x IS FALSE`; an integer is never TRUE).
+    pub(super) fn is(self, target: Num) -> bool {
+        match (self, target) {
+            (Num::Null, Num::Null) => true,
+            (Num::Bool(a), Num::Bool(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// What `debug()` prints after its prefix, as pgbench prints it: the
+    /// type and the value, a double with 15 significant digits (`%.15g`).
+    pub(super) fn debug_form(self) -> String {
+        match self {
+            Num::Null => "null".into(),
+            Num::Bool(b) => format!("boolean {b}"),
+            Num::Int(i) => format!("int {i}"),
+            // PostgreSQL's own printf writes NaN and Infinity so.
+            Num::Double(_) => format!("double {}", Value::from(self)),
+        }
+    }
+}
+
+impl From<Num> for Value {
+    #[inline]
+    fn from(n: Num) -> Self {
+        match n {
+            Num::Int(i) => Value::Int(i),
+            Num::Double(d) => Value::Double(d),
+            Num::Bool(b) => Value::Bool(b),
+            Num::Null => Value::Null,
+        }
     }
 }
 
