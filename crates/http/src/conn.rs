@@ -89,11 +89,13 @@ impl Stream {
                 match tls {
                     None => Ok(Stream::Tcp(stream)),
                     Some(tls) => {
-                        let stream = tls
-                            .connector
-                            .connect(tls.server_name.clone(), stream)
-                            .await
-                            .map_err(ConnectError::Handshake)?;
+                        // Boxed: the handshake holds rustls' connection
+                        // state, and every connection's task would carry
+                        // its size for its whole life, TLS or not.
+                        let stream =
+                            Box::pin(tls.connector.connect(tls.server_name.clone(), stream))
+                                .await
+                                .map_err(ConnectError::Handshake)?;
                         Ok(Stream::Tls(Box::new(stream)))
                     }
                 }

@@ -783,8 +783,12 @@ async fn driver(
     let mut http2 = settings.http2;
     if !settings.alpn.is_empty() {
         if stream.is_none() {
+            // Boxed: once connected, the connection's task need not keep
+            // the space of a handshake.
             let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
-            if let Ok(Ok(s)) = tokio::time::timeout(settings.connect_timeout, connect).await {
+            if let Ok(Ok(s)) =
+                Box::pin(tokio::time::timeout(settings.connect_timeout, connect)).await
+            {
                 stream = Some(s);
             }
         }
@@ -804,10 +808,18 @@ async fn driver(
             None => settings.alpn[0] == "h2",
         };
     }
+    // HTTP/2 and scenarios are boxed, so that a plain HTTP/1.1
+    // connection's task is the size of its own state, not of the largest.
     if http2 {
-        h2::h2_connection(shared, local, timer, read_buf, global, stream).await;
+        Box::pin(h2::h2_connection(
+            shared, local, timer, read_buf, global, stream,
+        ))
+        .await;
     } else if settings.scenario.is_some() {
-        scenario::virtual_user(shared, local, timer, read_buf, global, stream).await;
+        Box::pin(scenario::virtual_user(
+            shared, local, timer, read_buf, global, stream,
+        ))
+        .await;
     } else {
         connection(shared, local, timer, read_buf, global, stream).await;
     }
