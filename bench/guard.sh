@@ -15,7 +15,10 @@
 # does. Uncommitted changes are part of "today". With AGAINST=REV, "today"
 # is commit REV instead, built in the same worktree (a bisect's step:
 # AGAINST=<the middle commit> bench/guard.sh <the good one> 3 3 db).
-# Needs what bench/builds-ab.sh needs: nginx, PostgreSQL's server, python3.
+# Then bench/instructions.sh counts both builds' user-space instructions
+# per request under callgrind (db, http and h2; INSTRUCTIONS=0 skips it).
+# Needs what bench/builds-ab.sh needs: nginx, PostgreSQL's server, python3;
+# and valgrind for the count.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE=${1:?give the base: bench/guard.sh BASE [ROUNDS] [SECONDS] [CASES]}
@@ -56,3 +59,15 @@ fi
 
 echo "== OLD is the base ${sha:0:10}, NEW is today"
 bench/builds-ab.sh "$GUARD/dyno-base" "$GUARD/dyno-today" "$ROUNDS" "$SECS" "$CASES"
+
+# The user-space half, counted rather than timed (bench/instructions.sh):
+# a regression of a few hundred instructions per request, which the
+# CPU-time noise above hides, shows here. INSTRUCTIONS=0 skips it.
+counted=""
+for case in $CASES; do
+  case $case in db | http | h2) counted="$counted $case" ;; esac
+done
+if [ "${INSTRUCTIONS:-1}" != 0 ] && [ -n "$counted" ]; then
+  echo "== instructions per request, OLD is the base ${sha:0:10}, NEW is today"
+  bench/instructions.sh "$GUARD/dyno-base" "$GUARD/dyno-today" "${counted# }" 5000
+fi

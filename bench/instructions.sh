@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Two builds' user-space instructions per request or transaction, counted
+# by valgrind's callgrind: the half of the guard that noise cannot move.
+# CPU time on this shared 2-core machine swings ±10-20% from round to
+# round (bench/builds-ab.sh states its own spread), so a regression of a
+# few hundred instructions per transaction hides in it; an instruction
+# count does not. What it cannot see is the kernel's share (system calls,
+# wake-ups), which bench/builds-ab.sh measures.
+#
+# Each build runs each case twice, with N and 2N requests (or
+# transactions); the difference of the two counts over N is the cost of
+# one more request, without start-up and the report. Printed per case:
+# OLD's and NEW's instructions per request and NEW/OLD. Run twice, the
+# same build gives the same figure within about 1% (epoll wake-ups vary
+# with timing); that is its noise band.
+#
+# Cases: db (pgbench's select-only and tpcb-like, -M prepared, 4 clients
+# on one thread, against a throwaway PostgreSQL), http (the 92-byte page
+# from one nginx worker, 10 connections, one thread) and h2 (the same
+# page over h2c, 2 connections × 10 streams).
+#
+# Usage: bench/instructions.sh OLD NEW [CASES] [N]
+#        (default cases "db http h2", N 10000)
+# Needs: valgrind, nginx (nginx-light), PostgreSQL's server; python3.
+# Installs valgrind when run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OLD=${1:?give the old build: bench/instructions.sh OLD NEW}
+NEW=${2:?give the new build: bench/instructions.sh OLD NEW}
+CASES=${3:-db http h2}
+N=${4:-10000}
+case $N in '' | *[!0-9]*) echo "N must be a whole number of requests, not '$N'" >&2; exit 2 ;; esac
+if ! command -v valgrind >/dev/null; then
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
+  else
+    echo "install valgrind first" >&2; exit 2
+  fi
+fi
+
+# shellcheck source=bench/nginx-lib.sh
+. "$PWD/bench/nginx-lib.sh"
+WORK=$(mktemp -d)
+PG=""
+cleanup() {
+  kill "$(cat "$WORK/nginx.pid" 2>/dev/null)" 2>/dev/null || true
+  [ -n "$PG" ] && scripts/pg stop "$PG"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+: >"$WORK/results"
+
+# count CASE NAME REQUESTS COMMAND...: appends "CASE NAME REQUESTS
+# INSTRUCTIONS" for one run of COMMAND under callgrind; a run whose JSON
+# record shows errors stops the script, since its count would mislead.
+count() {
+  local case=$1 name=$2 requests=$3; shift 3
+  valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" "$@" >"$WORK/out" 2>"$WORK/err" || {
+    echo "$case: $name failed under valgrind:" >&2; tail -5 "$WORK/err" >&2; exit 1
+  }
+  python3 - "$WORK/out" "$WORK/err" "$case" "$name" "$requests" <<'PY' >>"$WORK/results"
+import json, re, sys
+out, err, case, name, requests = sys.argv[1:]
+m = {x["name"]: x["value"] for x in json.load(open(out))["metrics"] if not x.get("labels")}
+done = m.get("responses", m.get("transactions"))
+bad = m.get("errors", 0) + m.get("failed_transactions", 0)
+if done != int(requests) or bad:
+    sys.exit(f"{case} {name}: {done} of {requests} done, {bad} failed; not counted")
+total = re.search(r"Collected : (\d+)", open(err).read())
+print(case, name, requests, total.group(1))
+PY
+}
+
+# pair CASE COMMAND-BUILDER: both builds, N and 2N each.
+pair() {
+  local case=$1 builder=$2
+  for name in OLD NEW; do
+    local bin=$OLD
+    [ "$name" = NEW ] && bin=$NEW
+    for n in "$N" $((2 * N)); do
+      count "$case" "$name" "$n" $($builder "$bin" "$n")
+    done
+  done
+}
+
+db_cmd() { echo "$1 db run -b $SCRIPT -M prepared -c 1 -j 1 -t $2 --no-save --json"; }
+http_cmd() { echo "$1 http http://127.0.0.1:$PORT/hello.html -t1 -c1 -n $2 --no-save --json"; }
+h2_cmd() { echo "$1 http http://127.0.0.1:$PORT/hello.html --h2 -t1 -c1 -m1 -n $2 --no-save --json"; }
+
+for case in $CASES; do
+  case $case in
+    db)
+      PG=$(scripts/pg start)
+      # shellcheck disable=SC1091
+      . "$PG/env"
+      export DYNO_HOME=$WORK/home
+      chmod 777 "$WORK"
+      "$NEW" db init --scale 10 >/dev/null
+      for SCRIPT in select-only tpcb-like; do
+        pair "db:$SCRIPT" db_cmd
+      done
+      ;;
+    http)
+      start_nginx ""
+      pair "http:hello.html" http_cmd
+      kill "$(cat "$WORK/nginx.pid")"; rm -f "$WORK/nginx.pid"; sleep 0.5
+      ;;
+    h2)
+      start_nginx "http2"
+      pair "h2:hello.html" h2_cmd
+      kill "$(cat "$WORK/nginx.pid")"; rm -f "$WORK/nginx.pid"; sleep 0.5
+      ;;
+    *) echo "unknown case '$case': give db, http or h2" >&2; exit 2 ;;
+  esac
+done
+
+echo "OLD $OLD"
+echo "NEW $NEW"
+echo "user-space instructions per request (callgrind; the cost of N=$N more requests over N)"
+python3 - "$WORK/results" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    case, name, n, total = line.split()
+    rows.setdefault(case, {}).setdefault(name, {})[int(n)] = int(total)
+print(f'{"case":18} {"OLD":>8} {"NEW":>8}  NEW/OLD')
+for case, by in rows.items():
+    per = {}
+    for name, runs in by.items():
+        (n1, i1), (n2, i2) = sorted(runs.items())
+        per[name] = (i2 - i1) / (n2 - n1)
+    print(f'{case:18} {per["OLD"]:8.0f} {per["NEW"]:8.0f}  {per["NEW"] / per["OLD"]:.3f}')
+PY
