@@ -10,9 +10,12 @@
 # Each build runs each case twice, with N and 2N requests (or
 # transactions); the difference of the two counts over N is the cost of
 # one more request, without start-up and the report. Printed per case:
-# OLD's and NEW's instructions per request and NEW/OLD. Run twice, the
-# same build gives the same figure within about 1% (epoll wake-ups vary
-# with timing); that is its noise band.
+# OLD's and NEW's instructions per request outside the event loop's wait
+# and NEW/OLD, then the wait's own instructions per request (tokio's
+# park and the wake-ups it hands out), apart, since how often a client
+# parks depends on timing: a faster client finds its answer not there
+# yet more often. Run twice, the same build gives the same figure outside
+# the wait within about 1%; that is its noise band.
 #
 # Cases: db (pgbench's select-only and tpcb-like, -M prepared, 4 clients
 # on one thread, against a throwaway PostgreSQL), http (the 92-byte page
@@ -68,8 +71,14 @@ bad = m.get("errors", 0) + m.get("failed_transactions", 0)
 if done != int(requests) or bad:
     sys.exit(f"{case} {name}: {done} of {requests} done, {bad} failed; not counted")
 total = re.search(r"Collected : (\d+)", open(err).read())
-print(case, name, requests, total.group(1))
+print(case, name, requests, total.group(1), end=" ")
 PY
+  # The event loop's wait (tokio's park, with the wake-ups it hands out),
+  # inclusive: how often a client parks per request depends on timing (a
+  # faster client finds its answer not there yet more often), so it is
+  # counted apart.
+  callgrind_annotate --inclusive=yes --auto=no "$WORK/cg.out" 2>/dev/null |
+    awk '/current_thread::Context::park \[/ { gsub(",", "", $1); park += $1 } END { print park + 0 }' >>"$WORK/results"
 }
 
 # pair CASE COMMAND-BUILDER: both builds, N and 2N each.
@@ -122,13 +131,17 @@ python3 - "$WORK/results" <<'PY'
 import sys
 rows = {}
 for line in open(sys.argv[1]):
-    case, name, n, total = line.split()
-    rows.setdefault(case, {}).setdefault(name, {})[int(n)] = int(total)
-print(f'{"case":18} {"OLD":>8} {"NEW":>8}  NEW/OLD')
+    case, name, n, total, park = line.split()
+    rows.setdefault(case, {}).setdefault(name, {})[int(n)] = (int(total), int(park))
+print("outside the wait: all but the event loop's park; the wait: the park, with the")
+print("wake-ups it hands out, which depends on timing as much as on the build")
+print(f'{"case":18} {"OLD":>8} {"NEW":>8}  NEW/OLD   {"wait OLD":>8} {"wait NEW":>8}')
 for case, by in rows.items():
-    per = {}
+    per, wait = {}, {}
     for name, runs in by.items():
-        (n1, i1), (n2, i2) = sorted(runs.items())
-        per[name] = (i2 - i1) / (n2 - n1)
-    print(f'{case:18} {per["OLD"]:8.0f} {per["NEW"]:8.0f}  {per["NEW"] / per["OLD"]:.3f}')
+        (n1, (t1, p1)), (n2, (t2, p2)) = sorted(runs.items())
+        per[name] = ((t2 - p2) - (t1 - p1)) / (n2 - n1)
+        wait[name] = (p2 - p1) / (n2 - n1)
+    print(f'{case:18} {per["OLD"]:8.0f} {per["NEW"]:8.0f}  {per["NEW"] / per["OLD"]:.3f}    '
+          f'{wait["OLD"]:8.0f} {wait["NEW"]:8.0f}')
 PY
