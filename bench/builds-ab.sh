@@ -32,15 +32,7 @@ ulimit -n 30000 2>/dev/null || true
 
 # shellcheck source=bench/nginx-lib.sh
 . "$PWD/bench/nginx-lib.sh"
-WORK=$(mktemp -d)
-PG=""
-cleanup() {
-  kill "$(cat "$WORK/nginx.pid" 2>/dev/null)" 2>/dev/null || true
-  [ -n "$PG" ] && scripts/pg stop "$PG"
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-: >"$WORK/results"
+bench_workdir
 
 # measure CASE BUILD-NAME BINARY ARGS...: one run; appends
 # "CASE BUILD RATE CPU_US_PER_REQUEST PEAK_RSS_KIB".

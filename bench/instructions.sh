@@ -44,15 +44,7 @@ fi
 
 # shellcheck source=bench/nginx-lib.sh
 . "$PWD/bench/nginx-lib.sh"
-WORK=$(mktemp -d)
-PG=""
-cleanup() {
-  kill "$(cat "$WORK/nginx.pid" 2>/dev/null)" 2>/dev/null || true
-  [ -n "$PG" ] && scripts/pg stop "$PG"
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-: >"$WORK/results"
+bench_workdir
 
 # count CASE NAME REQUESTS COMMAND...: appends "CASE NAME REQUESTS
 # INSTRUCTIONS" for one run of COMMAND under callgrind; a run whose JSON

@@ -13,6 +13,19 @@ user_of() { awk -F'[ =]' '/^runstat:/{print $3}' "$1"; }
 # How often the client slept and had to be woken (voluntary switches).
 sleeps_of() { awk -F'[ =]' '/^runstat:/{print $13}' "$1"; }
 
+# bench_workdir: a fresh $WORK with an empty $WORK/results, and a trap
+# that, however the script ends, stops the nginx of $WORK/nginx.pid and
+# the PostgreSQL cluster of $PG (scripts/pg) if the script started them,
+# then removes $WORK. For the scripts that compare two builds.
+bench_workdir() {
+  WORK=$(mktemp -d)
+  PG=""
+  trap 'kill "$(cat "$WORK/nginx.pid" 2>/dev/null)" 2>/dev/null || true
+        [ -n "$PG" ] && scripts/pg stop "$PG"
+        rm -rf "$WORK"' EXIT
+  : >"$WORK/results"
+}
+
 # start_nginx LISTEN_FLAGS [HTTP_DIRECTIVES]: one worker pinned to
 # SERVER_CPU on a free loopback port (set in PORT), stopped by the
 # caller's trap through $WORK/nginx.pid. $WORK must exist.
