@@ -90,12 +90,7 @@ for case in $CASES; do
       rounds "h2:hello.html" h2_case
       ;;
     db)
-      PG=$(scripts/pg start)
-      # shellcheck disable=SC1091
-      . "$PG/env"
-      export DYNO_HOME=$WORK/home
-      chmod 777 "$WORK"
-      "$NEW" db init --scale 10 >/dev/null
+      bench_pg "$NEW"
       for script in select-only tpcb-like; do
         rounds "db:$script" db_case "$script"
       done

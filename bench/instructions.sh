@@ -92,12 +92,7 @@ h2_cmd() { echo "$1 http http://127.0.0.1:$PORT/hello.html --h2 -t1 -c1 -m1 -n $
 for case in $CASES; do
   case $case in
     db)
-      PG=$(scripts/pg start)
-      # shellcheck disable=SC1091
-      . "$PG/env"
-      export DYNO_HOME=$WORK/home
-      chmod 777 "$WORK"
-      "$NEW" db init --scale 10 >/dev/null
+      bench_pg "$NEW"
       for SCRIPT in select-only tpcb-like; do
         pair "db:$SCRIPT" db_cmd
       done

@@ -26,6 +26,18 @@ bench_workdir() {
   : >"$WORK/results"
 }
 
+# bench_pg DYNO: a throwaway PostgreSQL cluster (scripts/pg; $PG, which
+# bench_workdir's trap stops), its libpq environment exported, DYNO_HOME
+# under $WORK, and pgbench's tables at scale 10 made by DYNO.
+bench_pg() {
+  PG=$(scripts/pg start)
+  # shellcheck disable=SC1091
+  . "$PG/env"
+  export DYNO_HOME=$WORK/home
+  chmod 777 "$WORK"
+  "$1" db init --scale 10 >/dev/null
+}
+
 # start_nginx LISTEN_FLAGS [HTTP_DIRECTIVES]: one worker pinned to
 # SERVER_CPU on a free loopback port (set in PORT), stopped by the
 # caller's trap through $WORK/nginx.pid. $WORK must exist.
