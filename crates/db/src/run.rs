@@ -1504,9 +1504,7 @@ impl Runner<'_> {
             // Each command's own time is kept only for `-r`.
             let start = self.settings.per_statement.then(Instant::now);
             let mut next = i + 1;
-            if !script.checks(i).is_empty() {
-                self.check_set(which, i)?;
-            }
+            self.check_set(which, i)?;
             match &command.kind {
                 CommandKind::Set { slot, expr } => self.set(which, i, *slot, expr)?,
                 CommandKind::Sleep(sleep) => {
@@ -1620,14 +1618,16 @@ impl Runner<'_> {
 
     /// Fails command `index` of script `which` if it reads a variable
     /// that only a `\\gset` or `\\aset` could have set and none has, as
-    /// pgbench fails on an undefined variable.
+    /// pgbench fails on an undefined variable. Most commands have nothing
+    /// to check, and that case stays inline.
+    #[inline]
     fn check_set(&self, which: usize, index: usize) -> Result<(), Failure> {
         let script = &self.settings.scripts[which].script;
-        match script
-            .checks(index)
-            .iter()
-            .find(|&&slot| self.unset[which][slot])
-        {
+        let checks = script.checks(index);
+        if checks.is_empty() {
+            return Ok(());
+        }
+        match checks.iter().find(|&&slot| self.unset[which][slot]) {
             None => Ok(()),
             Some(&slot) => Err(Failure::Abort(format!(
                 "{}:{}: undefined variable \"{}\": no \\gset or \\aset before has set it",
