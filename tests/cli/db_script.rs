@@ -723,6 +723,44 @@ INSERT INTO r VALUES ('sh', 'TOOL', (:s)::int::text);
     }
 }
 
+/// A `\shell` child still running when the load is cut (here at `-T 1`
+/// and its grace) is killed, never left behind as an orphan; the client's
+/// wait counts as unfinished.
+#[test]
+fn a_shell_child_under_way_at_the_cut_is_killed() {
+    let tools = Tools::new();
+    // A length no other process has, for finding it in /proc.
+    let length = format!("300.{}", std::process::id());
+    let file = tools.dir.path().join("sleep.sql");
+    std::fs::write(&file, format!("\\shell exec sleep {length}\n")).unwrap();
+    let mut cmd = StdCommand::new("timeout");
+    cmd.arg("120")
+        .arg(env!("CARGO_BIN_EXE_dyno"))
+        .args(["db", "run", "-T", "1", "--no-save", "-f"])
+        .arg(&file)
+        .env("DYNO_HOME", tools.home.path())
+        .env("NO_COLOR", "1")
+        // Not a pipe, which a child left behind would hold open.
+        .stderr(std::process::Stdio::null());
+    let out = tools.at_server(&mut cmd).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "target_lost: {said}");
+    assert!(said.contains("1 still under way at the end"), "{said}");
+    let sleeping = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .any(|line| line == format!("sleep\0{length}\0").as_bytes())
+    };
+    // SIGKILL is sent before dyno exits; the process may take a moment to go.
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        !sleeping()
+    });
+    assert!(gone, "`sleep {length}` outlived the run");
+}
+
 /// `-l` writes pgbench's logs: a file per thread named as pgbench names
 /// them, each transaction's line with pgbench's columns for the same
 /// flags (the lag with -R, the retries with --max-tries), numbered from 1

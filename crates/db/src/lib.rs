@@ -10,6 +10,7 @@ pub mod quick;
 pub mod record;
 pub mod run;
 pub mod script;
+mod shell;
 pub mod stats;
 pub mod target;
 pub mod txlog;

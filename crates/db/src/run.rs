@@ -1044,50 +1044,6 @@ async fn prepare(wire: &mut Wire, settings: &RunSettings) -> Result<Vec<Vec<Stri
     Ok(all)
 }
 
-/// Runs a `\shell` or `\setshell` command line with `/bin/sh -c`, as
-/// pgbench does. `\setshell` (`keep`) reads the integer its output starts
-/// with; `\shell`'s output goes to dyno's stderr, so that it never mixes
-/// with the report on stdout. A command that cannot start, or exits other
-/// than 0, fails: the client stops, as pgbench's does.
-async fn run_shell(line: &str, keep: bool) -> Result<Option<i64>, String> {
-    use std::os::fd::AsFd as _;
-    use std::process::Stdio;
-    let mut command = tokio::process::Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(line)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    let what = if keep { "\\setshell" } else { "\\shell" };
-    // Its own errors go where dyno's go.
-    command.stderr(Stdio::inherit());
-    if keep {
-        command.stdout(Stdio::piped());
-    } else if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
-        command.stdout(Stdio::from(fd));
-    }
-    // Not `output()`, which would capture stderr and stdout whatever is set.
-    let out = match command.spawn() {
-        Ok(child) => child.wait_with_output().await,
-        Err(e) => Err(e),
-    }
-    .map_err(|e| format!("{what}: could not run /bin/sh for `{line}`: {e}"))?;
-    if !out.status.success() {
-        let how = match out.status.code() {
-            Some(code) => format!("exited with status {code}"),
-            None => "was killed by a signal".to_owned(),
-        };
-        return Err(format!("{what}: `{line}` {how}"));
-    }
-    if !keep {
-        return Ok(None);
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    crate::script::Shell::integer(&text)
-        .map(Some)
-        .map_err(|e| format!("{what}: `{line}`: {e}"))
-}
-
 /// A thread's open-model schedule, shared by its clients.
 struct Schedule {
     arrivals: RefCell<Arrivals>,
@@ -1570,7 +1526,7 @@ impl Runner<'_> {
                 CommandKind::SyncPipeline => unreachable!("\\syncpipeline is inside a pipeline"),
                 CommandKind::Shell(shell) => {
                     let line = shell.command_line(&self.vars[which]);
-                    let value = run_shell(&line, shell.target.is_some())
+                    let value = crate::shell::run(&line, shell.target.is_some())
                         .await
                         .map_err(|e| Failure::Abort(format!("{}: {e}", at())))?;
                     if let (Some(slot), Some(value)) = (shell.target, value) {

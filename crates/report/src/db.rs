@@ -8,7 +8,7 @@ use dyno_model::Run;
 use dyno_model::record::{DbRecord, LoadModel};
 
 use crate::format::{counted, format_duration_ns};
-use crate::http::{count, histogram, latency_table, lost_mark, short_ns, value};
+use crate::http::{count, histogram, latency_table, lost_mark, short_ns, under_way, value};
 
 /// dyno's report of a database run.
 pub fn db_report(run: &Run) -> String {
@@ -127,8 +127,9 @@ pub fn db_report(run: &Run) -> String {
     };
     let _ = writeln!(
         out,
-        "Transactions {committed} committed in {:.2} s, {failed} failed, {retried}",
+        "Transactions {committed} committed in {:.2} s, {failed} failed, {retried}{}",
         value(run, "measured_ns") / 1e9,
+        under_way(count(run, "unfinished_transactions")),
     );
     if run
         .metric("transactions_per_sec_with_connections")

@@ -27,6 +27,16 @@ pub(crate) fn lost_mark(run: &Run) -> String {
     }
 }
 
+/// The note on work still under way when a run's load was cut: empty
+/// when there was none.
+pub(crate) fn under_way(unfinished: u64) -> String {
+    if unfinished > 0 {
+        format!(" ({unfinished} still under way at the end: cut, not waited for)")
+    } else {
+        String::new()
+    }
+}
+
 pub(crate) fn count(run: &Run, name: &str) -> u64 {
     value(run, name).round() as u64
 }
@@ -230,12 +240,7 @@ pub fn http_report(run: &Run) -> String {
     }
 
     let measured = value(run, "measured_ns");
-    let unfinished = count(run, "unfinished_requests");
-    let unfinished = if unfinished > 0 {
-        format!(" ({unfinished} still under way at the end: cut, not waited for)")
-    } else {
-        String::new()
-    };
+    let unfinished = under_way(count(run, "unfinished_requests"));
     let _ = writeln!(
         out,
         "Requests    {} answered in {}: {}{unfinished}{}",
