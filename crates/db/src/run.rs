@@ -1576,14 +1576,21 @@ impl Runner<'_> {
     /// that only a `\\gset` or `\\aset` could have set and none has, as
     /// pgbench fails on an undefined variable. Most commands have nothing
     /// to check, and that case stays inline.
-    #[inline]
+    #[inline(always)]
     fn check_set(&self, which: usize, index: usize) -> Result<(), Failure> {
-        let script = &self.settings.scripts[which].script;
-        let checks = script.checks(index);
-        if checks.is_empty() {
+        if self.settings.scripts[which].script.checks(index).is_empty() {
             return Ok(());
         }
-        match checks.iter().find(|&&slot| self.unset[which][slot]) {
+        self.check_unset(which, index)
+    }
+
+    fn check_unset(&self, which: usize, index: usize) -> Result<(), Failure> {
+        let script = &self.settings.scripts[which].script;
+        match script
+            .checks(index)
+            .iter()
+            .find(|&&slot| self.unset[which][slot])
+        {
             None => Ok(()),
             Some(&slot) => Err(Failure::Abort(format!(
                 "{}:{}: undefined variable \"{}\": no \\gset or \\aset before has set it",
