@@ -5,12 +5,14 @@
 
 use std::cell::{RefCell, RefMut};
 use std::io;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use tokio::io::ReadBuf;
+use tokio::time::Sleep;
 
 use super::schedule::{OpenSchedule, Ticket, until_due};
 use super::{Local, Shared};
@@ -33,6 +35,12 @@ pub(super) struct Conn {
     /// a single static request is written straight from its template.
     write_buf: Vec<u8>,
     parser: ResponseParser,
+    /// The `--timeout` of its writes and reads, made at its first wait and
+    /// kept for its life: each wait moves the deadline on, which tokio
+    /// does in place while the timer is in its wheel (one compare and
+    /// swap), where a timeout per wait put a timer into the wheel and took
+    /// it out again for every request.
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl Conn {
@@ -42,6 +50,7 @@ impl Conn {
             pending: Vec::new(),
             write_buf: Vec::new(),
             parser: ResponseParser::default(),
+            timer: None,
         }
     }
 
@@ -49,6 +58,36 @@ impl Conn {
     pub(super) fn close(&mut self) {
         self.stream = None;
     }
+}
+
+/// Waits for `work` for at most `timeout` from now, on `timer` (the
+/// connection's): `None` when the time ran out first. As
+/// `tokio::time::timeout`, the work is polled before the clock.
+async fn within<T>(
+    timer: &mut Option<Pin<Box<Sleep>>>,
+    timeout: Duration,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    let now = tokio::time::Instant::now();
+    // A timeout too long to add is none: a deadline 30 years on.
+    let deadline = now
+        .checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400));
+    let timer = match timer {
+        Some(timer) => {
+            timer.as_mut().reset(deadline);
+            timer
+        }
+        None => timer.insert(Box::pin(tokio::time::sleep_until(deadline))),
+    };
+    let mut work = std::pin::pin!(work);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(done) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(done));
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
 }
 
 /// A scenario step's request, filled by the caller, and where to keep its
@@ -232,10 +271,10 @@ pub(super) async fn exchange(
         }
     }
     let fail = |done: usize, class: ErrorClass| Failure::Request { done, class };
-    match tokio::time::timeout(settings.timeout, stream.write_all(request)).await {
-        Err(_) => return Err(fail(0, ErrorClass::ReadTimeout)),
-        Ok(Err(e)) => return Err(fail(0, io_class(&e, ErrorClass::Write))),
-        Ok(Ok(())) => {}
+    match within(&mut conn.timer, settings.timeout, stream.write_all(request)).await {
+        None => return Err(fail(0, ErrorClass::ReadTimeout)),
+        Some(Err(e)) => return Err(fail(0, io_class(&e, ErrorClass::Write))),
+        Some(Ok(())) => {}
     }
     if measured {
         local.borrow_mut().stats.bytes_written += request.len() as u64;
@@ -275,10 +314,11 @@ pub(super) async fn exchange(
     }
     while reader.next < batch.len() {
         let stream = conn.stream.as_mut().expect("connected");
-        let (buf, n) = match tokio::time::timeout(settings.timeout, read(stream, read_buf)).await {
-            Err(_) => return Err(fail(reader.next, ErrorClass::ReadTimeout)),
-            Ok(Err(e)) => return Err(fail(reader.next, io_class(&e, ErrorClass::ClosedEarly))),
-            Ok(Ok(read)) => read,
+        let (buf, n) = match within(&mut conn.timer, settings.timeout, read(stream, read_buf)).await
+        {
+            None => return Err(fail(reader.next, ErrorClass::ReadTimeout)),
+            Some(Err(e)) => return Err(fail(reader.next, io_class(&e, ErrorClass::ClosedEarly))),
+            Some(Ok(read)) => read,
         };
         match n {
             0 => {

@@ -60,7 +60,7 @@ const READ_AHEAD: usize = 32 * 1024;
 /// buffer (up to 2 MiB a wake-up, read by 32 KiB). Data left in the socket
 /// keeps its receive window shut, so nginx's next writes wait in its
 /// socket and go out, over loopback, on the client's CPU when a later read
-/// opens the window (`bench/h2-profile.sh`: "server's send"). Reading
+/// opens the window (`bench/profile.sh h2`: "read's ACK", the server's send in it). Reading
 /// on until the socket is empty, as h2load does, the client pays less of
 /// it: 1 MiB answers went from 0.879× h2load's rate (rounds 0.699–1.128,
 /// 4 of dyno's 10 in the slow mode) to 1.039× (rounds 0.969–1.064, none

@@ -5,7 +5,7 @@
 //! streams' bookkeeping (`T`, one per open stream).
 //!
 //! Why dyno owns this instead of using the `h2` crate (issue 32, measured
-//! with `bench/h2-vs-h2load.sh` and `bench/h2-profile.sh`): `h2` copies
+//! with `bench/h2-vs-h2load.sh` and `bench/profile.sh h2`): `h2` copies
 //! every DATA frame out of its read buffer into a body queue per stream,
 //! re-allocates that buffer under nginx's 8 KiB frames, decodes every
 //! header block into a header map, and wakes a stream's task per read; a
@@ -980,7 +980,7 @@ impl<T> Session<T> {
     ///   entries. nginx's blocks insert their fields every time and
     ///   differ only when the `date` changes, once a second; decoding them
     ///   every time, Huffman and all, was the larger part of the client's
-    ///   own CPU on small answers (`bench/h2-profile.sh`).
+    ///   own CPU on small answers (`bench/profile.sh h2`).
     ///
     /// A table size update resets the run.
     fn decode(&mut self, block: &[u8]) -> Result<Decoded, Error> {
