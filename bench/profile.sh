@@ -10,11 +10,12 @@
 # plain runs (bench/runstat.py); then each once more under `perf record`
 # (cpu-clock samples; DWARF call stacks for dyno, frame pointers for the
 # peer), split by bench/perf-shares.py into
-#   kernel:  the request's send (with the loopback delivery into the
-#            server's socket), waking the server (done on the client's
-#            CPU), the answer's receive, the wait for events (epoll,
-#            poll), the server's send done on the client's CPU (over
-#            HTTP/2: the ACK that opens the window), and the rest;
+#   kernel:  the ACK a read sends, with what loopback does with it on
+#            the client's CPU (over HTTP/2 with large answers: the
+#            server's queued data sent and received), waking the server
+#            (a send delivers at once on loopback and Unix sockets, and
+#            wakes the server on the client's CPU), the rest of the send,
+#            the rest of the receive, events (epoll, poll), the rest;
 #   user:    protocol (HTTP/1.1 parsing, HTTP/2 framing, the PostgreSQL
 #            wire; libpq and nghttp2 for the peers), hpack, the runtime
 #            (tokio; libev for h2load), the engine (the rest of the
