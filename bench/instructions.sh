@@ -14,8 +14,12 @@
 # and NEW/OLD, then the wait's own instructions per request (tokio's
 # park and the wake-ups it hands out), apart, since how often a client
 # parks depends on timing: a faster client finds its answer not there
-# yet more often. Run twice, the same build gives the same figure outside
-# the wait within about 1%; that is its noise band.
+# yet more often. Even outside the wait the count moves with timing (a
+# wake-up's own work is counted there): over five runs on a quiet
+# machine the same db1b4fe build gave select-only 3,809-3,940 (±2%), and
+# the page moved ±3%; beside other work on the machine, more. A
+# difference inside that band is noise; name the functions that grew
+# with callgrind_annotate before believing a smaller one.
 #
 # Cases: db (pgbench's select-only and tpcb-like, -M prepared, 4 clients
 # on one thread, against a throwaway PostgreSQL), http (the 92-byte page
