@@ -2,7 +2,7 @@
 //! ends, what its rates divide by, what the latency log holds, and how
 //! connecting fails.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::Command as StdCommand;
@@ -273,6 +273,48 @@ fn http_against_a_closed_port_stops_after_a_few_refusals() {
         "{:?}",
         run["warnings"]
     );
+}
+
+/// A server that answers the first request of each connection and then
+/// goes silent on it: the connection's one timer, moved on past an answer,
+/// must still fire on the wait after it.
+fn answers_once_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut head = Vec::new();
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
+                        _ => return,
+                    }
+                }
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                while matches!(stream.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    addr
+}
+
+/// A connection's timeout holds after an answer on it: each connection's
+/// second request waits out `--timeout` and is counted, the next goes on
+/// a new connection.
+#[test]
+fn http_times_out_a_wait_that_follows_an_answer_on_the_same_connection() {
+    let home = temp();
+    let url = format!("http://{}/", answers_once_server());
+    let (run, stderr) = http_json_exit(
+        home.path(),
+        &[&url, "-n", "5", "-c", "1", "--timeout", "300ms"],
+        1,
+    );
+    assert_eq!(metric(&run, "responses"), Some(3.0), "{stderr}");
+    assert_eq!(metric(&run, "errors_read_timeout"), Some(2.0), "{stderr}");
 }
 
 /// A server that accepts connections and never answers: `-n 100` used to wait out all 100 timeouts;
