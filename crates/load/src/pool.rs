@@ -16,10 +16,13 @@
 //!    or never: the run is called off);
 //! 3. the threads run [`Job::load`] until it ends by itself (its count
 //!    done) or the cut-off comes (the deadline, an interrupt, or a halt a
-//!    protocol called): what is still under way then is dropped, and the
-//!    protocol counts it from its own state in [`Job::finish`];
-//! 4. threads meet once per second (the timeline's slices go to the
-//!    caller's thread, which merges them) and once at the end.
+//!    protocol called; the caller's thread keeps the time and wakes the
+//!    threads, so that their event loops hold no timer of the pool's):
+//!    what is still under way then is dropped, and the protocol counts it
+//!    from its own state in [`Job::finish`];
+//! 4. a thread sends each second of the timeline to the caller's thread,
+//!    which merges them, once work of a later second ends, and the rest
+//!    at the end.
 //!
 //! No lock, channel message or read-modify-write per request: a thread's
 //! tasks share its accumulators through `Rc<RefCell<…>>`; the one
@@ -95,11 +98,6 @@ impl Clock {
         };
         at.saturating_duration_since(self.measure_from).as_secs() as usize
     }
-
-    /// The last measured second of a duration run, if it has one.
-    fn last_second(&self) -> Option<usize> {
-        self.end.map(|end| self.second(end))
-    }
 }
 
 /// The run-wide flags and the clock, shared by every thread and task of a
@@ -115,6 +113,14 @@ pub struct Control {
     /// Threads ready, and the condition the clock is announced on.
     ready: Mutex<usize>,
     started: Condvar,
+    /// The load is cut: the deadline and its grace have passed, or the
+    /// run stopped. Set by the caller's thread (or a halt), which wakes
+    /// every thread's cut-off through `wake`: a thread's event loop holds
+    /// no timer of the pool's, so a closed-model thread parks without
+    /// one (a pending timer costs every park of the loop a clock read
+    /// and a look through the timer wheel).
+    cut: AtomicBool,
+    wake: tokio::sync::Notify,
 }
 
 impl Control {
@@ -125,6 +131,8 @@ impl Control {
             clock: OnceLock::new(),
             ready: Mutex::new(0),
             started: Condvar::new(),
+            cut: AtomicBool::new(false),
+            wake: tokio::sync::Notify::new(),
         })
     }
 
@@ -148,6 +156,13 @@ impl Control {
     /// Stops the run from within: every thread's load is cut soon after.
     pub fn halt(&self) {
         self.halt.store(true, Ordering::Relaxed);
+        self.cut();
+    }
+
+    /// Cuts every thread's load now.
+    fn cut(&self) {
+        self.cut.store(true, Ordering::Release);
+        self.wake.notify_waiters();
     }
 
     pub fn halted(&self) -> bool {
@@ -247,17 +262,13 @@ impl<S> Clone for Seconds<S> {
 
 impl<S: Slice> Seconds<S> {
     /// The slice of measured work that ended at `at`: the second it fell
-    /// in, found from the clock that marked it measured (never from the
-    /// ticker's late wake-up). Work ending in a second already sent goes
-    /// into the current one.
+    /// in, found from the clock that marked it measured. The seconds
+    /// before it are sent, if they were not yet; work ending in a second
+    /// already sent goes into the current one.
     pub fn at(&self, clock: &Clock, at: Instant) -> RefMut<'_, S> {
         let mut timeline = self.0.borrow_mut();
         timeline.roll(clock.second(at));
         RefMut::map(timeline, |t| &mut t.current)
-    }
-
-    fn roll(&self, index: usize) {
-        self.0.borrow_mut().roll(index);
     }
 
     /// Sends the last, partial second and lets the caller's thread know
@@ -429,24 +440,23 @@ pub fn busy_percent(cpu: Duration, window: Duration, threads: usize) -> f64 {
     }
 }
 
-/// How often the cut-off looks at the stop flags.
+/// How often the caller's thread looks at the interrupt flag (which a
+/// signal handler sets) while the load runs.
 const STOP_POLL: Duration = Duration::from_millis(20);
 
-/// Resolves when the load must be cut: at the deadline and its grace, or
-/// soon after the run is stopped.
+/// Resolves when the load must be cut: when the caller's thread (at the
+/// deadline and its grace, or soon after an interrupt) or a halt says so.
 async fn cutoff(control: &Control) {
-    let end = control.clock().cut;
     loop {
-        if control.stopped() {
+        let notified = control.wake.notified();
+        let mut notified = std::pin::pin!(notified);
+        // Registered before the flag is read: a cut between the two
+        // still wakes this wait.
+        notified.as_mut().enable();
+        if control.cut.load(Ordering::Acquire) {
             return;
         }
-        let now = Instant::now();
-        let wake = match end {
-            Some(end) if now >= end => return,
-            Some(end) => end.min(now + STOP_POLL),
-            None => now + STOP_POLL,
-        };
-        tokio::time::sleep_until(wake.into()).await;
+        notified.await;
     }
 }
 
@@ -531,7 +541,17 @@ pub fn run<J: Job>(
         let mut timeline: Vec<J::Slice> = Vec::new();
         let mut next_tick = clock.start + settings.progress_every;
         loop {
-            match rx.recv_timeout(next_tick.saturating_duration_since(Instant::now())) {
+            // The threads' loads are cut from here: at the cut, or soon
+            // after an interrupt.
+            let now = Instant::now();
+            if !control.cut.load(Ordering::Relaxed) && (control.stopped() || clock.over(now)) {
+                control.cut();
+            }
+            let mut wake = next_tick.min(now + STOP_POLL);
+            if let Some(cut) = clock.cut {
+                wake = wake.min(cut.max(now));
+            }
+            match rx.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok((index, slice)) => {
                     if timeline.len() <= index {
                         timeline.resize_with(index + 1, J::Slice::default);
@@ -612,10 +632,14 @@ enum Ended<E> {
 }
 
 /// One thread: its event loop, its setup, the wait for the clock, its load
-/// with the cut-off and the ticker that closes each second on time.
+/// with the cut-off. A second of the timeline is sent when work of a later
+/// second ends (or the thread ends): no timer of the pool's runs on the
+/// thread's event loop.
 fn work<J: Job>(job: &J, thread: &Thread<J::Slice>) -> Result<(J::Done, Used), Ended<J::Error>> {
+    // Sockets and timers; no signal driver, which every park would visit.
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+        .enable_io()
+        .enable_time()
         .build()
         .expect("a current-thread runtime builds");
     let set = LocalSet::new();
@@ -638,21 +662,6 @@ fn work<J: Job>(job: &J, thread: &Thread<J::Slice>) -> Result<(J::Done, Used), E
     let cpu_before = dyno_env::thread_cpu_time();
     let wait_before = dyno_env::thread_cpu_wait();
     set.block_on(&runtime, async {
-        let ticker = {
-            let seconds = thread.seconds();
-            let clock = *thread.control.clock();
-            let measure_from = clock.measure_from;
-            // A duration run's last second stays open through the grace,
-            // which files its late work there.
-            let last = clock.last_second().unwrap_or(usize::MAX);
-            tokio::task::spawn_local(async move {
-                for k in 1..=last {
-                    tokio::time::sleep_until((measure_from + Duration::from_secs(k as u64)).into())
-                        .await;
-                    seconds.roll(k);
-                }
-            })
-        };
         // The load runs until it ends or the cut-off aborts it. The cut-off
         // is a task of its own, so that the load's every wake-up does not
         // poll its timer too.
@@ -666,7 +675,6 @@ fn work<J: Job>(job: &J, thread: &Thread<J::Slice>) -> Result<(J::Done, Used), E
         };
         // Aborted or ended, the load is over.
         let _ = load.await;
-        ticker.abort();
         cutter.abort();
     });
     // Every task of the thread is dropped with its event loop, before the
