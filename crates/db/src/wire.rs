@@ -12,7 +12,7 @@
 //! as pgbench's `\startpipeline` is. Parameters travel as text with their
 //! types left to the server, as libpq sends pgbench's.
 
-use std::io;
+use std::io::{self, Read, Write};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -23,27 +23,39 @@ use postgres_protocol::authentication::sasl::{ChannelBinding, SCRAM_SHA_256, Scr
 use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
 use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
 
 use crate::script::Value;
 
 /// A connected socket of either family.
+///
+/// A Unix socket is watched for reading only. The kernel wakes a Unix
+/// socket's writer each time its peer reads (the space freed), so a
+/// socket watched for writing too woke the event loop twice a round trip:
+/// once when the server read the query, with nothing to do, and once for
+/// its answer. A write that finds the socket full waits through a second
+/// registration made for that wait alone.
 enum Socket {
     Tcp(tokio::net::TcpStream),
-    Unix(tokio::net::UnixStream),
+    Unix(AsyncFd<std::os::unix::net::UnixStream>),
 }
 
 impl Socket {
     async fn readable(&self) -> io::Result<()> {
         match self {
             Socket::Tcp(s) => s.readable().await,
-            Socket::Unix(s) => s.readable().await,
+            // The readiness stays set for the read that follows.
+            Socket::Unix(s) => s.readable().await.map(drop),
         }
     }
 
     async fn writable(&self) -> io::Result<()> {
         match self {
             Socket::Tcp(s) => s.writable().await,
-            Socket::Unix(s) => s.writable().await,
+            Socket::Unix(s) => {
+                let write_side = watch(s.get_ref().try_clone()?, Interest::WRITABLE)?;
+                write_side.writable().await.map(drop)
+            }
         }
     }
 
@@ -51,7 +63,7 @@ impl Socket {
     fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Socket::Tcp(s) => s.try_read(buf),
-            Socket::Unix(s) => s.try_read(buf),
+            Socket::Unix(s) => s.try_io(Interest::READABLE, |s| (&*s).read(buf)),
         }
     }
 
@@ -65,14 +77,14 @@ impl Socket {
         let empty = || Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock));
         let _ = match self {
             Socket::Tcp(s) => s.try_io(Interest::READABLE, empty),
-            Socket::Unix(s) => s.try_io(Interest::READABLE, empty),
+            Socket::Unix(s) => s.try_io(Interest::READABLE, |_| empty()),
         };
     }
 
     fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Socket::Tcp(s) => s.try_write(buf),
-            Socket::Unix(s) => s.try_write(buf),
+            Socket::Unix(s) => s.get_ref().write(buf),
         }
     }
 }
@@ -595,10 +607,20 @@ async fn open(host: &Host<'_>, port: u16) -> io::Result<Socket> {
         }
         Host::Unix(dir) => {
             let path = dir.join(format!(".s.PGSQL.{port}"));
-            let stream = tokio::net::UnixStream::connect(path).await?;
-            Ok(Socket::Unix(stream))
+            let stream = tokio::net::UnixStream::connect(path).await?.into_std()?;
+            Ok(Socket::Unix(watch(stream, Interest::READABLE)?))
         }
     }
+}
+
+/// `stream` registered with the event loop for `interest` alone.
+fn watch(
+    stream: std::os::unix::net::UnixStream,
+    interest: Interest,
+) -> io::Result<AsyncFd<std::os::unix::net::UnixStream>> {
+    // SAFETY: the stream owns its descriptor, which stays open and the
+    // same until the AsyncFd, which owns the stream, is dropped.
+    unsafe { AsyncFd::register_with_interest(stream, interest) }.map_err(io::Error::from)
 }
 
 fn protocol(e: impl ToString) -> WireError {

@@ -252,3 +252,46 @@ fn a_connection_the_server_ends_says_it_was_lost() {
         assert!(e.is_lost(), "{e}");
     });
 }
+
+#[test]
+fn a_query_larger_than_the_unix_socket_holds_waits_for_room_and_arrives_whole() {
+    // Over the Unix socket the connection is watched for reading only; a
+    // write that finds the socket full waits on a registration of its
+    // own. A 4 MiB query cannot fit in the socket at once.
+    let s = server();
+    let socket = format!(
+        "host={} port={} user=postgres dbname=postgres",
+        s.dir.display(),
+        s.port()
+    );
+    let table = format!("dyno_wire_{}", fastrand::u64(..));
+    block_on(async {
+        let check = Target::new(&s.url, |_| None)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut wire = connect(&socket).await.unwrap();
+        run(&mut wire, &format!("CREATE TABLE {table} (n bigint)"))
+            .await
+            .unwrap();
+        let big = "x".repeat(4 << 20);
+        run(
+            &mut wire,
+            &format!("INSERT INTO {table} SELECT length('{big}')"),
+        )
+        .await
+        .unwrap();
+        // And the connection goes on as before.
+        run(&mut wire, "SELECT 1").await.unwrap();
+        let n: i64 = check
+            .query_one(&format!("SELECT n FROM {table}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 4 << 20);
+        run(&mut wire, &format!("DROP TABLE {table}"))
+            .await
+            .unwrap();
+    });
+}
