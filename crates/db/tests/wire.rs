@@ -37,6 +37,15 @@ impl Server {
         format!("postgres://{role}:{password}@{tail}{query}")
     }
 
+    /// The connection string over the server's Unix socket.
+    fn socket(&self) -> String {
+        format!(
+            "host={} port={} user=postgres dbname=postgres",
+            self.dir.display(),
+            self.port()
+        )
+    }
+
     fn port(&self) -> String {
         self.url
             .rsplit_once(':')
@@ -72,11 +81,7 @@ async fn run(wire: &mut Wire, sql: &str) -> Result<(), WireError> {
 #[test]
 fn every_login_the_server_asks_for_works_and_a_wrong_password_is_refused() {
     let s = server();
-    let socket = format!(
-        "host={} port={} user=postgres dbname=postgres",
-        s.dir.display(),
-        s.port()
-    );
+    let socket = s.socket();
     block_on(async {
         // SCRAM-SHA-256, md5 and cleartext over TCP; trust on the socket.
         for conninfo in [
@@ -259,11 +264,7 @@ fn a_query_larger_than_the_unix_socket_holds_waits_for_room_and_arrives_whole() 
     // write that finds the socket full waits on a registration of its
     // own. A 4 MiB query cannot fit in the socket at once.
     let s = server();
-    let socket = format!(
-        "host={} port={} user=postgres dbname=postgres",
-        s.dir.display(),
-        s.port()
-    );
+    let socket = s.socket();
     let table = format!("dyno_wire_{}", fastrand::u64(..));
     block_on(async {
         let check = Target::new(&s.url, |_| None)
