@@ -22,12 +22,15 @@
 # with callgrind_annotate before believing a smaller one.
 #
 # Cases: db (pgbench's select-only and tpcb-like, -M prepared, 4 clients
-# on one thread, against a throwaway PostgreSQL), http (the 92-byte page
+# on one thread, against a throwaway PostgreSQL), db-rate (select-only in
+# the open model, -R RATE, default 500 a second, N and 2N transactions at
+# that rate: the wake-up per due time that the closed model does not
+# have), http (the 92-byte page
 # from one nginx worker, 10 connections, one thread) and h2 (the same
 # page over h2c, 2 connections × 10 streams).
 #
 # Usage: bench/instructions.sh OLD NEW [CASES] [N]
-#        (default cases "db http h2", N 10000)
+#        (default cases "db http h2", N 10000; RATE=500 for db-rate)
 # Needs: valgrind, nginx (nginx-light), PostgreSQL's server; python3.
 # Installs valgrind when run as root.
 set -euo pipefail
@@ -90,16 +93,21 @@ pair() {
 }
 
 db_cmd() { echo "$1 db run -b $SCRIPT -M prepared -c 1 -j 1 -t $2 --no-save --json"; }
+db_rate_cmd() { echo "$1 db run -b select-only -M prepared -c 1 -j 1 -t $2 -R ${RATE:-500} --no-save --json"; }
 http_cmd() { echo "$1 http http://127.0.0.1:$PORT/hello.html -t1 -c1 -n $2 --no-save --json"; }
 h2_cmd() { echo "$1 http http://127.0.0.1:$PORT/hello.html --h2 -t1 -c1 -m1 -n $2 --no-save --json"; }
 
 for case in $CASES; do
   case $case in
     db)
-      bench_pg "$NEW"
+      [ -n "$PG" ] || bench_pg "$NEW"
       for SCRIPT in select-only tpcb-like; do
         pair "db:$SCRIPT" db_cmd
       done
+      ;;
+    db-rate)
+      [ -n "$PG" ] || bench_pg "$NEW"
+      pair "db:select-only@${RATE:-500}" db_rate_cmd
       ;;
     http)
       start_nginx ""
@@ -111,7 +119,7 @@ for case in $CASES; do
       pair "h2:hello.html" h2_cmd
       kill "$(cat "$WORK/nginx.pid")"; rm -f "$WORK/nginx.pid"; sleep 0.5
       ;;
-    *) echo "unknown case '$case': give db, http or h2" >&2; exit 2 ;;
+    *) echo "unknown case '$case': give db, db-rate, http or h2" >&2; exit 2 ;;
   esac
 done
 
