@@ -37,6 +37,15 @@ impl Server {
         format!("postgres://{role}:{password}@{tail}{query}")
     }
 
+    /// A tokio-postgres client over TCP, to look at what the tests did.
+    async fn admin(&self) -> tokio_postgres::Client {
+        Target::new(&self.url, |_| None)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
+    }
+
     /// The connection string over the server's Unix socket.
     fn socket(&self) -> String {
         format!(
@@ -124,11 +133,7 @@ fn errors_leave_the_connection_usable_and_a_pipeline_stops_at_its_first() {
     let s = server();
     let table = format!("dyno_wire_{}", fastrand::u64(..));
     block_on(async {
-        let check = Target::new(&s.url, |_| None)
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+        let check = s.admin().await;
         let mut wire = connect(&s.url).await.unwrap();
         let e = run(&mut wire, "SELECT 1/0").await.unwrap_err();
         assert_eq!(e.code(), Some("22012"), "{e}");
@@ -235,11 +240,7 @@ fn a_connection_the_server_ends_says_it_was_lost() {
     let s = server();
     let name = format!("dyno_wire_{}", fastrand::u64(..));
     block_on(async {
-        let admin = Target::new(&s.url, |_| None)
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+        let admin = s.admin().await;
         let mut wire = connect(&s.url_as("postgres", None, &format!("?application_name={name}")))
             .await
             .unwrap();
@@ -267,11 +268,7 @@ fn a_query_larger_than_the_unix_socket_holds_waits_for_room_and_arrives_whole() 
     let socket = s.socket();
     let table = format!("dyno_wire_{}", fastrand::u64(..));
     block_on(async {
-        let check = Target::new(&s.url, |_| None)
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+        let check = s.admin().await;
         let mut wire = connect(&socket).await.unwrap();
         run(&mut wire, &format!("CREATE TABLE {table} (n bigint)"))
             .await

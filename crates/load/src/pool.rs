@@ -544,12 +544,15 @@ pub fn run<J: Job>(
             // The threads' loads are cut from here: at the cut, or soon
             // after an interrupt.
             let now = Instant::now();
-            if !control.cut.load(Ordering::Relaxed) && (control.stopped() || clock.over(now)) {
-                control.cut();
-            }
             let mut wake = next_tick.min(now + STOP_POLL);
-            if let Some(cut) = clock.cut {
-                wake = wake.min(cut.max(now));
+            if !control.cut.load(Ordering::Relaxed) {
+                if control.stopped() || clock.over(now) {
+                    control.cut();
+                } else if let Some(cut) = clock.cut {
+                    // Not once it is cut: the threads' last work after
+                    // the cut is waited for, not spun on.
+                    wake = wake.min(cut);
+                }
             }
             match rx.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok((index, slice)) => {
