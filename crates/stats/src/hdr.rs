@@ -82,14 +82,14 @@ pub fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
         return 0;
     }
     let rank = percentile_rank(count, percentile);
-    let mut seen = 0u64;
-    for v in h.iter_recorded() {
-        seen += v.count_at_value();
-        if seen >= rank {
-            return h.highest_equivalent(v.value_iterated_to());
-        }
-    }
-    h.max()
+    // The crate's scan over the counts (summed eight at a time) finds the
+    // bucket where the running count reaches ceil(q × count): a quantile
+    // half a value short of `rank` asks for exactly `rank` without the
+    // crate's own rounding of q × count. Its recorded-values iterator,
+    // which gives the same bucket, costs some fifty times as much per
+    // bucket: a per-second p99 of a long run read that way cost more
+    // than its requests.
+    h.value_at_quantile((rank as f64 - 0.5) / count as f64)
 }
 
 /// The model form of `h`: the lossless encoding plus a readable summary.
@@ -215,6 +215,39 @@ mod tests {
         assert_eq!(value_at_percentile(&small, 50.0), 500);
         assert_eq!(value_at_percentile(&small, 100.0), 1000);
         assert_eq!(value_at_percentile(&latency_histogram(), 99.0), 0);
+    }
+
+    #[test]
+    fn each_percentile_is_the_bucket_where_the_running_count_reaches_its_rank() {
+        // The reading walked bucket by bucket, as the definition says.
+        let walked = |h: &Histogram<u64>, p: f64| {
+            let rank = percentile_rank(h.len(), p);
+            let mut seen = 0;
+            h.iter_recorded()
+                .find(|v| {
+                    seen += v.count_at_value();
+                    seen >= rank
+                })
+                .map_or(0, |v| h.highest_equivalent(v.value_iterated_to()))
+        };
+        let mut rng = fastrand::Rng::with_seed(11);
+        for case in 0..40 {
+            let mut h = latency_histogram();
+            let n = [1, 2, 3, 7, 100, 1000, 30_000][case % 7];
+            for _ in 0..n {
+                // Zeros, small exact values, long tails and repeats.
+                let v = match rng.u8(0..4) {
+                    0 => 0,
+                    1 => rng.u64(1..2048),
+                    2 => rng.u64(1..60_000_000_000),
+                    _ => 5_000,
+                };
+                h.record_n(v, rng.u64(1..4)).unwrap();
+            }
+            for p in [0.0, 0.1, 1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0] {
+                assert_eq!(value_at_percentile(&h, p), walked(&h, p), "case {case}, p{p}");
+            }
+        }
     }
 
     #[test]
