@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
-use dyno_load::plan::RatePlan;
+use dyno_load::plan::{PoissonArrivals, RatePlan};
 use dyno_load::silence::{Lost, Silence};
 use dyno_load::stages::StageFigures;
 use dyno_load::{Timer, pool};
@@ -478,52 +478,6 @@ fn plan(settings: &RunSettings, rate: f64, first: usize, last: usize) -> Plan {
     Plan { count, rates }
 }
 
-/// Due times of one thread's transactions: `count` of them placed as the
-/// arrivals of a Poisson process given their number, following the plan's
-/// rates: the order statistics of uniform draws over the plan's expected
-/// arrivals, made one at a time, each mapped to the time the plan expects
-/// that many (time rescaling; at one rate, uniform draws over the time).
-#[derive(Debug)]
-struct Arrivals {
-    start: Instant,
-    rates: RatePlan,
-    /// The plan's expected arrivals over its length.
-    total: f64,
-    /// Expected arrivals up to the last due time given.
-    at: f64,
-    left: u64,
-    rng: fastrand::Rng,
-}
-
-impl Arrivals {
-    fn new(start: Instant, plan: Plan, rng: fastrand::Rng) -> Arrivals {
-        Arrivals {
-            start,
-            total: plan.rates.total(),
-            rates: plan.rates,
-            at: 0.0,
-            left: plan.count,
-            rng,
-        }
-    }
-
-    fn next(&mut self) -> Option<Instant> {
-        if self.left == 0 {
-            return None;
-        }
-        // The least of `left` uniform draws over what is left of the
-        // expected arrivals: 1 - U^(1/n) of the way there.
-        let u = 1.0 - self.rng.f64();
-        self.at += (self.total - self.at) * (1.0 - u.powf(1.0 / self.left as f64));
-        self.left -= 1;
-        let t = self
-            .rates
-            .time_of(self.at)
-            .unwrap_or_else(|| self.rates.duration().as_secs_f64());
-        Some(self.start + Duration::from_secs_f64(t))
-    }
-}
-
 /// What each slot of a thread's progress counters holds.
 mod slot {
     pub(super) const TRANSACTIONS: usize = 0;
@@ -906,7 +860,12 @@ impl pool::Job for Clients<'_> {
                     ^ 0x5EED,
             );
             Rc::new(Schedule {
-                arrivals: RefCell::new(Arrivals::new(clock.start, plan.clone(), rng)),
+                arrivals: RefCell::new(PoissonArrivals::new(
+                    clock.start,
+                    &plan.rates,
+                    plan.count,
+                    rng,
+                )),
                 timer: timer.clone(),
             })
         });
@@ -992,7 +951,7 @@ impl pool::Job for Clients<'_> {
             && !stopped
         {
             let mut arrivals = schedule.arrivals.borrow_mut();
-            while let Some(due) = arrivals.next() {
+            while let Some(due) = arrivals.next_due() {
                 if due >= deadline {
                     break;
                 }
@@ -1046,7 +1005,7 @@ async fn prepare(wire: &mut Wire, settings: &RunSettings) -> Result<Vec<Vec<Stri
 
 /// A thread's open-model schedule, shared by its clients.
 struct Schedule {
-    arrivals: RefCell<Arrivals>,
+    arrivals: RefCell<PoissonArrivals>,
     timer: Timer,
 }
 
@@ -1143,7 +1102,7 @@ impl Runner<'_> {
     /// them. `None` when the schedule is spent or the run is stopping.
     async fn next_due(&mut self, schedule: &Schedule) -> Option<Instant> {
         loop {
-            let due = schedule.arrivals.borrow_mut().next()?;
+            let due = schedule.arrivals.borrow_mut().next_due()?;
             if self.deadline.is_some_and(|d| due >= d) {
                 return None;
             }

@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One part of a plan.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -180,6 +180,133 @@ impl RatePlan {
             }
         }
         self.stages.len().saturating_sub(1)
+    }
+}
+
+/// A plan's inverse for a driver that asks in order: when `x` arrivals
+/// are expected, looked up from the stage the last answer fell in rather
+/// than from the first, with each stage's start and counts worked out
+/// once. A schedule asks once per arrival, so this is its hot path.
+#[derive(Debug, Clone)]
+pub struct Walk {
+    parts: Vec<Part>,
+    /// The part the last answer fell in.
+    at: usize,
+    total: f64,
+    seconds: f64,
+}
+
+#[derive(Debug, Clone)]
+struct Part {
+    stage: Stage,
+    /// Seconds from the plan's start to the stage's.
+    start: f64,
+    /// Arrivals expected before the stage, and in it.
+    before: f64,
+    here: f64,
+}
+
+impl Walk {
+    pub fn new(plan: &RatePlan) -> Walk {
+        let (mut start, mut before) = (0.0, 0.0);
+        let parts = plan
+            .stages
+            .iter()
+            .map(|&stage| {
+                let d = stage.duration().as_secs_f64();
+                let here = stage.cumulative(d);
+                let part = Part {
+                    stage,
+                    start,
+                    before,
+                    here,
+                };
+                start += d;
+                before += here;
+                part
+            })
+            .collect();
+        Walk {
+            parts,
+            at: 0,
+            total: before,
+            seconds: start,
+        }
+    }
+
+    /// Arrivals expected over the whole plan ([`RatePlan::total`]).
+    pub fn total(&self) -> f64 {
+        self.total
+    }
+
+    /// The plan's length in seconds.
+    pub fn seconds(&self) -> f64 {
+        self.seconds
+    }
+
+    /// [`RatePlan::time_of`]: the time at which `x` arrivals are
+    /// expected, `None` past the plan's total.
+    pub fn time_of(&mut self, x: f64) -> Option<f64> {
+        if !(0.0..self.total).contains(&x) {
+            return None;
+        }
+        if x < self.parts[self.at].before {
+            self.at = 0;
+        }
+        // A stage expecting nothing is stepped over: x lies in a later one.
+        while x >= self.parts[self.at].before + self.parts[self.at].here
+            && self.at + 1 < self.parts.len()
+        {
+            self.at += 1;
+        }
+        let part = &self.parts[self.at];
+        Some(part.start + part.stage.inverse(x - part.before))
+    }
+}
+
+/// Due times of `count` arrivals placed as those of a Poisson process
+/// given their number, following a plan's rates: the order statistics of
+/// uniform draws over the plan's expected arrivals, made one at a time,
+/// each mapped to the time the plan expects that many (time rescaling; at
+/// one rate, uniform draws over the time). The open model's law in
+/// `dyno db run -R`, as pgbench's `--rate`.
+#[derive(Debug)]
+pub struct PoissonArrivals {
+    start: Instant,
+    walk: Walk,
+    /// Expected arrivals up to the last due time given.
+    at: f64,
+    left: u64,
+    rng: fastrand::Rng,
+}
+
+impl PoissonArrivals {
+    pub fn new(start: Instant, plan: &RatePlan, count: u64, rng: fastrand::Rng) -> Self {
+        PoissonArrivals {
+            start,
+            walk: Walk::new(plan),
+            at: 0.0,
+            left: count,
+            rng,
+        }
+    }
+
+    /// The next due time, `None` once `count` were given.
+    pub fn next_due(&mut self) -> Option<Instant> {
+        if self.left == 0 {
+            return None;
+        }
+        // The least of `left` uniform draws over what is left of the
+        // expected arrivals: 1 - U^(1/n) of the way there.
+        let u = 1.0 - self.rng.f64();
+        let total = self.walk.total();
+        self.at += (total - self.at) * (1.0 - u.powf(1.0 / self.left as f64));
+        self.left -= 1;
+        let t = self
+            .walk
+            .time_of(self.at)
+            .unwrap_or_else(|| self.walk.seconds());
+        Some(self.start + Duration::from_secs_f64(t))
     }
 }
 
@@ -359,6 +486,50 @@ mod tests {
                 "{x} → {t}"
             );
             x += total / 997.0;
+        }
+    }
+
+    #[test]
+    fn the_walk_answers_as_the_plan_in_order_and_out_of_it() {
+        let p = plan("0..3000/7s,3000@3s,0@1s,3000..500/5s,10@2s");
+        let mut walk = Walk::new(&p);
+        assert_eq!(walk.total(), p.total());
+        assert_eq!(walk.seconds(), p.duration().as_secs_f64());
+        let total = p.total();
+        let xs: Vec<f64> = (0..997).map(|i| total * i as f64 / 997.0).collect();
+        // In order, as a schedule asks; then backwards and jumping about.
+        let backwards = xs.iter().rev();
+        let jumping = xs.iter().step_by(7).chain(xs.iter().step_by(13));
+        for &x in xs.iter().chain(backwards).chain(jumping) {
+            let (a, b) = (walk.time_of(x).unwrap(), p.time_of(x).unwrap());
+            assert!((a - b).abs() < 1e-9, "{x}: walk {a}, plan {b}");
+        }
+        assert_eq!(walk.time_of(total), None);
+        assert_eq!(walk.time_of(-1.0), None);
+        // Past the zero-rate stage, x lies in the ramp after it.
+        let x = 3000.0 * 7.0 / 2.0 + 9000.0;
+        assert!(walk.time_of(x).unwrap() >= 11.0);
+    }
+
+    #[test]
+    fn poisson_arrivals_come_in_order_all_of_them_inside_the_plan() {
+        let p = plan("200@10s,800@10s");
+        let start = Instant::now();
+        let mut arrivals = PoissonArrivals::new(start, &p, 10_000, fastrand::Rng::with_seed(7));
+        let (mut last, mut counts) = (start, [0u64; 2]);
+        while let Some(due) = arrivals.next_due() {
+            assert!(due >= last);
+            last = due;
+            counts[p.stage_at((due - start).as_secs_f64())] += 1;
+        }
+        assert_eq!(counts.iter().sum::<u64>(), 10_000);
+        assert!(last <= start + p.duration());
+        // Given their number, the stages share it as their rates do.
+        for (count, expected) in counts.into_iter().zip([2000.0f64, 8000.0]) {
+            assert!(
+                (count as f64 - expected).abs() < 4.0 * expected.sqrt(),
+                "{count} {expected}"
+            );
         }
     }
 
