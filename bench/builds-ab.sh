@@ -10,7 +10,9 @@
 #         the figure to watch);
 #   h2    the same page over h2c, 10 connections × 10 streams;
 #   db    a throwaway PostgreSQL (scripts/pg), pgbench's select-only and
-#         tpcb-like, 8 clients on 2 threads, -M prepared.
+#         tpcb-like, 8 clients on 2 threads, -M prepared;
+#   db-rate the open model: select-only at -R RATE (default 2000) a
+#         second, the same clients: a wake-up per due time.
 #
 # Printed per case: each build's median rate, client CPU per request and
 # peak RSS (from outside, bench/runstat.py), NEW/OLD for each with the
@@ -18,7 +20,8 @@
 # OLD's own rounds.
 #
 # Usage: bench/builds-ab.sh OLD NEW [ROUNDS] [SECONDS] [CASES]
-#        (default 4 rounds of 4 s, cases "http h2 db"; c10k on request)
+#        (default 4 rounds of 4 s, cases "http h2 db"; c10k and db-rate
+#        on request)
 # Needs: nginx (nginx-light), PostgreSQL's server; python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,6 +73,7 @@ http_case() { pin_client $RUNSTAT "$2" http "http://127.0.0.1:$PORT/$1" -t1 -c50
 c10k_case() { pin_client $RUNSTAT "$1" http "http://127.0.0.1:$PORT/hello.html" -t1 -c10000 -d"${SECS}s" --no-save --json; }
 h2_case() { pin_client $RUNSTAT "$1" http "http://127.0.0.1:$PORT/hello.html" --h2 -t1 -c10 -m10 -d"${SECS}s" --no-save --json; }
 db_case() { $RUNSTAT "$2" db run -b "$1" -M prepared -c 8 -j 2 -T "$SECS" --no-save --json; }
+db_rate_case() { $RUNSTAT "$1" db run -b select-only -M prepared -c 8 -j 2 -R "${RATE:-2000}" -T "$SECS" --no-save --json; }
 
 for case in $CASES; do
   case $case in
@@ -90,12 +94,16 @@ for case in $CASES; do
       rounds "h2:hello.html" h2_case
       ;;
     db)
-      bench_pg "$NEW"
+      [ -n "${PG:-}" ] || bench_pg "$NEW"
       for script in select-only tpcb-like; do
         rounds "db:$script" db_case "$script"
       done
       ;;
-    *) echo "unknown case '$case': give http, c10k, h2 or db" >&2; exit 2 ;;
+    db-rate)
+      [ -n "${PG:-}" ] || bench_pg "$NEW"
+      rounds "db:select-only@${RATE:-2000}" db_rate_case
+      ;;
+    *) echo "unknown case '$case': give http, c10k, h2, db or db-rate" >&2; exit 2 ;;
   esac
 done
 
