@@ -1,7 +1,7 @@
 //! `dyno serve --app bbs`: its flags, its banner, and the board loaded by
 //! `dyno http` as the README shows, reads and writes through URL templates.
 
-use super::*;
+use crate::common::*;
 
 #[test]
 fn app_and_data_come_together() {

@@ -1,7 +1,7 @@
 //! `dyno compare`: saved runs of every kind set side by side, from the
 //! store, through the real binary.
 
-use super::*;
+use crate::common::*;
 
 /// Ids of the saved runs, oldest first.
 fn ids(home: &Path) -> Vec<String> {

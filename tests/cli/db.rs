@@ -1,4 +1,4 @@
-use super::*;
+use crate::common::*;
 
 pub(crate) use dyno_testutil::pg::Pg;
 

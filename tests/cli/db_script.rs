@@ -3,7 +3,7 @@
 //! same values, and fail on the same expressions.
 
 use super::db::{Pg, pg};
-use super::*;
+use crate::common::*;
 
 /// pgbench, from the PostgreSQL packages the throwaway server comes from.
 fn pgbench() -> PathBuf {

@@ -1,8 +1,8 @@
 //! `dyno disk`: real runs on real files through the binary, read back from
 //! the store; every refusal; the tmpfs fallback; Ctrl-C; a full disk.
 
-use super::*;
-use crate::tmpfs::Tmpfs;
+use crate::common::tmpfs::Tmpfs;
+use crate::common::*;
 
 /// Short passes on a small file: the flags every test here shares.
 const SMALL: [&str; 12] = [

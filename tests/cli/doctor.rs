@@ -2,7 +2,7 @@
 //! /sys trees (DYNO_SYSROOT) with good, bad and unreadable values, where
 //! `--fix` may write.
 
-use super::*;
+use crate::common::*;
 
 /// A fake machine root with these files.
 fn sysroot(files: &[(&str, &str)]) -> tempfile::TempDir {

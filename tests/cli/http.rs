@@ -2,7 +2,7 @@
 //! human and ab reports say, through the real binary against real servers
 //! on loopback.
 
-use super::*;
+use crate::common::*;
 
 /// Request heads a [`canned_server`] received.
 type Heads = std::sync::Arc<std::sync::Mutex<Vec<String>>>;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
-use super::{dyno, http_json_exit, metric, ok, signalled, temp};
+use crate::common::{dyno, http_json_exit, metric, ok, signalled, temp};
 
 /// A server that accepts connections and reads requests but never
 /// answers. The listener thread lives as long as the test process.

@@ -4,7 +4,7 @@
 
 use dyno_testutil::httpbin::Httpbin;
 
-use super::*;
+use crate::common::*;
 
 fn codes(run: &Value) -> Vec<&str> {
     run["warnings"]

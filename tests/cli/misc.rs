@@ -1,7 +1,7 @@
 //! Value parsers shared by subcommands, `serve --addr`, `man --dir`, and
 //! `quick`'s warnings: what a newcomer types, through the real binary.
 
-use super::*;
+use crate::common::*;
 
 /// Defect 22: negative sizes and durations reach dyno's own parsers (not
 /// clap's "unexpected argument"), decimals are sizes, MB is 10^6 bytes.

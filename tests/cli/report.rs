@@ -2,7 +2,7 @@
 //! --force, nothing written on failure), and the page opened in a real
 //! headless browser with the network cut off.
 
-use super::*;
+use crate::common::*;
 
 /// The `<figure>` heads of `html` whose data-chart is `id`.
 fn charts<'a>(html: &'a str, id: &str) -> Vec<&'a str> {

@@ -1,6 +1,6 @@
 //! `dyno run`: real child processes timed through the binary.
 
-use super::*;
+use crate::common::*;
 
 /// `dyno run args… --json --no-save`, expecting `code`; the schema-checked
 /// Run and stderr.

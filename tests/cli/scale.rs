@@ -1,6 +1,6 @@
 //! `dyno scale`: sweeps, data files and the built-in workload through the binary.
 
-use super::*;
+use crate::common::*;
 
 /// Writes `text` to `name` in `dir` and returns its path as a string.
 fn data_file(dir: &Path, name: &str, text: &str) -> String {

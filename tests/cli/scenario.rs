@@ -3,7 +3,7 @@
 //! cookies against a server that checks them, failures counted per step,
 //! the open model's books, and bad scenarios refused before any load.
 
-use super::*;
+use crate::common::*;
 
 /// The metric `name` whose labels include `labels`.
 fn labelled(run: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use super::db::pg;
 use super::http::warning;
-use super::*;
+use crate::common::*;
 use serde_json::json;
 
 /// What a [`counting_server`] saw: requests per client address, and every

@@ -1,7 +1,7 @@
 //! The result store's subcommands (`history`, `show`, `export`, `import`,
 //! `rm`) and how every subcommand treats the store.
 
-use super::*;
+use crate::common::*;
 
 /// A `dyno run` result (kind exec) as JSON, not saved.
 fn exec_run(home: &Path) -> Value {
@@ -740,4 +740,274 @@ fn a_full_store_keeps_the_measured_record_in_a_file_beside() {
         .arg(&kept[0])
         .assert()
         .success();
+}
+
+#[test]
+fn export_and_import_move_runs_between_stores() {
+    let a = temp();
+    let b = temp();
+    let first = quick_json(a.path(), &["--tag", "one"]);
+    let second = quick_json(a.path(), &["--tag", "two"]);
+
+    for (format, check) in [
+        ("json", "["),
+        ("jsonl", "{"),
+        ("csv", "run_id,kind,started_at"),
+    ] {
+        let text = ok(a.path(), &["export", "--format", format]);
+        assert!(text.starts_with(check), "{format}: {text}");
+        assert!(text.contains(first["id"].as_str().unwrap()), "{format}");
+    }
+    let out = dyno(a.path())
+        .args(["export", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let exported = stdout_json(&out);
+    for run in exported.as_array().unwrap() {
+        assert_valid(run, None);
+    }
+
+    // CSV has one row per metric plus a header.
+    let rows = ok(a.path(), &["export", "--format", "csv", "--tag", "one"])
+        .lines()
+        .count();
+    assert_eq!(rows, 1 + first["metrics"].as_array().unwrap().len());
+
+    let file = a.path().join("runs.jsonl");
+    dyno(a.path())
+        .args(["export", "--format", "jsonl", "-o"])
+        .arg(&file)
+        .assert()
+        .success();
+    // An export never overwrites.
+    dyno(a.path())
+        .args(["export", "-o"])
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("never overwrites"));
+
+    dyno(b.path())
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("imported 2 runs"));
+    dyno(b.path())
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success()
+        .stderr(
+            predicate::str::contains("imported 0 runs").and(predicate::str::contains("2 already")),
+        );
+    let out = dyno(b.path())
+        .args(["show", second["id"].as_str().unwrap(), "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert_eq!(
+        stdout_json(&out),
+        second,
+        "an imported run is the exported run"
+    );
+
+    // From stdin, and filters apply to what was imported.
+    let c = temp();
+    dyno(c.path())
+        .args(["import", "-"])
+        .pipe_stdin(&file)
+        .unwrap()
+        .assert()
+        .success();
+    let text = ok(c.path(), &["history", "--tag", "two"]);
+    assert!(
+        text.contains(second["id"].as_str().unwrap())
+            && !text.contains(first["id"].as_str().unwrap()),
+        "{text}"
+    );
+}
+
+#[test]
+fn history_filters_by_kind_host_since_and_limit() {
+    let home = temp();
+    let runs: Vec<Value> = (0..3).map(|_| quick_json(home.path(), &[])).collect();
+    let ids: Vec<&str> = runs.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let list = |args: &[&str]| ok(home.path(), &[&["history"], args].concat());
+    let last_two = list(&["--limit", "2"]);
+    assert!(
+        !last_two.contains(ids[0]) && last_two.contains(ids[1]) && last_two.contains(ids[2]),
+        "{last_two}"
+    );
+    assert!(list(&["--kind", "quick"]).contains(ids[0]));
+    let none = dyno(home.path())
+        .args(["history", "--kind", "disk"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(none.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("no run matches the filters --kind disk")
+    );
+    let host = runs[0]["environment"]["hostname"].as_str().unwrap();
+    assert!(list(&["--host", host]).contains(ids[2]));
+    assert!(list(&["--since", "1h"]).contains(ids[0]));
+    dyno(home.path())
+        .args(["history", "--since", "2999-01-01"])
+        .assert()
+        .success()
+        .stdout(predicate::str::is_empty());
+}
+
+#[test]
+fn rm_removes_a_run_and_unknown_ids_exit_2() {
+    let home = temp();
+    let run = quick_json(home.path(), &[]);
+    let id = run["id"].as_str().unwrap();
+    dyno(home.path())
+        .args(["rm", id])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(id));
+    dyno(home.path())
+        .args(["show", id])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(id).and(predicate::str::contains("dyno history")));
+    dyno(home.path()).args(["rm", id]).assert().code(2);
+}
+
+#[test]
+fn two_processes_saving_at_once_both_succeed() {
+    let home = temp();
+    let bin = assert_cmd::cargo::cargo_bin("dyno");
+    let spawn = || {
+        StdCommand::new(&bin)
+            .args(SMALL_QUICK)
+            .arg("--json")
+            .env("DYNO_HOME", home.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let children: Vec<_> = (0..4).map(|_| spawn()).collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(
+        ok(home.path(), &["export", "--format", "jsonl"])
+            .lines()
+            .count(),
+        4
+    );
+}
+
+#[test]
+fn a_corrupt_database_is_refused_and_left_untouched() {
+    let home = temp();
+    let db = home.path().join("dyno.db");
+    let garbage: Vec<u8> = (0..8192u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&db, &garbage).unwrap();
+    for args in [
+        &["history"][..],
+        &SMALL_QUICK[..],
+        &["show", "01ABCDEF"][..],
+    ] {
+        dyno(home.path())
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("dyno.db").and(predicate::str::contains("untouched")));
+    }
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        garbage,
+        "the file must not change"
+    );
+    let entries: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        entries.len(),
+        1,
+        "nothing may be created beside it: {entries:?}"
+    );
+}
+
+#[test]
+fn an_unwritable_home_says_how_to_fix_it() {
+    let home = temp();
+    let file = home.path().join("not-a-dir");
+    std::fs::write(&file, b"x").unwrap();
+    let bad = file.join("dyno");
+    dyno(&bad)
+        .args(SMALL_QUICK)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("DYNO_HOME").and(predicate::str::contains("not-a-dir")));
+    dyno(&bad)
+        .args(SMALL_QUICK)
+        .arg("--no-save")
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_locked_database_is_reported_not_waited_on_forever() {
+    let home = temp();
+    quick_json(home.path(), &[]);
+    let db = home.path().join("dyno.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let start = Instant::now();
+    dyno(home.path())
+        .args(SMALL_QUICK)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("locked").or(predicate::str::contains("another dyno")));
+    assert!(start.elapsed() < Duration::from_secs(60));
+    conn.execute_batch("ROLLBACK").unwrap();
+    dyno(home.path()).arg("history").assert().success();
+}
+
+#[test]
+fn import_of_a_bad_file_saves_nothing() {
+    let home = temp();
+    let file = home.path().join("bad.jsonl");
+    let good = quick_json(home.path(), &["--no-save"]);
+    std::fs::write(
+        &file,
+        format!("{good}\n{{\"schema_version\": 1, \"id\": \"x\"}}\n"),
+    )
+    .unwrap();
+    dyno(home.path())
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("line 2"));
+    dyno(home.path())
+        .args(["export", "--format", "jsonl"])
+        .assert()
+        .success()
+        .stdout(predicate::str::is_empty());
+    dyno(home.path())
+        .args(["import", "/nonexistent/runs.json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("/nonexistent/runs.json"));
 }

@@ -1,0 +1,362 @@
+//! What every CLI test module shares: the `dyno` command on a temporary
+//! store, the Run schema check, JSON and exit-code helpers, `dyno serve`
+//! as a child, and interrupting a run.
+
+pub(crate) use std::io::{BufRead, BufReader, Read, Write};
+pub(crate) use std::net::TcpStream;
+pub(crate) use std::path::{Path, PathBuf};
+pub(crate) use std::process::{Command as StdCommand, Stdio};
+pub(crate) use std::time::{Duration, Instant};
+
+pub(crate) use assert_cmd::Command;
+pub(crate) use predicates::prelude::*;
+pub(crate) use serde_json::Value;
+
+/// The engine tests' HTTPS server (rustls, self-signed certificate).
+pub(crate) use dyno_testutil::tls as tls_server;
+
+/// Size-limited tmpfs mounts, shared with the disk engine's tests.
+pub(crate) use dyno_testutil::tmpfs;
+
+/// A `dyno` command with its store in `home`.
+pub(crate) fn dyno(home: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("dyno").unwrap();
+    cmd.env("DYNO_HOME", home).env_remove("XDG_DATA_HOME");
+    // A server named in the tester's own environment must not reach the
+    // tests (dyno quick would load it); the db tests name theirs.
+    for v in [
+        "PGHOST",
+        "PGPORT",
+        "PGDATABASE",
+        "PGSERVICE",
+        "PGUSER",
+        "PGPASSWORD",
+    ] {
+        cmd.env_remove(v);
+    }
+    cmd
+}
+
+/// A quick run small enough for a test but still checked.
+pub(crate) const SMALL_QUICK: [&str; 9] = [
+    "quick",
+    "--int64-iterations",
+    "200000",
+    "--repetitions",
+    "2",
+    "--http-duration",
+    "0",
+    "--disk-duration",
+    "0",
+];
+
+pub(crate) fn schema() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/run.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Validates `instance` against the Run schema, or against one of its
+/// `$defs` when `def` is given.
+pub(crate) fn assert_valid(instance: &Value, def: Option<&str>) {
+    let mut schema = schema();
+    if let Some(def) = def {
+        schema["$ref"] = Value::String(format!("#/$defs/{def}"));
+        let obj = schema.as_object_mut().unwrap();
+        for key in [
+            "properties",
+            "required",
+            "additionalProperties",
+            "type",
+            "title",
+            "allOf",
+        ] {
+            obj.remove(key);
+        }
+    }
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "schema violations: {errors:#?}\n{instance:#}"
+    );
+    if def.is_none() {
+        assert_record_round_trips(instance);
+    }
+}
+
+/// A Run's settings read as its kind's typed record and write back the
+/// very same JSON: no key the engine writes is unknown to the record.
+pub(crate) fn assert_record_round_trips(instance: &Value) {
+    use dyno_model::record::*;
+    fn back<R: Record>(run: &dyno_model::Run) -> Value {
+        serde_json::to_value(
+            run.record::<R>()
+                .expect("the settings read as the kind's record"),
+        )
+        .unwrap()
+    }
+    let run: dyno_model::Run = serde_json::from_value(instance.clone()).expect("a Run");
+    let back = match run.kind {
+        dyno_model::Kind::Http => back::<HttpRecord>(&run),
+        dyno_model::Kind::Disk => back::<DiskRecord>(&run),
+        dyno_model::Kind::Db => back::<DbRecord>(&run),
+        dyno_model::Kind::Exec => back::<ExecRecord>(&run),
+        dyno_model::Kind::Scale => back::<ScaleRecord>(&run),
+        dyno_model::Kind::Quick => back::<QuickRecord>(&run),
+        dyno_model::Kind::Compare => back::<CompareRecord>(&run),
+        dyno_model::Kind::Cpu => return,
+    };
+    assert_eq!(
+        back, run.settings,
+        "the {} record does not write back the settings it read",
+        run.kind
+    );
+}
+
+pub(crate) fn stdout_json(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// Runs `dyno args…` with its store in `home`, expects success, returns stdout.
+pub(crate) fn ok(home: &Path, args: &[&str]) -> String {
+    let out = dyno(home)
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
+/// Runs `dyno args…`, expects exit code 2 and returns stderr.
+pub(crate) fn fails(home: &Path, args: &[&str]) -> String {
+    let out = dyno(home)
+        .args(args)
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
+/// Each command must exit 2 with every needle in its message, and none may
+/// create a store.
+pub(crate) fn assert_refused(home: &Path, cases: &[(&[&str], &[&str])]) {
+    for (args, needles) in cases {
+        let stderr = fails(home, args);
+        for needle in *needles {
+            assert!(
+                stderr.contains(needle),
+                "{args:?}: no {needle:?} in {stderr}"
+            );
+        }
+    }
+    assert!(
+        !home.join("dyno.db").exists(),
+        "bad input must not create a store"
+    );
+}
+
+pub(crate) fn quick_json(home: &Path, extra: &[&str]) -> Value {
+    let out = dyno(home)
+        .args(SMALL_QUICK)
+        .arg("--json")
+        .args(extra)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    stdout_json(&out)
+}
+
+pub(crate) fn temp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// Sends `dyno serve` (a child of this test) Ctrl-C and waits, at most 20 s,
+/// for it to stop.
+pub(crate) fn stop_server(child: &mut std::process::Child) {
+    // SAFETY: kill(2) with a valid pid of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "dyno serve did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Reads one HTTP/1.1 response with a Content-Length body.
+pub(crate) fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a header end");
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, raw[split + 4..].to_vec())
+}
+
+/// Starts `dyno serve --addr ADDR --threads N` and reads the address it
+/// printed on its first line.
+pub(crate) fn spawn_serve(addr: &str, threads: u32) -> (std::process::Child, String) {
+    spawn_serve_with(addr, threads, &[], "http://")
+}
+
+/// [`spawn_serve`] with more flags, its URL starting with `scheme`.
+pub(crate) fn spawn_serve_with(
+    addr: &str,
+    threads: u32,
+    extra: &[&str],
+    scheme: &str,
+) -> (std::process::Child, String) {
+    spawn_serve_from(
+        &assert_cmd::cargo::cargo_bin("dyno"),
+        addr,
+        threads,
+        extra,
+        scheme,
+    )
+}
+
+/// [`spawn_serve_with`] of the dyno binary at `bin` (a copy under another
+/// name, as `--watch-name` tests need).
+pub(crate) fn spawn_serve_from(
+    bin: &Path,
+    addr: &str,
+    threads: u32,
+    extra: &[&str],
+    scheme: &str,
+) -> (std::process::Child, String) {
+    let mut child = StdCommand::new(bin)
+        .args(["serve", "--addr", addr, "--threads", &threads.to_string()])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .split(scheme)
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_owned();
+    (child, addr)
+}
+
+/// A metric's value from a Run in JSON.
+pub(crate) fn metric(run: &Value, name: &str) -> Option<f64> {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .and_then(|m| m["value"].as_f64())
+}
+
+pub(crate) fn http_json(home: &Path, args: &[&str]) -> Value {
+    http_json_exit(home, args, 0).0
+}
+
+/// Runs `dyno http args… --json --no-save`, expects exit `code`, and
+/// returns the schema-checked Run with stderr.
+pub(crate) fn http_json_exit(home: &Path, args: &[&str], code: i32) -> (Value, String) {
+    json_run(home, &[&["http"], args, &["--no-save"]].concat(), code)
+}
+
+/// Runs `dyno args… --json`, expects exit `code`, and returns the
+/// schema-checked Run with stderr.
+pub(crate) fn json_run(home: &Path, args: &[&str], code: i32) -> (Value, String) {
+    let out = dyno(home)
+        .args(args)
+        .arg("--json")
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .code(code)
+        .get_output()
+        .clone();
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    (run, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Starts `dyno args…` with its store in `home`, sends `signal` after
+/// `after`, and gives back what it printed once it stopped, which it must
+/// do promptly.
+pub(crate) fn signalled(
+    home: &Path,
+    args: &[&str],
+    after: Duration,
+    signal: i32,
+) -> std::process::Output {
+    let bin = assert_cmd::cargo::cargo_bin("dyno");
+    let child = StdCommand::new(bin)
+        .args(args)
+        .env("DYNO_HOME", home)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    // SAFETY: kill(2) with a valid pid of our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "it must stop promptly"
+    );
+    out
+}
+
+/// [`signalled`] with SIGINT, SIGTERM or SIGHUP (all three interrupt
+/// alike): a prompt exit with code 130 and a schema-valid Run on stdout
+/// marked as interrupted.
+pub(crate) fn interrupted_run(home: &Path, args: &[&str], after: Duration, signal: i32) -> Value {
+    let out = signalled(home, args, after, signal);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "an interrupted run exits 130: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    assert!(
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "interrupted"),
+        "{:?}",
+        run["warnings"]
+    );
+    run
+}
