@@ -1600,6 +1600,35 @@ fn worse_percent(s: &str) -> Result<f64, String> {
     percent_below_100(s, "--fail-if-worse")
 }
 
+/// Parses `--since`: an RFC 3339 timestamp, a date (midnight, local time) or
+/// an age such as `7d`, `12h` or `30m` counted back from now.
+pub(crate) fn parse_since(s: &str) -> Result<jiff::Timestamp, String> {
+    let s = s.trim();
+    if let Ok(ts) = s.parse::<jiff::Timestamp>() {
+        return Ok(ts);
+    }
+    if let Ok(date) = s.parse::<jiff::civil::Date>() {
+        return date
+            .to_zoned(jiff::tz::TimeZone::system())
+            .map(|z| z.timestamp())
+            .map_err(|e| e.to_string());
+    }
+    if let Ok(span) = s.parse::<jiff::Span>() {
+        if span.is_negative() {
+            return Err(format!(
+                "'{s}' is a negative age; write it as 7d, 12h or 30m"
+            ));
+        }
+        return jiff::Zoned::now()
+            .checked_sub(span)
+            .map(|z| z.timestamp())
+            .map_err(|e| e.to_string());
+    }
+    Err(format!(
+        "'{s}' is not a time: use a date (2026-11-01), a timestamp (2026-11-01T12:00:00Z) or an age (7d, 12h, 30m)"
+    ))
+}
+
 /// Which saved runs to take.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct FilterArgs {
@@ -1619,7 +1648,7 @@ pub(crate) struct FilterArgs {
 
     /// Only runs started at or after this time: a date (2026-11-01), a
     /// timestamp (2026-11-01T12:00:00Z) or an age (7d, 12h, 30m).
-    #[arg(long, value_name = "WHEN", value_parser = crate::cmd::parse_since)]
+    #[arg(long, value_name = "WHEN", value_parser = parse_since)]
     pub since: Option<jiff::Timestamp>,
 
     /// At most this many runs, the most recent (a skipped unreadable run
@@ -2590,5 +2619,20 @@ mod tests {
         );
         assert!(positive_percent("0").is_err());
         assert_eq!(warmup_runs("0").unwrap(), 0);
+    }
+
+    #[test]
+    fn since_accepts_dates_timestamps_and_ages() {
+        let ts = parse_since("2026-11-01T12:00:00Z").unwrap();
+        assert_eq!(ts.to_string(), "2026-11-01T12:00:00Z");
+        assert!(parse_since("2026-11-01").is_ok());
+        let week = parse_since("7d").unwrap();
+        let age = jiff::Timestamp::now().duration_since(week);
+        assert!((age.as_secs() - 7 * 86_400).abs() < 3_700, "{age:?}");
+        let hour = parse_since("90m").unwrap();
+        let age = jiff::Timestamp::now().duration_since(hour);
+        assert!((age.as_secs() - 5_400).abs() < 60, "{age:?}");
+        let err = parse_since("yesterday-ish").unwrap_err();
+        assert!(err.contains("7d"), "{err}");
     }
 }

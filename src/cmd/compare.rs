@@ -318,7 +318,7 @@ fn apply(filter: &mut Filter, term: &str) -> Result<()> {
             filter.kind = Some(kind);
         }
         "since" => {
-            filter.since = Some(super::parse_since(value).map_err(|e| anyhow::anyhow!(e))?);
+            filter.since = Some(crate::cli::parse_since(value).map_err(|e| anyhow::anyhow!(e))?);
         }
         "last" => match value.parse::<usize>() {
             Ok(n) if n >= 1 => filter.limit = Some(n),
