@@ -31,7 +31,7 @@ use dyno_load::plan::{PoissonArrivals, RatePlan};
 use dyno_load::silence::{Lost, Silence};
 use dyno_load::stages::StageFigures;
 use dyno_load::{Timer, pool};
-use dyno_model::{Direction, Merge, Metric, Samples, Unit};
+use dyno_model::{Direction, Merge, Metric, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
 use hdrhistogram::Histogram;
 
@@ -1747,80 +1747,6 @@ impl Runner<'_> {
 }
 
 impl Outcome {
-    /// The per-second timeline as two series of samples, one per second of
-    /// the measured window (the last one as long as what remains of it):
-    /// `timeline_transactions_per_sec`, the commits of each second over its
-    /// length, and `timeline_latency_p99_ns`, the p99 of each second's
-    /// commits, 0 for a second without one (a gap, not a fast second).
-    /// Each value is the mean of its samples, the p99's over the seconds
-    /// with commits. Nothing when the window is empty.
-    pub fn timeline_metrics(&self) -> Vec<Metric> {
-        let window = self.elapsed.as_secs_f64();
-        let seconds = window.ceil() as usize;
-        if seconds == 0 {
-            return Vec::new();
-        }
-        let mut rates = vec![0.0; seconds];
-        let mut p99s = vec![0.0; seconds];
-        for (slot, second) in self.timeline.iter().enumerate().take(seconds) {
-            let length = (window - slot as f64).clamp(f64::MIN_POSITIVE, 1.0);
-            rates[slot] = second.transactions as f64 / length;
-            if !second.latency.is_empty() {
-                p99s[slot] = hdr::value_at_percentile(&second.latency, 99.0) as f64;
-            }
-        }
-        let seen: Vec<f64> = p99s.iter().copied().filter(|&x| x > 0.0).collect();
-        let mean_p99 = if seen.is_empty() {
-            0.0
-        } else {
-            seen.iter().sum::<f64>() / seen.len() as f64
-        };
-        let mut rate = Metric::new(
-            "timeline_transactions_per_sec",
-            Unit::OpsPerSec,
-            Direction::HigherIsBetter,
-            rates.iter().sum::<f64>() / rates.len() as f64,
-        );
-        rate.samples = rates;
-        let mut p99 = Metric::new(
-            "timeline_latency_p99_ns",
-            Unit::Ns,
-            Direction::LowerIsBetter,
-            mean_p99,
-        );
-        p99.samples = p99s;
-        // Series over the run's seconds, for the report's charts: never
-        // compared. A merged run adds the rates up second by second and
-        // recomputes the p99 from the merged per-second histograms
-        // ([`recompute_merged`]).
-        vec![
-            rate.context()
-                .merged(Merge::Timeline)
-                .samples_are(Samples::Seconds),
-            p99.context()
-                .merged(Merge::Recompute)
-                .samples_are(Samples::Seconds),
-        ]
-    }
-
-    /// A segment's per-second latency histograms, `timeline_latency_ns`
-    /// labelled with the second (1 is the first measured one), as http's
-    /// segments give them, so that the segments' timelines merge into
-    /// per-second percentiles of the whole run. Seconds without commits
-    /// are left out.
-    fn timeline_histograms(&self) -> Vec<Metric> {
-        self.timeline
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| !s.latency.is_empty())
-            .map(|(i, s)| {
-                let mut m = hdr::latency_metric("timeline_latency_ns", &s.latency).context();
-                m.labels.insert("second".into(), (i + 1).to_string());
-                m
-            })
-            .collect()
-    }
-
     /// Share of the client threads the run kept busy, in percent: near 100
     /// the client, not the server, set the pace.
     pub fn client_cpu_percent(&self, threads: usize) -> f64 {
@@ -1991,9 +1917,16 @@ impl Outcome {
         if settings.reconnect {
             metrics.push(hdr::latency_metric("reconnect_ns", &self.reconnects).diagnostic());
         }
-        metrics.extend(self.timeline_metrics());
+        metrics.extend(dyno_load::timeline::metrics(
+            self.elapsed,
+            self.timeline.iter().map(|s| (s.transactions, &s.latency)),
+            "timeline_transactions_per_sec",
+            Unit::OpsPerSec,
+        ));
         if !settings.segment.is_whole() {
-            metrics.extend(self.timeline_histograms());
+            metrics.extend(dyno_load::timeline::histograms(
+                self.timeline.iter().map(|s| &s.latency),
+            ));
         }
         if let Some(plan) = &settings.plan {
             metrics.extend(dyno_load::stages::metrics(plan, &self.stages));

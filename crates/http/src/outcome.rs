@@ -1,7 +1,7 @@
 //! Turns an [`Outcome`] into the metrics of a Run, so every view (the
 //! human report, ab's layout, JSON, comparisons) reads one record.
 
-use dyno_model::{Direction, Merge, Metric, Run, Samples, Unit};
+use dyno_model::{Direction, Merge, Metric, Run, Unit};
 use dyno_stats::hdr;
 
 use crate::engine::Outcome;
@@ -215,9 +215,16 @@ impl Outcome {
             m.direction = Direction::HigherIsBetter;
             metrics.push(m);
         }
-        metrics.extend(self.timeline_metrics());
+        metrics.extend(dyno_load::timeline::metrics(
+            self.elapsed,
+            self.timeline.iter().map(|s| (s.responses, &s.latency)),
+            "timeline_requests_per_sec",
+            Unit::RequestsPerSec,
+        ));
         if !settings.segment.is_whole() {
-            metrics.extend(self.timeline_histograms());
+            metrics.extend(dyno_load::timeline::histograms(
+                self.timeline.iter().map(|s| &s.latency),
+            ));
         }
         if let Some(plan) = &settings.schedule.plan {
             metrics.extend(dyno_load::stages::metrics(plan, &self.stages));
@@ -298,83 +305,6 @@ impl Outcome {
             metrics.push(label(count("flows_unfinished", f.unfinished())));
         }
         metrics
-    }
-
-    /// A segment's per-second latency histograms, `timeline_latency_ns`
-    /// labelled with the second (1 is the first measured one), so that the
-    /// segments' timelines merge into exact per-second percentiles of the
-    /// whole run. Seconds without answers are left out.
-    fn timeline_histograms(&self) -> Vec<Metric> {
-        self.timeline
-            .iter()
-            .enumerate()
-            .filter(|(_, i)| !i.latency.is_empty())
-            .map(|(at, i)| {
-                let mut m = hdr::latency_metric("timeline_latency_ns", &i.latency).context();
-                m.labels.insert("second".into(), (at + 1).to_string());
-                m
-            })
-            .collect()
-    }
-
-    /// The per-second timeline as two series of samples, one per second of
-    /// the measured window (the last one as long as what remains of it):
-    /// `timeline_requests_per_sec`, the answers of each second over its
-    /// length, and `timeline_latency_p99_ns`, the p99 of the answers of each
-    /// second, 0 for a second without an answer (no latency was measured
-    /// then: a gap, not a fast second). Each value is the mean of its
-    /// samples, the p99's over the seconds with answers. Nothing when the
-    /// window is empty.
-    fn timeline_metrics(&self) -> Vec<Metric> {
-        let window = self.elapsed.as_secs_f64();
-        let seconds = window.ceil() as u64;
-        if seconds == 0 {
-            return Vec::new();
-        }
-        let mut rates = vec![0.0; seconds as usize];
-        let mut p99s = vec![0.0; seconds as usize];
-        // Entry i holds seconds [i, i + 1) of the measured window.
-        for (slot, interval) in self.timeline.iter().enumerate().take(seconds as usize) {
-            let length = (window - slot as f64).clamp(f64::MIN_POSITIVE, 1.0);
-            rates[slot] = interval.responses as f64 / length;
-            if !interval.latency.is_empty() {
-                p99s[slot] = hdr::value_at_percentile(&interval.latency, 99.0) as f64;
-            }
-        }
-        let mean = |v: &[f64]| {
-            let seen: Vec<f64> = v.iter().copied().filter(|&x| x > 0.0).collect();
-            if seen.is_empty() {
-                0.0
-            } else {
-                seen.iter().sum::<f64>() / seen.len() as f64
-            }
-        };
-        let mut rate = Metric::new(
-            "timeline_requests_per_sec",
-            Unit::RequestsPerSec,
-            Direction::HigherIsBetter,
-            rates.iter().sum::<f64>() / rates.len() as f64,
-        );
-        rate.samples = rates;
-        let mut p99 = Metric::new(
-            "timeline_latency_p99_ns",
-            Unit::Ns,
-            Direction::LowerIsBetter,
-            mean(&p99s),
-        );
-        p99.samples = p99s;
-        // Series over the run's seconds: context for the report's charts,
-        // never compared (seconds are not independent samples). A merged
-        // run adds the rates up second by second and recomputes the p99
-        // from the merged per-second histograms ([`recompute_merged`]).
-        vec![
-            rate.context()
-                .merged(Merge::Timeline)
-                .samples_are(Samples::Seconds),
-            p99.context()
-                .merged(Merge::Recompute)
-                .samples_are(Samples::Seconds),
-        ]
     }
 }
 

@@ -5,10 +5,14 @@
 //! - [`pool`]: the worker pool both drivers run on: threads, the start
 //!   gate and clock, the cut-off, the per-second timeline, progress
 //!   counters, client CPU.
+//! - [`judge`]: what a run's own figures say about it, for every protocol:
+//!   a saturated client, a rate not reached.
 //! - [`plan`]: load plans (`--rate-plan`): stages and ramps, the
 //!   expected arrivals by a time and when the k-th is due.
 //! - [`stages`]: each stage's own figures under a load plan.
 //! - [`slo`]: a service-level objective (`--slo 'p99<=20ms,errors<=0.1%'`).
+//! - [`timeline`]: the per-second timeline's metrics (rate, p99, and a
+//!   segment's per-second histograms), alike for every protocol.
 //! - [`trend`]: whether latency rose within a step (a growing queue).
 //! - [`search`]: capacity search, a pure state machine: one step's
 //!   observation in, the next rate out.
@@ -32,6 +36,7 @@
 //! Nothing here prints.
 
 pub mod capacity;
+pub mod judge;
 pub mod plan;
 pub mod pool;
 pub mod search;
@@ -40,6 +45,7 @@ pub mod silence;
 pub mod slo;
 pub mod stages;
 pub mod sweep;
+pub mod timeline;
 pub mod timer;
 pub mod trend;
 
