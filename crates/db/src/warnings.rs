@@ -102,7 +102,7 @@ pub fn judge(
     }
     if let Some(rate) = settings.rate {
         let achieved = outcome.tps();
-        if !outcome.interrupted && achieved < rate * 0.99 {
+        if !outcome.interrupted && dyno_load::judge::rate_not_reached(achieved, rate) {
             warnings.push(DbWarning::RateNotReached {
                 achieved,
                 requested: rate,
@@ -110,8 +110,7 @@ pub fn judge(
         }
     }
     let cpu = outcome.client_cpu_percent(threads);
-    // A window this short holds too few CPU clock ticks to judge by.
-    if cpu >= 90.0 && outcome.elapsed >= Duration::from_millis(100) {
+    if dyno_load::judge::client_saturated(cpu, outcome.elapsed) {
         warnings.push(DbWarning::ClientSaturated {
             cpu_percent: cpu,
             threads,

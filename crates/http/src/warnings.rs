@@ -321,7 +321,7 @@ pub fn error_rate(outcome: &Outcome, max_percent: f64) -> Option<HttpWarning> {
 pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
     let mut warnings = Vec::new();
     let cpu = outcome.client_cpu_percent(settings.threads);
-    if cpu >= 90.0 {
+    if dyno_load::judge::client_saturated(cpu, outcome.wall) {
         warnings.push(HttpWarning::ClientSaturated {
             cpu_percent: cpu,
             threads: settings.threads,
@@ -392,7 +392,7 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
             Some(flows) => (flows, "flows/s"),
             None => (outcome.requests_per_sec(), "req/s"),
         };
-        if achieved < rate * 0.99 {
+        if dyno_load::judge::rate_not_reached(achieved, rate) {
             warnings.push(HttpWarning::RateNotReached {
                 achieved,
                 requested: rate,

@@ -27,9 +27,7 @@ use std::time::Duration;
 use crate::slo::Slo;
 use crate::trend::Rise;
 
-/// The least share of the requests due in a step that must end in it for
-/// the step to pass (with a fixed schedule: of the requested rate).
-pub const MIN_ACHIEVED: f64 = 0.99;
+pub use crate::judge::MIN_ACHIEVED;
 
 /// The most late or dropped sends a passing step may have, as a share of
 /// its sends: more means the client's schedule did not hold.

@@ -244,8 +244,14 @@ mod tests {
                 };
                 h.record_n(v, rng.u64(1..4)).unwrap();
             }
-            for p in [0.0, 0.1, 1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0] {
-                assert_eq!(value_at_percentile(&h, p), walked(&h, p), "case {case}, p{p}");
+            for p in [
+                0.0, 0.1, 1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0,
+            ] {
+                assert_eq!(
+                    value_at_percentile(&h, p),
+                    walked(&h, p),
+                    "case {case}, p{p}"
+                );
             }
         }
     }

@@ -29,9 +29,7 @@ use crate::sweep::{self, Sweep};
 
 pub use record::{CapacityWarning, answer_record, conclude, failed_on, mark, objective, record};
 
-/// The client CPU share, in percent of its threads, at which a step is
-/// taken to have measured the client (as the runs' own warning says).
-pub const CLIENT_SATURATED_PERCENT: f64 = 90.0;
+pub use crate::judge::CLIENT_SATURATED_PERCENT;
 
 /// The share of what the client's threads wanted of a CPU (what they ran
 /// and what they waited, runnable, to run) that they may have waited
