@@ -973,13 +973,18 @@ fn a_locked_database_is_reported_not_waited_on_forever() {
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let start = Instant::now();
+    // The measured record goes to a file in the current folder.
+    let work = temp();
     dyno(home.path())
+        .current_dir(work.path())
         .args(SMALL_QUICK)
         .timeout(Duration::from_secs(60))
         .assert()
         .code(2)
         .stderr(predicate::str::contains("locked").or(predicate::str::contains("another dyno")));
     assert!(start.elapsed() < Duration::from_secs(60));
+    let kept = std::fs::read_dir(work.path()).unwrap().count();
+    assert_eq!(kept, 1, "the measured record is kept beside");
     conn.execute_batch("ROLLBACK").unwrap();
     dyno(home.path()).arg("history").assert().success();
 }
