@@ -1,0 +1,404 @@
+//! What a run of `dyno db run` measured ([`Outcome`]), its progress
+//! figures, and its metrics.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use dyno_load::plan::RatePlan;
+use dyno_load::pool;
+use dyno_load::silence::Lost;
+use dyno_load::stages::StageFigures;
+use dyno_model::{Direction, Merge, Metric, Unit};
+use dyno_stats::hdr;
+use hdrhistogram::Histogram;
+
+use crate::script::CommandKind;
+
+use super::*;
+
+/// What the server is, as the run records it.
+#[derive(Debug, Clone, Default)]
+pub struct Server {
+    pub version: String,
+    /// The settings that decide what a run measures.
+    pub settings: Vec<(String, String)>,
+}
+
+/// The figures so far, for a progress line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub transactions: u64,
+    pub failed: u64,
+    /// The latencies of the committed transactions, added up.
+    pub latency_sum: Duration,
+    /// The schedule lags of the transactions started, added up (open
+    /// model).
+    pub lag_sum: Duration,
+    /// Transactions started so far (open model: those whose lag is in
+    /// `lag_sum`).
+    pub started: u64,
+    pub skipped: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Latency of each transaction that committed, in nanoseconds; in the
+    /// open model from its due time.
+    pub latency: Histogram<u64>,
+    /// Spells in which the server ended no transaction while clients
+    /// failed or waited (`target_lost`), from the end of the warm-up.
+    pub lost: Vec<Lost>,
+    /// Open model: latency from the real start.
+    pub uncorrected: Histogram<u64>,
+    /// Open model: from each due time to the real start.
+    pub lag: Histogram<u64>,
+    /// Open model: transactions skipped for being later than the latency
+    /// limit before they started.
+    pub skipped: u64,
+    /// Open model: transactions due in the measured window that never
+    /// started (every client was busy until the end).
+    pub dropped: u64,
+    /// Transactions under way when the run was cut at its deadline (or
+    /// stopped): in no figure but this.
+    pub unfinished: u64,
+    /// `--rate-plan`: each stage's own figures (empty without a plan).
+    pub stages: Vec<StageFigures>,
+    /// Transactions that committed slower than the latency limit.
+    pub late: u64,
+    /// With `per_statement`: each script's commands' latencies.
+    pub statements: Vec<Vec<Histogram<u64>>>,
+    /// With `reconnect`: the connection time of each transaction.
+    pub reconnects: Histogram<u64>,
+    pub transactions: u64,
+    /// Transactions given up, by SQLSTATE (after their retries).
+    pub failed: BTreeMap<String, u64>,
+    /// Retries, by the SQLSTATE that caused them.
+    pub retries: BTreeMap<String, u64>,
+    /// Transactions retried at least once (committed or failed in the
+    /// end): pgbench's "number of transactions retried".
+    pub retried: u64,
+    /// Clients stopped by an error that is not retried, with the reason.
+    pub aborted: Vec<String>,
+    /// `-l`: the transaction logs written, and why any is incomplete.
+    pub logs: Vec<PathBuf>,
+    pub log_failures: Vec<String>,
+    /// Committed transactions of each script, in the settings' order.
+    pub per_script: Vec<u64>,
+    /// With several scripts: each one's latency, in the settings' order.
+    pub script_latency: Vec<Histogram<u64>>,
+    /// Each second of the measured window: its commits and their latency
+    /// (index 0 is the first second).
+    pub timeline: Vec<Second>,
+    /// What the clean-up before the run did (pgbench's vacuum), in words;
+    /// empty when it was not asked for.
+    pub vacuum: Vec<String>,
+    /// From the moment every client was connected to the last one's end.
+    pub elapsed: Duration,
+    /// The time it took to connect every client.
+    pub connect: Duration,
+    /// CPU time of the client threads.
+    pub cpu: Duration,
+    /// How long the client threads waited, runnable, for a CPU: other
+    /// work on the machine took it ([`dyno_load::pool::Pooled::cpu_wait`]).
+    pub cpu_wait: Duration,
+    pub scale: i64,
+    pub server: Server,
+    pub interrupted: bool,
+    /// The wall-clock time the clients started (after connecting and the
+    /// gate): what segments of one run compare to see they started together.
+    pub started_at: SystemTime,
+}
+
+/// One second of a run's timeline.
+#[derive(Debug, Clone)]
+pub struct Second {
+    /// Transactions that committed in it.
+    pub transactions: u64,
+    /// Their latencies (two significant figures: enough for a p99 over
+    /// time, at an eighth of a full histogram's memory).
+    pub latency: Histogram<u64>,
+}
+
+impl Second {
+    fn new() -> Second {
+        let mut latency = Histogram::new_with_bounds(1, hdr::MAX_LATENCY_NS, 2)
+            .expect("constant bounds are valid");
+        latency.auto(true);
+        Second {
+            transactions: 0,
+            latency,
+        }
+    }
+}
+
+impl Default for Second {
+    fn default() -> Second {
+        Second::new()
+    }
+}
+
+impl pool::Slice for Second {
+    fn add(&mut self, other: &Second) {
+        self.transactions += other.transactions;
+        let _ = self.latency.add(&other.latency);
+    }
+}
+
+impl Outcome {
+    /// Transactions per second, the connections' time left out (pgbench's
+    /// "without initial connection time").
+    pub fn tps(&self) -> f64 {
+        per_sec(self.transactions, self.elapsed)
+    }
+
+    /// Transactions per second, the connections' time counted in.
+    pub fn tps_with_connections(&self) -> f64 {
+        per_sec(self.transactions, self.elapsed + self.connect)
+    }
+
+    pub fn failed_total(&self) -> u64 {
+        self.failed.values().sum()
+    }
+}
+
+fn per_sec(n: u64, d: Duration) -> f64 {
+    if d.is_zero() {
+        0.0
+    } else {
+        n as f64 / d.as_secs_f64()
+    }
+}
+
+impl Outcome {
+    /// Share of the client threads the run kept busy, in percent: near 100
+    /// the client, not the server, set the pace.
+    pub fn client_cpu_percent(&self, threads: usize) -> f64 {
+        dyno_load::pool::busy_percent(self.cpu, self.elapsed, threads)
+    }
+
+    /// The run's metrics. A failure count per SQLSTATE is included only
+    /// when non-zero; with several scripts, each one's committed
+    /// transactions, labelled with its name; the open model's, the
+    /// latency limit's, `--connect`'s and `-r`'s figures when they were
+    /// asked for.
+    pub fn metrics(&self, settings: &RunSettings) -> Vec<Metric> {
+        let threads = settings.threads;
+        let scripts: Vec<&str> = settings.scripts.iter().map(|w| w.script.name()).collect();
+        // Counts grow with the run: context, summed across segments.
+        let count = |name: &str, n: u64| {
+            Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64)
+                .context()
+                .merged(Merge::Sum)
+        };
+        // A count of work done: more is better over a duration, and with
+        // -t it is fixed.
+        let committed = |n: u64| {
+            Metric::new(
+                "transactions",
+                Unit::Count,
+                Direction::HigherIsBetter,
+                n as f64,
+            )
+            .context()
+            .merged(Merge::Sum)
+        };
+        // What pgbench's job exists for: tps and the latency of each
+        // transaction. A merged run's tps is its commits over the merged
+        // window.
+        let latency = hdr::latency_metric("latency_ns", &self.latency).primary();
+        let mut metrics = vec![
+            Metric::new(
+                "transactions_per_sec",
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+                self.tps(),
+            )
+            .primary()
+            .rate_of("transactions"),
+            // pgbench's second tps line: the same commits over a window
+            // that includes connecting; a view, and not merged (each
+            // segment connects on its own).
+            Metric::new(
+                "transactions_per_sec_with_connections",
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+                self.tps_with_connections(),
+            )
+            .derived_of("transactions_per_sec")
+            .merged(Merge::None),
+            latency,
+            committed(self.transactions),
+            count("failed_transactions", self.failed_total()),
+            count("retries", self.retries.values().sum()),
+            count("retried_transactions", self.retried),
+            count("aborted_clients", self.aborted.len() as u64),
+            Metric::new(
+                "connect_ns",
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                self.connect.as_nanos() as f64,
+            )
+            .context()
+            .merged(Merge::Max),
+            Metric::new(
+                "measured_ns",
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                self.elapsed.as_nanos() as f64,
+            )
+            .context()
+            .merged(Merge::Window),
+            // The client's own load: whether the figures are the server's
+            // or a lower bound.
+            Metric::new(
+                "client_cpu_percent",
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                self.client_cpu_percent(threads),
+            )
+            .diagnostic()
+            .merged(Merge::Max),
+        ];
+        metrics.extend(dyno_load::silence::lost_metric(&self.lost));
+        // Nothing committed: no cost per transaction to speak of.
+        if self.transactions > 0 {
+            metrics.push(
+                Metric::new(
+                    "client_cpu_per_transaction_ns",
+                    Unit::Ns,
+                    Direction::LowerIsBetter,
+                    self.cpu.as_nanos() as f64 / self.transactions as f64,
+                )
+                .diagnostic()
+                .merged(Merge::None),
+            );
+        }
+        for (code, n) in &self.failed {
+            let mut m = count("failed_transactions", *n);
+            m.labels.insert("sqlstate".into(), code.clone());
+            metrics.push(m);
+        }
+        for (code, n) in &self.retries {
+            let mut m = count("retries", *n);
+            m.labels.insert("sqlstate".into(), code.clone());
+            metrics.push(m);
+        }
+        if scripts.len() > 1 {
+            for (i, (name, n)) in scripts.iter().zip(&self.per_script).enumerate() {
+                // One script's share: explains the run's figures.
+                let mut per_script = vec![
+                    committed(*n),
+                    Metric::new(
+                        "transactions_per_sec",
+                        Unit::OpsPerSec,
+                        Direction::HigherIsBetter,
+                        per_sec(*n, self.elapsed),
+                    )
+                    .diagnostic()
+                    .rate_of("transactions"),
+                ];
+                if let Some(h) = self.script_latency.get(i) {
+                    per_script.push(hdr::latency_metric("latency_ns", h).diagnostic());
+                }
+                for mut m in per_script {
+                    m.labels.insert("script".into(), (*name).to_owned());
+                    metrics.push(m);
+                }
+            }
+        }
+        if let Some(rate) = settings.rate {
+            metrics.push(
+                Metric::new(
+                    "requested_transactions_per_sec",
+                    Unit::OpsPerSec,
+                    Direction::HigherIsBetter,
+                    rate,
+                )
+                .context()
+                .merged(Merge::Sum),
+            );
+            metrics.push(
+                hdr::latency_metric("latency_uncorrected_ns", &self.uncorrected).diagnostic(),
+            );
+            metrics.push(hdr::latency_metric("schedule_lag_ns", &self.lag).context());
+        }
+        // Cut at the deadline (or the stop) while under way, and, in the
+        // open model, due in the window but never started: in no other
+        // figure, so counted when there are any.
+        if self.unfinished > 0 {
+            metrics.push(count("unfinished_transactions", self.unfinished));
+        }
+        if settings.rate.is_some() && self.dropped > 0 {
+            metrics.push(count("dropped_sends", self.dropped));
+        }
+        if settings.latency_limit.is_some() {
+            metrics.push(count("late_transactions", self.late));
+            if settings.rate.is_some() {
+                metrics.push(count("skipped_transactions", self.skipped));
+            }
+        }
+        if settings.reconnect {
+            metrics.push(hdr::latency_metric("reconnect_ns", &self.reconnects).diagnostic());
+        }
+        metrics.extend(dyno_load::timeline::metrics(
+            self.elapsed,
+            self.timeline.iter().map(|s| (s.transactions, &s.latency)),
+            "timeline_transactions_per_sec",
+            Unit::OpsPerSec,
+        ));
+        if !settings.segment.is_whole() {
+            metrics.extend(dyno_load::timeline::histograms(
+                self.timeline.iter().map(|s| &s.latency),
+            ));
+        }
+        if let Some(plan) = &settings.plan {
+            metrics.extend(dyno_load::stages::metrics(plan, &self.stages));
+        }
+        for (w, hs) in settings.scripts.iter().zip(&self.statements) {
+            for (i, h) in hs.iter().enumerate() {
+                if matches!(w.script.commands()[i].kind, CommandKind::Jump(_)) {
+                    continue;
+                }
+                let mut m = hdr::latency_metric("statement_latency_ns", h).diagnostic();
+                m.labels.insert("script".into(), w.script.name().to_owned());
+                m.labels
+                    .insert("line".into(), w.script.commands()[i].line.to_string());
+                m.labels.insert("command".into(), w.script.command_text(i));
+                metrics.push(m);
+            }
+        }
+        metrics
+    }
+}
+
+/// Recomputes, in a run merged from segments, the metrics this engine
+/// declared [`Merge::Recompute`]: the per-second p99 from the merged
+/// per-second histograms (a merge of one segment keeps its own); and each
+/// stage of a `--rate-plan`, from the segments' stage metrics summed.
+pub fn recompute_merged(run: &mut dyno_model::Run) {
+    if let Ok(mut record) = run.record::<dyno_model::record::DbRecord>()
+        && let Some(plan) = record
+            .rate_plan
+            .as_ref()
+            .and_then(|r| r.plan.parse::<RatePlan>().ok())
+    {
+        record.rate_plan = Some(dyno_load::stages::rebuild(&plan, &run.metrics));
+        run.set_record(&record);
+    }
+    if run
+        .metrics
+        .iter()
+        .any(|m| m.name == "timeline_latency_p99_ns")
+    {
+        return;
+    }
+    run.metrics.extend(dyno_stats::merge::per_second_percentile(
+        &run.metrics,
+        "timeline_latency_p99_ns",
+        "timeline_transactions_per_sec",
+        "timeline_latency_ns",
+        99.0,
+    ));
+}
