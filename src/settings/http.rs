@@ -82,22 +82,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
     let builtin = url.is_none() && url_file.is_none() && scenario.is_none();
     // -t as given (the default depends on each machine's CPUs).
     let threads_given = threads;
-    // Beside the built-in server, the client takes half the CPUs.
-    let default_threads = if builtin { (cpus / 2).max(1) } else { cpus };
-    // A thread gets whole connections: one beyond -c would sit idle and
-    // dilute the client-CPU check. wrk refuses; dyno uses -c threads and
-    // says so when -t asked for more.
-    let threads = match threads {
-        Some(t) if t > connections => {
-            eprintln!(
-                "dyno: -t {t} is more than -c {connections}: using {connections} worker thread{} (a thread without a connection would sit idle)",
-                if connections == 1 { "" } else { "s" }
-            );
-            connections as usize
-        }
-        Some(t) => t as usize,
-        None => default_threads.min(connections as usize),
-    };
+    let threads = worker_threads(threads, connections, builtin, cpus);
 
     super::capacity::rate_plan(
         rate_plan.as_ref(),
@@ -136,30 +121,11 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
     // record says so: the merged run adds them up again).
     let whole_connections = connections;
     let (connections, threads) = match &plan {
-        Some(plan) => {
-            if builtin {
-                bail!(
-                    "--segment needs the URL of the server the segments load together (with no URL, each would load a built-in server of its own)"
-                );
-            }
-            if save.no_save {
-                bail!(
-                    "--segment meets the other segments in the store and saves its run there for `dyno merge`: drop --no-save"
-                );
-            }
-            plan.share(connections, threads, requests)?
-        }
+        Some(plan) => segment_share(plan, builtin, save.no_save, connections, threads, requests)?,
         None => (connections, threads),
     };
 
-    let body = match (body, body_file) {
-        (Some(b), _) => Some(b.into_bytes()),
-        (None, Some(path)) => Some(
-            std::fs::read(&path)
-                .with_context(|| format!("could not read the body file '{}'", path.display()))?,
-        ),
-        (None, None) => None,
-    };
+    let body = request_body(body, body_file)?;
     let headers = headers
         .iter()
         .map(|h| parse_header(h))
@@ -175,89 +141,32 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         (None, url.clone().unwrap_or_default())
     };
     let scenario = match &scenario {
-        Some(path) => {
-            for (flag, given, why) in [
-                (
-                    "--format ab",
-                    format == HttpFormat::Ab,
-                    "ab's report is of one URL",
-                ),
-                (
-                    "--method",
-                    method != "GET",
-                    "each step gives its own method",
-                ),
-                (
-                    "--pipeline",
-                    pipeline > 1,
-                    "a user's steps wait for each other's answers",
-                ),
-                (
-                    "-H",
-                    !headers.is_empty(),
-                    "a scenario's headers are in its file, `headers = [\"Name: value\"]` at the top for every step or in a step for that step",
-                ),
-            ] {
-                if given {
-                    bail!("{flag} does not work with --scenario: {why}; drop {flag}");
-                }
-            }
-            let s = dyno_http::scenario::Scenario::load(path, url.as_deref())?;
-            Some(std::sync::Arc::new(s))
-        }
+        Some(path) => Some(load_scenario(
+            path,
+            url.as_deref(),
+            format,
+            &method,
+            pipeline,
+            &headers,
+        )?),
         None => None,
     };
-    let (http_target, paths) = match (&url_file, &scenario) {
-        (_, Some(s)) => (s.target.clone(), Vec::new()),
-        (Some(path), None) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("could not read the URL file '{}'", path.display()))?;
-            parse_url_list(&text)
-                .with_context(|| format!("in the URL file '{}'", path.display()))?
-        }
-        (None, None) => {
-            let (t, p) = parse_url(&target_url)?;
-            (t, vec![p])
-        }
-    };
-    let tls = http_target.scheme == Scheme::Https;
-    if tls && unix_socket.is_some() {
-        bail!(
-            "TLS over a Unix socket is not supported: give the URL as http:// with --unix-socket"
-        );
-    }
-    if insecure && !tls {
-        bail!(
-            "--insecure only skips the certificate check of https:// URLs, and this URL is http://: drop --insecure"
-        );
-    }
+    let (http_target, paths) = targets(url_file.as_deref(), scenario.as_deref(), &target_url)?;
+    check_tls(
+        http_target.scheme == Scheme::Https,
+        unix_socket.is_some(),
+        insecure,
+    )?;
     let keep_alive = !no_keepalive;
-    let templates = paths
-        .iter()
-        .map(|path| {
-            RequestTemplate::new(
-                &http_target,
-                &RequestSpec {
-                    method: method.clone(),
-                    path: path.clone(),
-                    headers: headers.clone(),
-                    body: body.clone(),
-                    keep_alive,
-                },
-            )
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let stop = match (requests, duration, &rate_plan) {
-        (_, _, Some(p)) => Stop::Duration(p.duration()),
-        (Some(n), _, _) => Stop::Requests(n),
-        (None, Some(d), _) => Stop::Duration(d),
-        (None, None, None) => Stop::Duration(std::time::Duration::from_secs(10)),
+    let spec = RequestSpec {
+        method: method.clone(),
+        path: String::new(),
+        headers: headers.clone(),
+        body: body.clone(),
+        keep_alive,
     };
-    // A plan's mean rate: what the run as a whole asked for.
-    let rate = match &rate_plan {
-        Some(p) => Some(p.total() / p.duration().as_secs_f64()),
-        None => rate,
-    };
+    let templates = templates(&http_target, &paths, &spec)?;
+    let (stop, rate) = stop_and_rate(requests, duration, rate_plan.as_ref(), rate);
     let seed = seed.unwrap_or_else(|| fastrand::u64(..));
     // What the run loads: the URL, or a URL file's first URL.
     let shown_url = match (&url_file, &scenario) {
@@ -296,45 +205,22 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
     dyno_http::engine::validate(&settings)?;
     check_open_files(env, &settings, builtin)?;
     if let Some(plan) = &mut plan {
-        // What every segment must share, published at the barrier.
-        let mut s = segment::Settings::new("http");
-        s.put("url", &target_url)
-            .opt("unix_socket", unix_socket.as_ref().map(|p| p.display()))
-            .put("method", &method)
-            .put("model", if rate.is_some() { "open" } else { "closed" })
-            .opt("rate", rate)
-            .opt(
-                "rate_plan",
-                settings.schedule.plan.as_ref().map(ToString::to_string),
-            )
-            .opt("requests", requests)
-            .opt("duration", duration.map(|d| format!("{d:?}")))
-            .put("warmup", format!("{warmup:?}"))
-            .put("connections", whole_connections)
-            .opt("threads", threads_given)
-            .put("pipeline", pipeline)
-            .put("http2", h2)
-            .put("streams", streams)
-            .put("alpn", alpn.join(","))
-            .put("keep_alive", keep_alive)
-            .put("insecure", insecure)
-            .put("timeout", format!("{timeout:?}"))
-            .put("connect_timeout", format!("{connect_timeout:?}"))
-            .put("expect_status", expect_status.to_string())
-            .put("max_error_rate", max_error_rate)
-            .hash("headers", format!("{headers:?}").as_bytes())
-            .hash("body", body.as_deref().unwrap_or_default());
-        if let Some(scenario) = &settings.scenario {
-            // Every segment runs the same flows, with the same data.
-            let mut bytes = std::fs::read(&scenario.path).unwrap_or_default();
-            if let Some(data) = &scenario.data {
-                bytes.extend(std::fs::read(&data.path).unwrap_or_default());
-            }
-            s.hash("scenario", &bytes);
-        }
-        if url_file.is_some() {
-            s.hash("url_file", format!("{paths:?}").as_bytes());
-        }
+        let mut s = fingerprint(
+            &settings,
+            &Given {
+                url: &target_url,
+                method: &method,
+                requests,
+                duration,
+                connections: whole_connections,
+                threads: threads_given,
+                max_error_rate,
+                headers: &headers,
+                body: body.as_deref(),
+                url_file: url_file.is_some(),
+                paths: &paths,
+            },
+        );
         super::capacity::segmented(plan, &mode, "connections", &mut s)?;
         plan.publish(s);
     }
@@ -357,6 +243,238 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
         format,
         save,
     })
+}
+
+/// Worker threads: `-t` as given, else one per CPU (half of them beside
+/// the built-in server, which takes the others). A thread gets whole
+/// connections: one beyond `-c` would sit idle and dilute the client-CPU
+/// check. wrk refuses; dyno uses `-c` threads and says so when `-t` asked
+/// for more.
+fn worker_threads(given: Option<u32>, connections: u32, builtin: bool, cpus: usize) -> usize {
+    let default = if builtin { (cpus / 2).max(1) } else { cpus };
+    match given {
+        Some(t) if t > connections => {
+            eprintln!(
+                "dyno: -t {t} is more than -c {connections}: using {connections} worker thread{} (a thread without a connection would sit idle)",
+                if connections == 1 { "" } else { "s" }
+            );
+            connections as usize
+        }
+        Some(t) => t as usize,
+        None => default.min(connections as usize),
+    }
+}
+
+/// A segment's share of the connections and threads, once what a
+/// segment cannot do is refused.
+fn segment_share(
+    plan: &Plan,
+    builtin: bool,
+    no_save: bool,
+    connections: u32,
+    threads: usize,
+    requests: Option<u64>,
+) -> Result<(u32, usize)> {
+    if builtin {
+        bail!(
+            "--segment needs the URL of the server the segments load together (with no URL, each would load a built-in server of its own)"
+        );
+    }
+    if no_save {
+        bail!(
+            "--segment meets the other segments in the store and saves its run there for `dyno merge`: drop --no-save"
+        );
+    }
+    plan.share(connections, threads, requests)
+}
+
+/// One request template a path, the rest of the request as `spec` has it.
+fn templates(
+    target: &dyno_http::request::Target,
+    paths: &[String],
+    spec: &RequestSpec,
+) -> Result<Vec<RequestTemplate>> {
+    let mut templates = Vec::with_capacity(paths.len());
+    for path in paths {
+        let spec = RequestSpec {
+            path: path.clone(),
+            ..spec.clone()
+        };
+        templates.push(RequestTemplate::new(target, &spec)?);
+    }
+    Ok(templates)
+}
+
+/// The request body: `--body`'s text, else `--body-file`'s bytes.
+fn request_body(text: Option<String>, file: Option<std::path::PathBuf>) -> Result<Option<Vec<u8>>> {
+    Ok(match (text, file) {
+        (Some(b), _) => Some(b.into_bytes()),
+        (None, Some(path)) => Some(
+            std::fs::read(&path)
+                .with_context(|| format!("could not read the body file '{}'", path.display()))?,
+        ),
+        (None, None) => None,
+    })
+}
+
+/// `--scenario`'s file loaded, once the flags a scenario has its own
+/// answer to are refused.
+fn load_scenario(
+    path: &std::path::Path,
+    url: Option<&str>,
+    format: HttpFormat,
+    method: &str,
+    pipeline: u32,
+    headers: &[(String, String)],
+) -> Result<std::sync::Arc<dyno_http::scenario::Scenario>> {
+    for (flag, given, why) in [
+        (
+            "--format ab",
+            format == HttpFormat::Ab,
+            "ab's report is of one URL",
+        ),
+        (
+            "--method",
+            method != "GET",
+            "each step gives its own method",
+        ),
+        (
+            "--pipeline",
+            pipeline > 1,
+            "a user's steps wait for each other's answers",
+        ),
+        (
+            "-H",
+            !headers.is_empty(),
+            "a scenario's headers are in its file, `headers = [\"Name: value\"]` at the top for every step or in a step for that step",
+        ),
+    ] {
+        if given {
+            bail!("{flag} does not work with --scenario: {why}; drop {flag}");
+        }
+    }
+    let s = dyno_http::scenario::Scenario::load(path, url)?;
+    Ok(std::sync::Arc::new(s))
+}
+
+/// The server and the paths a run loads: a scenario's, a URL file's, or
+/// the URL's.
+fn targets(
+    url_file: Option<&std::path::Path>,
+    scenario: Option<&dyno_http::scenario::Scenario>,
+    url: &str,
+) -> Result<(dyno_http::request::Target, Vec<String>)> {
+    Ok(match (url_file, scenario) {
+        (_, Some(s)) => (s.target.clone(), Vec::new()),
+        (Some(path), None) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("could not read the URL file '{}'", path.display()))?;
+            parse_url_list(&text)
+                .with_context(|| format!("in the URL file '{}'", path.display()))?
+        }
+        (None, None) => {
+            let (t, p) = parse_url(url)?;
+            (t, vec![p])
+        }
+    })
+}
+
+/// TLS's flags against the URL's scheme.
+fn check_tls(tls: bool, unix_socket: bool, insecure: bool) -> Result<()> {
+    if tls && unix_socket {
+        bail!(
+            "TLS over a Unix socket is not supported: give the URL as http:// with --unix-socket"
+        );
+    }
+    if insecure && !tls {
+        bail!(
+            "--insecure only skips the certificate check of https:// URLs, and this URL is http://: drop --insecure"
+        );
+    }
+    Ok(())
+}
+
+/// When the run stops (a plan's length, `-n`, `-d`, else 10 s) and the
+/// rate it asks for as a whole (a plan's mean rate, else `--rate`).
+fn stop_and_rate(
+    requests: Option<u64>,
+    duration: Option<std::time::Duration>,
+    plan: Option<&dyno_load::plan::RatePlan>,
+    rate: Option<f64>,
+) -> (Stop, Option<f64>) {
+    let stop = match (requests, duration, plan) {
+        (_, _, Some(p)) => Stop::Duration(p.duration()),
+        (Some(n), _, _) => Stop::Requests(n),
+        (None, Some(d), _) => Stop::Duration(d),
+        (None, None, None) => Stop::Duration(std::time::Duration::from_secs(10)),
+    };
+    let rate = match plan {
+        Some(p) => Some(p.total() / p.duration().as_secs_f64()),
+        None => rate,
+    };
+    (stop, rate)
+}
+
+/// What a segment's fingerprint needs besides the engine's settings: the
+/// flags as given, before a segment took its share.
+struct Given<'a> {
+    url: &'a str,
+    method: &'a str,
+    requests: Option<u64>,
+    duration: Option<std::time::Duration>,
+    connections: u32,
+    threads: Option<u32>,
+    max_error_rate: f64,
+    headers: &'a [(String, String)],
+    body: Option<&'a [u8]>,
+    url_file: bool,
+    paths: &'a [String],
+}
+
+/// What every segment of a split run must share, published at the
+/// barrier: the others refuse to run beside a segment whose differ.
+fn fingerprint(settings: &Settings, given: &Given) -> segment::Settings {
+    let schedule = &settings.schedule;
+    let rate = schedule.rate_per_sec;
+    let mut s = segment::Settings::new("http");
+    s.put("url", given.url)
+        .opt(
+            "unix_socket",
+            settings.unix_socket.as_ref().map(|p| p.display()),
+        )
+        .put("method", given.method)
+        .put("model", if rate.is_some() { "open" } else { "closed" })
+        .opt("rate", rate)
+        .opt("rate_plan", schedule.plan.as_ref().map(ToString::to_string))
+        .opt("requests", given.requests)
+        .opt("duration", given.duration.map(|d| format!("{d:?}")))
+        .put("warmup", format!("{:?}", schedule.warmup))
+        .put("connections", given.connections)
+        .opt("threads", given.threads)
+        .put("pipeline", settings.pipeline)
+        .put("http2", settings.http2)
+        .put("streams", settings.streams)
+        .put("alpn", settings.alpn.join(","))
+        .put("keep_alive", settings.keep_alive)
+        .put("insecure", settings.tls.insecure)
+        .put("timeout", format!("{:?}", settings.timeout))
+        .put("connect_timeout", format!("{:?}", settings.connect_timeout))
+        .put("expect_status", settings.expect_status.to_string())
+        .put("max_error_rate", given.max_error_rate)
+        .hash("headers", format!("{:?}", given.headers).as_bytes())
+        .hash("body", given.body.unwrap_or_default());
+    if let Some(scenario) = &settings.scenario {
+        // Every segment runs the same flows, with the same data.
+        let mut bytes = std::fs::read(&scenario.path).unwrap_or_default();
+        if let Some(data) = &scenario.data {
+            bytes.extend(std::fs::read(&data.path).unwrap_or_default());
+        }
+        s.hash("scenario", &bytes);
+    }
+    if given.url_file {
+        s.hash("url_file", format!("{:?}", given.paths).as_bytes());
+    }
+    s
 }
 
 /// `-m`/`--method`, given up to twice: h2load's `-m N` is streams per
