@@ -3,19 +3,15 @@
 //! `--merge` a Job that prints the merged run. Printed, never applied:
 //! `kubectl` stays the tool that talks to the cluster.
 //!
-//! The manifests are YAML written from JSON values: every string is
-//! double-quoted with JSON's escapes, which YAML reads as the same string,
-//! so no value (a URL with `:` or `#`, a header, `yes`) can change meaning.
+//! This module checks the command and reads its files; the manifests
+//! are `dyno_k8s`'s.
 
 use anyhow::{Result, bail};
 use clap::Parser;
-use serde_json::{Value, json};
+use dyno_k8s::{Carried, FILES_DIR};
 
 use crate::ExitStatus;
 use crate::cli::{Cli, Command, K8sArgs, K8sCommand, K8sJobArgs};
-
-/// How long the merge Job waits for the segments to save their runs.
-const MERGE_WAIT: &str = "1h";
 
 pub(super) fn run(args: K8sArgs) -> Result<ExitStatus> {
     match args.command {
@@ -35,39 +31,26 @@ fn job(args: K8sJobArgs) -> Result<ExitStatus> {
         &group,
         args.db_secret.as_deref(),
     )?;
-    let mut docs = Vec::new();
-    if !checked.files.is_empty() {
-        docs.push(files_config_map(&args, &group, &checked.files));
-    }
-    docs.push(segments_job(&args, &group, &checked));
-    if args.merge {
-        docs.push(merge_job(&args, &group));
-    }
-    let mut out = String::new();
-    for doc in &docs {
-        out.push_str("---\n");
-        yaml(doc, 0, &mut out);
-    }
+    let out = dyno_k8s::manifests(&dyno_k8s::Job {
+        group: &group,
+        segments: args.segments,
+        image: &args.image,
+        namespace: args.namespace.as_deref(),
+        store_secret: &args.store_secret,
+        store_secret_key: &args.store_secret_key,
+        db_secret: args.db_secret.as_deref(),
+        cpu: &args.cpu,
+        memory: &args.memory,
+        command: &checked.command,
+        files: &checked.files,
+        merge: args.merge,
+    });
     super::print(&out)?;
     Ok(ExitStatus::Success)
 }
 
-/// Where the carried files are mounted in each segment's pod.
-const FILES_DIR: &str = "/etc/dyno/files";
 /// The most a ConfigMap holds (Kubernetes refuses more).
 const CONFIGMAP_MAX: usize = 1024 * 1024;
-
-/// A local file the command names, carried to the pods in a ConfigMap.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Carried {
-    /// Its key in the ConfigMap.
-    key: String,
-    /// Where it is under [`FILES_DIR`]: its key, or, for a scenario's data
-    /// file, the path the scenario names it by (from its own folder).
-    path: String,
-    /// Its bytes, read here.
-    data: Vec<u8>,
-}
 
 /// The command as the pods run it: local file paths replaced by the
 /// mounted copies, and those files.
@@ -426,322 +409,9 @@ fn conninfo_has_host(s: &str) -> bool {
     in_url || has_keyword(s, "host") || has_keyword(s, "hostaddr")
 }
 
-/// A name Kubernetes takes (lower case, digits and '-'), from the group's.
-fn k8s_name(group: &str) -> String {
-    let name: String = group
-        .chars()
-        .map(|c| match c {
-            'A'..='Z' => c.to_ascii_lowercase(),
-            'a'..='z' | '0'..='9' => c,
-            _ => '-',
-        })
-        .collect();
-    format!("dyno-{}", name.trim_matches('-'))
-}
-
-fn labels(group: &str) -> Value {
-    json!({
-        "app.kubernetes.io/name": "dyno",
-        "app.kubernetes.io/instance": k8s_name(group),
-    })
-}
-
-fn metadata(args: &K8sJobArgs, name: String, group: &str) -> Value {
-    let mut m = json!({ "name": name, "labels": labels(group) });
-    if let Some(ns) = &args.namespace {
-        m["namespace"] = json!(ns);
-    }
-    m
-}
-
-/// The container's environment: the store's URL from the Secret (dyno
-/// reads DYNO_STORE), a home for the local store it never falls back to,
-/// and, for segments, the pod's index.
-fn env(args: &K8sJobArgs, with_index: bool) -> Value {
-    let mut env = Vec::new();
-    if with_index {
-        env.push(json!({
-            "name": "DYNO_SEGMENT_INDEX",
-            "valueFrom": { "fieldRef": {
-                "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-            } }
-        }));
-    }
-    env.push(json!({
-        "name": "DYNO_STORE",
-        "valueFrom": { "secretKeyRef": { "name": args.store_secret, "key": args.store_secret_key } }
-    }));
-    env.push(json!({ "name": "DYNO_HOME", "value": "/tmp/dyno" }));
-    Value::Array(env)
-}
-
-/// The ConfigMap that carries the command's local files to the pods.
-fn files_config_map(args: &K8sJobArgs, group: &str, files: &[Carried]) -> Value {
-    let mut data = serde_json::Map::new();
-    let mut binary = serde_json::Map::new();
-    for f in files {
-        match std::str::from_utf8(&f.data) {
-            Ok(text) => data.insert(f.key.clone(), json!(text)),
-            Err(_) => binary.insert(f.key.clone(), json!(base64(&f.data))),
-        };
-    }
-    let mut map = json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": metadata(args, files_name(group), group),
-        // Read once by the pods; never edited in place.
-        "immutable": true,
-    });
-    if !data.is_empty() {
-        map["data"] = Value::Object(data);
-    }
-    if !binary.is_empty() {
-        map["binaryData"] = Value::Object(binary);
-    }
-    map
-}
-
-fn files_name(group: &str) -> String {
-    format!("{}-files", k8s_name(group))
-}
-
-/// `bytes` in standard base64, with padding (a ConfigMap's binaryData).
-fn base64(bytes: &[u8]) -> String {
-    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn segments_job(args: &K8sJobArgs, group: &str, checked: &Checked) -> Value {
-    let n = args.segments;
-    // Kubernetes expands $(NAME) in args: a literal one in the command is
-    // written $$( so it reaches dyno as typed.
-    let mut container_args: Vec<Value> = checked
-        .command
-        .iter()
-        .map(|a| json!(a.replace("$(", "$$(")))
-        .collect();
-    container_args.extend([
-        json!("--segment"),
-        json!(format!("$(DYNO_SEGMENT_INDEX)/{n}")),
-        json!("--group"),
-        json!(group),
-    ]);
-    let resources = json!({ "cpu": args.cpu, "memory": args.memory });
-    let mut container = json!({
-        "name": "dyno",
-        "image": args.image,
-        "command": ["dyno"],
-        "args": container_args,
-        "env": env(args, true),
-        "resources": { "requests": resources, "limits": resources }
-    });
-    let mut volumes = Vec::new();
-    if !checked.files.is_empty() {
-        container["volumeMounts"] =
-            json!([{ "name": "files", "mountPath": FILES_DIR, "readOnly": true }]);
-        let items: Vec<Value> = checked
-            .files
-            .iter()
-            .map(|f| json!({ "key": f.key, "path": f.path }))
-            .collect();
-        volumes.push(json!({ "name": "files", "configMap": {
-            "name": files_name(group),
-            "items": items,
-        } }));
-    }
-    if let Some(secret) = &args.db_secret {
-        // libpq's variables (PGHOST, PGPASSWORD, …) from the Secret.
-        container["envFrom"] = json!([{ "secretRef": { "name": secret } }]);
-    }
-    let mut job = json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": metadata(args, k8s_name(group), group),
-        "spec": {
-            "completionMode": "Indexed",
-            "completions": n,
-            "parallelism": n,
-            // A segment runs once: its index has arrived at the barrier,
-            // and a second try would be refused there.
-            "backoffLimit": 0,
-            "template": {
-                "metadata": { "labels": labels(group) },
-                "spec": {
-                    "restartPolicy": "Never",
-                    // SIGTERM ends a segment early, and it saves what it
-                    // measured: time to do so.
-                    "terminationGracePeriodSeconds": 30,
-                    "affinity": { "podAntiAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": [{
-                            "labelSelector": { "matchLabels": labels(group) },
-                            "topologyKey": "kubernetes.io/hostname"
-                        }]
-                    } },
-                    "containers": [container]
-                }
-            }
-        }
-    });
-    if !volumes.is_empty() {
-        job["spec"]["template"]["spec"]["volumes"] = Value::Array(volumes);
-    }
-    job
-}
-
-fn merge_job(args: &K8sJobArgs, group: &str) -> Value {
-    json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": metadata(args, format!("{}-merge", k8s_name(group)), group),
-        "spec": {
-            "backoffLimit": 0,
-            "template": {
-                "metadata": { "labels": { "app.kubernetes.io/name": "dyno" } },
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{
-                        "name": "merge",
-                        "image": args.image,
-                        "command": ["dyno"],
-                        "args": ["merge", group, "--wait", MERGE_WAIT],
-                        "env": env(args, false),
-                        "resources": {
-                            "requests": { "cpu": "100m", "memory": "128Mi" },
-                            "limits": { "cpu": "1", "memory": "512Mi" }
-                        }
-                    }]
-                }
-            }
-        }
-    })
-}
-
-/// `v` as block-style YAML at `indent` spaces.
-fn yaml(v: &Value, indent: usize, out: &mut String) {
-    let pad = " ".repeat(indent);
-    match v {
-        Value::Object(map) if !map.is_empty() => {
-            for (k, v) in map {
-                out.push_str(&pad);
-                out.push_str(&key(k));
-                out.push(':');
-                nested(v, indent, out);
-            }
-        }
-        Value::Array(items) if !items.is_empty() => {
-            for item in items {
-                out.push_str(&pad);
-                out.push('-');
-                match item {
-                    Value::Object(m) if !m.is_empty() => {
-                        // The first key on the dash's line, the rest below.
-                        let mut first = true;
-                        for (k, v) in m {
-                            if first {
-                                out.push(' ');
-                                first = false;
-                            } else {
-                                out.push_str(&" ".repeat(indent + 2));
-                            }
-                            out.push_str(&key(k));
-                            out.push(':');
-                            nested(v, indent + 2, out);
-                        }
-                    }
-                    other => nested(other, indent, out),
-                }
-            }
-        }
-        scalar => {
-            out.push_str(&pad);
-            out.push_str(&inline(scalar));
-            out.push('\n');
-        }
-    }
-}
-
-/// What follows `key:` or `-`: a scalar on the same line, or a block below.
-fn nested(v: &Value, indent: usize, out: &mut String) {
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            out.push('\n');
-            yaml(v, indent + 2, out);
-        }
-        Value::Array(a) if !a.is_empty() => {
-            out.push('\n');
-            yaml(v, indent + 2, out);
-        }
-        scalar => {
-            out.push(' ');
-            out.push_str(&inline(scalar));
-            out.push('\n');
-        }
-    }
-}
-
-fn inline(v: &Value) -> String {
-    match v {
-        Value::Object(_) => "{}".to_owned(),
-        Value::Array(_) => "[]".to_owned(),
-        // JSON's scalars are YAML's: numbers, true/false, null, and
-        // double-quoted strings with the same escapes.
-        other => other.to_string(),
-    }
-}
-
-fn key(k: &str) -> String {
-    let plain = !k.is_empty()
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'));
-    if plain {
-        k.to_owned()
-    } else {
-        Value::String(k.to_owned()).to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn yaml_keeps_every_string_as_it_is() {
-        let v = json!({
-            "a": "yes",
-            "b": ["http://x:1/#frag", "line\nbreak", 3, true, null],
-            "c": {},
-            "d": [{ "e": 1, "f": { "g": "h" } }],
-            "weird key": "'quoted'",
-        });
-        let mut out = String::new();
-        yaml(&v, 0, &mut out);
-        assert_eq!(
-            out,
-            "a: \"yes\"\nb:\n  - \"http://x:1/#frag\"\n  - \"line\\nbreak\"\n  - 3\n  - true\n  - null\nc: {}\nd:\n  - e: 1\n    f:\n      g: \"h\"\n\"weird key\": \"'quoted'\"\n"
-        );
-    }
-
-    #[test]
-    fn job_names_follow_kubernetes_rules() {
-        assert_eq!(k8s_name("Web_1.b"), "dyno-web-1-b");
-        assert_eq!(k8s_name("-x-"), "dyno-x");
-    }
 
     #[test]
     fn the_command_is_checked_as_a_segment_would_parse_it() {
@@ -883,19 +553,5 @@ mod tests {
         .unwrap();
         assert_eq!(checked.command[6], "/etc/dyno/files/f0-s1.sql@3");
         assert_eq!(checked.files[0].data, b"SELECT 1;\n");
-    }
-
-    #[test]
-    fn base64_is_the_standard_one() {
-        for (raw, coded) in [
-            (&b""[..], ""),
-            (b"f", "Zg=="),
-            (b"fo", "Zm8="),
-            (b"foo", "Zm9v"),
-            (b"foob", "Zm9vYg=="),
-            (&[0xff, 0xfe, 0x00][..], "//4A"),
-        ] {
-            assert_eq!(base64(raw), coded);
-        }
     }
 }
