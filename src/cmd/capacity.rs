@@ -13,7 +13,6 @@ use anyhow::Result;
 use dyno_load::capacity::{self, Axis, Level, Plan, Ran, Searched};
 use dyno_load::search::Purpose;
 use dyno_load::shard::Together;
-use dyno_load::slo::human_duration;
 use dyno_model::Run;
 use jiff::Timestamp;
 
@@ -21,6 +20,7 @@ use super::interrupt::{Interrupt, Second};
 use super::watch::{Window, Windows};
 use super::{finish, segment};
 use crate::ExitStatus;
+use dyno_model::units;
 
 /// What differs from engine to engine in a search's wiring, besides the
 /// engine itself.
@@ -128,8 +128,8 @@ fn announce(plan: &Plan, what: &str) {
     eprintln!(
         "dyno: {searching} that meets {} ({} steps, budget {})",
         plan.slo,
-        crate::settings::segment::humantime(plan.step),
-        crate::settings::segment::humantime(plan.budget)
+        units::duration_flag(plan.step),
+        units::duration_flag(plan.budget)
     );
 }
 
@@ -140,7 +140,7 @@ fn step_line<O>(n: usize, ran: &Ran<O>, unit: &str, what: &str) -> String {
     let o = &ran.observation;
     let p99 = o
         .percentile(99.0)
-        .map_or_else(|| "–".to_owned(), human_duration);
+        .map_or_else(|| "–".to_owned(), units::duration_flag);
     let verdict = if ran.passed() {
         "pass".to_owned()
     } else {

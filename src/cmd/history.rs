@@ -158,7 +158,7 @@ fn wait_for_segments(store: &dyn Store, group: &str, wait: std::time::Duration) 
         if std::time::Instant::now() >= deadline {
             eprintln!(
                 "dyno: waited {} for group '{group}': {} segment run{} saved; merging what there is",
-                crate::settings::segment::humantime(wait),
+                dyno_model::units::duration_flag(wait),
                 saved.len(),
                 if saved.len() == 1 { "" } else { "s" }
             );

@@ -164,7 +164,7 @@ fn exit_status(
             "dyno: {} accepted connections but answered none of the first {} requests within --timeout {}, so the run stopped: is the server stuck, or does it need a longer --timeout? Nothing was saved",
             outcome.endpoint,
             outcome.stats.errors_of(ErrorClass::ReadTimeout),
-            crate::settings::segment::humantime(settings.timeout),
+            dyno_model::units::duration_flag(settings.timeout),
         );
         return Ok(ExitStatus::ChecksFailed);
     }

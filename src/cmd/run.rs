@@ -107,7 +107,7 @@ fn progress_line(p: &Progress<'_>) {
     let mean = p.mean_wall.map_or_else(String::new, |m| {
         format!(
             ", mean {}",
-            dyno_report::format_duration_ns(m.as_nanos() as f64)
+            dyno_model::units::duration(m.as_nanos() as f64)
         )
     });
     let name: String = p.benchmark.chars().take(40).collect();

@@ -15,7 +15,7 @@ use dyno_model::record::SegmentRecord;
 use dyno_store::{Arrival, Decision, Store, StoreError};
 use jiff::Timestamp;
 
-use crate::settings::segment::{Plan, ahead, check_start_at, group_tag, humantime};
+use crate::settings::segment::{Plan, ahead, check_start_at, group_tag};
 
 /// How often a waiting segment looks at the barrier.
 const POLL: Duration = Duration::from_millis(10);
@@ -122,7 +122,7 @@ impl Plan {
                         if missing.len() == 1 { "" } else { "s" },
                         missing.join(", "),
                         self.group,
-                        humantime(self.barrier_timeout),
+                        dyno_model::units::duration_flag(self.barrier_timeout),
                         store.location(),
                     );
                     store
@@ -306,7 +306,7 @@ impl dyno_load::shard::Together for Steps<'_> {
                     "segment {} of group '{}' did not report step {label} within --barrier-timeout {} (stopped, or its machine failed)",
                     missing.join(", "),
                     self.plan.group,
-                    humantime(self.plan.barrier_timeout)
+                    dyno_model::units::duration_flag(self.plan.barrier_timeout)
                 ));
             }
             std::thread::sleep(POLL);

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use dyno_load::capacity::{Axis, Plan};
 
 use crate::cli::FindMaxArgs;
-use crate::settings::segment::humantime;
+use dyno_model::units;
 
 /// Each step's warm-up when `--warmup` gives none.
 pub(crate) const STEP_WARMUP: Duration = Duration::from_secs(1);
@@ -65,8 +65,8 @@ pub(crate) fn mode(
     if budget < step {
         bail!(
             "--budget {} is shorter than one --step {}: give a budget of several steps (the default is 3m)",
-            humantime(budget),
-            humantime(step)
+            units::duration_flag(budget),
+            units::duration_flag(step)
         );
     }
     let axis = match range {
@@ -133,9 +133,9 @@ pub(crate) fn segmented(
     }
     shared
         .put("slo", &plan.slo_text)
-        .put("step", humantime(plan.step))
-        .put("step_warmup", humantime(plan.warmup))
-        .put("budget", humantime(plan.budget));
+        .put("step", units::duration_flag(plan.step))
+        .put("step_warmup", units::duration_flag(plan.warmup))
+        .put("budget", units::duration_flag(plan.budget));
     Ok(())
 }
 

@@ -189,12 +189,3 @@ fn span(d: Duration) -> String {
 pub(crate) fn group_tag(group: &str) -> String {
     format!("group:{group}")
 }
-
-/// `d` as 60s or 250ms, for messages.
-pub(crate) fn humantime(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
-    }
-}

@@ -24,6 +24,7 @@ use dyno_stats::{Summary, sampled_metric};
 use crate::child::Status;
 use crate::engine::{BenchResult, Benchmark, Outcome};
 use crate::settings::{Policy, Settings};
+use dyno_model::units;
 
 /// Under a shell, a command shorter than this is mostly shell start-up
 /// (hyperfine's threshold).
@@ -274,8 +275,8 @@ impl Outcome {
                     "first_run_slow",
                     format!(
                         "the first run of '{name}' was much slower than the rest ({} against a median of {}): caches were probably cold; use --warmup",
-                        fmt_ns(walls[0]),
-                        fmt_ns(summary.median)
+                        units::duration(walls[0]),
+                        units::duration(summary.median)
                     ),
                 );
             }
@@ -297,8 +298,8 @@ impl Outcome {
                     "too_short_for_shell",
                     format!(
                         "'{name}' takes {} while the shell's own start-up ({}) was subtracted from it: the figure is mostly calibration; use --shell none",
-                        fmt_ns(summary.mean),
-                        fmt_ns(ns(shell.wall))
+                        units::duration(summary.mean),
+                        units::duration(ns(shell.wall))
                     ),
                 );
             }
@@ -439,9 +440,9 @@ impl Outcome {
             format!(
                 "'{}' ({}) was timed in turns with '{}' ({}), more than {INTERLEAVE_RATIO_WARNING:.0}× longer, so each of its runs starts in the wake of a long one (caches, CPU frequency); interleaving guards against drift, but for commands this different in length --no-interleave times the short one more faithfully",
                 short.0,
-                fmt_ns(short.1),
+                units::duration(short.1),
                 long.0,
-                fmt_ns(long.1)
+                units::duration(long.1)
             ),
         );
     }
@@ -499,16 +500,6 @@ impl Outcome {
                 ),
             );
         }
-    }
-}
-
-fn fmt_ns(v: f64) -> String {
-    if v >= 1e9 {
-        format!("{:.3} s", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.1} ms", v / 1e6)
-    } else {
-        format!("{:.1} µs", v / 1e3)
     }
 }
 

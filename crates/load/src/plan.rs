@@ -386,10 +386,14 @@ impl fmt::Display for Stage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Stage::Hold { rate, duration } => {
-                write!(f, "{rate}@{}", crate::slo::human_duration(duration))
+                write!(f, "{rate}@{}", dyno_model::units::duration_flag(duration))
             }
             Stage::Ramp { from, to, duration } => {
-                write!(f, "{from}..{to}/{}", crate::slo::human_duration(duration))
+                write!(
+                    f,
+                    "{from}..{to}/{}",
+                    dyno_model::units::duration_flag(duration)
+                )
             }
         }
     }

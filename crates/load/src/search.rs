@@ -28,6 +28,7 @@ use crate::slo::Slo;
 use crate::trend::Rise;
 
 pub use crate::judge::MIN_ACHIEVED;
+use dyno_model::units;
 
 /// The most late or dropped sends a passing step may have, as a share of
 /// its sends: more means the client's schedule did not hold.
@@ -184,7 +185,7 @@ impl Why {
 
     /// A short phrase for the step table.
     pub fn describe(&self) -> String {
-        use crate::slo::{human_duration, percentile_name};
+        use crate::slo::percentile_name;
         match self {
             Why::Latency {
                 percentile,
@@ -193,8 +194,8 @@ impl Why {
             } => format!(
                 "{} {} > {}",
                 percentile_name(*percentile),
-                human_duration(*measured),
-                human_duration(*limit)
+                units::duration_flag(*measured),
+                units::duration_flag(*limit)
             ),
             Why::Latency {
                 percentile,
@@ -215,8 +216,8 @@ impl Why {
             Why::Late { share, .. } => format!("{:.2}% of sends late", share * 100.0),
             Why::Rising { from, to } => format!(
                 "latency rising ({} → {})",
-                human_duration(*from),
-                human_duration(*to)
+                units::duration_flag(*from),
+                units::duration_flag(*to)
             ),
             Why::NoRequests => "no request ended".to_owned(),
             Why::ClientBound => "client saturated".to_owned(),

@@ -192,18 +192,6 @@ fn trim_float(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-/// A duration in the unit that reads best: `850µs`, `20ms`, `1.5s`.
-pub fn human_duration(d: Duration) -> String {
-    let ns = d.as_nanos() as f64;
-    if ns < 1e6 {
-        format!("{}µs", trim_float((ns / 1e3 * 10.0).round() / 10.0))
-    } else if ns < 1e9 {
-        format!("{}ms", trim_float((ns / 1e6 * 100.0).round() / 100.0))
-    } else {
-        format!("{}s", trim_float((ns / 1e9 * 1000.0).round() / 1000.0))
-    }
-}
-
 impl fmt::Display for Slo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts = Vec::new();
@@ -212,7 +200,7 @@ impl fmt::Display for Slo {
             parts.push(format!(
                 "{} {op} {}",
                 percentile_name(t.percentile),
-                human_duration(t.limit)
+                dyno_model::units::duration_flag(t.limit)
             ));
         }
         if let Some((limit, strict)) = self.errors {
@@ -274,12 +262,5 @@ mod tests {
         assert!(err("p99<=1ms,p99<=2ms").contains("given twice"));
         assert!(err("errors<=1%,errors<=2%").contains("given twice"));
         assert!(err("p99<=0ms").contains("above zero"));
-    }
-
-    #[test]
-    fn durations_read_in_their_best_unit() {
-        assert_eq!(human_duration(Duration::from_micros(850)), "850µs");
-        assert_eq!(human_duration(Duration::from_micros(20_500)), "20.5ms");
-        assert_eq!(human_duration(Duration::from_millis(1500)), "1.5s");
     }
 }

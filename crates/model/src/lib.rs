@@ -15,6 +15,7 @@ pub mod record;
 mod run;
 mod segment;
 pub mod size;
+pub mod units;
 
 pub use environment::{Cache, Cpu, DynoBuild, Environment, Limits, Memory, Network, Storage};
 pub use metric::{

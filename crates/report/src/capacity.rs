@@ -5,8 +5,7 @@
 use std::fmt::Write as _;
 
 use dyno_model::record::{CapacityOutcome, CapacityRecord, CapacityStep};
-
-use crate::format::format_duration_ns;
+use dyno_model::units;
 
 /// A rate in the search's short form, three significant figures or
 /// more: `41.2k`, `950`, `23.5`, `2.50`.
@@ -202,10 +201,10 @@ pub(crate) fn capacity_section(out: &mut String, cap: &CapacityRecord, unit: &st
     let _ = writeln!(out, "Capacity    {}", capacity_answer(cap, unit));
     let steps = format!(
         "{} steps (+{} warm-up each)",
-        format_duration_ns(cap.step_ns as f64),
-        format_duration_ns(cap.step_warmup_ns as f64),
+        units::duration(cap.step_ns as f64),
+        units::duration(cap.step_warmup_ns as f64),
     );
-    let budget = format_duration_ns(cap.budget_ns as f64);
+    let budget = units::duration(cap.budget_ns as f64);
     match &cap.sweep {
         Some(sweep) => {
             let _ = writeln!(
@@ -278,7 +277,7 @@ fn step_rows(cap: &CapacityRecord, unit: &str) -> Vec<Vec<String>> {
         if ns == 0 {
             "–".to_owned()
         } else {
-            format_duration_ns(ns as f64).replace(' ', "")
+            units::duration(ns as f64).replace(' ', "")
         }
     };
     let share = |n: u64, of: u64| {

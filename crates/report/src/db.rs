@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 use dyno_model::Run;
 use dyno_model::record::{DbRecord, LoadModel};
 
-use crate::format::{counted, format_duration_ns};
-use crate::http::{count, histogram, latency_table, lost_mark, short_ns, under_way, value};
+use crate::format::counted;
+use crate::http::{count, histogram, latency_table, lost_mark, under_way, value};
+use dyno_model::units;
 
 /// dyno's report of a database run.
 pub fn db_report(run: &Run) -> String {
@@ -185,7 +186,7 @@ pub fn db_report(run: &Run) -> String {
             out,
             "Late         {late} of the {committed} committed transactions ({}) took longer than {}",
             percent(late, committed),
-            format_duration_ns(limit),
+            units::duration(limit),
         );
     }
     out.push('\n');
@@ -226,7 +227,7 @@ pub fn db_report(run: &Run) -> String {
     if committed > 0
         && let Some(m) = run.metric("client_cpu_per_transaction_ns")
     {
-        let _ = write!(cpu, ", {} per transaction", short_ns(m.value));
+        let _ = write!(cpu, ", {} per transaction", units::duration_short(m.value));
     }
     let _ = writeln!(out, "{cpu}");
     crate::text::watched(run, "transaction", &mut out);
@@ -326,7 +327,7 @@ fn per_command(run: &Run, out: &mut String) {
             if h.is_empty() {
                 "–".to_owned()
             } else {
-                short_ns(ns)
+                units::duration_short(ns)
             }
         };
         let _ = writeln!(

@@ -9,7 +9,6 @@ use dyno_model::record::DiskRecord;
 use dyno_model::{Metric, Run};
 use dyno_stats::hdr;
 
-use crate::format::format_duration_ns;
 use crate::text::{render, table, warnings};
 
 /// The (test, op) pairs of the run, in the order they were measured.
@@ -141,7 +140,7 @@ pub fn disk_report(run: &Run) -> String {
             rec.seed
         );
     }
-    let ns = |ns: u64| format_duration_ns(ns as f64);
+    let ns = |ns: u64| dyno_model::units::duration(ns as f64);
     let warmup = if rec.warmup_ns == 0 {
         "no warm-up".to_owned()
     } else if preset == "meta" {

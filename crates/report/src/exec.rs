@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use dyno_model::record::ExecRecord;
+use dyno_model::units;
 use dyno_model::{Metric, Run, UncertaintyMethod};
 use dyno_stats::Summary;
 use dyno_stats::compare::{Verdict, runs_needed_to_test};
@@ -14,7 +15,7 @@ use dyno_stats::compare::{Verdict, runs_needed_to_test};
 /// `ALPHA`; the report crate does not depend on the engine).
 const ALPHA: f64 = 0.05;
 
-use crate::format::{counted, format_duration_ns, format_value};
+use crate::format::{counted, format_value};
 
 use dyno_model::record::{Bench, benches};
 
@@ -50,11 +51,11 @@ pub fn exec_report(run: &Run) -> String {
             .uncertainty
             .as_ref()
             .and_then(|u| u.stddev)
-            .map_or_else(String::new, |sd| format!(" ± {}", format_duration_ns(sd)));
+            .map_or_else(String::new, |sd| format!(" ± {}", units::duration(sd)));
         let _ = writeln!(
             out,
             "Shell start-up: {}{sd} ({} runs), subtracted from every run\n",
-            format_duration_ns(shell.value),
+            units::duration(shell.value),
             shell.samples.len()
         );
     }
@@ -66,8 +67,8 @@ pub fn exec_report(run: &Run) -> String {
             format!(
                 "    {:.0}% CI {} … {} ({})",
                 u.confidence * 100.0,
-                format_duration_ns(u.low),
-                format_duration_ns(u.high),
+                units::duration(u.low),
+                units::duration(u.high),
                 match u.method {
                     UncertaintyMethod::Bootstrap => "bootstrap",
                     UncertaintyMethod::StudentT => "Student t",
@@ -78,14 +79,14 @@ pub fn exec_report(run: &Run) -> String {
         });
         // One run has no spread to show.
         let sd = if s.n > 1 {
-            format_duration_ns(s.stddev)
+            units::duration(s.stddev)
         } else {
             "n/a".to_owned()
         };
         let _ = writeln!(
             out,
             "  Time (mean ± σ):   {} ± {sd}{ci}",
-            format_duration_ns(s.mean)
+            units::duration(s.mean)
         );
         let stopped = b
             .stopped_by
@@ -94,9 +95,9 @@ pub fn exec_report(run: &Run) -> String {
         let _ = writeln!(
             out,
             "  Range (min … max): {} … {}    median {}    {}{stopped}",
-            format_duration_ns(s.min),
-            format_duration_ns(s.max),
-            format_duration_ns(s.median),
+            units::duration(s.min),
+            units::duration(s.max),
+            units::duration(s.median),
             counted(s.n as u64, "run")
         );
         let value = |m: Option<&Metric>| {

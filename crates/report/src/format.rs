@@ -3,6 +3,7 @@
 //! CrystalDiskMark), sizes in binary units that say MiB.
 
 use dyno_model::size::BinarySize;
+use dyno_model::units;
 use dyno_model::{Metric, Unit};
 
 /// A value in `unit`, scaled for reading.
@@ -21,7 +22,7 @@ pub fn format_value(value: f64, unit: Unit) -> String {
         return "n/a".to_owned();
     }
     match unit {
-        Unit::Ns => format_duration_ns(value),
+        Unit::Ns => units::duration(value),
         Unit::Bytes => BinarySize(value.max(0.0).round() as u64).to_string(),
         Unit::BytesPerSec => format!("{:.2} MB/s", value / 1e6),
         Unit::OpsPerSec => format!("{}ops/s", decimal_prefix(value)),
@@ -30,27 +31,11 @@ pub fn format_value(value: f64, unit: Unit) -> String {
         // A tally is whole; a count per operation or a load average is not,
         // and is not rounded away (0.0213 context switches per request).
         Unit::Count if value.fract() == 0.0 => format!("{}", value as i64),
-        Unit::Count => four_figures(value),
+        Unit::Count => units::four_figures(value),
         Unit::Ratio => format!("{value:.2}×"),
         Unit::Percent => format!("{value:.1}%"),
         Unit::Mhz => format!("{value:.0} MHz"),
     }
-}
-
-/// A duration given in nanoseconds, with 4 significant figures and a unit
-/// from ns to s.
-pub fn format_duration_ns(ns: f64) -> String {
-    let abs = ns.abs();
-    let (value, unit) = if abs >= 1e9 {
-        (ns / 1e9, "s")
-    } else if abs >= 1e6 {
-        (ns / 1e6, "ms")
-    } else if abs >= 1e3 {
-        (ns / 1e3, "µs")
-    } else {
-        (ns, "ns")
-    };
-    format!("{} {unit}", four_figures(value))
 }
 
 /// The confidence interval of a metric as `±x.x%` of its value, with the
@@ -83,21 +68,7 @@ fn decimal_prefix(value: f64) -> String {
     } else {
         (value, "")
     };
-    format!("{} {prefix}", four_figures(scaled))
-}
-
-pub(crate) fn four_figures(value: f64) -> String {
-    let abs = value.abs();
-    let decimals = if abs >= 1000.0 {
-        0
-    } else if abs >= 100.0 {
-        1
-    } else if abs >= 10.0 {
-        2
-    } else {
-        3
-    };
-    format!("{value:.decimals$}")
+    format!("{} {prefix}", units::four_figures(scaled))
 }
 
 /// A metric's value as `dyno show` prints it: a parallel fraction as
@@ -220,14 +191,6 @@ mod tests {
         assert_eq!(counted(1, "worker thread"), "1 worker thread");
         assert_eq!(counted(0, "run"), "0 runs");
         assert_eq!(counted(2, "connection"), "2 connections");
-    }
-
-    #[test]
-    fn durations_pick_a_readable_unit() {
-        assert_eq!(format_duration_ns(512.0), "512.0 ns");
-        assert_eq!(format_duration_ns(1_500.0), "1.500 µs");
-        assert_eq!(format_duration_ns(312_400_000.0), "312.4 ms");
-        assert_eq!(format_duration_ns(12_345_000_000.0), "12.35 s");
     }
 
     #[test]

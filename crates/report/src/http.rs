@@ -9,7 +9,8 @@ use dyno_model::{Metric, Run};
 use dyno_stats::hdr;
 use hdrhistogram::Histogram;
 
-use crate::format::{counted, format_duration_ns, format_value};
+use crate::format::{counted, format_value};
+use dyno_model::units;
 
 pub(crate) fn value(run: &Run, name: &str) -> f64 {
     run.metric(name).map_or(0.0, |m| m.value)
@@ -21,7 +22,7 @@ pub(crate) fn lost_mark(run: &Run) -> String {
     match run.metric("target_lost_ns") {
         Some(m) if m.value > 0.0 => format!(
             "  ! averaged over {} with no answer (target_lost)",
-            format_duration_ns(m.value)
+            units::duration(m.value)
         ),
         _ => String::new(),
     }
@@ -96,14 +97,14 @@ fn settings_words(rec: &HttpRecord) -> String {
     let length = match (rec.requests, rec.duration_ns) {
         (Some(n), _) if rec.scenario.is_some() => format!("{n} flows"),
         (Some(n), _) => format!("{n} requests"),
-        (None, Some(ns)) => format_duration_ns(ns as f64),
+        (None, Some(ns)) => units::duration(ns as f64),
         _ => "?".into(),
     };
     let warmup = rec.warmup_ns;
     let warmup = if warmup == 0 {
         "no warm-up".to_owned()
     } else {
-        format!("{} warm-up excluded", format_duration_ns(warmup as f64))
+        format!("{} warm-up excluded", units::duration(warmup as f64))
     };
     let keep = if !rec.keep_alive {
         "new connection per request"
@@ -245,7 +246,7 @@ pub fn http_report(run: &Run) -> String {
         out,
         "Requests    {} answered in {}: {}{unfinished}{}",
         count(run, "responses"),
-        format_duration_ns(measured),
+        units::duration(measured),
         format_value(
             value(run, "requests_per_sec"),
             dyno_model::Unit::RequestsPerSec
@@ -265,7 +266,7 @@ pub fn http_report(run: &Run) -> String {
             rate(value(run, "requested_rate_per_sec")),
             rate(flows),
             count(run, "late_sends"),
-            format_duration_ns(value(run, "max_lateness_ns")),
+            units::duration(value(run, "max_lateness_ns")),
             count(run, "dropped_sends"),
         );
     } else if open {
@@ -275,7 +276,7 @@ pub fn http_report(run: &Run) -> String {
             rate(value(run, "requested_rate_per_sec")),
             rate(value(run, "requests_per_sec")),
             count(run, "late_sends"),
-            format_duration_ns(value(run, "max_lateness_ns")),
+            units::duration(value(run, "max_lateness_ns")),
             count(run, "dropped_sends"),
         );
     }
@@ -283,9 +284,9 @@ pub fn http_report(run: &Run) -> String {
         let _ = writeln!(
             out,
             "Send lag    p50 {}, p99 {}, max {} from due time to real send (client delay or a busy connection; counted in corrected latency only)",
-            short_ns(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
-            short_ns(dyno_stats::hdr::value_at_percentile(&h, 99.0) as f64),
-            short_ns(h.max() as f64),
+            units::duration_short(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
+            units::duration_short(dyno_stats::hdr::value_at_percentile(&h, 99.0) as f64),
+            units::duration_short(h.max() as f64),
         );
     }
     let _ = writeln!(
@@ -360,11 +361,11 @@ pub fn http_report(run: &Run) -> String {
             let _ = writeln!(
                 out,
                 "{label:<20}{:<9}{:<9}{:<9}{:<9}{}",
-                short_ns(h.min() as f64),
-                short_ns(h.mean()),
-                short_ns(h.stdev()),
-                short_ns(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
-                short_ns(h.max() as f64),
+                units::duration_short(h.min() as f64),
+                units::duration_short(h.mean()),
+                units::duration_short(h.stdev()),
+                units::duration_short(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
+                units::duration_short(h.max() as f64),
             );
         }
     }
@@ -474,7 +475,7 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
         if h.is_empty() {
             DASH.to_owned()
         } else {
-            short_ns(hdr::value_at_percentile(h, p) as f64)
+            units::duration_short(hdr::value_at_percentile(h, p) as f64)
         }
     };
     let hist = |m: Option<&Metric>| {
@@ -580,15 +581,15 @@ pub(crate) fn latency_table(out: &mut String, rows: &[(&str, Histogram<u64>)]) {
                 let _ = write!(
                     line,
                     "{:>10}",
-                    short_ns(dyno_stats::hdr::value_at_percentile(h, p) as f64)
+                    units::duration_short(dyno_stats::hdr::value_at_percentile(h, p) as f64)
                 );
             }
             let _ = write!(
                 line,
                 "{:>10}  {} ± {}",
-                short_ns(h.max() as f64),
-                short_ns(h.mean()),
-                short_ns(h.stdev())
+                units::duration_short(h.max() as f64),
+                units::duration_short(h.mean()),
+                units::duration_short(h.stdev())
             );
             let _ = writeln!(out, "{line}");
         }
@@ -608,11 +609,6 @@ fn rate(per_sec: f64) -> String {
 
 /// A table cell with nothing measured (no response, no latency).
 const DASH: &str = "–";
-
-/// A latency in a short, fixed form for tables.
-pub(crate) fn short_ns(ns: f64) -> String {
-    format_duration_ns(ns).replace(' ', "")
-}
 
 fn ms(ns: f64) -> f64 {
     ns / 1e6

@@ -33,8 +33,8 @@ pub use disk::disk_report;
 pub use exec::exec_report;
 pub use export::{Csv, Exporter, Json, JsonLines, exporter};
 pub use format::{
-    counted, format_duration_ns, format_interval, format_metric_value, format_parallel_fraction,
-    format_value, metric_label,
+    counted, format_interval, format_metric_value, format_parallel_fraction, format_value,
+    metric_label,
 };
 pub use hdrlog::write_latency_log;
 pub use http::{ab_report, http_report};

@@ -13,8 +13,9 @@ use comfy_table::{Cell, CellAlignment};
 use dyno_model::record::ScaleRecord;
 use dyno_model::{Metric, Run, Unit};
 
-use crate::format::{format_duration_ns, format_parallel_fraction, format_value};
+use crate::format::{format_parallel_fraction, format_value};
 use crate::text::{render, table};
+use dyno_model::units;
 
 /// The metric `name` of the point at `n` (`None` for the fit metrics).
 fn at<'a>(run: &'a Run, name: &str, n: Option<&str>) -> Option<&'a Metric> {
@@ -100,7 +101,7 @@ pub fn scale_report(run: &Run) -> String {
             at(run, name, Some(n)).map_or_else(|| "–".to_owned(), f)
         };
         let measured = if time {
-            shown("time_ns", &|m| format_duration_ns(m.value))
+            shown("time_ns", &|m| units::duration(m.value))
         } else {
             shown("throughput", &|m| format_value(m.value, Unit::OpsPerSec))
         };
@@ -123,7 +124,7 @@ pub fn scale_report(run: &Run) -> String {
     if let Some(best) = run.metric("best_speedup") {
         let n = best.label("n").unwrap_or("?");
         let figure = if time {
-            at(run, "time_ns", Some(n)).map(|m| format!(", {}", format_duration_ns(m.value)))
+            at(run, "time_ns", Some(n)).map(|m| format!(", {}", units::duration(m.value)))
         } else {
             at(run, "throughput", Some(n))
                 .map(|m| format!(", {}", format_value(m.value, Unit::OpsPerSec)))
@@ -223,7 +224,7 @@ fn usl(run: &Run, time: bool, points: usize, out: &mut String) {
         format!(
             "λ = {}/s (1/λ = {})",
             sig(lambda),
-            format_duration_ns(1e9 / lambda)
+            units::duration(1e9 / lambda)
         )
     } else {
         format!("λ = {}", format_value(lambda, Unit::OpsPerSec))
@@ -243,7 +244,7 @@ fn usl(run: &Run, time: bool, points: usize, out: &mut String) {
                 .map_or_else(String::new, |s| format!(", speedup {:.2}×", s.value));
             let figure = if time {
                 at(run, "usl_peak_time_ns", None).map_or_else(String::new, |t| {
-                    format!(", time {}", format_duration_ns(t.value))
+                    format!(", time {}", units::duration(t.value))
                 })
             } else {
                 format!(", X(N*) = {}", format_value(x.value, Unit::OpsPerSec))
@@ -257,10 +258,7 @@ fn usl(run: &Run, time: bool, points: usize, out: &mut String) {
         }
         _ if sigma > 0.0 => {
             let time = if time {
-                format!(
-                    ", time {}",
-                    format_duration_ns(1e9 * sigma / lambda_of(run))
-                )
+                format!(", time {}", units::duration(1e9 * sigma / lambda_of(run)))
             } else {
                 format!(
                     ", {}",

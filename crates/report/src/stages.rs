@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 use dyno_model::record::RatePlanRecord;
 
 use crate::capacity::{short_rate, write_table};
-use crate::format::format_duration_ns;
 
 /// The section: the plan, then the stage table. `unit` names the rate
 /// (`req/s`, `tps`); `lag` names the send lag's column.
@@ -45,7 +44,7 @@ pub(crate) fn stages_section(out: &mut String, plan: &RatePlanRecord, unit: &str
         if ns == 0 {
             "–".to_owned()
         } else {
-            format_duration_ns(ns as f64).replace(' ', "")
+            dyno_model::units::duration(ns as f64).replace(' ', "")
         }
     };
     for (i, s) in plan.stages.iter().enumerate() {

@@ -10,9 +10,8 @@ use dyno_stats::compare::Verdict;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-use crate::format::{
-    format_duration_ns, format_interval, format_parallel_fraction, format_value, four_figures,
-};
+use crate::format::{format_interval, format_parallel_fraction, format_value};
+use dyno_model::units;
 
 const UNKNOWN: &str = "unknown";
 
@@ -211,7 +210,7 @@ fn shown(m: &Metric, ops: Option<(f64, &str)>) -> (String, &'static str) {
     };
     if let (Unit::OpsPerSec, Some((scale, prefix)), true) = (m.unit, ops, value.is_finite()) {
         return (
-            format!("{} {prefix}{ops_unit}", four_figures(value / scale)),
+            format!("{} {prefix}{ops_unit}", units::four_figures(value / scale)),
             better,
         );
     }
@@ -289,7 +288,7 @@ pub fn run_header(run: &Run, tz: &TimeZone) -> String {
         out,
         "Started {}, took {}",
         when(run.started_at, tz),
-        format_duration_ns(run.duration_ns as f64)
+        units::duration(run.duration_ns as f64)
     );
     if !run.tags.is_empty() {
         let _ = writeln!(out, "Tags: {}", run.tags.join(", "));
@@ -554,7 +553,7 @@ pub(crate) fn server_costs(run: &Run) -> Vec<ServerCost> {
                 name: name.map_or("all watched", String::as_str).to_owned(),
                 cpu: format!("{:.1}%", cpu.value),
                 kernel: of("server_cpu_system_percent").map(|m| format!("{:.0}%", m.value)),
-                per_op: of("server_cpu_per_op_ns").map(|m| crate::http::short_ns(m.value)),
+                per_op: of("server_cpu_per_op_ns").map(|m| units::duration_short(m.value)),
                 switches: of("server_context_switches_per_op").map(|m| significant(m.value, 3)),
                 throttled: of("server_cpu_throttled_percent")
                     .filter(|m| m.value > 0.0)
@@ -592,7 +591,7 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
         let _ = writeln!(
             out,
             "Watching    cost this client {} of CPU",
-            crate::http::short_ns(cost.value)
+            units::duration_short(cost.value)
         );
     }
     // Each watched machine (`--watch URL`): CPU, the busiest core, the

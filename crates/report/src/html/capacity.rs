@@ -67,7 +67,7 @@ pub(super) fn chart(cap: &CapacityRecord, unit: &str) -> Option<String> {
         if ns == 0 {
             "–".to_owned()
         } else {
-            crate::format::format_duration_ns(ns as f64)
+            dyno_model::units::duration(ns as f64)
         }
     };
     for (i, s) in cap.steps.iter().enumerate() {

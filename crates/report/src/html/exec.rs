@@ -14,8 +14,7 @@ use super::chart::{self, Chart, Key, Mark, TimeUnit, WORSE, colour};
 use super::http::category;
 use super::markup::Table;
 use dyno_model::record::{Bench, benches};
-
-use crate::format_duration_ns;
+use dyno_model::units;
 
 pub(super) fn charts(run: &Run) -> Vec<String> {
     let benches = benches(run);
@@ -121,7 +120,7 @@ fn distribution(benches: &[Bench]) -> Option<Chart> {
                         Circle::new((v, y + dy), 5, WORSE.stroke_width(2))
                     }
                 }))?;
-                let t = |v: f64| format_duration_ns(v * unit.divisor);
+                let t = |v: f64| units::duration(v * unit.divisor);
                 table.row([
                     b.name.to_owned(),
                     s.len().to_string(),
@@ -275,13 +274,9 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
                     table.row([
                         name.clone(),
                         b.parameters[first].to_owned(),
-                        format_duration_ns(b.wall.value),
+                        units::duration(b.wall.value),
                         b.wall.uncertainty.as_ref().map_or_else(String::new, |u| {
-                            format!(
-                                "{} – {}",
-                                format_duration_ns(u.low),
-                                format_duration_ns(u.high)
-                            )
+                            format!("{} – {}", units::duration(u.low), units::duration(u.high))
                         }),
                         b.wall.samples.len().to_string(),
                     ]);

@@ -360,7 +360,7 @@ pub(super) fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<
         table.row([
             format!("{start}–{end}"),
             chart::num(rate),
-            worst.map_or_else(|| format!("no {}", flow.done), crate::format_duration_ns),
+            worst.map_or_else(|| format!("no {}", flow.done), dyno_model::units::duration),
         ]);
     }
     let mut out = vec![rate_chart.html(), p99_chart.table(table).html()];

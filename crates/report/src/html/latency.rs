@@ -201,16 +201,20 @@ pub(super) fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart
     );
     for q in [50.0, 75.0, 90.0, 99.0, 99.9, 99.99] {
         let mut row = vec![format!("{q}%")];
-        row.extend(series.iter().map(|s| {
-            crate::format_duration_ns(dyno_stats::hdr::value_at_percentile(&s.histogram, q) as f64)
-        }));
+        row.extend(
+            series.iter().map(|s| {
+                dyno_model::units::duration(
+                    dyno_stats::hdr::value_at_percentile(&s.histogram, q) as f64
+                )
+            }),
+        );
         table.row(row);
     }
     let mut row = vec!["max".to_owned()];
     row.extend(
         series
             .iter()
-            .map(|s| crate::format_duration_ns(s.histogram.max() as f64)),
+            .map(|s| dyno_model::units::duration(s.histogram.max() as f64)),
     );
     table.row(row);
     let mut row = vec!["samples".to_owned()];
