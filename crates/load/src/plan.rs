@@ -510,9 +510,13 @@ mod tests {
         }
         assert_eq!(walk.time_of(total), None);
         assert_eq!(walk.time_of(-1.0), None);
-        // Past the zero-rate stage, x lies in the ramp after it.
+        // The count reached at the end of the 3000@3s stage (10 s) is next
+        // reached when the ramp after the zero-rate stage starts (11 s): a
+        // walk that stopped at the boundary would say 10 s.
         let x = 3000.0 * 7.0 / 2.0 + 9000.0;
-        assert!(walk.time_of(x).unwrap() >= 11.0);
+        walk.time_of(0.0);
+        assert_eq!(walk.time_of(x), Some(11.0));
+        assert_eq!(walk.time_of(x), p.time_of(x));
     }
 
     #[test]

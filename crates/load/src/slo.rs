@@ -184,12 +184,7 @@ fn latency_limit(term: &str, value: &str) -> Result<Duration, SloError> {
 
 /// A percentile as written: `99`, `99.9`.
 pub fn percentile_name(p: f64) -> String {
-    format!("p{}", trim_float(p))
-}
-
-fn trim_float(x: f64) -> String {
-    let s = format!("{x:.4}");
-    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    format!("p{}", dyno_model::units::trim_float(p))
 }
 
 impl fmt::Display for Slo {
@@ -205,7 +200,10 @@ impl fmt::Display for Slo {
         }
         if let Some((limit, strict)) = self.errors {
             let op = if strict { "<" } else { "≤" };
-            parts.push(format!("errors {op} {}%", trim_float(limit * 100.0)));
+            parts.push(format!(
+                "errors {op} {}%",
+                dyno_model::units::trim_float(limit * 100.0)
+            ));
         }
         f.write_str(&parts.join(", "))
     }

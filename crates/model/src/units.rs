@@ -7,7 +7,8 @@
 //!   (`312.4ms`);
 //! - [`duration_flag`]: a duration as a flag takes it back (`850µs`,
 //!   `20.5ms`, `1.5s`): settings, objectives and messages that name a flag;
-//! - [`four_figures`]: a plain number to four significant figures.
+//! - [`four_figures`]: a plain number to four significant figures;
+//! - [`trim_float`]: a plain number with the digits it needs (`99.9`).
 //!
 //! Byte sizes are [`crate::size`]'s.
 
@@ -64,8 +65,9 @@ pub fn four_figures(value: f64) -> String {
     format!("{value:.decimals$}")
 }
 
-/// `x` to four decimals, trailing zeros (and a trailing point) dropped.
-fn trim_float(x: f64) -> String {
+/// `x` to four decimals, trailing zeros (and a trailing point) dropped:
+/// `99.9`, `0.1`, `20`.
+pub fn trim_float(x: f64) -> String {
     let s = format!("{x:.4}");
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
