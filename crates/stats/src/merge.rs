@@ -24,7 +24,9 @@ use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 
-use dyno_model::record::{GroupRecord, GroupSegment, SegmentRecord};
+use dyno_model::record::{
+    GroupRecord, GroupSegment, PER_SEGMENT_SETTINGS, SUMMED_SETTINGS, SegmentRecord,
+};
 use dyno_model::{Merge, Metric, Run, RunId, Warning};
 use serde_json::{Value, json};
 
@@ -58,6 +60,39 @@ pub enum MergeError {
 /// store's barrier saw, to tell a segment that never came from one that
 /// came and saved nothing.
 pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, MergeError> {
+    let (parts, duplicates) = segments(group, runs)?;
+    let (first, first_run) = parts.first().cloned().expect("segments() refuses none");
+    let count = first.count;
+    let earliest = parts
+        .iter()
+        .map(|(i, _)| i.started_common_ns())
+        .min()
+        .unwrap_or(0);
+    // Whole seconds each segment's timeline is shifted by, from its start
+    // against the earliest one's.
+    let shift = |info: &SegmentRecord| -> u64 {
+        ((info.started_common_ns() - earliest).max(0) as u64 + 500_000_000) / 1_000_000_000
+    };
+    let offset_ns =
+        |info: &SegmentRecord| -> f64 { (info.started_common_ns() - earliest).max(0) as f64 };
+
+    let mut merged = merged_run(group, &parts, first_run, count);
+    merged.metrics = merge_metrics(&parts, &shift, &offset_ns);
+    let incomplete = completeness_warnings(&mut merged, &parts, arrived, count, &duplicates);
+    settings_warnings(&mut merged, &parts);
+    spread_warnings(&mut merged, &parts);
+    merge_warnings(&mut merged, &parts, count);
+    merged.settings = merged_settings(group, &parts, first_run, count, incomplete);
+    Ok(merged)
+}
+
+/// The group's segments, checked to be of one run and ordered by index,
+/// one run each; and the runs of a segment left out as its second run
+/// (imported twice, say), so that none is counted twice.
+fn segments<'a>(
+    group: &str,
+    runs: &'a [Run],
+) -> Result<(Vec<(SegmentRecord, &'a Run)>, Vec<RunId>), MergeError> {
     let mut parts: Vec<(SegmentRecord, &Run)> = Vec::new();
     for run in runs {
         let info = run.segment().ok_or_else(|| {
@@ -91,8 +126,6 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
         )));
     }
     parts.sort_by_key(|(i, r)| (i.index, r.started_at));
-    // One run per segment: a second one (imported twice, say) is not
-    // counted twice.
     let mut duplicates = Vec::new();
     parts.dedup_by(|b, a| {
         let same = a.0.index == b.0.index;
@@ -101,18 +134,13 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
         }
         same
     });
+    Ok((parts, duplicates))
+}
 
-    let earliest = parts
-        .iter()
-        .map(|(i, _)| i.started_common_ns())
-        .min()
-        .unwrap_or(0);
-    // Whole seconds each segment's timeline is shifted by, from its start
-    // against the earliest one's.
-    let shift = |info: &SegmentRecord| -> u64 {
-        ((info.started_common_ns() - earliest).max(0) as u64 + 500_000_000) / 1_000_000_000
-    };
-
+/// The merged run's identity: its description, window (the earliest start
+/// to the latest end), id, machine (the first segment's, with every host
+/// named), headline and tags.
+fn merged_run(group: &str, parts: &[(SegmentRecord, &Run)], first_run: &Run, count: u32) -> Run {
     let mut merged = Run::new(
         first_run.kind,
         format!(
@@ -133,7 +161,7 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
         .expect("one run");
     merged.started_at = start;
     merged.duration_ns = u64::try_from(end_ns - start.as_nanosecond()).unwrap_or(0);
-    merged.id = merged_id(group, start.as_millisecond(), &parts);
+    merged.id = merged_id(group, start.as_millisecond(), parts);
     merged.environment = first_run.environment.clone();
     let mut hosts: Vec<&str> = parts.iter().map(|(i, _)| i.host.as_str()).collect();
     hosts.sort_unstable();
@@ -145,11 +173,18 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
     });
     merged.headline.clone_from(&first_run.headline);
     merged.tags = vec![format!("group:{group}"), "merged".to_owned()];
-    let offset_ns =
-        |info: &SegmentRecord| -> f64 { (info.started_common_ns() - earliest).max(0) as f64 };
-    merged.metrics = merge_metrics(&parts, &shift, &offset_ns);
+    merged
+}
 
-    // What is missing, and what failed.
+/// Warns of the segments that are missing, failed or came twice; whether
+/// the merged run is incomplete.
+fn completeness_warnings(
+    merged: &mut Run,
+    parts: &[(SegmentRecord, &Run)],
+    arrived: &[Arrived],
+    count: u32,
+    duplicates: &[RunId],
+) -> bool {
     let present: Vec<u32> = parts.iter().map(|(i, _)| i.index).collect();
     let mut gaps = Vec::new();
     for index in (0..count).filter(|i| !present.contains(i)) {
@@ -188,46 +223,56 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
             ),
         );
     }
-    settings_warnings(&mut merged, &parts);
-    spread_warnings(&mut merged, &parts);
-    merge_warnings(&mut merged, &parts, count);
+    incomplete
+}
 
+/// The first segment's settings without its `segment`, with each of the
+/// [`SUMMED_SETTINGS`] the segments' sum, and the [`GroupRecord`] under
+/// `group`.
+fn merged_settings(
+    group: &str,
+    parts: &[(SegmentRecord, &Run)],
+    first_run: &Run,
+    count: u32,
+    incomplete: bool,
+) -> Value {
     let mut settings = first_run.settings.clone();
-    if let Some(map) = settings.as_object_mut() {
-        map.remove("segment");
-        for key in ["connections", "clients", "threads"] {
-            let sum: u64 = parts
-                .iter()
-                .filter_map(|(_, r)| r.settings.get(key).and_then(Value::as_u64))
-                .sum();
-            if map.contains_key(key) {
-                map.insert(key.to_owned(), json!(sum));
-            }
+    let Some(map) = settings.as_object_mut() else {
+        return settings;
+    };
+    map.remove("segment");
+    for key in SUMMED_SETTINGS {
+        let sum: u64 = parts
+            .iter()
+            .filter_map(|(_, r)| r.settings.get(key).and_then(Value::as_u64))
+            .sum();
+        if map.contains_key(key) {
+            map.insert(key.to_owned(), json!(sum));
         }
-        let record = GroupRecord {
-            name: group.to_owned(),
-            count,
-            incomplete,
-            missing: (0..count).filter(|i| !present.contains(i)).collect(),
-            segments: parts
-                .iter()
-                .map(|(i, r)| GroupSegment {
-                    index: i.index,
-                    host: i.host.clone(),
-                    run_id: r.id.to_string(),
-                    start_at_ns: i.start_at_ns,
-                    started_at_ns: i.started_at_ns,
-                    clock_offset_ns: i.clock_offset_ns,
-                })
-                .collect(),
-        };
-        map.insert(
-            "group".to_owned(),
-            serde_json::to_value(record).expect("a group record serializes"),
-        );
     }
-    merged.settings = settings;
-    Ok(merged)
+    let present: Vec<u32> = parts.iter().map(|(i, _)| i.index).collect();
+    let record = GroupRecord {
+        name: group.to_owned(),
+        count,
+        incomplete,
+        missing: (0..count).filter(|i| !present.contains(i)).collect(),
+        segments: parts
+            .iter()
+            .map(|(i, r)| GroupSegment {
+                index: i.index,
+                host: i.host.clone(),
+                run_id: r.id.to_string(),
+                start_at_ns: i.start_at_ns,
+                started_at_ns: i.started_at_ns,
+                clock_offset_ns: i.clock_offset_ns,
+            })
+            .collect(),
+    };
+    map.insert(
+        "group".to_owned(),
+        serde_json::to_value(record).expect("a group record serializes"),
+    );
+    settings
 }
 
 /// A segment's description without its " [segment I/N of G]".
@@ -447,21 +492,6 @@ fn merged_rate(
     }
 }
 
-/// Settings that differ between the segments of one run by design: each
-/// segment's place in the run and its share of the connections, clients
-/// and threads, and where it connects from.
-const PER_SEGMENT: [&str; 7] = [
-    "segment",
-    "connections",
-    "clients",
-    "threads",
-    "source_addr",
-    // Drawn by each segment when --seed is not given.
-    "seed",
-    // One segment cleans up before a db run, the others wait for it.
-    "clean_up",
-];
-
 /// Warns when the segments were not made alike: the barrier refuses
 /// segments of different commands, but runs imported from elsewhere, or
 /// made by a dyno without that check, may still differ. Names each setting
@@ -488,7 +518,7 @@ fn settings_warnings(merged: &mut Run, parts: &[(SegmentRecord, &Run)]) {
     }
     let mut differ = Vec::new();
     for key in keys {
-        if PER_SEGMENT.contains(&key.as_str()) {
+        if PER_SEGMENT_SETTINGS.contains(&key.as_str()) {
             continue;
         }
         let values: Vec<String> = parts

@@ -50,7 +50,9 @@ pub use http::{
 };
 pub use quick::{QuickDisk, QuickHttp, QuickInt64, QuickLine, QuickRecord};
 pub use scale::{FileSource, RunSource, ScaleRecord, WorkloadSource};
-pub use segment::{GroupRecord, GroupSegment, SegmentRecord};
+pub use segment::{
+    GroupRecord, GroupSegment, PER_SEGMENT_SETTINGS, SUMMED_SETTINGS, SegmentRecord,
+};
 pub use stages::{RatePlanRecord, StageRecord};
 
 use serde::Serialize;

@@ -71,3 +71,54 @@ pub struct GroupSegment {
     pub started_at_ns: i64,
     pub clock_offset_ns: Option<i64>,
 }
+
+/// The settings each segment has its share of, which a merged run's
+/// settings give as their sum: [`super::HttpRecord`]'s `connections`,
+/// [`super::DbRecord`]'s `clients`, and both records' `threads`.
+pub const SUMMED_SETTINGS: [&str; 3] = ["connections", "clients", "threads"];
+
+/// The settings that differ between the segments of one run by design:
+/// each segment's place in the run ([`SegmentRecord`]), its share of the
+/// [`SUMMED_SETTINGS`] and the seed each draws when `--seed` is not given;
+/// and two that runs of older dynos kept in their settings: where a segment
+/// connected from (`source_addr`) and `clean_up` (one segment cleans up
+/// before a db run, the others wait for it).
+pub const PER_SEGMENT_SETTINGS: [&str; 7] = [
+    "segment",
+    "connections",
+    "clients",
+    "threads",
+    "source_addr",
+    "seed",
+    "clean_up",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields<T: JsonSchema>() -> Vec<String> {
+        let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap();
+        schema["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// A renamed field would leave a merged run with one segment's share.
+    #[test]
+    fn the_summed_and_per_segment_settings_are_fields_of_the_records() {
+        let (http, db) = (
+            fields::<super::super::HttpRecord>(),
+            fields::<super::super::DbRecord>(),
+        );
+        let both: Vec<&String> = http.iter().chain(&db).collect();
+        for key in SUMMED_SETTINGS {
+            assert!(both.iter().any(|f| *f == key), "{key} is no record's field");
+        }
+        for key in ["segment", "seed"] {
+            assert!(both.iter().any(|f| *f == key), "{key} is no record's field");
+        }
+        assert!(http.contains(&"threads".to_string()) && db.contains(&"threads".to_string()));
+    }
+}

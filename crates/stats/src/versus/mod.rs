@@ -504,128 +504,120 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
         .iter()
         .map(|g| g.runs.iter().map(subjects).collect())
         .collect();
-    let loose_command = single_command_each(&subjects);
-    // Per group: key → its subjects, one per run; keys in order seen.
-    let mut order: Vec<String> = Vec::new();
-    let mut by_key: Vec<HashMap<String, Vec<&Subject>>> = vec![HashMap::new(); groups.len()];
-    for (g, runs) in subjects.iter().enumerate() {
-        for s in runs.iter().flatten() {
-            let key = s.key(loose_command);
-            if !order.contains(&key) {
-                order.push(key.clone());
+    let index = Index::of(&subjects);
+    let mut comparison = Comparison {
+        run: Run::new(
+            Kind::Compare,
+            groups
+                .iter()
+                .map(|g| g.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" vs "),
+        ),
+        groups,
+        options,
+        unmatched: Vec::new(),
+        shown: vec![Default::default(); groups.len()],
+        used_histograms: false,
+        untestable: 0,
+    };
+    for g in 1..groups.len() {
+        let tally = comparison.group(g, &index)?;
+        comparison.score(&groups[g], tally);
+    }
+    comparison.run.headline = Some("geomean".into());
+    comparison.record_and_warn(index.loose_command);
+    let mut run = comparison.run;
+    warn_sources(&mut run, groups);
+    Ok(run)
+}
+
+/// Every group's subjects by their matching key.
+struct Index<'a> {
+    /// The keys in the order first seen.
+    order: Vec<String>,
+    /// Per group: key → its subjects, one per run.
+    by_key: Vec<HashMap<String, Vec<&'a Subject>>>,
+    /// Each side timed one command, and they differ: matched regardless.
+    loose_command: bool,
+}
+
+impl<'a> Index<'a> {
+    fn of(subjects: &'a [Vec<Vec<Subject>>]) -> Self {
+        let loose_command = single_command_each(subjects);
+        let mut order: Vec<String> = Vec::new();
+        let mut by_key: Vec<HashMap<String, Vec<&Subject>>> = vec![HashMap::new(); subjects.len()];
+        for (g, runs) in subjects.iter().enumerate() {
+            for s in runs.iter().flatten() {
+                let key = s.key(loose_command);
+                if !order.contains(&key) {
+                    order.push(key.clone());
+                }
+                by_key[g].entry(key).or_default().push(s);
             }
-            by_key[g].entry(key).or_default().push(s);
+        }
+        Index {
+            order,
+            by_key,
+            loose_command,
         }
     }
+}
 
-    let baseline = &groups[0];
-    let mut run = Run::new(
-        Kind::Compare,
-        groups
-            .iter()
-            .map(|g| g.name.as_str())
-            .collect::<Vec<_>>()
-            .join(" vs "),
-    );
-    let mut unmatched = Vec::new();
-    let mut value_emitted: Vec<std::collections::HashSet<String>> =
-        vec![Default::default(); groups.len()];
-    let mut used_histograms = false;
-    let mut untestable = 0usize;
-    for (g, group) in groups.iter().enumerate().skip(1) {
-        let mut factors: Vec<(String, Vec<Factor>)> = Vec::new();
-        let mut untested_primaries: Vec<(String, Verdict)> = Vec::new();
-        let mut counts = [0usize; 4];
+/// The comparison being written, with what the warnings will need.
+struct Comparison<'a> {
+    run: Run,
+    groups: &'a [Group],
+    options: &'a Options,
+    /// (group, metric, partner group) for each metric without a match.
+    unmatched: Vec<(String, String, String)>,
+    /// Per group: the keys whose value is already in the run.
+    shown: Vec<std::collections::HashSet<String>>,
+    used_histograms: bool,
+    /// Metrics with a baseline of zero: no ratio.
+    untestable: usize,
+}
+
+/// One candidate group's verdicts, as they add up to its score.
+#[derive(Default)]
+struct Tally {
+    /// Each tested primary quantity's improvement factors.
+    factors: Vec<(String, Vec<Factor>)>,
+    /// Primary quantities that could not be tested, and why.
+    untested_primaries: Vec<(String, Verdict)>,
+    /// Better, worse, same, untested.
+    counts: [usize; 4],
+}
+
+impl Comparison<'_> {
+    /// Candidate `g` against the baseline, metric by metric.
+    fn group(&mut self, g: usize, index: &Index) -> Result<Tally, VersusError> {
+        let (baseline, group) = (&self.groups[0], &self.groups[g]);
+        let mut tally = Tally::default();
         let mut matched = 0usize;
-        for key in &order {
-            let (a, b) = (by_key[0].get(key), by_key[g].get(key));
-            let (a, b) = match (a, b) {
+        for key in &index.order {
+            let (a, b) = match (index.by_key[0].get(key), index.by_key[g].get(key)) {
                 (Some(a), Some(b)) => (a, b),
                 (Some(a), None) => {
-                    unmatched.push((baseline.name.clone(), a[0].display(), group.name.clone()));
+                    self.unmatched.push((
+                        baseline.name.clone(),
+                        a[0].display(),
+                        group.name.clone(),
+                    ));
                     continue;
                 }
                 (None, Some(b)) => {
-                    unmatched.push((group.name.clone(), b[0].display(), baseline.name.clone()));
+                    self.unmatched.push((
+                        group.name.clone(),
+                        b[0].display(),
+                        baseline.name.clone(),
+                    ));
                     continue;
                 }
                 (None, None) => continue,
             };
             matched += 1;
-            let template = a[0];
-            let labels = |m: Metric, group: &str| {
-                m.with_label("metric", template.display())
-                    .with_label("kind", template.kind.as_str())
-                    .with_label("group", group)
-            };
-            let (ea, eb) = (Evidence::of(a), Evidence::of(b));
-            used_histograms |= matches!(ea, Evidence::Quantile(..));
-            for (side, e) in [(0, &ea), (g, &eb)] {
-                if value_emitted[side].insert(key.clone()) {
-                    run.metrics
-                        .push(labels(e.metric(template, options), &groups[side].name));
-                }
-            }
-            let outcome = judge(&ea, &eb, template.direction, options);
-            let Some(ratio) = outcome.ratio else {
-                untestable += 1;
-                counts[3] += 1;
-                continue;
-            };
-            let mut m = Metric::new("ratio", Unit::Ratio, template.direction, ratio)
-                .with_label("role", template.role.as_str());
-            m.uncertainty = outcome.interval.map(|(low, high)| Uncertainty {
-                method: outcome.method,
-                confidence: 1.0 - options.alpha,
-                low,
-                high,
-                n: match (&ea, &eb) {
-                    (Evidence::Values { values, .. }, _) => values.len() as u64,
-                    (Evidence::Quantile(c, _), _) => c.count(),
-                    _ => 1,
-                },
-                stddev: None,
-            });
-            run.metrics
-                .push(labels(m, &group.name).with_label("verdict", outcome.verdict.code()));
-            if let Some(p) = outcome.p_value {
-                run.metrics.push(labels(
-                    Metric::new("p_value", Unit::Ratio, Direction::LowerIsBetter, p),
-                    &group.name,
-                ));
-            }
-            counts[match outcome.verdict {
-                Verdict::Faster => 0,
-                Verdict::Slower => 1,
-                Verdict::NoSignificantDifference => 2,
-                _ => 3,
-            }] += 1;
-            if template.role != Role::Primary {
-                continue;
-            }
-            // The score counts each primary quantity once and only what was
-            // tested: a latency's percentiles are one quantity.
-            let quantity = {
-                let mut s = template.clone();
-                s.labels.remove("percentile");
-                s.display()
-            };
-            if !outcome.verdict.is_tested() {
-                untested_primaries.push((quantity, outcome.verdict));
-                continue;
-            }
-            let f = improvement(ratio, template.direction);
-            let fi = outcome.interval.map(|(lo, hi)| {
-                let (x, y) = (
-                    improvement(lo, template.direction),
-                    improvement(hi, template.direction),
-                );
-                (x.min(y), x.max(y))
-            });
-            match factors.iter_mut().find(|(q, _)| *q == quantity) {
-                Some((_, fs)) => fs.push((f, fi)),
-                None => factors.push((quantity, vec![(f, fi)])),
-            }
+            self.pair(g, key, a, b, &mut tally);
         }
         if matched == 0 {
             return Err(VersusError::NothingInCommon {
@@ -635,6 +627,78 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
                 candidate_kinds: kinds(group),
             });
         }
+        Ok(tally)
+    }
+
+    /// One matched metric: each side's value (once per group), the ratio
+    /// with its verdict and p-value, and its part of the score.
+    fn pair(&mut self, g: usize, key: &str, a: &[&Subject], b: &[&Subject], tally: &mut Tally) {
+        let options = self.options;
+        let group = &self.groups[g];
+        let template = a[0];
+        let labels = |m: Metric, group: &str| {
+            m.with_label("metric", template.display())
+                .with_label("kind", template.kind.as_str())
+                .with_label("group", group)
+        };
+        let (ea, eb) = (Evidence::of(a), Evidence::of(b));
+        self.used_histograms |= matches!(ea, Evidence::Quantile(..));
+        for (side, e) in [(0, &ea), (g, &eb)] {
+            if self.shown[side].insert(key.to_string()) {
+                self.run
+                    .metrics
+                    .push(labels(e.metric(template, options), &self.groups[side].name));
+            }
+        }
+        let outcome = judge(&ea, &eb, template.direction, options);
+        let Some(ratio) = outcome.ratio else {
+            self.untestable += 1;
+            tally.counts[3] += 1;
+            return;
+        };
+        let mut m = Metric::new("ratio", Unit::Ratio, template.direction, ratio)
+            .with_label("role", template.role.as_str());
+        m.uncertainty = outcome.interval.map(|(low, high)| Uncertainty {
+            method: outcome.method,
+            confidence: 1.0 - options.alpha,
+            low,
+            high,
+            n: match (&ea, &eb) {
+                (Evidence::Values { values, .. }, _) => values.len() as u64,
+                (Evidence::Quantile(c, _), _) => c.count(),
+                _ => 1,
+            },
+            stddev: None,
+        });
+        self.run
+            .metrics
+            .push(labels(m, &group.name).with_label("verdict", outcome.verdict.code()));
+        if let Some(p) = outcome.p_value {
+            self.run.metrics.push(labels(
+                Metric::new("p_value", Unit::Ratio, Direction::LowerIsBetter, p),
+                &group.name,
+            ));
+        }
+        tally.counts[match outcome.verdict {
+            Verdict::Faster => 0,
+            Verdict::Slower => 1,
+            Verdict::NoSignificantDifference => 2,
+            _ => 3,
+        }] += 1;
+        if template.role == Role::Primary {
+            tally.primary(template, ratio, &outcome);
+        }
+    }
+
+    /// A candidate's score: the geometric mean of its primary quantities'
+    /// improvement factors, or a warning why there is none, and its counts.
+    fn score(&mut self, group: &Group, tally: Tally) {
+        let options = self.options;
+        let Tally {
+            factors,
+            mut untested_primaries,
+            counts,
+        } = tally;
         let per_quantity: Vec<Factor> = factors
             .iter()
             .filter_map(|(_, fs)| combine(fs, options.alpha))
@@ -646,7 +710,7 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
                 .iter()
                 .map(|(q, v)| format!("{q} ({})", untested_reason(*v)))
                 .collect();
-            run.warn(
+            self.run.warn(
                 "no_score",
                 format!(
                     "{}: no primary figure could be tested, so there is no score{}; compare groups of at least {} runs a side (the same command saved with one --tag per side)",
@@ -672,114 +736,164 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
                 n: gm.n as u64,
                 stddev: None,
             });
-            run.metrics.push(m);
+            self.run.metrics.push(m);
         }
         for (name, count) in ["better", "worse", "same", "untested"].iter().zip(counts) {
-            run.metrics.push(
+            self.run.metrics.push(
                 Metric::new(*name, Unit::Count, Direction::HigherIsBetter, count as f64)
                     .with_label("group", &group.name),
             );
         }
     }
-    run.headline = Some("geomean".into());
 
-    let sides: Vec<(&str, Vec<&Run>)> = groups
-        .iter()
-        .map(|g| (g.name.as_str(), g.runs.iter().collect()))
-        .collect();
-    let setting_differences = differences::settings(&sides);
-    let environment_differences = differences::environment(&sides);
-    let recorded = |d: &[Difference]| {
-        d.iter()
-            .map(|d| record::Difference {
-                key: d.key.clone(),
-                values: d.values.iter().cloned().collect(),
-            })
-            .collect()
-    };
-    run.set_record(&record::CompareRecord {
-        baseline: baseline.name.clone(),
-        groups: groups
+    /// The record of what was compared, and the warnings about how alike
+    /// the sides were.
+    fn record_and_warn(&mut self, loose_command: bool) {
+        let (groups, options) = (self.groups, self.options);
+        let sides: Vec<(&str, Vec<&Run>)> = groups
             .iter()
-            .map(|g| record::CompareGroup {
-                name: g.name.clone(),
-                selector: g.selector.clone(),
-                runs: g.runs.iter().map(|r| r.id.to_string()).collect(),
-            })
-            .collect(),
-        noise: options.noise_band,
-        alpha: options.alpha,
-        seed: options.seed,
-        setting_differences: recorded(&setting_differences),
-        environment_differences: recorded(&environment_differences),
-        unmatched: unmatched
-            .iter()
-            .map(|(group, metric, partner)| record::Unmatched {
-                group: group.clone(),
-                metric: metric.clone(),
-                partner: partner.clone(),
-            })
-            .collect(),
-    });
-
-    if !setting_differences.is_empty() {
-        let keys: Vec<&str> = setting_differences.iter().map(|d| d.key.as_str()).collect();
-        run.warn(
-            "settings_differ",
-            format!(
-                "the runs were not made alike: {} differ{}",
-                keys.join(", "),
-                if keys.len() == 1 { "s" } else { "" }
-            ),
-        );
-    }
-    if !environment_differences.is_empty() {
-        let keys: Vec<&str> = environment_differences
-            .iter()
-            .map(|d| d.key.as_str())
+            .map(|g| (g.name.as_str(), g.runs.iter().collect()))
             .collect();
-        run.warn(
-            "environment_differs",
-            format!(
-                "the runs come from different setups ({}): a difference may come from any of them",
-                keys.join(", ")
-            ),
+        let setting_differences = differences::settings(&sides);
+        let environment_differences = differences::environment(&sides);
+        let recorded = |d: &[Difference]| {
+            d.iter()
+                .map(|d| record::Difference {
+                    key: d.key.clone(),
+                    values: d.values.iter().cloned().collect(),
+                })
+                .collect()
+        };
+        self.run.set_record(&record::CompareRecord {
+            baseline: groups[0].name.clone(),
+            groups: groups
+                .iter()
+                .map(|g| record::CompareGroup {
+                    name: g.name.clone(),
+                    selector: g.selector.clone(),
+                    runs: g.runs.iter().map(|r| r.id.to_string()).collect(),
+                })
+                .collect(),
+            noise: options.noise_band,
+            alpha: options.alpha,
+            seed: options.seed,
+            setting_differences: recorded(&setting_differences),
+            environment_differences: recorded(&environment_differences),
+            unmatched: self
+                .unmatched
+                .iter()
+                .map(|(group, metric, partner)| record::Unmatched {
+                    group: group.clone(),
+                    metric: metric.clone(),
+                    partner: partner.clone(),
+                })
+                .collect(),
+        });
+        self.warn_differences(
+            &setting_differences,
+            &environment_differences,
+            loose_command,
         );
     }
-    if !unmatched.is_empty() {
-        run.warn(
-            "unmatched_metrics",
-            format!(
-                "{} without a partner on the other side, not compared",
-                plural(unmatched.len(), "metric")
-            ),
-        );
+
+    fn warn_differences(
+        &mut self,
+        setting_differences: &[Difference],
+        environment_differences: &[Difference],
+        loose_command: bool,
+    ) {
+        let run = &mut self.run;
+        if !setting_differences.is_empty() {
+            let keys: Vec<&str> = setting_differences.iter().map(|d| d.key.as_str()).collect();
+            run.warn(
+                "settings_differ",
+                format!(
+                    "the runs were not made alike: {} differ{}",
+                    keys.join(", "),
+                    if keys.len() == 1 { "s" } else { "" }
+                ),
+            );
+        }
+        if !environment_differences.is_empty() {
+            let keys: Vec<&str> = environment_differences
+                .iter()
+                .map(|d| d.key.as_str())
+                .collect();
+            run.warn(
+                "environment_differs",
+                format!(
+                    "the runs come from different setups ({}): a difference may come from any of them",
+                    keys.join(", ")
+                ),
+            );
+        }
+        if !self.unmatched.is_empty() {
+            run.warn(
+                "unmatched_metrics",
+                format!(
+                    "{} without a partner on the other side, not compared",
+                    plural(self.unmatched.len(), "metric")
+                ),
+            );
+        }
+        if loose_command {
+            run.warn(
+                "different_commands",
+                "each side timed one command and the commands differ: they are compared with each other",
+            );
+        }
+        if self.used_histograms {
+            run.warn(
+                "histogram_intervals",
+                "percentiles of one run a side are untested: their intervals treat the run's requests as independent and show how precisely each run pinned its percentiles, not how much a repeat would move them; compare groups of at least 4 runs a side for a verdict",
+            );
+        }
+        if self.untestable > 0 {
+            run.warn(
+                "zero_baseline",
+                format!(
+                    "{} a baseline of zero: no ratio",
+                    plural(self.untestable, "metric has")
+                ),
+            );
+        }
     }
-    if loose_command {
-        run.warn(
-            "different_commands",
-            "each side timed one command and the commands differ: they are compared with each other",
-        );
+}
+
+impl Tally {
+    /// A tested primary metric's improvement factor, under its quantity: a
+    /// latency's percentiles are one quantity, scored once. An untested one
+    /// is remembered to say why there is no score.
+    fn primary(&mut self, template: &Subject, ratio: f64, outcome: &Outcome) {
+        let quantity = {
+            let mut s = template.clone();
+            s.labels.remove("percentile");
+            s.display()
+        };
+        if !outcome.verdict.is_tested() {
+            self.untested_primaries.push((quantity, outcome.verdict));
+            return;
+        }
+        let f = improvement(ratio, template.direction);
+        let fi = outcome.interval.map(|(lo, hi)| {
+            let (x, y) = (
+                improvement(lo, template.direction),
+                improvement(hi, template.direction),
+            );
+            (x.min(y), x.max(y))
+        });
+        match self.factors.iter_mut().find(|(q, _)| *q == quantity) {
+            Some((_, fs)) => fs.push((f, fi)),
+            None => self.factors.push((quantity, vec![(f, fi)])),
+        }
     }
-    if used_histograms {
-        run.warn(
-            "histogram_intervals",
-            "percentiles of one run a side are untested: their intervals treat the run's requests as independent and show how precisely each run pinned its percentiles, not how much a repeat would move them; compare groups of at least 4 runs a side for a verdict",
-        );
-    }
-    if untestable > 0 {
-        run.warn(
-            "zero_baseline",
-            format!(
-                "{} a baseline of zero: no ratio",
-                plural(untestable, "metric has")
-            ),
-        );
-    }
-    // The compared runs' own warnings, once per distinct message: which
-    // runs said it. Two runs' messages of one code (each naming its own
-    // command) stay apart; messages that differ only in their figures (a
-    // load average, a count) are one, their figures given as ranges.
+}
+
+/// The compared runs' own warnings, once per distinct message: which runs
+/// said it. Two runs' messages of one code (each naming its own command)
+/// stay apart; messages that differ only in their figures (a load average,
+/// a count) are one, their figures given as ranges.
+fn warn_sources(run: &mut Run, groups: &[Group]) {
     let mut sources: Vec<(String, Vec<String>, Shape)> = Vec::new();
     for group in groups {
         for r in &group.runs {
@@ -816,7 +930,6 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
             format!("{which}: {}", message.render()),
         );
     }
-    Ok(run)
 }
 
 /// A warning's message as text with its figures taken out: the figures
