@@ -218,6 +218,35 @@ fn trim_end(parts: &mut Vec<SqlPart>, text: &mut String) {
     text.truncate(text.trim_end().len());
 }
 
+/// One line of a statement, scanned.
+#[derive(Default)]
+struct Scanned {
+    parts: Vec<SqlPart>,
+    /// The line as written (variables by name), for the statement's text.
+    text: String,
+    /// Where the text after the line's last `\;` starts: a line that ends
+    /// in `\;` goes on on the next line.
+    escaped_end: Option<usize>,
+}
+
+/// The meta-command after a `\` in SQL: `gset`/`aset` (with its prefix)
+/// ends the statement and stores its result; any other is refused.
+fn stored(rest: &str, err: &dyn Fn(String) -> ScriptError) -> Result<Store, ScriptError> {
+    let name: String = rest.chars().take_while(|&c| is_name_char(c)).collect();
+    let word = name.to_ascii_lowercase();
+    if word == "gset" || word == "aset" {
+        return Store::parse(&word, &rest[name.len()..]).map_err(err);
+    }
+    Err(err(if name.is_empty() {
+        format!(
+            "'\\{}' in SQL is not supported by dyno yet (\\; compound statements included); end each statement with ';' at the end of its line",
+            rest.chars().next().map(String::from).unwrap_or_default()
+        )
+    } else {
+        format!("\\{name} is not supported by dyno yet; dyno runs SQL, \\set and \\sleep")
+    }))
+}
+
 impl SqlBuilder {
     /// Adds one line of the statement; true when the line ends it.
     ///
@@ -233,14 +262,34 @@ impl SqlBuilder {
         vars: &mut Vars,
     ) -> Result<bool, ScriptError> {
         let err = |message: String| ScriptError::new(script, line_no, message);
-        let mut parts = Vec::new();
-        let mut text = String::new();
         let started_in_quote = self.quote != Quote::None;
+        let mut scanned = self.scan(line_no, line, vars, &err)?;
+        let ended = self.ends(&mut scanned, &err)?;
+        if scanned.parts.is_empty() && !started_in_quote {
+            // A blank or comment line between a statement's lines (inside a
+            // string, a blank line is part of the string).
+            return Ok(ended);
+        }
+        self.append(line_no, scanned);
+        Ok(ended)
+    }
+
+    /// One line cut into text and variables, up to a comment or `\gset`.
+    fn scan(
+        &mut self,
+        line_no: usize,
+        line: &str,
+        vars: &mut Vars,
+        err: &dyn Fn(String) -> ScriptError,
+    ) -> Result<Scanned, ScriptError> {
+        let mut out = Scanned::default();
+        let Scanned {
+            parts,
+            text,
+            escaped_end,
+        } = &mut out;
         let mut chars = line.char_indices().peekable();
         let mut literal_start = 0;
-        // Where the text after this line's last `\;` starts: a line that
-        // ends in `\;` goes on on the next line.
-        let mut escaped_end = None;
         // Text runs are copied in slices, from `literal_start` up to the
         // next variable reference or comment.
         while let Some((i, c)) = chars.next() {
@@ -252,7 +301,7 @@ impl SqlBuilder {
                     '\'' => self.quote = Quote::Single(line_no),
                     '"' => self.quote = Quote::Double(line_no),
                     '-' if chars.peek().is_some_and(|&(_, n)| n == '-') => {
-                        push_text(&mut parts, &line[literal_start..i]);
+                        push_text(parts, &line[literal_start..i]);
                         text.push_str(&line[literal_start..i]);
                         literal_start = line.len();
                         break;
@@ -260,41 +309,25 @@ impl SqlBuilder {
                     '\\' if line[i + 1..].starts_with(';') => {
                         // `\;`: a semicolon that joins two statements into
                         // one command, sent as one query.
-                        push_text(&mut parts, &line[literal_start..i]);
+                        push_text(parts, &line[literal_start..i]);
                         text.push_str(&line[literal_start..i]);
-                        push_text(&mut parts, ";");
+                        push_text(parts, ";");
                         text.push(';');
                         chars.next();
                         literal_start = i + 2;
-                        escaped_end = Some(text.len());
+                        *escaped_end = Some(text.len());
                         self.compound = true;
                     }
                     '\\' => {
-                        let rest = &line[i + 1..];
-                        let name: String = rest.chars().take_while(|&c| is_name_char(c)).collect();
-                        let word = name.to_ascii_lowercase();
-                        if word == "gset" || word == "aset" {
-                            // The statement ends here, its result stored.
-                            let store = Store::parse(&word, &rest[name.len()..]).map_err(&err)?;
-                            // As pgbench: `SELECT …; \\gset` stores too.
-                            let before = line[literal_start..i].trim_end();
-                            let before = before.strip_suffix(';').unwrap_or(before).trim_end();
-                            push_text(&mut parts, before);
-                            text.push_str(before);
-                            literal_start = line.len();
-                            self.store = Some(store);
-                            break;
-                        }
-                        return Err(err(if name.is_empty() {
-                            format!(
-                                "'\\{}' in SQL is not supported by dyno yet (\\; compound statements included); end each statement with ';' at the end of its line",
-                                rest.chars().next().map(String::from).unwrap_or_default()
-                            )
-                        } else {
-                            format!(
-                                "\\{name} is not supported by dyno yet; dyno runs SQL, \\set and \\sleep"
-                            )
-                        }));
+                        // The statement ends here, its result stored.
+                        self.store = Some(stored(&line[i + 1..], err)?);
+                        // As pgbench: `SELECT …; \\gset` stores too.
+                        let before = line[literal_start..i].trim_end();
+                        let before = before.strip_suffix(';').unwrap_or(before).trim_end();
+                        push_text(parts, before);
+                        text.push_str(before);
+                        literal_start = line.len();
+                        break;
                     }
                     ':' => match chars.peek() {
                         Some(&(_, ':')) => {
@@ -319,7 +352,7 @@ impl SqlBuilder {
                                     undefined_variable(name)
                                 )));
                             };
-                            push_text(&mut parts, &line[literal_start..i]);
+                            push_text(parts, &line[literal_start..i]);
                             parts.push(SqlPart::Var(slot));
                             text.push_str(&line[literal_start..end]);
                             literal_start = end;
@@ -330,39 +363,57 @@ impl SqlBuilder {
                 },
             }
         }
-        push_text(&mut parts, &line[literal_start..]);
+        push_text(parts, &line[literal_start..]);
         text.push_str(&line[literal_start..]);
+        Ok(out)
+    }
 
-        let mut ended = self.store.is_some();
-        if ended && parts.is_empty() && self.parts.is_empty() {
-            return Err(err(must_follow(
-                if self.store.as_ref().is_some_and(|s| s.all) {
-                    "aset"
-                } else {
-                    "gset"
-                },
-            )));
-        }
-        if self.quote == Quote::None && !ended {
-            trim_end(&mut parts, &mut text);
-            let tail_escaped = escaped_end.is_some_and(|e| text.len() <= e);
-            if let Some(SqlPart::Text(last)) = parts.last_mut()
-                && last.ends_with(';')
-                && !tail_escaped
-            {
-                last.pop();
-                text.pop();
-                trim_end(&mut parts, &mut text);
-                ended = true;
+    /// Whether the scanned line ends the statement: a `\gset` or `\aset`
+    /// (which must follow a statement), or a `;` at its end outside quotes
+    /// and not escaped, which is cut off.
+    fn ends(
+        &self,
+        scanned: &mut Scanned,
+        err: &dyn Fn(String) -> ScriptError,
+    ) -> Result<bool, ScriptError> {
+        let Scanned {
+            parts,
+            text,
+            escaped_end,
+        } = scanned;
+        if self.store.is_some() {
+            if parts.is_empty() && self.parts.is_empty() {
+                let all = self.store.as_ref().is_some_and(|s| s.all);
+                return Err(err(must_follow(if all { "aset" } else { "gset" })));
             }
+            return Ok(true);
         }
-        if parts.is_empty() && !started_in_quote {
-            // A blank or comment line between a statement's lines (inside a
-            // string, a blank line is part of the string).
-            return Ok(ended);
+        if self.quote != Quote::None {
+            return Ok(false);
         }
+        trim_end(parts, text);
+        let tail_escaped = escaped_end.is_some_and(|e| text.len() <= e);
+        if let Some(SqlPart::Text(last)) = parts.last_mut()
+            && last.ends_with(';')
+            && !tail_escaped
+        {
+            last.pop();
+            text.pop();
+            trim_end(parts, text);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Adds the scanned line to the statement: the first line without its
+    /// indentation, the others after a newline.
+    fn append(&mut self, line_no: usize, scanned: Scanned) {
+        let Scanned {
+            mut parts,
+            mut text,
+            ..
+        } = scanned;
         if self.parts.is_empty() {
-            // The statement's first line: no indentation before it.
             self.line = line_no;
             if let Some(SqlPart::Text(first)) = parts.first_mut() {
                 let cut = first.len() - first.trim_start().len();
@@ -383,7 +434,6 @@ impl SqlBuilder {
         }
         self.parts.extend(parts);
         self.text.push_str(&text);
-        Ok(ended)
     }
 
     /// The statement, or nothing for an empty one (a lone `;`).
