@@ -513,16 +513,7 @@ pub fn run<J: Job>(
         drop(tx);
         // Start once every thread is ready; one that ended early (its
         // setup failed) does not hold the others.
-        {
-            let mut ready = control.lock_ready();
-            while *ready < threads && !handles.iter().any(|h| h.is_finished()) {
-                ready = control
-                    .started
-                    .wait_timeout(ready, Duration::from_millis(50))
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
-        }
+        wait_ready(control, &handles, threads);
         let setup = began.elapsed();
         let mut called_off = None;
         if handles.iter().any(|h| h.is_finished()) {
@@ -539,74 +530,9 @@ pub fn run<J: Job>(
         }
         let started_at = SystemTime::now();
         let clock = control.start(settings);
-        // Merge each second's slices as threads send them; report
-        // progress from the threads' live counts.
-        let mut timeline: Vec<J::Slice> = Vec::new();
-        let mut next_tick = clock.start + settings.progress_every;
-        loop {
-            // The threads' loads are cut from here: at the cut, or soon
-            // after an interrupt.
-            let now = Instant::now();
-            let mut wake = next_tick.min(now + STOP_POLL);
-            if !control.cut.load(Ordering::Relaxed) {
-                if control.stopped() || clock.over(now) {
-                    control.cut();
-                } else if let Some(cut) = clock.cut {
-                    // Not once it is cut: the threads' last work after
-                    // the cut is waited for, not spun on.
-                    wake = wake.min(cut);
-                }
-            }
-            match rx.recv_timeout(wake.saturating_duration_since(now)) {
-                Ok((index, slice)) => {
-                    if timeline.len() <= index {
-                        timeline.resize_with(index + 1, J::Slice::default);
-                    }
-                    timeline[index].add(&slice);
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-            let now = Instant::now();
-            if now >= next_tick {
-                let mut totals = [0; SLOTS];
-                for c in &counters {
-                    for (slot, total) in totals.iter_mut().enumerate() {
-                        *total += c.get(slot);
-                    }
-                }
-                progress(Tick {
-                    elapsed: now.saturating_duration_since(clock.start),
-                    warmup: now < clock.measure_from,
-                    totals,
-                });
-                next_tick += settings.progress_every;
-            }
-        }
+        let timeline = merge_seconds::<J>(settings, control, &clock, &rx, &counters, &mut progress);
         let finished = Instant::now();
-        let mut done = Vec::with_capacity(threads);
-        let mut cpu = Duration::ZERO;
-        let mut cpu_wait = Duration::ZERO;
-        let mut failed = None;
-        for handle in handles {
-            match handle.join() {
-                Ok(Ok((d, used))) => {
-                    done.push(d);
-                    cpu += used.cpu;
-                    cpu_wait += used.waited;
-                }
-                Ok(Err(Ended::Setup(e))) => {
-                    failed.get_or_insert(Failure::Setup(e));
-                }
-                Ok(Err(Ended::CalledOff)) => {}
-                Err(_) => {
-                    failed.get_or_insert(Failure::Panicked);
-                }
-            }
-        }
-        if let Some(failure) = failed {
-            return Err(failure);
-        }
+        let (done, cpu, cpu_wait) = join::<J>(handles)?;
         if let Some(why) = called_off {
             return Err(Failure::Gate(why));
         }
@@ -623,6 +549,110 @@ pub fn run<J: Job>(
             halted: control.halted(),
         })
     })
+}
+
+/// Merges each second's slices as the threads send them, and reports
+/// progress from the threads' live counts, until every thread has ended;
+/// cuts the threads' loads at the clock's cut, or soon after an interrupt.
+fn merge_seconds<J: Job>(
+    settings: &Settings,
+    control: &Control,
+    clock: &Clock,
+    rx: &mpsc::Receiver<(usize, J::Slice)>,
+    counters: &[Arc<Counters>],
+    progress: &mut impl FnMut(Tick),
+) -> Vec<J::Slice> {
+    let mut timeline: Vec<J::Slice> = Vec::new();
+    let mut next_tick = clock.start + settings.progress_every;
+    loop {
+        // The threads' loads are cut from here: at the cut, or soon
+        // after an interrupt.
+        let now = Instant::now();
+        let mut wake = next_tick.min(now + STOP_POLL);
+        if !control.cut.load(Ordering::Relaxed) {
+            if control.stopped() || clock.over(now) {
+                control.cut();
+            } else if let Some(cut) = clock.cut {
+                // Not once it is cut: the threads' last work after
+                // the cut is waited for, not spun on.
+                wake = wake.min(cut);
+            }
+        }
+        match rx.recv_timeout(wake.saturating_duration_since(now)) {
+            Ok((index, slice)) => {
+                if timeline.len() <= index {
+                    timeline.resize_with(index + 1, J::Slice::default);
+                }
+                timeline[index].add(&slice);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let now = Instant::now();
+        if now >= next_tick {
+            let mut totals = [0; SLOTS];
+            for c in counters {
+                for (slot, total) in totals.iter_mut().enumerate() {
+                    *total += c.get(slot);
+                }
+            }
+            progress(Tick {
+                elapsed: now.saturating_duration_since(clock.start),
+                warmup: now < clock.measure_from,
+                totals,
+            });
+            next_tick += settings.progress_every;
+        }
+    }
+    timeline
+}
+
+/// Waits until every thread is ready, or one has ended early.
+fn wait_ready<T>(
+    control: &Control,
+    handles: &[std::thread::ScopedJoinHandle<'_, T>],
+    threads: usize,
+) {
+    let mut ready = control.lock_ready();
+    while *ready < threads && !handles.iter().any(|h| h.is_finished()) {
+        ready = control
+            .started
+            .wait_timeout(ready, Duration::from_millis(50))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+/// Each thread's result in thread order, with the CPU they used and the
+/// time they waited for one; the first failure if any thread failed.
+#[allow(clippy::type_complexity)]
+fn join<J: Job>(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<(J::Done, Used), Ended<J::Error>>>>,
+) -> Result<(Vec<J::Done>, Duration, Duration), Failure<J::Error>> {
+    let mut done = Vec::with_capacity(handles.len());
+    let mut cpu = Duration::ZERO;
+    let mut cpu_wait = Duration::ZERO;
+    let mut failed = None;
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok((d, used))) => {
+                done.push(d);
+                cpu += used.cpu;
+                cpu_wait += used.waited;
+            }
+            Ok(Err(Ended::Setup(e))) => {
+                failed.get_or_insert(Failure::Setup(e));
+            }
+            Ok(Err(Ended::CalledOff)) => {}
+            Err(_) => {
+                failed.get_or_insert(Failure::Panicked);
+            }
+        }
+    }
+    match failed {
+        Some(failure) => Err(failure),
+        None => Ok((done, cpu, cpu_wait)),
+    }
 }
 
 /// The CPU a thread's load used, and how long it waited for one.
