@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 
+use dyno_model::names::label;
 use dyno_model::record::{
     GroupRecord, GroupSegment, PER_SEGMENT_SETTINGS, SUMMED_SETTINGS, SegmentRecord,
 };
@@ -86,13 +87,16 @@ pub fn merge(group: &str, runs: &[Run], arrived: &[Arrived]) -> Result<Run, Merg
     Ok(merged)
 }
 
+/// A segment's place and its run.
+type Part<'a> = (SegmentRecord, &'a Run);
+
 /// The group's segments, checked to be of one run and ordered by index,
 /// one run each; and the runs of a segment left out as its second run
 /// (imported twice, say), so that none is counted twice.
 fn segments<'a>(
     group: &str,
     runs: &'a [Run],
-) -> Result<(Vec<(SegmentRecord, &'a Run)>, Vec<RunId>), MergeError> {
+) -> Result<(Vec<Part<'a>>, Vec<RunId>), MergeError> {
     let mut parts: Vec<(SegmentRecord, &Run)> = Vec::new();
     for run in runs {
         let info = run.segment().ok_or_else(|| {
@@ -323,9 +327,13 @@ fn merge_metrics(
     for (info, run) in parts {
         for m in &run.metrics {
             let mut m = m.clone();
-            if let Some(second) = m.labels.get("second").and_then(|s| s.parse::<u64>().ok()) {
+            if let Some(second) = m
+                .labels
+                .get(label::SECOND)
+                .and_then(|s| s.parse::<u64>().ok())
+            {
                 m.labels
-                    .insert("second".into(), (second + shift(info)).to_string());
+                    .insert(label::SECOND.into(), (second + shift(info)).to_string());
             }
             let key = (m.name.clone(), m.labels.clone());
             if !groups.contains_key(&key) {
@@ -424,7 +432,10 @@ pub fn per_second_percentile(
     let mut values = vec![0.0; seconds];
     let mut any = false;
     for m in metrics.iter().filter(|m| m.name == histograms) {
-        let second: usize = m.label("second").and_then(|s| s.parse().ok()).unwrap_or(0);
+        let second: usize = m
+            .label(label::SECOND)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         if let (Some(slot), Some(Ok(h))) = (
             second.checked_sub(1).and_then(|i| values.get_mut(i)),
             m.histogram.as_ref().map(hdr::from_model),

@@ -117,8 +117,9 @@ fn legend() -> String {
     )
 }
 
-/// The improvement chart of one candidate group.
-fn factors(c: &Comparison, candidate: &str) -> Chart {
+/// The bars of a candidate's improvement chart (its geomean first, then
+/// each metric with a ratio, grouped by kind) and the table beside them.
+fn factor_rows(c: &Comparison, candidate: &str) -> (Vec<Bar>, Table) {
     let mut rows = c.rows(candidate);
     // Grouped by kind, in the record's order within a kind.
     rows.sort_by_key(|r| r.kind);
@@ -190,6 +191,12 @@ fn factors(c: &Comparison, candidate: &str) -> Chart {
             format!("{factor:.3}×"),
         ]);
     }
+    (bars, table)
+}
+
+/// The improvement chart of one candidate group.
+fn factors(c: &Comparison, candidate: &str) -> Chart {
+    let (bars, table) = factor_rows(c, candidate);
     let n = bars.len();
     let span = bars
         .iter()

@@ -30,6 +30,7 @@ mod quantile;
 
 use std::collections::{BTreeMap, HashMap};
 
+use dyno_model::names::label;
 use dyno_model::record;
 use dyno_model::{
     Direction, Kind, Metric, Role, Run, Samples, Uncertainty, UncertaintyMethod, Unit,
@@ -160,9 +161,9 @@ impl Subject {
     /// command per side, identify the subject instead).
     fn key(&self, loose_command: bool) -> String {
         let mut labels = self.labels.clone();
-        let has_params = labels.keys().any(|k| k.starts_with("param."));
+        let has_params = labels.keys().any(|k| k.starts_with(label::PARAM_PREFIX));
         if has_params || loose_command {
-            labels.remove("command");
+            labels.remove(label::COMMAND);
         }
         let mut m = Metric::new(self.name.clone(), self.unit, self.direction, 0.0);
         m.labels = labels;
@@ -521,9 +522,9 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
         used_histograms: false,
         untestable: 0,
     };
-    for g in 1..groups.len() {
+    for (g, group) in groups.iter().enumerate().skip(1) {
         let tally = comparison.group(g, &index)?;
-        comparison.score(&groups[g], tally);
+        comparison.score(group, tally);
     }
     comparison.run.headline = Some("geomean".into());
     comparison.record_and_warn(index.loose_command);
@@ -672,7 +673,7 @@ impl Comparison<'_> {
         });
         self.run
             .metrics
-            .push(labels(m, &group.name).with_label("verdict", outcome.verdict.code()));
+            .push(labels(m, &group.name).with_label(label::VERDICT, outcome.verdict.code()));
         if let Some(p) = outcome.p_value {
             self.run.metrics.push(labels(
                 Metric::new("p_value", Unit::Ratio, Direction::LowerIsBetter, p),
@@ -1095,8 +1096,8 @@ fn single_command_each(groups: &[Vec<Vec<Subject>>]) -> bool {
             let mut c: Vec<&str> = runs
                 .iter()
                 .flatten()
-                .filter(|s| !s.labels.keys().any(|k| k.starts_with("param.")))
-                .filter_map(|s| s.labels.get("command").map(String::as_str))
+                .filter(|s| !s.labels.keys().any(|k| k.starts_with(label::PARAM_PREFIX)))
+                .filter_map(|s| s.labels.get(label::COMMAND).map(String::as_str))
                 .collect();
             c.sort_unstable();
             c.dedup();
