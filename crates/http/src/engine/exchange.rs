@@ -203,19 +203,10 @@ pub(super) async fn exchange(
     let mut connect_time = Duration::ZERO;
     if conn.stream.is_none() {
         let began = Instant::now();
-        let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
-        let stream = match tokio::time::timeout(settings.connect_timeout, connect).await {
-            Err(_) => return Err(Failure::Connect(ErrorClass::ConnectTimeout)),
-            Ok(Err(ConnectError::Transport(e))) => return Err(Failure::Connect(connect_class(&e))),
-            Ok(Err(ConnectError::Handshake(e))) => {
-                local
-                    .borrow_mut()
-                    .tls_failure
-                    .get_or_insert_with(|| e.to_string());
-                return Err(Failure::Connect(ErrorClass::Tls));
-            }
-            Ok(Ok(s)) => s,
-        };
+        let stream = connect(shared).await.map_err(|e| {
+            e.remember(local);
+            Failure::Connect(e.class)
+        })?;
         shared.connect_succeeded();
         connect_time = began.elapsed();
         if shared.tls.is_some() && local.borrow().tls_session.is_none() {
@@ -251,25 +242,7 @@ pub(super) async fn exchange(
     };
     let stream = conn.stream.as_mut().expect("connected above");
     let sent = Instant::now();
-    {
-        let mut l = local.borrow_mut();
-        // From here each measured request of the batch is in flight until
-        // it is answered or fails (or the run is cut).
-        l.in_flight += batch.iter().filter(|t| t.measured).count() as u64;
-        for t in batch.iter().filter(|t| t.measured) {
-            l.step_flight(t, true);
-            l.release(t);
-            if let Some(stage) = l.stages.get_mut(t.stage) {
-                stage.took_off();
-            }
-        }
-        if let Some(due) = batch[0].due
-            && batch[0].measured
-            && !batch[0].retried
-        {
-            l.lateness(&batch[0], sent.saturating_duration_since(due));
-        }
-    }
+    take_off(&mut local.borrow_mut(), batch, sent);
     let fail = |done: usize, class: ErrorClass| Failure::Request { done, class };
     match within(&mut conn.timer, settings.timeout, stream.write_all(request)).await {
         None => return Err(fail(0, ErrorClass::ReadTimeout)),
@@ -360,6 +333,59 @@ pub(super) async fn exchange(
         conn.stream = None;
     }
     Ok(reader.answered)
+}
+
+/// From `sent` on, each measured request of the batch is in flight until
+/// it is answered or fails (or the run is cut); the first one's lateness
+/// against its due time is counted.
+fn take_off(l: &mut Local, batch: &[Ticket], sent: Instant) {
+    l.in_flight += batch.iter().filter(|t| t.measured).count() as u64;
+    for t in batch.iter().filter(|t| t.measured) {
+        l.step_flight(t, true);
+        l.release(t);
+        if let Some(stage) = l.stages.get_mut(t.stage) {
+            stage.took_off();
+        }
+    }
+    if let Some(due) = batch[0].due
+        && batch[0].measured
+        && !batch[0].retried
+    {
+        l.lateness(&batch[0], sent.saturating_duration_since(due));
+    }
+}
+
+/// Why a connection attempt failed: its error class, and the handshake's
+/// error when the socket connected but TLS did not.
+pub(super) struct NotConnected {
+    pub(super) class: ErrorClass,
+    pub(super) handshake: Option<io::Error>,
+}
+
+impl NotConnected {
+    /// Keeps the thread's first TLS failure, to be named in the report.
+    pub(super) fn remember(&self, local: &RefCell<Local>) {
+        if let Some(e) = &self.handshake {
+            local
+                .borrow_mut()
+                .tls_failure
+                .get_or_insert_with(|| e.to_string());
+        }
+    }
+}
+
+/// Opens a connection to the target within `--connect-timeout`, the TLS
+/// handshake included: the one way every driver connects.
+pub(super) async fn connect(shared: &Shared) -> Result<Stream, NotConnected> {
+    let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
+    let (class, handshake) =
+        match tokio::time::timeout(shared.settings.connect_timeout, connect).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Err(_) => (ErrorClass::ConnectTimeout, None),
+            Ok(Err(ConnectError::Transport(e))) => (connect_class(&e), None),
+            Ok(Err(ConnectError::Handshake(e))) => (ErrorClass::Tls, Some(e)),
+        };
+    Err(NotConnected { class, handshake })
 }
 
 /// The read step: waits until the stream has bytes (or has ended), reads

@@ -37,14 +37,15 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::io::{AsyncWrite, ReadBuf};
 
-use super::exchange::{Answered, connect_class, io_class};
+use super::exchange::{Answered, connect, io_class};
 use super::scenario::{Sent, User};
 use super::schedule::{OpenSchedule, Ticket, until_due};
 use super::{Local, Shared};
-use crate::conn::{ConnectError, Stream};
+use crate::conn::Stream;
 use crate::http2::frame::{CANCEL, NO_ERROR};
 use crate::http2::{self, Event, Failure, Session};
 use crate::request::RequestTemplate;
+use crate::settings::Settings;
 use crate::stats::{ErrorClass, Timing};
 use crate::tls::refused_alpn;
 use dyno_load::Timer;
@@ -195,22 +196,7 @@ pub(super) async fn h2_connection(
             None => Schedule::Closed { threads },
         },
     });
-    let scheme = settings.target.scheme.as_str();
-    let mut scratch = Vec::new();
-    // Static templates are converted once; the others per request.
-    let converted: Vec<Option<http2::Request>> = settings
-        .requests
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            t.is_static().then(|| {
-                let mut rng = fastrand::Rng::with_seed(0);
-                let mut r = request_of_template(t, scheme, 0, &mut rng, &mut scratch).ok()?;
-                r.key = Some(i);
-                Some(r)
-            })?
-        })
-        .collect();
+    let converted = static_requests(settings);
     // A scenario's virtual users, one per stream, kept across this
     // driver's connections (a lost connection ends a flow, not a user).
     let users: Option<Rc<Vec<RefCell<Option<User>>>>> = settings.scenario.as_deref().map(|s| {
@@ -256,27 +242,14 @@ pub(super) async fn h2_connection(
         let began = Instant::now();
         let connected = match stream.take() {
             Some(s) => Ok(s),
-            None => {
-                let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
-                match tokio::time::timeout(settings.connect_timeout, connect).await {
-                    Err(_) => Err((ErrorClass::ConnectTimeout, None)),
-                    Ok(Err(ConnectError::Transport(e))) => Err((connect_class(&e), None)),
-                    Ok(Err(ConnectError::Handshake(e))) if refused_alpn(&e) => Err((
-                        ErrorClass::H2Protocol,
-                        Some(no_h2_by_alpn(
-                            "it refused the handshake with a no_application_protocol alert",
-                        )),
-                    )),
-                    Ok(Err(ConnectError::Handshake(e))) => {
-                        local
-                            .borrow_mut()
-                            .tls_failure
-                            .get_or_insert_with(|| e.to_string());
-                        Err((ErrorClass::Tls, None))
-                    }
-                    Ok(Ok(s)) => Ok(s),
+            None => connect(&shared).await.map_err(|e| {
+                if e.handshake.as_ref().is_some_and(refused_alpn) {
+                    let why = "it refused the handshake with a no_application_protocol alert";
+                    return (ErrorClass::H2Protocol, Some(no_h2_by_alpn(why)));
                 }
-            }
+                e.remember(&local);
+                (e.class, None)
+            }),
         };
         let checked = connected.and_then(|s| alpn_h2(&local, s));
         let stream = match checked {
@@ -343,6 +316,26 @@ pub(super) async fn h2_connection(
             return;
         }
     }
+}
+
+/// The static templates as HTTP/2 requests, converted once (keyed by the
+/// template's index); `None` for a template converted per request.
+fn static_requests(settings: &Settings) -> Vec<Option<http2::Request>> {
+    let scheme = settings.target.scheme.as_str();
+    let mut scratch = Vec::new();
+    settings
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            t.is_static().then(|| {
+                let mut rng = fastrand::Rng::with_seed(0);
+                let mut r = request_of_template(t, scheme, 0, &mut rng, &mut scratch).ok()?;
+                r.key = Some(i);
+                Some(r)
+            })?
+        })
+        .collect()
 }
 
 /// A TLS connection's ALPN must have chosen h2.

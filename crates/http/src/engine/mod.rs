@@ -668,11 +668,7 @@ impl pool::Job for Connections {
             for _ in 0..connections {
                 let shared = Arc::clone(shared);
                 connecting.push(tokio::task::spawn_local(async move {
-                    let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
-                    match tokio::time::timeout(shared.settings.connect_timeout, connect).await {
-                        Ok(Ok(stream)) => Some(stream),
-                        _ => None,
-                    }
+                    exchange::connect(&shared).await.ok()
                 }));
             }
             for c in connecting {
@@ -785,12 +781,7 @@ async fn driver(
         if stream.is_none() {
             // Boxed: once connected, the connection's task need not keep
             // the space of a handshake.
-            let connect = Stream::connect(&shared.endpoint, shared.tls.as_ref());
-            if let Ok(Ok(s)) =
-                Box::pin(tokio::time::timeout(settings.connect_timeout, connect)).await
-            {
-                stream = Some(s);
-            }
+            stream = Box::pin(exchange::connect(&shared)).await.ok();
         }
         let session = stream.as_ref().and_then(Stream::tls_session);
         if let Some(session) = &session {

@@ -248,7 +248,7 @@ impl User {
         for (i, step) in flow.steps.iter().enumerate() {
             let ticket = if i == 0 {
                 Ticket {
-                    step: Some(step.index as u32),
+                    step: step.index.map(|i| i as u32),
                     ..start
                 }
             } else {
@@ -264,7 +264,7 @@ impl User {
                     // The flow's send lag was counted at its first step.
                     retried: true,
                     stage: start.stage,
-                    step: Some(step.index as u32),
+                    step: step.index.map(|i| i as u32),
                 };
                 local.borrow_mut().hold(&ticket);
                 ticket

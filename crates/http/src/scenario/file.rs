@@ -166,7 +166,7 @@ pub(super) fn load(path: &Path, url: Option<&str>) -> Result<Scenario, ScenarioE
             think,
             &mut Vec::new(),
             format!("setup {}", i + 1),
-            usize::MAX,
+            None,
         )?;
         setup.push(step);
     }
@@ -217,7 +217,7 @@ pub(super) fn load(path: &Path, url: Option<&str>) -> Result<Scenario, ScenarioE
                 think,
                 &mut known,
                 default,
-                index,
+                Some(index),
             )?;
             if step_names.insert(step.name.clone(), ()).is_some() {
                 let at = raw_step
@@ -496,6 +496,8 @@ impl Compiler<'_> {
             .map_err(|(offset, message)| self.error(base + offset, message))
     }
 
+    /// Compiles one step; `index` is its number among the flows' steps, or
+    /// `None` for a setup step (it has no figures of its own).
     #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
@@ -505,45 +507,89 @@ impl Compiler<'_> {
         default_think: Think,
         known: &mut Vec<usize>,
         default_name: String,
-        index: usize,
+        index: Option<usize>,
     ) -> Result<Step, ScenarioError> {
         let step = raw.get_ref();
         let name = step
             .name
             .as_ref()
             .map_or(default_name, |n| n.get_ref().clone());
-        let note = if index == usize::MAX {
-            String::new()
-        } else {
-            " in its flow".to_owned()
+        let note = match index {
+            None => String::new(),
+            Some(_) => " in its flow".to_owned(),
         };
         let method = match &step.method {
-            Some(m) => {
-                let method = m.get_ref().trim();
-                let upper = method.to_ascii_uppercase();
-                let standard = [
-                    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
-                ];
-                if method.is_empty()
-                    || !method
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-                {
-                    return Err(self.error(
-                        m.span().start,
-                        format!("{method:?} is not a method: e.g. GET, POST, PUT"),
-                    ));
-                }
-                if standard.contains(&upper.as_str()) {
-                    upper
-                } else {
-                    method.to_owned()
-                }
-            }
+            Some(m) => self.method(m)?,
             None => "GET".to_owned(),
         };
-        // The URL: a path, or a full URL on the base's server.
-        let url = step.url.get_ref();
+        let path = self.path(&step.url, target, known, &note)?;
+        let headers = self.headers(common, &step.headers, known, &note)?;
+        let body = match &step.body {
+            Some(b) => Some(self.pieces(b, Place::Body, known, &note)?),
+            None => None,
+        };
+        let statuses = match &step.check.as_ref().and_then(|c| c.status.as_ref()) {
+            None => None,
+            Some(s) => Some(self.statuses(s)?),
+        };
+        let contains = match step.check.as_ref().and_then(|c| c.contains.as_ref()) {
+            Some(c) => Some(self.pieces(c, Place::Body, known, &note)?),
+            None => None,
+        };
+        let extract = self.extractions(&step.extract, known)?;
+        let think = match &step.think {
+            Some(t) => think(t.get_ref()).map_err(|m| self.error(t.span().start, m))?,
+            None => default_think,
+        };
+        let request = Text::new(target, &method, path, headers, body);
+        Ok(Step {
+            name,
+            url: step.url.get_ref().clone(),
+            index,
+            method,
+            request,
+            statuses,
+            contains,
+            extract,
+            think,
+        })
+    }
+
+    /// A step's method: a standard one in capitals, another as written.
+    fn method(&self, m: &Spanned<String>) -> Result<String, ScenarioError> {
+        let method = m.get_ref().trim();
+        let upper = method.to_ascii_uppercase();
+        let standard = [
+            "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+        ];
+        if method.is_empty()
+            || !method
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        {
+            return Err(self.error(
+                m.span().start,
+                format!("{method:?} is not a method: e.g. GET, POST, PUT"),
+            ));
+        }
+        Ok(if standard.contains(&upper.as_str()) {
+            upper
+        } else {
+            method.to_owned()
+        })
+    }
+
+    /// The URL: a path, or a full URL on the base's server; `"${loc}"`
+    /// alone is a path or a URL on this server, as an extracted Location is.
+    fn path(
+        &self,
+        url: &Spanned<String>,
+        target: &Target,
+        known: &[usize],
+        note: &str,
+    ) -> Result<Vec<Piece>, ScenarioError> {
+        let spanned = url;
+        let url = spanned.get_ref();
         let base = target.to_string();
         let whole_url =
             url.starts_with("${") && url.ends_with('}') && url.matches("${").count() == 1;
@@ -556,7 +602,7 @@ impl Compiler<'_> {
             (if rest.is_empty() { "/" } else { rest }, base.len())
         } else {
             return Err(self.error(
-                step.url.span().start,
+                spanned.span().start,
                 format!("url {url:?}: give a path starting with `/` (the server is {base}), or a full URL on that server"),
             ));
         };
@@ -564,40 +610,49 @@ impl Compiler<'_> {
             .char_indices()
             .find(|&(_, c)| !c.is_ascii_graphic())
         {
-            let at = self.inside(&step.url) + skip + i;
+            let at = self.inside(spanned) + skip + i;
             return Err(self.error(
                 at,
                 format!("url {url:?} holds {c:?}: percent-encode it (a space is %20)"),
             ));
         }
-        let mut path = self.pieces_at(
+        let path = self.pieces_at(
             path_text,
-            self.inside(&step.url) + skip,
+            self.inside(spanned) + skip,
             Place::Url,
             known,
-            &note,
+            note,
         )?;
-        if let (true, [Piece::Var { slot, .. }]) = (whole_url, path.as_slice()) {
-            // `url = "${loc}"`: a path or a URL on this server, as an
-            // extracted Location is.
-            path = vec![Piece::Target {
+        Ok(match (whole_url, path.as_slice()) {
+            (true, [Piece::Var { slot, .. }]) => vec![Piece::Target {
                 slot: *slot,
                 origin: base.trim_end_matches('/').as_bytes().into(),
-            }];
-        }
+            }],
+            _ => path,
+        })
+    }
+
+    /// The file's headers and the step's own: a header the step gives
+    /// itself replaces the file's of that name (a step's own Content-Type,
+    /// Authorization …), sent once.
+    fn headers(
+        &self,
+        common: &[Spanned<String>],
+        own: &[Spanned<String>],
+        known: &[usize],
+        note: &str,
+    ) -> Result<Vec<(String, Vec<Piece>)>, ScenarioError> {
         let mut headers = Vec::new();
-        // A header the step gives itself replaces the file's of that name
-        // (a step's own Content-Type, Authorization …): sent once.
         let named = |h: &Spanned<String>| {
             h.get_ref()
                 .split_once(':')
                 .map(|(n, _)| n.trim().to_ascii_lowercase())
         };
-        let own: Vec<String> = step.headers.iter().filter_map(named).collect();
+        let own_names: Vec<String> = own.iter().filter_map(named).collect();
         let common = common
             .iter()
-            .filter(|h| named(h).is_none_or(|n| !own.contains(&n)));
-        for h in common.chain(&step.headers) {
+            .filter(|h| named(h).is_none_or(|n| !own_names.contains(&n)));
+        for h in common.chain(own) {
             let (hname, _) =
                 parse_header(h.get_ref()).map_err(|e| self.error(h.span().start, e.to_string()))?;
             if hname.eq_ignore_ascii_case("content-length")
@@ -609,37 +664,36 @@ impl Compiler<'_> {
             let raw_value = &h.get_ref()[value_start..];
             let lead = raw_value.len() - raw_value.trim_start().len();
             let base = self.inside(h) + value_start + lead;
-            let pieces = self.pieces_at(raw_value.trim(), base, Place::Header, known, &note)?;
+            let pieces = self.pieces_at(raw_value.trim(), base, Place::Header, known, note)?;
             headers.push((hname, pieces));
         }
-        let body = match &step.body {
-            Some(b) => Some(self.pieces(b, Place::Body, known, &note)?),
-            None => None,
+        Ok(headers)
+    }
+
+    /// `check.status`: a code, a list of codes, or text as `--expect-status`
+    /// takes it.
+    fn statuses(&self, s: &Spanned<RawStatus>) -> Result<StatusSet, ScenarioError> {
+        let list = match s.get_ref() {
+            RawStatus::One(code) => code.to_string(),
+            RawStatus::Many(codes) => codes
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            RawStatus::Text(t) => t.clone(),
         };
-        let statuses = match &step.check.as_ref().and_then(|c| c.status.as_ref()) {
-            None => None,
-            Some(s) => {
-                let list = match s.get_ref() {
-                    RawStatus::One(code) => code.to_string(),
-                    RawStatus::Many(codes) => codes
-                        .iter()
-                        .map(u16::to_string)
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    RawStatus::Text(t) => t.clone(),
-                };
-                Some(
-                    StatusSet::parse(&list)
-                        .map_err(|e| self.error(s.span().start, e.to_string()))?,
-                )
-            }
-        };
-        let contains = match step.check.as_ref().and_then(|c| c.contains.as_ref()) {
-            Some(c) => Some(self.pieces(c, Place::Body, known, &note)?),
-            None => None,
-        };
+        StatusSet::parse(&list).map_err(|e| self.error(s.span().start, e.to_string()))
+    }
+
+    /// The step's extractions; each variable it sets is known to the steps
+    /// after it.
+    fn extractions(
+        &mut self,
+        raw: &[Spanned<RawExtract>],
+        known: &mut Vec<usize>,
+    ) -> Result<Vec<Extract>, ScenarioError> {
         let mut extract = Vec::new();
-        for e in &step.extract {
+        for e in raw {
             let raw = e.get_ref();
             let from = match (&raw.json, &raw.regex, &raw.header) {
                 (Some(p), None, None) => {
@@ -669,22 +723,7 @@ impl Compiler<'_> {
             }
             extract.push(Extract { from, slot });
         }
-        let think = match &step.think {
-            Some(t) => think(t.get_ref()).map_err(|m| self.error(t.span().start, m))?,
-            None => default_think,
-        };
-        let request = Text::new(target, &method, path, headers, body);
-        Ok(Step {
-            name,
-            url: url.clone(),
-            index,
-            method,
-            request,
-            statuses,
-            contains,
-            extract,
-            think,
-        })
+        Ok(extract)
     }
 }
 
@@ -761,7 +800,7 @@ url = "/"
         assert_eq!(s.variables, ["id"]);
         let names: Vec<_> = s
             .steps()
-            .map(|(f, st)| format!("{}/{}/{}", f.name, st.name, st.index))
+            .map(|(f, st)| format!("{}/{}/{}", f.name, st.name, st.index.unwrap()))
             .collect();
         assert_eq!(names, ["write/post/0", "write/2/1", "read/1/2"]);
         assert_eq!(s.flows[0].steps[0].method, "POST");

@@ -70,8 +70,9 @@ pub struct Step {
     /// Its URL as written in the file.
     pub url: String,
     /// Its number among all the scenario's steps (flows in order), which
-    /// indexes the per-step figures.
-    pub index: usize,
+    /// indexes the per-step figures; `None` for a setup step, which has
+    /// none.
+    pub index: Option<usize>,
     pub method: String,
     pub(crate) request: Text,
     /// The statuses that pass; `None`: the run's `--expect-status`.
