@@ -6,6 +6,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use dyno_model::names::quick as name;
 use dyno_model::record::QuickInt64;
 use dyno_model::{Direction, Judgement, Merge, Metric, Samples, Unit};
 use dyno_stats::sampled_metric;
@@ -137,7 +138,7 @@ pub fn judge(settings: &Settings, metrics: &[Metric], cpus: usize) -> Vec<Int64W
     };
     if let Some(efficiency) = metrics
         .iter()
-        .find(|m| m.name == "int64_efficiency_percent")
+        .find(|m| m.name == name::INT64_EFFICIENCY_PERCENT)
         .map(|m| m.value)
         .filter(|e| *e > limit)
     {
@@ -198,9 +199,9 @@ pub fn measure(
     if single.is_empty() {
         return Ok(Vec::new());
     }
-    let mut metrics = lines("int64_1t", &single);
+    let mut metrics = lines((name::INT64_1T, name::INT64_1T_OPS_PER_SEC), &single);
     if parallel {
-        metrics.extend(lines("int64_nt", &multi));
+        metrics.extend(lines((name::INT64_NT, name::INT64_NT_OPS_PER_SEC), &multi));
         metrics.extend(scaling_metrics(
             &single,
             &multi,
@@ -236,24 +237,24 @@ fn scaling_metrics(
     // Views of the two lines' times: shown and compared, never counted
     // beside them in a score.
     let speedup = sampled_metric(
-        "int64_speedup",
+        name::INT64_SPEEDUP,
         Unit::Ratio,
         Direction::HigherIsBetter,
         speedup,
     )
-    .derived_of("int64_nt_ns")
+    .derived_of(name::INT64_NT)
     .merged(Merge::None)
     .samples_are(Samples::Runs);
     let mean = speedup.value;
     let mut metrics = vec![
         speedup,
         sampled_metric(
-            "int64_efficiency_percent",
+            name::INT64_EFFICIENCY_PERCENT,
             Unit::Percent,
             Direction::HigherIsBetter,
             efficiency,
         )
-        .derived_of("int64_speedup")
+        .derived_of(name::INT64_SPEEDUP)
         .merged(Merge::None)
         .samples_are(Samples::Runs),
     ];
@@ -279,20 +280,22 @@ fn scaling_metrics(
     {
         metrics.push(
             Metric::new(
-                "int64_amdahl_parallel_fraction",
+                name::INT64_AMDAHL_PARALLEL_FRACTION,
                 Unit::Ratio,
                 Direction::HigherIsBetter,
                 p,
             )
-            .derived_of("int64_speedup")
+            .derived_of(name::INT64_SPEEDUP)
             .merged(Merge::None),
         );
     }
     metrics
 }
 
-/// The wall-time and throughput metrics of one line of repetitions.
-fn lines(prefix: &str, measurements: &[int64::Measurement]) -> Vec<Metric> {
+/// The wall-time and throughput metrics of one line of repetitions, named
+/// `time` and `rate` ([`name::INT64_1T`] and [`name::INT64_1T_OPS_PER_SEC`],
+/// or the N threads' pair).
+fn lines((time, rate): (&str, &str), measurements: &[int64::Measurement]) -> Vec<Metric> {
     let wall: Vec<f64> = measurements
         .iter()
         .flat_map(|m| m.wall.iter().map(|w| w.as_nanos() as f64))
@@ -302,24 +305,14 @@ fn lines(prefix: &str, measurements: &[int64::Measurement]) -> Vec<Metric> {
         .flat_map(int64::Measurement::throughput_per_sec)
         .collect();
     vec![
-        sampled_metric(
-            format!("{prefix}_ns"),
-            Unit::Ns,
-            Direction::LowerIsBetter,
-            wall,
-        )
-        .primary()
-        .merged(Merge::None)
-        .samples_are(Samples::Runs),
-        sampled_metric(
-            format!("{prefix}_ops_per_sec"),
-            Unit::OpsPerSec,
-            Direction::HigherIsBetter,
-            throughput,
-        )
-        .reciprocal_of(format!("{prefix}_ns"))
-        .merged(Merge::None)
-        .samples_are(Samples::Runs),
+        sampled_metric(time, Unit::Ns, Direction::LowerIsBetter, wall)
+            .primary()
+            .merged(Merge::None)
+            .samples_are(Samples::Runs),
+        sampled_metric(rate, Unit::OpsPerSec, Direction::HigherIsBetter, throughput)
+            .reciprocal_of(time)
+            .merged(Merge::None)
+            .samples_are(Samples::Runs),
     ]
 }
 

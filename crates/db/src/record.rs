@@ -119,7 +119,7 @@ pub fn record(
     run.duration_ns = duration.as_nanos() as u64;
     run.set_record(&settings_record(settings, Some(whole), outcome));
     run.metrics = outcome.metrics(settings);
-    run.headline = Some("transactions_per_sec".into());
+    run.headline = Some(dyno_model::names::db::TRANSACTIONS_PER_SEC.into());
     run.warnings.extend(dyno_env::preflight(&run.environment));
     run.warnings.extend(
         warnings::judge(outcome, settings, whole.scale)
@@ -135,7 +135,7 @@ pub fn quick(settings: &RunSettings, outcome: &Outcome) -> QuickLine<DbRecord> {
     let metrics = outcome
         .metrics(settings)
         .into_iter()
-        .map(|m| m.with_prefix("db"))
+        .map(|m| m.with_prefix(dyno_model::names::quick::DB))
         .collect();
     let warnings = warnings::judge(outcome, settings, None)
         .into_iter()

@@ -3,6 +3,7 @@
 //! pass as samples, the latency of all timed passes as a histogram, and
 //! the CPU time per I/O.
 
+use dyno_model::names::{common, disk, label};
 use dyno_model::{Direction, Merge, Metric, Samples, Unit};
 use dyno_stats::hdr;
 
@@ -16,13 +17,13 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
         let Some(best) = m.best() else { continue };
         let label = |metric: Metric| {
             metric
-                .with_label("test", m.test.clone())
-                .with_label("op", m.op.clone())
+                .with_label(label::TEST, m.test.clone())
+                .with_label(label::OP, m.op.clone())
         };
         let metadata = m.spec.is_none() && m.test == "files";
         if !metadata {
             let mut t = Metric::new(
-                "throughput_bytes_per_sec",
+                disk::THROUGHPUT_BYTES_PER_SEC,
                 Unit::BytesPerSec,
                 Direction::HigherIsBetter,
                 best.bytes_per_sec(),
@@ -33,7 +34,11 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
             out.push(label(t.primary().samples_are(Samples::Runs)));
         }
         let mut iops = Metric::new(
-            if metadata { "files_per_sec" } else { "iops" },
+            if metadata {
+                disk::FILES_PER_SEC
+            } else {
+                disk::IOPS
+            },
             Unit::OpsPerSec,
             Direction::HigherIsBetter,
             best.iops(),
@@ -45,7 +50,7 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
         let iops = if metadata {
             iops.primary()
         } else {
-            iops.derived_of("throughput_bytes_per_sec")
+            iops.derived_of(disk::THROUGHPUT_BYTES_PER_SEC)
         };
         out.push(label(iops.samples_are(Samples::Runs)));
         let mut latency = new_histogram();
@@ -53,7 +58,7 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
             let _ = latency.add(&p.latency);
         }
         let mut l = Metric::new(
-            "latency_ns",
+            common::LATENCY,
             Unit::Ns,
             Direction::LowerIsBetter,
             latency.mean(),
@@ -68,7 +73,7 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
         let cpu: f64 = m.passes.iter().map(|p| p.cpu.as_nanos() as f64).sum();
         out.push(label(
             Metric::new(
-                "cpu_ns_per_io",
+                disk::CPU_PER_IO,
                 Unit::Ns,
                 Direction::LowerIsBetter,
                 if ios > 0 { cpu / ios as f64 } else { 0.0 },
@@ -79,7 +84,7 @@ pub fn metrics(measurements: &[Measurement]) -> Vec<Metric> {
         if short > 0 {
             out.push(label(
                 Metric::new(
-                    "short_ios",
+                    disk::SHORT_IOS,
                     Unit::Count,
                     Direction::LowerIsBetter,
                     short as f64,

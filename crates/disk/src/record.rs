@@ -180,9 +180,9 @@ impl Settings {
 
     fn headline(&self) -> &'static str {
         match self.preset {
-            Preset::Meta => "files_per_sec",
-            Preset::Sync => "iops",
-            _ => "throughput_bytes_per_sec",
+            Preset::Meta => dyno_model::names::disk::FILES_PER_SEC,
+            Preset::Sync => dyno_model::names::disk::IOPS,
+            _ => dyno_model::names::disk::THROUGHPUT_BYTES_PER_SEC,
         }
     }
 }
@@ -299,7 +299,7 @@ pub fn quick(settings: &Settings, outcome: &Outcome) -> QuickLine<QuickDisk> {
     };
     let metrics = crate::outcome::metrics(&outcome.measured)
         .into_iter()
-        .map(|m| m.with_prefix("disk"))
+        .map(|m| m.with_prefix(dyno_model::names::quick::DISK))
         .collect();
     let warnings = outcome
         .warnings(settings.fill)

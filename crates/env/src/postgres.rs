@@ -13,6 +13,7 @@
 
 use std::time::Instant;
 
+use dyno_model::names::{label, telemetry};
 use dyno_model::{Direction, Metric, Unit};
 
 use crate::scrape::ScrapeSeries;
@@ -43,8 +44,8 @@ impl ScrapeSeries {
     }
 
     /// PostgreSQL's findings over `covered` (the part of the run's
-    /// `window` the readings cover, `secs` long), with `operations`
-    /// requests or transactions ended in it.
+    /// `window` the readings cover), with `operations` requests or
+    /// transactions ended in it.
     pub(crate) fn postgres(
         &self,
         window: (Instant, Instant),
@@ -54,52 +55,87 @@ impl ScrapeSeries {
         saturated: &mut Vec<(&'static str, String)>,
     ) {
         let (from, to) = covered;
-        let secs = (to - from).as_secs_f64();
         let name = self.name();
-        let per_op = |d: f64| (operations > 0).then(|| d / operations as f64);
-        if let Some(commits) = self.commits(from, to) {
-            push(
-                Metric::new(
-                    "target_pg_commits_per_sec",
-                    Unit::OpsPerSec,
-                    Direction::HigherIsBetter,
-                    commits / secs,
-                )
-                .context(),
-            );
-            let seconds = crate::watch::per_second(window.0, window.1, |a, b| {
-                let (a, b) = self.covered(a, b)?;
-                Some(self.commits(a, b)? / (b - a).as_secs_f64())
-            });
-            if !seconds.is_empty() {
-                let mut m = Metric::new(
-                    "timeline_target_pg_commits_per_sec",
-                    Unit::OpsPerSec,
-                    Direction::HigherIsBetter,
-                    commits / secs,
-                )
-                .context();
-                m.samples = seconds;
-                push(m);
-            }
+        self.commit_rate(window, covered, push);
+        self.pg_counts(covered, push);
+        self.written_per_op(covered, operations, push);
+        self.checkpoints(covered, push);
+        self.waits(from, to, &name, push, saturated);
+    }
+
+    /// The commits per second over `covered`, and in each second of the
+    /// run's own `window`.
+    fn commit_rate(
+        &self,
+        window: (Instant, Instant),
+        covered: (Instant, Instant),
+        push: &mut impl FnMut(Metric),
+    ) {
+        let (from, to) = covered;
+        let secs = (to - from).as_secs_f64();
+        let Some(commits) = self.commits(from, to) else {
+            return;
+        };
+        push(
+            Metric::new(
+                telemetry::TARGET_PG_COMMITS_PER_SEC,
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+                commits / secs,
+            )
+            .context(),
+        );
+        let seconds = crate::watch::per_second(window.0, window.1, |a, b| {
+            let (a, b) = self.covered(a, b)?;
+            Some(self.commits(a, b)? / (b - a).as_secs_f64())
+        });
+        if !seconds.is_empty() {
+            let mut m = Metric::new(
+                telemetry::TIMELINE_TARGET_PG_COMMITS_PER_SEC,
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+                commits / secs,
+            )
+            .context();
+            m.samples = seconds;
+            push(m);
         }
+    }
+
+    /// What the counters that only ever should stay low counted over
+    /// `covered` (rollbacks, deadlocks, temporary bytes, WAL trouble,
+    /// backends writing buffers), and the cache's hit share.
+    fn pg_counts(&self, covered: (Instant, Instant), push: &mut impl FnMut(Metric)) {
+        let (from, to) = covered;
         for (key, metric, unit) in [
-            ("pg/db/xact_rollback", "target_pg_rollbacks", Unit::Count),
-            ("pg/db/deadlocks", "target_pg_deadlocks", Unit::Count),
-            ("pg/db/temp_bytes", "target_pg_temp_bytes", Unit::Bytes),
+            (
+                "pg/db/xact_rollback",
+                telemetry::TARGET_PG_ROLLBACKS,
+                Unit::Count,
+            ),
+            (
+                "pg/db/deadlocks",
+                telemetry::TARGET_PG_DEADLOCKS,
+                Unit::Count,
+            ),
+            (
+                "pg/db/temp_bytes",
+                telemetry::TARGET_PG_TEMP_BYTES,
+                Unit::Bytes,
+            ),
             (
                 "pg/wal/wal_fpi",
-                "target_pg_wal_full_page_images",
+                telemetry::TARGET_PG_WAL_FULL_PAGE_IMAGES,
                 Unit::Count,
             ),
             (
                 "pg/wal/wal_buffers_full",
-                "target_pg_wal_buffers_full",
+                telemetry::TARGET_PG_WAL_BUFFERS_FULL,
                 Unit::Count,
             ),
             (
                 "pg/bgwriter/buffers_backend",
-                "target_pg_backend_buffer_writes",
+                telemetry::TARGET_PG_BACKEND_BUFFER_WRITES,
                 Unit::Count,
             ),
         ] {
@@ -112,7 +148,7 @@ impl ScrapeSeries {
         if hit + read > 0.0 {
             push(
                 Metric::new(
-                    "target_pg_cache_hit_percent",
+                    telemetry::TARGET_PG_CACHE_HIT_PERCENT,
                     Unit::Percent,
                     Direction::HigherIsBetter,
                     100.0 * hit / (hit + read),
@@ -120,7 +156,19 @@ impl ScrapeSeries {
                 .context(),
             );
         }
-        // Rows written and WAL per transaction (or request).
+    }
+
+    /// Rows written and WAL over `covered`, per transaction (or request)
+    /// when any of the `operations` ended.
+    fn written_per_op(
+        &self,
+        covered: (Instant, Instant),
+        operations: u64,
+        push: &mut impl FnMut(Metric),
+    ) {
+        let (from, to) = covered;
+        let secs = (to - from).as_secs_f64();
+        let per_op = |d: f64| (operations > 0).then(|| d / operations as f64);
         let written: Option<f64> = ["tup_inserted", "tup_updated", "tup_deleted"]
             .iter()
             .map(|c| self.delta(&format!("pg/db/{c}"), from, to))
@@ -128,18 +176,18 @@ impl ScrapeSeries {
         if let Some(rows) = written.and_then(per_op) {
             push(
                 Metric::new(
-                    "target_pg_rows_written_per_op",
+                    telemetry::TARGET_PG_ROWS_WRITTEN_PER_OP,
                     Unit::Count,
                     Direction::LowerIsBetter,
                     rows,
                 )
-                .derived_of("target_pg_commits_per_sec"),
+                .derived_of(telemetry::TARGET_PG_COMMITS_PER_SEC),
             );
         }
         if let Some(wal) = self.delta("pg/wal/wal_bytes", from, to) {
             push(
                 Metric::new(
-                    "target_pg_wal_bytes_per_sec",
+                    telemetry::TARGET_PG_WAL_BYTES_PER_SEC,
                     Unit::Bytes,
                     Direction::LowerIsBetter,
                     wal / secs,
@@ -149,17 +197,22 @@ impl ScrapeSeries {
             if let Some(each) = per_op(wal) {
                 push(
                     Metric::new(
-                        "target_pg_wal_bytes_per_op",
+                        telemetry::TARGET_PG_WAL_BYTES_PER_OP,
                         Unit::Bytes,
                         Direction::LowerIsBetter,
                         each,
                     )
-                    .derived_of("target_pg_wal_bytes_per_sec"),
+                    .derived_of(telemetry::TARGET_PG_WAL_BYTES_PER_SEC),
                 );
             }
         }
-        // Checkpoints: pg_stat_bgwriter's columns up to PostgreSQL 16,
-        // pg_stat_checkpointer's from 17.
+    }
+
+    /// The checkpoints over `covered`, and how many were requested:
+    /// pg_stat_bgwriter's columns up to PostgreSQL 16,
+    /// pg_stat_checkpointer's from 17.
+    fn checkpoints(&self, covered: (Instant, Instant), push: &mut impl FnMut(Metric)) {
+        let (from, to) = covered;
         let checkpoints = [
             (
                 "pg/bgwriter/checkpoints_timed",
@@ -177,7 +230,7 @@ impl ScrapeSeries {
         if let Some((timed, requested)) = checkpoints {
             push(
                 Metric::new(
-                    "target_pg_checkpoints",
+                    telemetry::TARGET_PG_CHECKPOINTS,
                     Unit::Count,
                     Direction::LowerIsBetter,
                     timed + requested,
@@ -186,7 +239,7 @@ impl ScrapeSeries {
             );
             push(
                 Metric::new(
-                    "target_pg_checkpoints_requested",
+                    telemetry::TARGET_PG_CHECKPOINTS_REQUESTED,
                     Unit::Count,
                     Direction::LowerIsBetter,
                     requested,
@@ -194,7 +247,6 @@ impl ScrapeSeries {
                 .context(),
             );
         }
-        self.waits(from, to, &name, push, saturated);
     }
 
     /// Where the sampled sessions spent their time: each wait event's
@@ -215,7 +267,7 @@ impl ScrapeSeries {
         }
         push(
             Metric::new(
-                "target_pg_sessions_mean",
+                telemetry::TARGET_PG_SESSIONS_MEAN,
                 Unit::Count,
                 Direction::LowerIsBetter,
                 sessions / samples,
@@ -237,13 +289,13 @@ impl ScrapeSeries {
         shares.sort_by(|a, b| b.1.total_cmp(&a.1));
         for (event, share) in shares.iter().filter(|(_, s)| *s >= SHOWN_SHARE) {
             let mut m = Metric::new(
-                "target_pg_wait_percent",
+                telemetry::TARGET_PG_WAIT_PERCENT,
                 Unit::Percent,
                 Direction::LowerIsBetter,
                 *share,
             )
             .diagnostic();
-            m.labels.insert("event".into(), event.clone());
+            m.labels.insert(label::EVENT.into(), event.clone());
             push(m);
         }
         let kinds = [

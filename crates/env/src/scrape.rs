@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
+use dyno_model::names::{label, telemetry};
 use dyno_model::{Direction, Merge, Metric, Unit};
 
 /// Why a URL cannot be watched at all (a usage error before the run).
@@ -444,105 +445,142 @@ impl ScrapeSeries {
     pub fn findings(&self, from: Instant, to: Instant, operations: u64) -> Findings {
         let mut out = Findings::default();
         let window = (from, to);
-        let Some((from, to)) = self.covered(from, to) else {
+        let Some(covered) = self.covered(from, to) else {
             return out;
         };
-        let secs = (to - from).as_secs_f64();
         let name = self.name();
-        let mut push = |m: Metric| {
-            let mut m = m;
-            m.labels.insert("watched".into(), name.clone());
-            out.metrics.push(m.merged(Merge::None));
+        let Findings { metrics, saturated } = &mut out;
+        let mut push = |mut m: Metric| {
+            m.labels.insert(label::WATCHED.into(), name.clone());
+            metrics.push(m.merged(Merge::None));
         };
-        let labelled = |mut m: Metric, key: &str, value: &str| {
-            m.labels.insert(key.into(), value.into());
-            m
+        self.cpu(window, covered, &name, &mut push, saturated);
+        self.memory(covered, &mut push);
+        self.disks(covered, &name, &mut push, saturated);
+        self.network(covered, &name, &mut push, saturated);
+        self.tcp(covered, operations, &name, &mut push, saturated);
+        // PostgreSQL (postgres_exporter, --pg-stats).
+        self.postgres(window, covered, operations, &mut push, saturated);
+        self.exporting_process(covered, operations, &mut push);
+        self.clock(&mut push);
+        out
+    }
+
+    /// CPU, the whole machine, each mode and its busiest core, over
+    /// `covered`, and its busy share in each second of the run's own
+    /// `window`.
+    fn cpu(
+        &self,
+        window: (Instant, Instant),
+        covered: (Instant, Instant),
+        name: &str,
+        push: &mut impl FnMut(Metric),
+        saturated: &mut Vec<(&'static str, String)>,
+    ) {
+        let (from, to) = covered;
+        let Some(busy) = self.cpu_busy(from, to) else {
+            return;
         };
-        // CPU, the whole machine and its busiest core.
-        if let Some(busy) = self.cpu_busy(from, to) {
-            let cores = self.names("core/", "/total");
-            push(
+        let cores = self.names("core/", "/total");
+        push(
+            Metric::new(
+                telemetry::TARGET_CPU_BUSY_PERCENT,
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                busy,
+            )
+            .diagnostic(),
+        );
+        self.cpu_modes(covered, push);
+        let busiest = cores
+            .iter()
+            .filter_map(|c| {
+                let busy = self.delta(&format!("core/{c}/busy"), from, to)?;
+                let all = self.delta(&format!("core/{c}/total"), from, to)?;
+                (all > 0.0).then(|| (c.clone(), 100.0 * busy / all))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((core, share)) = &busiest {
+            push(labelled(
                 Metric::new(
-                    "target_cpu_busy_percent",
+                    telemetry::TARGET_CPU_BUSIEST_CORE_PERCENT,
                     Unit::Percent,
                     Direction::LowerIsBetter,
-                    busy,
+                    *share,
                 )
                 .diagnostic(),
-            );
-            let total: f64 = self
-                .names("cpu/", "")
-                .iter()
-                .filter_map(|m| self.delta(&format!("cpu/{m}"), from, to))
-                .sum();
-            for mode in self.names("cpu/", "") {
-                if let Some(d) = self.delta(&format!("cpu/{mode}"), from, to) {
-                    push(labelled(
-                        Metric::new(
-                            "target_cpu_mode_percent",
-                            Unit::Percent,
-                            Direction::LowerIsBetter,
-                            100.0 * d / total.max(f64::MIN_POSITIVE),
-                        )
-                        .context(),
-                        "mode",
-                        &mode,
-                    ));
-                }
-            }
-            let busiest = cores
-                .iter()
-                .filter_map(|c| {
-                    let busy = self.delta(&format!("core/{c}/busy"), from, to)?;
-                    let all = self.delta(&format!("core/{c}/total"), from, to)?;
-                    (all > 0.0).then(|| (c.clone(), 100.0 * busy / all))
-                })
-                .max_by(|a, b| a.1.total_cmp(&b.1));
-            if let Some((core, share)) = &busiest {
+                label::CORE,
+                core,
+            ));
+        }
+        if busy >= 100.0 * crate::watch::SATURATED_SHARE {
+            saturated.push((
+                "target_cpu_bound",
+                format!(
+                    "the target machine {name} was CPU-bound: {busy:.0}% busy over its {} cores",
+                    cores.len()
+                ),
+            ));
+        } else if let Some((core, share)) =
+            busiest.filter(|(_, s)| *s >= 100.0 * crate::watch::SATURATED_SHARE)
+        {
+            saturated.push((
+                "target_core_bound",
+                format!("one core of {name} was saturated: cpu {core} at {share:.0}% busy while the machine was {busy:.0}% busy (one thread, or interrupts all on one core)"),
+            ));
+        }
+        self.cpu_timeline(window, busy, push);
+    }
+
+    /// Each CPU mode's share of the CPU time over `covered`.
+    fn cpu_modes(&self, covered: (Instant, Instant), push: &mut impl FnMut(Metric)) {
+        let (from, to) = covered;
+        let total: f64 = self
+            .names("cpu/", "")
+            .iter()
+            .filter_map(|m| self.delta(&format!("cpu/{m}"), from, to))
+            .sum();
+        for mode in self.names("cpu/", "") {
+            if let Some(d) = self.delta(&format!("cpu/{mode}"), from, to) {
                 push(labelled(
                     Metric::new(
-                        "target_cpu_busiest_core_percent",
+                        telemetry::TARGET_CPU_MODE_PERCENT,
                         Unit::Percent,
                         Direction::LowerIsBetter,
-                        *share,
+                        100.0 * d / total.max(f64::MIN_POSITIVE),
                     )
-                    .diagnostic(),
-                    "core",
-                    core,
+                    .context(),
+                    label::MODE,
+                    &mode,
                 ));
-            }
-            if busy >= 100.0 * crate::watch::SATURATED_SHARE {
-                out.saturated.push((
-                    "target_cpu_bound",
-                    format!("the target machine {name} was CPU-bound: {busy:.0}% busy over its {} cores", cores.len()),
-                ));
-            } else if let Some((core, share)) =
-                busiest.filter(|(_, s)| *s >= 100.0 * crate::watch::SATURATED_SHARE)
-            {
-                out.saturated.push((
-                    "target_core_bound",
-                    format!("one core of {name} was saturated: cpu {core} at {share:.0}% busy while the machine was {busy:.0}% busy (one thread, or interrupts all on one core)"),
-                ));
-            }
-            // Each second of the run's own window, clipped to the
-            // scrapes (a second they do not cover is 0).
-            let series = crate::watch::per_second(window.0, window.1, |a, b| {
-                let (a, b) = self.covered(a, b)?;
-                self.cpu_busy(a, b)
-            });
-            if !series.is_empty() {
-                let mut m = Metric::new(
-                    "timeline_target_cpu_busy_percent",
-                    Unit::Percent,
-                    Direction::LowerIsBetter,
-                    busy,
-                )
-                .context();
-                m.samples = series;
-                push(m);
             }
         }
-        // Memory: the least available.
+    }
+
+    /// The CPU busy share in each second of the run's own `window`,
+    /// clipped to the scrapes (a second they do not cover is 0), its value
+    /// the share over the whole run, `busy`.
+    fn cpu_timeline(&self, window: (Instant, Instant), busy: f64, push: &mut impl FnMut(Metric)) {
+        let series = crate::watch::per_second(window.0, window.1, |a, b| {
+            let (a, b) = self.covered(a, b)?;
+            self.cpu_busy(a, b)
+        });
+        if !series.is_empty() {
+            let mut m = Metric::new(
+                telemetry::TIMELINE_TARGET_CPU_BUSY_PERCENT,
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                busy,
+            )
+            .context();
+            m.samples = series;
+            push(m);
+        }
+    }
+
+    /// Memory: the least available over `covered`.
+    fn memory(&self, covered: (Instant, Instant), push: &mut impl FnMut(Metric)) {
+        let (from, to) = covered;
         let least = self
             .scrapes
             .iter()
@@ -553,7 +591,7 @@ impl ScrapeSeries {
         if let Some(least) = least {
             push(
                 Metric::new(
-                    "target_memory_available_min",
+                    telemetry::TARGET_MEMORY_AVAILABLE_MIN,
                     Unit::Bytes,
                     Direction::HigherIsBetter,
                     least,
@@ -561,62 +599,76 @@ impl ScrapeSeries {
                 .context(),
             );
         }
-        // Disks: busy time and throughput, of the devices that did work.
+    }
+
+    /// Disks: busy time and throughput over `covered`, of the devices that
+    /// did work.
+    fn disks(
+        &self,
+        covered: (Instant, Instant),
+        name: &str,
+        push: &mut impl FnMut(Metric),
+        saturated: &mut Vec<(&'static str, String)>,
+    ) {
+        let (from, to) = covered;
+        let secs = (to - from).as_secs_f64();
         for dev in self.names("disk/", "/io") {
-            let io = self
-                .delta(&format!("disk/{dev}/io"), from, to)
-                .unwrap_or(0.0);
-            let read = self
-                .delta(&format!("disk/{dev}/read"), from, to)
-                .unwrap_or(0.0);
-            let written = self
-                .delta(&format!("disk/{dev}/written"), from, to)
-                .unwrap_or(0.0);
+            let grew = |what: &str| {
+                self.delta(&format!("disk/{dev}/{what}"), from, to)
+                    .unwrap_or(0.0)
+            };
+            let (io, read, written) = (grew("io"), grew("read"), grew("written"));
             if io == 0.0 && read == 0.0 && written == 0.0 {
                 continue;
             }
             let util = (100.0 * io / secs).min(100.0);
             push(labelled(
                 Metric::new(
-                    "target_disk_util_percent",
+                    telemetry::TARGET_DISK_UTIL_PERCENT,
                     Unit::Percent,
                     Direction::LowerIsBetter,
                     util,
                 )
                 .diagnostic(),
-                "device",
+                label::DEVICE,
                 &dev,
             ));
-            push(labelled(
-                Metric::new(
-                    "target_disk_read_bytes_per_sec",
-                    Unit::BytesPerSec,
-                    Direction::HigherIsBetter,
-                    read / secs,
-                )
-                .context(),
-                "device",
-                &dev,
-            ));
-            push(labelled(
-                Metric::new(
-                    "target_disk_written_bytes_per_sec",
-                    Unit::BytesPerSec,
-                    Direction::HigherIsBetter,
-                    written / secs,
-                )
-                .context(),
-                "device",
-                &dev,
-            ));
+            for (metric, bytes) in [
+                (telemetry::TARGET_DISK_READ_BYTES_PER_SEC, read),
+                (telemetry::TARGET_DISK_WRITTEN_BYTES_PER_SEC, written),
+            ] {
+                push(labelled(
+                    Metric::new(
+                        metric,
+                        Unit::BytesPerSec,
+                        Direction::HigherIsBetter,
+                        bytes / secs,
+                    )
+                    .context(),
+                    label::DEVICE,
+                    &dev,
+                ));
+            }
             if util >= 100.0 * crate::watch::SATURATED_SHARE {
-                out.saturated.push((
+                saturated.push((
                     "disk_bound",
                     format!("disk {dev} of {name} was busy {util:.0}% of the run (node_exporter's io time)"),
                 ));
             }
         }
-        // Network: bytes each way, against the link's speed where known.
+    }
+
+    /// Network: bytes each way over `covered`, against the link's speed
+    /// where known.
+    fn network(
+        &self,
+        covered: (Instant, Instant),
+        name: &str,
+        push: &mut impl FnMut(Metric),
+        saturated: &mut Vec<(&'static str, String)>,
+    ) {
+        let (from, to) = covered;
+        let secs = (to - from).as_secs_f64();
         for dev in self.names("net/", "/receive") {
             let rx = self
                 .delta(&format!("net/{dev}/receive"), from, to)
@@ -630,20 +682,20 @@ impl ScrapeSeries {
                 continue;
             }
             for (metric, rate) in [
-                ("target_net_receive_bytes_per_sec", rx),
-                ("target_net_transmit_bytes_per_sec", tx),
+                (telemetry::TARGET_NET_RECEIVE_BYTES_PER_SEC, rx),
+                (telemetry::TARGET_NET_TRANSMIT_BYTES_PER_SEC, tx),
             ] {
                 push(labelled(
                     Metric::new(metric, Unit::BytesPerSec, Direction::HigherIsBetter, rate)
                         .context(),
-                    "device",
+                    label::DEVICE,
                     &dev,
                 ));
             }
             if let Some(speed) = self.value_at(&format!("net/{dev}/speed"), to) {
                 let share = rx.max(tx) / speed;
                 if share >= crate::watch::SATURATED_SHARE {
-                    out.saturated.push((
+                    saturated.push((
                         "network_bound",
                         format!(
                             "{dev} of {name} carried {:.0}% of its link speed ({:.0} MB/s)",
@@ -654,11 +706,22 @@ impl ScrapeSeries {
                 }
             }
         }
-        // TCP: retransmits and listen drops over the run.
+    }
+
+    /// TCP: retransmits and listen drops over `covered`.
+    fn tcp(
+        &self,
+        covered: (Instant, Instant),
+        operations: u64,
+        name: &str,
+        push: &mut impl FnMut(Metric),
+        saturated: &mut Vec<(&'static str, String)>,
+    ) {
+        let (from, to) = covered;
         if let Some(r) = self.delta("tcp/retransmits", from, to) {
             push(
                 Metric::new(
-                    "target_tcp_retransmits",
+                    telemetry::TARGET_TCP_RETRANSMITS,
                     Unit::Count,
                     Direction::LowerIsBetter,
                     r,
@@ -668,19 +731,19 @@ impl ScrapeSeries {
             if operations > 0 {
                 push(
                     Metric::new(
-                        "target_retransmits_per_1k_ops",
+                        telemetry::TARGET_RETRANSMITS_PER_1K_OPS,
                         Unit::Count,
                         Direction::LowerIsBetter,
                         1000.0 * r / operations as f64,
                     )
-                    .derived_of("target_tcp_retransmits"),
+                    .derived_of(telemetry::TARGET_TCP_RETRANSMITS),
                 );
             }
         }
         if let Some(d) = self.delta("tcp/listen_drops", from, to) {
             push(
                 Metric::new(
-                    "target_listen_drops",
+                    telemetry::TARGET_LISTEN_DROPS,
                     Unit::Count,
                     Direction::LowerIsBetter,
                     d,
@@ -688,50 +751,59 @@ impl ScrapeSeries {
                 .context(),
             );
             if d > 0.0 {
-                out.saturated.push((
+                saturated.push((
                     "listen_drops",
                     format!("{name} dropped {d:.0} connections at a full listen queue (raise the server's backlog or somaxconn)"),
                 ));
             }
         }
-        // PostgreSQL (postgres_exporter, --pg-stats).
-        self.postgres(
-            window,
-            (from, to),
-            operations,
-            &mut push,
-            &mut out.saturated,
-        );
-        // Any other exporter: the exporting process's own CPU and memory
-        // (the server itself, when it exports its own metrics).
+    }
+
+    /// Any other exporter: the exporting process's own CPU over `covered`
+    /// (the server itself, when it exports its own metrics).
+    fn exporting_process(
+        &self,
+        covered: (Instant, Instant),
+        operations: u64,
+        push: &mut impl FnMut(Metric),
+    ) {
+        let (from, to) = covered;
+        let secs = (to - from).as_secs_f64();
         let machine = self.scrapes.iter().any(|s| {
             s.values
                 .keys()
                 .any(|k| k.starts_with("cpu/") || k.starts_with("pg/"))
         });
-        if !machine && let Some(cpu) = self.delta("process/cpu", from, to) {
+        if machine {
+            return;
+        }
+        let Some(cpu) = self.delta("process/cpu", from, to) else {
+            return;
+        };
+        push(
+            Metric::new(
+                telemetry::SERVER_CPU_PERCENT,
+                Unit::Percent,
+                Direction::LowerIsBetter,
+                100.0 * cpu / secs,
+            )
+            .diagnostic(),
+        );
+        if operations > 0 {
             push(
                 Metric::new(
-                    "server_cpu_percent",
-                    Unit::Percent,
+                    telemetry::SERVER_CPU_PER_OP,
+                    Unit::Ns,
                     Direction::LowerIsBetter,
-                    100.0 * cpu / secs,
+                    cpu * 1e9 / operations as f64,
                 )
-                .diagnostic(),
+                .derived_of(telemetry::SERVER_CPU_PERCENT),
             );
-            if operations > 0 {
-                push(
-                    Metric::new(
-                        "server_cpu_per_op_ns",
-                        Unit::Ns,
-                        Direction::LowerIsBetter,
-                        cpu * 1e9 / operations as f64,
-                    )
-                    .derived_of("server_cpu_percent"),
-                );
-            }
         }
-        // The clock: the best estimate of the run.
+    }
+
+    /// The clock: the best estimate of the run.
+    fn clock(&self, push: &mut impl FnMut(Metric)) {
         if let Some(c) = self
             .scrapes
             .iter()
@@ -740,7 +812,7 @@ impl ScrapeSeries {
         {
             push(
                 Metric::new(
-                    "target_clock_offset_ns",
+                    telemetry::TARGET_CLOCK_OFFSET,
                     Unit::Ns,
                     Direction::LowerIsBetter,
                     c.millis() * 1e6,
@@ -748,7 +820,6 @@ impl ScrapeSeries {
                 .context(),
             );
         }
-        out
     }
 
     /// What went wrong while scraping, for a warning: failures by why,
@@ -798,6 +869,12 @@ pub struct Findings {
     pub metrics: Vec<Metric>,
     /// What was saturated: a warning code and its line.
     pub saturated: Vec<(&'static str, String)>,
+}
+
+/// `m` with the label `key` set to `value`.
+fn labelled(mut m: Metric, key: &str, value: &str) -> Metric {
+    m.labels.insert(key.into(), value.into());
+    m
 }
 
 #[cfg(test)]

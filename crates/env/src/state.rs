@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use dyno_model::names::telemetry;
 use dyno_model::{Direction, Merge, Metric, Unit};
 
 use crate::root::Root;
@@ -118,12 +119,12 @@ pub fn metrics(
             .merged(Merge::None)
     };
     if let Some(load) = within.iter().filter_map(|s| s.load).reduce(f64::max) {
-        out.push(context("machine_load_max", Unit::Count, load));
+        out.push(context(telemetry::MACHINE_LOAD_MAX, Unit::Count, load));
     }
     let all_mhz = || within.iter().flat_map(|s| s.mhz.iter().copied());
     if let (Some(lo), Some(hi)) = (all_mhz().reduce(f64::min), all_mhz().reduce(f64::max)) {
-        out.push(context("machine_cpu_mhz_min", Unit::Mhz, lo));
-        out.push(context("machine_cpu_mhz_max", Unit::Mhz, hi));
+        out.push(context(telemetry::MACHINE_CPU_MHZ_MIN, Unit::Mhz, lo));
+        out.push(context(telemetry::MACHINE_CPU_MHZ_MAX, Unit::Mhz, hi));
     }
     let mut warning = None;
     if let (Some(a), Some(b)) = (
@@ -132,7 +133,7 @@ pub fn metrics(
     ) {
         let events = b.saturating_sub(a);
         out.push(context(
-            "machine_throttle_events",
+            telemetry::MACHINE_THROTTLE_EVENTS,
             Unit::Count,
             events as f64,
         ));

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use dyno_model::names::{label, telemetry};
 use dyno_model::{Direction, Merge, Metric, Unit};
 
 use crate::root::Root;
@@ -1118,7 +1119,7 @@ pub fn per_second(
 /// Labels a metric with the source it describes; a segment's watch is its
 /// own, so none merges.
 fn labelled(mut m: Metric, source: &str) -> Metric {
-    m.labels.insert("watched".into(), source.to_owned());
+    m.labels.insert(label::WATCHED.into(), source.to_owned());
     m.merged(Merge::None)
 }
 
@@ -1132,7 +1133,7 @@ fn cpu_metrics(cpu: Duration, window: Duration, operations: u64) -> Vec<Metric> 
     };
     let mut out = vec![
         Metric::new(
-            "server_cpu_percent",
+            telemetry::SERVER_CPU_PERCENT,
             Unit::Percent,
             Direction::LowerIsBetter,
             percent,
@@ -1142,12 +1143,12 @@ fn cpu_metrics(cpu: Duration, window: Duration, operations: u64) -> Vec<Metric> 
     if operations > 0 {
         out.push(
             Metric::new(
-                "server_cpu_per_op_ns",
+                telemetry::SERVER_CPU_PER_OP,
                 Unit::Ns,
                 Direction::LowerIsBetter,
                 cpu.as_nanos() as f64 / operations as f64,
             )
-            .derived_of("server_cpu_percent"),
+            .derived_of(telemetry::SERVER_CPU_PERCENT),
         );
     }
     out
@@ -1174,7 +1175,7 @@ fn counter_metrics(
     if !cpu.is_zero() {
         out.push(
             Metric::new(
-                "server_cpu_system_percent",
+                telemetry::SERVER_CPU_SYSTEM_PERCENT,
                 Unit::Percent,
                 Direction::LowerIsBetter,
                 (100.0 * counters.system.as_secs_f64() / cpu.as_secs_f64()).min(100.0),
@@ -1186,7 +1187,7 @@ fn counter_metrics(
         let per_sec = n as f64 / secs;
         out.push(
             Metric::new(
-                "server_context_switches_per_sec",
+                telemetry::SERVER_CONTEXT_SWITCHES_PER_SEC,
                 Unit::OpsPerSec,
                 Direction::LowerIsBetter,
                 per_sec,
@@ -1196,18 +1197,21 @@ fn counter_metrics(
         if operations > 0 {
             out.push(
                 Metric::new(
-                    "server_context_switches_per_op",
+                    telemetry::SERVER_CONTEXT_SWITCHES_PER_OP,
                     Unit::Count,
                     Direction::LowerIsBetter,
                     per_sec * window.as_secs_f64() / operations as f64,
                 )
-                .derived_of("server_context_switches_per_sec"),
+                .derived_of(telemetry::SERVER_CONTEXT_SWITCHES_PER_SEC),
             );
         }
     }
     for (bytes, name) in [
-        (counters.read_bytes, "server_read_bytes_per_sec"),
-        (counters.write_bytes, "server_written_bytes_per_sec"),
+        (counters.read_bytes, telemetry::SERVER_READ_BYTES_PER_SEC),
+        (
+            counters.write_bytes,
+            telemetry::SERVER_WRITTEN_BYTES_PER_SEC,
+        ),
     ] {
         if let Some(b) = bytes {
             out.push(
@@ -1218,7 +1222,7 @@ fn counter_metrics(
     if let Some(held) = counters.throttled {
         out.push(
             Metric::new(
-                "server_cpu_throttled_percent",
+                telemetry::SERVER_CPU_THROTTLED_PERCENT,
                 Unit::Percent,
                 Direction::LowerIsBetter,
                 100.0 * held.as_secs_f64() / secs,
@@ -1295,7 +1299,7 @@ pub fn metrics(watched: &Watched, from: Instant, to: Instant, operations: u64) -
         if let Some(bytes) = memory {
             out.push(labelled(
                 Metric::new(
-                    "server_memory_peak",
+                    telemetry::SERVER_MEMORY_PEAK,
                     Unit::Bytes,
                     Direction::LowerIsBetter,
                     bytes as f64,
@@ -1311,7 +1315,7 @@ pub fn metrics(watched: &Watched, from: Instant, to: Instant, operations: u64) -
             .unwrap_or_default();
         if !per_second.is_empty() {
             let mut m = Metric::new(
-                "timeline_server_cpu_percent",
+                telemetry::TIMELINE_SERVER_CPU_PERCENT,
                 Unit::Percent,
                 Direction::LowerIsBetter,
                 per_second.iter().sum::<f64>() / per_second.len() as f64,
@@ -1335,7 +1339,7 @@ pub fn metrics(watched: &Watched, from: Instant, to: Instant, operations: u64) -
     if watching && !watched.cost.is_zero() {
         out.push(
             Metric::new(
-                "watch_client_cpu_ns",
+                telemetry::WATCH_CLIENT_CPU,
                 Unit::Ns,
                 Direction::LowerIsBetter,
                 watched.cost.as_nanos() as f64,

@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use dyno_model::names::{exec, label};
 use dyno_model::record::PlannedBenchmark;
 use dyno_model::{Direction, Merge, Metric, Samples, Unit, Warning};
 use dyno_stats::compare::{
@@ -46,9 +47,9 @@ pub struct Compare {
 
 /// The labels of a benchmark's metrics.
 fn labelled(metric: Metric, b: &Benchmark) -> Metric {
-    let mut m = metric.with_label("command", &b.name);
+    let mut m = metric.with_label(label::COMMAND, &b.name);
     for (name, value) in &b.parameters {
-        m = m.with_label(format!("param.{name}"), value);
+        m = m.with_label(format!("{}{name}", label::PARAM_PREFIX), value);
     }
     m
 }
@@ -104,7 +105,7 @@ impl Outcome {
         if let Some(shell) = &self.shell_startup {
             out.push(
                 sampled_metric(
-                    "shell_startup_ns",
+                    exec::SHELL_STARTUP,
                     Unit::Ns,
                     Direction::LowerIsBetter,
                     shell.samples_ns.clone(),
@@ -138,12 +139,12 @@ impl Outcome {
             // The wall time is what `dyno run` measures; CPU time, CPU share
             // and memory explain it. CPU% moves against wall time whenever
             // the CPU time stays put, so it must never count beside it.
-            out.push(time("wall_ns", r.wall_ns()).primary());
-            out.push(time("user_ns", series(|s| ns(s.user))).diagnostic());
-            out.push(time("system_ns", series(|s| ns(s.system))).diagnostic());
+            out.push(time(exec::WALL, r.wall_ns()).primary());
+            out.push(time(exec::USER, series(|s| ns(s.user))).diagnostic());
+            out.push(time(exec::SYSTEM, series(|s| ns(s.system))).diagnostic());
             if let Some(cpu) = self.cpu_percent(r) {
                 out.push(labelled(
-                    Metric::new("cpu_percent", Unit::Percent, lower, cpu)
+                    Metric::new(exec::CPU_PERCENT, Unit::Percent, lower, cpu)
                         .diagnostic()
                         .merged(Merge::None),
                     b,
@@ -151,7 +152,7 @@ impl Outcome {
             }
             out.push(labelled(
                 sampled_metric(
-                    "peak_rss_bytes",
+                    exec::PEAK_RSS,
                     Unit::Bytes,
                     lower,
                     series(|s| s.max_rss_bytes as f64),
@@ -161,10 +162,11 @@ impl Outcome {
                 .samples_are(Samples::Runs),
                 b,
             ));
-            let mut failed = Metric::new("failed_runs", Unit::Count, lower, r.failures() as f64)
-                .context()
-                .merged(Merge::None)
-                .samples_are(Samples::Runs);
+            let mut failed =
+                Metric::new(exec::FAILED_RUNS, Unit::Count, lower, r.failures() as f64)
+                    .context()
+                    .merged(Merge::None)
+                    .samples_are(Samples::Runs);
             failed.samples = r
                 .samples
                 .iter()
@@ -183,9 +185,9 @@ impl Outcome {
             // compared across runs (the runs' wall times are).
             let with_reference = |m: Metric| {
                 labelled(m.context().merged(Merge::None), b)
-                    .with_label("reference", &base.benchmark.name)
+                    .with_label(label::REFERENCE, &base.benchmark.name)
             };
-            let mut ratio = Metric::new("ratio_to_reference", Unit::Ratio, lower, c.ratio);
+            let mut ratio = Metric::new(exec::RATIO_TO_REFERENCE, Unit::Ratio, lower, c.ratio);
             ratio.uncertainty =
                 (c.low.is_finite() && c.high.is_finite()).then_some(dyno_model::Uncertainty {
                     method: c.method,
@@ -197,7 +199,7 @@ impl Outcome {
                 });
             out.push(with_reference(ratio));
             out.push(with_reference(Metric::new(
-                "p_value",
+                exec::P_VALUE,
                 Unit::Ratio,
                 lower,
                 c.p_value,
@@ -206,12 +208,12 @@ impl Outcome {
             // so "too few runs to test" is not read as "no difference".
             out.push(
                 with_reference(Metric::new(
-                    "verdict",
+                    exec::VERDICT,
                     Unit::Ratio,
                     Direction::HigherIsBetter,
                     c.verdict.value(),
                 ))
-                .with_label("verdict", c.verdict.code()),
+                .with_label(label::VERDICT, c.verdict.code()),
             );
         }
         out

@@ -2,6 +2,7 @@
 //! description, settings record ([`ExecRecord`]), metrics, headline and
 //! warnings, all decided here so the binary only wires.
 
+use dyno_model::names::exec;
 use dyno_model::record::ExecRecord;
 use dyno_model::{Environment, Kind, Run};
 
@@ -38,7 +39,7 @@ pub fn record(
         seed: settings.seed,
     };
     run.metrics = outcome.metrics(&compare);
-    run.headline = Some("wall_ns".into());
+    run.headline = Some(exec::WALL.into());
     run.set_record(&ExecRecord {
         settings: settings.clone(),
         benchmarks: outcome.plan(),

@@ -1,6 +1,7 @@
 //! Turns an [`Outcome`] into the metrics of a Run, so every view (the
 //! human report, ab's layout, JSON, comparisons) reads one record.
 
+use dyno_model::names::{common, http, label};
 use dyno_model::{Direction, Merge, Metric, Run, Unit};
 use dyno_stats::hdr;
 
@@ -14,6 +15,26 @@ fn count(name: impl Into<String>, value: u64) -> Metric {
     Metric::new(name, Unit::Count, Direction::LowerIsBetter, value as f64)
         .context()
         .merged(Merge::Sum)
+}
+
+/// A volume in bytes: context, summed across segments.
+fn bytes(name: &str, value: u64) -> Metric {
+    Metric::new(name, Unit::Bytes, Direction::HigherIsBetter, value as f64)
+        .context()
+        .merged(Merge::Sum)
+}
+
+/// HPACK's savings, `saved` a fraction of the plain header bytes: a
+/// merge recomputes it from the summed bytes ([`recompute_merged`]).
+fn header_savings(saved: f64) -> Metric {
+    Metric::new(
+        http::H2_HEADER_SAVINGS_PERCENT,
+        Unit::Percent,
+        Direction::HigherIsBetter,
+        100.0 * saved,
+    )
+    .diagnostic()
+    .merged(Merge::Recompute)
 }
 
 impl Outcome {
@@ -46,23 +67,44 @@ impl Outcome {
     /// The run's metrics. Counts of error classes and status codes are
     /// included only when non-zero; absent means zero.
     pub fn metrics(&self, settings: &Settings) -> Vec<Metric> {
+        let mut metrics = self.load_metrics(settings);
+        if let Some(rate) = settings.schedule.rate_per_sec {
+            metrics.extend(self.open_model_metrics(settings, rate));
+        }
+        metrics.extend(dyno_load::silence::lost_metric(&self.lost));
+        // With --alpn, connections the server took to HTTP/2 have these too.
+        if settings.http2 || self.stats.h2.plain_header_written > 0 {
+            metrics.extend(self.h2_metrics());
+        }
+        metrics.extend(self.tally_metrics());
+        metrics.extend(self.timeline_metrics(settings));
+        if let Some(plan) = &settings.schedule.plan {
+            metrics.extend(dyno_load::stages::metrics(plan, &self.stages));
+        }
+        metrics.extend(self.scenario_metrics(settings));
+        metrics
+    }
+
+    /// What every run has: the rate and latency it got answers at, what
+    /// was sent and read, the measured window and the client's own load.
+    fn load_metrics(&self, settings: &Settings) -> Vec<Metric> {
         let s = &self.stats;
         let secs = self.elapsed.as_secs_f64();
-        let mut metrics = vec![
+        vec![
             // What a load test exists for: the rate it got answers at and
             // their latency. A merged run's rate is its answers over the
             // merged window.
             Metric::new(
-                "requests_per_sec",
+                http::REQUESTS_PER_SEC,
                 Unit::RequestsPerSec,
                 Direction::HigherIsBetter,
                 self.requests_per_sec(),
             )
             .primary()
-            .rate_of("responses"),
+            .rate_of(http::RESPONSES),
             // The same answers counted in bytes: a view, never scored twice.
             Metric::new(
-                "transfer_bytes_per_sec",
+                http::TRANSFER_BYTES_PER_SEC,
                 Unit::BytesPerSec,
                 Direction::HigherIsBetter,
                 if secs > 0.0 {
@@ -71,46 +113,25 @@ impl Outcome {
                     0.0
                 },
             )
-            .derived_of("requests_per_sec")
-            .rate_of("bytes_read"),
-            hdr::latency_metric("latency_ns", &s.latency).primary(),
+            .derived_of(http::REQUESTS_PER_SEC)
+            .rate_of(http::BYTES_READ),
+            hdr::latency_metric(common::LATENCY, &s.latency).primary(),
             // ApacheBench's split of latency_ns, for its layout.
-            hdr::latency_metric("connect_ns", &s.connect).context(),
-            hdr::latency_metric("waiting_ns", &s.waiting).context(),
-            hdr::latency_metric("processing_ns", &s.processing).context(),
-            count("requests", s.requests()),
-            count("responses", s.responses),
-            count("errors", s.total_errors()),
-            count("connections_opened", s.connects),
+            hdr::latency_metric(http::CONNECT, &s.connect).context(),
+            hdr::latency_metric(http::WAITING, &s.waiting).context(),
+            hdr::latency_metric(http::PROCESSING, &s.processing).context(),
+            count(http::REQUESTS, s.requests()),
+            count(http::RESPONSES, s.responses),
+            count(http::ERRORS, s.total_errors()),
+            count(http::CONNECTIONS_OPENED, s.connects),
             // Written but not answered when a duration run reached its end
             // (or was interrupted): cut, not waited for.
-            count("unfinished_requests", s.unfinished),
+            count(http::UNFINISHED_REQUESTS, s.unfinished),
+            bytes(http::BYTES_READ, s.bytes_read),
+            bytes(http::BYTES_WRITTEN, s.bytes_written),
+            bytes(http::BODY_BYTES, s.body_bytes),
             Metric::new(
-                "bytes_read",
-                Unit::Bytes,
-                Direction::HigherIsBetter,
-                s.bytes_read as f64,
-            )
-            .context()
-            .merged(Merge::Sum),
-            Metric::new(
-                "bytes_written",
-                Unit::Bytes,
-                Direction::HigherIsBetter,
-                s.bytes_written as f64,
-            )
-            .context()
-            .merged(Merge::Sum),
-            Metric::new(
-                "body_bytes",
-                Unit::Bytes,
-                Direction::HigherIsBetter,
-                s.body_bytes as f64,
-            )
-            .context()
-            .merged(Merge::Sum),
-            Metric::new(
-                "measured_ns",
+                common::MEASURED,
                 Unit::Ns,
                 Direction::LowerIsBetter,
                 self.elapsed.as_nanos() as f64,
@@ -120,116 +141,117 @@ impl Outcome {
             // The client's own load: it says whether the figures are the
             // server's or a lower bound, it is not the server's figure.
             Metric::new(
-                "client_cpu_percent",
+                common::CLIENT_CPU_PERCENT,
                 Unit::Percent,
                 Direction::LowerIsBetter,
                 self.client_cpu_percent(settings.threads),
             )
             .diagnostic()
             .merged(Merge::Max),
-        ];
-        if let Some(rate) = settings.schedule.rate_per_sec {
-            metrics
-                .push(hdr::latency_metric("latency_uncorrected_ns", &s.uncorrected).diagnostic());
+        ]
+    }
+
+    /// The open model's (`rate` asked for): the uncorrected latency, this
+    /// segment's share of the rate, and how the client kept the schedule.
+    fn open_model_metrics(&self, settings: &Settings, rate: f64) -> Vec<Metric> {
+        let s = &self.stats;
+        vec![
+            hdr::latency_metric(common::LATENCY_UNCORRECTED, &s.uncorrected).diagnostic(),
             // A segment makes every N-th request of the timetable.
-            metrics.push(
-                Metric::new(
-                    "requested_rate_per_sec",
-                    // A scenario's rate is of flows.
-                    if settings.scenario.is_some() {
-                        Unit::FlowsPerSec
-                    } else {
-                        Unit::RequestsPerSec
-                    },
-                    Direction::HigherIsBetter,
-                    rate / f64::from(settings.segment.count),
-                )
-                .context()
-                .merged(Merge::Sum),
-            );
-            metrics.push(count("late_sends", s.late_sends));
+            Metric::new(
+                http::REQUESTED_RATE_PER_SEC,
+                // A scenario's rate is of flows.
+                if settings.scenario.is_some() {
+                    Unit::FlowsPerSec
+                } else {
+                    Unit::RequestsPerSec
+                },
+                Direction::HigherIsBetter,
+                rate / f64::from(settings.segment.count),
+            )
+            .context()
+            .merged(Merge::Sum),
+            count(http::LATE_SENDS, s.late_sends),
             // The client's own share of the corrected latency: a reader can
             // tell it from the server's queueing.
-            metrics.push(hdr::latency_metric("send_lag_ns", &s.send_lag).context());
-            metrics.push(
-                Metric::new(
-                    "max_lateness_ns",
-                    Unit::Ns,
-                    Direction::LowerIsBetter,
-                    s.max_lateness.as_nanos() as f64,
-                )
-                .context()
-                .merged(Merge::Max),
-            );
-            metrics.push(count("dropped_sends", s.dropped));
+            hdr::latency_metric(http::SEND_LAG, &s.send_lag).context(),
+            Metric::new(
+                http::MAX_LATENESS,
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                s.max_lateness.as_nanos() as f64,
+            )
+            .context()
+            .merged(Merge::Max),
+            count(http::DROPPED_SENDS, s.dropped),
+        ]
+    }
+
+    /// HTTP/2's header bytes and HPACK's savings, GOAWAY retries and the
+    /// server's stream limit.
+    fn h2_metrics(&self) -> Vec<Metric> {
+        let h = &self.stats.h2;
+        let header_bytes =
+            |name: &str, n: u64| Metric::new(name, Unit::Bytes, Direction::LowerIsBetter, n as f64);
+        // Received (response) header blocks, as h2load's "headers"
+        // and "space savings" count them; what was sent, apart.
+        let mut metrics = vec![
+            header_bytes(http::H2_HEADER_BYTES_WIRE, h.header_block_read),
+            header_bytes(http::H2_HEADER_BYTES_PLAIN, h.plain_header_read),
+            header_bytes(http::H2_REQUEST_HEADER_BYTES_WIRE, h.header_block_written),
+            header_bytes(http::H2_REQUEST_HEADER_BYTES_PLAIN, h.plain_header_written),
+        ];
+        if let Some(saved) = h.header_savings() {
+            metrics.push(header_savings(saved));
         }
-        metrics.extend(dyno_load::silence::lost_metric(&self.lost));
-        // With --alpn, connections the server took to HTTP/2 have these too.
-        if settings.http2 || s.h2.plain_header_written > 0 {
-            let h = &s.h2;
-            let bytes = |name: &str, n: u64| {
-                Metric::new(name, Unit::Bytes, Direction::LowerIsBetter, n as f64)
-            };
-            // Received (response) header blocks, as h2load's "headers"
-            // and "space savings" count them; what was sent, apart.
-            metrics.push(bytes("h2_header_bytes_wire", h.header_block_read));
-            metrics.push(bytes("h2_header_bytes_plain", h.plain_header_read));
-            metrics.push(bytes(
-                "h2_request_header_bytes_wire",
-                h.header_block_written,
-            ));
-            metrics.push(bytes(
-                "h2_request_header_bytes_plain",
-                h.plain_header_written,
-            ));
-            if let Some(saved) = h.header_savings() {
-                metrics.push(
-                    Metric::new(
-                        "h2_header_savings_percent",
-                        Unit::Percent,
-                        Direction::HigherIsBetter,
-                        100.0 * saved,
-                    )
-                    .diagnostic()
-                    .merged(Merge::Recompute),
-                );
-            }
-            // Sent, refused unprocessed by a GOAWAY, and sent again on a
-            // new connection (RFC 9113 §6.8): not errors.
-            metrics.push(count("h2_goaway_retried", h.goaway_retried));
-            if let Some(max) = h.max_concurrent_streams {
-                let mut m =
-                    count("h2_server_max_concurrent_streams", max as u64).merged(Merge::Min);
-                m.direction = Direction::HigherIsBetter;
-                metrics.push(m);
-            }
-        }
-        for class in ErrorClass::ALL {
-            let n = s.errors_of(class);
-            if n > 0 {
-                metrics.push(count(format!("errors_{}", class.as_str()), n));
-            }
-        }
-        for &(code, n) in &s.status {
-            let mut m = count(format!("status_{code}"), n);
+        // Sent, refused unprocessed by a GOAWAY, and sent again on a
+        // new connection (RFC 9113 §6.8): not errors.
+        metrics.push(count(http::H2_GOAWAY_RETRIED, h.goaway_retried));
+        if let Some(max) = h.max_concurrent_streams {
+            let mut m =
+                count(http::H2_SERVER_MAX_CONCURRENT_STREAMS, max as u64).merged(Merge::Min);
             m.direction = Direction::HigherIsBetter;
             metrics.push(m);
         }
-        metrics.extend(dyno_load::timeline::metrics(
+        metrics
+    }
+
+    /// Failed requests by class and answers by status code, each written
+    /// only when non-zero.
+    fn tally_metrics(&self) -> Vec<Metric> {
+        let s = &self.stats;
+        let mut metrics = Vec::new();
+        for class in ErrorClass::ALL {
+            let n = s.errors_of(class);
+            if n > 0 {
+                metrics.push(count(
+                    format!("{}{}", http::ERRORS_PREFIX, class.as_str()),
+                    n,
+                ));
+            }
+        }
+        for &(code, n) in &s.status {
+            let mut m = count(format!("{}{code}", http::STATUS_PREFIX), n);
+            m.direction = Direction::HigherIsBetter;
+            metrics.push(m);
+        }
+        metrics
+    }
+
+    /// The per-second timeline, and a segment's per-second histograms for
+    /// its merge.
+    fn timeline_metrics(&self, settings: &Settings) -> Vec<Metric> {
+        let mut metrics = dyno_load::timeline::metrics(
             self.elapsed,
             self.timeline.iter().map(|s| (s.responses, &s.latency)),
-            "timeline_requests_per_sec",
+            http::TIMELINE_REQUESTS_PER_SEC,
             Unit::RequestsPerSec,
-        ));
+        );
         if !settings.segment.is_whole() {
             metrics.extend(dyno_load::timeline::histograms(
                 self.timeline.iter().map(|s| &s.latency),
             ));
         }
-        if let Some(plan) = &settings.schedule.plan {
-            metrics.extend(dyno_load::stages::metrics(plan, &self.stages));
-        }
-        metrics.extend(self.scenario_metrics(settings));
         metrics
     }
 
@@ -241,70 +263,77 @@ impl Outcome {
         let (Some(scenario), Some(figures)) = (&settings.scenario, &self.scenario) else {
             return Vec::new();
         };
-        let secs = self.elapsed.as_secs_f64();
-        let per_sec = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
         let mut metrics = Vec::new();
         for (flow, step) in scenario.steps() {
-            let s = &figures.steps[step.index];
-            let label = |m: Metric| {
-                m.with_label("flow", flow.name.as_str())
-                    .with_label("step", step.name.as_str())
-            };
-            metrics.push(label(
-                Metric::new(
-                    "step_requests_per_sec",
-                    Unit::RequestsPerSec,
-                    Direction::HigherIsBetter,
-                    per_sec(s.responses),
-                )
-                .diagnostic()
-                .rate_of("step_responses"),
-            ));
-            metrics.push(label(
-                hdr::latency_metric("step_latency_ns", &s.latency).diagnostic(),
-            ));
-            metrics.push(label(count("step_responses", s.responses)));
-            metrics.push(label(count("step_errors", s.total_errors())));
-            metrics.push(label(count("step_unfinished", s.unfinished)));
-            metrics.push(label(
-                Metric::new(
-                    "step_body_bytes",
-                    Unit::Bytes,
-                    Direction::HigherIsBetter,
-                    s.body_bytes as f64,
-                )
-                .context()
-                .merged(Merge::Sum),
-            ));
-            for class in ErrorClass::ALL {
-                let n = s.errors_of(class);
-                if n > 0 {
-                    metrics.push(
-                        label(count("step_errors_by_class", n)).with_label("class", class.as_str()),
-                    );
-                }
-            }
+            metrics.extend(
+                self.step_metrics(&figures.steps[step.index.expect("a flow's step is numbered")])
+                    .into_iter()
+                    .map(|m| {
+                        m.with_label(label::FLOW, flow.name.as_str())
+                            .with_label(label::STEP, step.name.as_str())
+                    }),
+            );
         }
         for (flow, f) in scenario.flows.iter().zip(&figures.flows) {
-            let label = |m: Metric| m.with_label("flow", flow.name.as_str());
-            metrics.push(label(
-                Metric::new(
-                    "flows_per_sec",
-                    Unit::OpsPerSec,
-                    Direction::HigherIsBetter,
-                    per_sec(f.completed),
-                )
-                .diagnostic()
-                .rate_of("flows_completed"),
-            ));
-            metrics.push(label(
-                hdr::latency_metric("flow_duration_ns", &f.duration).diagnostic(),
-            ));
-            metrics.push(label(count("flows_completed", f.completed)));
-            metrics.push(label(count("flows_failed", f.failed)));
-            metrics.push(label(count("flows_unfinished", f.unfinished())));
+            metrics.extend(
+                self.flow_metrics(f)
+                    .into_iter()
+                    .map(|m| m.with_label(label::FLOW, flow.name.as_str())),
+            );
         }
         metrics
+    }
+
+    /// `n` per second of the measured window.
+    fn per_sec(&self, n: u64) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 { n as f64 / secs } else { 0.0 }
+    }
+
+    /// One scenario step's figures, not yet labelled with its place.
+    fn step_metrics(&self, s: &crate::scenario::StepStats) -> Vec<Metric> {
+        let mut metrics = vec![
+            Metric::new(
+                http::STEP_REQUESTS_PER_SEC,
+                Unit::RequestsPerSec,
+                Direction::HigherIsBetter,
+                self.per_sec(s.responses),
+            )
+            .diagnostic()
+            .rate_of(http::STEP_RESPONSES),
+            hdr::latency_metric(http::STEP_LATENCY, &s.latency).diagnostic(),
+            count(http::STEP_RESPONSES, s.responses),
+            count(http::STEP_ERRORS, s.total_errors()),
+            count(http::STEP_UNFINISHED, s.unfinished),
+            bytes(http::STEP_BODY_BYTES, s.body_bytes),
+        ];
+        for class in ErrorClass::ALL {
+            let n = s.errors_of(class);
+            if n > 0 {
+                metrics.push(
+                    count(http::STEP_ERRORS_BY_CLASS, n).with_label(label::CLASS, class.as_str()),
+                );
+            }
+        }
+        metrics
+    }
+
+    /// One scenario flow's figures, not yet labelled with its name.
+    fn flow_metrics(&self, f: &crate::scenario::FlowFigures) -> Vec<Metric> {
+        vec![
+            Metric::new(
+                http::FLOWS_PER_SEC,
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+                self.per_sec(f.completed),
+            )
+            .diagnostic()
+            .rate_of(http::FLOWS_COMPLETED),
+            hdr::latency_metric(http::FLOW_DURATION, &f.duration).diagnostic(),
+            count(http::FLOWS_COMPLETED, f.completed),
+            count(http::FLOWS_FAILED, f.failed),
+            count(http::FLOWS_UNFINISHED, f.unfinished()),
+        ]
     }
 }
 
@@ -323,23 +352,14 @@ pub fn recompute_merged(run: &mut Run) {
             .find(|m| m.name == name && m.labels.is_empty())
             .map(|m| m.value)
     };
-    if !has(run, "h2_header_savings_percent")
+    if !has(run, http::H2_HEADER_SAVINGS_PERCENT)
         && let (Some(wire), Some(plain)) = (
-            value(run, "h2_header_bytes_wire"),
-            value(run, "h2_header_bytes_plain"),
+            value(run, http::H2_HEADER_BYTES_WIRE),
+            value(run, http::H2_HEADER_BYTES_PLAIN),
         )
         && plain > 0.0
     {
-        run.metrics.push(
-            Metric::new(
-                "h2_header_savings_percent",
-                Unit::Percent,
-                Direction::HigherIsBetter,
-                100.0 * (1.0 - wire / plain),
-            )
-            .diagnostic()
-            .merged(Merge::Recompute),
-        );
+        run.metrics.push(header_savings(1.0 - wire / plain));
     }
     // Each stage of a plan: the segments' stages summed.
     if let Ok(mut record) = run.record::<dyno_model::record::HttpRecord>()
@@ -351,14 +371,14 @@ pub fn recompute_merged(run: &mut Run) {
         record.rate_plan = Some(dyno_load::stages::rebuild(&plan, &run.metrics));
         run.set_record(&record);
     }
-    if has(run, "timeline_latency_p99_ns") {
+    if has(run, common::TIMELINE_LATENCY_P99) {
         return;
     }
     run.metrics.extend(dyno_stats::merge::per_second_percentile(
         &run.metrics,
-        "timeline_latency_p99_ns",
-        "timeline_requests_per_sec",
-        "timeline_latency_ns",
+        common::TIMELINE_LATENCY_P99,
+        http::TIMELINE_REQUESTS_PER_SEC,
+        common::TIMELINE_LATENCY,
         99.0,
     ));
 }

@@ -68,7 +68,7 @@ pub fn record(
     run.environment = environment;
     run.set_record(&http_record(settings, outcome, asked));
     run.metrics = outcome.metrics(settings);
-    run.headline = Some("requests_per_sec".into());
+    run.headline = Some(dyno_model::names::http::REQUESTS_PER_SEC.into());
     run.warnings.extend(
         warnings::judge(outcome, settings)
             .into_iter()

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use dyno_model::names::http::class;
 use dyno_stats::hdr::latency_histogram;
 
 /// Why a request failed. Per-request failures are data, counted by class.
@@ -107,31 +108,32 @@ impl ErrorClass {
         )
     }
 
-    /// The snake_case name used in metric names and JSON.
+    /// The snake_case name used in metric names (after
+    /// [`dyno_model::names::http::ERRORS_PREFIX`]) and JSON.
     pub fn as_str(self) -> &'static str {
         match self {
-            ErrorClass::ConnectRefused => "connect_refused",
-            ErrorClass::ConnectTimeout => "connect_timeout",
-            ErrorClass::ConnectOther => "connect_other",
-            ErrorClass::Tls => "tls_handshake",
-            ErrorClass::ReadTimeout => "read_timeout",
-            ErrorClass::Reset => "reset",
-            ErrorClass::ClosedEarly => "closed_early",
-            ErrorClass::Malformed => "malformed_response",
-            ErrorClass::BodyLengthMismatch => "body_length_mismatch",
-            ErrorClass::Status => "status",
-            ErrorClass::Write => "write",
-            ErrorClass::ConnectTooManyFiles => "connect_too_many_open_files",
-            ErrorClass::ConnectNoSocket => "connect_no_such_socket",
-            ErrorClass::ConnectNoLocalPort => "connect_no_local_port",
-            ErrorClass::ConnectUnreachable => "connect_unreachable",
-            ErrorClass::ConnectDenied => "connect_permission_denied",
-            ErrorClass::GoAway => "h2_goaway",
-            ErrorClass::StreamReset => "h2_rst_stream",
-            ErrorClass::H2Protocol => "h2_protocol_error",
-            ErrorClass::Check => "check_failed",
-            ErrorClass::Extract => "extract_failed",
-            ErrorClass::Unsendable => "value_unsendable",
+            ErrorClass::ConnectRefused => class::CONNECT_REFUSED,
+            ErrorClass::ConnectTimeout => class::CONNECT_TIMEOUT,
+            ErrorClass::ConnectOther => class::CONNECT_OTHER,
+            ErrorClass::Tls => class::TLS_HANDSHAKE,
+            ErrorClass::ReadTimeout => class::READ_TIMEOUT,
+            ErrorClass::Reset => class::RESET,
+            ErrorClass::ClosedEarly => class::CLOSED_EARLY,
+            ErrorClass::Malformed => class::MALFORMED_RESPONSE,
+            ErrorClass::BodyLengthMismatch => class::BODY_LENGTH_MISMATCH,
+            ErrorClass::Status => class::STATUS,
+            ErrorClass::Write => class::WRITE,
+            ErrorClass::ConnectTooManyFiles => class::CONNECT_TOO_MANY_OPEN_FILES,
+            ErrorClass::ConnectNoSocket => class::CONNECT_NO_SUCH_SOCKET,
+            ErrorClass::ConnectNoLocalPort => class::CONNECT_NO_LOCAL_PORT,
+            ErrorClass::ConnectUnreachable => class::CONNECT_UNREACHABLE,
+            ErrorClass::ConnectDenied => class::CONNECT_PERMISSION_DENIED,
+            ErrorClass::GoAway => class::H2_GOAWAY,
+            ErrorClass::StreamReset => class::H2_RST_STREAM,
+            ErrorClass::H2Protocol => class::H2_PROTOCOL_ERROR,
+            ErrorClass::Check => class::CHECK_FAILED,
+            ErrorClass::Extract => class::EXTRACT_FAILED,
+            ErrorClass::Unsendable => class::VALUE_UNSENDABLE,
         }
     }
 

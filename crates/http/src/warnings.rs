@@ -161,46 +161,17 @@ impl fmt::Display for HttpWarning {
                 "achieved {achieved:.prec$} {per} of the {rate} requested: the server (or the client) could not keep up; latency counts from the due times",
                 prec = if *achieved < 10.0 { 2 } else { 0 }
             ),
-            HttpWarning::DroppedSends {
-                dropped,
-                flows: false,
-            } => write!(
-                f,
-                "{dropped} requests fell due but could not be sent before the end: all connections were busy; raise -c",
-            ),
-            HttpWarning::DroppedSends {
-                dropped,
-                flows: true,
-            } => write!(
-                f,
-                "{dropped} flows fell due but could not start before the end: every virtual user was busy in a flow; raise -c",
-            ),
+            HttpWarning::DroppedSends { dropped, flows } => dropped_sends(f, *dropped, *flows),
             HttpWarning::UnexpectedStatus {
                 unexpected,
                 responses,
                 expected,
-            } => {
-                // wrk's "Non-2xx or 3xx responses", as a warning that says what to do.
-                let n: u64 = unexpected.iter().map(|&(_, n)| n).sum();
-                let share = 100.0 * n as f64 / (*responses).max(1) as f64;
-                let codes: Vec<String> = unexpected.iter().map(|(c, _)| c.to_string()).collect();
-                write!(
-                    f,
-                    "{n} of {responses} responses ({share:.1}%) had a status outside {expected} (got {}): they count as failed requests; if the server is meant to answer so, say so with --expect-status {expected},{}",
-                    codes.join(", "),
-                    codes.join(","),
-                )
-            }
+            } => unexpected_status(f, unexpected, *responses, expected),
             HttpWarning::TlsHandshakeFailed {
                 failed,
                 first,
                 insecure,
-            } => {
-                let failure = first.as_deref();
-                let why = failure.map_or(String::new(), |e| format!(" (first: {e})"));
-                let hint = tls_hint(failure.unwrap_or(""), *insecure);
-                write!(f, "{failed} TLS handshakes failed{why}: {hint}")
-            }
+            } => tls_handshake_failed(f, *failed, first.as_deref(), *insecure),
             HttpWarning::H2HandshakeFailed { failed, first } => write!(
                 f,
                 "{failed} HTTP/2 connections or requests failed; the first handshake that failed: {first}"
@@ -208,36 +179,7 @@ impl fmt::Display for HttpWarning {
             HttpWarning::NoResponses => {
                 f.write_str("no request was answered: is the server up and the URL right?")
             }
-            HttpWarning::ScenarioFailures { steps } => {
-                let (checks, extractions) = steps
-                    .iter()
-                    .fold((0, 0), |(c, e), s| (c + s.1, e + s.2));
-                let each: Vec<String> = steps
-                    .iter()
-                    .map(|(step, c, e, vars)| {
-                        let mut parts = Vec::new();
-                        if *c > 0 {
-                            parts.push(format!("{c} check{}", if *c == 1 { "" } else { "s" }));
-                        }
-                        if *e > 0 {
-                            let vars: Vec<String> = vars.iter().map(|v| format!("`{v}`")).collect();
-                            parts.push(format!(
-                                "{} found nothing {e} time{}",
-                                vars.join(" or "),
-                                if *e == 1 { "" } else { "s" },
-                            ));
-                        }
-                        format!("{step}: {}", parts.join(", "))
-                    })
-                    .collect();
-                write!(
-                    f,
-                    "{checks} answer{} failed their checks and {extractions} extraction{} found nothing ({}): the flows that met them failed; see the Step table",
-                    if checks == 1 { "" } else { "s" },
-                    if extractions == 1 { "" } else { "s" },
-                    each.join("; ")
-                )
-            }
+            HttpWarning::ScenarioFailures { steps } => scenario_failures(f, steps),
             HttpWarning::ErrorRateExceeded { percent, max } => write!(
                 f,
                 "{percent:.2}% of requests failed, above --max-error-rate {max}%: the run failed its check"
@@ -245,37 +187,137 @@ impl fmt::Display for HttpWarning {
             HttpWarning::ServerClosesConnections {
                 opened,
                 responses,
-                streams: None,
-            } => write!(
-                f,
-                "the server closed the connection after most answers ({opened} connections opened for {responses} answers, keep-alive asked): each request paid for a new connection, so these are figures of a connection per request (the server answers `Connection: close`, as gunicorn's sync workers do, or its keep-alive is off)"
-            ),
-            HttpWarning::ServerClosesConnections {
-                opened,
-                responses,
-                streams: Some(streams),
-            } => write!(
-                f,
-                "the server ended each connection (GOAWAY) after a few answers ({opened} connections opened for {responses} answers, {streams} streams each): connection setup is in these figures; a server's limit of requests per connection does this (nginx's keepalive_requests), raise it to measure the requests alone"
-            ),
+                streams,
+            } => server_closes_connections(f, *opened, *responses, *streams),
             HttpWarning::TargetLost {
                 lost,
                 length,
                 failures,
-            } => {
-                let failures = failures
-                    .iter()
-                    .map(|(class, n)| format!("{} {n}", class.as_str().replace('_', " ")))
-                    .collect::<Vec<_>>();
-                let why = if failures.is_empty() {
-                    "requests went unanswered".to_owned()
-                } else {
-                    format!("requests failed ({})", failures.join(", "))
-                };
-                f.write_str(&target_lost_words(lost, *length, &why))
-            }
+            } => target_lost(f, lost, *length, failures),
         }
     }
+}
+
+/// [`HttpWarning::DroppedSends`] in words: requests, or a scenario's
+/// flows (`flows`).
+fn dropped_sends(f: &mut fmt::Formatter<'_>, dropped: u64, flows: bool) -> fmt::Result {
+    if flows {
+        write!(
+            f,
+            "{dropped} flows fell due but could not start before the end: every virtual user was busy in a flow; raise -c",
+        )
+    } else {
+        write!(
+            f,
+            "{dropped} requests fell due but could not be sent before the end: all connections were busy; raise -c",
+        )
+    }
+}
+
+/// [`HttpWarning::UnexpectedStatus`] in words: wrk's "Non-2xx or 3xx
+/// responses", as a warning that says what to do.
+fn unexpected_status(
+    f: &mut fmt::Formatter<'_>,
+    unexpected: &[(u16, u64)],
+    responses: u64,
+    expected: &StatusSet,
+) -> fmt::Result {
+    let n: u64 = unexpected.iter().map(|&(_, n)| n).sum();
+    let share = 100.0 * n as f64 / responses.max(1) as f64;
+    let codes: Vec<String> = unexpected.iter().map(|(c, _)| c.to_string()).collect();
+    write!(
+        f,
+        "{n} of {responses} responses ({share:.1}%) had a status outside {expected} (got {}): they count as failed requests; if the server is meant to answer so, say so with --expect-status {expected},{}",
+        codes.join(", "),
+        codes.join(","),
+    )
+}
+
+/// [`HttpWarning::TlsHandshakeFailed`] in words, with what to try.
+fn tls_handshake_failed(
+    f: &mut fmt::Formatter<'_>,
+    failed: u64,
+    first: Option<&str>,
+    insecure: bool,
+) -> fmt::Result {
+    let why = first.map_or(String::new(), |e| format!(" (first: {e})"));
+    let hint = tls_hint(first.unwrap_or(""), insecure);
+    write!(f, "{failed} TLS handshakes failed{why}: {hint}")
+}
+
+/// [`HttpWarning::ScenarioFailures`] in words: the totals, then each step's
+/// failed checks and the variables its extractions did not find.
+fn scenario_failures(
+    f: &mut fmt::Formatter<'_>,
+    steps: &[(String, u64, u64, Vec<String>)],
+) -> fmt::Result {
+    let (checks, extractions) = steps.iter().fold((0, 0), |(c, e), s| (c + s.1, e + s.2));
+    let each: Vec<String> = steps
+        .iter()
+        .map(|(step, c, e, vars)| {
+            let mut parts = Vec::new();
+            if *c > 0 {
+                parts.push(format!("{c} check{}", if *c == 1 { "" } else { "s" }));
+            }
+            if *e > 0 {
+                let vars: Vec<String> = vars.iter().map(|v| format!("`{v}`")).collect();
+                parts.push(format!(
+                    "{} found nothing {e} time{}",
+                    vars.join(" or "),
+                    if *e == 1 { "" } else { "s" },
+                ));
+            }
+            format!("{step}: {}", parts.join(", "))
+        })
+        .collect();
+    write!(
+        f,
+        "{checks} answer{} failed their checks and {extractions} extraction{} found nothing ({}): the flows that met them failed; see the Step table",
+        if checks == 1 { "" } else { "s" },
+        if extractions == 1 { "" } else { "s" },
+        each.join("; ")
+    )
+}
+
+/// [`HttpWarning::ServerClosesConnections`] in words: over HTTP/1.1
+/// (`streams` is `None`) a connection per request, over HTTP/2 a GOAWAY
+/// after a few streams.
+fn server_closes_connections(
+    f: &mut fmt::Formatter<'_>,
+    opened: u64,
+    responses: u64,
+    streams: Option<usize>,
+) -> fmt::Result {
+    match streams {
+        None => write!(
+            f,
+            "the server closed the connection after most answers ({opened} connections opened for {responses} answers, keep-alive asked): each request paid for a new connection, so these are figures of a connection per request (the server answers `Connection: close`, as gunicorn's sync workers do, or its keep-alive is off)"
+        ),
+        Some(streams) => write!(
+            f,
+            "the server ended each connection (GOAWAY) after a few answers ({opened} connections opened for {responses} answers, {streams} streams each): connection setup is in these figures; a server's limit of requests per connection does this (nginx's keepalive_requests), raise it to measure the requests alone"
+        ),
+    }
+}
+
+/// [`HttpWarning::TargetLost`] in words: the spells of silence, and the
+/// failures that came with them.
+fn target_lost(
+    f: &mut fmt::Formatter<'_>,
+    lost: &[Lost],
+    length: Duration,
+    failures: &[(ErrorClass, u64)],
+) -> fmt::Result {
+    let failures = failures
+        .iter()
+        .map(|(class, n)| format!("{} {n}", class.as_str().replace('_', " ")))
+        .collect::<Vec<_>>();
+    let why = if failures.is_empty() {
+        "requests went unanswered".to_owned()
+    } else {
+        format!("requests failed ({})", failures.join(", "))
+    };
+    f.write_str(&target_lost_words(lost, length, &why))
 }
 
 /// Warnings known before the run: limits that would cap it, and settings
@@ -345,7 +387,7 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
         let mut steps: Vec<(String, u64, u64, Vec<String>)> = scenario
             .steps()
             .filter_map(|(flow, step)| {
-                let stats = figures.steps.get(step.index)?;
+                let stats = figures.steps.get(step.index?)?;
                 let checks = stats.errors_of(ErrorClass::Check);
                 let extractions = stats.errors_of(ErrorClass::Extract);
                 let vars = step

@@ -24,6 +24,8 @@
 
 use std::time::Duration;
 
+use dyno_model::names::capacity as code;
+
 use crate::slo::Slo;
 use crate::trend::Rise;
 
@@ -173,13 +175,13 @@ impl Why {
     /// (`CapacityStep::failed_on`).
     pub fn code(&self) -> &'static str {
         match self {
-            Why::Latency { .. } => "latency",
-            Why::Errors { .. } => "errors",
-            Why::Rate { .. } => "rate",
-            Why::Late { .. } => "late",
-            Why::Rising { .. } => "rising",
-            Why::NoRequests => "no_requests",
-            Why::ClientBound => "client",
+            Why::Latency { .. } => code::WHY_LATENCY,
+            Why::Errors { .. } => code::WHY_ERRORS,
+            Why::Rate { .. } => code::WHY_RATE,
+            Why::Late { .. } => code::WHY_LATE,
+            Why::Rising { .. } => code::WHY_RISING,
+            Why::NoRequests => code::WHY_NO_REQUESTS,
+            Why::ClientBound => code::WHY_CLIENT,
         }
     }
 
@@ -374,8 +376,8 @@ impl Cause {
     /// The stable code the record keeps.
     pub fn code(self) -> &'static str {
         match self {
-            Cause::MachineBusy => "machine_busy",
-            Cause::CapacityMoved => "capacity_moved",
+            Cause::MachineBusy => code::CAUSE_MACHINE_BUSY,
+            Cause::CapacityMoved => code::CAUSE_CAPACITY_MOVED,
         }
     }
 }

@@ -181,7 +181,7 @@ pub fn lost_metric(lost: &[Lost]) -> Option<dyno_model::Metric> {
     let silent: Duration = lost.iter().map(Lost::length).sum();
     (!lost.is_empty()).then(|| {
         Metric::new(
-            "target_lost_ns",
+            dyno_model::names::common::TARGET_LOST,
             Unit::Ns,
             Direction::LowerIsBetter,
             silent.as_nanos() as f64,

@@ -8,6 +8,7 @@
 //! [`metrics`] into labelled metrics (`stage` = 1, 2, …) that `compare`
 //! matches stage by stage.
 
+use dyno_model::names::{common, label};
 use dyno_model::record::{RatePlanRecord, StageRecord};
 use dyno_model::{Direction, Merge, Metric, Unit};
 use dyno_stats::hdr::{self, latency_histogram};
@@ -192,15 +193,15 @@ pub fn record(plan: &RatePlan, figures: &[StageFigures]) -> RatePlanRecord {
 pub fn metrics(plan: &RatePlan, figures: &[StageFigures]) -> Vec<Metric> {
     let mut metrics = Vec::new();
     for (i, (stage, f)) in plan.stages.iter().zip(figures).enumerate() {
-        let label = |mut m: Metric| {
-            m.labels.insert("stage".into(), (i + 1).to_string());
-            m.labels.insert("plan".into(), stage.to_string());
+        let labelled = |mut m: Metric| {
+            m.labels.insert(label::STAGE.into(), (i + 1).to_string());
+            m.labels.insert(label::PLAN.into(), stage.to_string());
             m
         };
         let d = stage.duration().as_secs_f64();
-        metrics.push(label(
+        metrics.push(labelled(
             Metric::new(
-                "stage_rate_per_sec",
+                common::STAGE_RATE,
                 Unit::OpsPerSec,
                 Direction::HigherIsBetter,
                 f.ended as f64 / d,
@@ -208,16 +209,16 @@ pub fn metrics(plan: &RatePlan, figures: &[StageFigures]) -> Vec<Metric> {
             .diagnostic()
             .merged(Merge::Sum),
         ));
-        metrics.push(label(
-            hdr::latency_metric("stage_latency_ns", &f.latency).diagnostic(),
+        metrics.push(labelled(
+            hdr::latency_metric(common::STAGE_LATENCY, &f.latency).diagnostic(),
         ));
-        metrics.push(label(
-            hdr::latency_metric("stage_send_lag_ns", &f.lag).context(),
+        metrics.push(labelled(
+            hdr::latency_metric(common::STAGE_SEND_LAG, &f.lag).context(),
         ));
         for (name, n, compared) in [
-            ("stage_errors", f.errors, true),
-            ("stage_dropped_sends", f.dropped, true),
-            ("stage_unfinished", f.unfinished, false),
+            (common::STAGE_ERRORS, f.errors, true),
+            (common::STAGE_DROPPED_SENDS, f.dropped, true),
+            (common::STAGE_UNFINISHED, f.unfinished, false),
         ] {
             let m = Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64);
             let m = if compared {
@@ -225,7 +226,7 @@ pub fn metrics(plan: &RatePlan, figures: &[StageFigures]) -> Vec<Metric> {
             } else {
                 m.context()
             };
-            metrics.push(label(m.merged(Merge::Sum)));
+            metrics.push(labelled(m.merged(Merge::Sum)));
         }
     }
     metrics
@@ -241,11 +242,11 @@ pub fn rebuild(plan: &RatePlan, merged: &[Metric]) -> RatePlanRecord {
         .iter()
         .enumerate()
         .map(|(i, stage)| {
-            let label = (i + 1).to_string();
+            let stage_no = (i + 1).to_string();
             let find = |name: &str| {
-                merged
-                    .iter()
-                    .find(|m| m.name == name && m.labels.get("stage").is_some_and(|s| *s == label))
+                merged.iter().find(|m| {
+                    m.name == name && m.labels.get(label::STAGE).is_some_and(|s| *s == stage_no)
+                })
             };
             let histogram = |name: &str| {
                 find(name)
@@ -254,14 +255,14 @@ pub fn rebuild(plan: &RatePlan, merged: &[Metric]) -> RatePlanRecord {
                     .unwrap_or_else(latency_histogram)
             };
             let count = |name: &str| find(name).map_or(0, |m| m.value.round() as u64);
-            let rate = find("stage_rate_per_sec").map_or(0.0, |m| m.value);
+            let rate = find(common::STAGE_RATE).map_or(0.0, |m| m.value);
             StageFigures {
-                latency: histogram("stage_latency_ns"),
-                lag: histogram("stage_send_lag_ns"),
+                latency: histogram(common::STAGE_LATENCY),
+                lag: histogram(common::STAGE_SEND_LAG),
                 ended: (rate * stage.duration().as_secs_f64()).round() as u64,
-                errors: count("stage_errors"),
-                dropped: count("stage_dropped_sends"),
-                unfinished: count("stage_unfinished"),
+                errors: count(common::STAGE_ERRORS),
+                dropped: count(common::STAGE_DROPPED_SENDS),
+                unfinished: count(common::STAGE_UNFINISHED),
                 in_flight: 0,
                 waiting: 0,
             }

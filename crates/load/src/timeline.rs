@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use dyno_model::names::{common, label};
 use dyno_model::{Direction, Merge, Metric, Samples, Unit};
 use dyno_stats::hdr;
 use hdrhistogram::Histogram;
@@ -62,7 +63,7 @@ pub fn metrics<'a>(
     );
     rate.samples = rates;
     let mut p99 = Metric::new(
-        "timeline_latency_p99_ns",
+        common::TIMELINE_LATENCY_P99,
         Unit::Ns,
         Direction::LowerIsBetter,
         mean_p99,
@@ -88,8 +89,8 @@ pub fn histograms<'a>(seconds: impl IntoIterator<Item = &'a Histogram<u64>>) -> 
         .enumerate()
         .filter(|(_, latency)| !latency.is_empty())
         .map(|(i, latency)| {
-            let mut m = hdr::latency_metric("timeline_latency_ns", latency).context();
-            m.labels.insert("second".into(), (i + 1).to_string());
+            let mut m = hdr::latency_metric(common::TIMELINE_LATENCY, latency).context();
+            m.labels.insert(label::SECOND.into(), (i + 1).to_string());
             m
         })
         .collect()

@@ -9,6 +9,7 @@
 //! it only ever applies to such old records: a metric that declares its
 //! role is left as it is.
 
+use crate::names::{exec, scale, telemetry};
 use crate::{Kind, Merge, Metric, Role, Samples, Unit};
 
 /// Fills in the declarations `m` lacks, as today's engine of `kind` would
@@ -17,9 +18,9 @@ pub(crate) fn declare(kind: Kind, m: &mut Metric) {
     // The machine's clock and load were once stored as ratios: read them
     // in the units they are now stored in.
     if m.unit == Unit::Ratio {
-        if m.name.starts_with("machine_cpu_mhz") {
+        if m.name.starts_with(telemetry::MACHINE_CPU_MHZ_PREFIX) {
             m.unit = Unit::Mhz;
-        } else if m.name == "machine_load_max" {
+        } else if m.name == telemetry::MACHINE_LOAD_MAX {
             m.unit = Unit::Count;
         }
     }
@@ -129,8 +130,8 @@ fn classify(kind: Kind, m: &Metric) -> (Role, Option<String>, Merge) {
             _ => (Diagnostic, None, hist),
         },
         Kind::Exec => match name {
-            "wall_ns" => (Primary, None, Merge::None),
-            "shell_startup_ns" | "ratio_to_reference" | "p_value" | "verdict" => {
+            exec::WALL => (Primary, None, Merge::None),
+            exec::SHELL_STARTUP | exec::RATIO_TO_REFERENCE | exec::P_VALUE | exec::VERDICT => {
                 (Context, None, Merge::None)
             }
             _ => (Diagnostic, None, Merge::None),
@@ -142,9 +143,9 @@ fn classify(kind: Kind, m: &Metric) -> (Role, Option<String>, Merge) {
         },
         Kind::Cpu | Kind::Quick => quick(name, m.unit, hist),
         Kind::Scale => match name {
-            "time_ns" | "throughput" | "wall_ns" => (Primary, None, Merge::None),
-            "usl_bound" => (Context, None, Merge::None),
-            "speedup" | "efficiency" => (Derived, Some("time_ns".into()), Merge::None),
+            scale::TIME | scale::THROUGHPUT | exec::WALL => (Primary, None, Merge::None),
+            scale::USL_BOUND => (Context, None, Merge::None),
+            scale::SPEEDUP | scale::EFFICIENCY => (Derived, Some(scale::TIME.into()), Merge::None),
             _ => (Diagnostic, None, Merge::None),
         },
         Kind::Compare => (Context, None, Merge::None),
@@ -155,11 +156,12 @@ fn classify(kind: Kind, m: &Metric) -> (Role, Option<String>, Merge) {
 /// `int64_1t_ops_per_sec`, the scaling figures derived from them, and the
 /// http and disk lines under their prefixes.
 fn quick(name: &str, unit: Unit, hist: Merge) -> (Role, Option<String>, Merge) {
+    use crate::names::quick::{INT64_1T, INT64_PREFIX};
     use Role::{Context, Derived, Diagnostic, Primary, Reciprocal};
     if name.ends_with("_measured_ns") || name.ends_with("client_cpu_percent") {
         return (Context, None, Merge::None);
     }
-    if name.starts_with("int64_") {
+    if name.starts_with(INT64_PREFIX) {
         if let Some(prefix) = name.strip_suffix("_ops_per_sec") {
             return (Reciprocal, Some(format!("{prefix}_ns")), Merge::None);
         }
@@ -168,7 +170,7 @@ fn quick(name: &str, unit: Unit, hist: Merge) -> (Role, Option<String>, Merge) {
         }
         // The speedup, efficiency and parallel fraction of 1 against N
         // threads: views of the times they are computed from.
-        return (Derived, Some("int64_1t_ns".into()), Merge::None);
+        return (Derived, Some(INT64_1T.into()), Merge::None);
     }
     match unit {
         Unit::RequestsPerSec | Unit::BytesPerSec => (Primary, None, hist),

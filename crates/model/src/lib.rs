@@ -11,6 +11,7 @@
 mod environment;
 mod legacy;
 mod metric;
+pub mod names;
 pub mod record;
 mod run;
 mod segment;

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use dyno_model::names::capacity as name;
 use dyno_model::record::{CapacityOutcome, CapacityRecord, CapacityStep};
 use dyno_model::units;
 
@@ -114,7 +115,7 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
             format!(
                 "unstable: repeated steps disagreed ({}), so no capacity is claimed at {}; {defend}",
                 match a.cause.as_deref() {
-                    Some("machine_busy") =>
+                    Some(name::CAUSE_MACHINE_BUSY) =>
                         "the machine was busy: other work took the client's CPU",
                     _ => "the target's capacity moved during the search",
                 },
@@ -180,13 +181,13 @@ fn failed_on(cap: &CapacityRecord) -> String {
         .iter()
         .map(|(code, n)| {
             let what = match *code {
-                "latency" => format!("latency over {}", cap.slo),
-                "errors" => "errors over the objective".to_owned(),
-                "rate" => "due requests never sent".to_owned(),
-                "late" => "late sends".to_owned(),
-                "rising" => "latency rising within the step".to_owned(),
-                "no_requests" => "no request ended".to_owned(),
-                "client" => "the client saturated".to_owned(),
+                name::WHY_LATENCY => format!("latency over {}", cap.slo),
+                name::WHY_ERRORS => "errors over the objective".to_owned(),
+                name::WHY_RATE => "due requests never sent".to_owned(),
+                name::WHY_LATE => "late sends".to_owned(),
+                name::WHY_RISING => "latency rising within the step".to_owned(),
+                name::WHY_NO_REQUESTS => "no request ended".to_owned(),
+                name::WHY_CLIENT => "the client saturated".to_owned(),
                 other => other.replace('_', " "),
             };
             format!("{what} in {}", counted_steps(*n))

@@ -4,6 +4,7 @@
 //! record, so `dyno show` of a saved comparison prints what `dyno compare`
 //! printed.
 
+use dyno_model::names::compare as names;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -70,7 +71,9 @@ impl<'a> Comparison<'a> {
 
     fn find(&self, name: &str, metric: &str, group: &str) -> Option<&'a Metric> {
         self.run.metrics.iter().find(|m| {
-            m.name == name && m.label("metric") == Some(metric) && m.label("group") == Some(group)
+            m.name == name
+                && m.label(names::METRIC) == Some(metric)
+                && m.label(names::GROUP) == Some(group)
         })
     }
 
@@ -79,7 +82,7 @@ impl<'a> Comparison<'a> {
         self.run
             .metrics
             .iter()
-            .find(|m| m.name == name && m.label("group") == Some(group))
+            .find(|m| m.name == name && m.label(names::GROUP) == Some(group))
     }
 
     /// The rows of `candidate` against the baseline, in the record's order.
@@ -87,16 +90,18 @@ impl<'a> Comparison<'a> {
         self.run
             .metrics
             .iter()
-            .filter(|m| m.name == "value" && m.label("group") == Some(self.baseline.as_str()))
+            .filter(|m| {
+                m.name == names::VALUE && m.label(names::GROUP) == Some(self.baseline.as_str())
+            })
             .filter_map(|base| {
-                let metric = base.label("metric")?;
+                let metric = base.label(names::METRIC)?;
                 Some(Row {
-                    kind: base.label("kind").unwrap_or_default(),
+                    kind: base.label(names::KIND).unwrap_or_default(),
                     metric,
                     baseline: base,
-                    candidate: self.find("value", metric, candidate)?,
-                    ratio: self.find("ratio", metric, candidate),
-                    p_value: self.find("p_value", metric, candidate),
+                    candidate: self.find(names::VALUE, metric, candidate)?,
+                    ratio: self.find(names::RATIO, metric, candidate),
+                    p_value: self.find(names::P_VALUE, metric, candidate),
                 })
             })
             .collect()
@@ -250,7 +255,7 @@ fn arrow(direction: Direction) -> &'static str {
 
 /// The geomean line's ratio, interval and counts.
 fn geomean_cells(c: &Comparison, group: &str) -> Option<[String; 4]> {
-    let gm = c.group_metric("geomean", group)?;
+    let gm = c.group_metric(names::GEOMEAN, group)?;
     let ci = gm.uncertainty.as_ref().map_or_else(
         || "no interval".to_owned(),
         |u| format!("{:.3}–{:.3}", u.low, u.high),
@@ -258,15 +263,15 @@ fn geomean_cells(c: &Comparison, group: &str) -> Option<[String; 4]> {
     let count = |name| c.group_metric(name, group).map_or(0, |m| m.value as u64);
     let mut verdicts = format!(
         "{} better, {} worse, {} ~, {} untested",
-        count("better"),
-        count("worse"),
-        count("same"),
-        count("untested")
+        count(names::BETTER),
+        count(names::WORSE),
+        count(names::SAME),
+        count(names::UNTESTED)
     );
     if gm.uncertainty.is_none() {
         verdicts.push_str(" (the score has no interval while a metric has none)");
     }
-    let n = gm.label("metrics").unwrap_or("?");
+    let n = gm.label(names::METRICS).unwrap_or("?");
     Some([
         format!("geomean ({n} tested primary)"),
         format!("{:.3}×", gm.value),

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use dyno_model::Run;
+use dyno_model::names::{common, db, label};
 use dyno_model::record::{DbRecord, LoadModel};
 
 use crate::format::counted;
@@ -15,12 +16,30 @@ use dyno_model::units;
 pub fn db_report(run: &Run) -> String {
     let mut out = String::new();
     let rec: DbRecord = run.record().unwrap_or_default();
-    let text = |text: &str| if text.is_empty() { "?" } else { text }.to_owned();
+    settings_section(&mut out, &rec);
+    model_section(&mut out, &rec);
+    out.push('\n');
+    plan_and_search_section(&mut out, &rec);
+    let (committed, failed) = transactions_section(&mut out, run, &rec);
+    rate_and_late_section(&mut out, run, &rec, committed, failed);
+    out.push('\n');
+    latency_section(&mut out, run, &rec);
+    per_command(run, &mut out);
+    per_script(run, &rec, committed, &mut out);
+    failures_and_cpu_section(&mut out, run, &rec, committed);
+    crate::text::watched(run, "transaction", &mut out);
+    crate::text::warnings(run, &mut out);
+    out
+}
+
+/// What was run where: the target, the scripts and their settings, and
+/// the server's settings that decide what a run measures.
+fn settings_section(out: &mut String, rec: &DbRecord) {
     let _ = writeln!(
         out,
         "Target      {} (PostgreSQL {})",
-        text(&rec.target),
-        text(&rec.observed.server_version)
+        or_unknown(&rec.target),
+        or_unknown(&rec.observed.server_version)
     );
     let length = match (rec.transactions, rec.duration_ns) {
         (Some(n), _) => format!("{} per client", counted(n, "transaction")),
@@ -54,16 +73,24 @@ pub fn db_report(run: &Run) -> String {
         rec.observed.scale.unwrap_or(0),
         counted(rec.clients, "client"),
         counted(rec.threads, "thread"),
-        text(&rec.protocol),
+        or_unknown(&rec.protocol),
     );
     let server = &rec.observed.server_settings;
     if !server.is_empty() {
         let pairs: Vec<String> = server.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(out, "Server      {}", pairs.join(", "));
     }
-    let open = rec.model == LoadModel::Open;
-    let limit = rec.latency_limit_ns.map(|ns| ns as f64);
-    let mut model = if open {
+}
+
+/// A text setting, `?` where the record has none.
+fn or_unknown(text: &str) -> &str {
+    if text.is_empty() { "?" } else { text }
+}
+
+/// How the load was made (open or closed, reconnecting, pipelined) and
+/// the clean-up before it.
+fn model_section(out: &mut String, rec: &DbRecord) {
+    let mut model = if rec.model == LoadModel::Open {
         format!(
             "open: {} tps requested at random due times (a Poisson process); latency counts from each due time",
             rec.rate_per_sec.unwrap_or(0.0)
@@ -91,13 +118,17 @@ pub fn db_report(run: &Run) -> String {
         }
         _ => {}
     }
-    out.push('\n');
+}
+
+/// A rate plan's stages and a capacity search's steps, each saying which
+/// part of the run the figures below are.
+fn plan_and_search_section(out: &mut String, rec: &DbRecord) {
     if let Some(plan) = &rec.rate_plan {
-        crate::stages::stages_section(&mut out, plan, "tps", "LAG P99");
+        crate::stages::stages_section(out, plan, "tps", "LAG P99");
         out.push_str("The figures below are the whole run's.\n\n");
     }
     if let Some(cap) = &rec.capacity {
-        crate::capacity::capacity_section(&mut out, cap, "tps");
+        crate::capacity::capacity_section(out, cap, "tps");
         if cap.sweep.is_some() {
             let _ = writeln!(
                 out,
@@ -112,28 +143,33 @@ pub fn db_report(run: &Run) -> String {
             );
         }
     }
-    let committed = count(run, "transactions");
-    let failed = count(run, "failed_transactions");
+}
+
+/// pgbench's counts and its tps lines; the committed and the failed
+/// transactions, which the sections after it share out.
+fn transactions_section(out: &mut String, run: &Run, rec: &DbRecord) -> (u64, u64) {
+    let committed = count(run, db::TRANSACTIONS);
+    let failed = count(run, db::FAILED_TRANSACTIONS);
     // pgbench's two lines: the transactions retried, and the retries.
-    let retried = match run.metric("retried_transactions") {
+    let retried = match run.metric(db::RETRIED_TRANSACTIONS) {
         Some(m) => format!(
             "{} retried ({} in all)",
             counted(m.value.round() as u64, "transaction"),
-            match count(run, "retries") {
+            match count(run, db::RETRIES) {
                 1 => "1 retry".to_owned(),
                 n => format!("{n} retries"),
             },
         ),
-        None => format!("{} retries", count(run, "retries")),
+        None => format!("{} retries", count(run, db::RETRIES)),
     };
     let _ = writeln!(
         out,
         "Transactions {committed} committed in {:.2} s, {failed} failed, {retried}{}",
-        value(run, "measured_ns") / 1e9,
-        under_way(count(run, "unfinished_transactions")),
+        value(run, common::MEASURED) / 1e9,
+        under_way(count(run, db::UNFINISHED_TRANSACTIONS)),
     );
     if run
-        .metric("transactions_per_sec_with_connections")
+        .metric(db::TRANSACTIONS_PER_SEC_WITH_CONNECTIONS)
         .is_none()
     {
         // A merged run: each segment connected on its own, so no window
@@ -141,37 +177,44 @@ pub fn db_report(run: &Run) -> String {
         let _ = writeln!(
             out,
             "tps          {:.1} without the connections' time (each segment connected on its own){}",
-            value(run, "transactions_per_sec"),
+            value(run, db::TRANSACTIONS_PER_SEC),
             lost_mark(run),
         );
     } else if rec.reconnect {
         let _ = writeln!(
             out,
             "tps          {:.1} including reconnection times, {:.1} with the first connections' too ({:.0} ms to connect){}",
-            value(run, "transactions_per_sec"),
-            value(run, "transactions_per_sec_with_connections"),
-            value(run, "connect_ns") / 1e6,
+            value(run, db::TRANSACTIONS_PER_SEC),
+            value(run, db::TRANSACTIONS_PER_SEC_WITH_CONNECTIONS),
+            value(run, db::CONNECT) / 1e6,
             lost_mark(run),
         );
     } else {
         let _ = writeln!(
             out,
             "tps          {:.1} without the connections' time, {:.1} with them ({:.0} ms to connect){}",
-            value(run, "transactions_per_sec"),
-            value(run, "transactions_per_sec_with_connections"),
-            value(run, "connect_ns") / 1e6,
+            value(run, db::TRANSACTIONS_PER_SEC),
+            value(run, db::TRANSACTIONS_PER_SEC_WITH_CONNECTIONS),
+            value(run, db::CONNECT) / 1e6,
             lost_mark(run),
         );
     }
-    if open {
+    (committed, failed)
+}
+
+/// The open model's rate, asked and achieved, with what was skipped; and
+/// the transactions slower than the latency limit.
+fn rate_and_late_section(out: &mut String, run: &Run, rec: &DbRecord, committed: u64, failed: u64) {
+    let limit = rec.latency_limit_ns.map(|ns| ns as f64);
+    if rec.model == LoadModel::Open {
         let mut line = format!(
             "Rate         requested {:.1} tps, achieved {:.1}",
-            value(run, "requested_transactions_per_sec"),
-            value(run, "transactions_per_sec"),
+            value(run, db::REQUESTED_TRANSACTIONS_PER_SEC),
+            value(run, db::TRANSACTIONS_PER_SEC),
         );
         if limit.is_some() {
             // pgbench's share: of every transaction the schedule gave.
-            let skipped = count(run, "skipped_transactions");
+            let skipped = count(run, db::SKIPPED_TRANSACTIONS);
             let _ = write!(
                 line,
                 "; {skipped} skipped ({}, later than the limit before they began)",
@@ -181,7 +224,7 @@ pub fn db_report(run: &Run) -> String {
         let _ = writeln!(out, "{line}");
     }
     if let Some(limit) = limit {
-        let late = count(run, "late_transactions");
+        let late = count(run, db::LATE_TRANSACTIONS);
         let _ = writeln!(
             out,
             "Late         {late} of the {committed} committed transactions ({}) took longer than {}",
@@ -189,28 +232,37 @@ pub fn db_report(run: &Run) -> String {
             units::duration(limit),
         );
     }
-    out.push('\n');
+}
+
+/// The latency table: each transaction's (from its due time in the open
+/// model), and the uncorrected, the schedule lag and `-C`'s connections
+/// where the run has them.
+fn latency_section(out: &mut String, run: &Run, rec: &DbRecord) {
     let mut rows = Vec::new();
-    if let Some(h) = histogram(run, "latency_ns") {
+    if let Some(h) = histogram(run, common::LATENCY) {
+        let open = rec.model == LoadModel::Open;
         rows.push((if open { "corrected" } else { "transaction" }, h));
     }
     for (label, name) in [
-        ("uncorrected", "latency_uncorrected_ns"),
-        ("schedule lag", "schedule_lag_ns"),
-        ("connect", "reconnect_ns"),
+        ("uncorrected", common::LATENCY_UNCORRECTED),
+        ("schedule lag", db::SCHEDULE_LAG),
+        ("connect", db::RECONNECT),
     ] {
         if let Some(h) = histogram(run, name) {
             rows.push((label, h));
         }
     }
-    latency_table(&mut out, &rows);
-    per_command(run, &mut out);
-    per_script(run, &rec, committed, &mut out);
+    latency_table(out, &rows);
+}
+
+/// The failures by SQLSTATE, the clients aborted, and the client's CPU
+/// (per transaction when one committed).
+fn failures_and_cpu_section(out: &mut String, run: &Run, rec: &DbRecord, committed: u64) {
     let failures: Vec<String> = run
         .metrics
         .iter()
-        .filter(|m| m.name == "failed_transactions")
-        .filter_map(|m| Some(format!("{}: {}", m.labels.get("sqlstate")?, m.value)))
+        .filter(|m| m.name == db::FAILED_TRANSACTIONS)
+        .filter_map(|m| Some(format!("{}: {}", m.label(label::SQLSTATE)?, m.value)))
         .collect();
     if !failures.is_empty() {
         let _ = writeln!(out, "Failures    by SQLSTATE: {}", failures.join(", "));
@@ -220,19 +272,16 @@ pub fn db_report(run: &Run) -> String {
     }
     let mut cpu = format!(
         "Client CPU  {:.0}% of {}",
-        value(run, "client_cpu_percent"),
+        value(run, common::CLIENT_CPU_PERCENT),
         counted(rec.threads, "thread"),
     );
     // Nothing committed, no cost per transaction.
     if committed > 0
-        && let Some(m) = run.metric("client_cpu_per_transaction_ns")
+        && let Some(m) = run.metric(db::CLIENT_CPU_PER_TRANSACTION)
     {
         let _ = write!(cpu, ", {} per transaction", units::duration_short(m.value));
     }
     let _ = writeln!(out, "{cpu}");
-    crate::text::watched(run, "transaction", &mut out);
-    crate::text::warnings(run, &mut out);
-    out
 }
 
 /// `part` of `whole` in percent, as pgbench prints it (three decimals).
@@ -255,7 +304,7 @@ fn per_script(run: &Run, rec: &DbRecord, committed: u64, out: &mut String) {
         run.metrics
             .iter()
             .filter(move |m| m.name == name)
-            .filter_map(|m| Some((m.labels.get("script")?.as_str(), m)))
+            .filter_map(|m| Some((m.label(label::SCRIPT)?, m)))
     }
     let weights: Vec<(String, u64)> = rec
         .scripts
@@ -264,7 +313,7 @@ fn per_script(run: &Run, rec: &DbRecord, committed: u64, out: &mut String) {
         .collect();
     let total_weight: u64 = weights.iter().map(|(_, w)| w).sum();
     let mut rows = Vec::new();
-    for (name, m) in scripted(run, "transactions") {
+    for (name, m) in scripted(run, db::TRANSACTIONS) {
         let n = m.value.round() as u64;
         let weight = weights
             .iter()
@@ -275,7 +324,7 @@ fn per_script(run: &Run, rec: &DbRecord, committed: u64, out: &mut String) {
                     100.0 * *w as f64 / total_weight.max(1) as f64
                 )
             });
-        let tps = scripted(run, "transactions_per_sec")
+        let tps = scripted(run, db::TRANSACTIONS_PER_SEC)
             .find(|(s, _)| *s == name)
             .map_or(String::new(), |(_, m)| format!(", {:.1} tps", m.value));
         let _ = writeln!(
@@ -283,7 +332,7 @@ fn per_script(run: &Run, rec: &DbRecord, committed: u64, out: &mut String) {
             "Script {name}{weight}: {n} committed ({}){tps}",
             percent(n, committed)
         );
-        if let Some(h) = scripted(run, "latency_ns")
+        if let Some(h) = scripted(run, common::LATENCY)
             .find(|(s, _)| *s == name)
             .and_then(|(_, m)| m.histogram.as_ref())
             .and_then(|h| dyno_stats::hdr::from_model(h).ok())
@@ -302,7 +351,7 @@ fn per_command(run: &Run, out: &mut String) {
     for m in run
         .metrics
         .iter()
-        .filter(|m| m.name == "statement_latency_ns")
+        .filter(|m| m.name == db::STATEMENT_LATENCY)
     {
         let Some(h) = m
             .histogram
@@ -311,7 +360,7 @@ fn per_command(run: &Run, out: &mut String) {
         else {
             continue;
         };
-        let name = m.labels.get("script").map_or("?", String::as_str);
+        let name = m.label(label::SCRIPT).unwrap_or("?");
         if script != Some(name) {
             if script.is_some() {
                 out.push('\n');
@@ -333,12 +382,12 @@ fn per_command(run: &Run, out: &mut String) {
         let _ = writeln!(
             out,
             "{:>6}{:>10}{:>10}{:>10}{:>10}  {}",
-            m.labels.get("line").map_or("?", String::as_str),
+            m.label(label::LINE).unwrap_or("?"),
             cell(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
             cell(dyno_stats::hdr::value_at_percentile(&h, 99.0) as f64),
             cell(h.max() as f64),
             cell(h.mean()),
-            m.labels.get("command").map_or("?", String::as_str),
+            m.label(label::COMMAND).unwrap_or("?"),
         );
     }
     if script.is_some() {

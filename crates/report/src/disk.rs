@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use comfy_table::{Cell, CellAlignment};
+use dyno_model::names::{common, disk, label};
 use dyno_model::record::DiskRecord;
 use dyno_model::{Metric, Run};
 use dyno_stats::hdr;
@@ -15,7 +16,7 @@ use crate::text::{render, table, warnings};
 fn rows(run: &Run) -> Vec<(String, Vec<String>)> {
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
     for m in &run.metrics {
-        let (Some(test), Some(op)) = (m.label("test"), m.label("op")) else {
+        let (Some(test), Some(op)) = (m.label(label::TEST), m.label(label::OP)) else {
             continue;
         };
         match rows.iter_mut().find(|(t, _)| t == test) {
@@ -28,9 +29,9 @@ fn rows(run: &Run) -> Vec<(String, Vec<String>)> {
 }
 
 fn find<'a>(run: &'a Run, name: &str, test: &str, op: &str) -> Option<&'a Metric> {
-    run.metrics
-        .iter()
-        .find(|m| m.name == name && m.label("test") == Some(test) && m.label("op") == Some(op))
+    run.metrics.iter().find(|m| {
+        m.name == name && m.label(label::TEST) == Some(test) && m.label(label::OP) == Some(op)
+    })
 }
 
 /// "1234.56" MB/s (10^6 bytes per second).
@@ -80,32 +81,57 @@ pub fn disk_report(run: &Run) -> String {
     if let Some(file) = &rec.observed.file {
         let _ = writeln!(out, "File        {file}");
     }
-    if let Some(st) = &run.environment.storage {
-        let unknown = "?";
-        let kind = match st.rotational {
-            Some(true) => ", rotational",
-            Some(false) => ", non-rotational",
-            None => "",
-        };
-        let device = st.device.as_deref().map_or(String::new(), |d| {
-            let model = st
-                .model
-                .as_deref()
-                .map_or(String::new(), |m| format!(" {m}"));
-            let sched = st
-                .scheduler
-                .as_deref()
-                .map_or(String::new(), |s| format!(", scheduler {s}"));
-            format!(" — {d}{model}{kind}{sched}")
-        });
-        let _ = writeln!(
-            out,
-            "Storage     {} on {} ({}){device}",
-            st.filesystem.as_deref().unwrap_or(unknown),
-            st.source.as_deref().unwrap_or(unknown),
-            st.mount_options.as_deref().unwrap_or(unknown),
-        );
+    storage_line(&mut out, run);
+    io_line(&mut out, &rec, preset);
+    passes_line(&mut out, &rec, preset);
+    out.push('\n');
+
+    let rows = rows(run);
+    match preset {
+        "meta" | "sync" => ops_table(&mut out, run, &rows, preset),
+        _ => cdm_table(&mut out, run, &rows),
     }
+    every_pass_section(&mut out, run, &rows, preset);
+    latency_section(&mut out, run, &rows);
+    crate::text::watched(run, "operation", &mut out);
+    warnings(run, &mut out);
+    out
+}
+
+/// The storage the file is on, as the environment captured it.
+fn storage_line(out: &mut String, run: &Run) {
+    let Some(st) = &run.environment.storage else {
+        return;
+    };
+    let unknown = "?";
+    let kind = match st.rotational {
+        Some(true) => ", rotational",
+        Some(false) => ", non-rotational",
+        None => "",
+    };
+    let device = st.device.as_deref().map_or(String::new(), |d| {
+        let model = st
+            .model
+            .as_deref()
+            .map_or(String::new(), |m| format!(" {m}"));
+        let sched = st
+            .scheduler
+            .as_deref()
+            .map_or(String::new(), |s| format!(", scheduler {s}"));
+        format!(" — {d}{model}{kind}{sched}")
+    });
+    let _ = writeln!(
+        out,
+        "Storage     {} on {} ({}){device}",
+        st.filesystem.as_deref().unwrap_or(unknown),
+        st.source.as_deref().unwrap_or(unknown),
+        st.mount_options.as_deref().unwrap_or(unknown),
+    );
+}
+
+/// How the data moved: the sync preset's writes, or direct or buffered
+/// I/O with the engine, the fill and the seed (none for meta).
+fn io_line(out: &mut String, rec: &DiskRecord, preset: &str) {
     if preset == "sync" {
         let _ = writeln!(
             out,
@@ -140,6 +166,10 @@ pub fn disk_report(run: &Run) -> String {
             rec.seed
         );
     }
+}
+
+/// The passes: how many, how long, how far apart, after what warm-up.
+fn passes_line(out: &mut String, rec: &DiskRecord, preset: &str) {
     let ns = |ns: u64| dyno_model::units::duration(ns as f64);
     let warmup = if rec.warmup_ns == 0 {
         "no warm-up".to_owned()
@@ -162,79 +192,87 @@ pub fn disk_report(run: &Run) -> String {
         format!("best of {} × {}", rec.runs, ns(rec.duration_ns))
     };
     let _ = writeln!(out, "Passes      {passes}, {apart}, {warmup}");
-    out.push('\n');
+}
 
-    let rows = rows(run);
-    let right = |text: String| Cell::new(text).set_alignment(CellAlignment::Right);
+/// The figure a preset's passes are compared by, its unit in the report,
+/// and the scale from the stored value to that unit.
+fn pass_figure(preset: &str) -> (&'static str, &'static str, f64) {
     match preset {
-        "meta" | "sync" => {
-            let rate = if preset == "meta" { "files/s" } else { "ops/s" };
-            let mut t = table(&["Test", "Op", rate, "median", "mean µs", "p99 µs"]);
-            for (test, ops) in &rows {
-                for op in ops {
-                    let name = if preset == "meta" {
-                        "files_per_sec"
-                    } else {
-                        "iops"
-                    };
-                    let Some(r) = find(run, name, test, op) else {
-                        continue;
-                    };
-                    let (mean, p99) = latency(find(run, "latency_ns", test, op));
-                    t.add_row(vec![
-                        Cell::new(test),
-                        Cell::new(op),
-                        right(format!("{:.0}", r.value)),
-                        right(format!("{:.0}", median(&r.samples))),
-                        right(mean),
-                        right(p99),
-                    ]);
-                }
-            }
-            out.push_str(&render(&t));
-        }
-        _ => {
-            let ops: Vec<String> = rows.first().map(|(_, o)| o.clone()).unwrap_or_default();
-            let mut header = vec!["Test".to_owned()];
-            for op in &ops {
-                let op = capitalise(op);
-                header.extend([
-                    format!("{op} MB/s"),
-                    "IOPS".into(),
-                    "mean µs".into(),
-                    "p99 µs".into(),
-                ]);
-            }
-            let header: Vec<&str> = header.iter().map(String::as_str).collect();
-            let mut t = table(&header);
-            for (test, _) in &rows {
-                let mut cells = vec![Cell::new(test)];
-                for op in &ops {
-                    let t = find(run, "throughput_bytes_per_sec", test, op);
-                    let iops = find(run, "iops", test, op);
-                    let (mean, p99) = latency(find(run, "latency_ns", test, op));
-                    cells.extend([
-                        right(t.map_or("-".into(), |m| mb(m.value))),
-                        right(iops.map_or("-".into(), |m| format!("{:.0}", m.value))),
-                        right(mean),
-                        right(p99),
-                    ]);
-                }
-                t.add_row(cells);
-            }
-            out.push_str(&render(&t));
-            out.push_str("\nMB/s = 1,000,000 bytes/s; best pass shown, as CrystalDiskMark does.\n");
+        "meta" => (disk::FILES_PER_SEC, "files/s", 1.0),
+        "sync" => (disk::IOPS, "ops/s", 1.0),
+        _ => (disk::THROUGHPUT_BYTES_PER_SEC, "MB/s", 1e6),
+    }
+}
+
+fn right(text: String) -> Cell {
+    Cell::new(text).set_alignment(CellAlignment::Right)
+}
+
+/// The meta and sync presets' table: a row per test and operation, its
+/// best rate and the median over the passes, with the latency.
+fn ops_table(out: &mut String, run: &Run, rows: &[(String, Vec<String>)], preset: &str) {
+    let (name, rate, _) = pass_figure(preset);
+    let mut t = table(&["Test", "Op", rate, "median", "mean µs", "p99 µs"]);
+    for (test, ops) in rows {
+        for op in ops {
+            let Some(r) = find(run, name, test, op) else {
+                continue;
+            };
+            let (mean, p99) = latency(find(run, common::LATENCY, test, op));
+            t.add_row(vec![
+                Cell::new(test),
+                Cell::new(op),
+                right(format!("{:.0}", r.value)),
+                right(format!("{:.0}", median(&r.samples))),
+                right(mean),
+                right(p99),
+            ]);
         }
     }
+    out.push_str(&render(&t));
+}
 
-    // Every pass, the best marked, and the median.
-    let (name, unit, scale) = match preset {
-        "meta" => ("files_per_sec", "files/s", 1.0),
-        "sync" => ("iops", "ops/s", 1.0),
-        _ => ("throughput_bytes_per_sec", "MB/s", 1e6),
-    };
+/// CrystalDiskMark's table: a row per test, each operation's MB/s, IOPS
+/// and latency side by side.
+fn cdm_table(out: &mut String, run: &Run, rows: &[(String, Vec<String>)]) {
+    let ops: Vec<String> = rows.first().map(|(_, o)| o.clone()).unwrap_or_default();
+    let mut header = vec!["Test".to_owned()];
+    for op in &ops {
+        let op = capitalise(op);
+        header.extend([
+            format!("{op} MB/s"),
+            "IOPS".into(),
+            "mean µs".into(),
+            "p99 µs".into(),
+        ]);
+    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = table(&header);
+    for (test, _) in rows {
+        let mut cells = vec![Cell::new(test)];
+        for op in &ops {
+            let t = find(run, disk::THROUGHPUT_BYTES_PER_SEC, test, op);
+            let iops = find(run, disk::IOPS, test, op);
+            let (mean, p99) = latency(find(run, common::LATENCY, test, op));
+            cells.extend([
+                right(t.map_or("-".into(), |m| mb(m.value))),
+                right(iops.map_or("-".into(), |m| format!("{:.0}", m.value))),
+                right(mean),
+                right(p99),
+            ]);
+        }
+        t.add_row(cells);
+    }
+    out.push_str(&render(&t));
+    out.push_str("\nMB/s = 1,000,000 bytes/s; best pass shown, as CrystalDiskMark does.\n");
+}
+
+/// Every pass of each test and operation, the best marked, and the
+/// median.
+fn every_pass_section(out: &mut String, run: &Run, rows: &[(String, Vec<String>)], preset: &str) {
+    let (name, unit, scale) = pass_figure(preset);
     let _ = writeln!(out, "\nEvery pass ({unit}, * best):");
-    for (test, ops) in &rows {
+    for (test, ops) in rows {
         for op in ops {
             let Some(m) = find(run, name, test, op) else {
                 continue;
@@ -256,13 +294,15 @@ pub fn disk_report(run: &Run) -> String {
             );
         }
     }
+}
 
-    // The latency distribution behind the table's mean and p99.
+/// The latency distribution behind the tables' mean and p99.
+fn latency_section(out: &mut String, run: &Run, rows: &[(String, Vec<String>)]) {
     let _ = writeln!(out, "\nLatency per I/O over all timed passes (µs):");
     let mut t = table(&["Test", "Op", "mean", "p50", "p99", "p99.9", "max"]);
-    for (test, ops) in &rows {
+    for (test, ops) in rows {
         for op in ops {
-            let Some(h) = find(run, "latency_ns", test, op)
+            let Some(h) = find(run, common::LATENCY, test, op)
                 .and_then(|m| m.histogram.as_ref())
                 .and_then(|h| hdr::from_model(h).ok())
             else {
@@ -281,9 +321,6 @@ pub fn disk_report(run: &Run) -> String {
         }
     }
     out.push_str(&render(&t));
-    crate::text::watched(run, "operation", &mut out);
-    warnings(run, &mut out);
-    out
 }
 
 fn capitalise(s: &str) -> String {

@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use dyno_model::names::{exec, label};
 use dyno_model::record::ExecRecord;
 use dyno_model::units;
 use dyno_model::{Metric, Run, UncertaintyMethod};
@@ -46,7 +47,7 @@ fn stop_reason(rule: &str) -> &str {
 /// The human report of an exec run.
 pub fn exec_report(run: &Run) -> String {
     let mut out = String::new();
-    if let Some(shell) = run.metric("shell_startup_ns") {
+    if let Some(shell) = run.metric(exec::SHELL_STARTUP) {
         let sd = shell
             .uncertainty
             .as_ref()
@@ -151,7 +152,7 @@ fn not_run(run: &Run, benches: &[Bench<'_>], out: &mut String) {
 fn comparison(benches: &[Bench<'_>], out: &mut String) {
     let Some(reference) = benches
         .iter()
-        .find_map(|b| b.ratio.and_then(|r| r.label("reference")))
+        .find_map(|b| b.ratio.and_then(|r| r.label(label::REFERENCE)))
     else {
         return;
     };

@@ -77,12 +77,12 @@ fn decimal_prefix(value: f64) -> String {
 /// name, labels allowed (`value{metric=…}` rows pass the metric they show).
 pub fn format_metric_value(name: &str, value: f64, unit: Unit) -> String {
     let base = name.split('{').next().unwrap_or(name);
-    if unit == Unit::Ratio && base.contains("parallel_fraction") {
+    if unit == Unit::Ratio && base.contains(dyno_model::names::scale::PARALLEL_FRACTION_SUFFIX) {
         return format_parallel_fraction(value);
     }
     if unit == Unit::Ratio
         && value.is_finite()
-        && (base.contains("fraction") || base == "efficiency")
+        && (base.contains("fraction") || base == dyno_model::names::scale::EFFICIENCY)
     {
         return format!("{:.1}%", 100.0 * value);
     }
@@ -92,7 +92,11 @@ pub fn format_metric_value(name: &str, value: f64, unit: Unit) -> String {
 /// The ab-style split times (connect, waiting, processing): their value is
 /// the mean over every request, a reused connection's 0 ns connect
 /// included, as ab prints them.
-const MEAN_SPLITS: [&str; 3] = ["connect_ns", "waiting_ns", "processing_ns"];
+const MEAN_SPLITS: [&str; 3] = [
+    dyno_model::names::http::CONNECT,
+    dyno_model::names::http::WAITING,
+    dyno_model::names::http::PROCESSING,
+];
 
 /// A metric's name for a metric table: its display name, and for the
 /// ab-style split times that their value is a mean over requests (so a
@@ -101,7 +105,12 @@ const MEAN_SPLITS: [&str; 3] = ["connect_ns", "waiting_ns", "processing_ns"];
 /// such means: a db run's `connect_ns` is the time its connections took.
 pub fn metric_label(m: &Metric) -> String {
     let name = m.display_name();
-    let base = m.name.strip_prefix("http_").unwrap_or(&m.name);
+    // A quick run's HTTP line keeps them behind its prefix (`http_connect_ns`).
+    let base = m
+        .name
+        .strip_prefix(dyno_model::names::quick::HTTP)
+        .and_then(|n| n.strip_prefix('_'))
+        .unwrap_or(&m.name);
     if MEAN_SPLITS.contains(&base) && m.histogram.is_some() {
         format!("{name} (mean over requests)")
     } else {

@@ -41,7 +41,7 @@ pub fn write_latency_log(
         .with_max_value_divisor(1e6)
         .begin_log_with(out, &mut serializer)?;
     let measured = run
-        .metric("measured_ns")
+        .metric(dyno_model::names::common::MEASURED)
         .map(|m| Duration::from_nanos(m.value as u64));
     for (index, histogram) in timeline {
         let since_warmup = Duration::from_secs(index.saturating_sub(1));

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use dyno_model::names::http::{self, class};
+use dyno_model::names::{common, label};
 use dyno_model::record::{HttpRecord, LoadModel};
 use dyno_model::{Metric, Run};
 use dyno_stats::hdr;
@@ -19,7 +21,7 @@ pub(crate) fn value(run: &Run, name: &str) -> f64 {
 /// A rate averaged over time the target did not answer is marked where
 /// it is shown: ` ! averaged over 2.800 s with no answer (target_lost)`.
 pub(crate) fn lost_mark(run: &Run) -> String {
-    match run.metric("target_lost_ns") {
+    match run.metric(common::TARGET_LOST) {
         Some(m) if m.value > 0.0 => format!(
             "  ! averaged over {} with no answer (target_lost)",
             units::duration(m.value)
@@ -195,7 +197,7 @@ fn model_words(rec: &HttpRecord) -> String {
 pub(crate) fn client_cpu_words(run: &Run, rec: &HttpRecord) -> String {
     format!(
         "{:.0}% of {}",
-        value(run, "client_cpu_percent"),
+        value(run, common::CLIENT_CPU_PERCENT),
         counted(rec.threads, "worker thread")
     )
 }
@@ -204,27 +206,46 @@ pub(crate) fn client_cpu_words(run: &Run, rec: &HttpRecord) -> String {
 pub fn http_report(run: &Run) -> String {
     let rec = record(run);
     let mut out = String::new();
-    let open = rec.model == LoadModel::Open;
     for (label, words) in lead(&rec) {
         let _ = writeln!(out, "{label:<12}{words}");
     }
     out.push('\n');
+    plan_sections(&mut out, &rec);
+    requests_lines(&mut out, run, &rec);
+    transfer_lines(&mut out, run);
+    out.push('\n');
+
+    if let Some(scenario) = &rec.scenario {
+        scenario_section(&mut out, run, scenario);
+    }
+    latency_section(&mut out, run, rec.model == LoadModel::Open);
+    connection_times(&mut out, run);
+    answers_lines(&mut out, run, &rec);
+    let _ = writeln!(out, "Client CPU  {}", client_cpu_words(run, &rec));
+    crate::text::watched(run, "request", &mut out);
+    crate::text::warnings(run, &mut out);
+    out
+}
+
+/// What a run's rates count: a scenario's flows, else requests.
+fn rate_words(rec: &HttpRecord) -> &'static str {
+    if rec.scenario.is_some() {
+        "flows/s"
+    } else {
+        "req/s"
+    }
+}
+
+/// A rate plan's stages and a capacity search's steps, each with a line
+/// that says which figures follow; nothing for a plain run.
+fn plan_sections(out: &mut String, rec: &HttpRecord) {
+    let per = rate_words(rec);
     if let Some(plan) = &rec.rate_plan {
-        let per = if rec.scenario.is_some() {
-            "flows/s"
-        } else {
-            "req/s"
-        };
-        crate::stages::stages_section(&mut out, plan, per, "LAG P99");
+        crate::stages::stages_section(out, plan, per, "LAG P99");
         out.push_str("The figures below are the whole run's.\n\n");
     }
     if let Some(cap) = &rec.capacity {
-        let per = if rec.scenario.is_some() {
-            "flows/s"
-        } else {
-            "req/s"
-        };
-        crate::capacity::capacity_section(&mut out, cap, per);
+        crate::capacity::capacity_section(out, cap, per);
         if cap.sweep.is_some() {
             let _ = writeln!(
                 out,
@@ -239,16 +260,22 @@ pub fn http_report(run: &Run) -> String {
             );
         }
     }
+}
 
-    let measured = value(run, "measured_ns");
-    let unfinished = under_way(count(run, "unfinished_requests"));
+/// The answers and their rate, and for an open-model run how the
+/// schedule was kept: the rate asked for, late and dropped sends, the
+/// send lag.
+fn requests_lines(out: &mut String, run: &Run, rec: &HttpRecord) {
+    let open = rec.model == LoadModel::Open;
+    let measured = value(run, common::MEASURED);
+    let unfinished = under_way(count(run, http::UNFINISHED_REQUESTS));
     let _ = writeln!(
         out,
         "Requests    {} answered in {}: {}{unfinished}{}",
-        count(run, "responses"),
+        count(run, http::RESPONSES),
         units::duration(measured),
         format_value(
-            value(run, "requests_per_sec"),
+            value(run, http::REQUESTS_PER_SEC),
             dyno_model::Unit::RequestsPerSec
         ),
         lost_mark(run)
@@ -257,30 +284,30 @@ pub fn http_report(run: &Run) -> String {
         let flows: f64 = run
             .metrics
             .iter()
-            .filter(|m| m.name == "flows_per_sec")
+            .filter(|m| m.name == http::FLOWS_PER_SEC)
             .map(|m| m.value)
             .sum();
         let _ = writeln!(
             out,
             "Rate        requested {} flows/s, completed {} flows/s; {} flows started late (max {} late), {} dropped",
-            rate(value(run, "requested_rate_per_sec")),
+            rate(value(run, http::REQUESTED_RATE_PER_SEC)),
             rate(flows),
-            count(run, "late_sends"),
-            units::duration(value(run, "max_lateness_ns")),
-            count(run, "dropped_sends"),
+            count(run, http::LATE_SENDS),
+            units::duration(value(run, http::MAX_LATENESS)),
+            count(run, http::DROPPED_SENDS),
         );
     } else if open {
         let _ = writeln!(
             out,
             "Rate        requested {} req/s, achieved {} req/s; {} late sends (max {} late), {} dropped",
-            rate(value(run, "requested_rate_per_sec")),
-            rate(value(run, "requests_per_sec")),
-            count(run, "late_sends"),
-            units::duration(value(run, "max_lateness_ns")),
-            count(run, "dropped_sends"),
+            rate(value(run, http::REQUESTED_RATE_PER_SEC)),
+            rate(value(run, http::REQUESTS_PER_SEC)),
+            count(run, http::LATE_SENDS),
+            units::duration(value(run, http::MAX_LATENESS)),
+            count(run, http::DROPPED_SENDS),
         );
     }
-    if open && let Some(h) = histogram(run, "send_lag_ns") {
+    if open && let Some(h) = histogram(run, http::SEND_LAG) {
         let _ = writeln!(
             out,
             "Send lag    p50 {}, p99 {}, max {} from due time to real send (client delay or a busy connection; counted in corrected latency only)",
@@ -289,69 +316,78 @@ pub fn http_report(run: &Run) -> String {
             units::duration_short(h.max() as f64),
         );
     }
+}
+
+/// The bytes moved, and over HTTP/2 its header bytes, HPACK's savings,
+/// the server's stream limit and the requests a GOAWAY sent again.
+fn transfer_lines(out: &mut String, run: &Run) {
     let _ = writeln!(
         out,
         "Transfer    {} ({} read, {} written, {} of bodies)",
         format_value(
-            value(run, "transfer_bytes_per_sec"),
+            value(run, http::TRANSFER_BYTES_PER_SEC),
             dyno_model::Unit::BytesPerSec
         ),
-        format_value(value(run, "bytes_read"), dyno_model::Unit::Bytes),
-        format_value(value(run, "bytes_written"), dyno_model::Unit::Bytes),
-        format_value(value(run, "body_bytes"), dyno_model::Unit::Bytes),
+        format_value(value(run, http::BYTES_READ), dyno_model::Unit::Bytes),
+        format_value(value(run, http::BYTES_WRITTEN), dyno_model::Unit::Bytes),
+        format_value(value(run, http::BODY_BYTES), dyno_model::Unit::Bytes),
     );
-    if run.metric("h2_header_bytes_wire").is_some() {
-        let wire = value(run, "h2_header_bytes_wire");
-        let plain = value(run, "h2_header_bytes_plain");
-        let saved = run
-            .metric("h2_header_savings_percent")
-            .map_or(String::new(), |m| {
-                format!(": {:.1}% saved by HPACK", m.value)
-            });
-        let limit = run
-            .metric("h2_server_max_concurrent_streams")
-            .map_or(String::new(), |m| {
-                format!("; the server allows {} concurrent streams", m.value)
-            });
+    if run.metric(http::H2_HEADER_BYTES_WIRE).is_none() {
+        return;
+    }
+    let wire = value(run, http::H2_HEADER_BYTES_WIRE);
+    let plain = value(run, http::H2_HEADER_BYTES_PLAIN);
+    let saved = run
+        .metric(http::H2_HEADER_SAVINGS_PERCENT)
+        .map_or(String::new(), |m| {
+            format!(": {:.1}% saved by HPACK", m.value)
+        });
+    let limit = run
+        .metric(http::H2_SERVER_MAX_CONCURRENT_STREAMS)
+        .map_or(String::new(), |m| {
+            format!("; the server allows {} concurrent streams", m.value)
+        });
+    let _ = writeln!(
+        out,
+        "HTTP/2      response headers {} on the wire for {} plain{saved}{limit}",
+        format_value(wire, dyno_model::Unit::Bytes),
+        format_value(plain, dyno_model::Unit::Bytes),
+    );
+    let retried = run.metric(http::H2_GOAWAY_RETRIED).map_or(0.0, |m| m.value);
+    if retried > 0.0 {
         let _ = writeln!(
             out,
-            "HTTP/2      response headers {} on the wire for {} plain{saved}{limit}",
-            format_value(wire, dyno_model::Unit::Bytes),
-            format_value(plain, dyno_model::Unit::Bytes),
+            "            {} sent again on a new connection: the server's GOAWAY said it had not processed them (not errors)",
+            counted(retried as u64, "request")
         );
-        let retried = run.metric("h2_goaway_retried").map_or(0.0, |m| m.value);
-        if retried > 0.0 {
-            let _ = writeln!(
-                out,
-                "            {} sent again on a new connection: the server's GOAWAY said it had not processed them (not errors)",
-                counted(retried as u64, "request")
-            );
-        }
     }
-    out.push('\n');
+}
 
-    if let Some(scenario) = &rec.scenario {
-        scenario_section(&mut out, run, scenario);
-    }
-
+/// The latency table: the latency (corrected, in an `open` run) and the
+/// uncorrected latency where the run has it.
+fn latency_section(out: &mut String, run: &Run, open: bool) {
     let mut rows: Vec<(&str, Histogram<u64>)> = Vec::new();
-    if let Some(h) = histogram(run, "latency_ns") {
+    if let Some(h) = histogram(run, common::LATENCY) {
         rows.push((if open { "corrected" } else { "latency" }, h));
     }
-    if let Some(h) = histogram(run, "latency_uncorrected_ns") {
+    if let Some(h) = histogram(run, common::LATENCY_UNCORRECTED) {
         rows.push(("uncorrected", h));
     }
-    latency_table(&mut out, &rows);
+    latency_table(out, &rows);
+}
 
+/// ApacheBench's split of the latency, as dyno shows it: min, mean, sd,
+/// median and max of each part, dashes where nothing was answered.
+fn connection_times(out: &mut String, run: &Run) {
     let _ = writeln!(
         out,
         "Connection times    min      mean     sd       median   max"
     );
     for (label, name) in [
-        ("Connect", "connect_ns"),
-        ("Processing", "processing_ns"),
-        ("Waiting", "waiting_ns"),
-        ("Total", "latency_ns"),
+        ("Connect", http::CONNECT),
+        ("Processing", http::PROCESSING),
+        ("Waiting", http::WAITING),
+        ("Total", common::LATENCY),
     ] {
         if let Some(h) = histogram(run, name) {
             if h.is_empty() {
@@ -370,8 +406,12 @@ pub fn http_report(run: &Run) -> String {
         }
     }
     out.push('\n');
+}
 
-    let statuses: Vec<String> = tallies(run, "status_")
+/// The answers by status code (with the statuses expected) and the
+/// failures by error class.
+fn answers_lines(out: &mut String, run: &Run, rec: &HttpRecord) {
+    let statuses: Vec<String> = tallies(run, http::STATUS_PREFIX)
         .map(|(c, n)| format!("{c}: {n}"))
         .collect();
     // Runs saved before --expect-status have no such setting.
@@ -391,7 +431,7 @@ pub fn http_report(run: &Run) -> String {
             statuses.join(", ")
         }
     );
-    let errors: Vec<String> = tallies(run, "errors_")
+    let errors: Vec<String> = tallies(run, http::ERRORS_PREFIX)
         .map(|(class, n)| format!("{}: {n}", class_words(class)))
         .collect();
     let _ = writeln!(
@@ -403,10 +443,6 @@ pub fn http_report(run: &Run) -> String {
             errors.join(", ")
         }
     );
-    let _ = writeln!(out, "Client CPU  {}", client_cpu_words(run, &rec));
-    crate::text::watched(run, "request", &mut out);
-    crate::text::warnings(run, &mut out);
-    out
 }
 
 /// A labelled metric of the run: `name` with these labels (and maybe more).
@@ -419,9 +455,9 @@ impl<'a> ByPlace<'a> {
     pub(crate) fn new(run: &'a Run) -> ByPlace<'a> {
         let mut map: HashMap<&str, HashMap<&str, Vec<&Metric>>> = HashMap::new();
         for m in &run.metrics {
-            if let Some(flow) = m.label("flow") {
+            if let Some(flow) = m.label(label::FLOW) {
                 // A flow's own figures under "", a step's under its name.
-                let step = m.label("step").unwrap_or("");
+                let step = m.label(label::STEP).unwrap_or("");
                 map.entry(flow)
                     .or_default()
                     .entry(step)
@@ -497,16 +533,16 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
     );
     let place = ByPlace::new(run);
     for flow in &scenario.flows {
-        let duration = hist(place.get(&flow.name, None, "flow_duration_ns"));
+        let duration = hist(place.get(&flow.name, None, http::FLOW_DURATION));
         let get = |name: &str| place.get(&flow.name, None, name).map_or(0.0, |m| m.value);
         let _ = writeln!(
             out,
             "{:<width$}  {:>10} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9}",
             flow.name,
-            rate(get("flows_per_sec")),
-            get("flows_completed") as u64,
-            get("flows_failed") as u64,
-            get("flows_unfinished") as u64,
+            rate(get(http::FLOWS_PER_SEC)),
+            get(http::FLOWS_COMPLETED) as u64,
+            get(http::FLOWS_FAILED) as u64,
+            get(http::FLOWS_UNFINISHED) as u64,
             duration.as_ref().map_or(DASH.into(), |h| pct(h, 50.0)),
             duration.as_ref().map_or(DASH.into(), |h| pct(h, 99.0)),
             duration.as_ref().map_or(DASH.into(), |h| pct(h, 100.0)),
@@ -521,14 +557,14 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
     for flow in &scenario.flows {
         for step in &flow.steps {
             let at = Some(step.name.as_str());
-            let latency = hist(place.get(&flow.name, at, "step_latency_ns"));
+            let latency = hist(place.get(&flow.name, at, http::STEP_LATENCY));
             let get = |name: &str| place.get(&flow.name, at, name).map_or(0.0, |m| m.value);
             let classes: Vec<String> = place
-                .all(&flow.name, at, "step_errors_by_class")
+                .all(&flow.name, at, http::STEP_ERRORS_BY_CLASS)
                 .map(|m| {
                     format!(
                         "{}: {}",
-                        class_words(m.label("class").unwrap_or("?")),
+                        class_words(m.label(label::CLASS).unwrap_or("?")),
                         m.value as u64
                     )
                 })
@@ -537,12 +573,12 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
             let _ = writeln!(
                 out,
                 "{name:<width$}  {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  {}",
-                rate(get("step_requests_per_sec")),
+                rate(get(http::STEP_REQUESTS_PER_SEC)),
                 latency.as_ref().map_or(DASH.into(), |h| pct(h, 50.0)),
                 latency.as_ref().map_or(DASH.into(), |h| pct(h, 90.0)),
                 latency.as_ref().map_or(DASH.into(), |h| pct(h, 99.0)),
                 latency.as_ref().map_or(DASH.into(), |h| pct(h, 100.0)),
-                get("step_errors") as u64,
+                get(http::STEP_ERRORS) as u64,
                 classes.join(", "),
             );
         }
@@ -553,7 +589,7 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
 /// An error class as the Errors line and the step table both name it.
 fn class_words(class: &str) -> String {
     match class {
-        "status" => "unexpected status".into(),
+        class::STATUS => "unexpected status".into(),
         class => class.replace('_', " "),
     }
 }
@@ -663,16 +699,39 @@ fn alpn_choice(rec: &HttpRecord) -> String {
 pub fn ab_report(run: &Run) -> String {
     let rec = record(run);
     let mut out = String::new();
-    let url = rec.url.as_str();
-    let (host, port, path) = split_url(url);
-    let responses = count(run, "responses");
-    let secs = value(run, "measured_ns") / 1e9;
+    let (host, port, path) = split_url(&rec.url);
+    let responses = count(run, http::RESPONSES);
     // A run always has a connection; 0 is a record without the field.
     let concurrency = if rec.connections == 0 {
         1
     } else {
         rec.connections
     };
+    ab_server(&mut out, run, &rec, &host, port);
+    let _ = writeln!(out, "Document Path:          {path}");
+    let doc_len = count(run, http::BODY_BYTES)
+        .checked_div(responses)
+        .unwrap_or(0);
+    let _ = writeln!(out, "Document Length:        {doc_len} bytes\n");
+    let _ = writeln!(out, "Concurrency Level:      {concurrency}");
+    if rec.model == LoadModel::Open {
+        let _ = writeln!(
+            out,
+            "Open model:             {} [#/sec] requested on a fixed schedule (dyno --rate); latency counted from due times",
+            rec.rate_per_sec.unwrap_or(0.0)
+        );
+    }
+    let secs = value(run, common::MEASURED) / 1e9;
+    let _ = writeln!(out, "Time taken for tests:   {secs:.3} seconds");
+    ab_counts(&mut out, run, &rec);
+    ab_rates(&mut out, run, &rec, concurrency);
+    ab_connection_times(&mut out, run);
+    out
+}
+
+/// ab's banner and what it says of the server: its software, host and
+/// port, and over TLS the session.
+fn ab_server(out: &mut String, run: &Run, rec: &HttpRecord, host: &str, port: u16) {
     let _ = writeln!(
         out,
         "This is dyno {}, reporting in the layout of ApacheBench, Version 2.3\n",
@@ -682,7 +741,7 @@ pub fn ab_report(run: &Run) -> String {
     let _ = writeln!(out, "Server Software:        {server}");
     let _ = writeln!(out, "Server Hostname:        {host}");
     let _ = writeln!(out, "Server Port:            {port}");
-    if let Some((protocol, cipher, kx)) = tls_session(&rec) {
+    if let Some((protocol, cipher, kx)) = tls_session(rec) {
         let _ = writeln!(out, "SSL/TLS Protocol:       {protocol},{cipher}");
         if let Some(kx) = kx {
             let _ = writeln!(out, "Server Temp Key:        {kx}");
@@ -690,37 +749,39 @@ pub fn ab_report(run: &Run) -> String {
         let _ = writeln!(out, "TLS Server Name:        {host}");
     }
     out.push('\n');
-    let _ = writeln!(out, "Document Path:          {path}");
-    let doc_len = count(run, "body_bytes").checked_div(responses).unwrap_or(0);
-    let _ = writeln!(out, "Document Length:        {doc_len} bytes\n");
-    let _ = writeln!(out, "Concurrency Level:      {concurrency}");
-    let open = rec.model == LoadModel::Open;
-    if open {
-        let _ = writeln!(
-            out,
-            "Open model:             {} [#/sec] requested on a fixed schedule (dyno --rate); latency counted from due times",
-            rec.rate_per_sec.unwrap_or(0.0)
-        );
-    }
-    let _ = writeln!(out, "Time taken for tests:   {secs:.3} seconds");
-    let _ = writeln!(out, "Complete requests:      {}", count(run, "requests"));
-    let failed = count(run, "errors");
+}
+
+/// The count of an error class the run wrote ([`http::ERRORS_PREFIX`]).
+fn errors_of(run: &Run, class: &str) -> u64 {
+    count(run, &format!("{}{class}", http::ERRORS_PREFIX))
+}
+
+/// ab's counts: complete and failed requests (failures in ab's four
+/// kinds), non-2xx answers, keep-alive requests and the bytes moved.
+fn ab_counts(out: &mut String, run: &Run, rec: &HttpRecord) {
+    let _ = writeln!(
+        out,
+        "Complete requests:      {}",
+        count(run, http::REQUESTS)
+    );
+    let failed = count(run, http::ERRORS);
     let _ = writeln!(out, "Failed requests:        {failed}");
     if failed > 0 {
         // Every connect class (refused, timeout, too many open files …).
-        let connect = tallies(run, "errors_connect_").map(|(_, n)| n).sum::<u64>()
-            + count(run, "errors_tls_handshake");
-        let length = count(run, "errors_body_length_mismatch");
-        let receive = count(run, "errors_read_timeout")
-            + count(run, "errors_reset")
-            + count(run, "errors_closed_early");
+        let connect_prefix = format!("{}{}", http::ERRORS_PREFIX, class::CONNECT_PREFIX);
+        let connect = tallies(run, &connect_prefix).map(|(_, n)| n).sum::<u64>()
+            + errors_of(run, class::TLS_HANDSHAKE);
+        let length = errors_of(run, class::BODY_LENGTH_MISMATCH);
+        let receive = errors_of(run, class::READ_TIMEOUT)
+            + errors_of(run, class::RESET)
+            + errors_of(run, class::CLOSED_EARLY);
         let exceptions = failed - connect - length - receive;
         let _ = writeln!(
             out,
             "   (Connect: {connect}, Receive: {receive}, Length: {length}, Exceptions: {exceptions})"
         );
     }
-    let non2xx: u64 = tallies(run, "status_")
+    let non2xx: u64 = tallies(run, http::STATUS_PREFIX)
         .filter(|(code, _)| !code.starts_with('2'))
         .map(|(_, n)| n)
         .sum();
@@ -730,19 +791,26 @@ pub fn ab_report(run: &Run) -> String {
     if rec.keep_alive {
         // A request that went on an open connection records a connect
         // time of exactly 0; one that opened its own took microseconds.
-        let reused = histogram(run, "connect_ns").map_or(0, |h| h.count_at(0));
+        let reused = histogram(run, http::CONNECT).map_or(0, |h| h.count_at(0));
         let _ = writeln!(out, "Keep-Alive requests:    {reused}");
     }
     let _ = writeln!(
         out,
         "Total transferred:      {} bytes",
-        count(run, "bytes_read")
+        count(run, http::BYTES_READ)
     );
     let _ = writeln!(
         out,
         "HTML transferred:       {} bytes",
-        count(run, "body_bytes")
+        count(run, http::BODY_BYTES)
     );
+}
+
+/// ab's rates: requests per second, time per request (for an open-model
+/// run the mean corrected latency) and the transfer rate.
+fn ab_rates(out: &mut String, run: &Run, rec: &HttpRecord, concurrency: u64) {
+    let responses = count(run, http::RESPONSES);
+    let secs = value(run, common::MEASURED) / 1e9;
     let rps = if secs > 0.0 {
         responses as f64 / secs
     } else {
@@ -754,8 +822,8 @@ pub fn ab_report(run: &Run) -> String {
     } else {
         0.0
     };
-    let per_user = if open {
-        histogram(run, "latency_ns").map_or(0.0, |h| ms(h.mean()))
+    let per_user = if rec.model == LoadModel::Open {
+        histogram(run, common::LATENCY).map_or(0.0, |h| ms(h.mean()))
     } else {
         per * concurrency as f64
     };
@@ -765,7 +833,7 @@ pub fn ab_report(run: &Run) -> String {
         "Time per request:       {per:.3} [ms] (mean, across all concurrent requests)"
     );
     let kbps = if secs > 0.0 {
-        value(run, "bytes_read") / 1024.0 / secs
+        value(run, http::BYTES_READ) / 1024.0 / secs
     } else {
         0.0
     };
@@ -773,14 +841,18 @@ pub fn ab_report(run: &Run) -> String {
         out,
         "Transfer rate:          {kbps:.2} [Kbytes/sec] received\n"
     );
+}
 
+/// ab's connection times in ms, then the share of requests served within
+/// each time.
+fn ab_connection_times(out: &mut String, run: &Run) {
     let _ = writeln!(out, "Connection Times (ms)");
     let _ = writeln!(out, "              min  mean[+/-sd] median   max");
     for (label, name) in [
-        ("Connect:", "connect_ns"),
-        ("Processing:", "processing_ns"),
-        ("Waiting:", "waiting_ns"),
-        ("Total:", "latency_ns"),
+        ("Connect:", http::CONNECT),
+        ("Processing:", http::PROCESSING),
+        ("Waiting:", http::WAITING),
+        ("Total:", common::LATENCY),
     ] {
         let h = histogram(run, name);
         let (min, mean, sd, median, max) = h.as_ref().map_or((0.0, 0.0, 0.0, 0.0, 0.0), |h| {
@@ -798,7 +870,7 @@ pub fn ab_report(run: &Run) -> String {
             "{label:<12}{min:>5.0} {mean:>4.0} {sd:>5.1} {median:>6.0} {max:>7.0}"
         );
     }
-    if let Some(h) = histogram(run, "latency_ns") {
+    if let Some(h) = histogram(run, common::LATENCY) {
         let _ = writeln!(
             out,
             "\nPercentage of the requests served within a certain time (ms)"
@@ -809,7 +881,6 @@ pub fn ab_report(run: &Run) -> String {
         }
         let _ = writeln!(out, " 100% {:>6.0} (longest request)", ms(h.max() as f64));
     }
-    out
 }
 
 /// Host, port and path of an http:// or https:// URL, as ab prints them.

@@ -15,6 +15,7 @@ use std::io::{self, Write};
 use dyno_model::Run;
 use serde_json::{Value, json};
 
+use dyno_model::names::label;
 use dyno_model::record::{Bench, benches};
 
 use crate::exec::BenchSummary;
@@ -123,7 +124,7 @@ pub fn hyperfine_markdown(run: &Run) -> String {
     );
     let reference = benches
         .iter()
-        .find_map(|b| b.ratio.and_then(|r| r.label("reference")));
+        .find_map(|b| b.ratio.and_then(|r| r.label(label::REFERENCE)));
     for b in &benches {
         let Some(s) = b.summary() else { continue };
         let relative = match b.ratio {

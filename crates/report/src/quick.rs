@@ -2,6 +2,8 @@
 //! count (int64, its scaling, HTTP, PostgreSQL, the disk), read from the
 //! run's [`QuickRecord`] and metrics.
 
+use dyno_model::names::quick::{self as name, DB, DISK, HTTP};
+use dyno_model::names::{common, db, disk, http, label};
 use dyno_model::record::QuickRecord;
 use dyno_model::{Run, Unit};
 
@@ -15,8 +17,8 @@ pub fn quick_report(run: &Run) -> String {
     let mut rows = int64_rows(run, threads);
     rows.extend(load_row(
         run,
-        "http",
-        "requests_per_sec",
+        HTTP,
+        http::REQUESTS_PER_SEC,
         format!("http /hello, c={}", record.http.connections),
         "",
     ));
@@ -29,8 +31,8 @@ pub fn quick_report(run: &Run) -> String {
             .unwrap_or("?");
         rows.extend(load_row(
             run,
-            "db",
-            "transactions_per_sec",
+            DB,
+            db::TRANSACTIONS_PER_SEC,
             format!("db select-only, c={}", db.clients),
             &format!("PostgreSQL {version}; "),
         ));
@@ -46,9 +48,9 @@ pub fn quick_report(run: &Run) -> String {
 
 /// The int64 lines: one thread, `threads` threads, and the scaling line.
 fn int64_rows(run: &Run, threads: u64) -> Vec<SummaryRow> {
-    let row = |label: String, prefix: &str, note: String| {
-        let time = run.metric(&format!("{prefix}_ns"))?;
-        let rate = run.metric(&format!("{prefix}_ops_per_sec"))?;
+    let row = |label: String, (time, rate): (&str, &str), note: String| {
+        let time = run.metric(time)?;
+        let rate = run.metric(rate)?;
         Some(SummaryRow {
             test: label,
             result: format_value(time.value, time.unit),
@@ -57,25 +59,29 @@ fn int64_rows(run: &Run, threads: u64) -> Vec<SummaryRow> {
             note,
         })
     };
-    let mut rows: Vec<SummaryRow> = row("int64, 1 thread".into(), "int64_1t", String::new())
-        .into_iter()
-        .collect();
+    let mut rows: Vec<SummaryRow> = row(
+        "int64, 1 thread".into(),
+        (name::INT64_1T, name::INT64_1T_OPS_PER_SEC),
+        String::new(),
+    )
+    .into_iter()
+    .collect();
     if threads <= 1 {
         return rows;
     }
     rows.extend(row(
         format!("int64, {threads} threads"),
-        "int64_nt",
+        (name::INT64_NT, name::INT64_NT_OPS_PER_SEC),
         format!("{threads} copies at once"),
     ));
     // The scaling line: weak scaling (N copies), so the speedup is of
     // throughput, and p is what Amdahl's law would make of it.
     if let (Some(s), Some(e)) = (
-        run.metric("int64_speedup"),
-        run.metric("int64_efficiency_percent"),
+        run.metric(name::INT64_SPEEDUP),
+        run.metric(name::INT64_EFFICIENCY_PERCENT),
     ) {
         let p = run
-            .metric("int64_amdahl_parallel_fraction")
+            .metric(name::INT64_AMDAHL_PARALLEL_FRACTION)
             .map_or_else(String::new, |p| {
                 format!(
                     ", Amdahl parallel fraction {}",
@@ -95,11 +101,12 @@ fn int64_rows(run: &Run, threads: u64) -> Vec<SummaryRow> {
     rows
 }
 
-/// The line of a load test (`prefix` http or db): mean latency, the rate,
-/// p99 and the client's CPU.
-fn load_row(run: &Run, prefix: &str, rate: &str, test: String, note: &str) -> Option<SummaryRow> {
-    let rate = run.metric(&format!("{prefix}_{rate}"))?;
-    let latency = run.metric(&format!("{prefix}_latency_ns"))?;
+/// The line of a load test (`line` http or db, the prefix of its
+/// metrics): mean latency, the rate (its engine's metric `rate`), p99 and
+/// the client's CPU.
+fn load_row(run: &Run, line: &str, rate: &str, test: String, note: &str) -> Option<SummaryRow> {
+    let rate = run.metric(&format!("{line}_{rate}"))?;
+    let latency = run.metric(&format!("{line}_{}", common::LATENCY))?;
     let p99 = latency
         .histogram
         .as_ref()
@@ -107,7 +114,7 @@ fn load_row(run: &Run, prefix: &str, rate: &str, test: String, note: &str) -> Op
         .map(|p| format_value(p.value, Unit::Ns))
         .unwrap_or_default();
     let cpu = run
-        .metric(&format!("{prefix}_client_cpu_percent"))
+        .metric(&format!("{line}_{}", common::CLIENT_CPU_PERCENT))
         .map_or(0.0, |m| m.value);
     Some(SummaryRow {
         test,
@@ -122,19 +129,23 @@ fn load_row(run: &Run, prefix: &str, rate: &str, test: String, note: &str) -> Op
 fn disk_rows(run: &Run, direct_io: bool) -> Vec<SummaryRow> {
     let mut rows = Vec::new();
     for test in ["SEQ1M Q8T1", "RND4K Q1T1"] {
+        // The disk line's metric `name`, of this test and operation `op`.
         let get = |name: &str, op: &str| {
+            let name = format!("{DISK}_{name}");
             run.metrics.iter().find(|m| {
-                m.name == name && m.label("test") == Some(test) && m.label("op") == Some(op)
+                m.name == name
+                    && m.label(label::TEST) == Some(test)
+                    && m.label(label::OP) == Some(op)
             })
         };
         let (Some(read), Some(write)) = (
-            get("disk_throughput_bytes_per_sec", "read"),
-            get("disk_throughput_bytes_per_sec", "write"),
+            get(disk::THROUGHPUT_BYTES_PER_SEC, "read"),
+            get(disk::THROUGHPUT_BYTES_PER_SEC, "write"),
         ) else {
             continue;
         };
-        let iops = |op| get("disk_iops", op).map_or(0.0, |m| m.value);
-        let latency = get("disk_latency_ns", "read")
+        let iops = |op| get(disk::IOPS, op).map_or(0.0, |m| m.value);
+        let latency = get(common::LATENCY, "read")
             .map_or_else(String::new, |m| format_value(m.value, m.unit));
         let direct = if direct_io {
             "direct I/O"

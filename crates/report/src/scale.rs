@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use comfy_table::{Cell, CellAlignment};
+use dyno_model::names::{label, scale};
 use dyno_model::record::ScaleRecord;
 use dyno_model::{Metric, Run, Unit};
 
@@ -21,7 +22,7 @@ use dyno_model::units;
 fn at<'a>(run: &'a Run, name: &str, n: Option<&str>) -> Option<&'a Metric> {
     run.metrics
         .iter()
-        .find(|m| m.name == name && m.label("n") == n)
+        .find(|m| m.name == name && m.label(label::N) == n)
 }
 
 fn value(run: &Run, name: &str) -> Option<f64> {
@@ -29,7 +30,7 @@ fn value(run: &Run, name: &str) -> Option<f64> {
 }
 
 fn predicted(m: &Metric) -> &'static str {
-    if m.label("predicted") == Some("true") {
+    if m.label(label::PREDICTED) == Some("true") {
         " (predicted)"
     } else {
         ""
@@ -68,16 +69,16 @@ pub fn scale_report(run: &Run) -> String {
     let mut ns: Vec<(f64, &str)> = run
         .metrics
         .iter()
-        .filter(|m| m.name == "speedup")
+        .filter(|m| m.name == scale::SPEEDUP)
         .filter_map(|m| {
-            let n = m.label("n")?;
+            let n = m.label(label::N)?;
             Some((n.parse::<f64>().ok()?, n))
         })
         .collect();
     ns.sort_by(|a, b| a.0.total_cmp(&b.0));
     let time = ns
         .first()
-        .is_some_and(|(_, n)| at(run, "time_ns", Some(n)).is_some());
+        .is_some_and(|(_, n)| at(run, scale::TIME, Some(n)).is_some());
     if let Some(&(baseline, label)) = ns.first()
         && baseline != 1.0
     {
@@ -101,32 +102,36 @@ pub fn scale_report(run: &Run) -> String {
             at(run, name, Some(n)).map_or_else(|| "–".to_owned(), f)
         };
         let measured = if time {
-            shown("time_ns", &|m| units::duration(m.value))
+            shown(scale::TIME, &|m| units::duration(m.value))
         } else {
-            shown("throughput", &|m| format_value(m.value, Unit::OpsPerSec))
+            shown(scale::THROUGHPUT, &|m| {
+                format_value(m.value, Unit::OpsPerSec)
+            })
         };
         let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
         t.add_row(vec![
             right(n.to_owned()),
             right(measured),
-            right(shown("speedup", &|m| format!("{:.2}×", m.value))),
-            right(shown("efficiency", &|m| percent(m.value))),
-            right(shown("amdahl_parallel_fraction", &|m| {
+            right(shown(scale::SPEEDUP, &|m| format!("{:.2}×", m.value))),
+            right(shown(scale::EFFICIENCY, &|m| percent(m.value))),
+            right(shown(scale::AMDAHL_PARALLEL_FRACTION, &|m| {
                 format_parallel_fraction(m.value)
             })),
-            right(shown("karp_flatt_serial_fraction", &|m| percent(m.value))),
+            right(shown(scale::KARP_FLATT_SERIAL_FRACTION, &|m| {
+                percent(m.value)
+            })),
         ]);
     }
     out.push_str(&render(&t));
     out.push('\n');
     database(run, &ns, &mut out);
 
-    if let Some(best) = run.metric("best_speedup") {
-        let n = best.label("n").unwrap_or("?");
+    if let Some(best) = run.metric(scale::BEST_SPEEDUP) {
+        let n = best.label(label::N).unwrap_or("?");
         let figure = if time {
-            at(run, "time_ns", Some(n)).map(|m| format!(", {}", units::duration(m.value)))
+            at(run, scale::TIME, Some(n)).map(|m| format!(", {}", units::duration(m.value)))
         } else {
-            at(run, "throughput", Some(n))
+            at(run, scale::THROUGHPUT, Some(n))
                 .map(|m| format!(", {}", format_value(m.value, Unit::OpsPerSec)))
         };
         let _ = writeln!(
@@ -137,10 +142,10 @@ pub fn scale_report(run: &Run) -> String {
         );
     }
 
-    if let Some(p) = value(run, "amdahl_fit_parallel_fraction") {
-        let r2 = value(run, "amdahl_fit_r_squared")
+    if let Some(p) = value(run, scale::AMDAHL_FIT_PARALLEL_FRACTION) {
+        let r2 = value(run, scale::AMDAHL_FIT_R_SQUARED)
             .map_or_else(String::new, |r| format!(", R² = {r:.4}"));
-        let ceiling = at(run, "amdahl_fit_ceiling", None).map_or_else(
+        let ceiling = at(run, scale::AMDAHL_FIT_CEILING, None).map_or_else(
             || "no ceiling: the fit finds no serial part".to_owned(),
             |c| {
                 format!(
@@ -166,7 +171,7 @@ pub fn scale_report(run: &Run) -> String {
 /// per commit (below 1 when group commit shares them), log bytes per
 /// commit and retries; nothing for other sources.
 fn database(run: &Run, ns: &[(f64, &str)], out: &mut String) {
-    if at(run, "commits_per_sec", ns.first().map(|n| n.1)).is_none() {
+    if at(run, scale::COMMITS_PER_SEC, ns.first().map(|n| n.1)).is_none() {
         return;
     }
     let mut t = table(&[
@@ -183,14 +188,14 @@ fn database(run: &Run, ns: &[(f64, &str)], out: &mut String) {
         let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
         t.add_row(vec![
             right(n.to_owned()),
-            right(shown("commits_per_sec", &|v| {
+            right(shown(scale::COMMITS_PER_SEC, &|v| {
                 format_value(v, Unit::OpsPerSec)
             })),
-            right(shown("fsyncs_per_commit", &|v| format!("{v:.3}"))),
-            right(shown("log_bytes_per_commit", &|v| {
+            right(shown(scale::FSYNCS_PER_COMMIT, &|v| format!("{v:.3}"))),
+            right(shown(scale::LOG_BYTES_PER_COMMIT, &|v| {
                 format_value(v, Unit::Bytes)
             })),
-            right(shown("retries", &|v| format!("{v:.0}"))),
+            right(shown(scale::RETRIES, &|v| format!("{v:.0}"))),
         ]);
     }
     out.push_str(&render(&t));
@@ -200,10 +205,10 @@ fn database(run: &Run, ns: &[(f64, &str)], out: &mut String) {
 /// The USL lines: parameters and bound, then the peak (or why there is none).
 fn usl(run: &Run, time: bool, points: usize, out: &mut String) {
     let (Some(sigma), Some(kappa), Some(lambda), Some(r2)) = (
-        value(run, "usl_sigma"),
-        value(run, "usl_kappa"),
-        value(run, "usl_lambda"),
-        value(run, "usl_r_squared"),
+        value(run, scale::USL_SIGMA),
+        value(run, scale::USL_KAPPA),
+        value(run, scale::USL_LAMBDA),
+        value(run, scale::USL_R_SQUARED),
     ) else {
         let _ = writeln!(
             out,
@@ -211,11 +216,11 @@ fn usl(run: &Run, time: bool, points: usize, out: &mut String) {
         );
         return;
     };
-    let bound = at(run, "usl_bound", None)
-        .and_then(|m| m.label("bound"))
+    let bound = at(run, scale::USL_BOUND, None)
+        .and_then(|m| m.label(label::BOUND))
         .map_or_else(String::new, |b| match b {
-            "linear" => ": scales almost linearly over the measured N".to_owned(),
-            "superlinear" => {
+            scale::BOUND_LINEAR => ": scales almost linearly over the measured N".to_owned(),
+            scale::BOUND_SUPERLINEAR => {
                 ": super-linear (efficiency above 100%), which the USL cannot follow".to_owned()
             }
             other => format!(": {other}-bound"),
@@ -236,14 +241,14 @@ fn usl(run: &Run, time: bool, points: usize, out: &mut String) {
         sig(kappa)
     );
     match (
-        at(run, "usl_peak_n", None),
-        at(run, "usl_peak_throughput", None),
+        at(run, scale::USL_PEAK_N, None),
+        at(run, scale::USL_PEAK_THROUGHPUT, None),
     ) {
         (Some(peak), Some(x)) => {
-            let speedup = at(run, "usl_peak_speedup", None)
+            let speedup = at(run, scale::USL_PEAK_SPEEDUP, None)
                 .map_or_else(String::new, |s| format!(", speedup {:.2}×", s.value));
             let figure = if time {
-                at(run, "usl_peak_time_ns", None).map_or_else(String::new, |t| {
+                at(run, scale::USL_PEAK_TIME, None).map_or_else(String::new, |t| {
                     format!(", time {}", units::duration(t.value))
                 })
             } else {
@@ -282,15 +287,15 @@ fn speedup_per_lambda(run: &Run) -> f64 {
     let baseline = run
         .metrics
         .iter()
-        .filter(|m| m.name == "speedup")
-        .filter_map(|m| Some((m.label("n")?.parse::<f64>().ok()?, m.label("n")?)))
+        .filter(|m| m.name == scale::SPEEDUP)
+        .filter_map(|m| Some((m.label(label::N)?.parse::<f64>().ok()?, m.label(label::N)?)))
         .min_by(|a, b| a.0.total_cmp(&b.0));
     let Some((n, label)) = baseline else {
         return f64::NAN;
     };
     let rate = match (
-        at(run, "time_ns", Some(label)),
-        at(run, "throughput", Some(label)),
+        at(run, scale::TIME, Some(label)),
+        at(run, scale::THROUGHPUT, Some(label)),
     ) {
         (Some(t), _) => 1e9 / t.value,
         (None, Some(x)) => x.value,
@@ -300,7 +305,7 @@ fn speedup_per_lambda(run: &Run) -> f64 {
 }
 
 fn lambda_of(run: &Run) -> f64 {
-    value(run, "usl_lambda").unwrap_or(f64::NAN)
+    value(run, scale::USL_LAMBDA).unwrap_or(f64::NAN)
 }
 
 /// Where the points came from, from the run's record.

@@ -77,16 +77,20 @@ fn figure(run: &Run) -> String {
         .map(|m| {
             let (value, _) = shown(m, None);
             // What the figure is of: the command, the disk test, or N.
-            let subject = match (m.label("command"), m.label("test"), m.label("n")) {
+            let subject = match (
+                m.label(dyno_model::names::label::COMMAND),
+                m.label(dyno_model::names::label::TEST),
+                m.label(dyno_model::names::label::N),
+            ) {
                 (Some(command), _, _) => format!(" '{command}'"),
-                (None, Some(test), _) => match m.label("op") {
+                (None, Some(test), _) => match m.label(dyno_model::names::label::OP) {
                     Some(op) => format!(" {test} {op}"),
                     None => format!(" {test}"),
                 },
                 _ => String::new(),
             };
             let at = m
-                .label("n")
+                .label(dyno_model::names::label::N)
                 .map(|n| format!(" at N={n}"))
                 .unwrap_or_default();
             format!("{}{subject} {value}{at}", title(&m.name))
@@ -119,7 +123,9 @@ pub(crate) fn title(name: &str) -> String {
             "1t" => "1 thread".to_owned(),
             "nt" => "all threads".to_owned(),
             "wall" => "wall time".to_owned(),
-            "requests" if name == "requests_per_sec" => "throughput".to_owned(),
+            "requests" if name == dyno_model::names::http::REQUESTS_PER_SEC => {
+                "throughput".to_owned()
+            }
             w => match w.strip_suffix('t') {
                 Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
                     format!("{n} threads")
@@ -150,18 +156,18 @@ fn significant(value: f64, digits: usize) -> String {
 fn is_volume(name: &str) -> bool {
     matches!(
         name,
-        "requests"
-            | "responses"
-            | "connections_opened"
-            | "bytes_read"
-            | "bytes_written"
-            | "body_bytes"
-            | "measured_ns"
-            | "transactions"
-    ) || name.starts_with("status_")
+        dyno_model::names::http::REQUESTS
+            | dyno_model::names::http::RESPONSES
+            | dyno_model::names::http::CONNECTIONS_OPENED
+            | dyno_model::names::http::BYTES_READ
+            | dyno_model::names::http::BYTES_WRITTEN
+            | dyno_model::names::http::BODY_BYTES
+            | dyno_model::names::common::MEASURED
+            | dyno_model::names::db::TRANSACTIONS
+    ) || name.starts_with(dyno_model::names::http::STATUS_PREFIX)
         // The machine's state during the run: what it was, not a score.
-        || name.starts_with("machine_load")
-        || name.starts_with("machine_cpu_mhz")
+        || name.starts_with(dyno_model::names::telemetry::MACHINE_LOAD_PREFIX)
+        || name.starts_with(dyno_model::names::telemetry::MACHINE_CPU_MHZ_PREFIX)
 }
 
 /// A metric's value and its BETTER word as the metric table shows them.
@@ -183,27 +189,36 @@ fn shown(m: &Metric, ops: Option<(f64, &str)>) -> (String, &'static str) {
     match m.name.as_str() {
         // The label tells a zero's meanings apart: no difference, too few
         // runs to test, inconclusive.
-        "verdict" => return (Verdict::of_metric(m).to_string(), none),
-        "p_value" => return (significant(value, 2), none),
-        "usl_bound" => {
+        dyno_model::names::exec::VERDICT => return (Verdict::of_metric(m).to_string(), none),
+        dyno_model::names::exec::P_VALUE => return (significant(value, 2), none),
+        dyno_model::names::scale::USL_BOUND => {
             let word = m
-                .label("bound")
+                .label(dyno_model::names::label::BOUND)
                 .map_or_else(|| format_value(value, m.unit), str::to_owned);
             return (word, none);
         }
-        "usl_sigma" | "usl_kappa" => return (significant(value, 4), better),
-        name if name.ends_with("r_squared") => return (format!("{value:.4}"), better),
+        dyno_model::names::scale::USL_SIGMA | dyno_model::names::scale::USL_KAPPA => {
+            return (significant(value, 4), better);
+        }
+        name if name.ends_with(dyno_model::names::scale::R_SQUARED_SUFFIX) => {
+            return (format!("{value:.4}"), better);
+        }
         _ => {}
     }
     let better = if is_volume(&m.name) { none } else { better };
-    if m.unit == Unit::Ratio && m.name.contains("parallel_fraction") {
+    if m.unit == Unit::Ratio
+        && m.name
+            .contains(dyno_model::names::scale::PARALLEL_FRACTION_SUFFIX)
+    {
         return (format_parallel_fraction(value), better);
     }
-    if m.unit == Unit::Ratio && (m.name.contains("fraction") || m.name == "efficiency") {
+    if m.unit == Unit::Ratio
+        && (m.name.contains("fraction") || m.name == dyno_model::names::scale::EFFICIENCY)
+    {
         return (format!("{:.1}%", 100.0 * value), better);
     }
     // A database's operations are transactions: pgbench's tps.
-    let ops_unit = if m.name.contains("transactions_per_sec") {
+    let ops_unit = if m.name.contains(dyno_model::names::db::TRANSACTIONS_PER_SEC) {
         "tps"
     } else {
         "ops/s"
@@ -308,7 +323,7 @@ fn details(run: &Run, tz: &TimeZone, with_warnings: bool) -> String {
     for m in run
         .metrics
         .iter()
-        .filter(|m| m.name != "timeline_latency_ns")
+        .filter(|m| m.name != dyno_model::names::common::TIMELINE_LATENCY)
     {
         let (value, better) = shown(m, prefixes.get(m.name.as_str()).copied());
         t.add_row(vec![
@@ -539,26 +554,30 @@ pub(crate) struct ServerCost {
 
 /// Each watched server's cost, in the order its CPU was recorded.
 pub(crate) fn server_costs(run: &Run) -> Vec<ServerCost> {
+    use dyno_model::names::{label, telemetry};
     run.metrics
         .iter()
-        .filter(|m| m.name == "server_cpu_percent")
+        .filter(|m| m.name == telemetry::SERVER_CPU_PERCENT)
         .map(|cpu| {
-            let name = cpu.labels.get("watched");
+            let name = cpu.labels.get(label::WATCHED);
             let of = |metric: &str| {
                 run.metrics
                     .iter()
-                    .find(|m| m.name == metric && m.labels.get("watched") == name)
+                    .find(|m| m.name == metric && m.labels.get(label::WATCHED) == name)
             };
             ServerCost {
                 name: name.map_or("all watched", String::as_str).to_owned(),
                 cpu: format!("{:.1}%", cpu.value),
-                kernel: of("server_cpu_system_percent").map(|m| format!("{:.0}%", m.value)),
-                per_op: of("server_cpu_per_op_ns").map(|m| units::duration_short(m.value)),
-                switches: of("server_context_switches_per_op").map(|m| significant(m.value, 3)),
-                throttled: of("server_cpu_throttled_percent")
+                kernel: of(telemetry::SERVER_CPU_SYSTEM_PERCENT)
+                    .map(|m| format!("{:.0}%", m.value)),
+                per_op: of(telemetry::SERVER_CPU_PER_OP).map(|m| units::duration_short(m.value)),
+                switches: of(telemetry::SERVER_CONTEXT_SWITCHES_PER_OP)
+                    .map(|m| significant(m.value, 3)),
+                throttled: of(telemetry::SERVER_CPU_THROTTLED_PERCENT)
                     .filter(|m| m.value > 0.0)
                     .map(|m| format!("{:.0}%", m.value)),
-                memory: of("server_memory_peak").map(|m| BinarySize(m.value as u64).to_string()),
+                memory: of(telemetry::SERVER_MEMORY_PEAK)
+                    .map(|m| BinarySize(m.value as u64).to_string()),
             }
         })
         .collect()
@@ -568,6 +587,7 @@ pub(crate) fn server_costs(run: &Run) -> Vec<ServerCost> {
 /// core over the measured window, per `per` (request, transaction) and
 /// its peak memory.
 pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
+    use dyno_model::names::{label, telemetry};
     for cost in server_costs(run) {
         let mut line = format!("Server CPU  {}: {} of a core", cost.name, cost.cpu);
         if let Some(kernel) = &cost.kernel {
@@ -587,7 +607,7 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
         }
         let _ = writeln!(out, "{line}");
     }
-    if let Some(cost) = run.metric("watch_client_cpu_ns") {
+    if let Some(cost) = run.metric(telemetry::WATCH_CLIENT_CPU) {
         let _ = writeln!(
             out,
             "Watching    cost this client {} of CPU",
@@ -599,32 +619,32 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
     for busy in run
         .metrics
         .iter()
-        .filter(|m| m.name == "target_cpu_busy_percent")
+        .filter(|m| m.name == telemetry::TARGET_CPU_BUSY_PERCENT)
     {
-        let Some(name) = busy.labels.get("watched") else {
+        let Some(name) = busy.labels.get(label::WATCHED) else {
             continue;
         };
         let mine = |metric: &'static str| watched_as(run, metric, name);
         let mut line = format!("Target      {name}: CPU {:.0}% busy", busy.value);
-        if let Some(core) = mine("target_cpu_busiest_core_percent").next() {
+        if let Some(core) = mine(telemetry::TARGET_CPU_BUSIEST_CORE_PERCENT).next() {
             let _ = write!(
                 line,
                 " (busiest core {}: {:.0}%)",
-                core.label("core").unwrap_or("?"),
+                core.label(label::CORE).unwrap_or("?"),
                 core.value
             );
         }
-        for disk in mine("target_disk_util_percent") {
+        for disk in mine(telemetry::TARGET_DISK_UTIL_PERCENT) {
             let _ = write!(
                 line,
                 ", disk {} {:.0}% busy",
-                disk.label("device").unwrap_or("?"),
+                disk.label(label::DEVICE).unwrap_or("?"),
                 disk.value
             );
         }
         for (metric, what) in [
-            ("target_tcp_retransmits", "TCP retransmits"),
-            ("target_listen_drops", "listen drops"),
+            (telemetry::TARGET_TCP_RETRANSMITS, "TCP retransmits"),
+            (telemetry::TARGET_LISTEN_DROPS, "listen drops"),
         ] {
             if let Some(m) = mine(metric).next().filter(|m| m.value > 0.0) {
                 let _ = write!(line, ", {:.0} {what}", m.value);
@@ -642,7 +662,11 @@ fn watched_as<'a>(
     name: &'a str,
 ) -> impl Iterator<Item = &'a dyno_model::Metric> + 'a {
     run.metrics.iter().filter(move |m| {
-        m.name == metric && m.labels.get("watched").map(String::as_str) == Some(name)
+        m.name == metric
+            && m.labels
+                .get(dyno_model::names::label::WATCHED)
+                .map(String::as_str)
+                == Some(name)
     })
 }
 
@@ -650,43 +674,44 @@ fn watched_as<'a>(
 /// postgres_exporter): its commits per second, WAL per `per`, cache hits,
 /// checkpoints, and where its sessions spent their time.
 fn postgres(run: &Run, per: &str, out: &mut String) {
+    use dyno_model::names::{label, telemetry};
     for commits in run
         .metrics
         .iter()
-        .filter(|m| m.name == "target_pg_commits_per_sec")
+        .filter(|m| m.name == telemetry::TARGET_PG_COMMITS_PER_SEC)
     {
-        let Some(name) = commits.labels.get("watched") else {
+        let Some(name) = commits.labels.get(label::WATCHED) else {
             continue;
         };
         let mine = |metric: &'static str| watched_as(run, metric, name);
         let mut line = format!("PostgreSQL  {name}: {:.1} commits/s", commits.value);
-        if let Some(m) = mine("target_pg_wal_bytes_per_op").next() {
+        if let Some(m) = mine(telemetry::TARGET_PG_WAL_BYTES_PER_OP).next() {
             let _ = write!(line, ", WAL {} per {per}", BinarySize(m.value as u64));
         }
-        if let Some(m) = mine("target_pg_cache_hit_percent").next() {
+        if let Some(m) = mine(telemetry::TARGET_PG_CACHE_HIT_PERCENT).next() {
             let _ = write!(line, ", cache hits {:.1}%", m.value);
         }
-        if let Some(m) = mine("target_pg_checkpoints").next() {
+        if let Some(m) = mine(telemetry::TARGET_PG_CHECKPOINTS).next() {
             let _ = write!(line, ", {:.0} checkpoints", m.value);
         }
         for (metric, what) in [
-            ("target_pg_rollbacks", "rollbacks"),
-            ("target_pg_deadlocks", "deadlocks"),
+            (telemetry::TARGET_PG_ROLLBACKS, "rollbacks"),
+            (telemetry::TARGET_PG_DEADLOCKS, "deadlocks"),
         ] {
             if let Some(m) = mine(metric).next().filter(|m| m.value > 0.0) {
                 let _ = write!(line, ", {:.0} {what}", m.value);
             }
         }
         let _ = writeln!(out, "{line}");
-        let mut waits: Vec<&Metric> = mine("target_pg_wait_percent").collect();
+        let mut waits: Vec<&Metric> = mine(telemetry::TARGET_PG_WAIT_PERCENT).collect();
         waits.sort_by(|a, b| b.value.total_cmp(&a.value));
         if !waits.is_empty() {
             let shown: Vec<String> = waits
                 .iter()
                 .take(5)
-                .map(|m| format!("{} {:.0}%", m.label("event").unwrap_or("?"), m.value))
+                .map(|m| format!("{} {:.0}%", m.label(label::EVENT).unwrap_or("?"), m.value))
                 .collect();
-            let mean = mine("target_pg_sessions_mean")
+            let mean = mine(telemetry::TARGET_PG_SESSIONS_MEAN)
                 .next()
                 .map_or(String::new(), |m| format!(" ({:.1} on average)", m.value));
             let _ = writeln!(out, "            sessions{mean}: {}", shown.join(", "));

@@ -1,6 +1,7 @@
 //! A curve's analysis: per-point speedup and efficiency, the Amdahl and
 //! USL fits, and the metrics and warnings of the `scale` run.
 
+use dyno_model::names::{label, scale};
 use dyno_model::{Direction, Kind, Merge, Metric, Run, Samples, Unit};
 use dyno_stats::scaling::{
     self, AmdahlFit, Analysis, Bound, Measure, Point, ScalingError, USL_MIN_POINTS,
@@ -67,7 +68,7 @@ pub fn analyse(curve: Curve) -> Result<Run, AnalyseError> {
     run.warnings = warnings;
     run.metrics = metrics(&points, &analysis, &amdahl, usl.as_ref(), measure);
     run.metrics.extend(extra);
-    run.headline = Some("best_speedup".into());
+    run.headline = Some(scale::BEST_SPEEDUP.into());
 
     let count = plain.len();
     if count < USL_MIN_POINTS {
@@ -155,7 +156,7 @@ fn metrics(
         let n = fmt_n(p.n);
         // The measured time (or throughput) at each N is what the run
         // exists for; its samples are the repetitions.
-        let mut point = measured.metric.clone().primary().with_label("n", &n);
+        let mut point = measured.metric.clone().primary().with_label(label::N, &n);
         if !point.samples.is_empty() {
             point = point.samples_are(Samples::Runs);
         }
@@ -163,48 +164,51 @@ fn metrics(
         push(point);
         // Speedup and efficiency are the same points seen against N = 1.
         push(
-            ratio("speedup", Higher, p.speedup)
+            ratio(scale::SPEEDUP, Higher, p.speedup)
                 .derived_of(&measured_name)
-                .with_label("n", &n),
+                .with_label(label::N, &n),
         );
         push(
-            ratio("efficiency", Higher, p.efficiency)
-                .derived_of("speedup")
-                .with_label("n", &n),
+            ratio(scale::EFFICIENCY, Higher, p.efficiency)
+                .derived_of(scale::SPEEDUP)
+                .with_label(label::N, &n),
         );
         if let Some(f) = p.amdahl_parallel_fraction {
             push(
-                ratio("amdahl_parallel_fraction", Higher, f)
-                    .derived_of("speedup")
-                    .with_label("n", &n),
+                ratio(scale::AMDAHL_PARALLEL_FRACTION, Higher, f)
+                    .derived_of(scale::SPEEDUP)
+                    .with_label(label::N, &n),
             );
         }
         if let Some(e) = p.karp_flatt_serial_fraction {
             push(
-                ratio("karp_flatt_serial_fraction", Lower, e)
-                    .derived_of("speedup")
-                    .with_label("n", &n),
+                ratio(scale::KARP_FLATT_SERIAL_FRACTION, Lower, e)
+                    .derived_of(scale::SPEEDUP)
+                    .with_label(label::N, &n),
             );
         }
     }
     let best = &analysis.points[analysis.best];
     push(
-        ratio("best_speedup", Higher, best.speedup)
-            .derived_of("speedup")
-            .with_label("n", fmt_n(best.n)),
+        ratio(scale::BEST_SPEEDUP, Higher, best.speedup)
+            .derived_of(scale::SPEEDUP)
+            .with_label(label::N, fmt_n(best.n)),
     );
 
     push(ratio(
-        "amdahl_fit_parallel_fraction",
+        scale::AMDAHL_FIT_PARALLEL_FRACTION,
         Higher,
         amdahl.parallel_fraction,
     ));
     // The ceiling is the limit as N grows without bound: always a prediction,
     // and infinite (left out) when p = 1.
-    push(ratio("amdahl_fit_ceiling", Higher, amdahl.ceiling).with_label("predicted", "true"));
+    push(
+        ratio(scale::AMDAHL_FIT_CEILING, Higher, amdahl.ceiling)
+            .with_label(label::PREDICTED, "true"),
+    );
     if points.len() >= USL_MIN_POINTS {
         // Through two points the fit is exact: its R² says nothing.
-        push(ratio("amdahl_fit_r_squared", Higher, amdahl.r_squared));
+        push(ratio(scale::AMDAHL_FIT_R_SQUARED, Higher, amdahl.r_squared));
     }
 
     if let Some(fit) = usl {
@@ -212,25 +216,25 @@ fn metrics(
         let highest = analysis.points[analysis.points.len() - 1].n;
         // Speedups are relative to the rate of one unit at the baseline.
         let unit_rate = analysis.points[0].throughput / analysis.baseline_n;
-        push(ratio("usl_sigma", Lower, fit.sigma));
-        push(ratio("usl_kappa", Lower, fit.kappa));
-        push(Metric::new("usl_lambda", Unit::OpsPerSec, Higher, fit.lambda).diagnostic());
-        push(ratio("usl_r_squared", Higher, fit.r_squared));
+        push(ratio(scale::USL_SIGMA, Lower, fit.sigma));
+        push(ratio(scale::USL_KAPPA, Lower, fit.kappa));
+        push(Metric::new(scale::USL_LAMBDA, Unit::OpsPerSec, Higher, fit.lambda).diagnostic());
+        push(ratio(scale::USL_R_SQUARED, Higher, fit.r_squared));
         // Super-linear points pin σ = κ = 0: that is not "almost linear".
         let superlinear = analysis
             .points
             .iter()
             .any(|p| p.efficiency > SUPERLINEAR_EFFICIENCY);
         let (code, name) = match fit.bound {
-            Bound::Linear if superlinear => (0.0, "superlinear"),
-            Bound::Linear => (0.0, "linear"),
-            Bound::Contention => (1.0, "contention"),
-            Bound::Coherency => (2.0, "coherency"),
+            Bound::Linear if superlinear => (0.0, scale::BOUND_SUPERLINEAR),
+            Bound::Linear => (0.0, scale::BOUND_LINEAR),
+            Bound::Contention => (1.0, scale::BOUND_CONTENTION),
+            Bound::Coherency => (2.0, scale::BOUND_COHERENCY),
         };
         push(
-            Metric::new("usl_bound", Unit::Count, Lower, code)
+            Metric::new(scale::USL_BOUND, Unit::Count, Lower, code)
                 .context()
-                .with_label("bound", name),
+                .with_label(label::BOUND, name),
         );
         // A κ whose penalty over the measured range is below a millionth is
         // the fit's rounding noise (an exact Amdahl curve gives κ ≈ 1e-17),
@@ -239,22 +243,27 @@ fn metrics(
         if let (Some(peak), Some(x), false) = (fit.peak_n, fit.peak_throughput, negligible) {
             let label = |m: Metric| {
                 if peak < lowest || peak > highest {
-                    m.with_label("predicted", "true")
+                    m.with_label(label::PREDICTED, "true")
                 } else {
                     m
                 }
             };
-            push(label(Metric::new("usl_peak_n", Unit::Count, Higher, peak)));
             push(label(Metric::new(
-                "usl_peak_throughput",
+                scale::USL_PEAK_N,
+                Unit::Count,
+                Higher,
+                peak,
+            )));
+            push(label(Metric::new(
+                scale::USL_PEAK_THROUGHPUT,
                 Unit::OpsPerSec,
                 Higher,
                 x,
             )));
-            push(label(ratio("usl_peak_speedup", Higher, x / unit_rate)));
+            push(label(ratio(scale::USL_PEAK_SPEEDUP, Higher, x / unit_rate)));
             if measure == Measure::Time {
                 push(label(Metric::new(
-                    "usl_peak_time_ns",
+                    scale::USL_PEAK_TIME,
                     Unit::Ns,
                     Lower,
                     1e9 / x,

@@ -1,5 +1,6 @@
 //! The points of one curve over N, and where they came from.
 
+use dyno_model::names::scale;
 use dyno_model::record::ScaleRecord;
 use dyno_model::{Direction, Environment, Metric, Unit, Warning};
 use dyno_stats::scaling::Measure;
@@ -21,7 +22,12 @@ impl Measured {
         Measured {
             n,
             value: seconds,
-            metric: Metric::new("time_ns", Unit::Ns, Direction::LowerIsBetter, seconds * 1e9),
+            metric: Metric::new(
+                scale::TIME,
+                Unit::Ns,
+                Direction::LowerIsBetter,
+                seconds * 1e9,
+            ),
         }
     }
 
@@ -31,7 +37,7 @@ impl Measured {
             n,
             value: per_sec,
             metric: Metric::new(
-                "throughput",
+                scale::THROUGHPUT,
                 Unit::OpsPerSec,
                 Direction::HigherIsBetter,
                 per_sec,

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use dyno_model::names::scale;
 use dyno_model::record::{Bench, CommandSpec, Parameter, benches};
 use dyno_model::{Kind, Run, RunId, Warning};
 use dyno_stats::scaling::Measure;
@@ -148,195 +149,16 @@ pub fn curve(run: &Run, selection: &Selection) -> Result<Curve, SavedError> {
     if names.is_empty() {
         return Err(SavedError::NoParameters(id));
     }
-    let listed = names.join(", ");
-    let param = match (&selection.param, names.as_slice()) {
-        (Some(p), _) if names.contains(p) => p.clone(),
-        (Some(p), _) => {
-            return Err(SavedError::NoSuchParameter {
-                id,
-                param: p.clone(),
-                listed,
-            });
-        }
-        (None, [only]) => only.clone(),
-        (None, _) => return Err(SavedError::WhichParameter { id, listed }),
-    };
-
+    let param = which_parameter(id, selection, &names)?;
     let templates = &sweep.commands;
-    // `dyno run` times each template under every combination of the
-    // parameters, template by template; the position tells two templates
-    // apart when they give the same command line (`{a}{b}` and `{b}{a}`).
-    let per_template = (templates.len() > 1 && benches.len().is_multiple_of(templates.len()))
-        .then(|| benches.len() / templates.len());
-    let mut chosen: Vec<(usize, &Bench<'_>)> = Vec::new();
-    for (k, b) in benches.iter().enumerate() {
-        let assignment: dyno_exec::params::Assignment = b
-            .parameters
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        let matching: Vec<usize> = (0..templates.len())
-            .filter(|&i| bench_name(&templates[i], &assignment) == b.name)
-            .collect();
-        let index = match (matching.as_slice(), per_template.map(|p| k / p)) {
-            _ if templates.len() <= 1 => 0,
-            ([one], _) => *one,
-            // No template gives the name when `dyno run` numbered a
-            // repeated command line ("sleep 0.011 (2)"): the position does.
-            (many, Some(by_position)) if many.is_empty() || many.contains(&by_position) => {
-                by_position
-            }
-            _ => {
-                return Err(SavedError::WhichCommand {
-                    id,
-                    name: b.name.to_owned(),
-                });
-            }
-        };
-        chosen.push((index, b));
-    }
-
+    let mut chosen = by_template(id, templates, &benches)?;
     if let Some(c) = &selection.command {
-        let index = if let Ok(number) = c.parse::<usize>() {
-            if number == 0 || number > templates.len().max(1) {
-                return Err(SavedError::CommandNumber {
-                    number,
-                    id,
-                    count: templates.len().max(1),
-                });
-            }
-            number - 1
-        } else {
-            match templates.iter().position(|t| &t.template == c) {
-                Some(i) => i,
-                None => {
-                    return Err(SavedError::NoSuchCommand {
-                        command: c.clone(),
-                        id,
-                        numbered: numbered(templates),
-                    });
-                }
-            }
-        };
+        let index = command_index(id, c, templates)?;
         chosen.retain(|(i, _)| *i == index);
     }
-    for (name, value) in &selection.wheres {
-        if *name == param {
-            return Err(SavedError::WhereIsN {
-                name: name.clone(),
-                value: value.clone(),
-            });
-        }
-        if !names.contains(name) {
-            return Err(SavedError::WhereNoParameter {
-                name: name.clone(),
-                id,
-                listed,
-            });
-        }
-        let before: Vec<String> = distinct(
-            chosen
-                .iter()
-                .filter_map(|(_, b)| b.parameters.get(name.as_str())),
-        );
-        chosen.retain(|(_, b)| b.parameters.get(name.as_str()) == Some(&value.as_str()));
-        if chosen.is_empty() {
-            return Err(SavedError::WhereNoValue {
-                name: name.clone(),
-                value: value.clone(),
-                id,
-                takes: before.join(", "),
-            });
-        }
-    }
-
-    // The curves left: one per command and values of the other parameters.
-    let mut curves: BTreeMap<CurveKey<'_>, Vec<&Bench<'_>>> = BTreeMap::new();
-    for (i, b) in &chosen {
-        let others: Vec<(&str, &str)> = b
-            .parameters
-            .iter()
-            .filter(|(k, _)| **k != param)
-            .map(|(k, v)| (*k, *v))
-            .collect();
-        curves.entry((*i, others)).or_default().push(b);
-    }
-    if curves.len() > 1 {
-        let mut hints = Vec::new();
-        let commands: Vec<usize> = distinct_usize(curves.keys().map(|k| k.0));
-        if commands.len() > 1 {
-            let list: Vec<String> = commands
-                .iter()
-                .map(|&i| format!("{} '{}'", i + 1, templates[i].template))
-                .collect();
-            hints.push(format!("--command with one of {}", list.join(", ")));
-        }
-        for name in names.iter().filter(|n| **n != param) {
-            let values = distinct(
-                chosen
-                    .iter()
-                    .filter_map(|(_, b)| b.parameters.get(name.as_str())),
-            );
-            if values.len() > 1 {
-                hints.push(format!(
-                    "--where {name}=VALUE (one of {})",
-                    values.join(", ")
-                ));
-            }
-        }
-        return Err(SavedError::ManyCurves {
-            id,
-            count: curves.len(),
-            param,
-            hints: hints.join(" and "),
-        });
-    }
-    let ((index, others), benches) = curves.into_iter().next().expect("one curve");
-
-    let mut points = Vec::with_capacity(benches.len());
-    let mut warnings = Vec::new();
-    for b in benches {
-        let raw = b
-            .parameters
-            .get(param.as_str())
-            .copied()
-            .unwrap_or_default();
-        let n: f64 = match raw.trim().parse() {
-            Ok(n) => n,
-            Err(_) => {
-                return Err(SavedError::NotNumeric {
-                    param,
-                    id,
-                    raw: raw.to_owned(),
-                    listed,
-                });
-            }
-        };
-        if points.iter().any(|p: &Measured| p.n == n) {
-            return Err(SavedError::TimedTwice {
-                id,
-                param,
-                raw: raw.to_owned(),
-            });
-        }
-        let mut metric = b.wall.clone();
-        metric.name = "time_ns".into();
-        metric.labels.clear();
-        if let Some(failed) = b.failed.filter(|f| f.value > 0.0) {
-            warnings.push(Warning {
-                code: "failed_runs".into(),
-                message: format!(
-                    "'{}' ({param} = {raw}) failed {} of its runs in the sweep; its time may not be of the work you meant",
-                    b.name, failed.value
-                ),
-            });
-        }
-        points.push(Measured {
-            n,
-            value: metric.value / 1e9,
-            metric,
-        });
-    }
+    fix_wheres(id, selection, &param, &names, &mut chosen)?;
+    let ((index, others), benches) = one_curve(id, &param, &names, templates, &chosen)?;
+    let (points, mut warnings) = points(id, &param, &names, benches)?;
     if !run.warnings.is_empty() {
         warnings.push(Warning {
             code: "source_warnings".into(),
@@ -376,6 +198,236 @@ pub fn curve(run: &Run, selection: &Selection) -> Result<Curve, SavedError> {
         warnings,
         extra: Vec::new(),
     })
+}
+
+/// The parameter that is N: the one asked for, or the only one.
+fn which_parameter(
+    id: RunId,
+    selection: &Selection,
+    names: &[String],
+) -> Result<String, SavedError> {
+    let listed = names.join(", ");
+    match (&selection.param, names) {
+        (Some(p), _) if names.contains(p) => Ok(p.clone()),
+        (Some(p), _) => Err(SavedError::NoSuchParameter {
+            id,
+            param: p.clone(),
+            listed,
+        }),
+        (None, [only]) => Ok(only.clone()),
+        (None, _) => Err(SavedError::WhichParameter { id, listed }),
+    }
+}
+
+/// Each benchmark with the index of the command template it was timed
+/// from.
+fn by_template<'a, 'b>(
+    id: RunId,
+    templates: &[CommandSpec],
+    benches: &'b [Bench<'a>],
+) -> Result<Vec<(usize, &'b Bench<'a>)>, SavedError> {
+    // `dyno run` times each template under every combination of the
+    // parameters, template by template; the position tells two templates
+    // apart when they give the same command line (`{a}{b}` and `{b}{a}`).
+    let per_template = (templates.len() > 1 && benches.len().is_multiple_of(templates.len()))
+        .then(|| benches.len() / templates.len());
+    let mut chosen = Vec::with_capacity(benches.len());
+    for (k, b) in benches.iter().enumerate() {
+        let assignment: dyno_exec::params::Assignment = b
+            .parameters
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let matching: Vec<usize> = (0..templates.len())
+            .filter(|&i| bench_name(&templates[i], &assignment) == b.name)
+            .collect();
+        let index = match (matching.as_slice(), per_template.map(|p| k / p)) {
+            _ if templates.len() <= 1 => 0,
+            ([one], _) => *one,
+            // No template gives the name when `dyno run` numbered a
+            // repeated command line ("sleep 0.011 (2)"): the position does.
+            (many, Some(by_position)) if many.is_empty() || many.contains(&by_position) => {
+                by_position
+            }
+            _ => {
+                return Err(SavedError::WhichCommand {
+                    id,
+                    name: b.name.to_owned(),
+                });
+            }
+        };
+        chosen.push((index, b));
+    }
+    Ok(chosen)
+}
+
+/// The index of the template `--command` names: its number from 1, or its
+/// command line.
+fn command_index(id: RunId, command: &str, templates: &[CommandSpec]) -> Result<usize, SavedError> {
+    if let Ok(number) = command.parse::<usize>() {
+        if number == 0 || number > templates.len().max(1) {
+            return Err(SavedError::CommandNumber {
+                number,
+                id,
+                count: templates.len().max(1),
+            });
+        }
+        return Ok(number - 1);
+    }
+    templates
+        .iter()
+        .position(|t| t.template == command)
+        .ok_or_else(|| SavedError::NoSuchCommand {
+            command: command.to_owned(),
+            id,
+            numbered: numbered(templates),
+        })
+}
+
+/// Keeps the benchmarks whose other parameters have the values `--where`
+/// fixes.
+fn fix_wheres(
+    id: RunId,
+    selection: &Selection,
+    param: &str,
+    names: &[String],
+    chosen: &mut Vec<(usize, &Bench<'_>)>,
+) -> Result<(), SavedError> {
+    for (name, value) in &selection.wheres {
+        if *name == param {
+            return Err(SavedError::WhereIsN {
+                name: name.clone(),
+                value: value.clone(),
+            });
+        }
+        if !names.contains(name) {
+            return Err(SavedError::WhereNoParameter {
+                name: name.clone(),
+                id,
+                listed: names.join(", "),
+            });
+        }
+        let before: Vec<String> = distinct(
+            chosen
+                .iter()
+                .filter_map(|(_, b)| b.parameters.get(name.as_str())),
+        );
+        chosen.retain(|(_, b)| b.parameters.get(name.as_str()) == Some(&value.as_str()));
+        if chosen.is_empty() {
+            return Err(SavedError::WhereNoValue {
+                name: name.clone(),
+                value: value.clone(),
+                id,
+                takes: before.join(", "),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The one curve the chosen benchmarks make, by its key; more than one is
+/// refused with the choices that would pick one.
+fn one_curve<'a, 'b>(
+    id: RunId,
+    param: &str,
+    names: &[String],
+    templates: &[CommandSpec],
+    chosen: &[(usize, &'b Bench<'a>)],
+) -> Result<(CurveKey<'a>, Vec<&'b Bench<'a>>), SavedError> {
+    // The curves left: one per command and values of the other parameters.
+    let mut curves: BTreeMap<CurveKey<'a>, Vec<&'b Bench<'a>>> = BTreeMap::new();
+    for (i, b) in chosen {
+        let others: Vec<(&str, &str)> = b
+            .parameters
+            .iter()
+            .filter(|(k, _)| **k != param)
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        curves.entry((*i, others)).or_default().push(b);
+    }
+    if curves.len() > 1 {
+        let mut hints = Vec::new();
+        let commands: Vec<usize> = distinct_usize(curves.keys().map(|k| k.0));
+        if commands.len() > 1 {
+            let list: Vec<String> = commands
+                .iter()
+                .map(|&i| format!("{} '{}'", i + 1, templates[i].template))
+                .collect();
+            hints.push(format!("--command with one of {}", list.join(", ")));
+        }
+        for name in names.iter().filter(|n| **n != param) {
+            let values = distinct(
+                chosen
+                    .iter()
+                    .filter_map(|(_, b)| b.parameters.get(name.as_str())),
+            );
+            if values.len() > 1 {
+                hints.push(format!(
+                    "--where {name}=VALUE (one of {})",
+                    values.join(", ")
+                ));
+            }
+        }
+        return Err(SavedError::ManyCurves {
+            id,
+            count: curves.len(),
+            param: param.to_owned(),
+            hints: hints.join(" and "),
+        });
+    }
+    Ok(curves.into_iter().next().expect("one curve"))
+}
+
+/// The curve's points, N from each benchmark's value of `param` and the
+/// value its mean wall time, and a warning for each benchmark with failed
+/// runs.
+fn points(
+    id: RunId,
+    param: &str,
+    names: &[String],
+    benches: Vec<&Bench<'_>>,
+) -> Result<(Vec<Measured>, Vec<Warning>), SavedError> {
+    let mut points = Vec::with_capacity(benches.len());
+    let mut warnings = Vec::new();
+    for b in benches {
+        let raw = b.parameters.get(param).copied().unwrap_or_default();
+        let n: f64 = match raw.trim().parse() {
+            Ok(n) => n,
+            Err(_) => {
+                return Err(SavedError::NotNumeric {
+                    param: param.to_owned(),
+                    id,
+                    raw: raw.to_owned(),
+                    listed: names.join(", "),
+                });
+            }
+        };
+        if points.iter().any(|p: &Measured| p.n == n) {
+            return Err(SavedError::TimedTwice {
+                id,
+                param: param.to_owned(),
+                raw: raw.to_owned(),
+            });
+        }
+        let mut metric = b.wall.clone();
+        metric.name = scale::TIME.into();
+        metric.labels.clear();
+        if let Some(failed) = b.failed.filter(|f| f.value > 0.0) {
+            warnings.push(Warning {
+                code: "failed_runs".into(),
+                message: format!(
+                    "'{}' ({param} = {raw}) failed {} of its runs in the sweep; its time may not be of the work you meant",
+                    b.name, failed.value
+                ),
+            });
+        }
+        points.push(Measured {
+            n,
+            value: metric.value / 1e9,
+            metric,
+        });
+    }
+    Ok((points, warnings))
 }
 
 /// The run's parameter names, in the order `dyno run` was given them.

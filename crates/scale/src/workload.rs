@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use dyno_cpu::int64;
+use dyno_model::names::{label, scale};
 use dyno_model::record::{ScaleRecord, WorkloadSource};
 use dyno_model::{Direction, DynoBuild, Environment, Merge, Metric, Unit, Warning};
 use dyno_stats::sampled_metric;
@@ -100,7 +101,7 @@ fn measure(
     }
     let mut points = Vec::with_capacity(threads.len());
     for (&t, wall) in threads.iter().zip(walls) {
-        let metric = sampled_metric("time_ns", Unit::Ns, Direction::LowerIsBetter, wall);
+        let metric = sampled_metric(scale::TIME, Unit::Ns, Direction::LowerIsBetter, wall);
         if let Some(u) = &metric.uncertainty {
             let width = (u.high - u.low) / 2.0 / metric.value;
             if width > NOISY {
@@ -334,20 +335,22 @@ pub fn measure_tree_write(
     type Column = (&'static str, Unit, Direction, fn(&Figures) -> f64);
     let columns: [Column; 4] = [
         (
-            "commits_per_sec",
+            scale::COMMITS_PER_SEC,
             Unit::OpsPerSec,
             Direction::HigherIsBetter,
             |f| f.1,
         ),
         (
-            "fsyncs_per_commit",
+            scale::FSYNCS_PER_COMMIT,
             Unit::Ratio,
             Direction::LowerIsBetter,
             |f| f.2,
         ),
-        ("retries", Unit::Count, Direction::LowerIsBetter, |f| f.3),
+        (scale::RETRIES, Unit::Count, Direction::LowerIsBetter, |f| {
+            f.3
+        }),
         (
-            "log_bytes_per_commit",
+            scale::LOG_BYTES_PER_COMMIT,
             Unit::Bytes,
             Direction::LowerIsBetter,
             |f| f.4,
@@ -363,7 +366,7 @@ pub fn measure_tree_write(
                 Metric::new(name, unit, direction, mean)
                     .diagnostic()
                     .merged(Merge::None)
-                    .with_label("n", &n),
+                    .with_label(label::N, &n),
             );
         }
     }

@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use dyno_model::names::label;
 use dyno_model::{Direction, Metric, Uncertainty, UncertaintyMethod, Unit};
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -304,7 +305,7 @@ impl Verdict {
     /// The verdict a stored `verdict` metric records: its `verdict` label,
     /// or for runs saved before the label existed, the sign of its value.
     pub fn of_metric(m: &dyno_model::Metric) -> Verdict {
-        match m.label("verdict").and_then(Verdict::from_code) {
+        match m.label(label::VERDICT).and_then(Verdict::from_code) {
             Some(v) => v,
             None if m.value > 0.0 => Verdict::Faster,
             None if m.value < 0.0 => Verdict::Slower,

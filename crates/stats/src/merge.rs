@@ -93,10 +93,7 @@ type Part<'a> = (SegmentRecord, &'a Run);
 /// The group's segments, checked to be of one run and ordered by index,
 /// one run each; and the runs of a segment left out as its second run
 /// (imported twice, say), so that none is counted twice.
-fn segments<'a>(
-    group: &str,
-    runs: &'a [Run],
-) -> Result<(Vec<Part<'a>>, Vec<RunId>), MergeError> {
+fn segments<'a>(group: &str, runs: &'a [Run]) -> Result<(Vec<Part<'a>>, Vec<RunId>), MergeError> {
     let mut parts: Vec<(SegmentRecord, &Run)> = Vec::new();
     for run in runs {
         let info = run.segment().ok_or_else(|| {

@@ -9,6 +9,7 @@ use dyno_load::plan::RatePlan;
 use dyno_load::pool;
 use dyno_load::silence::Lost;
 use dyno_load::stages::StageFigures;
+use dyno_model::names::{common, db, label};
 use dyno_model::{Direction, Merge, Metric, Unit};
 use dyno_stats::hdr;
 use hdrhistogram::Histogram;
@@ -184,58 +185,48 @@ impl Outcome {
     /// latency limit's, `--connect`'s and `-r`'s figures when they were
     /// asked for.
     pub fn metrics(&self, settings: &RunSettings) -> Vec<Metric> {
-        let threads = settings.threads;
-        let scripts: Vec<&str> = settings.scripts.iter().map(|w| w.script.name()).collect();
-        // Counts grow with the run: context, summed across segments.
-        let count = |name: &str, n: u64| {
-            Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64)
-                .context()
-                .merged(Merge::Sum)
-        };
-        // A count of work done: more is better over a duration, and with
-        // -t it is fixed.
-        let committed = |n: u64| {
-            Metric::new(
-                "transactions",
-                Unit::Count,
-                Direction::HigherIsBetter,
-                n as f64,
-            )
-            .context()
-            .merged(Merge::Sum)
-        };
-        // What pgbench's job exists for: tps and the latency of each
-        // transaction. A merged run's tps is its commits over the merged
-        // window.
-        let latency = hdr::latency_metric("latency_ns", &self.latency).primary();
+        let mut metrics = self.whole_run_metrics(settings.threads);
+        metrics.extend(self.sqlstate_metrics());
+        metrics.extend(self.script_metrics(settings));
+        metrics.extend(self.asked_for_metrics(settings));
+        metrics.extend(self.over_time_metrics(settings));
+        metrics.extend(self.statement_metrics(settings));
+        metrics
+    }
+
+    /// What pgbench's job exists for: tps and the latency of each
+    /// transaction, with the counts, the window and the client's own load
+    /// beside them. A merged run's tps is its commits over the merged
+    /// window.
+    fn whole_run_metrics(&self, threads: usize) -> Vec<Metric> {
         let mut metrics = vec![
             Metric::new(
-                "transactions_per_sec",
+                db::TRANSACTIONS_PER_SEC,
                 Unit::OpsPerSec,
                 Direction::HigherIsBetter,
                 self.tps(),
             )
             .primary()
-            .rate_of("transactions"),
+            .rate_of(db::TRANSACTIONS),
             // pgbench's second tps line: the same commits over a window
             // that includes connecting; a view, and not merged (each
             // segment connects on its own).
             Metric::new(
-                "transactions_per_sec_with_connections",
+                db::TRANSACTIONS_PER_SEC_WITH_CONNECTIONS,
                 Unit::OpsPerSec,
                 Direction::HigherIsBetter,
                 self.tps_with_connections(),
             )
-            .derived_of("transactions_per_sec")
+            .derived_of(db::TRANSACTIONS_PER_SEC)
             .merged(Merge::None),
-            latency,
+            hdr::latency_metric(common::LATENCY, &self.latency).primary(),
             committed(self.transactions),
-            count("failed_transactions", self.failed_total()),
-            count("retries", self.retries.values().sum()),
-            count("retried_transactions", self.retried),
-            count("aborted_clients", self.aborted.len() as u64),
+            count(db::FAILED_TRANSACTIONS, self.failed_total()),
+            count(db::RETRIES, self.retries.values().sum()),
+            count(db::RETRIED_TRANSACTIONS, self.retried),
+            count(db::ABORTED_CLIENTS, self.aborted.len() as u64),
             Metric::new(
-                "connect_ns",
+                db::CONNECT,
                 Unit::Ns,
                 Direction::LowerIsBetter,
                 self.connect.as_nanos() as f64,
@@ -243,7 +234,7 @@ impl Outcome {
             .context()
             .merged(Merge::Max),
             Metric::new(
-                "measured_ns",
+                common::MEASURED,
                 Unit::Ns,
                 Direction::LowerIsBetter,
                 self.elapsed.as_nanos() as f64,
@@ -253,7 +244,7 @@ impl Outcome {
             // The client's own load: whether the figures are the server's
             // or a lower bound.
             Metric::new(
-                "client_cpu_percent",
+                common::CLIENT_CPU_PERCENT,
                 Unit::Percent,
                 Direction::LowerIsBetter,
                 self.client_cpu_percent(threads),
@@ -266,7 +257,7 @@ impl Outcome {
         if self.transactions > 0 {
             metrics.push(
                 Metric::new(
-                    "client_cpu_per_transaction_ns",
+                    db::CLIENT_CPU_PER_TRANSACTION,
                     Unit::Ns,
                     Direction::LowerIsBetter,
                     self.cpu.as_nanos() as f64 / self.transactions as f64,
@@ -275,43 +266,59 @@ impl Outcome {
                 .merged(Merge::None),
             );
         }
-        for (code, n) in &self.failed {
-            let mut m = count("failed_transactions", *n);
-            m.labels.insert("sqlstate".into(), code.clone());
-            metrics.push(m);
+        metrics
+    }
+
+    /// The failures, then the retries, of each SQLSTATE that had any.
+    fn sqlstate_metrics(&self) -> Vec<Metric> {
+        let failed = self.failed.iter().map(|f| (db::FAILED_TRANSACTIONS, f));
+        let retries = self.retries.iter().map(|r| (db::RETRIES, r));
+        failed
+            .chain(retries)
+            .map(|(name, (code, n))| count(name, *n).with_label(label::SQLSTATE, code.clone()))
+            .collect()
+    }
+
+    /// With several scripts, each one's share, labelled with its name:
+    /// its commits, its tps and its latency explain the run's figures.
+    fn script_metrics(&self, settings: &RunSettings) -> Vec<Metric> {
+        let scripts: Vec<&str> = settings.scripts.iter().map(|w| w.script.name()).collect();
+        let mut metrics = Vec::new();
+        if scripts.len() <= 1 {
+            return metrics;
         }
-        for (code, n) in &self.retries {
-            let mut m = count("retries", *n);
-            m.labels.insert("sqlstate".into(), code.clone());
-            metrics.push(m);
-        }
-        if scripts.len() > 1 {
-            for (i, (name, n)) in scripts.iter().zip(&self.per_script).enumerate() {
-                // One script's share: explains the run's figures.
-                let mut per_script = vec![
-                    committed(*n),
-                    Metric::new(
-                        "transactions_per_sec",
-                        Unit::OpsPerSec,
-                        Direction::HigherIsBetter,
-                        per_sec(*n, self.elapsed),
-                    )
-                    .diagnostic()
-                    .rate_of("transactions"),
-                ];
-                if let Some(h) = self.script_latency.get(i) {
-                    per_script.push(hdr::latency_metric("latency_ns", h).diagnostic());
-                }
-                for mut m in per_script {
-                    m.labels.insert("script".into(), (*name).to_owned());
-                    metrics.push(m);
-                }
+        for (i, (name, n)) in scripts.iter().zip(&self.per_script).enumerate() {
+            let mut per_script = vec![
+                committed(*n),
+                Metric::new(
+                    db::TRANSACTIONS_PER_SEC,
+                    Unit::OpsPerSec,
+                    Direction::HigherIsBetter,
+                    per_sec(*n, self.elapsed),
+                )
+                .diagnostic()
+                .rate_of(db::TRANSACTIONS),
+            ];
+            if let Some(h) = self.script_latency.get(i) {
+                per_script.push(hdr::latency_metric(common::LATENCY, h).diagnostic());
             }
+            metrics.extend(
+                per_script
+                    .into_iter()
+                    .map(|m| m.with_label(label::SCRIPT, *name)),
+            );
         }
+        metrics
+    }
+
+    /// The open model's, the latency limit's and `-C`'s figures, when they
+    /// were asked for, and what the deadline cut.
+    fn asked_for_metrics(&self, settings: &RunSettings) -> Vec<Metric> {
+        let mut metrics = Vec::new();
         if let Some(rate) = settings.rate {
             metrics.push(
                 Metric::new(
-                    "requested_transactions_per_sec",
+                    db::REQUESTED_TRANSACTIONS_PER_SEC,
                     Unit::OpsPerSec,
                     Direction::HigherIsBetter,
                     rate,
@@ -320,34 +327,40 @@ impl Outcome {
                 .merged(Merge::Sum),
             );
             metrics.push(
-                hdr::latency_metric("latency_uncorrected_ns", &self.uncorrected).diagnostic(),
+                hdr::latency_metric(common::LATENCY_UNCORRECTED, &self.uncorrected).diagnostic(),
             );
-            metrics.push(hdr::latency_metric("schedule_lag_ns", &self.lag).context());
+            metrics.push(hdr::latency_metric(db::SCHEDULE_LAG, &self.lag).context());
         }
         // Cut at the deadline (or the stop) while under way, and, in the
         // open model, due in the window but never started: in no other
         // figure, so counted when there are any.
         if self.unfinished > 0 {
-            metrics.push(count("unfinished_transactions", self.unfinished));
+            metrics.push(count(db::UNFINISHED_TRANSACTIONS, self.unfinished));
         }
         if settings.rate.is_some() && self.dropped > 0 {
-            metrics.push(count("dropped_sends", self.dropped));
+            metrics.push(count(db::DROPPED_SENDS, self.dropped));
         }
         if settings.latency_limit.is_some() {
-            metrics.push(count("late_transactions", self.late));
+            metrics.push(count(db::LATE_TRANSACTIONS, self.late));
             if settings.rate.is_some() {
-                metrics.push(count("skipped_transactions", self.skipped));
+                metrics.push(count(db::SKIPPED_TRANSACTIONS, self.skipped));
             }
         }
         if settings.reconnect {
-            metrics.push(hdr::latency_metric("reconnect_ns", &self.reconnects).diagnostic());
+            metrics.push(hdr::latency_metric(db::RECONNECT, &self.reconnects).diagnostic());
         }
-        metrics.extend(dyno_load::timeline::metrics(
+        metrics
+    }
+
+    /// The per-second timeline (with its histograms when this is a segment,
+    /// for the merge to recompute the p99 from) and a rate plan's stages.
+    fn over_time_metrics(&self, settings: &RunSettings) -> Vec<Metric> {
+        let mut metrics = dyno_load::timeline::metrics(
             self.elapsed,
             self.timeline.iter().map(|s| (s.transactions, &s.latency)),
-            "timeline_transactions_per_sec",
+            db::TIMELINE_TRANSACTIONS_PER_SEC,
             Unit::OpsPerSec,
-        ));
+        );
         if !settings.segment.is_whole() {
             metrics.extend(dyno_load::timeline::histograms(
                 self.timeline.iter().map(|s| &s.latency),
@@ -356,21 +369,50 @@ impl Outcome {
         if let Some(plan) = &settings.plan {
             metrics.extend(dyno_load::stages::metrics(plan, &self.stages));
         }
+        metrics
+    }
+
+    /// `-r`: the latency of each script's commands (its jumps excepted),
+    /// labelled with the script, the line and the command.
+    fn statement_metrics(&self, settings: &RunSettings) -> Vec<Metric> {
+        let mut metrics = Vec::new();
         for (w, hs) in settings.scripts.iter().zip(&self.statements) {
             for (i, h) in hs.iter().enumerate() {
-                if matches!(w.script.commands()[i].kind, CommandKind::Jump(_)) {
+                let command = &w.script.commands()[i];
+                if matches!(command.kind, CommandKind::Jump(_)) {
                     continue;
                 }
-                let mut m = hdr::latency_metric("statement_latency_ns", h).diagnostic();
-                m.labels.insert("script".into(), w.script.name().to_owned());
-                m.labels
-                    .insert("line".into(), w.script.commands()[i].line.to_string());
-                m.labels.insert("command".into(), w.script.command_text(i));
-                metrics.push(m);
+                metrics.push(
+                    hdr::latency_metric(db::STATEMENT_LATENCY, h)
+                        .diagnostic()
+                        .with_label(label::SCRIPT, w.script.name())
+                        .with_label(label::LINE, command.line.to_string())
+                        .with_label(label::COMMAND, w.script.command_text(i)),
+                );
             }
         }
         metrics
     }
+}
+
+/// A count that grows with the run: context, summed across segments.
+fn count(name: &str, n: u64) -> Metric {
+    Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64)
+        .context()
+        .merged(Merge::Sum)
+}
+
+/// The committed transactions: a count of work done, so more is better
+/// over a duration (and with -t it is fixed).
+fn committed(n: u64) -> Metric {
+    Metric::new(
+        db::TRANSACTIONS,
+        Unit::Count,
+        Direction::HigherIsBetter,
+        n as f64,
+    )
+    .context()
+    .merged(Merge::Sum)
 }
 
 /// Recomputes, in a run merged from segments, the metrics this engine
@@ -390,15 +432,15 @@ pub fn recompute_merged(run: &mut dyno_model::Run) {
     if run
         .metrics
         .iter()
-        .any(|m| m.name == "timeline_latency_p99_ns")
+        .any(|m| m.name == common::TIMELINE_LATENCY_P99)
     {
         return;
     }
     run.metrics.extend(dyno_stats::merge::per_second_percentile(
         &run.metrics,
-        "timeline_latency_p99_ns",
-        "timeline_transactions_per_sec",
-        "timeline_latency_ns",
+        common::TIMELINE_LATENCY_P99,
+        db::TIMELINE_TRANSACTIONS_PER_SEC,
+        common::TIMELINE_LATENCY,
         99.0,
     ));
 }

@@ -1,6 +1,7 @@
 //! The run's record of a capacity search, and what the search makes of
 //! the run: its headline, its warnings, its description.
 
+use dyno_model::names::{capacity as name, label};
 use dyno_model::record::{
     CapacityAnswer, CapacityOutcome, CapacityRecord, CapacityStep, ConnectionSweep, LatencyLimit,
     Objective, UslSummary,
@@ -103,7 +104,7 @@ pub fn conclude<O>(
 pub fn mark(run: &mut Run, searched: &CapacityRecord, unit: Unit) {
     let answer = &searched.answer;
     let labelled = |mut m: Metric| {
-        m.labels.insert("slo".into(), searched.slo.clone());
+        m.labels.insert(label::SLO.into(), searched.slo.clone());
         m
     };
     for m in &mut run.metrics {
@@ -121,11 +122,16 @@ pub fn mark(run: &mut Run, searched: &CapacityRecord, unit: Unit) {
                 run.metrics.insert(
                     0,
                     labelled(
-                        Metric::new("max_sustainable_rate", unit, Direction::HigherIsBetter, max)
-                            .primary(),
+                        Metric::new(
+                            name::MAX_SUSTAINABLE_RATE,
+                            unit,
+                            Direction::HigherIsBetter,
+                            max,
+                        )
+                        .primary(),
                     ),
                 );
-                run.headline = Some("max_sustainable_rate".into());
+                run.headline = Some(name::MAX_SUSTAINABLE_RATE.into());
             }
         }
         CapacityOutcome::Unfinished | CapacityOutcome::Interrupted | CapacityOutcome::Unstable => {
@@ -133,7 +139,7 @@ pub fn mark(run: &mut Run, searched: &CapacityRecord, unit: Unit) {
                 run.metrics.insert(
                     0,
                     labelled(
-                        Metric::new("max_passing_rate", unit, Direction::HigherIsBetter, max)
+                        Metric::new(name::MAX_PASSING_RATE, unit, Direction::HigherIsBetter, max)
                             .context(),
                     ),
                 );
@@ -152,7 +158,13 @@ pub fn mark(run: &mut Run, searched: &CapacityRecord, unit: Unit) {
         && answer.outcome != CapacityOutcome::ClientBound
     {
         run.metrics.push(labelled(
-            Metric::new("first_failing_rate", unit, Direction::HigherIsBetter, above).context(),
+            Metric::new(
+                name::FIRST_FAILING_RATE,
+                unit,
+                Direction::HigherIsBetter,
+                above,
+            )
+            .context(),
         ));
     }
 }
@@ -196,7 +208,7 @@ impl std::fmt::Display for CapacityWarning {
                 f,
                 "repeated steps kept disagreeing, so no capacity is claimed: {}",
                 match cause.as_str() {
-                    "machine_busy" =>
+                    name::CAUSE_MACHINE_BUSY =>
                         "other work took the client's CPU during them (the machine was busy); stop it, or run the client on a machine of its own",
                     _ =>
                         "nothing changed on the client's side, so the target's capacity moved during the search (other load on it, caches, a neighbour); search again when it holds still",

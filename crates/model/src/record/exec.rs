@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Record;
+use crate::names::{exec, label};
 use crate::{Kind, Metric, Run};
 
 /// What a `dyno run` recorded: its settings, each benchmark it planned,
@@ -107,7 +108,7 @@ pub fn benches(run: &Run) -> Vec<Bench<'_>> {
     let walls: Vec<&Metric> = run
         .metrics
         .iter()
-        .filter(|m| m.name == "wall_ns" && m.label("command").is_some())
+        .filter(|m| m.name == exec::WALL && m.label(label::COMMAND).is_some())
         .collect();
     walls
         .iter()
@@ -122,23 +123,23 @@ pub fn benches(run: &Run) -> Vec<Bench<'_>> {
                     .filter(|m| m.name == name && has_labels(m))
                     .nth(nth)
             };
-            let name = wall.label("command").unwrap_or_default();
+            let name = wall.label(label::COMMAND).unwrap_or_default();
             Bench {
                 name,
                 parameters: wall
                     .labels
                     .iter()
-                    .filter_map(|(k, v)| Some((k.strip_prefix("param.")?, v.as_str())))
+                    .filter_map(|(k, v)| Some((k.strip_prefix(label::PARAM_PREFIX)?, v.as_str())))
                     .collect(),
                 wall,
-                user: same("user_ns"),
-                system: same("system_ns"),
-                cpu: same("cpu_percent"),
-                rss: same("peak_rss_bytes"),
-                failed: same("failed_runs"),
-                ratio: same("ratio_to_reference"),
-                p_value: same("p_value"),
-                verdict: same("verdict"),
+                user: same(exec::USER),
+                system: same(exec::SYSTEM),
+                cpu: same(exec::CPU_PERCENT),
+                rss: same(exec::PEAK_RSS),
+                failed: same(exec::FAILED_RUNS),
+                ratio: same(exec::RATIO_TO_REFERENCE),
+                p_value: same(exec::P_VALUE),
+                verdict: same(exec::VERDICT),
                 stopped_by: plan
                     .iter()
                     .find(|b| b.name == name)

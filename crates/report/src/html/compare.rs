@@ -31,7 +31,7 @@ struct Bar {
 /// is not a sign).
 fn verdict(ratio: &Metric) -> Verdict {
     ratio
-        .label("verdict")
+        .label(dyno_model::names::label::VERDICT)
         .and_then(Verdict::from_code)
         .unwrap_or(Verdict::Untested)
 }
@@ -135,7 +135,7 @@ fn factor_rows(c: &Comparison, candidate: &str) -> (Vec<Bar>, Table) {
         "verdict",
         "improvement",
     ]);
-    if let Some(gm) = c.group_metric("geomean", candidate) {
+    if let Some(gm) = c.group_metric(dyno_model::names::compare::GEOMEAN, candidate) {
         let interval = gm.uncertainty.as_ref().map(|u| (u.low, u.high));
         let colour = match interval {
             Some((lo, _)) if lo > 1.0 + c.noise => BETTER,
@@ -143,7 +143,11 @@ fn factor_rows(c: &Comparison, candidate: &str) -> (Vec<Bar>, Table) {
             _ => NEUTRAL,
         };
         bars.push(Bar {
-            label: format!("geomean ({} metrics)", gm.label("metrics").unwrap_or("all")),
+            label: format!(
+                "geomean ({} metrics)",
+                gm.label(dyno_model::names::compare::METRICS)
+                    .unwrap_or("all")
+            ),
             factor: gm.value,
             interval,
             colour,

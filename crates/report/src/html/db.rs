@@ -5,6 +5,7 @@
 //! `timeline_latency_p99_ns`), then every metric in a table.
 
 use dyno_model::Run;
+use dyno_model::names::db;
 
 use super::http::{self, Flow};
 use super::latency;
@@ -13,7 +14,7 @@ use super::latency;
 const DB: Flow = Flow {
     id: "db",
     what: "Database",
-    rate_metric: "timeline_transactions_per_sec",
+    rate_metric: db::TIMELINE_TRANSACTIONS_PER_SEC,
     rate_words: "transactions per second",
     rate_short: "tps",
     done: "commit",

@@ -6,16 +6,17 @@
 use std::fmt::Write as _;
 
 use dyno_model::Run;
+use dyno_model::names::{common, disk, label};
 
 use super::latency::{self, Series};
 use super::markup::esc;
 
 /// The tests of the run in table order, each with the operations it ran.
 fn tests<'a>(run: &'a Run, prefix: &str) -> Vec<(&'a str, Vec<&'a str>)> {
-    let name = format!("{prefix}latency_ns");
+    let name = format!("{prefix}{}", common::LATENCY);
     let mut out: Vec<(&str, Vec<&str>)> = Vec::new();
     for m in run.metrics.iter().filter(|m| m.name == name) {
-        let (Some(test), Some(op)) = (m.label("test"), m.label("op")) else {
+        let (Some(test), Some(op)) = (m.label(label::TEST), m.label(label::OP)) else {
             continue;
         };
         match out.iter_mut().find(|(t, _)| *t == test) {
@@ -28,9 +29,9 @@ fn tests<'a>(run: &'a Run, prefix: &str) -> Vec<(&'a str, Vec<&'a str>)> {
 }
 
 fn labelled<'a>(run: &'a Run, name: &str, test: &str, op: &str) -> Option<&'a dyno_model::Metric> {
-    run.metrics
-        .iter()
-        .find(|m| m.name == name && m.label("test") == Some(test) && m.label("op") == Some(op))
+    run.metrics.iter().find(|m| {
+        m.name == name && m.label(label::TEST) == Some(test) && m.label(label::OP) == Some(op)
+    })
 }
 
 /// The disk charts of `run`.
@@ -48,7 +49,7 @@ pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
             }
         }
     }
-    let latency = format!("{prefix}latency_ns");
+    let latency = format!("{prefix}{}", common::LATENCY);
     for op in ops {
         let series: Vec<Series> = tests
             .iter()
@@ -74,9 +75,9 @@ fn panel(run: &Run, prefix: &str, tests: &[(&str, Vec<&str>)]) -> String {
             }
         }
     }
-    let throughput = format!("{prefix}throughput_bytes_per_sec");
-    let iops = format!("{prefix}iops");
-    let files = format!("{prefix}files_per_sec");
+    let throughput = format!("{prefix}{}", disk::THROUGHPUT_BYTES_PER_SEC);
+    let iops = format!("{prefix}{}", disk::IOPS);
+    let files = format!("{prefix}{}", disk::FILES_PER_SEC);
     let mut tiles = 0;
     let mut grid = String::new();
     let _ = write!(
@@ -119,7 +120,7 @@ fn panel(run: &Run, prefix: &str, tests: &[(&str, Vec<&str>)]) -> String {
                         esc(test),
                         esc(op),
                         io.value,
-                        if io.name.ends_with("files_per_sec") {
+                        if io.name.ends_with(disk::FILES_PER_SEC) {
                             "files"
                         } else {
                             "IOPS"

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use dyno_model::Run;
 use dyno_model::record::ExecRecord;
 use dyno_stats::outliers::{quantile_sorted, tukey_fences};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::chart::{self, Chart, Key, Mark, TimeUnit, WORSE, colour};
@@ -146,52 +147,9 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
     let first = benches
         .iter()
         .find_map(|b| b.parameters.keys().next().copied())?;
-    let templates = ExecRecord::templates(run);
-    // Series key: the other parameters, and the command template when the
-    // sweep timed several.
-    let mut groups: BTreeMap<String, Vec<&Bench>> = BTreeMap::new();
-    for b in benches {
-        let Some(_) = b.parameters.get(first) else {
-            continue;
-        };
-        let mut key: Vec<String> = b
-            .parameters
-            .iter()
-            .filter(|(k, _)| **k != first)
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        if templates.len() > 1 {
-            let t = templates.iter().find(|t| {
-                let mut s = (**t).to_owned();
-                for (k, v) in &b.parameters {
-                    s = s.replace(&format!("{{{k}}}"), v);
-                }
-                s == b.name
-            });
-            key.insert(0, t.map_or_else(|| b.name.to_owned(), |t| (*t).to_owned()));
-        }
-        groups.entry(key.join(", ")).or_default().push(b);
-    }
-    let numeric = benches
-        .iter()
-        .filter_map(|b| b.parameters.get(first))
-        .all(|v| v.parse::<f64>().is_ok());
-    let mut categories: Vec<&str> = Vec::new();
-    for b in benches {
-        if let Some(v) = b.parameters.get(first)
-            && !categories.contains(v)
-        {
-            categories.push(v);
-        }
-    }
-    let x_of = |v: &str| -> f64 {
-        if numeric {
-            v.parse().unwrap_or(0.0)
-        } else {
-            categories.iter().position(|c| *c == v).unwrap_or(0) as f64
-        }
-    };
-    let mut xs: Vec<f64> = categories.iter().map(|v| x_of(v)).collect();
+    let groups = sweep_groups(run, benches, first);
+    let axis = SweepAxis::of(benches, first);
+    let mut xs: Vec<f64> = axis.categories.iter().map(|v| axis.x(v)).collect();
     xs.sort_by(f64::total_cmp);
     let (x_lo, x_hi) = (xs[0], xs[xs.len() - 1]);
     let max = benches
@@ -201,20 +159,13 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
     let unit = TimeUnit::for_max_ns(max);
     let points: usize = groups.values().map(Vec::len).sum();
     let mut table = Table::new(["series", first, "mean", "interval", "runs"]);
-    let cats: Vec<String> = categories.iter().map(|c| (*c).to_owned()).collect();
-    let name_of = |key: &String| {
-        if key.is_empty() {
-            "mean".to_owned()
-        } else {
-            key.clone()
-        }
-    };
+    let cats: Vec<String> = axis.categories.iter().map(|c| (*c).to_owned()).collect();
     // One series needs no legend.
     let keys: Vec<Key> = if groups.len() > 1 {
         groups
             .keys()
             .enumerate()
-            .map(|(i, key)| (name_of(key), Mark::Line(colour(i))))
+            .map(|(i, key)| (series_name(key), Mark::Line(colour(i))))
             .collect()
     } else {
         Vec::new()
@@ -240,46 +191,21 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
                 .y_desc(format!("mean wall time ({})", unit.name))
                 .y_label_formatter(&chart::tick);
             let cat_label = |x: &f64| category(&cats, *x, 28);
-            if numeric {
+            if axis.numeric {
                 mesh.x_label_formatter(&chart::tick);
             } else {
                 mesh.x_labels(cats.len()).x_label_formatter(&cat_label);
             }
             mesh.draw()?;
             for (i, (key, bs)) in groups.iter().enumerate() {
-                let col = colour(i);
-                let mut pts: Vec<(f64, &Bench)> =
-                    bs.iter().map(|b| (x_of(b.parameters[first]), *b)).collect();
+                let mut pts: Vec<(f64, &Bench)> = bs
+                    .iter()
+                    .map(|b| (axis.x(b.parameters[first]), *b))
+                    .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let name = name_of(key);
-                c.draw_series(LineSeries::new(
-                    pts.iter().map(|(x, b)| (*x, b.wall.value / unit.divisor)),
-                    col.stroke_width(2),
-                ))?;
-                c.draw_series(pts.iter().filter_map(|(x, b)| {
-                    let u = b.wall.uncertainty.as_ref()?;
-                    Some(ErrorBar::new_vertical(
-                        *x,
-                        u.low / unit.divisor,
-                        b.wall.value / unit.divisor,
-                        u.high / unit.divisor,
-                        col.stroke_width(1),
-                        8,
-                    ))
-                }))?;
-                c.draw_series(pts.iter().map(|(x, b)| {
-                    Circle::new((*x, b.wall.value / unit.divisor), 3, col.filled())
-                }))?;
+                draw_sweep_series(&mut c, &pts, colour(i), unit)?;
                 for (_, b) in &pts {
-                    table.row([
-                        name.clone(),
-                        b.parameters[first].to_owned(),
-                        units::duration(b.wall.value),
-                        b.wall.uncertainty.as_ref().map_or_else(String::new, |u| {
-                            format!("{} – {}", units::duration(u.low), units::duration(u.high))
-                        }),
-                        b.wall.samples.len().to_string(),
-                    ]);
+                    table.row(sweep_row(&series_name(key), first, b));
                 }
             }
             Ok(())
@@ -288,4 +214,128 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
     Some(chart.table(table).note(
         "Each point is the mean of the runs at that value; bars are its confidence interval as stored (Student t below 10 runs, bootstrap from 10).",
     ))
+}
+
+/// The sweep's series, by key: the other parameters, and the command
+/// template when the sweep timed several.
+fn sweep_groups<'r, 'b>(
+    run: &Run,
+    benches: &'r [Bench<'b>],
+    first: &str,
+) -> BTreeMap<String, Vec<&'r Bench<'b>>> {
+    let templates = ExecRecord::templates(run);
+    let mut groups: BTreeMap<String, Vec<&Bench>> = BTreeMap::new();
+    for b in benches {
+        let Some(_) = b.parameters.get(first) else {
+            continue;
+        };
+        let mut key: Vec<String> = b
+            .parameters
+            .iter()
+            .filter(|(k, _)| **k != first)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if templates.len() > 1 {
+            let t = templates.iter().find(|t| {
+                let mut s = (**t).to_owned();
+                for (k, v) in &b.parameters {
+                    s = s.replace(&format!("{{{k}}}"), v);
+                }
+                s == b.name
+            });
+            key.insert(0, t.map_or_else(|| b.name.to_owned(), |t| (*t).to_owned()));
+        }
+        groups.entry(key.join(", ")).or_default().push(b);
+    }
+    groups
+}
+
+/// A series' name in the legend and the table: its key, or `mean` for the
+/// only one.
+fn series_name(key: &str) -> String {
+    if key.is_empty() {
+        "mean".to_owned()
+    } else {
+        key.to_owned()
+    }
+}
+
+/// The sweep's x axis: the first parameter's values as numbers when they
+/// all are, else as categories in the order first seen.
+struct SweepAxis<'a> {
+    numeric: bool,
+    categories: Vec<&'a str>,
+}
+
+impl<'a> SweepAxis<'a> {
+    fn of(benches: &[Bench<'a>], first: &str) -> Self {
+        let numeric = benches
+            .iter()
+            .filter_map(|b| b.parameters.get(first))
+            .all(|v| v.parse::<f64>().is_ok());
+        let mut categories: Vec<&'a str> = Vec::new();
+        for b in benches {
+            if let Some(v) = b.parameters.get(first)
+                && !categories.contains(v)
+            {
+                categories.push(v);
+            }
+        }
+        SweepAxis {
+            numeric,
+            categories,
+        }
+    }
+
+    /// Where the value `v` lies on the axis.
+    fn x(&self, v: &str) -> f64 {
+        if self.numeric {
+            v.parse().unwrap_or(0.0)
+        } else {
+            self.categories.iter().position(|c| *c == v).unwrap_or(0) as f64
+        }
+    }
+}
+
+/// One series of the sweep: its line, each point's interval and the
+/// points.
+fn draw_sweep_series(
+    c: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    pts: &[(f64, &Bench)],
+    col: RGBColor,
+    unit: TimeUnit,
+) -> chart::DrawResult {
+    c.draw_series(LineSeries::new(
+        pts.iter().map(|(x, b)| (*x, b.wall.value / unit.divisor)),
+        col.stroke_width(2),
+    ))?;
+    c.draw_series(pts.iter().filter_map(|(x, b)| {
+        let u = b.wall.uncertainty.as_ref()?;
+        Some(ErrorBar::new_vertical(
+            *x,
+            u.low / unit.divisor,
+            b.wall.value / unit.divisor,
+            u.high / unit.divisor,
+            col.stroke_width(1),
+            8,
+        ))
+    }))?;
+    c.draw_series(
+        pts.iter()
+            .map(|(x, b)| Circle::new((*x, b.wall.value / unit.divisor), 3, col.filled())),
+    )?;
+    Ok(())
+}
+
+/// A point's row of the sweep's table.
+fn sweep_row(series: &str, first: &str, b: &Bench) -> [String; 5] {
+    [
+        series.to_owned(),
+        b.parameters[first].to_owned(),
+        units::duration(b.wall.value),
+        b.wall.uncertainty.as_ref().map_or_else(String::new, |u| {
+            format!("{} – {}", units::duration(u.low), units::duration(u.high))
+        }),
+        b.wall.samples.len().to_string(),
+    ]
 }

@@ -4,6 +4,7 @@
 //! req/s and p99 over time from the per-second timeline the run stores.
 
 use dyno_model::Run;
+use dyno_model::names::{common, http, label};
 use plotters::prelude::*;
 
 use super::chart::{self, Chart, Key, LATENCY, Mark, RATE, WORSE, colour};
@@ -90,7 +91,7 @@ pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
             c
         };
         out.push(c.html());
-    } else if run.metric(&name("latency_ns")).is_some() {
+    } else if run.metric(&name(common::LATENCY)).is_some() {
         out.push(note(
             "No request was answered, so there is no latency to draw.",
         ));
@@ -110,13 +111,13 @@ pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
 /// with its table.
 fn scenario(run: &Run) -> Vec<String> {
     let labelled = |name: &str, m: &dyno_model::Metric| -> Option<Series> {
-        let flow = m.label("flow")?;
-        let label = match m.label("step") {
+        let flow = m.label(label::FLOW)?;
+        let place = match m.label(label::STEP) {
             Some(step) => format!("{flow}/{step}"),
             None => flow.to_owned(),
         };
         (m.name == name)
-            .then(|| Series::of(label, Some(m)))
+            .then(|| Series::of(place, Some(m)))
             .flatten()
     };
     let mut out = Vec::new();
@@ -125,26 +126,30 @@ fn scenario(run: &Run) -> Vec<String> {
     let mut table = Table::new(["flow", "completed", "failed", "unfinished", "flows/s"])
         .caption("Flows, by how they ended");
     let place = crate::http::ByPlace::new(run);
-    for m in run.metrics.iter().filter(|m| m.name == "flows_completed") {
-        let Some(flow) = m.label("flow") else {
+    for m in run
+        .metrics
+        .iter()
+        .filter(|m| m.name == http::FLOWS_COMPLETED)
+    {
+        let Some(flow) = m.label(label::FLOW) else {
             continue;
         };
         let get = |name: &str| place.get(flow, None, name).map_or(0.0, |o| o.value);
         table.row([
             flow.to_owned(),
             chart::num(m.value),
-            chart::num(get("flows_failed")),
-            chart::num(get("flows_unfinished")),
-            chart::num(get("flows_per_sec")),
+            chart::num(get(http::FLOWS_FAILED)),
+            chart::num(get(http::FLOWS_UNFINISHED)),
+            chart::num(get(http::FLOWS_PER_SEC)),
         ]);
     }
     out.push(table.html());
-    let (steps, more_steps) = busiest(run, |m| labelled("step_latency_ns", m));
+    let (steps, more_steps) = busiest(run, |m| labelled(http::STEP_LATENCY, m));
     if let Some(c) = latency::spectrum("http-step-latency", "Latency by step", &steps) {
         out.push(c.html());
     }
     out.extend(more_steps);
-    let (flows, more_flows) = busiest(run, |m| labelled("flow_duration_ns", m));
+    let (flows, more_flows) = busiest(run, |m| labelled(http::FLOW_DURATION, m));
     if let Some(c) = latency::spectrum(
         "http-flow-time",
         "Flow time, from its start to its last answer (think times included)",
@@ -215,7 +220,7 @@ pub(super) struct Flow {
 pub(super) const HTTP: Flow = Flow {
     id: "http",
     what: "HTTP",
-    rate_metric: "timeline_requests_per_sec",
+    rate_metric: http::TIMELINE_REQUESTS_PER_SEC,
     rate_words: "requests per second",
     rate_short: "req/s",
     done: "answer",
@@ -269,7 +274,7 @@ pub(super) fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<
         .metric(&format!("{prefix}{}", flow.rate_metric))
         .map(|m| &m.samples);
     let p99s = run
-        .metric(&format!("{prefix}timeline_latency_p99_ns"))
+        .metric(&format!("{prefix}{}", common::TIMELINE_LATENCY_P99))
         .map(|m| &m.samples);
     let (Some(rates), Some(p99s)) = (rates, p99s) else {
         return vec![note(&format!(
@@ -396,14 +401,15 @@ fn server_counted_over_time(
     per: usize,
     flow: &Flow,
 ) -> Option<Chart> {
+    use dyno_model::names::telemetry;
     let counted: Vec<(String, Vec<(f64, f64)>)> = run
         .metrics
         .iter()
-        .filter(|m| m.name == "timeline_target_pg_commits_per_sec")
+        .filter(|m| m.name == telemetry::TIMELINE_TARGET_PG_COMMITS_PER_SEC)
         .filter_map(|m| {
             let points = bucket_means(&m.samples, per);
             Some((
-                format!("{}: commits/s it counted", m.label("watched")?),
+                format!("{}: commits/s it counted", m.label(label::WATCHED)?),
                 points,
             ))
         })
@@ -434,16 +440,17 @@ fn server_counted_over_time(
 /// of one core, and each target machine's CPU busy share. `None` when the
 /// run watched nothing.
 fn watched_over_time(run: &Run, seconds: f64, per: usize) -> Option<Chart> {
+    use dyno_model::names::telemetry;
     let lines: Vec<(String, Vec<(f64, f64)>)> = run
         .metrics
         .iter()
         .filter_map(|m| {
             let what = match m.name.as_str() {
-                "timeline_server_cpu_percent" => "CPU, % of one core",
-                "timeline_target_cpu_busy_percent" => "machine busy, % of all cores",
+                telemetry::TIMELINE_SERVER_CPU_PERCENT => "CPU, % of one core",
+                telemetry::TIMELINE_TARGET_CPU_BUSY_PERCENT => "machine busy, % of all cores",
                 _ => return None,
             };
-            let name = m.label("watched")?;
+            let name = m.label(label::WATCHED)?;
             let points = bucket_means(&m.samples, per);
             Some((format!("{name}: {what}"), points))
         })
@@ -553,8 +560,8 @@ fn lines_over_time(
 /// failure of class `status` at once: it is drawn once, as its status bar,
 /// and the note says the class `status` is those answers.
 fn answers(run: &Run, prefix: &str) -> Option<Chart> {
-    let status = format!("{prefix}status_");
-    let errors = format!("{prefix}errors_");
+    let status = format!("{prefix}{}", http::STATUS_PREFIX);
+    let errors = format!("{prefix}{}", http::ERRORS_PREFIX);
     let has_statuses = run.metrics.iter().any(|m| m.name.starts_with(&status));
     let mut bars: Vec<(String, f64, RGBColor)> = Vec::new();
     let mut unexpected = None;
@@ -567,7 +574,7 @@ fn answers(run: &Run, prefix: &str) -> Option<Chart> {
             };
             bars.push((format!("HTTP {code}"), m.value, c));
         } else if let Some(class) = m.name.strip_prefix(&errors) {
-            if class == "status" && has_statuses {
+            if class == http::class::STATUS && has_statuses {
                 unexpected = Some(m.value);
                 continue;
             }

@@ -3,6 +3,7 @@
 //! equally spaced, as HdrHistogram's plotter draws it), shared by HTTP and
 //! disk runs.
 
+use dyno_model::names::common;
 use dyno_model::{Metric, Run};
 use dyno_stats::hdr;
 use hdrhistogram::Histogram;
@@ -76,14 +77,14 @@ impl Series {
 /// `start`): the spectrum's series, each in its own colour on every chart
 /// of the page, and whether the run is open-model.
 pub(super) fn corrected_and_not(run: &Run, prefix: &str, since: &str) -> (Vec<Series>, bool) {
-    let uncorrected = run.metric(&format!("{prefix}latency_uncorrected_ns"));
+    let uncorrected = run.metric(&format!("{prefix}{}", common::LATENCY_UNCORRECTED));
     let open = uncorrected.is_some();
     let latency = if open {
         "latency (corrected: from due time)"
     } else {
         "latency"
     };
-    let series = Series::of(latency, run.metric(&format!("{prefix}latency_ns")))
+    let series = Series::of(latency, run.metric(&format!("{prefix}{}", common::LATENCY)))
         .map(|s| s.coloured(LATENCY))
         .into_iter()
         .chain(

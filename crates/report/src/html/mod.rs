@@ -273,7 +273,7 @@ fn with_capacity(run: &Run, unit: &str, charts: Vec<String>) -> Vec<String> {
 /// per-second latency histograms a segment keeps for merging (the p99
 /// over time says what they hold).
 pub(super) fn every_metric(run: &Run, prefix: &str) -> [String; 2] {
-    let timeline = format!("{prefix}timeline_latency_ns");
+    let timeline = format!("{prefix}{}", dyno_model::names::common::TIMELINE_LATENCY);
     [
         "<h3>Every metric</h3>".into(),
         metric_table(run, |m| m.name.starts_with(prefix) && m.name != timeline),

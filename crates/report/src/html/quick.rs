@@ -3,26 +3,28 @@
 //! carry the prefixes `http_`, `db_` and `disk_`).
 
 use dyno_model::Run;
+use dyno_model::names::quick::{DB, DISK, HTTP, INT64_PREFIX};
 
 use super::{db, disk, http, metric_table};
 
 pub(super) fn charts(run: &Run) -> Vec<String> {
     let mut out = vec![
         "<h3>CPU (int64)</h3>".to_owned(),
-        metric_table(run, |m| m.name.starts_with("int64_")),
+        metric_table(run, |m| m.name.starts_with(INT64_PREFIX)),
     ];
-    let has = |prefix: &str| run.metrics.iter().any(|m| m.name.starts_with(prefix));
-    if has("http_") {
-        out.push("<h3>HTTP on loopback</h3>".into());
-        out.extend(http::charts(run, "http_"));
-    }
-    if has("db_") {
-        out.push("<h3>PostgreSQL (select-only)</h3>".into());
-        out.extend(db::charts(run, "db_"));
-    }
-    if has("disk_") {
-        out.push("<h3>Disk</h3>".into());
-        out.extend(disk::charts(run, "disk_"));
+    type Charts = fn(&Run, &str) -> Vec<String>;
+    let lines: [(&str, &str, Charts); 3] = [
+        (HTTP, "HTTP on loopback", http::charts),
+        (DB, "PostgreSQL (select-only)", db::charts),
+        (DISK, "Disk", disk::charts),
+    ];
+    for (line, heading, charts) in lines {
+        // A line's metrics carry its name and `_` before their engine's.
+        let prefix = format!("{line}_");
+        if run.metrics.iter().any(|m| m.name.starts_with(&prefix)) {
+            out.push(format!("<h3>{heading}</h3>"));
+            out.extend(charts(run, &prefix));
+        }
     }
     out
 }

@@ -30,6 +30,7 @@ mod quantile;
 
 use std::collections::{BTreeMap, HashMap};
 
+use dyno_model::names::compare as names;
 use dyno_model::names::label;
 use dyno_model::record;
 use dyno_model::{
@@ -289,7 +290,7 @@ impl Evidence {
         let mut m = match self {
             Evidence::Values { values, .. } => {
                 let mut m = mean_metric(
-                    "value",
+                    names::VALUE,
                     template.unit,
                     template.direction,
                     values.clone(),
@@ -303,7 +304,7 @@ impl Evidence {
             }
             Evidence::Quantile(cdf, p) => {
                 let mut m = Metric::new(
-                    "value",
+                    names::VALUE,
                     template.unit,
                     template.direction,
                     cdf.percentile(*p),
@@ -319,9 +320,9 @@ impl Evidence {
                 });
                 m
             }
-            Evidence::Single(v) => Metric::new("value", template.unit, template.direction, *v),
+            Evidence::Single(v) => Metric::new(names::VALUE, template.unit, template.direction, *v),
         };
-        m.labels.insert("evidence".into(), self.code().into());
+        m.labels.insert(names::EVIDENCE.into(), self.code().into());
         m
     }
 }
@@ -526,7 +527,7 @@ pub fn compare_runs(groups: &[Group], options: &Options) -> Result<Run, VersusEr
         let tally = comparison.group(g, &index)?;
         comparison.score(group, tally);
     }
-    comparison.run.headline = Some("geomean".into());
+    comparison.run.headline = Some(names::GEOMEAN.into());
     comparison.record_and_warn(index.loose_command);
     let mut run = comparison.run;
     warn_sources(&mut run, groups);
@@ -638,9 +639,9 @@ impl Comparison<'_> {
         let group = &self.groups[g];
         let template = a[0];
         let labels = |m: Metric, group: &str| {
-            m.with_label("metric", template.display())
-                .with_label("kind", template.kind.as_str())
-                .with_label("group", group)
+            m.with_label(names::METRIC, template.display())
+                .with_label(names::KIND, template.kind.as_str())
+                .with_label(names::GROUP, group)
         };
         let (ea, eb) = (Evidence::of(a), Evidence::of(b));
         self.used_histograms |= matches!(ea, Evidence::Quantile(..));
@@ -657,8 +658,8 @@ impl Comparison<'_> {
             tally.counts[3] += 1;
             return;
         };
-        let mut m = Metric::new("ratio", Unit::Ratio, template.direction, ratio)
-            .with_label("role", template.role.as_str());
+        let mut m = Metric::new(names::RATIO, Unit::Ratio, template.direction, ratio)
+            .with_label(names::ROLE, template.role.as_str());
         m.uncertainty = outcome.interval.map(|(low, high)| Uncertainty {
             method: outcome.method,
             confidence: 1.0 - options.alpha,
@@ -676,7 +677,7 @@ impl Comparison<'_> {
             .push(labels(m, &group.name).with_label(label::VERDICT, outcome.verdict.code()));
         if let Some(p) = outcome.p_value {
             self.run.metrics.push(labels(
-                Metric::new("p_value", Unit::Ratio, Direction::LowerIsBetter, p),
+                Metric::new(names::P_VALUE, Unit::Ratio, Direction::LowerIsBetter, p),
                 &group.name,
             ));
         }
@@ -726,9 +727,14 @@ impl Comparison<'_> {
             );
         }
         if let Some(gm) = geomean(&per_quantity, options.alpha) {
-            let mut m = Metric::new("geomean", Unit::Ratio, Direction::HigherIsBetter, gm.value)
-                .with_label("group", &group.name)
-                .with_label("metrics", gm.n.to_string());
+            let mut m = Metric::new(
+                names::GEOMEAN,
+                Unit::Ratio,
+                Direction::HigherIsBetter,
+                gm.value,
+            )
+            .with_label(names::GROUP, &group.name)
+            .with_label(names::METRICS, gm.n.to_string());
             m.uncertainty = gm.interval.map(|(low, high)| Uncertainty {
                 method: UncertaintyMethod::Delta,
                 confidence: 1.0 - options.alpha,
@@ -739,10 +745,13 @@ impl Comparison<'_> {
             });
             self.run.metrics.push(m);
         }
-        for (name, count) in ["better", "worse", "same", "untested"].iter().zip(counts) {
+        for (name, count) in [names::BETTER, names::WORSE, names::SAME, names::UNTESTED]
+            .iter()
+            .zip(counts)
+        {
             self.run.metrics.push(
                 Metric::new(*name, Unit::Count, Direction::HigherIsBetter, count as f64)
-                    .with_label("group", &group.name),
+                    .with_label(names::GROUP, &group.name),
             );
         }
     }
@@ -868,7 +877,7 @@ impl Tally {
     fn primary(&mut self, template: &Subject, ratio: f64, outcome: &Outcome) {
         let quantity = {
             let mut s = template.clone();
-            s.labels.remove("percentile");
+            s.labels.remove(dyno_model::names::label::PERCENTILE);
             s.display()
         };
         if !outcome.verdict.is_tested() {
