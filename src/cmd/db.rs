@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use dyno_db::Target;
 use dyno_db::init::{InitSettings, init};
 use dyno_db::record;
@@ -115,6 +115,7 @@ fn group(n: u64) -> String {
 
 fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
     let env = environment();
+    let files = script_files(&args.files)?;
     let DbPlan {
         engine: settings,
         whole,
@@ -123,7 +124,11 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         progress,
         mode,
         watch,
-    } = settings::db_run(args, env.hostname.as_deref())?;
+        notices,
+    } = settings::db_run(args, env.hostname.as_deref(), &files)?;
+    for notice in &notices {
+        eprintln!("{notice}");
+    }
     // A segment's store is where the segments meet: never the local
     // fallback, where it would wait alone.
     let mut store = match &plan {
@@ -319,4 +324,16 @@ impl ProgressLine {
             eprint!("\r\x1b[2K");
         }
     }
+}
+
+/// The texts of the script files (`-f FILE[@WEIGHT]`), in their order.
+fn script_files(specs: &[String]) -> Result<Vec<String>> {
+    specs
+        .iter()
+        .map(|spec| {
+            let (path, _) = dyno_db::script::weighted(spec).map_err(anyhow::Error::msg)?;
+            std::fs::read_to_string(path)
+                .with_context(|| format!("could not read the script '{path}'"))
+        })
+        .collect()
 }

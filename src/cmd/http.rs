@@ -21,17 +21,18 @@ use crate::settings::{self, HttpPlan};
 
 pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
     let env = environment();
+    let (resolved, _server) = resolve(args, &env)?;
     let HttpPlan {
         engine: settings,
         asked,
-        server: _server,
         segments: plan,
         latency_log,
         mode,
         watch,
         format,
         mut save,
-    } = settings::http(args, &env)?;
+        notices: _,
+    } = resolved;
     if let settings::Mode::FindMax(search) = mode {
         // Split over segments, the steps meet in the store.
         let store = match &plan {
@@ -87,20 +88,7 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         eprint!("\r\x1b[2K");
     }
     if outcome.interrupted && outcome.stats.requests() == 0 {
-        // Stopped in the warm-up (or before any answer): an empty run
-        // would only clutter the store and skew comparisons.
-        if let (Some(out), Some(path)) = (log_file.take(), &latency_log) {
-            drop(out);
-            let _ = std::fs::remove_file(path);
-        }
-        eprintln!(
-            "dyno: interrupted before any request was measured{}; nothing was saved",
-            if outcome.elapsed.is_zero() && !settings.schedule.warmup.is_zero() {
-                " (still in the warm-up)"
-            } else {
-                ""
-            }
-        );
+        interrupted_unmeasured(&outcome, &settings, log_file, latency_log.as_deref());
         return Ok(ExitStatus::Interrupted);
     }
     let watched = watcher.stop();
@@ -113,17 +101,11 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         plan.record(&mut run, met, outcome.started_at);
         save.tags.push(plan.tag());
     }
-    // Nothing listens there: the run stopped at once, and is shown but not
-    // saved (it measured no server).
-    let store = if outcome.refused
-        || outcome.silent
-        || (outcome.protocol_failure.is_some() && outcome.stats.responses == 0)
-    {
-        None
-    } else {
+    let store = if measured_a_server(&outcome) {
         store
+    } else {
+        None
     };
-
     if let (Some(out), Some(path)) = (&mut log_file, &latency_log) {
         // StartTime is when the run's clock started (a segment's common
         // start, after the barrier), not when the process started.
@@ -135,6 +117,103 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         HttpFormat::Ab => dyno_report::ab_report(run),
     })?;
     exit_status(&outcome, &settings, &asked, &save, &run)
+}
+
+/// Stopped in the warm-up (or before any answer): an empty run would only
+/// clutter the store and skew comparisons, so nothing is kept, the
+/// latency log included.
+fn interrupted_unmeasured(
+    outcome: &Outcome,
+    settings: &Settings,
+    log_file: Option<std::io::BufWriter<std::fs::File>>,
+    latency_log: Option<&std::path::Path>,
+) {
+    if let (Some(out), Some(path)) = (log_file, latency_log) {
+        drop(out);
+        let _ = std::fs::remove_file(path);
+    }
+    eprintln!(
+        "dyno: interrupted before any request was measured{}; nothing was saved",
+        if outcome.elapsed.is_zero() && !settings.schedule.warmup.is_zero() {
+            " (still in the warm-up)"
+        } else {
+            ""
+        }
+    );
+}
+
+/// Whether the run measured a server, and is saved. Nothing listened there
+/// (refused, silent, or no answer in the protocol asked for): the run
+/// stopped at once, and is shown but not saved.
+fn measured_a_server(outcome: &Outcome) -> bool {
+    !(outcome.refused
+        || outcome.silent
+        || (outcome.protocol_failure.is_some() && outcome.stats.responses == 0))
+}
+
+/// Reads the files `dyno http`'s flags name, starts the built-in server
+/// when no URL is given (the handle keeps it running), and resolves the
+/// flags with them ([`settings::http`]); prints the resolution's notices.
+pub(super) fn resolve(
+    args: HttpArgs,
+    env: &dyno_model::Environment,
+) -> Result<(HttpPlan, Option<dyno_serve::ServerHandle>)> {
+    let cpus = dyno_env::available_cpus();
+    let body_file = match (&args.body, &args.body_file) {
+        (None, Some(path)) => Some(
+            std::fs::read(path)
+                .with_context(|| format!("could not read the body file '{}'", path.display()))?,
+        ),
+        _ => None,
+    };
+    let url_file = match &args.url_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("could not read the URL file '{}'", path.display()))?,
+        ),
+        None => None,
+    };
+    let scenario = match &args.scenario {
+        Some(path) => {
+            let scenario = dyno_http::scenario::Scenario::load(path, args.url.as_deref())?;
+            // Its file and data, hashed into a segment's settings.
+            let mut bytes = std::fs::read(&scenario.path).unwrap_or_default();
+            if let Some(data) = &scenario.data {
+                bytes.extend(std::fs::read(&data.path).unwrap_or_default());
+            }
+            Some((std::sync::Arc::new(scenario), bytes))
+        }
+        None => None,
+    };
+    let server = if settings::loads_builtin_server(&args) {
+        Some(builtin_server(settings::builtin_server_threads(
+            &args, cpus,
+        ))?)
+    } else {
+        None
+    };
+    let inputs = settings::HttpInputs {
+        cpus,
+        body_file,
+        url_file,
+        scenario,
+        builtin_url: server.as_ref().map(|(_, url)| url.clone()),
+    };
+    let plan = settings::http(args, env, inputs)?;
+    for notice in &plan.notices {
+        eprintln!("{notice}");
+    }
+    Ok((plan, server.map(|(server, _)| server)))
+}
+
+/// Starts the built-in server on a free loopback port with `threads`
+/// threads; the handle keeps it running, the URL is its `/hello`.
+pub(super) fn builtin_server(threads: usize) -> Result<(dyno_serve::ServerHandle, String)> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .context("could not open a loopback port for the built-in server")?;
+    let server = dyno_serve::spawn(listener, threads)?;
+    let url = format!("http://{}/hello", server.local_addr());
+    Ok((server, url))
 }
 
 /// How a measured run ends: the engine's reasons to stop early, an

@@ -162,7 +162,7 @@ fn check_command(
             let Command::Http(args) = Cli::try_parse_from(&last)?.command else {
                 unreachable!("parsed as http above")
             };
-            let plan = crate::settings::http(*args, &super::environment()).map_err(|e| {
+            let (plan, _) = super::http::resolve(*args, &super::environment()).map_err(|e| {
                 anyhow::anyhow!(
                     "segment {}/{segments} would refuse the command: {e:#}",
                     segments - 1

@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, Result};
+use dyno_model::names::{self, quick::DB, quick::DISK, quick::HTTP};
 use dyno_model::record::{DbRecord, QuickDisk, QuickHttp, QuickLine, QuickRecord};
 use dyno_model::{Kind, Run};
 
@@ -37,15 +38,7 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
         threads: threads.map_or(cpus, |t| t as usize),
     };
     let db_configured = dyno_db::quick::configured(|v| std::env::var(v).ok());
-    // A bare --pg-stats reads the db line's server.
-    let db_target = db_configured
-        .then(|| dyno_db::Target::from_env("").ok())
-        .flatten();
-    let watch = crate::settings::watch(
-        watch,
-        db_target.as_ref(),
-        db_target.as_ref().map(dyno_db::Target::port),
-    )?;
+    let watch = watch_settings(watch, db_configured)?;
     let store = ctx.store_for(&save)?;
 
     let started = Instant::now();
@@ -60,7 +53,7 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
     );
     run.environment = environment();
     run.warnings = dyno_env::preflight(&run.environment);
-    let mut record = QuickRecord {
+    let record = QuickRecord {
         int64: int64.record(),
         http: dyno_http::quick::part(http_duration),
         disk: None,
@@ -73,82 +66,39 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
     let interrupt = Interrupt::install(Second::Waits)?;
     let watcher = super::watch::start(watch)?;
     let whole_from = SystemTime::now();
-    let mut windows = Vec::new();
-    let int64_metrics = match dyno_cpu::quick::measure(&int64, cpus, &interrupt.flag(), &mut |p| {
-        progress(p);
-    }) {
-        Ok(metrics) if metrics.is_empty() => {
-            eprintln!("dyno: interrupted before the first repetition; nothing was saved");
-            return Ok(ExitStatus::Interrupted);
-        }
+    let int64_metrics = match int64_part(&int64, cpus, &interrupt) {
         Ok(metrics) => metrics,
-        Err(e) => {
-            eprintln!("dyno: check failed: {e}");
-            return Ok(ExitStatus::ChecksFailed);
-        }
+        Err(status) => return Ok(status),
     };
     run.metrics.extend(int64_metrics);
+    let mut m = Measured {
+        run,
+        record,
+        windows: Vec::new(),
+    };
     if !http_duration.is_zero() && !interrupt.is_set() {
-        progress("http: dyno's client against its built-in server on loopback");
-        let line = http_line(http_duration, cpus, interrupt.flag())?;
-        windows.push((
-            "http",
-            last(http_duration, counted(&line.metrics, "http_requests")),
-        ));
-        record.http = add_line(&mut run, "http", line);
+        m.http(http_duration, cpus, interrupt.flag())?;
     }
     if !disk_duration.is_zero() && !interrupt.is_set() {
-        progress("disk: a 64 MiB file in the current directory, SEQ1M Q8T1 and RND4K Q1T1");
-        // A directory that cannot hold the file costs the disk line, not
-        // the whole run.
-        let from = SystemTime::now();
-        let line = disk_line(disk_duration, &interrupt.flag());
-        windows.push((
-            "disk",
-            Window {
-                from,
-                length: from.elapsed().unwrap_or_default(),
-                operations: 0,
-            },
-        ));
-        match line {
-            Ok(line) => record.disk = Some(add_line(&mut run, "disk", line)),
-            Err(e) => run.warn(
-                "disk_line_skipped",
-                format!("the disk line was skipped: {e:#}"),
-            ),
-        }
+        m.disk(disk_duration, &interrupt.flag());
     }
     if !db_duration.is_zero() && !interrupt.is_set() {
         if db_configured {
-            progress("db: select-only on the PostgreSQL server of PGHOST/PGPORT/PGDATABASE");
-            // A server that cannot be used costs the db line, not the run.
-            match db_line(db_duration, cpus, interrupt.flag()) {
-                Ok(line) => {
-                    let transactions = counted(&line.metrics, "db_transactions");
-                    windows.push(("db", last(db_duration, transactions)));
-                    record.db = Some(add_line(&mut run, "db", line));
-                }
-                Err(e) => run.warn("db_line_skipped", format!("the db line was skipped: {e:#}")),
-            }
+            m.db(db_duration, cpus, interrupt.flag());
         } else if !save.json {
             eprintln!("dyno: {}", dyno_db::quick::NOT_CONFIGURED);
         }
     }
-    let watched = watcher.stop();
-    let whole = Window {
-        from: whole_from,
-        length: whole_from.elapsed().unwrap_or_default(),
-        operations: 0,
-    };
-    super::watch::record_whole(&mut run, &watched, whole);
-    for (line, window) in windows {
-        super::watch::record_line(&mut run, &watched, line, window);
-    }
+    let Measured {
+        mut run,
+        record,
+        windows,
+    } = m;
+    record_watched(&mut run, watcher, whole_from, windows);
     let judged = dyno_cpu::quick::judge(&int64, &run.metrics, cpus);
     run.warnings.extend(judged.into_iter().map(Into::into));
     run.set_record(&record);
-    run.headline = Some("int64_1t_ns".into());
+    run.headline = Some(names::quick::INT64_1T.into());
     run.duration_ns = started.elapsed().as_nanos() as u64;
 
     if interrupt.is_set() {
@@ -165,6 +115,120 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// `--watch-*` for quick: a bare `--pg-stats` reads the db line's server.
+fn watch_settings(
+    watch: crate::cli::WatchArgs,
+    db_configured: bool,
+) -> Result<Option<crate::settings::Watch>> {
+    let db_target = db_configured
+        .then(|| dyno_db::Target::from_env("").ok())
+        .flatten();
+    crate::settings::watch(
+        watch,
+        db_target.as_ref(),
+        db_target.as_ref().map(dyno_db::Target::port),
+    )
+}
+
+/// The int64 line's metrics; the exit status instead when it ends the run
+/// (interrupted before its first repetition, or a failed check).
+fn int64_part(
+    int64: &dyno_cpu::quick::Settings,
+    cpus: usize,
+    interrupt: &Interrupt,
+) -> Result<Vec<dyno_model::Metric>, ExitStatus> {
+    match dyno_cpu::quick::measure(int64, cpus, &interrupt.flag(), &mut |p| progress(p)) {
+        Ok(metrics) if metrics.is_empty() => {
+            eprintln!("dyno: interrupted before the first repetition; nothing was saved");
+            Err(ExitStatus::Interrupted)
+        }
+        Ok(metrics) => Ok(metrics),
+        Err(e) => {
+            eprintln!("dyno: check failed: {e}");
+            Err(ExitStatus::ChecksFailed)
+        }
+    }
+}
+
+/// What was watched of the target: over the whole run, and over each
+/// line's window.
+fn record_watched(
+    run: &mut Run,
+    watcher: dyno_env::watch::Watcher,
+    whole_from: SystemTime,
+    windows: Vec<(&'static str, Window)>,
+) {
+    let watched = watcher.stop();
+    let whole = Window {
+        from: whole_from,
+        length: whole_from.elapsed().unwrap_or_default(),
+        operations: 0,
+    };
+    super::watch::record_whole(run, &watched, whole);
+    for (line, window) in windows {
+        super::watch::record_line(run, &watched, line, window);
+    }
+}
+
+/// A quick run as its lines add to it: their metrics, their parts of the
+/// record, and the windows the watcher's figures are cut to.
+struct Measured {
+    run: Run,
+    record: QuickRecord,
+    windows: Vec<(&'static str, Window)>,
+}
+
+impl Measured {
+    /// The HTTP line.
+    fn http(&mut self, duration: Duration, cpus: usize, stop: Arc<AtomicBool>) -> Result<()> {
+        progress("http: dyno's client against its built-in server on loopback");
+        let line = http_line(duration, cpus, stop)?;
+        let requests = counted(&line.metrics, HTTP, names::http::REQUESTS);
+        self.windows.push((HTTP, last(duration, requests)));
+        self.record.http = add_line(&mut self.run, HTTP, line);
+        Ok(())
+    }
+
+    /// The disk line: a directory that cannot hold the file costs the disk
+    /// line, not the whole run.
+    fn disk(&mut self, duration: Duration, stop: &AtomicBool) {
+        progress("disk: a 64 MiB file in the current directory, SEQ1M Q8T1 and RND4K Q1T1");
+        let from = SystemTime::now();
+        let line = disk_line(duration, stop);
+        self.windows.push((
+            DISK,
+            Window {
+                from,
+                length: from.elapsed().unwrap_or_default(),
+                operations: 0,
+            },
+        ));
+        match line {
+            Ok(line) => self.record.disk = Some(add_line(&mut self.run, DISK, line)),
+            Err(e) => self.run.warn(
+                "disk_line_skipped",
+                format!("the disk line was skipped: {e:#}"),
+            ),
+        }
+    }
+
+    /// The db line: a server that cannot be used costs the db line, not
+    /// the run.
+    fn db(&mut self, duration: Duration, cpus: usize, stop: Arc<AtomicBool>) {
+        progress("db: select-only on the PostgreSQL server of PGHOST/PGPORT/PGDATABASE");
+        match db_line(duration, cpus, stop) {
+            Ok(line) => {
+                let transactions = counted(&line.metrics, DB, names::db::TRANSACTIONS);
+                self.windows.push((DB, last(duration, transactions)));
+                self.record.db = Some(add_line(&mut self.run, DB, line));
+            }
+            Err(e) => self
+                .run
+                .warn("db_line_skipped", format!("the db line was skipped: {e:#}")),
+        }
+    }
+}
+
 /// The HTTP line against the built-in server on loopback: half the CPUs
 /// load, the other half serve.
 fn http_line(
@@ -173,7 +237,7 @@ fn http_line(
     stop: Arc<AtomicBool>,
 ) -> Result<QuickLine<QuickHttp>> {
     let threads = (cpus / 2).max(1);
-    let (_server, url) = crate::settings::builtin_server((cpus - threads).max(1))?;
+    let (_server, url) = super::http::builtin_server((cpus - threads).max(1))?;
     let settings = dyno_http::quick::settings(&url, duration, threads)?;
     Ok(dyno_http::quick::measure(&settings, stop)?)
 }
@@ -207,8 +271,10 @@ fn last(duration: Duration, operations: u64) -> Window {
     }
 }
 
-/// The count a line's metric `name` holds (0 without it).
-fn counted(metrics: &[dyno_model::Metric], name: &str) -> u64 {
+/// The count the metric `name` of the line `line` holds, under the line's
+/// prefix (0 without it).
+fn counted(metrics: &[dyno_model::Metric], line: &str, name: &str) -> u64 {
+    let name = format!("{line}_{name}");
     metrics
         .iter()
         .find(|m| m.name == name)

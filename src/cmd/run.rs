@@ -8,16 +8,18 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use dyno_exec::{ExecError, Progress, Stop};
 
 use super::interrupt::{Interrupt, Second};
 use super::{Context, environment, finish};
 use crate::ExitStatus;
 use crate::cli::RunArgs;
+use crate::settings::ExecPlan;
 
 pub(super) fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
     let plan = crate::settings::exec(args)?;
+    check_paths(&plan)?;
     let settings = &plan.settings;
     let store = ctx.store_for(&plan.save)?;
     let environment = environment();
@@ -117,4 +119,85 @@ fn progress_line(p: &Progress<'_>) {
         p.count,
         p.runs_done
     );
+}
+
+/// The files and folders the flags name, checked before anything is timed:
+/// `--cwd` is a folder, `--input` reads, the files written (`--output`,
+/// the exports) have a folder, and with `--shell none` each command's
+/// program is an executable.
+fn check_paths(plan: &ExecPlan) -> Result<()> {
+    let settings = &plan.settings;
+    if let Some(dir) = &settings.cwd
+        && !dir.is_dir()
+    {
+        bail!("--cwd '{}' is not a directory", dir.display());
+    }
+    if let Some(file) = &settings.input {
+        std::fs::File::open(file)
+            .with_context(|| format!("cannot read the --input file '{}'", file.display()))?;
+    }
+    let output = match &settings.output {
+        dyno_exec::Output::File(path) => Some(path),
+        _ => None,
+    };
+    for path in [
+        output,
+        plan.export_hyperfine_json.as_ref(),
+        plan.export_csv.as_ref(),
+        plan.export_markdown.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        check_writable(path)?;
+    }
+    if settings.shell == dyno_exec::Shell::None {
+        for b in &dyno_exec::engine::benchmarks(settings)? {
+            let program = b.program();
+            if !on_path(program, settings.cwd.as_deref()) {
+                bail!(
+                    "command '{program}' was not found: check the spelling and that it is on PATH (with --shell none, shell builtins and syntax do not work)"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `program` names an executable file, directly or on PATH.
+/// A relative path with a slash is taken from `cwd`, as the child will.
+fn on_path(program: &str, cwd: Option<&Path>) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let path = Path::new(program);
+        return match cwd {
+            Some(dir) if path.is_relative() => executable(&dir.join(path)),
+            _ => executable(path),
+        };
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
+}
+
+/// Refuses a path whose folder does not exist, before anything is timed.
+fn check_writable(path: &Path) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        bail!(
+            "cannot write '{}': the folder '{}' does not exist",
+            path.display(),
+            dir.display()
+        );
+    }
+    if path.is_dir() {
+        bail!("cannot write '{}': it is a folder", path.display());
+    }
+    Ok(())
 }

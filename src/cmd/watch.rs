@@ -8,6 +8,7 @@ use anyhow::{Result, anyhow};
 use dyno_db::stats::PgStats;
 use dyno_env::watch::{self, Probe, Watched, Watcher};
 use dyno_model::Run;
+use dyno_model::names::telemetry;
 use dyno_model::record::CapacityStep;
 
 use crate::settings::Watch;
@@ -122,7 +123,7 @@ pub(super) fn record_line(run: &mut Run, watched: &Watched, line: &str, window: 
     run.metrics.extend(
         watch::metrics(watched, from, to, window.operations)
             .into_iter()
-            .filter(|m| m.name != "watch_client_cpu_ns")
+            .filter(|m| m.name != telemetry::WATCH_CLIENT_CPU)
             .map(|m| m.with_prefix(line)),
     );
     if let Some((code, why)) = watch::verdict(watched, from, to, dyno_env::available_cpus()) {
@@ -143,7 +144,7 @@ pub(super) fn record_whole(run: &mut Run, watched: &Watched, window: Window) {
     run.metrics.extend(
         watch::metrics(watched, from, to, 0)
             .into_iter()
-            .filter(|m| m.name == "watch_client_cpu_ns"),
+            .filter(|m| m.name == telemetry::WATCH_CLIENT_CPU),
     );
     lost_or_troubled(run, watched);
 }

@@ -29,11 +29,15 @@ pub(crate) struct DbPlan {
     pub mode: super::capacity::Mode,
     /// `--watch-*`: what of the server is watched during the run.
     pub watch: Option<super::Watch>,
+    /// What the user should know about how the flags were taken (a `-j`
+    /// cut to `-c`), for the command to print.
+    pub notices: Vec<String>,
 }
 
 /// `dyno db run`'s flags, checked together and resolved; `host` names
-/// this machine for the segment plan.
-pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
+/// this machine for the segment plan, `files` are the texts of the script
+/// files (`-f`), in their order, as the command read them.
+pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>, files: &[String]) -> Result<DbPlan> {
     let mut plan = Plan::from_args(&args.segments, host)?;
     if plan.is_some() && args.save.no_save {
         bail!(
@@ -50,7 +54,7 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
             ("--find-max", args.find_max.find_max),
         ],
     )?;
-    let settings = run_settings(&args, plan.as_ref())?;
+    let (settings, notices) = run_settings(&args, plan.as_ref(), files)?;
     // No error target in --slo: failed transactions are errors, and none is
     // allowed (a db run fails on any, as pgbench's exit status says).
     let range = args
@@ -95,24 +99,29 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>) -> Result<DbPlan> {
         progress: args.progress,
         mode,
         watch,
+        notices,
     })
 }
 
 /// The engine's settings from the flags; a segment's share of them with
-/// `plan`.
-fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
-    let (scripts, builtin) = scripts(args)?;
+/// `plan`; and the notices.
+fn run_settings(
+    args: &DbRunArgs,
+    plan: Option<&Plan>,
+    files: &[String],
+) -> Result<(RunSettings, Vec<String>)> {
+    let (scripts, builtin) = scripts(args, files)?;
     let target = Target::from_env(args.conninfo.as_deref().unwrap_or(""))?;
-    let clients = args.clients.to as usize;
+    let mut notices = Vec::new();
     let threads = if args.jobs > args.clients.to {
-        eprintln!(
+        notices.push(format!(
             "dyno: -j {} is more than -c {}: using {} thread{} (a thread without a client would sit idle)",
             args.jobs,
             args.clients.to,
             args.clients.to,
             if args.clients.to == 1 { "" } else { "s" }
-        );
-        clients
+        ));
+        args.clients.to as usize
     } else {
         args.jobs as usize
     };
@@ -122,17 +131,6 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         (None, Some(d), _) => Stop::Duration(d),
         (None, None, None) => Stop::Duration(Duration::from_secs(10)),
     };
-    // A plan's mean rate: what the run as a whole asked for.
-    let whole_rate = match &args.rate_plan {
-        Some(p) => Some(p.total() / p.duration().as_secs_f64()),
-        None => args.rate,
-    };
-    if args.max_tries == 0 && matches!(stop, Stop::Transactions(_)) && args.latency_limit.is_none()
-    {
-        bail!(
-            "--max-tries 0 (no limit on the tries) with -t has nothing to end the retries: add a duration (-T) or a latency limit (-L), or give a number of tries"
-        );
-    }
     // A segment takes its share of the clients and threads, and the rate
     // in proportion to its clients (as pgbench shares a rate out over its
     // threads); -t stays per client.
@@ -143,52 +141,24 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
             let share = f64::from(c) / f64::from(args.clients.to);
             (c as usize, t, share, plan.segment)
         }
-        None => (clients, threads, 1.0, dyno_model::Segment::WHOLE),
+        None => (
+            args.clients.to as usize,
+            threads,
+            1.0,
+            dyno_model::Segment::WHOLE,
+        ),
+    };
+    // A plan's mean rate: what the run as a whole asked for.
+    let whole_rate = match &args.rate_plan {
+        Some(p) => Some(p.total() / p.duration().as_secs_f64()),
+        None => args.rate,
     };
     let rate = whole_rate.map(|r| r * share);
-    let protocol = match args.protocol {
-        DbProtocol::Simple => Protocol::Simple,
-        DbProtocol::Extended => Protocol::Extended,
-        DbProtocol::Prepared => Protocol::Prepared,
-    };
-    if protocol == Protocol::Simple
-        && let Some((w, line)) = scripts
-            .iter()
-            .find_map(|w| w.script.pipeline_line().map(|l| (w, l)))
-    {
-        bail!(
-            "{}:{line}: \\startpipeline needs -M extended or -M prepared, as in pgbench: the simple protocol has no pipeline",
-            w.script.name()
-        );
-    }
-    if protocol != Protocol::Simple
-        && let Some((w, line)) = scripts.iter().find_map(|w| {
-            w.script.commands().iter().find_map(|c| match &c.kind {
-                dyno_db::script::CommandKind::Sql(sql) if sql.is_compound() => Some((w, c.line)),
-                _ => None,
-            })
-        })
-    {
-        bail!(
-            "{}:{line}: statements joined by \\; are sent as one query, which only -M simple does (pgbench fails them at run time under -M extended and prepared): add -M simple, or end each statement with ;",
-            w.script.name()
-        );
-    }
-    if args.warmup.is_some_and(|w| !w.is_zero()) && matches!(stop, Stop::Transactions(_)) {
-        bail!(
-            "--warmup is a time before the measured one; with -t (a count per client) there is no measured time to put it before: use -T, or drop --warmup"
-        );
-    }
-    if let (Some(rate), Stop::Duration(d)) = (rate, stop)
-        && rate * d.as_secs_f64() < 0.5
-    {
-        bail!(
-            "-R {rate} over -T {:.3} s schedules no transaction at all: raise the rate or the duration",
-            d.as_secs_f64()
-        );
-    }
+    let protocol = protocol(args.protocol);
+    check_protocol(protocol, &scripts)?;
+    check_schedule(args, stop, rate)?;
     let seed = args.seed.unwrap_or_else(|| fastrand::u64(..));
-    Ok(RunSettings {
+    let settings = RunSettings {
         target,
         scripts,
         clients,
@@ -230,7 +200,70 @@ fn run_settings(args: &DbRunArgs, plan: Option<&Plan>) -> Result<RunSettings> {
         }),
         progress_every: args.progress.unwrap_or(Duration::from_secs(1)),
         segment,
-    })
+    };
+    Ok((settings, notices))
+}
+
+/// `-M`.
+fn protocol(given: DbProtocol) -> Protocol {
+    match given {
+        DbProtocol::Simple => Protocol::Simple,
+        DbProtocol::Extended => Protocol::Extended,
+        DbProtocol::Prepared => Protocol::Prepared,
+    }
+}
+
+/// The scripts' needs against the protocol: a pipeline needs the extended
+/// protocol, statements joined by `\;` the simple one.
+fn check_protocol(protocol: Protocol, scripts: &[Weighted]) -> Result<()> {
+    if protocol == Protocol::Simple
+        && let Some((w, line)) = scripts
+            .iter()
+            .find_map(|w| w.script.pipeline_line().map(|l| (w, l)))
+    {
+        bail!(
+            "{}:{line}: \\startpipeline needs -M extended or -M prepared, as in pgbench: the simple protocol has no pipeline",
+            w.script.name()
+        );
+    }
+    if protocol != Protocol::Simple
+        && let Some((w, line)) = scripts.iter().find_map(|w| {
+            w.script.commands().iter().find_map(|c| match &c.kind {
+                dyno_db::script::CommandKind::Sql(sql) if sql.is_compound() => Some((w, c.line)),
+                _ => None,
+            })
+        })
+    {
+        bail!(
+            "{}:{line}: statements joined by \\; are sent as one query, which only -M simple does (pgbench fails them at run time under -M extended and prepared): add -M simple, or end each statement with ;",
+            w.script.name()
+        );
+    }
+    Ok(())
+}
+
+/// The end, the tries, the warm-up and the rate together.
+fn check_schedule(args: &DbRunArgs, stop: Stop, rate: Option<f64>) -> Result<()> {
+    if args.max_tries == 0 && matches!(stop, Stop::Transactions(_)) && args.latency_limit.is_none()
+    {
+        bail!(
+            "--max-tries 0 (no limit on the tries) with -t has nothing to end the retries: add a duration (-T) or a latency limit (-L), or give a number of tries"
+        );
+    }
+    if args.warmup.is_some_and(|w| !w.is_zero()) && matches!(stop, Stop::Transactions(_)) {
+        bail!(
+            "--warmup is a time before the measured one; with -t (a count per client) there is no measured time to put it before: use -T, or drop --warmup"
+        );
+    }
+    if let (Some(rate), Stop::Duration(d)) = (rate, stop)
+        && rate * d.as_secs_f64() < 0.5
+    {
+        bail!(
+            "-R {rate} over -T {:.3} s schedules no transaction at all: raise the rate or the duration",
+            d.as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 /// What every segment of a `db run` must share, published at the
@@ -285,7 +318,7 @@ fn published(args: &DbRunArgs, settings: &RunSettings) -> segment::Settings {
 
 /// The scripts the flags name, parsed (tpcb-like when none), and whether a
 /// built-in is among them.
-fn scripts(args: &DbRunArgs) -> Result<(Vec<Weighted>, bool)> {
+fn scripts(args: &DbRunArgs, files: &[String]) -> Result<(Vec<Weighted>, bool)> {
     let builtin = |spec: &str| -> Result<Weighted> {
         let (name, weight) = script::weighted(spec).map_err(anyhow::Error::msg)?;
         let (name, text) = script::builtin(name).map_err(anyhow::Error::msg)?;
@@ -303,11 +336,9 @@ fn scripts(args: &DbRunArgs) -> Result<(Vec<Weighted>, bool)> {
     for spec in &args.builtins {
         scripts.push(builtin(spec)?);
     }
-    for spec in &args.files {
+    for (spec, text) in args.files.iter().zip(files) {
         let (path, weight) = script::weighted(spec).map_err(anyhow::Error::msg)?;
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("could not read the script '{path}'"))?;
-        let script = Script::parse_with(path, &text, &args.define)?;
+        let script = Script::parse_with(path, text, &args.define)?;
         scripts.push(Weighted { script, weight });
     }
     if scripts.is_empty() {

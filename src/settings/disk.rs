@@ -45,21 +45,7 @@ pub(crate) fn disk(args: DiskArgs) -> Result<DiskPlan> {
     let watch = super::watch::watch(watch, None, None)?;
     let block_preset = !matches!(preset, Preset::Sync | Preset::Meta);
     if !block_preset {
-        let flag = if !tests.is_empty() {
-            Some("--test")
-        } else if mix.is_some() {
-            Some("--mix")
-        } else if profile != ProfileArg::All {
-            Some("--profile")
-        } else {
-            None
-        };
-        if let Some(flag) = flag {
-            bail!(
-                "{flag} applies to block tests, not to --preset {}: drop {flag} or choose cdm8, nvme or cdm3",
-                preset.name()
-            );
-        }
+        check_block_flags(preset, &tests, mix, profile)?;
     }
     if device && !force {
         bail!("--device overwrites the device's data and needs --force too");
@@ -84,21 +70,7 @@ pub(crate) fn disk(args: DiskArgs) -> Result<DiskPlan> {
     } else {
         DEFAULT_SIZE
     });
-    // Every I/O in flight needs a block of its own: a smaller file has
-    // several I/Os at the same offset, which measures nothing real.
-    let smallest = chosen.iter().map(least_size).max().unwrap_or(0);
-    if let Some(t) = chosen.iter().find(|t| least_size(t) > size) {
-        bail!(
-            "{t} needs a file of at least {} (one {} block for each of its {} I/Os in flight per thread × {} thread{}), and --size is {}; raise --size to {} or more",
-            format_bytes(least_size(t)),
-            format_bytes(t.block_bytes),
-            t.queue_depth,
-            t.threads,
-            if t.threads == 1 { "" } else { "s" },
-            format_bytes(size),
-            size_flag(smallest),
-        );
-    }
+    check_size(&chosen, size)?;
     let mut ops = vec![Op::Read, Op::Write];
     if let Some(read_percent) = mix {
         ops.push(Op::Mix { read_percent });
@@ -118,19 +90,7 @@ pub(crate) fn disk(args: DiskArgs) -> Result<DiskPlan> {
         Some(p) => p,
         None => std::env::current_dir().context("could not read the current directory")?,
     };
-    // `auto` is decided once the file says whether direct I/O is in effect.
-    let engine = match engine {
-        DiskEngineArg::Auto => None,
-        DiskEngineArg::Threads => Some(EngineKind::Threads {
-            reason: "--engine threads was asked for".into(),
-        }),
-        DiskEngineArg::IoUring => match EngineKind::detect() {
-            EngineKind::IoUring => Some(EngineKind::IoUring),
-            EngineKind::Threads { reason } => {
-                bail!("--engine io_uring: {reason}; use --engine threads or auto")
-            }
-        },
-    };
+    let engine = engine_kind(engine)?;
     Ok(DiskPlan {
         engine: dyno_disk::Settings {
             path,
@@ -152,6 +112,69 @@ pub(crate) fn disk(args: DiskArgs) -> Result<DiskPlan> {
         },
         watch,
         save,
+    })
+}
+
+/// The flags of block tests, refused with a preset that has none (sync,
+/// meta).
+fn check_block_flags(
+    preset: Preset,
+    tests: &[TestSpec],
+    mix: Option<u8>,
+    profile: ProfileArg,
+) -> Result<()> {
+    let flag = if !tests.is_empty() {
+        Some("--test")
+    } else if mix.is_some() {
+        Some("--mix")
+    } else if profile != ProfileArg::All {
+        Some("--profile")
+    } else {
+        None
+    };
+    if let Some(flag) = flag {
+        bail!(
+            "{flag} applies to block tests, not to --preset {}: drop {flag} or choose cdm8, nvme or cdm3",
+            preset.name()
+        );
+    }
+    Ok(())
+}
+
+/// Every I/O in flight needs a block of its own: a smaller file has
+/// several I/Os at the same offset, which measures nothing real.
+fn check_size(chosen: &[TestSpec], size: u64) -> Result<()> {
+    let smallest = chosen.iter().map(least_size).max().unwrap_or(0);
+    if let Some(t) = chosen.iter().find(|t| least_size(t) > size) {
+        bail!(
+            "{t} needs a file of at least {} (one {} block for each of its {} I/Os in flight per thread × {} thread{}), and --size is {}; raise --size to {} or more",
+            format_bytes(least_size(t)),
+            format_bytes(t.block_bytes),
+            t.queue_depth,
+            t.threads,
+            if t.threads == 1 { "" } else { "s" },
+            format_bytes(size),
+            size_flag(smallest),
+        );
+    }
+    Ok(())
+}
+
+/// `--engine`: `auto` (`None`) is decided once the file says whether
+/// direct I/O is in effect; `io_uring` is refused where the kernel has
+/// none.
+fn engine_kind(engine: DiskEngineArg) -> Result<Option<EngineKind>> {
+    Ok(match engine {
+        DiskEngineArg::Auto => None,
+        DiskEngineArg::Threads => Some(EngineKind::Threads {
+            reason: "--engine threads was asked for".into(),
+        }),
+        DiskEngineArg::IoUring => match EngineKind::detect() {
+            EngineKind::IoUring => Some(EngineKind::IoUring),
+            EngineKind::Threads { reason } => {
+                bail!("--engine io_uring: {reason}; use --engine threads or auto")
+            }
+        },
     })
 }
 

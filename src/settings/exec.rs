@@ -3,7 +3,7 @@
 //! on PATH, the reference, the export paths, all checked before anything
 //! is timed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context as _, Result, bail};
 use dyno_exec::{CommandSpec, Hooks, Judging, Output, Parameter, Policy, Settings, Shell};
@@ -63,37 +63,8 @@ pub(crate) fn exec(args: RunArgs) -> Result<ExecPlan> {
     } = args;
     let watch = super::watch::watch(watch, None, None)?;
 
-    if names.len() > commands.len() {
-        bail!(
-            "{} --name values for {} commands: give at most one name per command",
-            names.len(),
-            commands.len()
-        );
-    }
-    if min_runs > max_runs {
-        bail!("--min-runs {min_runs} is above --max-runs {max_runs}: raise --max-runs");
-    }
-    if let Some(dir) = &cwd
-        && !dir.is_dir()
-    {
-        bail!("--cwd '{}' is not a directory", dir.display());
-    }
-    if let Some(file) = &input {
-        std::fs::File::open(file)
-            .with_context(|| format!("cannot read the --input file '{}'", file.display()))?;
-    }
-    let output = parse_output(&output)?;
-    if check_output && matches!(output, Output::Inherit | Output::File(_)) {
-        bail!(
-            "--check-output reads stdout itself: it cannot be combined with --output inherit or a file"
-        );
-    }
-    for path in [&export_hyperfine_json, &export_csv, &export_markdown]
-        .into_iter()
-        .flatten()
-    {
-        check_writable(path)?;
-    }
+    check_counts(names.len(), commands.len(), min_runs, max_runs)?;
+    let output = parse_output(&output, check_output)?;
     let parameters = parameters(&scans, &steps, &lists)?;
     let shell = match (no_shell, shell) {
         (true, _) | (false, ShellArg::None) => Shell::None,
@@ -111,12 +82,9 @@ pub(crate) fn exec(args: RunArgs) -> Result<ExecPlan> {
     };
     let settings = Settings {
         commands: commands
-            .iter()
-            .enumerate()
-            .map(|(i, template)| CommandSpec {
-                template: template.clone(),
-                name: names.get(i).cloned(),
-            })
+            .into_iter()
+            .zip(names.into_iter().map(Some).chain(std::iter::repeat(None)))
+            .map(|(template, name)| CommandSpec { template, name })
             .collect(),
         parameters,
         shell,
@@ -139,16 +107,6 @@ pub(crate) fn exec(args: RunArgs) -> Result<ExecPlan> {
         seed: seed.unwrap_or_else(|| fastrand::u64(..)),
     };
     let planned = dyno_exec::engine::benchmarks(&settings)?;
-    if settings.shell == Shell::None {
-        for b in &planned {
-            let program = b.program();
-            if !on_path(program, settings.cwd.as_deref()) {
-                bail!(
-                    "command '{program}' was not found: check the spelling and that it is on PATH (with --shell none, shell builtins and syntax do not work)"
-                );
-            }
-        }
-    }
     let reference = reference
         .map(|r| resolve_reference(&r, &planned))
         .transpose()?;
@@ -166,55 +124,31 @@ pub(crate) fn exec(args: RunArgs) -> Result<ExecPlan> {
     })
 }
 
-/// Whether `program` names an executable file, directly or on PATH.
-/// A relative path with a slash is taken from `cwd`, as the child will.
-fn on_path(program: &str, cwd: Option<&Path>) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        let path = Path::new(program);
-        return match cwd {
-            Some(dir) if path.is_relative() => executable(&dir.join(path)),
-            _ => executable(path),
-        };
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
-}
-
-/// `--output`: null, pipe, inherit, or a file path.
-fn parse_output(value: &str) -> Result<Output> {
-    Ok(match value {
+/// `--output`: null, pipe, inherit, or a file path; `--check-output`
+/// needs the output piped.
+fn parse_output(value: &str, check_output: bool) -> Result<Output> {
+    let output = match value {
         "null" => Output::Null,
         "pipe" => Output::Pipe,
         "inherit" => Output::Inherit,
         "" => bail!("--output is empty: give null, pipe, inherit or a file name"),
-        path => {
-            let path = PathBuf::from(path);
-            check_writable(&path)?;
-            Output::File(path)
-        }
-    })
-}
-
-/// Refuses a path whose folder does not exist, before anything is timed.
-fn check_writable(path: &Path) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !dir.is_dir() {
+        path => Output::File(PathBuf::from(path)),
+    };
+    if check_output && matches!(output, Output::Inherit | Output::File(_)) {
         bail!(
-            "cannot write '{}': the folder '{}' does not exist",
-            path.display(),
-            dir.display()
+            "--check-output reads stdout itself: it cannot be combined with --output inherit or a file"
         );
     }
-    if path.is_dir() {
-        bail!("cannot write '{}': it is a folder", path.display());
+    Ok(output)
+}
+
+/// At most one `--name` a command, and `--min-runs` ≤ `--max-runs`.
+fn check_counts(names: usize, commands: usize, min_runs: u32, max_runs: u32) -> Result<()> {
+    if names > commands {
+        bail!("{names} --name values for {commands} commands: give at most one name per command");
+    }
+    if min_runs > max_runs {
+        bail!("--min-runs {min_runs} is above --max-runs {max_runs}: raise --max-runs");
     }
     Ok(())
 }

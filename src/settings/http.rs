@@ -1,9 +1,12 @@
 //! `dyno http`'s flags resolved into the HTTP engine's settings.
 
+use std::sync::Arc;
+
 use anyhow::{Context, Result, anyhow, bail};
 use dyno_http::request::{
-    RequestSpec, RequestTemplate, Scheme, parse_header, parse_url, parse_url_list,
+    RequestSpec, RequestTemplate, Scheme, Target, parse_header, parse_url, parse_url_list,
 };
+use dyno_http::scenario::Scenario;
 use dyno_http::{Asked, Schedule, Segment, Settings, Stop, TlsSettings};
 use dyno_model::Environment;
 
@@ -17,8 +20,6 @@ pub(crate) struct HttpPlan {
     pub engine: Settings,
     /// What the run's record needs beyond the engine's settings.
     pub asked: Asked,
-    /// The built-in server, kept alive for the run (no URL given).
-    pub server: Option<dyno_serve::ServerHandle>,
     /// This process's segment of a split run, published at the barrier.
     pub segments: Option<Plan>,
     /// `--latency-log`.
@@ -29,61 +30,115 @@ pub(crate) struct HttpPlan {
     pub watch: Option<super::Watch>,
     pub format: HttpFormat,
     pub save: SaveArgs,
+    /// What the user should know about how the flags were taken (a `-t`
+    /// cut to `-c`, the built-in server loaded), for the command to print.
+    pub notices: Vec<String>,
 }
 
-/// Resolves `dyno http`'s flags into an [`HttpPlan`]: starts the built-in
-/// server when no URL is given, checks the settings the engine and the
-/// machine would refuse, and publishes a segment's shared settings.
-pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
+/// What `dyno http` reads and starts before its flags resolve, all of it
+/// `cmd::http`'s I/O: the files the flags name, and the built-in server.
+pub(crate) struct HttpInputs {
+    /// The CPUs this process may use.
+    pub cpus: usize,
+    /// `--body-file`'s bytes.
+    pub body_file: Option<Vec<u8>>,
+    /// `--url-file`'s text.
+    pub url_file: Option<String>,
+    /// `--scenario` compiled, with the bytes of its file and of its data
+    /// file (a segment's settings hold their hash).
+    pub scenario: Option<(Arc<Scenario>, Vec<u8>)>,
+    /// The built-in server's URL, when no URL is given.
+    pub builtin_url: Option<String>,
+}
+
+/// Whether the flags load the built-in server: no URL, URL file or
+/// scenario is given.
+pub(crate) fn loads_builtin_server(args: &HttpArgs) -> bool {
+    args.url.is_none() && args.url_file.is_none() && args.scenario.is_none()
+}
+
+/// The built-in server's threads: the CPUs the load's threads leave.
+pub(crate) fn builtin_server_threads(args: &HttpArgs, cpus: usize) -> usize {
+    let (threads, _) = worker_threads(args.threads, args.connections.to, true, cpus);
+    (cpus - threads.min(cpus)).max(1)
+}
+
+/// Resolves `dyno http`'s flags and what they name ([`HttpInputs`]) into
+/// an [`HttpPlan`]: checks the settings the engine and the machine would
+/// refuse, and publishes a segment's shared settings. Pure: the files are
+/// read, and the built-in server started, by the command.
+pub(crate) fn http(args: HttpArgs, env: &Environment, inputs: HttpInputs) -> Result<HttpPlan> {
+    let builtin = loads_builtin_server(&args);
+    let mut notices = Vec::new();
+    let (threads, cut) = worker_threads(args.threads, args.connections.to, builtin, inputs.cpus);
+    notices.extend(cut);
+    let (mode, warmup) = mode(&args)?;
+    let watch = super::watch::watch(
+        args.watch.clone(),
+        None,
+        args.url.as_deref().and_then(url_port),
+    )?;
+    let mut plan = Plan::from_args(&args.segments, env.hostname.as_deref())?;
+    // A segment runs its share of the connections and threads (and its
+    // record says so: the merged run adds them up again).
+    let whole_connections = args.connections.to;
+    let (connections, threads) = match &plan {
+        Some(plan) => segment_share(plan, builtin, &args, threads)?,
+        None => (whole_connections, threads),
+    };
+    let request = request(&args, inputs)?;
+    if let Some(url) = &request.builtin_url {
+        notices.push(format!(
+            "no URL given: loading dyno's built-in server at {url}"
+        ));
+    }
+    let settings = engine_settings(&args, &request, warmup, connections, threads, plan.as_ref());
+    dyno_http::engine::validate(&settings)?;
+    check_open_files(env, &settings, builtin)?;
+    if let Some(plan) = &mut plan {
+        let mut s = fingerprint(&settings, &args, &request);
+        super::capacity::segmented(plan, &mode, "connections", &mut s)?;
+        plan.publish(s);
+    }
+    let asked = Asked {
+        url: request.shown_url,
+        url_file: args.url_file,
+        builtin_server: builtin,
+        connections: whole_connections,
+        max_error_rate_percent: args.max_error_rate,
+        headers: request.headers,
+        body_bytes: request.body.as_ref().map(|b| b.len() as u64),
+    };
+    Ok(HttpPlan {
+        engine: settings,
+        asked,
+        segments: plan,
+        latency_log: args.latency_log,
+        mode,
+        watch,
+        format: args.format,
+        save: args.save,
+        notices,
+    })
+}
+
+/// The run's mode (one run, or a capacity search) and its warm-up (none
+/// unless given), from the flags that set the schedule.
+fn mode(args: &HttpArgs) -> Result<(super::Mode, std::time::Duration)> {
     let HttpArgs {
-        url,
+        connections,
+        rate,
         requests,
         duration,
-        connections,
-        threads,
-        rate,
-        rate_plan,
         warmup,
-        no_keepalive,
-        keepalive: _,
         pipeline,
-        method,
-        h2,
-        streams,
-        alpn,
-        headers,
-        body,
-        body_file,
-        url_file,
-        scenario,
-        unix_socket,
-        timeout,
-        connect_timeout,
-        insecure,
-        expect_status,
-        fail_status: _,
+        find_max,
+        rate_plan,
+        latency_log,
         max_error_rate,
         format,
-        latency_log,
-        seed,
-        source_addr,
-        find_max,
-        watch,
-        segments,
-        save,
+        ..
     } = args;
-    // -c FROM..TO: the closed-model sweep of a capacity search, whose
-    // steps take up to TO connections.
-    let sweep_range = connections
-        .range
-        .then_some((connections.from, connections.to));
-    let connections = connections.to;
-    let cpus = dyno_env::available_cpus();
-    let builtin = url.is_none() && url_file.is_none() && scenario.is_none();
-    // -t as given (the default depends on each machine's CPUs).
-    let threads_given = threads;
-    let threads = worker_threads(threads, connections, builtin, cpus);
-
     super::capacity::rate_plan(
         rate_plan.as_ref(),
         &[
@@ -92,203 +147,211 @@ pub(crate) fn http(args: HttpArgs, env: &Environment) -> Result<HttpPlan> {
             ("-d/--duration", duration.is_some()),
             ("--warmup", warmup.is_some_and(|w| !w.is_zero())),
             ("--find-max", find_max.find_max),
-            ("--pipeline", pipeline > 1),
+            ("--pipeline", *pipeline > 1),
         ],
     )?;
-    let mut plan = Plan::from_args(&segments, env.hostname.as_deref())?;
+    // -c FROM..TO: the closed-model sweep of a capacity search, whose
+    // steps take up to TO connections.
+    let sweep_range = connections
+        .range
+        .then_some((connections.from, connections.to));
     let mode = super::capacity::mode(
-        find_max,
+        find_max.clone(),
         (sweep_range, "connections"),
-        warmup,
-        max_error_rate,
+        *warmup,
+        *max_error_rate,
         &[
             ("--rate", rate.is_some()),
             ("-n/--requests", requests.is_some()),
             ("-d/--duration", duration.is_some()),
             ("--latency-log", latency_log.is_some()),
-            ("--pipeline", pipeline > 1),
+            ("--pipeline", *pipeline > 1),
         ],
     )?;
-    // A run's warm-up: none unless given.
-    let warmup = warmup.unwrap_or_default();
-    let watch = super::watch::watch(watch, None, url.as_deref().and_then(url_port))?;
-    if matches!(mode, super::Mode::FindMax(_)) && format == HttpFormat::Ab {
+    if matches!(mode, super::Mode::FindMax(_)) && *format == HttpFormat::Ab {
         bail!(
             "--format ab prints one run; a capacity search is many steps: drop --format ab (--json prints the whole search)"
         );
     }
-    // A segment runs its share of the connections and threads (and its
-    // record says so: the merged run adds them up again).
-    let whole_connections = connections;
-    let (connections, threads) = match &plan {
-        Some(plan) => segment_share(plan, builtin, save.no_save, connections, threads, requests)?,
-        None => (connections, threads),
-    };
+    Ok((mode, warmup.unwrap_or_default()))
+}
 
-    let body = request_body(body, body_file)?;
-    let headers = headers
+/// What each request is: where it goes, its method, headers and body, or
+/// the scenario's steps.
+struct Request {
+    target: Target,
+    /// The URL file's paths (one for a URL), none for a scenario.
+    paths: Vec<String>,
+    templates: Vec<RequestTemplate>,
+    method: String,
+    streams: u32,
+    headers: Vec<(String, String)>,
+    body: Option<Vec<u8>>,
+    scenario: Option<Arc<Scenario>>,
+    /// The scenario's file and data, for a segment's hash.
+    scenario_bytes: Vec<u8>,
+    /// The URL as given, or the built-in server's.
+    url: String,
+    /// What the run loads, for its record: the URL, a URL file's first
+    /// URL, or the scenario's.
+    shown_url: String,
+    builtin_url: Option<String>,
+}
+
+/// The requests from the flags and the files they name.
+fn request(args: &HttpArgs, inputs: HttpInputs) -> Result<Request> {
+    let body = match (&args.body, inputs.body_file) {
+        (Some(b), _) => Some(b.clone().into_bytes()),
+        (None, file) => file,
+    };
+    let headers = args
+        .headers
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
-    let h2_possible = h2 || alpn.iter().any(|p| p == "h2");
-    let (method, streams) = method_and_streams(method, h2_possible, streams)?;
-
-    let (server, target_url) = if builtin {
-        let (server, url) = builtin_server((cpus - threads.min(cpus)).max(1))?;
-        eprintln!("no URL given: loading dyno's built-in server at {url}");
-        (Some(server), url)
-    } else {
-        (None, url.clone().unwrap_or_default())
+    let h2_possible = args.h2 || args.alpn.iter().any(|p| p == "h2");
+    let (method, streams) = method_and_streams(args.method.clone(), h2_possible, args.streams)?;
+    let url = match (&inputs.builtin_url, &args.url) {
+        (Some(builtin), _) => builtin.clone(),
+        (None, url) => url.clone().unwrap_or_default(),
     };
-    let scenario = match &scenario {
-        Some(path) => Some(load_scenario(
-            path,
-            url.as_deref(),
-            format,
-            &method,
-            pipeline,
-            &headers,
-        )?),
-        None => None,
+    let (scenario, scenario_bytes) = match inputs.scenario {
+        Some((s, bytes)) => {
+            check_scenario_flags(args.format, &method, args.pipeline, &headers)?;
+            (Some(s), bytes)
+        }
+        None => (None, Vec::new()),
     };
-    let (http_target, paths) = targets(url_file.as_deref(), scenario.as_deref(), &target_url)?;
-    check_tls(
-        http_target.scheme == Scheme::Https,
-        unix_socket.is_some(),
-        insecure,
+    let (target, paths) = targets(
+        args.url_file.as_deref().zip(inputs.url_file.as_deref()),
+        scenario.as_deref(),
+        &url,
     )?;
-    let keep_alive = !no_keepalive;
+    check_tls(
+        target.scheme == Scheme::Https,
+        args.unix_socket.is_some(),
+        args.insecure,
+    )?;
     let spec = RequestSpec {
         method: method.clone(),
         path: String::new(),
         headers: headers.clone(),
         body: body.clone(),
-        keep_alive,
+        keep_alive: !args.no_keepalive,
     };
-    let templates = templates(&http_target, &paths, &spec)?;
-    let (stop, rate) = stop_and_rate(requests, duration, rate_plan.as_ref(), rate);
-    let seed = seed.unwrap_or_else(|| fastrand::u64(..));
-    // What the run loads: the URL, or a URL file's first URL.
-    let shown_url = match (&url_file, &scenario) {
+    let templates = templates(&target, &paths, &spec)?;
+    let shown_url = match (&args.url_file, &scenario) {
         (_, Some(s)) => s.url.clone(),
-        (Some(_), None) => format!("{}{}", http_target, paths[0]),
-        (None, None) => target_url.clone(),
+        (Some(_), None) => format!("{}{}", target, paths[0]),
+        (None, None) => url.clone(),
     };
-    let settings = Settings {
-        target: http_target,
-        requests: templates,
+    Ok(Request {
+        target,
+        paths,
+        templates,
+        method,
+        streams,
+        headers,
+        body,
+        scenario,
+        scenario_bytes,
+        url,
+        shown_url,
+        builtin_url: inputs.builtin_url,
+    })
+}
+
+/// The engine's settings.
+fn engine_settings(
+    args: &HttpArgs,
+    request: &Request,
+    warmup: std::time::Duration,
+    connections: u32,
+    threads: usize,
+    plan: Option<&Plan>,
+) -> Settings {
+    let (stop, rate) = stop_and_rate(
+        args.requests,
+        args.duration,
+        args.rate_plan.as_ref(),
+        args.rate,
+    );
+    Settings {
+        target: request.target.clone(),
+        requests: request.templates.clone(),
         schedule: Schedule {
             stop,
             rate_per_sec: rate,
             warmup,
-            plan: rate_plan,
+            plan: args.rate_plan.clone(),
             grace: std::time::Duration::ZERO,
         },
         connections: connections as usize,
         threads,
-        pipeline: pipeline as usize,
-        http2: h2,
-        streams: streams as usize,
-        alpn: alpn.clone(),
-        keep_alive,
-        timeout,
-        connect_timeout,
-        expect_status,
-        seed,
-        unix_socket: unix_socket.clone(),
-        tls: TlsSettings { insecure },
-        source_addr,
-        segment: plan.as_ref().map_or(Segment::WHOLE, |p| p.segment),
-        scenario,
-    };
-
-    dyno_http::engine::validate(&settings)?;
-    check_open_files(env, &settings, builtin)?;
-    if let Some(plan) = &mut plan {
-        let mut s = fingerprint(
-            &settings,
-            &Given {
-                url: &target_url,
-                method: &method,
-                requests,
-                duration,
-                connections: whole_connections,
-                threads: threads_given,
-                max_error_rate,
-                headers: &headers,
-                body: body.as_deref(),
-                url_file: url_file.is_some(),
-                paths: &paths,
-            },
-        );
-        super::capacity::segmented(plan, &mode, "connections", &mut s)?;
-        plan.publish(s);
-    }
-    Ok(HttpPlan {
-        engine: settings,
-        asked: Asked {
-            url: shown_url,
-            url_file,
-            builtin_server: builtin,
-            connections: whole_connections,
-            max_error_rate_percent: max_error_rate,
-            headers,
-            body_bytes: body.as_ref().map(|b| b.len() as u64),
+        pipeline: args.pipeline as usize,
+        http2: args.h2,
+        streams: request.streams as usize,
+        alpn: args.alpn.clone(),
+        keep_alive: !args.no_keepalive,
+        timeout: args.timeout,
+        connect_timeout: args.connect_timeout,
+        expect_status: args.expect_status,
+        seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
+        unix_socket: args.unix_socket.clone(),
+        tls: TlsSettings {
+            insecure: args.insecure,
         },
-        server,
-        segments: plan,
-        latency_log,
-        mode,
-        watch,
-        format,
-        save,
-    })
+        source_addr: args.source_addr,
+        segment: plan.map_or(Segment::WHOLE, |p| p.segment),
+        scenario: request.scenario.clone(),
+    }
 }
 
 /// Worker threads: `-t` as given, else one per CPU (half of them beside
 /// the built-in server, which takes the others). A thread gets whole
 /// connections: one beyond `-c` would sit idle and dilute the client-CPU
-/// check. wrk refuses; dyno uses `-c` threads and says so when `-t` asked
-/// for more.
-fn worker_threads(given: Option<u32>, connections: u32, builtin: bool, cpus: usize) -> usize {
+/// check. wrk refuses; dyno uses `-c` threads and says so (the notice).
+fn worker_threads(
+    given: Option<u32>,
+    connections: u32,
+    builtin: bool,
+    cpus: usize,
+) -> (usize, Option<String>) {
     let default = if builtin { (cpus / 2).max(1) } else { cpus };
     match given {
-        Some(t) if t > connections => {
-            eprintln!(
+        Some(t) if t > connections => (
+            connections as usize,
+            Some(format!(
                 "dyno: -t {t} is more than -c {connections}: using {connections} worker thread{} (a thread without a connection would sit idle)",
                 if connections == 1 { "" } else { "s" }
-            );
-            connections as usize
-        }
-        Some(t) => t as usize,
-        None => default.min(connections as usize),
+            )),
+        ),
+        Some(t) => (t as usize, None),
+        None => (default.min(connections as usize), None),
     }
 }
 
-/// A segment's share of the connections and threads, once what a
-/// segment cannot do is refused.
+/// A segment's share of the connections and threads; a segment needs a
+/// URL the segments share and a store to meet in.
 fn segment_share(
     plan: &Plan,
     builtin: bool,
-    no_save: bool,
-    connections: u32,
+    args: &HttpArgs,
     threads: usize,
-    requests: Option<u64>,
 ) -> Result<(u32, usize)> {
     if builtin {
         bail!(
             "--segment needs the URL of the server the segments load together (with no URL, each would load a built-in server of its own)"
         );
     }
-    if no_save {
+    if args.save.no_save {
         bail!(
             "--segment meets the other segments in the store and saves its run there for `dyno merge`: drop --no-save"
         );
     }
-    plan.share(connections, threads, requests)
+    plan.share(args.connections.to, threads, args.requests)
 }
 
-/// One request template a path, the rest of the request as `spec` has it.
 fn templates(
     target: &dyno_http::request::Target,
     paths: &[String],
@@ -306,27 +369,13 @@ fn templates(
 }
 
 /// The request body: `--body`'s text, else `--body-file`'s bytes.
-fn request_body(text: Option<String>, file: Option<std::path::PathBuf>) -> Result<Option<Vec<u8>>> {
-    Ok(match (text, file) {
-        (Some(b), _) => Some(b.into_bytes()),
-        (None, Some(path)) => Some(
-            std::fs::read(&path)
-                .with_context(|| format!("could not read the body file '{}'", path.display()))?,
-        ),
-        (None, None) => None,
-    })
-}
-
-/// `--scenario`'s file loaded, once the flags a scenario has its own
-/// answer to are refused.
-fn load_scenario(
-    path: &std::path::Path,
-    url: Option<&str>,
+/// The flags a scenario replaces with its own.
+fn check_scenario_flags(
     format: HttpFormat,
     method: &str,
     pipeline: u32,
     headers: &[(String, String)],
-) -> Result<std::sync::Arc<dyno_http::scenario::Scenario>> {
+) -> Result<()> {
     for (flag, given, why) in [
         (
             "--format ab",
@@ -353,24 +402,22 @@ fn load_scenario(
             bail!("{flag} does not work with --scenario: {why}; drop {flag}");
         }
     }
-    let s = dyno_http::scenario::Scenario::load(path, url)?;
-    Ok(std::sync::Arc::new(s))
+    Ok(())
 }
 
 /// The server and the paths a run loads: a scenario's, a URL file's, or
 /// the URL's.
+/// The server and the paths loaded: the scenario's, a URL file's (`(path,
+/// text)`), or the URL's.
 fn targets(
-    url_file: Option<&std::path::Path>,
-    scenario: Option<&dyno_http::scenario::Scenario>,
+    url_file: Option<(&std::path::Path, &str)>,
+    scenario: Option<&Scenario>,
     url: &str,
-) -> Result<(dyno_http::request::Target, Vec<String>)> {
+) -> Result<(Target, Vec<String>)> {
     Ok(match (url_file, scenario) {
         (_, Some(s)) => (s.target.clone(), Vec::new()),
-        (Some(path), None) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("could not read the URL file '{}'", path.display()))?;
-            parse_url_list(&text)
-                .with_context(|| format!("in the URL file '{}'", path.display()))?
+        (Some((path, text)), None) => {
+            parse_url_list(text).with_context(|| format!("in the URL file '{}'", path.display()))?
         }
         (None, None) => {
             let (t, p) = parse_url(url)?;
@@ -379,7 +426,6 @@ fn targets(
     })
 }
 
-/// TLS's flags against the URL's scheme.
 fn check_tls(tls: bool, unix_socket: bool, insecure: bool) -> Result<()> {
     if tls && unix_socket {
         bail!(
@@ -417,40 +463,26 @@ fn stop_and_rate(
 
 /// What a segment's fingerprint needs besides the engine's settings: the
 /// flags as given, before a segment took its share.
-struct Given<'a> {
-    url: &'a str,
-    method: &'a str,
-    requests: Option<u64>,
-    duration: Option<std::time::Duration>,
-    connections: u32,
-    threads: Option<u32>,
-    max_error_rate: f64,
-    headers: &'a [(String, String)],
-    body: Option<&'a [u8]>,
-    url_file: bool,
-    paths: &'a [String],
-}
-
-/// What every segment of a split run must share, published at the
-/// barrier: the others refuse to run beside a segment whose differ.
-fn fingerprint(settings: &Settings, given: &Given) -> segment::Settings {
+/// The settings every segment of a group must share, as published at the
+/// barrier: the whole run's, not this segment's share.
+fn fingerprint(settings: &Settings, args: &HttpArgs, request: &Request) -> segment::Settings {
     let schedule = &settings.schedule;
     let rate = schedule.rate_per_sec;
     let mut s = segment::Settings::new("http");
-    s.put("url", given.url)
+    s.put("url", &request.url)
         .opt(
             "unix_socket",
             settings.unix_socket.as_ref().map(|p| p.display()),
         )
-        .put("method", given.method)
+        .put("method", &request.method)
         .put("model", if rate.is_some() { "open" } else { "closed" })
         .opt("rate", rate)
         .opt("rate_plan", schedule.plan.as_ref().map(ToString::to_string))
-        .opt("requests", given.requests)
-        .opt("duration", given.duration.map(|d| format!("{d:?}")))
+        .opt("requests", args.requests)
+        .opt("duration", args.duration.map(|d| format!("{d:?}")))
         .put("warmup", format!("{:?}", schedule.warmup))
-        .put("connections", given.connections)
-        .opt("threads", given.threads)
+        .put("connections", args.connections.to)
+        .opt("threads", args.threads)
         .put("pipeline", settings.pipeline)
         .put("http2", settings.http2)
         .put("streams", settings.streams)
@@ -460,27 +492,18 @@ fn fingerprint(settings: &Settings, given: &Given) -> segment::Settings {
         .put("timeout", format!("{:?}", settings.timeout))
         .put("connect_timeout", format!("{:?}", settings.connect_timeout))
         .put("expect_status", settings.expect_status.to_string())
-        .put("max_error_rate", given.max_error_rate)
-        .hash("headers", format!("{:?}", given.headers).as_bytes())
-        .hash("body", given.body.unwrap_or_default());
-    if let Some(scenario) = &settings.scenario {
-        // Every segment runs the same flows, with the same data.
-        let mut bytes = std::fs::read(&scenario.path).unwrap_or_default();
-        if let Some(data) = &scenario.data {
-            bytes.extend(std::fs::read(&data.path).unwrap_or_default());
-        }
-        s.hash("scenario", &bytes);
+        .put("max_error_rate", args.max_error_rate)
+        .hash("headers", format!("{:?}", request.headers).as_bytes())
+        .hash("body", request.body.as_deref().unwrap_or_default());
+    if settings.scenario.is_some() {
+        s.hash("scenario", &request.scenario_bytes);
     }
-    if given.url_file {
-        s.hash("url_file", format!("{:?}", given.paths).as_bytes());
+    if args.url_file.is_some() {
+        s.hash("url_file", format!("{:?}", request.paths).as_bytes());
     }
     s
 }
 
-/// `-m`/`--method`, given up to twice: h2load's `-m N` is streams per
-/// connection, ab's `-m` is the method, and under `--h2` both may stand
-/// together (`--method POST -m 4`). The method (GET when none), and the
-/// streams (`--streams`, else `-m N`, else 1).
 fn method_and_streams(given: Vec<String>, h2: bool, streams: Option<u32>) -> Result<(String, u32)> {
     let (numbers, names): (Vec<String>, Vec<String>) =
         given.into_iter().partition(|m| m.parse::<u64>().is_ok());
@@ -518,16 +541,6 @@ fn standard_method(method: String) -> String {
         Some(m) => (*m).to_owned(),
         None => method,
     }
-}
-
-/// Starts the built-in server on a free loopback port with `threads`
-/// threads; the handle keeps it running, the URL is its `/hello`.
-pub(crate) fn builtin_server(threads: usize) -> Result<(dyno_serve::ServerHandle, String)> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")
-        .context("could not open a loopback port for the built-in server")?;
-    let server = dyno_serve::spawn(listener, threads)?;
-    let url = format!("http://{}/hello", server.local_addr());
-    Ok((server, url))
 }
 
 /// Descriptors dyno needs besides one per connection: its event loops,

@@ -18,6 +18,6 @@ mod watch;
 pub(crate) use capacity::Mode;
 pub(crate) use db::{DbPlan, db_run};
 pub(crate) use disk::{DiskPlan, disk};
-pub(crate) use exec::exec;
-pub(crate) use http::{HttpPlan, builtin_server, http};
+pub(crate) use exec::{ExecPlan, exec};
+pub(crate) use http::{HttpInputs, HttpPlan, builtin_server_threads, http, loads_builtin_server};
 pub(crate) use watch::{Watch, watch};
