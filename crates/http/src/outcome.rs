@@ -130,24 +130,8 @@ impl Outcome {
             bytes(http::BYTES_READ, s.bytes_read),
             bytes(http::BYTES_WRITTEN, s.bytes_written),
             bytes(http::BODY_BYTES, s.body_bytes),
-            Metric::new(
-                common::MEASURED,
-                Unit::Ns,
-                Direction::LowerIsBetter,
-                self.elapsed.as_nanos() as f64,
-            )
-            .context()
-            .merged(Merge::Window),
-            // The client's own load: it says whether the figures are the
-            // server's or a lower bound, it is not the server's figure.
-            Metric::new(
-                common::CLIENT_CPU_PERCENT,
-                Unit::Percent,
-                Direction::LowerIsBetter,
-                self.client_cpu_percent(settings.threads),
-            )
-            .diagnostic()
-            .merged(Merge::Max),
+            dyno_load::judge::window_metric(self.elapsed),
+            dyno_load::judge::client_cpu_metric(self.client_cpu_percent(settings.threads)),
         ]
     }
 
@@ -241,18 +225,13 @@ impl Outcome {
     /// The per-second timeline, and a segment's per-second histograms for
     /// its merge.
     fn timeline_metrics(&self, settings: &Settings) -> Vec<Metric> {
-        let mut metrics = dyno_load::timeline::metrics(
+        dyno_load::timeline::of(
             self.elapsed,
             self.timeline.iter().map(|s| (s.responses, &s.latency)),
             http::TIMELINE_REQUESTS_PER_SEC,
             Unit::RequestsPerSec,
-        );
-        if !settings.segment.is_whole() {
-            metrics.extend(dyno_load::timeline::histograms(
-                self.timeline.iter().map(|s| &s.latency),
-            ));
-        }
-        metrics
+            !settings.segment.is_whole(),
+        )
     }
 
     /// `--scenario`: each step's figures labelled with its flow and step,

@@ -6,6 +6,9 @@
 
 use std::time::Duration;
 
+use dyno_model::names::common;
+use dyno_model::{Direction, Merge, Metric, Unit};
+
 /// The client CPU share, in percent of its threads, from which the client
 /// is taken to have set the pace: a run or a step at or above it measured
 /// the client.
@@ -30,6 +33,34 @@ pub fn client_saturated(busy_percent: f64, window: Duration) -> bool {
 /// of the `requested` rate.
 pub fn rate_not_reached(achieved: f64, requested: f64) -> bool {
     achieved < requested * MIN_ACHIEVED
+}
+
+/// The figures the judge reads, as every protocol's run records them: the
+/// measured window (`measured_ns`, context; a merged run's is the merged
+/// window)...
+pub fn window_metric(window: Duration) -> Metric {
+    Metric::new(
+        common::MEASURED,
+        Unit::Ns,
+        Direction::LowerIsBetter,
+        window.as_nanos() as f64,
+    )
+    .context()
+    .merged(Merge::Window)
+}
+
+/// ... and the client's own load (`client_cpu_percent`, a diagnostic: it
+/// says whether the figures are the server's or a lower bound, and is not
+/// the server's figure; a merged run keeps the busiest segment's).
+pub fn client_cpu_metric(busy_percent: f64) -> Metric {
+    Metric::new(
+        common::CLIENT_CPU_PERCENT,
+        Unit::Percent,
+        Direction::LowerIsBetter,
+        busy_percent,
+    )
+    .diagnostic()
+    .merged(Merge::Max)
 }
 
 #[cfg(test)]

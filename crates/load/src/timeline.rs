@@ -79,6 +79,23 @@ pub fn metrics<'a>(
     ]
 }
 
+/// The timeline as a run keeps it: the two series ([`metrics`]) and, for a
+/// segment of a split run, each second's histogram ([`histograms`]) for
+/// its merge to recompute the p99 from.
+pub fn of<'a>(
+    window: Duration,
+    seconds: impl IntoIterator<Item = Second<'a>> + Clone,
+    rate_name: &str,
+    unit: Unit,
+    segment: bool,
+) -> Vec<Metric> {
+    let mut out = metrics(window, seconds.clone(), rate_name, unit);
+    if segment {
+        out.extend(histograms(seconds.into_iter().map(|(_, latency)| latency)));
+    }
+    out
+}
+
 /// A segment's per-second latency histograms, `timeline_latency_ns`
 /// labelled with the second (1 is the first measured one), so that the
 /// segments' timelines merge into exact per-second percentiles of the

@@ -233,24 +233,8 @@ impl Outcome {
             )
             .context()
             .merged(Merge::Max),
-            Metric::new(
-                common::MEASURED,
-                Unit::Ns,
-                Direction::LowerIsBetter,
-                self.elapsed.as_nanos() as f64,
-            )
-            .context()
-            .merged(Merge::Window),
-            // The client's own load: whether the figures are the server's
-            // or a lower bound.
-            Metric::new(
-                common::CLIENT_CPU_PERCENT,
-                Unit::Percent,
-                Direction::LowerIsBetter,
-                self.client_cpu_percent(threads),
-            )
-            .diagnostic()
-            .merged(Merge::Max),
+            dyno_load::judge::window_metric(self.elapsed),
+            dyno_load::judge::client_cpu_metric(self.client_cpu_percent(threads)),
         ];
         metrics.extend(dyno_load::silence::lost_metric(&self.lost));
         // Nothing committed: no cost per transaction to speak of.
@@ -355,17 +339,13 @@ impl Outcome {
     /// The per-second timeline (with its histograms when this is a segment,
     /// for the merge to recompute the p99 from) and a rate plan's stages.
     fn over_time_metrics(&self, settings: &RunSettings) -> Vec<Metric> {
-        let mut metrics = dyno_load::timeline::metrics(
+        let mut metrics = dyno_load::timeline::of(
             self.elapsed,
             self.timeline.iter().map(|s| (s.transactions, &s.latency)),
             db::TIMELINE_TRANSACTIONS_PER_SEC,
             Unit::OpsPerSec,
+            !settings.segment.is_whole(),
         );
-        if !settings.segment.is_whole() {
-            metrics.extend(dyno_load::timeline::histograms(
-                self.timeline.iter().map(|s| &s.latency),
-            ));
-        }
         if let Some(plan) = &settings.plan {
             metrics.extend(dyno_load::stages::metrics(plan, &self.stages));
         }
