@@ -5,8 +5,6 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
 use dyno_model::{Kind, Run};
-use dyno_report::Comparison;
-use dyno_stats::compare::Verdict;
 use dyno_stats::versus::{self, Group, Options};
 use dyno_store::{Filter, Store};
 
@@ -99,90 +97,23 @@ fn save(store: &mut dyn Store, run: &Run, format: CompareFormat) -> Result<()> {
     Ok(())
 }
 
-/// Judges the comparison for `--fail-if-worse pct` (with `score`, the
-/// geometric-mean score instead of each figure), saying on stderr what
-/// failed and what could not be tested.
-///
-/// Only primary figures are judged (a diagnostic such as CPU time explains
-/// a result; it is not the result), and only those a test could judge:
-/// repeated runs a side (at least 4 for Mann–Whitney at α = 0.05, or one
-/// run whose samples are repeated runs, as `dyno run --runs N` keeps). A
-/// percentile of one run a side, or a single value a side, was not tested
-/// and is named on stderr, never silently passed. When nothing at all
-/// could be tested the gate refuses (exit 2) and says how to get a
+/// Judges the comparison for `--fail-if-worse pct` ([`dyno_report::gate`]),
+/// saying on stderr what failed and what could not be tested. When nothing
+/// at all could be tested the gate refuses (exit 2) and says how to get a
 /// verdict.
 fn gate(run: &Run, pct: f64, score: bool) -> Gate {
-    let c = Comparison::of(run);
-    let limit = 1.0 - pct / 100.0;
-    let mut failed = false;
-    let mut judged = 0usize;
-    let mut untested: Vec<String> = Vec::new();
-    for candidate in c.candidates() {
-        if score {
-            match c.group_metric("geomean", candidate) {
-                Some(gm) if gm.uncertainty.is_some() => {
-                    judged += 1;
-                    // The whole interval beyond the limit, not its middle.
-                    if let Some(u) = gm.uncertainty.as_ref().filter(|u| u.high < limit) {
-                        eprintln!(
-                            "regression: {candidate}'s geomean score is {:.3}× the baseline's ({:.3}–{:.3}), worse by more than {pct}% with {:.0}% confidence",
-                            gm.value,
-                            u.low,
-                            u.high,
-                            u.confidence * 100.0
-                        );
-                        failed = true;
-                    }
-                }
-                _ => untested.push(format!("{candidate}'s score (no tested primary figure)")),
-            }
-            continue;
-        }
-        for row in c.rows(candidate) {
-            let Some(ratio) = row.ratio else {
-                continue;
-            };
-            // Comparisons saved before metrics declared roles carry none:
-            // every row of theirs is judged, as it was then.
-            if ratio.label("role").is_some_and(|r| r != "primary") {
-                continue;
-            }
-            let verdict = row.verdict();
-            if !verdict.is_tested() {
-                let why = match verdict {
-                    Verdict::WithinRun => "one run a side",
-                    Verdict::TooFewRuns => "too few runs a side",
-                    _ => "one value a side",
-                };
-                untested.push(format!(
-                    "{candidate}'s {} ({why})",
-                    dyno_report::metric_title(row.metric)
-                ));
-                continue;
-            }
-            judged += 1;
-            if verdict == Verdict::Slower && surely_worse(ratio, limit) {
-                let interval = ratio
-                    .uncertainty
-                    .as_ref()
-                    .map(|u| format!(" (interval {:.3}–{:.3})", u.low, u.high))
-                    .unwrap_or_default();
-                eprintln!(
-                    "regression: {candidate}'s {} is {:.3}× the baseline's{interval}, significantly worse by more than {pct}%",
-                    dyno_report::metric_title(row.metric),
-                    ratio.value
-                );
-                failed = true;
-            }
-        }
+    let found = dyno_report::gate(run, pct, score);
+    for regression in &found.regressions {
+        eprintln!("regression: {regression}");
     }
-    let needed = dyno_stats::compare::runs_needed_to_test(c.alpha);
-    if judged == 0 {
+    let needed = found.runs_needed;
+    if found.judged == 0 {
         return Gate::CannotJudge(format!(
             "--fail-if-worse could not judge anything: no primary figure could be tested ({}). A verdict needs repeated runs: at least {needed} runs a side, saved under one tag per side (for i in $(seq {needed}); do dyno http URL -d 10s --tag pr-42; done), then `dyno compare --baseline @tag:main @tag:pr-42 --fail-if-worse {pct}`; `dyno run --runs N` keeps its N runs in one record and can be gated alone",
-            untested.join(", ")
+            found.untested.join(", ")
         ));
     }
+    let untested = &found.untested;
     if !untested.is_empty() {
         eprintln!(
             "note: {} could not be tested and {} not judged by --fail-if-worse: {}; compare groups of at least {needed} runs a side to judge {}",
@@ -192,21 +123,11 @@ fn gate(run: &Run, pct: f64, score: bool) -> Gate {
             if untested.len() == 1 { "it" } else { "them" },
         );
     }
-    if failed { Gate::Fail } else { Gate::Pass }
-}
-
-/// Whether a ratio (candidate ÷ baseline) is worse than `limit` (an
-/// improvement factor: 0.95 for 5% worse) with confidence: the end of its
-/// interval nearest no change is itself beyond the limit. A point
-/// estimate beyond it is not enough: on identical code, noise puts one
-/// there, and significant, now and then.
-fn surely_worse(ratio: &dyno_model::Metric, limit: f64) -> bool {
-    let factor = |r: f64| versus::improvement(r, ratio.direction);
-    let nearest = ratio
-        .uncertainty
-        .as_ref()
-        .map_or(factor(ratio.value), |u| factor(u.low).max(factor(u.high)));
-    nearest < limit
+    if found.regressions.is_empty() {
+        Gate::Pass
+    } else {
+        Gate::Fail
+    }
 }
 
 /// The sides of a comparison, the baseline first: each SIDE as typed, then
@@ -382,52 +303,4 @@ fn distinct_names(groups: &mut [Group]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use dyno_model::{Direction, Metric, Uncertainty, UncertaintyMethod, Unit};
-
-    use super::surely_worse;
-
-    fn ratio(direction: Direction, value: f64, low: f64, high: f64) -> Metric {
-        let mut m = Metric::new("ratio", Unit::Ratio, direction, value);
-        m.uncertainty = Some(Uncertainty {
-            method: UncertaintyMethod::Bootstrap,
-            confidence: 0.95,
-            low,
-            high,
-            n: 8,
-            stddev: None,
-        });
-        m
-    }
-
-    #[test]
-    fn a_regression_fails_the_gate_only_when_its_whole_interval_is_beyond_the_limit() {
-        let limit = 0.95;
-        // A time 8% longer, its interval 1–16% longer: not surely 5% worse.
-        assert!(!surely_worse(
-            &ratio(Direction::LowerIsBetter, 1.08, 1.01, 1.16),
-            limit
-        ));
-        // 8% longer, 6–10%: surely.
-        assert!(surely_worse(
-            &ratio(Direction::LowerIsBetter, 1.08, 1.06, 1.10),
-            limit
-        ));
-        // A rate 8% lower, its interval 1–15% lower: not surely; 7–9%: surely.
-        assert!(!surely_worse(
-            &ratio(Direction::HigherIsBetter, 0.92, 0.85, 0.99),
-            limit
-        ));
-        assert!(surely_worse(
-            &ratio(Direction::HigherIsBetter, 0.92, 0.91, 0.93),
-            limit
-        ));
-        // Without an interval, the estimate is all there is.
-        let mut bare = ratio(Direction::LowerIsBetter, 1.08, 0.0, 0.0);
-        bare.uncertainty = None;
-        assert!(surely_worse(&bare, limit));
-    }
 }

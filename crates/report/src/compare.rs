@@ -515,10 +515,127 @@ pub fn compare_csv(run: &Run, out: &mut dyn Write) -> io::Result<()> {
     w.flush()
 }
 
+/// What `dyno compare --fail-if-worse PCT` finds in a comparison: the
+/// regressions beyond PCT, and the primary figures it could not judge.
+///
+/// Only primary figures are judged (a diagnostic such as CPU time explains
+/// a result; it is not the result), and only those a test could judge:
+/// repeated runs a side (at least 4 for Mann–Whitney at α = 0.05, or one
+/// run whose samples are repeated runs, as `dyno run --runs N` keeps). A
+/// percentile of one run a side, or a single value a side, was not tested
+/// and is named, never silently passed. With `score`, each candidate's
+/// geometric-mean score is judged instead of each figure.
+#[derive(Debug, Default)]
+pub struct GateFindings {
+    /// Each regression, in words: what, by how much, how sure.
+    pub regressions: Vec<String>,
+    /// Each figure that could not be tested, and why.
+    pub untested: Vec<String>,
+    /// How many figures (or scores) were judged.
+    pub judged: usize,
+    /// The runs a side a test needs at the comparison's α.
+    pub runs_needed: usize,
+}
+
+/// Judges a comparison for `--fail-if-worse pct`: see [`GateFindings`].
+pub fn gate(run: &Run, pct: f64, score: bool) -> GateFindings {
+    let c = Comparison::of(run);
+    let limit = 1.0 - pct / 100.0;
+    let mut found = GateFindings {
+        runs_needed: runs_needed_to_test(c.alpha),
+        ..GateFindings::default()
+    };
+    for candidate in c.candidates() {
+        if score {
+            score_gate(&c, candidate, pct, limit, &mut found);
+        } else {
+            figures_gate(&c, candidate, pct, limit, &mut found);
+        }
+    }
+    found
+}
+
+/// The candidate's geomean score, judged by its whole interval beyond the
+/// limit, not its middle.
+fn score_gate(c: &Comparison, candidate: &str, pct: f64, limit: f64, found: &mut GateFindings) {
+    match c.group_metric(names::GEOMEAN, candidate) {
+        Some(gm) if gm.uncertainty.is_some() => {
+            found.judged += 1;
+            if let Some(u) = gm.uncertainty.as_ref().filter(|u| u.high < limit) {
+                found.regressions.push(format!(
+                    "{candidate}'s geomean score is {:.3}× the baseline's ({:.3}–{:.3}), worse by more than {pct}% with {:.0}% confidence",
+                    gm.value,
+                    u.low,
+                    u.high,
+                    u.confidence * 100.0
+                ));
+            }
+        }
+        _ => found
+            .untested
+            .push(format!("{candidate}'s score (no tested primary figure)")),
+    }
+}
+
+/// Each primary figure of the candidate, judged by its test and its
+/// interval.
+fn figures_gate(c: &Comparison, candidate: &str, pct: f64, limit: f64, found: &mut GateFindings) {
+    for row in c.rows(candidate) {
+        let Some(ratio) = row.ratio else {
+            continue;
+        };
+        // Comparisons saved before metrics declared roles carry none:
+        // every row of theirs is judged, as it was then.
+        if ratio.label(names::ROLE).is_some_and(|r| r != "primary") {
+            continue;
+        }
+        let verdict = row.verdict();
+        if !verdict.is_tested() {
+            let why = match verdict {
+                Verdict::WithinRun => "one run a side",
+                Verdict::TooFewRuns => "too few runs a side",
+                _ => "one value a side",
+            };
+            found.untested.push(format!(
+                "{candidate}'s {} ({why})",
+                metric_title(row.metric)
+            ));
+            continue;
+        }
+        found.judged += 1;
+        if verdict == Verdict::Slower && surely_worse(ratio, limit) {
+            let interval = ratio
+                .uncertainty
+                .as_ref()
+                .map(|u| format!(" (interval {:.3}–{:.3})", u.low, u.high))
+                .unwrap_or_default();
+            found.regressions.push(format!(
+                "{candidate}'s {} is {:.3}× the baseline's{interval}, significantly worse by more than {pct}%",
+                metric_title(row.metric),
+                ratio.value
+            ));
+        }
+    }
+}
+
+/// Whether a ratio (candidate ÷ baseline) is worse than `limit` (an
+/// improvement factor: 0.95 for 5% worse) with confidence: the end of its
+/// interval nearest no change is itself beyond the limit. A point
+/// estimate beyond it is not enough: on identical code, noise puts one
+/// there, and significant, now and then.
+pub fn surely_worse(ratio: &Metric, limit: f64) -> bool {
+    let factor = |r: f64| dyno_stats::versus::improvement(r, ratio.direction);
+    let nearest = ratio
+        .uncertainty
+        .as_ref()
+        .map_or(factor(ratio.value), |u| factor(u.low).max(factor(u.high)));
+    nearest < limit
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dyno_model::{Kind, Unit};
+    use dyno_model::{Kind, Uncertainty, UncertaintyMethod, Unit};
     use dyno_stats::versus::{Group, Options, compare_runs};
 
     fn side(name: &str, rates: &[f64], latency: &[f64]) -> Group {
@@ -669,5 +786,46 @@ mod tests {
             metric_short("wall_ns{command=make -j 2}"),
             "wall_ns make -j 2"
         );
+    }
+
+    fn gated_ratio(direction: Direction, value: f64, low: f64, high: f64) -> Metric {
+        let mut m = Metric::new(names::RATIO, Unit::Ratio, direction, value);
+        m.uncertainty = Some(Uncertainty {
+            method: UncertaintyMethod::Bootstrap,
+            confidence: 0.95,
+            low,
+            high,
+            n: 8,
+            stddev: None,
+        });
+        m
+    }
+
+    #[test]
+    fn a_regression_fails_the_gate_only_when_its_whole_interval_is_beyond_the_limit() {
+        let limit = 0.95;
+        // A time 8% longer, its interval 1–16% longer: not surely 5% worse.
+        assert!(!surely_worse(
+            &gated_ratio(Direction::LowerIsBetter, 1.08, 1.01, 1.16),
+            limit
+        ));
+        // 8% longer, 6–10%: surely.
+        assert!(surely_worse(
+            &gated_ratio(Direction::LowerIsBetter, 1.08, 1.06, 1.10),
+            limit
+        ));
+        // A rate 8% lower, its interval 1–15% lower: not surely; 7–9%: surely.
+        assert!(!surely_worse(
+            &gated_ratio(Direction::HigherIsBetter, 0.92, 0.85, 0.99),
+            limit
+        ));
+        assert!(surely_worse(
+            &gated_ratio(Direction::HigherIsBetter, 0.92, 0.91, 0.93),
+            limit
+        ));
+        // Without an interval, the estimate is all there is.
+        let mut bare = gated_ratio(Direction::LowerIsBetter, 1.08, 0.0, 0.0);
+        bare.uncertainty = None;
+        assert!(surely_worse(&bare, limit));
     }
 }

@@ -26,7 +26,8 @@ mod view;
 
 pub use capacity::{capacity_answer, short_rate};
 pub use compare::{
-    Comparison, Row, compare_csv, compare_markdown, compare_report, metric_short, metric_title,
+    Comparison, GateFindings, Row, compare_csv, compare_markdown, compare_report, gate,
+    metric_short, metric_title, surely_worse,
 };
 pub use db::db_report;
 pub use disk::disk_report;
