@@ -196,7 +196,8 @@ fn check_command(
                 plan.share(run.clients.to, run.jobs as usize, None)
                     .map(|_| ())
             })?;
-            check_conninfo(run.conninfo.as_deref(), db_secret)?;
+            dyno_k8s::check_conninfo(run.conninfo.as_deref(), db_secret)
+                .map_err(anyhow::Error::msg)?;
             let files = run
                 .files
                 .iter()
@@ -343,70 +344,6 @@ fn add_data(checked: &mut Checked, path: &std::path::Path, named: String) -> Res
         data,
     });
     Ok(())
-}
-
-/// Refuses a `db run` database the pods could not reach as this machine
-/// does, or one whose password would sit in the pods' args.
-fn check_conninfo(conninfo: Option<&str>, db_secret: Option<&str>) -> Result<()> {
-    let secret_hint = "put libpq's variables in a Secret and pass --db-secret NAME, which the pods read as their environment (kubectl create secret generic dyno-db --from-literal=PGHOST=db.default.svc --from-literal=PGUSER=bench --from-literal=PGPASSWORD=… --from-literal=PGDATABASE=bench)";
-    let conninfo = conninfo.map(str::trim).unwrap_or("");
-    if conninfo_has_password(conninfo) {
-        bail!(
-            "the conninfo holds a password, which would sit in plain text in the Job's pod args (`kubectl get job -o yaml` shows them): leave it out of the conninfo and {secret_hint}"
-        );
-    }
-    if db_secret.is_some() {
-        return Ok(());
-    }
-    if conninfo.is_empty() {
-        bail!(
-            "`db run` without a conninfo takes its server from this machine's PG* variables (PGHOST, PGPORT, PGUSER, …), which the pods do not have: give the conninfo in the command, as the pods reach the server (`db run 'host=db.default.svc dbname=bench user=bench' …`), or {secret_hint}"
-        );
-    }
-    if !conninfo_has_host(conninfo) {
-        bail!(
-            "the conninfo '{conninfo}' names no host, so it takes this machine's PGHOST (or a local socket), which the pods do not have: add host=… as the pods reach the server, or {secret_hint}"
-        );
-    }
-    Ok(())
-}
-
-/// Whether `s` has the keyword `key` followed by `=` (spaces allowed), at
-/// the start of a word: `password=x`, `host = db`.
-fn has_keyword(s: &str, key: &str) -> bool {
-    let lower = s.to_ascii_lowercase();
-    let bytes = lower.as_bytes();
-    lower.match_indices(key).any(|(at, _)| {
-        let starts = at == 0 || matches!(bytes[at - 1], b' ' | b'\t' | b'?' | b'&');
-        let rest = lower[at + key.len()..].trim_start();
-        starts && rest.starts_with('=')
-    })
-}
-
-/// The user-info and host of a postgres:// URL, if `s` is one.
-fn url_authority(s: &str) -> Option<(&str, &str)> {
-    let lower = s.to_ascii_lowercase();
-    let rest = ["postgres://", "postgresql://"]
-        .iter()
-        .find(|p| lower.starts_with(*p))
-        .map(|p| &s[p.len()..])?;
-    let authority = rest.split(['/', '?']).next().unwrap_or("");
-    Some(match authority.rsplit_once('@') {
-        Some((user, host)) => (user, host),
-        None => ("", authority),
-    })
-}
-
-fn conninfo_has_password(s: &str) -> bool {
-    url_authority(s).is_some_and(|(user, _)| user.contains(':')) || has_keyword(s, "password")
-}
-
-fn conninfo_has_host(s: &str) -> bool {
-    let in_url = url_authority(s).is_some_and(|(_, host)| {
-        host.split(',')
-            .any(|h| !h.is_empty() && !h.starts_with(':'))
-    });
-    in_url || has_keyword(s, "host") || has_keyword(s, "hostaddr")
 }
 
 #[cfg(test)]

@@ -348,6 +348,72 @@ fn key(k: &str) -> String {
     }
 }
 
+/// Refuses a `db run` database the pods could not reach as this machine
+/// does, or one whose password would sit in the pods' args.
+pub fn check_conninfo(conninfo: Option<&str>, db_secret: Option<&str>) -> Result<(), String> {
+    let secret_hint = "put libpq's variables in a Secret and pass --db-secret NAME, which the pods read as their environment (kubectl create secret generic dyno-db --from-literal=PGHOST=db.default.svc --from-literal=PGUSER=bench --from-literal=PGPASSWORD=… --from-literal=PGDATABASE=bench)";
+    let conninfo = conninfo.map(str::trim).unwrap_or("");
+    if conninfo_has_password(conninfo) {
+        return Err(format!(
+            "the conninfo holds a password, which would sit in plain text in the Job's pod args (`kubectl get job -o yaml` shows them): leave it out of the conninfo and {secret_hint}"
+        ));
+    }
+    if db_secret.is_some() {
+        return Ok(());
+    }
+    if conninfo.is_empty() {
+        return Err(format!(
+            "`db run` without a conninfo takes its server from this machine's PG* variables (PGHOST, PGPORT, PGUSER, …), which the pods do not have: give the conninfo in the command, as the pods reach the server (`db run 'host=db.default.svc dbname=bench user=bench' …`), or {secret_hint}"
+        ));
+    }
+    if !conninfo_has_host(conninfo) {
+        return Err(format!(
+            "the conninfo '{conninfo}' names no host, so it takes this machine's PGHOST (or a local socket), which the pods do not have: add host=… as the pods reach the server, or {secret_hint}"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `s` has the keyword `key` followed by `=` (spaces allowed), at
+/// the start of a word: `password=x`, `host = db`.
+fn has_keyword(s: &str, key: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    lower.match_indices(key).any(|(at, _)| {
+        let starts = at == 0 || matches!(bytes[at - 1], b' ' | b'\t' | b'?' | b'&');
+        let rest = lower[at + key.len()..].trim_start();
+        starts && rest.starts_with('=')
+    })
+}
+
+/// The user-info and host of a postgres:// URL, if `s` is one.
+fn url_authority(s: &str) -> Option<(&str, &str)> {
+    let lower = s.to_ascii_lowercase();
+    let rest = ["postgres://", "postgresql://"]
+        .iter()
+        .find(|p| lower.starts_with(*p))
+        .map(|p| &s[p.len()..])?;
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    Some(match authority.rsplit_once('@') {
+        Some((user, host)) => (user, host),
+        None => ("", authority),
+    })
+}
+
+/// Whether a conninfo (keywords or a postgres:// URL) holds a password.
+fn conninfo_has_password(s: &str) -> bool {
+    url_authority(s).is_some_and(|(user, _)| user.contains(':')) || has_keyword(s, "password")
+}
+
+/// Whether a conninfo (keywords or a postgres:// URL) names a host.
+fn conninfo_has_host(s: &str) -> bool {
+    let in_url = url_authority(s).is_some_and(|(_, host)| {
+        host.split(',')
+            .any(|h| !h.is_empty() && !h.starts_with(':'))
+    });
+    in_url || has_keyword(s, "host") || has_keyword(s, "hostaddr")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,5 +479,48 @@ mod tests {
             out.contains("\"--segment\"\n") && out.contains("\"$(DYNO_SEGMENT_INDEX)/3\""),
             "{out}"
         );
+    }
+}
+
+#[cfg(test)]
+mod conninfo_tests {
+    use super::*;
+
+    #[test]
+    fn a_password_is_found_in_keywords_and_in_urls() {
+        assert!(conninfo_has_password("host=db password=x"));
+        assert!(conninfo_has_password("host=db PASSWORD = x"));
+        assert!(conninfo_has_password("postgres://bench:secret@db/bench"));
+        assert!(conninfo_has_password("postgresql://db/bench?password=x"));
+        assert!(!conninfo_has_password("host=db user=bench"));
+        assert!(!conninfo_has_password("postgres://bench@db/bench"));
+        // A word that only ends in the keyword is not it.
+        assert!(!conninfo_has_password(
+            "host=db application_name=nopassword"
+        ));
+    }
+
+    #[test]
+    fn a_host_is_found_in_keywords_and_in_urls() {
+        assert!(conninfo_has_host("host=db.default.svc dbname=bench"));
+        assert!(conninfo_has_host("hostaddr=10.0.0.1"));
+        assert!(conninfo_has_host("postgres://bench@db:5432/bench"));
+        assert!(!conninfo_has_host("dbname=bench user=bench"));
+        assert!(!conninfo_has_host("postgres:///bench"));
+        assert!(!conninfo_has_host("postgres://:5432/bench"));
+    }
+
+    #[test]
+    fn the_pods_need_a_host_or_a_secret_and_no_password_in_their_args() {
+        assert!(check_conninfo(Some("host=db"), None).is_ok());
+        assert!(check_conninfo(None, Some("dyno-db")).is_ok());
+        assert!(check_conninfo(Some("dbname=bench"), Some("dyno-db")).is_ok());
+        let no_host = check_conninfo(Some("dbname=bench"), None).unwrap_err();
+        assert!(no_host.contains("names no host"), "{no_host}");
+        let none = check_conninfo(None, None).unwrap_err();
+        assert!(none.contains("PG* variables"), "{none}");
+        // A secret does not make a password in the args acceptable.
+        let password = check_conninfo(Some("host=db password=x"), Some("dyno-db")).unwrap_err();
+        assert!(password.contains("holds a password"), "{password}");
     }
 }
