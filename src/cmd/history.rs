@@ -6,7 +6,7 @@ use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
-use dyno_model::{Kind, Run, SCHEMA_VERSION};
+use dyno_model::{Kind, Run};
 use dyno_store::{Filter, Listing, Store, StoreError};
 use jiff::tz::TimeZone;
 
@@ -255,7 +255,8 @@ pub(super) fn export(ctx: &Context, args: ExportArgs) -> Result<ExitStatus> {
 pub(super) fn import(ctx: &Context, args: ImportArgs) -> Result<ExitStatus> {
     let ImportArgs { file } = args;
     let (name, text) = read_input(&file)?;
-    let runs = parse_runs(&text).with_context(|| format!("could not import '{name}'"))?;
+    let runs =
+        dyno_model::read_runs(&text).with_context(|| format!("could not import '{name}'"))?;
     if runs.is_empty() {
         bail!(
             "'{name}' holds no runs: expected a Run, an array of Runs or JSON Lines, as `dyno export` writes"
@@ -320,42 +321,6 @@ fn read_input(path: &Path) -> Result<(String, String)> {
     Ok((name, text))
 }
 
-/// Reads every Run in `text`: one Run, an array of Runs, or one Run per line
-/// (any sequence of those). All are checked before any is saved.
-fn parse_runs(text: &str) -> Result<Vec<Run>> {
-    let mut runs = Vec::new();
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
-    loop {
-        // The next record starts at the first non-blank byte after the last.
-        let rest = &text[stream.byte_offset()..];
-        let start = text.len() - rest.trim_start().len();
-        let line = text[..start].matches('\n').count() + 1;
-        let Some(value) = stream.next() else { break };
-        let value = value.with_context(|| format!("line {line} is not valid JSON"))?;
-        let records = match value {
-            serde_json::Value::Array(items) => items,
-            other => vec![other],
-        };
-        for record in records {
-            runs.push(parse_run(record).with_context(|| format!("the record at line {line}"))?);
-        }
-    }
-    Ok(runs)
-}
-
-fn parse_run(record: serde_json::Value) -> Result<Run> {
-    let version = record
-        .get("schema_version")
-        .and_then(serde_json::Value::as_u64)
-        .context("it has no schema_version: it is not a dyno Run record")?;
-    if version > u64::from(SCHEMA_VERSION) {
-        bail!(
-            "it was written by a newer dyno (schema version {version}; this build reads up to {SCHEMA_VERSION}): upgrade dyno"
-        );
-    }
-    serde_json::from_value(record).context("it is not a valid Run record")
-}
-
 pub(super) fn rm(ctx: &Context, args: RmArgs) -> Result<ExitStatus> {
     let RmArgs { ids } = args;
     let mut store = ctx.open_store()?;
@@ -366,61 +331,4 @@ pub(super) fn rm(ctx: &Context, args: RmArgs) -> Result<ExitStatus> {
         eprintln!("removed {id}");
     }
     Ok(ExitStatus::Success)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use dyno_model::Kind;
-
-    fn record(desc: &str) -> String {
-        serde_json::to_string(&Run::new(Kind::Cpu, desc)).unwrap()
-    }
-
-    #[test]
-    fn reads_one_run_an_array_and_json_lines() {
-        let one = record("a");
-        assert_eq!(parse_runs(&one).unwrap().len(), 1);
-        let array = format!("[{}, {}]", record("a"), record("b"));
-        assert_eq!(parse_runs(&array).unwrap().len(), 2);
-        let lines = format!("{}\n{}\n\n{}\n", record("a"), record("b"), record("c"));
-        let runs = parse_runs(&lines).unwrap();
-        assert_eq!(
-            runs.iter()
-                .map(|r| r.description.as_str())
-                .collect::<Vec<_>>(),
-            ["a", "b", "c"]
-        );
-    }
-
-    #[test]
-    fn names_the_line_of_a_bad_record() {
-        let text = format!("{}\n{{\"schema_version\": 1}}\n", record("a"));
-        let err = format!("{:#}", parse_runs(&text).unwrap_err());
-        assert!(
-            err.contains("line 2") && err.contains("not a valid Run"),
-            "{err}"
-        );
-        let err = format!("{:#}", parse_runs("{\"x\": 1}").unwrap_err());
-        assert!(err.contains("no schema_version"), "{err}");
-        let err = format!(
-            "{:#}",
-            parse_runs(&format!("{}\n{{oops", record("a"))).unwrap_err()
-        );
-        assert!(
-            err.contains("line 2") && err.contains("not valid JSON"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn refuses_records_from_a_newer_schema() {
-        let mut value: serde_json::Value = serde_json::from_str(&record("a")).unwrap();
-        value["schema_version"] = serde_json::json!(SCHEMA_VERSION + 1);
-        let err = format!("{:#}", parse_runs(&value.to_string()).unwrap_err());
-        assert!(
-            err.contains("newer dyno") && err.contains("upgrade"),
-            "{err}"
-        );
-    }
 }

@@ -12,6 +12,7 @@ mod environment;
 mod legacy;
 mod metric;
 pub mod names;
+mod read;
 pub mod record;
 mod run;
 mod segment;
@@ -23,6 +24,7 @@ pub use metric::{
     Direction, Histogram, Merge, Metric, Percentile, Role, Samples, Uncertainty, UncertaintyMethod,
     Unit,
 };
+pub use read::{ReadRunsError, RecordError, read_run, read_runs};
 pub use run::{
     Judgement, Kind, ParseKindError, ParseRunIdError, Run, RunId, SCHEMA_VERSION, Warning,
 };
