@@ -234,7 +234,7 @@ fn exit_status(
         eprintln!(
             "dyno: every connection to {} was refused ({} attempts, none accepted), so the run stopped: is the server up and listening there? Nothing was saved",
             outcome.endpoint,
-            outcome.stats.errors_of(ErrorClass::ConnectRefused),
+            outcome.stats.errors.of(ErrorClass::ConnectRefused),
         );
         return Ok(ExitStatus::ChecksFailed);
     }
@@ -242,7 +242,7 @@ fn exit_status(
         eprintln!(
             "dyno: {} accepted connections but answered none of the first {} requests within --timeout {}, so the run stopped: is the server stuck, or does it need a longer --timeout? Nothing was saved",
             outcome.endpoint,
-            outcome.stats.errors_of(ErrorClass::ReadTimeout),
+            outcome.stats.errors.of(ErrorClass::ReadTimeout),
             dyno_model::units::duration_flag(settings.timeout),
         );
         return Ok(ExitStatus::ChecksFailed);

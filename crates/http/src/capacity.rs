@@ -155,7 +155,7 @@ fn shard(
             };
             (sum(|f| f.started), sum(|f| f.failed))
         }
-        None => (s.requests() + s.unfinished, s.total_errors()),
+        None => (s.requests() + s.unfinished, s.errors.total()),
     };
     let counted = Counted {
         ended,

@@ -35,7 +35,7 @@ pub use engine::{EngineError, Outcome, Progress, run, run_gated};
 pub use outcome::recompute_merged;
 pub use record::{Asked, record};
 pub use settings::{Schedule, Segment, Settings, Stop, TlsSettings};
-pub use stats::{ErrorClass, Interval, Stats};
+pub use stats::{ErrorClass, ErrorCounts, Interval, Stats};
 pub use status::{StatusSet, StatusSetError};
 pub use tls::{TlsSession, TlsSetupError};
 pub use warnings::HttpWarning;

@@ -122,7 +122,7 @@ impl Outcome {
             hdr::latency_metric(http::PROCESSING, &s.processing).context(),
             count(http::REQUESTS, s.requests()),
             count(http::RESPONSES, s.responses),
-            count(http::ERRORS, s.total_errors()),
+            count(http::ERRORS, s.errors.total()),
             count(http::CONNECTIONS_OPENED, s.connects),
             // Written but not answered when a duration run reached its end
             // (or was interrupted): cut, not waited for.
@@ -206,7 +206,7 @@ impl Outcome {
         let s = &self.stats;
         let mut metrics = Vec::new();
         for class in ErrorClass::ALL {
-            let n = s.errors_of(class);
+            let n = s.errors.of(class);
             if n > 0 {
                 metrics.push(count(
                     format!("{}{}", http::ERRORS_PREFIX, class.as_str()),
@@ -282,12 +282,12 @@ impl Outcome {
             .rate_of(http::STEP_RESPONSES),
             hdr::latency_metric(http::STEP_LATENCY, &s.latency).diagnostic(),
             count(http::STEP_RESPONSES, s.responses),
-            count(http::STEP_ERRORS, s.total_errors()),
+            count(http::STEP_ERRORS, s.errors.total()),
             count(http::STEP_UNFINISHED, s.unfinished),
             bytes(http::STEP_BODY_BYTES, s.body_bytes),
         ];
         for class in ErrorClass::ALL {
-            let n = s.errors_of(class);
+            let n = s.errors.of(class);
             if n > 0 {
                 metrics.push(
                     count(http::STEP_ERRORS_BY_CLASS, n).with_label(label::CLASS, class.as_str()),

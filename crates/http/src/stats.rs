@@ -181,6 +181,40 @@ impl ErrorClass {
     }
 }
 
+/// Failed requests counted by class: a run's, a scenario step's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ErrorCounts([u64; ErrorClass::ALL.len()]);
+
+impl ErrorCounts {
+    /// Counts one failed request.
+    pub fn record(&mut self, class: ErrorClass) {
+        self.0[class.index()] += 1;
+    }
+
+    /// Failed requests of one class.
+    pub fn of(&self, class: ErrorClass) -> u64 {
+        self.0[class.index()]
+    }
+
+    /// Failed requests of every class.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// Adds another's counts, class by class.
+    pub fn add(&mut self, other: &ErrorCounts) {
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            *mine += theirs;
+        }
+    }
+
+    /// Sets one class's count (a test's figures).
+    #[cfg(test)]
+    pub fn set(&mut self, class: ErrorClass, n: u64) {
+        self.0[class.index()] = n;
+    }
+}
+
 /// Everything one thread measured.
 #[derive(Debug, Clone)]
 pub struct Stats {
@@ -197,8 +231,8 @@ pub struct Stats {
     pub processing: Histogram<u64>,
     /// Completed responses (any status).
     pub responses: u64,
-    /// Failed requests by class (index = `ErrorClass as usize`).
-    pub errors: [u64; ErrorClass::ALL.len()],
+    /// Failed requests by class.
+    pub errors: ErrorCounts,
     /// Responses by status code.
     pub status: Vec<(u16, u64)>,
     pub bytes_read: u64,
@@ -270,7 +304,7 @@ impl Default for Stats {
             waiting: latency_histogram(),
             processing: latency_histogram(),
             responses: 0,
-            errors: [0; ErrorClass::ALL.len()],
+            errors: ErrorCounts::default(),
             status: Vec::new(),
             bytes_read: 0,
             bytes_written: 0,
@@ -329,30 +363,15 @@ impl Stats {
         }
     }
 
-    /// Counts one failed request.
-    pub fn error(&mut self, class: ErrorClass) {
-        self.errors[class.index()] += 1;
-    }
-
-    /// Failed requests of one class.
-    pub fn errors_of(&self, class: ErrorClass) -> u64 {
-        self.errors[class.index()]
-    }
-
-    /// Failed requests of every class.
-    pub fn total_errors(&self) -> u64 {
-        self.errors.iter().sum()
-    }
-
     /// Requests accounted for: answered or failed. (A response counted as
     /// a status error is in both, so it is subtracted once.)
     pub fn requests(&self) -> u64 {
         let answered: u64 = ErrorClass::ALL
             .iter()
             .filter(|c| c.is_answered())
-            .map(|&c| self.errors_of(c))
+            .map(|&c| self.errors.of(c))
             .sum();
-        self.responses + self.total_errors() - answered
+        self.responses + self.errors.total() - answered
     }
 
     /// Records how late a send was against its due time.
@@ -373,9 +392,7 @@ impl AddAssign<&Stats> for Stats {
         let _ = self.waiting.add(&other.waiting);
         let _ = self.processing.add(&other.processing);
         self.responses += other.responses;
-        for (mine, theirs) in self.errors.iter_mut().zip(other.errors) {
-            *mine += theirs;
-        }
+        self.errors.add(&other.errors);
         for &(code, n) in &other.status {
             match self.status.iter_mut().find(|(c, _)| *c == code) {
                 Some((_, m)) => *m += n,
@@ -441,17 +458,17 @@ mod tests {
     fn merging_adds_everything() {
         let mut a = Stats::default();
         a.response(200, 92, timing(2));
-        a.error(ErrorClass::Reset);
+        a.errors.record(ErrorClass::Reset);
         let mut b = Stats::default();
         b.response(200, 92, timing(4));
         b.response(404, 10, timing(1));
-        b.error(ErrorClass::Status);
+        b.errors.record(ErrorClass::Status);
         a += &b;
         assert_eq!(a.responses, 3);
         assert_eq!(a.status, vec![(200, 2), (404, 1)]);
         assert_eq!(a.body_bytes, 194);
-        assert_eq!(a.errors_of(ErrorClass::Reset), 1);
-        assert_eq!(a.total_errors(), 2);
+        assert_eq!(a.errors.of(ErrorClass::Reset), 1);
+        assert_eq!(a.errors.total(), 2);
         assert_eq!(a.requests(), 4, "the 404 is one request, not two");
         assert_eq!(a.latency.len(), 3);
         assert_eq!(a.latency.max(), a.latency.highest_equivalent(4_000_000));

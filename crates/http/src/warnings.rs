@@ -352,7 +352,7 @@ pub fn missing_content_type(body: bool, headers: &[(String, String)]) -> Option<
 /// `--max-error-rate` broken: the run's exit says so, and its record too.
 pub fn error_rate(outcome: &Outcome, max_percent: f64) -> Option<HttpWarning> {
     let requests = outcome.stats.requests().max(1);
-    let percent = 100.0 * outcome.stats.total_errors() as f64 / requests as f64;
+    let percent = 100.0 * outcome.stats.errors.total() as f64 / requests as f64;
     (percent > max_percent).then_some(HttpWarning::ErrorRateExceeded {
         percent,
         max: max_percent,
@@ -377,7 +377,7 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
     if outcome.silent {
         warnings.push(HttpWarning::NoAnswer {
             endpoint: outcome.endpoint.to_string(),
-            timeouts: outcome.stats.errors_of(ErrorClass::ReadTimeout),
+            timeouts: outcome.stats.errors.of(ErrorClass::ReadTimeout),
         });
     }
     if outcome.interrupted {
@@ -388,8 +388,8 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
             .steps()
             .filter_map(|(flow, step)| {
                 let stats = figures.steps.get(step.index?)?;
-                let checks = stats.errors_of(ErrorClass::Check);
-                let extractions = stats.errors_of(ErrorClass::Extract);
+                let checks = stats.errors.of(ErrorClass::Check);
+                let extractions = stats.errors.of(ErrorClass::Extract);
                 let vars = step
                     .extract
                     .iter()
@@ -414,7 +414,7 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
         let mut failures: Vec<(ErrorClass, u64)> = ErrorClass::ALL
             .into_iter()
             .filter(|c| c.unanswered())
-            .map(|c| (c, outcome.stats.errors_of(c)))
+            .map(|c| (c, outcome.stats.errors.of(c)))
             .filter(|&(_, n)| n > 0)
             .collect();
         failures.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
@@ -462,7 +462,7 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
             expected: settings.expect_status,
         });
     }
-    let handshakes = outcome.stats.errors_of(ErrorClass::Tls);
+    let handshakes = outcome.stats.errors.of(ErrorClass::Tls);
     if handshakes > 0 {
         warnings.push(HttpWarning::TlsHandshakeFailed {
             failed: handshakes,
@@ -470,7 +470,7 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
             insecure: settings.tls.insecure,
         });
     }
-    let h2_failures = outcome.stats.errors_of(ErrorClass::H2Protocol);
+    let h2_failures = outcome.stats.errors.of(ErrorClass::H2Protocol);
     if let Some(why) = &outcome.protocol_failure
         && h2_failures > 0
     {
@@ -663,7 +663,7 @@ mod tests {
     #[test]
     fn failed_handshakes_carry_a_hint() {
         let mut o = outcome();
-        o.stats.errors[ErrorClass::Tls as usize] = 4;
+        o.stats.errors.set(ErrorClass::Tls, 4);
         o.tls_failure = Some("tls handshake eof".into());
         let warnings = judge(&o, &settings("https://127.0.0.1:8080/"));
         assert_eq!(codes(&warnings), ["tls_handshake_failed"]);

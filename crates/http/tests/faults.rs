@@ -88,12 +88,12 @@ fn run_with_stop(settings: Settings, stop: Arc<AtomicBool>) -> Outcome {
 fn assert_all_failed(o: &Outcome, class: ErrorClass) {
     let s = &o.stats;
     assert_eq!(
-        s.errors_of(class),
+        s.errors.of(class),
         REQUESTS,
         "{class:?}; errors: {:?}",
         s.errors
     );
-    assert_eq!(s.total_errors(), REQUESTS, "only {class:?}: {:?}", s.errors);
+    assert_eq!(s.errors.total(), REQUESTS, "only {class:?}: {:?}", s.errors);
     assert_eq!(s.responses, 0);
     assert_eq!(s.requests(), REQUESTS, "every request counted once");
     assert!(
@@ -108,7 +108,7 @@ fn assert_all_failed(o: &Outcome, class: ErrorClass) {
 /// Every one of the 20 requests got a 200 and nothing failed.
 fn assert_all_ok(o: &Outcome, body_bytes_each: usize) {
     let s = &o.stats;
-    assert_eq!(s.total_errors(), 0, "errors: {:?}", s.errors);
+    assert_eq!(s.errors.total(), 0, "errors: {:?}", s.errors);
     assert_eq!(s.responses, REQUESTS);
     assert_eq!(s.requests(), REQUESTS);
     assert_eq!(s.status, vec![(200, REQUESTS)]);
@@ -135,10 +135,10 @@ fn refused_connections_are_connect_refused() {
     let o = run(s);
     let st = &o.stats;
     assert_eq!(
-        st.errors_of(ErrorClass::ConnectRefused),
+        st.errors.of(ErrorClass::ConnectRefused),
         GIVE_UP_AFTER_REFUSALS - 1
     );
-    assert_eq!(st.total_errors(), st.requests(), "{:?}", st.errors);
+    assert_eq!(st.errors.total(), st.requests(), "{:?}", st.errors);
     assert!(!o.refused, "fewer refusals than the limit");
     assert_eq!(o.stats.connects, 0);
     assert_eq!(
@@ -157,7 +157,7 @@ fn a_closed_port_gives_the_run_up_after_a_few_refusals() {
     let st = &o.stats;
     assert!(o.refused, "given up: {st:?}");
     assert!(!o.interrupted);
-    let refused = st.errors_of(ErrorClass::ConnectRefused);
+    let refused = st.errors.of(ErrorClass::ConnectRefused);
     assert!(
         (GIVE_UP_AFTER_REFUSALS..GIVE_UP_AFTER_REFUSALS + CONNECTIONS as u64).contains(&refused),
         "{refused} refusals"
@@ -194,7 +194,7 @@ fn refusals_after_a_success_are_counted_not_given_up_on() {
     assert!(!o.refused);
     assert_eq!(st.responses, 1);
     assert_eq!(
-        st.errors_of(ErrorClass::ConnectRefused),
+        st.errors.of(ErrorClass::ConnectRefused),
         2 * GIVE_UP_AFTER_REFUSALS - 1
     );
 }
@@ -209,12 +209,12 @@ fn a_full_accept_queue_is_connect_timeout() {
     s.schedule.stop = Stop::Requests(4);
     let o = run(s);
     assert_eq!(
-        o.stats.errors_of(ErrorClass::ConnectTimeout),
+        o.stats.errors.of(ErrorClass::ConnectTimeout),
         4,
         "{:?}",
         o.stats.errors
     );
-    assert_eq!(o.stats.total_errors(), 4);
+    assert_eq!(o.stats.errors.total(), 4);
     assert_eq!(o.stats.requests(), 4);
     assert_eq!(o.stats.responses, 0);
     assert_eq!(o.stats.connects, 0);
@@ -278,14 +278,14 @@ fn a_stalled_server_is_read_timeout_and_a_run_that_never_got_an_answer_gives_up(
     // Not all 20 timeouts (10 s): each connection waited out its timeout
     // twice, with no answer ever, and the run stopped.
     let limit = GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT * CONNECTIONS as u64;
-    let timeouts = s.errors_of(ErrorClass::ReadTimeout);
+    let timeouts = s.errors.of(ErrorClass::ReadTimeout);
     assert!(o.silent, "given up on a server that never answers: {s:?}");
     assert!(!o.refused && !o.interrupted);
     assert!(
         (limit..=limit + CONNECTIONS as u64).contains(&timeouts),
         "{timeouts} timeouts"
     );
-    assert_eq!(s.total_errors(), timeouts, "only timeouts: {:?}", s.errors);
+    assert_eq!(s.errors.total(), timeouts, "only timeouts: {:?}", s.errors);
     assert_eq!(s.responses, 0);
     assert!(s.requests() < REQUESTS);
     // One connection per timed-out request: the timeout is really waited
@@ -303,7 +303,7 @@ fn timeouts_after_an_answer_never_give_the_run_up() {
     let s = &o.stats;
     assert!(!o.silent);
     assert_eq!(s.responses, 1, "{s:?}");
-    assert_eq!(s.errors_of(ErrorClass::ReadTimeout), REQUESTS - 1);
+    assert_eq!(s.errors.of(ErrorClass::ReadTimeout), REQUESTS - 1);
     assert_eq!(s.requests(), REQUESTS);
 }
 
@@ -326,7 +326,7 @@ fn a_duration_run_against_a_stalled_server_ends_on_time() {
         "{s:?}"
     );
     assert!(s.requests() >= CONNECTIONS as u64, "{s:?}");
-    assert_eq!(s.errors_of(ErrorClass::ReadTimeout), s.requests());
+    assert_eq!(s.errors.of(ErrorClass::ReadTimeout), s.requests());
     assert_eq!(s.responses, 0);
     assert_eq!(o.elapsed, duration, "rates divide by the duration");
 }
@@ -445,7 +445,7 @@ fn the_timeout_is_per_read_not_per_answer() {
     let mut s = settings(server.addr());
     s.schedule.stop = Stop::Requests(4);
     let o = run(s);
-    assert_eq!(o.stats.total_errors(), 0, "errors: {:?}", o.stats.errors);
+    assert_eq!(o.stats.errors.total(), 0, "errors: {:?}", o.stats.errors);
     assert_eq!(o.stats.responses, 4);
     let whole = pause * u32::try_from(common::OK.len() - 1).expect("small");
     assert!(
@@ -467,13 +467,13 @@ fn pipelined_failures_count_every_request_once() {
     let o = run(s);
     let st = &o.stats;
     assert_eq!(st.responses, 0);
-    assert_eq!(st.total_errors(), REQUESTS, "errors: {:?}", st.errors);
+    assert_eq!(st.errors.total(), REQUESTS, "errors: {:?}", st.errors);
     assert_eq!(st.requests(), REQUESTS);
     // One short body per batch; the requests behind it never got an
     // answer (the engine files them under the same class).
     let batches = REQUESTS / 4;
     assert!(
-        st.errors_of(ErrorClass::BodyLengthMismatch) >= batches,
+        st.errors.of(ErrorClass::BodyLengthMismatch) >= batches,
         "{:?}",
         st.errors
     );
@@ -515,7 +515,7 @@ fn the_stop_flag_ends_a_long_run_at_once() {
     assert!(took < bound, "stopping took {took:?}");
     assert!(o.interrupted);
     assert!(o.stats.responses > 0);
-    assert_eq!(o.stats.total_errors(), 0, "errors: {:?}", o.stats.errors);
+    assert_eq!(o.stats.errors.total(), 0, "errors: {:?}", o.stats.errors);
     assert_eq!(o.stats.requests(), o.stats.responses);
 }
 
@@ -531,7 +531,7 @@ fn reference_settings(addr: SocketAddr) -> Settings {
 
 fn assert_exact_1000(o: &Outcome) {
     let s = &o.stats;
-    assert_eq!(s.total_errors(), 0, "errors: {:?}", s.errors);
+    assert_eq!(s.errors.total(), 0, "errors: {:?}", s.errors);
     assert_eq!(s.responses, 1000);
     assert_eq!(s.requests(), 1000);
     assert_eq!(s.status, vec![(200, 1000)]);
@@ -601,7 +601,7 @@ fn the_open_model_counts_a_stall_from_the_due_time() {
     let server = common::stall_window(Duration::from_millis(500), Duration::from_millis(1000));
     let o = run(open_at_200(server.addr()));
     let st = &o.stats;
-    assert_eq!(st.total_errors(), 0, "errors: {:?}", st.errors);
+    assert_eq!(st.errors.total(), 0, "errors: {:?}", st.errors);
     assert_eq!(st.responses, 400, "every request due in 2 s was sent");
     assert_eq!(st.dropped, 0);
     assert_eq!(st.connects, 1);
@@ -631,7 +631,7 @@ fn the_open_model_counts_every_due_time_when_a_stall_outlasts_the_run() {
     let server = common::stall_window(Duration::from_secs(1), Duration::from_secs(3));
     let o = run(open_at_200(server.addr()));
     let st = &o.stats;
-    assert_eq!(st.total_errors(), 0, "errors: {:?}", st.errors);
+    assert_eq!(st.errors.total(), 0, "errors: {:?}", st.errors);
     assert_eq!(
         st.responses + st.unfinished + st.dropped,
         400,
@@ -668,7 +668,7 @@ fn the_open_model_sends_on_time_against_a_fast_server() {
     for _ in 0..3 {
         let o = run(open_at_200(server.addr()));
         let st = &o.stats;
-        assert_eq!(st.total_errors(), 0, "errors: {:?}", st.errors);
+        assert_eq!(st.errors.total(), 0, "errors: {:?}", st.errors);
         assert_eq!(st.responses, 400);
         let p50 = st.latency.value_at_quantile(0.5);
         if p50 < 500_000 && st.late_sends <= 40 {
@@ -743,7 +743,7 @@ fn unix_sockets_carry_the_load() {
     server.join().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(o.stats.responses, 200);
-    assert_eq!(o.stats.total_errors(), 0);
+    assert_eq!(o.stats.errors.total(), 0);
     assert_eq!(o.stats.body_bytes, 1000);
     assert_eq!(o.stats.connects, CONNECTIONS as u64);
     assert_eq!(o.endpoint, dyno_http::Endpoint::Unix(path));
@@ -767,7 +767,7 @@ fn https_with_insecure_carries_the_load_on_kept_connections() {
     let server = TlsServer::start(common::OK, After::KeepAlive);
     let o = run(https_settings(&server, 200, true));
     let s = &o.stats;
-    assert_eq!(s.total_errors(), 0, "errors: {:?}", s.errors);
+    assert_eq!(s.errors.total(), 0, "errors: {:?}", s.errors);
     assert_eq!(s.responses, 200);
     assert_eq!(s.requests(), 200);
     assert_eq!(s.status, vec![(200, 200)]);
@@ -821,7 +821,7 @@ fn a_tls_close_without_close_notify_ends_a_close_delimited_body() {
         let server = TlsServer::start(ANSWER, after);
         let o = run(https_settings(&server, REQUESTS, true));
         let s = &o.stats;
-        assert_eq!(s.total_errors(), 0, "{after:?}: errors: {:?}", s.errors);
+        assert_eq!(s.errors.total(), 0, "{after:?}: errors: {:?}", s.errors);
         assert_eq!(s.status, vec![(200, REQUESTS)], "{after:?}");
         assert_eq!(s.body_bytes, REQUESTS * b"until the end".len() as u64);
         assert_eq!(s.connects, REQUESTS, "{after:?}: one connection each");

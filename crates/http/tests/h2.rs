@@ -52,7 +52,7 @@ fn run(settings: Settings) -> Outcome {
 fn assert_accounted(o: &Outcome, n: u64) {
     let s = &o.stats;
     assert_eq!(s.requests(), n, "errors {:?}", s.errors);
-    assert_eq!(s.responses + s.total_errors(), n);
+    assert_eq!(s.responses + s.errors.total(), n);
     assert_eq!(s.unfinished, 0);
 }
 
@@ -62,7 +62,7 @@ fn many_streams_count_exactly_and_headers_are_compressed() {
     let o = run(h2_settings(server.addr, 2000, 3, 10));
     assert_accounted(&o, 2000);
     let s = &o.stats;
-    assert_eq!(s.total_errors(), 0, "{:?}", s.errors);
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
     assert_eq!(s.status, vec![(200, 2000)]);
     assert_eq!(s.body_bytes, 2000 * BODY.len() as u64);
     assert_eq!(
@@ -87,7 +87,7 @@ fn the_servers_stream_limit_is_obeyed_and_recorded() {
     let server = h2_server(Fault::MaxStreams(2));
     let o = run(h2_settings(server.addr, 600, 1, 16));
     assert_accounted(&o, 600);
-    assert_eq!(o.stats.total_errors(), 0, "{:?}", o.stats.errors);
+    assert_eq!(o.stats.errors.total(), 0, "{:?}", o.stats.errors);
     assert_eq!(o.stats.h2.max_concurrent_streams, Some(2));
     assert!(
         server.peak.load(Ordering::SeqCst) <= 2,
@@ -101,7 +101,7 @@ fn a_graceful_goaway_loses_nothing_and_the_run_moves_to_new_connections() {
     let o = run(h2_settings(server.addr, 500, 2, 4));
     assert_accounted(&o, 500);
     let s = &o.stats;
-    assert_eq!(s.total_errors(), 0, "{:?}", s.errors);
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
     assert_eq!(s.responses, 500);
     assert!(
         s.connects >= 10,
@@ -120,12 +120,12 @@ fn an_abrupt_goaway_fails_only_what_it_cut_and_the_run_goes_on() {
     // Every request under way when a connection's GOAWAY came is cut,
     // and counted under it.
     assert!(
-        s.errors_of(ErrorClass::GoAway) > 0,
+        s.errors.of(ErrorClass::GoAway) > 0,
         "the GOAWAYs cut requests"
     );
     assert_eq!(
-        s.errors_of(ErrorClass::GoAway),
-        s.total_errors(),
+        s.errors.of(ErrorClass::GoAway),
+        s.errors.total(),
         "only what the GOAWAYs cut: {:?}",
         s.errors
     );
@@ -138,8 +138,8 @@ fn rst_stream_fails_one_request_and_the_connection_stays() {
     let o = run(h2_settings(server.addr, 400, 2, 4));
     assert_accounted(&o, 400);
     let s = &o.stats;
-    assert_eq!(s.errors_of(ErrorClass::StreamReset), 40, "{:?}", s.errors);
-    assert_eq!(s.total_errors(), 40);
+    assert_eq!(s.errors.of(ErrorClass::StreamReset), 40, "{:?}", s.errors);
+    assert_eq!(s.errors.total(), 40);
     assert_eq!(s.connects, 2, "a reset stream does not end its connection");
 }
 
@@ -149,7 +149,7 @@ fn a_stalled_stream_times_out_alone() {
     let o = run(h2_settings(server.addr, 100, 1, 4));
     assert_accounted(&o, 100);
     let s = &o.stats;
-    assert_eq!(s.errors_of(ErrorClass::ReadTimeout), 1, "{:?}", s.errors);
+    assert_eq!(s.errors.of(ErrorClass::ReadTimeout), 1, "{:?}", s.errors);
     assert_eq!(s.responses, 99);
 }
 
@@ -200,7 +200,7 @@ fn garbage_frames_and_a_server_without_http2_end_the_run_with_the_reason() {
         let why = o.protocol_failure.as_deref().expect("the reason is kept");
         assert!(why.contains("HTTP/2 handshake failed"), "{why}");
         assert!(
-            s.total_errors() >= 1 && s.total_errors() < 1000,
+            s.errors.total() >= 1 && s.errors.total() < 1000,
             "given up early: {:?}",
             s.errors
         );
@@ -236,7 +236,7 @@ fn methods_bodies_headers_and_templates_go_over_h2_as_given() {
     s.schedule.warmup = Duration::from_millis(200);
     let o = run(s);
     assert_accounted(&o, 60);
-    assert_eq!(o.stats.total_errors(), 0, "{:?}", o.stats.errors);
+    assert_eq!(o.stats.errors.total(), 0, "{:?}", o.stats.errors);
     let seen = server.seen.lock().unwrap();
     // The warm-up's requests came too, and are not counted.
     assert!(seen.len() >= 60, "{}", seen.len());
@@ -262,7 +262,7 @@ fn the_open_model_keeps_its_schedule_over_h2() {
     s.schedule.rate_per_sec = Some(1000.0);
     let o = run(s);
     assert_accounted(&o, 300);
-    assert_eq!(o.stats.total_errors(), 0, "{:?}", o.stats.errors);
+    assert_eq!(o.stats.errors.total(), 0, "{:?}", o.stats.errors);
     // 300 requests at 1000/s take about 0.3 s whoever answers.
     assert!(o.elapsed >= Duration::from_millis(290), "{:?}", o.elapsed);
     assert_eq!(o.stats.uncorrected.len(), 300, "both latencies recorded");
@@ -441,7 +441,7 @@ fn a_header_block_split_over_continuation_frames_is_read_whole() {
         40,
     );
     let s = &o.stats;
-    assert_eq!(s.total_errors(), 0, "{:?}", s.errors);
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
     assert_eq!(s.status, vec![(200, 40)]);
     assert_eq!(s.body_bytes, 40 * BODY.len() as u64);
     assert_eq!(s.h2.header_block_read, 40 * (1 + CONTENT_TYPE.len() as u64));
@@ -463,7 +463,7 @@ fn a_header_block_cut_by_another_frame_is_a_protocol_error() {
     );
     let s = &o.stats;
     assert_eq!(s.responses, 0);
-    assert_eq!(s.errors_of(ErrorClass::H2Protocol), 6, "{:?}", s.errors);
+    assert_eq!(s.errors.of(ErrorClass::H2Protocol), 6, "{:?}", s.errors);
     assert!(s.connects >= 3, "each broken connection was replaced");
 }
 
@@ -481,7 +481,7 @@ fn a_frame_above_the_frame_size_limit_is_a_protocol_error() {
     );
     let s = &o.stats;
     assert_eq!(s.responses, 0);
-    assert_eq!(s.errors_of(ErrorClass::H2Protocol), 6, "{:?}", s.errors);
+    assert_eq!(s.errors.of(ErrorClass::H2Protocol), 6, "{:?}", s.errors);
 }
 
 #[test]
@@ -514,7 +514,7 @@ fn a_window_that_never_opens_fails_the_upload_as_a_write_without_a_hang() {
     // The first request went before the server's SETTINGS came, in the
     // protocol's default window, and was never answered; every later one
     // was held back by the closed window.
-    assert_eq!(s.errors_of(ErrorClass::ReadTimeout), 1, "{:?}", s.errors);
-    assert_eq!(s.errors_of(ErrorClass::Write), 3, "{:?}", s.errors);
+    assert_eq!(s.errors.of(ErrorClass::ReadTimeout), 1, "{:?}", s.errors);
+    assert_eq!(s.errors.of(ErrorClass::Write), 3, "{:?}", s.errors);
     assert_eq!(s.connects, 1, "each stream was reset alone");
 }

@@ -42,11 +42,11 @@ fn connections_past_the_open_file_limit_are_named_too_many_open_files() {
     let o = dyno_http::run(settings, Arc::new(AtomicBool::new(false)), |_| {}).expect("runs");
     let s = &o.stats;
     assert!(
-        s.errors_of(ErrorClass::ConnectTooManyFiles) > 0,
+        s.errors.of(ErrorClass::ConnectTooManyFiles) > 0,
         "errors: {:?}",
         s.errors
     );
-    assert_eq!(s.errors_of(ErrorClass::ConnectOther), 0, "none unnamed");
+    assert_eq!(s.errors.of(ErrorClass::ConnectOther), 0, "none unnamed");
     assert_eq!(
         ErrorClass::ConnectTooManyFiles.as_str(),
         "connect_too_many_open_files"

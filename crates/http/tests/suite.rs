@@ -270,14 +270,14 @@ fn dies() -> Server {
 fn errors(o: &Outcome) -> String {
     let named: Vec<String> = ErrorClass::ALL
         .into_iter()
-        .filter(|&c| o.stats.errors_of(c) > 0)
-        .map(|c| format!("{} {}", c.as_str(), o.stats.errors_of(c)))
+        .filter(|&c| o.stats.errors.of(c) > 0)
+        .map(|c| format!("{} {}", c.as_str(), o.stats.errors.of(c)))
         .collect();
     named.join(", ")
 }
 
 fn closes_every_connection(o: &Outcome, mode: &Mode, said: &[HttpWarning]) -> Result<(), String> {
-    if o.stats.total_errors() > 0 {
+    if o.stats.errors.total() > 0 {
         return Err(format!("errors: {}", errors(o)));
     }
     let (opened, answers) = (o.stats.connects, o.stats.responses);
@@ -294,7 +294,7 @@ fn closes_every_connection(o: &Outcome, mode: &Mode, said: &[HttpWarning]) -> Re
 }
 
 fn answers_slowly(o: &Outcome, _: &Mode, _: &[HttpWarning]) -> Result<(), String> {
-    if o.stats.total_errors() > 0 {
+    if o.stats.errors.total() > 0 {
         return Err(format!("errors: {}", errors(o)));
     }
     let p50 = Duration::from_nanos(o.stats.latency.value_at_quantile(0.5));
@@ -305,7 +305,7 @@ fn answers_slowly(o: &Outcome, _: &Mode, _: &[HttpWarning]) -> Result<(), String
 }
 
 fn resets(o: &Outcome, _: &Mode, said: &[HttpWarning]) -> Result<(), String> {
-    let reset = o.stats.errors_of(ErrorClass::Reset) + o.stats.errors_of(ErrorClass::StreamReset);
+    let reset = o.stats.errors.of(ErrorClass::Reset) + o.stats.errors.of(ErrorClass::StreamReset);
     if o.stats.responses > 0 || reset == 0 {
         return Err(format!(
             "{} answers, errors: {}",
@@ -326,7 +326,7 @@ fn never_answers(o: &Outcome, _: &Mode, said: &[HttpWarning]) -> Result<(), Stri
             o.stats.responses
         ));
     }
-    let timed_out = o.stats.errors_of(ErrorClass::ReadTimeout) > 0 || o.stats.unfinished > 0;
+    let timed_out = o.stats.errors.of(ErrorClass::ReadTimeout) > 0 || o.stats.unfinished > 0;
     if !(o.silent || timed_out) {
         return Err(format!("neither silent nor timed out: {}", errors(o)));
     }
@@ -340,7 +340,7 @@ fn died(o: &Outcome, mode: &Mode, said: &[HttpWarning]) -> Result<(), String> {
     if o.stats.responses == 0 {
         return Err(format!("nothing answered before it died: {}", errors(o)));
     }
-    if o.stats.total_errors() == 0 && o.stats.unfinished == 0 && o.stats.dropped == 0 {
+    if o.stats.errors.total() == 0 && o.stats.unfinished == 0 && o.stats.dropped == 0 {
         return Err("no request failed after it died".into());
     }
     // A run that goes on after the death by a second and more says the
@@ -358,7 +358,7 @@ fn interrupted(o: &Outcome, _: &Mode, said: &[HttpWarning]) -> Result<(), String
     if !o.interrupted || !said.iter().any(|w| w.code() == "interrupted") {
         return Err("not said it was interrupted".into());
     }
-    if o.stats.total_errors() > 0 || o.stats.responses == 0 {
+    if o.stats.errors.total() > 0 || o.stats.responses == 0 {
         return Err(format!(
             "{} answers, errors: {}",
             o.stats.responses,

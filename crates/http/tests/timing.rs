@@ -37,7 +37,7 @@ fn the_open_model_connects_every_connection_before_its_schedule() {
     s.connections = 50;
     let o = dyno_http::run(s, Arc::new(AtomicBool::new(false)), |_| {}).expect("runs");
     let st = &o.stats;
-    assert_eq!(st.total_errors(), 0, "{:?}", st.errors);
+    assert_eq!(st.errors.total(), 0, "{:?}", st.errors);
     assert_eq!(st.responses, 20);
     assert_eq!(st.connects, 50, "every connection opened up front");
     assert_eq!(

@@ -850,7 +850,7 @@ impl Local {
     /// Publishes this thread's measured counts for the progress line.
     pub(super) fn publish(&self) {
         self.published.set(RESPONSES, self.stats.responses);
-        self.published.set(ERRORS, self.stats.total_errors());
+        self.published.set(ERRORS, self.stats.errors.total());
     }
 
     /// Records the answer to `ticket`, done at `done`, if it is measured:
@@ -895,7 +895,7 @@ impl Local {
         if let Some(step) = self.step(ticket) {
             step.response(body_bytes, timing);
             if let Some(class) = error {
-                step.error(class);
+                step.errors.record(class);
             }
         }
         let class = error;
@@ -909,7 +909,7 @@ impl Local {
             interval.errors += u64::from(error);
         }
         if let Some(class) = class {
-            self.stats.error(class);
+            self.stats.errors.record(class);
         }
         if let Some(stage) = self.stages.get_mut(ticket.stage) {
             stage.ended(Some(latency), error);
@@ -973,12 +973,12 @@ impl Local {
                 }
                 return;
             }
-            self.stats.error(class);
+            self.stats.errors.record(class);
             if class.unanswered() {
                 self.silence.failed(now);
             }
             if let Some(step) = self.step(ticket) {
-                step.error(class);
+                step.errors.record(class);
             }
             self.seconds.at(shared.clock(), now).errors += 1;
             if let Some(stage) = self.stages.get_mut(ticket.stage) {

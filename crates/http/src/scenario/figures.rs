@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::stats::{ErrorClass, Timing};
+use crate::stats::{ErrorCounts, Timing};
 
 /// A histogram for one step or one flow: two significant figures (1%),
 /// grown to the values it holds. A scenario keeps one per step and flow on
@@ -25,8 +25,8 @@ pub struct StepStats {
     pub latency: Histogram<u64>,
     /// Completed responses (any status).
     pub responses: u64,
-    /// Failed requests by class (index = `ErrorClass as usize`).
-    errors: [u64; ErrorClass::ALL.len()],
+    /// Failed requests by class.
+    pub errors: ErrorCounts,
     /// Body bytes of completed responses.
     pub body_bytes: u64,
     /// Requests under way when the run ended (or was interrupted).
@@ -38,7 +38,7 @@ impl Default for StepStats {
         StepStats {
             latency: step_histogram(),
             responses: 0,
-            errors: [0; ErrorClass::ALL.len()],
+            errors: ErrorCounts::default(),
             body_bytes: 0,
             unfinished: 0,
         }
@@ -54,27 +54,10 @@ impl StepStats {
         let _ = self.latency.record(ns.max(1));
     }
 
-    /// One failed request.
-    pub fn error(&mut self, class: ErrorClass) {
-        self.errors[class.index()] += 1;
-    }
-
-    /// Failed requests of one class.
-    pub fn errors_of(&self, class: ErrorClass) -> u64 {
-        self.errors[class.index()]
-    }
-
-    /// Failed requests of every class.
-    pub fn total_errors(&self) -> u64 {
-        self.errors.iter().sum()
-    }
-
     fn add(&mut self, other: &StepStats) {
         let _ = self.latency.add(&other.latency);
         self.responses += other.responses;
-        for (mine, theirs) in self.errors.iter_mut().zip(other.errors) {
-            *mine += theirs;
-        }
+        self.errors.add(&other.errors);
         self.body_bytes += other.body_bytes;
         self.unfinished += other.unfinished;
     }
