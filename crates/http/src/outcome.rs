@@ -9,14 +9,6 @@ use crate::engine::Outcome;
 use crate::settings::Settings;
 use crate::stats::ErrorClass;
 
-/// A count of the run: context (it grows with the run's length), summed
-/// across segments.
-fn count(name: impl Into<String>, value: u64) -> Metric {
-    Metric::new(name, Unit::Count, Direction::LowerIsBetter, value as f64)
-        .context()
-        .merged(Merge::Sum)
-}
-
 /// A volume in bytes: context, summed across segments.
 fn bytes(name: &str, value: u64) -> Metric {
     Metric::new(name, Unit::Bytes, Direction::HigherIsBetter, value as f64)
@@ -120,13 +112,13 @@ impl Outcome {
             hdr::latency_metric(http::CONNECT, &s.connect).context(),
             hdr::latency_metric(http::WAITING, &s.waiting).context(),
             hdr::latency_metric(http::PROCESSING, &s.processing).context(),
-            count(http::REQUESTS, s.requests()),
-            count(http::RESPONSES, s.responses),
-            count(http::ERRORS, s.errors.total()),
-            count(http::CONNECTIONS_OPENED, s.connects),
+            Metric::count(http::REQUESTS, s.requests()),
+            Metric::count(http::RESPONSES, s.responses),
+            Metric::count(http::ERRORS, s.errors.total()),
+            Metric::count(http::CONNECTIONS_OPENED, s.connects),
             // Written but not answered when a duration run reached its end
             // (or was interrupted): cut, not waited for.
-            count(http::UNFINISHED_REQUESTS, s.unfinished),
+            Metric::count(http::UNFINISHED_REQUESTS, s.unfinished),
             bytes(http::BYTES_READ, s.bytes_read),
             bytes(http::BYTES_WRITTEN, s.bytes_written),
             bytes(http::BODY_BYTES, s.body_bytes),
@@ -155,7 +147,7 @@ impl Outcome {
             )
             .context()
             .merged(Merge::Sum),
-            count(http::LATE_SENDS, s.late_sends),
+            Metric::count(http::LATE_SENDS, s.late_sends),
             // The client's own share of the corrected latency: a reader can
             // tell it from the server's queueing.
             hdr::latency_metric(http::SEND_LAG, &s.send_lag).context(),
@@ -167,7 +159,7 @@ impl Outcome {
             )
             .context()
             .merged(Merge::Max),
-            count(http::DROPPED_SENDS, s.dropped),
+            Metric::count(http::DROPPED_SENDS, s.dropped),
         ]
     }
 
@@ -190,10 +182,10 @@ impl Outcome {
         }
         // Sent, refused unprocessed by a GOAWAY, and sent again on a
         // new connection (RFC 9113 §6.8): not errors.
-        metrics.push(count(http::H2_GOAWAY_RETRIED, h.goaway_retried));
+        metrics.push(Metric::count(http::H2_GOAWAY_RETRIED, h.goaway_retried));
         if let Some(max) = h.max_concurrent_streams {
-            let mut m =
-                count(http::H2_SERVER_MAX_CONCURRENT_STREAMS, max as u64).merged(Merge::Min);
+            let mut m = Metric::count(http::H2_SERVER_MAX_CONCURRENT_STREAMS, max as u64)
+                .merged(Merge::Min);
             m.direction = Direction::HigherIsBetter;
             metrics.push(m);
         }
@@ -208,14 +200,14 @@ impl Outcome {
         for class in ErrorClass::ALL {
             let n = s.errors.of(class);
             if n > 0 {
-                metrics.push(count(
+                metrics.push(Metric::count(
                     format!("{}{}", http::ERRORS_PREFIX, class.as_str()),
                     n,
                 ));
             }
         }
         for &(code, n) in &s.status {
-            let mut m = count(format!("{}{code}", http::STATUS_PREFIX), n);
+            let mut m = Metric::count(format!("{}{code}", http::STATUS_PREFIX), n);
             m.direction = Direction::HigherIsBetter;
             metrics.push(m);
         }
@@ -281,16 +273,17 @@ impl Outcome {
             .diagnostic()
             .rate_of(http::STEP_RESPONSES),
             hdr::latency_metric(http::STEP_LATENCY, &s.latency).diagnostic(),
-            count(http::STEP_RESPONSES, s.responses),
-            count(http::STEP_ERRORS, s.errors.total()),
-            count(http::STEP_UNFINISHED, s.unfinished),
+            Metric::count(http::STEP_RESPONSES, s.responses),
+            Metric::count(http::STEP_ERRORS, s.errors.total()),
+            Metric::count(http::STEP_UNFINISHED, s.unfinished),
             bytes(http::STEP_BODY_BYTES, s.body_bytes),
         ];
         for class in ErrorClass::ALL {
             let n = s.errors.of(class);
             if n > 0 {
                 metrics.push(
-                    count(http::STEP_ERRORS_BY_CLASS, n).with_label(label::CLASS, class.as_str()),
+                    Metric::count(http::STEP_ERRORS_BY_CLASS, n)
+                        .with_label(label::CLASS, class.as_str()),
                 );
             }
         }
@@ -309,9 +302,9 @@ impl Outcome {
             .diagnostic()
             .rate_of(http::FLOWS_COMPLETED),
             hdr::latency_metric(http::FLOW_DURATION, &f.duration).diagnostic(),
-            count(http::FLOWS_COMPLETED, f.completed),
-            count(http::FLOWS_FAILED, f.failed),
-            count(http::FLOWS_UNFINISHED, f.unfinished()),
+            Metric::count(http::FLOWS_COMPLETED, f.completed),
+            Metric::count(http::FLOWS_FAILED, f.failed),
+            Metric::count(http::FLOWS_UNFINISHED, f.unfinished()),
         ]
     }
 }

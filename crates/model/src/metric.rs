@@ -148,6 +148,15 @@ pub enum Samples {
 }
 
 impl Metric {
+    /// A count of what happened in a run (requests, errors, transactions
+    /// cut at the end): context, since it grows with the run's length,
+    /// fewer is better, and a merged run's is the segments' sum.
+    pub fn count(name: impl Into<String>, n: u64) -> Self {
+        Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64)
+            .context()
+            .merged(Merge::Sum)
+    }
+
     /// A metric with a single value and nothing else, declared by its
     /// unit until the engine says more: a count or a size is context
     /// (it grows with the run), anything else a diagnostic; it merges by

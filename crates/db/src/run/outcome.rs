@@ -221,10 +221,10 @@ impl Outcome {
             .merged(Merge::None),
             hdr::latency_metric(common::LATENCY, &self.latency).primary(),
             committed(self.transactions),
-            count(db::FAILED_TRANSACTIONS, self.failed_total()),
-            count(db::RETRIES, self.retries.values().sum()),
-            count(db::RETRIED_TRANSACTIONS, self.retried),
-            count(db::ABORTED_CLIENTS, self.aborted.len() as u64),
+            Metric::count(db::FAILED_TRANSACTIONS, self.failed_total()),
+            Metric::count(db::RETRIES, self.retries.values().sum()),
+            Metric::count(db::RETRIED_TRANSACTIONS, self.retried),
+            Metric::count(db::ABORTED_CLIENTS, self.aborted.len() as u64),
             Metric::new(
                 db::CONNECT,
                 Unit::Ns,
@@ -259,7 +259,9 @@ impl Outcome {
         let retries = self.retries.iter().map(|r| (db::RETRIES, r));
         failed
             .chain(retries)
-            .map(|(name, (code, n))| count(name, *n).with_label(label::SQLSTATE, code.clone()))
+            .map(|(name, (code, n))| {
+                Metric::count(name, *n).with_label(label::SQLSTATE, code.clone())
+            })
             .collect()
     }
 
@@ -319,15 +321,15 @@ impl Outcome {
         // open model, due in the window but never started: in no other
         // figure, so counted when there are any.
         if self.unfinished > 0 {
-            metrics.push(count(db::UNFINISHED_TRANSACTIONS, self.unfinished));
+            metrics.push(Metric::count(db::UNFINISHED_TRANSACTIONS, self.unfinished));
         }
         if settings.rate.is_some() && self.dropped > 0 {
-            metrics.push(count(db::DROPPED_SENDS, self.dropped));
+            metrics.push(Metric::count(db::DROPPED_SENDS, self.dropped));
         }
         if settings.latency_limit.is_some() {
-            metrics.push(count(db::LATE_TRANSACTIONS, self.late));
+            metrics.push(Metric::count(db::LATE_TRANSACTIONS, self.late));
             if settings.rate.is_some() {
-                metrics.push(count(db::SKIPPED_TRANSACTIONS, self.skipped));
+                metrics.push(Metric::count(db::SKIPPED_TRANSACTIONS, self.skipped));
             }
         }
         if settings.reconnect {
@@ -373,13 +375,6 @@ impl Outcome {
         }
         metrics
     }
-}
-
-/// A count that grows with the run: context, summed across segments.
-fn count(name: &str, n: u64) -> Metric {
-    Metric::new(name, Unit::Count, Direction::LowerIsBetter, n as f64)
-        .context()
-        .merged(Merge::Sum)
 }
 
 /// The committed transactions: a count of work done, so more is better
