@@ -8,7 +8,7 @@
 
 use anyhow::{Result, bail};
 use clap::Parser;
-use dyno_k8s::{Carried, FILES_DIR};
+use dyno_k8s::{PodCommand, carry};
 
 use crate::ExitStatus;
 use crate::cli::{Cli, Command, K8sArgs, K8sCommand, K8sJobArgs};
@@ -41,23 +41,12 @@ fn job(args: K8sJobArgs) -> Result<ExitStatus> {
         db_secret: args.db_secret.as_deref(),
         cpu: &args.cpu,
         memory: &args.memory,
-        command: &checked.command,
+        command: &checked.args,
         files: &checked.files,
         merge: args.merge,
     });
     super::print(&out)?;
     Ok(ExitStatus::Success)
-}
-
-/// The most a ConfigMap holds (Kubernetes refuses more).
-const CONFIGMAP_MAX: usize = 1024 * 1024;
-
-/// The command as the pods run it: local file paths replaced by the
-/// mounted copies, and those files.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Checked {
-    command: Vec<String>,
-    files: Vec<Carried>,
 }
 
 /// Refuses a command the segments could not run: one dyno would not
@@ -73,7 +62,7 @@ fn check_command(
     segments: u32,
     group: &str,
     db_secret: Option<&str>,
-) -> Result<Checked> {
+) -> Result<PodCommand> {
     for taken in ["--segment", "--group", "--store", "--no-save"] {
         if command
             .iter()
@@ -170,9 +159,13 @@ fn check_command(
             })?;
             // The scenario as the segment loaded it: its data file.
             let data = match (&http.scenario, &plan.engine.scenario) {
-                (Some(file), Some(scenario)) => scenario_data(file, scenario)?,
+                (Some(file), Some(scenario)) => scenario.data.as_ref().map(|data| {
+                    dyno_k8s::scenario_data_path(file, &data.path).map(|named| (&data.path, named))
+                }),
                 _ => None,
-            };
+            }
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
             let files: Vec<String> = [&http.url_file, &http.body_file, &http.scenario]
                 .into_iter()
                 .flatten()
@@ -182,9 +175,10 @@ fn check_command(
                 command,
                 &["--url-file", "--body-file", "--scenario"],
                 &files,
-            )?;
+            )
+            .map_err(anyhow::Error::msg)?;
             if let Some((path, named)) = data {
-                add_data(&mut checked, &path, named)?;
+                checked.add_data(path, named).map_err(anyhow::Error::msg)?;
             }
             return Ok(checked);
         }
@@ -211,139 +205,7 @@ fn check_command(
         }
         _ => unreachable!("checked above: http or db run"),
     };
-    carry(command, file_flags, &files)
-}
-
-/// Reads each local file the command names, and replaces its path in the
-/// command with where the pods find it.
-fn carry(command: &[String], flags: &[&str], files: &[String]) -> Result<Checked> {
-    let mut checked = Checked {
-        command: command.to_vec(),
-        files: Vec::new(),
-    };
-    let mut total = 0;
-    for (i, path) in files.iter().enumerate() {
-        let data = std::fs::read(path).map_err(|e| {
-            anyhow::anyhow!(
-                "could not read '{path}' ({e}): the pods get the files the command names from this machine (in a ConfigMap), so each must be here; check the path"
-            )
-        })?;
-        total += data.len();
-        if total > CONFIGMAP_MAX {
-            bail!(
-                "the files the command names come to {total} bytes with '{path}', more than a ConfigMap holds (1 MiB): put them in the image or a volume of your own, and give the paths the pods see"
-            );
-        }
-        let name: String = std::path::Path::new(path)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        let key = format!("f{i}-{}", name.trim_start_matches('.'));
-        let mounted = format!("{FILES_DIR}/{key}");
-        let path_in_files = key.clone();
-        let mut replaced = false;
-        let mut next_is_value = false;
-        for arg in &mut checked.command {
-            let value_at = if next_is_value {
-                Some(0)
-            } else {
-                flags.iter().find_map(|flag| {
-                    let long = format!("{flag}=");
-                    if arg.starts_with(&long) {
-                        Some(long.len())
-                    } else if flag.len() == 2 && arg.starts_with(flag) && arg.len() > 2 {
-                        Some(2)
-                    } else {
-                        None
-                    }
-                })
-            };
-            next_is_value = flags.contains(&arg.as_str());
-            if let Some(at) = value_at
-                && !replaced
-                && arg[at..].starts_with(path.as_str())
-            {
-                *arg = format!("{}{mounted}{}", &arg[..at], &arg[at + path.len()..]);
-                replaced = true;
-            }
-        }
-        if !replaced {
-            bail!(
-                "could not find where the command names '{path}' to point the pods at their copy: give it as {} PATH",
-                flags[0]
-            );
-        }
-        checked.files.push(Carried {
-            key,
-            path: path_in_files,
-            data,
-        });
-    }
-    Ok(checked)
-}
-
-/// A scenario's data file (`data = "users.csv"` in the file): where it is
-/// here, and the path the scenario names it by, from the scenario's own
-/// folder. The pods find it there beside their copy of the scenario, so
-/// it must be below that folder.
-fn scenario_data(
-    file: &std::path::Path,
-    scenario: &dyno_http::scenario::Scenario,
-) -> Result<Option<(std::path::PathBuf, String)>> {
-    let Some(data) = &scenario.data else {
-        return Ok(None);
-    };
-    let folder = file.parent().unwrap_or(std::path::Path::new(""));
-    let named = data
-        .path
-        .strip_prefix(folder)
-        .ok()
-        .filter(|p| {
-            p.components()
-                .all(|c| matches!(c, std::path::Component::Normal(_)))
-        })
-        .map(|p| p.to_string_lossy().into_owned())
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "the scenario's data file '{}' is not below the scenario's folder: the pods get both in a ConfigMap, the data where the scenario names it from its copy; move the data beside the scenario (data = \"users.csv\")",
-                data.path.display()
-            )
-        })?;
-    Ok(Some((data.path.clone(), named)))
-}
-
-/// Carries a scenario's data file too, to the path its scenario names it
-/// by (the command does not name it).
-fn add_data(checked: &mut Checked, path: &std::path::Path, named: String) -> Result<()> {
-    let data = std::fs::read(path)
-        .map_err(|e| anyhow::anyhow!("could not read '{}' ({e})", path.display()))?;
-    let total: usize = checked.files.iter().map(|f| f.data.len()).sum::<usize>() + data.len();
-    if total > CONFIGMAP_MAX {
-        bail!(
-            "the files the command names come to {total} bytes with the scenario's data '{}', more than a ConfigMap holds (1 MiB): put them in the image or a volume of your own, and give the paths the pods see",
-            path.display()
-        );
-    }
-    if checked.files.iter().any(|f| f.path == named) {
-        bail!(
-            "the scenario's data file '{named}' has the name dyno gives another carried file: rename it"
-        );
-    }
-    checked.files.push(Carried {
-        key: format!("f{}-data", checked.files.len()),
-        path: named,
-        data,
-    });
-    Ok(())
+    carry(command, file_flags, &files).map_err(anyhow::Error::msg)
 }
 
 #[cfg(test)]
@@ -360,7 +222,7 @@ mod tests {
         };
         let check = |s: &str| check_command(&words(s), 3, "g", None);
         assert_eq!(
-            check("http http://svc/ -n 100 -c 6").unwrap().command,
+            check("http http://svc/ -n 100 -c 6").unwrap().args,
             words("http http://svc/ -n 100 -c 6")
         );
         assert!(check("db run host=db -c 6 -T 10").is_ok());
@@ -461,7 +323,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            checked.command,
+            checked.args,
             [
                 "http",
                 "--url-file=/etc/dyno/files/f0-urls-list.txt",
@@ -488,7 +350,7 @@ mod tests {
             None,
         )
         .unwrap();
-        assert_eq!(checked.command[6], "/etc/dyno/files/f0-s1.sql@3");
+        assert_eq!(checked.args[6], "/etc/dyno/files/f0-s1.sql@3");
         assert_eq!(checked.files[0].data, b"SELECT 1;\n");
     }
 }

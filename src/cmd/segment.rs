@@ -1,144 +1,45 @@
 //! The start barrier of a segment ([`crate::settings::segment::Plan`]):
-//! it meets the other segments of its group in the shared store, and
-//! records in the run what `dyno merge` needs.
-//!
-//! The barrier is the store's (see `dyno_store::Decision`): each segment
-//! arrives once it is ready (the open model's connections open), polls
-//! until all N have arrived, and the first to see them writes a start
-//! instant [`LEAD`] ahead, which all read; the first to wait past
-//! `--barrier-timeout` calls the run off instead, and no segment starts.
+//! it meets the other segments of its group in the shared store (the
+//! barrier is the store's, [`dyno_store::barrier`]), and records in the
+//! run what `dyno merge` needs.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
 use dyno_model::Run;
 use dyno_model::record::SegmentRecord;
-use dyno_store::{Arrival, Decision, Store, StoreError};
+use dyno_store::Store;
+use dyno_store::barrier::{Meeting, Met, Missing};
 use jiff::Timestamp;
 
 use crate::settings::segment::{Plan, ahead, check_start_at, group_tag};
-
-/// How often a waiting segment looks at the barrier.
-const POLL: Duration = Duration::from_millis(10);
-/// How far ahead of the last arrival the start is set: long enough for
-/// every segment to read the decision (a few polls), short enough that the
-/// barrier costs the run little.
-pub(crate) const LEAD: Duration = Duration::from_millis(50);
-
-/// What the barrier settled, for the run's record.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Met {
-    /// The common start (Unix ns by this machine's clock).
-    pub start_at_ns: i64,
-    /// From this segment's arrival to the start.
-    pub waited: Duration,
-    /// The store server's clock minus this machine's, when the store has
-    /// a clock of its own.
-    pub clock_offset_ns: Option<i64>,
-}
 
 impl Plan {
     /// Arrives at the barrier and waits for the start; `Err` when the run
     /// is called off (by this segment or another) or the store fails.
     pub(crate) fn meet(&self, store: &mut dyn Store) -> Result<(SystemTime, Met), String> {
-        let arrived = Instant::now();
-        let now_ns = || dyno_store::unix_ns(Timestamp::now());
-        let clock_offset_ns = store
-            .server_clock()
-            .map_err(|e| e.to_string())?
-            .map(|(server_ns, took)| server_ns - (now_ns() - (took.as_nanos() / 2) as i64));
-        let arrival = Arrival {
-            group: self.group.clone(),
-            segment: self.segment,
-            host: self.host.clone(),
-            at_ns: now_ns(),
-            settings: self.settings.clone(),
-        };
-        match store.arrive(&arrival) {
-            Ok(()) => {}
-            // Another command than the group's: this segment is refused,
-            // and the group is called off, so the segments that arrived
-            // (and any still to come) hear why and none starts.
-            Err(StoreError::GroupSettings(differs)) => {
-                let why = format!(
-                    "{differs}; every segment must run the same command (only --segment and the source address may differ), so group '{}' is called off and no segment starts: start all {} again with one command under a new --group",
-                    self.group, self.segment.count
+        let start_at_ns = match self.start_at {
+            Some(at) => {
+                // Checked again: opening the connections took time.
+                check_start_at(at, Timestamp::now()).map_err(|e| e.to_string())?;
+                eprintln!(
+                    "dyno: segment {} of group '{}' starts at {at} ({}), without waiting for the others",
+                    self.segment,
+                    self.group,
+                    ahead(at, Timestamp::now())
                 );
-                return Err(
-                    match store.decide(&self.group, &Decision::CalledOff { why }) {
-                        Ok(Decision::CalledOff { why }) => why,
-                        Ok(Decision::Start { .. }) => differs,
-                        Err(e) => format!("{differs} (and calling the group off failed: {e})"),
-                    },
-                );
+                Some(dyno_store::unix_ns(at))
             }
-            Err(e) => return Err(e.to_string()),
-        }
-        let met = |start_at_ns: i64| {
-            let at = SystemTime::UNIX_EPOCH + Duration::from_nanos(start_at_ns.max(0) as u64);
-            let waited =
-                arrived.elapsed() + at.duration_since(SystemTime::now()).unwrap_or_default();
-            Ok((
-                at,
-                Met {
-                    start_at_ns,
-                    waited,
-                    clock_offset_ns,
-                },
-            ))
+            None => None,
         };
-        if let Some(at) = self.start_at {
-            // Checked again: opening the connections took time.
-            check_start_at(at, Timestamp::now()).map_err(|e| e.to_string())?;
-            eprintln!(
-                "dyno: segment {} of group '{}' starts at {at} ({}), without waiting for the others",
-                self.segment,
-                self.group,
-                ahead(at, Timestamp::now())
-            );
-            return met(dyno_store::unix_ns(at));
-        }
-        let count = self.segment.count;
-        let deadline = arrived + self.barrier_timeout;
-        loop {
-            let state = store.group(&self.group).map_err(|e| e.to_string())?;
-            let decision = match state.decision {
-                Some(d) => d,
-                None if state.arrivals.len() as u32 >= count => store
-                    .decide(
-                        &self.group,
-                        &Decision::Start {
-                            at_ns: now_ns() + LEAD.as_nanos() as i64,
-                        },
-                    )
-                    .map_err(|e| e.to_string())?,
-                None if Instant::now() >= deadline => {
-                    let missing: Vec<String> = state
-                        .missing(count)
-                        .iter()
-                        .map(|i| format!("{i}/{count}"))
-                        .collect();
-                    let why = format!(
-                        "segment{} {} of group '{}' did not arrive within the barrier timeout ({}), so no segment started; start all {count} with the same --store (this one meets in {}) under a new --group, or raise --barrier-timeout",
-                        if missing.len() == 1 { "" } else { "s" },
-                        missing.join(", "),
-                        self.group,
-                        dyno_model::units::duration_flag(self.barrier_timeout),
-                        store.location(),
-                    );
-                    store
-                        .decide(&self.group, &Decision::CalledOff { why })
-                        .map_err(|e| e.to_string())?
-                }
-                None => {
-                    std::thread::sleep(POLL);
-                    continue;
-                }
-            };
-            return match decision {
-                Decision::Start { at_ns } => met(at_ns),
-                Decision::CalledOff { why } => Err(why),
-            };
-        }
+        let meeting = Meeting {
+            group: &self.group,
+            segment: self.segment,
+            host: &self.host,
+            settings: &self.settings,
+            timeout: self.barrier_timeout,
+            start_at_ns,
+        };
+        dyno_store::barrier::meet(store, &meeting)
     }
 
     /// Marks `run` as this segment's: its description, the tag that finds
@@ -279,37 +180,26 @@ impl dyno_load::shard::Together for Steps<'_> {
         label: &str,
         mine: &dyno_load::shard::Part,
     ) -> Result<Vec<dyno_load::shard::Part>, String> {
+        let (plan, count) = (self.plan, self.plan.segment.count);
         let group = self.step_group(label);
-        let count = self.plan.segment.count;
-        self.store
-            .report(&group, self.plan.segment.index, &mine.to_json())
-            .map_err(|e| e.to_string())?;
-        let deadline = Instant::now() + self.plan.barrier_timeout;
-        loop {
-            let reports = self.store.reports(&group).map_err(|e| e.to_string())?;
-            if reports.len() as u32 >= count {
-                return reports
-                    .iter()
-                    .map(|(index, body)| {
-                        dyno_load::shard::Part::from_json(body).map_err(|e| {
-                            format!("the report of segment {index}/{count} on step {label} of group '{}' cannot be read ({e}): is it a dyno of another version?", self.plan.group)
-                        })
-                    })
-                    .collect();
-            }
-            if Instant::now() >= deadline {
-                let missing: Vec<String> = (0..count)
-                    .filter(|i| !reports.iter().any(|(r, _)| r == i))
-                    .map(|i| format!("{i}/{count}"))
-                    .collect();
-                return Err(format!(
-                    "segment {} of group '{}' did not report step {label} within --barrier-timeout {} (stopped, or its machine failed)",
-                    missing.join(", "),
-                    self.plan.group,
-                    dyno_model::units::duration_flag(self.plan.barrier_timeout)
-                ));
-            }
-            std::thread::sleep(POLL);
-        }
+        let timeout = plan.barrier_timeout;
+        let reports =
+            dyno_store::barrier::exchange(self.store, &group, plan.segment, &mine.to_json(), timeout)
+                .map_err(|missing| match missing {
+                    Missing::Store(e) => e,
+                    Missing::Segments(missing) => format!(
+                        "segment {missing} of group '{}' did not report step {label} within --barrier-timeout {} (stopped, or its machine failed)",
+                        plan.group,
+                        dyno_model::units::duration_flag(timeout)
+                    ),
+                })?;
+        reports
+            .iter()
+            .map(|(index, body)| {
+                dyno_load::shard::Part::from_json(body).map_err(|e| {
+                    format!("the report of segment {index}/{count} on step {label} of group '{}' cannot be read ({e}): is it a dyno of another version?", plan.group)
+                })
+            })
+            .collect()
     }
 }

@@ -12,6 +12,10 @@
 //! rules (serde_yaml_ng 0.10 writes `- yes` for the string "yes"), so the
 //! writer is this one, forty lines that quote every string.
 
+mod carry;
+
+pub use carry::{CONFIGMAP_MAX, PodCommand, carry, scenario_data_path};
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};

@@ -12,6 +12,7 @@
 //! dyno store of a version it understands, and says so in its error instead
 //! (see [`StoreError`]).
 
+pub mod barrier;
 #[cfg(test)]
 mod conformance;
 mod error;
