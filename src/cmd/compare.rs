@@ -11,6 +11,7 @@ use dyno_store::{Filter, Store};
 use super::{Context, print};
 use crate::ExitStatus;
 use crate::cli::{CompareArgs, CompareFormat};
+use crate::settings::{self, compare::Pick, compare::Side};
 
 pub(super) fn run(ctx: &Context, args: CompareArgs) -> Result<ExitStatus> {
     let CompareArgs {
@@ -162,94 +163,36 @@ pub(super) fn select(
 
 /// One side: `ID`, `NAME=ID,ID…` or `NAME=@filter,@filter…`.
 fn resolve(store: &dyn Store, side: &str, common: &Filter) -> Result<Group> {
-    let (name, selector) = match side.split_once('=') {
-        Some((name, selector)) if !name.is_empty() && !name.starts_with('@') => {
-            (name.to_owned(), selector)
-        }
-        _ => (side.to_owned(), side),
-    };
-    if selector.trim().is_empty() {
-        bail!("side '{side}' selects nothing: write NAME=ID or NAME=@tag:T");
-    }
-    let terms: Vec<&str> = selector.split(',').map(str::trim).collect();
-    let filters = terms.iter().filter(|t| t.starts_with('@')).count();
-    let runs = if filters == 0 {
-        terms
+    let Side {
+        name,
+        selector,
+        pick,
+    } = settings::compare::side(side, common)?;
+    let runs = match pick {
+        Pick::Ids(ids) => ids
             .iter()
             .map(|id| super::get_run(store, id))
-            .collect::<Result<Vec<Run>>>()?
-    } else if filters == terms.len() {
-        let mut filter = common.clone();
-        for term in &terms {
-            apply(&mut filter, term)?;
-        }
-        let runs = comparable(super::list_runs(store, &filter)?);
-        if runs.is_empty() {
-            let shared = shared_filters(common);
-            if shared.is_empty() {
-                bail!(
-                    "'{selector}' selects no runs: `dyno history` with the same filters lists what there is"
-                );
-            }
+            .collect::<Result<Vec<Run>>>()?,
+        Pick::Matching(filter) => comparable(super::list_runs(store, &filter)?),
+    };
+    if runs.is_empty() {
+        let shared = settings::compare::filter_flags(common);
+        if shared.is_empty() {
             bail!(
-                "'{selector}' selects no runs together with {}, which every side must also match: drop {}, or see `dyno history` with the same filters (to label the saved comparison, use --label)",
-                shared.join(" "),
-                if shared.len() == 1 { "it" } else { "them" }
+                "'{selector}' selects no runs: `dyno history` with the same filters lists what there is"
             );
         }
-        runs
-    } else {
         bail!(
-            "'{selector}' mixes run ids and @filters: a side is either ids (a,b) or filters (@tag:x,@kind:http)"
+            "'{selector}' selects no runs together with {}, which every side must also match: drop {}, or see `dyno history` with the same filters (to label the saved comparison, use --label)",
+            shared.join(" "),
+            if shared.len() == 1 { "it" } else { "them" }
         );
-    };
+    }
     Ok(Group {
         name,
-        selector: selector.to_owned(),
+        selector,
         runs,
     })
-}
-
-/// The filters given to every side, as the flags that set them.
-fn shared_filters(common: &Filter) -> Vec<String> {
-    let Filter {
-        kind,
-        tags,
-        host,
-        since,
-        limit: _,
-    } = common;
-    let mut out: Vec<String> = tags.iter().map(|t| format!("--tag {t}")).collect();
-    out.extend(kind.map(|k| format!("--kind {}", k.as_str())));
-    out.extend(host.as_ref().map(|h| format!("--host {h}")));
-    out.extend(since.map(|t| format!("--since {t}")));
-    out
-}
-
-/// Adds one `@key:value` term to `filter`.
-fn apply(filter: &mut Filter, term: &str) -> Result<()> {
-    let Some((key, value)) = term.strip_prefix('@').and_then(|t| t.split_once(':')) else {
-        bail!("'{term}' is not a filter: write @tag:T, @host:H, @kind:K, @since:WHEN or @last:N");
-    };
-    match key {
-        "tag" => filter.tags.push(value.to_owned()),
-        "host" => filter.host = Some(value.to_owned()),
-        "kind" => {
-            let kind = crate::cli::parse_kind(value).map_err(|e| anyhow::anyhow!(e))?;
-            filter.kind = Some(kind);
-        }
-        "since" => {
-            filter.since = Some(crate::cli::parse_since(value).map_err(|e| anyhow::anyhow!(e))?);
-        }
-        "last" => match value.parse::<usize>() {
-            Ok(n) if n >= 1 => filter.limit = Some(n),
-            _ => bail!("'{term}': @last takes a number of runs, 1 or more"),
-        },
-        _ => bail!(
-            "'{term}': unknown filter @{key}; the filters are @tag:T, @host:H, @kind:K, @since:WHEN and @last:N"
-        ),
-    }
-    Ok(())
 }
 
 /// The `n` most recent runs that match `common`, each its own side.

@@ -1,12 +1,11 @@
 //! `dyno db`: pgbench's job on a real PostgreSQL server.
 
-use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use dyno_db::Target;
-use dyno_db::init::{InitSettings, init};
+use dyno_db::init::init;
 use dyno_db::record;
 use dyno_db::run::Progress;
 
@@ -37,34 +36,7 @@ fn show_script(name: &str) -> Result<ExitStatus> {
 }
 
 fn init_tables(args: DbInitArgs) -> Result<ExitStatus> {
-    let mut steps = match &args.init_steps {
-        Some(letters) => {
-            dyno_db::init::Step::parse_all(letters).map_err(|why| anyhow::anyhow!(why))?
-        }
-        None => dyno_db::init::Step::parse_all(dyno_db::init::DEFAULT_STEPS)
-            .expect("the default steps parse"),
-    };
-    // As pgbench: --foreign-keys adds the step to the others.
-    if args.foreign_keys && !steps.contains(&dyno_db::init::Step::ForeignKeys) {
-        steps.push(dyno_db::init::Step::ForeignKeys);
-    }
-    if args.partition_method != crate::cli::PartitionMethodArg::Range && args.partitions == 0 {
-        bail!("--partition-method needs --partitions N (how many partitions of pgbench_accounts)");
-    }
-    let settings = InitSettings {
-        scale: args.scale,
-        fillfactor: args.fillfactor,
-        steps,
-        unlogged: args.unlogged_tables,
-        partitions: args.partitions,
-        partition_method: match args.partition_method {
-            crate::cli::PartitionMethodArg::Range => dyno_db::init::PartitionMethod::Range,
-            crate::cli::PartitionMethodArg::Hash => dyno_db::init::PartitionMethod::Hash,
-        },
-    };
-    if let Err(why) = settings.validate() {
-        bail!(why);
-    }
+    let settings = settings::db_init(&args)?;
     let target = Target::from_env(args.conninfo.as_deref().unwrap_or(""))?;
     let tty = std::io::stderr().is_terminal();
     let started = Instant::now();
@@ -272,46 +244,7 @@ impl ProgressLine {
     }
 
     fn show(&mut self, p: Progress) {
-        // A new run (the next step of --find-max) starts from zero.
-        let last = self
-            .last
-            .replace(p)
-            .filter(|l| {
-                l.elapsed <= p.elapsed
-                    && l.transactions <= p.transactions
-                    && l.failed <= p.failed
-                    && l.started <= p.started
-                    && l.skipped <= p.skipped
-                    && l.latency_sum <= p.latency_sum
-                    && l.lag_sum <= p.lag_sum
-            })
-            .unwrap_or_default();
-        let done = p.transactions - last.transactions;
-        let secs = (p.elapsed - last.elapsed).as_secs_f64().max(1e-9);
-        let mut line = format!(
-            "{:.1} s: {:.1} tps",
-            p.elapsed.as_secs_f64(),
-            done as f64 / secs
-        );
-        if done > 0 {
-            let _ = write!(
-                line,
-                ", latency {:.3} ms",
-                (p.latency_sum - last.latency_sum).as_secs_f64() * 1e3 / done as f64
-            );
-        }
-        let started = p.started - last.started;
-        if started > 0 && p.lag_sum > Duration::ZERO {
-            let _ = write!(
-                line,
-                ", lag {:.3} ms",
-                (p.lag_sum - last.lag_sum).as_secs_f64() * 1e3 / started as f64
-            );
-        }
-        if p.skipped > 0 {
-            let _ = write!(line, ", {} skipped", p.skipped - last.skipped);
-        }
-        let _ = write!(line, ", {} failed", p.failed - last.failed);
+        let line = p.line_since(self.last.replace(p));
         if self.every.is_some() {
             eprintln!("progress: {line}");
         } else if self.tty {

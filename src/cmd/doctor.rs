@@ -1,7 +1,6 @@
 //! `dyno doctor`: the machine checked against the checklist of
 //! `dyno_env::doctor`, for one kind of benchmark or all.
 
-use std::fmt::Write as _;
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 
@@ -75,72 +74,17 @@ pub(super) fn run(args: DoctorArgs) -> Result<ExitStatus> {
         });
         print(&(serde_json::to_string_pretty(&out)? + "\n"))?;
     } else {
-        print(&render(&findings, kind))?;
+        let scope = match kind {
+            DoctorKind::All => "any benchmark".to_owned(),
+            k => format!("{k:?} benchmarks").to_lowercase(),
+        };
+        print(&dyno_report::doctor_report(&findings, &scope))?;
     }
     Ok(if blocking > 0 {
         ExitStatus::ChecksFailed
     } else {
         ExitStatus::Success
     })
-}
-
-fn mark(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Ok => "ok",
-        Verdict::Advice => "ADVICE",
-        Verdict::Blocks => "BLOCKS",
-        Verdict::Unknown => "unknown",
-    }
-}
-
-/// The table, then what to do about each check that is not ok, then the
-/// summary line.
-fn render(findings: &[Finding], kind: DoctorKind) -> String {
-    let mut out = String::new();
-    let title = findings.iter().map(|f| f.title.len()).max().unwrap_or(0);
-    let found = findings.iter().map(|f| f.found.len()).max().unwrap_or(0);
-    for f in findings {
-        let _ = writeln!(
-            out,
-            "{:<7}  {:<title$}  {:<found$}  want {}",
-            mark(f.verdict),
-            f.title,
-            f.found,
-            f.recommended
-        );
-    }
-    for f in findings
-        .iter()
-        .filter(|f| matches!(f.verdict, Verdict::Advice | Verdict::Blocks))
-    {
-        let _ = writeln!(out, "\n{} ({}): {}", f.title, mark(f.verdict), f.why);
-        for c in &f.fix_now {
-            let _ = writeln!(out, "  now:    {c}");
-        }
-        for c in &f.fix_always {
-            let _ = writeln!(out, "  always: {c}");
-        }
-    }
-    let count = |v: Verdict| findings.iter().filter(|f| f.verdict == v).count();
-    let scope = match kind {
-        DoctorKind::All => "any benchmark".to_owned(),
-        k => format!("{k:?} benchmarks").to_lowercase(),
-    };
-    let _ = writeln!(
-        out,
-        "\n{} checks for {scope}: {} ok, {} advice, {} blocking, {} unknown; {}",
-        findings.len(),
-        count(Verdict::Ok),
-        count(Verdict::Advice),
-        count(Verdict::Blocks),
-        count(Verdict::Unknown),
-        if count(Verdict::Blocks) > 0 {
-            "fix the blocking ones before measuring"
-        } else {
-            "nothing blocks a valid run"
-        }
-    );
-    out
 }
 
 /// `--fix`: writes each runtime fix of the checks that need one, asking

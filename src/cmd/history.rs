@@ -1,12 +1,12 @@
 //! The store's subcommands: `history`, `show`, `export`, `import`, `rm`.
 
-use std::fmt::Write as _;
 use std::fs::OpenOptions;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use dyno_model::{Kind, Run};
+use dyno_store::barrier::Saved;
 use dyno_store::{Filter, Listing, Store, StoreError};
 use jiff::tz::TimeZone;
 
@@ -33,33 +33,11 @@ pub(super) fn filter(args: FilterArgs) -> Filter {
     }
 }
 
-/// The filters given, as they were typed (`--tag nope`), for a message.
-fn describe(args: &FilterArgs) -> Vec<String> {
-    let FilterArgs {
-        kind,
-        tags,
-        host,
-        since,
-        limit: _,
-    } = args;
-    let mut given = Vec::new();
-    if let Some(kind) = kind {
-        given.push(format!("--kind {kind}"));
-    }
-    given.extend(tags.iter().map(|t| format!("--tag {t}")));
-    if let Some(host) = host {
-        given.push(format!("--host {host}"));
-    }
-    if let Some(since) = since {
-        given.push(format!("--since {since}"));
-    }
-    given
-}
-
 pub(super) fn history(ctx: &Context, args: HistoryArgs) -> Result<ExitStatus> {
     let HistoryArgs { filter: f } = args;
-    let filters = describe(&f);
-    let Listing { runs, skipped } = ctx.read_store()?.list(&filter(f))?;
+    let filter = filter(f);
+    let filters = crate::settings::compare::filter_flags(&filter);
+    let Listing { runs, skipped } = ctx.read_store()?.list(&filter)?;
     report_skipped(&skipped);
     if runs.is_empty() {
         if !skipped.is_empty() {
@@ -131,44 +109,20 @@ pub(super) fn merge(ctx: &Context, args: MergeArgs) -> Result<ExitStatus> {
 /// called the run off (an error), or `wait` has passed (the merge then
 /// names what is missing).
 fn wait_for_segments(store: &dyn Store, group: &str, wait: std::time::Duration) -> Result<()> {
-    let deadline = std::time::Instant::now() + wait;
-    // Each look reads the group's saved runs in full, histograms and all:
-    // often at first, when the segments are finishing together, then less
-    // and less while one that will never come (killed) is waited for.
-    let mut pause = std::time::Duration::from_millis(250);
-    let filter = Filter {
-        tags: vec![format!("group:{group}")],
-        ..Filter::default()
-    };
-    loop {
-        let state = store.group(group)?;
-        if let Some(dyno_store::Decision::CalledOff { why }) = &state.decision {
-            bail!("group '{group}' was called off at the start barrier, so no segment ran: {why}");
+    let tag = crate::settings::segment::group_tag(group);
+    match dyno_store::barrier::wait_for_saved(store, group, &tag, wait)? {
+        Saved::All => {}
+        Saved::CalledOff(why) => {
+            bail!("group '{group}' was called off at the start barrier, so no segment ran: {why}")
         }
-        let runs = list_runs(store, &filter)?;
-        let count = state.arrivals.first().map(|a| a.segment.count);
-        let saved: std::collections::BTreeSet<u32> = runs
-            .iter()
-            .filter_map(Run::segment)
-            .map(|s| s.index)
-            .collect();
-        if count.is_some_and(|n| saved.len() as u32 >= n) {
-            return Ok(());
-        }
-        if std::time::Instant::now() >= deadline {
-            eprintln!(
-                "dyno: waited {} for group '{group}': {} segment run{} saved; merging what there is",
-                dyno_model::units::duration_flag(wait),
-                saved.len(),
-                if saved.len() == 1 { "" } else { "s" }
-            );
-            return Ok(());
-        }
-        std::thread::sleep(
-            pause.min(deadline.saturating_duration_since(std::time::Instant::now())),
-        );
-        pause = (pause * 2).min(std::time::Duration::from_secs(15));
+        Saved::Some(saved) => eprintln!(
+            "dyno: waited {} for group '{group}': {} segment run{} saved; merging what there is",
+            dyno_model::units::duration_flag(wait),
+            saved,
+            if saved == 1 { "" } else { "s" }
+        ),
     }
+    Ok(())
 }
 
 /// Prints one run as `show` does.
@@ -185,38 +139,9 @@ fn display(run: &Run, json: bool, format: ShowFormat) -> Result<ExitStatus> {
             run.id,
             run.kind
         ),
-        ShowFormat::Text => {
-            let tz = TimeZone::system();
-            // The report the subcommand printed, rebuilt from the record: it
-            // has what the metric list cannot say in one row (percentiles,
-            // the disk table, comparisons, the scaling verdict).
-            let report = dyno_report::text_report(&run);
-            let text = match report {
-                // A comparison's tables are its record: the metric list
-                // and the settings would only repeat them, less readably.
-                Some(report) if run.kind == Kind::Compare => {
-                    format!("{}\n{report}", dyno_report::run_header(&run, &tz))
-                }
-                Some(report) => {
-                    let mut text = dyno_report::run_details_before_report(&run, &tz);
-                    let _ = writeln!(text, "\nAs `dyno {}` reported it:\n", command_of(run.kind));
-                    text.push_str(&report);
-                    text
-                }
-                None => dyno_report::run_details(&run, &tz),
-            };
-            print(&text)?;
-        }
+        ShowFormat::Text => print(&dyno_report::show_report(&run, &TimeZone::system()))?,
     }
     Ok(ExitStatus::Success)
-}
-
-/// The subcommand that makes runs of `kind`.
-fn command_of(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Exec => "run",
-        other => other.as_str(),
-    }
 }
 
 pub(super) fn export(ctx: &Context, args: ExportArgs) -> Result<ExitStatus> {
@@ -246,7 +171,11 @@ pub(super) fn export(ctx: &Context, args: ExportArgs) -> Result<ExitStatus> {
                 .write(&runs, &mut out)
                 .and_then(|()| out.flush())
                 .with_context(|| format!("could not write '{}'", path.display()))?;
-            eprintln!("exported {} to {}", runs_n(runs.len()), path.display());
+            eprintln!(
+                "exported {} to {}",
+                dyno_report::counted(runs.len() as u64, "run"),
+                path.display()
+            );
         }
     }
     Ok(ExitStatus::Success)
@@ -271,21 +200,16 @@ pub(super) fn import(ctx: &Context, args: ImportArgs) -> Result<ExitStatus> {
             Err(e) => {
                 return Err(e).context(format!(
                     "imported {} from '{name}', then failed",
-                    runs_n(added)
+                    dyno_report::counted(added as u64, "run")
                 ));
             }
         }
     }
     eprintln!(
         "imported {} from {name} ({skipped} already in the store)",
-        runs_n(added)
+        dyno_report::counted(added as u64, "run")
     );
     Ok(ExitStatus::Success)
-}
-
-/// `1 run`, `2 runs`.
-fn runs_n(n: usize) -> String {
-    format!("{n} {}", if n == 1 { "run" } else { "runs" })
 }
 
 /// Why `export -o PATH` could not create its file, in words that fit the

@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use dyno_http::{Asked, ErrorClass, Outcome, Progress, Settings};
+use dyno_http::{Asked, Ending, Outcome, Progress, Settings};
 use dyno_model::Run;
 use jiff::Timestamp;
 
@@ -16,7 +16,7 @@ use super::interrupt::{Interrupt, Second};
 use super::segment;
 use super::{Context, environment, finish};
 use crate::ExitStatus;
-use crate::cli::{HttpArgs, HttpFormat};
+use crate::cli::{HttpArgs, HttpFormat, SaveArgs};
 use crate::settings::{self, HttpPlan};
 
 pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
@@ -101,7 +101,7 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         plan.record(&mut run, met, outcome.started_at);
         save.tags.push(plan.tag());
     }
-    let store = if measured_a_server(&outcome) {
+    let store = if outcome.measured_a_server() {
         store
     } else {
         None
@@ -140,15 +140,6 @@ fn interrupted_unmeasured(
             ""
         }
     );
-}
-
-/// Whether the run measured a server, and is saved. Nothing listened there
-/// (refused, silent, or no answer in the protocol asked for): the run
-/// stopped at once, and is shown but not saved.
-fn measured_a_server(outcome: &Outcome) -> bool {
-    !(outcome.refused
-        || outcome.silent
-        || (outcome.protocol_failure.is_some() && outcome.stats.responses == 0))
 }
 
 /// Reads the files `dyno http`'s flags name, starts the built-in server
@@ -216,58 +207,26 @@ pub(super) fn builtin_server(threads: usize) -> Result<(dyno_serve::ServerHandle
     Ok((server, url))
 }
 
-/// How a measured run ends: the engine's reasons to stop early, an
-/// interrupt, then `--max-error-rate`.
+/// How a measured run ends ([`Outcome::ending`]).
 fn exit_status(
     outcome: &Outcome,
     settings: &Settings,
     asked: &Asked,
-    save: &crate::cli::SaveArgs,
+    save: &SaveArgs,
     run: &Run,
 ) -> Result<ExitStatus> {
-    if let Some(why) = &outcome.protocol_failure
-        && outcome.stats.responses == 0
-    {
-        bail!("--h2: {why}; nothing was saved");
+    match outcome.ending(settings.timeout, asked) {
+        Ending::Passed => Ok(ExitStatus::Success),
+        Ending::Interrupted => {
+            super::say_interrupted(run, save);
+            Ok(ExitStatus::Interrupted)
+        }
+        Ending::Failed(why) => {
+            eprintln!("dyno: {why}");
+            Ok(ExitStatus::ChecksFailed)
+        }
+        Ending::Broken(why) => bail!(why),
     }
-    if outcome.refused {
-        eprintln!(
-            "dyno: every connection to {} was refused ({} attempts, none accepted), so the run stopped: is the server up and listening there? Nothing was saved",
-            outcome.endpoint,
-            outcome.stats.errors.of(ErrorClass::ConnectRefused),
-        );
-        return Ok(ExitStatus::ChecksFailed);
-    }
-    if outcome.silent {
-        eprintln!(
-            "dyno: {} accepted connections but answered none of the first {} requests within --timeout {}, so the run stopped: is the server stuck, or does it need a longer --timeout? Nothing was saved",
-            outcome.endpoint,
-            outcome.stats.errors.of(ErrorClass::ReadTimeout),
-            dyno_model::units::duration_flag(settings.timeout),
-        );
-        return Ok(ExitStatus::ChecksFailed);
-    }
-    if outcome.interrupted {
-        // One exit code for every interrupted run, checks or not: a script
-        // must be able to tell a partial run from a complete one.
-        super::say_interrupted(run, save);
-        return Ok(ExitStatus::Interrupted);
-    }
-    if !outcome.lost.is_empty() {
-        eprintln!(
-            "dyno: the target answered nothing {} (target_lost): the run fails",
-            dyno_load::silence::spells_in_words(&outcome.lost)
-        );
-        return Ok(ExitStatus::ChecksFailed);
-    }
-    // The record's `error_rate_exceeded` warning is the same judgement.
-    if let Some(dyno_http::warnings::HttpWarning::ErrorRateExceeded { percent, max }) =
-        dyno_http::warnings::error_rate(outcome, asked.max_error_rate_percent)
-    {
-        eprintln!("dyno: {percent:.2}% of requests failed, above --max-error-rate {max}%");
-        return Ok(ExitStatus::ChecksFailed);
-    }
-    Ok(ExitStatus::Success)
 }
 
 /// `--find-max` on the HTTP engine ([`super::capacity::find_max`]): a

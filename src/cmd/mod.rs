@@ -22,11 +22,13 @@ mod watch;
 
 use std::io::{IsTerminal, Write};
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use dyno_model::{DynoBuild, Environment, Run};
 
 use dyno_stats::merge::Arrived;
-use dyno_store::{Filter, Listing, PgStore, SkipReason, Skipped, SqliteStore, Store, StoreError};
+use dyno_store::{
+    Filter, Kept, Listing, NotSaved, PgStore, SkipReason, Skipped, SqliteStore, Store, StoreError,
+};
 
 use crate::ExitStatus;
 use crate::cli::{Cli, Command, SaveArgs};
@@ -235,11 +237,6 @@ pub(crate) fn progress(note: &str) {
     }
 }
 
-/// The end of every measuring subcommand: label the run, print it (a table
-/// or its JSON), then save it unless asked not to.
-///
-/// The store is opened by the caller *before* measuring, so a broken store
-/// fails in a second rather than after a long measurement.
 /// Says that the run was interrupted, and whether its partial record was
 /// kept (`--no-save` keeps none).
 pub(crate) fn say_interrupted(run: &Run, save: &SaveArgs) {
@@ -250,6 +247,12 @@ pub(crate) fn say_interrupted(run: &Run, save: &SaveArgs) {
     }
 }
 
+/// The end of every measuring subcommand: label the run, print it (a table
+/// or its JSON), then save it unless asked not to. A run its store will
+/// not take is kept elsewhere ([`dyno_store::keep`]), never lost.
+///
+/// The store is opened by the caller *before* measuring, so a broken store
+/// fails in a second rather than after a long measurement.
 pub(crate) fn finish(
     mut run: Run,
     save: &SaveArgs,
@@ -262,70 +265,41 @@ pub(crate) fn finish(
     } else {
         print(&human(&run))?;
     }
-    if let Some(mut store) = store {
-        match store.save(&run) {
-            Ok(()) => {}
-            // The shared store went away during the run: the run is kept
-            // in the local one, never lost.
-            Err(e) if e.is_unreachable() => {
-                let mut local = open_local()?;
-                local.save(&run).with_context(|| {
-                    format!(
-                        "the run was measured, could not be saved in {} ({e}), nor in {}",
-                        store.location(),
-                        local.location()
-                    )
-                })?;
-                eprintln!(
-                    "dyno: warning: {e}\ndyno: the run was saved in the local store {} instead; `dyno show {} --json | dyno --store URL import -` moves it there later",
-                    local.location(),
-                    run.id
-                );
-                return Ok(run);
-            }
-            Err(e) => {
-                // A full disk, a read-only store: the measured record is
-                // written as JSON beside, so nothing measured is lost.
-                let kept = keep_beside(&run);
-                let how = match &kept {
-                    Ok(path) => format!(
-                        "; it was written to {path} instead: free space (or give another --store), then `dyno import {path}`",
-                        path = path.display()
-                    ),
-                    Err(why) => format!(
-                        "; nor could it be written as a file ({why}): run again with --json to keep the record in the output"
-                    ),
-                };
-                return Err(anyhow::anyhow!(
-                    "the run was measured but could not be saved in {}: {e}{how}",
-                    store.location()
-                ));
-            }
-        }
-        if !save.json {
-            eprintln!("saved as {} (dyno show {})", run.id, run.id);
+    let Some(mut store) = store else {
+        return Ok(run);
+    };
+    match dyno_store::keep(&mut *store, &run) {
+        Ok(Kept::Saved) if !save.json => eprintln!("saved as {} (dyno show {})", run.id, run.id),
+        Ok(Kept::Saved) => {}
+        // The shared store went away during the run.
+        Ok(Kept::Local { why, local }) => eprintln!(
+            "dyno: warning: {why}\ndyno: the run was saved in the local store {local} instead; `dyno show {} --json | dyno --store URL import -` moves it there later",
+            run.id
+        ),
+        Err(not_saved) => {
+            let NotSaved {
+                why,
+                local_why,
+                beside,
+            } = *not_saved;
+            let nor_local =
+                local_why.map_or_else(String::new, |e| format!(", nor in the local store ({e})"));
+            let how = match &beside {
+                Ok(path) => format!(
+                    "; it was written to {path} instead: free space (or give another --store), then `dyno import {path}`",
+                    path = path.display()
+                ),
+                Err(why) => format!(
+                    "; nor could it be written as a file ({why}): run again with --json to keep the record in the output"
+                ),
+            };
+            anyhow::bail!(
+                "the run was measured but could not be saved in {}: {why}{nor_local}{how}",
+                store.location()
+            );
         }
     }
     Ok(run)
-}
-
-/// Writes `run` as JSON where it can go when its store would not take it:
-/// `dyno-run-ID.json` in the current folder, else in the temporary one.
-fn keep_beside(run: &Run) -> std::result::Result<std::path::PathBuf, String> {
-    let json = serde_json::to_string_pretty(run).map_err(|e| e.to_string())? + "\n";
-    let name = format!("dyno-run-{}.json", run.id);
-    let mut why = String::new();
-    for dir in [std::path::PathBuf::from("."), std::env::temp_dir()] {
-        let path = dir.join(&name);
-        match std::fs::write(&path, &json) {
-            Ok(()) => return Ok(std::fs::canonicalize(&path).unwrap_or(path)),
-            Err(e) => {
-                let _ = std::fs::remove_file(&path);
-                why = format!("{}: {e}", path.display());
-            }
-        }
-    }
-    Err(why)
 }
 
 #[cfg(test)]

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use dyno_model::Run;
 use dyno_stats::versus;
+use dyno_store::Filter;
 
 use super::history::filter;
 use super::{Context, list_runs, print};
 use crate::ExitStatus;
-use crate::cli::{FilterArgs, ReportArgs};
+use crate::cli::ReportArgs;
 
 pub(super) fn run(ctx: &Context, args: ReportArgs) -> Result<ExitStatus> {
     let ReportArgs {
@@ -41,10 +42,11 @@ pub(super) fn run(ctx: &Context, args: ReportArgs) -> Result<ExitStatus> {
     if last.is_some() {
         f.limit = last;
     }
-    let filtered = filters_given(&f);
+    let f = filter(f);
+    let filtered = f != Filter::default();
     let store = ctx.read_store()?;
     let runs: Vec<Run> = if ids.is_empty() {
-        let runs = list_runs(&store, &filter(f))?;
+        let runs = list_runs(&store, &f)?;
         if runs.is_empty() {
             bail!(
                 "no saved run matches{}: see `dyno history` for what is stored",
@@ -103,17 +105,6 @@ fn deliver(
         );
     }
     Ok(ExitStatus::Success)
-}
-
-fn filters_given(f: &FilterArgs) -> bool {
-    let FilterArgs {
-        kind,
-        tags,
-        host,
-        since,
-        limit,
-    } = f;
-    kind.is_some() || !tags.is_empty() || host.is_some() || since.is_some() || limit.is_some()
 }
 
 /// Refuses, before any work, a FILE that exists (without --force) or whose

@@ -6,12 +6,43 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 
 use dyno_db::Target;
+use dyno_db::init::{InitSettings, PartitionMethod, Step};
 use dyno_db::record::Whole;
 use dyno_db::run::{Protocol, RunSettings, Stop, Weighted};
 use dyno_db::script::{self, Script};
 
-use crate::cli::{DbProtocol, DbRunArgs, SaveArgs};
+use crate::cli::{DbInitArgs, DbProtocol, DbRunArgs, PartitionMethodArg, SaveArgs};
 use crate::settings::segment::{self, Plan};
+
+/// `dyno db init`'s flags as the loader's settings: the steps (pgbench's
+/// letters, `--foreign-keys` added), the scale and the partitions.
+pub(crate) fn db_init(args: &DbInitArgs) -> Result<InitSettings> {
+    let letters = args
+        .init_steps
+        .as_deref()
+        .unwrap_or(dyno_db::init::DEFAULT_STEPS);
+    let mut steps = Step::parse_all(letters).map_err(anyhow::Error::msg)?;
+    // As pgbench: --foreign-keys adds the step to the others.
+    if args.foreign_keys && !steps.contains(&Step::ForeignKeys) {
+        steps.push(Step::ForeignKeys);
+    }
+    if args.partition_method != PartitionMethodArg::Range && args.partitions == 0 {
+        bail!("--partition-method needs --partitions N (how many partitions of pgbench_accounts)");
+    }
+    let settings = InitSettings {
+        scale: args.scale,
+        fillfactor: args.fillfactor,
+        steps,
+        unlogged: args.unlogged_tables,
+        partitions: args.partitions,
+        partition_method: match args.partition_method {
+            PartitionMethodArg::Range => PartitionMethod::Range,
+            PartitionMethodArg::Hash => PartitionMethod::Hash,
+        },
+    };
+    settings.validate().map_err(anyhow::Error::msg)?;
+    Ok(settings)
+}
 
 /// What `dyno db run` runs: the engine's settings (a segment's share of
 /// them), the whole run as given, the segment plan, and what the binary

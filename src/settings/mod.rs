@@ -8,6 +8,7 @@
 //! Data flow: `cli.rs` → here → `cmd/<sub>.rs` (wiring) → the engine.
 
 mod capacity;
+pub(crate) mod compare;
 mod db;
 mod disk;
 mod exec;
@@ -16,7 +17,7 @@ pub(crate) mod segment;
 mod watch;
 
 pub(crate) use capacity::Mode;
-pub(crate) use db::{DbPlan, db_run};
+pub(crate) use db::{DbPlan, db_init, db_run};
 pub(crate) use disk::{DiskPlan, disk};
 pub(crate) use exec::{ExecPlan, exec};
 pub(crate) use http::{HttpInputs, HttpPlan, builtin_server_threads, http, loads_builtin_server};

@@ -17,6 +17,7 @@
 pub mod capacity;
 mod conn;
 pub mod engine;
+mod ending;
 mod http2;
 mod outcome;
 pub mod parse;
@@ -31,6 +32,7 @@ mod tls;
 pub mod warnings;
 
 pub use conn::Endpoint;
+pub use ending::Ending;
 pub use engine::{EngineError, Outcome, Progress, run, run_gated};
 pub use outcome::recompute_merged;
 pub use record::{Asked, record};

@@ -11,6 +11,7 @@ mod capacity;
 mod compare;
 mod db;
 mod disk;
+mod doctor;
 mod exec;
 mod export;
 mod format;
@@ -31,6 +32,7 @@ pub use compare::{
 };
 pub use db::db_report;
 pub use disk::disk_report;
+pub use doctor::doctor_report;
 pub use exec::exec_report;
 pub use export::{Csv, Exporter, Json, JsonLines, exporter};
 pub use format::{
@@ -43,7 +45,7 @@ pub use hyperfine::{hyperfine_csv, hyperfine_json, hyperfine_markdown};
 pub use quick::quick_report;
 pub use scale::scale_report;
 pub use text::{environment, history, run_details, run_details_before_report, run_header};
-pub use view::text_report;
+pub use view::{show_report, text_report};
 
 /// A fixed run for the snapshot tests of every view.
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! [`crate::html::charts`].
 
 use dyno_model::{Kind, Run};
+use jiff::tz::TimeZone;
 
 /// The report the run's subcommand printed, rebuilt from the record: what
 /// the metric list cannot say in one row (percentiles, the disk table,
@@ -20,5 +21,28 @@ pub fn text_report(run: &Run) -> Option<String> {
         Kind::Db => Some(crate::db_report(run)),
         Kind::Quick => Some(crate::quick_report(run)),
         Kind::Cpu => None,
+    }
+}
+
+/// `dyno show RUN`: the run's header and details, then the report its
+/// subcommand printed ([`text_report`]), which says what the metric list
+/// cannot say in one row. A comparison is its tables alone: the metric
+/// list and the settings would only repeat them, less readably.
+pub fn show_report(run: &Run, tz: &TimeZone) -> String {
+    match text_report(run) {
+        Some(report) if run.kind == Kind::Compare => {
+            format!("{}\n{report}", crate::run_header(run, tz))
+        }
+        Some(report) => {
+            let command = match run.kind {
+                Kind::Exec => "run",
+                other => other.as_str(),
+            };
+            format!(
+                "{}\nAs `dyno {command}` reported it:\n\n{report}",
+                crate::run_details_before_report(run, tz)
+            )
+        }
+        None => crate::run_details(run, tz),
     }
 }

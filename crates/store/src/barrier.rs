@@ -193,3 +193,55 @@ fn listed(indexes: &[u32], count: u32) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// How a wait for a group's saved runs ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Saved {
+    /// Every segment that arrived has saved its run.
+    All,
+    /// The wait passed with this many of the segments' runs saved.
+    Some(usize),
+    /// The barrier called the run off: why.
+    CalledOff(String),
+}
+
+/// Waits until every segment of `group` has saved its run (tagged
+/// `tag`), the barrier called the run off, or `wait` has passed.
+///
+/// Each look reads the group's saved runs in full, histograms and all:
+/// often at first, when the segments are finishing together, then less
+/// and less while one that will never come (killed) is waited for.
+pub fn wait_for_saved(
+    store: &dyn Store,
+    group: &str,
+    tag: &str,
+    wait: Duration,
+) -> Result<Saved, StoreError> {
+    let deadline = Instant::now() + wait;
+    let mut pause = Duration::from_millis(250);
+    let filter = crate::Filter {
+        tags: vec![tag.to_owned()],
+        ..crate::Filter::default()
+    };
+    loop {
+        let state = store.group(group)?;
+        if let Some(Decision::CalledOff { why }) = state.decision {
+            return Ok(Saved::CalledOff(why));
+        }
+        let runs = store.list(&filter)?.runs;
+        let count = state.arrivals.first().map(|a| a.segment.count);
+        let saved: std::collections::BTreeSet<u32> = runs
+            .iter()
+            .filter_map(dyno_model::Run::segment)
+            .map(|s| s.index)
+            .collect();
+        if count.is_some_and(|n| saved.len() as u32 >= n) {
+            return Ok(Saved::All);
+        }
+        if Instant::now() >= deadline {
+            return Ok(Saved::Some(saved.len()));
+        }
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+        pause = (pause * 2).min(Duration::from_secs(15));
+    }
+}

@@ -17,6 +17,7 @@ pub mod barrier;
 mod conformance;
 mod error;
 mod group;
+mod keep;
 mod path;
 mod postgres;
 mod record;
@@ -30,6 +31,7 @@ use dyno_model::{Kind, Run, RunId};
 
 pub use error::StoreError;
 pub use group::{Arrival, Decision, GroupState, fingerprint};
+pub use keep::{Kept, NotSaved, keep};
 pub use path::{DYNO_HOME, FILE_NAME, NoDefaultPath, default_path, resolve_path};
 pub use postgres::{PgStore, is_postgres_url};
 pub use record::unix_ns;

@@ -26,6 +26,7 @@
 
 mod engine;
 mod outcome;
+mod progress;
 mod settings;
 
 pub use engine::run_gated;
