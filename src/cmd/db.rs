@@ -44,50 +44,20 @@ fn init_tables(args: DbInitArgs) -> Result<ExitStatus> {
     let outcome = init(&target, settings, |done, total| {
         if tty && (shown.elapsed().as_millis() >= 200 || done == total) {
             shown = Instant::now();
-            eprint!(
-                "\r\x1b[2Kloading pgbench_accounts: {} of {} rows ({:.0}%)",
-                group(done),
-                group(total),
-                100.0 * done as f64 / total.max(1) as f64
-            );
+            eprint!("\r\x1b[2K{}", dyno_db::init::loading_line(done, total));
         }
     });
     if tty {
         eprint!("\r\x1b[2K");
     }
-    let outcome = outcome?;
-    let steps: Vec<String> = outcome
-        .steps
-        .iter()
-        .map(|(step, took)| format!("{} {:.2} s", step.name(), took.as_secs_f64()))
-        .collect();
-    print(&format!(
-        "dyno db init: scale {} ({} accounts) on {target}, PostgreSQL {}: done in {:.2} s ({})\n",
-        args.scale,
-        group(outcome.accounts),
-        outcome.server_version,
-        started.elapsed().as_secs_f64(),
-        steps.join(", ")
-    ))?;
+    print(&outcome?.summary(args.scale, &target, started.elapsed()))?;
     Ok(ExitStatus::Success)
-}
-
-/// 1234567 as "1,234,567".
-fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
     let env = environment();
     let files = script_files(&args.files)?;
+    let target = Target::from_env(args.conninfo.as_deref().unwrap_or(""))?;
     let DbPlan {
         engine: settings,
         whole,
@@ -97,7 +67,7 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
         mode,
         watch,
         notices,
-    } = settings::db_run(args, env.hostname.as_deref(), &files)?;
+    } = settings::db_run(args, env.hostname.as_deref(), &files, target)?;
     for notice in &notices {
         eprintln!("{notice}");
     }

@@ -30,7 +30,13 @@ pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
         engine: settings,
         watch,
         save,
-    } = settings::disk(args)?;
+    } = settings::disk(
+        args,
+        settings::DiskInputs {
+            cwd: std::env::current_dir(),
+            kernel: dyno_disk::engine::EngineKind::detect(),
+        },
+    )?;
     let started_at = SystemTime::now();
     let mut environment = environment();
     environment.storage = Some(dyno_env::storage(&settings.path));

@@ -68,7 +68,14 @@ pub(crate) struct DbPlan {
 /// `dyno db run`'s flags, checked together and resolved; `host` names
 /// this machine for the segment plan, `files` are the texts of the script
 /// files (`-f`), in their order, as the command read them.
-pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>, files: &[String]) -> Result<DbPlan> {
+/// `target` is the server, as the conninfo and the PG* variables name it
+/// (read by the command).
+pub(crate) fn db_run(
+    args: DbRunArgs,
+    host: Option<&str>,
+    files: &[String],
+    target: Target,
+) -> Result<DbPlan> {
     let mut plan = Plan::from_args(&args.segments, host)?;
     if plan.is_some() && args.save.no_save {
         bail!(
@@ -85,7 +92,7 @@ pub(crate) fn db_run(args: DbRunArgs, host: Option<&str>, files: &[String]) -> R
             ("--find-max", args.find_max.find_max),
         ],
     )?;
-    let (settings, notices) = run_settings(&args, plan.as_ref(), files)?;
+    let (settings, notices) = run_settings(&args, plan.as_ref(), files, target)?;
     // No error target in --slo: failed transactions are errors, and none is
     // allowed (a db run fails on any, as pgbench's exit status says).
     let range = args
@@ -140,9 +147,9 @@ fn run_settings(
     args: &DbRunArgs,
     plan: Option<&Plan>,
     files: &[String],
+    target: Target,
 ) -> Result<(RunSettings, Vec<String>)> {
     let (scripts, builtin) = scripts(args, files)?;
-    let target = Target::from_env(args.conninfo.as_deref().unwrap_or(""))?;
     let mut notices = Vec::new();
     let threads = if args.jobs > args.clients.to {
         notices.push(format!(

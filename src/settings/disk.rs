@@ -19,8 +19,16 @@ pub(crate) struct DiskPlan {
     pub save: SaveArgs,
 }
 
+/// What of this machine `dyno disk`'s settings need, read by the command.
+pub(crate) struct DiskInputs {
+    /// The current directory, where the test file goes without a PATH.
+    pub cwd: std::io::Result<std::path::PathBuf>,
+    /// The engine the kernel offers: io_uring, or why not.
+    pub kernel: EngineKind,
+}
+
 /// `dyno disk`'s flags, checked together and resolved.
-pub(crate) fn disk(args: DiskArgs) -> Result<DiskPlan> {
+pub(crate) fn disk(args: DiskArgs, machine: DiskInputs) -> Result<DiskPlan> {
     let DiskArgs {
         path,
         preset,
@@ -88,9 +96,11 @@ pub(crate) fn disk(args: DiskArgs) -> Result<DiskPlan> {
     };
     let path = match path {
         Some(p) => p,
-        None => std::env::current_dir().context("could not read the current directory")?,
+        None => machine
+            .cwd
+            .context("could not read the current directory")?,
     };
-    let engine = engine_kind(engine)?;
+    let engine = engine_kind(engine, machine.kernel)?;
     Ok(DiskPlan {
         engine: dyno_disk::Settings {
             path,
@@ -161,15 +171,15 @@ fn check_size(chosen: &[TestSpec], size: u64) -> Result<()> {
 }
 
 /// `--engine`: `auto` (`None`) is decided once the file says whether
-/// direct I/O is in effect; `io_uring` is refused where the kernel has
+/// direct I/O is in effect; `io_uring` is refused where the `kernel` has
 /// none.
-fn engine_kind(engine: DiskEngineArg) -> Result<Option<EngineKind>> {
+fn engine_kind(engine: DiskEngineArg, kernel: EngineKind) -> Result<Option<EngineKind>> {
     Ok(match engine {
         DiskEngineArg::Auto => None,
         DiskEngineArg::Threads => Some(EngineKind::Threads {
             reason: "--engine threads was asked for".into(),
         }),
-        DiskEngineArg::IoUring => match EngineKind::detect() {
+        DiskEngineArg::IoUring => match kernel {
             EngineKind::IoUring => Some(EngineKind::IoUring),
             EngineKind::Threads { reason } => {
                 bail!("--engine io_uring: {reason}; use --engine threads or auto")

@@ -18,7 +18,7 @@ mod watch;
 
 pub(crate) use capacity::Mode;
 pub(crate) use db::{DbPlan, db_init, db_run};
-pub(crate) use disk::{DiskPlan, disk};
+pub(crate) use disk::{DiskInputs, DiskPlan, disk};
 pub(crate) use exec::{ExecPlan, exec};
 pub(crate) use http::{HttpInputs, HttpPlan, builtin_server_threads, http, loads_builtin_server};
 pub(crate) use watch::{Watch, watch};
