@@ -170,6 +170,39 @@ fn kill9(child: &mut std::process::Child) {
     child.wait().unwrap();
 }
 
+/// The board on `data` with the board `bname` (its first message `first`)
+/// and `posts` more messages posted to it; the server and its address.
+fn board_with_posts(
+    data: &Path,
+    bname: &str,
+    first: &str,
+    posts: u32,
+) -> (std::process::Child, String) {
+    let (child, addr, _) = spawn_bbs(data);
+    try_get(
+        &addr,
+        &format!("/createBoard?bname={bname}&author=a&msg={first}&key=k"),
+    )
+    .unwrap();
+    for i in 0..posts {
+        try_get(
+            &addr,
+            &format!("/createBoardMessage?bname={bname}&author=a&msg=m{i}&key=k"),
+        )
+        .unwrap();
+    }
+    (child, addr)
+}
+
+/// `dyno serve --app bbs --data DATA`, which must refuse to start (exit 2).
+fn serve_refused(home: &Path, data: &Path) -> assert_cmd::assert::Assert {
+    dyno(home)
+        .args(["serve", "--addr", "127.0.0.1:0", "--app", "bbs", "--data"])
+        .arg(data)
+        .assert()
+        .code(2)
+}
+
 #[test]
 fn kill_9_in_the_middle_of_a_write_load_loses_no_acknowledged_post() {
     let data = temp();
@@ -247,21 +280,9 @@ fn kill_9_in_the_middle_of_a_write_load_loses_no_acknowledged_post() {
 #[test]
 fn a_data_directory_in_use_damaged_or_impossible_is_refused_and_kept() {
     let (home, data) = (temp(), temp());
-    let (mut child, addr, _) = spawn_bbs(data.path());
-    try_get(&addr, "/createBoard?bname=b&author=a&msg=one&key=k").unwrap();
-    for i in 0..20 {
-        try_get(
-            &addr,
-            &format!("/createBoardMessage?bname=b&author=a&msg=m{i}&key=k"),
-        )
-        .unwrap();
-    }
+    let (mut child, _) = board_with_posts(data.path(), "b", "one", 20);
     // A second server on the same directory.
-    dyno(home.path())
-        .args(["serve", "--addr", "127.0.0.1:0", "--app", "bbs", "--data"])
-        .arg(data.path())
-        .assert()
-        .code(2)
+    serve_refused(home.path(), data.path())
         .stderr(predicate::str::contains("in use by another process"));
     kill9(&mut child);
     // Damage in the middle of the log's records (zeros laid down for
@@ -273,25 +294,15 @@ fn a_data_directory_in_use_damaged_or_impossible_is_refused_and_kept() {
     let middle = used / 2;
     bytes[middle] ^= 0x55;
     std::fs::write(&log, &bytes).unwrap();
-    dyno(home.path())
-        .args(["serve", "--addr", "127.0.0.1:0", "--app", "bbs", "--data"])
-        .arg(data.path())
-        .assert()
-        .code(2)
+    serve_refused(home.path(), data.path())
         .stderr(predicate::str::contains("log-0000000000 is damaged"))
         .stderr(predicate::str::contains("Nothing was changed"));
     assert_eq!(std::fs::read(&log).unwrap(), bytes);
     // A directory that cannot be made: its parent is a file.
-    let file = data.path().join("a-file");
-    std::fs::write(&file, b"x").unwrap();
-    dyno(home.path())
-        .args(["serve", "--addr", "127.0.0.1:0", "--app", "bbs", "--data"])
-        .arg(file.join("data"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "could not open the bulletin board's data",
-        ));
+    let file = write_file(data.path(), "a-file", "x");
+    serve_refused(home.path(), &file.join("data")).stderr(predicate::str::contains(
+        "could not open the bulletin board's data",
+    ));
 }
 
 /// A bit flipped in the log's header, a log of junk: `dyno serve --app
@@ -301,15 +312,7 @@ fn a_data_directory_in_use_damaged_or_impossible_is_refused_and_kept() {
 #[test]
 fn a_log_whose_header_does_not_read_is_refused_and_kept() {
     let (home, data) = (temp(), temp());
-    let (mut child, addr, _) = spawn_bbs(data.path());
-    try_get(&addr, "/createBoard?bname=k9&author=a&msg=first&key=k").unwrap();
-    for i in 0..10 {
-        try_get(
-            &addr,
-            &format!("/createBoardMessage?bname=k9&author=a&msg=m{i}&key=k"),
-        )
-        .unwrap();
-    }
+    let (mut child, _) = board_with_posts(data.path(), "k9", "first", 10);
     kill9(&mut child);
     let log = data.path().join("log-0000000000");
     let real = std::fs::read(&log).unwrap();
@@ -320,11 +323,7 @@ fn a_log_whose_header_does_not_read_is_refused_and_kept() {
         ("junk", b"junk\n".to_vec()),
     ] {
         std::fs::write(&log, &bytes).unwrap();
-        dyno(home.path())
-            .args(["serve", "--addr", "127.0.0.1:0", "--app", "bbs", "--data"])
-            .arg(data.path())
-            .assert()
-            .code(2)
+        serve_refused(home.path(), data.path())
             .stderr(predicate::str::contains(
                 "log-0000000000 is damaged at byte 0",
             ))

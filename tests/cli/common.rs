@@ -183,6 +183,101 @@ pub(crate) fn temp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
+/// The words of a command line, split at white space as a shell splits
+/// one without quotes: `words("db run -c 4")` is `["db", "run", "-c", "4"]`.
+pub(crate) fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// Every one of `needles` is in `text`.
+pub(crate) fn assert_contains_all(text: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(text.contains(needle), "no {needle:?} in\n{text}");
+    }
+}
+
+/// Writes `text` to the file `name` in `dir` and returns its path.
+pub(crate) fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// What `cmd` printed on stdout; it must succeed.
+pub(crate) fn stdout_of(cmd: &mut Command) -> String {
+    String::from_utf8(cmd.assert().success().get_output().stdout.clone()).unwrap()
+}
+
+/// The metrics of a Run in JSON.
+pub(crate) fn metrics(run: &Value) -> std::slice::Iter<'_, Value> {
+    run["metrics"].as_array().expect("a Run has metrics").iter()
+}
+
+/// The value of the Run's metric `name` without labels; there must be one.
+pub(crate) fn unlabelled_metric(run: &Value, name: &str) -> f64 {
+    metrics(run)
+        .find(|m| m["name"] == name && m["labels"].as_object().is_none_or(|l| l.is_empty()))
+        .unwrap_or_else(|| panic!("no metric {name}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+/// The first metric of a Run named `name`; there must be one.
+pub(crate) fn find_metric<'a>(run: &'a Value, name: &str) -> &'a Value {
+    metrics(run)
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name}: {}", run["metrics"]))
+}
+
+/// The connection counts of a capacity sweep's steps (`cap` is a Run's
+/// `settings.capacity`), in order; a level that failed while the machine
+/// was busy runs once more, and counts once.
+pub(crate) fn sweep_levels(cap: &Value) -> Vec<u64> {
+    let mut levels: Vec<u64> = cap["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["connections"].as_u64().unwrap())
+        .collect();
+    levels.dedup();
+    levels
+}
+
+/// The warnings of a Run in JSON.
+pub(crate) fn warnings(run: &Value) -> std::slice::Iter<'_, Value> {
+    run["warnings"]
+        .as_array()
+        .expect("a Run has warnings")
+        .iter()
+}
+
+/// The codes of a Run's warnings, in order.
+pub(crate) fn warning_codes(run: &Value) -> Vec<&str> {
+    warnings(run)
+        .map(|w| w["code"].as_str().expect("a warning has a code"))
+        .collect()
+}
+
+/// Whether the Run has a warning with `code`.
+pub(crate) fn has_warning(run: &Value, code: &str) -> bool {
+    warnings(run).any(|w| w["code"] == code)
+}
+
+/// The message of the Run's first warning with `code`, if it has one.
+pub(crate) fn warning<'a>(run: &'a Value, code: &str) -> Option<&'a str> {
+    warnings(run)
+        .find(|w| w["code"] == code)
+        .and_then(|w| w["message"].as_str())
+}
+
+/// The messages of a Run's warnings with `code`.
+pub(crate) fn warning_messages<'a>(run: &'a Value, code: &str) -> Vec<&'a str> {
+    warnings(run)
+        .filter(|w| w["code"] == code)
+        .filter_map(|w| w["message"].as_str())
+        .collect()
+}
+
 /// Sends `dyno serve` (a child of this test) Ctrl-C and waits, at most 20 s,
 /// for it to stop.
 pub(crate) fn stop_server(child: &mut std::process::Child) {
@@ -273,10 +368,7 @@ pub(crate) fn spawn_serve_from(
 
 /// A metric's value from a Run in JSON.
 pub(crate) fn metric(run: &Value, name: &str) -> Option<f64> {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    metrics(run)
         .find(|m| m["name"] == name)
         .and_then(|m| m["value"].as_f64())
 }
@@ -349,14 +441,6 @@ pub(crate) fn interrupted_run(home: &Path, args: &[&str], after: Duration, signa
     );
     let run = stdout_json(&out);
     assert_valid(&run, None);
-    assert!(
-        run["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w["code"] == "interrupted"),
-        "{:?}",
-        run["warnings"]
-    );
+    assert!(has_warning(&run, "interrupted"), "{:?}", run["warnings"]);
     run
 }

@@ -18,10 +18,7 @@ fn ids(home: &Path) -> Vec<String> {
 
 /// The compare metric `name` of `subject` for `group`.
 fn compared<'a>(run: &'a Value, name: &str, subject: &str, group: &str) -> &'a Value {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    metrics(run)
         .find(|m| {
             m["name"] == name && m["labels"]["metric"] == subject && m["labels"]["group"] == group
         })
@@ -115,9 +112,16 @@ fn two_quick_runs_compare_to_a_verdict_table_with_a_geomean_that_show_reprints()
 
 /// `dyno run --runs 5 CMD --tag TAG`, saved.
 fn timed(home: &Path, command: &str, tag: &str) {
+    timed_after(home, "0", command, tag);
+}
+
+/// [`timed`] after `warmup` runs not counted.
+fn timed_after(home: &Path, warmup: &str, command: &str, tag: &str) {
     ok(
         home,
-        &["run", "--runs", "5", "--warmup", "0", "--tag", tag, command],
+        &[
+            "run", "--runs", "5", "--warmup", warmup, "--tag", tag, command,
+        ],
     );
 }
 
@@ -205,13 +209,7 @@ fn compare_gives_the_numbers_dyno_run_gives_for_the_same_samples() {
         0,
     );
     let seed = run["settings"]["seed"].as_u64().unwrap();
-    let ratio = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "ratio_to_reference")
-        .unwrap()
-        .clone();
+    let ratio = find_metric(&run, "ratio_to_reference").clone();
     let reference = ratio["labels"]["reference"].as_str().unwrap().to_owned();
     let candidate = ratio["labels"]["command"].as_str().unwrap().to_owned();
     // The candidate is the second command, compared with seed + 1.
@@ -220,10 +218,7 @@ fn compare_gives_the_numbers_dyno_run_gives_for_the_same_samples() {
     let half = |command: &str, id: &str| {
         let mut r = run.clone();
         r["id"] = Value::from(id);
-        let metrics: Vec<Value> = r["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
+        let metrics: Vec<Value> = metrics(&r)
             .filter(|m| m["labels"]["command"] == command && m["labels"].get("reference").is_none())
             .cloned()
             .collect();
@@ -256,12 +251,7 @@ fn compare_gives_the_numbers_dyno_run_gives_for_the_same_samples() {
     assert_eq!(mine["value"], ratio["value"]);
     assert_eq!(mine["uncertainty"]["low"], ratio["uncertainty"]["low"]);
     assert_eq!(mine["uncertainty"]["high"], ratio["uncertainty"]["high"]);
-    let p_run = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "p_value")
-        .unwrap();
+    let p_run = find_metric(&run, "p_value");
     assert_eq!(
         compared(&c, "p_value", "wall_ns{command=sleep 0.01}", "b")["value"],
         p_run["value"]
@@ -429,17 +419,15 @@ fn a_a_single_http_runs_are_never_called_different_and_the_gate_refuses_to_judge
         assert!(text.contains("[no_score]"), "{text}");
         // The gate cannot test one run a side: it refuses, never passes
         // silently and never fails the build on noise.
-        let out = dyno(h)
-            .args([
-                "compare",
-                &pair[0],
-                &pair[1],
-                "--fail-if-worse",
-                "5",
-                "--no-save",
-            ])
-            .output()
-            .unwrap();
+        let gate = |flags: &str| {
+            dyno(h)
+                .args(["compare", &pair[0], &pair[1], "--fail-if-worse", "5"])
+                .args(words(flags))
+                .arg("--no-save")
+                .output()
+                .unwrap()
+        };
+        let out = gate("");
         let stderr = String::from_utf8(out.stderr).unwrap();
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains("could not judge anything"), "{stderr}");
@@ -448,18 +436,7 @@ fn a_a_single_http_runs_are_never_called_different_and_the_gate_refuses_to_judge
             "{stderr}"
         );
         assert!(stderr.contains("at least 4 runs a side"), "{stderr}");
-        let out = dyno(h)
-            .args([
-                "compare",
-                &pair[0],
-                &pair[1],
-                "--fail-if-worse",
-                "5",
-                "--score",
-                "--no-save",
-            ])
-            .output()
-            .unwrap();
+        let out = gate("--score");
         assert_eq!(out.status.code(), Some(2));
     }
 }
@@ -471,31 +448,13 @@ fn a_a_groups_of_exec_runs_pass_the_gate_and_a_real_slowdown_fails_it() {
     let h = home.path();
     for _ in 0..4 {
         for tag in ["a", "b"] {
-            ok(
-                h,
-                &[
-                    "run",
-                    "--runs",
-                    "5",
-                    "--warmup",
-                    "1",
-                    "--tag",
-                    tag,
-                    "sleep 0.02",
-                ],
-            );
+            timed_after(h, "1", "sleep 0.02", tag);
         }
     }
     let out = dyno(h)
-        .args([
-            "compare",
-            "--baseline",
-            "@tag:a",
-            "@tag:b",
-            "--fail-if-worse",
-            "20",
-            "--no-save",
-        ])
+        .args(words(
+            "compare --baseline @tag:a @tag:b --fail-if-worse 20 --no-save",
+        ))
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
@@ -516,37 +475,14 @@ fn a_a_groups_of_exec_runs_pass_the_gate_and_a_real_slowdown_fails_it() {
     // A real slowdown of 2.5× in groups of 4 fails the gate, in the
     // figures and in the score.
     for _ in 0..4 {
-        ok(
-            h,
-            &[
-                "run",
-                "--runs",
-                "5",
-                "--warmup",
-                "1",
-                "--tag",
-                "slow",
-                "sleep 0.05",
-            ],
-        );
+        timed_after(h, "1", "sleep 0.05", "slow");
     }
     for extra in [&[][..], &["--score"][..]] {
         let out = dyno(h)
-            .args(
-                [
-                    &[
-                        "compare",
-                        "--baseline",
-                        "@tag:a",
-                        "@tag:slow",
-                        "--fail-if-worse",
-                        "5",
-                        "--no-save",
-                    ][..],
-                    extra,
-                ]
-                .concat(),
-            )
+            .args(words(
+                "compare --baseline @tag:a @tag:slow --fail-if-worse 5 --no-save",
+            ))
+            .args(extra)
             .output()
             .unwrap();
         let stderr = String::from_utf8(out.stderr).unwrap();

@@ -1,4 +1,6 @@
 use crate::common::*;
+// A db run's figures are its unlabelled metrics; every one is there.
+use crate::common::unlabelled_metric as metric;
 
 pub(crate) use dyno_testutil::pg::Pg;
 
@@ -10,6 +12,19 @@ pub(crate) fn pg() -> Pg {
 /// dyno on a database of the cluster.
 trait PgDyno {
     fn dyno(&self, home: &Path, db: &str) -> Command;
+
+    /// `dyno db run FLAGS…` on a database of the cluster, the flags
+    /// written as a command line.
+    fn db_run(&self, home: &Path, db: &str, flags: &str) -> Command {
+        let mut cmd = self.dyno(home, db);
+        cmd.args(["db", "run"]).args(words(flags));
+        cmd
+    }
+
+    /// The JSON record of `dyno db run FLAGS… --json`, which must succeed.
+    fn db_json(&self, home: &Path, db: &str, flags: &str) -> Value {
+        json_run(self.db_run(home, db, flags).arg("--json"), 0)
+    }
 }
 
 impl PgDyno for Pg {
@@ -20,6 +35,22 @@ impl PgDyno for Pg {
             .env_remove("PGPASSWORD");
         cmd
     }
+}
+
+/// A new database of the cluster with pgbench's tables at scale 1, made
+/// by `dyno db init`.
+fn pgbench_db(pg: &Pg, home: &Path) -> String {
+    let db = pg.database();
+    init_pgbench(pg, home, &db);
+    db
+}
+
+/// `dyno db init -s 1` on `db`, which must succeed.
+fn init_pgbench(pg: &Pg, home: &Path, db: &str) {
+    pg.dyno(home, db)
+        .args(["db", "init", "-s", "1"])
+        .assert()
+        .success();
 }
 
 #[test]
@@ -176,15 +207,19 @@ fn json_run(cmd: &mut Command, code: i32) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-fn metric(run: &Value, name: &str) -> f64 {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name && m["labels"].as_object().is_none_or(|l| l.is_empty()))
-        .unwrap_or_else(|| panic!("no metric {name}"))["value"]
-        .as_f64()
-        .unwrap()
+/// The metric `name` of a run, 0 when the run has none.
+fn metric_or_zero(run: &Value, name: &str) -> f64 {
+    metrics(run)
+        .find(|m| m["name"] == name)
+        .map_or(0.0, |m| m["value"].as_f64().unwrap())
+}
+
+/// The sums of `sums` (a query of numbers joined by spaces).
+fn sums_of(pg: &Pg, db: &str, sums: &str) -> Vec<i64> {
+    pg.psql(db, sums)
+        .split(' ')
+        .map(|v| v.parse().unwrap())
+        .collect()
 }
 
 /// At -T's end a transaction under way is let finish, as pgbench lets
@@ -193,27 +228,12 @@ fn metric(run: &Value, name: &str) -> f64 {
 #[test]
 fn a_duration_run_lets_its_last_transactions_finish_so_the_tables_match_the_count() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
+    let db = pgbench_db(&pg, home.path());
     for _ in 0..2 {
         pg.psql(&db, "TRUNCATE pgbench_history");
         let run = json_run(
-            pg.dyno(home.path(), &db).args([
-                "db",
-                "run",
-                "-n",
-                "-c",
-                "8",
-                "-j",
-                "2",
-                "-T",
-                "1",
-                "--json",
-                "--no-save",
-            ]),
+            pg.dyno(home.path(), &db)
+                .args(words("db run -n -c 8 -j 2 -T 1 --json --no-save")),
             0,
         );
         let committed = metric(&run, "transactions");
@@ -229,11 +249,7 @@ fn a_duration_run_lets_its_last_transactions_finish_so_the_tables_match_the_coun
 #[test]
 fn each_builtin_does_its_work_and_the_books_balance() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
+    let db = pgbench_db(&pg, home.path());
     let sums = "SELECT (SELECT sum(abalance) FROM pgbench_accounts) || ' ' || (SELECT sum(tbalance) FROM pgbench_tellers) || ' ' || (SELECT sum(bbalance) FROM pgbench_branches) || ' ' || (SELECT coalesce(sum(delta), 0) FROM pgbench_history) || ' ' || (SELECT count(*) FROM pgbench_history)";
     let mut history = 0;
     for (flags, protocol) in [
@@ -266,10 +282,7 @@ fn each_builtin_does_its_work_and_the_books_balance() {
         // -r times each of tpcb-like's eleven commands, 200 times each;
         // -C connects 200 times.
         let count_of = |name: &str| {
-            run["metrics"]
-                .as_array()
-                .unwrap()
-                .iter()
+            metrics(&run)
                 .filter(|m| m["name"] == name)
                 .map(|m| m["histogram"]["count"].as_u64().unwrap())
                 .collect::<Vec<_>>()
@@ -290,11 +303,7 @@ fn each_builtin_does_its_work_and_the_books_balance() {
         // Every delta lands in one account, one teller, one branch and the
         // history: the four sums agree, and the history grew by exactly
         // the transactions.
-        let s: Vec<i64> = pg
-            .psql(&db, sums)
-            .split(' ')
-            .map(|v| v.parse().unwrap())
-            .collect();
+        let s = sums_of(&pg, &db, sums);
         assert_eq!(
             (s[0], s[1], s[2], s[4]),
             (s[3], s[3], s[3], history),
@@ -302,37 +311,17 @@ fn each_builtin_does_its_work_and_the_books_balance() {
         );
     }
     // simple-update touches accounts and history only; select-only nothing.
-    let before: Vec<i64> = pg
-        .psql(&db, sums)
-        .split(' ')
-        .map(|v| v.parse().unwrap())
-        .collect();
+    let before = sums_of(&pg, &db, sums);
     pg.dyno(home.path(), &db)
         .args(["db", "run", "-n", "-N", "-c", "2", "-t", "30", "--no-save"])
         .assert()
         .success();
-    let after: Vec<i64> = pg
-        .psql(&db, sums)
-        .split(' ')
-        .map(|v| v.parse().unwrap())
-        .collect();
+    let after = sums_of(&pg, &db, sums);
     assert_eq!((after[1], after[2]), (before[1], before[2]));
     assert_eq!(after[0] - before[0], after[3] - before[3]);
     assert_eq!(after[4], before[4] + 60);
     pg.dyno(home.path(), &db)
-        .args([
-            "db",
-            "run",
-            "-S",
-            "-c",
-            "2",
-            "-T",
-            "1",
-            "-M",
-            "prepared",
-            "-n",
-            "--no-save",
-        ])
+        .args(words("db run -S -c 2 -T 1 -M prepared -n --no-save"))
         .assert()
         .success()
         .stdout(predicate::str::contains("select-only@1"))
@@ -359,14 +348,12 @@ fn a_custom_script_mix_runs_by_weight_with_its_variables() {
     let db = pg.database();
     pg.psql(&db, "CREATE TABLE hits (id int PRIMARY KEY, n int NOT NULL DEFAULT 0); INSERT INTO hits SELECT g, 0 FROM generate_series(1, 10) g");
     let dir = temp();
-    let hit = dir.path().join("hit.sql");
-    std::fs::write(
-        &hit,
+    let hit = write_file(
+        dir.path(),
+        "hit.sql",
         "-- one hit on a skewed id\n\\set id random_zipfian(1, 10, 1.5)\n\\set twice :id * 2\nUPDATE hits\n   SET n = n + 1\n WHERE id = :id AND :twice = 2 * id;\n\\sleep 1 ms\n",
-    )
-    .unwrap();
-    let read = dir.path().join("read.sql");
-    std::fs::write(&read, "SELECT sum(n) FROM hits;\n").unwrap();
+    );
+    let read = write_file(dir.path(), "read.sql", "SELECT sum(n) FROM hits;\n");
     let run = json_run(
         pg.dyno(home.path(), &db)
             .args([
@@ -384,10 +371,7 @@ fn a_custom_script_mix_runs_by_weight_with_its_variables() {
     // script's as the table did.
     assert!((110..=190).contains(&hits), "{hits} hits of 200");
     let by_script = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
+        metrics(&run)
             .find(|m| {
                 m["name"] == "transactions"
                     && m["labels"]["script"]
@@ -404,8 +388,7 @@ fn a_custom_script_mix_runs_by_weight_with_its_variables() {
     let top = pg.psql(&db, "SELECT id FROM hits ORDER BY n DESC, id LIMIT 1");
     assert_eq!(top, "1");
     // A script error names the file and the line.
-    let bad = dir.path().join("bad.sql");
-    std::fs::write(&bad, "\\set x 1\nSELECT :y;\n").unwrap();
+    let bad = write_file(dir.path(), "bad.sql", "\\set x 1\nSELECT :y;\n");
     pg.dyno(home.path(), &db)
         .args(["db", "run", "-t", "1", "-f"])
         .arg(&bad)
@@ -415,45 +398,38 @@ fn a_custom_script_mix_runs_by_weight_with_its_variables() {
         .stderr(predicate::str::contains("y"));
 }
 
-#[test]
-fn serialization_failures_are_retried_and_counted_by_sqlstate() {
-    let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.psql(&db, "CREATE TABLE counter (id int PRIMARY KEY, v int NOT NULL); INSERT INTO counter VALUES (1, 0)");
-    let dir = temp();
-    let script = dir.path().join("contend.sql");
-    // Every client updates the one row under REPEATABLE READ, pausing
-    // inside the transaction: concurrent updates fail with 40001.
-    std::fs::write(
-        &script,
+/// A table `counter` of one row and, in `dir`, a script with which every
+/// client updates that row under REPEATABLE READ, pausing inside the
+/// transaction: concurrent updates fail with 40001.
+fn contended_counter(pg: &Pg, db: &str, dir: &Path) -> PathBuf {
+    pg.psql(db, "CREATE TABLE counter (id int PRIMARY KEY, v int NOT NULL); INSERT INTO counter VALUES (1, 0)");
+    write_file(
+        dir,
+        "contend.sql",
         "BEGIN ISOLATION LEVEL REPEATABLE READ;\nSELECT v FROM counter WHERE id = 1;\n\\sleep 2 ms\nUPDATE counter SET v = v + 1 WHERE id = 1;\nEND;\n",
     )
-    .unwrap();
-    let run = json_run(
-        pg.dyno(home.path(), &db)
-            .args([
-                "db",
-                "run",
-                "-c",
-                "4",
-                "-j",
-                "2",
-                "-t",
-                "25",
-                "--max-tries",
-                "1000",
-                "--json",
-                "-f",
-            ])
-            .arg(&script),
-        0,
-    );
+}
+
+/// Four clients on two threads run the contended `script` 25 times each,
+/// with `flags`; the run must exit `code`.
+fn run_contended(pg: &Pg, home: &Path, db: &str, script: &Path, flags: &str, code: i32) -> Value {
+    json_run(
+        pg.dyno(home, db)
+            .args(words(&format!("db run -c 4 -j 2 -t 25 {flags} --json -f")))
+            .arg(script),
+        code,
+    )
+}
+
+#[test]
+fn serialization_failures_are_retried_and_counted_by_sqlstate() {
+    let (pg, home, dir) = (pg(), temp(), temp());
+    let db = pg.database();
+    let script = contended_counter(&pg, &db, dir.path());
+    let run = run_contended(&pg, home.path(), &db, &script, "--max-tries 1000", 0);
     assert_eq!(metric(&run, "transactions"), 100.0);
     assert!(metric(&run, "retries") > 0.0, "no conflict was met");
-    let by_code = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let by_code = metrics(&run)
         .find(|m| m["name"] == "retries" && m["labels"]["sqlstate"] == "40001")
         .expect("retries counted under 40001");
     assert_eq!(by_code["value"].as_f64().unwrap(), metric(&run, "retries"));
@@ -461,14 +437,7 @@ fn serialization_failures_are_retried_and_counted_by_sqlstate() {
     assert_eq!(pg.psql(&db, "SELECT v FROM counter"), "100");
     // Without retries the same conflicts fail the transactions: counted by
     // SQLSTATE, the run ends, exit 1.
-    let run = json_run(
-        pg.dyno(home.path(), &db)
-            .args([
-                "db", "run", "-c", "4", "-j", "2", "-t", "25", "--json", "-f",
-            ])
-            .arg(&script),
-        1,
-    );
+    let run = run_contended(&pg, home.path(), &db, &script, "", 1);
     let failed = metric(&run, "failed_transactions");
     assert!(failed > 0.0);
     assert_eq!(metric(&run, "transactions") + failed, 100.0);
@@ -485,10 +454,7 @@ fn missing_tables_and_a_server_that_goes_away_end_the_run_with_the_reason() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("run `dyno db init`"));
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
+    init_pgbench(&pg, home.path(), &db);
     // The server ends every connection of this run mid-way (as a shutdown
     // does): the clients stop, the run keeps what it measured, is saved,
     // and exits 1.
@@ -547,14 +513,7 @@ fn missing_tables_and_a_server_that_goes_away_end_the_run_with_the_reason() {
 
 /// `name`'s histogram field `field` (count, max, …) in a run's JSON.
 fn distribution(run: &Value, name: &str, field: &str) -> f64 {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("no metric {name}"))["histogram"][field]
-        .as_f64()
-        .unwrap()
+    find_metric(run, name)["histogram"][field].as_f64().unwrap()
 }
 
 #[test]
@@ -563,50 +522,32 @@ fn a_transaction_under_way_at_the_deadline_finishes_and_one_past_the_grace_is_cu
     let db = pg.database();
     let run = |script: &std::path::Path, code: i32| {
         json_run(
-            pg.dyno(home.path(), &db).args([
-                "db",
-                "run",
-                "-n",
-                "-f",
-                script.to_str().unwrap(),
-                "-c",
-                "1",
-                "-T",
-                "1",
-                "--json",
-            ]),
+            pg.dyno(home.path(), &db)
+                .args(["db", "run", "-n", "-f"])
+                .arg(script)
+                .args(words("-c 1 -T 1 --json")),
             code,
         )
     };
     // 0.7 s a transaction over a 1 s run: the first commits, the second
     // is under way at the deadline and is let finish, as pgbench lets it;
     // the rates still divide by the run's 1 s.
-    let slow = script_file(dir.path(), "slow.sql", "SELECT pg_sleep(0.7);\n");
+    let slow = write_file(dir.path(), "slow.sql", "SELECT pg_sleep(0.7);\n");
     let r = run(&slow, 0);
     assert_eq!(metric(&r, "transactions"), 2.0);
-    let cut = r["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "unfinished_transactions")
-        .map_or(0.0, |m| m["value"].as_f64().unwrap());
+    let cut = metric_or_zero(&r, "unfinished_transactions");
     assert_eq!(cut, 0.0, "none cut");
     assert_eq!(metric(&r, "measured_ns"), 1e9);
     // One still under way when the grace is over is cut there, and is in
     // no figure but its own count; a run whose server ended nothing, its
     // client waiting to the end, fails as target_lost.
-    let stuck = script_file(dir.path(), "stuck.sql", "SELECT pg_sleep(30);\n");
+    let stuck = write_file(dir.path(), "stuck.sql", "SELECT pg_sleep(30);\n");
     let began = Instant::now();
     let r = run(&stuck, 1);
     let took = began.elapsed();
     assert_eq!(metric(&r, "transactions"), 0.0);
     assert_eq!(metric(&r, "unfinished_transactions"), 1.0);
-    let lost = r["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|w| w["code"] == "target_lost");
-    assert!(lost, "{}", r["warnings"]);
+    assert!(has_warning(&r, "target_lost"), "{}", r["warnings"]);
     assert!(
         took < Duration::from_secs(25),
         "cut at the grace's end: {took:?}"
@@ -616,11 +557,7 @@ fn a_transaction_under_way_at_the_deadline_finishes_and_one_past_the_grace_is_cu
 #[test]
 fn rate_mode_keeps_the_schedule_and_counts_latency_from_it() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
+    let db = pgbench_db(&pg, home.path());
     // Below capacity: exactly R × T due times, each run, latency counted
     // from them.
     let run = json_run(
@@ -637,12 +574,7 @@ fn rate_mode_keeps_the_schedule_and_counts_latency_from_it() {
     assert!((570.0..=600.0).contains(&done), "{done} of 600 scheduled");
     // Every transaction started has its lag: those committed, and those
     // still under way at the deadline (cut there, counted apart).
-    let cut = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "unfinished_transactions")
-        .map_or(0.0, |m| m["value"].as_f64().unwrap());
+    let cut = metric_or_zero(&run, "unfinished_transactions");
     assert_eq!(distribution(&run, "schedule_lag_ns", "count"), done + cut);
     assert!(
         distribution(&run, "latency_ns", "max")
@@ -653,8 +585,7 @@ fn rate_mode_keeps_the_schedule_and_counts_latency_from_it() {
     // The backlog shows in the latency from the schedule, not in the
     // latency from the start; the rate is not reached, and says so.
     let dir = temp();
-    let slow = dir.path().join("slow.sql");
-    std::fs::write(&slow, "SELECT pg_sleep(0.2);\n").unwrap();
+    let slow = write_file(dir.path(), "slow.sql", "SELECT pg_sleep(0.2);\n");
     let slow = slow.to_str().unwrap();
     let run = json_run(
         pg.dyno(home.path(), &db).args([
@@ -689,18 +620,7 @@ fn rate_mode_keeps_the_schedule_and_counts_latency_from_it() {
     // -P prints a line per interval, also into a pipe.
     let out = pg
         .dyno(home.path(), &db)
-        .args([
-            "db",
-            "run",
-            "-S",
-            "-c",
-            "2",
-            "-T",
-            "2.2",
-            "-P",
-            "1",
-            "--no-save",
-        ])
+        .args(words("db run -S -c 2 -T 2.2 -P 1 --no-save"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -737,44 +657,29 @@ fn run_refuses_bad_values_of_its_new_flags_with_the_way_out() {
 #[test]
 fn quick_has_a_db_line_only_where_the_environment_names_a_server() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
+    let db = pgbench_db(&pg, home.path());
+    let quick_on = |db: &str| {
+        json_run(
+            pg.dyno(home.path(), db)
+                .args(SMALL_QUICK)
+                .args(["--db-duration", "1s", "--json"]),
+            0,
+        )
+    };
     let books = "SELECT sum(abalance) || ' ' || count(*) || ' ' || (SELECT count(*) FROM pgbench_history) FROM pgbench_accounts";
     let before = pg.psql(&db, books);
-    let run = json_run(
-        pg.dyno(home.path(), &db)
-            .args(SMALL_QUICK)
-            .args(["--db-duration", "1s", "--json"]),
-        0,
-    );
+    let run = quick_on(&db);
     assert!(metric(&run, "db_transactions") > 0.0);
     assert_eq!(run["settings"]["db"]["scripts"][0]["name"], "select-only");
     assert_eq!(pg.psql(&db, books), before, "quick only reads");
     let id = run["id"].as_str().unwrap();
-    let table = String::from_utf8(
-        dyno(home.path())
-            .args(["show", id])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone(),
-    )
-    .unwrap();
+    let table = stdout_of(dyno(home.path()).args(["show", id]));
     assert!(table.contains("db select-only, c=8"), "{table}");
 
     // A database without the tables: the line is skipped with the way out,
     // and nothing is made there.
     let empty = pg.database();
-    let run = json_run(
-        pg.dyno(home.path(), &empty)
-            .args(SMALL_QUICK)
-            .args(["--db-duration", "1s", "--json"]),
-        0,
-    );
+    let run = quick_on(&empty);
     let warnings = run["warnings"].to_string();
     assert!(
         warnings.contains("db_line_skipped") && warnings.contains("dyno db init"),
@@ -801,36 +706,19 @@ fn quick_has_a_db_line_only_where_the_environment_names_a_server() {
 
 /// A metric of `run` with the label `key` = `value`.
 fn labelled<'a>(run: &'a Value, name: &str, key: &str, value: &str) -> &'a Value {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    metrics(run)
         .find(|m| m["name"] == name && m["labels"][key] == value)
         .unwrap_or_else(|| panic!("no metric {name} with {key}={value}"))
 }
 
 fn has_metric(run: &Value, name: &str) -> bool {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|m| m["name"] == name)
-}
-
-fn script_file(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
+    metrics(run).any(|m| m["name"] == name)
 }
 
 #[test]
 fn scale_with_a_builtin_is_ignored_with_pgbenchs_warning_and_kept_for_custom_scripts() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
+    let db = pgbench_db(&pg, home.path());
     let run = json_run(
         pg.dyno(home.path(), &db).args([
             "db", "run", "-b", "tpcb", "-s", "5", "-c", "2", "-t", "100", "--seed", "1", "--json",
@@ -856,7 +744,7 @@ fn scale_with_a_builtin_is_ignored_with_pgbenchs_warning_and_kept_for_custom_scr
     // A custom script's :scale is -s.
     pg.psql(&db, "CREATE TABLE seen (s int)");
     let dir = temp();
-    let script = script_file(dir.path(), "s.sql", "INSERT INTO seen VALUES (:scale);\n");
+    let script = write_file(dir.path(), "s.sql", "INSERT INTO seen VALUES (:scale);\n");
     let run = json_run(
         pg.dyno(home.path(), &db)
             .args(["db", "run", "-s", "7", "-t", "2", "--json", "-f"])
@@ -879,7 +767,7 @@ fn pgoptions_reaches_the_server_and_variables_dyno_cannot_honour_are_refused() {
     let db = pg.database();
     pg.psql(&db, "CREATE TABLE iso (level text)");
     let dir = temp();
-    let script = script_file(
+    let script = write_file(
         dir.path(),
         "iso.sql",
         "INSERT INTO iso SELECT current_setting('transaction_isolation');\n",
@@ -917,17 +805,9 @@ fn pgoptions_reaches_the_server_and_variables_dyno_cannot_honour_are_refused() {
 #[test]
 fn each_run_starts_from_pgbenchs_clean_up_unless_no_vacuum() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
+    let db = pgbench_db(&pg, home.path());
     for _ in 0..3 {
-        let run = json_run(
-            pg.dyno(home.path(), &db)
-                .args(["db", "run", "-c", "1", "-t", "10", "--json"]),
-            0,
-        );
+        let run = pg.db_json(home.path(), &db, "-c 1 -t 10");
         assert_eq!(pg.psql(&db, "SELECT count(*) FROM pgbench_history"), "10");
         assert_eq!(
             run["settings"]["clean_up"],
@@ -939,28 +819,10 @@ fn each_run_starts_from_pgbenchs_clean_up_unless_no_vacuum() {
         );
     }
     // -n, as pgbench's: nothing cleaned, the history grows.
-    let text = String::from_utf8(
-        pg.dyno(home.path(), &db)
-            .args(["db", "run", "-n", "-c", "1", "-t", "10"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone(),
-    )
-    .unwrap();
+    let text = stdout_of(&mut pg.db_run(home.path(), &db, "-n -c 1 -t 10"));
     assert!(text.contains("Clean-up    none (-n)"), "{text}");
     assert_eq!(pg.psql(&db, "SELECT count(*) FROM pgbench_history"), "20");
-    let text = String::from_utf8(
-        pg.dyno(home.path(), &db)
-            .args(["db", "run", "-c", "1", "-t", "10"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone(),
-    )
-    .unwrap();
+    let text = stdout_of(&mut pg.db_run(home.path(), &db, "-c 1 -t 10"));
     assert!(
         text.contains("Clean-up    before the run, as pgbench's: vacuum pgbench_branches, vacuum pgbench_tellers, truncate pgbench_history (-n skips it)"),
         "{text}"
@@ -969,10 +831,9 @@ fn each_run_starts_from_pgbenchs_clean_up_unless_no_vacuum() {
     // tables are named, not an error.
     let empty = pg.database();
     let dir = temp();
-    let script = script_file(dir.path(), "one.sql", "SELECT 1;\n");
+    let script = write_file(dir.path(), "one.sql", "SELECT 1;\n");
     let run = json_run(
-        pg.dyno(home.path(), &empty)
-            .args(["db", "run", "-t", "2", "--json", "-f"])
+        pg.db_run(home.path(), &empty, "-t 2 --json -f")
             .arg(&script),
         0,
     );
@@ -987,24 +848,22 @@ fn max_tries_zero_means_no_limit_with_a_duration_and_bad_values_say_what_to_give
     let (pg, home) = (pg(), temp());
     let db = pg.database();
     let dir = temp();
-    let script = script_file(dir.path(), "one.sql", "SELECT 1;\n");
-    pg.dyno(home.path(), &db)
-        .args(["db", "run", "--max-tries", "-10", "-t", "1", "-f"])
-        .arg(&script)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("'-10' is negative"));
-    pg.dyno(home.path(), &db)
-        .args(["db", "run", "--max-tries", "0", "-t", "1", "-f"])
-        .arg(&script)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
+    let script = write_file(dir.path(), "one.sql", "SELECT 1;\n");
+    for (flags, says) in [
+        ("--max-tries -10 -t 1 -f", "'-10' is negative"),
+        (
+            "--max-tries 0 -t 1 -f",
             "add a duration (-T) or a latency limit (-L)",
-        ));
+        ),
+    ] {
+        pg.db_run(home.path(), &db, flags)
+            .arg(&script)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+    }
     let run = json_run(
-        pg.dyno(home.path(), &db)
-            .args(["db", "run", "--max-tries", "0", "-T", "1", "--json", "-f"])
+        pg.db_run(home.path(), &db, "--max-tries 0 -T 1 --json -f")
             .arg(&script),
         0,
     );
@@ -1014,44 +873,11 @@ fn max_tries_zero_means_no_limit_with_a_duration_and_bad_values_say_what_to_give
 
 #[test]
 fn retried_transactions_and_retries_are_counted_apart_as_pgbench_does() {
-    let (pg, home) = (pg(), temp());
+    let (pg, home, dir) = (pg(), temp(), temp());
     let db = pg.database();
-    pg.psql(&db, "CREATE TABLE counter (id int PRIMARY KEY, v int NOT NULL); INSERT INTO counter VALUES (1, 0)");
-    let dir = temp();
-    let script = script_file(
-        dir.path(),
-        "contend.sql",
-        "BEGIN ISOLATION LEVEL REPEATABLE READ;\nSELECT v FROM counter WHERE id = 1;\n\\sleep 2 ms\nUPDATE counter SET v = v + 1 WHERE id = 1;\nEND;\n",
-    );
-    let run = json_run(
-        pg.dyno(home.path(), &db)
-            .args([
-                "db",
-                "run",
-                "-c",
-                "4",
-                "-j",
-                "2",
-                "-t",
-                "25",
-                "--max-tries",
-                "1000",
-                "--json",
-                "-f",
-            ])
-            .arg(&script),
-        0,
-    );
-    let text = String::from_utf8(
-        pg.dyno(home.path(), &db)
-            .args(["show", run["id"].as_str().unwrap()])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone(),
-    )
-    .unwrap();
+    let script = contended_counter(&pg, &db, dir.path());
+    let run = run_contended(&pg, home.path(), &db, &script, "--max-tries 1000", 0);
+    let text = shown(&pg, home.path(), &db, &run);
     let retried = metric(&run, "retried_transactions");
     let retries = metric(&run, "retries");
     assert!(retried > 0.0, "no conflict was met");
@@ -1072,16 +898,10 @@ fn retried_transactions_and_retries_are_counted_apart_as_pgbench_does() {
 
 /// `dyno show`'s text of a run.
 fn shown(pg: &Pg, home: &Path, db: &str, run: &Value) -> String {
-    String::from_utf8(
+    stdout_of(
         pg.dyno(home, db)
-            .args(["show", run["id"].as_str().unwrap()])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone(),
+            .args(["show", run["id"].as_str().unwrap()]),
     )
-    .unwrap()
 }
 
 #[test]
@@ -1089,11 +909,9 @@ fn a_run_that_committed_nothing_has_no_cost_per_transaction() {
     let (pg, home) = (pg(), temp());
     let db = pg.database();
     let dir = temp();
-    let script = script_file(dir.path(), "zero.sql", "\\set x 1 / 0\nSELECT :x;\n");
+    let script = write_file(dir.path(), "zero.sql", "\\set x 1 / 0\nSELECT :x;\n");
     let run = json_run(
-        pg.dyno(home.path(), &db)
-            .args(["db", "run", "-t", "3", "--json", "-f"])
-            .arg(&script),
+        pg.db_run(home.path(), &db, "-t 3 --json -f").arg(&script),
         1,
     );
     assert_eq!(metric(&run, "transactions"), 0.0);
@@ -1107,47 +925,25 @@ fn a_run_that_committed_nothing_has_no_cost_per_transaction() {
 #[test]
 fn labels_say_what_the_figures_include_and_hints_fit_the_table() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
-    let run = json_run(
-        pg.dyno(home.path(), &db)
-            .args(["db", "run", "-S", "-C", "-t", "5", "--json"]),
-        0,
-    );
+    let db = pgbench_db(&pg, home.path());
+    let run = pg.db_json(home.path(), &db, "-S -C -t 5");
     let text = shown(&pg, home.path(), &db, &run);
     assert!(text.contains("including reconnection times"), "{text}");
     assert!(!text.contains("without the connections' time"), "{text}");
-    let run = json_run(
-        pg.dyno(home.path(), &db)
-            .args(["db", "run", "-S", "--pipeline", "-t", "5", "--json"]),
-        0,
-    );
+    let run = pg.db_json(home.path(), &db, "-S --pipeline -t 5");
     let text = shown(&pg, home.path(), &db, &run);
     let settings = text
         .lines()
         .find(|l| l.starts_with("Settings    "))
         .unwrap();
     assert!(settings.ends_with(", pipeline"), "{settings}");
-    let history = String::from_utf8(
-        pg.dyno(home.path(), &db)
-            .args(["history", "--kind", "db"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone(),
-    )
-    .unwrap();
+    let history = stdout_of(pg.dyno(home.path(), &db).args(["history", "--kind", "db"]));
     assert!(history.contains(" tps"), "{history}");
     assert!(!history.contains("ops/s"), "{history}");
     // A table that is not pgbench's gets no `dyno db init` hint.
     let dir = temp();
-    let script = script_file(dir.path(), "missing.sql", "SELECT * FROM no_such_table;\n");
-    pg.dyno(home.path(), &db)
-        .args(["db", "run", "-t", "1", "-f"])
+    let script = write_file(dir.path(), "missing.sql", "SELECT * FROM no_such_table;\n");
+    pg.db_run(home.path(), &db, "-t 1 -f")
         .arg(&script)
         .assert()
         .code(1)
@@ -1158,29 +954,9 @@ fn labels_say_what_the_figures_include_and_hints_fit_the_table() {
 #[test]
 fn several_scripts_get_their_own_tps_and_latency() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
-    let run = json_run(
-        pg.dyno(home.path(), &db).args([
-            "db",
-            "run",
-            "-b",
-            "select-only@3",
-            "-b",
-            "simple-update@1",
-            "-c",
-            "2",
-            "-t",
-            "100",
-            "--seed",
-            "3",
-            "--json",
-        ]),
-        0,
-    );
+    let db = pgbench_db(&pg, home.path());
+    let flags = "-b select-only@3 -b simple-update@1 -c 2 -t 100 --seed 3";
+    let run = pg.db_json(home.path(), &db, flags);
     let mut total = 0.0;
     for name in ["select-only", "simple-update"] {
         let n = labelled(&run, "transactions", "script", name)["value"]
@@ -1210,24 +986,11 @@ fn several_scripts_get_their_own_tps_and_latency() {
 #[test]
 fn a_db_run_has_a_per_second_timeline_of_tps_and_p99() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
-    let run = json_run(
-        pg.dyno(home.path(), &db)
-            .args(["db", "run", "-S", "-T", "2", "--json"]),
-        0,
-    );
+    let db = pgbench_db(&pg, home.path());
+    let run = pg.db_json(home.path(), &db, "-S -T 2");
     let measured = metric(&run, "measured_ns") / 1e9;
     let find = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == name)
-            .unwrap_or_else(|| panic!("no {name}"))["samples"]
+        find_metric(&run, name)["samples"]
             .as_array()
             .unwrap()
             .iter()
@@ -1254,54 +1017,35 @@ fn a_db_run_has_a_per_second_timeline_of_tps_and_p99() {
     assert!(rates[0] > 0.0 && p99s[0] > 0.0);
 }
 
-#[test]
-fn find_max_stays_under_a_serialised_scripts_ceiling() {
-    // Every transaction takes one advisory lock and holds it 2 ms: the
-    // server runs them one at a time, so no rate above ~500 tps (less the
-    // round trips) can be sustained, whatever the clients.
-    let (pg, home) = (pg(), temp());
-    let db = pg.database();
+/// `db run -f SERIAL FLAGS… --json` on `db`, where SERIAL takes one
+/// advisory lock in every transaction and holds it 2 ms: the server runs
+/// them one at a time, so no rate above ~500 tps (less the round trips)
+/// can be sustained, whatever the clients. The run must succeed.
+fn serialised_find_max(pg: &Pg, home: &Path, db: &str, flags: &str) -> Value {
     let dir = temp();
-    let script = dir.path().join("serial.sql");
-    std::fs::write(
-        &script,
+    let script = write_file(
+        dir.path(),
+        "serial.sql",
         // One transaction: the lock is held until END (each statement
         // alone would be its own transaction, and release it at once).
         "BEGIN;\nSELECT pg_advisory_xact_lock(42);\nSELECT pg_sleep(0.002);\nEND;\n",
+    );
+    json_run(
+        pg.db_run(home, db, "-f")
+            .arg(&script)
+            .args(words(flags))
+            .arg("--json"),
+        0,
     )
-    .unwrap();
-    let out = pg
-        .dyno(home.path(), &db)
-        .args([
-            "db",
-            "run",
-            "-f",
-            script.to_str().unwrap(),
-            "-c",
-            "8",
-            "-j",
-            "2",
-            "-n",
-            "--find-max",
-            "--slo",
-            "p99<=200ms",
-            "--start",
-            "100",
-            "--step",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--precision",
-            "20",
-            "--budget",
-            "12s",
-            "--json",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let run = stdout_json(&out);
+}
+
+#[test]
+fn find_max_stays_under_a_serialised_scripts_ceiling() {
+    let (pg, home) = (pg(), temp());
+    let db = pg.database();
+    let search = "--find-max --slo p99<=200ms --start 100 --step 1s --warmup 200ms";
+    let flags = format!("-c 8 -j 2 -n {search} --precision 20 --budget 12s");
+    let run = serialised_find_max(&pg, home.path(), &db, &flags);
     let cap = &run["settings"]["capacity"];
     let steps = cap["steps"].as_array().unwrap();
     assert_eq!(steps[0]["requested"], 100.0, "{cap}");
@@ -1382,25 +1126,11 @@ fn rate_plan_flags_of_db_run_are_checked_before_any_load() {
 #[test]
 fn a_db_rate_plan_runs_every_due_time_and_gives_each_stage_its_figures() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
-    let run = json_run(
-        pg.dyno(home.path(), &db).args([
-            "db",
-            "run",
-            "-S",
-            "-c",
-            "4",
-            "-j",
-            "2",
-            "--rate-plan",
-            "100@1s,0..200/1s,10@1s",
-            "--json",
-        ]),
-        0,
+    let db = pgbench_db(&pg, home.path());
+    let run = pg.db_json(
+        home.path(),
+        &db,
+        "-S -c 4 -j 2 --rate-plan 100@1s,0..200/1s,10@1s",
     );
     assert_eq!(metric(&run, "requested_transactions_per_sec"), 70.0);
     let plan = &run["settings"]["rate_plan"];
@@ -1429,14 +1159,7 @@ fn a_db_rate_plan_runs_every_due_time_and_gives_each_stage_its_figures() {
         assert!(s["p99_ns"].as_u64().unwrap() > 0, "{s}");
         assert_eq!(s["errors"], 0);
     }
-    let shown = String::from_utf8(
-        pg.dyno(home.path(), &db)
-            .args(["show", run["id"].as_str().unwrap()])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let shown = shown(&pg, home.path(), &db, &run);
     assert!(
         shown.contains("Rate plan   100@1s,0..200/1s,10@1s (3 stages"),
         "{shown}"
@@ -1451,46 +1174,11 @@ fn a_db_rate_plan_runs_every_due_time_and_gives_each_stage_its_figures() {
 fn find_max_over_a_range_of_clients_sweeps_the_closed_model() {
     let (pg, home) = (pg(), temp());
     let db = pg.database();
-    let dir = temp();
-    let script = script_file(
-        dir.path(),
-        "serial.sql",
-        "BEGIN;\nSELECT pg_advisory_xact_lock(42);\nSELECT pg_sleep(0.002);\nEND;\n",
-    );
-    let out = pg
-        .dyno(home.path(), &db)
-        .args([
-            "db",
-            "run",
-            "-f",
-            script.to_str().unwrap(),
-            "-c",
-            "1..128",
-            "-j",
-            "2",
-            "-n",
-            "--find-max",
-            "--slo",
-            "p99<=50ms",
-            "--step",
-            "500ms",
-            "--warmup",
-            "100ms",
-            "--json",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let run = stdout_json(&out);
+    let flags = "-c 1..128 -j 2 -n --find-max --slo p99<=50ms --step 500ms --warmup 100ms";
+    let run = serialised_find_max(&pg, home.path(), &db, flags);
     let cap = &run["settings"]["capacity"];
     let steps = cap["steps"].as_array().unwrap();
-    let mut levels: Vec<u64> = steps
-        .iter()
-        .map(|s| s["connections"].as_u64().unwrap())
-        .collect();
-    // A level that failed while the machine was busy runs once more.
-    levels.dedup();
+    let levels = sweep_levels(cap);
     assert_eq!(levels[..3], [1, 2, 4], "{cap}");
     // 64 clients queue 64 × 2 ms for the lock: past 50 ms.
     assert!(levels.len() < 8, "{levels:?}");
@@ -1500,14 +1188,7 @@ fn find_max_over_a_range_of_clients_sweeps_the_closed_model() {
     assert!(max < 500.0, "{max}: the lock allows at most 500 a second");
     assert!(cap["sweep"]["usl"].is_object(), "{cap}");
     assert_eq!(run["headline"], "max_sustainable_rate");
-    let shown = String::from_utf8(
-        pg.dyno(home.path(), &db)
-            .args(["show", run["id"].as_str().unwrap()])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let shown = shown(&pg, home.path(), &db, &run);
     assert!(shown.contains("STEP  CONN"), "{shown}");
 }
 
@@ -1532,37 +1213,19 @@ fn db_run_watches_the_server() {
     .unwrap();
     let pid = postmaster.lines().next().unwrap().trim().to_owned();
     let dir = temp();
-    let script = dir.path().join("one.sql");
-    std::fs::write(&script, "SELECT 1;\n").unwrap();
+    let script = write_file(dir.path(), "one.sql", "SELECT 1;\n");
+    // Sessions publish their counters about once a second, and the
+    // exporter reads them as published: a run of one second could see
+    // only its first commits.
     let run = json_run(
-        pg.dyno(home.path(), &db).args([
-            "db",
-            "run",
-            "-n",
-            "-c",
-            "2",
-            // Sessions publish their counters about once a second, and the
-            // exporter reads them as published: a run of one second could
-            // see only its first commits.
-            "-T",
-            "3",
-            "-f",
-            script.to_str().unwrap(),
-            "--watch-pid",
-            &pid,
-            "--watch-interval",
-            "100ms",
-            "--watch",
-            &exporter.url,
-            "--json",
-        ]),
+        pg.db_run(home.path(), &db, "-n -c 2 -T 3 -f")
+            .arg(&script)
+            .args(["--watch-pid", &pid, "--watch-interval", "100ms"])
+            .args(["--watch", &exporter.url, "--json"]),
         0,
     );
     let target = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
+        metrics(&run)
             .find(|m| {
                 m["name"] == name
                     && m["labels"]["watched"]
@@ -1576,12 +1239,7 @@ fn db_run_watches_the_server() {
     // per second, within what a second's edges (the last second's commits
     // are published as the sessions end, after the last scrape) and the
     // exporter's own queries add.
-    let tps = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "transactions_per_sec")
-        .unwrap()["value"]
+    let tps = find_metric(&run, "transactions_per_sec")["value"]
         .as_f64()
         .unwrap();
     let commits = target("target_pg_commits_per_sec")["value"]
@@ -1597,36 +1255,20 @@ fn db_run_watches_the_server() {
             .unwrap()
             > 50.0
     );
-    let watched = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == name)
-            .unwrap_or_else(|| panic!("no {name}"))
-            .clone()
-    };
-    let cpu = watched("server_cpu_percent");
+    let cpu = find_metric(&run, "server_cpu_percent");
     assert_eq!(cpu["labels"]["watched"], "postgres");
-    assert!(watched("server_cpu_per_op_ns")["value"].as_f64().unwrap() >= 0.0);
-    let codes: Vec<&str> = run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|w| w["code"].as_str())
-        .collect();
+    assert!(
+        find_metric(&run, "server_cpu_per_op_ns")["value"]
+            .as_f64()
+            .unwrap()
+            >= 0.0
+    );
+    let codes = warning_codes(&run);
     assert!(
         codes.contains(&"nothing_saturated") || codes.contains(&"server_cpu_bound"),
         "{codes:?}"
     );
-    let shown = String::from_utf8(
-        pg.dyno(home.path(), &db)
-            .args(["show", run["id"].as_str().unwrap()])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let shown = shown(&pg, home.path(), &db, &run);
     assert!(
         shown.contains("Server CPU  postgres: ") && shown.contains("per transaction"),
         "{shown}"
@@ -1636,10 +1278,7 @@ fn db_run_watches_the_server() {
 /// A metric of `run` labelled `watched` by a `--pg-stats` source (and
 /// `event`, when given).
 fn pg_stat(run: &Value, name: &str, event: Option<&str>) -> Option<f64> {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    metrics(run)
         .find(|m| {
             m["name"] == name
                 && m["labels"]["watched"].is_string()
@@ -1648,13 +1287,15 @@ fn pg_stat(run: &Value, name: &str, event: Option<&str>) -> Option<f64> {
         .and_then(|m| m["value"].as_f64())
 }
 
-fn warning_codes(run: &Value) -> Vec<String> {
-    run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|w| w["code"].as_str().map(str::to_owned))
-        .collect()
+/// `cmd` (a `dyno` on a database) runs `script` without clean-up under
+/// `--pg-stats`, with `clients` for `seconds`; the run must succeed.
+fn pg_stats_run(cmd: &mut Command, script: &Path, clients: u32, seconds: u32) -> Value {
+    json_run(
+        cmd.args(words(&format!("db run -n -c {clients} -T {seconds} -f")))
+            .arg(script)
+            .args(["--pg-stats", "--json"]),
+        0,
+    )
 }
 
 #[test]
@@ -1666,30 +1307,14 @@ fn pg_stats_counts_the_servers_commits_and_names_sessions_queued_on_one_row() {
         "CREATE TABLE hot (id int PRIMARY KEY, v int); INSERT INTO hot VALUES (1, 0)",
     );
     let dir = temp();
-    let script = dir.path().join("hot.sql");
     // Every transaction holds the one row for 2 ms: of four clients,
     // three wait for its lock at any time.
-    std::fs::write(
-        &script,
+    let script = write_file(
+        dir.path(),
+        "hot.sql",
         "BEGIN;\nUPDATE hot SET v = v + 1 WHERE id = 1;\nSELECT pg_sleep(0.002);\nEND;\n",
-    )
-    .unwrap();
-    let run = json_run(
-        pg.dyno(home.path(), &db).args([
-            "db",
-            "run",
-            "-n",
-            "-c",
-            "4",
-            "-T",
-            "3",
-            "-f",
-            script.to_str().unwrap(),
-            "--pg-stats",
-            "--json",
-        ]),
-        0,
     );
+    let run = pg_stats_run(&mut pg.dyno(home.path(), &db), &script, 4, 3);
     // PostgreSQL's own count, less the probe's commits, is dyno's: the
     // last reading waits until the sessions have published theirs. The
     // run's set-up queries before the load (a handful of commits) may be
@@ -1703,10 +1328,7 @@ fn pg_stats_counts_the_servers_commits_and_names_sessions_queued_on_one_row() {
     let rows = pg_stat(&run, "target_pg_rows_written_per_op", None).unwrap();
     assert!((0.9..=1.1).contains(&rows), "{rows} rows per transaction");
     assert!(pg_stat(&run, "target_pg_wal_bytes_per_op", None).unwrap() > 0.0);
-    let locked: f64 = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let locked: f64 = metrics(&run)
         .filter(|m| {
             m["name"] == "target_pg_wait_percent"
                 && m["labels"]["event"]
@@ -1722,26 +1344,10 @@ fn pg_stats_counts_the_servers_commits_and_names_sessions_queued_on_one_row() {
     );
     let sessions = pg_stat(&run, "target_pg_sessions_mean", None).unwrap();
     assert!((3.0..=4.0).contains(&sessions), "{sessions} sessions");
-    assert!(
-        warning_codes(&run).contains(&"lock_waits".to_owned()),
-        "{}",
-        run["warnings"]
-    );
-    let timeline = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "timeline_target_pg_commits_per_sec")
-        .unwrap();
+    assert!(has_warning(&run, "lock_waits"), "{}", run["warnings"]);
+    let timeline = find_metric(&run, "timeline_target_pg_commits_per_sec");
     assert_eq!(timeline["samples"].as_array().unwrap().len(), 3);
-    let shown = String::from_utf8(
-        pg.dyno(home.path(), &db)
-            .args(["show", run["id"].as_str().unwrap()])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let shown = shown(&pg, home.path(), &db, &run);
     assert!(
         shown.contains("PostgreSQL  ") && shown.contains("commits/s") && shown.contains("Lock:"),
         "{shown}"
@@ -1762,31 +1368,14 @@ fn pg_stats_without_the_right_to_a_view_warns_and_keeps_the_rest() {
         ),
     );
     let dir = temp();
-    let script = dir.path().join("one.sql");
-    std::fs::write(&script, "SELECT 1;\n").unwrap();
-    let run = json_run(
-        pg.dyno(home.path(), &db).env("PGUSER", &role).args([
-            "db",
-            "run",
-            "-n",
-            "-c",
-            "1",
-            "-T",
-            "1",
-            "-f",
-            script.to_str().unwrap(),
-            "--pg-stats",
-            "--json",
-        ]),
-        0,
+    let script = write_file(dir.path(), "one.sql", "SELECT 1;\n");
+    let run = pg_stats_run(
+        pg.dyno(home.path(), &db).env("PGUSER", &role),
+        &script,
+        1,
+        1,
     );
-    let told: Vec<&str> = run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["code"] == "watch_source")
-        .filter_map(|w| w["message"].as_str())
-        .collect();
+    let told = warning_messages(&run, "watch_source");
     assert!(
         told.iter()
             .any(|m| m.contains("pg_stat_wal could not be read")
@@ -1822,23 +1411,12 @@ fn pg_stats_elsewhere_needs_a_reachable_server_named_before_the_run() {
     refused(&["--pg-stats=nonsense://x"], "not valid");
     // Given the application's database, an HTTP run reads it too.
     let given = format!("--pg-stats={}", pg.url_of(&db));
-    let out = pg
-        .dyno(home.path(), &db)
-        .args(["http", &url, "-d", "1s", "-c", "1", "--json", &given])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let run = json_run(
+        pg.dyno(home.path(), &db)
+            .args(["http", &url, "-d", "1s", "-c", "1", "--json", &given]),
+        0,
     );
-    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mean = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "target_pg_sessions_mean")
-        .unwrap_or_else(|| panic!("{}", run["metrics"]));
+    let mean = find_metric(&run, "target_pg_sessions_mean");
     assert_eq!(
         mean["labels"]["watched"].as_str().unwrap(),
         format!(
@@ -1857,42 +1435,15 @@ fn pg_stats_elsewhere_needs_a_reachable_server_named_before_the_run() {
 #[test]
 fn quick_watches_each_line_apart_and_reads_the_db_lines_server() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
+    let db = pgbench_db(&pg, home.path());
     let run = json_run(
-        pg.dyno(home.path(), &db).args([
-            "quick",
-            "--int64-iterations",
-            "100000",
-            "--repetitions",
-            "2",
-            "--http-duration",
-            "0",
-            "--disk-duration",
-            "0",
-            "--db-duration",
-            "2s",
-            "--pg-stats",
-            "--watch-name",
-            "postgres",
-            "--watch-interval",
-            "200ms",
-            "--json",
-        ]),
+        pg.dyno(home.path(), &db).args(words(
+            "quick --int64-iterations 100000 --repetitions 2 --http-duration 0 --disk-duration 0 \
+             --db-duration 2s --pg-stats --watch-name postgres --watch-interval 200ms --json",
+        )),
         0,
     );
-    let of = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == name)
-            .unwrap_or_else(|| panic!("no {name}: {}", run["metrics"]))
-            .clone()
-    };
+    let of = |name: &str| find_metric(&run, name);
     // The db line's figures carry its prefix; the server's processes
     // include the backends its connections started.
     let tps = of("db_transactions_per_sec")["value"].as_f64().unwrap();
@@ -1907,10 +1458,7 @@ fn quick_watches_each_line_apart_and_reads_the_db_lines_server() {
     assert_eq!(cpu["labels"]["watched"], "postgres");
     assert!(cpu["value"].as_f64().unwrap() > 10.0, "{cpu}");
     assert!(of("db_server_cpu_per_op_ns")["value"].as_f64().unwrap() > 0.0);
-    let verdicts: Vec<&str> = run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let verdicts: Vec<&str> = warnings(&run)
         .filter(|w| {
             [
                 "nothing_saturated",
@@ -1932,45 +1480,26 @@ fn quick_watches_each_line_apart_and_reads_the_db_lines_server() {
 #[test]
 fn show_script_prints_a_builtin_that_runs_as_a_file() {
     let (pg, home) = (pg(), temp());
-    let db = pg.database();
-    pg.dyno(home.path(), &db)
-        .args(["db", "init", "-s", "1"])
-        .assert()
-        .success();
-    let shown = pg
-        .dyno(home.path(), &db)
-        .args(["db", "run", "--show-script", "simple"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let shown = String::from_utf8(shown).unwrap();
+    let db = pgbench_db(&pg, home.path());
+    let shown = stdout_of(&mut pg.db_run(home.path(), &db, "--show-script simple"));
     assert!(
         shown.starts_with("-- simple-update:") && shown.contains("UPDATE pgbench_accounts"),
         "{shown}"
     );
     let dir = temp();
-    let file = dir.path().join("shown.sql");
-    std::fs::write(&file, &shown).unwrap();
+    let file = write_file(dir.path(), "shown.sql", &shown);
     let run = json_run(
-        pg.dyno(home.path(), &db).args([
-            "db",
-            "run",
-            "-t",
-            "5",
-            "-f",
-            file.to_str().unwrap(),
-            "--json",
-        ]),
+        pg.db_run(home.path(), &db, "-t 5 -f")
+            .arg(&file)
+            .arg("--json"),
         0,
     );
     assert_eq!(metric(&run, "transactions"), 5.0);
     // A name that is none, or more than one: exit 2, naming the built-ins.
     for (name, says) in [("nope", "the built-ins are"), ("s", "ambiguous")] {
         let out = pg
-            .dyno(home.path(), &db)
-            .args(["db", "run", "--show-script", name])
+            .db_run(home.path(), &db, "--show-script")
+            .arg(name)
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2));
@@ -1983,17 +1512,15 @@ fn exit_on_abort_stops_every_client_at_the_first_abort() {
     let (pg, home) = (pg(), temp());
     let db = pg.database();
     let dir = temp();
-    let script = dir.path().join("abort.sql");
     // Client 0 fails at once; client 1 would run its 300 transactions.
-    std::fs::write(
-        &script,
+    let script = write_file(
+        dir.path(),
+        "abort.sql",
         "\\if :client_id = 0\nSELECT 1/0;\n\\else\nSELECT pg_sleep(0.002);\n\\endif\n",
-    )
-    .unwrap();
+    );
     let committed = |extra: &[&str]| {
         let run = json_run(
-            pg.dyno(home.path(), &db)
-                .args(["db", "run", "-n", "-c", "2", "-t", "300", "-f"])
+            pg.db_run(home.path(), &db, "-n -c 2 -t 300 -f")
                 .arg(&script)
                 .args(extra)
                 .arg("--json"),
@@ -2051,13 +1578,7 @@ fn a_server_gone_mid_run_is_target_lost() {
         String::from_utf8_lossy(&out.stderr)
     );
     let run = stdout_json(&out);
-    let lost: Vec<&str> = run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["code"] == "target_lost")
-        .filter_map(|w| w["message"].as_str())
-        .collect();
+    let lost = warning_messages(&run, "target_lost");
     assert_eq!(lost.len(), 1, "{}", run["warnings"]);
     assert!(lost[0].contains("to 4.0 s (the end)"), "{}", lost[0]);
     assert!(lost[0].contains("aborted"), "{}", lost[0]);

@@ -32,10 +32,7 @@ fn disk_json(home: &Path, dir: &Path, extra: &[&str]) -> (Value, String) {
 
 /// The metric `name` of test `test` and operation `op`.
 fn labelled<'a>(run: &'a Value, name: &str, test: &str, op: &str) -> &'a Value {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    metrics(run)
         .find(|m| m["name"] == name && m["labels"]["test"] == test && m["labels"]["op"] == op)
         .unwrap_or_else(|| panic!("no {name} for {test} {op}; warnings: {}", run["warnings"]))
 }
@@ -44,15 +41,6 @@ fn entries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect()
-}
-
-fn warning_codes(run: &Value) -> Vec<String> {
-    run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["code"].as_str().unwrap().to_owned())
         .collect()
 }
 
@@ -120,19 +108,20 @@ fn disk_table_shows_reads_and_writes_side_by_side() {
     args.extend(SMALL);
     args.extend(["--test", "rnd:4k:q4:t2", "--mix", "70", "--no-save"]);
     let text = ok(home.path(), &args);
-    for needle in [
-        "Test ",
-        "Read MB/s",
-        "Write MB/s",
-        "Mix70 MB/s",
-        "RND4K Q4T2",
-        "best pass shown",
-        "Every pass (MB/s, * best):",
-        "RND4K Q4T2 mix70:",
-        "seed 9",
-    ] {
-        assert!(text.contains(needle), "{needle}:\n{text}");
-    }
+    assert_contains_all(
+        &text,
+        &[
+            "Test ",
+            "Read MB/s",
+            "Write MB/s",
+            "Mix70 MB/s",
+            "RND4K Q4T2",
+            "best pass shown",
+            "Every pass (MB/s, * best):",
+            "RND4K Q4T2 mix70:",
+            "seed 9",
+        ],
+    );
     assert!(entries(dir.path()).is_empty());
 }
 
@@ -148,15 +137,7 @@ fn disk_warns_when_its_io_threads_outnumber_the_cpus() {
         dir.path(),
         &["--test", &over, "--test", fits, "--no-save"],
     );
-    let warning = |run: &Value| {
-        run["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|w| w["code"] == "oversubscribed")
-            .map(|w| w["message"].as_str().unwrap().to_owned())
-    };
-    let message = warning(&run).expect("more threads than CPUs is said");
+    let message = warning(&run, "oversubscribed").expect("more threads than CPUs is said");
     let name = format!("RND4K Q1T{}", cpus + 1);
     assert!(message.contains(&name), "{message}");
     assert!(!message.contains("SEQ1M"), "{message}");
@@ -170,9 +151,9 @@ fn disk_warns_when_its_io_threads_outnumber_the_cpus() {
         dir.path(),
         &["--test", &deep, "--engine", "threads", "--no-save"],
     );
-    assert!(warning(&run).is_some(), "{}", run["warnings"]);
+    assert!(has_warning(&run, "oversubscribed"), "{}", run["warnings"]);
     let (run, _) = disk_json(home.path(), dir.path(), &["--test", fits, "--no-save"]);
-    assert!(warning(&run).is_none(), "{}", run["warnings"]);
+    assert!(!has_warning(&run, "oversubscribed"), "{}", run["warnings"]);
 }
 
 #[test]
@@ -304,7 +285,7 @@ fn disk_on_tmpfs_falls_back_to_buffered_io_and_says_so() {
     );
     assert_eq!(run["environment"]["storage"]["filesystem"], "tmpfs");
     assert_eq!(run["environment"]["storage"]["direct_io"], false);
-    assert!(warning_codes(&run).contains(&"buffered_io".to_owned()));
+    assert!(has_warning(&run, "buffered_io"));
     assert!(fs.entries().is_empty());
 }
 
@@ -408,14 +389,8 @@ fn quick_gains_a_disk_line_and_skips_it_where_the_file_cannot_go() {
         .get_output()
         .clone();
     let run = stdout_json(&out);
-    assert!(warning_codes(&run).contains(&"disk_line_skipped".to_owned()));
-    assert!(
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m["name"] == "int64_1t_ns")
-    );
+    assert!(has_warning(&run, "disk_line_skipped"));
+    assert!(metrics(&run).any(|m| m["name"] == "int64_1t_ns"));
     assert!(fs.entries().is_empty());
 }
 
@@ -434,7 +409,7 @@ fn disk_auto_engine_is_threads_on_tmpfs_and_says_why() {
     let why = run["settings"]["engine_reason"].as_str().unwrap();
     assert!(why.contains("auto") && why.contains("buffered"), "{why}");
     assert!(
-        !warning_codes(&run).contains(&"thread_engine".to_owned()),
+        !has_warning(&run, "thread_engine"),
         "the pool is the right engine here, not a fallback"
     );
     let shown = ok(home.path(), &["show", run["id"].as_str().unwrap()]);
@@ -456,7 +431,7 @@ fn disk_auto_engine_is_threads_on_tmpfs_and_says_why() {
                 &["--test", "rnd:4k:q1:t1", "--engine", "io_uring"],
             );
             assert_eq!(run["settings"]["engine"], "io_uring");
-            assert!(warning_codes(&run).contains(&"uring_buffered".to_owned()));
+            assert!(has_warning(&run, "uring_buffered"));
         }
     }
 }
@@ -498,7 +473,7 @@ fn disk_warns_that_a_small_file_fits_in_caches() {
     let home = temp();
     let dir = temp();
     let (run, _) = disk_json(home.path(), dir.path(), &["--test", "rnd:4k:q1:t1"]);
-    assert!(warning_codes(&run).contains(&"small_file".to_owned()));
+    assert!(has_warning(&run, "small_file"));
     let text = run["warnings"].to_string();
     assert!(text.contains("8.00 MiB test file is under 1 GiB"), "{text}");
 }
@@ -544,12 +519,7 @@ fn disk_watches_a_process_over_the_table() {
             "50ms",
         ],
     );
-    let names: Vec<&str> = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["name"].as_str())
-        .collect();
+    let names: Vec<&str> = metrics(&run).filter_map(|m| m["name"].as_str()).collect();
     for name in [
         "server_cpu_percent",
         "server_memory_peak",
@@ -559,11 +529,7 @@ fn disk_watches_a_process_over_the_table() {
     }
     assert!(!names.contains(&"server_cpu_per_op_ns"), "{names:?}");
     assert!(
-        run["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w["code"] == "server_cpu_bound" || w["code"] == "nothing_saturated"),
+        has_warning(&run, "server_cpu_bound") || has_warning(&run, "nothing_saturated"),
         "{}",
         run["warnings"]
     );

@@ -87,15 +87,16 @@ fn bad_values_block_with_the_commands_that_fix_them_and_unreadable_ones_are_unkn
         .get_output()
         .clone();
     let text = String::from_utf8(out.stdout).unwrap();
-    for needle in [
-        "BLOCKS   listen queue (net.core.somaxconn)",
-        "sysctl -w net.core.somaxconn=65535",
-        "echo 'net.core.somaxconn = 65535' >> /etc/sysctl.d/90-dyno.conf",
-        "sysctl -w net.ipv4.tcp_tw_reuse=1",
-        "2 blocking, 6 unknown; fix the blocking ones before measuring",
-    ] {
-        assert!(text.contains(needle), "no {needle:?} in\n{text}");
-    }
+    assert_contains_all(
+        &text,
+        &[
+            "BLOCKS   listen queue (net.core.somaxconn)",
+            "sysctl -w net.core.somaxconn=65535",
+            "echo 'net.core.somaxconn = 65535' >> /etc/sysctl.d/90-dyno.conf",
+            "sysctl -w net.ipv4.tcp_tw_reuse=1",
+            "2 blocking, 6 unknown; fix the blocking ones before measuring",
+        ],
+    );
     // Nothing readable: every check unknown, nothing blocks, no crash.
     let empty = sysroot(&[("proc/sys/net/core/somaxconn", "not a number\n")]);
     let out = doctor_at(home.path(), empty.path())

@@ -69,15 +69,6 @@ pub(crate) fn reference_server() -> (dyno_serve::ServerHandle, String) {
     (server, base)
 }
 
-pub(crate) fn warning<'a>(run: &'a Value, code: &str) -> Option<&'a str> {
-    run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["code"] == code)
-        .and_then(|w| w["message"].as_str())
-}
-
 #[test]
 fn unexpected_statuses_are_errors_unless_expected() {
     let home = temp();
@@ -185,73 +176,35 @@ fn known_methods_are_sent_in_upper_case_and_a_bare_body_is_warned_about() {
     // A body without a Content-Type goes as it is, with a warning that says
     // which header to add; with one, no warning.
     let (_server, base) = reference_server();
-    let (run, _) = http_json_exit(
-        home.path(),
-        &[
-            &format!("{base}/hello"),
-            "-n",
-            "2",
-            "-m",
-            "POST",
-            "-b",
-            "{}",
-        ],
-        0,
-    );
+    let hello = format!("{base}/hello");
+    let post = [hello.as_str(), "-n", "2", "-m", "POST", "-b", "{}"];
+    let run = http_json(home.path(), &post);
     let message = warning(&run, "no_content_type").expect("a warning");
     assert!(message.contains("-H 'Content-Type: "), "{message}");
-    let (run, _) = http_json_exit(
-        home.path(),
-        &[
-            &format!("{base}/hello"),
-            "-n",
-            "2",
-            "-m",
-            "POST",
-            "-b",
-            "{}",
-            "-H",
-            "content-type: application/json",
-        ],
-        0,
-    );
+    let typed = ["-H", "content-type: application/json"];
+    let run = http_json(home.path(), &[&post[..], &typed].concat());
     assert!(warning(&run, "no_content_type").is_none());
 }
 
 #[test]
 fn a_latency_log_in_a_missing_directory_says_so() {
     let home = temp();
-    let log = home.path().join("no-such-dir/x.hlog");
-    let stderr = fails(
-        home.path(),
-        &[
-            "http",
-            "-n",
-            "1",
-            "--no-save",
-            "--latency-log",
-            log.to_str().unwrap(),
-        ],
-    );
+    let refused = |log: &Path| {
+        let log = log.to_str().unwrap();
+        fails(
+            home.path(),
+            &["http", "-n", "1", "--no-save", "--latency-log", log],
+        )
+    };
+    let stderr = refused(&home.path().join("no-such-dir/x.hlog"));
     assert!(
         stderr.contains("no-such-dir' does not exist: create it first"),
         "{stderr}"
     );
     assert!(!stderr.contains("never overwritten"), "{stderr}");
     // An existing file: that is the reason given.
-    let existing = home.path().join("x.hlog");
-    std::fs::write(&existing, "keep me").unwrap();
-    let stderr = fails(
-        home.path(),
-        &[
-            "http",
-            "-n",
-            "1",
-            "--no-save",
-            "--latency-log",
-            existing.to_str().unwrap(),
-        ],
-    );
+    let existing = write_file(home.path(), "x.hlog", "keep me");
+    let stderr = refused(&existing);
     assert!(stderr.contains("already exists"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
 }
@@ -278,39 +231,21 @@ fn ab_layout_names_the_server_counts_keep_alive_and_failed_statuses() {
         b"HTTP/1.1 503 Service Unavailable\r\nServer: canned/1.0\r\nContent-Length: 4\r\n\r\nbusy",
     );
     let url = format!("http://{addr}/x");
-    let args = [
-        "http",
-        &url,
-        "-n",
-        "10",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--format",
-        "ab",
-        "--no-save",
-    ];
-    let out = dyno(home.path())
-        .args(args)
-        .timeout(Duration::from_secs(60))
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
-    let text = String::from_utf8(out.stdout).unwrap();
-    for line in [
-        "Server Software:        canned/1.0\n",
-        "Complete requests:      10\n",
-        // The unexpected statuses fail the run, so ab's count says so too.
-        "Failed requests:        10\n",
-        "   (Connect: 0, Receive: 0, Length: 0, Exceptions: 10)\n",
-        "Non-2xx responses:      10\n",
-        // Two requests opened the two connections; eight reused them.
-        "Keep-Alive requests:    8\n",
-    ] {
-        assert!(text.contains(line), "no {line:?} in\n{text}");
-    }
+    let line = format!("http {url} -n 10 -c 2 -t 1 --format ab --no-save");
+    let (text, _) = run_text(home.path(), &words(&line), 1);
+    assert_contains_all(
+        &text,
+        &[
+            "Server Software:        canned/1.0\n",
+            "Complete requests:      10\n",
+            // The unexpected statuses fail the run, so ab's count says so too.
+            "Failed requests:        10\n",
+            "   (Connect: 0, Receive: 0, Length: 0, Exceptions: 10)\n",
+            "Non-2xx responses:      10\n",
+            // Two requests opened the two connections; eight reused them.
+            "Keep-Alive requests:    8\n",
+        ],
+    );
     // ab's widths: %5d %4d %5.1f %6d %7d after a 12-character label.
     let connect = text.lines().find(|l| l.starts_with("Connect:")).unwrap();
     assert_eq!(
@@ -319,31 +254,18 @@ fn ab_layout_names_the_server_counts_keep_alive_and_failed_statuses() {
         "{connect:?}"
     );
     // Statuses said to be expected pass, as ab would count them.
-    let out = dyno(home.path())
-        .args(args)
-        .args(["--expect-status", "503"])
-        .timeout(Duration::from_secs(60))
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let (text, _) = run_text(
+        home.path(),
+        &words(&format!("{line} --expect-status 503")),
+        0,
+    );
     assert!(text.contains("Failed requests:        0\n"), "{text}");
     // Without keep-alive there is no Keep-Alive line, as in ab without -k.
     let text = ok(
         home.path(),
-        &[
-            "http",
-            &url,
-            "-n",
-            "4",
-            "--no-keepalive",
-            "--expect-status",
-            "5xx",
-            "--format",
-            "ab",
-            "--no-save",
-        ],
+        &words(&format!(
+            "http {url} -n 4 --no-keepalive --expect-status 5xx --format ab --no-save"
+        )),
     );
     assert!(!text.contains("Keep-Alive"), "{text}");
     // The Run keeps the server's name.
@@ -422,18 +344,9 @@ fn h2_counts_exactly_over_many_streams_and_reports_what_it_adds() {
     // The human report says what ran and what HPACK saved.
     let (text, _) = run_text(
         home.path(),
-        &[
-            "http",
-            &url,
-            "--h2",
-            "--streams",
-            "4",
-            "-c",
-            "2",
-            "-n",
-            "200",
-            "--no-save",
-        ],
+        &words(&format!(
+            "http {url} --h2 --streams 4 -c 2 -n 200 --no-save"
+        )),
         0,
     );
     assert!(
@@ -503,30 +416,29 @@ fn tls_without_alpn() -> tls_server::TlsServer {
     )
 }
 
+/// The Run of `dyno http URL --insecure FLAGS… --json --no-save` against
+/// a server with a self-signed certificate; it must succeed.
+fn insecure_run(home: &Path, url: &str, flags: &str) -> Value {
+    http_json(home, &words(&format!("{url} --insecure {flags}")))
+}
+
+/// The human report of `dyno http URL --insecure FLAGS… --no-save`, which
+/// must succeed.
+fn insecure_report(home: &Path, url: &str, flags: &str) -> String {
+    let line = format!("http {url} --insecure {flags} --no-save");
+    run_text(home, &words(&line), 0).0
+}
+
 #[test]
 fn h2_over_tls_is_chosen_by_alpn_and_a_server_that_picks_nothing_else_is_named() {
     let home = temp();
     let (_server, url) = tls_reference_server();
-    let (run, _) = http_json_exit(
-        home.path(),
-        &[
-            &url,
-            "--h2",
-            "--insecure",
-            "-c",
-            "3",
-            "-m",
-            "8",
-            "-n",
-            "3000",
-        ],
-        0,
-    );
+    let run = insecure_run(home.path(), &url, "--h2 -c 3 -m 8 -n 3000");
     assert_eq!(metric(&run, "responses"), Some(3000.0));
     assert_eq!(metric(&run, "errors"), Some(0.0));
     assert_eq!(run["settings"]["tls_session"]["alpn"], "h2");
     // The same server speaks HTTP/1.1 to a client that asks for it.
-    let (run, _) = http_json_exit(home.path(), &[&url, "--insecure", "-n", "100"], 0);
+    let run = insecure_run(home.path(), &url, "-n 100");
     assert_eq!(metric(&run, "responses"), Some(100.0));
     assert_eq!(run["settings"]["tls_session"]["alpn"], "http/1.1");
     // A TLS server that offers no HTTP/2: one error that says what ALPN
@@ -534,14 +446,10 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_that_picks_nothing_else_is_named()
     let plain = tls_without_alpn();
     let (_, stderr) = run_text(
         home.path(),
-        &[
-            "http",
-            &format!("https://{}/", plain.addr()),
-            "--h2",
-            "--insecure",
-            "-n",
-            "100",
-        ],
+        &words(&format!(
+            "http https://{}/ --h2 --insecure -n 100",
+            plain.addr()
+        )),
         2,
     );
     assert!(
@@ -591,11 +499,7 @@ fn h2_against_a_tls_server_without_h2_by_alpn_is_one_clear_error() {
         .success()
         .stdout(predicate::str::contains("http").not());
     // What the error suggests works.
-    let (run, _) = http_json_exit(
-        home.path(),
-        &[&url, "--alpn", "h2,http/1.1", "--insecure", "-n", "50"],
-        0,
-    );
+    let run = insecure_run(home.path(), &url, "--alpn h2,http/1.1 -n 50");
     assert_eq!(metric(&run, "responses"), Some(50.0));
     assert_eq!(run["settings"]["tls_session"]["alpn"], "http/1.1");
 }
@@ -607,56 +511,24 @@ fn h2_against_a_tls_server_without_h2_by_alpn_is_one_clear_error() {
 fn the_tls_session_is_recorded_whatever_alpn_chose() {
     let home = temp();
     let (_server, url) = tls_reference_server();
-    let (run, _) = http_json_exit(
-        home.path(),
-        &[&url, "--alpn", "http/1.1", "--insecure", "-n", "50"],
-        0,
-    );
+    let flags = "--alpn http/1.1 -n 50";
+    let run = insecure_run(home.path(), &url, flags);
     let session = &run["settings"]["tls_session"];
     assert_eq!(session["alpn"], "http/1.1", "{run}");
     assert!(session["protocol"].as_str().unwrap().starts_with("TLSv1."));
     assert!(session["cipher"].as_str().is_some_and(|c| !c.is_empty()));
     assert!(session["key_exchange"].as_str().is_some());
-    let (text, _) = run_text(
-        home.path(),
-        &[
-            "http",
-            &url,
-            "--alpn",
-            "http/1.1",
-            "--insecure",
-            "-n",
-            "50",
-            "--no-save",
-        ],
-        0,
-    );
+    let text = insecure_report(home.path(), &url, flags);
     assert!(text.contains("TLS TLSv1."), "{text}");
     // A server that offers no ALPN: the session, and "chose nothing".
     let plain = tls_without_alpn();
     let url = format!("https://{}/", plain.addr());
-    let (run, _) = http_json_exit(
-        home.path(),
-        &[&url, "--alpn", "h2,http/1.1", "--insecure", "-n", "50"],
-        0,
-    );
+    let flags = "--alpn h2,http/1.1 -n 50";
+    let run = insecure_run(home.path(), &url, flags);
     let session = &run["settings"]["tls_session"];
     assert!(session["protocol"].as_str().is_some(), "{run}");
     assert!(session["alpn"].is_null());
-    let (text, _) = run_text(
-        home.path(),
-        &[
-            "http",
-            &url,
-            "--alpn",
-            "h2,http/1.1",
-            "--insecure",
-            "-n",
-            "50",
-            "--no-save",
-        ],
-        0,
-    );
+    let text = insecure_report(home.path(), &url, flags);
     assert!(text.contains("TLS TLSv1."), "{text}");
     assert!(text.contains("server chose nothing"), "{text}");
 }
@@ -666,22 +538,7 @@ fn alpn_lets_the_server_choose_and_records_its_choice() {
     let home = temp();
     let (_server, url) = tls_reference_server();
     // dyno serve prefers h2; the streams apply to its connections.
-    let (run, _) = http_json_exit(
-        home.path(),
-        &[
-            &url,
-            "--alpn",
-            "http/1.1,h2",
-            "--insecure",
-            "-c",
-            "2",
-            "-m",
-            "4",
-            "-n",
-            "500",
-        ],
-        0,
-    );
+    let run = insecure_run(home.path(), &url, "--alpn http/1.1,h2 -c 2 -m 4 -n 500");
     assert_eq!(metric(&run, "responses"), Some(500.0));
     assert_eq!(run["settings"]["tls_session"]["alpn"], "h2");
     assert!(
@@ -689,22 +546,7 @@ fn alpn_lets_the_server_choose_and_records_its_choice() {
         "HTTP/2's figures"
     );
     // One protocol offered is one protocol spoken: --alpn h2 alone is HTTP/2.
-    let (run, _) = http_json_exit(
-        home.path(),
-        &[
-            &url,
-            "--alpn",
-            "h2",
-            "--insecure",
-            "-c",
-            "2",
-            "-m",
-            "4",
-            "-n",
-            "300",
-        ],
-        0,
-    );
+    let run = insecure_run(home.path(), &url, "--alpn h2 -c 2 -m 4 -n 300");
     assert_eq!(metric(&run, "responses"), Some(300.0));
     assert_eq!(metric(&run, "errors"), Some(0.0));
     assert_eq!(run["settings"]["tls_session"]["alpn"], "h2");
@@ -715,20 +557,7 @@ fn alpn_lets_the_server_choose_and_records_its_choice() {
     // A server that offers no ALPN at all gets HTTP/1.1, and the run works.
     let plain = tls_without_alpn();
     let url = format!("https://{}/", plain.addr());
-    let (text, _) = run_text(
-        home.path(),
-        &[
-            "http",
-            &url,
-            "--alpn",
-            "h2,http/1.1",
-            "--insecure",
-            "-n",
-            "50",
-            "--no-save",
-        ],
-        0,
-    );
+    let text = insecure_report(home.path(), &url, "--alpn h2,http/1.1 -n 50");
     assert!(
         text.contains("ALPN offered h2,http/1.1, server chose nothing"),
         "{text}"
@@ -973,23 +802,11 @@ url = "/index.html"
     )
     .unwrap();
     let file = file.to_str().unwrap();
-    let (run, stderr) = http_json_exit(
-        home.path(),
-        &[
-            "--scenario",
-            file,
-            "--h2",
-            "-c",
-            "1",
-            "-m",
-            "4",
-            "-n",
-            "200",
-            "-t",
-            "1",
-        ],
-        0,
-    );
+    let h2_flows = |load: &str| {
+        let line = format!("--scenario {file} --h2 -m 4 {load} -t 1");
+        http_json_exit(home.path(), &words(&line), 0)
+    };
+    let (run, stderr) = h2_flows("-c 1 -n 200");
     assert_eq!(nginx.logged(), 400, "200 flows of 2 steps: {stderr}");
     assert_eq!(metric(&run, "responses"), Some(400.0), "{stderr}");
     assert_eq!(metric(&run, "errors"), Some(0.0), "{stderr}");
@@ -997,23 +814,7 @@ url = "/index.html"
     // A duration: every connection's users go on, so far more than one
     // connection's 50 requests are answered, with no error.
     let before = nginx.logged();
-    let (run, stderr) = http_json_exit(
-        home.path(),
-        &[
-            "--scenario",
-            file,
-            "--h2",
-            "-c",
-            "2",
-            "-m",
-            "4",
-            "-d",
-            "2s",
-            "-t",
-            "1",
-        ],
-        0,
-    );
+    let (run, stderr) = h2_flows("-c 2 -d 2s");
     let answered = metric(&run, "responses").unwrap();
     assert!(answered >= 1000.0, "{answered} answered in 2 s: {stderr}");
     assert_eq!(metric(&run, "errors"), Some(0.0), "{stderr}");
@@ -1128,32 +929,14 @@ fn find_max_flags_are_checked_before_any_load() {
 fn find_max_saves_a_run_with_its_steps_and_answer() {
     let (_server, base) = reference_server();
     let home = temp();
-    let out = dyno(home.path())
-        .args([
-            "http",
-            &format!("{base}/hello"),
-            "-c",
-            "4",
-            "-t",
-            "1",
-            "--find-max",
-            "--slo",
-            "p99<=1s,errors<=1%",
-            "--start",
-            "50",
-            "--step",
-            "300ms",
-            "--warmup",
-            "100ms",
-            "--budget",
-            "1600ms",
-            "--json",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let run = stdout_json(&out);
+    let search = "--find-max --slo p99<=1s,errors<=1% --start 50 --step 300ms --warmup 100ms";
+    let (run, _) = json_run(
+        home.path(),
+        &words(&format!(
+            "http {base}/hello -c 4 -t 1 {search} --budget 1600ms"
+        )),
+        0,
+    );
     let cap = &run["settings"]["capacity"];
     // Four steps fit the budget; the first is at the start. (Which pass
     // depends on this machine's load: a send 1 ms late fails a short step,
@@ -1164,10 +947,7 @@ fn find_max_saves_a_run_with_its_steps_and_answer() {
     assert_eq!(steps[0]["purpose"], "bracket");
     assert_eq!(cap["slo"], "p99<=1s,errors<=1%");
     let metric = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
+        metrics(&run)
             .find(|m| m["name"] == name)
             .cloned()
             .unwrap_or_default()
@@ -1177,12 +957,7 @@ fn find_max_saves_a_run_with_its_steps_and_answer() {
         .filter(|s| s["passed"] == true)
         .map(|s| s["requested"].as_f64().unwrap())
         .collect();
-    let warnings: Vec<&str> = run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["code"].as_str().unwrap())
-        .collect();
+    let warnings = warning_codes(&run);
     match passed.iter().copied().reduce(f64::max) {
         // The budget ended it before its bracket was confirmed: the
         // highest pass is a lower bound, context, not a capacity.
@@ -1213,17 +988,20 @@ fn find_max_saves_a_run_with_its_steps_and_answer() {
         ),
     }
     // Saved: `show` gives the answer and the step table.
-    let id = run["id"].as_str().unwrap();
-    let shown = dyno(home.path())
-        .args(["show", id])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let shown = String::from_utf8(shown).unwrap();
+    let shown = ok(home.path(), &["show", run["id"].as_str().unwrap()]);
     assert!(shown.contains("Capacity    "), "{shown}");
     assert!(shown.contains("STEP  PURPOSE"), "{shown}");
+}
+
+/// Runs the command line `line` twice, tagged `a` and `b`, and gives back
+/// `dyno compare`'s text of the two, which must call no setting different.
+fn compare_alike(home: &Path, line: &str) -> String {
+    for tag in ["a", "b"] {
+        ok(home, &words(&format!("{line} --tag {tag}")));
+    }
+    let out = ok(home, &["compare", "a=@tag:a", "b=@tag:b"]);
+    assert!(!out.contains("[settings_differ]"), "{out}");
+    out
 }
 
 #[test]
@@ -1236,43 +1014,11 @@ fn two_searches_of_one_server_compare_alike() {
     // in a few steps, so each claims a capacity.
     let (_server, base) = reference_server();
     let home = temp();
-    for tag in ["a", "b"] {
-        dyno(home.path())
-            .args([
-                "http",
-                &format!("{base}/delay/10"),
-                "-c",
-                "4",
-                "-t",
-                "1",
-                "--find-max",
-                "--slo",
-                "p99<=1s",
-                "--start",
-                "100",
-                "--precision",
-                "60",
-                "--step",
-                "500ms",
-                "--warmup",
-                "100ms",
-                "--budget",
-                "30s",
-                "--tag",
-                tag,
-            ])
-            .assert()
-            .success();
-    }
-    let out = dyno(home.path())
-        .args(["compare", "a=@tag:a", "b=@tag:b"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let out = String::from_utf8(out).unwrap();
-    assert!(!out.contains("[settings_differ]"), "{out}");
+    let search = "--find-max --slo p99<=1s --start 100 --precision 60 --step 500ms --warmup 100ms";
+    let out = compare_alike(
+        home.path(),
+        &format!("http {base}/delay/10 -c 4 -t 1 {search} --budget 30s"),
+    );
     assert!(!out.contains("capacity.steps"), "{out}");
     let line = out
         .lines()
@@ -1333,27 +1079,13 @@ fn rate_plan_flags_are_checked_before_any_load() {
 fn a_rate_plan_sends_each_stage_its_exact_count_on_the_same_connections() {
     let (addr, heads) = canned_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
     let home = temp();
-    let out = dyno(home.path())
-        .args([
-            "http",
-            &format!("http://{addr}/"),
-            "--rate-plan",
-            "100@1s,0..200/1s,10@1s",
-            "-c",
-            "4",
-            "-t",
-            "2",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (run, _) = json_run(
+        home.path(),
+        &words(&format!(
+            "http http://{addr}/ --rate-plan 100@1s,0..200/1s,10@1s -c 4 -t 2"
+        )),
+        0,
     );
-    let run = stdout_json(&out);
-    assert_valid(&run, None);
     assert_eq!(heads.lock().unwrap().len(), 210);
     let record = &run["settings"]["rate_plan"];
     assert_eq!(record["plan"], "100@1s,0..200/1s,10@1s");
@@ -1375,23 +1107,11 @@ fn a_rate_plan_sends_each_stage_its_exact_count_on_the_same_connections() {
         assert!(s["send_lag_max_ns"].as_u64().unwrap() > 0, "{s}");
     }
     // Four connections opened before the clock, none after.
-    let metric = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == name && m["labels"].as_object().is_none_or(|l| l.is_empty()))
-            .unwrap_or_else(|| panic!("no {name}"))["value"]
-            .as_f64()
-            .unwrap()
-    };
+    let metric = |name: &str| unlabelled_metric(&run, name);
     assert_eq!(metric("connections_opened"), 4.0);
     assert_eq!(metric("requested_rate_per_sec"), 70.0);
     // Labelled per stage, for compare.
-    let stage_rates: Vec<(String, f64)> = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let stage_rates: Vec<(String, f64)> = metrics(&run)
         .filter(|m| m["name"] == "stage_rate_per_sec")
         .map(|m| {
             (
@@ -1426,37 +1146,15 @@ fn a_rate_plan_sends_each_stage_its_exact_count_on_the_same_connections() {
 fn find_max_over_a_range_of_connections_sweeps_the_closed_model() {
     let (_server, base) = reference_server();
     let home = temp();
-    let out = dyno(home.path())
-        .args([
-            "http",
-            &format!("{base}/cpu/1000"),
-            "-c",
-            "1..256",
-            "-t",
-            "1",
-            "--find-max",
-            "--slo",
-            "p99<=50ms",
-            "--step",
-            "400ms",
-            "--warmup",
-            "100ms",
-            "--json",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let run = stdout_json(&out);
-    assert_valid(&run, None);
+    let search = "--find-max --slo p99<=50ms --step 400ms --warmup 100ms";
+    let (run, _) = json_run(
+        home.path(),
+        &words(&format!("http {base}/cpu/1000 -c 1..256 -t 1 {search}")),
+        0,
+    );
     let cap = &run["settings"]["capacity"];
     let steps = cap["steps"].as_array().unwrap();
-    let mut levels: Vec<u64> = steps
-        .iter()
-        .map(|s| s["connections"].as_u64().unwrap())
-        .collect();
-    // A level that failed while the machine was busy runs once more.
-    levels.dedup();
+    let levels = sweep_levels(cap);
     assert_eq!(levels[..3], [1, 2, 4], "{cap}");
     // Two failures in a row end it; 128 connections cannot meet 50 ms
     // (128 requests queue for 1 ms each).
@@ -1487,16 +1185,7 @@ fn find_max_over_a_range_of_connections_sweeps_the_closed_model() {
             && s["connections"] == run["settings"]["connections"]),
         "{cap}"
     );
-    let shown = String::from_utf8(
-        dyno(home.path())
-            .args(["show", run["id"].as_str().unwrap()])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone(),
-    )
-    .unwrap();
+    let shown = ok(home.path(), &["show", run["id"].as_str().unwrap()]);
     assert!(shown.contains("Capacity    max throughput"), "{shown}");
     assert!(shown.contains("USL fit     σ"), "{shown}");
     assert!(shown.contains("STEP  CONN"), "{shown}");
@@ -1535,32 +1224,8 @@ fn a_range_of_connections_needs_find_max_and_goes_up() {
 fn two_runs_of_one_plan_compare_alike() {
     let (_server, base) = reference_server();
     let home = temp();
-    for tag in ["a", "b"] {
-        dyno(home.path())
-            .args([
-                "http",
-                &format!("{base}/hello"),
-                "-c",
-                "2",
-                "-t",
-                "1",
-                "--rate-plan",
-                "100@500ms,0..200/500ms",
-                "--tag",
-                tag,
-            ])
-            .assert()
-            .success();
-    }
-    let out = dyno(home.path())
-        .args(["compare", "a=@tag:a", "b=@tag:b"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let out = String::from_utf8(out).unwrap();
-    assert!(!out.contains("[settings_differ]"), "{out}");
+    let plan = "--rate-plan 100@500ms,0..200/500ms";
+    let out = compare_alike(home.path(), &format!("http {base}/hello -c 2 -t 1 {plan}"));
     assert!(!out.contains("rate_plan.stages"), "{out}");
 }
 
@@ -1587,41 +1252,19 @@ fn watch_pid_records_the_servers_cpu_per_request() {
     let (_server, base) = reference_server();
     let pid = std::process::id().to_string();
     let before = own_cpu();
-    let (run, _) = http_json_exit(
+    // The same process twice: watched once.
+    let run = http_json(
         home.path(),
-        &[
-            &format!("{base}/cpu/2000"),
-            "-n",
-            "200",
-            "-c",
-            "2",
-            "--watch-pid",
-            &pid,
-            "--watch-interval",
-            "50ms",
-            // The same process again: watched once.
-            "--watch-pid",
-            &pid,
-        ],
-        0,
+        &words(&format!(
+            "{base}/cpu/2000 -n 200 -c 2 --watch-pid {pid} --watch-interval 50ms --watch-pid {pid}"
+        )),
     );
-    let watched: Vec<&Value> = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let watched: Vec<&Value> = metrics(&run)
         .filter(|m| m["name"] == "server_cpu_percent")
         .collect();
     assert_eq!(watched.len(), 1, "{watched:?}");
     let used = own_cpu() - before;
-    let labelled = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == name)
-            .unwrap_or_else(|| panic!("no {name}"))
-            .clone()
-    };
+    let labelled = |name: &str| find_metric(&run, name);
     let per = labelled("server_cpu_per_op_ns");
     assert_eq!(per["role"], "derived");
     // Labelled with the process's name, not its PID, so that the next run
@@ -1667,24 +1310,12 @@ fn watch_pid_records_the_servers_cpu_per_request() {
         run["warnings"]
     );
     // The report prints the server's line.
-    let out = dyno(home.path())
-        .args([
-            "http",
-            &format!("{base}/cpu/1000"),
-            "-n",
-            "20",
-            "-c",
-            "1",
-            "--no-save",
-            "--watch-pid",
-            &pid,
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let out = String::from_utf8(out).unwrap();
+    let out = ok(
+        home.path(),
+        &words(&format!(
+            "http {base}/cpu/1000 -n 20 -c 1 --no-save --watch-pid {pid}"
+        )),
+    );
     assert!(
         out.contains(&format!("Server CPU  {}: ", comm.trim())) && out.contains("per request"),
         "{out}"
@@ -1731,15 +1362,7 @@ fn watching_a_real_nginx_worker_agrees_with_its_proc_stat() {
         0,
     );
     let used = cpu_ns() - before;
-    let find = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == name)
-            .unwrap_or_else(|| panic!("no {name}: {}", run["metrics"]))
-            .clone()
-    };
+    let find = |name: &str| find_metric(&run, name);
     let per = find("server_cpu_per_op_ns");
     assert_eq!(per["labels"]["watched"], "nginx");
     let requests = find("requests")["value"].as_f64().unwrap();
@@ -1825,10 +1448,7 @@ fn watch_url_reads_node_exporter_and_warns_of_bad_endpoints() {
         .trim_start_matches("http://")
         .trim_end_matches("/metrics");
     let metric = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
+        metrics(&run)
             .find(|m| m["name"] == name && m["labels"]["watched"] == host)
             .unwrap_or_else(|| panic!("no {name} of {host}: {}", run["metrics"]))
             .clone()
@@ -1843,10 +1463,7 @@ fn watch_url_reads_node_exporter_and_warns_of_bad_endpoints() {
         core >= busy - 1e-6 && core <= 100.0 + 1e-6,
         "{core} < {busy}"
     );
-    let modes: f64 = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let modes: f64 = metrics(&run)
         .filter(|m| m["name"] == "target_cpu_mode_percent")
         .map(|m| m["value"].as_f64().unwrap())
         .sum();
@@ -1862,13 +1479,7 @@ fn watch_url_reads_node_exporter_and_warns_of_bad_endpoints() {
         offset.abs() < 0.5e9,
         "the same machine's clock is {offset} ns off"
     );
-    let warnings: Vec<&str> = run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["code"] == "watch_source")
-        .filter_map(|w| w["message"].as_str())
-        .collect();
+    let warnings = warning_messages(&run, "watch_source");
     for (url, why) in [
         (&closed, "refused"),
         (&slow, "scrapes failed"),
@@ -1904,52 +1515,25 @@ fn a_watched_search_gives_the_verdict_at_the_knee() {
     let pid = server.id().to_string();
     // Exit 0 when found, 1 when the budget ran out first: either way the
     // run is printed.
+    let search = "--find-max --slo p99<=100ms --start 120 --step 600ms --warmup 100ms";
+    let watch = format!("--watch-pid {pid} --watch-interval 100ms");
     let out = dyno(home.path())
-        .args([
-            "http",
-            &format!("http://{addr}/cpu/5000"),
-            "-c",
-            "8",
-            "-t",
-            "1",
-            "--find-max",
-            "--slo",
-            "p99<=100ms",
-            "--start",
-            "120",
-            "--step",
-            "600ms",
-            "--warmup",
-            "100ms",
-            "--budget",
-            "4s",
-            "--watch-pid",
-            &pid,
-            "--watch-interval",
-            "100ms",
-            "--no-save",
-            "--json",
-        ])
+        .args(words(&format!(
+            "http http://{addr}/cpu/5000 -c 8 -t 1 {search} --budget 4s {watch} --no-save --json"
+        )))
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
     stop_server(&mut server);
     let run = stdout_json(&out);
-    let per = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "server_cpu_per_op_ns")
-        .unwrap_or_else(|| panic!("{}", run["metrics"]));
-    let ns = per["value"].as_f64().unwrap();
+    let ns = find_metric(&run, "server_cpu_per_op_ns")["value"]
+        .as_f64()
+        .unwrap();
     assert!(
         (3e6..=10e6).contains(&ns),
         "{ns} ns of server CPU a request"
     );
-    let verdicts: Vec<&str> = run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let verdicts: Vec<&str> = warnings(&run)
         .filter(|w| w["code"] == "server_cpu_bound" || w["code"] == "nothing_saturated")
         .filter_map(|w| w["message"].as_str())
         .collect();
@@ -2022,10 +1606,7 @@ fn watch_name_watches_one_server_and_never_the_client() {
         "{stderr}"
     );
     assert!(
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
+        metrics(&run)
             .any(|m| m["name"] == "server_cpu_percent" && m["labels"]["watched"] == name.as_str()),
         "{run:#}"
     );
@@ -2113,20 +1694,9 @@ fn a_search_of_a_closed_port_saves_nothing() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
+    let search = "--find-max --slo p99<=20ms --start 50 --step 300ms --warmup 100ms";
     let out = dyno(home.path())
-        .args([
-            "http",
-            &format!("http://127.0.0.1:{port}/"),
-            "--find-max",
-            "--slo",
-            "p99<=20ms",
-            "--start",
-            "50",
-            "--step",
-            "300ms",
-            "--warmup",
-            "100ms",
-        ])
+        .args(words(&format!("http http://127.0.0.1:{port}/ {search}")))
         .assert()
         .failure()
         .get_output()
@@ -2192,14 +1762,9 @@ fn a_server_that_dies_mid_run_fails_the_run_as_target_lost() {
         let (run, stderr) = http_json_exit(home.path(), &args, 1);
         killer.join().unwrap();
         let _ = server.wait();
-        let lost: Vec<&Value> = run["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|w| w["code"] == "target_lost")
-            .collect();
+        let lost = warning_messages(&run, "target_lost");
         assert_eq!(lost.len(), 1, "{mode:?}: {}", run["warnings"]);
-        let message = lost[0]["message"].as_str().unwrap();
+        let message = lost[0];
         assert!(
             message.contains("to 3.0 s (the end)"),
             "{mode:?}: {message}"

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
-use crate::common::{dyno, http_json_exit, metric, ok, signalled, temp};
+use crate::common::{dyno, find_metric, has_warning, http_json_exit, metric, ok, signalled, temp};
 
 /// A server that accepts connections and reads requests but never
 /// answers. The listener thread lives as long as the test process.
@@ -94,12 +94,7 @@ fn http_rates_divide_by_the_scheduled_duration() {
     assert_eq!(metric(&run, "requests_per_sec"), Some(responses / 2.0));
     // The send lag (client delay from due time to send) is a distribution
     // with every measured send in it.
-    let lag = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "send_lag_ns")
-        .expect("a send_lag_ns metric");
+    let lag = find_metric(&run, "send_lag_ns");
     assert_eq!(lag["histogram"]["count"].as_f64(), Some(responses));
 
     // Rates under 10 keep their decimals in the report.
@@ -265,11 +260,7 @@ fn http_against_a_closed_port_stops_after_a_few_refusals() {
     assert!(stderr.contains("was refused"), "{stderr}");
     assert!(stderr.contains("Nothing was saved"), "{stderr}");
     assert!(
-        run["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w["code"] == "connection_refused"),
+        has_warning(&run, "connection_refused"),
         "{:?}",
         run["warnings"]
     );
@@ -338,15 +329,7 @@ fn http_against_a_server_that_never_answers_stops_after_a_few_timeouts() {
     assert!(stderr.contains("--timeout 200ms"), "{stderr}");
     assert!(stderr.contains("Nothing was saved"), "{stderr}");
     assert!(!stderr.contains("refused"), "{stderr}");
-    assert!(
-        run["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w["code"] == "no_answer"),
-        "{:?}",
-        run["warnings"]
-    );
+    assert!(has_warning(&run, "no_answer"), "{:?}", run["warnings"]);
 }
 
 #[test]

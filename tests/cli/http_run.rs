@@ -17,12 +17,7 @@ fn http_sends_exactly_n_requests_with_and_without_keepalive() {
     assert_eq!(metric(&run, "connections_opened"), Some(3.0));
     assert_eq!(metric(&run, "body_bytes"), Some(700.0 * 92.0));
     assert!(metric(&run, "requests_per_sec").unwrap() > 0.0);
-    let latency = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "latency_ns")
-        .unwrap();
+    let latency = find_metric(&run, "latency_ns");
     assert_eq!(latency["histogram"]["count"], 700);
 
     let run = http_json(home.path(), &["-n", "300", "-c", "2", "--no-keepalive"]);
@@ -93,13 +88,7 @@ fn http_counts_refused_connections_and_exits_1_over_the_error_rate() {
     assert_eq!(metric(&run, "errors_connect_refused"), Some(8.0));
     assert_eq!(metric(&run, "requests"), Some(8.0));
     assert!(stderr.contains("--max-error-rate"), "{stderr}");
-    assert!(
-        run["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w["code"] == "no_responses")
-    );
+    assert!(has_warning(&run, "no_responses"));
     // A generous threshold lets the same run pass.
     dyno(home.path())
         .args([
@@ -169,49 +158,22 @@ fn https_with_insecure() {
     assert_eq!(session["protocol"], "TLSv1.3");
     assert_eq!(session["cipher"], "TLS13_AES_256_GCM_SHA384");
     assert_eq!(session["key_exchange"], "X25519");
-    let ab = ok(
-        home.path(),
-        &[
-            "http",
-            &url,
-            "-n",
-            "10",
-            "-c",
-            "1",
-            "--insecure",
-            "--format",
-            "ab",
-            "--no-save",
-        ],
-    );
+    let report = |flags: &str| {
+        let line = format!("http {url} -n 10 -c 1 --insecure {flags} --no-save");
+        ok(home.path(), &words(&line))
+    };
+    let ab = report("--format ab");
     assert!(
         ab.contains("SSL/TLS Protocol:       TLSv1.3,TLS13_AES_256_GCM_SHA384\n")
             && ab.contains("Server Temp Key:        X25519\n"),
         "{ab}"
     );
-    let human = ok(
-        home.path(),
-        &[
-            "http",
-            &url,
-            "-n",
-            "10",
-            "-c",
-            "1",
-            "--insecure",
-            "--no-save",
-        ],
-    );
+    let human = report("");
     assert!(
         human.contains("TLS TLSv1.3 TLS13_AES_256_GCM_SHA384, X25519 (certificate not verified)"),
         "{human}"
     );
-    let codes: Vec<&str> = run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|w| w["code"].as_str())
-        .collect();
+    let codes = warning_codes(&run);
     assert!(codes.contains(&"tls_insecure"), "{codes:?}");
 
     // Without --insecure the self-signed certificate is refused: every
@@ -226,13 +188,7 @@ fn https_with_insecure() {
         run["settings"].get("tls_session").is_none(),
         "no handshake completed"
     );
-    let warning = run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["code"] == "tls_handshake_failed")
-        .expect("a warning says why and what to do");
-    let message = warning["message"].as_str().unwrap();
+    let message = warning(&run, "tls_handshake_failed").expect("a warning says why and what to do");
     assert!(
         message.contains("--insecure") && message.contains("certificate"),
         "{message}"

@@ -4,16 +4,8 @@
 
 use dyno_testutil::httpbin::Httpbin;
 
+use crate::common::warning_codes as codes;
 use crate::common::*;
-
-fn codes(run: &Value) -> Vec<&str> {
-    run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|w| w["code"].as_str())
-        .collect()
-}
 
 /// A flow as a browser would make it: a gzip answer checked decoded, a
 /// cookie set and then cleared by an `Expires` in the past (as Express's

@@ -129,31 +129,16 @@ fn quick_warns_oversubscription_and_a_single_repetition() {
         .get_output()
         .clone();
     let run = stdout_json(&out);
-    let codes: Vec<&str> = run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["code"].as_str().unwrap())
-        .collect();
+    let codes = warning_codes(&run);
     assert!(codes.contains(&"oversubscribed"), "{codes:?}");
     assert!(codes.contains(&"single_repetition"), "{codes:?}");
-    let names: Vec<&str> = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = metrics(&run).map(|m| m["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"int64_speedup"), "{names:?}");
     assert!(
         !names.contains(&"int64_amdahl_parallel_fraction"),
         "{names:?}"
     );
-    let efficiency = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "int64_efficiency_percent")
-        .unwrap()["value"]
+    let efficiency = find_metric(&run, "int64_efficiency_percent")["value"]
         .as_f64()
         .unwrap();
     assert_eq!(codes.contains(&"superlinear"), efficiency > 100.0);

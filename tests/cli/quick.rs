@@ -66,15 +66,7 @@ fn quick_json_is_a_valid_run_with_checked_figures() {
     let run = quick_json(home.path(), &["--no-save", "--threads", "2"]);
     assert_valid(&run, None);
     assert_eq!(run["kind"], "quick");
-    let metric = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == name)
-            .unwrap_or_else(|| panic!("no metric {name}"))
-            .clone()
-    };
+    let metric = |name: &str| find_metric(&run, name).clone();
     let one = metric("int64_1t_ns");
     assert_eq!(one["unit"], "ns");
     assert_eq!(one["direction"], "lower_is_better");
@@ -103,11 +95,7 @@ fn quick_json_is_a_valid_run_with_checked_figures() {
     assert!(metric("int64_speedup")["value"].as_f64().unwrap() > 0.0);
     assert_eq!(run["settings"]["int64"]["iterations"], 200_000);
     assert!(
-        run["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w["code"] == "nonstandard_iterations"),
+        has_warning(&run, "nonstandard_iterations"),
         "a short run must say it is not comparable"
     );
     assert!(run["environment"]["dyno"]["git_revision"].is_string());
@@ -121,17 +109,18 @@ fn quick_json_is_a_valid_run_with_checked_figures() {
 fn sysinfo_prints_the_machine_and_valid_json() {
     let home = temp();
     let text = ok(home.path(), &["sysinfo"]);
-    for field in [
-        "host",
-        "kernel",
-        "logical cores",
-        "memory total",
-        "open files",
-        "somaxconn",
-        "dyno",
-    ] {
-        assert!(text.contains(field), "no {field} in\n{text}");
-    }
+    assert_contains_all(
+        &text,
+        &[
+            "host",
+            "kernel",
+            "logical cores",
+            "memory total",
+            "open files",
+            "somaxconn",
+            "dyno",
+        ],
+    );
     let out = dyno(home.path())
         .args(["sysinfo", "--json"])
         .assert()

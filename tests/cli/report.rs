@@ -331,15 +331,16 @@ fn report_is_listed_and_its_help_has_examples() {
     let help = ok(home.path(), &["--help"]);
     assert!(help.contains("  report"), "{help}");
     let help = ok(home.path(), &["report", "--help"]);
-    for needle in [
-        "--trend",
-        "--force",
-        "-o, --output",
-        "Examples:",
-        "dyno report --trend",
-    ] {
-        assert!(help.contains(needle), "{needle} in {help}");
-    }
+    assert_contains_all(
+        &help,
+        &[
+            "--trend",
+            "--force",
+            "-o, --output",
+            "Examples:",
+            "dyno report --trend",
+        ],
+    );
     // -o is required: a usage error, exit 2.
     let err = fails(home.path(), &["report", "a", "b"]);
     assert!(err.contains("--output"), "{err}");
@@ -406,15 +407,7 @@ fn report_draws_a_db_run_with_its_spectrum_and_tps_over_time() {
     db["description"] = "select-only@1 at scale 1, 2 clients".into();
     db["headline"] = "transactions_per_sec".into();
     db["settings"] = serde_json::json!({"model": "closed", "clients": 2});
-    let metric = |name: &str| {
-        http["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == name)
-            .unwrap_or_else(|| panic!("no {name} in the http run"))
-            .clone()
-    };
+    let metric = |name: &str| find_metric(&http, name).clone();
     let mut tps = metric("timeline_requests_per_sec");
     tps["name"] = "timeline_transactions_per_sec".into();
     tps["unit"] = "ops_per_sec".into();

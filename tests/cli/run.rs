@@ -8,23 +8,17 @@ fn run_json(home: &Path, args: &[&str], code: i32) -> (Value, String) {
     json_run(home, &[&["run"], args, &["--no-save"]].concat(), code)
 }
 
-/// Every metric named `name`, as (command label, metric).
-fn labelled<'a>(run: &'a Value, name: &str) -> Vec<(&'a str, &'a Value)> {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["name"] == name)
-        .map(|m| (m["labels"]["command"].as_str().unwrap_or(""), m))
-        .collect()
+/// The Run of `dyno run FLAGS… COMMANDS… --json --no-save`, the flags
+/// written as a command line and each command whole; it must succeed.
+fn timed(home: &Path, flags: &str, commands: &[&str]) -> Value {
+    run_json(home, &[&words(flags)[..], commands].concat(), 0).0
 }
 
-fn warning_codes(run: &Value) -> Vec<&str> {
-    run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["code"].as_str().unwrap())
+/// Every metric named `name`, as (command label, metric).
+fn labelled<'a>(run: &'a Value, name: &str) -> Vec<(&'a str, &'a Value)> {
+    metrics(run)
+        .filter(|m| m["name"] == name)
+        .map(|m| (m["labels"]["command"].as_str().unwrap_or(""), m))
         .collect()
 }
 
@@ -66,15 +60,16 @@ fn run_times_commands_and_compares_them() {
         home.path(),
         &["run", "-N", "--runs", "3", "sleep 0.01", "true"],
     );
-    for needle in [
-        "Benchmark 1: sleep 0.01",
-        "Benchmark 2: true",
-        "Time (mean ± σ)",
-        "Compared with 'true'",
-        "peak RSS",
-    ] {
-        assert!(out.contains(needle), "no {needle:?} in\n{out}");
-    }
+    assert_contains_all(
+        &out,
+        &[
+            "Benchmark 1: sleep 0.01",
+            "Benchmark 2: true",
+            "Time (mean ± σ)",
+            "Compared with 'true'",
+            "peak RSS",
+        ],
+    );
     let history = ok(home.path(), &["history", "--kind", "exec"]);
     assert!(history.contains("time 2 commands"), "{history}");
 }
@@ -82,18 +77,10 @@ fn run_times_commands_and_compares_them() {
 #[test]
 fn a_shell_is_calibrated_and_adaptive_runs_say_why_they_stopped() {
     let home = temp();
-    let (run, _) = run_json(
+    let run = timed(
         home.path(),
-        &[
-            "--min-runs",
-            "3",
-            "--max-runs",
-            "4",
-            "--target-rse",
-            "0.001",
-            "sleep 0.01",
-        ],
-        0,
+        "--min-runs 3 --max-runs 4 --target-rse 0.001",
+        &["sleep 0.01"],
     );
     let shell = metric(&run, "shell_startup_ns").unwrap();
     assert!(shell > 0.0 && shell < 50e6, "{shell}");
@@ -105,19 +92,10 @@ fn a_shell_is_calibrated_and_adaptive_runs_say_why_they_stopped() {
         "{:?}",
         run["warnings"]
     );
-    let (run, _) = run_json(
+    let run = timed(
         home.path(),
-        &[
-            "-N",
-            "--min-runs",
-            "3",
-            "--max-time",
-            "1ms",
-            "--target-rse",
-            "0.0001",
-            "sleep 0.01",
-        ],
-        0,
+        "-N --min-runs 3 --max-time 1ms --target-rse 0.0001",
+        &["sleep 0.01"],
     );
     assert_eq!(run["settings"]["benchmarks"][0]["stopped_by"], "max_time");
     assert_eq!(
@@ -129,24 +107,10 @@ fn a_shell_is_calibrated_and_adaptive_runs_say_why_they_stopped() {
 #[test]
 fn parameters_make_one_benchmark_per_value() {
     let home = temp();
-    let (run, _) = run_json(
+    let run = timed(
         home.path(),
-        &[
-            "-N",
-            "--runs",
-            "2",
-            "-P",
-            "n",
-            "1",
-            "3",
-            "-L",
-            "w",
-            "x,y",
-            "--name",
-            "echo-{n}-{w}",
-            "echo {n} {w}",
-        ],
-        0,
+        "-N --runs 2 -P n 1 3 -L w x,y --name echo-{n}-{w}",
+        &["echo {n} {w}"],
     );
     let walls = labelled(&run, "wall_ns");
     let names: Vec<&str> = walls.iter().map(|(n, _)| *n).collect();
@@ -158,21 +122,10 @@ fn parameters_make_one_benchmark_per_value() {
     );
     assert_eq!(walls[3].1["labels"]["param.n"], "2");
     assert_eq!(walls[3].1["labels"]["param.w"], "y");
-    let (run, _) = run_json(
+    let run = timed(
         home.path(),
-        &[
-            "-N",
-            "--runs",
-            "1",
-            "-P",
-            "d",
-            "0",
-            "0.02",
-            "--step",
-            "0.01",
-            "sleep {d}",
-        ],
-        0,
+        "-N --runs 1 -P d 0 0.02 --step 0.01",
+        &["sleep {d}"],
     );
     let names: Vec<&str> = labelled(&run, "wall_ns").iter().map(|(n, _)| *n).collect();
     assert_eq!(names, ["sleep 0.00", "sleep 0.01", "sleep 0.02"]);
@@ -339,37 +292,22 @@ fn a_hanging_command_is_killed_with_its_children_at_the_timeout() {
 #[test]
 fn check_output_names_the_commands_that_differ() {
     let home = temp();
-    let (run, stderr) = run_json(
-        home.path(),
-        &[
-            "-N",
-            "--runs",
-            "2",
-            "--check-output",
-            "echo same",
-            "printf 'same\\n'",
-            "echo other",
-        ],
-        1,
-    );
+    let same = [
+        "-N",
+        "--runs",
+        "2",
+        "--check-output",
+        "echo same",
+        "printf 'same\\n'",
+    ];
+    let (run, stderr) = run_json(home.path(), &[&same[..], &["echo other"]].concat(), 1);
     assert!(stderr.contains("outputs differ"), "{stderr}");
     assert!(
         stderr.contains("'echo other'") && stderr.contains("\"other\""),
         "{stderr}"
     );
     assert!(warning_codes(&run).contains(&"output_mismatch"));
-    run_json(
-        home.path(),
-        &[
-            "-N",
-            "--runs",
-            "2",
-            "--check-output",
-            "echo same",
-            "printf 'same\\n'",
-        ],
-        0,
-    );
+    run_json(home.path(), &same, 0);
 }
 
 #[test]
@@ -382,22 +320,16 @@ fn exports_use_hyperfines_layouts() {
     ok(
         dir,
         &[
-            "run",
-            "-N",
-            "--runs",
-            "3",
-            "--no-save",
-            "-L",
-            "t",
-            "0.01,0.02",
-            "sleep {t}",
-            "--export-hyperfine-json",
-            json.to_str().unwrap(),
-            "--export-csv",
-            csv.to_str().unwrap(),
-            "--export-markdown",
-            md.to_str().unwrap(),
-        ],
+            &words("run -N --runs 3 --no-save -L t 0.01,0.02")[..],
+            &["sleep {t}"],
+            &words(&format!(
+                "--export-hyperfine-json {} --export-csv {} --export-markdown {}",
+                json.display(),
+                csv.display(),
+                md.display()
+            )),
+        ]
+        .concat(),
     );
     let exported: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let schema: Value =
@@ -728,10 +660,7 @@ fn run_watches_a_spinning_process() {
     let _ = spin.kill();
     let _ = spin.wait();
     let watched = |name: &str| {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
+        metrics(&run)
             .find(|m| m["name"] == name && m["labels"]["watched"] == "sh")
             .unwrap_or_else(|| panic!("no {name}: {}", run["metrics"]))["value"]
             .as_f64()

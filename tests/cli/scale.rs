@@ -1,12 +1,11 @@
 //! `dyno scale`: sweeps, data files and the built-in workload through the binary.
 
+use crate::common::warning_codes as codes;
 use crate::common::*;
 
 /// Writes `text` to `name` in `dir` and returns its path as a string.
 fn data_file(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.to_str().unwrap().to_owned()
+    write_file(dir, name, text).to_str().unwrap().to_owned()
 }
 
 /// T(N) = 0.1 + 0.9/N: Amdahl's law with p = 0.9, for every N in `ns`.
@@ -38,21 +37,16 @@ fn assert_finite(run: &Value) {
 
 /// The value of metric `name` at `n` (`None`: the unlabelled fit metric).
 fn at(run: &Value, name: &str, n: Option<&str>) -> Option<f64> {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    metrics(run)
         .find(|m| m["name"] == name && m["labels"]["n"].as_str() == n)
         .and_then(|m| m["value"].as_f64())
 }
 
-fn codes(run: &Value) -> Vec<&str> {
-    run["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["code"].as_str().unwrap())
-        .collect()
+/// The metric `name` at `n`, which must be there.
+fn point<'a>(run: &'a Value, name: &str, n: &str) -> &'a Value {
+    metrics(run)
+        .find(|m| m["name"] == name && m["labels"]["n"] == n)
+        .unwrap_or_else(|| panic!("no {name} at N = {n}"))
 }
 
 #[test]
@@ -158,27 +152,14 @@ fn scale_reads_json_files_and_throughputs_and_labels_a_predicted_peak() {
         .map(|&n| format!("{{\"clients\": {n}, \"rps\": {}}}", usl(f64::from(n))))
         .collect();
     let json = data_file(home.path(), "rps.json", &format!("[{}]", items.join(",\n")));
-    let args = [
-        "--file",
-        &json,
-        "--n-column",
-        "clients",
-        "--value-column",
-        "rps",
-        "--measure",
-        "throughput",
-    ];
+    let line = format!("--file {json} --n-column clients --value-column rps --measure throughput");
+    let args = words(&line);
     let (run, _) = scale_json(home.path(), &args);
     assert_eq!(run["settings"]["format"], "json");
     assert_eq!(run["settings"]["measure"], "throughput");
     let kappa = at(&run, "usl_kappa", None).unwrap();
     assert!((kappa - 0.002).abs() < 1e-5, "{kappa}");
-    let peak = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "usl_peak_n")
-        .expect("a peak");
+    let peak = find_metric(&run, "usl_peak_n");
     assert_eq!(peak["value"], 21.0);
     assert_eq!(peak["labels"]["predicted"], "true");
     assert!(at(&run, "throughput", Some("12")).is_some());
@@ -292,16 +273,7 @@ fn scale_workload_int64_measures_and_saves_a_valid_run() {
     let home = temp();
     let (run, stderr) = scale_json(
         home.path(),
-        &[
-            "--workload",
-            "int64",
-            "--threads",
-            "1,2",
-            "--iterations",
-            "2000000",
-            "--repetitions",
-            "2",
-        ],
+        &words("--workload int64 --threads 1,2 --iterations 2000000 --repetitions 2"),
     );
     let settings = &run["settings"];
     assert_eq!(settings["source"], "workload");
@@ -309,12 +281,7 @@ fn scale_workload_int64_measures_and_saves_a_valid_run() {
     assert_eq!(settings["threads"], serde_json::json!([1, 2]));
     assert_eq!(settings["iterations"], 2_000_000);
     assert_eq!(settings["repetitions"], 2);
-    let time = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "time_ns" && m["labels"]["n"] == "2")
-        .unwrap();
+    let time = point(&run, "time_ns", "2");
     assert_eq!(time["samples"].as_array().unwrap().len(), 2);
     assert!(time["value"].as_f64().unwrap() > 0.0);
     assert_eq!(at(&run, "speedup", Some("1")), Some(1.0));
@@ -328,30 +295,14 @@ fn scale_workload_int64_measures_and_saves_a_valid_run() {
     let id = run["id"].as_str().unwrap();
     let history = ok(home.path(), &["history", "--kind", "scale"]);
     assert!(history.contains(id), "{history}");
-    let shown = dyno(home.path())
-        .args(["show", id, "--json"])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let shown = stdout_json(&shown);
-    assert_valid(&shown, None);
+    let (shown, _) = json_run(home.path(), &["show", id], 0);
     assert_eq!(shown["metrics"], run["metrics"]);
 
     let report = ok(
         home.path(),
-        &[
-            "scale",
-            "--workload",
-            "int64",
-            "--threads",
-            "1,2,3",
-            "--iterations",
-            "1000000",
-            "--repetitions",
-            "1",
-            "--no-save",
-        ],
+        &words(
+            "scale --workload int64 --threads 1,2,3 --iterations 1000000 --repetitions 1 --no-save",
+        ),
     );
     assert!(
         report.contains("int64 measured now, strong scaling"),
@@ -385,12 +336,7 @@ fn scale_last_analyses_a_dyno_run_sweep() {
     );
     assert!(t1 >= 10e6 && t3 >= 30e6 && t3 > t1, "{t1} {t3}");
     // The sweep's own runs travel with the point.
-    let samples = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "time_ns" && m["labels"]["n"] == "2")
-        .unwrap()["samples"]
+    let samples = point(&run, "time_ns", "2")["samples"]
         .as_array()
         .unwrap()
         .len();
@@ -432,16 +378,7 @@ fn scale_picks_one_curve_of_a_sweep_with_several() {
     );
     let (run, _) = scale_json(
         h,
-        &[
-            "--last",
-            "--param",
-            "n",
-            "--command",
-            "2",
-            "--where",
-            "m=2",
-            "--no-save",
-        ],
+        &words("--last --param n --command 2 --where m=2 --no-save"),
     );
     assert_eq!(run["settings"]["command"], "sleep 0.0{m}{n}");
     assert_eq!(run["settings"]["where"]["m"], "2");
@@ -453,32 +390,15 @@ fn scale_picks_one_curve_of_a_sweep_with_several() {
     let (run, _) = scale_json(
         h,
         &[
-            "--last",
-            "--param",
-            "m",
-            "--command",
-            "sleep 0.0{n}{m}",
-            "--where",
-            "n=3",
-            "--no-save",
-        ],
+            &["--last", "--param", "m", "--command", "sleep 0.0{n}{m}"][..],
+            &words("--where n=3 --no-save"),
+        ]
+        .concat(),
     );
     assert!(at(&run, "time_ns", Some("2")).unwrap() >= 32e6);
     let err = fails(h, &["scale", "--last", "--param", "n", "--command", "3"]);
     assert!(err.contains("numbered from 1"), "{err}");
-    let err = fails(
-        h,
-        &[
-            "scale",
-            "--last",
-            "--param",
-            "n",
-            "--command",
-            "2",
-            "--where",
-            "m=7",
-        ],
-    );
+    let err = fails(h, &words("scale --last --param n --command 2 --where m=7"));
     assert!(
         err.contains("no benchmark") && err.contains("1, 2"),
         "{err}"
@@ -648,27 +568,21 @@ fn scale_file_warns_superlinear_points_and_unknown_machine() {
     assert!(!codes(&run).contains(&"superlinear"));
 }
 
+/// The flags of the workload `kind` (`tree-read`, `tree-write`) on 1 and 2
+/// threads: `tasks` trees of `depth` levels and about `nodes` nodes,
+/// measured `repetitions` times, saved nowhere.
+fn tree_workload(kind: &str, tasks: u32, depth: u32, nodes: u32, repetitions: u32) -> String {
+    format!(
+        "--workload {kind} --threads 1,2 --tasks {tasks} --depth {depth} --nodes {nodes} \
+         --repetitions {repetitions} --no-save"
+    )
+}
+
 #[test]
 fn scale_workload_tree_read_checks_every_count_and_fits_the_curve() {
     let home = temp();
-    let (run, _) = scale_json(
-        home.path(),
-        &[
-            "--workload",
-            "tree-read",
-            "--threads",
-            "1,2",
-            "--tasks",
-            "30",
-            "--depth",
-            "5",
-            "--nodes",
-            "20000",
-            "--repetitions",
-            "2",
-            "--no-save",
-        ],
-    );
+    let flags = tree_workload("tree-read", 30, 5, 20000, 2);
+    let (run, _) = scale_json(home.path(), &words(&flags));
     let settings = &run["settings"];
     assert_eq!(settings["workload"], "tree-read");
     assert_eq!(settings["tasks"], 30);
@@ -680,25 +594,8 @@ fn scale_workload_tree_read_checks_every_count_and_fits_the_curve() {
     }
     assert!(at(&run, "speedup", Some("2")).unwrap() > 0.0);
     assert!(at(&run, "amdahl_fit_parallel_fraction", None).is_some());
-    let text = ok(
-        home.path(),
-        &[
-            "scale",
-            "--workload",
-            "tree-read",
-            "--threads",
-            "1,2",
-            "--tasks",
-            "10",
-            "--depth",
-            "3",
-            "--nodes",
-            "500",
-            "--repetitions",
-            "1",
-            "--no-save",
-        ],
-    );
+    let flags = tree_workload("tree-read", 10, 3, 500, 1);
+    let text = ok(home.path(), &words(&format!("scale {flags}")));
     assert!(text.contains("every count checked"), "{text}");
     assert!(text.contains("tree-read: 10 tasks over"), "{text}");
 }
@@ -708,26 +605,9 @@ fn scale_workload_tree_write_is_durable_checks_every_tree_and_reports_the_log() 
     let home = temp();
     let dir = home.path().join("db-here");
     std::fs::create_dir(&dir).unwrap();
-    let (run, _) = scale_json(
-        home.path(),
-        &[
-            "--workload",
-            "tree-write",
-            "--threads",
-            "1,2",
-            "--tasks",
-            "20",
-            "--depth",
-            "3",
-            "--nodes",
-            "300",
-            "--repetitions",
-            "1",
-            "--dir",
-            dir.to_str().unwrap(),
-            "--no-save",
-        ],
-    );
+    let in_dir = format!("--dir {}", dir.display());
+    let flags = tree_workload("tree-write", 20, 3, 300, 1);
+    let (run, _) = scale_json(home.path(), &words(&format!("{flags} {in_dir}")));
     let settings = &run["settings"];
     assert_eq!(settings["workload"], "tree-write");
     assert_eq!(settings["durable"], true);
@@ -743,41 +623,15 @@ fn scale_workload_tree_write_is_durable_checks_every_tree_and_reports_the_log() 
     }
     // The run's database is gone afterwards.
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
-    let text = ok(
-        home.path(),
-        &[
-            "scale",
-            "--workload",
-            "tree-write",
-            "--threads",
-            "1,2",
-            "--tasks",
-            "5",
-            "--depth",
-            "2",
-            "--nodes",
-            "50",
-            "--repetitions",
-            "1",
-            "--dir",
-            dir.to_str().unwrap(),
-            "--no-save",
-        ],
-    );
+    let flags = tree_workload("tree-write", 5, 2, 50, 1);
+    let text = ok(home.path(), &words(&format!("scale {flags} {in_dir}")));
     assert!(text.contains("FSYNCS/COMMIT"), "{text}");
     assert!(text.contains("every tree counted back"), "{text}");
     let missing = home.path().join("nowhere");
     Command::cargo_bin("dyno")
         .unwrap()
         .current_dir(home.path())
-        .args([
-            "scale",
-            "--workload",
-            "tree-write",
-            "--threads",
-            "1,2",
-            "--dir",
-        ])
+        .args(words("scale --workload tree-write --threads 1,2 --dir"))
         .arg(&missing)
         .assert()
         .code(2)

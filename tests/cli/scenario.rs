@@ -7,10 +7,7 @@ use crate::common::*;
 
 /// The metric `name` whose labels include `labels`.
 fn labelled(run: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    metrics(run)
         .find(|m| {
             m["name"] == name
                 && labels
@@ -60,12 +57,21 @@ impl Drop for Board {
 
 /// `dyno http --scenario examples/bbs.toml URL ARGS… --no-save --json`,
 /// expecting exit `code`.
-fn bbs_run(home: &Path, board: &Board, args: &[&str], code: i32) -> Value {
-    let example = example();
-    let mut all = vec!["http", "--scenario", &example, &board.url];
-    all.extend_from_slice(args);
-    all.push("--no-save");
-    json_run(home, &all, code).0
+fn bbs_run(home: &Path, board: &Board, flags: &str, code: i32) -> Value {
+    let flags = format!("{} {flags}", board.url);
+    scenario_run(home, &example(), &flags, code).0
+}
+
+/// Writes `text` as the scenario file `name` in `dir`; its path.
+fn scenario_file(dir: &Path, name: &str, text: &str) -> String {
+    write_file(dir, name, text).display().to_string()
+}
+
+/// `dyno http --scenario FILE FLAGS… --no-save --json`, the flags written
+/// as a command line, expecting exit `code`: the Run and stderr.
+fn scenario_run(home: &Path, file: &str, flags: &str, code: i32) -> (Value, String) {
+    let line = format!("http --scenario {file} {flags} --no-save");
+    json_run(home, &words(&line), code)
 }
 
 pub(super) fn example() -> String {
@@ -80,12 +86,7 @@ fn the_bbs_flow_edits_every_post_with_the_id_it_returned() {
     let home = temp();
     let board = Board::start();
     let addr = &board.addr;
-    let run = bbs_run(
-        home.path(),
-        &board,
-        &["-n", "600", "-c", "4", "--seed", "7"],
-        0,
-    );
+    let run = bbs_run(home.path(), &board, "-n 600 -c 4 --seed 7", 0);
     // -n counts flows: 600 of them, every one completed.
     let (reads, writes) = (
         flow(&run, "flows_completed", "read"),
@@ -128,12 +129,7 @@ fn the_bbs_flow_edits_every_post_with_the_id_it_returned() {
         }
     }
     // Over HTTP/2: each of a connection's streams is a user of its own.
-    let run = bbs_run(
-        home.path(),
-        &board,
-        &["--h2", "-c", "2", "-m", "3", "-n", "300"],
-        0,
-    );
+    let run = bbs_run(home.path(), &board, "--h2 -c 2 -m 3 -n 300", 0);
     let writes = flow(&run, "flows_completed", "write");
     assert_eq!(
         flow(&run, "flows_completed", "read") + writes,
@@ -150,12 +146,7 @@ fn the_open_model_accounts_for_every_flow_that_fell_due() {
     let home = temp();
     let board = Board::start();
     let url = &board.url;
-    let run = bbs_run(
-        home.path(),
-        &board,
-        &["--rate", "200", "-d", "2s", "-c", "4"],
-        0,
-    );
+    let run = bbs_run(home.path(), &board, "--rate 200 -d 2s -c 4", 0);
     let mut accounted = metric(&run, "dropped_sends").unwrap();
     for f in ["read", "write"] {
         accounted += flow(&run, "flows_completed", f)
@@ -172,12 +163,7 @@ fn the_open_model_accounts_for_every_flow_that_fell_due() {
         .is_some()
     );
     // By stages: each stage counts its flows, from their due times.
-    let run = bbs_run(
-        home.path(),
-        &board,
-        &["--rate-plan", "100@1s,200@1s", "-c", "4"],
-        0,
-    );
+    let run = bbs_run(home.path(), &board, "--rate-plan 100@1s,200@1s -c 4", 0);
     let stages = run["settings"]["rate_plan"]["stages"].as_array().unwrap();
     let due = |i: usize| {
         let s = &stages[i];
@@ -192,26 +178,20 @@ fn the_open_model_accounts_for_every_flow_that_fell_due() {
     // The report shows the flows and the steps.
     let text = ok(
         home.path(),
+        &words(&format!(
+            "http --scenario {} {url} -n 50 -c 2 --no-save",
+            example()
+        )),
+    );
+    assert_contains_all(
+        &text,
         &[
-            "http",
-            "--scenario",
-            &example(),
-            url,
-            "-n",
-            "50",
-            "-c",
-            "2",
-            "--no-save",
+            "Scenario    ",
+            "bbs.toml: 2 flows, 3 steps; 1 setup step made first",
+            "write/edit",
+            "read/messages",
         ],
     );
-    for needle in [
-        "Scenario    ",
-        "bbs.toml: 2 flows, 3 steps; 1 setup step made first",
-        "write/edit",
-        "read/messages",
-    ] {
-        assert!(text.contains(needle), "no {needle:?} in\n{text}");
-    }
 }
 
 /// `--find-max` searches a rate of flows: its steps are flows per second,
@@ -221,19 +201,7 @@ fn a_capacity_search_finds_a_rate_of_flows() {
     let board = Board::start();
     let (stderr, run) = search(
         &board,
-        &[
-            "-c",
-            "16",
-            "--find-max",
-            "--slo",
-            "p99<=50ms",
-            "--start",
-            "100",
-            "--step",
-            "300ms",
-            "--budget",
-            "3s",
-        ],
+        "-c 16 --find-max --slo p99<=50ms --start 100 --step 300ms --budget 3s",
     );
     assert!(stderr.contains(" flows/s: achieved "), "{stderr}");
     let steps = run["settings"]["capacity"]["steps"].as_array().unwrap();
@@ -247,10 +215,7 @@ fn a_capacity_search_finds_a_rate_of_flows() {
         "{}",
         run["description"]
     );
-    let unit = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let unit = metrics(&run)
         .find(|m| m["name"] == "max_sustainable_rate" || m["name"] == "max_passing_rate")
         .map(|m| m["unit"].clone());
     assert!(
@@ -269,13 +234,13 @@ fn a_capacity_search_finds_a_rate_of_flows() {
     );
 }
 
-/// A capacity search of the BBS flow with `args`: it ends (found, or not
+/// A capacity search of the BBS flow with `flags`: it ends (found, or not
 /// within its bounds: exit 0 or 1), and its stderr and run.
-fn search(board: &Board, args: &[&str]) -> (String, Value) {
+fn search(board: &Board, flags: &str) -> (String, Value) {
     let home = temp();
     let out = dyno(home.path())
         .args(["http", "--scenario", &example(), &board.url])
-        .args(args)
+        .args(words(flags))
         .args(["--json", "--no-save"])
         .timeout(Duration::from_secs(120))
         .output()
@@ -290,29 +255,14 @@ fn search(board: &Board, args: &[&str]) -> (String, Value) {
 #[test]
 fn a_sweep_of_users_counts_flows() {
     let board = Board::start();
-    let (stderr, run) = search(
-        &board,
-        &[
-            "-c",
-            "1..4",
-            "--find-max",
-            "--slo",
-            "p99<=1s",
-            "--step",
-            "300ms",
-        ],
-    );
+    let (stderr, run) = search(&board, "-c 1..4 --find-max --slo p99<=1s --step 300ms");
     // Steps at 1, 2 and 4 users, each saying flows/s.
     for users in ["1 connection,", "2 connections,", "4 connections,"] {
         assert!(stderr.contains(users), "no {users:?} in {stderr}");
     }
     assert!(stderr.contains(" flows/s, p99 "), "{stderr}");
     assert!(
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m["name"] == "flows_completed"),
+        metrics(&run).any(|m| m["name"] == "flows_completed"),
         "{run:#}"
     );
 }
@@ -390,11 +340,11 @@ fn login_server() -> String {
 fn each_user_has_its_own_data_row_and_cookies() {
     let (home, dir) = (temp(), temp());
     let addr = login_server();
-    std::fs::write(dir.path().join("users.csv"), "user\nann\nbob\ncat\ndan\n").unwrap();
-    let file = dir.path().join("login.toml");
-    std::fs::write(
-        &file,
-        format!(
+    write_file(dir.path(), "users.csv", "user\nann\nbob\ncat\ndan\n");
+    let file = scenario_file(
+        dir.path(),
+        "login.toml",
+        &format!(
             r#"base = "http://{addr}"
 cookies = true
 data = "users.csv"
@@ -412,23 +362,8 @@ url = "/me"
 check = {{ status = 200, contains = "you are ${{user}}" }}
 "#
         ),
-    )
-    .unwrap();
-    let file = file.display().to_string();
-    let (run, _) = json_run(
-        home.path(),
-        &[
-            "http",
-            "--scenario",
-            &file,
-            "-n",
-            "200",
-            "-c",
-            "4",
-            "--no-save",
-        ],
-        0,
     );
+    let (run, _) = scenario_run(home.path(), &file, "-n 200 -c 4", 0);
     assert_eq!(flow(&run, "flows_completed", "session"), 200.0, "{run:#}");
     assert_eq!(step(&run, "step_errors", "session", "me"), 0.0);
     // Without cookies, /me is 401 for everyone: the step's check fails,
@@ -437,20 +372,7 @@ check = {{ status = 200, contains = "you are ${{user}}" }}
         .unwrap()
         .replace("cookies = true", "cookies = false");
     std::fs::write(&file, text).unwrap();
-    let (run, _) = json_run(
-        home.path(),
-        &[
-            "http",
-            "--scenario",
-            &file,
-            "-n",
-            "40",
-            "-c",
-            "4",
-            "--no-save",
-        ],
-        1,
-    );
+    let (run, _) = scenario_run(home.path(), &file, "-n 40 -c 4", 1);
     assert_eq!(flow(&run, "flows_failed", "session"), 40.0);
     assert_eq!(step(&run, "step_errors", "session", "me"), 40.0);
     assert_eq!(
@@ -464,16 +386,7 @@ check = {{ status = 200, contains = "you are ${{user}}" }}
     // Fewer rows than users: refused before any load.
     let err = fails(
         home.path(),
-        &[
-            "http",
-            "--scenario",
-            &file,
-            "-n",
-            "40",
-            "-c",
-            "5",
-            "--no-save",
-        ],
+        &words(&format!("http --scenario {file} -n 40 -c 5 --no-save")),
     );
     assert!(
         err.contains("has 4 data rows and the run has 5 virtual users"),
@@ -485,9 +398,9 @@ check = {{ status = 200, contains = "you are ${{user}}" }}
 fn a_failed_extraction_ends_the_flow_and_the_user_goes_on() {
     let (home, dir) = (temp(), temp());
     let (mut child, addr) = spawn_serve("127.0.0.1:0", 1);
-    let file = dir.path().join("s.toml");
-    std::fs::write(
-        &file,
+    let file = scenario_file(
+        dir.path(),
+        "s.toml",
         r#"[[flow]]
 name = "f"
 [[flow.step]]
@@ -498,23 +411,8 @@ extract = [{ regex = 'id=(\d+)', as = "id" }]
 name = "use"
 url = "/status/${id}"
 "#,
-    )
-    .unwrap();
-    let (run, stderr) = json_run(
-        home.path(),
-        &[
-            "http",
-            "--scenario",
-            &file.display().to_string(),
-            &format!("http://{addr}"),
-            "-n",
-            "30",
-            "-c",
-            "2",
-            "--no-save",
-        ],
-        1,
     );
+    let (run, stderr) = scenario_run(home.path(), &file, &format!("http://{addr} -n 30 -c 2"), 1);
     assert_eq!(flow(&run, "flows_failed", "f"), 30.0, "{stderr}");
     assert_eq!(step(&run, "step_errors", "f", "find"), 30.0);
     assert_eq!(
@@ -553,11 +451,11 @@ fn value_server() -> String {
 fn a_value_that_cannot_go_into_a_header_fails_one_user_not_its_thread() {
     let (home, dir) = (temp(), temp());
     let addr = value_server();
-    std::fs::write(dir.path().join("users.csv"), "user\nbad\ngood\n").unwrap();
-    let file = dir.path().join("s.toml");
-    std::fs::write(
-        &file,
-        format!(
+    write_file(dir.path(), "users.csv", "user\nbad\ngood\n");
+    let file = scenario_file(
+        dir.path(),
+        "s.toml",
+        &format!(
             r#"base = "http://{addr}"
 data = "users.csv"
 [[flow]]
@@ -572,26 +470,9 @@ url = "/use"
 headers = ["X-V: ${{v}}"]
 "#
         ),
-    )
-    .unwrap();
-    let (run, stderr) = json_run(
-        home.path(),
-        &[
-            "http",
-            "--scenario",
-            &file.display().to_string(),
-            "-d",
-            "2s",
-            "-c",
-            "2",
-            "-t",
-            "1",
-            "--max-error-rate",
-            "0",
-            "--no-save",
-        ],
-        1,
     );
+    let flags = "-d 2s -c 2 -t 1 --max-error-rate 0";
+    let (run, stderr) = scenario_run(home.path(), &file, flags, 1);
     let unsendable = metric(&run, "errors_value_unsendable").unwrap_or(0.0);
     // The bad user pauses up to 100 ms after each: tens in 2 s, not
     // millions, while the good user's flows run at the server's pace.
@@ -645,11 +526,11 @@ fn echo_server() -> String {
 fn values_are_percent_encoded_where_they_go_and_a_location_is_followed() {
     let (home, dir) = (temp(), temp());
     let addr = echo_server();
-    std::fs::write(dir.path().join("terms.csv"), "q\n\"a+b&c=d\"\n").unwrap();
-    let file = dir.path().join("s.toml");
-    std::fs::write(
-        &file,
-        format!(
+    write_file(dir.path(), "terms.csv", "q\n\"a+b&c=d\"\n");
+    let scenario = scenario_file(
+        dir.path(),
+        "s.toml",
+        &format!(
             r#"base = "http://{addr}"
 data = "terms.csv"
 [[flow]]
@@ -669,31 +550,15 @@ url = "${{loc}}"
 check = {{ contains = "target=/landed?x=1" }}
 "#
         ),
-    )
-    .unwrap();
-    let scenario = file.display().to_string();
-    let (run, stderr) = json_run(
-        home.path(),
-        &[
-            "http",
-            "--scenario",
-            &scenario,
-            "-n",
-            "5",
-            "-c",
-            "1",
-            "-t",
-            "1",
-            "--no-save",
-        ],
-        0,
     );
+    let (run, stderr) = scenario_run(home.path(), &scenario, "-n 5 -c 1 -t 1", 0);
     assert_eq!(metric(&run, "errors"), Some(0.0), "{stderr}");
     assert_eq!(flow(&run, "flows_completed", "search"), 5.0, "{stderr}");
     // A Location on another server: the step is not sent.
-    std::fs::write(
-        &file,
-        format!(
+    scenario_file(
+        dir.path(),
+        "s.toml",
+        &format!(
             r#"base = "http://{addr}"
 [[flow]]
 name = "away"
@@ -705,24 +570,8 @@ extract = [{{ header = "Location", as = "loc" }}]
 url = "${{loc}}"
 "#
         ),
-    )
-    .unwrap();
-    let (run, stderr) = json_run(
-        home.path(),
-        &[
-            "http",
-            "--scenario",
-            &scenario,
-            "-n",
-            "3",
-            "-c",
-            "1",
-            "-t",
-            "1",
-            "--no-save",
-        ],
-        1,
     );
+    let (run, stderr) = scenario_run(home.path(), &scenario, "-n 3 -c 1 -t 1", 1);
     assert_eq!(
         metric(&run, "errors_value_unsendable"),
         Some(3.0),
@@ -730,11 +579,7 @@ url = "${{loc}}"
     );
     // The breach of --max-error-rate is in the record, not only the exit.
     assert!(
-        run["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w["code"] == "error_rate_exceeded"),
+        has_warning(&run, "error_rate_exceeded"),
         "{}",
         run["warnings"]
     );
@@ -748,10 +593,10 @@ url = "${{loc}}"
 fn failed_checks_and_extractions_are_marked_in_the_run() {
     let (home, dir) = (temp(), temp());
     let (_server, base) = crate::http::reference_server();
-    let file = dir.path().join("mustfail.toml");
-    std::fs::write(
-        &file,
-        format!(
+    let file = scenario_file(
+        dir.path(),
+        "mustfail.toml",
+        &format!(
             r#"base = "{base}"
 [[flow]]
 name = "bad"
@@ -774,20 +619,9 @@ url = "/hello"
 check = {{ status = 201 }}
 "#
         ),
-    )
-    .unwrap();
+    );
     let out = dyno(home.path())
-        .args([
-            "http",
-            "--scenario",
-            &file.display().to_string(),
-            "-n",
-            "20",
-            "-c",
-            "2",
-            "-t",
-            "1",
-        ])
+        .args(words(&format!("http --scenario {file} -n 20 -c 2 -t 1")))
         .assert()
         .code(1);
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
@@ -834,28 +668,18 @@ check = {{ status = 201 }}
 fn an_interrupted_count_of_flows_reports_the_time_it_ran() {
     let (home, dir) = (temp(), temp());
     let (_server, base) = crate::http::reference_server();
-    let file = dir.path().join("long.toml");
-    std::fs::write(
-        &file,
-        format!(
+    let file = scenario_file(
+        dir.path(),
+        "long.toml",
+        &format!(
             "base = \"{base}\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\nurl = \"/hello\"\nthink = \"1000000s\"\n[[flow.step]]\nurl = \"/hello\"\n"
         ),
-    )
-    .unwrap();
-    let file = file.display().to_string();
+    );
     let out = signalled(
         home.path(),
-        &[
-            "http",
-            "--scenario",
-            &file,
-            "-n",
-            "5",
-            "-c",
-            "2",
-            "--json",
-            "--no-save",
-        ],
+        &words(&format!(
+            "http --scenario {file} -n 5 -c 2 --json --no-save"
+        )),
         Duration::from_millis(1500),
         libc::SIGINT,
     );
@@ -886,55 +710,23 @@ fn an_interrupted_count_of_flows_reports_the_time_it_ran() {
 fn a_trailing_think_is_not_waited_out_and_cut_steps_count_as_unfinished() {
     let (home, dir) = (temp(), temp());
     let (_server, base) = crate::http::reference_server();
-    let file = dir.path().join("think.toml");
-    std::fs::write(
-        &file,
-        format!(
+    let scenario = scenario_file(
+        dir.path(),
+        "think.toml",
+        &format!(
             "base = \"{base}\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\nname = \"hello\"\nurl = \"/hello\"\nthink = \"300s\"\n"
         ),
-    )
-    .unwrap();
-    let scenario = file.display().to_string();
-    let (run, stderr) = json_run(
-        home.path(),
-        &[
-            "http",
-            "--scenario",
-            &scenario,
-            "-n",
-            "1",
-            "-c",
-            "1",
-            "-t",
-            "1",
-            "--no-save",
-        ],
-        0,
     );
+    let (run, stderr) = scenario_run(home.path(), &scenario, "-n 1 -c 1 -t 1", 0);
     assert_eq!(flow(&run, "flows_completed", "f"), 1.0, "{stderr}");
-    std::fs::write(
-        &file,
-        format!(
+    scenario_file(
+        dir.path(),
+        "think.toml",
+        &format!(
             "base = \"{base}\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\nname = \"slow\"\nurl = \"/delay/400\"\n"
         ),
-    )
-    .unwrap();
-    let (run, stderr) = json_run(
-        home.path(),
-        &[
-            "http",
-            "--scenario",
-            &scenario,
-            "-d",
-            "1s",
-            "-c",
-            "4",
-            "-t",
-            "1",
-            "--no-save",
-        ],
-        0,
     );
+    let (run, stderr) = scenario_run(home.path(), &scenario, "-d 1s -c 4 -t 1", 0);
     let cut = metric(&run, "unfinished_requests").unwrap();
     assert!(cut >= 1.0, "requests under way at the end: {stderr}");
     assert_eq!(step(&run, "step_unfinished", "f", "slow"), cut, "{stderr}");
@@ -948,11 +740,7 @@ fn bad_scenarios_are_refused_before_any_load() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    let write = |name: &str, text: &str| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p.display().to_string()
-    };
+    let write = |name: &str, text: &str| scenario_file(dir.path(), name, text);
     let head = "[[flow]]\nname = \"f\"\n[[flow.step]]\n";
     let syntax = write("syntax.toml", &format!("{head}url = \"/\"\nmethod = \n"));
     let undefined = write("undefined.toml", &format!("{head}url = \"/m/${{id}}\"\n"));
@@ -1027,13 +815,7 @@ fn bad_scenarios_are_refused_before_any_load() {
     let (mut child, addr) = spawn_serve("127.0.0.1:0", 1);
     let err = fails(
         home.path(),
-        &[
-            "http",
-            "--scenario",
-            &setup,
-            &format!("http://{addr}"),
-            "--no-save",
-        ],
+        &words(&format!("http --scenario {setup} http://{addr} --no-save")),
     );
     assert!(
         err.contains("setup step \"setup 1\" (GET /status/500) was answered 500"),

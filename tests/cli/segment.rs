@@ -9,8 +9,9 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 use super::db::pg;
-use super::http::warning;
 use crate::common::*;
+// A segment's figures are its unlabelled metrics; every one is there.
+use crate::common::unlabelled_metric as metric;
 use serde_json::json;
 
 /// What a [`counting_server`] saw: requests per client address, and every
@@ -24,14 +25,35 @@ struct Seen {
 /// A loopback HTTP/1.1 server that answers every request `200 ok` (after
 /// `delay`, to keep requests under way) and counts what it got.
 fn counting_server(delay: Duration) -> (String, Arc<Mutex<Seen>>) {
+    let (addr, seen) = ok_server(move |head, peer, seen| {
+        let seq = head
+            .split_once("s=")
+            .and_then(|(_, rest)| rest.split(' ').next())
+            .and_then(|v| v.parse::<u64>().ok());
+        {
+            let mut s = seen.lock().unwrap();
+            *s.by_peer.entry(peer).or_default() += 1;
+            s.seqs.extend(seq);
+        }
+        std::thread::sleep(delay);
+    });
+    (format!("http://{addr}/x?s={{seq}}"), seen)
+}
+
+/// A loopback HTTP/1.1 server (keep-alive, one thread a connection) that
+/// hands each request head, with the client's address and the record
+/// the server keeps, to `on_request`, then answers `200 ok`.
+fn ok_server(
+    on_request: impl Fn(&str, IpAddr, &Mutex<Seen>) + Send + Sync + 'static,
+) -> (std::net::SocketAddr, Arc<Mutex<Seen>>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let kept = seen.clone();
+    let (kept, on_request) = (seen.clone(), Arc::new(on_request));
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
-            let seen = kept.clone();
+            let (seen, on_request) = (kept.clone(), on_request.clone());
             std::thread::spawn(move || {
                 let peer = stream.peer_addr().unwrap().ip();
                 let mut buf = [0u8; 8192];
@@ -43,17 +65,7 @@ fn counting_server(delay: Duration) -> (String, Arc<Mutex<Seen>>) {
                     }
                     while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
                         let head: Vec<u8> = pending.drain(..end + 4).collect();
-                        let head = String::from_utf8_lossy(&head);
-                        let seq = head
-                            .split_once("s=")
-                            .and_then(|(_, rest)| rest.split(' ').next())
-                            .and_then(|v| v.parse::<u64>().ok());
-                        {
-                            let mut s = seen.lock().unwrap();
-                            *s.by_peer.entry(peer).or_default() += 1;
-                            s.seqs.extend(seq);
-                        }
-                        std::thread::sleep(delay);
+                        on_request(&String::from_utf8_lossy(&head), peer, &seen);
                         let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
                         if stream.write_all(ok).is_err() {
                             return;
@@ -63,7 +75,7 @@ fn counting_server(delay: Duration) -> (String, Arc<Mutex<Seen>>) {
             });
         }
     });
-    (format!("http://{addr}/x?s={{seq}}"), seen)
+    (addr, seen)
 }
 
 /// Segment `i` of `n` of the run `args` describe, as a process of its
@@ -94,6 +106,63 @@ fn run_segments(home: &Path, store: &str, group: &str, n: u32, args: &[&str]) ->
     let children: Vec<_> = (0..n)
         .map(|i| segment(home, store, group, i, n, args))
         .collect();
+    all_succeeded(children)
+}
+
+/// `dyno merge GROUP --json` on `store`, which must succeed: the merged
+/// run.
+fn merge_json(home: &Path, store: &str, group: &str) -> Value {
+    let out = dyno(home)
+        .args(["--store", store, "merge", group, "--json"])
+        .assert()
+        .success();
+    serde_json::from_slice(&out.get_output().stdout).unwrap()
+}
+
+/// The `{seq}` values a [`counting_server`] got, each once.
+fn seqs(seen: &Mutex<Seen>) -> BTreeSet<u64> {
+    seen.lock().unwrap().seqs.iter().copied().collect()
+}
+
+/// The table `seen` in `db`, made by `create`, and in `dir` the script
+/// `seen.sql` that adds each transaction's `:client_id` to it.
+fn client_id_script(pg: &dyno_testutil::pg::Pg, db: &str, create: &str, dir: &Path) -> PathBuf {
+    pg.psql(db, create);
+    write_file(
+        dir,
+        "seen.sql",
+        "INSERT INTO seen (client_id) VALUES (:client_id);\n",
+    )
+}
+
+/// A new database of the throwaway cluster, as `--store` takes it.
+fn pg_store(pg: &dyno_testutil::pg::Pg) -> String {
+    pg.url_of(&pg.database())
+}
+
+/// The SQLite store `shared.db` in `home`, as `--store` takes it.
+fn shared_db(home: &Path) -> String {
+    home.join("shared.db").to_str().unwrap().to_owned()
+}
+
+/// The `n` segments of `dyno http URL FLAGS…` against a new
+/// [`counting_server`] that answers at once, meeting in `store` under
+/// `group`: their runs, and what the server saw.
+fn counted_segments(
+    home: &Path,
+    store: &str,
+    group: &str,
+    n: u32,
+    flags: &str,
+) -> (Vec<Value>, Arc<Mutex<Seen>>) {
+    let (url, seen) = counting_server(Duration::ZERO);
+    let line = format!("{url} {flags}");
+    (run_segments(home, store, group, n, &words(&line)), seen)
+}
+
+/// Waits for every one of `children` (segments started together), checks
+/// that each succeeded, and returns their runs.
+fn all_succeeded(children: Vec<std::process::Child>) -> Vec<Value> {
     children
         .into_iter()
         .map(|c| {
@@ -130,43 +199,33 @@ fn db_segments(
     args: &[&str],
 ) -> Vec<Value> {
     let children: Vec<_> = (0..n)
-        .map(|i| {
-            StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
-                .env("DYNO_HOME", home)
-                .env_remove("XDG_DATA_HOME")
-                .envs(pg.env.iter().map(|(k, v)| (k, v)))
-                .env("PGDATABASE", db)
-                .args(["--store", store, "db", "run"])
-                .args(args)
-                .args(["--segment", &format!("{i}/{n}"), "--group", group, "--json"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
+        .map(|i| db_segment(pg, db, home, store, (group, i, n), args))
         .collect();
-    children
-        .into_iter()
-        .map(|c| {
-            let (code, run, err) = finished(c);
-            assert_eq!(code, 0, "{err}");
-            run.unwrap()
-        })
-        .collect()
+    all_succeeded(children)
 }
 
-fn metric(run: &Value, name: &str) -> f64 {
-    run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| {
-            m["name"] == name
-                && m.get("labels")
-                    .is_none_or(|l| l.as_object().is_none_or(|o| o.is_empty()))
-        })
-        .unwrap_or_else(|| panic!("no metric {name}"))["value"]
-        .as_f64()
+/// Segment `i` of `n` of `dyno db run ARGS` in `group` on the throwaway
+/// server's database `db`, as a process of its own meeting in `store`,
+/// printing its run as JSON.
+fn db_segment(
+    pg: &dyno_testutil::pg::Pg,
+    db: &str,
+    home: &Path,
+    store: &str,
+    (group, i, n): (&str, u32, u32),
+    args: &[&str],
+) -> std::process::Child {
+    StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
+        .env("DYNO_HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .envs(pg.env.iter().map(|(k, v)| (k, v)))
+        .env("PGDATABASE", db)
+        .args(["--store", store, "db", "run"])
+        .args(args)
+        .args(["--segment", &format!("{i}/{n}"), "--group", group, "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap()
 }
 
@@ -182,23 +241,23 @@ fn capacity_metric(run: &Value) -> f64 {
         assert_eq!(outcome, "unfinished", "{run}");
         "max_passing_rate"
     };
-    let m = run["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {run}"));
+    let m = find_metric(run, name);
     assert!(m["labels"]["slo"].is_string(), "{m}");
     m["value"].as_f64().unwrap()
 }
 
-fn histogram(run: &Value, name: &str) -> hdrhistogram::Histogram<u64> {
-    let m = run["metrics"]
+/// A search's steps: the rate each asked for, and whether it passed.
+fn steps_taken(run: &Value) -> Vec<(f64, bool)> {
+    run["settings"]["capacity"]["steps"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|m| m["name"] == name)
-        .unwrap();
+        .map(|s| (s["requested"].as_f64().unwrap(), s["passed"] == true))
+        .collect()
+}
+
+fn histogram(run: &Value, name: &str) -> hdrhistogram::Histogram<u64> {
+    let m = find_metric(run, name);
     let h: dyno_model::Histogram = serde_json::from_value(m["histogram"].clone()).unwrap();
     dyno_stats::hdr::from_model(&h).unwrap()
 }
@@ -208,17 +267,9 @@ fn histogram(run: &Value, name: &str) -> hdrhistogram::Histogram<u64> {
 /// merged run counts them all and its histogram is the sum of the three.
 #[test]
 fn three_segments_make_exactly_the_run_and_merge_without_loss() {
-    let pg = pg();
-    let store = format!("{}/{}", pg.url.rsplit_once('/').unwrap().0, pg.database());
+    let store = pg_store(&pg());
     let home = temp();
-    let (url, seen) = counting_server(Duration::ZERO);
-    let segments = run_segments(
-        home.path(),
-        &store,
-        "g1",
-        3,
-        &[&url, "-n", "3001", "-c", "6", "-t", "3"],
-    );
+    let (segments, seen) = counted_segments(home.path(), &store, "g1", 3, "-n 3001 -c 6 -t 3");
     let counts: Vec<f64> = segments.iter().map(|r| metric(r, "responses")).collect();
     assert_eq!(counts, [1001.0, 1000.0, 1000.0]);
     for (i, run) in segments.iter().enumerate() {
@@ -241,11 +292,7 @@ fn three_segments_make_exactly_the_run_and_merge_without_loss() {
         assert_eq!(seqs, (0..3001).collect::<BTreeSet<u64>>());
     }
 
-    let out = dyno(home.path())
-        .args(["--store", &store, "merge", "g1", "--json"])
-        .assert()
-        .success();
-    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let merged = merge_json(home.path(), &store, "g1");
     assert_eq!(metric(&merged, "responses"), 3001.0);
     assert_eq!(metric(&merged, "requests"), 3001.0);
     assert_eq!(metric(&merged, "status_200"), 3001.0);
@@ -321,27 +368,15 @@ fn three_segments_make_exactly_the_run_and_merge_without_loss() {
 #[test]
 fn an_open_model_run_splits_its_timetable_and_keeps_the_rate() {
     let home = temp();
-    let store = home.path().join("shared.db");
-    let store = store.to_str().unwrap();
-    let (url, seen) = counting_server(Duration::ZERO);
-    let segments = run_segments(
-        home.path(),
-        store,
-        "open",
-        3,
-        &[&url, "--rate", "600", "-n", "1200", "-c", "3"],
-    );
+    let store = &shared_db(home.path());
+    let flags = "--rate 600 -n 1200 -c 3";
+    let (segments, seen) = counted_segments(home.path(), store, "open", 3, flags);
     for run in &segments {
         assert_eq!(metric(run, "requested_rate_per_sec"), 200.0);
         assert_eq!(metric(run, "responses"), 400.0);
     }
-    let seqs: BTreeSet<u64> = seen.lock().unwrap().seqs.iter().copied().collect();
-    assert_eq!(seqs, (0..1200).collect::<BTreeSet<u64>>());
-    let out = dyno(home.path())
-        .args(["--store", store, "merge", "open", "--json"])
-        .assert()
-        .success();
-    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(seqs(&seen), (0..1200).collect::<BTreeSet<u64>>());
+    let merged = merge_json(home.path(), store, "open");
     assert_eq!(metric(&merged, "requested_rate_per_sec"), 600.0);
     let achieved = metric(&merged, "requests_per_sec");
     assert!(
@@ -356,16 +391,9 @@ fn an_open_model_run_splits_its_timetable_and_keeps_the_rate() {
 #[test]
 fn a_rate_plan_splits_each_stage_by_stride_and_merges_its_stages() {
     let home = temp();
-    let store = home.path().join("shared.db");
-    let store = store.to_str().unwrap();
-    let (url, seen) = counting_server(Duration::ZERO);
-    let segments = run_segments(
-        home.path(),
-        store,
-        "plan",
-        2,
-        &[&url, "--rate-plan", "100@1s,0..200/1s,10@1s", "-c", "2"],
-    );
+    let store = &shared_db(home.path());
+    let flags = "--rate-plan 100@1s,0..200/1s,10@1s -c 2";
+    let (segments, seen) = counted_segments(home.path(), store, "plan", 2, flags);
     let ended = |run: &Value| -> Vec<u64> {
         run["settings"]["rate_plan"]["stages"]
             .as_array()
@@ -377,13 +405,8 @@ fn a_rate_plan_splits_each_stage_by_stride_and_merges_its_stages() {
     for run in &segments {
         assert_eq!(ended(run), [50, 50, 5]);
     }
-    let seqs: BTreeSet<u64> = seen.lock().unwrap().seqs.iter().copied().collect();
-    assert_eq!(seqs, (0..210).collect::<BTreeSet<u64>>());
-    let out = dyno(home.path())
-        .args(["--store", store, "merge", "plan", "--json"])
-        .assert()
-        .success();
-    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(seqs(&seen), (0..210).collect::<BTreeSet<u64>>());
+    let merged = merge_json(home.path(), store, "plan");
     assert_eq!(ended(&merged), [100, 100, 10]);
     let stage = &merged["settings"]["rate_plan"]["stages"][1];
     assert_eq!(stage["achieved"], 100.0);
@@ -395,8 +418,7 @@ fn a_rate_plan_splits_each_stage_by_stride_and_merges_its_stages() {
 #[test]
 fn a_killed_segment_leaves_an_incomplete_merged_run_that_names_it() {
     let home = temp();
-    let store = home.path().join("shared.db");
-    let store = store.to_str().unwrap();
+    let store = &shared_db(home.path());
     let (url, _seen) = counting_server(Duration::from_millis(2));
     let mut children: Vec<_> = (0..3)
         .map(|i| {
@@ -418,11 +440,7 @@ fn a_killed_segment_leaves_an_incomplete_merged_run_that_names_it() {
         let (code, _, err) = finished(c);
         assert_eq!(code, 0, "{err}");
     }
-    let out = dyno(home.path())
-        .args(["--store", store, "merge", "k", "--json"])
-        .assert()
-        .success();
-    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let merged = merge_json(home.path(), store, "k");
     assert_eq!(merged["settings"]["group"]["incomplete"], true);
     assert_eq!(merged["settings"]["group"]["missing"], json!([1]));
     let why = warning(&merged, "segments_incomplete").unwrap();
@@ -452,18 +470,10 @@ fn a_killed_segment_leaves_an_incomplete_merged_run_that_names_it() {
 #[test]
 fn a_barrier_timeout_calls_the_run_off_for_every_segment() {
     let home = temp();
-    let store = home.path().join("shared.db");
-    let store = store.to_str().unwrap();
+    let store = &shared_db(home.path());
     let (url, seen) = counting_server(Duration::ZERO);
-    let args = [
-        url.as_str(),
-        "-n",
-        "100",
-        "-c",
-        "3",
-        "--barrier-timeout",
-        "1s",
-    ];
+    let line = format!("{url} -n 100 -c 3 --barrier-timeout 1s");
+    let args = words(&line);
     let started = Instant::now();
     let children: Vec<_> = [0, 2]
         .into_iter()
@@ -493,20 +503,11 @@ fn a_barrier_timeout_calls_the_run_off_for_every_segment() {
     let (code, _, err) = finished(segment(home.path(), store, "late", 1, 3, &args));
     assert_eq!(code, 2);
     assert!(err.contains("did not arrive"), "{err}");
-    dyno(home.path())
-        .args(["--store", store, "history", "--tag", "group:late"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("segment").not());
+    assert_no_segment_saved(home.path(), store, "late");
     // The merge says the run was called off, and why, with or without
     // --wait: the segments will never save a run.
     for wait in [&[][..], &["--wait", "5s"][..]] {
-        let out = dyno(home.path())
-            .args(["--store", store, "merge", "late"])
-            .args(wait)
-            .assert()
-            .code(2);
-        let err = String::from_utf8_lossy(&out.get_output().stderr);
+        let err = merge_refused(home.path(), store, "late", wait);
         assert!(
             err.contains("group 'late' was called off")
                 && err.contains("segment 1/3")
@@ -515,6 +516,31 @@ fn a_barrier_timeout_calls_the_run_off_for_every_segment() {
             "{wait:?}: {err}"
         );
     }
+}
+
+/// `dyno merge GROUP EXTRA…` on `store`, which must exit 2: its stderr.
+fn merge_refused(home: &Path, store: &str, group: &str, extra: &[&str]) -> String {
+    let out = dyno(home)
+        .args(["--store", store, "merge", group])
+        .args(extra)
+        .assert()
+        .code(2);
+    String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+}
+
+/// The store's history of `group` holds no segment.
+fn assert_no_segment_saved(home: &Path, store: &str, group: &str) {
+    dyno(home)
+        .args([
+            "--store",
+            store,
+            "history",
+            "--tag",
+            &format!("group:{group}"),
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("segment").not());
 }
 
 /// Polls `dyno merge GROUP` (a bounded number of times) until it says
@@ -541,8 +567,7 @@ fn wait_for_arrivals(home: &Path, store: &str, group: &str, n: usize) {
 #[test]
 fn segments_of_different_commands_are_refused_at_the_barrier() {
     let home = temp();
-    let store = home.path().join("shared.db");
-    let store = store.to_str().unwrap();
+    let store = &shared_db(home.path());
     let (url, seen) = counting_server(Duration::ZERO);
     let other = url.replace("/x?", "/y?");
     let first = segment(
@@ -551,7 +576,7 @@ fn segments_of_different_commands_are_refused_at_the_barrier() {
         "mixed",
         0,
         2,
-        &[&url, "-d", "2s", "-c", "2", "-t", "1"],
+        &words(&format!("{url} -d 2s -c 2 -t 1")),
     );
     wait_for_arrivals(home.path(), store, "mixed", 1);
     let (code, run, err) = finished(segment(
@@ -560,23 +585,24 @@ fn segments_of_different_commands_are_refused_at_the_barrier() {
         "mixed",
         1,
         2,
-        &[&other, "--rate", "1000", "-d", "3s", "-c", "4", "-t", "1"],
+        &words(&format!("{other} --rate 1000 -d 3s -c 4 -t 1")),
     ));
     assert_eq!(code, 2, "{err}");
     assert!(run.is_none());
-    for needle in [
-        "segment 1/2",
-        "segment 0/2",
-        &format!("url {other} against {url}"),
-        "model open against closed",
-        "rate 1000 against (not set)",
-        "duration 3s against 2s",
-        "connections 4 against 2",
-        "called off",
-        "nothing was run",
-    ] {
-        assert!(err.contains(needle), "{needle:?} missing in {err}");
-    }
+    assert_contains_all(
+        &err,
+        &[
+            "segment 1/2",
+            "segment 0/2",
+            &format!("url {other} against {url}"),
+            "model open against closed",
+            "rate 1000 against (not set)",
+            "duration 3s against 2s",
+            "connections 4 against 2",
+            "called off",
+            "nothing was run",
+        ],
+    );
     // The first segment hears the same reason and does not start.
     let (code, run, err) = finished(first);
     assert_eq!(code, 2, "{err}");
@@ -586,17 +612,9 @@ fn segments_of_different_commands_are_refused_at_the_barrier() {
         "{err}"
     );
     assert_eq!(seen.lock().unwrap().by_peer.values().sum::<u64>(), 0);
-    let out = dyno(home.path())
-        .args(["--store", store, "merge", "mixed"])
-        .assert()
-        .code(2);
-    let err = String::from_utf8_lossy(&out.get_output().stderr);
+    let err = merge_refused(home.path(), store, "mixed", &[]);
     assert!(err.contains("called off") && err.contains("url"), "{err}");
-    dyno(home.path())
-        .args(["--store", store, "history", "--tag", "group:mixed"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("segment").not());
+    assert_no_segment_saved(home.path(), store, "mixed");
 }
 
 /// With --start-at a segment starts at that time, without waiting for the
@@ -604,8 +622,7 @@ fn segments_of_different_commands_are_refused_at_the_barrier() {
 #[test]
 fn start_at_starts_at_the_given_time_without_the_others() {
     let home = temp();
-    let store = home.path().join("shared.db");
-    let store = store.to_str().unwrap();
+    let store = &shared_db(home.path());
     let (url, seen) = counting_server(Duration::ZERO);
     let at = jiff::Timestamp::now() + jiff::SignedDuration::from_millis(1500);
     let (code, run, err) = finished(segment(
@@ -640,50 +657,19 @@ fn start_at_starts_at_the_given_time_without_the_others() {
 #[test]
 fn segment_flags_say_what_is_wrong() {
     let home = temp();
+    let http = |flags: &'static str| [&["http", "http://127.0.0.1:9/"][..], &words(flags)].concat();
     assert_refused(
         home.path(),
         &[
+            (&http("--segment 3/3 --group g"), &["counts from 0"]),
+            (&http("--segment 0/3"), &["--group"]),
+            (&http("--group g"), &["--segment"]),
             (
-                &[
-                    "http",
-                    "http://127.0.0.1:9/",
-                    "--segment",
-                    "3/3",
-                    "--group",
-                    "g",
-                ],
-                &["counts from 0"],
-            ),
-            (
-                &["http", "http://127.0.0.1:9/", "--segment", "0/3"],
-                &["--group"],
-            ),
-            (
-                &["http", "http://127.0.0.1:9/", "--group", "g"],
-                &["--segment"],
-            ),
-            (
-                &[
-                    "http",
-                    "http://127.0.0.1:9/",
-                    "--segment",
-                    "0/2",
-                    "--group",
-                    "a b",
-                ],
+                &[&http("--segment 0/2 --group")[..], &["a b"]].concat(),
                 &["letters, digits"],
             ),
             (
-                &[
-                    "http",
-                    "http://127.0.0.1:9/",
-                    "--segment",
-                    "0/2",
-                    "--group",
-                    "g",
-                    "--start-at",
-                    "tomorrow",
-                ],
+                &http("--segment 0/2 --group g --start-at tomorrow"),
                 &["RFC 3339"],
             ),
         ],
@@ -692,33 +678,17 @@ fn segment_flags_say_what_is_wrong() {
         let out = dyno(home.path()).args(args).assert().failure();
         String::from_utf8_lossy(&out.get_output().stderr).into_owned()
     };
-    let e = err(&[
-        "http",
-        "http://127.0.0.1:9/",
-        "-c",
-        "2",
-        "--segment",
-        "0/3",
-        "--group",
-        "g",
-    ]);
+    let e = err(&words(
+        "http http://127.0.0.1:9/ -c 2 --segment 0/3 --group g",
+    ));
     assert!(
         e.contains("-c 2 cannot be shared out over 3 segments"),
         "{e}"
     );
     // Every segment needs a share of -n too.
-    let e = err(&[
-        "http",
-        "http://127.0.0.1:9/",
-        "-n",
-        "2",
-        "-c",
-        "3",
-        "--segment",
-        "2/3",
-        "--group",
-        "g",
-    ]);
+    let e = err(&words(
+        "http http://127.0.0.1:9/ -n 2 -c 3 --segment 2/3 --group g",
+    ));
     assert!(
         e.contains("-n 2 cannot be shared out over 3 segments") && e.contains("-n 3 or more"),
         "{e}"
@@ -773,43 +743,19 @@ fn segment_flags_say_what_is_wrong() {
 fn db_run_segments_share_out_the_clients_with_disjoint_ids() {
     let pg = pg();
     let db = pg.database();
-    pg.psql(
+    let store = pg_store(&pg);
+    let home = temp();
+    let script = client_id_script(
+        &pg,
         &db,
         "CREATE TABLE seen (client_id int, at timestamptz default now())",
+        home.path(),
     );
-    let store = format!("{}/{}", pg.url.rsplit_once('/').unwrap().0, pg.database());
-    let home = temp();
-    let script = home.path().join("seen.sql");
-    std::fs::write(
-        &script,
-        "INSERT INTO seen (client_id) VALUES (:client_id);\n",
-    )
-    .unwrap();
-    let children: Vec<_> = (0..3)
-        .map(|i| {
-            StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
-                .env("DYNO_HOME", home.path())
-                .env_remove("XDG_DATA_HOME")
-                .envs(pg.env.iter().map(|(k, v)| (k, v)))
-                .env("PGDATABASE", &db)
-                .args([
-                    "--store", &store, "db", "run", "-c", "7", "-j", "3", "-t", "10", "-f",
-                ])
-                .arg(&script)
-                .args(["--segment", &format!("{i}/3"), "--group", "dbg", "--json"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let clients: Vec<u64> = children
-        .into_iter()
-        .map(|c| {
-            let (code, run, err) = finished(c);
-            assert_eq!(code, 0, "{err}");
-            run.unwrap()["settings"]["clients"].as_u64().unwrap()
-        })
+    let line = format!("-c 7 -j 3 -t 10 -f {}", script.display());
+    let runs = db_segments(&pg, &db, home.path(), &store, "dbg", 3, &words(&line));
+    let clients: Vec<u64> = runs
+        .iter()
+        .map(|run| run["settings"]["clients"].as_u64().unwrap())
         .collect();
     assert_eq!(clients, [3, 2, 2]);
     assert_eq!(
@@ -823,11 +769,7 @@ fn db_run_segments_share_out_the_clients_with_disjoint_ids() {
         pg.psql(&db, "SELECT string_agg(n::text, ',') FROM (SELECT count(*) AS n FROM seen GROUP BY client_id) c"),
         "10,10,10,10,10,10,10"
     );
-    let out = dyno(home.path())
-        .args(["--store", &store, "merge", "dbg", "--json"])
-        .assert()
-        .success();
-    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let merged = merge_json(home.path(), &store, "dbg");
     assert_eq!(merged["kind"], "db");
     assert_eq!(merged["settings"]["clients"], 7);
     let described = merged["description"].as_str().unwrap();
@@ -838,12 +780,7 @@ fn db_run_segments_share_out_the_clients_with_disjoint_ids() {
     assert_eq!(histogram(&merged, "latency_ns").len(), 70);
     // Each segment drew its own seed: by design, not a difference to warn
     // of (M5).
-    let codes: Vec<&str> = merged["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|w| w["code"].as_str())
-        .collect();
+    let codes = warning_codes(&merged);
     assert!(!codes.contains(&"settings_differ"), "{codes:?}");
     // No "0.0 tps with them": each segment connected on its own (M6).
     let out = dyno(home.path())
@@ -864,44 +801,13 @@ fn db_run_segments_share_out_the_clients_with_disjoint_ids() {
 fn db_run_segments_of_different_commands_are_refused() {
     let pg = pg();
     let db = pg.database();
-    pg.psql(&db, "CREATE TABLE seen (client_id int)");
-    let store = format!("{}/{}", pg.url.rsplit_once('/').unwrap().0, pg.database());
+    let store = pg_store(&pg);
     let home = temp();
-    let script = home.path().join("seen.sql");
-    std::fs::write(
-        &script,
-        "INSERT INTO seen (client_id) VALUES (:client_id);\n",
-    )
-    .unwrap();
+    let script = client_id_script(&pg, &db, "CREATE TABLE seen (client_id int)", home.path());
     let segment = |i: u32, transactions: &str| {
-        StdCommand::new(env!("CARGO_BIN_EXE_dyno"))
-            .env("DYNO_HOME", home.path())
-            .env_remove("XDG_DATA_HOME")
-            .envs(pg.env.iter().map(|(k, v)| (k, v)))
-            .env("PGDATABASE", &db)
-            .args([
-                "--store",
-                &store,
-                "db",
-                "run",
-                "-c",
-                "2",
-                "-t",
-                transactions,
-                "-f",
-            ])
-            .arg(&script)
-            .args([
-                "--segment",
-                &format!("{i}/2"),
-                "--group",
-                "dbmixed",
-                "--json",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+        let line = format!("-c 2 -t {transactions} -f {}", script.display());
+        let group = ("dbmixed", i, 2);
+        db_segment(&pg, &db, home.path(), &store, group, &words(&line))
     };
     let first = segment(0, "10");
     wait_for_arrivals(home.path(), &store, "dbmixed", 1);
@@ -916,6 +822,19 @@ fn db_run_segments_of_different_commands_are_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("transactions 20 against 10"), "{err}");
     assert_eq!(pg.psql(&db, "SELECT count(*) FROM seen"), "0");
+}
+
+/// kubernetes-validate `flags` accepts `yaml`, written as `name` in `dir`;
+/// `what` says what it refused if not.
+fn assert_kubernetes_accepts(dir: &Path, name: &str, yaml: &str, flags: &[&str], what: &str) {
+    let file = write_file(dir, name, yaml);
+    let out = k8s_validate().args(flags).arg(&file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// kubernetes-validate, as scripts/test installs it (DYNO_K8S_VALIDATE),
@@ -936,64 +855,40 @@ fn k8s_validate() -> StdCommand {
 #[test]
 fn k8s_job_prints_manifests_that_kubernetes_schemas_accept() {
     let home = temp();
+    let pods = "--segments 5 --image registry.example/dyno:0.1 --group Web_1 --namespace load";
     let out = dyno(home.path())
-        .args([
-            "k8s",
-            "job",
-            "--segments",
-            "5",
-            "--image",
-            "registry.example/dyno:0.1",
-            "--group",
-            "Web_1",
-            "--namespace",
-            "load",
-            "--cpu",
-            "2",
-            "--memory",
-            "1Gi",
-            "--merge",
-            "--",
-            "http",
-            "http://web.default.svc/item?id={seq}&x=$(HOME)",
-            "-n",
-            "1000000",
-            "-c",
-            "500",
-        ])
+        .args(words(&format!(
+            "k8s job {pods} --cpu 2 --memory 1Gi --merge -- \
+             http http://web.default.svc/item?id={{seq}}&x=$(HOME) -n 1000000 -c 500"
+        )))
         .assert()
         .success();
     let yaml = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    for expected in [
-        "completionMode: \"Indexed\"",
-        "completions: 5",
-        "parallelism: 5",
-        "name: \"dyno-web-1\"",
-        "name: \"dyno-web-1-merge\"",
-        "namespace: \"load\"",
-        "\"$(DYNO_SEGMENT_INDEX)/5\"",
-        "batch.kubernetes.io/job-completion-index",
-        "topologyKey: \"kubernetes.io/hostname\"",
-        "secretKeyRef:",
-        "cpu: \"2\"",
-        "\"http://web.default.svc/item?id={seq}&x=$$(HOME)\"",
-        "- \"merge\"",
-    ] {
-        assert!(yaml.contains(expected), "{expected} missing in:\n{yaml}");
-    }
-    let file = home.path().join("job.yaml");
-    std::fs::write(&file, &yaml).unwrap();
+    assert_contains_all(
+        &yaml,
+        &[
+            "completionMode: \"Indexed\"",
+            "completions: 5",
+            "parallelism: 5",
+            "name: \"dyno-web-1\"",
+            "name: \"dyno-web-1-merge\"",
+            "namespace: \"load\"",
+            "\"$(DYNO_SEGMENT_INDEX)/5\"",
+            "batch.kubernetes.io/job-completion-index",
+            "topologyKey: \"kubernetes.io/hostname\"",
+            "secretKeyRef:",
+            "cpu: \"2\"",
+            "\"http://web.default.svc/item?id={seq}&x=$$(HOME)\"",
+            "- \"merge\"",
+        ],
+    );
     for version in ["1.37.0", "1.29.0"] {
-        let out = k8s_validate()
-            .args(["--strict", "-k", version])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "Kubernetes {version} refused the manifest: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        assert_kubernetes_accepts(
+            home.path(),
+            "job.yaml",
+            &yaml,
+            &["--strict", "-k", version],
+            &format!("Kubernetes {version} refused the manifest"),
         );
     }
     // The check is a real one: a mistake is caught.
@@ -1130,16 +1025,7 @@ fn k8s_job_carries_local_files_in_a_config_map_and_the_database_in_a_secret() {
     std::fs::write(&script, "SELECT 1;\n").unwrap();
     let job = |extra: &[&str], command: &[&str]| {
         let out = dyno(home.path())
-            .args([
-                "k8s",
-                "job",
-                "--segments",
-                "3",
-                "--image",
-                "img",
-                "--group",
-                "f1",
-            ])
+            .args(words("k8s job --segments 3 --image img --group f1"))
             .args(extra)
             .arg("--")
             .args(command)
@@ -1174,40 +1060,31 @@ fn k8s_job_carries_local_files_in_a_config_map_and_the_database_in_a_secret() {
             &format!("{}@2", script.display()),
         ],
     );
-    for expected in [
-        "kind: \"ConfigMap\"",
-        "name: \"dyno-f1-files\"",
-        "f0-urls.txt: \"http://web.default.svc/a\\nhttp://web.default.svc/b\\n\"",
-        "f1-body.bin: \"//4A\"",
-        "\"/etc/dyno/files/f0-urls.txt\"",
-        "\"/etc/dyno/files/f1-body.bin\"",
-        "mountPath: \"/etc/dyno/files\"",
-    ] {
-        assert!(http.contains(expected), "{expected} missing in:\n{http}");
-    }
+    assert_contains_all(
+        &http,
+        &[
+            "kind: \"ConfigMap\"",
+            "name: \"dyno-f1-files\"",
+            "f0-urls.txt: \"http://web.default.svc/a\\nhttp://web.default.svc/b\\n\"",
+            "f1-body.bin: \"//4A\"",
+            "\"/etc/dyno/files/f0-urls.txt\"",
+            "\"/etc/dyno/files/f1-body.bin\"",
+            "mountPath: \"/etc/dyno/files\"",
+        ],
+    );
     assert!(!http.contains(urls.to_str().unwrap()), "{http}");
-    for expected in [
-        "\"/etc/dyno/files/f0-s1.sql@2\"",
-        "f0-s1.sql: \"SELECT 1;\\n\"",
-        "secretRef:",
-        "name: \"dyno-db\"",
-    ] {
-        assert!(db.contains(expected), "{expected} missing in:\n{db}");
-    }
+    assert_contains_all(
+        &db,
+        &[
+            "\"/etc/dyno/files/f0-s1.sql@2\"",
+            "f0-s1.sql: \"SELECT 1;\\n\"",
+            "secretRef:",
+            "name: \"dyno-db\"",
+        ],
+    );
     for (name, yaml) in [("http.yaml", &http), ("db.yaml", &db)] {
-        let file = home.path().join(name);
-        std::fs::write(&file, yaml).unwrap();
-        let out = k8s_validate()
-            .args(["--strict", "-k", "1.37.0"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let flags = ["--strict", "-k", "1.37.0"];
+        assert_kubernetes_accepts(home.path(), name, yaml, &flags, name);
     }
 }
 
@@ -1215,39 +1092,13 @@ fn k8s_job_carries_local_files_in_a_config_map_and_the_database_in_a_secret() {
 /// across every connection, each held for `service` (a D/D/1 queue: about
 /// 1/`service` requests a second); counts requests per client address.
 fn one_at_a_time_server(service: Duration) -> (String, Arc<Mutex<Seen>>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let kept = seen.clone();
-    let desk = Arc::new(Mutex::new(()));
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let (seen, desk) = (kept.clone(), desk.clone());
-            std::thread::spawn(move || {
-                let peer = stream.peer_addr().unwrap().ip();
-                let mut buf = [0u8; 8192];
-                let mut pending = Vec::new();
-                loop {
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => pending.extend_from_slice(&buf[..n]),
-                    }
-                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-                        pending.drain(..end + 4);
-                        {
-                            let _one = desk.lock().unwrap();
-                            std::thread::sleep(service);
-                        }
-                        *seen.lock().unwrap().by_peer.entry(peer).or_default() += 1;
-                        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-                        if stream.write_all(ok).is_err() {
-                            return;
-                        }
-                    }
-                }
-            });
+    let desk = Mutex::new(());
+    let (addr, seen) = ok_server(move |_, peer, seen| {
+        {
+            let _one = desk.lock().unwrap();
+            std::thread::sleep(service);
         }
+        *seen.lock().unwrap().by_peer.entry(peer).or_default() += 1;
     });
     (format!("http://{addr}/"), seen)
 }
@@ -1260,45 +1111,15 @@ fn one_at_a_time_server(service: Duration) -> (String, Arc<Mutex<Seen>>) {
 #[test]
 fn a_capacity_search_splits_each_step_over_the_segments() {
     let home = temp();
-    let store = home.path().join("shared.db");
-    let store = store.to_str().unwrap();
+    let store = &shared_db(home.path());
     let (url, seen) = one_at_a_time_server(Duration::from_millis(4));
-    let segments = run_segments(
-        home.path(),
-        store,
-        "search",
-        2,
-        &[
-            &url,
-            "-c",
-            "8",
-            "--find-max",
-            "--slo",
-            "p99<=100ms",
-            "--start",
-            "60",
-            "--step",
-            "1s",
-            "--warmup",
-            "300ms",
-            "--precision",
-            "10",
-            "--budget",
-            "14s",
-        ],
-    );
-    let steps = |run: &Value| -> Vec<(f64, bool)> {
-        run["settings"]["capacity"]["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| (s["requested"].as_f64().unwrap(), s["passed"] == true))
-            .collect()
-    };
+    let search = "--find-max --slo p99<=100ms --start 60 --step 1s --warmup 300ms";
+    let line = format!("{url} -c 8 {search} --precision 10 --budget 14s");
+    let segments = run_segments(home.path(), store, "search", 2, &words(&line));
     let answer = |run: &Value| run["settings"]["capacity"]["answer"].clone();
-    assert_eq!(steps(&segments[0]), steps(&segments[1]));
+    assert_eq!(steps_taken(&segments[0]), steps_taken(&segments[1]));
     assert_eq!(answer(&segments[0]), answer(&segments[1]));
-    let taken = steps(&segments[0]);
+    let taken = steps_taken(&segments[0]);
     assert!(taken.len() >= 3, "{taken:?}");
     assert_eq!(taken[0], (60.0, true), "{taken:?}");
     let max = answer(&segments[0])["max_rate"].as_f64().unwrap();
@@ -1317,11 +1138,7 @@ fn a_capacity_search_splits_each_step_over_the_segments() {
         let achieved = first["achieved"].as_f64().unwrap();
         assert!((50.0..=66.0).contains(&achieved), "{first}");
     }
-    let out = dyno(home.path())
-        .args(["--store", store, "merge", "search", "--json"])
-        .assert()
-        .success();
-    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let merged = merge_json(home.path(), store, "search");
     assert_eq!(merged["settings"]["connections"], 8);
     assert_eq!(answer(&merged), answer(&segments[0]));
     assert_eq!(capacity_metric(&merged), max);
@@ -1344,28 +1161,11 @@ fn a_capacity_search_splits_each_step_over_the_segments() {
 #[test]
 fn a_split_search_without_its_other_segment_runs_nothing() {
     let home = temp();
-    let store = home.path().join("shared.db");
-    let store = store.to_str().unwrap();
+    let store = &shared_db(home.path());
     let (url, seen) = counting_server(Duration::ZERO);
-    let (code, run, err) = finished(segment(
-        home.path(),
-        store,
-        "alone",
-        0,
-        2,
-        &[
-            &url,
-            "-c",
-            "2",
-            "--find-max",
-            "--slo",
-            "p99<=100ms",
-            "--start",
-            "50",
-            "--barrier-timeout",
-            "1s",
-        ],
-    ));
+    let search = "--find-max --slo p99<=100ms --start 50";
+    let line = format!("{url} -c 2 {search} --barrier-timeout 1s");
+    let (code, run, err) = finished(segment(home.path(), store, "alone", 0, 2, &words(&line)));
     assert_ne!(code, 0, "{err}");
     assert!(run.is_none());
     assert!(
@@ -1386,45 +1186,19 @@ fn a_split_search_without_its_other_segment_runs_nothing() {
 fn a_db_capacity_search_splits_each_step_over_the_segments() {
     let pg = pg();
     let db = pg.database();
-    let store = format!("{}/{}", pg.url.rsplit_once('/').unwrap().0, pg.database());
+    let store = pg_store(&pg);
     let home = temp();
-    let script = home.path().join("serial.sql");
-    std::fs::write(
-        &script,
-        "BEGIN;\nSELECT pg_advisory_xact_lock(42);\nSELECT pg_sleep(0.002);\nEND;\n",
-    )
-    .unwrap();
-    let script = script.to_str().unwrap();
-    let runs = db_segments(
-        &pg,
-        &db,
+    let script = write_file(
         home.path(),
-        &store,
-        "dbsearch",
-        2,
-        &[
-            "-n",
-            "-c",
-            "8",
-            "-j",
-            "2",
-            "-f",
-            script,
-            "--find-max",
-            "--slo",
-            "p99<=200ms",
-            "--start",
-            "100",
-            "--step",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--precision",
-            "20",
-            "--budget",
-            "10s",
-        ],
+        "serial.sql",
+        "BEGIN;\nSELECT pg_advisory_xact_lock(42);\nSELECT pg_sleep(0.002);\nEND;\n",
     );
+    let search = "--find-max --slo p99<=200ms --start 100 --step 1s --warmup 200ms";
+    let line = format!(
+        "-n -c 8 -j 2 -f {} {search} --precision 20 --budget 10s",
+        script.display()
+    );
+    let runs = db_segments(&pg, &db, home.path(), &store, "dbsearch", 2, &words(&line));
     let cap = |run: &Value| run["settings"]["capacity"].clone();
     assert_eq!(
         cap(&runs[0])["steps"].as_array().unwrap().len(),
@@ -1447,11 +1221,7 @@ fn a_db_capacity_search_splits_each_step_over_the_segments() {
         let achieved = first["achieved"].as_f64().unwrap();
         assert!((70.0..=130.0).contains(&achieved), "{first}");
     }
-    let out = dyno(home.path())
-        .args(["--store", &store, "merge", "dbsearch", "--json"])
-        .assert()
-        .success();
-    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let merged = merge_json(home.path(), &store, "dbsearch");
     assert_eq!(merged["settings"]["clients"], 8);
     assert_eq!(capacity_metric(&merged), max);
 }
@@ -1501,27 +1271,14 @@ fn split_search_flags_say_what_is_wrong() {
 fn a_db_rate_plan_splits_over_segments_and_merges_its_stages() {
     let pg = pg();
     let db = pg.database();
-    let store = format!("{}/{}", pg.url.rsplit_once('/').unwrap().0, pg.database());
+    let store = pg_store(&pg);
     let home = temp();
-    let script = home.path().join("one.sql");
-    std::fs::write(&script, "SELECT 1;\n").unwrap();
-    let runs = db_segments(
-        &pg,
-        &db,
-        home.path(),
-        &store,
-        "dbplan",
-        2,
-        &[
-            "-n",
-            "-c",
-            "3",
-            "-f",
-            script.to_str().unwrap(),
-            "--rate-plan",
-            "150@1s,0..300/1s",
-        ],
+    let script = write_file(home.path(), "one.sql", "SELECT 1;\n");
+    let line = format!(
+        "-n -c 3 -f {} --rate-plan 150@1s,0..300/1s",
+        script.display()
     );
+    let runs = db_segments(&pg, &db, home.path(), &store, "dbplan", 2, &words(&line));
     let done = |run: &Value| -> u64 {
         run["settings"]["rate_plan"]["stages"]
             .as_array()
@@ -1541,11 +1298,7 @@ fn a_db_rate_plan_splits_over_segments_and_merges_its_stages() {
     for run in &runs {
         assert_eq!(run["settings"]["rate_plan"]["plan"], "150@1s,0..300/1s");
     }
-    let out = dyno(home.path())
-        .args(["--store", &store, "merge", "dbplan", "--json"])
-        .assert()
-        .success();
-    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let merged = merge_json(home.path(), &store, "dbplan");
     let stages = merged["settings"]["rate_plan"]["stages"]
         .as_array()
         .unwrap()
@@ -1566,8 +1319,7 @@ fn a_db_rate_plan_splits_over_segments_and_merges_its_stages() {
 #[test]
 fn a_scenario_splits_its_flows_and_merges_its_steps() {
     let home = temp();
-    let store = home.path().join("shared.db");
-    let store = store.to_str().unwrap();
+    let store = &shared_db(home.path());
     let board = super::scenario::Board::start();
     let example = super::scenario::example();
     let segments = run_segments(
@@ -1578,10 +1330,7 @@ fn a_scenario_splits_its_flows_and_merges_its_steps() {
         &["--scenario", &example, &board.url, "-n", "300", "-c", "4"],
     );
     let flows = |run: &Value, name: &str| -> f64 {
-        run["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
+        metrics(run)
             .filter(|m| m["name"] == name)
             .map(|m| m["value"].as_f64().unwrap())
             .sum()
@@ -1589,18 +1338,11 @@ fn a_scenario_splits_its_flows_and_merges_its_steps() {
     for run in &segments {
         assert_eq!(flows(run, "flows_completed"), 150.0);
     }
-    let out = dyno(home.path())
-        .args(["--store", store, "merge", "flows", "--json"])
-        .assert()
-        .success();
-    let merged: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let merged = merge_json(home.path(), store, "flows");
     assert_eq!(flows(&merged, "flows_completed"), 300.0, "{merged:#}");
     assert_eq!(flows(&merged, "flows_failed"), 0.0);
     let step = |name: &str, s: &str| -> f64 {
-        merged["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
+        metrics(&merged)
             .find(|m| m["name"] == name && m["labels"]["step"] == s)
             .unwrap_or_else(|| panic!("no {name}{{step={s}}}"))["value"]
             .as_f64()
@@ -1670,26 +1412,20 @@ fn k8s_job_checks_and_ships_a_scenario_and_its_data() {
         String::from_utf8_lossy(&out.stderr)
     );
     let yaml = String::from_utf8(out.stdout).unwrap();
-    for expected in [
-        "- \"/etc/dyno/files/f0-login.toml\"",
-        "f0-login.toml: \"base = ",
-        "f1-data: \"user\\nu1\\n",
-        "key: \"f0-login.toml\"",
-        "path: \"f0-login.toml\"",
-        "key: \"f1-data\"",
-        "path: \"data/users.csv\"",
-    ] {
-        assert!(yaml.contains(expected), "{expected} missing in:\n{yaml}");
-    }
-    let file = home.path().join("job.yaml");
-    std::fs::write(&file, &yaml).unwrap();
-    let out = k8s_validate().arg("--strict").arg(&file).output().unwrap();
-    assert!(
-        out.status.success(),
-        "Kubernetes refused the manifest: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    assert_contains_all(
+        &yaml,
+        &[
+            "- \"/etc/dyno/files/f0-login.toml\"",
+            "f0-login.toml: \"base = ",
+            "f1-data: \"user\\nu1\\n",
+            "key: \"f0-login.toml\"",
+            "path: \"f0-login.toml\"",
+            "key: \"f1-data\"",
+            "path: \"data/users.csv\"",
+        ],
     );
+    let refused = "Kubernetes refused the manifest";
+    assert_kubernetes_accepts(home.path(), "job.yaml", &yaml, &["--strict"], refused);
 
     let undefined = scenario("undef.toml", "data/users.csv", "nope");
     let few = scenario("few.toml", "few.csv", "user");
