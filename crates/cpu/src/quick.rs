@@ -236,27 +236,16 @@ fn scaling_metrics(
     let efficiency = speedup.iter().map(|s| 100.0 * s / threads as f64).collect();
     // Views of the two lines' times: shown and compared, never counted
     // beside them in a score.
-    let speedup = sampled_metric(
-        name::INT64_SPEEDUP,
-        Unit::Ratio,
-        Direction::HigherIsBetter,
-        speedup,
-    )
-    .derived_of(name::INT64_NT)
-    .merged(Merge::None)
-    .samples_are(Samples::Runs);
+    let speedup = view(name::INT64_SPEEDUP, Unit::Ratio, speedup, name::INT64_NT);
     let mean = speedup.value;
     let mut metrics = vec![
         speedup,
-        sampled_metric(
+        view(
             name::INT64_EFFICIENCY_PERCENT,
             Unit::Percent,
-            Direction::HigherIsBetter,
             efficiency,
-        )
-        .derived_of(name::INT64_SPEEDUP)
-        .merged(Merge::None)
-        .samples_are(Samples::Runs),
+            name::INT64_SPEEDUP,
+        ),
     ];
     // Amdahl's parallel fraction that would explain the mean speedup, by
     // the per-point formula of the scaling analysis (taken of the mean, so
@@ -290,6 +279,16 @@ fn scaling_metrics(
         );
     }
     metrics
+}
+
+/// A view of the two lines' times, `name` (higher is better) from one
+/// value a run, derived from the metric `of`: shown and compared, never
+/// merged.
+fn view(name: &str, unit: Unit, samples: Vec<f64>, of: &str) -> Metric {
+    sampled_metric(name, unit, Direction::HigherIsBetter, samples)
+        .derived_of(of)
+        .merged(Merge::None)
+        .samples_are(Samples::Runs)
 }
 
 /// The wall-time and throughput metrics of one line of repetitions, named

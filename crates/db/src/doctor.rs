@@ -106,27 +106,19 @@ pub fn server(conninfo: Option<&str>, clients: u32) -> Vec<Finding> {
             (needed + 10).max(100)
         )],
     ));
-    let on = facts.fsync == "on";
-    out.push(Finding::judged_elsewhere(
+    out.push(durability(
         "db_fsync",
         "fsync",
-        DB,
-        if on { Verdict::Ok } else { Verdict::Advice },
-        facts.fsync.clone(),
-        "on".into(),
+        &facts.fsync,
+        facts.fsync == "on",
         "with fsync off, a commit never waits for the disk: write transactions run far faster than on a durable server, and a crash can corrupt the cluster; fine to study the CPU, not to compare with production or to publish",
-        vec!["ALTER SYSTEM SET fsync = on; SELECT pg_reload_conf();".into()],
     ));
-    let durable = matches!(facts.synchronous_commit.as_str(), "on" | "remote_apply");
-    out.push(Finding::judged_elsewhere(
+    out.push(durability(
         "db_synchronous_commit",
         "synchronous_commit",
-        DB,
-        if durable { Verdict::Ok } else { Verdict::Advice },
-        facts.synchronous_commit.clone(),
-        "on".into(),
+        &facts.synchronous_commit,
+        matches!(facts.synchronous_commit.as_str(), "on" | "remote_apply"),
         "below on, a commit returns before its WAL is flushed (off, local) or applied on a standby (remote_write): write tps is higher and latency lower than on a durable setup, so say so beside the figures",
-        vec!["ALTER SYSTEM SET synchronous_commit = on; SELECT pg_reload_conf();".into()],
     ));
     let missing: Vec<&str> = crate::inspect::PGBENCH_TABLES
         .iter()
@@ -153,4 +145,32 @@ pub fn server(conninfo: Option<&str>, clients: u32) -> Vec<Finding> {
         vec![format!("dyno db init {}", conninfo.unwrap_or("")).trim_end().to_owned()],
     ));
     out
+}
+
+/// The finding on `setting`, which a durable server has `on`: found as
+/// `value`, advice with `why` unless `durable`, and the fix that turns it
+/// on.
+fn durability(
+    id: &'static str,
+    setting: &'static str,
+    value: &str,
+    durable: bool,
+    why: &'static str,
+) -> Finding {
+    Finding::judged_elsewhere(
+        id,
+        setting,
+        DB,
+        if durable {
+            Verdict::Ok
+        } else {
+            Verdict::Advice
+        },
+        value.to_owned(),
+        "on".into(),
+        why,
+        vec![format!(
+            "ALTER SYSTEM SET {setting} = on; SELECT pg_reload_conf();"
+        )],
+    )
 }

@@ -62,12 +62,7 @@ pub fn inspect(target: &Target) -> Result<Facts, TargetError> {
             ..Facts::default()
         };
         for table in PGBENCH_TABLES {
-            let exists: bool = client
-                .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
-                .await
-                .map_err(failed)?
-                .get(0);
-            if exists {
+            if table_exists(&client, table).await.map_err(failed)? {
                 facts.tables.push(table.to_owned());
             }
         }
@@ -80,4 +75,15 @@ pub fn inspect(target: &Target) -> Result<Facts, TargetError> {
         }
         Ok(facts)
     })
+}
+
+/// Whether the server has a table called `table` (on its search path).
+pub(crate) async fn table_exists(
+    client: &tokio_postgres::Client,
+    table: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let row = client
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+        .await?;
+    Ok(row.get(0))
 }

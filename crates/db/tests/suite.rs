@@ -25,17 +25,14 @@ use std::time::{Duration, Instant};
 use dyno_db::DbWarning;
 use dyno_db::run::{Outcome, Protocol, RunSettings, Stop, Weighted};
 use dyno_db::script::{self, Script};
-use dyno_load::capacity::{Axis, Plan};
 use dyno_model::Judgement as _;
+use dyno_testutil::suite::{LENGTH, SEARCH_BUDGET, SEARCH_STEP, SLACK, SLOW};
 
 /// Clients of every mode, and transactions of each in a count.
 const CLIENTS: usize = 2;
 const EACH: u64 = 10;
-/// A duration run's length, and the open model's rate.
-const LENGTH: Duration = Duration::from_millis(1500);
+/// The open model's rate.
 const RATE: f64 = 40.0;
-/// What a slow server takes to answer.
-const SLOW: Duration = Duration::from_millis(100);
 /// When a dying server dies: after this many queries.
 const DIES_AFTER: u64 = 12;
 /// How long a duration run waits for the transactions under way at its
@@ -44,11 +41,6 @@ const GRACE: Duration = Duration::from_millis(500);
 /// A count against a server that never answers waits as pgbench does;
 /// the suite's Ctrl-C comes after this.
 const INTERRUPT_AFTER: Duration = Duration::from_secs(3);
-/// Added to every bound on a run's wall time (a busy machine).
-const SLACK: Duration = Duration::from_secs(10);
-/// A capacity search's time, all steps together, and each step's.
-const SEARCH_BUDGET: Duration = Duration::from_secs(5);
-const SEARCH_STEP: Duration = Duration::from_secs(1);
 
 /// How a mode's transactions must add up.
 #[derive(Debug, Clone, Copy)]
@@ -164,19 +156,8 @@ fn search(url: &str) -> RunSettings {
 }
 
 /// A short rate search from 20/s: four steps at most.
-fn search_plan() -> Plan {
-    let slo = "p99<=400ms,errors<=1%";
-    Plan {
-        slo: slo.parse().unwrap(),
-        slo_text: slo.into(),
-        step: SEARCH_STEP,
-        warmup: Duration::from_millis(200),
-        budget: SEARCH_BUDGET,
-        axis: Axis::Rate {
-            start: Some(20.0),
-            precision: 0.25,
-        },
-    }
+fn search_plan() -> dyno_load::capacity::Plan {
+    dyno_testutil::suite::search_plan(20.0)
 }
 
 // ---------------------------------------------------------------------------
@@ -438,29 +419,14 @@ fn meet(case: &Case) {
     );
 }
 
-#[test]
-fn every_db_mode_meets_a_slow_server() {
-    meet(&FAULTS[0]);
-}
-
-#[test]
-fn every_db_mode_meets_a_server_that_resets() {
-    meet(&FAULTS[1]);
-}
-
-#[test]
-fn every_db_mode_meets_a_server_that_never_answers() {
-    meet(&FAULTS[2]);
-}
-
-#[test]
-fn every_db_mode_meets_a_server_that_dies_mid_run() {
-    meet(&FAULTS[3]);
-}
-
-#[test]
-fn every_db_mode_meets_a_ctrl_c_mid_run() {
-    meet(&FAULTS[4]);
+dyno_testutil::fault_tests! {
+    meet(FAULTS) {
+        every_db_mode_meets_a_slow_server => 0,
+        every_db_mode_meets_a_server_that_resets => 1,
+        every_db_mode_meets_a_server_that_never_answers => 2,
+        every_db_mode_meets_a_server_that_dies_mid_run => 3,
+        every_db_mode_meets_a_ctrl_c_mid_run => 4,
+    }
 }
 
 // ---------------------------------------------------------------------------

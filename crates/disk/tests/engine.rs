@@ -9,7 +9,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use dyno_disk::engine::{EngineKind, Job, run_pass};
+use dyno_disk::engine::{EngineKind, Job, PassStats, run_pass};
 use dyno_disk::run::{BlockPlan, run_block_tests};
 use dyno_disk::{Fill, IoMode, Op, Passes, Pattern, TargetError, TargetSpec, TestFile, TestSpec};
 use dyno_testutil::tmpfs::Tmpfs;
@@ -24,6 +24,30 @@ fn spec(dir: &std::path::Path, size: u64) -> TargetSpec {
         device: false,
         direct: true,
     }
+}
+
+/// A test file of [`SIZE`] in `dir`, filled with `fill`.
+fn filled(dir: &std::path::Path, fill: Fill) -> TestFile {
+    let file = TestFile::open(&spec(dir, SIZE)).unwrap();
+    file.fill(fill, 1, &|| false).unwrap();
+    file
+}
+
+/// One pass of `job` by `engine` over `file`, run to its end.
+fn pass(engine: &EngineKind, file: &TestFile, job: &Job) -> PassStats {
+    let align = file.mode().memory_align();
+    run_pass(engine, file.file(), align, job, &AtomicBool::new(false)).unwrap()
+}
+
+/// Opening a test file of `size` bytes on a new tmpfs of `mount_size`
+/// (read-only if `read_only`) fails: the tmpfs and what the error says;
+/// `None` where no tmpfs can be mounted.
+fn refused_on_tmpfs(mount_size: &str, read_only: bool, size: u64) -> Option<(Tmpfs, String)> {
+    let tmpfs = Tmpfs::mount(mount_size, read_only)?;
+    let err = TestFile::open(&spec(tmpfs.path(), size))
+        .unwrap_err()
+        .to_string();
+    Some((tmpfs, err))
 }
 
 fn engines() -> Vec<EngineKind> {
@@ -50,10 +74,7 @@ fn job(pattern: Pattern, block: u64, qd: u32, threads: u32, op: Op) -> Job {
 #[test]
 fn both_engines_count_exactly_what_they_move() {
     let dir = tempfile::tempdir().unwrap();
-    let file = TestFile::open(&spec(dir.path(), SIZE)).unwrap();
-    file.fill(Fill::Random, 1, &|| false).unwrap();
-    let stop = AtomicBool::new(false);
-    let align = file.mode().memory_align();
+    let file = filled(dir.path(), Fill::Random);
     for engine in engines() {
         for (pattern, block, qd, threads) in [
             (Pattern::Sequential, 1 << 20, 4, 2),
@@ -61,7 +82,7 @@ fn both_engines_count_exactly_what_they_move() {
             (Pattern::Random, 4096, 1, 1),
         ] {
             let j = job(pattern, block, qd, threads, Op::Read);
-            let p = run_pass(&engine, file.file(), align, &j, &stop).unwrap();
+            let p = pass(&engine, &file, &j);
             let what = format!("{engine:?} {}", j.spec);
             assert!(p.reads > 0, "{what}");
             assert_eq!(p.writes, 0, "{what}");
@@ -77,13 +98,10 @@ fn both_engines_count_exactly_what_they_move() {
 #[test]
 fn writes_reach_the_file_and_mixes_mix() {
     let dir = tempfile::tempdir().unwrap();
-    let file = TestFile::open(&spec(dir.path(), SIZE)).unwrap();
-    file.fill(Fill::Zero, 1, &|| false).unwrap();
-    let stop = AtomicBool::new(false);
-    let align = file.mode().memory_align();
+    let file = filled(dir.path(), Fill::Zero);
     for engine in engines() {
         let w = job(Pattern::Sequential, 64 << 10, 2, 1, Op::Write);
-        let p = run_pass(&engine, file.file(), align, &w, &stop).unwrap();
+        let p = pass(&engine, &file, &w);
         assert!(p.writes > 0 && p.reads == 0);
         assert_eq!(p.bytes_written, p.writes * (64 << 10));
         // The first block was written over: it is no longer zeros.
@@ -99,7 +117,7 @@ fn writes_reach_the_file_and_mixes_mix() {
         );
 
         let m = job(Pattern::Random, 4096, 4, 1, Op::Mix { read_percent: 70 });
-        let p = run_pass(&engine, file.file(), align, &m, &stop).unwrap();
+        let p = pass(&engine, &file, &m);
         let share = p.reads as f64 / p.ios() as f64;
         assert!(
             (0.6..0.8).contains(&share),
@@ -113,8 +131,7 @@ fn writes_reach_the_file_and_mixes_mix() {
 #[test]
 fn stop_ends_a_long_pass_promptly() {
     let dir = tempfile::tempdir().unwrap();
-    let file = TestFile::open(&spec(dir.path(), SIZE)).unwrap();
-    file.fill(Fill::Random, 1, &|| false).unwrap();
+    let file = filled(dir.path(), Fill::Random);
     for engine in engines() {
         let stop = AtomicBool::new(false);
         let mut j = job(Pattern::Random, 4096, 4, 2, Op::Read);
@@ -139,8 +156,7 @@ fn stop_ends_a_long_pass_promptly() {
 #[test]
 fn a_run_of_block_tests_keeps_every_pass() {
     let dir = tempfile::tempdir().unwrap();
-    let file = TestFile::open(&spec(dir.path(), SIZE)).unwrap();
-    file.fill(Fill::Random, 1, &|| false).unwrap();
+    let file = filled(dir.path(), Fill::Random);
     let plan = BlockPlan {
         tests: vec![
             TestSpec::new(Pattern::Sequential, 1 << 20, 2, 1),
@@ -239,12 +255,9 @@ fn a_full_disk_during_the_fill_removes_the_file() {
 
 #[test]
 fn too_little_space_is_refused_before_writing_anything() {
-    let Some(tmpfs) = Tmpfs::mount("16m", false) else {
+    let Some((tmpfs, err)) = refused_on_tmpfs("16m", false, 8 << 20) else {
         return;
     };
-    let err = TestFile::open(&spec(tmpfs.path(), 8 << 20))
-        .unwrap_err()
-        .to_string();
     assert!(
         err.contains("not enough free space") && err.contains("72.00 MiB"),
         "{err}"
@@ -254,12 +267,9 @@ fn too_little_space_is_refused_before_writing_anything() {
 
 #[test]
 fn a_read_only_file_system_says_so() {
-    let Some(tmpfs) = Tmpfs::mount("16m", true) else {
+    let Some((_tmpfs, err)) = refused_on_tmpfs("16m", true, 1 << 20) else {
         return;
     };
-    let err = TestFile::open(&spec(tmpfs.path(), 1 << 20))
-        .unwrap_err()
-        .to_string();
     assert!(err.contains("read-only"), "{err}");
 }
 

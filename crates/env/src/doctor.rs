@@ -275,11 +275,27 @@ pub fn open_files_for_db(env: &Environment, clients: u32) -> Finding {
 }
 
 fn somaxconn(env: &Environment) -> Finding {
-    let mut f = Finding::new("somaxconn", "listen queue (net.core.somaxconn)", NET);
+    backlog(
+        ("somaxconn", "listen queue (net.core.somaxconn)"),
+        "net.core.somaxconn",
+        "a server's accept queue is capped here; a burst of new connections beyond it is dropped and retried after a second, which shows as latency that is not the server's",
+        env.network.somaxconn,
+    )
+}
+
+/// The finding on the queue length `key` (found as `value`, when known):
+/// [`BACKLOG_WANTED`] recommended, judged by [`backlog_verdict`].
+fn backlog(
+    (id, title): (&'static str, &'static str),
+    key: &str,
+    why: &'static str,
+    value: Option<u32>,
+) -> Finding {
+    let mut f = Finding::new(id, title, NET);
     f.recommended = format!("at least {BACKLOG_WANTED}");
-    f.why = "a server's accept queue is capped here; a burst of new connections beyond it is dropped and retried after a second, which shows as latency that is not the server's";
-    sysctl_fix(&mut f, "net.core.somaxconn", "65535");
-    match env.network.somaxconn {
+    f.why = why;
+    sysctl_fix(&mut f, key, "65535");
+    match value {
         None => f,
         Some(v) => f.judged(v.to_string(), backlog_verdict(v)),
     }
@@ -296,18 +312,15 @@ fn backlog_verdict(v: u32) -> Verdict {
 }
 
 fn syn_backlog(extras: &Extras) -> Finding {
-    let mut f = Finding::new(
-        "tcp_max_syn_backlog",
-        "half-open connection queue (net.ipv4.tcp_max_syn_backlog)",
-        NET,
-    );
-    f.recommended = format!("at least {BACKLOG_WANTED}");
-    f.why = "connections still in their handshake wait here; when it is full, SYNs are dropped and the client retries a second later";
-    sysctl_fix(&mut f, "net.ipv4.tcp_max_syn_backlog", "65535");
-    match extras.tcp_max_syn_backlog {
-        None => f,
-        Some(v) => f.judged(v.to_string(), backlog_verdict(v)),
-    }
+    backlog(
+        (
+            "tcp_max_syn_backlog",
+            "half-open connection queue (net.ipv4.tcp_max_syn_backlog)",
+        ),
+        "net.ipv4.tcp_max_syn_backlog",
+        "connections still in their handshake wait here; when it is full, SYNs are dropped and the client retries a second later",
+        extras.tcp_max_syn_backlog,
+    )
 }
 
 fn ephemeral_ports(env: &Environment) -> Finding {

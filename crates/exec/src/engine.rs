@@ -860,17 +860,23 @@ mod tests {
         assert_eq!(groups[1].0.head, b"other\n");
     }
 
+    /// Runs `s`, and stops it as Ctrl-C would once `runs_done` runs are
+    /// done.
+    fn run_stopped_after(s: &Settings, runs_done: usize) -> Outcome {
+        let stop = Stop::new().unwrap();
+        run(s, &stop, |p| {
+            if p.runs_done == runs_done {
+                stop.trigger();
+            }
+        })
+        .unwrap()
+    }
+
     #[test]
     fn a_stop_ends_the_run_with_what_was_measured() {
         let mut s = settings(&["sleep 0.05"]);
         s.policy = Policy::Fixed { runs: 1000 };
-        let stop = Stop::new().unwrap();
-        let outcome = run(&s, &stop, |p| {
-            if p.runs_done == 3 {
-                stop.trigger();
-            }
-        })
-        .unwrap();
+        let outcome = run_stopped_after(&s, 3);
         assert!(outcome.interrupted);
         assert_eq!(outcome.results[0].samples.len(), 3);
         assert_eq!(outcome.results[0].stopped_by, StopRule::Interrupted);
@@ -885,13 +891,7 @@ mod tests {
         s.policy = Policy::Fixed { runs: 1000 };
         s.hooks.cleanup = Some(format!("touch {}", marker.display()));
         s.hooks.conclude = Some("true".into());
-        let stop = Stop::new().unwrap();
-        let outcome = run(&s, &stop, |p| {
-            if p.runs_done == 2 {
-                stop.trigger();
-            }
-        })
-        .unwrap();
+        let outcome = run_stopped_after(&s, 2);
         assert!(outcome.interrupted);
         assert!(marker.exists(), "the cleanup did not run after the stop");
         assert!(outcome.cleanup_failures.is_empty());
@@ -899,13 +899,7 @@ mod tests {
 
         // A failing cleanup after a stop is recorded, and the run kept.
         s.hooks.cleanup = Some("false".into());
-        let stop = Stop::new().unwrap();
-        let outcome = run(&s, &stop, |p| {
-            if p.runs_done == 2 {
-                stop.trigger();
-            }
-        })
-        .unwrap();
+        let outcome = run_stopped_after(&s, 2);
         // One failure per benchmark of the interrupted group.
         assert_eq!(
             outcome.cleanup_failures.len(),

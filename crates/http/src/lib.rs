@@ -16,8 +16,8 @@
 
 pub mod capacity;
 mod conn;
-pub mod engine;
 mod ending;
+pub mod engine;
 mod http2;
 mod outcome;
 pub mod parse;

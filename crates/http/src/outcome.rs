@@ -33,12 +33,7 @@ impl Outcome {
     /// Requests per second over the measured window ([`Outcome::elapsed`]:
     /// the scheduled duration of a `-d` run, not the time to its last answer).
     pub fn requests_per_sec(&self) -> f64 {
-        let secs = self.elapsed.as_secs_f64();
-        if secs > 0.0 {
-            self.stats.responses as f64 / secs
-        } else {
-            0.0
-        }
+        self.per_sec(self.stats.responses)
     }
 
     /// A scenario's flows that ended (completed or failed) per second of
@@ -81,7 +76,6 @@ impl Outcome {
     /// was sent and read, the measured window and the client's own load.
     fn load_metrics(&self, settings: &Settings) -> Vec<Metric> {
         let s = &self.stats;
-        let secs = self.elapsed.as_secs_f64();
         vec![
             // What a load test exists for: the rate it got answers at and
             // their latency. A merged run's rate is its answers over the
@@ -99,11 +93,7 @@ impl Outcome {
                 http::TRANSFER_BYTES_PER_SEC,
                 Unit::BytesPerSec,
                 Direction::HigherIsBetter,
-                if secs > 0.0 {
-                    s.bytes_read as f64 / secs
-                } else {
-                    0.0
-                },
+                self.per_sec(s.bytes_read),
             )
             .derived_of(http::REQUESTS_PER_SEC)
             .rate_of(http::BYTES_READ),
@@ -261,17 +251,22 @@ impl Outcome {
         if secs > 0.0 { n as f64 / secs } else { 0.0 }
     }
 
+    /// The diagnostic metric `name`: the count `of` (`n`) per second of
+    /// the measured window, in `unit`.
+    fn diagnostic_rate(&self, name: &str, unit: Unit, (of, n): (&str, u64)) -> Metric {
+        Metric::new(name, unit, Direction::HigherIsBetter, self.per_sec(n))
+            .diagnostic()
+            .rate_of(of)
+    }
+
     /// One scenario step's figures, not yet labelled with its place.
     fn step_metrics(&self, s: &crate::scenario::StepStats) -> Vec<Metric> {
         let mut metrics = vec![
-            Metric::new(
+            self.diagnostic_rate(
                 http::STEP_REQUESTS_PER_SEC,
                 Unit::RequestsPerSec,
-                Direction::HigherIsBetter,
-                self.per_sec(s.responses),
-            )
-            .diagnostic()
-            .rate_of(http::STEP_RESPONSES),
+                (http::STEP_RESPONSES, s.responses),
+            ),
             hdr::latency_metric(http::STEP_LATENCY, &s.latency).diagnostic(),
             Metric::count(http::STEP_RESPONSES, s.responses),
             Metric::count(http::STEP_ERRORS, s.errors.total()),
@@ -293,14 +288,11 @@ impl Outcome {
     /// One scenario flow's figures, not yet labelled with its name.
     fn flow_metrics(&self, f: &crate::scenario::FlowFigures) -> Vec<Metric> {
         vec![
-            Metric::new(
+            self.diagnostic_rate(
                 http::FLOWS_PER_SEC,
                 Unit::OpsPerSec,
-                Direction::HigherIsBetter,
-                self.per_sec(f.completed),
-            )
-            .diagnostic()
-            .rate_of(http::FLOWS_COMPLETED),
+                (http::FLOWS_COMPLETED, f.completed),
+            ),
             hdr::latency_metric(http::FLOW_DURATION, &f.duration).diagnostic(),
             Metric::count(http::FLOWS_COMPLETED, f.completed),
             Metric::count(http::FLOWS_FAILED, f.failed),

@@ -113,4 +113,11 @@ impl Settings {
             self.alpn.iter().map(|p| p.as_bytes().to_vec()).collect()
         }
     }
+
+    /// The threads the run uses: `threads`, but no more than there are
+    /// connections, and at least one.
+    #[inline]
+    pub(crate) fn threads_used(&self) -> usize {
+        self.threads.min(self.connections).max(1)
+    }
 }

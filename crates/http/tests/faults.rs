@@ -107,13 +107,19 @@ fn assert_all_failed(o: &Outcome, class: ErrorClass) {
 
 /// Every one of the 20 requests got a 200 and nothing failed.
 fn assert_all_ok(o: &Outcome, body_bytes_each: usize) {
+    assert_all_answered(o, REQUESTS, body_bytes_each);
+}
+
+/// Every one of the run's `n` requests got a 200 with `body_bytes_each`
+/// bytes of body, nothing failed and the run was not interrupted.
+fn assert_all_answered(o: &Outcome, n: u64, body_bytes_each: usize) {
     let s = &o.stats;
     assert_eq!(s.errors.total(), 0, "errors: {:?}", s.errors);
-    assert_eq!(s.responses, REQUESTS);
-    assert_eq!(s.requests(), REQUESTS);
-    assert_eq!(s.status, vec![(200, REQUESTS)]);
-    assert_eq!(s.body_bytes, REQUESTS * body_bytes_each as u64);
-    assert_eq!(s.latency.len(), REQUESTS);
+    assert_eq!(s.responses, n);
+    assert_eq!(s.requests(), n);
+    assert_eq!(s.status, vec![(200, n)]);
+    assert_eq!(s.body_bytes, n * body_bytes_each as u64);
+    assert_eq!(s.latency.len(), n);
     assert!(!o.interrupted);
 }
 
@@ -122,6 +128,40 @@ fn assert_all_ok(o: &Outcome, body_bytes_each: usize) {
 fn assert_one_connection_per_request(o: &Outcome, server: &Server) {
     assert_eq!(o.stats.connects, REQUESTS, "one connection per request");
     assert_eq!(server.accepted(), REQUESTS, "the server saw them all");
+}
+
+/// Runs the default load (20 requests on 2 connections) against `server`
+/// and checks that every request failed with `class`, each on a connection
+/// of its own.
+fn run_each_failing_alone(server: &Server, class: ErrorClass) -> Outcome {
+    let o = run(settings(server.addr()));
+    assert_all_failed(&o, class);
+    assert_one_connection_per_request(&o, server);
+    o
+}
+
+/// Runs the default load against `server` and checks that every request
+/// got a 200 with `body_bytes_each` bytes of body ([`assert_all_ok`]).
+fn run_all_ok(server: &Server, body_bytes_each: usize) -> Outcome {
+    let o = run(settings(server.addr()));
+    assert_all_ok(&o, body_bytes_each);
+    o
+}
+
+/// [`run_all_ok`], and the engine kept its 2 connections for the whole
+/// run: the server saw only those.
+fn run_all_ok_kept_alive(server: &Server, body_bytes_each: usize) {
+    let o = run_all_ok(server, body_bytes_each);
+    assert_eq!(o.stats.connects, CONNECTIONS as u64, "keep-alive held");
+    assert_eq!(server.accepted(), CONNECTIONS as u64);
+}
+
+/// [`run_all_ok`], and the engine reconnected for every request
+/// ([`assert_one_connection_per_request`]).
+fn run_all_ok_reconnecting(server: &Server, body_bytes_each: usize) -> Outcome {
+    let o = run_all_ok(server, body_bytes_each);
+    assert_one_connection_per_request(&o, server);
+    o
 }
 
 // ---------------------------------------------------------------------------
@@ -225,19 +265,13 @@ fn a_full_accept_queue_is_connect_timeout() {
 
 #[test]
 fn close_before_any_byte_is_closed_early() {
-    let server = common::accept_then_close();
-    let o = run(settings(server.addr()));
-    assert_all_failed(&o, ErrorClass::ClosedEarly);
-    assert_one_connection_per_request(&o, &server);
+    let o = run_each_failing_alone(&common::accept_then_close(), ErrorClass::ClosedEarly);
     assert_eq!(o.stats.bytes_read, 0);
 }
 
 #[test]
 fn close_mid_headers_is_closed_early() {
-    let server = common::close_mid_headers();
-    let o = run(settings(server.addr()));
-    assert_all_failed(&o, ErrorClass::ClosedEarly);
-    assert_one_connection_per_request(&o, &server);
+    let o = run_each_failing_alone(&common::close_mid_headers(), ErrorClass::ClosedEarly);
     assert_eq!(
         o.stats.bytes_read,
         REQUESTS * common::MID_HEADERS.len() as u64
@@ -246,10 +280,7 @@ fn close_mid_headers_is_closed_early() {
 
 #[test]
 fn close_mid_body_is_body_length_mismatch() {
-    let server = common::close_mid_body();
-    let o = run(settings(server.addr()));
-    assert_all_failed(&o, ErrorClass::BodyLengthMismatch);
-    assert_one_connection_per_request(&o, &server);
+    let o = run_each_failing_alone(&common::close_mid_body(), ErrorClass::BodyLengthMismatch);
     assert_eq!(o.stats.bytes_read, REQUESTS * common::MID_BODY.len() as u64);
     assert_eq!(
         o.stats.body_bytes, 0,
@@ -259,10 +290,7 @@ fn close_mid_body_is_body_length_mismatch() {
 
 #[test]
 fn reset_is_reset() {
-    let server = common::reset();
-    let o = run(settings(server.addr()));
-    assert_all_failed(&o, ErrorClass::Reset);
-    assert_one_connection_per_request(&o, &server);
+    run_each_failing_alone(&common::reset(), ErrorClass::Reset);
 }
 
 // ---------------------------------------------------------------------------
@@ -354,19 +382,14 @@ fn a_duration_run_does_not_wait_for_requests_under_way_at_its_end() {
 
 #[test]
 fn garbage_is_malformed() {
-    let server = common::garbage();
-    let o = run(settings(server.addr()));
-    assert_all_failed(&o, ErrorClass::Malformed);
-    // The framing is lost after garbage: the engine must not reuse it.
-    assert_one_connection_per_request(&o, &server);
+    // The framing is lost after garbage: the engine must not reuse it, so
+    // each request fails on a connection of its own.
+    run_each_failing_alone(&common::garbage(), ErrorClass::Malformed);
 }
 
 #[test]
 fn an_oversized_head_is_malformed() {
-    let server = common::oversized_headers();
-    let o = run(settings(server.addr()));
-    assert_all_failed(&o, ErrorClass::Malformed);
-    assert_one_connection_per_request(&o, &server);
+    let o = run_each_failing_alone(&common::oversized_headers(), ErrorClass::Malformed);
     // The engine gives up once 64 KiB of head came without its end; it
     // does not have to read all 100 KiB.
     let read_each = o.stats.bytes_read / REQUESTS;
@@ -378,20 +401,13 @@ fn an_oversized_head_is_malformed() {
 
 #[test]
 fn chunked_edge_cases_are_framed() {
-    let server = common::chunked();
-    let o = run(settings(server.addr()));
     // Body bytes of a chunked answer include its framing and trailers.
-    assert_all_ok(&o, common::chunked_body_len());
-    assert_eq!(o.stats.connects, CONNECTIONS as u64, "keep-alive held");
-    assert_eq!(server.accepted(), CONNECTIONS as u64);
+    run_all_ok_kept_alive(&common::chunked(), common::chunked_body_len());
 }
 
 #[test]
 fn connection_close_is_honoured_and_the_engine_reconnects() {
-    let server = common::connection_close();
-    let o = run(settings(server.addr()));
-    assert_all_ok(&o, common::OK_BODY.len());
-    assert_one_connection_per_request(&o, &server);
+    let o = run_all_ok_reconnecting(&common::connection_close(), common::OK_BODY.len());
     assert_eq!(
         o.stats.bytes_read,
         REQUESTS * common::CLOSE_ANSWER.len() as u64
@@ -400,28 +416,19 @@ fn connection_close_is_honoured_and_the_engine_reconnects() {
 
 #[test]
 fn http10_close_delimited_bodies_end_at_the_close() {
-    let server = common::http10_close_delimited();
-    let o = run(settings(server.addr()));
-    assert_all_ok(&o, common::HTTP10_BODY_LEN);
-    assert_one_connection_per_request(&o, &server);
+    run_all_ok_reconnecting(&common::http10_close_delimited(), common::HTTP10_BODY_LEN);
 }
 
 #[test]
 fn interim_1xx_answers_are_skipped() {
-    let server = common::interim_1xx();
-    let o = run(settings(server.addr()));
     // Only the final 200 is a response; its body is the only body.
-    assert_all_ok(&o, common::OK_BODY.len());
-    assert_eq!(o.stats.connects, CONNECTIONS as u64, "keep-alive held");
-    assert_eq!(server.accepted(), CONNECTIONS as u64);
+    run_all_ok_kept_alive(&common::interim_1xx(), common::OK_BODY.len());
 }
 
 #[test]
 fn an_answer_dripped_byte_by_byte_is_complete_only_at_its_last_byte() {
     let pause = Duration::from_millis(1);
-    let server = common::drip(pause);
-    let o = run(settings(server.addr()));
-    assert_all_ok(&o, common::OK_BODY.len());
+    let o = run_all_ok(&common::drip(pause), common::OK_BODY.len());
     assert_eq!(o.stats.connects, CONNECTIONS as u64, "keep-alive held");
     assert_eq!(o.stats.bytes_read, REQUESTS * common::OK.len() as u64);
     // len − 1 pauses of at least 1 ms lie between its first and last byte.
@@ -530,13 +537,7 @@ fn reference_settings(addr: SocketAddr) -> Settings {
 }
 
 fn assert_exact_1000(o: &Outcome) {
-    let s = &o.stats;
-    assert_eq!(s.errors.total(), 0, "errors: {:?}", s.errors);
-    assert_eq!(s.responses, 1000);
-    assert_eq!(s.requests(), 1000);
-    assert_eq!(s.status, vec![(200, 1000)]);
-    assert_eq!(s.body_bytes, 1000 * dyno_serve::HELLO.len() as u64);
-    assert_eq!(s.latency.len(), 1000);
+    assert_all_answered(o, 1000, dyno_serve::HELLO.len());
 }
 
 #[test]
@@ -599,9 +600,8 @@ fn the_open_model_counts_a_stall_from_the_due_time() {
     // - From the real send, only request 100 waited (0.5 s): 399 of 400
     //   are fast, so the uncorrected p90 is well under a millisecond.
     let server = common::stall_window(Duration::from_millis(500), Duration::from_millis(1000));
-    let o = run(open_at_200(server.addr()));
+    let o = run_open_at_200_without_errors(&server);
     let st = &o.stats;
-    assert_eq!(st.errors.total(), 0, "errors: {:?}", st.errors);
     assert_eq!(st.responses, 400, "every request due in 2 s was sent");
     assert_eq!(st.dropped, 0);
     assert_eq!(st.connects, 1);
@@ -629,9 +629,8 @@ fn the_open_model_counts_every_due_time_when_a_stall_outlasts_the_run() {
     // sent: dropped. Before, the end cut the connection mid-request and
     // those 199 due times vanished from every count.
     let server = common::stall_window(Duration::from_secs(1), Duration::from_secs(3));
-    let o = run(open_at_200(server.addr()));
+    let o = run_open_at_200_without_errors(&server);
     let st = &o.stats;
-    assert_eq!(st.errors.total(), 0, "errors: {:?}", st.errors);
     assert_eq!(
         st.responses + st.unfinished + st.dropped,
         400,
@@ -652,6 +651,13 @@ fn open_at_200(addr: SocketAddr) -> Settings {
     s
 }
 
+/// Runs [`open_at_200`] against `server` and checks that no request failed.
+fn run_open_at_200_without_errors(server: &Server) -> Outcome {
+    let o = run(open_at_200(server.addr()));
+    assert_eq!(o.stats.errors.total(), 0, "errors: {:?}", o.stats.errors);
+    o
+}
+
 #[test]
 fn the_open_model_sends_on_time_against_a_fast_server() {
     // An instant server at 200 requests/s on one connection: nothing is
@@ -666,9 +672,8 @@ fn the_open_model_sends_on_time_against_a_fast_server() {
     // guards against made every try late (75 or more of 400).
     let mut lates = Vec::new();
     for _ in 0..3 {
-        let o = run(open_at_200(server.addr()));
+        let o = run_open_at_200_without_errors(&server);
         let st = &o.stats;
-        assert_eq!(st.errors.total(), 0, "errors: {:?}", st.errors);
         assert_eq!(st.responses, 400);
         let p50 = st.latency.value_at_quantile(0.5);
         if p50 < 500_000 && st.late_sends <= 40 {
@@ -682,7 +687,7 @@ fn the_open_model_sends_on_time_against_a_fast_server() {
 /// A Unix-socket HTTP server: every request head gets a fixed 200 with a
 /// 5-byte body, on keep-alive connections, until `stop` is set.
 fn unix_server(path: &std::path::Path, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
     listener.set_nonblocking(true).unwrap();
     std::thread::spawn(move || {
@@ -692,26 +697,16 @@ fn unix_server(path: &std::path::Path, stop: Arc<AtomicBool>) -> std::thread::Jo
                 Ok((mut stream, _)) => {
                     let stop = Arc::clone(&stop);
                     workers.push(std::thread::spawn(move || {
-                        stream.set_nonblocking(false).unwrap();
-                        stream
-                            .set_read_timeout(Some(Duration::from_millis(50)))
-                            .unwrap();
-                        let mut seen = Vec::new();
-                        let mut buf = [0u8; 4096];
-                        while !stop.load(Ordering::Relaxed) {
-                            match stream.read(&mut buf) {
-                                Ok(0) => return,
-                                Ok(n) => seen.extend_from_slice(&buf[..n]),
-                                Err(_) => continue,
-                            }
+                        common::answer_reads(&mut stream, &stop, b"", |stream, seen| {
                             while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
                                 seen.drain(..end + 4);
                                 let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
                                 if stream.write_all(answer).is_err() {
-                                    return;
+                                    return false;
                                 }
                             }
-                        }
+                            true
+                        });
                     }));
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(5)),
@@ -766,12 +761,8 @@ fn https_settings(server: &TlsServer, n: u64, insecure: bool) -> Settings {
 fn https_with_insecure_carries_the_load_on_kept_connections() {
     let server = TlsServer::start(common::OK, After::KeepAlive);
     let o = run(https_settings(&server, 200, true));
+    assert_all_answered(&o, 200, common::OK_BODY.len());
     let s = &o.stats;
-    assert_eq!(s.errors.total(), 0, "errors: {:?}", s.errors);
-    assert_eq!(s.responses, 200);
-    assert_eq!(s.requests(), 200);
-    assert_eq!(s.status, vec![(200, 200)]);
-    assert_eq!(s.body_bytes, 200 * common::OK_BODY.len() as u64);
     // Bytes are counted after decryption: exactly the answers.
     assert_eq!(s.bytes_read, 200 * common::OK.len() as u64);
     assert_eq!(s.connects, CONNECTIONS as u64, "keep-alive held over TLS");

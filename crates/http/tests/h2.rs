@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::h2c::{BODY, Fault, h2_server};
+use common::h2c::{BODY, Fault, H2Server, h2_server};
 use dyno_http::{ErrorClass, Outcome, Settings, Stop};
 
 const TIMEOUT: Duration = Duration::from_millis(500);
@@ -56,11 +56,19 @@ fn assert_accounted(o: &Outcome, n: u64) {
     assert_eq!(s.unfinished, 0);
 }
 
+/// Runs `n` requests on `connections` connections of `streams` streams
+/// each against an h2c server with `fault`, and checks every request is
+/// accounted for; the server, for what it saw, and the outcome.
+fn run_against(fault: Fault, n: u64, connections: usize, streams: usize) -> (H2Server, Outcome) {
+    let server = h2_server(fault);
+    let o = run(h2_settings(server.addr, n, connections, streams));
+    assert_accounted(&o, n);
+    (server, o)
+}
+
 #[test]
 fn many_streams_count_exactly_and_headers_are_compressed() {
-    let server = h2_server(Fault::None);
-    let o = run(h2_settings(server.addr, 2000, 3, 10));
-    assert_accounted(&o, 2000);
+    let (server, o) = run_against(Fault::None, 2000, 3, 10);
     let s = &o.stats;
     assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
     assert_eq!(s.status, vec![(200, 2000)]);
@@ -84,9 +92,7 @@ fn many_streams_count_exactly_and_headers_are_compressed() {
 
 #[test]
 fn the_servers_stream_limit_is_obeyed_and_recorded() {
-    let server = h2_server(Fault::MaxStreams(2));
-    let o = run(h2_settings(server.addr, 600, 1, 16));
-    assert_accounted(&o, 600);
+    let (server, o) = run_against(Fault::MaxStreams(2), 600, 1, 16);
     assert_eq!(o.stats.errors.total(), 0, "{:?}", o.stats.errors);
     assert_eq!(o.stats.h2.max_concurrent_streams, Some(2));
     assert!(
@@ -97,9 +103,7 @@ fn the_servers_stream_limit_is_obeyed_and_recorded() {
 
 #[test]
 fn a_graceful_goaway_loses_nothing_and_the_run_moves_to_new_connections() {
-    let server = h2_server(Fault::GracefulGoAwayAfter(50));
-    let o = run(h2_settings(server.addr, 500, 2, 4));
-    assert_accounted(&o, 500);
+    let (_server, o) = run_against(Fault::GracefulGoAwayAfter(50), 500, 2, 4);
     let s = &o.stats;
     assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
     assert_eq!(s.responses, 500);
@@ -112,9 +116,7 @@ fn a_graceful_goaway_loses_nothing_and_the_run_moves_to_new_connections() {
 
 #[test]
 fn an_abrupt_goaway_fails_only_what_it_cut_and_the_run_goes_on() {
-    let server = h2_server(Fault::GoAwayAfter(50));
-    let o = run(h2_settings(server.addr, 500, 2, 4));
-    assert_accounted(&o, 500);
+    let (_server, o) = run_against(Fault::GoAwayAfter(50), 500, 2, 4);
     let s = &o.stats;
     assert!(s.responses >= 400, "most were answered: {}", s.responses);
     // Every request under way when a connection's GOAWAY came is cut,
@@ -134,9 +136,7 @@ fn an_abrupt_goaway_fails_only_what_it_cut_and_the_run_goes_on() {
 
 #[test]
 fn rst_stream_fails_one_request_and_the_connection_stays() {
-    let server = h2_server(Fault::ResetEvery(10));
-    let o = run(h2_settings(server.addr, 400, 2, 4));
-    assert_accounted(&o, 400);
+    let (_server, o) = run_against(Fault::ResetEvery(10), 400, 2, 4);
     let s = &o.stats;
     assert_eq!(s.errors.of(ErrorClass::StreamReset), 40, "{:?}", s.errors);
     assert_eq!(s.errors.total(), 40);
@@ -145,9 +145,7 @@ fn rst_stream_fails_one_request_and_the_connection_stays() {
 
 #[test]
 fn a_stalled_stream_times_out_alone() {
-    let server = h2_server(Fault::StallOne(7));
-    let o = run(h2_settings(server.addr, 100, 1, 4));
-    assert_accounted(&o, 100);
+    let (_server, o) = run_against(Fault::StallOne(7), 100, 1, 4);
     let s = &o.stats;
     assert_eq!(s.errors.of(ErrorClass::ReadTimeout), 1, "{:?}", s.errors);
     assert_eq!(s.responses, 99);
@@ -365,25 +363,14 @@ fn frame_server(
             };
             let done = Arc::clone(&done);
             conns.push(std::thread::spawn(move || {
-                socket.set_nonblocking(false).unwrap();
-                socket
-                    .set_read_timeout(Some(Duration::from_millis(50)))
-                    .unwrap();
                 let mut payload = Vec::new();
                 for (id, value) in settings {
                     payload.extend_from_slice(&id.to_be_bytes());
                     payload.extend_from_slice(&value.to_be_bytes());
                 }
-                let _ = socket.write_all(&frame(0x4, 0, 0, &payload));
-                let mut bytes = Vec::new();
+                let greeting = frame(0x4, 0, 0, &payload);
                 let mut at = 24; // the client's preface
-                let mut buf = [0u8; 4096];
-                while !done.load(Ordering::SeqCst) {
-                    match socket.read(&mut buf) {
-                        Ok(0) => return,
-                        Ok(n) => bytes.extend_from_slice(&buf[..n]),
-                        Err(_) => continue,
-                    }
+                common::answer_reads(&mut socket, &done, &greeting, |socket, bytes| {
                     while bytes.len() >= at + 9 {
                         let h = &bytes[at..at + 9];
                         let len = (usize::from(h[0]) << 16)
@@ -394,11 +381,12 @@ fn frame_server(
                         }
                         let stream = u32::from_be_bytes([h[5], h[6], h[7], h[8]]);
                         if h[3] == 0x1 && socket.write_all(&reply(stream)).is_err() {
-                            return;
+                            return false;
                         }
                         at += 9 + len;
                     }
-                }
+                    true
+                });
             }));
         }
         for c in conns {

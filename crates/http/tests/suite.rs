@@ -27,34 +27,24 @@ use common::{Conn, OK, Server, serve};
 use dyno_http::capacity::Capacity;
 use dyno_http::scenario::Scenario;
 use dyno_http::{ErrorClass, HttpWarning, Outcome, Settings, Stop};
-use dyno_load::capacity::{Axis, Plan};
+use dyno_load::capacity::Plan;
 use dyno_load::plan::{RatePlan, Stage};
 use dyno_load::search::Why;
 use dyno_model::Judgement as _;
+use dyno_testutil::suite::{LENGTH, SEARCH_BUDGET, SEARCH_STEP, SEARCH_WARMUP, SLACK, SLOW};
 
 /// Requests of a count, flows of a scenario's count.
 const COUNT: u64 = 60;
-/// A duration run's length.
-const LENGTH: Duration = Duration::from_millis(1500);
 /// The open model's rate.
 const RATE: f64 = 100.0;
-/// What a slow server takes to answer.
-const SLOW: Duration = Duration::from_millis(100);
 /// When a dying server dies: after this many answers.
 const DIES_AFTER: u64 = 20;
 /// The requests' timeout: a stalled server is given up on after it.
 const TIMEOUT: Duration = Duration::from_millis(500);
 /// When the user's Ctrl-C comes.
 const INTERRUPT: Duration = Duration::from_millis(700);
-/// Added to every bound on a run's wall time (a busy machine).
-const SLACK: Duration = Duration::from_secs(10);
 /// HTTP/2 streams per connection.
 const STREAMS: usize = 4;
-/// A capacity search's time, all steps together.
-const SEARCH_BUDGET: Duration = Duration::from_secs(5);
-/// A search step's measured length, and its warm-up.
-const SEARCH_STEP: Duration = Duration::from_secs(1);
-const SEARCH_WARMUP: Duration = Duration::from_millis(200);
 
 /// How a mode's counts must add up.
 #[derive(Debug, Clone, Copy)]
@@ -212,18 +202,7 @@ fn search(addr: SocketAddr, _: &tempfile::TempDir) -> Settings {
 
 /// A short rate search from 40/s: four steps at most.
 fn search_plan() -> Plan {
-    let slo = "p99<=400ms,errors<=1%";
-    Plan {
-        slo: slo.parse().unwrap(),
-        slo_text: slo.into(),
-        step: SEARCH_STEP,
-        warmup: SEARCH_WARMUP,
-        budget: SEARCH_BUDGET,
-        axis: Axis::Rate {
-            start: Some(40.0),
-            precision: 0.25,
-        },
-    }
+    dyno_testutil::suite::search_plan(40.0)
 }
 
 /// The same mode over HTTP/2, [`STREAMS`] streams per connection.
@@ -573,32 +552,13 @@ fn meet(fault: &Fault) {
     dyno_testutil::suite::meet(fault.name, MODES, |m| m.name, |mode| run_one(fault, mode));
 }
 
-#[test]
-fn every_mode_meets_a_server_that_closes_every_connection() {
-    meet(&FAULTS[0]);
-}
-
-#[test]
-fn every_mode_meets_a_slow_server() {
-    meet(&FAULTS[1]);
-}
-
-#[test]
-fn every_mode_meets_a_server_that_resets() {
-    meet(&FAULTS[2]);
-}
-
-#[test]
-fn every_mode_meets_a_server_that_never_answers() {
-    meet(&FAULTS[3]);
-}
-
-#[test]
-fn every_mode_meets_a_server_that_dies_mid_run() {
-    meet(&FAULTS[4]);
-}
-
-#[test]
-fn every_mode_meets_a_ctrl_c_mid_run() {
-    meet(&FAULTS[5]);
+dyno_testutil::fault_tests! {
+    meet(FAULTS) {
+        every_mode_meets_a_server_that_closes_every_connection => 0,
+        every_mode_meets_a_slow_server => 1,
+        every_mode_meets_a_server_that_resets => 2,
+        every_mode_meets_a_server_that_never_answers => 3,
+        every_mode_meets_a_server_that_dies_mid_run => 4,
+        every_mode_meets_a_ctrl_c_mid_run => 5,
+    }
 }

@@ -740,6 +740,29 @@ mod tests {
         }
     }
 
+    /// [`mm1_exact`] at μ = 1000/s, except that the first step at `at` goes
+    /// wrong as `spoil` makes it; the steps after it there do not.
+    fn mm1_spoiled_once(
+        at: f64,
+        spoil: impl Fn(&mut Observation),
+    ) -> impl FnMut(f64) -> Observation {
+        let mut target = mm1_exact(1000.0);
+        let mut once = true;
+        move |rate| {
+            let mut o = target(rate);
+            if rate == at && once {
+                once = false;
+                spoil(&mut o);
+            }
+            o
+        }
+    }
+
+    /// Whether some step failed for a reason `why` matches.
+    fn failed_for(steps: &[Step], why: impl Fn(&Why) -> bool) -> bool {
+        steps.iter().any(|s| s.why.iter().any(&why))
+    }
+
     fn bracket(answer: Answer) -> (f64, f64) {
         match answer {
             Answer::Found { max, above } => (max, above),
@@ -901,19 +924,13 @@ mod tests {
             judge(&slo("p99<=1s"), &just_above)[..],
             [Why::Rising { .. }]
         ));
-        assert!(
-            steps
-                .iter()
-                .any(|s| s.why.iter().any(|w| matches!(w, Why::Rising { .. })))
-        );
+        assert!(failed_for(&steps, |w| matches!(w, Why::Rising { .. })));
     }
 
     #[test]
     fn a_start_above_capacity_halves_down_to_a_pass() {
-        let s = Settings {
-            start: 100_000.0,
-            ..settings()
-        };
+        let mut s = settings();
+        s.start = 100_000.0;
         let (answer, steps) = search(s, slo("p99<=20ms"), mm1_exact(1000.0));
         let (max, above) = bracket(answer);
         assert!(max <= 769.75 && 769.75 < above);
@@ -947,11 +964,7 @@ mod tests {
         });
         let (max, above) = bracket(answer);
         assert!(max <= 300.0 && 300.0 < above);
-        assert!(
-            steps
-                .iter()
-                .any(|s| s.why.iter().any(|w| matches!(w, Why::Errors { .. })))
-        );
+        assert!(failed_for(&steps, |w| matches!(w, Why::Errors { .. })));
     }
 
     #[test]
@@ -976,10 +989,8 @@ mod tests {
 
     #[test]
     fn the_budget_ends_the_search_with_what_it_has() {
-        let s = Settings {
-            max_steps: 5,
-            ..settings()
-        };
+        let mut s = settings();
+        s.max_steps = 5;
         let (answer, steps) = search(s, slo("p99<=20ms"), mm1_exact(1000.0));
         assert_eq!(steps.len(), 5);
         assert_eq!(
@@ -1048,17 +1059,11 @@ mod tests {
         // An M/M/1 target; the first run at 400/s fails while other work
         // takes the client's CPU. The repeat passes, so the rate passes
         // (two of three), and the answer is the target's.
-        let mut target = mm1_exact(1000.0);
-        let mut busy_once = true;
-        let (answer, steps) = search(settings(), slo("p99<=20ms"), |rate| {
-            let mut o = target(rate);
-            if rate == 400.0 && busy_once {
-                busy_once = false;
-                o.busy = true;
-                o.latency[1].1 = Duration::from_millis(40);
-            }
-            o
+        let target = mm1_spoiled_once(400.0, |o| {
+            o.busy = true;
+            o.latency[1].1 = Duration::from_millis(40);
         });
+        let (answer, steps) = search(settings(), slo("p99<=20ms"), target);
         let (max, above) = bracket(answer);
         assert!(max <= 769.75 && 769.75 < above, "{max} {above}");
         let at_400: Vec<Purpose> = steps
@@ -1073,17 +1078,11 @@ mod tests {
 
     #[test]
     fn a_step_that_ended_nothing_between_steps_that_did_is_run_again() {
-        let mut target = mm1_exact(1000.0);
-        let mut empty_once = true;
-        let (answer, steps) = search(settings(), slo("p99<=20ms"), |rate| {
-            let mut o = target(rate);
-            if rate == 200.0 && empty_once {
-                empty_once = false;
-                o.requests = 0;
-                o.achieved = 0.0;
-            }
-            o
+        let target = mm1_spoiled_once(200.0, |o| {
+            o.requests = 0;
+            o.achieved = 0.0;
         });
+        let (answer, steps) = search(settings(), slo("p99<=20ms"), target);
         bracket(answer);
         assert_eq!(steps[1].why, [Why::NoRequests]);
         assert_eq!(steps[2].purpose, Purpose::Repeat);

@@ -17,17 +17,30 @@ use std::time::Duration;
 /// A measured duration given in nanoseconds, with four significant figures
 /// and a unit from ns to s.
 pub fn duration(ns: f64) -> String {
-    let abs = ns.abs();
-    let (value, unit) = if abs >= 1e9 {
-        (ns / 1e9, "s")
-    } else if abs >= 1e6 {
-        (ns / 1e6, "ms")
-    } else if abs >= 1e3 {
-        (ns / 1e3, "µs")
+    let (divisor, unit) = thousands_step(ns.abs(), TIME_UNITS);
+    format!("{} {unit}", four_figures(ns / divisor))
+}
+
+/// The units of [`thousands_step`] for nanoseconds: s, ms, µs and ns.
+pub const TIME_UNITS: [&str; 4] = ["s", "ms", "µs", "ns"];
+
+/// The decimal prefixes of [`thousands_step`]: G, M, k and none.
+pub const DECIMAL_PREFIXES: [&str; 4] = ["G", "M", "k", ""];
+
+/// The largest of 10⁹, 10⁶ and 10³ that `magnitude` reaches (1 when none
+/// is), with its name from `names`, largest first: the divisor and unit
+/// that keep a number of that size readable.
+pub fn thousands_step(magnitude: f64, names: [&'static str; 4]) -> (f64, &'static str) {
+    let [giga, mega, kilo, one] = names;
+    if magnitude >= 1e9 {
+        (1e9, giga)
+    } else if magnitude >= 1e6 {
+        (1e6, mega)
+    } else if magnitude >= 1e3 {
+        (1e3, kilo)
     } else {
-        (ns, "ns")
-    };
-    format!("{} {unit}", four_figures(value))
+        (1.0, one)
+    }
 }
 
 /// [`duration`] for a table cell: no space before the unit.

@@ -99,22 +99,25 @@ fn every_fixture_reads_as_its_kinds_record_and_writes_back_the_same_json() {
     }
 }
 
-#[test]
-fn a_record_of_another_kind_is_refused_by_name() {
+/// The first fixture run of `kind`.
+fn fixture_of(kind: Kind) -> Run {
     let (_, run) = fixtures()
         .into_iter()
-        .find(|(_, r)| r.kind == Kind::Disk)
-        .unwrap();
+        .find(|(_, r)| r.kind == kind)
+        .unwrap_or_else(|| panic!("no {kind:?} fixture"));
+    run
+}
+
+#[test]
+fn a_record_of_another_kind_is_refused_by_name() {
+    let run = fixture_of(Kind::Disk);
     let e = run.record::<HttpRecord>().unwrap_err().to_string();
     assert!(e.contains("is a disk run, not a http run"), "{e}");
 }
 
 #[test]
 fn settings_of_the_wrong_shape_are_an_error_naming_the_kind() {
-    let (_, mut run) = fixtures()
-        .into_iter()
-        .find(|(_, r)| r.kind == Kind::Http)
-        .unwrap();
+    let mut run = fixture_of(Kind::Http);
     run.settings["connections"] = Value::from("many");
     let e = run.record::<HttpRecord>().unwrap_err().to_string();
     assert!(e.contains("do not read as a http record"), "{e}");
@@ -122,10 +125,7 @@ fn settings_of_the_wrong_shape_are_an_error_naming_the_kind() {
 
 #[test]
 fn setting_a_record_keeps_the_keys_it_does_not_know() {
-    let (_, mut run) = fixtures()
-        .into_iter()
-        .find(|(_, r)| r.kind == Kind::Http)
-        .unwrap();
+    let mut run = fixture_of(Kind::Http);
     run.settings["future_key"] = Value::from(7);
     let mut record: HttpRecord = run.record().unwrap();
     record.connections = 99;
@@ -136,10 +136,7 @@ fn setting_a_record_keeps_the_keys_it_does_not_know() {
 
 #[test]
 fn a_run_saved_before_a_field_existed_reads_with_its_default() {
-    let (_, mut run) = fixtures()
-        .into_iter()
-        .find(|(_, r)| r.kind == Kind::Http)
-        .unwrap();
+    let mut run = fixture_of(Kind::Http);
     for key in ["streams", "alpn", "pipeline", "url_file", "seed"] {
         run.settings.as_object_mut().unwrap().remove(key);
     }
@@ -220,5 +217,29 @@ fn the_schema_accepts_every_fixture_and_refuses_settings_of_the_wrong_shape() {
                 "{name}: a string connections passed"
             );
         }
+    }
+}
+
+/// A figure read back from JSON (a store, an import) is the figure that
+/// was written, to the last bit: serde_json's default float parser is off
+/// by one unit in the last place for some values, which made an imported
+/// run differ from the exported one in the 17th digit.
+#[test]
+fn figures_read_back_from_json_are_bit_for_bit_the_same() {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..200_000 {
+        // xorshift64*, scaled to the magnitudes runs hold (ns, req/s, ratios).
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        let bits = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let value = (bits >> 11) as f64 / (1u64 << 53) as f64 * 10f64.powi((bits % 19) as i32 - 6);
+        let text = serde_json::to_string(&value).unwrap();
+        let back: f64 = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            back.to_bits(),
+            value.to_bits(),
+            "{value:e} written as {text}"
+        );
     }
 }

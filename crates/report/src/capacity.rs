@@ -325,14 +325,19 @@ fn step_rows(cap: &CapacityRecord, unit: &str) -> Vec<Vec<String>> {
     for (i, s) in cap.steps.iter().enumerate() {
         let mut row = vec![(i + 1).to_string()];
         row.extend(columns.iter().map(|(_, cell)| cell(s)));
-        row.push(if s.passed {
-            "pass".to_owned()
-        } else {
-            format!("fail: {}", s.why.join("; "))
-        });
+        row.push(step_verdict(s));
         rows.push(row);
     }
     rows
+}
+
+/// A step's verdict cell: `pass`, or `fail:` and why.
+pub(crate) fn step_verdict(s: &CapacityStep) -> String {
+    if s.passed {
+        "pass".to_owned()
+    } else {
+        format!("fail: {}", s.why.join("; "))
+    }
 }
 
 /// Puts what was watched over each step before the verdict column of

@@ -180,19 +180,18 @@ fn transactions_section(out: &mut String, run: &Run, rec: &DbRecord) -> (u64, u6
             value(run, db::TRANSACTIONS_PER_SEC),
             lost_mark(run),
         );
-    } else if rec.reconnect {
-        let _ = writeln!(
-            out,
-            "tps          {:.1} including reconnection times, {:.1} with the first connections' too ({:.0} ms to connect){}",
-            value(run, db::TRANSACTIONS_PER_SEC),
-            value(run, db::TRANSACTIONS_PER_SEC_WITH_CONNECTIONS),
-            value(run, db::CONNECT) / 1e6,
-            lost_mark(run),
-        );
     } else {
+        let (without, with) = if rec.reconnect {
+            (
+                "including reconnection times",
+                "with the first connections' too",
+            )
+        } else {
+            ("without the connections' time", "with them")
+        };
         let _ = writeln!(
             out,
-            "tps          {:.1} without the connections' time, {:.1} with them ({:.0} ms to connect){}",
+            "tps          {:.1} {without}, {:.1} {with} ({:.0} ms to connect){}",
             value(run, db::TRANSACTIONS_PER_SEC),
             value(run, db::TRANSACTIONS_PER_SEC_WITH_CONNECTIONS),
             value(run, db::CONNECT) / 1e6,

@@ -58,17 +58,8 @@ pub fn format_interval(metric: &Metric) -> Option<String> {
 }
 
 fn decimal_prefix(value: f64) -> String {
-    let abs = value.abs();
-    let (scaled, prefix) = if abs >= 1e9 {
-        (value / 1e9, "G")
-    } else if abs >= 1e6 {
-        (value / 1e6, "M")
-    } else if abs >= 1e3 {
-        (value / 1e3, "k")
-    } else {
-        (value, "")
-    };
-    format!("{} {prefix}", units::four_figures(scaled))
+    let (divisor, prefix) = units::thousands_step(value.abs(), units::DECIMAL_PREFIXES);
+    format!("{} {prefix}", units::four_figures(value / divisor))
 }
 
 /// A metric's value as `dyno show` prints it: a parallel fraction as

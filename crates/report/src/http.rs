@@ -422,27 +422,20 @@ fn answers_lines(out: &mut String, run: &Run, rec: &HttpRecord) {
             Some(_) => format!(" (expected: each step's check, else {e})"),
             None => format!(" (expected {e})"),
         });
-    let _ = writeln!(
-        out,
-        "Status      {}{expected}",
-        if statuses.is_empty() {
-            "none".into()
-        } else {
-            statuses.join(", ")
-        }
-    );
+    let _ = writeln!(out, "Status      {}{expected}", listed(&statuses));
     let errors: Vec<String> = tallies(run, http::ERRORS_PREFIX)
         .map(|(class, n)| format!("{}: {n}", class_words(class)))
         .collect();
-    let _ = writeln!(
-        out,
-        "Errors      {}",
-        if errors.is_empty() {
-            "none".into()
-        } else {
-            errors.join(", ")
-        }
-    );
+    let _ = writeln!(out, "Errors      {}", listed(&errors));
+}
+
+/// `items` joined with commas, or `none` when there are none.
+fn listed(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
 }
 
 /// A labelled metric of the run: `name` with these labels (and maybe more).
@@ -1039,29 +1032,15 @@ mod tests {
 
     #[test]
     fn urls_split_like_ab() {
-        assert_eq!(
-            split_url("http://127.0.0.1:8080/hello"),
-            ("127.0.0.1".into(), 8080, "/hello".into())
-        );
-        assert_eq!(
-            split_url("http://example.com"),
-            ("example.com".into(), 80, "/".into())
-        );
-        assert_eq!(
-            split_url("http://[::1]:81/a?b"),
-            ("[::1]".into(), 81, "/a?b".into())
-        );
-        assert_eq!(
-            split_url("http://[::1]/x"),
-            ("[::1]".into(), 80, "/x".into())
-        );
-        assert_eq!(
-            split_url("https://example.com/a"),
-            ("example.com".into(), 443, "/a".into())
-        );
-        assert_eq!(
-            split_url("https://127.0.0.1:8443"),
-            ("127.0.0.1".into(), 8443, "/".into())
-        );
+        for (url, host, port, path) in [
+            ("http://127.0.0.1:8080/hello", "127.0.0.1", 8080, "/hello"),
+            ("http://example.com", "example.com", 80, "/"),
+            ("http://[::1]:81/a?b", "[::1]", 81, "/a?b"),
+            ("http://[::1]/x", "[::1]", 80, "/x"),
+            ("https://example.com/a", "example.com", 443, "/a"),
+            ("https://127.0.0.1:8443", "127.0.0.1", 8443, "/"),
+        ] {
+            assert_eq!(split_url(url), (host.into(), port, path.into()), "{url}");
+        }
     }
 }

@@ -375,6 +375,30 @@ mod tests {
         Metric::new(name, Unit::Ratio, Direction::HigherIsBetter, v)
     }
 
+    /// A USL fit as a scale run records it: σ, κ and λ, its R², and what
+    /// bounds it (its code and its name).
+    fn usl_metrics(
+        [sigma, kappa, lambda]: [f64; 3],
+        r_squared: f64,
+        (code, bound): (f64, &str),
+    ) -> [Metric; 5] {
+        let lambda = Metric::new(
+            "usl_lambda",
+            Unit::OpsPerSec,
+            Direction::HigherIsBetter,
+            lambda,
+        );
+        let bound = Metric::new("usl_bound", Unit::Count, Direction::LowerIsBetter, code)
+            .with_label("bound", bound);
+        [
+            ratio("usl_sigma", sigma),
+            ratio("usl_kappa", kappa),
+            lambda,
+            ratio("usl_r_squared", r_squared),
+            bound,
+        ]
+    }
+
     /// A run as `dyno scale --file` makes it from T(N) = 0.1 + 0.9/N, the
     /// figures worked out by hand.
     fn amdahl_run(ns: &[f64]) -> Run {
@@ -426,19 +450,8 @@ mod tests {
     fn report_of_a_full_sweep() {
         let mut run = amdahl_run(&[1.0, 2.0, 4.0, 8.0]);
         run.metrics.push(ratio("amdahl_fit_r_squared", 1.0));
-        run.metrics.push(ratio("usl_sigma", 0.0917));
-        run.metrics.push(ratio("usl_kappa", 0.000_123_4));
-        run.metrics.push(Metric::new(
-            "usl_lambda",
-            Unit::OpsPerSec,
-            Direction::HigherIsBetter,
-            1.0021,
-        ));
-        run.metrics.push(ratio("usl_r_squared", 0.9991));
-        run.metrics.push(
-            Metric::new("usl_bound", Unit::Count, Direction::LowerIsBetter, 1.0)
-                .with_label("bound", "contention"),
-        );
+        let usl = usl_metrics([0.0917, 0.000_123_4, 1.0021], 0.9991, (1.0, "contention"));
+        run.metrics.extend(usl);
         for m in [
             Metric::new("usl_peak_n", Unit::Count, Direction::HigherIsBetter, 85.0),
             Metric::new(
@@ -494,19 +507,8 @@ mod tests {
         }
         run.metrics
             .push(ratio("best_speedup", 1.9).with_label("n", "2"));
-        run.metrics.push(ratio("usl_sigma", 0.05));
-        run.metrics.push(ratio("usl_kappa", 0.1));
-        run.metrics.push(Metric::new(
-            "usl_lambda",
-            Unit::OpsPerSec,
-            Direction::HigherIsBetter,
-            1000.0,
-        ));
-        run.metrics.push(ratio("usl_r_squared", 0.98));
-        run.metrics.push(
-            Metric::new("usl_bound", Unit::Count, Direction::LowerIsBetter, 2.0)
-                .with_label("bound", "coherency"),
-        );
+        let usl = usl_metrics([0.05, 0.1, 1000.0], 0.98, (2.0, "coherency"));
+        run.metrics.extend(usl);
         run.metrics.push(Metric::new(
             "usl_peak_n",
             Unit::Count,

@@ -247,18 +247,7 @@ fn ops_prefixes(run: &Run) -> BTreeMap<&str, (f64, &'static str)> {
     }
     largest
         .into_iter()
-        .map(|(name, top)| {
-            let prefix = if top >= 1e9 {
-                (1e9, "G")
-            } else if top >= 1e6 {
-                (1e6, "M")
-            } else if top >= 1e3 {
-                (1e3, "k")
-            } else {
-                (1.0, "")
-            };
-            (name, prefix)
-        })
+        .map(|(name, top)| (name, units::thousands_step(top, units::DECIMAL_PREFIXES)))
         .collect()
 }
 
@@ -616,14 +605,7 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
     }
     // Each watched machine (`--watch URL`): CPU, the busiest core, the
     // disks that worked, TCP's troubles.
-    for busy in run
-        .metrics
-        .iter()
-        .filter(|m| m.name == telemetry::TARGET_CPU_BUSY_PERCENT)
-    {
-        let Some(name) = busy.labels.get(label::WATCHED) else {
-            continue;
-        };
+    for (busy, name) in each_watched(run, telemetry::TARGET_CPU_BUSY_PERCENT) {
         let mine = |metric: &'static str| watched_as(run, metric, name);
         let mut line = format!("Target      {name}: CPU {:.0}% busy", busy.value);
         if let Some(core) = mine(telemetry::TARGET_CPU_BUSIEST_CORE_PERCENT).next() {
@@ -655,6 +637,22 @@ pub(crate) fn watched(run: &Run, per: &str, out: &mut String) {
     postgres(run, per, out);
 }
 
+/// The run's metrics `metric` that name a watched source, each with that
+/// source's name.
+fn each_watched<'a>(
+    run: &'a Run,
+    metric: &'static str,
+) -> impl Iterator<Item = (&'a dyno_model::Metric, &'a String)> + 'a {
+    run.metrics
+        .iter()
+        .filter(move |m| m.name == metric)
+        .filter_map(|m| {
+            m.labels
+                .get(dyno_model::names::label::WATCHED)
+                .map(|name| (m, name))
+        })
+}
+
 /// The run's metrics `metric` of the watched source `name`.
 fn watched_as<'a>(
     run: &'a Run,
@@ -675,14 +673,7 @@ fn watched_as<'a>(
 /// checkpoints, and where its sessions spent their time.
 fn postgres(run: &Run, per: &str, out: &mut String) {
     use dyno_model::names::{label, telemetry};
-    for commits in run
-        .metrics
-        .iter()
-        .filter(|m| m.name == telemetry::TARGET_PG_COMMITS_PER_SEC)
-    {
-        let Some(name) = commits.labels.get(label::WATCHED) else {
-            continue;
-        };
+    for (commits, name) in each_watched(run, telemetry::TARGET_PG_COMMITS_PER_SEC) {
         let mine = |metric: &'static str| watched_as(run, metric, name);
         let mut line = format!("PostgreSQL  {name}: {:.1} commits/s", commits.value);
         if let Some(m) = mine(telemetry::TARGET_PG_WAL_BYTES_PER_OP).next() {
@@ -825,32 +816,33 @@ mod tests {
         assert_eq!(title("requests_per_sec"), "throughput");
         assert_eq!(title("throughput_bytes_per_sec"), "throughput");
         assert_eq!(title("best_speedup"), "best speedup");
-        let mut run = fixture::run();
-        assert_eq!(headline(&run), "int64 1 thread 1.250 s");
-        run.metrics = vec![
-            Metric::new("wall_ns", Unit::Ns, Direction::LowerIsBetter, 1.089e7)
-                .with_label("command", "sleep 0.01"),
-        ];
-        run.headline = Some("wall_ns".into());
-        assert_eq!(headline(&run), "wall time 'sleep 0.01' 10.89 ms");
-        run.metrics = vec![
-            Metric::new(
-                "throughput_bytes_per_sec",
-                Unit::BytesPerSec,
-                Direction::HigherIsBetter,
-                1.42e9,
-            )
-            .with_label("test", "SEQ1M Q8T1")
-            .with_label("op", "read"),
-        ];
-        run.headline = Some("throughput_bytes_per_sec".into());
-        assert_eq!(headline(&run), "throughput SEQ1M Q8T1 read 1420.00 MB/s");
-        run.metrics = vec![
-            Metric::new("best_speedup", Unit::Ratio, Direction::HigherIsBetter, 5.88)
-                .with_label("n", "8"),
-        ];
-        run.headline = Some("best_speedup".into());
-        assert_eq!(headline(&run), "best speedup 5.88× at N=8");
+        assert_eq!(headline(&fixture::run()), "int64 1 thread 1.250 s");
+        // The fixture run with `metric` as its only metric and headline.
+        let headline_of = |metric: Metric| {
+            let mut run = fixture::run();
+            run.headline = Some(metric.name.clone());
+            run.metrics = vec![metric];
+            headline(&run)
+        };
+        let wall = Metric::new("wall_ns", Unit::Ns, Direction::LowerIsBetter, 1.089e7);
+        assert_eq!(
+            headline_of(wall.with_label("command", "sleep 0.01")),
+            "wall time 'sleep 0.01' 10.89 ms"
+        );
+        let disk = Metric::new(
+            "throughput_bytes_per_sec",
+            Unit::BytesPerSec,
+            Direction::HigherIsBetter,
+            1.42e9,
+        )
+        .with_label("test", "SEQ1M Q8T1")
+        .with_label("op", "read");
+        assert_eq!(headline_of(disk), "throughput SEQ1M Q8T1 read 1420.00 MB/s");
+        let speedup = Metric::new("best_speedup", Unit::Ratio, Direction::HigherIsBetter, 5.88);
+        assert_eq!(
+            headline_of(speedup.with_label("n", "8")),
+            "best speedup 5.88× at N=8"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use std::fmt;
 
 use dyno_model::names::label;
-use dyno_model::{Direction, Metric, Uncertainty, UncertaintyMethod, Unit};
+use dyno_model::{Direction, Metric, UncertaintyMethod, Unit};
 use statrs::distribution::{ContinuousCDF, Normal};
 
 use crate::Summary;
@@ -71,24 +71,14 @@ pub fn bootstrap_metric(
     samples: Vec<f64>,
     seed: u64,
 ) -> Metric {
-    let summary = Summary::of(&samples);
-    debug_assert!(summary.is_some(), "a metric needs finite samples");
-    let mut metric = Metric::new(name, unit, direction, summary.map_or(f64::NAN, |s| s.mean));
-    if let Some(summary) = summary {
-        metric.uncertainty =
-            bootstrap_mean_interval(&samples, 0.95, DEFAULT_RESAMPLES, seed).map(|(low, high)| {
-                Uncertainty {
-                    method: UncertaintyMethod::Bootstrap,
-                    confidence: 0.95,
-                    low,
-                    high,
-                    n: summary.n as u64,
-                    stddev: Some(summary.stddev),
-                }
-            });
-    }
-    metric.samples = samples;
-    metric
+    crate::summary::interval_metric(
+        name,
+        unit,
+        direction,
+        samples,
+        UncertaintyMethod::Bootstrap,
+        |samples, _| bootstrap_mean_interval(samples, 0.95, DEFAULT_RESAMPLES, seed),
+    )
 }
 
 /// Below this many samples [`mean_metric`] gives a Student-t interval
@@ -140,11 +130,8 @@ pub fn bootstrap_ratio_interval(
     resamples: usize,
     seed: u64,
 ) -> Option<(f64, f64)> {
-    if !resamplable(a) || !resamplable(b) || !valid_bootstrap(confidence, resamples) {
-        return None;
-    }
     let mut ratios = Vec::with_capacity(resamples);
-    for (x, y) in resampled_means(a, b, resamples, seed) {
+    for (x, y) in resampled_means(a, b, confidence, resamples, seed)? {
         let ratio = x / y;
         if !ratio.is_finite() {
             return None;
@@ -156,18 +143,23 @@ pub fn bootstrap_ratio_interval(
 
 /// `resamples` pairs (mean of a resample of `a`, mean of a resample of
 /// `b`), drawn in that order from a generator seeded with `seed`: the one
-/// resampling loop behind both ratio bootstraps.
+/// resampling loop behind both ratio bootstraps. `None` when either sample
+/// cannot be resampled or `confidence` and `resamples` are out of range.
 fn resampled_means<'a>(
     a: &'a [f64],
     b: &'a [f64],
+    confidence: f64,
     resamples: usize,
     seed: u64,
-) -> impl Iterator<Item = (f64, f64)> + 'a {
+) -> Option<impl Iterator<Item = (f64, f64)> + 'a> {
+    if !resamplable(a) || !resamplable(b) || !valid_bootstrap(confidence, resamples) {
+        return None;
+    }
     let mut rng = fastrand::Rng::with_seed(seed);
-    (0..resamples).map(move |_| {
+    Some((0..resamples).map(move |_| {
         let x = resample_mean(&mut rng, a);
         (x, resample_mean(&mut rng, b))
-    })
+    }))
 }
 
 /// The outcome of a two-sided Mann–Whitney U test (the Wilcoxon rank-sum
@@ -458,13 +450,7 @@ pub fn compare(
         )
     } else {
         (
-            bootstrap_ratio_interval_unbounded(
-                candidate,
-                reference,
-                1.0 - alpha,
-                DEFAULT_RESAMPLES,
-                seed,
-            )?,
+            bootstrap_ratio_interval_unbounded(candidate, reference, 1.0 - alpha, seed)?,
             UncertaintyMethod::Bootstrap,
         )
     };
@@ -538,19 +524,17 @@ pub fn student_t_ratio_interval(a: &[f64], b: &[f64], confidence: f64) -> Option
 
 /// [`bootstrap_ratio_interval`] for samples that may be zero: a resample
 /// whose mean of `b` is zero gives an unbounded ratio (+∞, or nothing for
-/// 0 / 0) instead of failing, so the upper end may be infinite.
+/// 0 / 0) instead of failing, so the upper end may be infinite. It draws
+/// [`DEFAULT_RESAMPLES`] resamples.
 fn bootstrap_ratio_interval_unbounded(
     a: &[f64],
     b: &[f64],
     confidence: f64,
-    resamples: usize,
     seed: u64,
 ) -> Option<(f64, f64)> {
-    if !resamplable(a) || !resamplable(b) || !valid_bootstrap(confidence, resamples) {
-        return None;
-    }
+    let resamples = DEFAULT_RESAMPLES;
     let mut ratios = Vec::with_capacity(resamples);
-    for (x, y) in resampled_means(a, b, resamples, seed) {
+    for (x, y) in resampled_means(a, b, confidence, resamples, seed)? {
         if y > 0.0 {
             ratios.push(x / y);
         } else if x > 0.0 {
@@ -723,6 +707,25 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
+    }
+
+    /// `got` is within `tol` of `want` (and is shown when it is not).
+    fn assert_close(got: f64, want: f64, tol: f64) {
+        assert!(close(got, want, tol), "{got}");
+    }
+
+    /// Mann–Whitney U of `a` against `b` is `u`, its two-sided p-value is
+    /// `p.0` within `p.1`, and its z is `z` within 1e-12.
+    fn assert_mann_whitney(a: &[f64], b: &[f64], u: f64, p: (f64, f64), z: f64) {
+        let t = mann_whitney_u(a, b).unwrap();
+        assert_eq!(t.u, u);
+        assert_close(t.p_value, p.0, p.1);
+        assert_close(t.z, z, 1e-12);
+    }
+
+    /// [`compare`] at the usual settings: a 2% band, α = 0.05, seed 1.
+    fn compared(candidate: &[f64], reference: &[f64], direction: Direction) -> Comparison {
+        compare(candidate, reference, direction, 0.02, 0.05, 1).unwrap()
     }
 
     /// `n` draws from an exponential distribution with mean `mean`: skewed
@@ -985,11 +988,7 @@ mod tests {
         let (tortoises, hares) = (place('T'), place('H'));
         let t = mann_whitney_u(&tortoises, &hares).unwrap();
         assert_eq!(t.u, 25.0);
-        assert!(
-            close(t.p_value, 0.309_523_809_523_809_5, 1e-12),
-            "{}",
-            t.p_value
-        );
+        assert_close(t.p_value, 0.309_523_809_523_809_5, 1e-12);
         let h = mann_whitney_u(&hares, &tortoises).unwrap();
         assert_eq!(h.u, 11.0);
         assert!(close(h.p_value, t.p_value, 1e-15));
@@ -1010,11 +1009,7 @@ mod tests {
         let y = [1.15, 0.88, 0.90, 0.74, 1.21];
         let t = mann_whitney_u(&x, &y).unwrap();
         assert_eq!(t.u, 35.0);
-        assert!(
-            close(t.p_value, 0.254_412_254_412_254_4, 1e-12),
-            "{}",
-            t.p_value
-        );
+        assert_close(t.p_value, 0.254_412_254_412_254_4, 1e-12);
         assert!(close(t.p_value / 2.0, 0.1272, 5e-5));
         assert!(close(t.z, 9.5 / (800.0f64 / 12.0).sqrt(), 1e-12));
         assert!(close(t.z, 1.163_507_627_822_009_6, 1e-12));
@@ -1038,15 +1033,9 @@ mod tests {
             39.0, 9.0, 16.0, 78.0, 35.0, 66.0, 122.0, 89.0, 110.0, 44.0, 28.0, 65.0, 22.0, 59.0,
             23.0, 31.0, 44.0, 21.0, 9.0, 45.0, 168.0, 73.0, 76.0, 118.0, 84.0, 85.0,
         ];
-        let t = mann_whitney_u(&may, &aug).unwrap();
-        assert_eq!(t.u, 127.5);
         // statrs' normal CDF agrees with SciPy's to about 1e-10, relatively.
-        assert!(
-            close(t.p_value, 0.000_120_807_830_768_774_34, 1e-13),
-            "{}",
-            t.p_value
-        );
-        assert!(close(t.z, -3.844_481_027_280_070_2, 1e-12), "{}", t.z);
+        let p = (0.000_120_807_830_768_774_34, 1e-13);
+        assert_mann_whitney(&may, &aug, 127.5, p, -3.844_481_027_280_070_2);
     }
 
     #[test]
@@ -1056,28 +1045,16 @@ mod tests {
         // approximation would say 0.0568).
         let a: Vec<f64> = (0..30).map(|i| i as f64).collect();
         let b: Vec<f64> = (0..40).map(|j| j as f64 * 0.7 + 5.05).collect();
-        let t = mann_whitney_u(&a, &b).unwrap();
-        assert_eq!(t.u, 439.0);
-        assert!(
-            close(t.p_value, 0.056_453_535_454_440_124, 1e-12),
-            "{}",
-            t.p_value
-        );
-        assert!(close(t.z, -1.904_784_561_401_134_7, 1e-12), "{}", t.z);
+        let p = (0.056_453_535_454_440_124, 1e-12);
+        assert_mann_whitney(&a, &b, 439.0, p, -1.904_784_561_401_134_7);
 
         // No ties, 60 against 55: past the exact limit, normal. SciPy 1.17
         // mannwhitneyu(a, b, method="asymptotic") → U = 1476,
         // p = 0.3313424053413414.
         let a: Vec<f64> = (0..60).map(|i| i as f64).collect();
         let b: Vec<f64> = (0..55).map(|j| j as f64 * 1.1 + 3.05).collect();
-        let t = mann_whitney_u(&a, &b).unwrap();
-        assert_eq!(t.u, 1476.0);
-        assert!(
-            close(t.p_value, 0.331_342_405_341_341_4, 1e-9),
-            "{}",
-            t.p_value
-        );
-        assert!(close(t.z, -0.971_413_506_508_407_1, 1e-12), "{}", t.z);
+        let p = (0.331_342_405_341_341_4, 1e-9);
+        assert_mann_whitney(&a, &b, 1476.0, p, -0.971_413_506_508_407_1);
     }
 
     #[test]
@@ -1129,54 +1106,25 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(8);
         let reference = timings(&mut rng, 30, 100.0, 0.05);
         let candidate = timings(&mut rng, 30, 80.0, 0.05);
-        let c = compare(
-            &candidate,
-            &reference,
-            Direction::LowerIsBetter,
-            0.02,
-            0.05,
-            1,
-        )
-        .unwrap();
-        assert_eq!(c.verdict, Verdict::Faster);
+        // The same numbers as throughputs: a lower one is worse. And the
+        // other way round.
+        let (lower, higher) = (Direction::LowerIsBetter, Direction::HigherIsBetter);
+        for (a, b, direction, verdict) in [
+            (&candidate, &reference, lower, Verdict::Faster),
+            (&candidate, &reference, higher, Verdict::Slower),
+            (&reference, &candidate, lower, Verdict::Slower),
+            (&reference, &candidate, higher, Verdict::Faster),
+        ] {
+            assert_eq!(compared(a, b, direction).verdict, verdict, "{direction:?}");
+        }
+        let c = compared(&candidate, &reference, Direction::LowerIsBetter);
         assert!(close(c.ratio, mean(&candidate) / mean(&reference), 1e-12));
         assert!(c.low < c.ratio && c.ratio < c.high);
         assert!(c.low < 0.8 && 0.8 < c.high, "{} {}", c.low, c.high);
         // Complete separation at 30 against 30: the exact p is 2/C(60, 30).
         assert!(c.p_value < 1e-15);
-        // Same numbers as throughputs: a lower one is worse.
-        let c = compare(
-            &candidate,
-            &reference,
-            Direction::HigherIsBetter,
-            0.02,
-            0.05,
-            1,
-        )
-        .unwrap();
-        assert_eq!(c.verdict, Verdict::Slower);
-        // And the other way round.
-        let c = compare(
-            &reference,
-            &candidate,
-            Direction::LowerIsBetter,
-            0.02,
-            0.05,
-            1,
-        )
-        .unwrap();
-        assert_eq!(c.verdict, Verdict::Slower);
+        let c = compared(&reference, &candidate, Direction::LowerIsBetter);
         assert!(close(c.ratio, mean(&reference) / mean(&candidate), 1e-12));
-        let c = compare(
-            &reference,
-            &candidate,
-            Direction::HigherIsBetter,
-            0.02,
-            0.05,
-            1,
-        )
-        .unwrap();
-        assert_eq!(c.verdict, Verdict::Faster);
     }
 
     #[test]
@@ -1185,7 +1133,7 @@ mod tests {
         // Same distribution: not significant.
         let reference = timings(&mut rng, 40, 100.0, 0.1);
         let same = timings(&mut rng, 40, 100.0, 0.1);
-        let c = compare(&same, &reference, Direction::LowerIsBetter, 0.02, 0.05, 1).unwrap();
+        let c = compared(&same, &reference, Direction::LowerIsBetter);
         assert_eq!(c.verdict, Verdict::NoSignificantDifference);
         assert!(c.p_value > 0.05);
         assert!(c.low < 1.0 && 1.0 < c.high);
@@ -1194,7 +1142,7 @@ mod tests {
         // 2% band, so not called; with a 0.5% band it is.
         let reference = timings(&mut rng, 30, 100.0, 0.001);
         let slower = timings(&mut rng, 30, 101.0, 0.001);
-        let c = compare(&slower, &reference, Direction::LowerIsBetter, 0.02, 0.05, 1).unwrap();
+        let c = compared(&slower, &reference, Direction::LowerIsBetter);
         assert!(c.p_value < 1e-10);
         assert_eq!(c.verdict, Verdict::NoSignificantDifference);
         let c = compare(
@@ -1218,15 +1166,7 @@ mod tests {
         let reference: Vec<f64> = (0..20).map(|i| 100.0 + i as f64).collect();
         let mut candidate: Vec<f64> = (0..19).map(|i| 80.0 + i as f64).collect();
         candidate.push(2000.0);
-        let c = compare(
-            &candidate,
-            &reference,
-            Direction::LowerIsBetter,
-            0.02,
-            0.05,
-            1,
-        )
-        .unwrap();
+        let c = compared(&candidate, &reference, Direction::LowerIsBetter);
         assert!(close(c.ratio, 184.55 / 109.5, 1e-12));
         assert!(c.p_value < 0.001);
         assert_eq!(c.verdict, Verdict::NoSignificantDifference);
@@ -1315,15 +1255,7 @@ mod tests {
                 }
             })
             .collect();
-        let c = compare(
-            &candidate,
-            &reference,
-            Direction::LowerIsBetter,
-            0.02,
-            0.05,
-            1,
-        )
-        .unwrap();
+        let c = compared(&candidate, &reference, Direction::LowerIsBetter);
         assert!(c.p_value > 0.5, "{}", c.p_value);
         assert!(c.low > 1.5, "{} {}", c.low, c.high);
         assert_eq!(c.verdict, Verdict::Inconclusive);

@@ -739,6 +739,24 @@ mod tests {
         run.warnings.iter().map(|w| w.code.as_str()).collect()
     }
 
+    /// Segments `a` and `b` merged as group g, no arrival recorded.
+    fn merge_pair(a: Run, b: Run) -> Run {
+        merge("g", &[a, b], &[]).unwrap()
+    }
+
+    /// The message of `run`'s warning `code`.
+    fn warning<'a>(run: &'a Run, code: &str) -> &'a str {
+        let found = run.warnings.iter().find(|w| w.code == code);
+        &found
+            .unwrap_or_else(|| panic!("no {code}: {:?}", run.warnings))
+            .message
+    }
+
+    /// `run` gives warning `code` (and shows its warnings when it does not).
+    fn assert_warns(run: &Run, code: &str) {
+        assert!(codes(run).contains(&code), "{:?}", run.warnings);
+    }
+
     #[test]
     fn counts_add_up_and_histograms_merge_bucket_by_bucket() {
         let runs = [
@@ -824,22 +842,14 @@ mod tests {
         other.settings["connections"] = json!(4);
         let mut first = part(0, 2, 10, 1_000, 0, None);
         first.settings["url"] = json!("http://127.0.0.1:18081/hello");
-        let merged = merge("g", &[first, other], &[]).unwrap();
-        let w = merged
-            .warnings
-            .iter()
-            .find(|w| w.code == "settings_differ")
-            .expect("a warning");
+        let merged = merge_pair(first, other);
+        let w = warning(&merged, "settings_differ");
         assert!(
-            w.message
-                .contains("url (0/2: \"http://127.0.0.1:18081/hello\""),
+            w.contains("url (0/2: \"http://127.0.0.1:18081/hello\""),
             "{w:?}"
         );
-        assert!(w.message.contains("/blob/1k"), "{w:?}");
-        assert!(
-            !w.message.contains("connections"),
-            "shares differ by design: {w:?}"
-        );
+        assert!(w.contains("/blob/1k"), "{w:?}");
+        assert!(!w.contains("connections"), "shares differ by design: {w:?}");
         // So do the seeds each segment draws and a db run's clean-up,
         // which one segment makes (M5: every default merge warned).
         let (mut a, mut b) = (part(0, 2, 1, 1, 0, None), part(1, 2, 1, 1, 0, None));
@@ -847,19 +857,14 @@ mod tests {
         b.settings["seed"] = json!(1197);
         a.settings["clean_up"] = json!(["vacuum pgbench_branches"]);
         b.settings["clean_up"] = json!([]);
-        let drawn = merge("g", &[a, b], &[]).unwrap();
+        let drawn = merge_pair(a, b);
         assert!(
             !codes(&drawn).contains(&"settings_differ"),
             "{:?}",
             drawn.warnings
         );
         // Alike segments get no such warning.
-        let alike = merge(
-            "g",
-            &[part(0, 2, 1, 1, 0, None), part(1, 2, 1, 1, 0, None)],
-            &[],
-        )
-        .unwrap();
+        let alike = merge_pair(part(0, 2, 1, 1, 0, None), part(1, 2, 1, 1, 0, None));
         assert!(!codes(&alike).contains(&"settings_differ"));
     }
 
@@ -873,12 +878,7 @@ mod tests {
             host: "h1".into(),
         }];
         let merged = merge("g", &runs, &arrived).unwrap();
-        let why = &merged
-            .warnings
-            .iter()
-            .find(|w| w.code == "segments_incomplete")
-            .unwrap()
-            .message;
+        let why = warning(&merged, "segments_incomplete");
         assert!(
             why.contains("segment 1/4 arrived from h1 but saved no run"),
             "{why}"
@@ -888,86 +888,45 @@ mod tests {
         assert_eq!(merged.settings["group"]["incomplete"], true);
         assert_eq!(merged.settings["group"]["missing"], json!([1, 3]));
         // The segment's own warning is kept, naming where it came from.
-        let own = merged
-            .warnings
-            .iter()
-            .find(|w| w.code == "interrupted")
-            .unwrap();
-        assert!(own.message.starts_with("segment 2/4: "), "{}", own.message);
+        let own = warning(&merged, "interrupted");
+        assert!(own.starts_with("segment 2/4: "), "{own}");
     }
 
     #[test]
     fn starts_and_clocks_apart_beyond_the_tolerance_are_warned_with_the_spread() {
         // Started 200 ms apart by the recorded start times.
-        let merged = merge(
-            "g",
-            &[
-                part(0, 2, 10, 1_000, 0, None),
-                part(1, 2, 10, 1_000, 200, None),
-            ],
-            &[],
-        )
-        .unwrap();
-        let why = &merged
-            .warnings
-            .iter()
-            .find(|w| w.code == "segment_start_spread")
-            .unwrap()
-            .message;
+        let late = merge_pair(
+            part(0, 2, 10, 1_000, 0, None),
+            part(1, 2, 10, 1_000, 200, None),
+        );
+        let why = warning(&late, "segment_start_spread");
         assert!(
             why.contains("200.0 ms apart") && why.contains("1/2 +200.0 ms"),
             "{why}"
         );
         // Clocks 300 ms apart against the store's: each started on time by
         // its own clock, so 300 ms apart in fact.
-        let merged = merge(
-            "g",
-            &[
-                part(0, 2, 10, 1_000, 0, Some(0)),
-                part(1, 2, 10, 1_000, 0, Some(300)),
-            ],
-            &[],
-        )
-        .unwrap();
-        assert!(
-            codes(&merged).contains(&"segment_clock_skew"),
-            "{:?}",
-            merged.warnings
+        let skewed = merge_pair(
+            part(0, 2, 10, 1_000, 0, Some(0)),
+            part(1, 2, 10, 1_000, 0, Some(300)),
         );
-        assert!(
-            codes(&merged).contains(&"segment_start_spread"),
-            "{:?}",
-            merged.warnings
-        );
+        assert_warns(&skewed, "segment_clock_skew");
+        assert_warns(&skewed, "segment_start_spread");
         // Within the tolerance: nothing to say.
-        let merged = merge(
-            "g",
-            &[
-                part(0, 2, 10, 1_000, 0, Some(0)),
-                part(1, 2, 10, 1_000, 20, Some(10)),
-            ],
-            &[],
-        )
-        .unwrap();
-        assert!(codes(&merged).is_empty(), "{:?}", merged.warnings);
+        let close = merge_pair(
+            part(0, 2, 10, 1_000, 0, Some(0)),
+            part(1, 2, 10, 1_000, 20, Some(10)),
+        );
+        assert!(codes(&close).is_empty(), "{:?}", close.warnings);
     }
 
     #[test]
     fn a_late_segments_seconds_are_shifted_onto_the_common_clock() {
-        let merged = merge(
-            "g",
-            &[
-                part(0, 2, 10, 1_000, 0, None),
-                part(1, 2, 30, 1_000, 1_000, None),
-            ],
-            &[],
-        )
-        .unwrap();
-        let t = merged
-            .metrics
-            .iter()
-            .find(|m| m.name == "timeline_requests_per_sec")
-            .unwrap();
+        let merged = merge_pair(
+            part(0, 2, 10, 1_000, 0, None),
+            part(1, 2, 30, 1_000, 1_000, None),
+        );
+        let t = merged.metric("timeline_requests_per_sec").unwrap();
         assert_eq!(t.samples, vec![10.0, 30.0]);
         let seconds: Vec<&str> = merged
             .metrics
@@ -997,21 +956,8 @@ mod tests {
         let e = merge("g", &[plain], &[]).unwrap_err();
         assert!(e.to_string().contains("not a segment's run"), "{e}");
         // The same segment twice counts once, and says so.
-        let merged = merge(
-            "g",
-            &[part(0, 1, 5, 1, 0, None), part(0, 1, 5, 1, 0, None)],
-            &[],
-        )
-        .unwrap();
-        assert_eq!(
-            merged
-                .metrics
-                .iter()
-                .find(|m| m.name == "responses")
-                .unwrap()
-                .value,
-            5.0
-        );
-        assert!(codes(&merged).contains(&"duplicate_segments"));
+        let merged = merge_pair(part(0, 1, 5, 1, 0, None), part(0, 1, 5, 1, 0, None));
+        assert_eq!(merged.metric("responses").unwrap().value, 5.0);
+        assert_warns(&merged, "duplicate_segments");
     }
 }

@@ -564,15 +564,45 @@ mod tests {
         );
     }
 
-    /// T(N) = 0.1 + 0.9/N: Amdahl's law with p = 0.9, so S(N) = 1/(0.1 + 0.9/N).
-    fn amdahl_times() -> Vec<Point> {
-        let ns = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
-        ns.iter()
-            .map(|&n| Point {
-                n,
-                value: 0.1 + 0.9 / n,
+    /// A point at each of `ns`, its value `value(n)`.
+    fn sampled(ns: &[f64], value: impl Fn(f64) -> f64) -> Vec<Point> {
+        ns.iter().map(|&n| Point { n, value: value(n) }).collect()
+    }
+
+    /// The same points with each value `v` as 1/v: times as throughputs,
+    /// and back.
+    fn reciprocals(data: &[Point]) -> Vec<Point> {
+        data.iter()
+            .map(|p| Point {
+                n: p.n,
+                value: 1.0 / p.value,
             })
             .collect()
+    }
+
+    /// The USL fit of `throughputs` measured at `ns`, one for one.
+    fn usl_fit_of(ns: &[f64], throughputs: &[f64]) -> UslFit {
+        assert_eq!(ns.len(), throughputs.len());
+        let data: Vec<Point> = ns
+            .iter()
+            .zip(throughputs)
+            .map(|(&n, &value)| Point { n, value })
+            .collect();
+        usl_fit(&data, Measure::Throughput).unwrap()
+    }
+
+    /// The fit's σ, κ and λ are `[sigma, kappa, lambda]`, each within the
+    /// relative `tolerance`.
+    #[track_caller]
+    fn assert_usl_parameters(fit: &UslFit, [sigma, kappa, lambda]: [f64; 3], tolerance: f64) {
+        assert_rel(fit.sigma, sigma, tolerance);
+        assert_rel(fit.kappa, kappa, tolerance);
+        assert_rel(fit.lambda, lambda, tolerance);
+    }
+
+    /// T(N) = 0.1 + 0.9/N: Amdahl's law with p = 0.9, so S(N) = 1/(0.1 + 0.9/N).
+    fn amdahl_times() -> Vec<Point> {
+        sampled(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0], |n| 0.1 + 0.9 / n)
     }
 
     #[test]
@@ -603,13 +633,7 @@ mod tests {
         assert_rel(fit.r_squared, 1.0, 1e-12);
 
         // The same system measured as throughput X = 1/T fits the same.
-        let throughputs: Vec<Point> = amdahl_times()
-            .iter()
-            .map(|p| Point {
-                n: p.n,
-                value: 1.0 / p.value,
-            })
-            .collect();
+        let throughputs = reciprocals(&amdahl_times());
         let fit = amdahl_fit(&throughputs, Measure::Throughput).unwrap();
         assert_rel(fit.parallel_fraction, 0.9, 1e-12);
     }
@@ -664,21 +688,14 @@ mod tests {
 
     /// σ = 0.05, κ = 0.002, λ = 100: N* = floor(sqrt(0.95/0.002)) = floor(21.79) = 21.
     fn usl_data() -> Vec<Point> {
-        [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
-            .iter()
-            .map(|&n| Point {
-                n,
-                value: usl([0.05, 0.002, 100.0], n),
-            })
-            .collect()
+        let ns = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+        sampled(&ns, |n| usl([0.05, 0.002, 100.0], n))
     }
 
     #[test]
     fn usl_fit_recovers_exact_parameters_and_peak() {
         let fit = usl_fit(&usl_data(), Measure::Throughput).unwrap();
-        assert_rel(fit.sigma, 0.05, 1e-6);
-        assert_rel(fit.kappa, 0.002, 1e-6);
-        assert_rel(fit.lambda, 100.0, 1e-6);
+        assert_usl_parameters(&fit, [0.05, 0.002, 100.0], 1e-6);
         assert_rel(fit.r_squared, 1.0, 1e-12);
         assert_eq!(fit.peak_n, Some(21.0));
         // X(21) = 2100 / (1 + 0.05·20 + 0.002·21·20) = 2100/2.84.
@@ -689,32 +706,15 @@ mod tests {
 
     #[test]
     fn usl_fit_of_times_fits_their_reciprocals() {
-        let times: Vec<Point> = usl_data()
-            .iter()
-            .map(|p| Point {
-                n: p.n,
-                value: 1.0 / p.value,
-            })
-            .collect();
-        let fit = usl_fit(&times, Measure::Time).unwrap();
-        assert_rel(fit.sigma, 0.05, 1e-6);
-        assert_rel(fit.kappa, 0.002, 1e-6);
-        assert_rel(fit.lambda, 100.0, 1e-6);
+        let fit = usl_fit(&reciprocals(&usl_data()), Measure::Time).unwrap();
+        assert_usl_parameters(&fit, [0.05, 0.002, 100.0], 1e-6);
     }
 
     #[test]
     fn usl_fit_without_n1_and_with_fractional_n() {
-        let data: Vec<Point> = [1.5, 3.0, 6.0, 12.0, 24.0]
-            .iter()
-            .map(|&n| Point {
-                n,
-                value: usl([0.1, 0.0005, 7.0], n),
-            })
-            .collect();
+        let data = sampled(&[1.5, 3.0, 6.0, 12.0, 24.0], |n| usl([0.1, 0.0005, 7.0], n));
         let fit = usl_fit(&data, Measure::Throughput).unwrap();
-        assert_rel(fit.sigma, 0.1, 1e-6);
-        assert_rel(fit.kappa, 0.0005, 1e-6);
-        assert_rel(fit.lambda, 7.0, 1e-6);
+        assert_usl_parameters(&fit, [0.1, 0.0005, 7.0], 1e-6);
     }
 
     #[test]
@@ -728,13 +728,7 @@ mod tests {
         assert_eq!(fit.bound, Bound::Linear);
 
         // Pure contention (Amdahl): κ stays at 0, σ = 0.1.
-        let amdahl: Vec<Point> = [1.0, 2.0, 4.0, 8.0, 16.0]
-            .iter()
-            .map(|&n| Point {
-                n,
-                value: usl([0.1, 0.0, 5.0], n),
-            })
-            .collect();
+        let amdahl = sampled(&[1.0, 2.0, 4.0, 8.0, 16.0], |n| usl([0.1, 0.0, 5.0], n));
         let fit = usl_fit(&amdahl, Measure::Throughput).unwrap();
         assert_rel(fit.sigma, 0.1, 1e-6);
         assert!(fit.kappa < 1e-9, "κ = {}", fit.kappa);
@@ -769,19 +763,11 @@ mod tests {
         // 2.773e-2, beta (κ) = 1.044e-4, gamma (λ) = 90.00;
         // tests/peak-scalability.R gives sqrt((1 − σ)/κ) = 96.51956 and
         // tests/limit-scalability.R gives λ/σ = 3245.589.
-        let data = points(&[
-            (1.0, 64.9),
-            (18.0, 995.9),
-            (36.0, 1652.4),
-            (72.0, 1853.2),
-            (108.0, 1828.9),
-            (144.0, 1775.0),
-            (216.0, 1702.2),
-        ]);
-        let fit = usl_fit(&data, Measure::Throughput).unwrap();
-        assert_rel(fit.sigma, 2.773e-2, 0.01);
-        assert_rel(fit.kappa, 1.044e-4, 0.01);
-        assert_rel(fit.lambda, 90.00, 0.01);
+        let fit = usl_fit_of(
+            &[1.0, 18.0, 36.0, 72.0, 108.0, 144.0, 216.0],
+            &[64.9, 995.9, 1652.4, 1853.2, 1828.9, 1775.0, 1702.2],
+        );
+        assert_usl_parameters(&fit, [2.773e-2, 1.044e-4, 90.00], 0.01);
         assert_rel(((1.0 - fit.sigma) / fit.kappa).sqrt(), 96.51956, 0.01);
         assert_rel(fit.lambda / fit.sigma, 3245.589, 0.01);
         assert_eq!(fit.peak_n, Some(96.0));
@@ -795,30 +781,18 @@ mod tests {
         // package usl (smoeding/usl, data/raytracer.rda). Fitted by usl() on
         // raytracer[1:6, ]: tests/confint.Rout.save gives alpha (σ) = 0.02444,
         // beta (κ) = 0.00163, gamma (λ) = 20.85605.
-        let data = points(&[
-            (1.0, 20.0),
-            (4.0, 78.0),
-            (8.0, 130.0),
-            (12.0, 170.0),
-            (16.0, 190.0),
-            (20.0, 200.0),
-        ]);
-        let fit = usl_fit(&data, Measure::Throughput).unwrap();
-        assert_rel(fit.sigma, 0.02444, 0.01);
-        assert_rel(fit.kappa, 0.00163, 0.01);
-        assert_rel(fit.lambda, 20.85605, 0.01);
+        let ns = [
+            1.0, 4.0, 8.0, 12.0, 16.0, 20.0, 24.0, 28.0, 32.0, 48.0, 64.0,
+        ];
+        let throughputs = [
+            20.0, 78.0, 130.0, 170.0, 190.0, 200.0, 210.0, 230.0, 260.0, 280.0, 310.0,
+        ];
+        let fit = usl_fit_of(&ns[..6], &throughputs[..6]);
+        assert_usl_parameters(&fit, [0.02444, 0.00163, 20.85605], 0.01);
 
         // All eleven rows: the package vignette (vignettes/usl.Rnw) reports
         // beta = 0, no coherency penalty, so throughput only levels off.
-        let mut all = data;
-        all.extend(points(&[
-            (24.0, 210.0),
-            (28.0, 230.0),
-            (32.0, 260.0),
-            (48.0, 280.0),
-            (64.0, 310.0),
-        ]));
-        let fit = usl_fit(&all, Measure::Throughput).unwrap();
+        let fit = usl_fit_of(&ns, &throughputs);
         assert_eq!(fit.kappa, 0.0);
         assert_eq!(fit.peak_n, None);
         assert_eq!(fit.bound, Bound::Contention);
@@ -838,18 +812,9 @@ mod tests {
             10798.52, 11151.43, 11518.63, 11806.0, 12089.37, 12075.41, 12177.29, 12211.41,
             12158.93, 12155.27, 12118.04, 12140.4, 12074.39,
         ];
-        let data: Vec<Point> = throughputs
-            .iter()
-            .enumerate()
-            .map(|(i, &value)| Point {
-                n: (i + 1) as f64,
-                value,
-            })
-            .collect();
-        let fit = usl_fit(&data, Measure::Throughput).unwrap();
-        assert_rel(fit.sigma, 0.02671591, 0.01);
-        assert_rel(fit.kappa, 7.690945e-4, 0.01);
-        assert_rel(fit.lambda, 995.6486, 0.01);
+        let ns: Vec<f64> = (1..=throughputs.len()).map(|n| n as f64).collect();
+        let fit = usl_fit_of(&ns, &throughputs);
+        assert_usl_parameters(&fit, [0.02671591, 7.690945e-4, 995.6486], 0.01);
         assert_eq!(fit.peak_n, Some(35.0));
         assert_rel(fit.peak_throughput.unwrap(), 12341.0, 0.01);
         // The peak lies past N = 32 and κN < σ there: contention limits the
@@ -861,18 +826,11 @@ mod tests {
     fn usl_matches_r_usl_synthetic_coefficients() {
         // smoeding/usl tests/coef.R: throughputs from σ = κ = 0.02, λ = 1
         // rounded to four decimals; usl() gives alpha = beta = 0.02, gamma = 1.00.
-        let data = points(&[
-            (1.0, 1.0),
-            (2.0, 1.8868),
-            (4.0, 3.0769),
-            (6.0, 3.5294),
-            (8.0, 3.5398),
-            (10.0, 3.3557),
-        ]);
-        let fit = usl_fit(&data, Measure::Throughput).unwrap();
-        assert_rel(fit.sigma, 0.02, 0.01);
-        assert_rel(fit.kappa, 0.02, 0.01);
-        assert_rel(fit.lambda, 1.0, 0.01);
+        let fit = usl_fit_of(
+            &[1.0, 2.0, 4.0, 6.0, 8.0, 10.0],
+            &[1.0, 1.8868, 3.0769, 3.5294, 3.5398, 3.3557],
+        );
+        assert_usl_parameters(&fit, [0.02, 0.02, 1.0], 0.01);
         // sqrt(0.98/0.02) = 7: the peak is inside the measured range.
         assert_eq!(fit.peak_n, Some(7.0));
         assert_eq!(fit.bound, Bound::Coherency);

@@ -79,12 +79,34 @@ pub fn sampled_metric(
     direction: Direction,
     samples: Vec<f64>,
 ) -> Metric {
+    interval_metric(
+        name,
+        unit,
+        direction,
+        samples,
+        UncertaintyMethod::StudentT,
+        |_, summary| student_t_interval(summary, 0.95),
+    )
+}
+
+/// A metric whose value is the mean of `samples`, with every sample kept and
+/// the 95% interval that `interval` finds from the samples and their summary,
+/// labelled `method`: the body of [`sampled_metric`] and
+/// [`crate::bootstrap_metric`].
+pub(crate) fn interval_metric(
+    name: impl Into<String>,
+    unit: Unit,
+    direction: Direction,
+    samples: Vec<f64>,
+    method: UncertaintyMethod,
+    interval: impl FnOnce(&[f64], &Summary) -> Option<(f64, f64)>,
+) -> Metric {
     let summary = Summary::of(&samples);
     debug_assert!(summary.is_some(), "a metric needs finite samples");
     let mut metric = Metric::new(name, unit, direction, summary.map_or(f64::NAN, |s| s.mean));
     if let Some(summary) = summary {
-        metric.uncertainty = student_t_interval(&summary, 0.95).map(|(low, high)| Uncertainty {
-            method: UncertaintyMethod::StudentT,
+        metric.uncertainty = interval(&samples, &summary).map(|(low, high)| Uncertainty {
+            method,
             confidence: 0.95,
             low,
             high,

@@ -125,93 +125,70 @@ fn pg_params(args: &[Arg]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
 
 /// One `#[test]` per behaviour of the suite, on places `$place` makes (a
 /// new, empty one for each test).
+/// Each behaviour is named once, under what its function takes; the test
+/// is named after the function.
 macro_rules! suite {
     ($place:expr) => {
         use $crate::conformance::{self, Place as _};
 
-        #[test]
-        fn saved_runs_read_back_by_id_in_either_case() {
-            let place = $place;
-            conformance::saved_runs_read_back_by_id_in_either_case(&mut *place.open().unwrap());
-        }
-
-        #[test]
-        fn saving_an_id_twice_is_refused_and_keeps_the_first() {
-            let place = $place;
-            conformance::saving_an_id_twice_is_refused_and_keeps_the_first(
-                &mut *place.open().unwrap(),
-            );
-        }
-
-        #[test]
-        fn a_run_that_would_not_read_back_is_not_saved() {
-            let place = $place;
-            conformance::a_run_that_would_not_read_back_is_not_saved(&mut *place.open().unwrap());
-        }
-
-        #[test]
-        fn prefixes_resolve_uniquely() {
-            let place = $place;
-            conformance::prefixes_resolve_uniquely(&mut *place.open().unwrap());
-        }
-
-        #[test]
-        fn every_filter_narrows() {
-            let place = $place;
-            conformance::every_filter_narrows(&mut *place.open().unwrap());
-        }
-
-        #[test]
-        fn reopening_keeps_the_runs() {
-            conformance::reopening_keeps_the_runs(&$place);
-        }
-
-        #[test]
-        fn removing_takes_the_tags_and_nothing_else() {
-            conformance::removing_takes_the_tags_and_nothing_else(&$place);
-        }
-
-        #[test]
-        fn remove_all_is_atomic() {
-            conformance::remove_all_is_atomic(&$place);
-        }
-
-        #[test]
-        fn unreadable_and_newer_records_are_skipped() {
-            conformance::unreadable_and_newer_records_are_skipped(&$place);
-        }
-
-        #[test]
-        fn version_tables_without_rows_or_at_zero_are_migrated() {
-            conformance::version_tables_without_rows_or_at_zero_are_migrated(&$place, &$place);
-        }
-
-        #[test]
-        fn foreign_or_newer_databases_are_refused() {
-            conformance::foreign_or_newer_databases_are_refused(&$place, &$place);
-        }
-
-        #[test]
-        fn writers_opening_a_new_store_at_once_save_every_run_once() {
-            conformance::writers_opening_a_new_store_at_once_save_every_run_once(&$place);
-        }
-
-        #[test]
-        fn arrivals_from_before_settings_are_read() {
-            conformance::arrivals_from_before_settings_are_read(&$place);
-        }
-
-        #[test]
-        fn group_barrier() {
-            let place = $place;
-            conformance::group_barrier(&mut *place.open().unwrap(), &mut *place.open().unwrap());
-        }
-
-        #[test]
-        fn group_reports() {
-            let place = $place;
-            conformance::group_reports(&mut *place.open().unwrap(), &mut *place.open().unwrap());
-        }
+        $crate::conformance::suite!(@store $place;
+            saved_runs_read_back_by_id_in_either_case,
+            saving_an_id_twice_is_refused_and_keeps_the_first,
+            a_run_that_would_not_read_back_is_not_saved,
+            prefixes_resolve_uniquely,
+            every_filter_narrows,
+        );
+        $crate::conformance::suite!(@place $place;
+            reopening_keeps_the_runs,
+            removing_takes_the_tags_and_nothing_else,
+            remove_all_is_atomic,
+            unreadable_and_newer_records_are_skipped,
+            writers_opening_a_new_store_at_once_save_every_run_once,
+            arrivals_from_before_settings_are_read,
+        );
+        $crate::conformance::suite!(@two_places $place;
+            version_tables_without_rows_or_at_zero_are_migrated,
+            foreign_or_newer_databases_are_refused,
+        );
+        $crate::conformance::suite!(@two_handles $place; group_barrier, group_reports);
+    };
+    // A behaviour of one store, opened at a new place.
+    (@store $place:expr; $($behaviour:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $behaviour() {
+                let place = $place;
+                conformance::$behaviour(&mut *place.open().unwrap());
+            }
+        )*
+    };
+    // A behaviour of a place, which it opens (and reopens) itself.
+    (@place $place:expr; $($behaviour:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $behaviour() {
+                conformance::$behaviour(&$place);
+            }
+        )*
+    };
+    // A behaviour of two new places: one to open, one to reach around it.
+    (@two_places $place:expr; $($behaviour:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $behaviour() {
+                conformance::$behaviour(&$place, &$place);
+            }
+        )*
+    };
+    // A behaviour of two handles of one store at a new place.
+    (@two_handles $place:expr; $($behaviour:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $behaviour() {
+                let place = $place;
+                conformance::$behaviour(&mut *place.open().unwrap(), &mut *place.open().unwrap());
+            }
+        )*
     };
 }
 

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use crate::StoreError;
 use crate::error::classify;
@@ -134,9 +134,7 @@ pub(crate) fn refuse(path: &Path, contents: Contents) -> Result<(), StoreError> 
 /// there is less (or nothing) left to do.
 pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let sql = |err| classify(path, err);
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql)?;
+    let tx = begin_write(conn, path)?;
     let contents = inspect(&tx).map_err(sql)?;
     refuse(path, contents)?;
     let from = match contents {
@@ -158,6 +156,17 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
     tx.execute(&SQLITE.render(sql::SET_VERSION), [LATEST])
         .map_err(sql)?;
     tx.commit().map_err(sql)
+}
+
+/// Begins a transaction on the store at `path` that takes the write lock
+/// at once (`BEGIN IMMEDIATE`), so that what it reads stays true until it
+/// commits.
+pub(crate) fn begin_write<'c>(
+    conn: &'c mut Connection,
+    path: &Path,
+) -> Result<Transaction<'c>, StoreError> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|err| classify(path, err))
 }
 
 #[cfg(test)]

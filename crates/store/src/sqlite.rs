@@ -19,10 +19,7 @@ use std::time::{Duration, Instant};
 use dyno_model::{Run, RunId, Segment};
 
 use rusqlite::types::{Type, Value};
-use rusqlite::{
-    Connection, MAIN_DB, OpenFlags, OptionalExtension, Row, TransactionBehavior, params,
-    params_from_iter,
-};
+use rusqlite::{Connection, MAIN_DB, OpenFlags, OptionalExtension, Row, params, params_from_iter};
 
 use crate::error::classify;
 use crate::group;
@@ -253,10 +250,7 @@ impl Store for SqliteStore {
         let id = run.id.to_string();
         let path = &self.path;
         let sql = |err| classify(path, err);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql)?;
+        let tx = schema::begin_write(&mut self.conn, path)?;
         let inserted = tx
             .execute(
                 &SQLITE.render(sql::SAVE_RUN),
@@ -325,10 +319,7 @@ impl Store for SqliteStore {
     fn remove_all(&mut self, ids_or_prefixes: &[&str]) -> Result<Vec<RunId>, StoreError> {
         let path = &self.path;
         let sql = |err| classify(path, err);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql)?;
+        let tx = schema::begin_write(&mut self.conn, path)?;
         // Every id is resolved before anything is deleted, inside the one
         // transaction, so the runs removed are the ones the prefixes named at
         // that moment, and a bad id leaves every run in place (dropping the
@@ -356,10 +347,7 @@ impl Store for SqliteStore {
     fn arrive(&mut self, arrival: &Arrival) -> Result<(), StoreError> {
         let path = &self.path;
         let sql = |err| classify(path, err);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql)?;
+        let tx = schema::begin_write(&mut self.conn, path)?;
         let earlier = arrivals(&tx, &arrival.group).map_err(sql)?;
         group::check(arrival, &earlier)?;
         tx.execute(

@@ -4,14 +4,16 @@
 //! without one rather than pass without a source.
 
 use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::TcpStream;
+use std::process::Command;
 use std::time::Duration;
+
+use crate::process::{self, Probe, Process};
 
 /// An exporter process, killed when dropped.
 #[derive(Debug)]
 pub struct Exporter {
-    child: Child,
+    _process: Process,
     /// `http://127.0.0.1:PORT/metrics`
     pub url: String,
 }
@@ -20,39 +22,21 @@ impl Exporter {
     /// Starts `binary` (a Debian package's command) listening on a free
     /// loopback port, with `envs`, and waits until its metrics answer.
     pub fn start(binary: &str, package: &str, envs: &[(&str, &str)]) -> Exporter {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .unwrap();
-        let mut child = Command::new(binary)
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .envs(envs.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "this test needs {binary} (Debian's `{package}`; scripts/test installs it): {e}"
-                )
-            });
+        let port = process::free_port();
+        let process = Process::start(
+            Command::new(binary)
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .envs(envs.iter().copied()),
+            &format!("{binary} (Debian's `{package}`; scripts/test installs it)"),
+            binary,
+            port,
+            &METRICS,
+        );
         let url = format!("http://127.0.0.1:{port}/metrics");
-        for _ in 0..200 {
-            if let Some(status) = child.try_wait().unwrap() {
-                let mut err = String::new();
-                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-                panic!("{binary} exited ({status}): {err}");
-            }
-            if answers(port) {
-                // Its log is not needed; a full pipe must not stop it.
-                let mut err = child.stderr.take().unwrap();
-                std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-                return Exporter { child, url };
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        Exporter {
+            _process: process,
+            url,
         }
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("{binary} did not answer on 127.0.0.1:{port} within 10 s");
     }
 
     /// Debian's node_exporter.
@@ -87,22 +71,11 @@ impl Exporter {
     }
 }
 
-/// Whether something answers an HTTP request for /metrics on `port`.
-fn answers(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    if s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").is_err() {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.")
-}
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// An exporter has started once something answers an HTTP request for
+/// /metrics: within 10 s.
+const METRICS: Probe = Probe {
+    request: b"GET /metrics HTTP/1.0\r\n\r\n",
+    head: b"HTTP/1.",
+    timeout: Duration::from_secs(2),
+    within: Duration::from_secs(10),
+};

@@ -17,6 +17,7 @@
 pub mod exporter;
 pub mod httpbin;
 pub mod pg;
+mod process;
 pub mod suite;
 pub mod tls;
 pub mod tmpfs;

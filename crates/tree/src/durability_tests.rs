@@ -46,6 +46,27 @@ fn post(tree: &Tree, writer: usize, seq: usize) -> Commit {
     .0
 }
 
+/// Posts `seqs` to `tree` as writer `writer`, one commit each ([`post`]).
+fn post_each(tree: &Tree, writer: usize, seqs: std::ops::Range<usize>) {
+    for seq in seqs {
+        post(tree, writer, seq);
+    }
+}
+
+/// The `seq` of each of `root`'s children, in order.
+fn seqs_of(root: &Node) -> Vec<usize> {
+    root.children().iter().map(|c| number(c, "seq")).collect()
+}
+
+/// A database on `fs` with the default options, and its tree `t` holding
+/// `posts` posts of writer 0, each acknowledged on its own.
+fn posted_on(fs: &CrashFs, posts: usize) -> (Database, Arc<Tree>) {
+    let db = open_fs(Arc::new(fs.clone()), Options::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    post_each(&t, 0, 0..posts);
+    (db, t)
+}
+
 /// A snapshot is never a partial commit: the root's `count` is its number
 /// of children.
 fn consistent(root: &Node) -> bool {
@@ -69,9 +90,7 @@ fn a_reopened_database_holds_every_tree_and_version() {
         let db = Database::open(dir.path()).unwrap();
         let a = db.create_tree("a").unwrap();
         let b = db.create_tree("b").unwrap();
-        for seq in 0..20 {
-            post(&a, 0, seq);
-        }
+        post_each(&a, 0, 0..20);
         post(&b, 1, 0);
         let built = Node::new().with_children(vec![leaf(7, 0), leaf(7, 1)]);
         db.create_tree_with("c", built).unwrap();
@@ -85,13 +104,7 @@ fn a_reopened_database_holds_every_tree_and_version() {
     let a = db.tree("a").unwrap().snapshot();
     assert_eq!(a.number(), 20);
     assert_eq!(number(a.root(), "count"), 20);
-    let seqs: Vec<usize> = a
-        .root()
-        .children()
-        .iter()
-        .map(|c| number(c, "seq"))
-        .collect();
-    assert_eq!(seqs, (0..20).collect::<Vec<_>>());
+    assert_eq!(seqs_of(a.root()), (0..20).collect::<Vec<_>>());
     assert_eq!(db.tree("b").unwrap().snapshot().number(), 1);
     assert_eq!(db.recovery().unwrap().replayed, 24);
     // The versions replayed are kept, by number.
@@ -147,15 +160,7 @@ fn the_log_writes_over_zeros_laid_down_ahead_and_reopening_goes_on_from_its_reco
 fn a_checkpoint_replaces_the_log_and_reopening_reads_the_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open(dir.path()).unwrap();
-        let t = db.create_tree("t").unwrap();
-        for seq in 0..10 {
-            post(&t, 0, seq);
-        }
-        db.checkpoint().unwrap();
-        for seq in 10..15 {
-            post(&t, 0, seq);
-        }
+        let (db, t) = checkpointed(dir.path(), 10, 15);
         db.checkpoint().unwrap();
         post(&t, 0, 15);
         assert_eq!(db.log_stats().checkpoints, 2);
@@ -190,11 +195,7 @@ fn a_second_process_cannot_open_a_directory_in_use() {
 #[test]
 fn a_torn_last_record_is_dropped_with_a_warning_and_the_log_goes_on() {
     let fs = CrashFs::new();
-    let db = open_fs(Arc::new(fs.clone()), Options::default()).unwrap();
-    let t = db.create_tree("t").unwrap();
-    for seq in 0..5 {
-        post(&t, 0, seq);
-    }
+    let (db, _t) = posted_on(&fs, 5);
     // A batch of two more records when the power goes, appended by hand
     // over the zeros after the records, as a leader whose fsync never came
     // would leave it: its first record's pages never reached the disk
@@ -258,11 +259,7 @@ fn a_torn_last_record_is_dropped_with_a_warning_and_the_log_goes_on() {
 fn damage_in_the_middle_refuses_to_open_and_changes_nothing() {
     let fs = CrashFs::new();
     {
-        let db = open_fs(Arc::new(fs.clone()), Options::default()).unwrap();
-        let t = db.create_tree("t").unwrap();
-        for seq in 0..5 {
-            post(&t, 0, seq);
-        }
+        let (_db, _t) = posted_on(&fs, 5);
     }
     let name = "log-0000000000";
     fs.flip(name, fs.used(name) / 2);
@@ -294,11 +291,7 @@ fn a_damaged_snapshot_refuses_to_open() {
 #[test]
 fn a_full_disk_fails_the_commit_and_keeps_every_acknowledged_one() {
     let fs = CrashFs::new();
-    let db = open_fs(Arc::new(fs.clone()), Options::default()).unwrap();
-    let t = db.create_tree("t").unwrap();
-    for seq in 0..3 {
-        post(&t, 0, seq);
-    }
+    let (db, t) = posted_on(&fs, 3);
     // The disk fills up: the log goes on over the zeros laid down ahead,
     // then fails when it needs more.
     fs.set_capacity(Some(fs.len("log-0000000000")));
@@ -450,12 +443,7 @@ fn power_cut(plan: &Plan) -> Result<(), TestCaseError> {
         let tree = db.tree(&format!("own-{w}")).expect("made before the cut");
         let root = tree.snapshot();
         prop_assert!(consistent(root.root()));
-        let seqs: Vec<usize> = root
-            .root()
-            .children()
-            .iter()
-            .map(|c| number(c, "seq"))
-            .collect();
+        let seqs = seqs_of(root.root());
         // A writer's own tree holds a prefix of its posts, in order.
         prop_assert_eq!(&seqs, &(0..seqs.len()).collect::<Vec<_>>());
         for &(writer, seq) in before.iter().filter(|(writer, _)| *writer == w) {
@@ -506,9 +494,27 @@ fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 fn posted(dir: &std::path::Path, posts: usize) {
     let db = Database::open(dir).unwrap();
     let t = db.create_tree("t").unwrap();
-    for seq in 0..posts {
-        post(&t, 0, seq);
-    }
+    post_each(&t, 0, 0..posts);
+}
+
+/// [`posted`], and then log 0: its path and its bytes.
+fn posted_log(dir: &std::path::Path, posts: usize) -> (std::path::PathBuf, Vec<u8>) {
+    posted(dir, posts);
+    let log = dir.join("log-0000000000");
+    let bytes = std::fs::read(&log).unwrap();
+    (log, bytes)
+}
+
+/// A database in `dir` with tree `t` holding posts `0..posts` of writer
+/// 0: the first `snapshotted` in a checkpoint's snapshot, the rest in the
+/// log after it.
+fn checkpointed(dir: &std::path::Path, snapshotted: usize, posts: usize) -> (Database, Arc<Tree>) {
+    let db = Database::open(dir).unwrap();
+    let t = db.create_tree("t").unwrap();
+    post_each(&t, 0, 0..snapshotted);
+    db.checkpoint().unwrap();
+    post_each(&t, 0, snapshotted..posts);
+    (db, t)
 }
 
 /// What log 0's header is: the file a database opened and closed at
@@ -589,9 +595,7 @@ fn a_last_log_whose_header_does_not_read_is_refused_unless_a_crash_could_have_le
 #[test]
 fn a_real_log_with_a_flipped_header_bit_is_refused_and_kept() {
     let dir = tempfile::tempdir().unwrap();
-    posted(dir.path(), 20);
-    let log = dir.path().join("log-0000000000");
-    let mut bytes = std::fs::read(&log).unwrap();
+    let (log, mut bytes) = posted_log(dir.path(), 20);
     bytes[0] ^= 0x08;
     std::fs::write(&log, &bytes).unwrap();
     let before = files(dir.path());
@@ -644,9 +648,7 @@ fn an_empty_or_torn_log_is_made_anew_only_where_nothing_acknowledged_could_be() 
 #[test]
 fn a_last_record_damaged_after_it_was_acknowledged_is_called_so_and_kept() {
     let dir = tempfile::tempdir().unwrap();
-    posted(dir.path(), 5);
-    let log = dir.path().join("log-0000000000");
-    let mut bytes = std::fs::read(&log).unwrap();
+    let (log, mut bytes) = posted_log(dir.path(), 5);
     let used = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
     // A byte of the last record, acknowledged before the database closed.
     bytes[used - 3] ^= 0x10;
@@ -727,10 +729,7 @@ fn sweep(dir: &std::path::Path, name: &str, posts: usize) -> (usize, usize) {
             }
             Ok(db) => {
                 let root = db.tree("t").map(|t| t.snapshot());
-                let seqs: Vec<usize> = root
-                    .iter()
-                    .flat_map(|v| v.root().children().iter().map(|c| number(c, "seq")))
-                    .collect();
+                let seqs: Vec<usize> = root.iter().flat_map(|v| seqs_of(v.root())).collect();
                 assert_eq!(seqs, (0..posts).collect::<Vec<_>>(), "{case}: posts lost");
                 drop(db);
                 opened += 1;
@@ -762,15 +761,7 @@ fn each_bit_flipped_in_a_logs_first_64_bytes_is_refused_or_loses_nothing() {
 fn each_bit_flipped_in_a_snapshots_first_64_bytes_is_refused_or_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open(dir.path()).unwrap();
-        let t = db.create_tree("t").unwrap();
-        for seq in 0..20 {
-            post(&t, 0, seq);
-        }
-        db.checkpoint().unwrap();
-        for seq in 20..30 {
-            post(&t, 0, seq);
-        }
+        let (_db, _t) = checkpointed(dir.path(), 20, 30);
     }
     let (refused, _) = sweep(dir.path(), "snapshot-0000000001", 30);
     assert_eq!(refused, 64 * 8);

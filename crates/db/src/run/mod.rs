@@ -138,12 +138,10 @@ async fn clean_up(client: &tokio_postgres::Client) -> Result<Vec<String>, RunErr
         ("pgbench_tellers", "VACUUM pgbench_tellers"),
         ("pgbench_history", "TRUNCATE pgbench_history"),
     ] {
-        let exists: bool = client
-            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+        if crate::inspect::table_exists(client, table)
             .await
             .map_err(setup)?
-            .get(0);
-        if exists {
+        {
             client.batch_execute(statement).await.map_err(setup)?;
             done.push(statement.to_ascii_lowercase());
         } else {

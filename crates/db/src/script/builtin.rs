@@ -4,7 +4,11 @@
 //! file) with an optional weight, and the built-in's text goes to
 //! `Script::parse` as a file's would.
 
-const TPCB_LIKE: &str = "\
+/// The start that tpcb-like and simple-update share: the variables, then
+/// the account's update and its read-back.
+macro_rules! account_update {
+    () => {
+        "\
 \\set aid random(1, 100000 * :scale)
 \\set bid random(1, 1 * :scale)
 \\set tid random(1, 10 * :scale)
@@ -12,23 +16,31 @@ const TPCB_LIKE: &str = "\
 BEGIN;
 UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
 SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+"
+    };
+}
+
+/// The end that tpcb-like and simple-update share: the history row.
+macro_rules! history_insert {
+    () => {
+        "\
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
+END;
+"
+    };
+}
+
+const TPCB_LIKE: &str = concat!(
+    account_update!(),
+    "\
 UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
 UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
-INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
-END;
-";
+",
+    history_insert!(),
+);
 
-const SIMPLE_UPDATE: &str = "\
-\\set aid random(1, 100000 * :scale)
-\\set bid random(1, 1 * :scale)
-\\set tid random(1, 10 * :scale)
-\\set delta random(-5000, 5000)
-BEGIN;
-UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
-INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
-END;
-";
+/// tpcb-like without the tellers' and branches' updates.
+const SIMPLE_UPDATE: &str = concat!(account_update!(), history_insert!());
 
 const SELECT_ONLY: &str = "\
 \\set aid random(1, 100000 * :scale)

@@ -146,7 +146,7 @@ fn int_mod(a: i64, b: i64) -> Result<i64, EvalError> {
 }
 
 fn binary_op(op: BinOp, a: Num, b: Num) -> Result<Num, EvalError> {
-    use Num::{Bool, Double, Int};
+    use Num::{Double, Int};
     if op == BinOp::Mod {
         // Modulo is an integer operation; doubles are rounded first.
         return Ok(Int(int_mod(a.to_int("%")?, b.to_int("%")?)?));
@@ -167,12 +167,7 @@ fn binary_op(op: BinOp, a: Num, b: Num) -> Result<Num, EvalError> {
             // As in C: ±Infinity, or NaN for 0 / 0.
             BinOp::Div => Double(x / y),
             // A NaN compares as nothing: every comparison but <> is false.
-            BinOp::Lt => Bool(x < y),
-            BinOp::Le => Bool(x <= y),
-            BinOp::Gt => Bool(x > y),
-            BinOp::Ge => Bool(x >= y),
-            BinOp::Eq => Bool(x == y),
-            _ => Bool(x != y),
+            _ => compared(op, x, y),
         });
     }
     let (x, y) = (
@@ -199,12 +194,21 @@ fn binary_op(op: BinOp, a: Num, b: Num) -> Result<Num, EvalError> {
             // only i64::MIN / -1 overflows.
             Int(x.checked_div(y).ok_or(EvalError::Overflow("division"))?)
         }
-        BinOp::Lt => Bool(x < y),
-        BinOp::Le => Bool(x <= y),
-        BinOp::Gt => Bool(x > y),
-        BinOp::Ge => Bool(x >= y),
-        BinOp::Eq => Bool(x == y),
-        _ => Bool(x != y),
+        _ => compared(op, x, y),
+    })
+}
+
+/// The comparison `op` of `x` and `y`, in doubles or integers alike: `<`,
+/// `<=`, `>`, `>=`, `=`, and `<>` for any other operator.
+#[inline]
+fn compared<T: PartialOrd>(op: BinOp, x: T, y: T) -> Num {
+    Num::Bool(match op {
+        BinOp::Lt => x < y,
+        BinOp::Le => x <= y,
+        BinOp::Gt => x > y,
+        BinOp::Ge => x >= y,
+        BinOp::Eq => x == y,
+        _ => x != y,
     })
 }
 
@@ -496,27 +500,16 @@ mod tests {
         assert_eq!(int("-9223372036854775808"), i64::MIN);
         assert_eq!(int("9223372036854775807"), i64::MAX);
         assert_eq!(int("-9223372036854775808 % -1"), 0);
-        assert_eq!(
-            eval_str("9223372036854775807 + 1"),
-            Err(EvalError::Overflow("addition"))
-        );
-        assert_eq!(
-            eval_str("-9223372036854775808 - 1"),
-            Err(EvalError::Overflow("subtraction"))
-        );
-        assert_eq!(
-            eval_str("4611686018427387904 * 2"),
-            Err(EvalError::Overflow("multiplication"))
-        );
-        assert_eq!(
-            eval_str("-9223372036854775808 / -1"),
-            Err(EvalError::Overflow("division"))
-        );
-        // -x is 0 - x, as in pgbench.
-        assert_eq!(
-            eval_str("-(-9223372036854775807 - 1)"),
-            Err(EvalError::Overflow("subtraction"))
-        );
+        for (expr, what) in [
+            ("9223372036854775807 + 1", "addition"),
+            ("-9223372036854775808 - 1", "subtraction"),
+            ("4611686018427387904 * 2", "multiplication"),
+            ("-9223372036854775808 / -1", "division"),
+            // -x is 0 - x, as in pgbench.
+            ("-(-9223372036854775807 - 1)", "subtraction"),
+        ] {
+            assert_eq!(eval_str(expr), Err(EvalError::Overflow(what)), "{expr}");
+        }
         // pgbench's abs() wraps the smallest integer to itself.
         assert_eq!(int("abs(-9223372036854775807 - 1)"), i64::MIN);
         assert_eq!(eval_str("1 / 0"), Err(EvalError::DivisionByZero));

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use super::expr::parse_expr;
 use super::{
-    Command, CommandKind, EvalError, ScriptError, Value, Vars, is_name_char, undefined_variable,
+    Command, CommandKind, EvalError, ScriptError, Value, Vars, first_word, is_name_char,
+    undefined_variable,
 };
 
 pub(super) fn parse_meta(
@@ -21,15 +22,11 @@ pub(super) fn parse_meta(
     vars: &mut Vars,
 ) -> Result<Command, ScriptError> {
     let err = |message: String| ScriptError::new(script, line, message);
-    let (command, args) = meta
-        .split_once(char::is_whitespace)
-        .map_or((meta, ""), |(c, a)| (c, a.trim()));
+    let (command, args) = first_word(meta);
     let lower = command.to_ascii_lowercase();
     let kind = match lower.as_str() {
         "set" => {
-            let (var, expr) = args
-                .split_once(char::is_whitespace)
-                .map_or((args, ""), |(v, e)| (v, e.trim()));
+            let (var, expr) = first_word(args);
             if var.is_empty() || expr.is_empty() {
                 return Err(err(
                     "\\set needs a variable name and an expression, e.g. \\set aid random(1, 100000 * :scale)"
@@ -55,9 +52,7 @@ pub(super) fn parse_meta(
         "sleep" => CommandKind::Sleep(parse_sleep(args, vars).map_err(err)?),
         "shell" => CommandKind::Shell(parse_shell(None, args, vars).map_err(err)?),
         "setshell" => {
-            let (var, rest) = args
-                .split_once(char::is_whitespace)
-                .map_or((args, ""), |(v, r)| (v, r.trim()));
+            let (var, rest) = first_word(args);
             if var.is_empty() || rest.is_empty() {
                 return Err(err(
                     "\\setshell needs a variable name and a command, e.g. \\setshell n wc -l :file"

@@ -320,9 +320,7 @@ impl Script {
                             i += 1;
                         }
                     }
-                    let (word, args) = meta
-                        .split_once(char::is_whitespace)
-                        .map_or((meta.as_str(), ""), |(c, a)| (c, a.trim()));
+                    let (word, args) = first_word(&meta);
                     let word = word.to_ascii_lowercase();
                     if word == "startpipeline" || word == "endpipeline" || word == "syncpipeline" {
                         let err = |m: &str| Err(ScriptError::new(name, line_no, m));
@@ -790,6 +788,13 @@ fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
+/// `text` split at its first white space: the first word, and the rest
+/// trimmed (empty when there is no more).
+pub(super) fn first_word(text: &str) -> (&str, &str) {
+    text.split_once(char::is_whitespace)
+        .map_or((text, ""), |(word, rest)| (word, rest.trim()))
+}
+
 /// Whether `name` may name a variable, as pgbench's `valid_variable_name`
 /// says: letters, digits and '_', not a digit first, and not empty.
 pub fn is_variable_name(name: &str) -> bool {
@@ -807,7 +812,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::script::testing::{VARS, parse_err, sqls};
+    use crate::script::testing::{VARS, assert_refused, parse_err, parsed, sqls};
 
     fn parse_message(expr: &str) -> String {
         parse_err(&format!("\\set x {expr}\n")).message().to_owned()
@@ -815,35 +820,21 @@ mod tests {
 
     #[test]
     fn gset_and_aset_end_their_statement_and_defer_the_check_of_what_they_set() {
-        let script = Script::parse(
-            "g",
-            "SELECT 1 AS a \\gset p_\nSELECT 2 AS b;\n\\aset\n\\set x :p_a + :b\nSELECT :x, :p_c;\n",
-        )
-        .unwrap();
+        let source = "SELECT 1 AS a \\gset p_\nSELECT 2 AS b;\n\\aset\n\\set x :p_a + :b\nSELECT :x, :p_c;\n";
+        let script = parsed("g", source, 4);
         let commands = script.commands();
-        assert_eq!(commands.len(), 4);
         let store = |i: usize| match &commands[i].kind {
             CommandKind::Sql(s) => (s.text().to_owned(), s.store().cloned()),
             _ => panic!("not SQL"),
         };
-        let (text, one) = store(0);
-        assert_eq!(text, "SELECT 1 AS a");
-        assert_eq!(
-            one,
-            Some(Store {
-                all: false,
-                prefix: "p_".into()
-            })
-        );
-        let (text, all) = store(1);
-        assert_eq!(text, "SELECT 2 AS b");
-        assert_eq!(
-            all,
-            Some(Store {
-                all: true,
-                prefix: String::new()
-            })
-        );
+        // `\gset p_` stores one row under the prefix, `\aset` every row.
+        let stores = [("SELECT 1 AS a", false, "p_"), ("SELECT 2 AS b", true, "")];
+        for (i, (sql, all, prefix)) in stores.into_iter().enumerate() {
+            let (text, stored) = store(i);
+            assert_eq!(text, sql);
+            let prefix = prefix.into();
+            assert_eq!(stored, Some(Store { all, prefix }));
+        }
         // What only the answers can set is checked where it is read, and
         // is unset until then; `x`, set by `\set`, is not checked.
         let slot = |n: &str| script.slot(n).unwrap();
@@ -858,16 +849,13 @@ mod tests {
 
     #[test]
     fn a_pipeline_spans_its_statements_and_refuses_what_needs_answers() {
-        let script = Script::parse(
-            "p",
-            "\\startpipeline\nSELECT 1;\n\\set x 2\nSELECT :x;\n\\endpipeline\nSELECT 3;\n",
-        )
-        .unwrap();
+        let source =
+            "\\startpipeline\nSELECT 1;\n\\set x 2\nSELECT :x;\n\\endpipeline\nSELECT 3;\n";
+        let script = parsed("p", source, 5);
         let commands = script.commands();
-        assert_eq!(commands.len(), 5);
         assert!(matches!(commands[0].kind, CommandKind::Pipeline { end: 4 }));
         assert_eq!(script.pipeline_line(), Some(1));
-        for (bad, line, says) in [
+        assert_refused(&[
             ("\\startpipeline\nSELECT 1;\n", 1, "without \\endpipeline"),
             ("SELECT 1;\n\\endpipeline\n", 2, "without a \\startpipeline"),
             (
@@ -891,22 +879,14 @@ mod tests {
                 "must follow",
             ),
             ("\\startpipeline x\n\\endpipeline\n", 1, "takes no argument"),
-        ] {
-            let err = parse_err(bad);
-            assert_eq!(err.line(), line, "{bad:?}: {err}");
-            assert!(err.message().contains(says), "{bad:?}: {err}");
-        }
+        ]);
     }
 
     #[test]
     fn meta_command_ends_an_open_statement_and_continues_lines() {
-        let script = Script::parse(
-            "c",
-            "SELECT 1\n\\set x 1 + \\\n   2\n\\sleep :x ms\nSELECT :x;\n",
-        )
-        .unwrap();
+        let source = "SELECT 1\n\\set x 1 + \\\n   2\n\\sleep :x ms\nSELECT :x;\n";
+        let script = parsed("c", source, 4);
         let commands = script.commands();
-        assert_eq!(commands.len(), 4);
         assert!(matches!(&commands[0].kind, CommandKind::Sql(s) if s.text() == "SELECT 1"));
         let mut vars = script.initial_values(&VARS);
         let mut rng = fastrand::Rng::with_seed(0);
@@ -982,12 +962,8 @@ mod tests {
         let err = parse_err("SELECT 1 AS one \\aset a b\n");
         assert!(err.message().contains("at most one argument"), "{err}");
         // `\;` joins statements into one command, over lines too.
-        let script = Script::parse(
-            "t.sql",
-            "SELECT 1 \\;\nSELECT 2;\n\\; SELECT 3 \\; SELECT 4;\n",
-        )
-        .unwrap();
-        assert_eq!(script.commands().len(), 2);
+        let source = "SELECT 1 \\;\nSELECT 2;\n\\; SELECT 3 \\; SELECT 4;\n";
+        let script = parsed("t.sql", source, 2);
         for command in script.commands() {
             let CommandKind::Sql(sql) = &command.kind else {
                 panic!("{command:?}");
@@ -1137,7 +1113,7 @@ mod tests {
 
     #[test]
     fn if_blocks_that_do_not_match_say_where() {
-        for (text, line, says) in [
+        assert_refused(&[
             ("\\endif\n", 1, "\\endif without a matching \\if"),
             ("\\else\n", 1, "\\else without a matching \\if"),
             (
@@ -1154,10 +1130,6 @@ mod tests {
             ("\\if 1\n\\else 2\n\\endif\n", 2, "takes no condition"),
             ("\\if 1\nSELECT 1;\n", 1, "without \\endif"),
             ("\\if 1 +\n\\endif\n", 1, "expected"),
-        ] {
-            let err = parse_err(text);
-            assert_eq!(err.line(), line, "{text}: {err}");
-            assert!(err.message().contains(says), "{text}: {err}");
-        }
+        ]);
     }
 }

@@ -485,16 +485,13 @@ impl SqlBuilder {
 
 #[cfg(test)]
 mod tests {
-    use crate::script::testing::{VARS, sqls};
+    use crate::script::testing::{VARS, parsed, sqls};
     use crate::script::{Script, SqlPart, Value};
 
     #[test]
     fn casts_and_quoted_colons_stay_text() {
-        let script = Script::parse(
-            "q",
-            "\\set aid 5\nSELECT :aid::int, 'a:b :aid', \"col:aid\", x::text, ':' FROM t WHERE y = :aid;\n",
-        )
-        .unwrap();
+        let source = "\\set aid 5\nSELECT :aid::int, 'a:b :aid', \"col:aid\", x::text, ':' FROM t WHERE y = :aid;\n";
+        let script = parsed("q", source, 2);
         let sql = sqls(&script)[0];
         let aid = script.slot("aid").unwrap();
         assert_eq!(
@@ -565,11 +562,9 @@ SELECT 1; -- done
 
     #[test]
     fn simple_protocol_literals() {
-        let script = Script::parse(
-            "lit",
-            "\\set a 5\n\\set b -3\n\\set c 0.1\nSELECT :a-:b, :a+:b, :c*:b, :c, f(:b), :b;\n",
-        )
-        .unwrap();
+        let source =
+            "\\set a 5\n\\set b -3\n\\set c 0.1\nSELECT :a-:b, :a+:b, :c*:b, :c, f(:b), :b;\n";
+        let script = parsed("lit", source, 4);
         let sql = sqls(&script)[0];
         let mut vars = script.initial_values(&VARS);
         let slot = |n: &str| script.slot(n).unwrap();

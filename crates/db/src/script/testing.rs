@@ -25,11 +25,34 @@ pub(super) fn parse_err(text: &str) -> ScriptError {
     Script::parse("t.sql", text).expect_err("the script should not parse")
 }
 
+/// Each script of `cases` (its text, the line it is refused at, what the
+/// message says) is refused there, saying so.
+pub(super) fn assert_refused(cases: &[(&str, usize, &str)]) {
+    for &(text, line, says) in cases {
+        let err = parse_err(text);
+        assert_eq!(err.line(), line, "{text:?}: {err}");
+        assert!(err.message().contains(says), "{text:?}: {err}");
+    }
+}
+
+/// The script `name` of `text` parses, into `commands` commands.
+pub(super) fn parsed(name: &str, text: &str, commands: usize) -> Script {
+    let script = Script::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(script.commands().len(), commands, "{text}");
+    script
+}
+
 /// Evaluates `\set x EXPR` in a script where `a` is 7 and `b` is -2.
 pub(super) fn eval_str(expr: &str) -> Result<Value, EvalError> {
     let text = format!("\\set a 7\n\\set b -2\n\\set x {expr}\n");
-    let script = Script::parse("e", &text).unwrap_or_else(|e| panic!("{e}"));
-    let mut vars = script.initial_values(&VARS);
+    eval_sets(&text, &VARS)
+}
+
+/// Runs the `\set` commands of the script `text` in order, its variables
+/// predefined as `predefined` say: the value the last one set.
+fn eval_sets(text: &str, predefined: &Predefined) -> Result<Value, EvalError> {
+    let script = Script::parse("e", text).unwrap_or_else(|e| panic!("{e}"));
+    let mut vars = script.initial_values(predefined);
     let mut rng = fastrand::Rng::with_seed(1);
     let mut last = Value::Int(0);
     for command in script.commands() {
@@ -76,22 +99,13 @@ pub(super) fn shown(expr: &str) -> String {
 }
 
 pub(super) fn eval_str_with(text: &str) -> Result<Value, EvalError> {
-    let script = Script::parse("e", text).unwrap_or_else(|e| panic!("{e}"));
-    let mut vars = script.initial_values(&Predefined {
+    let predefined = Predefined {
         scale: 1,
         client_id: 0,
         random_seed: 5432,
         default_seed: 5432,
-    });
-    let mut rng = fastrand::Rng::with_seed(1);
-    let mut last = Value::Int(0);
-    for command in script.commands() {
-        if let CommandKind::Set { slot, expr } = &command.kind {
-            last = expr.eval(&vars, &mut rng)?;
-            vars[*slot] = last.clone();
-        }
-    }
-    Ok(last)
+    };
+    eval_sets(text, &predefined)
 }
 
 pub(super) fn assert_shown(cases: &[(&str, &str)]) {

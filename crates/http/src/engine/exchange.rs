@@ -124,7 +124,7 @@ pub(super) async fn connection(
     stream: Option<Stream>,
 ) {
     let settings = &shared.settings;
-    let threads = settings.threads.min(settings.connections).max(1) as u64;
+    let threads = settings.threads_used() as u64;
     let open = settings
         .schedule
         .rate_per_sec

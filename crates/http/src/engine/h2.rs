@@ -188,7 +188,7 @@ pub(super) async fn h2_connection(
     mut stream: Option<Stream>,
 ) {
     let settings = &shared.settings;
-    let threads = settings.threads.min(settings.connections).max(1) as u64;
+    let threads = settings.threads_used() as u64;
     let tickets = Rc::new(Tickets {
         carried: RefCell::new(Vec::new()),
         schedule: match settings.schedule.rate_per_sec {

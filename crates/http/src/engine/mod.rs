@@ -371,7 +371,7 @@ pub fn run_gated(
         )?),
         Scheme::Http => None,
     };
-    let threads = settings.threads.min(settings.connections).max(1);
+    let threads = settings.threads_used();
     let pool = pool::Settings {
         threads,
         name: "dyno-http",
@@ -492,7 +492,7 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
         if let Err(why) = scenario.check_users(users, s.segment.count > 1) {
             return Err(EngineError::Settings(why));
         }
-        let threads = s.threads.min(s.connections).max(1);
+        let threads = s.threads_used();
         if let Err(why) = scenario.check_figures(threads, dyno_env::available_memory()) {
             return Err(EngineError::Settings(why));
         }

@@ -218,7 +218,7 @@ impl User {
     ) {
         let settings = &shared.settings;
         let scenario = settings.scenario.as_deref().expect("a scenario run");
-        let threads = settings.threads.min(settings.connections).max(1) as u64;
+        let threads = settings.threads_used() as u64;
         let open = start.due.is_some();
         let flow_index = scenario.pick(self.rng.u64(0..scenario.total_weight));
         let flow = &scenario.flows[flow_index];
@@ -382,7 +382,7 @@ pub(super) async fn virtual_user(
 ) {
     let settings = &shared.settings;
     let scenario = settings.scenario.as_deref().expect("a scenario run");
-    let threads = settings.threads.min(settings.connections).max(1) as u64;
+    let threads = settings.threads_used() as u64;
     let open = settings.schedule.rate_per_sec.map(|rate| {
         OpenSchedule::for_thread(
             &shared,

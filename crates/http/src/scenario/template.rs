@@ -487,6 +487,24 @@ mod tests {
         .unwrap()
     }
 
+    /// A GET of `url` on `target`, no headers, no body.
+    fn get(target: &Target, url: Vec<Piece>) -> Text {
+        Text::new(target, "GET", url, vec![], None)
+    }
+
+    /// What a request is filled from: `values`, for virtual user 0 in its
+    /// first iteration, without cookies.
+    fn fill_from<'a>(values: &'a [Option<Box<[u8]>>], rng: &'a mut fastrand::Rng) -> Fill<'a> {
+        Fill {
+            values,
+            vu: 0,
+            iter: 0,
+            seq: 0,
+            rng,
+            cookie: None,
+        }
+    }
+
     #[test]
     fn a_request_with_nothing_to_fill_is_encoded_once_as_dyno_http_encodes_it() {
         let (target, _) = parse_url("http://127.0.0.1:8080/").unwrap();
@@ -524,12 +542,10 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(1);
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
         let mut fill = Fill {
-            values: &values,
             vu: 7,
             iter: 3,
-            seq: 0,
-            rng: &mut rng,
             cookie: Some("s=1"),
+            ..fill_from(&values, &mut rng)
         };
         text.write(&mut fill, &mut out, &mut scratch).unwrap();
         let body = r#"{"n":"a b","i":3,"$":1}"#;
@@ -557,28 +573,16 @@ mod tests {
     #[test]
     fn url_values_are_encoded_as_a_query_component_or_a_path_segment_or_raw() {
         let (target, _) = parse_url("http://h/").unwrap();
-        let text = Text::new(
-            &target,
-            "GET",
-            pieces("/i/${p}/x?q=${q}&r=${raw:q}&s=${raw:p}", Place::Url),
-            vec![],
-            None,
-        );
+        let url = pieces("/i/${p}/x?q=${q}&r=${raw:q}&s=${raw:p}", Place::Url);
+        let text = get(&target, url);
         let values = vec![
             Some(b"a/b c?#%".to_vec().into()),
             Some("a+b&c=d#é".as_bytes().to_vec().into()),
         ];
         let mut rng = fastrand::Rng::with_seed(1);
-        let (mut out, mut scratch) = (Vec::new(), Vec::new());
-        let mut fill = Fill {
-            values: &values,
-            vu: 0,
-            iter: 0,
-            seq: 0,
-            rng: &mut rng,
-            cookie: None,
-        };
-        text.write(&mut fill, &mut out, &mut scratch).unwrap();
+        let mut out = Vec::new();
+        let mut fill = fill_from(&values, &mut rng);
+        text.write(&mut fill, &mut out, &mut Vec::new()).unwrap();
         let line = String::from_utf8(out).unwrap();
         let line = line.lines().next().unwrap();
         assert_eq!(
@@ -593,27 +597,17 @@ mod tests {
     #[test]
     fn a_whole_url_value_is_followed_on_the_same_server_only() {
         let (target, _) = parse_url("http://h:8080/").unwrap();
-        let text = Text::new(
+        let text = get(
             &target,
-            "GET",
             vec![Piece::Target {
                 slot: 0,
                 origin: b"http://h:8080".to_vec().into(),
             }],
-            vec![],
-            None,
         );
         let mut rng = fastrand::Rng::with_seed(1);
         let mut first_line = |value: &str| {
             let values = vec![Some(value.as_bytes().to_vec().into())];
-            let mut fill = Fill {
-                values: &values,
-                vu: 0,
-                iter: 0,
-                seq: 0,
-                rng: &mut rng,
-                cookie: None,
-            };
+            let mut fill = fill_from(&values, &mut rng);
             let mut out = Vec::new();
             text.write(&mut fill, &mut out, &mut Vec::new()).map(|()| {
                 String::from_utf8(out)

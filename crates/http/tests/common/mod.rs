@@ -377,9 +377,14 @@ pub(crate) const MID_HEADERS: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Le";
 
 /// Reads the request, sends [`MID_HEADERS`], closes.
 pub(crate) fn close_mid_headers() -> Server {
-    serve(|mut c| {
+    send_once_then_close(MID_HEADERS)
+}
+
+/// Reads a request, sends `answer`, closes; each connection alike.
+fn send_once_then_close(answer: &'static [u8]) -> Server {
+    serve(move |mut c| {
         if c.next_request() {
-            c.send(MID_HEADERS);
+            c.send(answer);
             c.finish();
         }
     })
@@ -390,12 +395,7 @@ pub(crate) const MID_BODY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\
 
 /// Reads the request, sends [`MID_BODY`], closes.
 pub(crate) fn close_mid_body() -> Server {
-    serve(|mut c| {
-        if c.next_request() {
-            c.send(MID_BODY);
-            c.finish();
-        }
-    })
+    send_once_then_close(MID_BODY)
 }
 
 /// Reads the request, then closes with RST (no answer).
@@ -587,4 +587,52 @@ pub(crate) fn stall_window(from: Duration, until: Duration) -> Server {
             }
         }
     })
+}
+
+/// A connection a test's own hand-written server accepted: TCP or Unix.
+pub(crate) trait Socket: Read + Write {
+    /// Makes reads block, each for at most `wait`.
+    fn block_reads_for(&self, wait: Duration);
+}
+
+impl Socket for TcpStream {
+    fn block_reads_for(&self, wait: Duration) {
+        self.set_nonblocking(false).unwrap();
+        self.set_read_timeout(Some(wait)).unwrap();
+    }
+}
+
+impl Socket for std::os::unix::net::UnixStream {
+    fn block_reads_for(&self, wait: Duration) {
+        self.set_nonblocking(false).unwrap();
+        self.set_read_timeout(Some(wait)).unwrap();
+    }
+}
+
+/// Serves one connection of a test's own hand-written server: sends
+/// `greeting`, then reads what comes, waiting 50 ms at most each time so
+/// that `stop` is seen, and after each read hands all the bytes read so far
+/// to `answer`, which writes what they call for and says whether to go on
+/// (false: a write failed). Ends when the peer closes, `stop` is set or
+/// `answer` gives up.
+pub(crate) fn answer_reads<S: Socket>(
+    socket: &mut S,
+    stop: &AtomicBool,
+    greeting: &[u8],
+    mut answer: impl FnMut(&mut S, &mut Vec<u8>) -> bool,
+) {
+    socket.block_reads_for(Duration::from_millis(50));
+    let _ = socket.write_all(greeting);
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !stop.load(Ordering::SeqCst) {
+        match socket.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+            Err(_) => continue,
+        }
+        if !answer(socket, &mut seen) {
+            return;
+        }
+    }
 }

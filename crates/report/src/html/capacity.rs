@@ -109,11 +109,7 @@ fn step_table(cap: &CapacityRecord) -> Table {
         if machine {
             row.push(percent(s.target_cpu_percent));
         }
-        row.push(if s.passed {
-            "pass".to_owned()
-        } else {
-            format!("fail: {}", s.why.join("; "))
-        });
+        row.push(crate::capacity::step_verdict(s));
         table.row(row);
     }
     table
@@ -162,17 +158,12 @@ fn draw(cap: &CapacityRecord, points: &[(f64, f64, bool)], axes: Axes) -> Chart 
         (chart::WIDTH, chart::HEIGHT),
         |root| {
             let area = chart::legend_above(root, &keys)?;
-            let mut c = ChartBuilder::on(&area)
-                .margin(12)
-                .margin_right(24)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d(
-                    0.0..x_max,
-                    (y_lo..y_hi)
-                        .log_scale()
-                        .with_key_points(chart::log_ticks((y_lo, y_hi), data)),
-                )?;
+            let mut c = chart::builder(&area, 24, (40, 70)).build_cartesian_2d(
+                0.0..x_max,
+                (y_lo..y_hi)
+                    .log_scale()
+                    .with_key_points(chart::log_ticks((y_lo, y_hi), data)),
+            )?;
             chart::mesh(&mut c)
                 .x_desc(x_desc)
                 .y_desc("p99 latency (ms, log scale)")

@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use dyno_model::units;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{Ranged, ValueFormatter};
 use plotters::prelude::*;
@@ -169,15 +170,7 @@ pub(super) struct TimeUnit {
 
 impl TimeUnit {
     pub(super) fn for_max_ns(max: f64) -> TimeUnit {
-        let (divisor, name) = if max >= 1e9 {
-            (1e9, "s")
-        } else if max >= 1e6 {
-            (1e6, "ms")
-        } else if max >= 1e3 {
-            (1e3, "µs")
-        } else {
-            (1.0, "ns")
-        };
+        let (divisor, name) = units::thousands_step(max, units::TIME_UNITS);
         TimeUnit { divisor, name }
     }
 }
@@ -251,6 +244,21 @@ pub(super) fn from_zero(hi: f64) -> std::ops::Range<f64> {
 /// Whether `x` is a power of ten (a log axis's labelled key points).
 pub(super) fn is_decade(x: f64) -> bool {
     x > 0.0 && (x.log10() - x.log10().round()).abs() < 1e-9
+}
+
+/// The chart builder every chart starts from: a 12 px margin, `right` px
+/// on the right, and label areas `x_label` px high and `y_label` px wide.
+pub(super) fn builder<'a, 'b, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    right: u32,
+    (x_label, y_label): (u32, u32),
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(area);
+    b.margin(12)
+        .margin_right(right)
+        .x_label_area_size(x_label)
+        .y_label_area_size(y_label);
+    b
 }
 
 /// The mesh every chart shares: grid lines at the bold key points only,

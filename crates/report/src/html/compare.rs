@@ -226,18 +226,13 @@ fn factors(c: &Comparison, candidate: &str) -> Chart {
         (1, n),
         (chart::WIDTH, 90 + 30 * n.max(1) as u32),
         |root| {
-            let mut ch = ChartBuilder::on(root)
-                .margin(12)
-                .margin_right(34)
-                .x_label_area_size(42)
-                .y_label_area_size(330)
-                .build_cartesian_2d(
-                    FactorAxis {
-                        span,
-                        ticks: factor_ticks(span),
-                    },
-                    -0.6f64..(n as f64 - 0.4),
-                )?;
+            let mut ch = chart::builder(root, 34, (42, 330)).build_cartesian_2d(
+                FactorAxis {
+                    span,
+                    ticks: factor_ticks(span),
+                },
+                -0.6f64..(n as f64 - 0.4),
+            )?;
             chart::mesh(&mut ch)
                 .disable_y_mesh()
                 .x_desc("improvement factor (log scale; > 1 is better)")

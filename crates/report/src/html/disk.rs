@@ -100,13 +100,7 @@ fn panel(run: &Run, prefix: &str, tests: &[(&str, Vec<&str>)]) -> String {
             match (mbs, io) {
                 (Some(m), io) => {
                     tiles += 1;
-                    let _ = write!(
-                        grid,
-                        "<div class=\"tile\" data-test=\"{}\" data-op=\"{}\"><div class=\"mbs\">{:.2}</div>",
-                        esc(test),
-                        esc(op),
-                        m.value / 1e6
-                    );
+                    open_tile(&mut grid, test, op, format_args!("{:.2}", m.value / 1e6));
                     if let (Some(io), true) = (io, !test.starts_with("SEQ")) {
                         let _ = write!(grid, "<div class=\"iops\">{:.0} IOPS</div>", io.value);
                     }
@@ -114,12 +108,10 @@ fn panel(run: &Run, prefix: &str, tests: &[(&str, Vec<&str>)]) -> String {
                 }
                 (None, Some(io)) => {
                     tiles += 1;
+                    open_tile(&mut grid, test, op, format_args!("{:.0}", io.value));
                     let _ = write!(
                         grid,
-                        "<div class=\"tile\" data-test=\"{}\" data-op=\"{}\"><div class=\"mbs\">{:.0}</div><div class=\"iops\">{}/s</div></div>",
-                        esc(test),
-                        esc(op),
-                        io.value,
+                        "<div class=\"iops\">{}/s</div></div>",
                         if io.name.ends_with(disk::FILES_PER_SEC) {
                             "files"
                         } else {
@@ -136,6 +128,17 @@ fn panel(run: &Run, prefix: &str, tests: &[(&str, Vec<&str>)]) -> String {
         "<figure class=\"chart\" data-chart=\"disk-panel\" data-series=\"{}\" data-points=\"{tiles}\">\n<figcaption>Disk throughput per test (best pass, MB/s = 10^6 bytes/s; IOPS for random tests)</figcaption>\n{grid}\n</figure>\n",
         ops.len()
     )
+}
+
+/// Opens the tile of `test` and `op` in `grid` with `figure` as its big
+/// number; the caller adds what follows and closes it.
+fn open_tile(grid: &mut String, test: &str, op: &str, figure: std::fmt::Arguments<'_>) {
+    let _ = write!(
+        grid,
+        "<div class=\"tile\" data-test=\"{}\" data-op=\"{}\"><div class=\"mbs\">{figure}</div>",
+        esc(test),
+        esc(op),
+    );
 }
 
 fn capital(s: &str) -> String {

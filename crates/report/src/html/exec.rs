@@ -58,15 +58,10 @@ fn distribution(benches: &[Bench]) -> Option<Chart> {
         (n, dots),
         (chart::WIDTH, 110 + 46 * n as u32),
         |root| {
-            let mut c = ChartBuilder::on(root)
-                .margin(12)
-                .margin_right(34)
-                .x_label_area_size(42)
-                .y_label_area_size(190)
-                .build_cartesian_2d(
-                    chart::from_zero(max / unit.divisor),
-                    -0.5f64..(n as f64 - 0.5),
-                )?;
+            let mut c = chart::builder(root, 34, (42, 190)).build_cartesian_2d(
+                chart::from_zero(max / unit.divisor),
+                -0.5f64..(n as f64 - 0.5),
+            )?;
             chart::mesh(&mut c)
                 .disable_y_mesh()
                 .x_desc(format!("wall time ({})", unit.name))
@@ -177,15 +172,10 @@ fn sweep(run: &Run, benches: &[Bench]) -> Option<Chart> {
         (chart::WIDTH, chart::HEIGHT),
         |root| {
             let area = chart::legend_above(root, &keys)?;
-            let mut c = ChartBuilder::on(&area)
-                .margin(12)
-                .margin_right(34)
-                .x_label_area_size(42)
-                .y_label_area_size(64)
-                .build_cartesian_2d(
-                    chart::padded(x_lo, x_hi),
-                    chart::from_zero(max / unit.divisor),
-                )?;
+            let mut c = chart::builder(&area, 34, (42, 64)).build_cartesian_2d(
+                chart::padded(x_lo, x_hi),
+                chart::from_zero(max / unit.divisor),
+            )?;
             let mut mesh = chart::mesh(&mut c);
             mesh.x_desc(first.to_owned())
                 .y_desc(format!("mean wall time ({})", unit.name))

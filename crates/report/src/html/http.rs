@@ -530,11 +530,7 @@ fn lines_over_time(
         (chart::WIDTH, chart::HEIGHT),
         |root| {
             let area = chart::legend_above(root, &keys)?;
-            let mut c = ChartBuilder::on(&area)
-                .margin(12)
-                .margin_right(24)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
+            let mut c = chart::builder(&area, 24, (40, 70))
                 .build_cartesian_2d(0.0..seconds, chart::from_zero(max))?;
             chart::mesh(&mut c)
                 .x_desc("seconds since the measured part began")
@@ -598,11 +594,7 @@ fn answers(run: &Run, prefix: &str) -> Option<Chart> {
         (1, n),
         (chart::WIDTH, height),
         |root| {
-            let mut c = ChartBuilder::on(root)
-                .margin(12)
-                .margin_right(34)
-                .x_label_area_size(40)
-                .y_label_area_size(150)
+            let mut c = chart::builder(root, 34, (40, 150))
                 .build_cartesian_2d(chart::from_zero(max), -0.5f64..(n as f64 - 0.5))?;
             chart::mesh(&mut c)
                 .disable_y_mesh()

@@ -148,14 +148,7 @@ pub(super) fn spectrum(id: &str, title: &str, series: &[Series]) -> Option<Chart
                 .map(|(s, &c)| (s.name.clone(), Mark::Line(c)))
                 .collect();
             let area = chart::legend_above(root, &keys)?;
-            let builder = || {
-                let mut b = ChartBuilder::on(&area);
-                b.margin(12)
-                    .margin_right(34)
-                    .x_label_area_size(42)
-                    .y_label_area_size(64);
-                b
-            };
+            let builder = || chart::builder(&area, 34, (42, 64));
             let x = (1f64..x_max).log_scale();
             if log {
                 let floor = scaled

@@ -10,6 +10,7 @@
 use dyno_model::names::{label, scale};
 use dyno_model::{Metric, Run, Unit};
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::chart::{self, Chart, GRID, Key, Mark, colour};
@@ -231,18 +232,12 @@ fn draw_speedup(
 ) -> chart::DrawResult {
     let (x_lo, x_hi, y_max) = (fits.x_lo, fits.x_hi, fits.y_max);
     let area = chart::legend_above(root, keys)?;
-    let mut c = ChartBuilder::on(&area)
-        .margin(12)
-        .margin_right(34)
-        .x_label_area_size(42)
-        .y_label_area_size(56)
-        .build_cartesian_2d(x_lo..x_hi, 0f64..y_max)?;
-    chart::mesh(&mut c)
-        .x_desc("N (threads, jobs or processors)")
-        .y_desc("speedup (×)")
-        .x_label_formatter(&chart::tick)
-        .y_label_formatter(&chart::tick)
-        .draw()?;
+    let mut c = against_n(
+        &area,
+        x_lo..x_hi,
+        y_max,
+        ("N (threads, jobs or processors)", "speedup (×)"),
+    )?;
     let ideal_top = x_hi.min(y_max);
     c.draw_series(DashedLineSeries::new(
         [(1.0f64.max(x_lo), 1.0f64.max(x_lo)), (ideal_top, ideal_top)],
@@ -336,22 +331,32 @@ fn efficiency_chart(pts: &[Point], x_lo: f64, x_hi: f64) -> Option<Chart> {
         (1, eff.len()),
         (chart::WIDTH, 240),
         |root| {
-            let mut c = ChartBuilder::on(root)
-                .margin(12)
-                .margin_right(34)
-                .x_label_area_size(42)
-                .y_label_area_size(56)
-                .build_cartesian_2d(x_lo..x_hi, 0f64..top)?;
-            chart::mesh(&mut c)
-                .x_desc("N")
-                .y_desc("efficiency (%)")
-                .x_label_formatter(&chart::tick)
-                .y_label_formatter(&chart::tick)
-                .draw()?;
+            let mut c = against_n(root, x_lo..x_hi, top, ("N", "efficiency (%)"))?;
             let col = colour(0);
             c.draw_series(LineSeries::new(eff.iter().copied(), col.stroke_width(2)))?;
             c.draw_series(eff.iter().map(|&p| Circle::new(p, 4, col.filled())))?;
             Ok(())
         },
     ))
+}
+
+/// A chart of a figure against N on `area`: linear axes, `x` across and 0
+/// to `y_top` up, its mesh drawn with the titles `x_desc` and `y_desc`.
+fn against_n<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    x: std::ops::Range<f64>,
+    y_top: f64,
+    (x_desc, y_desc): (&str, &str),
+) -> Result<
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    Box<dyn std::error::Error>,
+> {
+    let mut c = chart::builder(area, 34, (42, 56)).build_cartesian_2d(x, 0f64..y_top)?;
+    chart::mesh(&mut c)
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&chart::tick)
+        .y_label_formatter(&chart::tick)
+        .draw()?;
+    Ok(c)
 }

@@ -245,12 +245,7 @@ fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
         (chart::WIDTH, chart::HEIGHT - 40),
         |root| {
             let area = chart::legend_above(root, &keys)?;
-            let mut c = ChartBuilder::on(&area)
-                .margin(12)
-                .margin_right(34)
-                .x_label_area_size(42)
-                .y_label_area_size(64)
-                .build_cartesian_2d(axis.clone(), y)?;
+            let mut c = chart::builder(&area, 34, (42, 64)).build_cartesian_2d(axis.clone(), y)?;
             chart::mesh(&mut c)
                 .x_desc(x_title.as_str())
                 .y_desc(y_title.as_str())

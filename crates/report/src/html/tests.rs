@@ -29,6 +29,46 @@ fn tally(name: &str, v: f64) -> Metric {
     Metric::new(name, Unit::Count, Direction::LowerIsBetter, v)
 }
 
+/// An HTTP run's headline: `requests_per_sec`.
+fn requests_per_sec(v: f64) -> Metric {
+    Metric::new(
+        "requests_per_sec",
+        Unit::RequestsPerSec,
+        Direction::HigherIsBetter,
+        v,
+    )
+}
+
+/// A timeline's name, unit and direction.
+type Timeline = (&'static str, Unit, Direction);
+
+/// An HTTP run's requests/s over time.
+const RATE_OVER_TIME: Timeline = (
+    "timeline_requests_per_sec",
+    Unit::RequestsPerSec,
+    Direction::HigherIsBetter,
+);
+/// A run's p99 latency over time (0 for a second without an answer).
+const P99_OVER_TIME: Timeline = (
+    "timeline_latency_p99_ns",
+    Unit::Ns,
+    Direction::LowerIsBetter,
+);
+
+/// A metric over time as the engines record one: `value` overall, and one
+/// sample a second.
+fn timeline((name, unit, direction): Timeline, value: f64, samples: Vec<f64>) -> Metric {
+    let mut m = Metric::new(name, unit, direction, value);
+    m.samples = samples;
+    m
+}
+
+/// A timeline whose direction does not matter to the page: lower is
+/// better, and its value is its first second's.
+fn series(name: &'static str, unit: Unit, samples: Vec<f64>) -> Metric {
+    timeline((name, unit, Direction::LowerIsBetter), samples[0], samples)
+}
+
 fn interval(m: Metric, low: f64, high: f64, n: u64) -> Metric {
     let mut m = m;
     m.uncertainty = Some(Uncertainty {
@@ -48,12 +88,7 @@ fn http_run() -> Run {
     let mut run = Run::new(Kind::Http, "GET http://127.0.0.1:8080/ 2000 req/s");
     run.settings = json!({"model": "open", "rate_per_sec": 2000.0});
     run.metrics = vec![
-        Metric::new(
-            "requests_per_sec",
-            Unit::RequestsPerSec,
-            Direction::HigherIsBetter,
-            2000.0,
-        ),
+        requests_per_sec(2000.0),
         with_histogram("latency_ns", (0..12_345).map(|i| 50_000 + i * 37)),
         with_histogram(
             "latency_uncorrected_ns",
@@ -270,6 +305,19 @@ fn figure<'a>(html: &'a str, id: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no chart {id} in the page"))
 }
 
+/// [`figure`] `id`, which draws `series` series.
+fn figure_of_series<'a>(html: &'a str, id: &str, series: &str) -> &'a str {
+    let fig = figure(html, id);
+    assert_eq!(attr(fig, "data-series"), series, "{id}");
+    fig
+}
+
+/// The page (or a figure of it) says `words`, and is shown whole when it
+/// does not.
+fn assert_says(html: &str, words: &str) {
+    assert!(html.contains(words), "{html}");
+}
+
 fn figures<'a>(html: &'a str, id: &str) -> impl Iterator<Item = &'a str> + 'a {
     let needle = format!("data-chart=\"{id}\"");
     html.match_indices("<figure").filter_map(move |(at, _)| {
@@ -371,8 +419,7 @@ fn hostile_text_stays_text() {
 #[test]
 fn an_open_model_http_run_draws_corrected_and_uncorrected_spectra() {
     let html = html_report(&[http_run()]);
-    let fig = figure(&html, "http-latency-spectrum");
-    assert_eq!(attr(fig, "data-series"), "2");
+    let fig = figure_of_series(&html, "http-latency-spectrum", "2");
     // 12,345 samples resolve four decades (to 99.99%): 41 points and the max.
     let corrected = lines(fig, &hex(LATENCY));
     let uncorrected = lines(fig, &hex(UNCORRECTED));
@@ -397,8 +444,7 @@ fn a_closed_model_http_run_draws_one_spectrum() {
     let mut run = http_run();
     run.metrics.retain(|m| m.name != "latency_uncorrected_ns");
     let html = html_report(&[run]);
-    let fig = figure(&html, "http-latency-spectrum");
-    assert_eq!(attr(fig, "data-series"), "1");
+    let fig = figure_of_series(&html, "http-latency-spectrum", "1");
     assert_eq!(lines(fig, &hex(LATENCY)).len(), 1);
     assert!(lines(fig, &hex(UNCORRECTED)).is_empty());
 }
@@ -439,8 +485,7 @@ fn a_disk_run_draws_the_panel_and_a_spectrum_per_operation() {
     // IOPS for the random test only.
     assert_eq!(count(panel, "IOPS</div>"), 2);
     for op in ["read", "write"] {
-        let fig = figure(&html, &format!("disk-latency-{op}"));
-        assert_eq!(attr(fig, "data-series"), "2");
+        let fig = figure_of_series(&html, &format!("disk-latency-{op}"), "2");
         assert_eq!(lines(fig, &hex(PALETTE[0])).len(), 1);
         assert_eq!(lines(fig, &hex(PALETTE[1])).len(), 1);
     }
@@ -467,8 +512,7 @@ fn an_exec_sweep_draws_every_run_and_time_against_the_parameter() {
 #[test]
 fn a_scale_run_draws_speedup_with_both_fits_and_the_peak() {
     let html = html_report(&[scale_run()]);
-    let fig = figure(&html, "scale-speedup");
-    assert_eq!(attr(fig, "data-series"), "4");
+    let fig = figure_of_series(&html, "scale-speedup", "4");
     // Measured points: six filled circles and the legend's.
     assert_eq!(count(fig, &format!("fill=\"{}\"", hex(PALETTE[0]))), 7);
     assert_eq!(lines(fig, &hex(PALETTE[1])).len(), 1, "the Amdahl curve");
@@ -589,24 +633,15 @@ fn a_trend_draws_one_metric_with_its_intervals() {
 fn an_hour_long_timeline_is_drawn_in_buckets_with_a_short_table() {
     let mut run = http_run();
     let seconds = 3_600;
-    let mut rate = Metric::new(
-        "timeline_requests_per_sec",
-        Unit::RequestsPerSec,
-        Direction::HigherIsBetter,
-        2000.0,
-    );
-    rate.samples = (0..seconds).map(|s| 2000.0 + (s % 7) as f64).collect();
-    let mut p99 = Metric::new(
-        "timeline_latency_p99_ns",
-        Unit::Ns,
-        Direction::LowerIsBetter,
-        1e6,
-    );
+    let rates = (0..seconds).map(|s| 2000.0 + (s % 7) as f64).collect();
     // Second 100 had no answer: no point there, not a fast one.
-    p99.samples = (0..seconds)
+    let p99s = (0..seconds)
         .map(|s| if s == 100 { 0.0 } else { 1e6 + s as f64 })
         .collect();
-    run.metrics.extend([rate, p99]);
+    run.metrics.extend([
+        timeline(RATE_OVER_TIME, 2000.0, rates),
+        timeline(P99_OVER_TIME, 1e6, p99s),
+    ]);
     let html = html_report(&[run]);
     let rate = figure(&html, "http-timeline-rate");
     assert_eq!(attr(rate, "data-points"), "600");
@@ -646,24 +681,20 @@ fn db_run(seconds: usize) -> Run {
         Metric::new("connect_ns", Unit::Ns, Direction::LowerIsBetter, 2e7),
     ];
     if seconds > 0 {
-        let mut tps = Metric::new(
+        let tps = (
             "timeline_transactions_per_sec",
             Unit::OpsPerSec,
             Direction::HigherIsBetter,
-            438.7,
         );
-        tps.samples = (0..seconds).map(|s| 430.0 + (s % 5) as f64 * 4.0).collect();
-        let mut p99 = Metric::new(
-            "timeline_latency_p99_ns",
-            Unit::Ns,
-            Direction::LowerIsBetter,
-            6e6,
-        );
+        let tpss = (0..seconds).map(|s| 430.0 + (s % 5) as f64 * 4.0).collect();
         // Second 3 committed nothing: a gap, not a fast second.
-        p99.samples = (0..seconds)
+        let p99s = (0..seconds)
             .map(|s| if s == 3 { 0.0 } else { 6e6 + s as f64 * 1e4 })
             .collect();
-        run.metrics.extend([tps, p99]);
+        run.metrics.extend([
+            timeline(tps, 438.7, tpss),
+            timeline(P99_OVER_TIME, 6e6, p99s),
+        ]);
     }
     run.headline = Some("transactions_per_sec".into());
     run
@@ -678,6 +709,30 @@ fn time_labels(fig: &str) -> Vec<&str> {
                 && (t.contains(':') || t.matches('-').count() >= 1)
                 && t.chars()
                     .all(|c| c.is_ascii_digit() || matches!(c, ':' | '-' | ' '))
+        })
+        .collect()
+}
+
+/// [`time_labels`], at least three of them, none twice.
+fn time_labels_each_once(fig: &str) -> Vec<&str> {
+    let labels = time_labels(fig);
+    assert!(labels.len() >= 3, "{labels:?}");
+    let mut unique = labels.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), labels.len(), "a repeated label: {labels:?}");
+    labels
+}
+
+/// `n` runs made by `run`, each with an id of its own, the first started at
+/// `first` (seconds since the epoch) and the rest every `every` seconds.
+fn started_every(run: fn() -> Run, n: i64, first: i64, every: i64) -> Vec<Run> {
+    (0..n)
+        .map(|i| {
+            let mut r = run();
+            r.id = dyno_model::RunId::new();
+            r.started_at = jiff::Timestamp::from_second(first + i * every).unwrap();
+            r
         })
         .collect()
 }
@@ -703,7 +758,7 @@ fn a_db_run_draws_its_latency_spectrum_and_tps_and_p99_over_time() {
     assert!(p99.contains("no commit"), "{p99}");
     assert!(p99.contains("p99 latency (ms)"), "{p99}");
     // The metric table follows, its value cells kept on one line.
-    assert!(html.contains("<td class=\"n\">438.7 ops/s</td>"), "{html}");
+    assert_says(&html, "<td class=\"n\">438.7 ops/s</td>");
     assert!(html.contains("white-space: nowrap"));
     let style = &html[html.find("td.n {").unwrap()..];
     assert!(
@@ -721,11 +776,8 @@ fn a_db_run_without_a_timeline_says_so() {
     let html = html_report(&[db_run(0)]);
     figure(&html, "db-latency-spectrum");
     assert_eq!(figures(&html, "db-timeline-rate").count(), 0);
-    assert!(html.contains("keeps no per-second timeline"), "{html}");
-    assert!(
-        html.contains("tps and p99 over time are not drawn"),
-        "{html}"
-    );
+    assert_says(&html, "keeps no per-second timeline");
+    assert_says(&html, "tps and p99 over time are not drawn");
 }
 
 /// M2: the page of a comparison shows each compared run's own warning
@@ -776,23 +828,11 @@ fn a_comparison_page_keeps_each_runs_own_warning_words() {
 /// twice; the Y axis says what the metric is in words.
 #[test]
 fn the_overview_time_axis_labels_round_times_once_each() {
-    let runs: Vec<Run> = (0..50)
-        .map(|i| {
-            let mut r = http_run();
-            r.id = dyno_model::RunId::new();
-            // 2026-11-20 00:47 UTC, then hourly.
-            r.started_at = jiff::Timestamp::from_second(1_795_135_620 + i * 3600).unwrap();
-            r
-        })
-        .collect();
+    // 2026-11-20 00:47 UTC, then hourly.
+    let runs = started_every(http_run, 50, 1_795_135_620, 3600);
     let html = html_report(&runs);
     let fig = figure(&html, "summary-headline");
-    let labels = time_labels(fig);
-    assert!(labels.len() >= 3, "{labels:?}");
-    let mut unique = labels.clone();
-    unique.sort_unstable();
-    unique.dedup();
-    assert_eq!(unique.len(), labels.len(), "a repeated label: {labels:?}");
+    let labels = time_labels_each_once(fig);
     for l in &labels {
         assert!(l.ends_with(":00"), "a tick at an odd time: {labels:?}");
         assert!(
@@ -800,7 +840,7 @@ fn the_overview_time_axis_labels_round_times_once_each() {
             "a tick without its date or time: {labels:?}"
         );
     }
-    assert!(fig.contains("throughput (req/s)"), "{fig}");
+    assert_says(fig, "throughput (req/s)");
     assert!(!fig.contains("requests_per_sec (req/s)"), "{fig}");
 }
 
@@ -808,22 +848,10 @@ fn the_overview_time_axis_labels_round_times_once_each() {
 /// and the axis title carries the date they share.
 #[test]
 fn a_trend_within_a_minute_shows_times_and_the_date_once() {
-    let runs: Vec<Run> = (0..4)
-        .map(|i| {
-            let mut r = sweep_run();
-            r.id = dyno_model::RunId::new();
-            r.started_at = jiff::Timestamp::from_second(1_795_675_620 + i * 12).unwrap();
-            r
-        })
-        .collect();
+    let runs = started_every(sweep_run, 4, 1_795_675_620, 12);
     let html = html_trend(&runs, "wall_ns{command=sleep 0.01, param.N=1}").unwrap();
     let fig = figure(&html, "trend");
-    let labels = time_labels(fig);
-    assert!(labels.len() >= 3, "{labels:?}");
-    let mut unique = labels.clone();
-    unique.sort_unstable();
-    unique.dedup();
-    assert_eq!(unique.len(), labels.len(), "a repeated label: {labels:?}");
+    let labels = time_labels_each_once(fig);
     for l in &labels {
         assert_eq!(l.matches(':').count(), 2, "no seconds: {labels:?}");
         assert!(!l.contains('-'), "the date repeated on a tick: {labels:?}");
@@ -854,9 +882,9 @@ fn unexpected_statuses_are_counted_once_in_the_answers() {
     assert!(!texts(fig).contains(&"error: status"), "{fig}");
     assert!(!fig.contains("<td class=\"n\">60236</td>"), "{fig}");
     assert!(fig.contains("error: timeout"));
-    assert!(
-        fig.contains("60236 requests answered with a status outside --expect-status"),
-        "{fig}"
+    assert_says(
+        fig,
+        "60236 requests answered with a status outside --expect-status",
     );
 }
 
@@ -865,42 +893,23 @@ fn unexpected_statuses_are_counted_once_in_the_answers() {
 #[test]
 fn a_run_without_answers_draws_no_empty_charts() {
     let mut run = Run::new(Kind::Http, "GET http://127.0.0.1:9/");
-    let mut rate = Metric::new(
-        "timeline_requests_per_sec",
-        Unit::RequestsPerSec,
-        Direction::HigherIsBetter,
-        0.0,
-    );
-    rate.samples = vec![0.0; 5];
-    let mut p99 = Metric::new(
-        "timeline_latency_p99_ns",
-        Unit::Ns,
-        Direction::LowerIsBetter,
-        0.0,
-    );
-    p99.samples = vec![0.0; 5];
     run.metrics = vec![
-        Metric::new(
-            "requests_per_sec",
-            Unit::RequestsPerSec,
-            Direction::HigherIsBetter,
-            0.0,
-        ),
+        requests_per_sec(0.0),
         with_histogram("latency_ns", []),
         tally("errors_timeout", 40.0),
-        rate,
-        p99,
+        timeline(RATE_OVER_TIME, 0.0, vec![0.0; 5]),
+        timeline(P99_OVER_TIME, 0.0, vec![0.0; 5]),
     ];
     let html = html_report(&[run]);
     assert_eq!(figures(&html, "http-timeline-rate").count(), 0);
     assert_eq!(figures(&html, "http-timeline-p99").count(), 0);
     assert_eq!(figures(&html, "http-latency-spectrum").count(), 0);
     assert!(!html.contains("(ns)"), "an axis in raw ns");
-    assert!(
-        html.contains("No answer in any of the run&#39;s 5 s: nothing to draw over time."),
-        "{html}"
+    assert_says(
+        &html,
+        "No answer in any of the run&#39;s 5 s: nothing to draw over time.",
     );
-    assert!(html.contains("No request was answered"), "{html}");
+    assert_says(&html, "No request was answered");
     // The failures are still drawn.
     figure(&html, "http-answers");
 }
@@ -910,21 +919,10 @@ fn a_run_without_answers_draws_no_empty_charts() {
 #[test]
 fn an_open_model_p99_timeline_says_it_is_corrected() {
     let timeline = |run: &mut Run| {
-        let mut rate = Metric::new(
-            "timeline_requests_per_sec",
-            Unit::RequestsPerSec,
-            Direction::HigherIsBetter,
-            2000.0,
-        );
-        rate.samples = vec![2000.0; 4];
-        let mut p99 = Metric::new(
-            "timeline_latency_p99_ns",
-            Unit::Ns,
-            Direction::LowerIsBetter,
-            1e6,
-        );
-        p99.samples = vec![1e6; 4];
-        run.metrics.extend([rate, p99]);
+        run.metrics.extend([
+            timeline(RATE_OVER_TIME, 2000.0, vec![2000.0; 4]),
+            timeline(P99_OVER_TIME, 1e6, vec![1e6; 4]),
+        ]);
     };
     let mut open = http_run();
     timeline(&mut open);
@@ -997,7 +995,7 @@ fn the_parallel_fraction_is_a_percentage() {
         0.22,
     )];
     let html = html_report(&[run]);
-    assert!(html.contains("<td class=\"n\">22.0%</td>"), "{html}");
+    assert_says(&html, "<td class=\"n\">22.0%</td>");
     assert!(!html.contains("0.22×"));
 }
 
@@ -1008,10 +1006,7 @@ fn split_times_in_a_metric_table_are_labelled_means() {
     let mut run = Run::new(Kind::Cpu, "x");
     run.metrics = vec![with_histogram("connect_ns", [0, 0, 0, 21_780])];
     let html = html_report(&[run]);
-    assert!(
-        html.contains("<td>connect_ns (mean over requests)</td>"),
-        "{html}"
-    );
+    assert_says(&html, "<td>connect_ns (mean over requests)</td>");
 }
 
 #[test]
@@ -1053,11 +1048,6 @@ fn a_capacity_search_draws_its_steps_with_the_target_and_the_answer() {
 #[test]
 fn what_was_watched_is_drawn_over_the_runs_seconds() {
     let mut run = http_run();
-    let series = |name: &str, unit, samples: Vec<f64>| {
-        let mut m = Metric::new(name, unit, Direction::LowerIsBetter, samples[0]);
-        m.samples = samples;
-        m
-    };
     run.metrics.extend([
         series(
             "timeline_requests_per_sec",
@@ -1103,11 +1093,6 @@ fn http_run_with_settings() -> Run {
         "duration_ns": 5_000_000_000u64, "warmup_ns": 500_000_000u64,
         "keep_alive": true, "expect_status": "200-399",
     });
-    let series = |name: &str, unit, samples: Vec<f64>| {
-        let mut m = Metric::new(name, unit, Direction::LowerIsBetter, samples[0]);
-        m.samples = samples;
-        m
-    };
     run.metrics.extend([
         Metric::new(
             "client_cpu_percent",

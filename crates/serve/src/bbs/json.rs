@@ -183,14 +183,7 @@ pub(crate) fn message(boards: &Boards, bname: &str, id: u64) -> Answer {
 /// must say it is a form: a body of another type is 415.
 pub(crate) fn check_type(kind: Option<&HeaderValue>) -> Result<(), Failure> {
     let Some(kind) = kind else { return Ok(()) };
-    let essence = kind
-        .to_str()
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim();
-    if essence.eq_ignore_ascii_case(CONTENT_TYPE) {
+    if super::media_type(kind).eq_ignore_ascii_case(CONTENT_TYPE) {
         return Ok(());
     }
     Err(Failure::new(

@@ -486,25 +486,29 @@ async fn read_body(body: Incoming) -> Result<Vec<u8>, Failure> {
 /// A form body as text: it must be `application/x-www-form-urlencoded`
 /// (or say nothing of its type) and UTF-8.
 fn form_body<'a>(parts: &Parts, raw: &'a [u8]) -> Result<&'a str, Failure> {
-    if let Some(kind) = parts.headers.get(CONTENT_TYPE) {
-        let essence = kind
-            .to_str()
-            .unwrap_or("")
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim();
-        if !essence.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
-            return Err(Failure::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!(
-                    "a body of type '{}' cannot be read: send the fields as application/x-www-form-urlencoded or in the query string",
-                    String::from_utf8_lossy(kind.as_bytes())
-                ),
-            ));
-        }
+    if let Some(kind) = parts.headers.get(CONTENT_TYPE)
+        && !media_type(kind).eq_ignore_ascii_case("application/x-www-form-urlencoded")
+    {
+        return Err(Failure::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "a body of type '{}' cannot be read: send the fields as application/x-www-form-urlencoded or in the query string",
+                String::from_utf8_lossy(kind.as_bytes())
+            ),
+        ));
     }
     std::str::from_utf8(raw).map_err(|_| Failure::bad_request("bad form body: it is not UTF-8"))
+}
+
+/// A Content-Type's media type without its parameters (`charset` and the
+/// like), trimmed; empty when the header is not text.
+pub(crate) fn media_type(kind: &HeaderValue) -> &str {
+    kind.to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
 }
 
 /// A response with the headers every BBS answer carries.

@@ -35,6 +35,16 @@ fn still_serving(addr: SocketAddr) {
     assert_eq!(get(addr, "/showBoard").status, 200);
 }
 
+/// POSTs the form `body` to `path`.
+fn post_form(c: &mut Client, path: &str, body: &[u8]) -> Reply {
+    c.send_body("POST", path, FORM, body)
+}
+
+/// Sends `body` as JSON to `path` by `method`.
+fn send_json(c: &mut Client, method: &str, path: &str, body: &Value) -> Reply {
+    c.send_body(method, path, JSON, body.to_string().as_bytes())
+}
+
 fn json_body(reply: &Reply) -> Value {
     assert_eq!(reply.header("content-type"), Some("application/json"));
     serde_json::from_slice(&reply.body).unwrap()
@@ -81,14 +91,13 @@ fn the_five_functions_work_end_to_end() {
     let text = expect(&c.get("/showBoard"), 200, "");
     assert_eq!(text, "2 boards\nhello\t2\nother\t1\n");
     // The same by POST with a form body.
-    let reply = c.send_body(
-        "POST",
+    let reply = post_form(
+        &mut c,
         "/createBoardMessage",
-        FORM,
         b"bname=hello&author=cy&msg=by+form&key=k",
     );
     expect(&reply, 200, "posted message 3 to board hello");
-    let reply = c.send_body("POST", "/showBoardMessage", FORM, b"bname=hello&limit=1");
+    let reply = post_form(&mut c, "/showBoardMessage", b"bname=hello&limit=1");
     expect(&reply, 200, "3\tcy\tby form\n");
     // HEAD reads answer the length only.
     c.send("HEAD", "/showBoardMessage?bname=hello");
@@ -272,31 +281,24 @@ fn pages_escape_what_people_wrote() {
 fn forms_post_to_their_pages_and_go_back_to_the_board() {
     let server = bbs();
     let mut c = Client::connect(server.local_addr());
-    let reply = c.send_body(
-        "POST",
-        "/bbs",
-        FORM,
-        b"bname=our+board&author=ann&msg=hi&key=k",
-    );
+    let reply = post_form(&mut c, "/bbs", b"bname=our+board&author=ann&msg=hi&key=k");
     assert_eq!(reply.status, 303, "{}", reply.text());
     assert_eq!(
         reply.header("location"),
         Some("/bbs/board?bname=our%20board#m1")
     );
-    let reply = c.send_body(
-        "POST",
+    let reply = post_form(
+        &mut c,
         "/bbs/board",
-        FORM,
         b"bname=our+board&author=bo&msg=yo&key=j",
     );
     assert_eq!(
         reply.header("location"),
         Some("/bbs/board?bname=our%20board#m2")
     );
-    let reply = c.send_body(
-        "POST",
+    let reply = post_form(
+        &mut c,
         "/bbs/edit",
-        FORM,
         b"bname=our+board&id=2&author=bo&msg=edited&key=wrong",
     );
     expect(&reply, 403, "wrong key for message 2");
@@ -304,10 +306,9 @@ fn forms_post_to_their_pages_and_go_back_to_the_board() {
         reply.header("content-type"),
         Some("text/html; charset=utf-8")
     );
-    let reply = c.send_body(
-        "POST",
+    let reply = post_form(
+        &mut c,
         "/bbs/edit",
-        FORM,
         b"bname=our+board&id=2&author=bo&msg=edited&key=j",
     );
     assert_eq!(reply.status, 303);
@@ -327,26 +328,21 @@ fn json_api_round_trip() {
     let server = bbs();
     let mut c = Client::connect(server.local_addr());
     let create = json!({"name": "a/b c", "author": "ann", "msg": "<hi>", "key": "k"});
-    let reply = c.send_body("POST", "/api/boards", JSON, create.to_string().as_bytes());
+    let reply = send_json(&mut c, "POST", "/api/boards", &create);
     assert_eq!(reply.status, 201, "{}", reply.text());
     assert_eq!(
         reply.header("location"),
         Some("/api/boards/a%2Fb%20c/messages/1")
     );
     assert_eq!(json_body(&reply), json!({"board": "a/b c", "id": 1}));
-    let reply = c.send_body("POST", "/api/boards", JSON, create.to_string().as_bytes());
+    let reply = send_json(&mut c, "POST", "/api/boards", &create);
     assert_eq!(
         json_body(&reply),
         json!({"error": "a board named 'a/b c' exists already"})
     );
     assert_eq!(reply.status, 409);
     let post = json!({"author": "bob", "msg": "two", "key": "k2"});
-    let reply = c.send_body(
-        "POST",
-        "/api/boards/a%2Fb%20c/messages",
-        JSON,
-        post.to_string().as_bytes(),
-    );
+    let reply = send_json(&mut c, "POST", "/api/boards/a%2Fb%20c/messages", &post);
     assert_eq!(
         (reply.status, json_body(&reply)["id"].clone()),
         (201, json!(2))
@@ -370,12 +366,7 @@ fn json_api_round_trip() {
     assert_eq!(messages[1]["msg"], "<hi>");
     assert!(messages[1].get("key").is_none() && messages[1].get("edited").is_none());
     let edit = json!({"author": "bob", "msg": "2!", "key": "nope"});
-    let reply = c.send_body(
-        "PUT",
-        "/api/boards/a%2Fb%20c/messages/2",
-        JSON,
-        edit.to_string().as_bytes(),
-    );
+    let reply = send_json(&mut c, "PUT", "/api/boards/a%2Fb%20c/messages/2", &edit);
     assert_eq!(reply.status, 403);
     assert!(
         json_body(&reply)["error"]
@@ -384,12 +375,7 @@ fn json_api_round_trip() {
             .contains("wrong key")
     );
     let edit = json!({"author": "bob", "msg": "2!", "key": "k2"});
-    let reply = c.send_body(
-        "PUT",
-        "/api/boards/a%2Fb%20c/messages/2",
-        JSON,
-        edit.to_string().as_bytes(),
-    );
+    let reply = send_json(&mut c, "PUT", "/api/boards/a%2Fb%20c/messages/2", &edit);
     assert_eq!(
         (reply.status, json_body(&reply)),
         (200, json!({"board": "a/b c", "id": 2}))
@@ -661,12 +647,11 @@ fn bad_input_is_refused_with_a_reason_and_the_server_goes_on() {
         b"--x--",
     );
     expect(&reply, 415, "application/x-www-form-urlencoded");
-    let reply = c.send_body("POST", "/createBoardMessage", FORM, b"bname=b&msg=\xff");
+    let reply = post_form(&mut c, "/createBoardMessage", b"bname=b&msg=\xff");
     expect(&reply, 400, "bad form body: it is not UTF-8");
-    let reply = c.send_body(
-        "POST",
+    let reply = post_form(
+        &mut c,
         "/createBoardMessage",
-        FORM,
         b"bname=b&author=a&msg=%ZZ&key=k",
     );
     expect(&reply, 400, "bad form body: '%ZZ' is not a percent escape");

@@ -16,6 +16,25 @@ fn group(name: &str, runs: Vec<Run>) -> Group {
     }
 }
 
+/// Group `b` of `b_runs` compared with group `a` of `a_runs`, with the
+/// default options.
+fn a_versus_b(a_runs: Vec<Run>, b_runs: Vec<Run>) -> Run {
+    compare_runs(
+        &[group("a", a_runs), group("b", b_runs)],
+        &Options::default(),
+    )
+    .unwrap()
+}
+
+/// The messages of `run`'s warnings with `code`, in order.
+fn warning_messages<'a>(run: &'a Run, code: &str) -> Vec<&'a str> {
+    run.warnings
+        .iter()
+        .filter(|w| w.code == code)
+        .map(|w| w.message.as_str())
+        .collect()
+}
+
 fn sampled(name: &str, unit: Unit, dir: Direction, samples: &[f64]) -> Metric {
     let mut m = Metric::new(
         name,
@@ -174,14 +193,7 @@ fn the_busiest_core_meets_the_other_runs_busiest_core_whichever_it_was() {
             ],
         )
     };
-    let c = compare_runs(
-        &[
-            group("a", vec![busiest("1", 80.0)]),
-            group("b", vec![busiest("3", 40.0)]),
-        ],
-        &Options::default(),
-    )
-    .unwrap();
+    let c = a_versus_b(vec![busiest("1", 80.0)], vec![busiest("3", 40.0)]);
     let r = find(&c, "ratio", "target_cpu_busiest_core_percent", "b");
     assert_eq!(r.value, 0.5);
     assert!(
@@ -194,23 +206,12 @@ fn the_busiest_core_meets_the_other_runs_busiest_core_whichever_it_was() {
 #[test]
 fn three_runs_a_side_are_too_few_and_one_value_each_is_untested() {
     let side = |v: &[f64]| v.iter().map(|&x| run(Kind::Http, vec![rps(x)])).collect();
-    let c = compare_runs(
-        &[
-            group("a", side(&[100.0, 101.0, 99.0])),
-            group("b", side(&[150.0, 151.0, 149.0])),
-        ],
-        &Options::default(),
-    )
-    .unwrap();
+    let c = a_versus_b(side(&[100.0, 101.0, 99.0]), side(&[150.0, 151.0, 149.0]));
     assert_eq!(
         find(&c, "ratio", "requests_per_sec", "b").label("verdict"),
         Some("too_few_runs")
     );
-    let c = compare_runs(
-        &[group("a", side(&[100.0])), group("b", side(&[150.0]))],
-        &Options::default(),
-    )
-    .unwrap();
+    let c = a_versus_b(side(&[100.0]), side(&[150.0]));
     let r = find(&c, "ratio", "requests_per_sec", "b");
     assert_eq!((r.value, r.label("verdict")), (1.5, Some("no_test")));
     assert!(r.uncertainty.is_none());
@@ -239,14 +240,7 @@ fn latency_run(offset: u64) -> Run {
 
 #[test]
 fn latency_histograms_of_one_run_a_side_are_compared_percentile_by_percentile_untested() {
-    let c = compare_runs(
-        &[
-            group("a", vec![latency_run(100_000)]),
-            group("b", vec![latency_run(130_000)]),
-        ],
-        &Options::default(),
-    )
-    .unwrap();
+    let c = a_versus_b(vec![latency_run(100_000)], vec![latency_run(130_000)]);
     for p in ["50", "90", "99", "99.9"] {
         let subject = format!("latency_ns{{percentile={p}}}");
         let r = find(&c, "ratio", &subject, "b");
@@ -294,14 +288,10 @@ fn metrics_declared_context_are_not_compared_and_diagnostics_are() {
             Metric::new("peak_rss_bytes", Unit::Bytes, Direction::LowerIsBetter, 5.0).diagnostic(),
         ]
     };
-    let c = compare_runs(
-        &[
-            group("a", vec![run(Kind::Http, metrics())]),
-            group("b", vec![run(Kind::Http, metrics())]),
-        ],
-        &Options::default(),
-    )
-    .unwrap();
+    let c = a_versus_b(
+        vec![run(Kind::Http, metrics())],
+        vec![run(Kind::Http, metrics())],
+    );
     let mut compared: Vec<&str> = c
         .metrics
         .iter()
@@ -454,14 +444,7 @@ fn bad_comparisons_are_refused_with_a_reason() {
 
 #[test]
 fn the_comparison_run_round_trips_through_json() {
-    let c = compare_runs(
-        &[
-            group("a", vec![latency_run(100)]),
-            group("b", vec![latency_run(120)]),
-        ],
-        &Options::default(),
-    )
-    .unwrap();
+    let c = a_versus_b(vec![latency_run(100)], vec![latency_run(120)]);
     let json = serde_json::to_string(&c).unwrap();
     let back: Run = serde_json::from_str(&json).unwrap();
     assert_eq!(back.metrics.len(), c.metrics.len());
@@ -525,11 +508,7 @@ fn a_a_pairs_of_exec_runs_are_rarely_called_different_and_score_near_one() {
     for _ in 0..trials {
         let a = exec_run(timings(&mut rng, 12, 2e7, 0.05), &mut rng);
         let b = exec_run(timings(&mut rng, 12, 2e7, 0.05), &mut rng);
-        let c = compare_runs(
-            &[group("a", vec![a]), group("b", vec![b])],
-            &Options::default(),
-        )
-        .unwrap();
+        let c = a_versus_b(vec![a], vec![b]);
         let r = find(&c, "ratio", "wall_ns{command=sleep 0.02}", "b");
         if matches!(r.label("verdict"), Some("faster" | "slower")) {
             called += 1;
@@ -620,11 +599,7 @@ fn a_a_single_http_runs_are_never_called_different_and_have_no_score() {
             )
         };
         let (a, b) = (http_run(&mut rng), http_run(&mut rng));
-        let c = compare_runs(
-            &[group("a", vec![a]), group("b", vec![b])],
-            &Options::default(),
-        )
-        .unwrap();
+        let c = a_versus_b(vec![a], vec![b]);
         for m in c.metrics.iter().filter(|m| m.name == "ratio") {
             let v = m.label("verdict");
             assert!(
@@ -674,11 +649,7 @@ fn the_score_counts_each_primary_once_and_leaves_out_views_and_diagnostics() {
         run(Kind::Cpu, vec![wall, ops, cpu])
     };
     let (a, b) = (mk(1e7, &mut rng), mk(4.4e7, &mut rng));
-    let c = compare_runs(
-        &[group("a", vec![a]), group("b", vec![b])],
-        &Options::default(),
-    )
-    .unwrap();
+    let c = a_versus_b(vec![a], vec![b]);
     let gm = c.metric("geomean").unwrap();
     assert_eq!(gm.label("metrics"), Some("1"));
     assert!((gm.value - 1.0 / 4.4).abs() < 0.03, "{gm:?}");
@@ -704,11 +675,7 @@ fn two_runs_a_side_get_a_student_t_interval_not_a_bootstrap_range() {
             vec![wall("x", s).primary().samples_are(Samples::Runs)],
         )
     };
-    let c = compare_runs(
-        &[group("a", vec![ex(&a)]), group("b", vec![ex(&b)])],
-        &Options::default(),
-    )
-    .unwrap();
+    let c = a_versus_b(vec![ex(&a)], vec![ex(&b)]);
     let r = find(&c, "ratio", "wall_ns{command=x}", "b");
     let u = r.uncertainty.as_ref().unwrap();
     assert_eq!(u.method, UncertaintyMethod::StudentT);
@@ -728,17 +695,8 @@ fn warnings_of_one_code_keep_each_runs_own_message() {
         "outliers",
         "'sleep 0.024': 3 of 10 runs are statistical outliers",
     );
-    let c = compare_runs(
-        &[group("a", vec![a]), group("b", vec![b])],
-        &Options::default(),
-    )
-    .unwrap();
-    let messages: Vec<&str> = c
-        .warnings
-        .iter()
-        .filter(|w| w.code == "source_outliers")
-        .map(|w| w.message.as_str())
-        .collect();
+    let c = a_versus_b(vec![a], vec![b]);
+    let messages = warning_messages(&c, "source_outliers");
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert!(
         messages[0].contains("'sleep 0.02': 4 of 12"),
@@ -764,20 +722,11 @@ fn warnings_that_differ_only_in_their_figures_are_one_line_with_ranges() {
         );
         r
     };
-    let c = compare_runs(
-        &[
-            group("a", vec![busy("1.82"), busy("3.30"), busy("2.11")]),
-            group("b", vec![busy("2.5"), busy("1.82")]),
-        ],
-        &Options::default(),
-    )
-    .unwrap();
-    let lines: Vec<&str> = c
-        .warnings
-        .iter()
-        .filter(|w| w.code == "source_machine_busy")
-        .map(|w| w.message.as_str())
-        .collect();
+    let c = a_versus_b(
+        vec![busy("1.82"), busy("3.30"), busy("2.11")],
+        vec![busy("2.5"), busy("1.82")],
+    );
+    let lines = warning_messages(&c, "source_machine_busy");
     assert_eq!(
         lines,
         ["all 5 runs: 1-minute load average is 1.82–3.30 on 2 logical cores: other load competes"]
