@@ -10,8 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
-use dyno_load::capacity::{self, Axis, Level, Plan, Ran, Searched};
-use dyno_load::search::Purpose;
+use dyno_load::capacity::{self, Level, Plan, Ran, Searched};
 use dyno_load::shard::Together;
 use dyno_model::Run;
 use jiff::Timestamp;
@@ -20,7 +19,6 @@ use super::interrupt::{Interrupt, Second};
 use super::watch::{Window, Windows};
 use super::{finish, segment};
 use crate::ExitStatus;
-use dyno_model::units;
 
 /// What differs from engine to engine in a search's wiring, besides the
 /// engine itself.
@@ -47,7 +45,7 @@ pub(super) struct Outputs<'a> {
     pub save: crate::cli::SaveArgs,
     pub store: Option<Box<dyn dyno_store::Store>>,
     pub segment: Option<&'a crate::settings::segment::Plan>,
-    pub watch: Option<crate::settings::Watch>,
+    pub watch: Option<super::watch::Checked>,
 }
 
 /// `--find-max`: the steps, each printed as it ends, then the run (the
@@ -78,7 +76,7 @@ where
     let watcher = super::watch::start(watch)?;
     let started_at = Timestamp::now();
     let started = Instant::now();
-    announce(plan, wiring.what);
+    eprintln!("dyno: {}", plan.announcement(wiring.what));
     let clear = || {
         if wiring.clear_line {
             eprint!("\r\x1b[2K");
@@ -88,7 +86,7 @@ where
     let on_step = |ran: &Ran<G::Outcome>| {
         clear();
         shown += 1;
-        eprintln!("{}", step_line(shown, ran, wiring.unit, wiring.what));
+        eprintln!("{}", ran.line(shown, wiring.unit, wiring.what));
     };
     let mut met = segment::Steps::of(segment, store.as_deref_mut());
     let group = met.as_mut().map(|s| s as &mut dyn Together);
@@ -115,65 +113,6 @@ where
     segment::Steps::mark(met, &mut run, figures_at, &mut save);
     let run = finish(run, &save, store, wiring.report)?;
     Ok(exit_status(&searched, &run.id))
-}
-
-/// The line that opens a search.
-fn announce(plan: &Plan, what: &str) {
-    let searching = match plan.axis {
-        Axis::Rate { .. } => "searching for the highest rate".to_owned(),
-        Axis::Concurrency { from, to } => format!(
-            "sweeping {from}..{to} {what} (closed model, doubling) for the highest throughput"
-        ),
-    };
-    eprintln!(
-        "dyno: {searching} that meets {} ({} steps, budget {})",
-        plan.slo,
-        units::duration_flag(plan.step),
-        units::duration_flag(plan.budget)
-    );
-}
-
-/// One finished step: `step 3 (bisect) 41200 req/s: achieved 41198, p99
-/// 18ms: pass`, or in a sweep `step 3: 4 connections, 41.2k req/s, p99
-/// 18ms: pass`.
-fn step_line<O>(n: usize, ran: &Ran<O>, unit: &str, what: &str) -> String {
-    let o = &ran.observation;
-    let p99 = o
-        .percentile(99.0)
-        .map_or_else(|| "–".to_owned(), units::duration_flag);
-    let verdict = if ran.passed() {
-        "pass".to_owned()
-    } else {
-        let why: Vec<String> = ran.why.iter().map(|w| w.describe()).collect();
-        format!("fail ({})", why.join("; "))
-    };
-    let achieved = dyno_report::short_rate(o.achieved);
-    let level = match ran.level {
-        Level::Concurrency(c) => {
-            let again = if ran.purpose == Purpose::Repeat {
-                " (repeat)"
-            } else {
-                ""
-            };
-            format!("{again}: {c} {}, {achieved} {unit}", counted(c, what))
-        }
-        Level::Rate(rate) => format!(
-            " ({}) {} {unit}: achieved {achieved}",
-            ran.purpose.name(),
-            dyno_report::short_rate(rate),
-        ),
-        Level::Probe => format!(" (probe): {achieved} {unit}"),
-    };
-    format!("step {n}{level}, p99 {p99}: {verdict}")
-}
-
-/// `what` (a plural) for `n` of them: `1 connection`, `4 connections`.
-fn counted(n: u32, what: &str) -> &str {
-    if n == 1 {
-        what.strip_suffix('s').unwrap_or(what)
-    } else {
-        what
-    }
 }
 
 /// How a search that saved `run_id` ends: the target lost (1), an
@@ -216,7 +155,7 @@ fn windows<O>(found: &Searched<O>, wiring: &Wiring<'_, O>) -> Option<Windows> {
     let knee = found.knee().map(|k| {
         let level = match k.level {
             Level::Rate(rate) => format!("{rate:.0} {}", wiring.unit),
-            Level::Concurrency(c) => format!("{c} {}", counted(c, wiring.what)),
+            Level::Concurrency(c) => format!("{c} {}", capacity::counted(c, wiring.what)),
             Level::Probe => "the probe".to_owned(),
         };
         (level, window(&k.outcome))

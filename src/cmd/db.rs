@@ -71,6 +71,7 @@ fn run_load(ctx: &Context, args: DbRunArgs) -> Result<ExitStatus> {
     for notice in &notices {
         eprintln!("{notice}");
     }
+    let watch = super::watch::check(watch)?;
     // A segment's store is where the segments meet: never the local
     // fallback, where it would wait alone.
     let mut store = match &plan {

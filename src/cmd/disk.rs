@@ -37,6 +37,7 @@ pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
             kernel: dyno_disk::engine::EngineKind::detect(),
         },
     )?;
+    let watch = super::watch::check(watch)?;
     let started_at = SystemTime::now();
     let mut environment = environment();
     environment.storage = Some(dyno_env::storage(&settings.path));

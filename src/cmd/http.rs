@@ -33,6 +33,7 @@ pub(super) fn run(ctx: &Context, args: HttpArgs) -> Result<ExitStatus> {
         mut save,
         notices: _,
     } = resolved;
+    let watch = super::watch::check(watch)?;
     if let settings::Mode::FindMax(search) = mode {
         // Split over segments, the steps meet in the store.
         let store = match &plan {

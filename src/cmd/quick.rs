@@ -38,7 +38,7 @@ pub(super) fn run(ctx: &Context, args: QuickArgs) -> Result<ExitStatus> {
         threads: threads.map_or(cpus, |t| t as usize),
     };
     let db_configured = dyno_db::quick::configured(|v| std::env::var(v).ok());
-    let watch = watch_settings(watch, db_configured)?;
+    let watch = super::watch::check(watch_settings(watch, db_configured)?)?;
     let store = ctx.store_for(&save)?;
 
     let started = Instant::now();

@@ -20,6 +20,7 @@ use crate::settings::ExecPlan;
 pub(super) fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
     let plan = crate::settings::exec(args)?;
     check_paths(&plan)?;
+    let watch = super::watch::check(plan.watch.clone())?;
     let settings = &plan.settings;
     let store = ctx.store_for(&plan.save)?;
     let environment = environment();
@@ -35,7 +36,7 @@ pub(super) fn run(ctx: &Context, args: RunArgs) -> Result<ExitStatus> {
     // At most ten progress lines a second, so drawing them costs the timed
     // commands nothing measurable.
     let mut drawn = Instant::now();
-    let watcher = super::watch::start(plan.watch.clone())?;
+    let watcher = super::watch::start(watch)?;
     let outcome = match dyno_exec::run(settings, &stop, |p| {
         if tty && drawn.elapsed() >= Duration::from_millis(100) {
             drawn = Instant::now();

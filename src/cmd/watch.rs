@@ -11,18 +11,63 @@ use dyno_model::Run;
 use dyno_model::names::telemetry;
 use dyno_model::record::CapacityStep;
 
+use dyno_db::Target;
+use dyno_env::watch::Source;
+
 use crate::settings::Watch;
+use crate::settings::watch::{PgServer, PgStatsOn};
+
+/// What a run watches, its sources checked on this machine.
+#[derive(Debug, Clone)]
+pub(super) struct Checked {
+    sources: Vec<Source>,
+    interval: Duration,
+    pg_stats: Option<(Target, Option<String>)>,
+}
+
+/// Checks what `watch` names on this machine (a PID, a name, a cgroup, a
+/// URL, `--pg-stats`' server), before anything is opened or measured, and
+/// says which of several servers of a name is watched.
+pub(super) fn check(watch: Option<Watch>) -> Result<Option<Checked>> {
+    let Some(Watch {
+        sources,
+        interval,
+        pg_stats,
+    }) = watch
+    else {
+        return Ok(None);
+    };
+    let (sources, notices) = sources.check().map_err(anyhow::Error::msg)?;
+    for notice in notices {
+        eprintln!("{notice}");
+    }
+    let pg_stats = match pg_stats {
+        Some(PgStatsOn { target, sessions }) => Some(match target {
+            PgServer::Run(target) => (*target, sessions),
+            PgServer::Named(conninfo) => {
+                let target = Target::from_env(&conninfo).map_err(|e| anyhow!("--pg-stats: {e}"))?;
+                (target, sessions)
+            }
+        }),
+        None => None,
+    };
+    Ok(Some(Checked {
+        sources,
+        interval,
+        pg_stats,
+    }))
+}
 
 /// Starts watching what `watch` names, and this machine's own state
 /// (its load, its cores' clocks, throttling) whatever it names.
-pub(super) fn start(watch: Option<Watch>) -> Result<Watcher> {
+pub(super) fn start(watch: Option<Checked>) -> Result<Watcher> {
     let Some(watch) = watch else {
         return Watcher::start(Vec::new(), Vec::new(), Duration::from_secs(1))
             .map_err(|e| anyhow!("{e}; nothing was run"));
     };
     let mut probes: Vec<Box<dyn Probe>> = Vec::new();
-    if let Some(on) = &watch.pg_stats {
-        let stats = PgStats::connect(&on.target, on.sessions.as_deref())
+    if let Some((target, sessions)) = &watch.pg_stats {
+        let stats = PgStats::connect(target, sessions.as_deref())
             .map_err(|e| anyhow!("--pg-stats: {e}; nothing was run"))?;
         probes.push(Box::new(stats));
     }

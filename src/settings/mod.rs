@@ -14,7 +14,7 @@ mod disk;
 mod exec;
 mod http;
 pub(crate) mod segment;
-mod watch;
+pub(crate) mod watch;
 
 pub(crate) use capacity::Mode;
 pub(crate) use db::{DbPlan, db_init, db_run};

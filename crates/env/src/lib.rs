@@ -20,6 +20,7 @@ mod postgres;
 mod preflight;
 mod root;
 pub mod scrape;
+pub mod sources;
 pub mod state;
 mod storage;
 mod system;

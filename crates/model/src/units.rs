@@ -8,7 +8,8 @@
 //! - [`duration_flag`]: a duration as a flag takes it back (`850µs`,
 //!   `20.5ms`, `1.5s`): settings, objectives and messages that name a flag;
 //! - [`four_figures`]: a plain number to four significant figures;
-//! - [`trim_float`]: a plain number with the digits it needs (`99.9`).
+//! - [`trim_float`]: a plain number with the digits it needs (`99.9`);
+//! - [`short_rate`]: a rate in a capacity search's short form (`41.2k`).
 //!
 //! Byte sizes are [`crate::size`]'s.
 
@@ -83,6 +84,20 @@ pub fn four_figures(value: f64) -> String {
 pub fn trim_float(x: f64) -> String {
     let s = format!("{x:.4}");
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// A rate in the search's short form, three significant figures or
+/// more: `41.2k`, `950`, `23.5`, `2.50`.
+pub fn short_rate(per_sec: f64) -> String {
+    if per_sec >= 10_000.0 {
+        format!("{:.1}k", per_sec / 1000.0)
+    } else if per_sec >= 100.0 {
+        format!("{per_sec:.0}")
+    } else if per_sec >= 10.0 {
+        format!("{per_sec:.1}")
+    } else {
+        format!("{per_sec:.2}")
+    }
 }
 
 #[cfg(test)]

@@ -8,19 +8,7 @@ use dyno_model::names::capacity as name;
 use dyno_model::record::{CapacityOutcome, CapacityRecord, CapacityStep};
 use dyno_model::units;
 
-/// A rate in the search's short form, three significant figures or
-/// more: `41.2k`, `950`, `23.5`, `2.50`.
-pub fn short_rate(per_sec: f64) -> String {
-    if per_sec >= 10_000.0 {
-        format!("{:.1}k", per_sec / 1000.0)
-    } else if per_sec >= 100.0 {
-        format!("{per_sec:.0}")
-    } else if per_sec >= 10.0 {
-        format!("{per_sec:.1}")
-    } else {
-        format!("{per_sec:.2}")
-    }
-}
+pub use dyno_model::units::short_rate;
 
 /// The answer, in one sentence. A closed-model sweep's levels are its
 /// connections: its figures are throughputs, each named with the

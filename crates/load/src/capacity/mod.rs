@@ -13,6 +13,7 @@
 //! each [`Load`]) → [`Searched`] → [`record`] and [`conclude`] → the run,
 //! its figures those of the step at the answer, its record every step.
 
+mod lines;
 mod record;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +28,7 @@ use crate::shard::{self, Part, Shard, Together};
 use crate::slo::Slo;
 use crate::sweep::{self, Sweep};
 
+pub use lines::counted;
 pub use record::{CapacityWarning, answer_record, conclude, failed_on, mark, objective, record};
 
 pub use crate::judge::CLIENT_SATURATED_PERCENT;
