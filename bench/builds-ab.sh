@@ -30,7 +30,6 @@ NEW=${2:?give the new build: bench/builds-ab.sh OLD NEW}
 ROUNDS=${3:-4}
 SECS=${4:-4}
 CASES=${5:-http h2 db}
-RUNSTAT="python3 $PWD/bench/runstat.py"
 ulimit -n 30000 2>/dev/null || true
 
 # shellcheck source=bench/nginx-lib.sh
@@ -107,15 +106,10 @@ for case in $CASES; do
   esac
 done
 
-echo "OLD $OLD"
-echo "NEW $NEW"
-echo "$ROUNDS rounds of ${SECS}s, alternating; client on CPU $CLIENT_CPU for http and h2"
-python3 - "$WORK/results" <<'PY'
-import statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    case, name, rate, cpu, rss = line.split()
-    rows.setdefault(case, {}).setdefault(name, []).append((float(rate), float(cpu), float(rss) / 1024))
+ab_report "$WORK/results" "$ROUNDS rounds of ${SECS}s, alternating; client on CPU $CLIENT_CPU for http and h2" <<'PY'
+import statistics
+rows = {case: {name: [(float(rate), float(cpu), float(rss) / 1024) for rate, cpu, rss in runs]
+               for name, runs in by.items()} for case, by in rows.items()}
 print(f'{"case":18} {"OLD rate":>10} {"NEW rate":>10} {"OLD µs":>8} {"NEW µs":>8} {"OLD MiB":>8} {"NEW MiB":>8}  '
       'NEW/OLD rate (rounds)   NEW/OLD CPU (rounds)   NEW/OLD RSS   OLD CPU spread')
 for case, by in rows.items():

@@ -25,6 +25,7 @@
 #   with no other tenants, so the comparison shows the engines' own costs
 #   (the loop driver's copying runs in kernel threads neither tool counts).
 #   TESTS: e.g. "rnd:4k:q32:t16" for the nvme preset's multi-thread row.
+# DYNO=path/to/dyno runs that build instead of this checkout's.
 # Needs: fio (Debian package); installs it when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,15 +35,10 @@ SIZE=${3:-1g}
 DIR=${4:-$PWD}
 TESTS=${5:-"seq:1m:q8:t1 seq:1m:q1:t1 rnd:4k:q32:t1 rnd:4k:q1:t1"}
 
-if ! command -v fio >/dev/null 2>&1; then
-  if [ "$(id -u)" -eq 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >/dev/null
-  else
-    echo "install fio first" >&2; exit 2
-  fi
-fi
-cargo build --release --quiet
-DYNO=$PWD/target/release/dyno
+# shellcheck source=bench/lib.sh
+. "$PWD/bench/lib.sh"
+need_tools fio fio fio
+dyno_build
 RAMDISK=
 cleanup() {
   rm -rf "${WORK:-}"

@@ -19,6 +19,8 @@
 #
 # Usage: bench/h2-vs-h2load.sh [ROUNDS] [SECONDS] [CONNECTIONS] [STREAMS]
 #        (default 3 rounds of 5 s, 10 connections, 10 streams each)
+# DYNO=path/to/dyno runs that build instead of this checkout's (to
+# compare two builds of dyno against the same peer, one after the other).
 # H2_PATHS="1m.bin" runs only the paths named; H2_ROWS=1 also prints every
 # round of each tool (req/s, how busy the client was, its wake-ups and
 # nginx's CPU per request): how the rounds spread, not just their median
@@ -31,30 +33,12 @@ SECS=${2:-5}
 CONNS=${3:-10}
 STREAMS=${4:-10}
 
-need() { command -v "$1" >/dev/null 2>&1; }
-if ! need nginx || ! need h2load; then
-  if [ "$(id -u)" -eq 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light nghttp2-client >/dev/null
-  else
-    echo "install nginx and nghttp2-client (h2load) first" >&2; exit 2
-  fi
-fi
-# DYNO=path/to/dyno runs that build instead of this checkout's (to
-# compare two builds of dyno against the same peer, one after the other).
-if [ -z "${DYNO:-}" ]; then
-  cargo build --release --quiet
-  DYNO=$PWD/target/release/dyno
-fi
-RUNSTAT="python3 $PWD/bench/runstat.py"
-
 # shellcheck source=bench/nginx-lib.sh
 . "$PWD/bench/nginx-lib.sh"
-WORK=$(mktemp -d)
-trap 'kill $(cat "$WORK/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+need_tools "nginx h2load" "nginx-light nghttp2-client" "nginx and nghttp2-client (h2load)"
 # http2 on a plain listener: h2c with prior knowledge. keepalive_requests
 # also bounds the requests of an HTTP/2 connection (GOAWAY after them).
-start_nginx http2 "http2_max_concurrent_streams 1024;"
+bench_nginx http2 "http2_max_concurrent_streams 1024;"
 
 # Each runner prints "REQS_PER_SEC CPU_SECONDS MAXRSS_KIB REQUESTS
 # USER_SECONDS SERVER_TICKS".

@@ -10,6 +10,8 @@
 # must achieve the requested rate within 1%.
 #
 # Usage: bench/http-vs-peers.sh [ROUNDS] [SECONDS] [CONNECTIONS]
+# DYNO=path/to/dyno runs that build instead of this checkout's (to
+# compare two builds of dyno against the same peer, one after the other).
 # Needs: nginx wrk ab (apache2-utils); optional h2load (nghttp2-client), oha.
 # Installs missing Debian packages when run as root.
 set -euo pipefail
@@ -18,28 +20,10 @@ ROUNDS=${1:-3}
 SECS=${2:-5}
 CONNS=${3:-50}
 
-need() { command -v "$1" >/dev/null 2>&1; }
-if ! need nginx || ! need wrk || ! need ab; then
-  if [ "$(id -u)" -eq 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk apache2-utils nghttp2-client >/dev/null
-  else
-    echo "install nginx, wrk and apache2-utils first" >&2; exit 2
-  fi
-fi
-# DYNO=path/to/dyno runs that build instead of this checkout's (to
-# compare two builds of dyno against the same peer, one after the other).
-if [ -z "${DYNO:-}" ]; then
-  cargo build --release --quiet
-  DYNO=$PWD/target/release/dyno
-fi
-RUNSTAT="python3 $PWD/bench/runstat.py"
-
 # shellcheck source=bench/nginx-lib.sh
 . "$PWD/bench/nginx-lib.sh"
-WORK=$(mktemp -d)
-trap 'kill $(cat "$WORK/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-start_nginx ""
+need_tools "nginx wrk ab" "nginx-light wrk apache2-utils nghttp2-client" "nginx, wrk and apache2-utils"
+bench_nginx ""
 ulimit -n 30000 2>/dev/null || true
 
 # Each runner prints "REQS_PER_SEC CPU_SECONDS MAXRSS_KIB REQUESTS".

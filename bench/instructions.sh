@@ -40,17 +40,10 @@ NEW=${2:?give the new build: bench/instructions.sh OLD NEW}
 CASES=${3:-db http h2}
 N=${4:-10000}
 case $N in '' | *[!0-9]*) echo "N must be a whole number of requests, not '$N'" >&2; exit 2 ;; esac
-if ! command -v valgrind >/dev/null; then
-  if [ "$(id -u)" -eq 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
-  else
-    echo "install valgrind first" >&2; exit 2
-  fi
-fi
 
 # shellcheck source=bench/nginx-lib.sh
 . "$PWD/bench/nginx-lib.sh"
+need_tools valgrind valgrind valgrind
 bench_workdir
 
 # count CASE NAME REQUESTS COMMAND...: appends "CASE NAME REQUESTS
@@ -123,21 +116,14 @@ for case in $CASES; do
   esac
 done
 
-echo "OLD $OLD"
-echo "NEW $NEW"
-echo "user-space instructions per request (callgrind; the cost of N=$N more requests over N)"
-python3 - "$WORK/results" <<'PY'
-import sys
-rows = {}
-for line in open(sys.argv[1]):
-    case, name, n, total, park = line.split()
-    rows.setdefault(case, {}).setdefault(name, {})[int(n)] = (int(total), int(park))
+ab_report "$WORK/results" "user-space instructions per request (callgrind; the cost of N=$N more requests over N)" <<'PY'
 print("outside the wait: all but the event loop's park; the wait: the park, with the")
 print("wake-ups it hands out, which depends on timing as much as on the build")
 print(f'{"case":18} {"OLD":>8} {"NEW":>8}  NEW/OLD   {"wait OLD":>8} {"wait NEW":>8}')
 for case, by in rows.items():
     per, wait = {}, {}
-    for name, runs in by.items():
+    for name, lines in by.items():
+        runs = {int(n): (int(total), int(park)) for n, total, park in lines}
         (n1, (t1, p1)), (n2, (t2, p2)) = sorted(runs.items())
         per[name] = ((t2 - p2) - (t1 - p1)) / (n2 - n1)
         wait[name] = (p2 - p1) / (n2 - n1)

@@ -1,7 +1,11 @@
+# shellcheck shell=bash
 # Shared by the HTTP bench scripts (sourced, not run): the server on one
 # CPU and the client on another, the client's CPU time from
 # bench/runstat.py, and one nginx worker serving the classic 92-byte page
-# and a 1 MiB file from $WORK/www.
+# and a 1 MiB file from $WORK/www. bench/lib.sh comes with it.
+
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # SERVER_CPU and CLIENT_CPU: different CPUs when there are two or more.
 if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=0; CLIENT_CPU=1; else SERVER_CPU=0; CLIENT_CPU=0; fi
@@ -14,16 +18,33 @@ user_of() { awk -F'[ =]' '/^runstat:/{print $3}' "$1"; }
 sleeps_of() { awk -F'[ =]' '/^runstat:/{print $13}' "$1"; }
 
 # bench_workdir: a fresh $WORK with an empty $WORK/results, and a trap
-# that, however the script ends, stops the nginx of $WORK/nginx.pid and
-# the PostgreSQL cluster of $PG (scripts/pg) if the script started them,
-# then removes $WORK. For the scripts that compare two builds.
+# that, however the script ends, stops the nginx of $WORK/nginx.pid, the
+# processes given to kill_at_exit and the PostgreSQL cluster of $PG
+# (scripts/pg) if the script started them, then removes $WORK.
 bench_workdir() {
   WORK=$(mktemp -d)
   PG=""
-  trap 'kill "$(cat "$WORK/nginx.pid" 2>/dev/null)" 2>/dev/null || true
-        [ -n "$PG" ] && scripts/pg stop "$PG"
-        rm -rf "$WORK"' EXIT
+  AT_EXIT_PIDS=""
+  trap bench_cleanup EXIT
   : >"$WORK/results"
+}
+# kill_at_exit PID: bench_workdir's trap kills PID too.
+kill_at_exit() { AT_EXIT_PIDS="$AT_EXIT_PIDS $1"; }
+bench_cleanup() {
+  kill "$(cat "$WORK/nginx.pid" 2>/dev/null)" 2>/dev/null || true
+  # shellcheck disable=SC2086
+  [ -z "$AT_EXIT_PIDS" ] || kill $AT_EXIT_PIDS 2>/dev/null || true
+  [ -n "$PG" ] && scripts/pg stop "$PG"
+  rm -rf "$WORK"
+}
+
+# bench_nginx LISTEN_FLAGS [HTTP_DIRECTIVES]: how the scripts that load one
+# nginx worker start: $DYNO (dyno_build), $WORK (bench_workdir) and nginx
+# serving from it (start_nginx).
+bench_nginx() {
+  dyno_build
+  bench_workdir
+  start_nginx "$@"
 }
 
 # bench_pg DYNO: a throwaway PostgreSQL cluster (scripts/pg; $PG, which

@@ -9,21 +9,17 @@
 #   sleep 0.05  dyno's mean no further from 50 ms than hyperfine's
 #
 # Usage: bench/run-vs-hyperfine.sh [ROUNDS] [RUNS]
+# DYNO=path/to/dyno runs that build instead of this checkout's.
 # Needs: hyperfine (Debian package); installs it when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
 RUNS=${2:-200}
 
-if ! command -v hyperfine >/dev/null 2>&1; then
-  if [ "$(id -u)" -eq 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine >/dev/null
-  else
-    echo "install hyperfine first" >&2; exit 2
-  fi
-fi
-cargo build --release --quiet
-DYNO=$PWD/target/release/dyno
+# shellcheck source=bench/lib.sh
+. "$PWD/bench/lib.sh"
+need_tools hyperfine hyperfine hyperfine
+dyno_build
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 echo "dyno $($DYNO --version | cut -d' ' -f2-) vs $(hyperfine --version); $ROUNDS rounds, $RUNS runs each (sleep: $((RUNS / 10)))"

@@ -17,6 +17,7 @@
 # of the medians, measured in one run of this script.
 #
 # Usage: bench/scenario-vs-http.sh [ROUNDS=5] [SECONDS=5] [CONNECTIONS=8]
+# DYNO=path/to/dyno runs that build instead of this checkout's.
 # Needs nginx (Debian package) and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,36 +25,21 @@ ROUNDS=${1:-5}
 SECS=${2:-5}
 CONNS=${3:-8}
 
-cargo build --release -q
-DYNO=$PWD/target/release/dyno
-WORK=$(mktemp -d)
-trap 'kill $(cat "$WORK/nginx.pid") 2>/dev/null || true; rm -rf "$WORK"' EXIT
-source bench/nginx-lib.sh
-start_nginx ""
+# shellcheck source=bench/nginx-lib.sh
+. bench/nginx-lib.sh
+bench_nginx ""
 URL="http://127.0.0.1:$PORT"
 
-cat > "$WORK/step.toml" <<TOML
-[[flow]]
-name = "page"
-[[flow.step]]
-url = "/hello.html"
-TOML
-cat > "$WORK/checked.toml" <<TOML
-[[flow]]
-name = "page"
-[[flow.step]]
-url = "/hello.html"
-check = { status = 200, contains = "xxxx" }
-TOML
-cat > "$WORK/flow.toml" <<TOML
-[[flow]]
-name = "page"
-[[flow.step]]
-url = "/hello.html"
-extract = [{ regex = "(x{4})", as = "part" }]
-[[flow.step]]
-url = "/hello.html?\${part}"
-TOML
+# scenario NAME [LINE…]: $WORK/NAME.toml, the flow "page" whose first step
+# GETs the page, then the LINEs.
+scenario() {
+  local name=$1; shift
+  printf '%s\n' '[[flow]]' 'name = "page"' '[[flow.step]]' 'url = "/hello.html"' "$@" >"$WORK/$name.toml"
+}
+scenario step
+scenario checked 'check = { status = 200, contains = "xxxx" }'
+# shellcheck disable=SC2016
+scenario flow 'extract = [{ regex = "(x{4})", as = "part" }]' '[[flow.step]]' 'url = "/hello.html?${part}"'
 
 # run NAME [FLAGS…]: one run; appends "cpu_s answered req_per_s" to $WORK/NAME.
 run() {

@@ -15,6 +15,7 @@
 #
 # Usage: bench/segments-vs-threads.sh [ROUNDS] [SECONDS] [CONNECTIONS] [SEGMENTS]
 #        (default 3 rounds of 5 s, 30 connections, 3 segments)
+# DYNO=path/to/dyno runs that build instead of this checkout's.
 # Needs: nginx; installs it when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,22 +24,10 @@ SECS=${2:-5}
 CONNS=${3:-30}
 N=${4:-3}
 
-if ! command -v nginx >/dev/null 2>&1; then
-  if [ "$(id -u)" -eq 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
-  else
-    echo "install nginx first" >&2; exit 2
-  fi
-fi
-cargo build --release --quiet
-DYNO=$PWD/target/release/dyno
-
 # shellcheck source=bench/nginx-lib.sh
 . "$PWD/bench/nginx-lib.sh"
-WORK=$(mktemp -d)
-trap 'kill $(cat "$WORK/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-start_nginx ""
+need_tools nginx nginx-light nginx
+bench_nginx ""
 export DYNO_HOME="$WORK/home"
 STORE=${STORE:-$WORK/segments.db}
 URL="http://127.0.0.1:$PORT/hello.html"

@@ -8,19 +8,15 @@
 # speedup ≥ 1.98× at 2 (p ≥ 0.99).
 #
 # Usage: bench/tree-read.sh [THREADS] [REPETITIONS]   (default 1,2 and 3)
+# DYNO=path/to/dyno runs that build instead of this checkout's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${1:-1,2}
 REPS=${2:-3}
-cargo build --release --quiet
-export DYNO_HOME
-DYNO_HOME=$(mktemp -d)
-trap 'rm -rf "$DYNO_HOME"' EXIT
-target/release/dyno scale --workload tree-read --threads "$THREADS" \
-  --repetitions "$REPS" --json --no-save >"$DYNO_HOME/run.json"
-python3 - "$DYNO_HOME/run.json" <<'PY'
-import json, sys
-run = json.load(open(sys.argv[1]))
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+tree_run tree-read --threads "$THREADS" --repetitions "$REPS"
+tree_report "(Jungle 98.96% at 12 threads; goal ≥ 99%)" <<'PY'
 s = run["settings"]
 print(f"tree-read: {s['tasks']} tasks over {s['nodes']} nodes, depth {s['depth']}, {s['repetitions']} repetitions")
 by = lambda name: {m["labels"].get("n"): m for m in run["metrics"] if m["name"] == name}
@@ -33,15 +29,4 @@ for n in sorted(times, key=int):
     if n == "2":
         line += "   (Jungle 1.79×; goal ≥ 1.98×)"
     print(line)
-# The repetitions take N = 1 and N = 2 in turns: the ratio within each turn
-# is what drift between turns cannot move.
-if "1" in times and "2" in times:
-    pairs = sorted(a / b for a, b in zip(times["1"]["samples"], times["2"]["samples"]))
-    mid = pairs[len(pairs) // 2] if len(pairs) % 2 else (pairs[len(pairs) // 2 - 1] + pairs[len(pairs) // 2]) / 2
-    print(f"  speedup within each repetition: median {mid:.2f}×, from {pairs[0]:.2f}× to {pairs[-1]:.2f}× ({len(pairs)} repetitions)")
-p = next((m["value"] for m in run["metrics"] if m["name"] == "amdahl_fit_parallel_fraction"), None)
-if p is not None:
-    print(f"  Amdahl fit p = {p * 100:.2f}%   (Jungle 98.96% at 12 threads; goal ≥ 99%)")
-for w in run["warnings"]:
-    print(f"  ! {w['message']}")
 PY

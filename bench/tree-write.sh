@@ -10,20 +10,16 @@
 # its file system's fsync is what is measured).
 #
 # Usage: bench/tree-write.sh [THREADS] [REPETITIONS] [DIR]   (default 1,2, 3 and .)
+# DYNO=path/to/dyno runs that build instead of this checkout's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${1:-1,2}
 REPS=${2:-3}
 DIR=${3:-.}
-cargo build --release --quiet
-export DYNO_HOME
-DYNO_HOME=$(mktemp -d)
-trap 'rm -rf "$DYNO_HOME"' EXIT
-target/release/dyno scale --workload tree-write --threads "$THREADS" --dir "$DIR" \
-  --repetitions "$REPS" --json --no-save >"$DYNO_HOME/run.json"
-python3 - "$DYNO_HOME/run.json" <<'PY'
-import json, sys
-run = json.load(open(sys.argv[1]))
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+tree_run tree-write --threads "$THREADS" --dir "$DIR" --repetitions "$REPS"
+tree_report "(Jungle 80.8% at 12 threads)" <<'PY'
 s = run["settings"]
 print(f"tree-write: {s['tasks']} trees, {s['nodes']} nodes in all, depth {s['depth']}, durable on {s['dir']} ({s['filesystem']}), {s['repetitions']} repetitions")
 by = lambda name: {m["labels"].get("n"): m["value"] for m in run["metrics"] if m["name"] == name}
@@ -38,17 +34,4 @@ for n in sorted(times, key=int):
     if n == "2":
         line += "   (Jungle 1.55×; goal ≥ 1.85×)"
     print(line)
-# The repetitions take N = 1 and N = 2 in turns: the ratio within each turn
-# is what drift between turns cannot move.
-samples = {m["labels"].get("n"): m["samples"] for m in run["metrics"] if m["name"] == "time_ns"}
-if "1" in samples and "2" in samples:
-    pairs = sorted(a / b for a, b in zip(samples["1"], samples["2"]))
-    k = len(pairs)
-    mid = pairs[k // 2] if k % 2 else (pairs[k // 2 - 1] + pairs[k // 2]) / 2
-    print(f"  speedup within each repetition: median {mid:.2f}×, from {pairs[0]:.2f}× to {pairs[-1]:.2f}× ({k} repetitions)")
-p = next((m["value"] for m in run["metrics"] if m["name"] == "amdahl_fit_parallel_fraction"), None)
-if p is not None:
-    print(f"  Amdahl fit p = {p * 100:.2f}%   (Jungle 80.8% at 12 threads)")
-for w in run["warnings"]:
-    print(f"  ! {w['message']}")
 PY

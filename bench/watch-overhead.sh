@@ -19,6 +19,7 @@
 # whole command, so it reads a little lower).
 #
 # Usage: bench/watch-overhead.sh [ROUNDS=5] [SECONDS=10] [CONNECTIONS=8]
+# DYNO=path/to/dyno runs that build instead of this checkout's.
 # Needs nginx and prometheus-node-exporter (Debian packages), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,17 +27,14 @@ ROUNDS=${1:-5}
 SECS=${2:-10}
 CONNS=${3:-8}
 
-cargo build --release -q
-DYNO=$PWD/target/release/dyno
-WORK=$(mktemp -d)
-trap 'kill $(cat "$WORK/nginx.pid") 2>/dev/null || true; kill "$NE_PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
-source bench/nginx-lib.sh
-start_nginx ""
+# shellcheck source=bench/nginx-lib.sh
+. bench/nginx-lib.sh
+bench_nginx ""
 WORKER=$(pgrep -P "$(cat "$WORK/nginx.pid")" | head -1)
 NE_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 # The exporter lives on the target's CPU, as it would on the target.
 taskset -c "$SERVER_CPU" prometheus-node-exporter --web.listen-address="127.0.0.1:$NE_PORT" >"$WORK/ne.log" 2>&1 &
-NE_PID=$!
+kill_at_exit $!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$NE_PORT/metrics" >/dev/null && break; sleep 0.1; done
 URL="http://127.0.0.1:$PORT/hello.html"
 WATCH=(--watch-pid "$WORKER" --watch "http://127.0.0.1:$NE_PORT/metrics" --watch-interval 1s)

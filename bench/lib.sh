@@ -1,0 +1,95 @@
+# shellcheck shell=bash
+# Shared by the bench scripts (sourced, not run, from the repository root,
+# where each script starts with `cd`; bench/nginx-lib.sh sources it too):
+# the peers a script needs, the dyno it measures, the report of the scripts
+# that compare two builds and the runs of the tree database's workloads.
+
+# RUNSTAT: put before a client's command to have bench/runstat.py add the
+# client's CPU time and peak RSS (a `runstat:` line) to its stderr.
+# shellcheck disable=SC2034
+RUNSTAT="python3 $PWD/bench/runstat.py"
+
+# need COMMAND: whether COMMAND is on the PATH.
+need() { command -v "$1" >/dev/null 2>&1; }
+
+# need_tools "COMMAND…" "PACKAGE…" WHAT: when any COMMAND is missing,
+# installs the Debian PACKAGEs if run as root, else says "install WHAT
+# first" and exits 2.
+need_tools() {
+  local cmd
+  for cmd in $1; do
+    need "$cmd" && continue
+    if [ "$(id -u)" -eq 0 ]; then
+      apt-get update -qq
+      # shellcheck disable=SC2086
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $2 >/dev/null
+    else
+      echo "install $3 first" >&2; exit 2
+    fi
+    return
+  done
+}
+
+# dyno_build: $DYNO, the dyno to measure: DYNO=path/to/dyno in the
+# environment runs that build (to compare two builds of dyno against the
+# same peer, one after the other), else this checkout's is built (release).
+dyno_build() {
+  if [ -z "${DYNO:-}" ]; then
+    cargo build --release --quiet
+    DYNO=$PWD/target/release/dyno
+  fi
+}
+
+# ab_report FILE LINE: the report of the scripts that compare two builds,
+# $OLD and $NEW: names both, prints LINE, then runs the Python program on
+# stdin with `rows`, FILE's lines ("CASE BUILD FIELD…") grouped as
+# {case: {build: [[FIELD, …] of each line]}}, cases and builds in the order
+# first seen.
+ab_report() {
+  echo "OLD $OLD"
+  echo "NEW $NEW"
+  echo "$2"
+  { cat <<'PY'; cat; } | python3 - "$1"
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    case, name, *fields = line.split()
+    rows.setdefault(case, {}).setdefault(name, []).append(fields)
+PY
+}
+
+# tree_run WORKLOAD ARGS…: `dyno scale --workload WORKLOAD ARGS…` (dyno as
+# dyno_build gives it), its JSON record in $DYNO_HOME/run.json, DYNO_HOME a
+# fresh directory that a trap removes on exit.
+tree_run() {
+  dyno_build
+  export DYNO_HOME
+  DYNO_HOME=$(mktemp -d)
+  trap 'rm -rf "$DYNO_HOME"' EXIT
+  "$DYNO" scale --workload "$@" --json --no-save >"$DYNO_HOME/run.json"
+}
+
+# tree_report AMDAHL_NOTE: runs the Python program on stdin with `run`,
+# tree_run's record, to print a line for each thread count; then what
+# both tree workloads print after those: the speedup within each
+# repetition, the Amdahl fit (AMDAHL_NOTE after it) and the warnings.
+tree_report() {
+  { cat <<'PY'; cat; cat <<'PY'; } | python3 - "$DYNO_HOME/run.json" "$1"
+import json, sys
+run = json.load(open(sys.argv[1]))
+PY
+# The repetitions take N = 1 and N = 2 in turns: the ratio within each turn
+# is what drift between turns cannot move.
+samples = {m["labels"].get("n"): m["samples"] for m in run["metrics"] if m["name"] == "time_ns"}
+if "1" in samples and "2" in samples:
+    pairs = sorted(a / b for a, b in zip(samples["1"], samples["2"]))
+    k = len(pairs)
+    mid = pairs[k // 2] if k % 2 else (pairs[k // 2 - 1] + pairs[k // 2]) / 2
+    print(f"  speedup within each repetition: median {mid:.2f}×, from {pairs[0]:.2f}× to {pairs[-1]:.2f}× ({k} repetitions)")
+p = next((m["value"] for m in run["metrics"] if m["name"] == "amdahl_fit_parallel_fraction"), None)
+if p is not None:
+    print(f"  Amdahl fit p = {p * 100:.2f}%   {sys.argv[2]}")
+for w in run["warnings"]:
+    print(f"  ! {w['message']}")
+PY
+}
