@@ -26,6 +26,7 @@ use crate::cli::DiskArgs;
 use crate::settings::{self, DiskPlan};
 
 pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
+    let kernel = (args.engine == crate::cli::DiskEngineArg::IoUring).then(EngineKind::detect);
     let DiskPlan {
         engine: settings,
         watch,
@@ -34,7 +35,7 @@ pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
         args,
         settings::DiskInputs {
             cwd: std::env::current_dir(),
-            kernel: dyno_disk::engine::EngineKind::detect(),
+            kernel,
         },
     )?;
     let watch = super::watch::check(watch)?;

@@ -23,8 +23,10 @@ pub(crate) struct DiskPlan {
 pub(crate) struct DiskInputs {
     /// The current directory, where the test file goes without a PATH.
     pub cwd: std::io::Result<std::path::PathBuf>,
-    /// The engine the kernel offers: io_uring, or why not.
-    pub kernel: EngineKind,
+    /// The engine the kernel offers, io_uring or why not: probed only for
+    /// `--engine io_uring` (`auto` decides later, with the file's I/O
+    /// mode, and probes then).
+    pub kernel: Option<EngineKind>,
 }
 
 /// `dyno disk`'s flags, checked together and resolved.
@@ -173,17 +175,18 @@ fn check_size(chosen: &[TestSpec], size: u64) -> Result<()> {
 /// `--engine`: `auto` (`None`) is decided once the file says whether
 /// direct I/O is in effect; `io_uring` is refused where the `kernel` has
 /// none.
-fn engine_kind(engine: DiskEngineArg, kernel: EngineKind) -> Result<Option<EngineKind>> {
+fn engine_kind(engine: DiskEngineArg, kernel: Option<EngineKind>) -> Result<Option<EngineKind>> {
     Ok(match engine {
         DiskEngineArg::Auto => None,
         DiskEngineArg::Threads => Some(EngineKind::Threads {
             reason: "--engine threads was asked for".into(),
         }),
         DiskEngineArg::IoUring => match kernel {
-            EngineKind::IoUring => Some(EngineKind::IoUring),
-            EngineKind::Threads { reason } => {
+            Some(EngineKind::Threads { reason }) => {
                 bail!("--engine io_uring: {reason}; use --engine threads or auto")
             }
+            // Not probed: the ring's own set-up says what is wrong.
+            Some(EngineKind::IoUring) | None => Some(EngineKind::IoUring),
         },
     })
 }

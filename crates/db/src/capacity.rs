@@ -79,7 +79,7 @@ impl<P: FnMut(Progress)> capacity::Engine for Steps<'_, P> {
             return Ok(Ended::Interrupted);
         }
         Ok(Ended::Measured {
-            shard: shard(&outcome, load.late_after, step.grace, step.threads),
+            shard: Shard::of(counted(&outcome, step.threads), load.late_after, step.grace),
             outcome: (outcome, step),
         })
     }
@@ -116,17 +116,12 @@ fn every_client_aborted((outcome, step): &(Outcome, RunSettings)) -> Option<Stri
     })
 }
 
-/// What this process measured of a step ([`Shard::of`]: `late_after`
-/// and `grace` as the step ran): transactions, as HTTP's requests; what
-/// was skipped or never started counts against the schedule.
-fn shard(
-    outcome: &Outcome,
-    late_after: Option<Duration>,
-    grace: Duration,
-    threads: usize,
-) -> Shard {
+/// What this process counted of a step, for [`Shard::of`] to judge:
+/// transactions, as HTTP's requests; what was skipped or never started
+/// counts against the schedule.
+fn counted(outcome: &Outcome, threads: usize) -> Counted<'_> {
     let failed = outcome.failed_total();
-    let counted = Counted {
+    Counted {
         ended: outcome.transactions + failed + outcome.unfinished,
         failed,
         missed: outcome.skipped + outcome.dropped,
@@ -141,8 +136,7 @@ fn shard(
             outcome.elapsed,
             threads,
         ),
-    };
-    Shard::of(counted, late_after, grace)
+    }
 }
 
 /// The run of a capacity search: the figures of [`Searched::figures`]'s

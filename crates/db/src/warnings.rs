@@ -130,14 +130,9 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use dyno_model::Judgement as _;
-    use std::collections::BTreeMap;
-    use std::time::SystemTime;
-
-    use hdrhistogram::Histogram;
 
     use super::*;
     use crate::Target;
-    use crate::run::Server;
 
     /// `dyno quick`'s select-only settings, parsed only (nothing
     /// connects), on 4 clients and 2 threads, without scripts.
@@ -151,38 +146,12 @@ mod tests {
 
     /// A second of 1000 transactions with the client threads 10% busy.
     fn outcome() -> Outcome {
-        let histogram = || Histogram::new(2).unwrap();
         Outcome {
-            lost: Vec::new(),
-            stages: Vec::new(),
-            latency: histogram(),
-            uncorrected: histogram(),
-            lag: histogram(),
-            skipped: 0,
-            dropped: 0,
-            unfinished: 0,
-            late: 0,
-            statements: Vec::new(),
-            reconnects: histogram(),
             transactions: 1000,
-            failed: BTreeMap::new(),
-            retries: BTreeMap::new(),
-            retried: 0,
-            aborted: Vec::new(),
-            logs: Vec::new(),
-            log_failures: Vec::new(),
-            per_script: Vec::new(),
-            script_latency: Vec::new(),
-            timeline: Vec::new(),
-            vacuum: Vec::new(),
             elapsed: Duration::from_secs(1),
-            connect: Duration::ZERO,
             cpu: Duration::from_millis(200),
-            cpu_wait: Duration::ZERO,
             scale: 10,
-            server: Server::default(),
-            interrupted: false,
-            started_at: SystemTime::UNIX_EPOCH,
+            ..Outcome::empty()
         }
     }
 

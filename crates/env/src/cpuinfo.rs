@@ -229,9 +229,14 @@ power management:
 
 ";
 
-    /// A Raspberry Pi 4 (four Cortex-A72 cores, one shown twice here).
-    pub(crate) const RASPBERRY_PI: &str = "\
-processor\t: 0
+    /// One Cortex-A72 core's block of a Raspberry Pi 4's `/proc/cpuinfo`:
+    /// the cores differ in their number only.
+    macro_rules! cortex_a72 {
+        ($n:literal) => {
+            concat!(
+                "processor\t: ",
+                $n,
+                "
 BogoMIPS\t: 108.00
 Features\t: fp asimd evtstrm crc32 cpuid
 CPU implementer\t: 0x41
@@ -240,20 +245,22 @@ CPU variant\t: 0x0
 CPU part\t: 0xd08
 CPU revision\t: 3
 
-processor\t: 1
-BogoMIPS\t: 108.00
-Features\t: fp asimd evtstrm crc32 cpuid
-CPU implementer\t: 0x41
-CPU architecture: 8
-CPU variant\t: 0x0
-CPU part\t: 0xd08
-CPU revision\t: 3
+"
+            )
+        };
+    }
 
+    /// A Raspberry Pi 4 (four Cortex-A72 cores, two shown here).
+    pub(crate) const RASPBERRY_PI: &str = concat!(
+        cortex_a72!(0),
+        cortex_a72!(1),
+        "\
 Hardware\t: BCM2835
 Revision\t: c03111
 Serial\t\t: 10000000abcdef01
 Model\t\t: Raspberry Pi 4 Model B Rev 1.1
-";
+"
+    );
 
     #[test]
     fn x86_fields() {

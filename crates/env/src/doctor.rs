@@ -519,29 +519,34 @@ mod tests {
     use dyno_model::{Limits, Network};
 
     use super::*;
-    use crate::tests::write;
+    use crate::tests::{write, write_network};
 
     fn verdict(findings: &[Finding], id: &str) -> Verdict {
         findings.iter().find(|f| f.id == id).unwrap().verdict
     }
 
-    /// A machine set up as the checklist wants.
-    fn tuned(root: &Path) -> (Environment, Extras) {
-        write(root, "proc/sys/net/core/somaxconn", "65535\n");
+    /// Writes what the checklist reads beyond [`Network`]: the SYN
+    /// backlog, the receive buffers' limit and the transparent hugepages
+    /// setting (`thp`, as sysfs shows the choice).
+    fn write_kernel(root: &Path, syn_backlog: u32, rmem_max: u64, thp: &str) {
         write(
             root,
-            "proc/sys/net/ipv4/ip_local_port_range",
-            "1024\t65535\n",
+            "proc/sys/net/ipv4/tcp_max_syn_backlog",
+            &format!("{syn_backlog}\n"),
         );
-        write(root, "proc/sys/net/ipv4/tcp_tw_reuse", "1\n");
-        write(root, "proc/sys/net/ipv4/tcp_max_syn_backlog", "65535\n");
-        write(root, "proc/sys/net/core/rmem_max", "16777216\n");
-        write(root, "proc/sys/net/core/wmem_max", "16777216\n");
+        write(root, "proc/sys/net/core/rmem_max", &format!("{rmem_max}\n"));
         write(
             root,
             "sys/kernel/mm/transparent_hugepage/enabled",
-            "always [madvise] never\n",
+            &format!("{thp}\n"),
         );
+    }
+
+    /// A machine set up as the checklist wants.
+    fn tuned(root: &Path) -> (Environment, Extras) {
+        write_network(root, 65535, (1024, 65535), 1);
+        write_kernel(root, 65535, 16_777_216, "always [madvise] never");
+        write(root, "proc/sys/net/core/wmem_max", "16777216\n");
         let mut env = crate::capture_from(root, Default::default());
         env.limits = Limits {
             open_files_soft: Some(1 << 20),
@@ -572,20 +577,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut env, _) = tuned(dir.path());
         let root = dir.path();
-        write(root, "proc/sys/net/core/somaxconn", "128\n");
-        write(
-            root,
-            "proc/sys/net/ipv4/ip_local_port_range",
-            "50000\t55000\n",
-        );
-        write(root, "proc/sys/net/ipv4/tcp_tw_reuse", "0\n");
-        write(root, "proc/sys/net/ipv4/tcp_max_syn_backlog", "1024\n");
-        write(root, "proc/sys/net/core/rmem_max", "212992\n");
-        write(
-            root,
-            "sys/kernel/mm/transparent_hugepage/enabled",
-            "[always] madvise never\n",
-        );
+        write_network(root, 128, (50000, 55000), 0);
+        write_kernel(root, 1024, 212_992, "[always] madvise never");
         env.network = crate::capture_from(root, Default::default()).network;
         env.limits.open_files_soft = Some(1024);
         env.limits.open_files_hard = Some(524_288);

@@ -168,6 +168,27 @@ pub(crate) mod tests {
         std::fs::write(path, text).unwrap();
     }
 
+    /// Writes the network sysctls [`Network`] is read from: the listen
+    /// backlog, the local port range and `tcp_tw_reuse`.
+    pub(crate) fn write_network(root: &Path, somaxconn: u32, ports: (u16, u16), tw_reuse: u8) {
+        let (first, last) = ports;
+        write(
+            root,
+            "proc/sys/net/core/somaxconn",
+            &format!("{somaxconn}\n"),
+        );
+        write(
+            root,
+            "proc/sys/net/ipv4/ip_local_port_range",
+            &format!("{first}\t{last}\n"),
+        );
+        write(
+            root,
+            "proc/sys/net/ipv4/tcp_tw_reuse",
+            &format!("{tw_reuse}\n"),
+        );
+    }
+
     const CPUINFO_PROCESSOR: &str = "\
 processor\t: {n}
 vendor_id\t: AuthenticAMD
@@ -254,13 +275,7 @@ SwapFree:        8388604 kB
         );
         write(root, "sys/class/dmi/id/product_name", "MS-7C84\n");
         write(root, "proc/meminfo", MEMINFO);
-        write(root, "proc/sys/net/core/somaxconn", "4096\n");
-        write(
-            root,
-            "proc/sys/net/ipv4/ip_local_port_range",
-            "32768\t60999\n",
-        );
-        write(root, "proc/sys/net/ipv4/tcp_tw_reuse", "2\n");
+        write_network(root, 4096, (32768, 60999), 2);
         write(root, "proc/loadavg", "0.52 0.58 0.59 1/1097 123456\n");
         write(root, "proc/1/cgroup", "0::/init.scope\n");
     }

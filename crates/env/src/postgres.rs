@@ -16,7 +16,7 @@ use std::time::Instant;
 use dyno_model::names::{label, telemetry};
 use dyno_model::{Direction, Metric, Unit};
 
-use crate::scrape::ScrapeSeries;
+use crate::scrape::{ScrapeSeries, per_op};
 
 /// The share of the sessions' sampled time, in percent, spent waiting on
 /// one kind of thing (locks, I/O, PostgreSQL's own locks) at which that
@@ -168,21 +168,20 @@ impl ScrapeSeries {
     ) {
         let (from, to) = covered;
         let secs = (to - from).as_secs_f64();
-        let per_op = |d: f64| (operations > 0).then(|| d / operations as f64);
         let written: Option<f64> = ["tup_inserted", "tup_updated", "tup_deleted"]
             .iter()
             .map(|c| self.delta(&format!("pg/db/{c}"), from, to))
             .sum();
-        if let Some(rows) = written.and_then(per_op) {
-            push(
-                Metric::new(
-                    telemetry::TARGET_PG_ROWS_WRITTEN_PER_OP,
-                    Unit::Count,
-                    Direction::LowerIsBetter,
-                    rows,
-                )
-                .derived_of(telemetry::TARGET_PG_COMMITS_PER_SEC),
-            );
+        if let Some(m) = written.and_then(|rows| {
+            per_op(
+                telemetry::TARGET_PG_ROWS_WRITTEN_PER_OP,
+                Unit::Count,
+                rows,
+                operations,
+                telemetry::TARGET_PG_COMMITS_PER_SEC,
+            )
+        }) {
+            push(m);
         }
         if let Some(wal) = self.delta("pg/wal/wal_bytes", from, to) {
             push(
@@ -194,16 +193,14 @@ impl ScrapeSeries {
                 )
                 .context(),
             );
-            if let Some(each) = per_op(wal) {
-                push(
-                    Metric::new(
-                        telemetry::TARGET_PG_WAL_BYTES_PER_OP,
-                        Unit::Bytes,
-                        Direction::LowerIsBetter,
-                        each,
-                    )
-                    .derived_of(telemetry::TARGET_PG_WAL_BYTES_PER_SEC),
-                );
+            if let Some(m) = per_op(
+                telemetry::TARGET_PG_WAL_BYTES_PER_OP,
+                Unit::Bytes,
+                wal,
+                operations,
+                telemetry::TARGET_PG_WAL_BYTES_PER_SEC,
+            ) {
+                push(m);
             }
         }
     }

@@ -412,6 +412,13 @@ impl ScrapeSeries {
         Some((self.value_at(key, to)? - self.value_at(key, from)?).max(0.0))
     }
 
+    /// How fast a counter grew over `covered`, per second (0 where it is
+    /// missing or did not grow).
+    fn per_sec(&self, key: &str, covered: (Instant, Instant)) -> f64 {
+        let (from, to) = covered;
+        self.delta(key, from, to).unwrap_or(0.0) / (to - from).as_secs_f64()
+    }
+
     /// The keys of a kind present in the scrapes, in order: `disk/` →
     /// the devices.
     pub(crate) fn names(&self, prefix: &str, suffix: &str) -> Vec<String> {
@@ -610,18 +617,14 @@ impl ScrapeSeries {
         push: &mut impl FnMut(Metric),
         saturated: &mut Vec<(&'static str, String)>,
     ) {
-        let (from, to) = covered;
-        let secs = (to - from).as_secs_f64();
         for dev in self.names("disk/", "/io") {
-            let grew = |what: &str| {
-                self.delta(&format!("disk/{dev}/{what}"), from, to)
-                    .unwrap_or(0.0)
-            };
-            let (io, read, written) = (grew("io"), grew("read"), grew("written"));
+            let rate = |what: &str| self.per_sec(&format!("disk/{dev}/{what}"), covered);
+            let (io, read, written) = (rate("io"), rate("read"), rate("written"));
             if io == 0.0 && read == 0.0 && written == 0.0 {
                 continue;
             }
-            let util = (100.0 * io / secs).min(100.0);
+            // The device's io time grows by up to a second each second.
+            let util = (100.0 * io).min(100.0);
             push(labelled(
                 Metric::new(
                     telemetry::TARGET_DISK_UTIL_PERCENT,
@@ -633,22 +636,14 @@ impl ScrapeSeries {
                 label::DEVICE,
                 &dev,
             ));
-            for (metric, bytes) in [
-                (telemetry::TARGET_DISK_READ_BYTES_PER_SEC, read),
-                (telemetry::TARGET_DISK_WRITTEN_BYTES_PER_SEC, written),
-            ] {
-                push(labelled(
-                    Metric::new(
-                        metric,
-                        Unit::BytesPerSec,
-                        Direction::HigherIsBetter,
-                        bytes / secs,
-                    )
-                    .context(),
-                    label::DEVICE,
-                    &dev,
-                ));
-            }
+            push_byte_rates(
+                push,
+                &dev,
+                [
+                    (telemetry::TARGET_DISK_READ_BYTES_PER_SEC, read),
+                    (telemetry::TARGET_DISK_WRITTEN_BYTES_PER_SEC, written),
+                ],
+            );
             if util >= 100.0 * crate::watch::SATURATED_SHARE {
                 saturated.push((
                     "disk_bound",
@@ -667,31 +662,21 @@ impl ScrapeSeries {
         push: &mut impl FnMut(Metric),
         saturated: &mut Vec<(&'static str, String)>,
     ) {
-        let (from, to) = covered;
-        let secs = (to - from).as_secs_f64();
+        let to = covered.1;
         for dev in self.names("net/", "/receive") {
-            let rx = self
-                .delta(&format!("net/{dev}/receive"), from, to)
-                .unwrap_or(0.0)
-                / secs;
-            let tx = self
-                .delta(&format!("net/{dev}/transmit"), from, to)
-                .unwrap_or(0.0)
-                / secs;
+            let rx = self.per_sec(&format!("net/{dev}/receive"), covered);
+            let tx = self.per_sec(&format!("net/{dev}/transmit"), covered);
             if rx == 0.0 && tx == 0.0 {
                 continue;
             }
-            for (metric, rate) in [
-                (telemetry::TARGET_NET_RECEIVE_BYTES_PER_SEC, rx),
-                (telemetry::TARGET_NET_TRANSMIT_BYTES_PER_SEC, tx),
-            ] {
-                push(labelled(
-                    Metric::new(metric, Unit::BytesPerSec, Direction::HigherIsBetter, rate)
-                        .context(),
-                    label::DEVICE,
-                    &dev,
-                ));
-            }
+            push_byte_rates(
+                push,
+                &dev,
+                [
+                    (telemetry::TARGET_NET_RECEIVE_BYTES_PER_SEC, rx),
+                    (telemetry::TARGET_NET_TRANSMIT_BYTES_PER_SEC, tx),
+                ],
+            );
             if let Some(speed) = self.value_at(&format!("net/{dev}/speed"), to) {
                 let share = rx.max(tx) / speed;
                 if share >= crate::watch::SATURATED_SHARE {
@@ -728,16 +713,14 @@ impl ScrapeSeries {
                 )
                 .context(),
             );
-            if operations > 0 {
-                push(
-                    Metric::new(
-                        telemetry::TARGET_RETRANSMITS_PER_1K_OPS,
-                        Unit::Count,
-                        Direction::LowerIsBetter,
-                        1000.0 * r / operations as f64,
-                    )
-                    .derived_of(telemetry::TARGET_TCP_RETRANSMITS),
-                );
+            if let Some(m) = per_op(
+                telemetry::TARGET_RETRANSMITS_PER_1K_OPS,
+                Unit::Count,
+                1000.0 * r,
+                operations,
+                telemetry::TARGET_TCP_RETRANSMITS,
+            ) {
+                push(m);
             }
         }
         if let Some(d) = self.delta("tcp/listen_drops", from, to) {
@@ -789,16 +772,14 @@ impl ScrapeSeries {
             )
             .diagnostic(),
         );
-        if operations > 0 {
-            push(
-                Metric::new(
-                    telemetry::SERVER_CPU_PER_OP,
-                    Unit::Ns,
-                    Direction::LowerIsBetter,
-                    cpu * 1e9 / operations as f64,
-                )
-                .derived_of(telemetry::SERVER_CPU_PERCENT),
-            );
+        if let Some(m) = per_op(
+            telemetry::SERVER_CPU_PER_OP,
+            Unit::Ns,
+            cpu * 1e9,
+            operations,
+            telemetry::SERVER_CPU_PERCENT,
+        ) {
+            push(m);
         }
     }
 
@@ -872,6 +853,38 @@ pub struct Findings {
 }
 
 /// `m` with the label `key` set to `value`.
+/// A device's bytes per second each way (read and written, received and
+/// sent), as context metrics labelled with the device.
+fn push_byte_rates(push: &mut impl FnMut(Metric), dev: &str, rates: [(&'static str, f64); 2]) {
+    for (metric, rate) in rates {
+        push(labelled(
+            Metric::new(metric, Unit::BytesPerSec, Direction::HigherIsBetter, rate).context(),
+            label::DEVICE,
+            dev,
+        ));
+    }
+}
+
+/// `amount` shared out over the `operations` that ended, as the metric
+/// `name` (lower is better) derived from `of`; none when none ended.
+pub(crate) fn per_op(
+    name: &'static str,
+    unit: Unit,
+    amount: f64,
+    operations: u64,
+    of: &'static str,
+) -> Option<Metric> {
+    (operations > 0).then(|| {
+        Metric::new(
+            name,
+            unit,
+            Direction::LowerIsBetter,
+            amount / operations as f64,
+        )
+        .derived_of(of)
+    })
+}
+
 fn labelled(mut m: Metric, key: &str, value: &str) -> Metric {
     m.labels.insert(key.into(), value.into());
     m

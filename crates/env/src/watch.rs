@@ -1483,9 +1483,33 @@ pub fn verdict(
 #[cfg(test)]
 mod tests {
     use std::io::Write as _;
-    use std::process::{Command, Stdio};
+    use std::process::{Child, Command, Stdio};
 
     use super::*;
+
+    /// A shell that counts to `n` (to burn CPU), says `counted`, and
+    /// waits for a line on its standard input before it exits.
+    fn counting_shell(n: u32) -> Child {
+        let script =
+            format!("i=0; while [ $i -lt {n} ]; do i=$((i+1)); done; echo counted; read x");
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// The next line `child` writes to its standard output.
+    fn line_from(child: &mut Child) -> String {
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        line
+    }
 
     /// A fake `/proc` with one process: its stat line, one task's status,
     /// and (if given) its io counters.
@@ -1684,16 +1708,8 @@ mod tests {
 
     #[test]
     fn a_watcher_follows_a_real_process_and_agrees_with_proc() {
-        // A shell that counts (about a second of CPU) and then waits.
-        let mut child = Command::new("sh")
-            .args([
-                "-c",
-                "i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done; echo counted; read x",
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+        // About a second of CPU.
+        let mut child = counting_shell(1_000_000);
         let pid = child.id();
         let before = sample(pid).unwrap();
         let start = Instant::now();
@@ -1703,12 +1719,8 @@ mod tests {
             Duration::from_millis(100),
         )
         .unwrap();
-        let mut said = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-            &mut said,
-        )
-        .unwrap();
+        // It has counted.
+        assert_eq!(line_from(&mut child), "counted\n");
         // It waits now: give the watcher a few samples of the idle
         // process, so that its last one comes after the counting ended
         // (on a loaded machine a sample can come late).
@@ -1802,25 +1814,10 @@ mod tests {
 
     #[test]
     fn a_real_busy_child_shows_the_cpu_it_burned_and_then_is_gone() {
-        // A shell that counts to 300,000 (a few hundred milliseconds of
-        // CPU), says so, and waits on its standard input.
-        let mut child = Command::new("sh")
-            .args([
-                "-c",
-                "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo counted; read x",
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+        // A few hundred milliseconds of CPU.
+        let mut child = counting_shell(300_000);
         let pid = child.id();
-        let mut said = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-            &mut said,
-        )
-        .unwrap();
-        assert_eq!(said, "counted\n");
+        assert_eq!(line_from(&mut child), "counted\n");
         let s = sample(pid).unwrap();
         assert_eq!(s.name, "sh");
         assert!(s.threads >= 1 && s.rss_bytes > 0, "{s:?}");

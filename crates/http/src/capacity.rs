@@ -17,7 +17,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use dyno_load::capacity::{self, Ended, Level, Load, Plan, Ran, Searched};
 use dyno_load::shard::{Counted, Shard};
@@ -104,7 +104,7 @@ impl<P: FnMut(Progress)> capacity::Engine for Steps<'_, P> {
             return Ok(Ended::Interrupted);
         }
         Ok(Ended::Measured {
-            shard: shard(&outcome, load.late_after, load.grace, step.threads),
+            shard: Shard::of(counted(&outcome, step.threads), load.late_after, load.grace),
             outcome: StepOutcome {
                 outcome,
                 settings: step,
@@ -134,19 +134,13 @@ pub fn steps<'a>(
     })
 }
 
-/// What this process measured of a step ([`Shard::of`]: `late_after`
-/// and `grace` as the step ran). A scenario's search is of flows: its rate
+/// What this process counted of a step, for [`Shard::of`]. A scenario's search is of flows: its rate
 /// is flows per second, a flow that failed is its error, and a flow that
 /// started late (its first step's send lag) or never is its late send. A
 /// flow that started on schedule and did not fail is the schedule kept,
 /// finished or not: the rest of it (think times, later steps) was not due
 /// yet, and its requests' latency is the objective's.
-fn shard(
-    outcome: &Outcome,
-    late_after: Option<Duration>,
-    grace: Duration,
-    threads: usize,
-) -> Shard {
+fn counted(outcome: &Outcome, threads: usize) -> Counted<'_> {
     let s = &outcome.stats;
     let (ended, failed) = match &outcome.scenario {
         Some(figures) => {
@@ -157,7 +151,7 @@ fn shard(
         }
         None => (s.requests() + s.unfinished, s.errors.total()),
     };
-    let counted = Counted {
+    Counted {
         ended,
         failed,
         missed: s.dropped,
@@ -168,8 +162,7 @@ fn shard(
         elapsed: outcome.elapsed,
         client_cpu_percent: outcome.client_cpu_percent(threads),
         client_wait_percent: dyno_load::pool::busy_percent(outcome.cpu_wait, outcome.wall, threads),
-    };
-    Shard::of(counted, late_after, grace)
+    }
 }
 
 /// The run of a capacity search: the figures of [`Searched::figures`]'s

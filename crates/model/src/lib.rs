@@ -9,6 +9,7 @@
 //! the repository.
 
 mod environment;
+pub mod html;
 mod legacy;
 mod metric;
 pub mod names;

@@ -88,14 +88,11 @@ pub fn meet(store: &mut dyn Store, meeting: &Meeting) -> Result<(SystemTime, Met
                 store.decide(group, &start).map_err(|e| e.to_string())?
             }
             None if Instant::now() >= deadline => {
-                let missing = listed(&state.missing(count), count);
+                let missing = state.missing(count);
                 let why = format!(
-                    "segment{} {missing} of group '{group}' did not arrive within the barrier timeout ({}), so no segment started; start all {count} with the same --store (this one meets in {}) under a new --group, or raise --barrier-timeout",
-                    if state.missing(count).len() == 1 {
-                        ""
-                    } else {
-                        "s"
-                    },
+                    "segment{} {} of group '{group}' did not arrive within the barrier timeout ({}), so no segment started; start all {count} with the same --store (this one meets in {}) under a new --group, or raise --barrier-timeout",
+                    if missing.len() == 1 { "" } else { "s" },
+                    listed(&missing, count),
                     duration_flag(meeting.timeout),
                     store.location(),
                 );

@@ -217,16 +217,21 @@ fn migrate(client: &mut Client, location: &str) -> Result<(), StoreError> {
             0
         }
     };
-    if from == LATEST {
-        return Ok(());
-    }
-    for step in &MIGRATIONS[from as usize..] {
-        tx.batch_execute(step).map_err(failed)?;
-    }
-    tx.execute(sql::CLEAR_VERSION, &[]).map_err(failed)?;
-    tx.execute(&POSTGRES.render(sql::SET_VERSION), &[&i64::from(LATEST)])
-        .map_err(failed)?;
+    sql::upgrade(&mut tx, MIGRATIONS, from).map_err(failed)?;
     tx.commit().map_err(failed)
+}
+
+impl sql::Migrate for postgres::Transaction<'_> {
+    type Error = postgres::Error;
+
+    fn batch(&mut self, script: &str) -> Result<(), postgres::Error> {
+        self.batch_execute(script)
+    }
+
+    fn set_version(&mut self, version: u32) -> Result<(), postgres::Error> {
+        self.execute(&POSTGRES.render(sql::SET_VERSION), &[&i64::from(version)])
+            .map(drop)
+    }
 }
 
 impl Store for PgStore {

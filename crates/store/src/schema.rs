@@ -134,7 +134,7 @@ pub(crate) fn refuse(path: &Path, contents: Contents) -> Result<(), StoreError> 
 /// there is less (or nothing) left to do.
 pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let sql = |err| classify(path, err);
-    let tx = begin_write(conn, path)?;
+    let mut tx = begin_write(conn, path)?;
     let contents = inspect(&tx).map_err(sql)?;
     refuse(path, contents)?;
     let from = match contents {
@@ -146,16 +146,21 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
             0
         }
     };
-    if from == LATEST {
-        return Ok(());
-    }
-    for step in &MIGRATIONS[from as usize..] {
-        tx.execute_batch(step).map_err(sql)?;
-    }
-    tx.execute(sql::CLEAR_VERSION, []).map_err(sql)?;
-    tx.execute(&SQLITE.render(sql::SET_VERSION), [LATEST])
-        .map_err(sql)?;
+    sql::upgrade(&mut tx, MIGRATIONS, from).map_err(sql)?;
     tx.commit().map_err(sql)
+}
+
+impl sql::Migrate for Transaction<'_> {
+    type Error = rusqlite::Error;
+
+    fn batch(&mut self, script: &str) -> Result<(), rusqlite::Error> {
+        self.execute_batch(script)
+    }
+
+    fn set_version(&mut self, version: u32) -> Result<(), rusqlite::Error> {
+        self.execute(&SQLITE.render(sql::SET_VERSION), [version])
+            .map(drop)
+    }
 }
 
 /// Begins a transaction on the store at `path` that takes the write lock

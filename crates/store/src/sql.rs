@@ -113,6 +113,35 @@ pub(crate) const CLEAR_VERSION: &str = "DELETE FROM dyno_schema";
 /// Writes the schema version.
 pub(crate) const SET_VERSION: &str = "INSERT INTO dyno_schema (version) VALUES (?)";
 
+/// A backend's open transaction, as [`upgrade`] drives it.
+pub(crate) trait Migrate {
+    type Error;
+    /// Runs `script`: one statement or more, without parameters.
+    fn batch(&mut self, script: &str) -> Result<(), Self::Error>;
+    /// Runs [`SET_VERSION`], rendered for the backend, with `version` bound.
+    fn set_version(&mut self, version: u32) -> Result<(), Self::Error>;
+}
+
+/// Brings a schema at version `from` to the last of `migrations` (step `i`
+/// takes version `i` to `i + 1`) inside the caller's transaction: runs each
+/// step it lacks, then records the new version. Does nothing when none is
+/// missing; the caller commits.
+pub(crate) fn upgrade<M: Migrate>(
+    tx: &mut M,
+    migrations: &[&str],
+    from: u32,
+) -> Result<(), M::Error> {
+    let missing = migrations.get(from as usize..).unwrap_or_default();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    for step in missing {
+        tx.batch(step)?;
+    }
+    tx.batch(CLEAR_VERSION)?;
+    tx.set_version(migrations.len() as u32)
+}
+
 /// A parameter of a statement built at run time ([`Dialect::list`]), for
 /// each backend to bind as its own type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -323,5 +352,34 @@ mod tests {
             assert!(sql.contains(needle), "{n}: {sql}");
         }
         assert!(sql.contains("FROM run_tags AS t"), "{sql}");
+    }
+
+    /// What [`upgrade`] asked of a transaction, in order.
+    #[derive(Default)]
+    struct Calls(Vec<String>);
+
+    impl Migrate for Calls {
+        type Error = std::convert::Infallible;
+
+        fn batch(&mut self, script: &str) -> Result<(), Self::Error> {
+            self.0.push(script.to_owned());
+            Ok(())
+        }
+
+        fn set_version(&mut self, version: u32) -> Result<(), Self::Error> {
+            self.0.push(format!("version {version}"));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_upgrade_runs_only_the_missing_steps_then_records_the_version() {
+        let steps = ["step 1", "step 2", "step 3"];
+        let mut calls = Calls::default();
+        upgrade(&mut calls, &steps, 1).unwrap();
+        assert_eq!(calls.0, ["step 2", "step 3", CLEAR_VERSION, "version 3"]);
+        let mut calls = Calls::default();
+        upgrade(&mut calls, &steps, 3).unwrap();
+        assert!(calls.0.is_empty(), "an up-to-date schema is left alone");
     }
 }

@@ -743,10 +743,14 @@ mod tests {
     #[test]
     fn a_file_that_is_not_a_database_is_refused_and_left_untouched() {
         let dir = tempfile::tempdir().unwrap();
-        let is_not_a_db = |e: &StoreError| matches!(e, StoreError::NotADatabase { .. });
+        // Each case in a folder of its own, named after it.
+        let refused = |case: &str, bytes: &[u8]| {
+            let path = dir.path().join(case).join("dyno.db");
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, bytes).unwrap();
+            assert_refused_untouched(&path, |e| matches!(e, StoreError::NotADatabase { .. }));
+        };
 
-        let random = dir.path().join("random/dyno.db");
-        fs::create_dir_all(random.parent().unwrap()).unwrap();
         // xorshift64: arbitrary bytes without a dependency.
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let bytes: Vec<u8> = (0..10_000)
@@ -757,29 +761,19 @@ mod tests {
                 x as u8
             })
             .collect();
-        fs::write(&random, bytes).unwrap();
-        assert_refused_untouched(&random, is_not_a_db);
+        refused("random", &bytes);
 
-        let text = dir.path().join("text/dyno.db");
-        fs::create_dir_all(text.parent().unwrap()).unwrap();
-        fs::write(&text, "my notes, not a database\n").unwrap();
-        assert_refused_untouched(&text, is_not_a_db);
+        refused("text", b"my notes, not a database\n");
 
         // Right magic, nonsense after it.
-        let corrupt = dir.path().join("corrupt/dyno.db");
-        fs::create_dir_all(corrupt.parent().unwrap()).unwrap();
         let mut bytes = b"SQLite format 3\0".to_vec();
         bytes.resize(8192, 0xFF);
-        fs::write(&corrupt, bytes).unwrap();
-        assert_refused_untouched(&corrupt, is_not_a_db);
+        refused("corrupt", &bytes);
 
         // Right magic and a header that asks for WAL mode, garbage after it.
-        let wal = dir.path().join("wal/dyno.db");
-        fs::create_dir_all(wal.parent().unwrap()).unwrap();
         let mut bytes = b"SQLite format 3\0\x10\x00\x02\x02\x00\x40\x20\x20".to_vec();
         bytes.resize(8192, 0xA5);
-        fs::write(&wal, bytes).unwrap();
-        assert_refused_untouched(&wal, is_not_a_db);
+        refused("wal", &bytes);
     }
 
     #[test]

@@ -162,6 +162,45 @@ impl Outcome {
     pub fn failed_total(&self) -> u64 {
         self.failed.values().sum()
     }
+
+    /// A run that measured nothing: no transaction, every time zero, every
+    /// histogram and list empty. Tests set on it what they are about.
+    #[cfg(test)]
+    pub(crate) fn empty() -> Outcome {
+        let histogram = || Histogram::new(2).expect("2 significant figures are valid");
+        Outcome {
+            lost: Vec::new(),
+            stages: Vec::new(),
+            latency: histogram(),
+            uncorrected: histogram(),
+            lag: histogram(),
+            skipped: 0,
+            dropped: 0,
+            unfinished: 0,
+            late: 0,
+            statements: Vec::new(),
+            reconnects: histogram(),
+            transactions: 0,
+            failed: BTreeMap::new(),
+            retries: BTreeMap::new(),
+            retried: 0,
+            aborted: Vec::new(),
+            logs: Vec::new(),
+            log_failures: Vec::new(),
+            per_script: Vec::new(),
+            script_latency: Vec::new(),
+            timeline: Vec::new(),
+            vacuum: Vec::new(),
+            elapsed: Duration::ZERO,
+            connect: Duration::ZERO,
+            cpu: Duration::ZERO,
+            cpu_wait: Duration::ZERO,
+            scale: 0,
+            server: Server::default(),
+            interrupted: false,
+            started_at: SystemTime::UNIX_EPOCH,
+        }
+    }
 }
 
 fn per_sec(n: u64, d: Duration) -> f64 {

@@ -5,20 +5,7 @@ use std::fmt::Write as _;
 
 /// Text made safe for HTML content and for attribute values in double
 /// quotes: a hostile command name stays text.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use dyno_model::html::escape as esc;
 
 /// A table of text cells; the first row is the header. Columns after the
 /// first are right-aligned when they hold numbers.

@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 
 use bytes::Bytes;
+use dyno_model::html::push_escaped;
 use hyper::header::HeaderValue;
 use hyper::{Response, StatusCode};
 use percent_encoding::{NON_ALPHANUMERIC, PercentEncode, utf8_percent_encode};
@@ -35,25 +36,6 @@ textarea{height:6rem}.error{color:#a00}";
 /// letters and digits, so it is safe in HTML attributes as it is.
 pub(crate) fn url_encode(value: &str) -> PercentEncode<'_> {
     utf8_percent_encode(value, NON_ALPHANUMERIC)
-}
-
-/// Appends `value` HTML-escaped, for text and quoted attribute values.
-fn push_escaped(out: &mut String, value: &str) {
-    let special = |c: char| matches!(c, '&' | '<' | '>' | '"' | '\'');
-    if !value.contains(special) {
-        out.push_str(value);
-        return;
-    }
-    for c in value.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
 }
 
 /// A whole page: `title` (escaped here) and the body `content` writes.
