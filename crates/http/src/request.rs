@@ -10,12 +10,14 @@
 //! calls [`write`](RequestTemplate::write), which copies the static segments
 //! and formats the slot values into the connection's buffer without any
 //! allocation of its own: no header is formatted, validated or looked up per
-//! request.
+//! request. Over HTTP/2 the template's fields are made once by [`h2`]'s
+//! rules, and only the path is filled per request.
 //!
 //! Everything a user can get wrong (a URL without a scheme, a header without
 //! a colon, an unknown placeholder) is rejected here, before the run starts,
 //! with a [`RequestError`] that says how to fix it.
 
+pub(crate) mod h2;
 mod target;
 mod template;
 pub(crate) use template::sends_content;

@@ -6,8 +6,6 @@
 use std::cell::{RefCell, RefMut};
 use std::io;
 use std::pin::Pin;
-use std::rc::Rc;
-use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -15,12 +13,11 @@ use tokio::io::ReadBuf;
 use tokio::time::Sleep;
 
 use super::schedule::{OpenSchedule, Ticket, until_due};
-use super::{Local, Shared};
+use super::{Local, Shared, Task};
 use crate::conn::{ConnectError, Stream};
 use crate::parse::{ResponseParser, Step};
 use crate::settings::Settings;
 use crate::stats::{ErrorClass, Timing};
-use dyno_load::Timer;
 
 /// A connection's reusable state. It owns no read buffer: every connection
 /// of a thread reads into the thread's one buffer ([`READ_BUF`]), and only
@@ -115,14 +112,14 @@ pub(super) const READ_BUF: usize = 64 * 1024;
 
 /// The driver loop of one connection: take a ticket (or a batch of them
 /// when pipelining), connect if needed, send, read, record, repeat.
-pub(super) async fn connection(
-    shared: Arc<Shared>,
-    local: Rc<RefCell<Local>>,
-    timer: Option<Timer>,
-    read_buf: Rc<RefCell<Vec<u8>>>,
-    global_index: usize,
-    stream: Option<Stream>,
-) {
+pub(super) async fn connection(task: Task, stream: Option<Stream>) {
+    let Task {
+        shared,
+        local,
+        timer,
+        read_buf,
+        global: global_index,
+    } = task;
     let settings = &shared.settings;
     let threads = settings.threads_used() as u64;
     let open = settings
@@ -209,8 +206,8 @@ pub(super) async fn exchange(
         })?;
         shared.connect_succeeded();
         connect_time = began.elapsed();
-        if shared.tls.is_some() && local.borrow().tls_session.is_none() {
-            local.borrow_mut().tls_session = stream.tls_session();
+        if shared.tls.is_some() && local.borrow().firsts.tls_session.is_none() {
+            local.borrow_mut().firsts.tls_session = stream.tls_session();
         }
         conn.stream = Some(stream);
         conn.pending.clear();
@@ -273,7 +270,7 @@ pub(super) async fn exchange(
     if let Some(c) = reader.capture.as_mut() {
         c.clear();
     }
-    if local.borrow().server.is_none() {
+    if local.borrow().firsts.server.is_none() {
         // Until this thread has it: one copy, not one per request.
         conn.parser.capture_server();
     }
@@ -327,7 +324,7 @@ pub(super) async fn exchange(
         }
     }
     if let Some(server) = conn.parser.take_server() {
-        local.borrow_mut().server.get_or_insert(server);
+        local.borrow_mut().firsts.server.get_or_insert(server);
     }
     if !reader.keep {
         conn.stream = None;
@@ -368,6 +365,7 @@ impl NotConnected {
         if let Some(e) = &self.handshake {
             local
                 .borrow_mut()
+                .firsts
                 .tls_failure
                 .get_or_insert_with(|| e.to_string());
         }

@@ -34,17 +34,16 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio::io::{AsyncWrite, ReadBuf};
 
 use super::exchange::{Answered, connect, io_class};
-use super::scenario::{Sent, User};
+use super::scenario::{Filling, Sent, User};
 use super::schedule::{OpenSchedule, Ticket, until_due};
-use super::{Local, Shared};
+use super::{Local, Shared, Task};
 use crate::conn::Stream;
 use crate::http2::frame::{CANCEL, NO_ERROR};
 use crate::http2::{self, Event, Failure, Session};
-use crate::request::RequestTemplate;
+use crate::scenario::template::Refused;
 use crate::settings::Settings;
 use crate::stats::{ErrorClass, Timing};
 use crate::tls::refused_alpn;
@@ -68,82 +67,6 @@ const READ_AHEAD: usize = 32 * 1024;
 /// slow), `H2_PATHS=1m.bin bench/h2-vs-h2load.sh 10 3 10 10`. Unbounded,
 /// runs fell into the slow mode again in temporary builds.
 const MORE_READS: usize = 64;
-
-/// Header fields HTTP/2 forbids (RFC 9113 §8.2.2): the connection's
-/// business, which HTTP/2 does itself. `Host` becomes `:authority`.
-fn connection_specific(name: &str) -> bool {
-    [
-        "host",
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "upgrade",
-    ]
-    .iter()
-    .any(|n| name.eq_ignore_ascii_case(n))
-}
-
-/// Request `seq` of `template` for HTTP/2, from the HTTP/1.1 bytes the
-/// template writes (so `{seq}` and `{rand}` fill in exactly as there).
-fn request_of_template(
-    template: &RequestTemplate,
-    scheme: &str,
-    seq: u64,
-    rng: &mut fastrand::Rng,
-    scratch: &mut Vec<u8>,
-) -> Result<http2::Request, String> {
-    scratch.clear();
-    template.write(seq, rng, scratch);
-    request_from_http1(scratch, scheme)
-}
-
-/// The HTTP/2 request an HTTP/1.1 request's bytes describe (a template's,
-/// or a scenario step's as filled).
-fn request_from_http1(bytes: &[u8], scheme: &str) -> Result<http2::Request, String> {
-    let head_end = bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("the request has no end of head")?;
-    let head = std::str::from_utf8(&bytes[..head_end]).map_err(|e| e.to_string())?;
-    let mut lines = head.split("\r\n");
-    let request_line = lines.next().unwrap_or_default();
-    let mut parts = request_line.split(' ');
-    let method = parts.next().unwrap_or_default();
-    let path = parts.next().unwrap_or("/");
-    http::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
-    let field = |n: &str, v: &str| -> http2::Field { (n.as_bytes().into(), v.as_bytes().into()) };
-    let mut fields = vec![
-        field(":method", method),
-        field(":scheme", scheme),
-        field(":authority", ""),
-        field(":path", path),
-    ];
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("host") {
-            fields[2].1 = value.as_bytes().into();
-            continue;
-        }
-        if connection_specific(name) {
-            continue;
-        }
-        let name = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
-            .map_err(|e| e.to_string())?;
-        http::HeaderValue::from_str(value).map_err(|e| e.to_string())?;
-        fields.push(field(name.as_str(), value));
-    }
-    let body = &bytes[head_end + 4..];
-    Ok(http2::Request {
-        plain: fields.iter().map(|(n, v)| (n.len() + v.len()) as u64).sum(),
-        fields,
-        body: (!body.is_empty()).then(|| Bytes::copy_from_slice(body)),
-        key: None,
-    })
-}
 
 /// Where a connection's streams take their tickets: requests that a
 /// connection ended before they were sent come first, then the schedule.
@@ -179,14 +102,14 @@ impl Tickets {
 }
 
 /// The driver loop of one HTTP/2 connection (and its successors).
-pub(super) async fn h2_connection(
-    shared: Arc<Shared>,
-    local: Rc<RefCell<Local>>,
-    timer: Option<Timer>,
-    read_buf: Rc<RefCell<Vec<u8>>>,
-    global_index: usize,
-    mut stream: Option<Stream>,
-) {
+pub(super) async fn h2_connection(task: Task, mut stream: Option<Stream>) {
+    let Task {
+        shared,
+        local,
+        timer,
+        read_buf,
+        global: global_index,
+    } = task;
     let settings = &shared.settings;
     let threads = settings.threads_used() as u64;
     let tickets = Rc::new(Tickets {
@@ -259,7 +182,11 @@ pub(super) async fn h2_connection(
                     shared.connect_refused();
                 }
                 if let Some(why) = why {
-                    local.borrow_mut().protocol_failure.get_or_insert(why);
+                    local
+                        .borrow_mut()
+                        .firsts
+                        .protocol_failure
+                        .get_or_insert(why);
                     shared.protocol_refused();
                 }
                 match &mailbox {
@@ -330,7 +257,7 @@ fn static_requests(settings: &Settings) -> Vec<Option<http2::Request>> {
         .map(|(i, t)| {
             t.is_static().then(|| {
                 let mut rng = fastrand::Rng::with_seed(0);
-                let mut r = request_of_template(t, scheme, 0, &mut rng, &mut scratch).ok()?;
+                let mut r = t.http2(scheme, 0, &mut rng, &mut scratch).ok()?;
                 r.key = Some(i);
                 Some(r)
             })?
@@ -342,8 +269,8 @@ fn static_requests(settings: &Settings) -> Vec<Option<http2::Request>> {
 fn alpn_h2(local: &RefCell<Local>, stream: Stream) -> Result<Stream, (ErrorClass, Option<String>)> {
     if let Some(session) = stream.tls_session() {
         let alpn = session.alpn.clone();
-        if local.borrow().tls_session.is_none() {
-            local.borrow_mut().tls_session = Some(session);
+        if local.borrow().firsts.tls_session.is_none() {
+            local.borrow_mut().firsts.tls_session = Some(session);
         }
         if alpn.as_deref() != Some("h2") {
             return Err((
@@ -441,7 +368,7 @@ struct Driver<'a> {
     answered: bool,
     /// The tickets are all taken.
     done: bool,
-    /// A request template's HTTP/1.1 bytes, filled before conversion.
+    /// A request template's path, filled per request.
     scratch: Vec<u8>,
     /// An open-model ticket not yet due (or, with `due_now`, whose due
     /// time has come while no stream was free).
@@ -740,8 +667,7 @@ impl Driver<'_> {
             self.send(request, ticket, None, false);
             return;
         }
-        let made = request_of_template(
-            &settings.requests[which],
+        let made = settings.requests[which].http2(
             settings.target.scheme.as_str(),
             ticket.seq,
             &mut self.local.borrow_mut().rng,
@@ -1013,6 +939,7 @@ impl Driver<'_> {
             Some(http2::Error::NotHttp2(why)) => {
                 self.local
                     .borrow_mut()
+                    .firsts
                     .protocol_failure
                     .get_or_insert_with(|| not_h2(why));
                 self.shared.protocol_refused();
@@ -1210,30 +1137,36 @@ async fn scenario_loop(
     let Some(user) = lent.user.as_mut() else {
         return;
     };
-    let mut send =
-        async |bytes: &[u8], _head: bool, capture: Option<&mut Vec<u8>>, ticket: &Ticket| {
-            let Ok(request) = request_from_http1(bytes, scheme) else {
+    let mut send = async |filling: Filling<'_>,
+                          _head: bool,
+                          capture: Option<&mut Vec<u8>>,
+                          ticket: &Ticket| {
+        let request = match filling.http2(scheme) {
+            Ok(request) => request,
+            Err(Refused::Unsendable(_)) => return Sent::Unsendable,
+            Err(Refused::Http2(_)) => {
                 return Sent::Failed {
                     class: ErrorClass::Write,
                     sent: false,
                 };
-            };
-            let step = Step {
-                user: index,
-                request,
-                ticket: *ticket,
-                capture: capture.is_some(),
-            };
-            match mailbox.exchange(step).await {
-                Ok(answered) => {
-                    if let Some(capture) = capture {
-                        std::mem::swap(capture, &mut mailbox.answers[index].borrow_mut());
-                    }
-                    Sent::Answered(answered)
-                }
-                Err((class, sent)) => Sent::Failed { class, sent },
             }
         };
+        let step = Step {
+            user: index,
+            request,
+            ticket: *ticket,
+            capture: capture.is_some(),
+        };
+        match mailbox.exchange(step).await {
+            Ok(answered) => {
+                if let Some(capture) = capture {
+                    std::mem::swap(capture, &mut mailbox.answers[index].borrow_mut());
+                }
+                Sent::Answered(answered)
+            }
+            Err((class, sent)) => Sent::Failed { class, sent },
+        }
+    };
     loop {
         let Some(start) = tickets.next(shared, local) else {
             return;

@@ -286,14 +286,7 @@ struct Local {
     next_seq: u64,
     rng: fastrand::Rng,
     last_done: Option<Instant>,
-    /// Why this thread's first failed TLS handshake failed.
-    tls_failure: Option<String>,
-    /// What this thread's first completed TLS handshake settled on.
-    tls_session: Option<TlsSession>,
-    /// The `Server` field of this thread's first answer that had one.
-    server: Option<Box<str>>,
-    /// Why this thread's first failed HTTP/2 handshake failed.
-    protocol_failure: Option<String>,
+    firsts: Firsts,
     /// `--scenario`: this thread's per-step and per-flow figures.
     scenario: crate::scenario::Figures,
     /// `--scenario`: each step's measured requests in flight, which the
@@ -311,11 +304,34 @@ struct Finished {
     stats: Stats,
     stages: Vec<StageFigures>,
     last_done: Option<Instant>,
-    tls_failure: Option<String>,
-    tls_session: Option<TlsSession>,
-    server: Option<Box<str>>,
-    protocol_failure: Option<String>,
+    firsts: Firsts,
     scenario: crate::scenario::Figures,
+}
+
+/// What a thread saw first that the report names: the first of each, and
+/// once threads are merged, the first thread's that saw one.
+#[derive(Debug, Default)]
+struct Firsts {
+    /// Why the first failed TLS handshake failed.
+    tls_failure: Option<String>,
+    /// What the first completed TLS handshake settled on.
+    tls_session: Option<TlsSession>,
+    /// The `Server` field of the first answer that had one.
+    server: Option<Box<str>>,
+    /// Why the first failed HTTP/2 handshake failed.
+    protocol_failure: Option<String>,
+}
+
+impl Firsts {
+    /// Each of `self`'s, or else `other`'s.
+    fn or(self, other: Firsts) -> Firsts {
+        Firsts {
+            tls_failure: self.tls_failure.or(other.tls_failure),
+            tls_session: self.tls_session.or(other.tls_session),
+            server: self.server.or(other.server),
+            protocol_failure: self.protocol_failure.or(other.protocol_failure),
+        }
+    }
 }
 
 impl pool::Slice for Interval {
@@ -422,8 +438,7 @@ pub fn run_gated(
     let elapsed = pooled.window(pooled.threads.iter().filter_map(|l| l.last_done).max());
     let mut merged = Stats::default();
     let mut stages = StageFigures::for_plan(shared.settings.schedule.plan.as_ref());
-    let (mut tls_failure, mut tls_session, mut server, mut protocol_failure) =
-        (None, None, None, None);
+    let mut firsts = Firsts::default();
     let mut scenario = crate::scenario::Figures::default();
     let mut silent = Vec::new();
     for local in pooled.threads {
@@ -431,10 +446,7 @@ pub fn run_gated(
         scenario.add(&local.scenario);
         merged += &local.stats;
         dyno_load::stages::add_all(&mut stages, &local.stages);
-        tls_failure = tls_failure.or(local.tls_failure);
-        tls_session = tls_session.or(local.tls_session);
-        server = server.or(local.server.map(String::from));
-        protocol_failure = protocol_failure.or(local.protocol_failure);
+        firsts = firsts.or(local.firsts);
     }
     // A target that never answered is no target lost: the run says so
     // as it is (refused, silent, no responses).
@@ -457,13 +469,13 @@ pub fn run_gated(
         cpu: pooled.cpu,
         cpu_wait: pooled.cpu_wait,
         interrupted: pooled.interrupted,
-        refused: pooled.halted && protocol_failure.is_none() && !silent,
+        refused: pooled.halted && firsts.protocol_failure.is_none() && !silent,
         silent,
         endpoint: shared.endpoint.clone(),
-        tls_failure,
-        tls_session,
-        server,
-        protocol_failure,
+        tls_failure: firsts.tls_failure,
+        tls_session: firsts.tls_session,
+        server: firsts.server.map(String::from),
+        protocol_failure: firsts.protocol_failure,
         started_at: pooled.started_at,
         scenario: shared.settings.scenario.as_ref().map(|_| scenario),
     })
@@ -562,7 +574,9 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
         }
     }
     if s.unix_socket.is_some() && s.target.scheme == Scheme::Https {
-        return bad("TLS over a Unix socket is not supported: use an http:// URL with the socket");
+        return bad(
+            "TLS over a Unix socket is not supported: give the URL as http:// with --unix-socket",
+        );
     }
     if let Some(path) = &s.unix_socket {
         // A missing socket is a mistake in the command, not a failure of
@@ -648,10 +662,7 @@ impl pool::Job for Connections {
             last_done: None,
             silence: Silence::default(),
             step_in_flight: vec![0; settings.scenario.as_ref().map_or(0, |s| s.step_count())],
-            tls_failure: None,
-            tls_session: None,
-            server: None,
-            protocol_failure: None,
+            firsts: Firsts::default(),
             scenario: settings
                 .scenario
                 .as_ref()
@@ -679,8 +690,8 @@ impl pool::Job for Connections {
                     if settings.schedule.warmup.is_zero() {
                         l.stats.connects += 1;
                     }
-                    if l.tls_session.is_none() {
-                        l.tls_session = s.tls_session();
+                    if l.firsts.tls_session.is_none() {
+                        l.firsts.tls_session = s.tls_session();
                     }
                 }
                 streams.push(stream);
@@ -706,14 +717,14 @@ impl pool::Job for Connections {
         let mut tasks = JoinSet::new();
         for (c, stream) in state.streams.take().into_iter().enumerate() {
             let global = thread.index + c * thread.threads;
-            tasks.spawn_local(driver(
-                Arc::clone(shared),
-                Rc::clone(&state.local),
-                timer.clone(),
-                Rc::clone(&read_buf),
+            let task = Task {
+                shared: Arc::clone(shared),
+                local: Rc::clone(&state.local),
+                timer: timer.clone(),
+                read_buf: Rc::clone(&read_buf),
                 global,
-                stream,
-            ));
+            };
+            tasks.spawn_local(driver(task, stream));
         }
         drop(timer);
         // The connections end by themselves (quota or deadline reached, no
@@ -754,10 +765,7 @@ impl pool::Job for Connections {
             stats: local.stats,
             stages: local.stages,
             last_done: local.last_done,
-            tls_failure: local.tls_failure,
-            tls_session: local.tls_session,
-            server: local.server,
-            protocol_failure: local.protocol_failure,
+            firsts: local.firsts,
             scenario: local.scenario,
         }
     }
@@ -767,28 +775,22 @@ impl pool::Job for Connections {
 /// with `--alpn`, whichever the server chose on the first connection (its
 /// successors stay with that protocol: a server's choice does not change
 /// between connections).
-async fn driver(
-    shared: Arc<Shared>,
-    local: Rc<RefCell<Local>>,
-    timer: Option<Timer>,
-    read_buf: Rc<RefCell<Vec<u8>>>,
-    global: usize,
-    mut stream: Option<Stream>,
-) {
-    let settings = &shared.settings;
+async fn driver(task: Task, mut stream: Option<Stream>) {
+    let settings = &task.shared.settings;
     let mut http2 = settings.http2;
     if !settings.alpn.is_empty() {
         if stream.is_none() {
             // Boxed: once connected, the connection's task need not keep
             // the space of a handshake.
-            stream = Box::pin(exchange::connect(&shared)).await.ok();
+            stream = Box::pin(exchange::connect(&task.shared)).await.ok();
         }
         let session = stream.as_ref().and_then(Stream::tls_session);
         if let Some(session) = &session {
             // Recorded whatever ALPN chose: the HTTP/1.1 driver is handed
             // this connection and does not look at its handshake again.
-            local
+            task.local
                 .borrow_mut()
+                .firsts
                 .tls_session
                 .get_or_insert_with(|| session.clone());
         }
@@ -802,18 +804,23 @@ async fn driver(
     // HTTP/2 and scenarios are boxed, so that a plain HTTP/1.1
     // connection's task is the size of its own state, not of the largest.
     if http2 {
-        Box::pin(h2::h2_connection(
-            shared, local, timer, read_buf, global, stream,
-        ))
-        .await;
+        Box::pin(h2::h2_connection(task, stream)).await;
     } else if settings.scenario.is_some() {
-        Box::pin(scenario::virtual_user(
-            shared, local, timer, read_buf, global, stream,
-        ))
-        .await;
+        Box::pin(scenario::virtual_user(task, stream)).await;
     } else {
-        connection(shared, local, timer, read_buf, global, stream).await;
+        connection(task, stream).await;
     }
+}
+
+/// What a connection's task is handed: the run's state, its thread's
+/// (its state, the open model's timer, the read buffer), and its index
+/// among the run's connections.
+struct Task {
+    shared: Arc<Shared>,
+    local: Rc<RefCell<Local>>,
+    timer: Option<Timer>,
+    read_buf: Rc<RefCell<Vec<u8>>>,
+    global: usize,
 }
 
 impl Local {
@@ -838,6 +845,18 @@ impl Local {
             } else {
                 *n = n.saturating_sub(1);
             }
+        }
+    }
+
+    /// A measured request that ended past the deadline (and its grace):
+    /// unfinished, in the run's figures, its stage's and its step's.
+    fn ended_late(&mut self, ticket: &Ticket) {
+        self.stats.unfinished += 1;
+        if let Some(stage) = self.stages.get_mut(ticket.stage) {
+            stage.cut();
+        }
+        if let Some(step) = self.step(ticket) {
+            step.unfinished += 1;
         }
     }
 
@@ -874,20 +893,13 @@ impl Local {
         }
         self.in_flight -= 1;
         self.step_flight(ticket, false);
-        let mut stage = self.stages.get_mut(ticket.stage);
-        if let Some(stage) = stage.as_deref_mut() {
+        if let Some(stage) = self.stages.get_mut(ticket.stage) {
             stage.landed();
         }
         if shared.clock().over(done) {
             // Answered after the deadline (and its grace): not part of
             // the run.
-            self.stats.unfinished += 1;
-            if let Some(stage) = stage {
-                stage.cut();
-            }
-            if let Some(step) = self.step(ticket) {
-                step.unfinished += 1;
-            }
+            self.ended_late(ticket);
             return;
         }
         self.stats.response(status, body_bytes, timing);
@@ -953,10 +965,9 @@ impl Local {
             if sent {
                 self.step_flight(ticket, false);
             }
-            let mut stage = self.stages.get_mut(ticket.stage);
             if sent {
                 self.in_flight -= 1;
-                if let Some(stage) = stage.as_deref_mut() {
+                if let Some(stage) = self.stages.get_mut(ticket.stage) {
                     stage.landed();
                 }
             }
@@ -964,13 +975,7 @@ impl Local {
             if shared.clock().over(now) {
                 // It failed after the deadline (and its grace): it did not
                 // end in the run.
-                self.stats.unfinished += 1;
-                if let Some(stage) = stage {
-                    stage.cut();
-                }
-                if let Some(step) = self.step(ticket) {
-                    step.unfinished += 1;
-                }
+                self.ended_late(ticket);
                 return;
             }
             self.stats.errors.record(class);

@@ -14,22 +14,22 @@
 //! and the user goes on with its next flow.
 
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::exchange::{Answered, Conn, Failure, Outgoing, exchange};
 use super::schedule::{OpenSchedule, Ticket, until_due};
-use super::{Local, Shared};
+use super::{Local, Shared, Task};
 use crate::conn::Stream;
-use crate::scenario::template::{Fill, Unsendable, render};
+use crate::http2;
+use crate::scenario::template::{Fill, Refused, Text, Unsendable, render};
 use crate::scenario::{Answer, CookieJar, Scenario, Step};
 use crate::stats::ErrorClass;
-use dyno_load::Timer;
 
 /// What became of a step's request on the wire.
 pub(super) enum Sent {
     Answered(Answered),
+    /// A value found earlier cannot go into the request: nothing was sent.
+    Unsendable,
     /// It failed with `class`; `sent`: it was written (it was in flight),
     /// as opposed to never leaving (no connection).
     Failed {
@@ -46,7 +46,8 @@ pub(super) struct User {
     vu: u64,
     iter: u64,
     rng: fastrand::Rng,
-    /// The request being sent, when it is filled.
+    /// The request being sent, when it is filled (over HTTP/2, each of
+    /// its values in turn).
     request: Vec<u8>,
     /// A request body, filled before its length is written.
     scratch: Vec<u8>,
@@ -92,28 +93,33 @@ impl User {
         }
     }
 
-    /// Fills `step`'s request into `self.request`, unless it is sent as
-    /// compiled (then `Ok(false)`).
-    fn fill(&mut self, scenario: &Scenario, step: &Step, seq: u64) -> Result<bool, Unsendable> {
+    /// `step`'s request number `seq`, to be filled by the connection's
+    /// side as its protocol wants it; and the buffer for its answer.
+    fn filling<'a>(
+        &'a mut self,
+        scenario: &Scenario,
+        step: &'a Step,
+        seq: u64,
+    ) -> (Filling<'a>, &'a mut Vec<u8>) {
         let cookie = if scenario.cookies {
             self.jar.header()
         } else {
             None
         };
-        if step.request.whole().is_some() && cookie.is_none() {
-            return Ok(false);
-        }
-        let mut fill = Fill {
-            values: &self.values,
-            vu: self.vu,
-            iter: self.iter,
-            seq,
-            rng: &mut self.rng,
-            cookie,
+        let filling = Filling {
+            text: &step.request,
+            fill: Fill {
+                values: &self.values,
+                vu: self.vu,
+                iter: self.iter,
+                seq,
+                rng: &mut self.rng,
+                cookie,
+            },
+            out: &mut self.request,
+            scratch: &mut self.scratch,
         };
-        step.request
-            .write(&mut fill, &mut self.request, &mut self.scratch)?;
-        Ok(true)
+        (filling, &mut self.answer)
     }
 
     /// Makes one step: fills it, has `send` put it on the wire, checks
@@ -125,11 +131,19 @@ impl User {
         scenario: &Scenario,
         step: &Step,
         ticket: &Ticket,
-        send: &mut impl AsyncFnMut(&[u8], bool, Option<&mut Vec<u8>>, &Ticket) -> Sent,
+        send: &mut impl AsyncFnMut(Filling<'_>, bool, Option<&mut Vec<u8>>, &Ticket) -> Sent,
     ) -> Made {
-        let filled = match self.fill(scenario, step, ticket.seq) {
-            Ok(filled) => filled,
-            Err(Unsendable { .. }) => {
+        let reads = step.reads_answer() || scenario.cookies;
+        let (filling, answer) = self.filling(scenario, step, ticket.seq);
+        let capture = reads.then_some(answer);
+        let Answered {
+            done,
+            status,
+            body_bytes,
+            timing,
+        } = match send(filling, step.is_head(), capture, ticket).await {
+            Sent::Answered(a) => a,
+            Sent::Unsendable => {
                 // A value found earlier cannot go into this request, and
                 // nothing was sent: the user pauses, a growing while, so
                 // that it neither spins nor starves the thread's others.
@@ -140,21 +154,6 @@ impl User {
                 tokio::time::sleep(self.pause).await;
                 return Made::Failed;
             }
-        };
-        let bytes = if filled {
-            &self.request[..]
-        } else {
-            step.request.whole().expect("sent as compiled")
-        };
-        let reads = step.reads_answer() || scenario.cookies;
-        let capture = reads.then_some(&mut self.answer);
-        let Answered {
-            done,
-            status,
-            body_bytes,
-            timing,
-        } = match send(bytes, step.is_head(), capture, ticket).await {
-            Sent::Answered(a) => a,
             Sent::Failed { class, sent } => {
                 local.borrow_mut().record_error(shared, ticket, class, sent);
                 return Made::Failed;
@@ -214,7 +213,7 @@ impl User {
         shared: &Shared,
         local: &RefCell<Local>,
         start: Ticket,
-        send: &mut impl AsyncFnMut(&[u8], bool, Option<&mut Vec<u8>>, &Ticket) -> Sent,
+        send: &mut impl AsyncFnMut(Filling<'_>, bool, Option<&mut Vec<u8>>, &Ticket) -> Sent,
     ) {
         let settings = &shared.settings;
         let scenario = settings.scenario.as_deref().expect("a scenario run");
@@ -359,6 +358,34 @@ impl User {
     }
 }
 
+/// A step's request with what fills it, handed to the connection's side,
+/// which fills it as its protocol sends it.
+pub(super) struct Filling<'a> {
+    text: &'a Text,
+    fill: Fill<'a>,
+    /// The user's buffers: the request (or its values), and its body.
+    out: &'a mut Vec<u8>,
+    scratch: &'a mut Vec<u8>,
+}
+
+impl<'a> Filling<'a> {
+    /// The request as HTTP/1.1 bytes: as compiled when nothing fills it
+    /// (no copy), else written into the user's buffer.
+    pub(super) fn http1(mut self) -> Result<&'a [u8], Unsendable> {
+        if let (Some(whole), None) = (self.text.whole(), self.fill.cookie) {
+            return Ok(whole);
+        }
+        self.text.write(&mut self.fill, self.out, self.scratch)?;
+        Ok(self.out)
+    }
+
+    /// The request as HTTP/2 fields, for `scheme`.
+    pub(super) fn http2(mut self, scheme: &str) -> Result<http2::Request, Refused> {
+        self.text
+            .http2(&mut self.fill, scheme, self.out, self.scratch)
+    }
+}
+
 /// The stage of a scenario step's ticket: none (its flow is its stage's).
 const NO_STAGE: usize = usize::MAX;
 
@@ -372,14 +399,14 @@ enum Made {
 
 /// One HTTP/1.1 virtual user: takes a flow's start (closed quota or open
 /// timetable), makes the flow on its connection, repeats.
-pub(super) async fn virtual_user(
-    shared: Arc<Shared>,
-    local: Rc<RefCell<Local>>,
-    timer: Option<Timer>,
-    read_buf: Rc<RefCell<Vec<u8>>>,
-    global: usize,
-    stream: Option<Stream>,
-) {
+pub(super) async fn virtual_user(task: Task, stream: Option<Stream>) {
+    let Task {
+        shared,
+        local,
+        timer,
+        read_buf,
+        global,
+    } = task;
     let settings = &shared.settings;
     let scenario = settings.scenario.as_deref().expect("a scenario run");
     let threads = settings.threads_used() as u64;
@@ -400,7 +427,10 @@ pub(super) async fn virtual_user(
     let backoff = Cell::new(Duration::ZERO);
     let (shared, local) = (&*shared, &*local);
     let mut send =
-        async |bytes: &[u8], head: bool, capture: Option<&mut Vec<u8>>, ticket: &Ticket| {
+        async |filling: Filling<'_>, head: bool, capture: Option<&mut Vec<u8>>, ticket: &Ticket| {
+            let Ok(bytes) = filling.http1() else {
+                return Sent::Unsendable;
+            };
             let outgoing = Outgoing {
                 bytes,
                 head,
@@ -479,18 +509,14 @@ pub(super) async fn setup(shared: &Shared, local: &RefCell<Local>) -> Result<(),
             step: None,
         };
         let what = format!("setup step {:?} ({} {})", step.name, step.method, step.url);
-        let filled = user
-            .fill(scenario, step, ticket.seq)
+        let (filling, answer) = user.filling(scenario, step, ticket.seq);
+        let bytes = filling
+            .http1()
             .map_err(|_| format!("{what}: a value cannot be sent"))?;
-        let bytes = if filled {
-            &user.request[..]
-        } else {
-            step.request.whole().expect("sent as compiled")
-        };
         let outgoing = Outgoing {
             bytes,
             head: step.is_head(),
-            capture: Some(&mut user.answer),
+            capture: Some(answer),
         };
         let answered = exchange(
             shared,

@@ -5,10 +5,19 @@
 //! path. Only the path can hold placeholders, and the body's length does not
 //! depend on it, so filling a slot never changes any other byte: `write` is
 //! a handful of `memcpy`s and integer formats.
+//!
+//! The same request for HTTP/2 is made once too, by [`super::h2`]'s rules,
+//! all but its path: [`RequestTemplate::http2`] fills the path alone (the
+//! same values `write` puts in) and copies the rest.
 
 use std::fmt;
+use std::ops::Range;
 
+use bytes::Bytes;
+
+use super::h2::{self, Header};
 use super::{RequestError, Target};
+use crate::http2;
 
 /// The `User-Agent` sent unless the user gives one.
 const USER_AGENT: &str = concat!("dyno/", env!("CARGO_PKG_VERSION"));
@@ -78,9 +87,26 @@ pub struct RequestTemplate {
     bytes: Vec<u8>,
     /// Where the body starts in `bytes`.
     body_start: usize,
-    /// Where values go, in increasing offset order.
+    /// Where the path ends in `bytes` (it starts after the method's space).
+    path_end: usize,
+    /// Where values go, in increasing offset order (all in the path).
     slots: Vec<SlotAt>,
     keep_alive: bool,
+    /// The request's HTTP/2 fields but its path, or why HTTP/2 cannot
+    /// carry it.
+    h2: Result<Http2, String>,
+}
+
+/// What HTTP/2 sends of a template, but its path: made once.
+#[derive(Clone)]
+struct Http2 {
+    authority: Box<[u8]>,
+    /// The fields after the pseudo-fields, in order.
+    headers: Vec<http2::Field>,
+    /// Copied into each request, as it was when requests were parsed from
+    /// HTTP/1.1 bytes: one `Bytes` shared by every thread's requests would
+    /// have them all count its references on one cache line.
+    body: Option<Box<[u8]>>,
 }
 
 /// Whether `method` gives content a meaning, so that a request of it
@@ -163,25 +189,31 @@ impl RequestTemplate {
         bytes.extend_from_slice(method.as_bytes());
         bytes.push(b' ');
         compile_path(path, &mut bytes, &mut slots)?;
+        let path_end = bytes.len();
         bytes.extend_from_slice(b" HTTP/1.1\r\n");
         // RFC 9112 §3.2: a client sends Host as the first header field.
-        push_header(&mut bytes, "Host", host.unwrap_or(&target.authority));
-        for (name, value) in headers {
-            if !name.eq_ignore_ascii_case("host") {
-                push_header(&mut bytes, name, value);
-            }
-        }
+        let mut head = vec![("Host", host.unwrap_or(&target.authority).as_str())];
+        head.extend(
+            headers
+                .iter()
+                .filter(|(name, _)| !name.eq_ignore_ascii_case("host"))
+                .map(|(name, value)| (name.as_str(), value.as_str())),
+        );
+        let body_len_text = body_len.to_string();
         if (body.is_some() || sends_content(method))
             && content_length.is_none()
             && !has_transfer_encoding
         {
-            push_header(&mut bytes, "Content-Length", &body_len.to_string());
+            head.push(("Content-Length", &body_len_text));
         }
         if !keep_alive && !says_close {
-            push_header(&mut bytes, "Connection", "close");
+            head.push(("Connection", "close"));
         }
         if !has_user_agent {
-            push_header(&mut bytes, "User-Agent", USER_AGENT);
+            head.push(("User-Agent", USER_AGENT));
+        }
+        for (name, value) in &head {
+            push_header(&mut bytes, name, value);
         }
         bytes.extend_from_slice(b"\r\n");
         let body_start = bytes.len();
@@ -190,8 +222,10 @@ impl RequestTemplate {
         }
         Ok(RequestTemplate {
             method: method.clone(),
+            h2: http2_parts(method, &head, body.as_deref()),
             bytes,
             body_start,
+            path_end,
             slots,
             keep_alive: *keep_alive && !says_close,
         })
@@ -214,8 +248,40 @@ impl RequestTemplate {
     /// Allocates nothing beyond growing `out` (at most once).
     pub fn write(&self, seq: u64, rng: &mut fastrand::Rng, out: &mut Vec<u8>) {
         out.reserve(self.bytes.len() + self.slots.len() * MAX_DECIMAL_LEN);
-        let mut done = 0;
+        self.fill(0..self.bytes.len(), seq, rng, out);
+    }
+
+    /// Request `seq` for HTTP/2, with the values `write` would put in (the
+    /// same draws from `rng`): the path is filled into `path` (cleared
+    /// first), the other fields and the body are the ones made once.
+    ///
+    /// Allocates the fields and the body it returns, and nothing else
+    /// (`path` grows at most once).
+    pub(crate) fn http2(
+        &self,
+        scheme: &str,
+        seq: u64,
+        rng: &mut fastrand::Rng,
+        path: &mut Vec<u8>,
+    ) -> Result<http2::Request, String> {
+        path.clear();
+        self.fill(self.method.len() + 1..self.path_end, seq, rng, path);
+        let parts = self.h2.as_ref().map_err(String::clone)?;
+        let mut fields = h2::Fields::new(self.method.as_bytes(), scheme, parts.headers.len());
+        fields.authority(&parts.authority);
+        fields.path(path);
+        for (name, value) in &parts.headers {
+            fields.push(name, value);
+        }
+        Ok(fields.request(parts.body.as_deref().map(Bytes::copy_from_slice)))
+    }
+
+    /// Appends `self.bytes[range]` with the slots' values filled in; the
+    /// range holds every slot.
+    fn fill(&self, range: Range<usize>, seq: u64, rng: &mut fastrand::Rng, out: &mut Vec<u8>) {
+        let mut done = range.start;
         for &SlotAt { offset, slot } in &self.slots {
+            debug_assert!(range.contains(&offset) || offset == range.end);
             out.extend_from_slice(&self.bytes[done..offset]);
             let value = match slot {
                 Slot::Seq => seq,
@@ -224,7 +290,7 @@ impl RequestTemplate {
             push_decimal(out, value);
             done = offset;
         }
-        out.extend_from_slice(&self.bytes[done..]);
+        out.extend_from_slice(&self.bytes[done..range.end]);
     }
 
     /// True for `HEAD`, whose response has headers but no body.
@@ -257,6 +323,27 @@ impl fmt::Debug for RequestTemplate {
             .field("keep_alive", &self.keep_alive)
             .finish_non_exhaustive()
     }
+}
+
+/// What HTTP/2 sends of a request of `method` with the header fields
+/// `head` (in the order HTTP/1.1 sends them) and `body`, but its path.
+fn http2_parts(method: &str, head: &[(&str, &str)], body: Option<&[u8]>) -> Result<Http2, String> {
+    h2::check_method(method)?;
+    let mut parts = Http2 {
+        authority: Box::default(),
+        headers: Vec::with_capacity(head.len()),
+        body: body.map(Box::from),
+    };
+    for &(name, value) in head {
+        let header = Header::of(name)?;
+        let value = h2::value(value.as_bytes(), &header)?;
+        match header {
+            Header::Authority => parts.authority = value.into(),
+            Header::Dropped => {}
+            Header::Field(name) => parts.headers.push((name, value.into())),
+        }
+    }
+    Ok(parts)
 }
 
 /// Parses a header given on the command line as `Name: value`.
@@ -912,6 +999,69 @@ mod tests {
             let mut out = b"x".to_vec();
             push_decimal(&mut out, n);
             assert_eq!(out, format!("x{n}").into_bytes());
+        }
+    }
+
+    /// The HTTP/2 request built directly equals the one the HTTP/1.1
+    /// bytes parse back to (the route taken before), with the same values
+    /// drawn: for several sequence numbers, from generators seeded alike.
+    #[test]
+    fn http2_requests_are_the_http1_requests_parsed_back() {
+        let patch = RequestSpec {
+            method: "PATCH".into(),
+            path: "/item/{seq}?r={rand:1-1000000}&again={seq}".into(),
+            headers: headers(&[
+                ("X-Trace", "  padded\tvalue "),
+                ("host", "virtual.example:8443"),
+                ("Keep-Alive", "timeout=5"),
+                ("Accept", "*/*"),
+                ("Transfer-Encoding", "identity"),
+            ]),
+            body: Some(br#"{"a":1}"#.to_vec()),
+            keep_alive: false,
+        };
+        let template = RequestTemplate::new(&target("https://h:8443/"), &patch).unwrap();
+        assert!(!template.is_static());
+        let (mut old, mut new) = (fastrand::Rng::with_seed(9), fastrand::Rng::with_seed(9));
+        let (mut bytes, mut path) = (Vec::new(), Vec::new());
+        for seq in [0, 1, 7, 12_345, u64::MAX] {
+            bytes.clear();
+            template.write(seq, &mut old, &mut bytes);
+            let want = h2::request_from_http1(&bytes, "https").unwrap();
+            let got = template.http2("https", seq, &mut new, &mut path).unwrap();
+            assert_eq!(h2::wire(&got), h2::wire(&want), "seq {seq}");
+            assert_eq!(old.u64(..), new.u64(..), "seq {seq}: the same draws");
+        }
+        let got = template.http2("https", 3, &mut new, &mut path).unwrap();
+        let names: Vec<_> = got.fields.iter().map(|(n, _)| &n[..]).collect();
+        assert_eq!(
+            names,
+            [
+                &b":method"[..],
+                b":scheme",
+                b":authority",
+                b":path",
+                b"x-trace",
+                b"accept",
+                b"user-agent"
+            ]
+        );
+        assert_eq!(&got.fields[2].1[..], b"virtual.example:8443");
+        assert_eq!(&got.fields[4].1[..], b"padded\tvalue");
+        assert!(
+            std::str::from_utf8(&got.fields[3].1)
+                .unwrap()
+                .starts_with("/item/3?r=")
+        );
+        assert_eq!(got.body.as_deref(), Some(&br#"{"a":1}"#[..]));
+        // A static template's request, and one without a body.
+        for spec in [spec("GET", "/"), spec("POST", "/x"), spec("HEAD", "/{{a}}")] {
+            let template = RequestTemplate::new(&target("http://h/"), &spec).unwrap();
+            let want = h2::request_from_http1(template.static_bytes().unwrap(), "http").unwrap();
+            let mut rng = fastrand::Rng::with_seed(0);
+            let got = template.http2("http", 0, &mut rng, &mut path).unwrap();
+            assert_eq!(h2::wire(&got), h2::wire(&want), "{spec:?}");
+            assert_eq!(got.body, None);
         }
     }
 
