@@ -334,9 +334,10 @@ pub(crate) struct QuickArgs {
     #[arg(allow_hyphen_values = true, long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     pub db_duration: std::time::Duration,
 
-    /// What is watched is judged over each line apart: its figures carry
-    /// the line's prefix (db_server_cpu_per_op_ns), its verdict names the
-    /// line. A bare --pg-stats reads the db line's server.
+    /// What is watched is judged over each line apart: its figures are
+    /// labelled with the line as their part (server_cpu_per_op_ns{part=db}),
+    /// its verdict names the line. A bare --pg-stats reads the db line's
+    /// server.
     #[command(flatten)]
     pub watch: WatchArgs,
 }

@@ -271,13 +271,12 @@ fn last(duration: Duration, operations: u64) -> Window {
     }
 }
 
-/// The count the metric `name` of the line `line` holds, under the line's
-/// prefix (0 without it).
+/// The count the metric `name` of the line `line` holds, the line being
+/// its part (0 without it).
 fn counted(metrics: &[dyno_model::Metric], line: &str, name: &str) -> u64 {
-    let name = format!("{line}_{name}");
     metrics
         .iter()
-        .find(|m| m.name == name)
+        .find(|m| m.name == name && m.part() == Some(line))
         .map_or(0, |m| m.value as u64)
 }
 

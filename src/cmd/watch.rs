@@ -159,9 +159,9 @@ pub(super) fn record_search(
 }
 
 /// What was watched over one line of `dyno quick` (`http`, `disk`, `db`):
-/// the figures over the line's measured window, named with the line's
-/// prefix as its own metrics are (`db_server_cpu_per_op_ns`), and the
-/// verdict naming the line. What holds for the whole run is
+/// the figures over the line's measured window, labelled with the line as
+/// its part as its own metrics are (`server_cpu_per_op_ns{part=db, …}`),
+/// and the verdict naming the line. What holds for the whole run is
 /// [`record_whole`]'s.
 pub(super) fn record_line(run: &mut Run, watched: &Watched, line: &str, window: Window) {
     let (from, to) = window.instants();
@@ -169,7 +169,7 @@ pub(super) fn record_line(run: &mut Run, watched: &Watched, line: &str, window: 
         watch::metrics(watched, from, to, window.operations)
             .into_iter()
             .filter(|m| m.name != telemetry::WATCH_CLIENT_CPU)
-            .map(|m| m.with_prefix(line)),
+            .map(|m| m.of_part(line)),
     );
     if let Some((code, why)) = watch::verdict(watched, from, to, dyno_env::available_cpus()) {
         run.warn(code, format!("{line} line: {why}"));

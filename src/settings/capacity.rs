@@ -113,12 +113,21 @@ pub(crate) fn segmented(
             segment.segment.count
         );
     }
+    let mut search = Search {
+        slo: &plan.slo_text,
+        find_max: "rates",
+        start: None,
+        precision: None,
+        from: None,
+        to: None,
+        step_ns: plan.step.as_nanos() as u64,
+        step_warmup_ns: plan.warmup.as_nanos() as u64,
+        budget_ns: plan.budget.as_nanos() as u64,
+    };
     match plan.axis {
         Axis::Rate { start, precision } => {
-            shared
-                .put("find_max", "rates")
-                .opt("start", start)
-                .put("precision", precision);
+            search.start = start;
+            search.precision = Some(precision);
         }
         Axis::Concurrency { from, to } => {
             let count = segment.segment.count;
@@ -128,15 +137,35 @@ pub(crate) fn segmented(
                     to.max(count)
                 );
             }
-            shared.put("find_max", format!("{what} {from}..{to}"));
+            search.find_max = what;
+            (search.from, search.to) = (Some(from), Some(to));
         }
     }
-    shared
-        .put("slo", &plan.slo_text)
-        .put("step", units::duration_flag(plan.step))
-        .put("step_warmup", units::duration_flag(plan.warmup))
-        .put("budget", units::duration_flag(plan.budget));
+    shared.add(&Published { capacity: search });
     Ok(())
+}
+
+/// What every segment of a split search must share, published under
+/// `capacity` (where the run's record keeps its search): the objective as
+/// given, what is searched (`rates`, or the concurrency swept), a rate
+/// search's first rate as given (none: probed) and precision, a sweep's
+/// range, the steps and the budget.
+#[derive(serde::Serialize)]
+struct Published<'a> {
+    capacity: Search<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct Search<'a> {
+    slo: &'a str,
+    find_max: &'a str,
+    start: Option<f64>,
+    precision: Option<f64>,
+    from: Option<u32>,
+    to: Option<u32>,
+    step_ns: u64,
+    step_warmup_ns: u64,
+    budget_ns: u64,
 }
 
 /// Refuses `--rate-plan` beside the flags it replaces: `excluded` names

@@ -10,6 +10,7 @@ use dyno_db::init::{InitSettings, PartitionMethod, Step};
 use dyno_db::record::Whole;
 use dyno_db::run::{Protocol, RunSettings, Stop, Weighted};
 use dyno_db::script::{self, Script};
+use dyno_model::record::PER_SEGMENT_SETTINGS;
 
 use crate::cli::{DbInitArgs, DbProtocol, DbRunArgs, PartitionMethodArg, SaveArgs};
 use crate::settings::segment::{self, Plan};
@@ -115,23 +116,24 @@ pub(crate) fn db_run(
         Some(&settings.target),
         Some(settings.target.port()),
     )?;
+    let whole = Whole {
+        clients: args.clients.to,
+        jobs: args.jobs.min(args.clients.to),
+        scale: args.scale,
+        // A plan's mean rate: what the run as a whole asked for.
+        rate: match &args.rate_plan {
+            Some(p) => Some(p.total() / p.duration().as_secs_f64()),
+            None => args.rate,
+        },
+    };
     if let Some(plan) = &mut plan {
-        let mut shared = published(&args, &settings);
+        let mut shared = published(&args, &settings, &whole);
         super::capacity::segmented(plan, &mode, "clients", &mut shared)?;
         plan.publish(shared);
     }
     Ok(DbPlan {
         engine: settings,
-        whole: Whole {
-            clients: args.clients.to,
-            jobs: args.jobs.min(args.clients.to),
-            scale: args.scale,
-            // A plan's mean rate: what the run as a whole asked for.
-            rate: match &args.rate_plan {
-                Some(p) => Some(p.total() / p.duration().as_secs_f64()),
-                None => args.rate,
-            },
-        },
+        whole,
         segment: plan,
         save: args.save,
         progress: args.progress,
@@ -304,53 +306,43 @@ fn check_schedule(args: &DbRunArgs, stop: Stop, rate: Option<f64>) -> Result<()>
     Ok(())
 }
 
+/// What a db run's record holds that is not the same in every segment of
+/// it: this segment's shares, seed and clean-up (`PER_SEGMENT_SETTINGS`),
+/// and what the run finds on the server (nothing yet when published).
+const NOT_PUBLISHED: [&str; 1] = ["server_version"];
+
+/// What a segment publishes beside its run's record: the command, the
+/// whole run's -c and -j as given (the record holds this segment's
+/// shares), -s, -r, and the scripts' parsed text, hashed.
+#[derive(serde::Serialize)]
+struct Published {
+    command: &'static str,
+    clients: u32,
+    jobs: u32,
+    scale: Option<i64>,
+    report_per_command: bool,
+    script_text: String,
+}
+
 /// What every segment of a `db run` must share, published at the
-/// barrier: the server, the scripts (their parsed text, hashed), the whole
-/// run's -c and -j, the end, the rate and the protocol's flags.
-fn published(args: &DbRunArgs, settings: &RunSettings) -> segment::Settings {
-    let mut s = segment::Settings::new("db run");
-    s.put("target", settings.target.to_string())
-        .put(
-            "scripts",
-            settings
-                .scripts
-                .iter()
-                .map(|w| format!("{}@{}", w.script.name(), w.weight))
-                .collect::<Vec<_>>()
-                .join(", "),
-        )
-        .hash(
-            "script_text",
-            format!(
-                "{:?}",
-                settings
-                    .scripts
-                    .iter()
-                    .map(|w| &w.script)
-                    .collect::<Vec<_>>()
-            )
-            .as_bytes(),
-        )
-        .put("clients", args.clients.to)
-        .put("jobs", args.jobs)
-        .opt("transactions", args.transactions)
-        .opt("duration", args.time.map(|d| format!("{d:?}")))
-        .put("warmup", format!("{:?}", args.warmup.unwrap_or_default()))
-        .opt("rate", args.rate)
-        .opt(
-            "rate_plan",
-            args.rate_plan.as_ref().map(ToString::to_string),
-        )
-        .opt(
-            "latency_limit",
-            args.latency_limit.map(|d| format!("{d:?}")),
-        )
-        .put("protocol", format!("{:?}", settings.protocol))
-        .opt("scale", args.scale)
-        .put("max_tries", args.max_tries)
-        .put("report_per_command", args.per_command)
-        .put("connect", args.connect)
-        .put("pipeline", args.pipeline);
+/// barrier: the run's record ([`dyno_db::record::asked_record`], the
+/// whole run's rate) less what differs per segment, and [`Published`].
+fn published(args: &DbRunArgs, settings: &RunSettings, whole: &Whole) -> segment::Settings {
+    let record = dyno_db::record::asked_record(settings, Some(whole));
+    let drop: Vec<&str> = PER_SEGMENT_SETTINGS
+        .into_iter()
+        .chain(NOT_PUBLISHED)
+        .collect();
+    let mut s = segment::Settings::of(&record, &drop);
+    let scripts: Vec<&Script> = settings.scripts.iter().map(|w| &w.script).collect();
+    s.add(&Published {
+        command: "db run",
+        clients: args.clients.to,
+        jobs: args.jobs,
+        scale: args.scale,
+        report_per_command: args.per_command,
+        script_text: segment::hash(format!("{scripts:?}").as_bytes()),
+    });
     s
 }
 
@@ -396,4 +388,89 @@ fn scripts(args: &DbRunArgs, files: &[String]) -> Result<(Vec<Weighted>, bool)> 
         || !args.builtins.is_empty()
         || args.files.is_empty();
     Ok((scripts, uses_builtin))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::cli::{Cli, Command, DbArgs, DbCommand};
+
+    /// What segment `index` of 2 of `dyno db run FLAGS` publishes at the
+    /// barrier.
+    fn published(index: u32, flags: &[&str]) -> BTreeMap<String, String> {
+        let segment = format!("{index}/2");
+        let argv = ["dyno", "db", "run", "--segment", &segment, "--group", "g"];
+        let cli = Cli::try_parse_from(argv.iter().chain(flags)).unwrap();
+        let Command::Db(DbArgs {
+            command: DbCommand::Run(args),
+        }) = cli.command
+        else {
+            unreachable!("parsed as db run")
+        };
+        let target = Target::new("postgres://u@db.example:5432/bench", |_| None).unwrap();
+        let host = format!("host{index}");
+        let plan = db_run(*args, Some(&host), &[], target).unwrap();
+        plan.segment.unwrap().settings
+    }
+
+    const BASE: [&str; 6] = ["-c", "5", "-j", "3", "-T", "2s"];
+
+    #[test]
+    fn the_segments_of_one_db_run_publish_the_same_settings() {
+        let a = published(0, &BASE);
+        assert_eq!(a, published(1, &BASE));
+        for (name, value) in [
+            ("command", "db run"),
+            ("target", "u@db.example:5432/bench"),
+            ("scripts.0.name", "tpcb-like"),
+            ("clients", "5"),
+            ("jobs", "3"),
+            ("duration", "2s"),
+            ("protocol", "simple"),
+            ("vacuum", "true"),
+        ] {
+            assert_eq!(
+                a.get(name).map(String::as_str),
+                Some(value),
+                "{name}: {a:?}"
+            );
+        }
+        for per_segment in ["seed", "threads", "segment", "server_version"] {
+            assert!(!a.contains_key(per_segment), "{per_segment}: {a:?}");
+        }
+    }
+
+    #[test]
+    fn a_changed_db_setting_is_named_where_the_segments_differ() {
+        let base = published(0, &BASE);
+        for (change, names) in [
+            (&["-T", "3s"][..], &["duration"][..]),
+            (&["-c", "6"], &["clients"]),
+            (&["-j", "2"], &["jobs"]),
+            (&["-R", "100"], &["model", "rate_per_sec"]),
+            (&["-M", "prepared"], &["protocol"]),
+            (&["-b", "select-only"], &["script_text", "scripts.0.name"]),
+            (&["-n"], &["vacuum"]),
+            (&["--max-tries", "3"], &["max_tries"]),
+        ] {
+            let mut flags: Vec<&str> = BASE.to_vec();
+            match flags.iter().position(|f| *f == change[0]) {
+                Some(at) => flags[at + 1] = change[1],
+                None => flags.extend(change),
+            }
+            let other = published(1, &flags);
+            let differ: Vec<&String> = base
+                .keys()
+                .chain(other.keys())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .filter(|n| base.get(*n) != other.get(*n))
+                .collect();
+            assert_eq!(differ, names, "{change:?}");
+        }
+    }
 }

@@ -9,6 +9,7 @@ use dyno_http::request::{
 use dyno_http::scenario::Scenario;
 use dyno_http::{Asked, Schedule, Segment, Settings, Stop, TlsSettings};
 use dyno_model::Environment;
+use dyno_model::record::PER_SEGMENT_SETTINGS;
 
 use crate::cli::{HttpArgs, HttpFormat, SaveArgs};
 use crate::settings::segment::{self, Plan};
@@ -95,20 +96,20 @@ pub(crate) fn http(args: HttpArgs, env: &Environment, inputs: HttpInputs) -> Res
     let settings = engine_settings(&args, &request, warmup, connections, threads, plan.as_ref());
     dyno_http::engine::validate(&settings)?;
     check_open_files(env, &settings, builtin)?;
-    if let Some(plan) = &mut plan {
-        let mut s = fingerprint(&settings, &args, &request);
-        super::capacity::segmented(plan, &mode, "connections", &mut s)?;
-        plan.publish(s);
-    }
     let asked = Asked {
-        url: request.shown_url,
-        url_file: args.url_file,
+        url: request.shown_url.clone(),
+        url_file: args.url_file.clone(),
         builtin_server: builtin,
         connections: whole_connections,
         max_error_rate_percent: args.max_error_rate,
-        headers: request.headers,
+        headers: request.headers.clone(),
         body_bytes: request.body.as_ref().map(|b| b.len() as u64),
     };
+    if let Some(plan) = &mut plan {
+        let mut s = fingerprint(&settings, &asked, args.threads, &request);
+        super::capacity::segmented(plan, &mode, "connections", &mut s)?;
+        plan.publish(s);
+    }
     Ok(HttpPlan {
         engine: settings,
         asked,
@@ -183,15 +184,12 @@ struct Request {
     /// The URL file's paths (one for a URL), none for a scenario.
     paths: Vec<String>,
     templates: Vec<RequestTemplate>,
-    method: String,
     streams: u32,
     headers: Vec<(String, String)>,
     body: Option<Vec<u8>>,
     scenario: Option<Arc<Scenario>>,
     /// The scenario's file and data, for a segment's hash.
     scenario_bytes: Vec<u8>,
-    /// The URL as given, or the built-in server's.
-    url: String,
     /// What the run loads, for its record: the URL, a URL file's first
     /// URL, or the scenario's.
     shown_url: String,
@@ -227,13 +225,9 @@ fn request(args: &HttpArgs, inputs: HttpInputs) -> Result<Request> {
         scenario.as_deref(),
         &url,
     )?;
-    check_tls(
-        target.scheme == Scheme::Https,
-        args.unix_socket.is_some(),
-        args.insecure,
-    )?;
+    check_insecure(target.scheme == Scheme::Https, args.insecure)?;
     let spec = RequestSpec {
-        method: method.clone(),
+        method,
         path: String::new(),
         headers: headers.clone(),
         body: body.clone(),
@@ -243,19 +237,17 @@ fn request(args: &HttpArgs, inputs: HttpInputs) -> Result<Request> {
     let shown_url = match (&args.url_file, &scenario) {
         (_, Some(s)) => s.url.clone(),
         (Some(_), None) => format!("{}{}", target, paths[0]),
-        (None, None) => url.clone(),
+        (None, None) => url,
     };
     Ok(Request {
         target,
         paths,
         templates,
-        method,
         streams,
         headers,
         body,
         scenario,
         scenario_bytes,
-        url,
         shown_url,
         builtin_url: inputs.builtin_url,
     })
@@ -405,8 +397,6 @@ fn check_scenario_flags(
     Ok(())
 }
 
-/// The server and the paths a run loads: a scenario's, a URL file's, or
-/// the URL's.
 /// The server and the paths loaded: the scenario's, a URL file's (`(path,
 /// text)`), or the URL's.
 fn targets(
@@ -426,12 +416,10 @@ fn targets(
     })
 }
 
-fn check_tls(tls: bool, unix_socket: bool, insecure: bool) -> Result<()> {
-    if tls && unix_socket {
-        bail!(
-            "TLS over a Unix socket is not supported: give the URL as http:// with --unix-socket"
-        );
-    }
+/// `--insecure` means something only for https:// (TLS over a Unix
+/// socket is refused by [`dyno_http::engine::validate`], with the rest of
+/// what the engine cannot do).
+fn check_insecure(tls: bool, insecure: bool) -> Result<()> {
     if insecure && !tls {
         bail!(
             "--insecure only skips the certificate check of https:// URLs, and this URL is http://: drop --insecure"
@@ -461,46 +449,57 @@ fn stop_and_rate(
     (stop, rate)
 }
 
-/// What a segment's fingerprint needs besides the engine's settings: the
-/// flags as given, before a segment took its share.
+/// What an HTTP run's record holds that is not the same in every segment
+/// of it, or not for publishing: this segment's shares, its seed and
+/// source address (`PER_SEGMENT_SETTINGS`), and the header count, URL
+/// file and scenario, published as [`Published`]'s hashes instead.
+const NOT_PUBLISHED: [&str; 3] = ["headers", "url_file", "scenario"];
+
+/// What a segment publishes beside its run's record: the command, the
+/// whole run's -c and -t as given (the record holds this segment's
+/// shares), and hashes of what is too long or private for the store.
+#[derive(serde::Serialize)]
+struct Published {
+    command: &'static str,
+    connections: u32,
+    threads: Option<u32>,
+    headers: String,
+    body: Option<String>,
+    scenario: Option<String>,
+    /// The URL file's paths (segments may read it from different places).
+    url_file: Option<String>,
+}
+
 /// The settings every segment of a group must share, as published at the
-/// barrier: the whole run's, not this segment's share.
-fn fingerprint(settings: &Settings, args: &HttpArgs, request: &Request) -> segment::Settings {
-    let schedule = &settings.schedule;
-    let rate = schedule.rate_per_sec;
-    let mut s = segment::Settings::new("http");
-    s.put("url", &request.url)
-        .opt(
-            "unix_socket",
-            settings.unix_socket.as_ref().map(|p| p.display()),
-        )
-        .put("method", &request.method)
-        .put("model", if rate.is_some() { "open" } else { "closed" })
-        .opt("rate", rate)
-        .opt("rate_plan", schedule.plan.as_ref().map(ToString::to_string))
-        .opt("requests", args.requests)
-        .opt("duration", args.duration.map(|d| format!("{d:?}")))
-        .put("warmup", format!("{:?}", schedule.warmup))
-        .put("connections", args.connections.to)
-        .opt("threads", args.threads)
-        .put("pipeline", settings.pipeline)
-        .put("http2", settings.http2)
-        .put("streams", settings.streams)
-        .put("alpn", settings.alpn.join(","))
-        .put("keep_alive", settings.keep_alive)
-        .put("insecure", settings.tls.insecure)
-        .put("timeout", format!("{:?}", settings.timeout))
-        .put("connect_timeout", format!("{:?}", settings.connect_timeout))
-        .put("expect_status", settings.expect_status.to_string())
-        .put("max_error_rate", args.max_error_rate)
-        .hash("headers", format!("{:?}", request.headers).as_bytes())
-        .hash("body", request.body.as_deref().unwrap_or_default());
-    if settings.scenario.is_some() {
-        s.hash("scenario", &request.scenario_bytes);
-    }
-    if args.url_file.is_some() {
-        s.hash("url_file", format!("{:?}", request.paths).as_bytes());
-    }
+/// barrier: the run's record ([`dyno_http::record::asked_record`]) less
+/// what differs per segment, and [`Published`]. `threads` is `-t` as given.
+fn fingerprint(
+    settings: &Settings,
+    asked: &Asked,
+    threads: Option<u32>,
+    request: &Request,
+) -> segment::Settings {
+    let record = dyno_http::record::asked_record(settings, asked);
+    let drop: Vec<&str> = PER_SEGMENT_SETTINGS
+        .into_iter()
+        .chain(NOT_PUBLISHED)
+        .collect();
+    let mut s = segment::Settings::of(&record, &drop);
+    s.add(&Published {
+        command: "http",
+        connections: asked.connections,
+        threads,
+        headers: segment::hash(format!("{:?}", asked.headers).as_bytes()),
+        body: request.body.as_deref().map(segment::hash),
+        scenario: settings
+            .scenario
+            .is_some()
+            .then(|| segment::hash(&request.scenario_bytes)),
+        url_file: asked
+            .url_file
+            .is_some()
+            .then(|| segment::hash(format!("{:?}", request.paths).as_bytes())),
+    });
     s
 }
 
@@ -625,5 +624,145 @@ mod http_tests {
         assert_eq!(url_port("http://user:pw@host"), Some(80));
         assert_eq!(url_port("http://[::1]:9000/"), Some(9000));
         assert_eq!(url_port("http://[::1]/"), Some(80));
+    }
+
+    /// What segment `index` of 2 of `dyno http FLAGS` publishes at the
+    /// barrier.
+    fn published(index: u32, flags: &[&str]) -> std::collections::BTreeMap<String, String> {
+        use clap::Parser as _;
+        let segment = format!("{index}/2");
+        let argv = ["dyno", "http", "--segment", &segment, "--group", "g"];
+        let cli = crate::cli::Cli::try_parse_from(argv.iter().chain(flags)).unwrap();
+        let crate::cli::Command::Http(args) = cli.command else {
+            unreachable!("parsed as http")
+        };
+        let env = Environment {
+            hostname: Some(format!("host{index}")),
+            ..Environment::default()
+        };
+        let inputs = HttpInputs {
+            cpus: 4,
+            body_file: None,
+            url_file: None,
+            scenario: None,
+            builtin_url: None,
+        };
+        let plan = http(*args, &env, inputs).unwrap();
+        plan.segments.unwrap().settings
+    }
+
+    /// The names whose values differ between `a` and `b`, or are in one.
+    fn differ(
+        a: &std::collections::BTreeMap<String, String>,
+        b: &std::collections::BTreeMap<String, String>,
+    ) -> Vec<String> {
+        let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+        names
+            .into_iter()
+            .filter(|n| a.get(*n) != b.get(*n))
+            .cloned()
+            .collect()
+    }
+
+    const BASE: [&str; 8] = [
+        "http://127.0.0.1:9/x",
+        "-c",
+        "5",
+        "-t",
+        "3",
+        "-d",
+        "2s",
+        "-H=X-Token: s3cret",
+    ];
+
+    #[test]
+    fn the_segments_of_one_run_publish_the_same_settings() {
+        // Different shares (3 and 2 connections, 2 and 1 threads), hosts,
+        // source addresses and seeds.
+        let a = published(0, &[&BASE[..], &["-B", "127.0.0.2"]].concat());
+        let b = published(1, &[&BASE[..], &["-B", "127.0.0.3"]].concat());
+        assert_eq!(a, b);
+        // The whole run's -c and -t, not a share; the record's settings
+        // as named there.
+        for (name, value) in [
+            ("command", "http"),
+            ("url", "http://127.0.0.1:9/x"),
+            ("method", "GET"),
+            ("model", "closed"),
+            ("connections", "5"),
+            ("threads", "3"),
+            ("duration", "2s"),
+            ("timeout", "10s"),
+            ("keep_alive", "true"),
+            ("expect_status", "200-399"),
+        ] {
+            assert_eq!(
+                a.get(name).map(String::as_str),
+                Some(value),
+                "{name}: {a:?}"
+            );
+        }
+        for per_segment in ["seed", "source_addr", "segment", "index", "host"] {
+            assert!(
+                !a.keys().any(|k| k.split('.').next() == Some(per_segment)),
+                "{per_segment}: {a:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_changed_setting_is_named_where_the_segments_differ() {
+        let base = published(0, &BASE);
+        for (change, names) in [
+            (&["-d", "3s"][..], &["duration"][..]),
+            (&["-c", "6"], &["connections"]),
+            (&["-t", "2"], &["threads"]),
+            (&["--rate", "1000"], &["model", "rate_per_sec"]),
+            (&["-m", "POST"], &["method"]),
+            (&["--timeout", "5s"], &["timeout"]),
+            (&["--max-error-rate", "5"], &["max_error_rate_percent"]),
+            (&["--no-keepalive"], &["keep_alive"]),
+            (&["-H=X-Token: other"], &["headers"]),
+            (&["--body", "{}"], &["body", "body_bytes"]),
+        ] {
+            // The change replaces the base's flag of the same name.
+            let mut flags: Vec<&str> = BASE.to_vec();
+            match flags.iter().position(|f| *f == change[0]) {
+                Some(at) => flags[at + 1] = change[1],
+                None if change[0].starts_with("-H=") => flags[7] = change[0],
+                None => flags.extend(change),
+            }
+            let other = published(1, &flags);
+            assert_eq!(differ(&other, &base), names, "{change:?}");
+        }
+        let url = published(1, &[&["http://127.0.0.1:9/y"][..], &BASE[1..]].concat());
+        assert_eq!(differ(&url, &base), ["url"]);
+    }
+
+    #[test]
+    fn a_split_search_publishes_its_objective_and_steps() {
+        let search = |slo: &str, budget: &str| {
+            let flags = ["http://127.0.0.1:9/x", "-c", "4", "--find-max"];
+            published(
+                0,
+                &[&flags[..], &["--slo", slo, "--budget", budget]].concat(),
+            )
+        };
+        let base = search("p99<=20ms", "1m");
+        assert_eq!(base["capacity.slo"], "p99<=20ms");
+        assert_eq!(base["capacity.find_max"], "rates");
+        assert_eq!(base["capacity.budget"], "60s");
+        assert_eq!(differ(&search("p99<=30ms", "1m"), &base), ["capacity.slo"]);
+        assert_eq!(
+            differ(&search("p99<=20ms", "2m"), &base),
+            ["capacity.budget"]
+        );
+    }
+
+    #[test]
+    fn a_headers_value_is_published_hashed_never_in_clear() {
+        let s = published(0, &BASE);
+        assert!(s.values().all(|v| !v.contains("s3cret")), "{s:?}");
+        assert!(s["headers"].starts_with("hash "), "{s:?}");
     }
 }

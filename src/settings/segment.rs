@@ -10,6 +10,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use dyno_model::Segment;
 use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::cli::SegmentArgs;
 
@@ -36,45 +38,90 @@ pub(crate) struct Plan {
 /// run the run it is (the command, URL, model, rate, -n, -d, the whole
 /// run's -c, …), never what differs per segment by design (its index,
 /// host, source address, its shares).
-#[derive(Debug, Clone, Default)]
+///
+/// They are derived from typed values, the run's settings record first
+/// ([`Settings::of`]): serialized, flattened to dotted names
+/// (`rate_plan.plan`, `scripts.0.name`), each value as text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Settings(pub BTreeMap<String, String>);
 
 impl Settings {
-    /// Settings of the command `command` (`http`, `db run`).
-    pub(crate) fn new(command: &str) -> Settings {
-        let mut s = Settings::default();
-        s.put("command", command);
-        s
+    /// The settings of `value` less the fields named in `drop` (a name
+    /// drops the field and all under it: `segment`, `rate_plan.stages`).
+    ///
+    /// A field that is not set (`null`) is left out, as is an empty list;
+    /// a list's items are named by index. A count of nanoseconds (a field
+    /// named `X_ns`) is published as the duration `X`, e.g. `duration 2s`,
+    /// as the flags give it and the barrier's refusal names it.
+    pub(crate) fn of(value: &impl Serialize, drop: &[&str]) -> Settings {
+        let value = serde_json::to_value(value).expect("settings serialize");
+        let mut settings = Settings::default();
+        settings.flatten("", &value, drop);
+        settings
     }
 
-    /// Sets `name` to `value`.
-    pub(crate) fn put(&mut self, name: &str, value: impl std::fmt::Display) -> &mut Settings {
-        self.0.insert(name.to_owned(), value.to_string());
+    /// Adds the settings of `value` (see [`Settings::of`]); one of the
+    /// same name is replaced.
+    pub(crate) fn add(&mut self, value: &impl Serialize) -> &mut Settings {
+        self.0.extend(Settings::of(value, &[]).0);
         self
     }
 
-    /// Sets `name` to `value`, or "(not set)".
-    pub(crate) fn opt(
-        &mut self,
-        name: &str,
-        value: Option<impl std::fmt::Display>,
-    ) -> &mut Settings {
+    fn flatten(&mut self, name: &str, value: &Value, drop: &[&str]) {
+        let under = |key: &str| match name {
+            "" => key.to_owned(),
+            _ => format!("{name}.{key}"),
+        };
         match value {
-            Some(v) => self.put(name, v),
-            None => self.put(name, "(not set)"),
+            Value::Null => {}
+            Value::Object(fields) => {
+                for (key, v) in fields {
+                    let key = under(key);
+                    if !drop.contains(&key.as_str()) {
+                        self.flatten(&key, v, drop);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    self.flatten(&under(&i.to_string()), v, drop);
+                }
+            }
+            Value::Bool(b) => self.set(name, b.to_string()),
+            Value::String(s) => self.set(name, s.clone()),
+            Value::Number(n) => match (name.strip_suffix("_ns"), n.as_u64()) {
+                (Some(duration), Some(ns)) => {
+                    self.set(duration, format!("{:?}", Duration::from_nanos(ns)));
+                }
+                // 1000.0 as 1000, as the flag is written.
+                _ => match n.as_f64() {
+                    Some(x) if n.is_f64() => self.set(name, x.to_string()),
+                    _ => self.set(name, n.to_string()),
+                },
+            },
         }
     }
 
-    /// Sets `name` to a hash of `bytes` (for what is too long, or too
-    /// private, to publish in the store: headers, bodies, files).
-    pub(crate) fn hash(&mut self, name: &str, bytes: &[u8]) -> &mut Settings {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.put(name, format!("hash {h:016x}"))
+    fn set(&mut self, name: &str, value: String) {
+        self.0.insert(name.to_owned(), value);
     }
+}
+
+/// A hash of `bytes`, published in place of what is too long, or too
+/// private, to publish in the store (headers, bodies, files).
+pub(crate) fn hash(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("hash {h:016x}")
+}
+
+/// `--start-at`, which every segment of a group must share too.
+#[derive(Serialize)]
+struct StartAt {
+    start_at: Option<Timestamp>,
 }
 
 impl Plan {
@@ -101,7 +148,9 @@ impl Plan {
     /// Publishes `settings` at the barrier (with `--start-at`, which every
     /// segment must share too).
     pub(crate) fn publish(&mut self, mut settings: Settings) {
-        settings.opt("start_at", self.start_at);
+        settings.add(&StartAt {
+            start_at: self.start_at,
+        });
         self.settings = settings.0;
     }
 
@@ -188,4 +237,119 @@ fn span(d: Duration) -> String {
 /// The tag of a group's segment runs.
 pub(crate) fn group_tag(group: &str) -> String {
     format!("group:{group}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Asked {
+        url: &'static str,
+        rate_per_sec: Option<f64>,
+        requests: Option<u64>,
+        duration_ns: u64,
+        alpn: Vec<&'static str>,
+        empty: Vec<u32>,
+        keep_alive: bool,
+        segment: Share,
+        plan: Stages,
+    }
+
+    #[derive(Serialize)]
+    struct Share {
+        index: u32,
+    }
+
+    #[derive(Serialize)]
+    struct Stages {
+        plan: &'static str,
+        stages: Vec<u64>,
+    }
+
+    fn asked() -> Asked {
+        Asked {
+            url: "http://x/",
+            rate_per_sec: Some(1000.0),
+            requests: None,
+            duration_ns: 2_500_000_000,
+            alpn: vec!["h2", "http/1.1"],
+            empty: Vec::new(),
+            keep_alive: true,
+            segment: Share { index: 1 },
+            plan: Stages {
+                plan: "10@1s",
+                stages: vec![7],
+            },
+        }
+    }
+
+    #[test]
+    fn settings_are_the_typed_values_flattened_less_what_is_dropped() {
+        let s = Settings::of(&asked(), &["segment", "plan.stages"]);
+        let want: BTreeMap<String, String> = [
+            ("url", "http://x/"),
+            // As the flag is written, not 1000.0.
+            ("rate_per_sec", "1000"),
+            // A count of nanoseconds is published as the duration.
+            ("duration", "2.5s"),
+            ("alpn.0", "h2"),
+            ("alpn.1", "http/1.1"),
+            ("keep_alive", "true"),
+            ("plan.plan", "10@1s"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        // Not set (`requests`) and empty (`empty`) leave no name; a dropped
+        // name drops all under it.
+        assert_eq!(s.0, want);
+    }
+
+    #[test]
+    fn added_settings_replace_those_of_the_same_name() {
+        #[derive(Serialize)]
+        struct Whole {
+            url: &'static str,
+            connections: u32,
+        }
+        let mut s = Settings::of(&asked(), &["segment", "plan"]);
+        s.add(&Whole {
+            url: "http://y/",
+            connections: 8,
+        });
+        assert_eq!(s.0["url"], "http://y/");
+        assert_eq!(s.0["connections"], "8");
+        assert_eq!(s.0.len(), 7, "{s:?}");
+    }
+
+    #[test]
+    fn start_at_is_published_when_given() {
+        let at: Timestamp = "2030-01-02T03:04:05Z".parse().unwrap();
+        let mut plan = Plan {
+            segment: Segment { index: 0, count: 2 },
+            group: "g".into(),
+            start_at: Some(at),
+            barrier_timeout: Duration::from_secs(1),
+            host: "h".into(),
+            settings: BTreeMap::new(),
+        };
+        plan.publish(Settings::of(&asked(), &[]));
+        assert_eq!(plan.settings["start_at"], at.to_string());
+        plan.start_at = None;
+        plan.publish(Settings::of(&asked(), &[]));
+        assert!(
+            !plan.settings.contains_key("start_at"),
+            "{:?}",
+            plan.settings
+        );
+    }
+
+    #[test]
+    fn a_hash_hides_what_it_hashes_and_tells_contents_apart() {
+        let a = hash(b"Authorization: Bearer s3cret");
+        assert!(!a.contains("s3cret"), "{a}");
+        assert_eq!(a, hash(b"Authorization: Bearer s3cret"));
+        assert_ne!(a, hash(b"Authorization: Bearer other"));
+    }
 }

@@ -229,6 +229,14 @@ pub(crate) fn find_metric<'a>(run: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no metric {name}: {}", run["metrics"]))
 }
 
+/// The metric `name` of a quick run's part `part` (`http`, `db`, `disk`):
+/// the first with that name and that `part` label.
+pub(crate) fn find_part_metric<'a>(run: &'a Value, part: &str, name: &str) -> &'a Value {
+    metrics(run)
+        .find(|m| m["name"] == name && m["labels"]["part"] == part)
+        .unwrap_or_else(|| panic!("no metric {name}{{part={part}}}: {}", run["metrics"]))
+}
+
 /// The connection counts of a capacity sweep's steps (`cap` is a Run's
 /// `settings.capacity`), in order; a level that failed while the machine
 /// was busy runs once more, and counts once.

@@ -258,6 +258,54 @@ fn compare_gives_the_numbers_dyno_run_gives_for_the_same_samples() {
     );
 }
 
+/// A quick run saved when its lines' metrics had a prefix (the checked-in
+/// fixture: `http_requests_per_sec`, `http_latency_ns`) compares with one
+/// of today's line by line: the same figure of the same part meets.
+#[test]
+fn an_old_quick_run_compares_with_a_new_one_part_by_part() {
+    let home = temp();
+    let h = home.path();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crates/model/tests/fixtures/quick.json"
+    );
+    ok(h, &["import", fixture]);
+    ok(
+        h,
+        &words(
+            "quick --int64-iterations 200000 --repetitions 2 --http-duration 1s --disk-duration 0",
+        ),
+    );
+    let [old, new] = <[String; 2]>::try_from(ids(h)).unwrap();
+    let out = ok(h, &["compare", &old, &new, "--format", "json", "--no-save"]);
+    let run: Value = serde_json::from_str(&out).unwrap();
+    let ratio_of = |subject: &str| {
+        metrics(&run)
+            .find(|m| m["name"] == "ratio" && m["labels"]["metric"] == subject)
+            .unwrap_or_else(|| panic!("{subject} not compared in {run:#}"))["value"]
+            .as_f64()
+            .unwrap()
+    };
+    for subject in [
+        "int64_1t_ns",
+        "requests_per_sec{part=http}",
+        "latency_ns{part=http, percentile=50}",
+        "client_cpu_percent{part=http}",
+    ] {
+        assert!(ratio_of(subject) > 0.0, "{subject}");
+    }
+    // Only the lines the new run skipped are left without a partner.
+    let unmatched = run["settings"]["unmatched"].as_array().unwrap();
+    assert!(!unmatched.is_empty(), "the old run has a db line");
+    for u in unmatched {
+        let metric = u["metric"].as_str().unwrap();
+        assert!(
+            metric.contains("part=db") || metric.contains("part=disk"),
+            "{metric} unmatched in {unmatched:#?}"
+        );
+    }
+}
+
 #[test]
 fn runs_from_another_machine_compare_after_export_and_import() {
     let (a, b) = (temp(), temp());

@@ -669,7 +669,12 @@ fn quick_has_a_db_line_only_where_the_environment_names_a_server() {
     let books = "SELECT sum(abalance) || ' ' || count(*) || ' ' || (SELECT count(*) FROM pgbench_history) FROM pgbench_accounts";
     let before = pg.psql(&db, books);
     let run = quick_on(&db);
-    assert!(metric(&run, "db_transactions") > 0.0);
+    assert!(
+        find_part_metric(&run, "db", "transactions")["value"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     assert_eq!(run["settings"]["db"]["scripts"][0]["name"], "select-only");
     assert_eq!(pg.psql(&db, books), before, "quick only reads");
     let id = run["id"].as_str().unwrap();
@@ -1443,21 +1448,25 @@ fn quick_watches_each_line_apart_and_reads_the_db_lines_server() {
         )),
         0,
     );
-    let of = |name: &str| find_metric(&run, name);
-    // The db line's figures carry its prefix; the server's processes
-    // include the backends its connections started.
-    let tps = of("db_transactions_per_sec")["value"].as_f64().unwrap();
-    let commits = of("db_target_pg_commits_per_sec")["value"]
-        .as_f64()
-        .unwrap();
+    let of = |name: &str| find_part_metric(&run, "db", name);
+    // The db line's figures, its own and the watched ones, are of its
+    // part; the server's processes include the backends its connections
+    // started.
+    let tps = of("transactions_per_sec")["value"].as_f64().unwrap();
+    let commits = of("target_pg_commits_per_sec")["value"].as_f64().unwrap();
     assert!(
         (commits - tps).abs() <= 0.1 * tps,
         "{commits} commits/s against {tps} tps"
     );
-    let cpu = of("db_server_cpu_percent");
+    let cpu = of("server_cpu_percent");
     assert_eq!(cpu["labels"]["watched"], "postgres");
     assert!(cpu["value"].as_f64().unwrap() > 10.0, "{cpu}");
-    assert!(of("db_server_cpu_per_op_ns")["value"].as_f64().unwrap() > 0.0);
+    assert!(of("server_cpu_per_op_ns")["value"].as_f64().unwrap() > 0.0);
+    assert!(
+        metrics(&run).all(|m| !m["name"].as_str().unwrap().starts_with("db_")),
+        "{}",
+        run["metrics"]
+    );
     let verdicts: Vec<&str> = warnings(&run)
         .filter(|w| {
             [
@@ -1473,8 +1482,10 @@ fn quick_watches_each_line_apart_and_reads_the_db_lines_server() {
         .collect();
     assert_eq!(verdicts.len(), 1, "{}", run["warnings"]);
     assert!(verdicts[0].starts_with("db line: "), "{verdicts:?}");
-    // This machine's own state, once for the whole run.
-    assert!(of("machine_load_max")["value"].as_f64().is_some());
+    // This machine's own state, once for the whole run: of no part.
+    let load = find_metric(&run, "machine_load_max");
+    assert!(load["value"].as_f64().is_some());
+    assert!(load["labels"]["part"].is_null(), "{load}");
 }
 
 #[test]

@@ -366,7 +366,9 @@ fn quick_gains_a_disk_line_and_skips_it_where_the_file_cannot_go() {
     assert_valid(&run, None);
     for test in ["SEQ1M Q8T1", "RND4K Q1T1"] {
         for op in ["read", "write"] {
-            let t = labelled(&run, "disk_throughput_bytes_per_sec", test, op);
+            // The engine's name, of the part `disk`.
+            let t = labelled(&run, "throughput_bytes_per_sec", test, op);
+            assert_eq!(t["labels"]["part"], "disk", "{t}");
             assert!(t["value"].as_f64().unwrap() > 0.0, "{test} {op}");
         }
     }

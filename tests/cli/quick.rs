@@ -58,6 +58,39 @@ fn quick_prints_its_table_saves_and_history_lists_it() {
     assert_valid(&run, None);
     assert_eq!(run["id"], id.as_str());
     assert_eq!(run["tags"], serde_json::json!(["ci"]));
+    // The HTTP line's figures keep the engine's names, labelled with their
+    // part, and the count a rate is of is the same part's.
+    let rate = find_part_metric(&run, "http", "requests_per_sec");
+    assert_eq!(rate["rate_of"], "responses");
+    assert!(rate["value"].as_f64().unwrap() > 0.0, "{rate}");
+    assert!(
+        find_part_metric(&run, "http", "responses")["value"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(
+        find_part_metric(&run, "http", "latency_ns")["role"],
+        "primary"
+    );
+    // Every figure but the int64 line's and the machine's is of a part,
+    // and no name carries a line's prefix any more.
+    for m in metrics(&run) {
+        let name = m["name"].as_str().unwrap();
+        let part = m["labels"]["part"].as_str();
+        if name.starts_with("int64_") || name.starts_with("machine_") {
+            assert_eq!(part, None, "{m}");
+        } else {
+            assert!(matches!(part, Some("http" | "disk")), "{m}");
+        }
+        assert!(
+            ["http_", "disk_", "db_"]
+                .iter()
+                .all(|p| !name.starts_with(p)),
+            "{m}"
+        );
+    }
+    assert!(shown.contains("requests_per_sec{part=http}"), "{shown}");
 }
 
 #[test]

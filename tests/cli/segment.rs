@@ -596,7 +596,7 @@ fn segments_of_different_commands_are_refused_at_the_barrier() {
             "segment 0/2",
             &format!("url {other} against {url}"),
             "model open against closed",
-            "rate 1000 against (not set)",
+            "rate_per_sec 1000 against (not set)",
             "duration 3s against 2s",
             "connections 4 against 2",
             "called off",

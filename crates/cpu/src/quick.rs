@@ -115,7 +115,9 @@ pub fn judge(settings: &Settings, metrics: &[Metric], cpus: usize) -> Vec<Int64W
     for m in metrics.iter().filter(|m| m.unit == Unit::Ns) {
         if let Some(half_width) = relative_half_width(m).filter(|w| *w > NOISY) {
             warnings.push(Int64Warning::Noisy {
-                metric: m.name.clone(),
+                // With its part, should a quick line's time be the noisy
+                // one (`latency_ns{part=disk, …}`).
+                metric: m.display_name(),
                 half_width,
             });
         }

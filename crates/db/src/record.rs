@@ -31,13 +31,34 @@ pub struct Whole {
     pub rate: Option<f64>,
 }
 
-/// The settings as a db run records them, with what it found on the
-/// server.
+/// The settings as a db run records them ([`asked_record`]), with what
+/// it found on the server.
 pub(crate) fn settings_record(
     settings: &RunSettings,
     whole: Option<&Whole>,
     outcome: &Outcome,
 ) -> DbRecord {
+    DbRecord {
+        observed: DbObserved {
+            server_version: outcome.server.version.clone(),
+            server_settings: outcome.server.settings.iter().cloned().collect(),
+            scale: Some(outcome.scale),
+            clean_up: outcome.vacuum.clone(),
+            aborted: outcome.aborted.clone(),
+        },
+        rate_plan: settings
+            .plan
+            .as_ref()
+            .map(|plan| dyno_load::stages::record(plan, &outcome.stages)),
+        ..asked_record(settings, whole)
+    }
+}
+
+/// The settings record of what the run was asked, before it runs: nothing
+/// found on the server yet, a rate plan's stages without figures. A
+/// segment publishes it at the start barrier (less what differs per
+/// segment), so that every segment of a group runs the same run.
+pub fn asked_record(settings: &RunSettings, whole: Option<&Whole>) -> DbRecord {
     let nanos = |d: Duration| d.as_nanos() as u64;
     DbRecord {
         target: settings.target.to_string(),
@@ -75,20 +96,14 @@ pub(crate) fn settings_record(
         max_tries: u64::from(settings.max_tries),
         vacuum: settings.vacuum,
         seed: settings.seed,
-        observed: DbObserved {
-            server_version: outcome.server.version.clone(),
-            server_settings: outcome.server.settings.iter().cloned().collect(),
-            scale: Some(outcome.scale),
-            clean_up: outcome.vacuum.clone(),
-            aborted: outcome.aborted.clone(),
-        },
+        observed: DbObserved::default(),
         segment: None,
         group: None,
         capacity: None,
         rate_plan: settings
             .plan
             .as_ref()
-            .map(|plan| dyno_load::stages::record(plan, &outcome.stages)),
+            .map(|plan| dyno_load::stages::record(plan, &[])),
     }
 }
 
@@ -130,12 +145,12 @@ pub fn record(
 }
 
 /// `dyno quick`'s db line: its part of quick's settings, its metrics
-/// (named `db_…`) and its warnings.
+/// (its part `db`) and its warnings.
 pub fn quick(settings: &RunSettings, outcome: &Outcome) -> QuickLine<DbRecord> {
     let metrics = outcome
         .metrics(settings)
         .into_iter()
-        .map(|m| m.with_prefix(dyno_model::names::quick::DB))
+        .map(|m| m.of_part(dyno_model::names::quick::DB))
         .collect();
     let warnings = warnings::judge(outcome, settings, None)
         .into_iter()
@@ -150,8 +165,7 @@ pub fn quick(settings: &RunSettings, outcome: &Outcome) -> QuickLine<DbRecord> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, BTreeSet};
-    use std::time::SystemTime;
+    use std::collections::BTreeSet;
 
     use hdrhistogram::Histogram;
 
@@ -197,36 +211,16 @@ mod tests {
 
     /// What a server with the pgbench tables at scale 10 answered.
     fn outcome() -> Outcome {
-        let histogram = || Histogram::new(2).unwrap();
-        let mut latency = histogram();
+        let mut latency = Histogram::new(2).unwrap();
         latency.record(1_000_000).unwrap();
         Outcome {
-            lost: Vec::new(),
-            stages: Vec::new(),
             latency,
-            uncorrected: histogram(),
-            lag: histogram(),
-            skipped: 0,
-            dropped: 0,
-            unfinished: 0,
-            late: 0,
-            statements: Vec::new(),
-            reconnects: histogram(),
             transactions: 500,
-            failed: BTreeMap::new(),
-            retries: BTreeMap::new(),
-            retried: 0,
             aborted: vec!["client 3: connection lost".into()],
-            logs: Vec::new(),
-            log_failures: Vec::new(),
             per_script: vec![500],
-            script_latency: Vec::new(),
-            timeline: Vec::new(),
             vacuum: vec!["vacuum pgbench_branches".into()],
             elapsed: Duration::from_secs(1),
-            connect: Duration::ZERO,
             cpu: Duration::from_millis(100),
-            cpu_wait: Duration::ZERO,
             scale: 10,
             server: Server {
                 version: "17.2".into(),
@@ -235,8 +229,7 @@ mod tests {
                     ("shared_buffers".into(), "128MB".into()),
                 ],
             },
-            interrupted: false,
-            started_at: SystemTime::UNIX_EPOCH,
+            ..Outcome::empty()
         }
     }
 
@@ -360,7 +353,7 @@ mod tests {
     }
 
     #[test]
-    fn quick_names_its_metrics_db_and_records_the_same_settings() {
+    fn quick_labels_its_metrics_part_db_and_records_the_same_settings() {
         let QuickLine { part, metrics, .. } = quick(&settings(), &outcome());
         let run = record(
             &settings(),
@@ -371,6 +364,23 @@ mod tests {
         );
         assert_eq!(part, run.record::<DbRecord>().unwrap());
         assert!(!metrics.is_empty());
-        assert!(metrics.iter().all(|m| m.name.starts_with("db_")));
+        // The engine's names, each labelled with the part, and what a
+        // metric names is named as the engine names it.
+        assert!(
+            metrics.iter().all(|m| m.part() == Some("db")),
+            "{metrics:?}"
+        );
+        let names = |ms: &[dyno_model::Metric]| -> Vec<String> {
+            ms.iter().map(|m| m.name.clone()).collect()
+        };
+        assert_eq!(names(&metrics), names(&run.metrics));
+        let tps = metrics
+            .iter()
+            .find(|m| m.name == dyno_model::names::db::TRANSACTIONS_PER_SEC)
+            .unwrap();
+        assert_eq!(
+            tps.rate_of.as_deref(),
+            Some(dyno_model::names::db::TRANSACTIONS)
+        );
     }
 }

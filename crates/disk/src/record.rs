@@ -287,7 +287,7 @@ pub fn record(settings: &Settings, outcome: &Outcome, mut environment: Environme
 }
 
 /// `dyno quick`'s disk line from its outcome: its part of quick's
-/// settings, its metrics (named `disk_…`) and its warnings.
+/// settings, its metrics (its part `disk`) and its warnings.
 pub fn quick(settings: &Settings, outcome: &Outcome) -> QuickLine<QuickDisk> {
     let part = QuickDisk {
         path: settings.path.display().to_string(),
@@ -299,7 +299,7 @@ pub fn quick(settings: &Settings, outcome: &Outcome) -> QuickLine<QuickDisk> {
     };
     let metrics = crate::outcome::metrics(&outcome.measured)
         .into_iter()
-        .map(|m| m.with_prefix(dyno_model::names::quick::DISK))
+        .map(|m| m.of_part(dyno_model::names::quick::DISK))
         .collect();
     let warnings = outcome
         .warnings(settings.fill)
@@ -503,7 +503,7 @@ mod tests {
     }
 
     #[test]
-    fn quick_records_its_part_and_names_its_metrics_disk() {
+    fn quick_records_its_part_and_labels_its_metrics_part_disk() {
         let dir = tempfile::tempdir().unwrap();
         let s = Settings {
             size_bytes: 16 << 20,
@@ -515,13 +515,16 @@ mod tests {
         assert_eq!(part.tests, ["SEQ1M Q8T1", "RND4K Q1T1"]);
         assert_eq!((part.duration_ns, part.seed), (20_000_000, 9));
         assert!(part.observed.file.is_some() && part.observed.direct_io.is_some());
-        assert!(metrics.iter().all(|m| m.name.starts_with("disk_")));
         assert!(
-            metrics
-                .iter()
-                .any(|m| m.name == "disk_iops" && m.value > 0.0),
+            metrics.iter().all(|m| m.part() == Some("disk")),
             "{metrics:?}"
         );
+        let iops = metrics
+            .iter()
+            .find(|m| m.name == "iops" && m.value > 0.0)
+            .unwrap_or_else(|| panic!("{metrics:?}"));
+        // It names the throughput it follows by the engine's name.
+        assert_eq!(iops.of.as_deref(), Some("throughput_bytes_per_sec"));
         // The file is gone again.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         let back: QuickDisk = serde_json::from_value(serde_json::to_value(&part).unwrap()).unwrap();

@@ -93,7 +93,7 @@ pub fn measure(
         metrics: outcome
             .metrics(settings)
             .into_iter()
-            .map(|m| m.with_prefix(dyno_model::names::quick::HTTP))
+            .map(|m| m.of_part(dyno_model::names::quick::HTTP))
             .collect(),
         warnings: warnings::judge(&outcome, settings)
             .into_iter()

@@ -78,9 +78,39 @@ pub fn record(
     run
 }
 
-/// The settings record: what was asked, and what was observed of the
-/// server.
+/// The settings record: what was asked ([`asked_record`]), and what was
+/// observed of the server.
 fn http_record(settings: &Settings, outcome: &Outcome, asked: &Asked) -> HttpRecord {
+    HttpRecord {
+        observed: HttpObserved {
+            // What the server agreed to, as ab shows it: part of what was
+            // measured (TLS 1.2 and 1.3, or two ciphers, cost differently).
+            tls_session: outcome
+                .tls_session
+                .as_ref()
+                .map(|session| record::TlsSession {
+                    protocol: session.protocol.clone(),
+                    cipher: session.cipher.clone(),
+                    key_exchange: session.key_exchange.clone(),
+                    alpn: session.alpn.clone(),
+                }),
+            // The server's own name for itself (ab's "Server Software").
+            server_software: outcome.server.clone(),
+        },
+        rate_plan: settings
+            .schedule
+            .plan
+            .as_ref()
+            .map(|plan| dyno_load::stages::record(plan, &outcome.stages)),
+        ..asked_record(settings, asked)
+    }
+}
+
+/// The settings record of what the run was asked, before it runs: nothing
+/// observed of the server, a rate plan's stages without figures. A
+/// segment publishes it at the start barrier (less what differs per
+/// segment), so that every segment of a group runs the same run.
+pub fn asked_record(settings: &Settings, asked: &Asked) -> HttpRecord {
     let (requests, duration_ns) = match settings.schedule.stop {
         Stop::Requests(n) => (Some(n), None),
         Stop::Duration(d) => (None, Some(d.as_nanos() as u64)),
@@ -119,21 +149,7 @@ fn http_record(settings: &Settings, outcome: &Outcome, asked: &Asked) -> HttpRec
         seed: settings.seed,
         headers: asked.headers.len() as u64,
         body_bytes: asked.body_bytes.unwrap_or(0),
-        observed: HttpObserved {
-            // What the server agreed to, as ab shows it: part of what was
-            // measured (TLS 1.2 and 1.3, or two ciphers, cost differently).
-            tls_session: outcome
-                .tls_session
-                .as_ref()
-                .map(|session| record::TlsSession {
-                    protocol: session.protocol.clone(),
-                    cipher: session.cipher.clone(),
-                    key_exchange: session.key_exchange.clone(),
-                    alpn: session.alpn.clone(),
-                }),
-            // The server's own name for itself (ab's "Server Software").
-            server_software: outcome.server.clone(),
-        },
+        observed: HttpObserved::default(),
         segment: None,
         group: None,
         capacity: None,
@@ -141,7 +157,7 @@ fn http_record(settings: &Settings, outcome: &Outcome, asked: &Asked) -> HttpRec
             .schedule
             .plan
             .as_ref()
-            .map(|plan| dyno_load::stages::record(plan, &outcome.stages)),
+            .map(|plan| dyno_load::stages::record(plan, &[])),
         scenario: settings
             .scenario
             .as_deref()

@@ -135,7 +135,7 @@ fn a_url_file_run_is_described_by_its_first_url_and_its_file() {
 }
 
 #[test]
-fn the_quick_line_loads_the_built_in_server_and_names_its_metrics_http() {
+fn the_quick_line_loads_the_built_in_server_and_labels_its_metrics_part_http() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let server = dyno_serve::spawn(listener, 1).unwrap();
     let url = format!("http://{}/hello", server.local_addr());
@@ -150,10 +150,17 @@ fn the_quick_line_loads_the_built_in_server_and_names_its_metrics_http() {
     let rate = line
         .metrics
         .iter()
-        .find(|m| m.name == "http_requests_per_sec")
+        .find(|m| m.name == "requests_per_sec")
         .expect("a rate");
     assert!(rate.value > 0.0);
-    assert!(line.metrics.iter().all(|m| m.name.starts_with("http_")));
+    // The engine's names and references, each labelled with the part.
+    assert_eq!(rate.rate_of.as_deref(), Some("responses"));
+    assert!(
+        line.metrics.iter().all(|m| m.part() == Some("http")),
+        "{:?}",
+        line.metrics
+    );
+    assert!(line.metrics.iter().all(|m| !m.name.starts_with("http_")));
     // A URL that is not one is refused before anything runs.
     assert!(dyno_http::quick::settings("not a url", Duration::from_secs(1), 1).is_err());
 }

@@ -1,5 +1,7 @@
 //! The declarations of metrics in records written before metrics declared
-//! themselves (role, merge rule, what the samples are).
+//! themselves (role, merge rule, what the samples are), and the names of
+//! `dyno quick`'s line metrics saved when a prefix told the lines apart
+//! ([`quick_part`]).
 //!
 //! Since then every engine declares each metric where it makes it, and
 //! nothing reads a metric's name to learn what it is. A run saved by an
@@ -45,6 +47,41 @@ pub(crate) fn declare(kind: Kind, m: &mut Metric) {
     } else {
         None
     };
+}
+
+/// Gives a metric of one of a `dyno quick` run's lines, saved when the
+/// lines' metrics were told apart by a prefix (`http_requests_per_sec`,
+/// the rate of `http_responses`), the identity today's quick gives it: its
+/// engine's name and the line as its part (`requests_per_sec{part=http}`,
+/// the rate of `responses`, which [`crate::Run::referenced`] finds with
+/// the same labels). The metrics it names ([`Metric::of`],
+/// [`Metric::rate_of`]) lose the same prefix. The int64 line's names and
+/// the whole run's (`machine_load_max`) start with no line's name and are
+/// left as they are, as is a metric that already names its part.
+pub(crate) fn quick_part(kind: Kind, m: &mut Metric) {
+    use crate::names::quick::{DB, DISK, HTTP};
+    if kind != Kind::Quick || m.part().is_some() {
+        return;
+    }
+    let unprefixed = |part: &str, name: &str| {
+        name.strip_prefix(part)
+            .and_then(|n| n.strip_prefix('_'))
+            .map(str::to_owned)
+    };
+    for part in [HTTP, DB, DISK] {
+        let Some(name) = unprefixed(part, &m.name) else {
+            continue;
+        };
+        m.name = name;
+        for named in [&mut m.of, &mut m.rate_of].into_iter().flatten() {
+            if let Some(name) = unprefixed(part, named) {
+                *named = name;
+            }
+        }
+        m.labels
+            .insert(crate::names::label::PART.to_owned(), part.to_owned());
+        return;
+    }
 }
 
 #[cfg(test)]
@@ -154,7 +191,8 @@ fn classify(kind: Kind, m: &Metric) -> (Role, Option<String>, Merge) {
 
 /// `dyno quick` and the CPU workload: `int64_1t_ns` with its reciprocal
 /// `int64_1t_ops_per_sec`, the scaling figures derived from them, and the
-/// http and disk lines under their prefixes.
+/// http and disk lines under the prefixes they were saved with (which
+/// [`quick_part`] turns into their part afterwards).
 fn quick(name: &str, unit: Unit, hist: Merge) -> (Role, Option<String>, Merge) {
     use crate::names::quick::{INT64_1T, INT64_PREFIX};
     use Role::{Context, Derived, Diagnostic, Primary, Reciprocal};
@@ -277,5 +315,116 @@ mod tests {
         // And it writes them back.
         let json = serde_json::to_value(&run).unwrap();
         assert_eq!(json["metrics"][0]["role"], "diagnostic");
+    }
+
+    #[test]
+    fn a_quick_run_saved_with_prefixed_lines_reads_with_parts() {
+        let run = old_run(
+            "quick",
+            serde_json::json!([
+                {"name": "int64_1t_ns", "unit": "ns", "direction": "lower_is_better", "value": 2.0, "role": "primary"},
+                {"name": "http_requests_per_sec", "unit": "requests_per_sec", "direction": "higher_is_better", "value": 900.0, "role": "primary", "merge": "rate", "rate_of": "http_responses"},
+                {"name": "http_transfer_bytes_per_sec", "unit": "bytes_per_sec", "direction": "higher_is_better", "value": 9.0, "role": "derived", "of": "http_requests_per_sec", "merge": "rate", "rate_of": "http_bytes_read"},
+                {"name": "http_responses", "unit": "count", "direction": "lower_is_better", "value": 900.0, "role": "context", "merge": "sum"},
+                {"name": "http_latency_ns", "unit": "ns", "direction": "lower_is_better", "value": 1.0, "role": "primary"},
+                {"name": "db_latency_ns", "unit": "ns", "direction": "lower_is_better", "value": 7.0, "role": "primary"},
+                {"name": "db_transactions_per_sec", "unit": "ops_per_sec", "direction": "higher_is_better", "value": 50.0, "role": "primary", "merge": "rate", "rate_of": "db_transactions"},
+                {"name": "db_transactions", "unit": "count", "direction": "lower_is_better", "value": 50.0, "role": "context", "merge": "sum"},
+                {"name": "db_server_cpu_percent", "labels": {"watched": "postgres"}, "unit": "percent", "direction": "lower_is_better", "value": 30.0, "role": "diagnostic"},
+                {"name": "disk_iops", "labels": {"op": "read", "test": "RND4K Q1T1"}, "unit": "ops_per_sec", "direction": "higher_is_better", "value": 3.0, "role": "derived", "of": "disk_throughput_bytes_per_sec"},
+                {"name": "disk_throughput_bytes_per_sec", "labels": {"op": "read", "test": "RND4K Q1T1"}, "unit": "bytes_per_sec", "direction": "higher_is_better", "value": 12288.0, "role": "primary"},
+                {"name": "machine_load_max", "unit": "count", "direction": "lower_is_better", "value": 1.0, "role": "context"}
+            ]),
+        );
+        let names: Vec<String> = run.metrics.iter().map(|m| m.display_name()).collect();
+        assert_eq!(
+            names,
+            [
+                "int64_1t_ns",
+                "requests_per_sec{part=http}",
+                "transfer_bytes_per_sec{part=http}",
+                "responses{part=http}",
+                "latency_ns{part=http}",
+                "latency_ns{part=db}",
+                "transactions_per_sec{part=db}",
+                "transactions{part=db}",
+                "server_cpu_percent{part=db, watched=postgres}",
+                "iops{op=read, part=disk, test=RND4K Q1T1}",
+                "throughput_bytes_per_sec{op=read, part=disk, test=RND4K Q1T1}",
+                "machine_load_max",
+            ]
+        );
+        // The two latencies are told apart by their part.
+        assert_eq!(
+            run.metric_of(Some("http"), "latency_ns").unwrap().value,
+            1.0
+        );
+        assert_eq!(run.metric_of(Some("db"), "latency_ns").unwrap().value, 7.0);
+        assert_eq!(run.metric_of(None, "latency_ns"), None);
+        assert_eq!(run.metric_of(None, "int64_1t_ns").unwrap().value, 2.0);
+        // What a metric names is its own part's.
+        let rps = run.metric_of(Some("http"), "requests_per_sec").unwrap();
+        assert_eq!(rps.rate_of.as_deref(), Some("responses"));
+        assert_eq!(run.referenced(rps, "responses").unwrap().value, 900.0);
+        let tps = run.metric_of(Some("db"), "transactions_per_sec").unwrap();
+        assert_eq!(tps.rate_of.as_deref(), Some("transactions"));
+        assert_eq!(run.referenced(tps, "transactions").unwrap().value, 50.0);
+        assert_eq!(run.referenced(tps, "responses"), None);
+        let transfer = run
+            .metric_of(Some("http"), "transfer_bytes_per_sec")
+            .unwrap();
+        assert_eq!(
+            (transfer.of.as_deref(), transfer.rate_of.as_deref()),
+            (Some("requests_per_sec"), Some("bytes_read"))
+        );
+        let iops = run.metric_of(Some("disk"), "iops").unwrap();
+        assert_eq!(
+            run.referenced(iops, iops.of.as_deref().unwrap())
+                .unwrap()
+                .value,
+            12288.0
+        );
+        // Read again from what it writes, it stays as it is.
+        let again: Run = serde_json::from_value(serde_json::to_value(&run).unwrap()).unwrap();
+        assert_eq!(again, run);
+    }
+
+    #[test]
+    fn a_quick_run_saved_before_declarations_and_parts_reads_as_todays() {
+        let run = old_run(
+            "quick",
+            serde_json::json!([
+                {"name": "http_requests_per_sec", "unit": "requests_per_sec", "direction": "higher_is_better", "value": 900.0},
+                {"name": "http_measured_ns", "unit": "ns", "direction": "lower_is_better", "value": 1e9},
+                {"name": "http_client_cpu_percent", "unit": "percent", "direction": "lower_is_better", "value": 40.0}
+            ]),
+        );
+        let get = |name: &str| run.metric_of(Some("http"), name).unwrap();
+        assert_eq!(get("requests_per_sec").role(), Role::Primary);
+        // Declared as its old name said, before it lost its prefix.
+        assert_eq!(get("measured_ns").role(), Role::Context);
+        assert_eq!(get("client_cpu_percent").role(), Role::Context);
+    }
+
+    #[test]
+    fn only_quick_runs_have_their_prefixes_read_as_parts() {
+        let run = old_run(
+            "http",
+            serde_json::json!([
+                {"name": "http_thing_ns", "unit": "ns", "direction": "lower_is_better", "value": 1.0, "role": "diagnostic"}
+            ]),
+        );
+        assert_eq!(run.metrics[0].display_name(), "http_thing_ns");
+        let new = old_run(
+            "quick",
+            serde_json::json!([
+                {"name": "disk_latency_ns", "labels": {"part": "http"}, "unit": "ns", "direction": "lower_is_better", "value": 1.0, "role": "diagnostic"}
+            ]),
+        );
+        assert_eq!(
+            new.metrics[0].display_name(),
+            "disk_latency_ns{part=http}",
+            "a metric that names its part is today's, whatever its name"
+        );
     }
 }

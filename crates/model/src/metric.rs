@@ -13,7 +13,8 @@ pub struct Metric {
     pub name: String,
     /// What the figure is of, when a run measures several subjects under the
     /// same metric name: `dyno run` labels each command's `wall_ns` with
-    /// `command` and one `param.NAME` per parameter.
+    /// `command` and one `param.NAME` per parameter, `dyno quick` each of
+    /// its lines' metrics with `part` ([`Metric::of_part`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
     pub unit: Unit,
@@ -248,15 +249,20 @@ impl Metric {
         self
     }
 
-    /// The metric renamed `{prefix}_{name}`, with the metrics it names
-    /// ([`Metric::of`], [`Metric::rate_of`]) renamed alike, as `dyno quick`
-    /// keeps a sub-run's metrics (`http_requests_per_sec`).
-    pub fn with_prefix(mut self, prefix: &str) -> Self {
-        self.name = format!("{prefix}_{}", self.name);
-        for name in [&mut self.of, &mut self.rate_of].into_iter().flatten() {
-            *name = format!("{prefix}_{name}");
-        }
-        self
+    /// The metric as one of `dyno quick`'s parts (`http`, `db`, `disk`):
+    /// labelled [`crate::names::label::PART`], its name its engine's. The
+    /// metrics it names ([`Metric::of`], [`Metric::rate_of`]) are the ones
+    /// of the same name with the same labels, so they are the same part's
+    /// (`requests_per_sec{part=http}` is the rate of
+    /// `responses{part=http}`).
+    pub fn of_part(self, part: &str) -> Self {
+        self.with_label(crate::names::label::PART, part)
+    }
+
+    /// The `dyno quick` part the metric is of ([`Metric::of_part`]); `None`
+    /// for a metric of no part (every metric of a run of another kind).
+    pub fn part(&self) -> Option<&str> {
+        self.label(crate::names::label::PART)
     }
 
     /// The metric whose samples are `samples`.

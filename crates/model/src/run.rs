@@ -41,7 +41,7 @@ pub struct Run {
 }
 
 /// A [`Run`] as read, before the metrics of a record written by an earlier
-/// dyno are given the declarations today's engines make
+/// dyno are given the declarations and names today's engines give them
 /// ([`crate::legacy`]). The same fields, so stored runs read unchanged.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,7 +67,10 @@ impl From<Record> for Run {
     fn from(r: Record) -> Run {
         let mut metrics = r.metrics;
         for m in &mut metrics {
+            // Declared under the names it was saved with, then renamed: the
+            // old declarations of quick's lines know their prefixes.
             crate::legacy::declare(r.kind, m);
+            crate::legacy::quick_part(r.kind, m);
         }
         Run {
             schema_version: r.schema_version,
@@ -108,6 +111,26 @@ impl Run {
     /// The metric named `name`, if the run has one.
     pub fn metric(&self, name: &str) -> Option<&Metric> {
         self.metrics.iter().find(|m| m.name == name)
+    }
+
+    /// The metric named `name` of `dyno quick`'s part `part`
+    /// ([`Metric::of_part`]), if the run has one; `part` `None` finds one
+    /// of no part. A quick run holds `latency_ns` in its http and its db
+    /// part both: [`Run::metric`] would return whichever came first.
+    pub fn metric_of(&self, part: Option<&str>, name: &str) -> Option<&Metric> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name && m.part() == part)
+    }
+
+    /// The metric `m` names as `name` (its [`Metric::of`] or
+    /// [`Metric::rate_of`]): the one of that name with the same labels, so
+    /// the same subject and the same quick part (`responses{part=http}`
+    /// for `requests_per_sec{part=http}`, never the db part's).
+    pub fn referenced(&self, m: &Metric, name: &str) -> Option<&Metric> {
+        self.metrics
+            .iter()
+            .find(|r| r.name == name && r.labels == m.labels)
     }
 
     /// The headline metric, if one is named and present.

@@ -96,13 +96,9 @@ const MEAN_SPLITS: [&str; 3] = [
 /// such means: a db run's `connect_ns` is the time its connections took.
 pub fn metric_label(m: &Metric) -> String {
     let name = m.display_name();
-    // A quick run's HTTP line keeps them behind its prefix (`http_connect_ns`).
-    let base = m
-        .name
-        .strip_prefix(dyno_model::names::quick::HTTP)
-        .and_then(|n| n.strip_prefix('_'))
-        .unwrap_or(&m.name);
-    if MEAN_SPLITS.contains(&base) && m.histogram.is_some() {
+    // A quick run's HTTP line keeps their names, with its part as a label
+    // (`connect_ns{part=http}`).
+    if MEAN_SPLITS.contains(&m.name.as_str()) && m.histogram.is_some() {
         format!("{name} (mean over requests)")
     } else {
         name

@@ -101,12 +101,12 @@ fn int64_rows(run: &Run, threads: u64) -> Vec<SummaryRow> {
     rows
 }
 
-/// The line of a load test (`line` http or db, the prefix of its
-/// metrics): mean latency, the rate (its engine's metric `rate`), p99 and
-/// the client's CPU.
+/// The line of a load test (`line` http or db, the part of its metrics):
+/// mean latency, the rate (its engine's metric `rate`), p99 and the
+/// client's CPU.
 fn load_row(run: &Run, line: &str, rate: &str, test: String, note: &str) -> Option<SummaryRow> {
-    let rate = run.metric(&format!("{line}_{rate}"))?;
-    let latency = run.metric(&format!("{line}_{}", common::LATENCY))?;
+    let rate = run.metric_of(Some(line), rate)?;
+    let latency = run.metric_of(Some(line), common::LATENCY)?;
     let p99 = latency
         .histogram
         .as_ref()
@@ -114,7 +114,7 @@ fn load_row(run: &Run, line: &str, rate: &str, test: String, note: &str) -> Opti
         .map(|p| format_value(p.value, Unit::Ns))
         .unwrap_or_default();
     let cpu = run
-        .metric(&format!("{line}_{}", common::CLIENT_CPU_PERCENT))
+        .metric_of(Some(line), common::CLIENT_CPU_PERCENT)
         .map_or(0.0, |m| m.value);
     Some(SummaryRow {
         test,
@@ -131,9 +131,9 @@ fn disk_rows(run: &Run, direct_io: bool) -> Vec<SummaryRow> {
     for test in ["SEQ1M Q8T1", "RND4K Q1T1"] {
         // The disk line's metric `name`, of this test and operation `op`.
         let get = |name: &str, op: &str| {
-            let name = format!("{DISK}_{name}");
             run.metrics.iter().find(|m| {
                 m.name == name
+                    && m.part() == Some(DISK)
                     && m.label(label::TEST) == Some(test)
                     && m.label(label::OP) == Some(op)
             })
@@ -208,10 +208,40 @@ mod tests {
     }
 
     #[test]
+    fn each_load_line_reads_its_own_parts_figures() {
+        // The fixture was saved with prefixed names (`http_latency_ns`,
+        // `db_latency_ns`): read, they are `latency_ns` of two parts.
+        let run = fixture();
+        let figure = |part: &str, name: &str| {
+            let m = run.metric_of(Some(part), name).unwrap();
+            format_value(m.value, m.unit)
+        };
+        let (http_latency, db_latency) = (figure(HTTP, "latency_ns"), figure(DB, "latency_ns"));
+        assert_ne!(http_latency, db_latency, "the fixture tells them apart");
+        let out = quick_report(&run);
+        let row = |start: &str| {
+            out.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no {start} row in\n{out}"))
+                .to_owned()
+        };
+        let (http_row, db_row) = (row("http /hello"), row("db select-only"));
+        assert!(http_row.contains(&http_latency), "{http_row}");
+        assert!(
+            http_row.contains(&figure(HTTP, "requests_per_sec")),
+            "{http_row}"
+        );
+        assert!(db_row.contains(&db_latency), "{db_row}");
+        assert!(
+            db_row.contains(&figure(DB, "transactions_per_sec")),
+            "{db_row}"
+        );
+    }
+
+    #[test]
     fn a_run_without_the_optional_lines_has_only_its_own() {
         let mut run = fixture();
-        run.metrics
-            .retain(|m| !m.name.starts_with("db_") && !m.name.starts_with("disk_"));
+        run.metrics.retain(|m| !matches!(m.part(), Some(DB | DISK)));
         let mut record: QuickRecord = run.record().unwrap();
         record.db = None;
         record.disk = None;

@@ -549,10 +549,13 @@ pub(crate) fn server_costs(run: &Run) -> Vec<ServerCost> {
         .filter(|m| m.name == telemetry::SERVER_CPU_PERCENT)
         .map(|cpu| {
             let name = cpu.labels.get(label::WATCHED);
+            // The same source's figures, over the same quick part if any.
             let of = |metric: &str| {
-                run.metrics
-                    .iter()
-                    .find(|m| m.name == metric && m.labels.get(label::WATCHED) == name)
+                run.metrics.iter().find(|m| {
+                    m.name == metric
+                        && m.labels.get(label::WATCHED) == name
+                        && m.part() == cpu.part()
+                })
             };
             ServerCost {
                 name: name.map_or("all watched", String::as_str).to_owned(),

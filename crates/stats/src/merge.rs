@@ -482,11 +482,7 @@ fn merged_rate(
             .find(|(i, _)| i.index == info.index)
             .map(|(_, r)| *r);
         let count = run
-            .and_then(|r| {
-                r.metrics
-                    .iter()
-                    .find(|c| c.name == count_name && c.labels == template.labels)
-            })
+            .and_then(|r| r.referenced(template, count_name))
             .map_or(0.0, |c| c.value);
         total += count;
         if count > 0.0 && m.value > 0.0 {

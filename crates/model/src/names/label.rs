@@ -1,5 +1,9 @@
 //! Label keys that views select metrics by.
 
+/// The part of a `dyno quick` run a figure is of (`http`, `db`, `disk`;
+/// [`super::quick::HTTP`] …): each part's metrics keep their engine's names
+/// (`latency_ns{part=http}` beside `latency_ns{part=db}`).
+pub const PART: &str = "part";
 /// A latency summary's percentile (`latency_ns{percentile=99}`).
 pub const PERCENTILE: &str = "percentile";
 /// The second of a timeline series (1-based).

@@ -1,11 +1,17 @@
 //! The names of the metrics a `quick` run writes.
 //!
 //! Its int64 line's figures are its own ([`INT64_1T`] …, all starting with
-//! [`INT64_PREFIX`]). Its HTTP, disk and PostgreSQL lines keep the names
-//! their engines write ([`super::http`], [`super::disk`], [`super::db`]),
-//! each behind its line's name and `_` ([`crate::Metric::with_prefix`]:
-//! `http_requests_per_sec`, `disk_iops`, `db_transactions_per_sec`), and so
-//! do the figures watching adds over a line (`db_server_cpu_percent`).
+//! [`INT64_PREFIX`]), and carry no part: no engine shares their names. Its
+//! HTTP, disk and PostgreSQL lines keep the names their engines write
+//! ([`super::http`], [`super::disk`], [`super::db`]), each labelled with
+//! its line's name as [`super::label::PART`] ([`crate::Metric::of_part`]:
+//! `requests_per_sec{part=http}`, `iops{part=disk, …}`,
+//! `transactions_per_sec{part=db}`), and so do the figures watching adds
+//! over a line (`server_cpu_percent{part=db, …}`). A view reads a line's
+//! figure by name and part ([`crate::Run::metric_of`]): `latency_ns` is in
+//! the http and the db line both. Runs saved when the lines' names carried
+//! a prefix (`http_requests_per_sec`) read as today's
+//! ([`crate::legacy`]).
 
 /// What every int64 figure's name starts with.
 pub const INT64_PREFIX: &str = "int64_";
@@ -29,12 +35,12 @@ pub const INT64_EFFICIENCY_PERCENT: &str = "int64_efficiency_percent";
 /// with more threads than CPUs.
 pub const INT64_AMDAHL_PARALLEL_FRACTION: &str = "int64_amdahl_parallel_fraction";
 
-/// The HTTP line's name: it prefixes the line's metrics (`http_latency_ns`)
-/// and its warnings (`http line: …`).
+/// The HTTP line's name: the [`super::label::PART`] of the line's metrics
+/// (`latency_ns{part=http}`) and the start of its warnings (`http line: …`).
 pub const HTTP: &str = "http";
-/// The disk line's name: it prefixes the line's metrics (`disk_iops`) and
-/// its warnings.
+/// The disk line's name: the [`super::label::PART`] of the line's metrics
+/// (`iops{part=disk, …}`) and the start of its warnings.
 pub const DISK: &str = "disk";
-/// The PostgreSQL line's name: it prefixes the line's metrics
-/// (`db_transactions_per_sec`) and its warnings.
+/// The PostgreSQL line's name: the [`super::label::PART`] of the line's
+/// metrics (`transactions_per_sec{part=db}`) and the start of its warnings.
 pub const DB: &str = "db";

@@ -21,11 +21,11 @@ const DB: Flow = Flow {
     corrected: "the corrected latency, from each transaction's due time, as the spectrum's first line",
 };
 
-/// The charts of `run`, reading metrics named `{prefix}latency_ns` …
-/// (`dyno quick`'s db line has the prefix `db_`).
-pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
+/// The charts of `run`, reading its metrics of quick's part `part` (`None`:
+/// a database run's own; `dyno quick`'s db line is the part `db`).
+pub(super) fn charts(run: &Run, part: Option<&str>) -> Vec<String> {
     let mut out = Vec::new();
-    let (series, open) = latency::corrected_and_not(run, prefix, "start");
+    let (series, open) = latency::corrected_and_not(run, part, "start");
     match latency::spectrum(
         "db-latency-spectrum",
         "Transaction latency by percentile",
@@ -45,7 +45,7 @@ pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
             "No transaction committed, or the record keeps no latency histogram: no latency to draw.",
         )),
     }
-    out.extend(http::timeline(run, prefix, &DB, open));
-    out.extend(super::every_metric(run, prefix));
+    out.extend(http::timeline(run, part, &DB, open));
+    out.extend(super::every_metric(run, part));
     out
 }

@@ -1,5 +1,5 @@
-//! The charts of a disk run (and of the disk line of a quick run, prefix
-//! `disk_`): CrystalDiskMark's panel of read and write tiles per test, in
+//! The charts of a disk run (and of the disk line of a quick run, the part
+//! `disk`): CrystalDiskMark's panel of read and write tiles per test, in
 //! MB/s (10^6 bytes per second) with IOPS for random tests, and the latency
 //! spectrum of every test, one chart per operation.
 
@@ -12,10 +12,13 @@ use super::latency::{self, Series};
 use super::markup::esc;
 
 /// The tests of the run in table order, each with the operations it ran.
-fn tests<'a>(run: &'a Run, prefix: &str) -> Vec<(&'a str, Vec<&'a str>)> {
-    let name = format!("{prefix}{}", common::LATENCY);
+fn tests<'a>(run: &'a Run, part: Option<&str>) -> Vec<(&'a str, Vec<&'a str>)> {
     let mut out: Vec<(&str, Vec<&str>)> = Vec::new();
-    for m in run.metrics.iter().filter(|m| m.name == name) {
+    for m in run
+        .metrics
+        .iter()
+        .filter(|m| m.name == common::LATENCY && m.part() == part)
+    {
         let (Some(test), Some(op)) = (m.label(label::TEST), m.label(label::OP)) else {
             continue;
         };
@@ -28,19 +31,29 @@ fn tests<'a>(run: &'a Run, prefix: &str) -> Vec<(&'a str, Vec<&'a str>)> {
     out
 }
 
-fn labelled<'a>(run: &'a Run, name: &str, test: &str, op: &str) -> Option<&'a dyno_model::Metric> {
+/// The metric `name` of quick's part `part` (`None`: a disk run's own) of
+/// one test and operation.
+fn labelled<'a>(
+    run: &'a Run,
+    (part, name): (Option<&str>, &str),
+    test: &str,
+    op: &str,
+) -> Option<&'a dyno_model::Metric> {
     run.metrics.iter().find(|m| {
-        m.name == name && m.label(label::TEST) == Some(test) && m.label(label::OP) == Some(op)
+        m.name == name
+            && m.part() == part
+            && m.label(label::TEST) == Some(test)
+            && m.label(label::OP) == Some(op)
     })
 }
 
 /// The disk charts of `run`.
-pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
-    let tests = tests(run, prefix);
+pub(super) fn charts(run: &Run, part: Option<&str>) -> Vec<String> {
+    let tests = tests(run, part);
     if tests.is_empty() {
         return vec!["<p class=\"note\">No disk tests in this run.</p>".into()];
     }
-    let mut out = vec![panel(run, prefix, &tests)];
+    let mut out = vec![panel(run, part, &tests)];
     let mut ops: Vec<&str> = Vec::new();
     for (_, o) in &tests {
         for op in o {
@@ -49,11 +62,11 @@ pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
             }
         }
     }
-    let latency = format!("{prefix}{}", common::LATENCY);
+    let latency = (part, common::LATENCY);
     for op in ops {
         let series: Vec<Series> = tests
             .iter()
-            .filter_map(|(test, _)| Series::of(*test, labelled(run, &latency, test, op)))
+            .filter_map(|(test, _)| Series::of(*test, labelled(run, latency, test, op)))
             .collect();
         let id = format!("disk-latency-{op}");
         if let Some(c) =
@@ -66,7 +79,7 @@ pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
 }
 
 /// The CrystalDiskMark grid: one row per test, a tile per operation.
-fn panel(run: &Run, prefix: &str, tests: &[(&str, Vec<&str>)]) -> String {
+fn panel(run: &Run, part: Option<&str>, tests: &[(&str, Vec<&str>)]) -> String {
     let mut ops: Vec<&str> = vec!["read", "write"];
     for (_, o) in tests {
         for op in o {
@@ -75,9 +88,9 @@ fn panel(run: &Run, prefix: &str, tests: &[(&str, Vec<&str>)]) -> String {
             }
         }
     }
-    let throughput = format!("{prefix}{}", disk::THROUGHPUT_BYTES_PER_SEC);
-    let iops = format!("{prefix}{}", disk::IOPS);
-    let files = format!("{prefix}{}", disk::FILES_PER_SEC);
+    let throughput = (part, disk::THROUGHPUT_BYTES_PER_SEC);
+    let iops = (part, disk::IOPS);
+    let files = (part, disk::FILES_PER_SEC);
     let mut tiles = 0;
     let mut grid = String::new();
     let _ = write!(
@@ -95,8 +108,8 @@ fn panel(run: &Run, prefix: &str, tests: &[(&str, Vec<&str>)]) -> String {
     for (test, _) in tests {
         let _ = write!(grid, "<div class=\"test\">{}</div>", esc(test));
         for op in &ops {
-            let mbs = labelled(run, &throughput, test, op);
-            let io = labelled(run, &iops, test, op).or_else(|| labelled(run, &files, test, op));
+            let mbs = labelled(run, throughput, test, op);
+            let io = labelled(run, iops, test, op).or_else(|| labelled(run, files, test, op));
             match (mbs, io) {
                 (Some(m), io) => {
                     tiles += 1;

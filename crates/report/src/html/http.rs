@@ -1,5 +1,5 @@
 //! The charts of an HTTP run (and of the HTTP line of a quick run, whose
-//! metrics carry the prefix `http_`): the latency spectrum, corrected and
+//! metrics are of the part `http`): the latency spectrum, corrected and
 //! uncorrected for open-model runs, the answers by status and error, and
 //! req/s and p99 over time from the per-second timeline the run stores.
 
@@ -19,7 +19,7 @@ pub(super) fn section(run: &Run, charts: Vec<String>) -> Vec<String> {
     let mut out = vec![how_it_ran(run)];
     out.extend(server_cost(run));
     out.extend(charts);
-    out.extend(super::every_metric(run, ""));
+    out.extend(super::every_metric(run, None));
     out
 }
 
@@ -72,11 +72,11 @@ fn server_cost(run: &Run) -> Option<String> {
     Some(table.html())
 }
 
-/// The HTTP charts of `run`, reading metrics named `{prefix}latency_ns` …
-pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
-    let name = |n: &str| format!("{prefix}{n}");
+/// The HTTP charts of `run`, reading its metrics of quick's part `part`
+/// (`None`: an HTTP run's own, of no part).
+pub(super) fn charts(run: &Run, part: Option<&str>) -> Vec<String> {
     let mut out = Vec::new();
-    let (series, open) = latency::corrected_and_not(run, prefix, "send");
+    let (series, open) = latency::corrected_and_not(run, part, "send");
     if let Some(c) = latency::spectrum(
         "http-latency-spectrum",
         "HTTP latency by percentile",
@@ -91,19 +91,19 @@ pub(super) fn charts(run: &Run, prefix: &str) -> Vec<String> {
             c
         };
         out.push(c.html());
-    } else if run.metric(&name(common::LATENCY)).is_some() {
+    } else if run.metric_of(part, common::LATENCY).is_some() {
         out.push(note(
             "No request was answered, so there is no latency to draw.",
         ));
     }
     out.extend(scenario(run));
-    if let Some(c) = answers(run, prefix) {
+    if let Some(c) = answers(run, part) {
         out.push(c.html());
     }
     if out.is_empty() {
         out.push(note("No latency histogram or answer counts in this run."));
     }
-    out.extend(timeline(run, prefix, &HTTP, open));
+    out.extend(timeline(run, part, &HTTP, open));
     out
 }
 
@@ -268,13 +268,13 @@ fn lost_note(run: &Run) -> String {
 /// seconds, then buckets (mean rate, worst p99 of the bucket). A note
 /// instead when the run keeps no timeline, or when nothing completed in
 /// any second (no empty charts). `open`: the run is open-model, so its p99
-/// is the corrected latency, and the p99 chart says so.
-pub(super) fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<String> {
-    let rates = run
-        .metric(&format!("{prefix}{}", flow.rate_metric))
-        .map(|m| &m.samples);
+/// is the corrected latency, and the p99 chart says so. `part`: quick's
+/// part whose timeline it is, as in [`charts`]; what was watched over time
+/// is that part's too.
+pub(super) fn timeline(run: &Run, part: Option<&str>, flow: &Flow, open: bool) -> Vec<String> {
+    let rates = run.metric_of(part, flow.rate_metric).map(|m| &m.samples);
     let p99s = run
-        .metric(&format!("{prefix}{}", common::TIMELINE_LATENCY_P99))
+        .metric_of(part, common::TIMELINE_LATENCY_P99)
         .map(|m| &m.samples);
     let (Some(rates), Some(p99s)) = (rates, p99s) else {
         return vec![note(&format!(
@@ -369,8 +369,10 @@ pub(super) fn timeline(run: &Run, prefix: &str, flow: &Flow, open: bool) -> Vec<
         ]);
     }
     let mut out = vec![rate_chart.html(), p99_chart.table(table).html()];
-    out.extend(watched_over_time(run, seconds, per).map(|c| c.html()));
-    out.extend(server_counted_over_time(run, &rates_drawn, seconds, per, flow).map(|c| c.html()));
+    out.extend(watched_over_time(run, part, seconds, per).map(|c| c.html()));
+    out.extend(
+        server_counted_over_time(run, part, &rates_drawn, seconds, per, flow).map(|c| c.html()),
+    );
     out
 }
 
@@ -396,6 +398,7 @@ fn bucket_means(samples: &[f64], per: usize) -> Vec<(f64, f64)> {
 /// such a series.
 fn server_counted_over_time(
     run: &Run,
+    part: Option<&str>,
     measured: &[(f64, f64)],
     seconds: f64,
     per: usize,
@@ -405,7 +408,7 @@ fn server_counted_over_time(
     let counted: Vec<(String, Vec<(f64, f64)>)> = run
         .metrics
         .iter()
-        .filter(|m| m.name == telemetry::TIMELINE_TARGET_PG_COMMITS_PER_SEC)
+        .filter(|m| m.name == telemetry::TIMELINE_TARGET_PG_COMMITS_PER_SEC && m.part() == part)
         .filter_map(|m| {
             let points = bucket_means(&m.samples, per);
             Some((
@@ -439,11 +442,12 @@ fn server_counted_over_time(
 /// same axis as the rate and the p99: each watched server's CPU in percent
 /// of one core, and each target machine's CPU busy share. `None` when the
 /// run watched nothing.
-fn watched_over_time(run: &Run, seconds: f64, per: usize) -> Option<Chart> {
+fn watched_over_time(run: &Run, part: Option<&str>, seconds: f64, per: usize) -> Option<Chart> {
     use dyno_model::names::telemetry;
     let lines: Vec<(String, Vec<(f64, f64)>)> = run
         .metrics
         .iter()
+        .filter(|m| m.part() == part)
         .filter_map(|m| {
             let what = match m.name.as_str() {
                 telemetry::TIMELINE_SERVER_CPU_PERCENT => "CPU, % of one core",
@@ -555,21 +559,21 @@ fn lines_over_time(
 /// answered with an unexpected status is an answer (its status bar) and a
 /// failure of class `status` at once: it is drawn once, as its status bar,
 /// and the note says the class `status` is those answers.
-fn answers(run: &Run, prefix: &str) -> Option<Chart> {
-    let status = format!("{prefix}{}", http::STATUS_PREFIX);
-    let errors = format!("{prefix}{}", http::ERRORS_PREFIX);
-    let has_statuses = run.metrics.iter().any(|m| m.name.starts_with(&status));
+fn answers(run: &Run, part: Option<&str>) -> Option<Chart> {
+    let (status, errors) = (http::STATUS_PREFIX, http::ERRORS_PREFIX);
+    let mine = || run.metrics.iter().filter(|m| m.part() == part);
+    let has_statuses = mine().any(|m| m.name.starts_with(status));
     let mut bars: Vec<(String, f64, RGBColor)> = Vec::new();
     let mut unexpected = None;
-    for m in &run.metrics {
-        if let Some(code) = m.name.strip_prefix(&status) {
+    for m in mine() {
+        if let Some(code) = m.name.strip_prefix(status) {
             let c = if code.starts_with(['2', '3']) {
                 colour(0)
             } else {
                 WORSE
             };
             bars.push((format!("HTTP {code}"), m.value, c));
-        } else if let Some(class) = m.name.strip_prefix(&errors) {
+        } else if let Some(class) = m.name.strip_prefix(errors) {
             if class == http::class::STATUS && has_statuses {
                 unexpected = Some(m.value);
                 continue;

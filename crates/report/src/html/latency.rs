@@ -72,19 +72,20 @@ impl Series {
     }
 }
 
-/// A run's latency (`{prefix}latency_ns`) and, for an open-model run, its
+/// A run's latency (`latency_ns` of quick's part `part`, `None` for a run's
+/// own) and, for an open-model run, its
 /// uncorrected latency, counted from the request's `since` (`send`,
 /// `start`): the spectrum's series, each in its own colour on every chart
 /// of the page, and whether the run is open-model.
-pub(super) fn corrected_and_not(run: &Run, prefix: &str, since: &str) -> (Vec<Series>, bool) {
-    let uncorrected = run.metric(&format!("{prefix}{}", common::LATENCY_UNCORRECTED));
+pub(super) fn corrected_and_not(run: &Run, part: Option<&str>, since: &str) -> (Vec<Series>, bool) {
+    let uncorrected = run.metric_of(part, common::LATENCY_UNCORRECTED);
     let open = uncorrected.is_some();
     let latency = if open {
         "latency (corrected: from due time)"
     } else {
         "latency"
     };
-    let series = Series::of(latency, run.metric(&format!("{prefix}{}", common::LATENCY)))
+    let series = Series::of(latency, run.metric_of(part, common::LATENCY))
         .map(|s| s.coloured(LATENCY))
         .into_iter()
         .chain(

@@ -243,13 +243,13 @@ fn section_with(run: &Run, sources: &[Source]) -> String {
 /// HTML page (the text one is [`crate::text_report`]).
 pub(crate) fn charts(run: &Run) -> Vec<String> {
     match run.kind {
-        Kind::Http => http::section(run, with_capacity(run, "req/s", http::charts(run, ""))),
-        Kind::Disk => disk::charts(run, ""),
+        Kind::Http => http::section(run, with_capacity(run, "req/s", http::charts(run, None))),
+        Kind::Disk => disk::charts(run, None),
         Kind::Exec => exec::charts(run),
         Kind::Scale => scale::charts(run),
         Kind::Compare => compare::charts(run),
         Kind::Quick => quick::charts(run),
-        Kind::Db => with_capacity(run, "tps", db::charts(run, "")),
+        Kind::Db => with_capacity(run, "tps", db::charts(run, None)),
         Kind::Cpu => vec![metric_table(run, |_| true)],
     }
 }
@@ -269,14 +269,14 @@ fn with_capacity(run: &Run, unit: &str, charts: Vec<String>) -> Vec<String> {
 }
 
 /// The "Every metric" heading and table that end an HTTP or a database
-/// run's section: each of its metrics named `{prefix}…`, less the
-/// per-second latency histograms a segment keeps for merging (the p99
-/// over time says what they hold).
-pub(super) fn every_metric(run: &Run, prefix: &str) -> [String; 2] {
-    let timeline = format!("{prefix}{}", dyno_model::names::common::TIMELINE_LATENCY);
+/// run's section: each of its metrics of quick's part `part` (`None`: a
+/// run's own, of no part), less the per-second latency histograms a
+/// segment keeps for merging (the p99 over time says what they hold).
+pub(super) fn every_metric(run: &Run, part: Option<&str>) -> [String; 2] {
+    let timeline = dyno_model::names::common::TIMELINE_LATENCY;
     [
         "<h3>Every metric</h3>".into(),
-        metric_table(run, |m| m.name.starts_with(prefix) && m.name != timeline),
+        metric_table(run, |m| m.part() == part && m.name != timeline),
     ]
 }
 

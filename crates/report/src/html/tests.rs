@@ -554,23 +554,35 @@ fn a_comparison_draws_improvement_factors_right_is_better() {
 #[test]
 fn a_quick_run_draws_its_http_db_and_disk_parts() {
     let mut run = Run::new(Kind::Quick, "int64, HTTP on loopback, disk");
-    let prefixed = |prefix: &str, m: &Metric| {
-        let mut m = m.clone();
-        m.name = format!("{prefix}{}", m.name);
-        m
-    };
     run.metrics.push(Metric::new(
         "int64_1t_ns",
         Unit::Ns,
         Direction::LowerIsBetter,
         1e9,
     ));
-    run.metrics
-        .extend(http_run().metrics.iter().map(|m| prefixed("http_", m)));
-    run.metrics
-        .extend(disk_run().metrics.iter().map(|m| prefixed("disk_", m)));
-    run.metrics
-        .extend(db_run(3).metrics.iter().map(|m| prefixed("db_", m)));
+    // As an earlier dyno saved the same run: each part's names behind its
+    // prefix, and the names they refer to alike.
+    let mut old = run.clone();
+    let prefixed = |prefix: &str, m: &Metric| {
+        let mut m = m.clone();
+        m.name = format!("{prefix}_{}", m.name);
+        for name in [&mut m.of, &mut m.rate_of].into_iter().flatten() {
+            *name = format!("{prefix}_{name}");
+        }
+        m
+    };
+    for (part, of) in [
+        ("http", http_run()),
+        ("disk", disk_run()),
+        ("db", db_run(3)),
+    ] {
+        run.metrics
+            .extend(of.metrics.iter().map(|m| m.clone().of_part(part)));
+        old.metrics
+            .extend(of.metrics.iter().map(|m| prefixed(part, m)));
+    }
+    let old: Run = serde_json::from_value(serde_json::to_value(&old).unwrap()).unwrap();
+    assert_eq!(old, run, "the old record reads as today's");
     let html = html_report(&[run]);
     for id in [
         "http-latency-spectrum",
@@ -582,7 +594,21 @@ fn a_quick_run_draws_its_http_db_and_disk_parts() {
     ] {
         figure(&html, id);
     }
+    // Both parts have a `latency_ns`: each draws its own (the http one's
+    // are µs, the db one's ms), and the db timeline its own 3 seconds.
+    let db = figure(&html, "db-latency-spectrum");
+    assert!(
+        db.contains("latency (ms)") && !db.contains("latency (µs)"),
+        "{db}"
+    );
+    let http = figure(&html, "http-latency-spectrum");
+    assert!(
+        http.contains("latency (µs)") && !http.contains("latency (ms)"),
+        "{http}"
+    );
+    assert_eq!(attr(figure(&html, "db-timeline-rate"), "data-points"), "3");
     assert!(html.contains("<td>int64_1t_ns</td>"));
+    assert!(html.contains("<td>latency_ns{part=db}</td>"));
     assert!(html.contains("PostgreSQL (select-only)"));
 }
 

@@ -305,6 +305,46 @@ fn metrics_declared_context_are_not_compared_and_diagnostics_are() {
     );
 }
 
+/// A quick run saved when its lines' metrics had a prefix
+/// (`http_latency_ns`) is compared with one of today's, whose lines keep
+/// their engines' names and carry the part: each figure meets its own
+/// line's, and the http and db latencies stay two figures.
+#[test]
+fn an_old_quick_run_pairs_with_a_new_one_by_part() {
+    let latency =
+        |v: f64| Metric::new("latency_ns", Unit::Ns, Direction::LowerIsBetter, v).primary();
+    let new = run(
+        Kind::Quick,
+        vec![
+            rps(200.0).of_part("http"),
+            latency(2e6).of_part("http"),
+            latency(10e6).of_part("db"),
+        ],
+    );
+    let mut old = run(Kind::Quick, Vec::new());
+    for (name, v) in [
+        ("http_requests_per_sec", 100.0),
+        ("http_latency_ns", 1e6),
+        ("db_latency_ns", 10e6),
+    ] {
+        let mut m = latency(v);
+        m.name = name.into();
+        if name.ends_with("per_sec") {
+            m.unit = Unit::RequestsPerSec;
+            m.direction = Direction::HigherIsBetter;
+        }
+        old.metrics.push(m);
+    }
+    let old: Run = serde_json::from_value(serde_json::to_value(&old).unwrap()).unwrap();
+    let c = a_versus_b(vec![old], vec![new]);
+    let recorded: dyno_model::record::CompareRecord = c.record().unwrap();
+    assert!(recorded.unmatched.is_empty(), "{:?}", recorded.unmatched);
+    let ratio = |subject: &str| find(&c, "ratio", subject, "b").value;
+    assert_eq!(ratio("requests_per_sec{part=http}"), 2.0);
+    assert_eq!(ratio("latency_ns{part=http}"), 2.0);
+    assert_eq!(ratio("latency_ns{part=db}"), 1.0);
+}
+
 #[test]
 fn metrics_without_a_partner_are_listed_not_dropped() {
     let disk = |tests: &[&str]| {
