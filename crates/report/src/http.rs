@@ -11,6 +11,7 @@ use dyno_model::{Metric, Run};
 use dyno_stats::hdr;
 use hdrhistogram::Histogram;
 
+use crate::figures::HttpFigures;
 use crate::format::{counted, format_value};
 use dyno_model::units;
 
@@ -21,10 +22,15 @@ pub(crate) fn value(run: &Run, name: &str) -> f64 {
 /// A rate averaged over time the target did not answer is marked where
 /// it is shown: ` ! averaged over 2.800 s with no answer (target_lost)`.
 pub(crate) fn lost_mark(run: &Run) -> String {
-    match run.metric(common::TARGET_LOST) {
-        Some(m) if m.value > 0.0 => format!(
+    lost_words(run.metric(common::TARGET_LOST).map(|m| m.value))
+}
+
+/// [`lost_mark`] of a run's target-lost time in ns, where it wrote one.
+fn lost_words(target_lost_ns: Option<f64>) -> String {
+    match target_lost_ns {
+        Some(ns) if ns > 0.0 => format!(
             "  ! averaged over {} with no answer (target_lost)",
-            units::duration(m.value)
+            units::duration(ns)
         ),
         _ => String::new(),
     }
@@ -48,21 +54,6 @@ pub(crate) fn histogram(run: &Run, name: &str) -> Option<Histogram<u64>> {
     run.metric(name)
         .and_then(|m| m.histogram.as_ref())
         .and_then(|h| hdr::from_model(h).ok())
-}
-
-/// The run's settings as its record; a record that does not read shows as
-/// the defaults (`?` for the target, no warm-up, keep-alive).
-pub(crate) fn record(run: &Run) -> HttpRecord {
-    run.record().unwrap_or_default()
-}
-
-/// Status codes and error classes, from the metrics that name them.
-fn tallies<'a>(run: &'a Run, prefix: &'a str) -> impl Iterator<Item = (&'a str, u64)> + 'a {
-    run.metrics.iter().filter_map(move |m: &Metric| {
-        m.name
-            .strip_prefix(prefix)
-            .map(|rest| (rest, m.value.round() as u64))
-    })
 }
 
 /// What an HTTP run was, as its report leads with it: the target, the
@@ -194,34 +185,35 @@ fn model_words(rec: &HttpRecord) -> String {
 }
 
 /// The client's CPU over the measured time: `35% of 2 worker threads`.
-pub(crate) fn client_cpu_words(run: &Run, rec: &HttpRecord) -> String {
+pub(crate) fn client_cpu_words(f: &HttpFigures) -> String {
     format!(
         "{:.0}% of {}",
-        value(run, common::CLIENT_CPU_PERCENT),
-        counted(rec.threads, "worker thread")
+        f.client_cpu_percent,
+        counted(f.record.threads, "worker thread")
     )
 }
 
 /// dyno's report of an HTTP run.
 pub fn http_report(run: &Run) -> String {
-    let rec = record(run);
+    let f = HttpFigures::of(run, None);
+    let rec = &f.record;
     let mut out = String::new();
-    for (label, words) in lead(&rec) {
+    for (label, words) in lead(rec) {
         let _ = writeln!(out, "{label:<12}{words}");
     }
     out.push('\n');
-    plan_sections(&mut out, &rec);
-    requests_lines(&mut out, run, &rec);
-    transfer_lines(&mut out, run);
+    plan_sections(&mut out, rec);
+    requests_lines(&mut out, &f);
+    transfer_lines(&mut out, &f);
     out.push('\n');
 
     if let Some(scenario) = &rec.scenario {
         scenario_section(&mut out, run, scenario);
     }
-    latency_section(&mut out, run, rec.model == LoadModel::Open);
-    connection_times(&mut out, run);
-    answers_lines(&mut out, run, &rec);
-    let _ = writeln!(out, "Client CPU  {}", client_cpu_words(run, &rec));
+    latency_section(&mut out, &f);
+    connection_times(&mut out, &f);
+    answers_lines(&mut out, &f);
+    let _ = writeln!(out, "Client CPU  {}", client_cpu_words(&f));
     crate::text::watched(run, "request", &mut out);
     crate::text::warnings(run, &mut out);
     out
@@ -265,54 +257,44 @@ fn plan_sections(out: &mut String, rec: &HttpRecord) {
 /// The answers and their rate, and for an open-model run how the
 /// schedule was kept: the rate asked for, late and dropped sends, the
 /// send lag.
-fn requests_lines(out: &mut String, run: &Run, rec: &HttpRecord) {
-    let open = rec.model == LoadModel::Open;
-    let measured = value(run, common::MEASURED);
-    let unfinished = under_way(count(run, http::UNFINISHED_REQUESTS));
+fn requests_lines(out: &mut String, f: &HttpFigures) {
+    let open = f.open;
+    let unfinished = under_way(f.unfinished);
     let _ = writeln!(
         out,
         "Requests    {} answered in {}: {}{unfinished}{}",
-        count(run, http::RESPONSES),
-        units::duration(measured),
-        format_value(
-            value(run, http::REQUESTS_PER_SEC),
-            dyno_model::Unit::RequestsPerSec
-        ),
-        lost_mark(run)
+        f.responses,
+        units::duration(f.measured_ns),
+        format_value(f.requests_per_sec, dyno_model::Unit::RequestsPerSec),
+        lost_words(f.target_lost_ns)
     );
-    if open && rec.scenario.is_some() {
-        let flows: f64 = run
-            .metrics
-            .iter()
-            .filter(|m| m.name == http::FLOWS_PER_SEC)
-            .map(|m| m.value)
-            .sum();
+    if open && f.record.scenario.is_some() {
         let _ = writeln!(
             out,
             "Rate        requested {} flows/s, completed {} flows/s; {} flows started late (max {} late), {} dropped",
-            rate(value(run, http::REQUESTED_RATE_PER_SEC)),
-            rate(flows),
-            count(run, http::LATE_SENDS),
-            units::duration(value(run, http::MAX_LATENESS)),
-            count(run, http::DROPPED_SENDS),
+            rate(f.requested_rate_per_sec),
+            rate(f.flows_per_sec),
+            f.late_sends,
+            units::duration(f.max_lateness_ns),
+            f.dropped_sends,
         );
     } else if open {
         let _ = writeln!(
             out,
             "Rate        requested {} req/s, achieved {} req/s; {} late sends (max {} late), {} dropped",
-            rate(value(run, http::REQUESTED_RATE_PER_SEC)),
-            rate(value(run, http::REQUESTS_PER_SEC)),
-            count(run, http::LATE_SENDS),
-            units::duration(value(run, http::MAX_LATENESS)),
-            count(run, http::DROPPED_SENDS),
+            rate(f.requested_rate_per_sec),
+            rate(f.requests_per_sec),
+            f.late_sends,
+            units::duration(f.max_lateness_ns),
+            f.dropped_sends,
         );
     }
-    if open && let Some(h) = histogram(run, http::SEND_LAG) {
+    if open && let Some(h) = &f.send_lag {
         let _ = writeln!(
             out,
             "Send lag    p50 {}, p99 {}, max {} from due time to real send (client delay or a busy connection; counted in corrected latency only)",
-            units::duration_short(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
-            units::duration_short(dyno_stats::hdr::value_at_percentile(&h, 99.0) as f64),
+            units::duration_short(dyno_stats::hdr::value_at_percentile(h, 50.0) as f64),
+            units::duration_short(dyno_stats::hdr::value_at_percentile(h, 99.0) as f64),
             units::duration_short(h.max() as f64),
         );
     }
@@ -320,40 +302,32 @@ fn requests_lines(out: &mut String, run: &Run, rec: &HttpRecord) {
 
 /// The bytes moved, and over HTTP/2 its header bytes, HPACK's savings,
 /// the server's stream limit and the requests a GOAWAY sent again.
-fn transfer_lines(out: &mut String, run: &Run) {
+fn transfer_lines(out: &mut String, f: &HttpFigures) {
     let _ = writeln!(
         out,
         "Transfer    {} ({} read, {} written, {} of bodies)",
-        format_value(
-            value(run, http::TRANSFER_BYTES_PER_SEC),
-            dyno_model::Unit::BytesPerSec
-        ),
-        format_value(value(run, http::BYTES_READ), dyno_model::Unit::Bytes),
-        format_value(value(run, http::BYTES_WRITTEN), dyno_model::Unit::Bytes),
-        format_value(value(run, http::BODY_BYTES), dyno_model::Unit::Bytes),
+        format_value(f.transfer_bytes_per_sec, dyno_model::Unit::BytesPerSec),
+        format_value(f.bytes_read, dyno_model::Unit::Bytes),
+        format_value(f.bytes_written, dyno_model::Unit::Bytes),
+        format_value(f.body_bytes, dyno_model::Unit::Bytes),
     );
-    if run.metric(http::H2_HEADER_BYTES_WIRE).is_none() {
+    let Some(h2) = &f.h2 else {
         return;
-    }
-    let wire = value(run, http::H2_HEADER_BYTES_WIRE);
-    let plain = value(run, http::H2_HEADER_BYTES_PLAIN);
-    let saved = run
-        .metric(http::H2_HEADER_SAVINGS_PERCENT)
-        .map_or(String::new(), |m| {
-            format!(": {:.1}% saved by HPACK", m.value)
-        });
-    let limit = run
-        .metric(http::H2_SERVER_MAX_CONCURRENT_STREAMS)
-        .map_or(String::new(), |m| {
-            format!("; the server allows {} concurrent streams", m.value)
-        });
+    };
+    let (wire, plain) = (h2.header_bytes_wire, h2.header_bytes_plain);
+    let saved = h2
+        .header_savings_percent
+        .map_or(String::new(), |v| format!(": {v:.1}% saved by HPACK"));
+    let limit = h2.server_max_concurrent_streams.map_or(String::new(), |v| {
+        format!("; the server allows {v} concurrent streams")
+    });
     let _ = writeln!(
         out,
         "HTTP/2      response headers {} on the wire for {} plain{saved}{limit}",
         format_value(wire, dyno_model::Unit::Bytes),
         format_value(plain, dyno_model::Unit::Bytes),
     );
-    let retried = run.metric(http::H2_GOAWAY_RETRIED).map_or(0.0, |m| m.value);
+    let retried = h2.goaway_retried;
     if retried > 0.0 {
         let _ = writeln!(
             out,
@@ -365,31 +339,26 @@ fn transfer_lines(out: &mut String, run: &Run) {
 
 /// The latency table: the latency (corrected, in an `open` run) and the
 /// uncorrected latency where the run has it.
-fn latency_section(out: &mut String, run: &Run, open: bool) {
+fn latency_section(out: &mut String, f: &HttpFigures) {
     let mut rows: Vec<(&str, Histogram<u64>)> = Vec::new();
-    if let Some(h) = histogram(run, common::LATENCY) {
-        rows.push((if open { "corrected" } else { "latency" }, h));
+    if let Some(h) = &f.latency {
+        rows.push((if f.open { "corrected" } else { "latency" }, h.clone()));
     }
-    if let Some(h) = histogram(run, common::LATENCY_UNCORRECTED) {
-        rows.push(("uncorrected", h));
+    if let Some(h) = &f.latency_uncorrected {
+        rows.push(("uncorrected", h.clone()));
     }
     latency_table(out, &rows);
 }
 
 /// ApacheBench's split of the latency, as dyno shows it: min, mean, sd,
 /// median and max of each part, dashes where nothing was answered.
-fn connection_times(out: &mut String, run: &Run) {
+fn connection_times(out: &mut String, f: &HttpFigures) {
     let _ = writeln!(
         out,
         "Connection times    min      mean     sd       median   max"
     );
-    for (label, name) in [
-        ("Connect", http::CONNECT),
-        ("Processing", http::PROCESSING),
-        ("Waiting", http::WAITING),
-        ("Total", common::LATENCY),
-    ] {
-        if let Some(h) = histogram(run, name) {
+    for (label, h) in ab_split(f) {
+        if let Some(h) = h {
             if h.is_empty() {
                 let _ = writeln!(out, "{label:<20}{DASH:<9}{DASH:<9}{DASH:<9}{DASH:<9}{DASH}");
                 continue;
@@ -400,7 +369,7 @@ fn connection_times(out: &mut String, run: &Run) {
                 units::duration_short(h.min() as f64),
                 units::duration_short(h.mean()),
                 units::duration_short(h.stdev()),
-                units::duration_short(dyno_stats::hdr::value_at_percentile(&h, 50.0) as f64),
+                units::duration_short(dyno_stats::hdr::value_at_percentile(h, 50.0) as f64),
                 units::duration_short(h.max() as f64),
             );
         }
@@ -408,12 +377,22 @@ fn connection_times(out: &mut String, run: &Run) {
     out.push('\n');
 }
 
+/// ApacheBench's split of the latency, in its order: connect, processing,
+/// waiting and the total (the latency).
+fn ab_split(f: &HttpFigures) -> [(&'static str, Option<&Histogram<u64>>); 4] {
+    [
+        ("Connect", f.connect.as_ref()),
+        ("Processing", f.processing.as_ref()),
+        ("Waiting", f.waiting.as_ref()),
+        ("Total", f.latency.as_ref()),
+    ]
+}
+
 /// The answers by status code (with the statuses expected) and the
 /// failures by error class.
-fn answers_lines(out: &mut String, run: &Run, rec: &HttpRecord) {
-    let statuses: Vec<String> = tallies(run, http::STATUS_PREFIX)
-        .map(|(c, n)| format!("{c}: {n}"))
-        .collect();
+fn answers_lines(out: &mut String, f: &HttpFigures) {
+    let rec = &f.record;
+    let statuses: Vec<String> = f.statuses().map(|(c, n)| format!("{c}: {n}")).collect();
     // Runs saved before --expect-status have no such setting.
     // A scenario's steps may check their own statuses.
     let expected = Some(rec.expect_status.as_str())
@@ -423,7 +402,8 @@ fn answers_lines(out: &mut String, run: &Run, rec: &HttpRecord) {
             None => format!(" (expected {e})"),
         });
     let _ = writeln!(out, "Status      {}{expected}", listed(&statuses));
-    let errors: Vec<String> = tallies(run, http::ERRORS_PREFIX)
+    let errors: Vec<String> = f
+        .errors_by_class()
         .map(|(class, n)| format!("{}: {n}", class_words(class)))
         .collect();
     let _ = writeln!(out, "Errors      {}", listed(&errors));
@@ -690,35 +670,36 @@ fn alpn_choice(rec: &HttpRecord) -> String {
 ///   formula (concurrency × time ÷ requests), which would describe the
 ///   schedule rather than the server.
 pub fn ab_report(run: &Run) -> String {
-    let rec = record(run);
+    let f = HttpFigures::of(run, None);
+    let rec = &f.record;
     let mut out = String::new();
     let (host, port, path) = split_url(&rec.url);
-    let responses = count(run, http::RESPONSES);
+    let responses = f.responses;
     // A run always has a connection; 0 is a record without the field.
     let concurrency = if rec.connections == 0 {
         1
     } else {
         rec.connections
     };
-    ab_server(&mut out, run, &rec, &host, port);
+    ab_server(&mut out, run, rec, &host, port);
     let _ = writeln!(out, "Document Path:          {path}");
-    let doc_len = count(run, http::BODY_BYTES)
+    let doc_len = (f.body_bytes.round() as u64)
         .checked_div(responses)
         .unwrap_or(0);
     let _ = writeln!(out, "Document Length:        {doc_len} bytes\n");
     let _ = writeln!(out, "Concurrency Level:      {concurrency}");
-    if rec.model == LoadModel::Open {
+    if f.open {
         let _ = writeln!(
             out,
             "Open model:             {} [#/sec] requested on a fixed schedule (dyno --rate); latency counted from due times",
             rec.rate_per_sec.unwrap_or(0.0)
         );
     }
-    let secs = value(run, common::MEASURED) / 1e9;
+    let secs = f.measured_ns / 1e9;
     let _ = writeln!(out, "Time taken for tests:   {secs:.3} seconds");
-    ab_counts(&mut out, run, &rec);
-    ab_rates(&mut out, run, &rec, concurrency);
-    ab_connection_times(&mut out, run);
+    ab_counts(&mut out, &f);
+    ab_rates(&mut out, &f, concurrency);
+    ab_connection_times(&mut out, &f);
     out
 }
 
@@ -744,66 +725,56 @@ fn ab_server(out: &mut String, run: &Run, rec: &HttpRecord, host: &str, port: u1
     out.push('\n');
 }
 
-/// The count of an error class the run wrote ([`http::ERRORS_PREFIX`]).
-fn errors_of(run: &Run, class: &str) -> u64 {
-    count(run, &format!("{}{class}", http::ERRORS_PREFIX))
-}
-
 /// ab's counts: complete and failed requests (failures in ab's four
 /// kinds), non-2xx answers, keep-alive requests and the bytes moved.
-fn ab_counts(out: &mut String, run: &Run, rec: &HttpRecord) {
-    let _ = writeln!(
-        out,
-        "Complete requests:      {}",
-        count(run, http::REQUESTS)
-    );
-    let failed = count(run, http::ERRORS);
+fn ab_counts(out: &mut String, f: &HttpFigures) {
+    let _ = writeln!(out, "Complete requests:      {}", f.requests);
+    let failed = f.errors;
     let _ = writeln!(out, "Failed requests:        {failed}");
     if failed > 0 {
         // Every connect class (refused, timeout, too many open files …).
-        let connect_prefix = format!("{}{}", http::ERRORS_PREFIX, class::CONNECT_PREFIX);
-        let connect = tallies(run, &connect_prefix).map(|(_, n)| n).sum::<u64>()
-            + errors_of(run, class::TLS_HANDSHAKE);
-        let length = errors_of(run, class::BODY_LENGTH_MISMATCH);
-        let receive = errors_of(run, class::READ_TIMEOUT)
-            + errors_of(run, class::RESET)
-            + errors_of(run, class::CLOSED_EARLY);
+        let connect = f.connect_errors();
+        let length = f.errors_of(class::BODY_LENGTH_MISMATCH);
+        let receive = f.errors_of(class::READ_TIMEOUT)
+            + f.errors_of(class::RESET)
+            + f.errors_of(class::CLOSED_EARLY);
         let exceptions = failed - connect - length - receive;
         let _ = writeln!(
             out,
             "   (Connect: {connect}, Receive: {receive}, Length: {length}, Exceptions: {exceptions})"
         );
     }
-    let non2xx: u64 = tallies(run, http::STATUS_PREFIX)
+    let non2xx: u64 = f
+        .statuses()
         .filter(|(code, _)| !code.starts_with('2'))
         .map(|(_, n)| n)
         .sum();
     if non2xx > 0 {
         let _ = writeln!(out, "Non-2xx responses:      {non2xx}");
     }
-    if rec.keep_alive {
+    if f.record.keep_alive {
         // A request that went on an open connection records a connect
         // time of exactly 0; one that opened its own took microseconds.
-        let reused = histogram(run, http::CONNECT).map_or(0, |h| h.count_at(0));
+        let reused = f.connect.as_ref().map_or(0, |h| h.count_at(0));
         let _ = writeln!(out, "Keep-Alive requests:    {reused}");
     }
     let _ = writeln!(
         out,
         "Total transferred:      {} bytes",
-        count(run, http::BYTES_READ)
+        f.bytes_read.round() as u64
     );
     let _ = writeln!(
         out,
         "HTML transferred:       {} bytes",
-        count(run, http::BODY_BYTES)
+        f.body_bytes.round() as u64
     );
 }
 
 /// ab's rates: requests per second, time per request (for an open-model
 /// run the mean corrected latency) and the transfer rate.
-fn ab_rates(out: &mut String, run: &Run, rec: &HttpRecord, concurrency: u64) {
-    let responses = count(run, http::RESPONSES);
-    let secs = value(run, common::MEASURED) / 1e9;
+fn ab_rates(out: &mut String, f: &HttpFigures, concurrency: u64) {
+    let responses = f.responses;
+    let secs = f.measured_ns / 1e9;
     let rps = if secs > 0.0 {
         responses as f64 / secs
     } else {
@@ -815,8 +786,8 @@ fn ab_rates(out: &mut String, run: &Run, rec: &HttpRecord, concurrency: u64) {
     } else {
         0.0
     };
-    let per_user = if rec.model == LoadModel::Open {
-        histogram(run, common::LATENCY).map_or(0.0, |h| ms(h.mean()))
+    let per_user = if f.open {
+        f.latency.as_ref().map_or(0.0, |h| ms(h.mean()))
     } else {
         per * concurrency as f64
     };
@@ -826,7 +797,7 @@ fn ab_rates(out: &mut String, run: &Run, rec: &HttpRecord, concurrency: u64) {
         "Time per request:       {per:.3} [ms] (mean, across all concurrent requests)"
     );
     let kbps = if secs > 0.0 {
-        value(run, http::BYTES_READ) / 1024.0 / secs
+        f.bytes_read / 1024.0 / secs
     } else {
         0.0
     };
@@ -838,17 +809,12 @@ fn ab_rates(out: &mut String, run: &Run, rec: &HttpRecord, concurrency: u64) {
 
 /// ab's connection times in ms, then the share of requests served within
 /// each time.
-fn ab_connection_times(out: &mut String, run: &Run) {
+fn ab_connection_times(out: &mut String, f: &HttpFigures) {
     let _ = writeln!(out, "Connection Times (ms)");
     let _ = writeln!(out, "              min  mean[+/-sd] median   max");
-    for (label, name) in [
-        ("Connect:", http::CONNECT),
-        ("Processing:", http::PROCESSING),
-        ("Waiting:", http::WAITING),
-        ("Total:", common::LATENCY),
-    ] {
-        let h = histogram(run, name);
-        let (min, mean, sd, median, max) = h.as_ref().map_or((0.0, 0.0, 0.0, 0.0, 0.0), |h| {
+    for (label, h) in ab_split(f) {
+        let label = format!("{label}:");
+        let (min, mean, sd, median, max) = h.map_or((0.0, 0.0, 0.0, 0.0, 0.0), |h| {
             (
                 ms(h.min() as f64),
                 ms(h.mean()),
@@ -863,13 +829,13 @@ fn ab_connection_times(out: &mut String, run: &Run) {
             "{label:<12}{min:>5.0} {mean:>4.0} {sd:>5.1} {median:>6.0} {max:>7.0}"
         );
     }
-    if let Some(h) = histogram(run, common::LATENCY) {
+    if let Some(h) = &f.latency {
         let _ = writeln!(
             out,
             "\nPercentage of the requests served within a certain time (ms)"
         );
         for p in [50u8, 66, 75, 80, 90, 95, 98, 99] {
-            let v = ms(dyno_stats::hdr::value_at_percentile(&h, f64::from(p)) as f64);
+            let v = ms(dyno_stats::hdr::value_at_percentile(h, f64::from(p)) as f64);
             let _ = writeln!(out, "  {p}% {v:>6.0}");
         }
         let _ = writeln!(out, " 100% {:>6.0} (longest request)", ms(h.max() as f64));

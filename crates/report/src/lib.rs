@@ -14,6 +14,7 @@ mod disk;
 mod doctor;
 mod exec;
 mod export;
+mod figures;
 mod format;
 mod hdrlog;
 pub mod html;

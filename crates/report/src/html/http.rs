@@ -7,6 +7,8 @@ use dyno_model::Run;
 use dyno_model::names::{common, http, label};
 use plotters::prelude::*;
 
+use crate::figures::{HttpFigures, Tally};
+
 use super::chart::{self, Chart, Key, LATENCY, Mark, RATE, WORSE, colour};
 use super::latency::{self, Series};
 use super::markup::{self, Table, esc};
@@ -15,8 +17,8 @@ use super::markup::{self, Table, esc};
 /// the client's CPU, which the text report leads with), what each watched
 /// server cost, then `charts` (a capacity search's and the run's own),
 /// then every metric, as a database run's page ends.
-pub(super) fn section(run: &Run, charts: Vec<String>) -> Vec<String> {
-    let mut out = vec![how_it_ran(run)];
+pub(super) fn section(run: &Run, figures: &HttpFigures, charts: Vec<String>) -> Vec<String> {
+    let mut out = vec![how_it_ran(figures)];
     out.extend(server_cost(run));
     out.extend(charts);
     out.extend(super::every_metric(run, None));
@@ -25,10 +27,9 @@ pub(super) fn section(run: &Run, charts: Vec<String>) -> Vec<String> {
 
 /// The run's target, model and settings, read from its record as the text
 /// report reads them, and the client's CPU.
-fn how_it_ran(run: &Run) -> String {
-    let rec = crate::http::record(run);
-    let mut rows: Vec<(&str, String)> = crate::http::lead(&rec).into();
-    rows.push(("Client CPU", crate::http::client_cpu_words(run, &rec)));
+fn how_it_ran(figures: &HttpFigures) -> String {
+    let mut rows: Vec<(&str, String)> = crate::http::lead(&figures.record).into();
+    rows.push(("Client CPU", crate::http::client_cpu_words(figures)));
     markup::facts("How it ran", &rows)
 }
 
@@ -75,8 +76,20 @@ fn server_cost(run: &Run) -> Option<String> {
 /// The HTTP charts of `run`, reading its metrics of quick's part `part`
 /// (`None`: an HTTP run's own, of no part).
 pub(super) fn charts(run: &Run, part: Option<&str>) -> Vec<String> {
+    charts_of(run, &HttpFigures::of(run, part), part)
+}
+
+/// The HTTP charts of `run` from its `figures` (of quick's part `part`, as
+/// in [`charts`]).
+pub(super) fn charts_of(run: &Run, figures: &HttpFigures, part: Option<&str>) -> Vec<String> {
     let mut out = Vec::new();
-    let (series, open) = latency::corrected_and_not(run, part, "send");
+    let open = figures.open;
+    let series = latency::corrected_and_not_of(
+        figures.latency.as_ref(),
+        figures.latency_uncorrected.as_ref(),
+        open,
+        "send",
+    );
     if let Some(c) = latency::spectrum(
         "http-latency-spectrum",
         "HTTP latency by percentile",
@@ -91,13 +104,13 @@ pub(super) fn charts(run: &Run, part: Option<&str>) -> Vec<String> {
             c
         };
         out.push(c.html());
-    } else if run.metric_of(part, common::LATENCY).is_some() {
+    } else if figures.latency_written {
         out.push(note(
             "No request was answered, so there is no latency to draw.",
         ));
     }
     out.extend(scenario(run));
-    if let Some(c) = answers(run, part) {
+    if let Some(c) = answers(figures) {
         out.push(c.html());
     }
     if out.is_empty() {
@@ -559,30 +572,27 @@ fn lines_over_time(
 /// answered with an unexpected status is an answer (its status bar) and a
 /// failure of class `status` at once: it is drawn once, as its status bar,
 /// and the note says the class `status` is those answers.
-fn answers(run: &Run, part: Option<&str>) -> Option<Chart> {
-    let (status, errors) = (http::STATUS_PREFIX, http::ERRORS_PREFIX);
-    let mine = || run.metrics.iter().filter(|m| m.part() == part);
-    let has_statuses = mine().any(|m| m.name.starts_with(status));
+fn answers(figures: &HttpFigures) -> Option<Chart> {
+    let has_statuses = figures.statuses().next().is_some();
     let mut bars: Vec<(String, f64, RGBColor)> = Vec::new();
     let mut unexpected = None;
-    for m in mine() {
-        if let Some(code) = m.name.strip_prefix(status) {
-            let c = if code.starts_with(['2', '3']) {
-                colour(0)
-            } else {
-                WORSE
-            };
-            bars.push((format!("HTTP {code}"), m.value, c));
-        } else if let Some(class) = m.name.strip_prefix(errors) {
-            if class == http::class::STATUS && has_statuses {
-                unexpected = Some(m.value);
-                continue;
+    for tally in &figures.tallies {
+        match tally {
+            Tally::Status(code, n) => {
+                let c = if code.starts_with(['2', '3']) {
+                    colour(0)
+                } else {
+                    WORSE
+                };
+                bars.push((format!("HTTP {code}"), *n, c));
             }
-            bars.push((
-                format!("error: {}", class.replace('_', " ")),
-                m.value,
-                WORSE,
-            ));
+            Tally::Error(class, n) => {
+                if class == http::class::STATUS && has_statuses {
+                    unexpected = Some(*n);
+                    continue;
+                }
+                bars.push((format!("error: {}", class.replace('_', " ")), *n, WORSE));
+            }
         }
     }
     if bars.is_empty() {

@@ -42,6 +42,19 @@ impl Series {
         })
     }
 
+    /// `histogram` as a series, if there is one and it holds a sample.
+    pub(super) fn of_histogram(
+        name: impl Into<String>,
+        histogram: Option<&Histogram<u64>>,
+    ) -> Option<Series> {
+        let h = histogram?;
+        (!h.is_empty()).then(|| Series {
+            name: name.into(),
+            histogram: h.clone(),
+            colour: None,
+        })
+    }
+
     /// The series drawn in `colour` on every chart.
     fn coloured(self, colour: RGBColor) -> Series {
         Series {
@@ -80,20 +93,49 @@ impl Series {
 pub(super) fn corrected_and_not(run: &Run, part: Option<&str>, since: &str) -> (Vec<Series>, bool) {
     let uncorrected = run.metric_of(part, common::LATENCY_UNCORRECTED);
     let open = uncorrected.is_some();
-    let latency = if open {
+    let series = latency_series(
+        Series::of(latency_name(open), run.metric_of(part, common::LATENCY)),
+        Series::of(uncorrected_name(since), uncorrected),
+    );
+    (series, open)
+}
+
+/// The spectrum's series of a run's `latency` (corrected, where `open`)
+/// and `uncorrected` latency, counted from the request's `since`, as
+/// [`corrected_and_not`] reads them from its metrics.
+pub(super) fn corrected_and_not_of(
+    latency: Option<&Histogram<u64>>,
+    uncorrected: Option<&Histogram<u64>>,
+    open: bool,
+    since: &str,
+) -> Vec<Series> {
+    latency_series(
+        Series::of_histogram(latency_name(open), latency),
+        Series::of_histogram(uncorrected_name(since), uncorrected),
+    )
+}
+
+/// What the spectrum calls the latency: corrected in the open model.
+fn latency_name(open: bool) -> &'static str {
+    if open {
         "latency (corrected: from due time)"
     } else {
         "latency"
-    };
-    let series = Series::of(latency, run.metric_of(part, common::LATENCY))
+    }
+}
+
+/// What the spectrum calls the uncorrected latency.
+fn uncorrected_name(since: &str) -> String {
+    format!("uncorrected (from {since})")
+}
+
+/// The latency and the uncorrected latency, each in its own colour.
+fn latency_series(latency: Option<Series>, uncorrected: Option<Series>) -> Vec<Series> {
+    latency
         .map(|s| s.coloured(LATENCY))
         .into_iter()
-        .chain(
-            Series::of(format!("uncorrected (from {since})"), uncorrected)
-                .map(|s| s.coloured(UNCORRECTED)),
-        )
-        .collect();
-    (series, open)
+        .chain(uncorrected.map(|s| s.coloured(UNCORRECTED)))
+        .collect()
 }
 
 /// `99.9%` for x = 1000.

@@ -243,7 +243,11 @@ fn section_with(run: &Run, sources: &[Source]) -> String {
 /// HTML page (the text one is [`crate::text_report`]).
 pub(crate) fn charts(run: &Run) -> Vec<String> {
     match run.kind {
-        Kind::Http => http::section(run, with_capacity(run, "req/s", http::charts(run, None))),
+        Kind::Http => {
+            let figures = crate::figures::HttpFigures::of(run, None);
+            let charts = http::charts_of(run, &figures, None);
+            http::section(run, &figures, with_capacity(run, "req/s", charts))
+        }
         Kind::Disk => disk::charts(run, None),
         Kind::Exec => exec::charts(run),
         Kind::Scale => scale::charts(run),

@@ -959,7 +959,10 @@ fn an_open_model_p99_timeline_says_it_is_corrected() {
         "{fig}"
     );
     assert!(fig.contains("from each request&#39;s due time"), "{fig}");
+    // A closed run: its record says so, and it has no uncorrected latency
+    // (either alone makes a run open: `HttpFigures::of`).
     let mut closed = http_run();
+    closed.settings = json!({"model": "closed"});
     closed
         .metrics
         .retain(|m| m.name != "latency_uncorrected_ns");
