@@ -835,6 +835,16 @@ impl Local {
 
     /// The figures of a scenario ticket's step.
     /// A scenario step's measured request took off (`true`) or ended.
+    /// A measured request that was sent has ended (answered or failed): it
+    /// leaves the counts of what is in flight, its step's and its stage's.
+    fn landed(&mut self, ticket: &Ticket) {
+        self.in_flight -= 1;
+        self.step_flight(ticket, false);
+        if let Some(stage) = self.stages.get_mut(ticket.stage) {
+            stage.landed();
+        }
+    }
+
     fn step_flight(&mut self, ticket: &Ticket, up: bool) {
         if let Some(n) = ticket
             .step
@@ -891,11 +901,7 @@ impl Local {
         if !ticket.measured {
             return;
         }
-        self.in_flight -= 1;
-        self.step_flight(ticket, false);
-        if let Some(stage) = self.stages.get_mut(ticket.stage) {
-            stage.landed();
-        }
+        self.landed(ticket);
         if shared.clock().over(done) {
             // Answered after the deadline (and its grace): not part of
             // the run.
@@ -963,13 +969,7 @@ impl Local {
         }
         if ticket.measured {
             if sent {
-                self.step_flight(ticket, false);
-            }
-            if sent {
-                self.in_flight -= 1;
-                if let Some(stage) = self.stages.get_mut(ticket.stage) {
-                    stage.landed();
-                }
+                self.landed(ticket);
             }
             let now = Instant::now();
             if shared.clock().over(now) {
