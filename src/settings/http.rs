@@ -526,20 +526,7 @@ fn method_and_streams(given: Vec<String>, h2: bool, streams: Option<u32>) -> Res
         },
         ([a, b, ..], _) => bail!("-m given twice ({a}, {b}): give the streams per connection once"),
     };
-    Ok((standard_method(method), streams))
-}
-
-/// Methods are case-sensitive, and servers answer `post` with 400 or 405:
-/// the standard ones (RFC 9110 and PATCH) go in upper case however they
-/// were typed; any other method is sent exactly as given.
-fn standard_method(method: String) -> String {
-    const STANDARD: [&str; 9] = [
-        "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
-    ];
-    match STANDARD.iter().find(|m| m.eq_ignore_ascii_case(&method)) {
-        Some(m) => (*m).to_owned(),
-        None => method,
-    }
+    Ok((dyno_http::request::standard_method(&method), streams))
 }
 
 /// Descriptors dyno needs besides one per connection: its event loops,
@@ -593,13 +580,6 @@ fn url_port(url: &str) -> Option<u16> {
 #[cfg(test)]
 mod http_tests {
     use super::*;
-
-    #[test]
-    fn standard_methods_go_in_upper_case() {
-        assert_eq!(standard_method("post".into()), "POST");
-        assert_eq!(standard_method("Patch".into()), "PATCH");
-        assert_eq!(standard_method("purge".into()), "purge");
-    }
 
     #[test]
     fn the_method_and_h2loads_streams_stand_together_under_h2() {

@@ -26,6 +26,29 @@ pub use target::{Scheme, Target, parse_url, parse_url_list};
 pub(crate) use template::push_decimal;
 pub use template::{RequestSpec, RequestTemplate, parse_header};
 
+/// A method as sent: the standard ones (RFC 9110's and PATCH) in upper
+/// case however they were typed, since methods are case-sensitive and
+/// servers answer `post` with 400 or 405; any other method exactly as
+/// given. `-X` and a scenario's steps both go through here.
+pub fn standard_method(method: &str) -> String {
+    const STANDARD: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+    ];
+    match STANDARD.iter().find(|m| m.eq_ignore_ascii_case(method)) {
+        Some(m) => (*m).to_owned(),
+        None => method.to_owned(),
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn standard_methods_go_in_upper_case() {
+    assert_eq!(standard_method("post"), "POST");
+    assert_eq!(standard_method("Patch"), "PATCH");
+    assert_eq!(standard_method("purge"), "purge");
+    assert_eq!(standard_method("MKCOL"), "MKCOL");
+}
+
 /// Why a URL, header, path or URL list was refused.
 ///
 /// Every message quotes what was given and says how to fix it; URLs and

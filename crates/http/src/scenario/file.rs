@@ -558,10 +558,6 @@ impl Compiler<'_> {
     /// A step's method: a standard one in capitals, another as written.
     fn method(&self, m: &Spanned<String>) -> Result<String, ScenarioError> {
         let method = m.get_ref().trim();
-        let upper = method.to_ascii_uppercase();
-        let standard = [
-            "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
-        ];
         if method.is_empty()
             || !method
                 .bytes()
@@ -572,11 +568,7 @@ impl Compiler<'_> {
                 format!("{method:?} is not a method: e.g. GET, POST, PUT"),
             ));
         }
-        Ok(if standard.contains(&upper.as_str()) {
-            upper
-        } else {
-            method.to_owned()
-        })
+        Ok(crate::request::standard_method(method))
     }
 
     /// The URL: a path, or a full URL on the base's server; `"${loc}"`
