@@ -221,21 +221,8 @@ fn decoded(metric: Option<&Metric>) -> Option<Histogram<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::tests::{counted, histogram_metric};
     use dyno_model::{Direction, Kind, Unit};
-
-    fn histogram_metric(name: &str, values_ns: &[u64]) -> Metric {
-        let mut h = hdr::latency_histogram();
-        for &v in values_ns {
-            h.record(v).unwrap();
-        }
-        let mut m = Metric::new(name, Unit::Ns, Direction::LowerIsBetter, h.mean());
-        m.histogram = Some(hdr::to_model(&h));
-        m
-    }
-
-    fn counted(name: &str, value: f64) -> Metric {
-        Metric::new(name, Unit::Count, Direction::LowerIsBetter, value)
-    }
 
     /// A closed run's figures: ten requests, three answered 503.
     fn closed_metrics() -> Vec<Metric> {

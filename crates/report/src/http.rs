@@ -862,11 +862,12 @@ fn split_url(url: &str) -> (String, u16, String) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use dyno_model::{Direction, Kind, Unit};
 
-    fn histogram_metric(name: &str, values_ns: &[u64]) -> Metric {
+    /// A latency metric of `values_ns`, with its histogram.
+    pub(crate) fn histogram_metric(name: &str, values_ns: &[u64]) -> Metric {
         let mut h = hdr::latency_histogram();
         for &v in values_ns {
             h.record(v).unwrap();
@@ -876,7 +877,8 @@ mod tests {
         m
     }
 
-    fn counted(name: &str, value: f64) -> Metric {
+    /// A count.
+    pub(crate) fn counted(name: &str, value: f64) -> Metric {
         Metric::new(name, Unit::Count, Direction::LowerIsBetter, value)
     }
 
