@@ -66,7 +66,9 @@ pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
     let measuring_from = SystemTime::now();
     let started = Instant::now();
     let measured = measure(&settings, &target, &engine, &stop, show);
-    let measuring = started.elapsed();
+    // The whole table (its fills and passes), and no count per operation:
+    // a table's tests differ too much for one.
+    let window = super::watch::Window::since(measuring_from, 0);
     let watched = watcher.stop();
     let mode = match &target {
         Target::File(file) => Some(file.mode().clone()),
@@ -99,13 +101,6 @@ pub(super) fn run(ctx: &Context, args: DiskArgs) -> Result<ExitStatus> {
         duration: started.elapsed(),
     };
     let mut run = record::record(&settings, &outcome, environment);
-    // The whole table (its fills and passes), and no count per operation:
-    // a table's tests differ too much for one.
-    let window = super::watch::Window {
-        from: measuring_from,
-        length: measuring,
-        operations: 0,
-    };
     super::watch::record(&mut run, &watched, window);
     let run = finish(run, &save, store, dyno_report::disk_report)?;
     if interrupted {

@@ -159,11 +159,7 @@ fn record_watched(
     windows: Vec<(&'static str, Window)>,
 ) {
     let watched = watcher.stop();
-    let whole = Window {
-        from: whole_from,
-        length: whole_from.elapsed().unwrap_or_default(),
-        operations: 0,
-    };
+    let whole = Window::since(whole_from, 0);
     super::watch::record_whole(run, &watched, whole);
     for (line, window) in windows {
         super::watch::record_line(run, &watched, line, window);
@@ -183,10 +179,17 @@ impl Measured {
     fn http(&mut self, duration: Duration, cpus: usize, stop: Arc<AtomicBool>) -> Result<()> {
         progress("http: dyno's client against its built-in server on loopback");
         let line = http_line(duration, cpus, stop)?;
-        let requests = counted(&line.metrics, HTTP, names::http::REQUESTS);
-        self.windows.push((HTTP, last(duration, requests)));
         self.record.http = add_line(&mut self.run, HTTP, line);
+        self.measured_last(HTTP, duration, names::http::REQUESTS);
         Ok(())
+    }
+
+    /// The window of a line's measured part, the last `duration` of it
+    /// (its warm-up came first), with the count its metric `name` holds.
+    fn measured_last(&mut self, line: &'static str, duration: Duration, name: &str) {
+        let ended = self.run.metric_of(Some(line), name);
+        let window = Window::last(duration, ended.map_or(0, |m| m.value as u64));
+        self.windows.push((line, window));
     }
 
     /// The disk line: a directory that cannot hold the file costs the disk
@@ -195,14 +198,7 @@ impl Measured {
         progress("disk: a 64 MiB file in the current directory, SEQ1M Q8T1 and RND4K Q1T1");
         let from = SystemTime::now();
         let line = disk_line(duration, stop);
-        self.windows.push((
-            DISK,
-            Window {
-                from,
-                length: from.elapsed().unwrap_or_default(),
-                operations: 0,
-            },
-        ));
+        self.windows.push((DISK, Window::since(from, 0)));
         match line {
             Ok(line) => self.record.disk = Some(add_line(&mut self.run, DISK, line)),
             Err(e) => self.run.warn(
@@ -218,9 +214,8 @@ impl Measured {
         progress("db: select-only on the PostgreSQL server of PGHOST/PGPORT/PGDATABASE");
         match db_line(duration, cpus, stop) {
             Ok(line) => {
-                let transactions = counted(&line.metrics, DB, names::db::TRANSACTIONS);
-                self.windows.push((DB, last(duration, transactions)));
                 self.record.db = Some(add_line(&mut self.run, DB, line));
+                self.measured_last(DB, duration, names::db::TRANSACTIONS);
             }
             Err(e) => self
                 .run
@@ -254,30 +249,6 @@ fn db_line(duration: Duration, cpus: usize, stop: Arc<AtomicBool>) -> Result<Qui
     let target = dyno_db::Target::from_env("")?;
     let settings = dyno_db::quick::settings(target, duration, fastrand::u64(..), cpus);
     Ok(dyno_db::quick::measure(&settings, stop)?)
-}
-
-/// The window of a line's measured part, the last `duration` of it (its
-/// warm-up came first), in which `operations` ended.
-fn last(duration: Duration, operations: u64) -> Window {
-    let now = SystemTime::now();
-    let length = duration.min(
-        now.duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default(),
-    );
-    Window {
-        from: now - length,
-        length,
-        operations,
-    }
-}
-
-/// The count the metric `name` of the line `line` holds, the line being
-/// its part (0 without it).
-fn counted(metrics: &[dyno_model::Metric], line: &str, name: &str) -> u64 {
-    metrics
-        .iter()
-        .find(|m| m.name == name && m.part() == Some(line))
-        .map_or(0, |m| m.value as u64)
 }
 
 /// What the run measures; a line given 0 s is skipped, and not named.

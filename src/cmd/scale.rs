@@ -1,10 +1,9 @@
 //! `dyno scale`: flag resolution and wiring. The points of one curve come
 //! from a saved `dyno run` sweep (fetched from the store here), a CSV or
-//! JSON file (read here) or a built-in workload; `dyno_scale` measures or
+//! JSON file or a built-in workload; `dyno_scale` measures or
 //! reads them and analyses the curve into a `scale` run, which the report
 //! renders and the store keeps.
 
-mod file;
 mod saved;
 
 use std::time::Instant;
@@ -47,7 +46,7 @@ pub(super) fn run(ctx: &Context, args: ScaleArgs) -> Result<ExitStatus> {
                     MeasureArg::Throughput => Measure::Throughput,
                 }),
             };
-            file::read(path, &columns)?
+            dyno_scale::file::read(path, &columns, build())?
         }
         (None, None) => {
             let selection = Selection {
@@ -55,7 +54,7 @@ pub(super) fn run(ctx: &Context, args: ScaleArgs) -> Result<ExitStatus> {
                 command: args.command.clone(),
                 wheres: args.wheres.clone(),
             };
-            saved::curve(ctx, args.run.clone(), args.last, &selection)?
+            saved::curve(ctx, args.run.clone(), &selection)?
         }
     };
     let mut run = dyno_scale::analyse(curve)?;

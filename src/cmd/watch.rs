@@ -85,6 +85,22 @@ pub(super) struct Window {
 }
 
 impl Window {
+    /// From `from` until now, in which `operations` ended.
+    pub(super) fn since(from: SystemTime, operations: u64) -> Window {
+        let length = from.elapsed().unwrap_or_default();
+        Window {
+            from,
+            length,
+            operations,
+        }
+    }
+
+    /// The last `length` until now, in which `operations` ended.
+    pub(super) fn last(length: Duration, operations: u64) -> Window {
+        let now = SystemTime::now();
+        Window::since(now.checked_sub(length).unwrap_or(now), operations)
+    }
+
     /// The window on this process's monotonic clock, which the samples
     /// are taken on.
     fn instants(&self) -> (Instant, Instant) {

@@ -1,8 +1,8 @@
 //! Points from the text of a file: CSV with a header row, or JSON (an
 //! array of objects with the same keys). The columns are found by name;
 //! every bad cell is reported with its line (CSV) or item (JSON) and its
-//! column. The caller reads the file and names it in the messages: a
-//! [`FileError`] says what is wrong, to follow the file's name.
+//! column. [`read`] reads a file and names it in every message; a
+//! [`FileError`] says what is wrong with the text, to follow the name.
 
 use std::collections::BTreeSet;
 
@@ -210,6 +210,42 @@ enum Cell {
     Missing,
     Text(String),
     Json(Value),
+}
+
+/// A file whose points could not be read, named as it was given.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("could not read '{0}'")]
+    Io(String, #[source] std::io::Error),
+    /// `'a.csv' line 4, column 'n': …`: the problem follows the name.
+    #[error("'{0}' {1}")]
+    Named(String, FileError),
+    /// `'a.csv': it is not valid CSV: …`: the problem is the cause.
+    #[error("'{0}'")]
+    Text(String, #[source] FileError),
+}
+
+/// The curve of the points in the file at `path` ([`read_text`] decides
+/// JSON or CSV), measured by `dyno`'s build.
+pub fn read(
+    path: &std::path::Path,
+    columns: &Columns,
+    dyno: DynoBuild,
+) -> Result<Curve, ReadError> {
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => return Err(ReadError::Io(shown, e)),
+    };
+    let points = match read_text(&shown, &text, columns) {
+        Ok(points) => points,
+        Err(e) if e.follows_name() => return Err(ReadError::Named(shown, e)),
+        Err(e) => return Err(ReadError::Text(shown, e)),
+    };
+    let name = path
+        .file_name()
+        .map_or_else(|| shown.clone(), |n| n.to_string_lossy().into_owned());
+    Ok(points.curve(&shown, &name, dyno))
 }
 
 /// The points of the file named `name` whose text is `text`: JSON when

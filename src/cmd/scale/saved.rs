@@ -10,22 +10,14 @@ use dyno_store::{Filter, Listing, Store};
 use crate::cmd::{Context, build};
 
 /// The curve of a saved sweep: RUN_ID, or the latest exec run with --last.
-pub(super) fn curve(
-    ctx: &Context,
-    id: Option<String>,
-    last: bool,
-    selection: &Selection,
-) -> Result<Curve> {
+pub(super) fn curve(ctx: &Context, id: Option<String>, selection: &Selection) -> Result<Curve> {
+    let store = ctx.open_store()?;
+    // No id: --last (the "input" group leaves no other way here).
     let source = match id {
-        Some(id) => ctx
-            .open_store()?
+        Some(id) => store
             .get(&id)
             .with_context(|| format!("cannot analyse run '{id}'"))?,
-        // The "input" group leaves --last as the only other way here.
-        None => {
-            debug_assert!(last);
-            last_exec(&ctx.open_store()?)?
-        }
+        None => last_exec(&*store)?,
     };
     let mut curve = saved::curve(&source, selection)?;
     // The figures were measured on the source run's machine.
