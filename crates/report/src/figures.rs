@@ -221,42 +221,19 @@ fn decoded(metric: Option<&Metric>) -> Option<Histogram<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::tests::{counted, histogram_metric};
+    use crate::http::tests::{counted, histogram_metric, ten_requests};
     use dyno_model::{Direction, Kind, Unit};
 
-    /// A closed run's figures: ten requests, three answered 503.
+    /// A closed run's figures: ten requests, three answered 503, two
+    /// cut at the end, three connects failed.
     fn closed_metrics() -> Vec<Metric> {
-        vec![
-            histogram_metric("latency_ns", &[1_000_000, 2_000_000, 3_000_000]),
-            histogram_metric("connect_ns", &[0, 0, 1_500_000]),
-            histogram_metric("waiting_ns", &[500_000]),
-            histogram_metric("processing_ns", &[900_000]),
-            counted("requests", 10.0),
-            counted("responses", 10.0),
-            counted("errors", 3.0),
-            counted("status_200", 7.0),
-            counted("errors_status", 3.0),
-            counted("status_503", 3.0),
+        let mut metrics = ten_requests();
+        metrics.extend([
             counted("errors_connect_refused", 1.0),
             counted("errors_tls_handshake", 2.0),
-            counted("bytes_read", 2000.0),
-            counted("bytes_written", 800.0),
-            counted("body_bytes", 920.0),
             counted("unfinished_requests", 2.0),
-            Metric::new("measured_ns", Unit::Ns, Direction::LowerIsBetter, 0.5e9),
-            Metric::new(
-                "requests_per_sec",
-                Unit::RequestsPerSec,
-                Direction::HigherIsBetter,
-                20.0,
-            ),
-            Metric::new(
-                "client_cpu_percent",
-                Unit::Percent,
-                Direction::LowerIsBetter,
-                3.0,
-            ),
-        ]
+        ]);
+        metrics
     }
 
     fn http_run(model: &str, metrics: Vec<Metric>) -> Run {
@@ -277,10 +254,10 @@ mod tests {
         let f = HttpFigures::of(&http_run("closed", closed_metrics()), None);
         assert!(!f.open);
         assert_eq!(f.record.connections, 2);
-        assert_eq!(f.latency.as_ref().map(Histogram::len), Some(3));
+        assert_eq!(f.latency.as_ref().map(Histogram::len), Some(10));
         assert!(f.latency_written);
         assert!(f.latency_uncorrected.is_none() && f.send_lag.is_none());
-        assert_eq!(f.connect.as_ref().map(|h| h.count_at(0)), Some(2));
+        assert_eq!(f.connect.as_ref().map(|h| h.count_at(0)), Some(8));
         assert!(f.waiting.is_some() && f.processing.is_some());
         assert_eq!((f.requests, f.responses, f.errors), (10, 10, 3));
         assert_eq!(f.unfinished, 2);
@@ -298,7 +275,7 @@ mod tests {
         );
         // The run's order, statuses and errors interleaved, as the page
         // draws its bars.
-        assert_eq!(f.tallies[1], Tally::Error("status".into(), 3.0));
+        assert_eq!(f.tallies[0], Tally::Error("status".into(), 3.0));
         assert_eq!(f.errors_of(class::STATUS), 3);
         assert_eq!(f.errors_of(class::RESET), 0);
         assert_eq!(f.connect_errors(), 3);
@@ -379,7 +356,7 @@ mod tests {
         let f = HttpFigures::of(&run, Some("http"));
         assert!(!f.open);
         assert_eq!(f.record, HttpRecord::default());
-        assert_eq!(f.latency.as_ref().map(Histogram::len), Some(3));
+        assert_eq!(f.latency.as_ref().map(Histogram::len), Some(10));
         assert_eq!(f.errors_of(class::STATUS), 3);
         assert_eq!(f.flows_per_sec, 0.0);
         assert_eq!(f.responses, 10);

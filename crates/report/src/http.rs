@@ -882,18 +882,24 @@ pub(crate) mod tests {
         Metric::new(name, Unit::Count, Direction::LowerIsBetter, value)
     }
 
-    /// Ten requests on two keep-alive connections: two opened them (1.5 ms
-    /// and 2.5 ms), eight went on them; three answers were 503s, expected
-    /// to be 2xx or 3xx.
+    /// Ten requests on two keep-alive connections, with `settings`.
     fn http_run(settings: serde_json::Value) -> Run {
         let mut run = Run::new(Kind::Http, "GET http://127.0.0.1:8080/hello c=2");
         run.environment = crate::fixture::environment();
         run.settings = settings;
+        run.metrics = ten_requests();
+        run
+    }
+
+    /// The figures of ten requests on two keep-alive connections (1 to 10
+    /// ms): two opened them (1.5 ms and 2.5 ms), eight went on them; three
+    /// answers were 503s, expected to be 2xx or 3xx; in half a second.
+    pub(crate) fn ten_requests() -> Vec<Metric> {
         let mut connect = vec![0; 8];
         connect.extend([1_500_000, 2_500_000]);
         let latency: Vec<u64> = (1..=10).map(|i| i * 1_000_000).collect();
         let waiting: Vec<u64> = latency.iter().map(|v| v / 2).collect();
-        run.metrics = vec![
+        vec![
             histogram_metric("latency_ns", &latency),
             histogram_metric("connect_ns", &connect),
             histogram_metric("waiting_ns", &waiting),
@@ -921,8 +927,7 @@ pub(crate) mod tests {
                 Direction::LowerIsBetter,
                 3.0,
             ),
-        ];
-        run
+        ]
     }
 
     fn closed_settings() -> serde_json::Value {
