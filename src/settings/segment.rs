@@ -110,12 +110,9 @@ impl Settings {
 /// A hash of `bytes`, published in place of what is too long, or too
 /// private, to publish in the store (headers, bodies, files).
 pub(crate) fn hash(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("hash {h:016x}")
+    let mut h = fnv::FnvHasher::default();
+    std::hash::Hasher::write(&mut h, bytes);
+    format!("hash {:016x}", std::hash::Hasher::finish(&h))
 }
 
 /// `--start-at`, which every segment of a group must share too.

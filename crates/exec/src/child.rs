@@ -393,6 +393,7 @@ impl Pipes {
 /// tell outputs apart (this is not a security boundary).
 #[derive(Debug, Clone)]
 struct Hasher {
+    /// FNV-1a's state (`FnvHasher` is neither `Clone` nor `Debug`).
     state: u64,
     len: u64,
     head: Vec<u8>,
@@ -401,17 +402,16 @@ struct Hasher {
 impl Hasher {
     fn new() -> Self {
         Hasher {
-            state: 0xcbf2_9ce4_8422_2325,
+            state: std::hash::Hasher::finish(&fnv::FnvHasher::default()),
             len: 0,
             head: Vec::new(),
         }
     }
 
     fn update(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.state ^= u64::from(b);
-            self.state = self.state.wrapping_mul(0x0100_0000_01b3);
-        }
+        let mut h = fnv::FnvHasher::with_key(self.state);
+        std::hash::Hasher::write(&mut h, bytes);
+        self.state = std::hash::Hasher::finish(&h);
         self.len += bytes.len() as u64;
         let room = HEAD_BYTES.saturating_sub(self.head.len());
         self.head.extend_from_slice(&bytes[..room.min(bytes.len())]);

@@ -38,14 +38,15 @@ impl Arrival {
 /// A short hash of `settings` (16 hex digits, FNV-1a over the names and
 /// values in order), the same on every machine for the same settings.
 pub fn fingerprint(settings: &BTreeMap<String, String>) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    use std::hash::Hasher as _;
+    let mut h = fnv::FnvHasher::default();
     for (k, v) in settings {
-        for b in k.bytes().chain([0]).chain(v.bytes()).chain([0]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
+        for part in [k, v] {
+            h.write(part.as_bytes());
+            h.write(&[0]);
         }
     }
-    format!("{h:016x}")
+    format!("{:016x}", h.finish())
 }
 
 /// The settings as the store's column holds them (JSON), `None` when

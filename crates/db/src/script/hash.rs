@@ -8,18 +8,15 @@
 //! gives; the tests check the values against pgbench on a real server.
 
 const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 const MURMUR_MUL: u64 = 0xc6a4_a793_5bd1_e995;
 const MURMUR_ROT: u32 = 47;
 
 /// FNV-1a of `value`'s eight bytes, the basis mixed with `seed`.
 pub(super) fn fnv1a(value: i64, seed: i64) -> i64 {
-    let mut hash = FNV_OFFSET_BASIS ^ seed as u64;
-    for byte in value.to_le_bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(FNV_PRIME);
-    }
-    hash as i64
+    use std::hash::Hasher as _;
+    let mut hash = fnv::FnvHasher::with_key(FNV_OFFSET_BASIS ^ seed as u64);
+    hash.write(&value.to_le_bytes());
+    hash.finish() as i64
 }
 
 /// MurmurHash64A of one eight-byte block, `value`, with `seed`.
@@ -158,10 +155,10 @@ mod tests {
         assert_ne!(murmur2(1, 0), murmur2(1, 1));
         assert_ne!(murmur2(2, 0), murmur2(1, 0));
         // FNV-1a of eight zero bytes with a zero seed: the basis, times
-        // the prime eight times.
+        // the prime (FNV's 64-bit prime) eight times.
         let mut h = FNV_OFFSET_BASIS;
         for _ in 0..8 {
-            h = h.wrapping_mul(FNV_PRIME);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
         }
         assert_eq!(fnv1a(0, 0), h as i64);
     }
