@@ -6,6 +6,7 @@
 //! tested against worked examples. Engines call these after measuring; the
 //! exporters only read the results.
 
+pub mod changes;
 pub mod compare;
 pub mod hdr;
 pub mod merge;
