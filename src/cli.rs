@@ -61,7 +61,7 @@ pub(crate) const GROUPS: &[(&str, &[&str])] = &[
     ("Measure", &["quick", "http", "db", "disk", "run", "scale"]),
     (
         "Analyse",
-        &["compare", "report", "show", "history", "merge"],
+        &["compare", "report", "show", "history", "changes", "merge"],
     ),
     ("Store", &["export", "import", "rm"]),
     ("Set up", &["sysinfo", "doctor", "serve", "k8s"]),
@@ -143,6 +143,7 @@ pub(crate) enum Command {
     Doctor(DoctorArgs),
     Serve(ServeArgs),
     History(HistoryArgs),
+    Changes(Box<ChangesArgs>),
     Show(ShowArgs),
     Merge(MergeArgs),
     Export(ExportArgs),
@@ -1743,6 +1744,67 @@ pub(crate) struct HistoryArgs {
     pub filter: FilterArgs,
 }
 
+/// Find where the figures of saved runs changed, and gate CI on it.
+///
+/// The saved runs (narrowed by the filters) fall into series: the runs of
+/// one benchmark on one class of machine (the same kind and settings, less
+/// seeds and what was observed, and the same CPU model, CPU count and
+/// architecture), oldest first. Each primary figure of a series (each
+/// label its own, and the 99th percentile of a latency) is searched for
+/// change points by E-divisive means with a permutation test, as MongoDB's
+/// CI and Apache Otava do: each change is named by its first run (time,
+/// tags, the commit of a `rev:` tag), with its size and 95% interval and
+/// its p-value, judged a regression or an improvement by the figure's
+/// direction. A history too short or too noisy to show a change of
+/// --min-change says so instead of "no change". Over 1,000 series of pure
+/// noise, the share reporting a change is at most --alpha.
+///
+/// --gate judges each line's newest run: exit 1 when it starts a
+/// regression (it differs from the runs since the last change by a t-test
+/// at --alpha and by --min-change, the worse way) or continues one (the
+/// last change is a regression), never for one run within the history's
+/// own spread. Narrow the history with --since to accept a regression as
+/// the new baseline.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dyno changes\n  dyno changes --kind run --since 30d\n  dyno changes --metric wall_ns --json\n  dyno changes --gate --tag nightly          # in CI: exit 1 on a regression"
+)]
+pub(crate) struct ChangesArgs {
+    #[command(flatten)]
+    pub filter: FilterArgs,
+
+    /// Only this figure (repeatable): a metric's name as `dyno show`
+    /// prints it without labels (wall_ns, requests_per_sec), or a
+    /// latency's percentile (`latency_ns p99`).
+    #[arg(long, value_name = "NAME")]
+    pub metric: Vec<String>,
+
+    /// Significance level of each change and of the gate.
+    #[arg(long, default_value_t = dyno_stats::changes::DEFAULT_ALPHA, value_parser = alpha)]
+    pub alpha: f64,
+
+    /// Smaller changes than this (percent) are not reported, nor gated.
+    #[arg(long, value_name = "PERCENT", default_value_t = 100.0 * dyno_stats::changes::DEFAULT_MIN_CHANGE, value_parser = percent)]
+    pub min_change: f64,
+
+    /// The fewest runs on each side of a change.
+    #[arg(long, value_name = "RUNS", default_value_t = dyno_stats::changes::DEFAULT_MIN_SEGMENT as u64, value_parser = clap::value_parser!(u64).range(2..=1000))]
+    pub min_segment: u64,
+
+    /// Judge each line's newest run: exit 1 when it starts or continues a
+    /// regression.
+    #[arg(long)]
+    pub gate: bool,
+
+    /// Seed of the permutation tests: the same seed, the same answer.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Print the analysis as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Show one saved run in full, or the merged run of a group.
 ///
 /// Metrics with confidence intervals, warnings, machine and settings, then
@@ -2394,6 +2456,16 @@ fn parse_rate(s: &str) -> Result<f64, String> {
         )),
         Err(_) => Err(format!(
             "'{t}' is not a number: give requests per second, e.g. 5000"
+        )),
+    }
+}
+
+/// `--alpha`: a significance level, above 0 and at most 0.5.
+fn alpha(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(a) if a > 0.0 && a <= 0.5 => Ok(a),
+        _ => Err(format!(
+            "'{s}' is not a significance level: give a number above 0 and at most 0.5, e.g. 0.01"
         )),
     }
 }

@@ -2,6 +2,7 @@
 //! exporter. Helpers shared by several subcommands live here.
 
 mod capacity;
+mod changes;
 mod compare;
 mod completions;
 mod db;
@@ -59,6 +60,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Doctor(args) => doctor::run(args),
         Command::Serve(args) => serve::run(args),
         Command::History(args) => history::history(ctx, args),
+        Command::Changes(args) => changes::run(ctx, *args),
         Command::Show(args) => history::show(ctx, args),
         Command::Merge(args) => history::merge(ctx, args),
         Command::Export(args) => history::export(ctx, args),

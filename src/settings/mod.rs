@@ -8,6 +8,7 @@
 //! Data flow: `cli.rs` → here → `cmd/<sub>.rs` (wiring) → the engine.
 
 mod capacity;
+mod changes;
 pub(crate) mod compare;
 mod db;
 mod disk;
@@ -17,6 +18,7 @@ pub(crate) mod segment;
 pub(crate) mod watch;
 
 pub(crate) use capacity::Mode;
+pub(crate) use changes::changes;
 pub(crate) use db::{DbPlan, db_init, db_run};
 pub(crate) use disk::{DiskInputs, DiskPlan, disk};
 pub(crate) use exec::{ExecPlan, exec};

@@ -10,6 +10,8 @@ mod common;
 mod basics;
 /// `dyno serve --app bbs`: the bulletin board through the real binary.
 mod bbs;
+/// `dyno changes`: change points over a history, and the CI gate.
+mod changes;
 /// `dyno compare`'s tests.
 mod compare;
 /// `dyno db`'s tests, on the throwaway PostgreSQL of `scripts/pg`.

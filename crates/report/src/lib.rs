@@ -8,6 +8,7 @@
 //! they go.
 
 mod capacity;
+pub mod changes;
 mod compare;
 mod db;
 mod disk;

@@ -12,6 +12,7 @@ pub mod hdr;
 pub mod merge;
 pub mod outliers;
 pub mod scaling;
+pub mod series;
 mod summary;
 pub mod versus;
 

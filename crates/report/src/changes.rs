@@ -1,0 +1,355 @@
+//! `dyno changes`: the change points of each series of saved runs, and
+//! the gate's verdict on its newest run, as JSON (this module's records)
+//! and as text.
+
+use std::fmt::Write as _;
+
+use dyno_model::{Direction, Run, Unit};
+use dyno_stats::changes::{self, Analysis, Change, Settings, Verdict};
+use dyno_stats::series::{Line, Series};
+use serde::Serialize;
+
+use crate::format::format_value;
+
+/// The analysis of every series, as `--json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangesReport {
+    pub alpha: f64,
+    pub min_change_percent: f64,
+    pub min_segment: usize,
+    pub seed: u64,
+    /// Whether the newest run of each line was judged for a gate.
+    pub gate: bool,
+    pub series: Vec<SeriesReport>,
+}
+
+impl ChangesReport {
+    /// Analyses every series of `runs` (each line named in `metrics`, or
+    /// all primary figures when it is empty); with `gate`, judges the
+    /// newest run of each line too.
+    pub fn of(runs: &[Run], metrics: &[String], settings: &Settings, gate: bool) -> ChangesReport {
+        let series = Series::group(runs)
+            .iter()
+            .map(|s| SeriesReport::of(s, metrics, settings, gate))
+            .filter(|s| !s.lines.is_empty())
+            .collect();
+        ChangesReport {
+            alpha: settings.alpha,
+            min_change_percent: settings.min_change * 100.0,
+            min_segment: settings.min_segment,
+            seed: settings.seed,
+            gate,
+            series,
+        }
+    }
+
+    /// The lines whose newest run starts or continues a regression.
+    pub fn regressions(&self) -> impl Iterator<Item = (&SeriesReport, &LineReport)> {
+        self.series.iter().flat_map(|s| {
+            s.lines
+                .iter()
+                .filter(|l| l.gate.as_ref().is_some_and(|g| g.regression.is_some()))
+                .map(move |l| (s, l))
+        })
+    }
+}
+
+/// One series: the runs of one benchmark on one class of machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeriesReport {
+    /// The kind and the settings' fingerprint (`exec-1a2b3c4d`).
+    pub series: String,
+    pub kind: String,
+    pub fingerprint: String,
+    pub machine: String,
+    /// The newest run's description.
+    pub description: String,
+    pub runs: usize,
+    pub lines: Vec<LineReport>,
+}
+
+impl SeriesReport {
+    fn of(series: &Series, metrics: &[String], settings: &Settings, gate: bool) -> SeriesReport {
+        let lines = series
+            .lines()
+            .iter()
+            .filter(|l| metrics.is_empty() || metrics.iter().any(|m| m == &l.name))
+            .map(|l| LineReport::of(series, l, settings, gate))
+            .collect();
+        SeriesReport {
+            series: series.identity.short(),
+            kind: series.identity.kind.clone(),
+            fingerprint: series.identity.settings.clone(),
+            machine: series.identity.machine.clone(),
+            description: series.description().to_owned(),
+            runs: series.runs.len(),
+            lines,
+        }
+    }
+}
+
+/// One figure's history.
+#[derive(Debug, Clone, Serialize)]
+pub struct LineReport {
+    /// The metric as `dyno compare` names it, with its labels.
+    pub metric: String,
+    pub unit: Unit,
+    pub direction: Direction,
+    /// Runs that hold the figure.
+    pub runs: usize,
+    /// `changed`, `no_change` or `too_few_runs`.
+    pub verdict: &'static str,
+    /// Why the line could not be judged, or could not rule out a change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// One run's noise, robustly, in percent of the median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_percent: Option<f64>,
+    /// The smallest step this history shows (80% power), in percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detectable_percent: Option<f64>,
+    pub changes: Vec<ChangeReport>,
+    /// Each segment's mean, oldest first.
+    pub segment_means: Vec<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateReport>,
+}
+
+impl LineReport {
+    fn of(series: &Series, line: &Line, settings: &Settings, gate: bool) -> LineReport {
+        let values = line.values();
+        let mut report = LineReport {
+            metric: line.display_name(),
+            unit: line.unit,
+            direction: line.direction,
+            runs: values.len(),
+            verdict: "too_few_runs",
+            note: None,
+            noise_percent: None,
+            detectable_percent: None,
+            changes: Vec::new(),
+            segment_means: Vec::new(),
+            gate: None,
+        };
+        let judged = if gate {
+            changes::gate(&values, line.direction, settings).map(|(a, v)| (a, Some(v)))
+        } else {
+            changes::analyse(&values, settings).map(|a| (a, None))
+        };
+        let (analysis, verdict) = match judged {
+            Ok(judged) => judged,
+            Err(e) => {
+                report.note = Some(e.to_string());
+                if gate {
+                    report.gate = Some(GateReport {
+                        verdict: "pass",
+                        regression: None,
+                        starts: false,
+                    });
+                }
+                return report;
+            }
+        };
+        report.fill(series, line, &analysis, settings);
+        if let Some(verdict) = verdict {
+            report.gate = Some(match verdict {
+                Verdict::Pass => GateReport {
+                    verdict: "pass",
+                    regression: None,
+                    starts: false,
+                },
+                Verdict::Regression { change, starts } => GateReport {
+                    verdict: "regression",
+                    regression: Some(ChangeReport::of(series, line, &change)),
+                    starts,
+                },
+            });
+        }
+        report
+    }
+
+    fn fill(&mut self, series: &Series, line: &Line, a: &Analysis, settings: &Settings) {
+        self.noise_percent = Some(a.noise * 100.0);
+        self.detectable_percent = Some(a.detectable * 100.0);
+        self.segment_means = a.segments.iter().map(|s| s.mean).collect();
+        self.changes = a
+            .changes
+            .iter()
+            .map(|c| ChangeReport::of(series, line, c))
+            .collect();
+        self.verdict = if !a.changes.is_empty() {
+            "changed"
+        } else if a.too_few_runs(settings.min_change) {
+            self.note = Some(format!(
+                "too few runs to judge: at this noise ({:.1}%) {} runs show steps of {:.1}% and more, not the {:.1}% asked for",
+                a.noise * 100.0,
+                self.runs,
+                a.detectable * 100.0,
+                settings.min_change * 100.0
+            ));
+            "too_few_runs"
+        } else {
+            "no_change"
+        };
+    }
+}
+
+/// A change point, named by the first run after it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangeReport {
+    /// The first run after the change.
+    pub run_id: String,
+    pub started_at: String,
+    pub tags: Vec<String>,
+    /// The commit, from the run's `rev:` tag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// `regression` or `improvement`, by the metric's direction.
+    pub kind: &'static str,
+    /// mean(after) / mean(before) − 1, in percent.
+    pub change_percent: f64,
+    /// Its 95% interval, in percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_percent: Option<(f64, f64)>,
+    pub p_value: f64,
+    pub mean_before: f64,
+    pub mean_after: f64,
+    pub runs_before: usize,
+    pub runs_after: usize,
+}
+
+impl ChangeReport {
+    fn of(series: &Series, line: &Line, c: &Change) -> ChangeReport {
+        let run = series.runs[line.points[c.index].run];
+        let percent = |r: f64| (r - 1.0) * 100.0;
+        ChangeReport {
+            run_id: run.id.to_string(),
+            started_at: run.started_at.to_string(),
+            tags: run.tags.clone(),
+            commit: run
+                .tags
+                .iter()
+                .find_map(|t| t.strip_prefix("rev:"))
+                .map(str::to_owned),
+            kind: if c.is_regression(line.direction) {
+                "regression"
+            } else {
+                "improvement"
+            },
+            change_percent: percent(c.ratio),
+            interval_percent: c.interval.map(|(lo, hi)| (percent(lo), percent(hi))),
+            p_value: c.p_value,
+            mean_before: c.before.mean,
+            mean_after: c.after.mean,
+            runs_before: c.before.len(),
+            runs_after: c.after.len(),
+        }
+    }
+}
+
+/// The gate's verdict on a line's newest run.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateReport {
+    /// `pass` or `regression`.
+    pub verdict: &'static str,
+    /// The regression the newest run is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regression: Option<ChangeReport>,
+    /// Whether the newest runs start it (fewer than a segment since it),
+    /// rather than continue it.
+    pub starts: bool,
+}
+
+/// The report as text: each series, each line's changes, the gate.
+pub fn changes_text(report: &ChangesReport) -> String {
+    let mut out = String::new();
+    if report.series.is_empty() {
+        out.push_str("no saved runs with a primary figure match: `dyno history` lists the runs\n");
+        return out;
+    }
+    for s in &report.series {
+        let _ = writeln!(
+            out,
+            "{}  {}  ({} runs, {})",
+            s.series, s.description, s.runs, s.machine
+        );
+        for l in &s.lines {
+            line_text(&mut out, l);
+        }
+        out.push('\n');
+    }
+    if report.gate {
+        let failed: Vec<_> = report.regressions().collect();
+        if failed.is_empty() {
+            out.push_str("gate: pass: no newest run starts or continues a regression\n");
+        } else {
+            let _ = writeln!(
+                out,
+                "gate: FAIL: {} in a regression",
+                crate::counted(failed.len() as u64, "line")
+            );
+        }
+    }
+    out
+}
+
+fn line_text(out: &mut String, l: &LineReport) {
+    let value = |v: f64| format_value(v, l.unit);
+    let head = match l.verdict {
+        "changed" => crate::counted(l.changes.len() as u64, "change"),
+        "no_change" => format!(
+            "no change (noise {:.1}%; steps of {:.1}% and more would show)",
+            l.noise_percent.unwrap_or(0.0),
+            l.detectable_percent.unwrap_or(0.0)
+        ),
+        _ => "too few runs to judge".to_owned(),
+    };
+    let _ = writeln!(out, "  {} over {} runs: {head}", l.metric, l.runs);
+    for c in &l.changes {
+        let _ = writeln!(out, "    {}", change_text(c, &value));
+    }
+    if let Some(note) = &l.note {
+        let _ = writeln!(out, "    {note}");
+    }
+    if let Some(g) = &l.gate {
+        match &g.regression {
+            None => out.push_str("    gate: pass\n"),
+            Some(c) => {
+                let how = if g.starts { "starts" } else { "continues" };
+                let _ = writeln!(
+                    out,
+                    "    gate: FAIL: the newest run {how} a regression: {}",
+                    change_text(c, &value)
+                );
+            }
+        }
+    }
+}
+
+fn change_text(c: &ChangeReport, value: &dyn Fn(f64) -> String) -> String {
+    let interval = c
+        .interval_percent
+        .map(|(lo, hi)| format!(" [{lo:+.1}%, {hi:+.1}%]"))
+        .unwrap_or_default();
+    let commit = c
+        .commit
+        .as_ref()
+        .map(|r| format!(" rev {r}"))
+        .unwrap_or_default();
+    let started = c
+        .started_at
+        .get(..16)
+        .unwrap_or(&c.started_at)
+        .replace('T', " ");
+    format!(
+        "{} at run {} ({started}{commit}): {:+.1}%{interval}, p = {:.3}; {} runs at {} → {} runs at {}",
+        c.kind,
+        &c.run_id[..c.run_id.len().min(10)],
+        c.change_percent,
+        c.p_value,
+        c.runs_before,
+        value(c.mean_before),
+        c.runs_after,
+        value(c.mean_after),
+    )
+}

@@ -1,0 +1,153 @@
+//! `dyno changes` over a history made as a code change makes it: the same
+//! `dyno run` of a script, whose sleep then grows from 10 to 12 ms.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{dyno, temp};
+
+/// Times `./work.sh` (which sleeps `ms`) in the directory `dir`, saved
+/// with the tag `rev:REV`.
+fn timed(home: &Path, dir: &Path, ms: u32, rev: &str) {
+    let script = dir.join("work.sh");
+    std::fs::write(&script, format!("#!/bin/sh\nsleep 0.{ms:03}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dyno(home)
+        .current_dir(dir)
+        .args(["run", "--runs", "5", "./work.sh", "--tag"])
+        .arg(format!("rev:{rev}"))
+        .assert()
+        .success();
+}
+
+/// `dyno changes --json` with `args`, and its exit code.
+fn changes(home: &Path, args: &[&str]) -> (Value, i32) {
+    let out = dyno(home)
+        .args(["changes", "--json", "--min-change", "10"])
+        .args(args)
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    (report, out.status.code().unwrap())
+}
+
+/// The one line of the one series.
+fn line(report: &Value) -> &Value {
+    let series = report["series"].as_array().unwrap();
+    assert_eq!(series.len(), 1, "{report:#}");
+    let lines = series[0]["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 1, "{report:#}");
+    assert_eq!(lines[0]["metric"], "wall_ns{command=./work.sh}");
+    &lines[0]
+}
+
+#[test]
+fn a_slower_script_is_one_regression_at_its_first_run_and_fails_the_gate() {
+    let (home, dir) = (temp(), temp());
+    // A/A: fifteen runs of the same script; the gate passes as they land.
+    for i in 1..=15 {
+        timed(home.path(), dir.path(), 10, &format!("a{i}"));
+    }
+    let (report, code) = changes(home.path(), &["--gate"]);
+    assert_eq!(code, 0, "{report:#}");
+    let l = line(&report);
+    assert_eq!(l["runs"], 15);
+    assert_eq!(l["gate"]["verdict"], "pass");
+    assert!(
+        l["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["kind"] != "regression")
+    );
+    // The first slower run starts a regression: the gate fails on it.
+    timed(home.path(), dir.path(), 12, "b1");
+    let (report, code) = changes(home.path(), &["--gate"]);
+    assert_eq!(code, 1, "{report:#}");
+    let gate = &line(&report)["gate"];
+    assert_eq!(gate["verdict"], "regression", "{report:#}");
+    assert_eq!(gate["starts"], true);
+    assert_eq!(gate["regression"]["commit"], "b1");
+    // Fourteen more: one change, at the first slower run, about +20%
+    // of the sleep (the shell's start adds to both sides), and the gate
+    // still fails: the newest run continues it.
+    for i in 2..=15 {
+        timed(home.path(), dir.path(), 12, &format!("b{i}"));
+    }
+    let (report, code) = changes(home.path(), &["--gate"]);
+    assert_eq!(code, 1, "{report:#}");
+    let l = line(&report);
+    let found = l["changes"].as_array().unwrap();
+    let regressions: Vec<&Value> = found.iter().filter(|c| c["kind"] == "regression").collect();
+    assert_eq!(regressions.len(), 1, "{report:#}");
+    let c = regressions[0];
+    assert_eq!(c["commit"], "b1", "{report:#}");
+    assert_eq!(c["runs_after"], 15);
+    let percent = c["change_percent"].as_f64().unwrap();
+    assert!((10.0..=25.0).contains(&percent), "{percent}");
+    let (lo, hi) = (
+        c["interval_percent"][0].as_f64().unwrap(),
+        c["interval_percent"][1].as_f64().unwrap(),
+    );
+    assert!(lo <= percent && percent <= hi);
+    assert!(c["p_value"].as_f64().unwrap() <= 0.01);
+    assert_eq!(l["gate"]["starts"], false);
+    // The text names the change and the gate's verdict.
+    let out = dyno(home.path())
+        .args(["changes", "--gate", "--min-change", "10"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("regression at run") && text.contains("rev b1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the newest run continues a regression"),
+        "{text}"
+    );
+    assert!(text.contains("gate: FAIL"), "{text}");
+    // With the history narrowed to the slower runs, they are the baseline.
+    let (report, code) = changes(home.path(), &["--gate", "--limit", "15"]);
+    assert_eq!(code, 0, "{report:#}");
+}
+
+#[test]
+fn a_short_history_is_too_few_runs_and_bad_flags_are_refused() {
+    let (home, dir) = (temp(), temp());
+    for i in 1..=3 {
+        timed(home.path(), dir.path(), 1, &format!("a{i}"));
+    }
+    let (report, code) = changes(home.path(), &["--gate"]);
+    assert_eq!(code, 0);
+    let l = line(&report);
+    assert_eq!(l["verdict"], "too_few_runs");
+    assert!(
+        l["note"]
+            .as_str()
+            .unwrap()
+            .contains("too few runs to judge"),
+        "{l}"
+    );
+    assert_eq!(l["gate"]["verdict"], "pass");
+    for (args, says) in [
+        (&["changes", "--alpha", "0"][..], "not a significance level"),
+        (&["changes", "--alpha", "x"], "not a significance level"),
+        (&["changes", "--min-change", "120"], "percentage"),
+        (&["changes", "--min-segment", "1"], "min-segment"),
+    ] {
+        let out = dyno(home.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    // No runs at all: said, not an error.
+    let empty = temp();
+    let out = dyno(empty.path()).arg("changes").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no saved runs"));
+}
