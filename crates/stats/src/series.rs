@@ -14,16 +14,19 @@ use std::collections::BTreeMap;
 use dyno_model::{Direction, Metric, Role, Run, Unit};
 use serde_json::Value;
 
-/// Keys of a settings record (dotted paths, a prefix drops what is under
-/// it) that differ between identical invocations, so that they would
-/// split one benchmark into many series: seeds drawn per run, a segment's
-/// place, what was observed (TLS session, server software and settings,
-/// the disk's file and engine reasons, exec's stopping rule) and the
+/// Keys of a settings record (dotted paths, `*` for any one key; a path
+/// drops what is under it too) that differ between identical
+/// invocations, so that they would split one benchmark into many series:
+/// seeds drawn per run (a quick run's parts' too), a segment's place,
+/// what was observed (TLS session, server software and settings, the
+/// disk's test file and engine reasons, exec's stopping rule) and the
 /// results kept in the record (a capacity search's steps and answer, a
 /// rate plan's stages, a scenario's counts).
-const NOT_IDENTITY: [&str; 20] = [
+const NOT_IDENTITY: [&str; 23] = [
     "seed",
+    "*.seed",
     "default_seed",
+    "*.default_seed",
     "segment",
     "group",
     "benchmarks",
@@ -40,6 +43,7 @@ const NOT_IDENTITY: [&str; 20] = [
     "clean_up",
     "aborted",
     "file",
+    "disk.file",
     "engine_reason",
     "buffered_reason",
 ];
@@ -81,12 +85,13 @@ impl Identity {
     }
 }
 
-/// Whether the dotted `key` is `prefix` or under it.
-fn under(key: &str, prefix: &str) -> bool {
-    key == prefix
-        || key
-            .strip_prefix(prefix)
-            .is_some_and(|rest| rest.starts_with('.'))
+/// Whether the dotted `key` is the path `pattern` (`*` matching any one
+/// key) or under it.
+fn under(key: &str, pattern: &str) -> bool {
+    let mut keys = key.split('.');
+    pattern
+        .split('.')
+        .all(|p| keys.next().is_some_and(|k| p == "*" || p == k))
 }
 
 /// `value` as dotted keys and their JSON texts.
@@ -303,6 +308,8 @@ mod tests {
         assert!(under("seed", "seed"));
         assert!(!under("seeds", "seed"));
         assert!(!under("file_count", "file"));
+        assert!(under("disk.seed", "*.seed") && !under("disk.seeds", "*.seed"));
+        assert!(!under("seed", "*.seed") && !under("scenario.file", "file"));
         let mut flat = BTreeMap::new();
         flatten("", &serde_json::json!({"a": [1, {"b": "x"}]}), &mut flat);
         assert_eq!(flat.keys().collect::<Vec<_>>(), ["a.0", "a.1.b"]);
