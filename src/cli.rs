@@ -1767,7 +1767,7 @@ pub(crate) struct HistoryArgs {
 /// the new baseline.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno changes\n  dyno changes --kind run --since 30d\n  dyno changes --metric wall_ns --json\n  dyno changes --gate --tag nightly          # in CI: exit 1 on a regression"
+    after_help = "Examples:\n  dyno changes\n  dyno changes --kind run --since 30d\n  dyno changes --metric wall_ns --json\n  dyno changes --gate --tag nightly          # in CI: exit 1 on a regression\n  dyno changes --gate --format junit > changes.xml\n  dyno changes --gate --format github        # in a GitHub Actions step"
 )]
 pub(crate) struct ChangesArgs {
     #[command(flatten)]
@@ -1800,9 +1800,27 @@ pub(crate) struct ChangesArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
-    /// Print the analysis as JSON.
-    #[arg(long)]
+    /// Print the analysis as JSON (as --format json).
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+
+    /// How to print it: text; json; markdown (a pull request's comment);
+    /// junit (JUnit XML, for a CI's test report: a case per figure, failed
+    /// when --gate finds it in a regression); github (GitHub Actions'
+    /// ::error and ::notice annotations, and the Markdown added to
+    /// $GITHUB_STEP_SUMMARY when it is set).
+    #[arg(long, value_enum, default_value_t = ChangesFormat::Text)]
+    pub format: ChangesFormat,
+}
+
+/// `dyno changes --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ChangesFormat {
+    Text,
+    Json,
+    Markdown,
+    Junit,
+    Github,
 }
 
 /// Show one saved run in full, or the merged run of a group.

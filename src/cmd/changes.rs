@@ -1,21 +1,34 @@
 //! `dyno changes`: the saved runs the filters select, analysed series by
-//! series ([`dyno_report::changes`]), printed, and with `--gate` the exit
-//! status of a CI step.
+//! series ([`dyno_report::changes`]), printed in the format asked for, and
+//! with `--gate` the exit status of a CI step.
 
-use anyhow::Result;
+use std::io::Write as _;
+
+use anyhow::{Context as _, Result};
+use dyno_report::changes::{self, ChangesReport};
 
 use super::{Context, history, list_runs, print};
 use crate::ExitStatus;
-use crate::cli::ChangesArgs;
+use crate::cli::{ChangesArgs, ChangesFormat};
 
 pub(super) fn run(ctx: &Context, args: ChangesArgs) -> Result<ExitStatus> {
     let settings = crate::settings::changes(&args);
     let runs = list_runs(&*ctx.read_store()?, &history::filter(args.filter))?;
-    let report = dyno_report::changes::ChangesReport::of(&runs, &args.metric, &settings, args.gate);
-    if args.json {
-        print(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
+    let report = ChangesReport::of(&runs, &args.metric, &settings, args.gate);
+    let format = if args.json {
+        ChangesFormat::Json
     } else {
-        print(&dyno_report::changes::changes_text(&report))?;
+        args.format
+    };
+    match format {
+        ChangesFormat::Text => print(&changes::changes_text(&report))?,
+        ChangesFormat::Json => print(&format!("{}\n", serde_json::to_string_pretty(&report)?))?,
+        ChangesFormat::Markdown => print(&changes::changes_markdown(&report))?,
+        ChangesFormat::Junit => print(&changes::changes_junit(&report))?,
+        ChangesFormat::Github => {
+            print(&changes::changes_github(&report))?;
+            step_summary(&changes::changes_markdown(&report))?;
+        }
     }
     let failed = report.regressions().count();
     if args.gate && failed > 0 {
@@ -26,4 +39,24 @@ pub(super) fn run(ctx: &Context, args: ChangesArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::ChecksFailed);
     }
     Ok(ExitStatus::Success)
+}
+
+/// Adds `markdown` to the GitHub Actions step's summary, the file
+/// `$GITHUB_STEP_SUMMARY` names (appended, as the runner expects); said
+/// on stderr when it is not set.
+fn step_summary(markdown: &str) -> Result<()> {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
+        eprintln!(
+            "dyno: GITHUB_STEP_SUMMARY is not set (not in a GitHub Actions step): no summary written"
+        );
+        return Ok(());
+    };
+    let shown = std::path::Path::new(&path).display().to_string();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .with_context(|| format!("could not open the step summary '{shown}'"))?;
+    file.write_all(markdown.as_bytes())
+        .with_context(|| format!("could not write the step summary '{shown}'"))
 }

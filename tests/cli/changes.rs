@@ -111,6 +111,67 @@ fn a_slower_script_is_one_regression_at_its_first_run_and_fails_the_gate() {
         "{text}"
     );
     assert!(text.contains("gate: FAIL"), "{text}");
+    // For CI: JUnit XML with the failed case, GitHub's annotations and
+    // the step's summary, Markdown for a pull request.
+    let out = dyno(home.path())
+        .args([
+            "changes",
+            "--gate",
+            "--min-change",
+            "10",
+            "--format",
+            "junit",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let junit = String::from_utf8(out.stdout).unwrap();
+    assert!(junit.contains("tests=\"1\" failures=\"1\""), "{junit}");
+    assert!(
+        junit
+            .contains("<failure message=\"the newest run continues a regression: regression at b1"),
+        "{junit}"
+    );
+    well_formed_xml(&junit);
+    let summary = dir.path().join("summary.md");
+    std::fs::write(&summary, "earlier step\n").unwrap();
+    let out = dyno(home.path())
+        .args([
+            "changes",
+            "--gate",
+            "--min-change",
+            "10",
+            "--format",
+            "github",
+        ])
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let annotations = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        annotations.starts_with("::error title=dyno changes::wall_ns{command=./work.sh}"),
+        "{annotations}"
+    );
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        summary.starts_with("earlier step\n## dyno changes"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("**Gate: FAIL.**") && summary.contains("regression continues"),
+        "{summary}"
+    );
+    let out = dyno(home.path())
+        .args(["changes", "--min-change", "10", "--format", "markdown"])
+        .output()
+        .unwrap();
+    let markdown = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        markdown.contains("| `wall_ns{command=./work.sh}` | 30 | changed |"),
+        "{markdown}"
+    );
+    assert!(!markdown.contains("Gate"), "{markdown}");
     // With the history narrowed to the slower runs, they are the baseline.
     let (report, code) = changes(home.path(), &["--gate", "--limit", "15"]);
     assert_eq!(code, 0, "{report:#}");
@@ -150,4 +211,28 @@ fn a_short_history_is_too_few_runs_and_bad_flags_are_refused() {
     let out = dyno(empty.path()).arg("changes").output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("no saved runs"));
+}
+
+/// Fails unless `text` parses as XML (Python's parser, which scripts/test
+/// installs with python3-venv).
+fn well_formed_xml(text: &str) {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.etree.ElementTree as E; E.parse(sys.stdin)",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    assert!(
+        child.wait().unwrap().success(),
+        "not well-formed XML: {text}"
+    );
 }

@@ -353,3 +353,213 @@ fn change_text(c: &ChangeReport, value: &dyn Fn(f64) -> String) -> String {
         value(c.mean_after),
     )
 }
+
+/// The report as Markdown, for a pull request's comment or a CI step's
+/// summary: the gate's verdict, then one table of the lines.
+pub fn changes_markdown(report: &ChangesReport) -> String {
+    let mut out = String::from("## dyno changes\n\n");
+    if report.gate {
+        let failed = report.regressions().count();
+        if failed == 0 {
+            out.push_str("**Gate: pass.** No newest run starts or continues a regression.\n\n");
+        } else {
+            let _ = writeln!(
+                out,
+                "**Gate: FAIL.** {} in a regression.\n",
+                crate::counted(failed as u64, "line")
+            );
+        }
+    }
+    if report.series.is_empty() {
+        out.push_str("No saved runs with a primary figure match.\n");
+        return out;
+    }
+    out.push_str("| series | figure | runs | verdict | changes |\n|---|---|---|---|---|\n");
+    for s in &report.series {
+        for l in &s.lines {
+            let changes: Vec<String> = l.changes.iter().map(change_markdown).collect();
+            let verdict = match (&l.gate, l.verdict) {
+                (
+                    Some(GateReport {
+                        regression: Some(_),
+                        starts,
+                        ..
+                    }),
+                    _,
+                ) => {
+                    if *starts {
+                        "**regression starts**".to_owned()
+                    } else {
+                        "**regression continues**".to_owned()
+                    }
+                }
+                (_, "changed") => "changed".to_owned(),
+                (_, "no_change") => "no change".to_owned(),
+                _ => "too few runs".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} {} | `{}` | {} | {verdict} | {} |",
+                s.series,
+                escape_cell(&s.description),
+                l.metric,
+                l.runs,
+                if changes.is_empty() {
+                    "".to_owned()
+                } else {
+                    changes.join("<br>")
+                }
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nE-divisive means, permutation test at α = {}, changes of {}% and more, {} runs a side at least.",
+        report.alpha, report.min_change_percent, report.min_segment
+    );
+    out
+}
+
+fn change_markdown(c: &ChangeReport) -> String {
+    let at = c
+        .commit
+        .as_deref()
+        .unwrap_or(&c.run_id[..c.run_id.len().min(10)]);
+    let interval = c
+        .interval_percent
+        .map(|(lo, hi)| format!(" [{lo:+.1}%, {hi:+.1}%]"))
+        .unwrap_or_default();
+    format!(
+        "{} at `{at}`: {:+.1}%{interval}, p = {:.3}",
+        c.kind, c.change_percent, c.p_value
+    )
+}
+
+/// A table cell's text: no pipes or line breaks.
+fn escape_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// The report as JUnit XML: a test case per line, failed when its newest
+/// run starts or continues a regression (with `--gate`), its changes in
+/// the case's output.
+pub fn changes_junit(report: &ChangesReport) -> String {
+    let cases: Vec<(&SeriesReport, &LineReport)> = report
+        .series
+        .iter()
+        .flat_map(|s| s.lines.iter().map(move |l| (s, l)))
+        .collect();
+    let failures = report.regressions().count();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"dyno changes\" tests=\"{}\" failures=\"{failures}\">",
+        cases.len()
+    );
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"dyno changes\" tests=\"{}\" failures=\"{failures}\">",
+        cases.len()
+    );
+    for (s, l) in cases {
+        let _ = write!(
+            out,
+            "    <testcase classname=\"{}\" name=\"{}\">",
+            xml(&format!("{} {}", s.series, s.description)),
+            xml(&l.metric)
+        );
+        if let Some(GateReport {
+            regression: Some(c),
+            starts,
+            ..
+        }) = &l.gate
+        {
+            let how = if *starts { "starts" } else { "continues" };
+            let message = format!(
+                "the newest run {how} a regression: {}",
+                change_markdown(c).replace('`', "")
+            );
+            let _ = write!(out, "\n      <failure message=\"{}\"/>", xml(&message));
+        }
+        let mut text = String::new();
+        line_text(&mut text, l);
+        let _ = write!(
+            out,
+            "\n      <system-out>{}</system-out>\n    </testcase>\n",
+            xml(&text)
+        );
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+/// `s` escaped for XML text and attributes.
+fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            c if (c as u32) < 0x20 && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// GitHub Actions' workflow commands: an `::error` for each line in a
+/// regression (with `--gate`), a `::notice` for each other change, so
+/// that they show on the run's page.
+pub fn changes_github(report: &ChangesReport) -> String {
+    let mut out = String::new();
+    for s in &report.series {
+        for l in &s.lines {
+            let in_regression = l
+                .gate
+                .as_ref()
+                .and_then(|g| g.regression.as_ref().map(|c| (c, g.starts)));
+            if let Some((c, starts)) = in_regression {
+                let how = if starts { "starts" } else { "continues" };
+                let message = format!(
+                    "{} ({}): the newest run {how} a regression: {}",
+                    l.metric,
+                    s.description,
+                    change_markdown(c).replace('`', "")
+                );
+                let _ = writeln!(
+                    out,
+                    "::error title=dyno changes::{}",
+                    workflow_escape(&message)
+                );
+            }
+            for c in &l.changes {
+                if in_regression.is_some_and(|(r, _)| r.run_id == c.run_id) {
+                    continue;
+                }
+                let message = format!(
+                    "{} ({}): {}",
+                    l.metric,
+                    s.description,
+                    change_markdown(c).replace('`', "")
+                );
+                let _ = writeln!(
+                    out,
+                    "::notice title=dyno changes::{}",
+                    workflow_escape(&message)
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A workflow command's message, escaped as GitHub's toolkit does.
+fn workflow_escape(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
