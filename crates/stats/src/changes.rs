@@ -531,7 +531,7 @@ impl Scan {
     /// The best split (τ, q̂(τ)) with at least `min` values a side, or
     /// only at `at` when given; `None` when there is none.
     fn best(&self, min: usize, at: Option<usize>) -> Option<(usize, f64)> {
-        scan(&self.elements, self.total, min, at)
+        statistic(&self.elements, self.total, min, at)
     }
 
     /// The permutation p-value of `observed`, the best split's statistic:
@@ -552,7 +552,7 @@ impl Scan {
         let mut b = 0usize;
         for done in 1..=r {
             rng.shuffle(&mut shuffled);
-            let q = scan(&shuffled, self.total, min, at).map_or(f64::NEG_INFINITY, |(_, q)| q);
+            let q = statistic(&shuffled, self.total, min, at).map_or(f64::NEG_INFINITY, |(_, q)| q);
             // A relative tolerance: the same split of the same values may
             // sum in another order.
             if q >= observed - 1e-12 * observed.abs().max(1.0) {
@@ -566,7 +566,74 @@ impl Scan {
     }
 }
 
-/// The energy statistic's best split of `elements` in their order.
+/// Stretches up to this long are searched for their best split against
+/// every end of the right-hand side (Matteson & James's q̂(τ, κ), which
+/// sees a change that later goes back, a bump, as well as a step);
+/// longer ones only against the stretch's end (O(n log n) a scan instead
+/// of O(n² log n)), until their splits make them short enough.
+pub const WHOLE_SEARCH_MAX: usize = 120;
+
+/// The statistic of `elements` in their order: the best split with at
+/// least `min` a side, or the split at `at` only (the right side to the
+/// end).
+fn statistic(
+    elements: &[(f64, usize, f64)],
+    total: f64,
+    min: usize,
+    at: Option<usize>,
+) -> Option<(usize, f64)> {
+    if at.is_none() && elements.len() <= WHOLE_SEARCH_MAX {
+        scan_ends(elements, min)
+    } else {
+        scan(elements, total, min, at)
+    }
+}
+
+/// The energy statistic q̂(τ, κ) at a split τ, the left side from the
+/// start, the right side to κ: mk/(m+k) times the energy distance of the
+/// two sides.
+fn energy(m: usize, k: usize, within_left: f64, within_right: f64, cross: f64) -> f64 {
+    let (mf, kf) = (m as f64, k as f64);
+    let pairs = |c: f64| if c > 1.0 { c * (c - 1.0) / 2.0 } else { 1.0 };
+    let distance = 2.0 * cross / (mf * kf) - within_left / pairs(mf) - within_right / pairs(kf);
+    mf * kf / (mf + kf) * distance
+}
+
+/// The best split τ of `elements` over every end κ of its right side,
+/// each side at least `min` long: (τ, max over κ of q̂(τ, κ)).
+fn scan_ends(elements: &[(f64, usize, f64)], min: usize) -> Option<(usize, f64)> {
+    let n = elements.len();
+    let (mut left, mut right) = (Fenwick::new(n), Fenwick::new(n));
+    let mut within_left = 0.0;
+    let mut best: Option<(usize, f64)> = None;
+    for (t, &(x, rank, _)) in elements.iter().enumerate().take(n - 1) {
+        within_left += left.distance(x, rank);
+        left.add(rank, x);
+        let m = t + 1;
+        if m < min || n - m < min {
+            continue;
+        }
+        right.clear();
+        let (mut cross, mut within_right) = (0.0, 0.0);
+        for (j, &(y, r, _)) in elements[m..].iter().enumerate() {
+            cross += left.distance(y, r);
+            within_right += right.distance(y, r);
+            right.add(r, y);
+            let k = j + 1;
+            if k < min {
+                continue;
+            }
+            let q = energy(m, k, within_left, within_right, cross);
+            if best.is_none_or(|(_, b)| q > b) {
+                best = Some((m, q));
+            }
+        }
+    }
+    best
+}
+
+/// The energy statistic's best split of `elements` in their order, the
+/// right side to the end.
 fn scan(
     elements: &[(f64, usize, f64)],
     total: f64,
@@ -575,27 +642,20 @@ fn scan(
 ) -> Option<(usize, f64)> {
     let n = elements.len();
     let mut left = Fenwick::new(n);
-    let (mut within_left, mut cross, mut left_sum) = (0.0, 0.0, 0.0);
+    let (mut within_left, mut cross) = (0.0, 0.0);
     let mut best: Option<(usize, f64)> = None;
     for (t, &(x, rank, to_all)) in elements.iter().enumerate().take(n - 1) {
-        let (count_below, sum_below) = left.below(rank);
-        let count_above = t - count_below;
-        let sum_above = left_sum - sum_below;
-        let to_left = x * count_below as f64 - sum_below + sum_above - x * count_above as f64;
+        let to_left = left.distance(x, rank);
         let to_right = to_all - to_left;
         within_left += to_left;
         cross += to_right - to_left;
         left.add(rank, x);
-        left_sum += x;
         let (m, k) = (t + 1, n - t - 1);
         if at.is_some_and(|a| a != m) || m < min || k < min {
             continue;
         }
         let within_right = total - within_left - cross;
-        let (mf, kf) = (m as f64, k as f64);
-        let pairs = |c: f64| if c > 1.0 { c * (c - 1.0) / 2.0 } else { 1.0 };
-        let energy = 2.0 * cross / (mf * kf) - within_left / pairs(mf) - within_right / pairs(kf);
-        let q = mf * kf / (mf + kf) * energy;
+        let q = energy(m, k, within_left, within_right, cross);
         if best.is_none_or(|(_, b)| q > b) {
             best = Some((m, q));
         }
@@ -603,11 +663,12 @@ fn scan(
     best
 }
 
-/// Counts and sums of values by rank, for the values on the left of a
-/// split.
+/// Counts and sums of values by rank, for one side of a split.
 struct Fenwick {
     count: Vec<usize>,
     sum: Vec<f64>,
+    /// How many values, and their sum, in all.
+    total: (usize, f64),
 }
 
 impl Fenwick {
@@ -615,10 +676,27 @@ impl Fenwick {
         Fenwick {
             count: vec![0; n + 1],
             sum: vec![0.0; n + 1],
+            total: (0, 0.0),
         }
     }
 
+    fn clear(&mut self) {
+        self.count.fill(0);
+        self.sum.fill(0.0);
+        self.total = (0, 0.0);
+    }
+
+    /// Σ|x − v| over the values v held, `x` being of rank `rank`.
+    fn distance(&self, x: f64, rank: usize) -> f64 {
+        let (count_below, sum_below) = self.below(rank);
+        let (count, sum) = self.total;
+        let (count_above, sum_above) = (count - count_below, sum - sum_below);
+        x * count_below as f64 - sum_below + sum_above - x * count_above as f64
+    }
+
     fn add(&mut self, rank: usize, value: f64) {
+        self.total.0 += 1;
+        self.total.1 += value;
         let mut i = rank + 1;
         while i < self.count.len() {
             self.count[i] += 1;
@@ -713,6 +791,42 @@ mod tests {
             assert_eq!(at, tau);
             assert!((q - expected).abs() < 1e-9, "{tau}: {q} vs {expected}");
         }
+    }
+
+    #[test]
+    fn the_search_over_both_ends_agrees_with_the_sums_written_out() {
+        let values = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0];
+        let d = |a: &[f64], b: &[f64]| -> f64 {
+            a.iter()
+                .map(|p| b.iter().map(|q| (p - q).abs()).sum::<f64>())
+                .sum()
+        };
+        let mut best = (0, f64::NEG_INFINITY);
+        for tau in 2..=8 {
+            for kappa in tau + 2..=values.len() {
+                let (x, y) = (&values[..tau], &values[tau..kappa]);
+                let q = energy(x.len(), y.len(), d(x, x) / 2.0, d(y, y) / 2.0, d(x, y));
+                if q > best.1 {
+                    best = (tau, q);
+                }
+            }
+        }
+        let (at, q) = Scan::new(&values).best(2, None).unwrap();
+        assert_eq!(at, best.0);
+        assert!((q - best.1).abs() < 1e-9, "{q} vs {}", best.1);
+    }
+
+    #[test]
+    fn a_bump_that_goes_back_is_two_changes() {
+        // 15 runs at 10, 7 at 12, 8 at 9.6: no single split of the whole
+        // history separates it well; searching the right side's end does.
+        let mut values = series(15, 0.01, usize::MAX, 0.0, 41);
+        values.extend(series(7, 0.01, 0, 0.2, 42));
+        values.extend(series(8, 0.01, 0, -0.04, 43));
+        let a = analyse(&values, &quick(0.01, 0.0)).unwrap();
+        let at: Vec<usize> = a.changes.iter().map(|c| c.index).collect();
+        assert_eq!(at.len(), 2, "{a:?}");
+        assert!(at[0].abs_diff(15) <= 1 && at[1].abs_diff(22) <= 1, "{at:?}");
     }
 
     #[test]
