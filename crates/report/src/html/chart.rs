@@ -79,8 +79,8 @@ pub(super) struct Chart {
     pub svg: String,
     /// A sentence under the chart: how to read it, what was left out.
     pub note: Option<String>,
-    /// The numbers behind the chart.
-    pub table: Option<Table>,
+    /// The numbers behind the chart, in order.
+    pub tables: Vec<Table>,
 }
 
 impl Chart {
@@ -111,7 +111,7 @@ impl Chart {
             points,
             svg,
             note: None,
-            table: None,
+            tables: Vec::new(),
         }
     }
 
@@ -120,8 +120,9 @@ impl Chart {
         self
     }
 
+    /// Adds a table below the chart (after those added before).
     pub(super) fn table(mut self, table: Table) -> Chart {
-        self.table = Some(table);
+        self.tables.push(table);
         self
     }
 
@@ -140,7 +141,7 @@ impl Chart {
         if let Some(note) = &self.note {
             let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(note));
         }
-        if let Some(table) = &self.table {
+        for table in &self.tables {
             out.push_str(&table.html());
         }
         out.push_str("</figure>\n");

@@ -6,10 +6,13 @@
 use std::collections::BTreeMap;
 
 use dyno_model::{Metric, Run, Unit};
+use dyno_stats::changes::{self, Analysis, Settings, Unjudged};
+use dyno_stats::series::Identity;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::chart::{self, Chart, Key, Mark, TimeUnit, colour};
+use super::chart::{self, BETTER, Chart, Key, Mark, NEUTRAL, TimeUnit, WORSE, colour};
 use super::markup::Table;
 use crate::format_value;
 
@@ -177,9 +180,39 @@ struct Point<'a> {
     metric: &'a Metric,
 }
 
+/// What a trend of one series draws over its points: each segment's mean
+/// and each change point.
+#[derive(Debug, Clone, Default)]
+struct Overlay {
+    segments: Vec<Segment>,
+    changes: Vec<Marker>,
+}
+
+/// A segment's mean over its runs' time range (seconds since the epoch).
+#[derive(Debug, Clone)]
+struct Segment {
+    from: f64,
+    to: f64,
+    mean: f64,
+    label: String,
+}
+
+/// A change point: a vertical marker at the first run after it.
+#[derive(Debug, Clone)]
+struct Marker {
+    at: f64,
+    label: String,
+    regression: bool,
+}
+
+/// Rows of change labels at the top of the plot, so neighbours do not
+/// overlap.
+const LABEL_ROWS: usize = 3;
+
 /// A metric of several runs over time: one series per host, each point
-/// with its interval where the run stores one.
-fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
+/// with its interval where the run stores one; with an overlay, the
+/// segments' means and the change points over them.
+fn over_time(id: &str, title: &str, points: &[Point], overlay: Option<&Overlay>) -> Option<Chart> {
     let first = points.first()?.metric;
     let max = points
         .iter()
@@ -223,13 +256,16 @@ fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
         })
         .filter(|v| v.is_finite())
         .fold(f64::INFINITY, f64::min);
-    let y = if min >= 0.0 {
+    let mut y = if min >= 0.0 {
         chart::from_zero(max / div)
     } else {
         chart::padded(min / div, max / div)
     };
+    let label_rows = overlay.map_or(0, |o| o.changes.len().min(LABEL_ROWS));
+    // Room above the points for the change labels.
+    y.end += (y.end - y.start) * 0.08 * label_rows as f64;
     // One host needs no legend.
-    let keys: Vec<Key> = if hosts.len() > 1 {
+    let mut keys: Vec<Key> = if hosts.len() > 1 {
         hosts
             .keys()
             .enumerate()
@@ -238,6 +274,15 @@ fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
     } else {
         Vec::new()
     };
+    if let Some(o) = overlay {
+        keys.push(("segment mean".into(), Mark::Line(NEUTRAL)));
+        if o.changes.iter().any(|c| c.regression) {
+            keys.push(("change: regression".into(), Mark::Line(WORSE)));
+        }
+        if o.changes.iter().any(|c| !c.regression) {
+            keys.push(("change: improvement".into(), Mark::Line(BETTER)));
+        }
+    }
     let chart = Chart::draw(
         id,
         title,
@@ -245,7 +290,8 @@ fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
         (chart::WIDTH, chart::HEIGHT - 40),
         |root| {
             let area = chart::legend_above(root, &keys)?;
-            let mut c = chart::builder(&area, 34, (42, 64)).build_cartesian_2d(axis.clone(), y)?;
+            let mut c =
+                chart::builder(&area, 34, (42, 64)).build_cartesian_2d(axis.clone(), y.clone())?;
             chart::mesh(&mut c)
                 .x_desc(x_title.as_str())
                 .y_desc(y_title.as_str())
@@ -276,10 +322,71 @@ fn over_time(id: &str, title: &str, points: &[Point]) -> Option<Chart> {
                         .map(|p| Circle::new((when(p.run), p.metric.value / div), 3, col.filled())),
                 )?;
             }
+            if let Some(o) = overlay {
+                draw_overlay(&mut c, o, div, &y)?;
+            }
             Ok(())
         },
     );
     Some(chart)
+}
+
+/// The segments' means (a grey line over each segment's runs, its mean
+/// written above its start) and the change points (a dashed vertical line
+/// at the first run after each, red for a regression and green for an
+/// improvement, its label saying which in words).
+fn draw_overlay<DB: DrawingBackend>(
+    c: &mut ChartContext<'_, DB, Cartesian2d<TimeAxis, plotters::coord::types::RangedCoordf64>>,
+    o: &Overlay,
+    div: f64,
+    y: &std::ops::Range<f64>,
+) -> chart::DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let (lo, hi) = {
+        let r = c.x_range();
+        (r.start, r.end)
+    };
+    for s in &o.segments {
+        let m = s.mean / div;
+        // A one-run segment gets a short tick of its own.
+        let path = if s.to > s.from {
+            vec![(s.from, m), (s.to, m)]
+        } else {
+            let pad = (hi - lo) * 0.01;
+            vec![(s.from - pad, m), (s.to + pad, m)]
+        };
+        c.draw_series(std::iter::once(PathElement::new(
+            path,
+            NEUTRAL.stroke_width(2),
+        )))?;
+        c.draw_series(std::iter::once(
+            EmptyElement::at((s.from, m)) + Text::new(s.label.clone(), (2, -16), chart::font(11)),
+        ))?;
+    }
+    for (i, ch) in o.changes.iter().enumerate() {
+        let col = if ch.regression { WORSE } else { BETTER };
+        c.draw_series(DashedLineSeries::new(
+            [(ch.at, y.start), (ch.at, y.end)],
+            6,
+            4,
+            col.stroke_width(2),
+        ))?;
+        // Labels right of the marker, or left of it in the right part.
+        let right = (ch.at - lo) / (hi - lo) > 0.6;
+        let (dx, h) = if right {
+            (-5, HPos::Right)
+        } else {
+            (5, HPos::Left)
+        };
+        let dy = 4 + 15 * (i % LABEL_ROWS) as i32;
+        let style = chart::font(12).pos(Pos::new(h, VPos::Top));
+        c.draw_series(std::iter::once(
+            EmptyElement::at((ch.at, y.end)) + Text::new(ch.label.clone(), (dx, dy), style),
+        ))?;
+    }
+    Ok(())
 }
 
 fn interval_text(m: &Metric) -> String {
@@ -311,7 +418,14 @@ pub(super) fn trend(runs: &[Run], metric: &str) -> Option<String> {
         })
         .collect();
     points.sort_by(|a, b| when(a.run).total_cmp(&when(b.run)));
-    let chart = over_time("trend", &format!("{metric} over time"), &points)?;
+    let found = find_changes(&points);
+    let overlay = found.as_ref().ok().map(|a| overlay(&points, a));
+    let chart = over_time(
+        "trend",
+        &format!("{metric} over time"),
+        &points,
+        overlay.as_ref(),
+    )?;
     let mut table = Table::new([
         "run",
         "started (UTC)",
@@ -339,7 +453,171 @@ pub(super) fn trend(runs: &[Run], metric: &str) -> Option<String> {
     if missing > 0 {
         note.push_str(" Runs without it are listed nowhere on this chart.");
     }
-    Some(chart.table(table).note(note).html())
+    note.push(' ');
+    note.push_str(&changes_note(&points, &found));
+    let mut chart = chart.table(table).note(note);
+    if let Ok(a) = &found
+        && !a.changes.is_empty()
+    {
+        chart = chart.table(changes_table(&points, a));
+    }
+    Some(chart.html())
+}
+
+/// Why a trend's points get no change points.
+#[derive(Debug)]
+enum Unanalysed {
+    /// The points are this many series.
+    Series(usize),
+    /// The analysis could not judge the one series.
+    Unjudged(Unjudged),
+}
+
+/// The change points of a trend's points when they are one series.
+fn find_changes(points: &[Point]) -> Result<Analysis, Unanalysed> {
+    let mut ids: Vec<Identity> = points.iter().map(|p| Identity::of(p.run)).collect();
+    ids.sort();
+    ids.dedup();
+    if ids.len() > 1 {
+        return Err(Unanalysed::Series(ids.len()));
+    }
+    let values: Vec<f64> = points.iter().map(|p| p.metric.value).collect();
+    changes::analyse(&values, &Settings::default()).map_err(Unanalysed::Unjudged)
+}
+
+/// A run's commit (its `rev:` tag), or else its id's first 10 characters.
+fn commit_or_id(run: &Run) -> String {
+    run.tags
+        .iter()
+        .find_map(|t| t.strip_prefix("rev:"))
+        .map_or_else(|| run.id.to_string()[..10].to_owned(), str::to_owned)
+}
+
+/// A ratio as a signed change in percent: `+20.6%`.
+fn percent(ratio: f64) -> String {
+    format!("{:+.1}%", (ratio - 1.0) * 100.0)
+}
+
+fn verdict(regression: bool) -> &'static str {
+    if regression {
+        "regression"
+    } else {
+        "improvement"
+    }
+}
+
+/// What the chart draws of `a` over `points`.
+fn overlay(points: &[Point], a: &Analysis) -> Overlay {
+    let unit = points.first().map_or(Unit::Count, |p| p.metric.unit);
+    let direction = points.first().map(|p| p.metric.direction);
+    Overlay {
+        segments: a
+            .segments
+            .iter()
+            .map(|s| Segment {
+                from: when(points[s.start].run),
+                to: when(points[s.end - 1].run),
+                mean: s.mean,
+                label: format!("mean {}", format_value(s.mean, unit)),
+            })
+            .collect(),
+        changes: a
+            .changes
+            .iter()
+            .map(|c| {
+                let run = points[c.index].run;
+                let regression = direction.is_some_and(|d| c.is_regression(d));
+                Marker {
+                    at: when(run),
+                    label: format!(
+                        "{}: {} ({})",
+                        commit_or_id(run),
+                        percent(c.ratio),
+                        verdict(regression)
+                    ),
+                    regression,
+                }
+            })
+            .collect(),
+    }
+}
+
+/// The change points of `a`, one row each.
+fn changes_table(points: &[Point], a: &Analysis) -> Table {
+    let unit = points[0].metric.unit;
+    let direction = points[0].metric.direction;
+    let mut table = Table::new([
+        "first run after the change",
+        "commit",
+        "change",
+        "95% interval",
+        "p-value",
+        "verdict",
+        "mean before",
+        "mean after",
+    ])
+    .caption("Change points");
+    for c in &a.changes {
+        let run = points[c.index].run;
+        table.row([
+            run.id.to_string(),
+            commit_or_id(run),
+            percent(c.ratio),
+            c.interval.map_or_else(String::new, |(lo, hi)| {
+                format!("{} – {}", percent(lo), percent(hi))
+            }),
+            format!("{:.3}", c.p_value),
+            verdict(c.is_regression(direction)).to_owned(),
+            format_value(c.before.mean, unit),
+            format_value(c.after.mean, unit),
+        ]);
+    }
+    table
+}
+
+/// What the change-point analysis found, or why there is none.
+fn changes_note(points: &[Point], found: &Result<Analysis, Unanalysed>) -> String {
+    let settings = Settings::default();
+    match found {
+        Err(Unanalysed::Series(n)) => format!(
+            "These runs are {n} series (different kinds, settings or machine classes), so no change points are drawn: narrow the selection with --tag, --host or --kind to one series for them."
+        ),
+        Err(Unanalysed::Unjudged(Unjudged::TooFewRuns { runs, need })) => {
+            format!("Too few runs for change points: {runs}, where they need at least {need}.")
+        }
+        Err(Unanalysed::Unjudged(e)) => format!("No change points: {e}."),
+        Ok(a) => {
+            let how = format!(
+                "E-divisive means, α = {}, changes of {:.0}% and more with {} runs a side or more",
+                settings.alpha,
+                settings.min_change * 100.0,
+                settings.min_segment
+            );
+            if a.changes.is_empty() {
+                let mean = a
+                    .segments
+                    .first()
+                    .map_or_else(String::new, |s| format_value(s.mean, points[0].metric.unit));
+                let mut out = format!(
+                    "No change point ({how}): the grey line is the mean of all {} runs, {mean}.",
+                    points.len()
+                );
+                if a.too_few_runs(settings.min_change) {
+                    out.push_str(&format!(
+                        " Too few runs to rule one out: at this noise ({:.1}%) only steps of {:.1}% and more would show.",
+                        a.noise * 100.0,
+                        a.detectable * 100.0
+                    ));
+                }
+                out
+            } else {
+                format!(
+                    "{} ({how}): grey lines are each segment's mean; dashed lines mark the first run after each change, labelled with its commit (or run id), the change and whether it is a regression or an improvement; the table below lists them.",
+                    crate::counted(a.changes.len() as u64, "change point")
+                )
+            }
+        }
+    }
 }
 
 /// The overview of many runs: headline over time per (kind, description),
@@ -370,7 +648,7 @@ pub(super) fn overview(runs: &[Run]) -> String {
             name.display_name(),
             points.len()
         );
-        if let Some(c) = over_time("summary-headline", &title, points) {
+        if let Some(c) = over_time("summary-headline", &title, points, None) {
             out.push_str(&c.html());
         }
     }

@@ -1446,3 +1446,108 @@ fn corrected_and_uncorrected_keep_their_colours_on_every_chart() {
     }
     assert_ne!(hex(LATENCY), hex(UNCORRECTED));
 }
+
+/// One run of `./work.sh` at `ms` milliseconds (its interval ±3%), tagged
+/// `rev:{rev}`, started `hour` hours after 2026-11-20 00:00 UTC on `cpu`.
+fn work_run(ms: f64, rev: &str, hour: i64, cpu: &str) -> Run {
+    let mut run = Run::new(Kind::Exec, "time './work.sh'");
+    run.started_at = jiff::Timestamp::from_second(1_795_132_800 + hour * 3600).unwrap();
+    run.tags = vec![format!("rev:{rev}")];
+    run.environment.cpu.model = Some(cpu.to_owned());
+    let ns = ms * 1e6;
+    let m = Metric::new("wall_ns", Unit::Ns, Direction::LowerIsBetter, ns)
+        .with_label("command", "./work.sh")
+        .primary();
+    run.metrics = vec![interval(m, ns * 0.97, ns * 1.03, 10)];
+    run
+}
+
+/// 15 runs at 10 ms, then 15 at 12 ms, ±1% around each (means exact).
+fn stepped(cpu: impl Fn(i64) -> &'static str) -> Vec<Run> {
+    (0..30)
+        .map(|i| {
+            let base = if i < 15 { 10.0 } else { 12.0 };
+            let wobble = [0.0, 0.01, -0.01][i as usize % 3];
+            let rev = if i < 15 {
+                format!("a{i}")
+            } else {
+                format!("b{}", i - 15)
+            };
+            work_run(base * (1.0 + wobble), &rev, i, cpu(i))
+        })
+        .collect()
+}
+
+const WORK: &str = "wall_ns{command=./work.sh}";
+
+/// A trend of one series with a step: the segments' means as lines, the
+/// change marked at its first run and labelled with its commit, the
+/// change in percent and that it is a regression, and a table of it.
+#[test]
+fn a_trend_of_one_series_marks_its_change_point_with_the_commit() {
+    let runs = stepped(|_| "Xeon");
+    let html = html_trend(&runs, WORK).unwrap();
+    let fig = figure(&html, "trend");
+    assert_eq!(attr(fig, "data-points"), "30");
+    let said = texts(fig);
+    assert!(
+        said.contains(&"b0: +20.0% (regression)"),
+        "no change label: {said:?}"
+    );
+    assert!(said.contains(&"mean 10.00 ms"), "{said:?}");
+    assert!(said.contains(&"mean 12.00 ms"), "{said:?}");
+    assert!(said.contains(&"segment mean") && said.contains(&"change: regression"));
+    // The dashed marker in the regression's colour, and no improvement.
+    assert!(fig.contains(&format!("stroke=\"{}\"", hex(super::chart::WORSE))));
+    assert!(!said.contains(&"change: improvement"), "{said:?}");
+    assert_says(fig, "1 change point (E-divisive means");
+    // The table of changes: the run, commit, change, interval, p-value.
+    assert_says(fig, "<caption>Change points</caption>");
+    assert_says(fig, &format!("<td>{}</td><td>b0</td>", runs[15].id));
+    assert_says(fig, "<td class=\"n\">+20.0%</td>");
+    assert_says(fig, "<td>regression</td>");
+    assert_says(
+        fig,
+        "<td class=\"n\">10.00 ms</td><td class=\"n\">12.00 ms</td>",
+    );
+    assert!(!html.to_lowercase().contains("<script"));
+    // Faster is an improvement of a throughput-like metric: the same step
+    // read the other way round.
+    let mut faster = stepped(|_| "Xeon");
+    for r in &mut faster {
+        r.metrics[0].direction = Direction::HigherIsBetter;
+        r.tags.clear();
+    }
+    let html = html_trend(&faster, WORK).unwrap();
+    let fig = figure(&html, "trend");
+    let id = &faster[15].id.to_string()[..10];
+    assert!(
+        texts(fig).contains(&format!("{id}: +20.0% (improvement)").as_str()),
+        "{fig}"
+    );
+}
+
+/// Runs of two machine classes are two series: the note says so and how
+/// to narrow them, and no change is drawn.
+#[test]
+fn a_trend_of_two_series_draws_no_change_and_says_why() {
+    let runs = stepped(|i| if i % 2 == 0 { "Xeon" } else { "EPYC" });
+    let html = html_trend(&runs, WORK).unwrap();
+    let fig = figure(&html, "trend");
+    assert_eq!(attr(fig, "data-points"), "30");
+    assert_says(fig, "These runs are 2 series");
+    assert_says(fig, "--tag, --host or --kind");
+    let said = texts(fig);
+    assert!(!said.iter().any(|t| t.contains("regression")), "{said:?}");
+    assert!(!said.iter().any(|t| t.starts_with("mean ")), "{said:?}");
+    assert!(!fig.contains("Change points"));
+    assert!(!fig.contains(&format!("stroke=\"{}\"", hex(super::chart::WORSE))));
+    // Too few runs of one series: said, nothing drawn.
+    let html = html_trend(&stepped(|_| "Xeon")[..5], WORK).unwrap();
+    let fig = figure(&html, "trend");
+    assert_says(
+        fig,
+        "Too few runs for change points: 5, where they need at least 8.",
+    );
+    assert!(!texts(fig).iter().any(|t| t.starts_with("mean ")), "{fig}");
+}
