@@ -1796,6 +1796,13 @@ pub(crate) struct ChangesArgs {
     #[arg(long)]
     pub gate: bool,
 
+    /// Order each series by the commits of its runs' `rev:` tags (a hash
+    /// or a prefix of one, 4 characters at least), as the git repository
+    /// of this directory orders them (`git rev-list --topo-order`), not by
+    /// when the runs were made; a run without one is left out and counted.
+    #[arg(long)]
+    pub by_commit: bool,
+
     /// Seed of the permutation tests: the same seed, the same answer.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

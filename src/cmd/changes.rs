@@ -4,8 +4,9 @@
 
 use std::io::Write as _;
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use dyno_report::changes::{self, ChangesReport};
+use dyno_stats::series::Order;
 
 use super::{Context, history, list_runs, print};
 use crate::ExitStatus;
@@ -13,8 +14,13 @@ use crate::cli::{ChangesArgs, ChangesFormat};
 
 pub(super) fn run(ctx: &Context, args: ChangesArgs) -> Result<ExitStatus> {
     let settings = crate::settings::changes(&args);
+    let order = if args.by_commit {
+        Order::Commits(commits()?)
+    } else {
+        Order::Time
+    };
     let runs = list_runs(&*ctx.read_store()?, &history::filter(args.filter))?;
-    let report = ChangesReport::of(&runs, &args.metric, &settings, args.gate);
+    let report = ChangesReport::of(&runs, &args.metric, &settings, args.gate, &order);
     let format = if args.json {
         ChangesFormat::Json
     } else {
@@ -59,4 +65,23 @@ fn step_summary(markdown: &str) -> Result<()> {
         .with_context(|| format!("could not open the step summary '{shown}'"))?;
     file.write_all(markdown.as_bytes())
         .with_context(|| format!("could not write the step summary '{shown}'"))
+}
+
+/// The commits of HEAD in the repository of this directory, oldest first,
+/// parents before children.
+fn commits() -> Result<Vec<String>> {
+    let out = std::process::Command::new("git")
+        .args(["rev-list", "--topo-order", "--reverse", "HEAD"])
+        .output()
+        .context("--by-commit runs git, which could not be started")?;
+    if !out.status.success() {
+        bail!(
+            "--by-commit orders runs by the commits of this directory's git repository, but `git rev-list HEAD` failed here: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect())
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use dyno_model::{Direction, Run, Unit};
 use dyno_stats::changes::{self, Analysis, Change, Settings, Verdict};
-use dyno_stats::series::{Line, Series};
+use dyno_stats::series::{Line, Order, Series};
 use serde::Serialize;
 
 use crate::format::format_value;
@@ -20,6 +20,8 @@ pub struct ChangesReport {
     pub seed: u64,
     /// Whether the newest run of each line was judged for a gate.
     pub gate: bool,
+    /// How each series is ordered: `time`, or `commits` (`--by-commit`).
+    pub order: &'static str,
     pub series: Vec<SeriesReport>,
 }
 
@@ -27,8 +29,14 @@ impl ChangesReport {
     /// Analyses every series of `runs` (each line named in `metrics`, or
     /// all primary figures when it is empty); with `gate`, judges the
     /// newest run of each line too.
-    pub fn of(runs: &[Run], metrics: &[String], settings: &Settings, gate: bool) -> ChangesReport {
-        let series = Series::group(runs)
+    pub fn of(
+        runs: &[Run],
+        metrics: &[String],
+        settings: &Settings,
+        gate: bool,
+        order: &Order,
+    ) -> ChangesReport {
+        let series = Series::group(runs, order)
             .iter()
             .map(|s| SeriesReport::of(s, metrics, settings, gate))
             .filter(|s| !s.lines.is_empty())
@@ -39,6 +47,10 @@ impl ChangesReport {
             min_segment: settings.min_segment,
             seed: settings.seed,
             gate,
+            order: match order {
+                Order::Time => "time",
+                Order::Commits(_) => "commits",
+            },
             series,
         }
     }
@@ -65,6 +77,9 @@ pub struct SeriesReport {
     /// The newest run's description.
     pub description: String,
     pub runs: usize,
+    /// Runs of the series left out by `--by-commit`: no `rev:` tag, or a
+    /// commit the repository's history does not hold.
+    pub unordered: usize,
     pub lines: Vec<LineReport>,
 }
 
@@ -83,6 +98,7 @@ impl SeriesReport {
             machine: series.identity.machine.clone(),
             description: series.description().to_owned(),
             runs: series.runs.len(),
+            unordered: series.unordered,
             lines,
         }
     }
@@ -273,6 +289,13 @@ pub fn changes_text(report: &ChangesReport) -> String {
             "{}  {}  ({} runs, {})",
             s.series, s.description, s.runs, s.machine
         );
+        if s.unordered > 0 {
+            let _ = writeln!(
+                out,
+                "  {} left out: no rev: tag of a commit in this repository's history",
+                crate::counted(s.unordered as u64, "run")
+            );
+        }
         for l in &s.lines {
             line_text(&mut out, l);
         }

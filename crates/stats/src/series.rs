@@ -132,29 +132,77 @@ fn fingerprint(flat: &BTreeMap<String, String>) -> String {
     format!("{:016x}", h.finish())
 }
 
+/// How the runs of a series are ordered.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Order {
+    /// By the time each run started.
+    #[default]
+    Time,
+    /// By the commit of each run's `rev:` tag (a full hash or a prefix of
+    /// one), in the order of this list (oldest first, as `git rev-list
+    /// --reverse` gives it); the runs of one commit by time. A run
+    /// without a `rev:` tag, or whose commit is not in the list, is left
+    /// out of its series (and counted).
+    Commits(Vec<String>),
+}
+
+impl Order {
+    /// Where `run`'s commit falls in the list (0 by time; `None` when it
+    /// has none there).
+    fn place(&self, run: &Run) -> Option<usize> {
+        let place = match self {
+            Order::Time => 0,
+            Order::Commits(commits) => {
+                let rev = run.tags.iter().find_map(|t| t.strip_prefix("rev:"))?;
+                if rev.len() < 4 {
+                    return None;
+                }
+                commits
+                    .iter()
+                    .position(|c| c.starts_with(rev) || rev.starts_with(c.as_str()))?
+            }
+        };
+        Some(place)
+    }
+}
+
 /// The runs of one benchmark, oldest first.
 #[derive(Debug, Clone)]
 pub struct Series<'a> {
     pub identity: Identity,
     pub runs: Vec<&'a Run>,
+    /// Runs of the series that [`Order::Commits`] left out: no `rev:`
+    /// tag, or a commit not in the list.
+    pub unordered: usize,
 }
 
 impl<'a> Series<'a> {
-    /// The series of `runs`, each oldest first; the series in the order
-    /// of their newest run.
-    pub fn group(runs: &'a [Run]) -> Vec<Series<'a>> {
+    /// The series of `runs`, each in `order`; the series in the order of
+    /// their newest run's start.
+    pub fn group(runs: &'a [Run], order: &Order) -> Vec<Series<'a>> {
         let mut by: BTreeMap<Identity, Vec<&Run>> = BTreeMap::new();
         for run in runs {
             by.entry(Identity::of(run)).or_default().push(run);
         }
         let mut series: Vec<Series> = by
             .into_iter()
-            .map(|(identity, mut runs)| {
-                runs.sort_by_key(|r| (r.started_at, r.id));
-                Series { identity, runs }
+            .map(|(identity, runs)| {
+                let all = runs.len();
+                let mut keyed: Vec<(usize, &Run)> = runs
+                    .into_iter()
+                    .filter_map(|r| order.place(r).map(|p| (p, r)))
+                    .collect();
+                keyed.sort_by_key(|(p, r)| (*p, r.started_at, r.id));
+                let runs: Vec<&Run> = keyed.into_iter().map(|(_, r)| r).collect();
+                Series {
+                    identity,
+                    unordered: all - runs.len(),
+                    runs,
+                }
             })
             .collect();
-        series.sort_by_key(|s| s.runs.last().map(|r| (r.started_at, r.id)));
+        let newest = |s: &Series| s.runs.iter().map(|r| (r.started_at, r.id)).max();
+        series.sort_by_key(newest);
         series
     }
 
@@ -290,7 +338,7 @@ mod tests {
             run(asked(5, 3), "Opteron", 12.0),
             run(asked(9, 4), "Xeon", 13.0),
         ];
-        let series = Series::group(&runs);
+        let series = Series::group(&runs, &Order::Time);
         assert_eq!(series.len(), 3);
         let two = series.iter().find(|s| s.runs.len() == 2).unwrap();
         assert_eq!(two.identity, Identity::of(&runs[0]));
@@ -300,6 +348,32 @@ mod tests {
         assert_eq!(lines[0].values(), [10.0, 11.0]);
         assert_eq!(two.description(), "time './work.sh'");
         assert!(Identity::of(&runs[0]).short().starts_with("exec-"));
+    }
+
+    #[test]
+    fn commits_order_a_series_and_leave_out_runs_without_one() {
+        let tagged = |wall: f64, rev: Option<&str>| {
+            let mut r = run(serde_json::json!({}), "Xeon", wall);
+            r.tags.extend(rev.map(|rev| format!("rev:{rev}")));
+            r
+        };
+        // Made in the order c2, c1, none, c3, unknown; committed c1, c2, c3.
+        let runs = vec![
+            tagged(2.0, Some("bbbb1")),
+            tagged(1.0, Some("aaaa")),
+            tagged(9.0, None),
+            tagged(3.0, Some("cccc")),
+            tagged(9.0, Some("dddd")),
+        ];
+        let commits = ["aaaa0000", "bbbb1111", "cccc2222"]
+            .map(str::to_owned)
+            .to_vec();
+        let series = Series::group(&runs, &Order::Commits(commits));
+        assert_eq!(series.len(), 1);
+        assert_eq!(series[0].unordered, 2);
+        assert_eq!(series[0].lines()[0].values(), [1.0, 2.0, 3.0]);
+        let by_time = Series::group(&runs, &Order::Time);
+        assert_eq!(by_time[0].lines()[0].values(), [2.0, 1.0, 9.0, 3.0, 9.0]);
     }
 
     #[test]
