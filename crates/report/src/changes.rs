@@ -195,6 +195,12 @@ impl LineReport {
             .collect();
         self.verdict = if !a.changes.is_empty() {
             "changed"
+        } else if !a.can_detect {
+            self.note = Some(format!(
+                "too few runs to judge: at α = {} the test cannot tell {} runs' order from chance, even for a step without noise; it needs more runs",
+                settings.alpha, self.runs
+            ));
+            "too_few_runs"
         } else if a.too_few_runs(settings.min_change) {
             self.note = Some(format!(
                 "too few runs to judge: at this noise ({:.1}%) {} runs show steps of {:.1}% and more, not the {:.1}% asked for",

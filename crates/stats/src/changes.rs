@@ -153,13 +153,18 @@ pub struct Analysis {
     /// above [`Settings::min_change`], a series without changes is too
     /// short to say that none of that size happened.
     pub detectable: f64,
+    /// Whether the permutation test can reach α at all with this many
+    /// runs: whether a step in the middle, with no noise at all, would be
+    /// found. (Ten runs cannot at α = 0.01: too many orders of them look
+    /// as extreme as any step.)
+    pub can_detect: bool,
 }
 
 impl Analysis {
     /// Whether the series is too short or too noisy to rule out a change
     /// of `min_change`: found nothing, and could not have.
     pub fn too_few_runs(&self, min_change: f64) -> bool {
-        self.changes.is_empty() && self.detectable > min_change
+        self.changes.is_empty() && (!self.can_detect || self.detectable > min_change)
     }
 }
 
@@ -240,6 +245,9 @@ pub fn analyse(values: &[f64], settings: &Settings) -> Result<Analysis, Unjudged
         segments,
         noise,
         detectable: detectable(values.len(), noise, settings.alpha),
+        // Past 40 runs a clean step's order is far too rare to be chance
+        // at any α: not worth a test.
+        can_detect: !cuts.is_empty() || values.len() > 40 || tester.can_detect(values.len()),
     })
 }
 
@@ -422,6 +430,17 @@ impl Tester {
             self.split(values, start, start + tau, cuts);
             self.split(values, start + tau, end, cuts);
         }
+    }
+
+    /// Whether a series of `n` runs could show a change at all: a step
+    /// in its middle, without noise, is found (split, and kept by the
+    /// pruning).
+    fn can_detect(&self, n: usize) -> bool {
+        let step: Vec<f64> = (0..n).map(|i| if i < n / 2 { 1.0 } else { 2.0 }).collect();
+        let mut cuts = Vec::new();
+        self.split(&step, 0, n, &mut cuts);
+        self.prune(&step, &mut cuts);
+        !cuts.is_empty()
     }
 
     /// Drops weak changes from `cuts` (sorted), the weakest first, until
@@ -893,6 +912,17 @@ mod tests {
         let a = analyse(&many, &settings).unwrap();
         assert_eq!(a.changes.len(), 1, "{a:?}");
         assert!(a.changes[0].index.abs_diff(100) <= 5, "{:?}", a.changes);
+        // Ten runs cannot show even a clean step at α = 0.01.
+        let step: Vec<f64> = (0..10).map(|i| if i < 5 { 1.0 } else { 3.0 }).collect();
+        let a = analyse(&step, &settings).unwrap();
+        assert!(
+            a.changes.is_empty() && !a.can_detect && a.too_few_runs(0.5),
+            "{a:?}"
+        );
+        let step: Vec<f64> = (0..16).map(|i| if i < 8 { 1.0 } else { 3.0 }).collect();
+        let a = analyse(&step, &settings).unwrap();
+        assert_eq!(a.changes.len(), 1, "{a:?}");
+        assert!(a.can_detect);
         let few = series(12, 0.02, 6, 0.02, 11);
         let a = analyse(&few, &settings).unwrap();
         assert!(a.changes.is_empty(), "{a:?}");
