@@ -316,3 +316,33 @@ fn by_commit_orders_runs_as_the_repository_does() {
         "{stderr}"
     );
 }
+
+/// The same history in a PostgreSQL store answers as in SQLite.
+#[test]
+fn a_postgres_store_gives_the_same_answer() {
+    let (_pg, _db, url) = crate::store::shared_store();
+    let (home, dir) = (temp(), temp());
+    for i in 1..=8 {
+        timed(home.path(), dir.path(), 20, &format!("a{i}"));
+    }
+    for i in 1..=8 {
+        timed(home.path(), dir.path(), 60, &format!("b{i}"));
+    }
+    let exported = dir.path().join("runs.json");
+    dyno(home.path())
+        .args(["export", "-o"])
+        .arg(&exported)
+        .assert()
+        .success();
+    dyno(home.path())
+        .args(["--store", &url, "import"])
+        .arg(&exported)
+        .assert()
+        .success();
+    let (local, _) = changes(home.path(), &[]);
+    let (shared, _) = changes(home.path(), &["--store", &url]);
+    assert_eq!(local, shared);
+    let found = line(&shared)["changes"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{shared:#}");
+    assert_eq!(found[0]["commit"], "b1");
+}

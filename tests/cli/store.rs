@@ -494,7 +494,7 @@ fn show_reprints_each_kinds_report_and_reads_non_time_metrics() {
 }
 
 /// The URL of a fresh database on the test server, and the database.
-fn shared_store() -> (super::db::Pg, String, String) {
+pub(crate) fn shared_store() -> (super::db::Pg, String, String) {
     let pg = super::db::pg();
     let db = pg.database();
     let url = format!("{}/{db}", pg.url.rsplit_once('/').unwrap().0);
