@@ -23,13 +23,13 @@ pub mod units;
 pub use environment::{Cache, Cpu, DynoBuild, Environment, Limits, Memory, Network, Storage};
 pub use metric::{
     Direction, Histogram, Merge, Metric, Percentile, Role, Samples, Uncertainty, UncertaintyMethod,
-    Unit,
+    Unit, labelled,
 };
 pub use read::{ReadRunsError, RecordError, read_run, read_runs};
 pub use run::{
     Judgement, Kind, ParseKindError, ParseRunIdError, Run, RunId, SCHEMA_VERSION, Warning,
 };
-pub use segment::{MAX_SEGMENTS, ParseSegmentError, Segment};
+pub use segment::{MAX_SEGMENTS, ParseSegmentError, Segment, fingerprint};
 
 /// The checked-in JSON Schema must accept every shape the types can take.
 #[cfg(test)]

@@ -285,16 +285,18 @@ impl Metric {
     /// The name with its labels, as shown to people: `wall_ns` or
     /// `wall_ns{command=make -j 2}`.
     pub fn display_name(&self) -> String {
-        if self.labels.is_empty() {
-            return self.name.clone();
-        }
-        let labels: Vec<String> = self
-            .labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        format!("{}{{{}}}", self.name, labels.join(", "))
+        labelled(&self.name, &self.labels)
     }
+}
+
+/// `name` with `labels` as people read them: `wall_ns`, or
+/// `wall_ns{command=make -j 2}` (labels by name, joined by `, `).
+pub fn labelled(name: &str, labels: &BTreeMap<String, String>) -> String {
+    if labels.is_empty() {
+        return name.to_owned();
+    }
+    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{name}{{{}}}", labels.join(", "))
 }
 
 /// The unit of a metric's value. Values are stored in base units (ns, bytes)

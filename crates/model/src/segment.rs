@@ -120,6 +120,21 @@ impl FromStr for Segment {
     }
 }
 
+/// A short hash of `settings` (16 hex digits, FNV-1a over the names and
+/// values in order), the same on every machine and in every dyno for the
+/// same settings: a group's arrival fingerprint, a series' identity.
+pub fn fingerprint(settings: &std::collections::BTreeMap<String, String>) -> String {
+    use std::hash::Hasher as _;
+    let mut h = fnv::FnvHasher::default();
+    for (k, v) in settings {
+        for part in [k, v] {
+            h.write(part.as_bytes());
+            h.write(&[0]);
+        }
+    }
+    format!("{:016x}", h.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -504,10 +504,7 @@ pub fn changes_junit(report: &ChangesReport) -> String {
         }) = &l.gate
         {
             let how = if *starts { "starts" } else { "continues" };
-            let message = format!(
-                "the newest run {how} a regression: {}",
-                change_markdown(c).replace('`', "")
-            );
+            let message = format!("the newest run {how} a regression: {}", plain(c));
             let _ = write!(out, "\n      <failure message=\"{}\"/>", xml(&message));
         }
         let mut text = String::new();
@@ -551,39 +548,32 @@ pub fn changes_github(report: &ChangesReport) -> String {
                 .gate
                 .as_ref()
                 .and_then(|g| g.regression.as_ref().map(|c| (c, g.starts)));
+            let annotate = |out: &mut String, level: &str, what: String| {
+                let message = format!("{} ({}): {what}", l.metric, s.description);
+                let _ = writeln!(
+                    out,
+                    "::{level} title=dyno changes::{}",
+                    workflow_escape(&message)
+                );
+            };
             if let Some((c, starts)) = in_regression {
                 let how = if starts { "starts" } else { "continues" };
-                let message = format!(
-                    "{} ({}): the newest run {how} a regression: {}",
-                    l.metric,
-                    s.description,
-                    change_markdown(c).replace('`', "")
-                );
-                let _ = writeln!(
-                    out,
-                    "::error title=dyno changes::{}",
-                    workflow_escape(&message)
-                );
+                let what = format!("the newest run {how} a regression: {}", plain(c));
+                annotate(&mut out, "error", what);
             }
             for c in &l.changes {
-                if in_regression.is_some_and(|(r, _)| r.run_id == c.run_id) {
-                    continue;
+                if in_regression.is_none_or(|(r, _)| r.run_id != c.run_id) {
+                    annotate(&mut out, "notice", plain(c));
                 }
-                let message = format!(
-                    "{} ({}): {}",
-                    l.metric,
-                    s.description,
-                    change_markdown(c).replace('`', "")
-                );
-                let _ = writeln!(
-                    out,
-                    "::notice title=dyno changes::{}",
-                    workflow_escape(&message)
-                );
             }
         }
     }
     out
+}
+
+/// A change in words, without Markdown.
+fn plain(c: &ChangeReport) -> String {
+    change_markdown(c).replace('`', "")
 }
 
 /// A workflow command's message, escaped as GitHub's toolkit does.

@@ -12,7 +12,6 @@
 use std::collections::BTreeMap;
 
 use dyno_model::{Direction, Metric, Role, Run, Unit};
-use serde_json::Value;
 
 /// Keys of a settings record (dotted paths, `*` for any one key; a path
 /// drops what is under it too) that differ between identical
@@ -61,7 +60,7 @@ pub struct Identity {
 impl Identity {
     pub fn of(run: &Run) -> Identity {
         let mut flat = BTreeMap::new();
-        flatten("", &run.settings, &mut flat);
+        crate::versus::flatten("", &run.settings, &mut flat);
         flat.retain(|key, _| !NOT_IDENTITY.iter().any(|drop| under(key, drop)));
         let env = &run.environment;
         let machine = format!(
@@ -74,7 +73,7 @@ impl Identity {
         );
         Identity {
             kind: run.kind.to_string(),
-            settings: fingerprint(&flat),
+            settings: dyno_model::fingerprint(&flat),
             machine,
         }
     }
@@ -92,44 +91,6 @@ fn under(key: &str, pattern: &str) -> bool {
     pattern
         .split('.')
         .all(|p| keys.next().is_some_and(|k| p == "*" || p == k))
-}
-
-/// `value` as dotted keys and their JSON texts.
-fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
-    let join = |key: &str| {
-        if prefix.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{prefix}.{key}")
-        }
-    };
-    match value {
-        Value::Object(map) => {
-            for (k, v) in map {
-                flatten(&join(k), v, out);
-            }
-        }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                flatten(&join(&i.to_string()), v, out);
-            }
-        }
-        other => {
-            out.insert(prefix.to_owned(), other.to_string());
-        }
-    }
-}
-
-fn fingerprint(flat: &BTreeMap<String, String>) -> String {
-    use std::hash::Hasher as _;
-    let mut h = fnv::FnvHasher::default();
-    for (k, v) in flat {
-        for part in [k, v] {
-            h.write(part.as_bytes());
-            h.write(&[0]);
-        }
-    }
-    format!("{:016x}", h.finish())
 }
 
 /// How the runs of a series are ordered.
@@ -280,15 +241,7 @@ impl Line {
     /// The name with its labels, as `dyno compare` writes a metric:
     /// `wall_ns{command=./work.sh}`.
     pub fn display_name(&self) -> String {
-        if self.labels.is_empty() {
-            return self.name.clone();
-        }
-        let labels: Vec<String> = self
-            .labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        format!("{}{{{}}}", self.name, labels.join(", "))
+        dyno_model::labelled(&self.name, &self.labels)
     }
 
     pub fn values(&self) -> Vec<f64> {
@@ -309,6 +262,7 @@ pub struct Point {
 mod tests {
     use super::*;
     use dyno_model::Kind;
+    use serde_json::Value;
 
     fn run(settings: Value, cpu: &str, wall: f64) -> Run {
         let mut run = Run::new(Kind::Exec, "time './work.sh'");
@@ -384,8 +338,5 @@ mod tests {
         assert!(!under("file_count", "file"));
         assert!(under("disk.seed", "*.seed") && !under("disk.seeds", "*.seed"));
         assert!(!under("seed", "*.seed") && !under("scenario.file", "file"));
-        let mut flat = BTreeMap::new();
-        flatten("", &serde_json::json!({"a": [1, {"b": "x"}]}), &mut flat);
-        assert_eq!(flat.keys().collect::<Vec<_>>(), ["a.0", "a.1.b"]);
     }
 }

@@ -35,19 +35,7 @@ impl Arrival {
     }
 }
 
-/// A short hash of `settings` (16 hex digits, FNV-1a over the names and
-/// values in order), the same on every machine for the same settings.
-pub fn fingerprint(settings: &BTreeMap<String, String>) -> String {
-    use std::hash::Hasher as _;
-    let mut h = fnv::FnvHasher::default();
-    for (k, v) in settings {
-        for part in [k, v] {
-            h.write(part.as_bytes());
-            h.write(&[0]);
-        }
-    }
-    format!("{:016x}", h.finish())
-}
+pub use dyno_model::fingerprint;
 
 /// The settings as the store's column holds them (JSON), `None` when
 /// unknown.

@@ -136,7 +136,7 @@ const ABSENT: &str = "(none)";
 
 /// Leaves of `value` as `prefix.path` → text. Arrays of scalars are one
 /// leaf (`[1, 2]`); arrays of objects are one leaf of their JSON.
-fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
+pub(crate) fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
     let join = |key: &str| {
         if prefix.is_empty() {
             key.to_owned()

@@ -26,6 +26,7 @@
 //! [`compare_runs`].
 
 mod differences;
+pub(crate) use differences::flatten;
 mod quantile;
 
 use std::collections::{BTreeMap, HashMap};
