@@ -14,6 +14,7 @@ mod db;
 mod disk;
 mod exec;
 mod http;
+mod k8s;
 pub(crate) mod segment;
 pub(crate) mod watch;
 
@@ -23,4 +24,5 @@ pub(crate) use db::{DbPlan, db_init, db_run};
 pub(crate) use disk::{DiskInputs, DiskPlan, disk};
 pub(crate) use exec::{ExecPlan, exec};
 pub(crate) use http::{HttpInputs, HttpPlan, builtin_server_threads, http, loads_builtin_server};
+pub(crate) use k8s::{Segmented, segmented};
 pub(crate) use watch::{Watch, watch};
