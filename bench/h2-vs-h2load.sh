@@ -25,6 +25,9 @@
 # round of each tool (req/s, how busy the client was, its wake-ups and
 # nginx's CPU per request): how the rounds spread, not just their median
 # (dyno's 1 MiB runs fall into a fast and a slow mode, h2load's do not).
+# BENCH_SAVE=1 also saves dyno's ratios to h2load (each round's, per path)
+# as a dyno run of kind `figures` tagged rev:COMMIT (bench/lib.sh's
+# save_figures), for `dyno changes --kind figures --by-commit`.
 # Needs: nginx, h2load (nghttp2-client); installs them when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,6 +68,7 @@ run_h2load() {
   echo "${rps:-0} $(cpu_of "$WORK/err") ${reqs:-0} $(user_of "$WORK/err") $(( $(nginx_ticks) - before )) $(sleeps_of "$WORK/err")"
 }
 
+figures_start
 echo "nginx (h2c): 1 worker on CPU $SERVER_CPU; clients on CPU $CLIENT_CPU; -c $CONNS -m $STREAMS, ${SECS}s, $ROUNDS interleaved rounds"
 for path in ${H2_PATHS:-hello.html 1m.bin}; do
   : > "$WORK/results"
@@ -75,8 +79,8 @@ for path in ${H2_PATHS:-hello.html 1m.bin}; do
   done
   echo
   echo "== /$path"
-    python3 - "$WORK/results" "$SECS" <<'PY'
-import os, statistics, sys
+    python3 - "$WORK/results" "$SECS" "/$path" <<'PY'
+import json, os, statistics, sys
 tick = os.sysconf("SC_CLK_TCK")
 rows = {}
 for line in open(sys.argv[1]):
@@ -100,5 +104,12 @@ cpu = [d[k][1] / h[k][1] for k in d if h[k][1] > 0]
 if rps and cpu:
     print(f'dyno/h2load: req/s {statistics.median(rps):.3f}x (rounds {min(rps):.3f}-{max(rps):.3f}; goal >= 1), '
           f'CPU per request {statistics.median(cpu):.3f}x (rounds {min(cpu):.3f}-{max(cpu):.3f}; goal <= 0.8)')
+    if os.environ.get("FIGURES"):
+        with open(os.environ["FIGURES"], "a") as out:
+            for name, direction, samples in (("rate_ratio", "higher_is_better", rps),
+                                             ("cpu_per_request_ratio", "lower_is_better", cpu)):
+                out.write(json.dumps({"name": name, "labels": {"peer": "h2load", "path": sys.argv[3]},
+                                      "unit": "ratio", "direction": direction, "samples": samples}) + "\n")
 PY
 done
+save_figures bench/h2-vs-h2load.sh "{\"rounds\": $ROUNDS, \"seconds\": $SECS, \"connections\": $CONNS, \"streams\": $STREAMS, \"paths\": \"${H2_PATHS:-hello.html 1m.bin}\"}"

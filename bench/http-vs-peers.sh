@@ -14,6 +14,9 @@
 # compare two builds of dyno against the same peer, one after the other).
 # Needs: nginx wrk ab (apache2-utils); optional h2load (nghttp2-client), oha.
 # Installs missing Debian packages when run as root.
+# BENCH_SAVE=1 also saves dyno's ratios to wrk (each round's, per body
+# size) as a dyno run of kind `figures` tagged rev:COMMIT (bench/lib.sh's
+# save_figures), for `dyno changes --kind figures --by-commit`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -67,6 +70,7 @@ TOOLS="dyno wrk ab"
 need h2load && TOOLS="$TOOLS h2load"
 need oha && TOOLS="$TOOLS oha"
 
+figures_start
 echo "nginx: 1 worker on CPU $SERVER_CPU; clients on CPU $CLIENT_CPU; $CONNS connections, ${SECS}s, $ROUNDS interleaved rounds"
 for path in hello.html 1m.bin; do
   : > "$WORK/results"
@@ -77,8 +81,8 @@ for path in hello.html 1m.bin; do
   done
   echo
   echo "== /$path"
-  python3 - "$WORK/results" <<'PY'
-import statistics, sys
+  python3 - "$WORK/results" "/$path" <<'PY'
+import json, os, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     tool, rps, cpu, rss, reqs = line.split()
@@ -94,8 +98,19 @@ for tool, rs in rows.items():
 if "dyno" in med and "wrk" in med and med["wrk"][0] > 0:
     d, w = med["dyno"], med["wrk"]
     print(f'dyno/wrk: req/s {d[0]/w[0]:.3f}x, CPU per request {d[1]/w[1]:.3f}x, peak RSS {d[2]/w[2]:.3f}x')
+    if os.environ.get("FIGURES"):
+        # Each round's ratio: the tools took turns within it.
+        pairs = [(a, b) for a, b in zip(rows["dyno"], rows["wrk"]) if b[0] > 0 and b[1] > 0]
+        cpu = lambda r: r[1] / max(r[3], 1)
+        with open(os.environ["FIGURES"], "a") as out:
+            for name, direction, samples in (
+                    ("rate_ratio", "higher_is_better", [a[0] / b[0] for a, b in pairs]),
+                    ("cpu_per_request_ratio", "lower_is_better", [cpu(a) / cpu(b) for a, b in pairs])):
+                out.write(json.dumps({"name": name, "labels": {"peer": "wrk", "path": sys.argv[2]},
+                                      "unit": "ratio", "direction": direction, "samples": samples}) + "\n")
 PY
 done
+save_figures bench/http-vs-peers.sh "{\"rounds\": $ROUNDS, \"seconds\": $SECS, \"connections\": $CONNS}"
 
 echo
 echo "== peak RSS at 10,000 open connections (${SECS}s each)"

@@ -93,3 +93,33 @@ for w in run["warnings"]:
     print(f"  ! {w['message']}")
 PY
 }
+
+# Figures (issue 48): a bench's ratios to its peer, kept as dyno runs so
+# that `dyno changes` follows them over commits. figures_start makes
+# $FIGURES, a file the bench's report appends one JSON figure to per line
+# ({"name", "labels", "unit", "direction", "samples"}, as `dyno import
+# --figures` reads them), when BENCH_SAVE is set; save_figures NAME
+# SETTINGS_JSON then saves them as one run of kind `figures`, tagged
+# `rev:$BENCH_REV` (this checkout's commit unless given) and `bench`, with
+# $FIGURES_DYNO (the dyno that knows --figures: this checkout's release
+# build unless given, since $DYNO may be an older build under test).
+figures_start() {
+  FIGURES=
+  [ -n "${BENCH_SAVE:-}" ] || return 0
+  FIGURES=$(mktemp "${WORK:-${TMPDIR:-/tmp}}/figures.XXXXXX")
+  export FIGURES
+}
+save_figures() {
+  [ -n "${FIGURES:-}" ] || return 0
+  local saver=${FIGURES_DYNO:-$PWD/target/release/dyno}
+  local rev=${BENCH_REV:-$(git rev-parse --short=10 HEAD)}
+  python3 - "$1" "$2" "$FIGURES" >"$FIGURES.json" <<'PY'
+import json, sys
+name, settings, lines = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+figures = [json.loads(line) for line in open(lines) if line.strip()]
+json.dump({"name": name, "settings": settings, "figures": figures}, sys.stdout)
+PY
+  "$saver" import --figures "$FIGURES.json" --tag "rev:$rev" --tag bench >/dev/null
+  echo "figures saved as a dyno run tagged rev:$rev (dyno changes --kind figures --tag bench)"
+  rm -f "$FIGURES" "$FIGURES.json"
+}

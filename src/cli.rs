@@ -1635,8 +1635,8 @@ pub(crate) fn parse_since(s: &str) -> Result<jiff::Timestamp, String> {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct FilterArgs {
     /// Only runs of this kind: quick, http, disk, run (`dyno run` results,
-    /// stored and listed as kind exec; `exec` works too), scale, compare or
-    /// db.
+    /// stored and listed as kind exec; `exec` works too), scale, compare,
+    /// db or figures (`import --figures`).
     #[arg(long, value_parser = parse_kind)]
     pub kind: Option<Kind>,
 
@@ -1954,13 +1954,35 @@ impl ExportFormat {
 ///
 /// The whole file is read and checked before anything is saved: a file with
 /// one bad record imports nothing.
+///
+/// With --figures, FILE holds figures measured outside dyno (a bench
+/// script's ratios to its peers, any tool's numbers), saved as one run of
+/// kind `figures` with this machine's environment, so that `dyno changes`
+/// follows them like any run:
+///
+///   {"name": "bench/h2-vs-h2load.sh", "settings": {"rounds": 3},
+///    "figures": [{"name": "rate_ratio", "labels": {"peer": "h2load"},
+///                 "unit": "ratio", "direction": "higher_is_better",
+///                 "samples": [1.02, 0.98, 1.01]}]}
+///
+/// A figure has samples (repeated rounds: its value is their mean, with a
+/// 95% interval) or one value. Units: ns, bytes, bytes_per_sec,
+/// ops_per_sec, requests_per_sec, count, ratio, percent.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno import runs.json\n  ssh lab1 dyno export --format jsonl | dyno import -"
+    after_help = "Examples:\n  dyno import runs.json\n  ssh lab1 dyno export --format jsonl | dyno import -\n  dyno import --figures ratios.json --tag rev:$(git rev-parse --short HEAD)"
 )]
 pub(crate) struct ImportArgs {
     /// The file to read, or `-` for stdin.
     pub file: PathBuf,
+
+    /// FILE holds figures measured outside dyno, to save as one run.
+    #[arg(long)]
+    pub figures: bool,
+
+    /// Label the figures' run (repeatable): `--tag rev:1a2b3c4`.
+    #[arg(long = "tag", value_name = "NAME", value_parser = parse_tag, requires = "figures")]
+    pub tags: Vec<String>,
 }
 
 /// Remove saved runs by id (or unique prefix).
@@ -2513,7 +2535,7 @@ pub(crate) fn parse_kind(s: &str) -> Result<Kind, String> {
     }
     s.trim().parse().map_err(|_| {
         format!(
-            "unknown run kind '{s}': expected one of quick, http, disk, run (`dyno run` results, also called exec), scale, compare, db"
+            "unknown run kind '{s}': expected one of quick, http, disk, run (`dyno run` results, also called exec), scale, compare, db, figures"
         )
     })
 }

@@ -5,7 +5,8 @@ use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
-use dyno_model::{Kind, Run};
+use dyno_model::record::{FiguresFile, FiguresRecord};
+use dyno_model::{Kind, Metric, Run, Samples};
 use dyno_store::barrier::Saved;
 use dyno_store::{Filter, Listing, Store, StoreError};
 use jiff::tz::TimeZone;
@@ -13,7 +14,8 @@ use jiff::tz::TimeZone;
 use super::{Context, get_run, list_runs, merged_group, print, report_skipped};
 use crate::ExitStatus;
 use crate::cli::{
-    ExportArgs, FilterArgs, HistoryArgs, ImportArgs, MergeArgs, RmArgs, ShowArgs, ShowFormat,
+    ExportArgs, FilterArgs, HistoryArgs, ImportArgs, MergeArgs, RmArgs, SaveArgs, ShowArgs,
+    ShowFormat,
 };
 
 pub(super) fn filter(args: FilterArgs) -> Filter {
@@ -182,10 +184,22 @@ pub(super) fn export(ctx: &Context, args: ExportArgs) -> Result<ExitStatus> {
 }
 
 pub(super) fn import(ctx: &Context, args: ImportArgs) -> Result<ExitStatus> {
-    let ImportArgs { file } = args;
+    let ImportArgs {
+        file,
+        figures,
+        tags,
+    } = args;
     let (name, text) = read_input(&file)?;
-    let runs =
-        dyno_model::read_runs(&text).with_context(|| format!("could not import '{name}'"))?;
+    if figures {
+        return import_figures(ctx, &name, &text, tags);
+    }
+    let runs = dyno_model::read_runs(&text).with_context(|| {
+        let hint = FiguresFile::parse(&text).map_or(
+            "",
+            |_| " (it holds figures measured outside dyno: import them with --figures)",
+        );
+        format!("could not import '{name}'{hint}")
+    })?;
     if runs.is_empty() {
         bail!(
             "'{name}' holds no runs: expected a Run, an array of Runs or JSON Lines, as `dyno export` writes"
@@ -209,6 +223,45 @@ pub(super) fn import(ctx: &Context, args: ImportArgs) -> Result<ExitStatus> {
         "imported {} from {name} ({skipped} already in the store)",
         dyno_report::counted(added as u64, "run")
     );
+    Ok(ExitStatus::Success)
+}
+
+/// `import --figures`: the figures of `text` as one run of this machine,
+/// saved with `tags`.
+fn import_figures(ctx: &Context, name: &str, text: &str, tags: Vec<String>) -> Result<ExitStatus> {
+    let file = FiguresFile::parse(text)
+        .map_err(|e| anyhow::anyhow!("could not import the figures of '{name}': {e}"))?;
+    let mut run = Run::new(
+        Kind::Figures,
+        file.description.as_deref().unwrap_or(&file.name),
+    );
+    run.environment = super::environment();
+    run.metrics = file
+        .figures
+        .into_iter()
+        .map(|f| {
+            let mut metric = match f.value {
+                Some(value) => Metric::new(f.name, f.unit, f.direction, value),
+                None => dyno_stats::sampled_metric(f.name, f.unit, f.direction, f.samples)
+                    .samples_are(Samples::Runs),
+            };
+            metric.labels = f.labels;
+            metric.primary()
+        })
+        .collect();
+    run.set_record(&FiguresRecord {
+        name: file.name,
+        settings: file.settings,
+    });
+    let save = SaveArgs {
+        no_save: false,
+        tags,
+        json: false,
+    };
+    let tz = TimeZone::system();
+    super::finish(run, &save, ctx.store_for(&save)?, |run| {
+        dyno_report::show_report(run, &tz)
+    })?;
     Ok(ExitStatus::Success)
 }
 

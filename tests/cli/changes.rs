@@ -346,3 +346,86 @@ fn a_postgres_store_gives_the_same_answer() {
     assert_eq!(found.len(), 1, "{shared:#}");
     assert_eq!(found[0]["commit"], "b1");
 }
+
+/// A bench's ratios to its peer, imported with `import --figures` as
+/// bench/lib.sh's save_figures does: their own series, whose drop is a
+/// regression (higher is better) at the first lower run, and the gate
+/// fails on it. A bad figures file saves nothing.
+#[test]
+fn imported_figures_are_followed_like_any_run() {
+    let (home, dir) = (temp(), temp());
+    let home = home.path();
+    let import = |i: usize, ratio: f64, settings: &str| {
+        // Three rounds each, spread ±1% around the run's ratio.
+        let samples: Vec<f64> = [0.99, 1.0, 1.01].iter().map(|s| s * ratio).collect();
+        let file = dir.path().join(format!("f{i}.json"));
+        let figures = serde_json::json!({
+            "name": "bench/h2-vs-h2load.sh",
+            "settings": serde_json::from_str::<Value>(settings).unwrap(),
+            "figures": [{"name": "rate_ratio", "labels": {"peer": "h2load", "path": "/hello.html"},
+                         "unit": "ratio", "direction": "higher_is_better", "samples": samples}],
+        });
+        std::fs::write(&file, figures.to_string()).unwrap();
+        dyno(home)
+            .args(["import", "--figures"])
+            .arg(&file)
+            .args(["--tag", &format!("rev:r{i}"), "--tag", "bench"])
+            .assert()
+            .success();
+    };
+    // Ratios of about 1.0, then 0.85 from run 11: a regression of 15%.
+    for i in 0..18 {
+        let wobble = [1.0, 1.012, 0.991, 1.004, 0.996, 1.008][i % 6];
+        import(
+            i,
+            if i < 10 { wobble } else { 0.85 * wobble },
+            r#"{"rounds": 3}"#,
+        );
+    }
+    // Other settings are another series, left out by --tag.
+    import(99, 2.0, r#"{"rounds": 5}"#);
+    let (report, code) = changes(home, &["--kind", "figures", "--gate"]);
+    assert_eq!(code, 1, "the newest run continues a regression: {report:#}");
+    let series = report["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2, "{report:#}");
+    let line = series
+        .iter()
+        .flat_map(|s| s["lines"].as_array().unwrap())
+        .find(|l| !l["changes"].as_array().unwrap().is_empty())
+        .unwrap_or_else(|| panic!("no change found: {report:#}"));
+    assert_eq!(line["metric"], "rate_ratio{path=/hello.html, peer=h2load}");
+    let change = &line["changes"][0];
+    assert_eq!(change["kind"], "regression", "{report:#}");
+    assert_eq!(change["runs_before"], 10, "{report:#}");
+    assert_eq!(change["commit"], "r10", "{report:#}");
+
+    // A file that is not figures saves nothing, and says why.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"name": "b", "figures": [{"name": "r", "unit": "ratio", "direction": "higher_is_better"}]}"#).unwrap();
+    let out = dyno(home)
+        .args(["import", "--figures"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("figure r has neither samples nor a value"),
+        "{out:?}"
+    );
+    // Figures given to a plain import are pointed at --figures.
+    let out = dyno(home)
+        .args(["import"])
+        .arg(dir.path().join("f0.json"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("import them with --figures"),
+        "{out:?}"
+    );
+    let out = dyno(home)
+        .args(["export", "--kind", "figures", "--format", "jsonl"])
+        .output()
+        .unwrap();
+    let saved = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(saved.lines().count(), 19, "nothing more was saved");
+}

@@ -107,6 +107,7 @@ pub(crate) fn assert_record_round_trips(instance: &Value) {
         dyno_model::Kind::Scale => back::<ScaleRecord>(&run),
         dyno_model::Kind::Quick => back::<QuickRecord>(&run),
         dyno_model::Kind::Compare => back::<CompareRecord>(&run),
+        dyno_model::Kind::Figures => back::<FiguresRecord>(&run),
         dyno_model::Kind::Cpu => return,
     };
     assert_eq!(

@@ -186,6 +186,7 @@ fn classify(kind: Kind, m: &Metric) -> (Role, Option<String>, Merge) {
             _ => (Diagnostic, None, Merge::None),
         },
         Kind::Compare => (Context, None, Merge::None),
+        Kind::Figures => (Primary, None, Merge::None),
     }
 }
 

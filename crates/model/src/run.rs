@@ -195,11 +195,14 @@ pub enum Kind {
     /// A comparison of saved runs (`dyno compare`): ratios, verdicts and a
     /// geometric-mean score, with what differs between the runs.
     Compare,
+    /// Figures measured outside dyno's engines and imported (`dyno import
+    /// --figures`): dyno's own bench ratios to its peers, or any tool's.
+    Figures,
 }
 
 impl Kind {
     /// Every kind, in the order they are documented.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Quick,
         Kind::Cpu,
         Kind::Http,
@@ -208,6 +211,7 @@ impl Kind {
         Kind::Scale,
         Kind::Db,
         Kind::Compare,
+        Kind::Figures,
     ];
 
     /// The lowercase name used in JSON, the store and on the command line.
@@ -221,6 +225,7 @@ impl Kind {
             Kind::Scale => "scale",
             Kind::Db => "db",
             Kind::Compare => "compare",
+            Kind::Figures => "figures",
         }
     }
 }
@@ -233,7 +238,9 @@ impl fmt::Display for Kind {
 
 /// A name that is not one of [`Kind::ALL`].
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("unknown run kind '{0}': expected one of quick, cpu, http, disk, exec, scale, db, compare")]
+#[error(
+    "unknown run kind '{0}': expected one of quick, cpu, http, disk, exec, scale, db, compare, figures"
+)]
 pub struct ParseKindError(String);
 
 impl FromStr for Kind {

@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use dyno_model::record::{
-    CompareRecord, DbRecord, DiskRecord, ExecRecord, HttpRecord, QuickRecord, Record, ScaleRecord,
-    settings_schemas,
+    CompareRecord, DbRecord, DiskRecord, ExecRecord, FiguresRecord, HttpRecord, QuickRecord,
+    Record, ScaleRecord, settings_schemas,
 };
 use dyno_model::{Kind, Run};
 use serde_json::Value;
@@ -75,6 +75,7 @@ fn every_fixture_reads_as_its_kinds_record_and_writes_back_the_same_json() {
         Kind::Scale,
         Kind::Quick,
         Kind::Compare,
+        Kind::Figures,
     ] {
         assert!(kinds.contains(&kind), "no fixture of kind {kind}");
     }
@@ -87,6 +88,7 @@ fn every_fixture_reads_as_its_kinds_record_and_writes_back_the_same_json() {
             Kind::Scale => round_trip::<ScaleRecord>(run),
             Kind::Quick => round_trip::<QuickRecord>(run),
             Kind::Compare => round_trip::<CompareRecord>(run),
+            Kind::Figures => round_trip::<FiguresRecord>(run),
             Kind::Cpu => panic!("{name}: no record for kind cpu"),
         };
         let mut diff = Vec::new();

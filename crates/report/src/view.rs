@@ -10,7 +10,8 @@ use jiff::tz::TimeZone;
 /// The report the run's subcommand printed, rebuilt from the record: what
 /// the metric list cannot say in one row (percentiles, the disk table,
 /// comparisons, the scaling verdict, quick's summary table). `None` for a
-/// kind whose report is not rendered here: `cpu` has none.
+/// kind whose report is not rendered here: `cpu` and `figures` have none
+/// beyond their metric list.
 pub fn text_report(run: &Run) -> Option<String> {
     match run.kind {
         Kind::Http => Some(crate::http_report(run)),
@@ -20,7 +21,7 @@ pub fn text_report(run: &Run) -> Option<String> {
         Kind::Compare => Some(crate::compare_report(run)),
         Kind::Db => Some(crate::db_report(run)),
         Kind::Quick => Some(crate::quick_report(run)),
-        Kind::Cpu => None,
+        Kind::Cpu | Kind::Figures => None,
     }
 }
 

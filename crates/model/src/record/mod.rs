@@ -28,6 +28,7 @@ mod compare;
 mod db;
 mod disk;
 mod exec;
+mod figures;
 mod http;
 mod quick;
 mod scale;
@@ -45,6 +46,7 @@ pub use exec::{
     Bench, CommandSpec, ExecRecord, ExecSettings, Hooks, Output, Parameter, PlannedBenchmark,
     Policy, Shell, benches,
 };
+pub use figures::{Figure, FiguresFile, FiguresRecord};
 pub use http::{
     FlowRecord, HttpObserved, HttpRecord, LoadModel, ScenarioRecord, StepRecord, TlsSession,
 };
@@ -176,5 +178,6 @@ pub fn settings_schemas() -> serde_json::Map<String, serde_json::Value> {
     one::<ScaleRecord>(&mut defs);
     one::<QuickRecord>(&mut defs);
     one::<CompareRecord>(&mut defs);
+    one::<FiguresRecord>(&mut defs);
     defs
 }

@@ -254,7 +254,7 @@ pub(crate) fn charts(run: &Run) -> Vec<String> {
         Kind::Compare => compare::charts(run),
         Kind::Quick => quick::charts(run),
         Kind::Db => with_capacity(run, "tps", db::charts(run, None)),
-        Kind::Cpu => vec![metric_table(run, |_| true)],
+        Kind::Cpu | Kind::Figures => vec![metric_table(run, |_| true)],
     }
 }
 
