@@ -429,3 +429,81 @@ fn imported_figures_are_followed_like_any_run() {
     let saved = String::from_utf8(out.stdout).unwrap();
     assert_eq!(saved.lines().count(), 19, "nothing more was saved");
 }
+
+/// A capacity search kept over time (a nightly `--find-max`): its answer,
+/// `max_sustainable_rate{slo=…}`, is the line followed, and the runs are
+/// one series although each search took other steps. The first run is a
+/// real search of a server that serves one request at a time in 4 ms; the
+/// history is copies of it whose answer is moved (as `bench/synth_runs.py`
+/// makes a store), the last ones 20% lower: a regression at the first.
+#[test]
+fn a_capacity_history_follows_the_search_answer() {
+    let home = temp();
+    let (url, _) = super::segment::one_at_a_time_server(std::time::Duration::from_millis(4));
+    let search = |home: &Path| -> Value {
+        let out = dyno(home)
+            .args(["http", &url, "-c", "4", "--find-max", "--slo", "p99<=100ms"])
+            .args(["--start", "100", "--step", "1s", "--warmup", "300ms"])
+            .args(["--precision", "25", "--budget", "40s"])
+            .args(["--json", "--no-save"])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // A search that a busy machine kept from settling has no capacity to
+    // follow: one more try.
+    let mut run = search(home.path());
+    if run["settings"]["capacity"]["answer"]["outcome"] != "found" {
+        run = search(home.path());
+    }
+    let answer = &run["settings"]["capacity"]["answer"];
+    assert_eq!(
+        answer["outcome"], "found",
+        "{:#}",
+        run["settings"]["capacity"]
+    );
+    let slo = "max_sustainable_rate{slo=p99<=100ms}";
+    let max = run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "max_sustainable_rate")
+        .unwrap_or_else(|| panic!("{run:#}"))
+        .clone();
+    assert_eq!(max["role"], "primary");
+    let value = max["value"].as_f64().unwrap();
+    let mut history = Vec::new();
+    for i in 0..16u64 {
+        let mut copy = run.clone();
+        let at = value * [1.0, 1.01, 0.99, 1.005][i as usize % 4] * if i < 10 { 1.0 } else { 0.8 };
+        // A fresh id and start an hour apart, oldest first.
+        let id = format!("01JA{:022}", i);
+        copy["id"] = Value::from(id);
+        copy["tags"] = serde_json::json!([format!("rev:c{i}")]);
+        for m in copy["metrics"].as_array_mut().unwrap() {
+            if m["name"] == "max_sustainable_rate" {
+                m["value"] = Value::from(at);
+            }
+        }
+        copy["settings"]["capacity"]["answer"]["max_rate"] = Value::from(at);
+        copy["settings"]["capacity"]["steps"][0]["achieved"] = Value::from(at / 3.0);
+        history.push(copy);
+    }
+    let file = home.path().join("history.json");
+    std::fs::write(&file, Value::from(history).to_string()).unwrap();
+    dyno(home.path())
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success();
+    let (report, code) = changes(home.path(), &["--kind", "http", "--gate"]);
+    assert_eq!(code, 1, "{report:#}");
+    let series = report["series"].as_array().unwrap();
+    assert_eq!(series.len(), 1, "one search, one series: {report:#}");
+    let lines = series[0]["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 1, "{report:#}");
+    assert_eq!(lines[0]["metric"], slo);
+    let change = &lines[0]["changes"][0];
+    assert_eq!(change["kind"], "regression", "{report:#}");
+    assert_eq!(change["commit"], "c10", "{report:#}");
+}

@@ -17,7 +17,7 @@ use serde_json::json;
 /// What a [`counting_server`] saw: requests per client address, and every
 /// `s=` query value.
 #[derive(Debug, Default)]
-struct Seen {
+pub(crate) struct Seen {
     by_peer: BTreeMap<IpAddr, u64>,
     seqs: Vec<u64>,
 }
@@ -1091,7 +1091,7 @@ fn k8s_job_carries_local_files_in_a_config_map_and_the_database_in_a_secret() {
 /// A loopback HTTP/1.1 server of known capacity: one request at a time,
 /// across every connection, each held for `service` (a D/D/1 queue: about
 /// 1/`service` requests a second); counts requests per client address.
-fn one_at_a_time_server(service: Duration) -> (String, Arc<Mutex<Seen>>) {
+pub(crate) fn one_at_a_time_server(service: Duration) -> (String, Arc<Mutex<Seen>>) {
     let desk = Mutex::new(());
     let (addr, seen) = ok_server(move |_, peer, seen| {
         {
