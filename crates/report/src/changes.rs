@@ -292,8 +292,11 @@ pub fn changes_text(report: &ChangesReport) -> String {
     for s in &report.series {
         let _ = writeln!(
             out,
-            "{}  {}  ({} runs, {})",
-            s.series, s.description, s.runs, s.machine
+            "{}  {}  ({}, {})",
+            s.series,
+            s.description,
+            crate::counted(s.runs as u64, "run"),
+            s.machine
         );
         if s.unordered > 0 {
             let _ = writeln!(
@@ -333,7 +336,12 @@ fn line_text(out: &mut String, l: &LineReport) {
         ),
         _ => "too few runs to judge".to_owned(),
     };
-    let _ = writeln!(out, "  {} over {} runs: {head}", l.metric, l.runs);
+    let _ = writeln!(
+        out,
+        "  {} over {}: {head}",
+        l.metric,
+        crate::counted(l.runs as u64, "run")
+    );
     for c in &l.changes {
         let _ = writeln!(out, "    {}", change_text(c, &value));
     }

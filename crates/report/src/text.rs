@@ -288,12 +288,12 @@ pub fn run_details_before_report(run: &Run, tz: &TimeZone) -> String {
 pub fn run_header(run: &Run, tz: &TimeZone) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Run {} ({}): {}", run.id, run.kind, run.description);
-    let _ = writeln!(
-        out,
-        "Started {}, took {}",
-        when(run.started_at, tz),
-        units::duration(run.duration_ns as f64)
-    );
+    // Figures imported from another tool say nothing of how long it took.
+    let took = match run.duration_ns {
+        0 => String::new(),
+        ns => format!(", took {}", units::duration(ns as f64)),
+    };
+    let _ = writeln!(out, "Started {}{took}", when(run.started_at, tz));
     if !run.tags.is_empty() {
         let _ = writeln!(out, "Tags: {}", run.tags.join(", "));
     }
