@@ -38,7 +38,20 @@ fn changes(home: &Path, args: &[&str]) -> (Value, i32) {
     let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
     });
+    assert_schema_valid(&report);
     (report, out.status.code().unwrap())
+}
+
+/// `report` is what `schema/changes.schema.json` describes.
+fn assert_schema_valid(report: &Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/changes.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{report:#}");
 }
 
 /// The one line of the one series.

@@ -7,12 +7,25 @@ use std::fmt::Write as _;
 use dyno_model::{Direction, Run, Unit};
 use dyno_stats::changes::{self, Analysis, Change, Settings, Verdict};
 use dyno_stats::series::{Line, Order, Series};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::format::format_value;
 
+/// The JSON Schema of `dyno changes --json` (`schema/changes.schema.json`,
+/// checked against these types by a test).
+pub fn changes_schema() -> serde_json::Value {
+    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<ChangesReport>()
+        .to_value();
+    schema["title"] = "dyno changes --json".into();
+    schema["description"] = "The change points of each series of saved runs, and with --gate the verdict on each line's newest run.".into();
+    schema
+}
+
 /// The analysis of every series, as `--json` prints it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ChangesReport {
     pub alpha: f64,
     pub min_change_percent: f64,
@@ -67,7 +80,7 @@ impl ChangesReport {
 }
 
 /// One series: the runs of one benchmark on one class of machine.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SeriesReport {
     /// The kind and the settings' fingerprint (`exec-1a2b3c4d`).
     pub series: String,
@@ -105,11 +118,13 @@ impl SeriesReport {
 }
 
 /// One figure's history.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LineReport {
     /// The metric as `dyno compare` names it, with its labels.
     pub metric: String,
+    #[schemars(with = "String")]
     pub unit: Unit,
+    #[schemars(with = "String")]
     pub direction: Direction,
     /// Runs that hold the figure.
     pub runs: usize,
@@ -157,11 +172,7 @@ impl LineReport {
             Err(e) => {
                 report.note = Some(e.to_string());
                 if gate {
-                    report.gate = Some(GateReport {
-                        verdict: "pass",
-                        regression: None,
-                        starts: false,
-                    });
+                    report.gate = Some(GateReport::pass());
                 }
                 return report;
             }
@@ -169,11 +180,7 @@ impl LineReport {
         report.fill(series, line, &analysis, settings);
         if let Some(verdict) = verdict {
             report.gate = Some(match verdict {
-                Verdict::Pass => GateReport {
-                    verdict: "pass",
-                    regression: None,
-                    starts: false,
-                },
+                Verdict::Pass => GateReport::pass(),
                 Verdict::Regression { change, starts } => GateReport {
                     verdict: "regression",
                     regression: Some(ChangeReport::of(series, line, &change)),
@@ -217,7 +224,7 @@ impl LineReport {
 }
 
 /// A change point, named by the first run after it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ChangeReport {
     /// The first run after the change.
     pub run_id: String,
@@ -270,7 +277,7 @@ impl ChangeReport {
 }
 
 /// The gate's verdict on a line's newest run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct GateReport {
     /// `pass` or `regression`.
     pub verdict: &'static str,
@@ -280,6 +287,17 @@ pub struct GateReport {
     /// Whether the newest runs start it (fewer than a segment since it),
     /// rather than continue it.
     pub starts: bool,
+}
+
+impl GateReport {
+    /// A newest run in no regression, or a line too short to judge.
+    fn pass() -> GateReport {
+        GateReport {
+            verdict: "pass",
+            regression: None,
+            starts: false,
+        }
+    }
 }
 
 /// The report as text: each series, each line's changes, the gate.
