@@ -15,6 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
+# shellcheck source=bench/lib.sh
+. "$PWD/bench/lib.sh"
 
 cargo build --release --quiet
 DYNO=$PWD/target/release/dyno
@@ -30,26 +32,9 @@ python3 bench/synth_runs.py "$WORK/run.json" a=1500 b=1500x1.1 >"$WORK/runs.json
 python3 bench/synth_runs.py "$WORK/quick.json" q=700 r=300x1.05 >"$WORK/quicks.json"
 for f in runs quicks; do "$DYNO" import "$WORK/$f.json" 2>/dev/null; done
 
-# time_it LABEL COMMAND…: ROUNDS timed runs; the median and the worst.
-time_it() {
-  local label=$1
-  shift
-  python3 - "$ROUNDS" "$label" "$WORK/out" "$@" <<'PY'
-import statistics, subprocess, sys, time
-rounds, label, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-walls = []
-for _ in range(rounds):
-    start = time.perf_counter()
-    with open(out, "wb") as f:
-        subprocess.run(sys.argv[4:], stdout=f, stderr=subprocess.DEVNULL)
-    walls.append(time.perf_counter() - start)
-print(f"{label:<48} median {statistics.median(walls):6.3f} s  worst {max(walls):6.3f} s")
-PY
-}
-
 echo
-time_it "changes: 3,000 runs of dyno run (1 line)" "$DYNO" changes --kind run --json
+time_it "changes: 3,000 runs of dyno run (1 line)" 1 "$DYNO" changes --kind run --json
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); [print("  ", l["metric"], [c["runs_before"] for c in l["changes"]]) for s in r["series"] for l in s["lines"]]' "$WORK/out"
-time_it "changes: 1,000 runs of dyno quick (9 lines)" "$DYNO" changes --kind quick --json
+time_it "changes: 1,000 runs of dyno quick (9 lines)" 1 "$DYNO" changes --kind quick --json
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); [print("  ", l["metric"], [c["runs_before"] for c in l["changes"]]) for s in r["series"] for l in s["lines"]]' "$WORK/out"
-time_it "history: the same 4,000 runs, listed" "$DYNO" history
+time_it "history: the same 4,000 runs, listed" 1 "$DYNO" history

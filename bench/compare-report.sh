@@ -16,6 +16,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
+# shellcheck source=bench/lib.sh
+. "$PWD/bench/lib.sh"
 
 cargo build --release --quiet
 DYNO=$PWD/target/release/dyno
@@ -33,25 +35,6 @@ python3 bench/synth_runs.py "$WORK/quick.json" many=1000 >"$WORK/many.json"
 python3 bench/synth_runs.py "$WORK/http.json" --timeline 3600 hour=1 >"$WORK/hour.json"
 for f in groups many hour; do "$DYNO" import "$WORK/$f.json" 2>/dev/null; done
 HOUR=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["id"])' "$WORK/hour.json")
-
-# time LABEL LIMIT_S COMMAND…: ROUNDS timed runs of the command, stdout to
-# $WORK/out; prints the median and worst wall time against the limit.
-time_it() {
-  local label=$1 limit=$2
-  shift 2
-  python3 - "$ROUNDS" "$label" "$limit" "$WORK/out" "$@" <<'PY'
-import statistics, subprocess, sys, time
-rounds, label, limit, out = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
-cmd = sys.argv[5:]
-walls = []
-for _ in range(rounds):
-    start = time.perf_counter()
-    with open(out, "wb") as f:
-        subprocess.run(cmd, stdout=f, stderr=subprocess.DEVNULL, check=True)
-    walls.append(time.perf_counter() - start)
-print(f"{label:<44} median {statistics.median(walls):6.3f} s  worst {max(walls):6.3f} s  (target < {limit} s)")
-PY
-}
 
 size_of() {
   local bytes

@@ -123,3 +123,22 @@ PY
   echo "figures saved as a dyno run tagged rev:$rev (dyno changes --kind figures --tag bench)"
   rm -f "$FIGURES" "$FIGURES.json"
 }
+
+# time_it LABEL LIMIT_S COMMAND…: $ROUNDS timed runs of the command (wall
+# clock of the whole process), its stdout in $WORK/out; prints the median
+# and the worst against the target LIMIT_S.
+time_it() {
+  local label=$1 limit=$2
+  shift 2
+  python3 - "$ROUNDS" "$label" "$limit" "$WORK/out" "$@" <<'PY'
+import statistics, subprocess, sys, time
+rounds, label, limit, out = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
+walls = []
+for _ in range(rounds):
+    start = time.perf_counter()
+    with open(out, "wb") as f:
+        subprocess.run(sys.argv[5:], stdout=f, stderr=subprocess.DEVNULL, check=True)
+    walls.append(time.perf_counter() - start)
+print(f"{label:<48} median {statistics.median(walls):6.3f} s  worst {max(walls):6.3f} s  (target < {limit:g} s)")
+PY
+}
