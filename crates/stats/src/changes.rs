@@ -349,7 +349,7 @@ pub fn gate(
         }
         let before = Stretch::of(values, since, n - j);
         let after = Stretch::of(values, n - j, n);
-        let p_value = tail_p(&values[since..n - j], &values[n - j..]);
+        let p_value = tail_p(&before, &after);
         let c = change(values, before, after, p_value);
         let big = (c.ratio - 1.0).abs() >= settings.min_change;
         if p_value <= alpha
@@ -380,20 +380,15 @@ fn worse(ratio: f64, direction: Direction) -> bool {
 
 /// The two-sided p-value of `tail` against `base` (two runs or more):
 /// Welch's t-test, or for one run the prediction interval's t.
-fn tail_p(base: &[f64], tail: &[f64]) -> f64 {
-    let b = Summary::of(base).expect("a baseline of two runs or more");
-    let t_summary = Summary::of(tail).expect("a tail of one run or more");
+fn tail_p(base: &Stretch, tail: &Stretch) -> f64 {
+    let (nb, nt) = (base.len() as f64, tail.len() as f64);
     let (t, df) = if tail.len() == 1 {
-        let se = b.stddev * (1.0 + 1.0 / b.n as f64).sqrt();
-        ((t_summary.mean - b.mean) / se, b.n as f64 - 1.0)
+        let se = base.stddev * (1.0 + 1.0 / nb).sqrt();
+        ((tail.mean - base.mean) / se, nb - 1.0)
     } else {
-        let (vb, vt) = (
-            b.stddev.powi(2) / b.n as f64,
-            t_summary.stddev.powi(2) / t_summary.n as f64,
-        );
-        let df = (vb + vt).powi(2)
-            / (vb.powi(2) / (b.n as f64 - 1.0) + vt.powi(2) / (t_summary.n as f64 - 1.0));
-        ((t_summary.mean - b.mean) / (vb + vt).sqrt(), df)
+        let (vb, vt) = (base.stddev.powi(2) / nb, tail.stddev.powi(2) / nt);
+        let df = (vb + vt).powi(2) / (vb.powi(2) / (nb - 1.0) + vt.powi(2) / (nt - 1.0));
+        ((tail.mean - base.mean) / (vb + vt).sqrt(), df)
     };
     if t.is_nan() {
         // No spread on either side and the same mean.
@@ -484,7 +479,10 @@ impl Tester {
     /// of two runs among twenty cannot go below 1/190.
     fn p_between(&self, values: &[f64], start: usize, cut: usize, end: usize) -> f64 {
         if end - cut < self.settings.min_segment && cut - start >= 2 {
-            tail_p(&values[start..cut], &values[cut..end])
+            tail_p(
+                &Stretch::of(values, start, cut),
+                &Stretch::of(values, cut, end),
+            )
         } else {
             self.fixed_split_p(values, start, cut, end)
         }
