@@ -23,6 +23,8 @@ mod outcome;
 pub mod parse;
 pub mod quick;
 pub mod record;
+/// Access logs (nginx, Apache, JSON lines, HAR) read back as requests for `dyno http --replay`.
+pub mod replay;
 pub mod request;
 pub mod scenario;
 pub mod settings;
