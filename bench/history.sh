@@ -9,7 +9,10 @@
 # store: where, between the commits, dyno's speed beside its peer moved.
 #
 # Usage: bench/history.sh "BENCH [ARGS]" REPEATS REV…
-#   bench/history.sh "bench/h2-vs-h2load.sh 2 2" 3 f8d8f72^ f8d8f72 cd45f09 HEAD
+#   H2_PATHS=hello.html bench/history.sh "bench/h2-vs-h2load.sh 2 2" 5 f8d8f72^ f8d8f72 cd45f09 HEAD
+# Give 5 repeats or more: a change between two commits needs about five
+# runs a side to pass at dyno changes' α of 0.01 (a permutation test of
+# 5 | 5 runs cannot give a p-value below 1/252, of 3 | 3 below 1/20).
 # BENCH is a script that saves figures (h2-vs-h2load.sh, http-vs-peers.sh);
 # its environment may narrow it (H2_PATHS=hello.html). The store is
 # $HISTORY_STORE (default target/history/store.db), kept: a later call adds
@@ -67,4 +70,4 @@ done
 
 echo
 echo "== dyno changes over $(git rev-parse --short HEAD)'s history (store $STORE)"
-"$SAVER" --store "$STORE" changes --kind figures --tag bench --by-commit --min-segment 2 || true
+"$SAVER" --store "$STORE" changes --kind figures --tag bench --by-commit || true
