@@ -5,6 +5,8 @@
 //!
 //! Usage: cargo run --release -p dyno-http --example replay_read -- FILE [FORMAT]
 
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a bench tool prints its answer
+
 use std::path::Path;
 use std::time::Instant;
 
