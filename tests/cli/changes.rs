@@ -46,12 +46,7 @@ fn changes(home: &Path, args: &[&str]) -> (Value, i32) {
 fn assert_schema_valid(report: &Value) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/changes.schema.json");
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(report)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{report:#}");
+    crate::common::assert_matches_schema(&schema, report);
 }
 
 /// The one line of the one series.

@@ -55,6 +55,19 @@ pub(crate) fn schema() -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// Validates `instance` against `schema`, naming every violation.
+pub(crate) fn assert_matches_schema(schema: &Value, instance: &Value) {
+    let validator = jsonschema::validator_for(schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "schema violations: {errors:#?}\n{instance:#}"
+    );
+}
+
 /// Validates `instance` against the Run schema, or against one of its
 /// `$defs` when `def` is given.
 pub(crate) fn assert_valid(instance: &Value, def: Option<&str>) {
@@ -73,15 +86,7 @@ pub(crate) fn assert_valid(instance: &Value, def: Option<&str>) {
             obj.remove(key);
         }
     }
-    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "schema violations: {errors:#?}\n{instance:#}"
-    );
+    assert_matches_schema(&schema, instance);
     if def.is_none() {
         assert_record_round_trips(instance);
     }
