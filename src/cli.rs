@@ -546,6 +546,9 @@ pub(crate) struct HttpArgs {
     pub source_addr: Option<std::net::IpAddr>,
 
     #[command(flatten)]
+    pub replay: ReplayArgs,
+
+    #[command(flatten)]
     pub find_max: FindMaxArgs,
 
     #[command(flatten)]
@@ -556,6 +559,66 @@ pub(crate) struct HttpArgs {
 
     #[command(flatten)]
     pub save: SaveArgs,
+}
+
+/// `dyno http --replay`: real traffic from an access log.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Replaying an access log")]
+pub(crate) struct ReplayArgs {
+    /// Replay the requests of an access log (nginx or Apache combined or
+    /// common format, an nginx log_format, JSON lines, HAR; gzip read as
+    /// it is) against URL's server, each at its logged time ÷ --speed from
+    /// the start. An open model: latency counts from each request's due
+    /// time. Runs until the log ends (-d or -n end it sooner). The file is
+    /// read as it is sent, never held whole.
+    #[arg(long, value_name = "FILE", requires = "url",
+          conflicts_with_all = ["url_file", "scenario", "rate", "rate_plan", "body", "body_file", "pipeline", "method"])]
+    pub replay: Option<PathBuf>,
+
+    /// The log's format: combined, common, json (fields
+    /// time,method,path,status…; json:time=ts,path=uri to rename), har, or
+    /// an nginx log_format string ('$remote_addr - [$time_local]
+    /// "$request" $status'). Told from the file when not given.
+    #[arg(long, value_name = "FORMAT", requires = "replay", value_parser = parse_log_format)]
+    pub log_format: Option<dyno_http::replay::LogFormat>,
+
+    /// Replay at this multiple of the log's pace: 2 sends a minute's
+    /// requests in 30 s, 0.5 in two minutes.
+    #[arg(long, value_name = "X", requires = "replay", default_value_t = 1.0, value_parser = parse_speed)]
+    pub speed: f64,
+
+    /// Replay only this part of the log, as times from its first request:
+    /// 5m..10m, ..90s, 1h..
+    #[arg(long, value_name = "FROM..TO", requires = "replay", value_parser = parse_window)]
+    pub window: Option<dyno_http::replay::Window>,
+
+    /// When the log (its window) ends, replay it again, and again, until
+    /// -d or -n.
+    #[arg(long = "loop", requires = "replay")]
+    pub looped: bool,
+
+    /// How requests logged in the same second (or millisecond) are placed
+    /// within it: even (evenly apart) or poisson (at random, as
+    /// independent arrivals would be; --seed repeats it).
+    #[arg(long, value_name = "HOW", requires = "replay", default_value = "even", value_parser = ["even", "poisson"])]
+    pub spread: String,
+
+    /// The methods replayed [default: GET,HEAD]; requests of others are
+    /// left out and counted. Naming others (POST, DELETE…) replays
+    /// requests that may change the target's data: do it on a copy.
+    #[arg(long, value_name = "LIST", requires = "replay", value_delimiter = ',', value_parser = parse_replay_method)]
+    pub methods: Vec<String>,
+
+    /// Request headers a log kept (HAR, JSON) that are not sent
+    /// [default: cookie,authorization]; 'none' sends them all.
+    #[arg(long, value_name = "LIST", requires = "replay", value_delimiter = ',')]
+    pub scrub: Vec<String>,
+
+    /// Path templates the per-endpoint figures group by, tried in order
+    /// (/users/{id},/items/{sku}/reviews); paths no template matches are
+    /// folded by themselves (numbers and ids become {id}).
+    #[arg(long, value_name = "LIST", requires = "replay", value_delimiter = ',')]
+    pub templates: Vec<String>,
 }
 
 /// Watching the system under test while it is loaded.
@@ -2492,6 +2555,45 @@ fn parse_progress(s: &str) -> Result<std::time::Duration, String> {
 fn parse_rate_plan(s: &str) -> Result<dyno_load::plan::RatePlan, String> {
     s.parse()
         .map_err(|e: dyno_load::plan::PlanError| e.to_string())
+}
+
+/// `--log-format`.
+fn parse_log_format(s: &str) -> Result<dyno_http::replay::LogFormat, String> {
+    dyno_http::replay::LogFormat::parse(s).map_err(|e| e.to_string())
+}
+
+/// `--speed`: a multiple above zero.
+fn parse_speed(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches(['x', '×']);
+    match t.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 && x <= 1e6 => Ok(x),
+        Ok(_) => Err(format!(
+            "'{s}' is out of range: give a multiple of the log's pace above 0, e.g. 2 or 0.5"
+        )),
+        Err(_) => Err(format!(
+            "'{s}' is not a number: give a multiple of the log's pace, e.g. 2 or 0.5"
+        )),
+    }
+}
+
+/// `--window FROM..TO`.
+fn parse_window(s: &str) -> Result<dyno_http::replay::Window, String> {
+    dyno_http::replay::Window::parse(s, parse_duration)
+}
+
+/// `--methods`: HTTP tokens, upper-cased.
+fn parse_replay_method(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    if t.is_empty()
+        || !t
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    {
+        return Err(format!(
+            "'{s}' is not a method: give methods such as GET,HEAD,POST"
+        ));
+    }
+    Ok(t.to_ascii_uppercase())
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {

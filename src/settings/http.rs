@@ -93,7 +93,24 @@ pub(crate) fn http(args: HttpArgs, env: &Environment, inputs: HttpInputs) -> Res
             "no URL given: loading dyno's built-in server at {url}"
         ));
     }
-    let settings = engine_settings(&args, &request, warmup, connections, threads, plan.as_ref());
+    let mut settings =
+        engine_settings(&args, &request, warmup, connections, threads, plan.as_ref());
+    if let Some(replay) = replay(&args, settings.seed)? {
+        settings.schedule.stop = match (args.requests, args.duration) {
+            (Some(n), _) => Stop::Requests(n),
+            (None, Some(d)) => Stop::Duration(d),
+            (None, None) if replay.looped => bail!(
+                "--loop replays the log again and again: end the run with -d (e.g. -d 10m) or -n"
+            ),
+            (None, None) => Stop::LogEnds,
+        };
+        if args.find_max.find_max {
+            bail!(
+                "--find-max over a replay's --speed is not built yet: search by replaying at a few --speed values, or use --find-max with --url-file"
+            );
+        }
+        settings.replay = Some(replay);
+    }
     dyno_http::engine::validate(&settings)?;
     check_open_files(env, &settings, builtin)?;
     let asked = Asked {
@@ -225,6 +242,11 @@ fn request(args: &HttpArgs, inputs: HttpInputs) -> Result<Request> {
         scenario.as_deref(),
         &url,
     )?;
+    if args.replay.replay.is_some() && paths.first().is_some_and(|p| p != "/") {
+        bail!(
+            "--replay sends the log's own paths to URL's server: give the URL without a path (e.g. http://localhost:8080), not '{url}'"
+        );
+    }
     check_insecure(target.scheme == Scheme::Https, args.insecure)?;
     let spec = RequestSpec {
         method,
@@ -296,7 +318,46 @@ fn engine_settings(
         source_addr: args.source_addr,
         segment: plan.map_or(Segment::WHOLE, |p| p.segment),
         scenario: request.scenario.clone(),
+        replay: None,
     }
+}
+
+/// `--replay` and its flags as the engine takes them; `None` without it.
+fn replay(args: &HttpArgs, seed: u64) -> Result<Option<dyno_http::replay::Replay>> {
+    let r = &args.replay;
+    let Some(path) = &r.replay else {
+        return Ok(None);
+    };
+    let mut replay = dyno_http::replay::Replay::new(path.clone());
+    replay.format = r.log_format.clone();
+    replay.speed = r.speed;
+    replay.window = r.window.unwrap_or_default();
+    replay.looped = r.looped;
+    replay.spread = match r.spread.as_str() {
+        "poisson" => dyno_http::replay::Spread::Poisson { seed },
+        _ => dyno_http::replay::Spread::Even,
+    };
+    if !r.methods.is_empty() {
+        replay.methods = r.methods.clone();
+    }
+    if !r.scrub.is_empty() {
+        replay.scrub = if r
+            .scrub
+            .iter()
+            .any(|h| h.trim().eq_ignore_ascii_case("none"))
+        {
+            Vec::new()
+        } else {
+            r.scrub
+                .iter()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .collect()
+        };
+    }
+    let templates: Vec<&str> = r.templates.iter().map(|t| t.trim()).collect();
+    replay.templates =
+        dyno_http::replay::Templates::new(&templates).map_err(|e| anyhow!("--templates: {e}"))?;
+    Ok(Some(replay))
 }
 
 /// Worker threads: `-t` as given, else one per CPU (half of them beside

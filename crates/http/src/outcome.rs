@@ -58,6 +58,15 @@ impl Outcome {
         if let Some(rate) = settings.schedule.rate_per_sec {
             metrics.extend(self.open_model_metrics(settings, rate));
         }
+        if let Some(replayed) = &self.replay {
+            let log = &replayed.log;
+            let speed = settings.replay.as_ref().map_or(1.0, |r| r.speed);
+            let span = (log.span_s / speed).max(1e-3);
+            // The whole run's: a segment sends every N-th request.
+            let rate = log.requests as f64 * f64::from(settings.segment.count) / span;
+            metrics.extend(self.open_model_metrics(settings, rate));
+            metrics.extend(self.replay_metrics(replayed));
+        }
         metrics.extend(dyno_load::silence::lost_metric(&self.lost));
         // With --alpn, connections the server took to HTTP/2 have these too.
         if settings.http2 || self.stats.h2.plain_header_written > 0 {
@@ -259,25 +268,62 @@ impl Outcome {
             .rate_of(of)
     }
 
+    /// `--replay`: each path template's figures (labelled `endpoint`),
+    /// the log's own status mix, and what of the log was sent.
+    fn replay_metrics(&self, replayed: &crate::engine::Replayed) -> Vec<Metric> {
+        let log = &replayed.log;
+        let mut metrics = Vec::new();
+        for (name, s) in log.endpoints.iter().zip(&replayed.endpoints) {
+            metrics.extend(
+                self.part_metrics(s, &ENDPOINT_NAMES)
+                    .into_iter()
+                    .map(|m| m.with_label(label::ENDPOINT, name.as_str())),
+            );
+        }
+        for (&code, &n) in &log.statuses {
+            metrics.push(Metric::count(format!("{}{code}", http::LOG_STATUS_PREFIX), n).context());
+        }
+        metrics.push(Metric::count(http::REPLAY_REQUESTS, log.requests).context());
+        metrics.push(Metric::count(http::REPLAY_BAD_LINES, log.bad).context());
+        metrics.push(Metric::count(http::REPLAY_WITHOUT_BODY, log.without_body).context());
+        metrics.push(
+            Metric::new(
+                http::REPLAY_LOG_PEAK_RATE,
+                Unit::RequestsPerSec,
+                Direction::HigherIsBetter,
+                log.peak_rate() as f64,
+            )
+            .context()
+            .merged(Merge::Sum),
+        );
+        metrics
+    }
+
     /// One scenario step's figures, not yet labelled with its place.
     fn step_metrics(&self, s: &crate::scenario::StepStats) -> Vec<Metric> {
+        self.part_metrics(s, &STEP_NAMES)
+    }
+
+    /// The figures of one part of a run's requests (a scenario's step, a
+    /// replay's path template), under `names`.
+    fn part_metrics(&self, s: &crate::scenario::StepStats, names: &PartNames) -> Vec<Metric> {
         let mut metrics = vec![
             self.diagnostic_rate(
-                http::STEP_REQUESTS_PER_SEC,
+                names.rate,
                 Unit::RequestsPerSec,
-                (http::STEP_RESPONSES, s.responses),
+                (names.responses, s.responses),
             ),
-            hdr::latency_metric(http::STEP_LATENCY, &s.latency).diagnostic(),
-            Metric::count(http::STEP_RESPONSES, s.responses),
-            Metric::count(http::STEP_ERRORS, s.errors.total()),
-            Metric::count(http::STEP_UNFINISHED, s.unfinished),
-            bytes(http::STEP_BODY_BYTES, s.body_bytes),
+            hdr::latency_metric(names.latency, &s.latency).diagnostic(),
+            Metric::count(names.responses, s.responses),
+            Metric::count(names.errors, s.errors.total()),
+            Metric::count(names.unfinished, s.unfinished),
+            bytes(names.body_bytes, s.body_bytes),
         ];
         for class in ErrorClass::ALL {
             let n = s.errors.of(class);
             if n > 0 {
                 metrics.push(
-                    Metric::count(http::STEP_ERRORS_BY_CLASS, n)
+                    Metric::count(names.errors_by_class, n)
                         .with_label(label::CLASS, class.as_str()),
                 );
             }
@@ -346,3 +392,34 @@ pub fn recompute_merged(run: &mut Run) {
         99.0,
     ));
 }
+
+/// The metric names of one part of a run's requests.
+struct PartNames {
+    rate: &'static str,
+    latency: &'static str,
+    responses: &'static str,
+    errors: &'static str,
+    errors_by_class: &'static str,
+    unfinished: &'static str,
+    body_bytes: &'static str,
+}
+
+const STEP_NAMES: PartNames = PartNames {
+    rate: http::STEP_REQUESTS_PER_SEC,
+    latency: http::STEP_LATENCY,
+    responses: http::STEP_RESPONSES,
+    errors: http::STEP_ERRORS,
+    errors_by_class: http::STEP_ERRORS_BY_CLASS,
+    unfinished: http::STEP_UNFINISHED,
+    body_bytes: http::STEP_BODY_BYTES,
+};
+
+const ENDPOINT_NAMES: PartNames = PartNames {
+    rate: http::ENDPOINT_REQUESTS_PER_SEC,
+    latency: http::ENDPOINT_LATENCY,
+    responses: http::ENDPOINT_RESPONSES,
+    errors: http::ENDPOINT_ERRORS,
+    errors_by_class: http::ENDPOINT_ERRORS_BY_CLASS,
+    unfinished: http::ENDPOINT_UNFINISHED,
+    body_bytes: http::ENDPOINT_BODY_BYTES,
+};

@@ -62,6 +62,7 @@ pub fn settings(url: &str, duration: Duration, threads: usize) -> Result<Setting
         source_addr: None,
         segment: Segment::WHOLE,
         scenario: None,
+        replay: None,
     })
 }
 
@@ -86,7 +87,7 @@ pub fn measure(
     let outcome = engine::run(settings.clone(), interrupted, |_| {})?;
     let duration = match settings.schedule.stop {
         Stop::Duration(d) => d,
-        Stop::Requests(_) => Duration::ZERO,
+        Stop::Requests(_) | Stop::LogEnds => Duration::ZERO,
     };
     Ok(QuickLine {
         part: part(duration),

@@ -102,7 +102,49 @@ fn http_record(settings: &Settings, outcome: &Outcome, asked: &Asked) -> HttpRec
             .plan
             .as_ref()
             .map(|plan| dyno_load::stages::record(plan, &outcome.stages)),
+        replay: settings.replay.as_ref().map(|r| {
+            let mut record = replay_record(r);
+            if let Some(replayed) = &outcome.replay {
+                let log = &replayed.log;
+                record.format = log.format.clone();
+                record.lines = log.lines;
+                record.requests = log.requests;
+                record.bad_lines = log.bad;
+                record.bad_quoted = log.quoted.clone();
+                record.skipped_methods = log.skipped_methods.clone();
+                record.outside_window = log.outside_window;
+                record.other_segments = log.other_segments;
+                record.without_body = log.without_body;
+                record.log_statuses = log.statuses.clone();
+                record.log_per_second = log.per_second.clone();
+                record.log_span_s = log.span_s;
+                record.passes = log.passes;
+                record.cut = log.cut;
+                record.endpoints = log.endpoints.clone();
+            }
+            record
+        }),
         ..asked_record(settings, asked)
+    }
+}
+
+/// What `--replay` asked, before the log is read.
+fn replay_record(r: &crate::replay::Replay) -> record::ReplayRecord {
+    record::ReplayRecord {
+        file: r.path.display().to_string(),
+        format: r.format.as_ref().map_or("", |f| f.name()).to_owned(),
+        speed: r.speed,
+        spread: match r.spread {
+            crate::replay::Spread::Even => "even",
+            crate::replay::Spread::Poisson { .. } => "poisson",
+        }
+        .to_owned(),
+        window_from_s: r.window.from_s,
+        window_to_s: r.window.to_s,
+        looped: r.looped,
+        methods: r.methods.clone(),
+        scrub: r.scrub.clone(),
+        ..record::ReplayRecord::default()
     }
 }
 
@@ -114,6 +156,7 @@ pub fn asked_record(settings: &Settings, asked: &Asked) -> HttpRecord {
     let (requests, duration_ns) = match settings.schedule.stop {
         Stop::Requests(n) => (Some(n), None),
         Stop::Duration(d) => (None, Some(d.as_nanos() as u64)),
+        Stop::LogEnds => (None, None),
     };
     HttpRecord {
         url: asked.url.clone(),
@@ -125,9 +168,10 @@ pub fn asked_record(settings: &Settings, asked: &Asked) -> HttpRecord {
             .map(|p| p.display().to_string()),
         builtin_server: asked.builtin_server,
         method: method(settings).to_owned(),
-        model: match settings.schedule.rate_per_sec {
-            Some(_) => LoadModel::Open,
-            None => LoadModel::Closed,
+        model: if settings.open_model() {
+            LoadModel::Open
+        } else {
+            LoadModel::Closed
         },
         requests,
         duration_ns,
@@ -184,6 +228,7 @@ pub fn asked_record(settings: &Settings, asked: &Asked) -> HttpRecord {
                 cookies: s.cookies,
                 data: s.data.as_ref().map(|d| d.path.display().to_string()),
             }),
+        replay: settings.replay.as_ref().map(replay_record),
     }
 }
 
@@ -191,6 +236,7 @@ pub fn asked_record(settings: &Settings, asked: &Asked) -> HttpRecord {
 /// a scenario's many.
 pub(crate) fn method(settings: &Settings) -> &str {
     match settings.requests.first() {
+        _ if settings.replay.is_some() => "REPLAY",
         Some(r) if settings.scenario.is_none() => r.method(),
         _ => "SCENARIO",
     }
@@ -205,6 +251,9 @@ fn description(settings: &Settings, asked: &Asked) -> String {
     } else {
         "req"
     };
+    if let Some(r) = &settings.replay {
+        return format!("{} ×{}", subject(settings, asked), r.speed);
+    }
     let model = match settings.schedule.rate_per_sec {
         // A plan's mean rate (857.142857…) reads as 857.1.
         Some(r) if r.fract() == 0.0 => format!("{r} {per}/s"),
@@ -223,6 +272,13 @@ pub(crate) fn subject(settings: &Settings, asked: &Asked) -> String {
             |n| n.to_string_lossy().into_owned(),
         );
         return format!("scenario {name} at {}", s.target);
+    }
+    if let Some(r) = &settings.replay {
+        let name = r.path.file_name().map_or_else(
+            || r.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        return format!("replay {name} at {}", settings.target);
     }
     let url = match &asked.url_file {
         Some(path) => {

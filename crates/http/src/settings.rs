@@ -11,6 +11,9 @@ pub enum Stop {
     Requests(u64),
     /// After this long (warm-up not counted).
     Duration(Duration),
+    /// `--replay`: once every request of the log (its window) has been
+    /// sent and answered.
+    LogEnds,
 }
 
 /// How requests are paced: one value drives the one driver loop.
@@ -88,6 +91,10 @@ pub struct Settings {
     /// `--scenario`: each connection is a virtual user running the
     /// scenario's flows, and [`Settings::requests`] is unused.
     pub scenario: Option<std::sync::Arc<crate::scenario::Scenario>>,
+    /// `--replay`: the requests and their due times come from an access
+    /// log, and [`Settings::requests`] is unused. An open model: the due
+    /// times are the log's, so `schedule.rate_per_sec` is unused too.
+    pub replay: Option<crate::replay::Replay>,
 }
 
 /// TLS options. Whether TLS is used at all follows from the URL's scheme,
@@ -112,6 +119,13 @@ impl Settings {
         } else {
             self.alpn.iter().map(|p| p.as_bytes().to_vec()).collect()
         }
+    }
+
+    /// Whether requests are sent on a timetable (`--rate`, `--replay`)
+    /// rather than as answers come in.
+    #[inline]
+    pub(crate) fn open_model(&self) -> bool {
+        self.schedule.rate_per_sec.is_some() || self.replay.is_some()
     }
 
     /// The threads the run uses: `threads`, but no more than there are

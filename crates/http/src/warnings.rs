@@ -88,7 +88,23 @@ pub enum HttpWarning {
         /// The failures' classes, most first, with their counts.
         failures: Vec<(ErrorClass, u64)>,
     },
+    /// `--replay --methods` with methods that may change the target's data.
+    ReplayUnsafeMethods { methods: Vec<String> },
+    /// `--replay`: lines of the log that could not be read or sent.
+    ReplayBadLines { bad: u64, first: Option<String> },
+    /// `--replay`: requests whose method has a body went without one.
+    ReplayWithoutBody { requests: u64 },
+    /// `--replay`: the target answered a status far more (or less) often
+    /// than the log says the logged system did: `(status, the log's share,
+    /// the target's share)`, in percent.
+    ReplayStatusMix { differs: Vec<(u16, f64, f64)> },
 }
+
+/// A status whose share of the answers differs from the log's by more
+/// than this many percentage points is named (with at least
+/// [`STATUS_MIX_MIN`] answers of it on one side).
+pub const STATUS_MIX_POINTS: f64 = 5.0;
+const STATUS_MIX_MIN: u64 = 10;
 
 impl dyno_model::Judgement for HttpWarning {
     /// The stable, machine-readable code.
@@ -101,6 +117,10 @@ impl dyno_model::Judgement for HttpWarning {
             HttpWarning::ConnectionRefused { .. } => "connection_refused",
             HttpWarning::NoAnswer { .. } => "no_answer",
             HttpWarning::Interrupted => "interrupted",
+            HttpWarning::ReplayUnsafeMethods { .. } => "replay_unsafe_methods",
+            HttpWarning::ReplayBadLines { .. } => "replay_bad_lines",
+            HttpWarning::ReplayWithoutBody { .. } => "replay_without_body",
+            HttpWarning::ReplayStatusMix { .. } => "replay_status_mix",
             HttpWarning::RateNotReached { .. } => "rate_not_reached",
             HttpWarning::DroppedSends { .. } => "dropped_sends",
             HttpWarning::UnexpectedStatus { .. } => "unexpected_status",
@@ -152,6 +172,35 @@ impl fmt::Display for HttpWarning {
             HttpWarning::Interrupted => f.write_str(
                 "the run was stopped early by an interrupt (Ctrl-C, SIGTERM or SIGHUP); figures cover the part that ran",
             ),
+            HttpWarning::ReplayUnsafeMethods { methods } => write!(
+                f,
+                "--methods replays {} requests, which may change the target's data: replay against a copy, never production",
+                methods.join(", ")
+            ),
+            HttpWarning::ReplayBadLines { bad, first } => write!(
+                f,
+                "{bad} lines of the log could not be read or sent and were not replayed{}",
+                first
+                    .as_ref()
+                    .map_or(String::new(), |first| format!("; the first: {first}"))
+            ),
+            HttpWarning::ReplayWithoutBody { requests } => write!(
+                f,
+                "{requests} requests whose method carries a body were sent without one: the log keeps no bodies (HAR and JSON lines with a body field do), so the target may answer them differently than it did"
+            ),
+            HttpWarning::ReplayStatusMix { differs } => {
+                let parts: Vec<String> = differs
+                    .iter()
+                    .map(|(code, log, target)| {
+                        format!("{code}: {target:.1}% of answers, {log:.1}% in the log")
+                    })
+                    .collect();
+                write!(
+                    f,
+                    "the target's statuses differ from the log's ({}): it may not be the system that was logged, or not in the same state (data, configuration)",
+                    parts.join("; ")
+                )
+            }
             HttpWarning::RateNotReached {
                 achieved,
                 requested: rate,
@@ -328,6 +377,17 @@ pub fn preflight(env: &Environment, settings: &Settings) -> Vec<HttpWarning> {
     if settings.tls.insecure && settings.target.scheme == Scheme::Https {
         warnings.push(HttpWarning::TlsInsecure);
     }
+    if let Some(replay) = &settings.replay {
+        let methods: Vec<String> = replay
+            .methods
+            .iter()
+            .filter(|m| !crate::replay::SAFE_METHODS.contains(&m.as_str()) && *m != "OPTIONS")
+            .cloned()
+            .collect();
+        if !methods.is_empty() {
+            warnings.push(HttpWarning::ReplayUnsafeMethods { methods });
+        }
+    }
     if let Some(backlog) = env.network.somaxconn
         && settings.connections as u64 > u64::from(backlog)
     {
@@ -448,6 +508,9 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
             });
         }
     }
+    if let Some(replayed) = &outcome.replay {
+        warnings.extend(replay_warnings(outcome, &replayed.log));
+    }
     let unexpected: Vec<(u16, u64)> = outcome
         .stats
         .status
@@ -537,6 +600,60 @@ pub(crate) fn tls_hint(failure: &str, insecure: bool) -> &'static str {
     }
 }
 
+/// What a replay's log and answers say about the replay itself.
+fn replay_warnings(outcome: &Outcome, log: &crate::replay::Summary) -> Vec<HttpWarning> {
+    let mut warnings = Vec::new();
+    if outcome.stats.dropped > 0 {
+        warnings.push(HttpWarning::DroppedSends {
+            dropped: outcome.stats.dropped,
+            flows: false,
+        });
+    }
+    if log.bad > 0 {
+        warnings.push(HttpWarning::ReplayBadLines {
+            bad: log.bad,
+            first: log.quoted.first().cloned(),
+        });
+    }
+    if log.without_body > 0 {
+        warnings.push(HttpWarning::ReplayWithoutBody {
+            requests: log.without_body,
+        });
+    }
+    let logged: u64 = log.statuses.values().sum();
+    let answered = outcome.stats.responses;
+    if logged > 0 && answered > 0 {
+        let target = |code: u16| {
+            outcome
+                .stats
+                .status
+                .iter()
+                .find(|&&(c, _)| c == code)
+                .map_or(0, |&(_, n)| n)
+        };
+        let mut codes: Vec<u16> = log.statuses.keys().copied().collect();
+        codes.extend(outcome.stats.status.iter().map(|&(c, _)| c));
+        codes.sort_unstable();
+        codes.dedup();
+        let differs: Vec<(u16, f64, f64)> = codes
+            .into_iter()
+            .filter_map(|code| {
+                let (in_log, at_target) =
+                    (log.statuses.get(&code).copied().unwrap_or(0), target(code));
+                let log_share = in_log as f64 * 100.0 / logged as f64;
+                let target_share = at_target as f64 * 100.0 / answered as f64;
+                ((log_share - target_share).abs() > STATUS_MIX_POINTS
+                    && in_log.max(at_target) >= STATUS_MIX_MIN)
+                    .then_some((code, log_share, target_share))
+            })
+            .collect();
+        if !differs.is_empty() {
+            warnings.push(HttpWarning::ReplayStatusMix { differs });
+        }
+    }
+    warnings
+}
+
 #[cfg(test)]
 mod tests {
     use dyno_model::Judgement as _;
@@ -574,6 +691,7 @@ mod tests {
             refused: false,
             silent: false,
             scenario: None,
+            replay: None,
             endpoint: Endpoint::Tcp("127.0.0.1:8080".parse().unwrap(), None),
             tls_failure: None,
             tls_session: None,

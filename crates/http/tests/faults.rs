@@ -64,6 +64,7 @@ fn hang_bound(s: &Settings) -> Duration {
             s.schedule.warmup + (wait + Duration::from_millis(100)) * n + SLACK
         }
         Stop::Duration(d) => s.schedule.warmup + d + wait + SLACK,
+        Stop::LogEnds => unreachable!("these tests replay no log"),
     }
 }
 

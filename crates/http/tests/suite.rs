@@ -479,6 +479,7 @@ fn bound(s: &Settings, shape: Shape) -> Duration {
             per * u32::try_from(n).unwrap() + SLACK
         }
         Stop::Duration(d) => d + TIMEOUT + SLACK,
+        Stop::LogEnds => unreachable!("the suite replays no log"),
     }
 }
 

@@ -81,7 +81,11 @@ fn target_words(rec: &HttpRecord) -> String {
         .scenario
         .as_ref()
         .map_or(String::new(), |s| format!(" (scenario {})", s.file));
-    format!("{url}{builtin}{scenario}")
+    let replay = rec
+        .replay
+        .as_ref()
+        .map_or(String::new(), |r| format!(" (replaying {})", r.file));
+    format!("{url}{builtin}{scenario}{replay}")
 }
 
 /// Connections, threads, keep-alive, TLS, pipelining or HTTP/2, the
@@ -91,6 +95,7 @@ fn settings_words(rec: &HttpRecord) -> String {
         (Some(n), _) if rec.scenario.is_some() => format!("{n} flows"),
         (Some(n), _) => format!("{n} requests"),
         (None, Some(ns)) => units::duration(ns as f64),
+        (None, None) if rec.replay.is_some() => "until the log ends".into(),
         _ => "?".into(),
     };
     let warmup = rec.warmup_ns;
@@ -142,6 +147,21 @@ fn settings_words(rec: &HttpRecord) -> String {
 /// The load model in words: closed or open, with its rate or its stages.
 fn model_words(rec: &HttpRecord) -> String {
     let open = rec.model == LoadModel::Open;
+    if let Some(r) = &rec.replay {
+        let window = match (r.window_from_s, r.window_to_s) {
+            (0.0, None) => String::new(),
+            (from, to) => format!(
+                ", its part {}..{}",
+                units::duration(from * 1e9),
+                to.map_or(String::new(), |to| units::duration(to * 1e9))
+            ),
+        };
+        let looped = if r.looped { ", looped" } else { "" };
+        return format!(
+            "replay at {}× the log's pace{window}{looped}: each request at its logged time, latency from due times",
+            r.speed
+        );
+    }
     if let Some(plan) = &rec.rate_plan {
         format!(
             "open model by stages: {} (mean {} {}) on a fixed schedule, latency from due times",
@@ -210,9 +230,15 @@ pub fn http_report(run: &Run) -> String {
     if let Some(scenario) = &rec.scenario {
         scenario_section(&mut out, run, scenario);
     }
+    if let Some(replay) = &rec.replay {
+        crate::replay::replay_section(&mut out, run, replay);
+    }
     latency_section(&mut out, &f);
     connection_times(&mut out, &f);
     answers_lines(&mut out, &f);
+    if let Some(replay) = &rec.replay {
+        crate::replay::log_status_line(&mut out, replay);
+    }
     let _ = writeln!(out, "Client CPU  {}", client_cpu_words(&f));
     crate::text::watched(run, "request", &mut out);
     crate::text::warnings(run, &mut out);
@@ -560,7 +586,7 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
 }
 
 /// An error class as the Errors line and the step table both name it.
-fn class_words(class: &str) -> String {
+pub(crate) fn class_words(class: &str) -> String {
     match class {
         class::STATUS => "unexpected status".into(),
         class => class.replace('_', " "),
@@ -608,7 +634,7 @@ pub(crate) fn latency_table(out: &mut String, rows: &[(&str, Histogram<u64>)]) {
 
 /// A request rate: whole numbers from 10 up, two decimals below (a
 /// requested 0.5 req/s is not "0 req/s").
-fn rate(per_sec: f64) -> String {
+pub(crate) fn rate(per_sec: f64) -> String {
     if per_sec.abs() < 10.0 {
         format!("{per_sec:.2}")
     } else {
@@ -617,7 +643,7 @@ fn rate(per_sec: f64) -> String {
 }
 
 /// A table cell with nothing measured (no response, no latency).
-const DASH: &str = "–";
+pub(crate) const DASH: &str = "–";
 
 fn ms(ns: f64) -> f64 {
     ns / 1e6

@@ -22,6 +22,7 @@ pub mod html;
 mod http;
 mod hyperfine;
 mod quick;
+mod replay;
 mod scale;
 mod stages;
 mod text;

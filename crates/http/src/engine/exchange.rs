@@ -126,7 +126,12 @@ pub(super) async fn connection(task: Task, stream: Option<Stream>) {
         .schedule
         .rate_per_sec
         .map(|rate| OpenSchedule::start(&shared, global_index, rate, &local));
-    let depth = if open.is_some() { 1 } else { settings.pipeline };
+    let replay = local.borrow().replay.clone();
+    let depth = if settings.open_model() {
+        1
+    } else {
+        settings.pipeline
+    };
     let mut conn = Conn::new(stream);
     let mut batch: Vec<Ticket> = Vec::with_capacity(depth);
     let mut backoff = Duration::ZERO;
@@ -134,9 +139,10 @@ pub(super) async fn connection(task: Task, stream: Option<Stream>) {
         batch.clear();
         {
             for _ in 0..depth {
-                let ticket = match &open {
-                    Some(schedule) => schedule.borrow_mut().ticket(&shared, &local),
-                    None => local.borrow_mut().closed_ticket(&shared, threads),
+                let ticket = match (&open, &replay) {
+                    (Some(schedule), _) => schedule.borrow_mut().ticket(&shared, &local),
+                    (None, Some(replay)) => replay.ticket(&shared, &local).await,
+                    (None, None) => local.borrow_mut().closed_ticket(&shared, threads),
                 };
                 match ticket {
                     Some(t) => batch.push(t),
@@ -197,6 +203,11 @@ pub(super) async fn exchange(
 ) -> Result<Option<Answered>, Failure> {
     let settings = &shared.settings;
     let measured = batch.iter().any(|t| t.measured);
+    // A replayed request (a batch of one) is the log's, not the run's.
+    let replayed = match settings.replay {
+        Some(_) => local.borrow_mut().replayed.remove(&batch[0].seq),
+        None => None,
+    };
     let mut connect_time = Duration::ZERO;
     if conn.stream.is_none() {
         let began = Instant::now();
@@ -216,8 +227,10 @@ pub(super) async fn exchange(
         }
     }
 
-    let template_of =
-        |t: &Ticket| &settings.requests[(t.seq % settings.requests.len() as u64) as usize];
+    let template_of = |t: &Ticket| match &replayed {
+        Some(request) => request,
+        None => &settings.requests[(t.seq % settings.requests.len() as u64) as usize],
+    };
     let head = match &outgoing {
         Some(o) => o.head,
         None => template_of(&batch[0]).is_head(),

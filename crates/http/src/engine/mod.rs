@@ -20,6 +20,7 @@
 
 mod exchange;
 mod h2;
+mod replay;
 mod scenario;
 mod schedule;
 
@@ -72,6 +73,9 @@ pub enum EngineError {
     /// A scenario's setup step failed: the load is not started.
     #[error("{0}")]
     Setup(String),
+    /// `--replay`: the log cannot be read, or holds nothing to send.
+    #[error("{0}")]
+    Replay(String),
 }
 
 /// What a run measured.
@@ -135,6 +139,16 @@ pub struct Outcome {
     pub protocol_failure: Option<String>,
     /// `--scenario`: the figures of each step and each flow.
     pub scenario: Option<crate::scenario::Figures>,
+    /// `--replay`: what the log held, and the figures of each path
+    /// template (indexed like [`crate::replay::Summary::endpoints`]).
+    pub replay: Option<Replayed>,
+}
+
+/// What a replay sent and measured beyond the run's own figures.
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    pub log: crate::replay::Summary,
+    pub endpoints: Vec<crate::scenario::StepStats>,
 }
 
 /// Progress as it happens, once per second, for a progress line.
@@ -168,6 +182,8 @@ struct Shared {
     silent_timeouts: AtomicU64,
     /// Given up: the server accepts connections and answers nothing.
     silent: AtomicBool,
+    /// `--replay`: the log's reader.
+    feed: Option<crate::replay::Feed>,
 }
 
 /// Refused connection attempts, with none ever accepted, after which a run
@@ -234,7 +250,7 @@ impl Shared {
     /// [`GIVE_UP_AFTER_SILENT_TIMEOUTS_PER_SLOT`] times.
     fn timed_out(&self) {
         let s = &self.settings;
-        if self.answered.load(Ordering::Relaxed) || !matches!(s.schedule.stop, Stop::Requests(_)) {
+        if self.answered.load(Ordering::Relaxed) || matches!(s.schedule.stop, Stop::Duration(_)) {
             return;
         }
         let slots = (s.connections * s.streams.max(1) * s.pipeline.max(1)) as u64;
@@ -294,6 +310,11 @@ struct Local {
     step_in_flight: Vec<u64>,
     /// Spells with no answer while requests failed (`target_lost`).
     silence: Silence,
+    /// `--replay`: this thread's share of the log.
+    replay: Option<Rc<replay::ReplaySchedule>>,
+    /// `--replay`: the requests of the tickets handed out and not yet
+    /// sent, by their `seq`.
+    replayed: std::collections::HashMap<u64, crate::request::RequestTemplate>,
 }
 
 /// What a thread hands back.
@@ -394,11 +415,27 @@ pub fn run_gated(
         warmup: settings.schedule.warmup,
         duration: match settings.schedule.stop {
             Stop::Duration(d) => Some(d),
-            Stop::Requests(_) => None,
+            Stop::Requests(_) | Stop::LogEnds => None,
         },
         grace: settings.schedule.grace,
         progress_every: Duration::from_secs(1),
     };
+    // The log is opened and its first request read before any load, so
+    // an unreadable or empty log (or window) costs nothing.
+    let feed = settings
+        .replay
+        .as_ref()
+        .map(|replay| {
+            crate::replay::Feed::start(
+                replay,
+                &settings.target,
+                settings.keep_alive,
+                threads,
+                settings.segment,
+            )
+        })
+        .transpose()
+        .map_err(EngineError::Replay)?;
     let control = pool::Control::new(stop);
     let shared = Arc::new(Shared {
         settings,
@@ -410,6 +447,7 @@ pub fn run_gated(
         answered: AtomicBool::new(false),
         silent_timeouts: AtomicU64::new(0),
         silent: AtomicBool::new(false),
+        feed,
     });
     let mut reported = 0;
     let pooled = pool::run(
@@ -435,6 +473,7 @@ pub fn run_gated(
         pool::Failure::Setup(why) => EngineError::Setup(why),
         pool::Failure::Panicked => panic!("a worker thread panicked"),
     })?;
+    let log = shared.feed.as_ref().map(crate::replay::Feed::finish);
     let elapsed = pooled.window(pooled.threads.iter().filter_map(|l| l.last_done).max());
     let mut merged = Stats::default();
     let mut stages = StageFigures::for_plan(shared.settings.schedule.plan.as_ref());
@@ -477,6 +516,10 @@ pub fn run_gated(
         server: firsts.server.map(String::from),
         protocol_failure: firsts.protocol_failure,
         started_at: pooled.started_at,
+        replay: log.map(|log| Replayed {
+            endpoints: std::mem::take(&mut scenario.steps),
+            log,
+        }),
         scenario: shared.settings.scenario.as_ref().map(|_| scenario),
     })
 }
@@ -510,6 +553,24 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
         }
     } else if s.requests.is_empty() {
         return bad("no request to send");
+    }
+    if let Some(replay) = &s.replay {
+        if s.scenario.is_some() || s.schedule.rate_per_sec.is_some() || s.pipeline > 1 {
+            return bad(
+                "--replay takes its requests and their times from the log: drop --scenario, --rate, --rate-plan and --pipeline",
+            );
+        }
+        if s.http2 || !s.alpn.is_empty() {
+            return bad(
+                "--replay speaks HTTP/1.1 for now: drop --h2/--alpn (replaying over HTTP/2 is planned)",
+            );
+        }
+        if !(replay.speed.is_finite() && replay.speed > 0.0) {
+            return bad("--speed must be a multiple above 0, e.g. 2 or 0.5");
+        }
+        if replay.looped && matches!(s.schedule.stop, Stop::LogEnds) {
+            return bad("--loop replays the log again and again: end the run with -d or -n");
+        }
     }
     if s.connections == 0 || s.threads == 0 || s.pipeline == 0 || s.streams == 0 {
         return bad("connections, threads, pipeline depth and streams must be at least 1");
@@ -640,7 +701,13 @@ impl pool::Job for Connections {
             // A segment's own share of the whole run's n, then this
             // thread's share of that.
             Stop::Requests(n) => Some(thread.share(settings.segment.share(n))),
-            Stop::Duration(_) => None,
+            Stop::Duration(_) | Stop::LogEnds => None,
+        };
+        // A replay's path templates count as a scenario's steps do.
+        let steps = match (&settings.scenario, &settings.replay) {
+            (Some(s), _) => s.step_count(),
+            (None, Some(_)) => crate::replay::MAX_ENDPOINTS + 1,
+            (None, None) => 0,
         };
         let local = Rc::new(RefCell::new(Local {
             stats: Stats::default(),
@@ -661,20 +728,24 @@ impl pool::Job for Connections {
             ),
             last_done: None,
             silence: Silence::default(),
-            step_in_flight: vec![0; settings.scenario.as_ref().map_or(0, |s| s.step_count())],
+            step_in_flight: vec![0; steps],
             firsts: Firsts::default(),
-            scenario: settings
-                .scenario
+            scenario: crate::scenario::Figures::new(
+                steps,
+                settings.scenario.as_ref().map_or(0, |s| s.flows.len()),
+            ),
+            replay: shared
+                .feed
                 .as_ref()
-                .map_or_else(Default::default, |s| {
-                    crate::scenario::Figures::new(s.step_count(), s.flows.len())
-                }),
+                .and_then(|feed| feed.take(index))
+                .map(|r| Rc::new(replay::ReplaySchedule::new(r))),
+            replayed: std::collections::HashMap::new(),
         }));
         if index == 0 {
             scenario::setup(shared, &local).await?;
         }
         let mut streams: Vec<Option<Stream>> = Vec::with_capacity(connections);
-        if settings.schedule.rate_per_sec.is_some() {
+        if settings.open_model() {
             let mut connecting = Vec::with_capacity(connections);
             for _ in 0..connections {
                 let shared = Arc::clone(shared);
@@ -711,9 +782,9 @@ impl pool::Job for Connections {
         // no timerfd can be had, tokio's millisecond timer stands in.
         let timer = shared
             .settings
-            .schedule
-            .rate_per_sec
-            .and_then(|_| Timer::new().ok());
+            .open_model()
+            .then(Timer::new)
+            .and_then(Result::ok);
         let mut tasks = JoinSet::new();
         for (c, stream) in state.streams.take().into_iter().enumerate() {
             let global = thread.index + c * thread.threads;
@@ -747,6 +818,9 @@ impl pool::Job for Connections {
             local.stats.dropped += local.held;
             for schedule in std::mem::take(&mut local.schedules) {
                 schedule.borrow_mut().drop_rest(&self.0, &mut local);
+            }
+            if let Some(replay) = local.replay.take() {
+                replay.drop_rest(&self.0, &mut local);
             }
         }
         local.stages.iter_mut().for_each(|s| s.close(stopped));

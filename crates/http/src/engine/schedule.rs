@@ -152,7 +152,7 @@ impl OpenSchedule {
         let first_measured = (warm / interval_ns).ceil() as u64;
         let limit = match shared.settings.schedule.stop {
             Stop::Requests(n) => Some(first_measured + n),
-            Stop::Duration(_) => None,
+            Stop::Duration(_) | Stop::LogEnds => None,
         };
         OpenSchedule {
             connection: connection as u64,

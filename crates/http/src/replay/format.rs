@@ -39,7 +39,7 @@ pub enum LogFormat {
     Har,
 }
 
-/// Why a `--format` value was refused.
+/// Why a `--log-format` value was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FormatError {
     /// Not one of the names, and no `$` to make it an nginx `log_format`.
@@ -65,7 +65,7 @@ pub enum FormatError {
 }
 
 impl LogFormat {
-    /// Reads a `--format` value: `combined`, `common`, `json`,
+    /// Reads a `--log-format` value: `combined`, `common`, `json`,
     /// `json:time=ts,path=uri` (renamed fields), `har`, or any string with a
     /// `$` in it, taken as an nginx `log_format`.
     pub fn parse(value: &str) -> Result<LogFormat, FormatError> {
@@ -90,7 +90,7 @@ impl LogFormat {
         }
     }
 
-    /// The format's short name, as `--format` spells it.
+    /// The format's short name, as `--log-format` spells it.
     pub fn name(&self) -> &'static str {
         match self {
             LogFormat::Combined => "combined",

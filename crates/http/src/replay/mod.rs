@@ -12,6 +12,7 @@
 //! window and one stamp group, whatever the file's length. HAR is the one
 //! exception: a HAR file is one JSON document and is read whole.
 
+mod feed;
 mod format;
 mod har;
 mod nginx;
@@ -22,6 +23,11 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+pub use feed::{
+    DEFAULT_SCRUB, MAX_ENDPOINTS, OTHER_ENDPOINT, QUOTED_BAD_LINES, Replay, SAFE_METHODS, Summary,
+    Window,
+};
+pub(crate) use feed::{Feed, Item};
 pub use format::{FormatError, JsonFields, LogFormat};
 pub use nginx::{NginxError, NginxFormat};
 pub use order::{
@@ -91,7 +97,7 @@ pub enum OpenError {
     },
     /// No format was given and none could be recognised.
     #[error(
-        "could not tell the format of the log '{}': {why}; name it with --format \
+        "could not tell the format of the log '{}': {why}; name it with --log-format \
          (combined, common, json, har, or an nginx log_format string)",
         path.display()
     )]
@@ -473,7 +479,7 @@ mod tests {
         let err = Reader::from_read(Cursor::new(b"hello world\n".to_vec()), None).unwrap_err();
         let message = err.to_string();
         assert!(matches!(err, OpenError::Detect { .. }));
-        assert!(message.contains("--format"), "{message}");
+        assert!(message.contains("--log-format"), "{message}");
     }
 
     #[test]

@@ -67,6 +67,7 @@ pub(crate) fn settings(
         source_addr: None,
         segment: dyno_http::Segment::WHOLE,
         scenario: None,
+        replay: None,
     }
 }
 

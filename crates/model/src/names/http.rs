@@ -94,6 +94,34 @@ pub const STEP_ERRORS_BY_CLASS: &str = "step_errors_by_class";
 pub const STEP_UNFINISHED: &str = "step_unfinished";
 /// A scenario step's bytes of answer bodies.
 pub const STEP_BODY_BYTES: &str = "step_body_bytes";
+/// `--replay`: a path template's answers per second (label
+/// [`super::label::ENDPOINT`]).
+pub const ENDPOINT_REQUESTS_PER_SEC: &str = "endpoint_requests_per_sec";
+/// `--replay`: a path template's latency.
+pub const ENDPOINT_LATENCY: &str = "endpoint_latency_ns";
+/// `--replay`: a path template's answers.
+pub const ENDPOINT_RESPONSES: &str = "endpoint_responses";
+/// `--replay`: a path template's failed requests.
+pub const ENDPOINT_ERRORS: &str = "endpoint_errors";
+/// `--replay`: a path template's failed requests of one class (label
+/// [`super::label::CLASS`]).
+pub const ENDPOINT_ERRORS_BY_CLASS: &str = "endpoint_errors_by_class";
+/// `--replay`: a path template's requests cut at the run's end.
+pub const ENDPOINT_UNFINISHED: &str = "endpoint_unfinished";
+/// `--replay`: a path template's bytes of answer bodies.
+pub const ENDPOINT_BODY_BYTES: &str = "endpoint_body_bytes";
+/// `--replay`: the log's own answers with one status code, for the
+/// requests replayed: this prefix and the code, `log_status_404`, beside
+/// the run's [`STATUS_PREFIX`] counts.
+pub const LOG_STATUS_PREFIX: &str = "log_status_";
+/// `--replay`: requests the log held that were sent.
+pub const REPLAY_REQUESTS: &str = "replay_requests";
+/// `--replay`: lines that could not be read as requests or sent.
+pub const REPLAY_BAD_LINES: &str = "replay_bad_lines";
+/// `--replay`: requests whose method has a body, sent without one.
+pub const REPLAY_WITHOUT_BODY: &str = "replay_without_body";
+/// `--replay`: the log's busiest second, at the replay's pace.
+pub const REPLAY_LOG_PEAK_RATE: &str = "replay_log_peak_requests_per_sec";
 /// A scenario flow's completed flows per second.
 pub const FLOWS_PER_SEC: &str = "flows_per_sec";
 /// A scenario flow's time from its start to its last answer.

@@ -28,6 +28,8 @@ pub const OP: &str = "op";
 pub const FLOW: &str = "flow";
 /// An http scenario's step, by name, within its [`FLOW`].
 pub const STEP: &str = "step";
+/// A replayed request's path template (`/users/{id}`).
+pub const ENDPOINT: &str = "endpoint";
 /// An http error class a count is of (`reset`, `status`).
 pub const CLASS: &str = "class";
 /// What an exec benchmark's parameter labels start with: `param.NAME`

@@ -80,6 +80,66 @@ pub struct HttpRecord {
     /// `--scenario`: the flows and steps the virtual users made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scenario: Option<ScenarioRecord>,
+    /// `--replay`: the log, how it was replayed, and what it held. The
+    /// figures of each path template are the run's metrics labelled
+    /// `endpoint`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayRecord>,
+}
+
+/// What `--replay` was asked, and what the log held.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ReplayRecord {
+    /// The log as given.
+    pub file: String,
+    /// The format it was read in (`combined`, `nginx`, `json`, `har`…).
+    pub format: String,
+    /// The multiple of the log's pace it was sent at.
+    pub speed: f64,
+    /// How requests of one stamp were placed in it: `even` or `poisson`.
+    pub spread: String,
+    /// `--window`, in seconds from the log's first request.
+    pub window_from_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_to_s: Option<f64>,
+    /// `--loop`: the log was sent again when it ended.
+    pub looped: bool,
+    /// The methods sent.
+    pub methods: Vec<String>,
+    /// The header names not taken from the log.
+    pub scrub: Vec<String>,
+    /// Lines read (HAR: entries), blank and bad ones included.
+    pub lines: u64,
+    /// Requests handed to the load (of this segment).
+    pub requests: u64,
+    /// Lines that could not be read or sent, and the first few of them.
+    pub bad_lines: u64,
+    pub bad_quoted: Vec<String>,
+    /// Requests left out for their method, by method.
+    pub skipped_methods: std::collections::BTreeMap<String, u64>,
+    /// Requests outside the window (at least: reading stops at its end).
+    pub outside_window: u64,
+    /// Requests of other segments' lines.
+    pub other_segments: u64,
+    /// Requests whose method has a body, sent without one: the log kept
+    /// none.
+    pub without_body: u64,
+    /// The log's own statuses of the requests replayed.
+    pub log_statuses: std::collections::BTreeMap<u16, u64>,
+    /// The log's requests in each second of the replay (its time ÷
+    /// speed), from the window's start.
+    pub log_per_second: Vec<u64>,
+    /// From the window's first request to its last, in the log's own time
+    /// (one pass), in seconds.
+    pub log_span_s: f64,
+    /// Times the log was read.
+    pub passes: u32,
+    /// The run ended before the log did.
+    pub cut: bool,
+    /// The path templates, in the order first seen; the last is `other`
+    /// when there were more than the run keeps apart.
+    pub endpoints: Vec<String>,
 }
 
 /// A scenario run's flows and steps, as the file gave them. Their figures
@@ -154,6 +214,7 @@ impl Default for HttpRecord {
             capacity: None,
             rate_plan: None,
             scenario: None,
+            replay: None,
         }
     }
 }

@@ -48,7 +48,8 @@ pub use exec::{
 };
 pub use figures::{Figure, FiguresFile, FiguresRecord};
 pub use http::{
-    FlowRecord, HttpObserved, HttpRecord, LoadModel, ScenarioRecord, StepRecord, TlsSession,
+    FlowRecord, HttpObserved, HttpRecord, LoadModel, ReplayRecord, ScenarioRecord, StepRecord,
+    TlsSession,
 };
 pub use quick::{QuickDisk, QuickHttp, QuickInt64, QuickLine, QuickRecord};
 pub use scale::{FileSource, RunSource, ScaleRecord, WorkloadSource};
