@@ -109,6 +109,9 @@ pub(crate) fn http(args: HttpArgs, env: &Environment, inputs: HttpInputs) -> Res
                 "--find-max over a replay's --speed is not built yet: search by replaying at a few --speed values, or use --find-max with --url-file"
             );
         }
+        // Before any store or connection: a log that cannot be read, or
+        // holds nothing to send, costs nothing.
+        dyno_http::replay::Feed::probe(&replay, &settings.target).map_err(|why| anyhow!(why))?;
         settings.replay = Some(replay);
     }
     dyno_http::engine::validate(&settings)?;

@@ -458,3 +458,141 @@ pub(crate) fn interrupted_run(home: &Path, args: &[&str], after: Duration, signa
     assert!(has_warning(&run, "interrupted"), "{:?}", run["warnings"]);
     run
 }
+
+/// nginx (Debian's package; scripts/test installs it) in the foreground as
+/// one process, with its own configuration, prefix, pid file and logs in a
+/// temporary directory, serving `index.html` over h2c with prior knowledge
+/// on a free loopback port, one access-log line a request; killed when
+/// dropped.
+pub(crate) struct Nginx {
+    pub(crate) child: std::process::Child,
+    pub(crate) port: u16,
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// Starts nginx with `directives` added to its `http` block, speaking
+    /// h2c with prior knowledge.
+    pub(crate) fn start(directives: &str) -> Nginx {
+        Nginx::serving(directives, " http2", "")
+    }
+
+    /// Starts nginx speaking HTTP/1.1, logging each request in the
+    /// `log_format` `format` (nginx's combined format when empty).
+    pub(crate) fn http1(directives: &str, format: &str) -> Nginx {
+        Nginx::serving(directives, "", format)
+    }
+
+    /// Starts nginx with `directives` in its `http` block, `listen` added
+    /// to its listen directive, and its access log in `format`.
+    fn serving(directives: &str, listen: &str, format: &str) -> Nginx {
+        let dir = temp();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("www")).unwrap();
+        std::fs::write(d.join("www/index.html"), "hello from nginx\n").unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // As root, nginx would switch to a user that cannot read the
+        // temporary directory; run as root, as bench/nginx-lib.sh's `chmod`
+        // is not needed then.
+        // SAFETY: geteuid(2) has no preconditions.
+        let user = if unsafe { libc::geteuid() } == 0 {
+            "user root;"
+        } else {
+            ""
+        };
+        let p = d.display();
+        let log = if format.is_empty() {
+            format!("access_log {p}/access.log;")
+        } else {
+            format!("log_format dyno '{format}'; access_log {p}/access.log dyno;")
+        };
+        let conf = format!(
+            "{user}
+worker_processes 1;
+daemon off;
+master_process off;
+pid {p}/nginx.pid;
+error_log {p}/error.log;
+events {{ worker_connections 256; }}
+http {{
+  {log}
+  client_body_temp_path {p}/body;
+  proxy_temp_path {p}/proxy;
+  fastcgi_temp_path {p}/fastcgi;
+  uwsgi_temp_path {p}/uwsgi;
+  scgi_temp_path {p}/scgi;
+  {directives}
+  server {{ listen 127.0.0.1:{port}{listen}; root {p}/www; }}
+}}
+"
+        );
+        std::fs::write(d.join("nginx.conf"), conf).unwrap();
+        let nginx = ["/usr/sbin/nginx", "nginx"]
+            .into_iter()
+            .find(|n| {
+                StdCommand::new(n)
+                    .arg("-v")
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok()
+            })
+            .expect("this test needs nginx (Debian's `nginx`; scripts/test installs it)");
+        let mut child = StdCommand::new(nginx)
+            .arg("-e")
+            .arg(d.join("error.log"))
+            .arg("-p")
+            .arg(d)
+            .arg("-c")
+            .arg(d.join("nginx.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Up when it accepts; a bounded wait, and its own words if it died.
+        for _ in 0..200 {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+                let log = std::fs::read_to_string(d.join("error.log")).unwrap_or_default();
+                panic!("nginx exited ({status}): {err}{log}");
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Nginx { child, port, dir };
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("nginx did not listen on 127.0.0.1:{port} within 10 s");
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/index.html", self.port)
+    }
+
+    /// How many requests nginx has answered, by its access log: the judge
+    /// of what a run says it sent.
+    pub(crate) fn logged(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
+    /// nginx's access log as it stands.
+    pub(crate) fn access_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("access.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = &self.dir;
+    }
+}

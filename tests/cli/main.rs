@@ -38,6 +38,8 @@ mod interrupt;
 mod misc;
 /// `dyno quick` and `dyno sysinfo`.
 mod quick;
+/// `dyno http --replay`: access logs replayed against nginx.
+mod replay;
 /// `dyno report`'s pages, files and the page in a browser.
 mod report;
 /// `dyno run`: real child processes timed through the binary.

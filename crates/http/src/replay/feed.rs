@@ -222,7 +222,7 @@ impl Summary {
 
 /// The reader thread and the receiving ends the worker threads take.
 #[derive(Debug)]
-pub(crate) struct Feed {
+pub struct Feed {
     receivers: Mutex<Vec<Option<mpsc::Receiver<Vec<Item>>>>>,
     reader: Mutex<Option<JoinHandle<Summary>>>,
 }
@@ -295,6 +295,13 @@ impl Feed {
             receivers: Mutex::new(receivers.into_iter().map(Some).collect()),
             reader: Mutex::new(Some(handle)),
         })
+    }
+
+    /// Checks, before a run, that `replay`'s log opens and holds a request
+    /// to send: reads it up to its first such request (the whole log only
+    /// when it has none), and lets the reader go.
+    pub fn probe(replay: &Replay, target: &Target) -> Result<(), String> {
+        Feed::start(replay, target, true, 1, Segment::WHOLE).map(drop)
     }
 
     /// Worker thread `thread`'s receiving end (taken once).
@@ -374,7 +381,13 @@ impl Work {
             self.summary.cut = true;
         }
         if let Some(ready) = self.ready.take() {
-            let why = if self.summary.lines == 0 || self.summary.requests + self.summary.bad == 0 {
+            let s = &self.summary;
+            let seen = s.requests
+                + s.bad
+                + s.outside_window
+                + s.other_segments
+                + s.skipped_methods.values().sum::<u64>();
+            let why = if seen == 0 {
                 format!(
                     "the log '{}' has no requests in it",
                     self.replay.path.display()

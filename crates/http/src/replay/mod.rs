@@ -23,11 +23,12 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+pub use feed::Feed;
+pub(crate) use feed::Item;
 pub use feed::{
     DEFAULT_SCRUB, MAX_ENDPOINTS, OTHER_ENDPOINT, QUOTED_BAD_LINES, Replay, SAFE_METHODS, Summary,
     Window,
 };
-pub(crate) use feed::{Feed, Item};
 pub use format::{FormatError, JsonFields, LogFormat};
 pub use nginx::{NginxError, NginxFormat};
 pub use order::{
