@@ -572,7 +572,7 @@ pub(crate) struct ReplayArgs {
     /// time. Runs until the log ends (-d or -n end it sooner). The file is
     /// read as it is sent, never held whole.
     #[arg(long, value_name = "FILE", requires = "url",
-          conflicts_with_all = ["url_file", "scenario", "rate", "rate_plan", "body", "body_file", "pipeline", "method"])]
+          conflicts_with_all = ["url_file", "scenario", "rate", "rate_plan", "body", "body_file", "pipeline"])]
     pub replay: Option<PathBuf>,
 
     /// The log's format: combined, common, json (fields

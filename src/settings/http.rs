@@ -96,6 +96,12 @@ pub(crate) fn http(args: HttpArgs, env: &Environment, inputs: HttpInputs) -> Res
     let mut settings =
         engine_settings(&args, &request, warmup, connections, threads, plan.as_ref());
     if let Some(replay) = replay(&args, settings.seed)? {
+        // With --h2, `-m N` is streams; a method is the log's own.
+        if let Some(method) = args.method.iter().find(|m| m.parse::<u32>().is_err()) {
+            bail!(
+                "--replay sends each request with its logged method: drop --method {method} (--methods chooses which logged methods are sent)"
+            );
+        }
         settings.schedule.stop = match (args.requests, args.duration) {
             (Some(n), _) => Stop::Requests(n),
             (None, Some(d)) => Stop::Duration(d),

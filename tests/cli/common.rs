@@ -483,6 +483,12 @@ impl Nginx {
         Nginx::serving(directives, "", format)
     }
 
+    /// Starts nginx speaking h2c with prior knowledge, logging each request
+    /// in the `log_format` `format`.
+    pub(crate) fn h2c(directives: &str, format: &str) -> Nginx {
+        Nginx::serving(directives, " http2", format)
+    }
+
     /// Starts nginx with `directives` in its `http` block, `listen` added
     /// to its listen directive, and its access log in `format`.
     fn serving(directives: &str, listen: &str, format: &str) -> Nginx {

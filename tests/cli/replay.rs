@@ -22,10 +22,12 @@ fn timed_lines(log: &str) -> Vec<(f64, String, u16)> {
         .collect()
 }
 
-/// The requests of a log as a sorted multiset of (request line, status).
-fn multiset(lines: &[(f64, String, u16)]) -> Vec<(String, u16)> {
-    let mut all: Vec<(String, u16)> = lines.iter().map(|(_, r, s)| (r.clone(), *s)).collect();
-    all.sort();
+/// The requests of a log as a multiset of (request line, status).
+fn multiset(lines: &[(f64, String, u16)]) -> std::collections::BTreeMap<(String, u16), u64> {
+    let mut all = std::collections::BTreeMap::new();
+    for (_, request, status) in lines {
+        *all.entry((request.clone(), *status)).or_default() += 1;
+    }
     all
 }
 
@@ -146,6 +148,46 @@ fn a_real_nginx_log_replays_at_1x_and_4x_with_the_same_requests_at_its_pace() {
             .expect("the template's answers");
         assert_eq!(users["value"].as_f64(), Some(log_404));
     }
+}
+
+/// Over HTTP/2 (h2c to nginx, four streams a connection), the replay
+/// sends the same requests as over HTTP/1.1.
+#[test]
+fn a_replay_over_http2_sends_the_logs_requests() {
+    let home = temp();
+    let recorder = site();
+    let log = recorded_log(home.path(), &recorder);
+    let path = write_file(home.path(), "access.log", &log);
+    let target = Nginx::h2c("", TIMED);
+    std::fs::write(target.dir.path().join("www/a.html"), "a page\n").unwrap();
+    let run = http_json(
+        home.path(),
+        &[
+            &format!("http://127.0.0.1:{}", target.port),
+            "--replay",
+            path.to_str().unwrap(),
+            "--log-format",
+            TIMED,
+            "--speed",
+            "4",
+            "--h2",
+            "-c",
+            "2",
+            "-m",
+            "4",
+            "--expect-status",
+            "any",
+        ],
+    );
+    let replayed = timed_lines(&target.access_log());
+    // nginx logs the HTTP/2 request line as HTTP/2.0.
+    let as_h1: Vec<(f64, String, u16)> = replayed
+        .into_iter()
+        .map(|(t, r, s)| (t, r.replace("HTTP/2.0", "HTTP/1.1"), s))
+        .collect();
+    assert_eq!(multiset(&as_h1), multiset(&timed_lines(&log)));
+    assert_eq!(unlabelled_metric(&run, "responses") as u64, 790);
+    assert_eq!(run["settings"]["http2"], true);
 }
 
 /// What the replay sends and leaves out: the safe methods only unless
@@ -400,8 +442,11 @@ fn replay_refuses_bad_input_before_any_load() {
                 &["not a number"],
             ),
             (&["http", url, "--replay", o, "--loop"], &["-d"]),
-            (&["http", url, "--replay", o, "--h2"], &["HTTP/1.1"]),
             (&["http", url, "--replay", o, "--rate", "10"], &["--rate"]),
+            (
+                &["http", url, "--replay", o, "-m", "POST"],
+                &["logged method", "--methods"],
+            ),
             (
                 &["http", "http://127.0.0.1:1/api", "--replay", o],
                 &["without a path"],

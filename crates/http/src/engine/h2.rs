@@ -37,8 +37,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncWrite, ReadBuf};
 
 use super::exchange::{Answered, connect, io_class};
+use super::replay::{LOOK_AGAIN, Next, ReplaySchedule};
 use super::scenario::{Filling, Sent, User};
-use super::schedule::{OpenSchedule, Ticket, until_due};
+use super::schedule::{OpenSchedule, Ticket, until, until_due};
 use super::{Local, Shared, Task};
 use crate::conn::Stream;
 use crate::http2::frame::{CANCEL, NO_ERROR};
@@ -76,12 +77,35 @@ struct Tickets {
 }
 
 enum Schedule {
-    Closed { threads: u64 },
+    Closed {
+        threads: u64,
+    },
     Open(Rc<RefCell<OpenSchedule>>),
+    /// `--replay`: the thread's share of the log.
+    Replay(Rc<ReplaySchedule>),
 }
 
 impl Tickets {
+    /// The next ticket, or `None` when there are no more: a replay's
+    /// request not handed over yet is waited for.
+    async fn next_waiting(&self, shared: &Shared, local: &RefCell<Local>) -> Option<Ticket> {
+        loop {
+            match self.poll_next(shared, local) {
+                Next::Ticket(t) => return Some(t),
+                Next::Done => return None,
+                Next::Later => tokio::time::sleep(LOOK_AGAIN).await,
+            }
+        }
+    }
+
     fn next(&self, shared: &Shared, local: &RefCell<Local>) -> Option<Ticket> {
+        match self.poll_next(shared, local) {
+            Next::Ticket(t) => Some(t),
+            Next::Done | Next::Later => None,
+        }
+    }
+
+    fn poll_next(&self, shared: &Shared, local: &RefCell<Local>) -> Next {
         let mut carried = self.carried.borrow_mut();
         if !carried.is_empty() {
             // Past a duration's end (or Ctrl-C) what was handed back is
@@ -89,15 +113,17 @@ impl Tickets {
             // an open model's ticket stays held, so it counts as dropped.
             let over = shared.stopped() || shared.end().is_some_and(|end| Instant::now() >= end);
             if !over {
-                return carried.pop();
+                return carried.pop().map_or(Next::Done, Next::Ticket);
             }
             carried.clear();
         }
         drop(carried);
-        match &self.schedule {
+        let ticket = match &self.schedule {
             Schedule::Closed { threads } => local.borrow_mut().closed_ticket(shared, *threads),
             Schedule::Open(schedule) => schedule.borrow_mut().ticket(shared, local),
-        }
+            Schedule::Replay(replay) => return replay.take(shared, local),
+        };
+        ticket.map_or(Next::Done, Next::Ticket)
     }
 }
 
@@ -114,9 +140,15 @@ pub(super) async fn h2_connection(task: Task, mut stream: Option<Stream>) {
     let threads = settings.threads_used() as u64;
     let tickets = Rc::new(Tickets {
         carried: RefCell::new(Vec::new()),
-        schedule: match settings.schedule.rate_per_sec {
-            Some(rate) => Schedule::Open(OpenSchedule::start(&shared, global_index, rate, &local)),
-            None => Schedule::Closed { threads },
+        schedule: match (
+            settings.schedule.rate_per_sec,
+            local.borrow().replay.clone(),
+        ) {
+            (_, Some(replay)) => Schedule::Replay(replay),
+            (Some(rate), None) => {
+                Schedule::Open(OpenSchedule::start(&shared, global_index, rate, &local))
+            }
+            (None, None) => Schedule::Closed { threads },
         },
     });
     let converted = static_requests(settings);
@@ -196,7 +228,7 @@ pub(super) async fn h2_connection(task: Task, mut stream: Option<Stream>) {
                     // One ticket pays for the failed attempt, as a batch
                     // of one does over HTTP/1.1.
                     None => {
-                        let Some(ticket) = tickets.next(&shared, &local) else {
+                        let Some(ticket) = tickets.next_waiting(&shared, &local).await else {
                             return;
                         };
                         local
@@ -205,7 +237,7 @@ pub(super) async fn h2_connection(task: Task, mut stream: Option<Stream>) {
                     }
                 }
                 backoff = (backoff * 2).clamp(Duration::from_millis(1), Duration::from_millis(100));
-                if settings.schedule.rate_per_sec.is_none() {
+                if !settings.open_model() {
                     tokio::time::sleep(backoff).await;
                 }
                 continue;
@@ -404,14 +436,10 @@ impl Driver<'_> {
             }
             match due {
                 Some(due) if due_sleep.as_ref().is_none_or(|(at, _)| *at != due) => {
-                    let ticket = Ticket {
-                        due: Some(due),
-                        ..self.pending.expect("a pending ticket")
-                    };
                     let timer = self.timer.cloned();
                     due_sleep = Some((
                         due,
-                        Box::pin(async move { until_due(&ticket, timer.as_ref()).await }),
+                        Box::pin(async move { until(due, timer.as_ref()).await }),
                     ));
                 }
                 Some(_) => {}
@@ -489,7 +517,9 @@ impl Driver<'_> {
                 }
                 Io::Due => {
                     due_sleep = None;
-                    self.due_now = true;
+                    // A replay's look for a request not handed over yet
+                    // is no ticket's due time.
+                    self.due_now = self.pending.is_some();
                 }
                 Io::Woken => {}
             }
@@ -629,12 +659,13 @@ impl Driver<'_> {
                     }
                     let ticket = match self.pending.take() {
                         Some(t) => t,
-                        None => match self.tickets.next(self.shared, self.local) {
-                            Some(t) => t,
-                            None => {
+                        None => match self.tickets.poll_next(self.shared, self.local) {
+                            Next::Ticket(t) => t,
+                            Next::Done => {
                                 self.done = true;
                                 return None;
                             }
+                            Next::Later => return Some(Instant::now() + LOOK_AGAIN),
                         },
                     };
                     if let Some(due) = ticket.due
@@ -662,6 +693,34 @@ impl Driver<'_> {
     /// Opens ticket's request from the run's templates.
     fn open_request(&mut self, converted: &[Option<http2::Request>], ticket: Ticket) {
         let settings = &self.shared.settings;
+        if settings.replay.is_some() {
+            // Kept until the ticket ends: a GOAWAY may send it again.
+            let made = self
+                .local
+                .borrow()
+                .replayed
+                .get(&ticket.seq)
+                .map(|template| {
+                    template.http2(
+                        settings.target.scheme.as_str(),
+                        ticket.seq,
+                        &mut fastrand::Rng::with_seed(0),
+                        &mut self.scratch,
+                    )
+                });
+            match made {
+                Some(Ok(request)) => {
+                    self.send(&request, ticket, None, false);
+                }
+                _ => self.local.borrow_mut().record_error(
+                    self.shared,
+                    &ticket,
+                    ErrorClass::Write,
+                    false,
+                ),
+            }
+            return;
+        }
         let which = (ticket.seq % settings.requests.len() as u64) as usize;
         if let Some(request) = &converted[which] {
             self.send(request, ticket, None, false);

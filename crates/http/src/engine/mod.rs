@@ -560,11 +560,6 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
                 "--replay takes its requests and their times from the log: drop --scenario, --rate, --rate-plan and --pipeline",
             );
         }
-        if s.http2 || !s.alpn.is_empty() {
-            return bad(
-                "--replay speaks HTTP/1.1 for now: drop --h2/--alpn (replaying over HTTP/2 is planned)",
-            );
-        }
         if !(replay.speed.is_finite() && replay.speed > 0.0) {
             return bad("--speed must be a multiple above 0, e.g. 2 or 0.5");
         }
@@ -972,6 +967,7 @@ impl Local {
         error: Option<ErrorClass>,
     ) {
         shared.answered();
+        self.forget(ticket);
         if !ticket.measured {
             return;
         }
@@ -1024,6 +1020,16 @@ impl Local {
         }
     }
 
+    /// A replayed request's ticket has ended: its request is let go (an
+    /// HTTP/1.1 exchange took it already; an HTTP/2 one keeps it until
+    /// now, to send it again after a GOAWAY).
+    #[inline]
+    fn forget(&mut self, ticket: &Ticket) {
+        if !self.replayed.is_empty() {
+            self.replayed.remove(&ticket.seq);
+        }
+    }
+
     /// A held ticket is sent, or failed before it could be.
     fn release(&mut self, ticket: &Ticket) {
         if ticket.measured && ticket.due.is_some() {
@@ -1035,6 +1041,7 @@ impl Local {
     }
 
     fn record_error(&mut self, shared: &Shared, ticket: &Ticket, class: ErrorClass, sent: bool) {
+        self.forget(ticket);
         if class == ErrorClass::ReadTimeout {
             shared.timed_out();
         }

@@ -21,6 +21,20 @@ use crate::replay::Item;
 /// How often a connection waiting for the reader looks at the run's end.
 const RECHECK: Duration = Duration::from_millis(50);
 
+/// What [`ReplaySchedule::take`] found.
+#[derive(Debug)]
+pub(super) enum Next {
+    Ticket(Ticket),
+    /// The log (or the run) is over.
+    Done,
+    /// The reader has not handed the next request over yet.
+    Later,
+}
+
+/// How long an HTTP/2 connection waits before looking again for a request
+/// the reader has not handed over yet.
+pub(super) const LOOK_AGAIN: Duration = Duration::from_millis(1);
+
 /// One thread's share of the replayed log.
 pub(super) struct ReplaySchedule {
     receiver: tokio::sync::Mutex<mpsc::Receiver<Vec<Item>>>,
@@ -51,52 +65,75 @@ impl ReplaySchedule {
     /// `None` when the log, the run's `-n` or its deadline is over.
     pub(super) async fn ticket(&self, shared: &Shared, local: &RefCell<Local>) -> Option<Ticket> {
         loop {
-            if shared.stopped() {
-                return None;
+            match self.take(shared, local) {
+                Next::Ticket(ticket) => return Some(ticket),
+                Next::Done => return None,
+                Next::Later => self.refill(shared).await,
             }
-            let item = self.queue.borrow_mut().pop_front();
-            let Some(item) = item else {
-                if self.closed.get() {
-                    return None;
-                }
-                self.refill(shared).await;
-                continue;
-            };
-            let due = shared.start() + Duration::from_nanos(item.due_ns);
-            if let Some(end) = shared.end() {
-                if due >= end {
-                    // Due after the run: neither sent nor dropped.
-                    self.queue.borrow_mut().clear();
-                    self.closed.set(true);
-                    return None;
-                }
-                if Instant::now() >= end {
-                    self.queue.borrow_mut().push_front(item);
-                    return None;
-                }
-            }
-            let measured = due >= shared.measure_from();
-            let mut l = local.borrow_mut();
-            if measured && let Some(quota) = &mut l.quota {
-                if *quota == 0 {
-                    return None;
-                }
-                *quota -= 1;
-            }
-            let threads = shared.settings.threads_used() as u64;
-            let seq = l.take_seq(shared, threads);
-            l.replayed.insert(seq, item.request);
-            let ticket = Ticket {
-                seq,
-                due: Some(due),
-                measured,
-                retried: false,
-                stage: 0,
-                step: Some(item.endpoint),
-            };
-            l.hold(&ticket);
-            return Some(ticket);
         }
+    }
+
+    /// The next request if the reader has handed it over, without
+    /// waiting: [`Next::Later`] when it has not yet.
+    pub(super) fn take(&self, shared: &Shared, local: &RefCell<Local>) -> Next {
+        if shared.stopped() {
+            return Next::Done;
+        }
+        let item = self.queue.borrow_mut().pop_front();
+        let Some(item) = item else {
+            if self.closed.get() {
+                return Next::Done;
+            }
+            let Ok(mut receiver) = self.receiver.try_lock() else {
+                return Next::Later;
+            };
+            return match receiver.try_recv() {
+                Ok(batch) => {
+                    self.queue.borrow_mut().extend(batch);
+                    drop(receiver);
+                    self.take(shared, local)
+                }
+                Err(mpsc::error::TryRecvError::Empty) => Next::Later,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    self.closed.set(true);
+                    Next::Done
+                }
+            };
+        };
+        let due = shared.start() + Duration::from_nanos(item.due_ns);
+        if let Some(end) = shared.end() {
+            if due >= end {
+                // Due after the run: neither sent nor dropped.
+                self.queue.borrow_mut().clear();
+                self.closed.set(true);
+                return Next::Done;
+            }
+            if Instant::now() >= end {
+                self.queue.borrow_mut().push_front(item);
+                return Next::Done;
+            }
+        }
+        let measured = due >= shared.measure_from();
+        let mut l = local.borrow_mut();
+        if measured && let Some(quota) = &mut l.quota {
+            if *quota == 0 {
+                return Next::Done;
+            }
+            *quota -= 1;
+        }
+        let threads = shared.settings.threads_used() as u64;
+        let seq = l.take_seq(shared, threads);
+        l.replayed.insert(seq, item.request);
+        let ticket = Ticket {
+            seq,
+            due: Some(due),
+            measured,
+            retried: false,
+            stage: 0,
+            step: Some(item.endpoint),
+        };
+        l.hold(&ticket);
+        Next::Ticket(ticket)
     }
 
     /// Waits for the reader's next batch (or its end), looking at the

@@ -14,10 +14,16 @@ use dyno_load::Timer;
 
 /// Sleeps until a ticket's due time (the open model); at once without one.
 pub(super) async fn until_due(ticket: &Ticket, timer: Option<&Timer>) {
-    match (ticket.due, timer) {
-        (Some(due), Some(timer)) => timer.sleep_until(due).await,
-        (Some(due), None) => tokio::time::sleep_until(due.into()).await,
-        (None, _) => {}
+    if let Some(due) = ticket.due {
+        until(due, timer).await;
+    }
+}
+
+/// Sleeps until `due`, on the open model's timer when there is one.
+pub(super) async fn until(due: Instant, timer: Option<&Timer>) {
+    match timer {
+        Some(timer) => timer.sleep_until(due).await,
+        None => tokio::time::sleep_until(due.into()).await,
     }
 }
 
