@@ -138,12 +138,10 @@ pub(super) async fn h2_connection(task: Task, mut stream: Option<Stream>) {
     } = task;
     let settings = &shared.settings;
     let threads = settings.threads_used() as u64;
+    let replay = local.borrow().replay.clone();
     let tickets = Rc::new(Tickets {
         carried: RefCell::new(Vec::new()),
-        schedule: match (
-            settings.schedule.rate_per_sec,
-            local.borrow().replay.clone(),
-        ) {
+        schedule: match (settings.schedule.rate_per_sec, replay) {
             (_, Some(replay)) => Schedule::Replay(replay),
             (Some(rate), None) => {
                 Schedule::Open(OpenSchedule::start(&shared, global_index, rate, &local))
