@@ -698,12 +698,16 @@ pub(crate) struct FindMaxArgs {
     pub slo: Option<String>,
 
     /// The first rate tried, per second [default: half the rate of a 2 s
-    /// closed-model probe with the same connections or clients].
+    /// closed-model probe with the same connections or clients]. With
+    /// --replay, the first multiple of the log's pace [default: 1].
+    /// The search's steps each replay the log's window once (with --loop,
+    /// for --step each).
     #[arg(long, value_name = "RATE", requires = "find_max", allow_negative_numbers = true, value_parser = parse_rate)]
     pub start: Option<f64>,
 
     /// How long each step measures (each also has a warm-up: --warmup, or
-    /// 1s when none is given).
+    /// 1s when none is given). A replay's step is the log's window, once,
+    /// unless --loop.
     #[arg(long, value_name = "DURATION", default_value = "10s", allow_hyphen_values = true, value_parser = pass_duration)]
     pub step: std::time::Duration,
 

@@ -156,6 +156,7 @@ fn windows<O>(found: &Searched<O>, wiring: &Wiring<'_, O>) -> Option<Windows> {
         let level = match k.level {
             Level::Rate(rate) => format!("{rate:.0} {}", wiring.unit),
             Level::Concurrency(c) => format!("{c} {}", capacity::counted(c, wiring.what)),
+            Level::Speed(speed) => format!("{speed}× the log"),
             Level::Probe => "the probe".to_owned(),
         };
         (level, window(&k.outcome))

@@ -129,6 +129,11 @@ pub(crate) fn segmented(
             search.start = start;
             search.precision = Some(precision);
         }
+        Axis::Speed { start, precision } => {
+            search.find_max = "speed";
+            search.start = Some(start);
+            search.precision = Some(precision);
+        }
         Axis::Concurrency { from, to } => {
             let count = segment.segment.count;
             if from < count {

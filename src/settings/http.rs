@@ -110,11 +110,6 @@ pub(crate) fn http(args: HttpArgs, env: &Environment, inputs: HttpInputs) -> Res
             ),
             (None, None) => Stop::LogEnds,
         };
-        if args.find_max.find_max {
-            bail!(
-                "--find-max over a replay's --speed is not built yet: search by replaying at a few --speed values, or use --find-max with --url-file"
-            );
-        }
         // Before any store or connection: a log that cannot be read, or
         // holds nothing to send, costs nothing.
         dyno_http::replay::Feed::probe(&replay, &settings.target).map_err(|why| anyhow!(why))?;
@@ -200,6 +195,35 @@ fn mode(args: &HttpArgs) -> Result<(super::Mode, std::time::Duration)> {
             "--format ab prints one run; a capacity search is many steps: drop --format ab (--json prints the whole search)"
         );
     }
+    // A replay's search is over its speed: --start is the first multiple
+    // of the log's pace (1× by default, the traffic as recorded).
+    let mode = match mode {
+        super::Mode::FindMax(mut plan) if args.replay.replay.is_some() => {
+            if !args.replay.looped {
+                // Each step replays the log's window once, whatever its
+                // length (a step of zero length in the plan and the
+                // record), its first requests measured too unless
+                // --warmup says otherwise.
+                plan.step = std::time::Duration::ZERO;
+                if args.warmup.is_none() {
+                    plan.warmup = std::time::Duration::ZERO;
+                }
+            }
+            plan.axis = match plan.axis {
+                dyno_load::capacity::Axis::Rate { start, precision } => {
+                    dyno_load::capacity::Axis::Speed {
+                        start: start.unwrap_or(1.0),
+                        precision,
+                    }
+                }
+                _ => bail!(
+                    "--replay --find-max searches the replay's speed at -c connections: give -c N, not a range"
+                ),
+            };
+            super::Mode::FindMax(plan)
+        }
+        mode => mode,
+    };
     Ok((mode, warmup.unwrap_or_default()))
 }
 

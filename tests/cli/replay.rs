@@ -501,3 +501,96 @@ fn an_interrupted_replay_stops_promptly_with_its_figures() {
     assert!((5..300).contains(&answered), "{answered} answered");
     assert_eq!(run["settings"]["replay"]["cut"], true);
 }
+
+/// `--find-max` over a replay searches its speed: against a server of
+/// known capacity (one request at a time, 4 ms each: 250/s), a log of a
+/// steady 40 requests a second is sustained up to about 250 / 40 = 6.25
+/// times its pace, and the answer says so in multiples of the recorded
+/// traffic.
+#[test]
+fn find_max_over_a_replay_finds_the_multiple_of_the_logs_rate_the_target_sustains() {
+    let home = temp();
+    let (url, _) = super::segment::one_at_a_time_server(Duration::from_millis(4));
+    let mut log = String::new();
+    for second in 0..4 {
+        for i in 0..40 {
+            log.push_str(&format!(
+                "10.0.0.1 - - [30/Nov/2026:10:00:{second:02} +0000] \"GET /items/{i} HTTP/1.1\" 200 3 \"-\" \"-\"\n"
+            ));
+        }
+    }
+    let path = write_file(home.path(), "steady.log", &log);
+    let url = url.trim_end_matches('/').to_owned();
+    let search = |home: &Path| -> Value {
+        let out = dyno(home)
+            .args(["http", &url, "--replay", path.to_str().unwrap(), "-c", "8"])
+            .args([
+                "--find-max",
+                "--slo",
+                "p99<=100ms",
+                "--step",
+                "1s",
+                "--warmup",
+                "300ms",
+            ])
+            .args([
+                "--precision",
+                "10",
+                "--budget",
+                "40s",
+                "--json",
+                "--no-save",
+            ])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // A search that a busy machine kept from settling: one more try.
+    let mut run = search(home.path());
+    if run["settings"]["capacity"]["answer"]["outcome"] != "found" {
+        run = search(home.path());
+    }
+    assert_valid(&run, None);
+    let capacity = &run["settings"]["capacity"];
+    assert_eq!(capacity["answer"]["outcome"], "found", "{capacity:#}");
+    assert_eq!(capacity["over_speed"], true);
+    assert_eq!(capacity["start"], 1.0);
+    let max = capacity["answer"]["max_rate"].as_f64().unwrap();
+    assert!((4.5..=6.6).contains(&max), "{max}×: {capacity:#}");
+    // Every step replayed the log at its multiple: it was asked the log's
+    // 40 a second times it.
+    for step in capacity["steps"].as_array().unwrap() {
+        let (speed, requested) = (
+            step["speed"].as_f64().unwrap(),
+            step["requested"].as_f64().unwrap(),
+        );
+        assert!(
+            (requested / (40.0 * speed) - 1.0).abs() < 0.1,
+            "{speed}× asked {requested}/s"
+        );
+    }
+    let headline = metrics(&run)
+        .find(|m| m["name"] == "max_sustainable_rate")
+        .expect("a capacity");
+    assert_eq!(headline["unit"], "ratio");
+    assert_eq!(headline["value"].as_f64(), Some(max));
+    let text = dyno(home.path())
+        .args(["http", &url, "--replay", path.to_str().unwrap(), "-c", "8"])
+        .args([
+            "--find-max",
+            "--slo",
+            "p99<=100ms",
+            "--step",
+            "500ms",
+            "--warmup",
+            "200ms",
+        ])
+        .args(["--precision", "25", "--budget", "8s", "--no-save"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("× the recorded traffic") || text.contains("× the log's pace"),
+        "{text}"
+    );
+}

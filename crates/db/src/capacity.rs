@@ -136,6 +136,7 @@ fn counted(outcome: &Outcome, threads: usize) -> Counted<'_> {
             outcome.elapsed,
             threads,
         ),
+        asked_per_sec: None,
     }
 }
 
@@ -162,7 +163,7 @@ pub fn record(
             rate: Some(rate),
             ..*whole
         },
-        Level::Probe => *whole,
+        Level::Probe | Level::Speed(_) => *whole,
     };
     let mut run = crate::record::record(settings, &whole, outcome, duration, environment);
     let subject = run.description.clone();

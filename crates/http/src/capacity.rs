@@ -87,8 +87,18 @@ impl<P: FnMut(Progress)> capacity::Engine for Steps<'_, P> {
             step.connections = step.segment.share(u64::from(connections)).max(1) as usize;
             step.threads = self.settings.threads.min(step.connections).max(1);
         }
+        let mut stop = Stop::Duration(load.length);
+        if let (Level::Speed(speed), Some(replay)) = (load.level, &mut step.replay) {
+            // Each step replays the log's window from its start at the
+            // step's multiple: once (a step of no set length), or with
+            // --loop again and again for the step's length.
+            replay.speed = speed;
+            if load.length.is_zero() {
+                stop = Stop::LogEnds;
+            }
+        }
         step.schedule = Schedule {
-            stop: Stop::Duration(load.length),
+            stop,
             rate_per_sec: load.level.rate(),
             warmup: load.warmup,
             plan: None,
@@ -104,7 +114,15 @@ impl<P: FnMut(Progress)> capacity::Engine for Steps<'_, P> {
             return Ok(Ended::Interrupted);
         }
         Ok(Ended::Measured {
-            shard: Shard::of(counted(&outcome, step.threads), load.late_after, load.grace),
+            shard: Shard::of(
+                counted(
+                    &outcome,
+                    step.threads,
+                    step.replay.as_ref().map_or(1.0, |r| r.speed),
+                ),
+                load.late_after,
+                load.grace,
+            ),
             outcome: StepOutcome {
                 outcome,
                 settings: step,
@@ -140,7 +158,7 @@ pub fn steps<'a>(
 /// flow that started on schedule and did not fail is the schedule kept,
 /// finished or not: the rest of it (think times, later steps) was not due
 /// yet, and its requests' latency is the objective's.
-fn counted(outcome: &Outcome, threads: usize) -> Counted<'_> {
+fn counted(outcome: &Outcome, threads: usize, speed: f64) -> Counted<'_> {
     let s = &outcome.stats;
     let (ended, failed) = match &outcome.scenario {
         Some(figures) => {
@@ -162,6 +180,13 @@ fn counted(outcome: &Outcome, threads: usize) -> Counted<'_> {
         elapsed: outcome.elapsed,
         client_cpu_percent: outcome.client_cpu_percent(threads),
         client_wait_percent: dyno_load::pool::busy_percent(outcome.cpu_wait, outcome.wall, threads),
+        // A replay of the whole log: its requests over their due times'
+        // span, however long the target took.
+        asked_per_sec: outcome
+            .replay
+            .as_ref()
+            .filter(|r| !r.log.cut && r.log.span_s > 0.0)
+            .map(|r| r.log.requests as f64 / (r.log.span_s / speed)),
     }
 }
 
@@ -183,9 +208,12 @@ pub fn record(
 }
 
 /// What a search's rates count: a scenario's are flows per second, each
-/// flow several requests, never set beside a URL's requests per second.
+/// flow several requests, never set beside a URL's requests per second; a
+/// replay's are multiples of the log's pace.
 fn rate_unit(settings: &Settings) -> Unit {
-    if settings.scenario.is_some() {
+    if settings.replay.is_some() {
+        Unit::Ratio
+    } else if settings.scenario.is_some() {
         Unit::FlowsPerSec
     } else {
         Unit::RequestsPerSec

@@ -59,11 +59,12 @@ impl Outcome {
             metrics.extend(self.open_model_metrics(settings, rate));
         }
         if let Some(replayed) = &self.replay {
-            let log = &replayed.log;
-            let speed = settings.replay.as_ref().map_or(1.0, |r| r.speed);
-            let span = (log.span_s / speed).max(1e-3);
-            // The whole run's: a segment sends every N-th request.
-            let rate = log.requests as f64 * f64::from(settings.segment.count) / span;
+            // The log's rate over the measured window: what fell due in
+            // it (answered, failed, cut or never sent), the whole run's
+            // (a segment sends every N-th request).
+            let s = &self.stats;
+            let due = s.requests() + s.unfinished + s.dropped;
+            let rate = self.per_sec(due) * f64::from(settings.segment.count);
             metrics.extend(self.open_model_metrics(settings, rate));
             metrics.extend(self.replay_metrics(replayed));
         }

@@ -43,6 +43,9 @@ pub struct Shard {
     /// How long its threads waited, runnable, for a CPU, in percent of
     /// their time: other work on the machine took it.
     pub client_wait_percent: f64,
+    /// The rate this process's part was asked, when only its run knows it
+    /// (a replay's: its log's requests over their due times' span).
+    pub asked_per_sec: Option<f64>,
 }
 
 /// How one process's part of a step ended: what it reports to the others.
@@ -73,11 +76,22 @@ pub trait Together {
     fn exchange(&mut self, label: &str, mine: &Part) -> Result<Vec<Part>, String>;
 }
 
+/// The rate a step asked for, as its observation reports it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Asked {
+    /// The open model at this rate: its latency's trend is judged too.
+    Rate(f64),
+    /// A replay's: the log's own rate, known by what fell due in the step.
+    Log,
+    /// The closed model asks for no rate: what it achieved.
+    Closed,
+}
+
 /// The observation of a step from every process's shard, and the figures
-/// the step table shows besides: `requested` is the whole step's rate
-/// (`None`: a closed-model step, whose rate is what it achieved and whose
-/// latency has no due times to trend against).
-pub fn observe(shards: &[Shard], slo: &Slo, requested: Option<f64>) -> (Observation, Extra) {
+/// the step table shows besides: `asked` says the whole step's rate (a
+/// closed-model step's is what it achieved, and its latency has no due
+/// times to trend against; a replay's is the log's).
+pub fn observe(shards: &[Shard], slo: &Slo, asked: Asked) -> (Observation, Extra) {
     let mut latency = hdr::latency_histogram();
     let mut lag = hdr::latency_histogram();
     let mut seconds: Vec<Histogram<u64>> = Vec::new();
@@ -118,15 +132,33 @@ pub fn observe(shards: &[Shard], slo: &Slo, requested: Option<f64>) -> (Observat
         .iter()
         .map(|s| s.client_cpu_percent + s.client_wait_percent)
         .fold(0.0, f64::max);
+    let requested = match asked {
+        Asked::Rate(rate) => rate,
+        // Each process's log rate, or its sends due over its own window,
+        // added up.
+        Asked::Log => shards
+            .iter()
+            .filter(|s| !s.elapsed.is_zero())
+            .map(|s| {
+                s.asked_per_sec
+                    .unwrap_or(s.sends as f64 / s.elapsed.as_secs_f64())
+            })
+            .sum(),
+        Asked::Closed => achieved,
+    };
     let observation = Observation {
-        requested: requested.unwrap_or(achieved),
+        requested,
         achieved,
         latency: capacity::percentiles(&latency, slo),
         requests,
         errors: sum(|s| s.errors),
         sends: sum(|s| s.sends),
         late: sum(|s| s.late),
-        rise: requested.and_then(|_| trend::rising(&capacity::medians(&seconds))),
+        // A log's bursts and lulls move latency by themselves: only a
+        // steady rate's rise is a queue growing.
+        rise: matches!(asked, Asked::Rate(_))
+            .then(|| trend::rising(&capacity::medians(&seconds)))
+            .flatten(),
         client_saturated: wanted >= CLIENT_SATURATED_PERCENT,
         busy,
     };
@@ -163,6 +195,8 @@ pub struct Counted<'a> {
     pub elapsed: Duration,
     pub client_cpu_percent: f64,
     pub client_wait_percent: f64,
+    /// [`Shard::asked_per_sec`].
+    pub asked_per_sec: Option<f64>,
 }
 
 impl Shard {
@@ -185,6 +219,7 @@ impl Shard {
             elapsed,
             client_cpu_percent,
             client_wait_percent,
+            asked_per_sec,
         } = counted;
         let (sends, late) = match late_after {
             Some(after) => (ended + missed, capacity::late(lag, after) + missed),
@@ -203,6 +238,7 @@ impl Shard {
             seconds,
             client_cpu_percent,
             client_wait_percent,
+            asked_per_sec,
         }
     }
 }
@@ -252,6 +288,8 @@ enum Wire {
         client_cpu_percent: f64,
         #[serde(default)]
         client_wait_percent: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked_per_sec: Option<f64>,
     },
     Interrupted,
     Lost(String),
@@ -273,6 +311,7 @@ impl Part {
                 seconds: s.seconds.iter().map(encode).collect(),
                 client_cpu_percent: s.client_cpu_percent,
                 client_wait_percent: s.client_wait_percent,
+                asked_per_sec: s.asked_per_sec,
             },
             Part::Interrupted => Wire::Interrupted,
             Part::Lost(why) => Wire::Lost(why.clone()),
@@ -296,6 +335,7 @@ impl Part {
                 seconds,
                 client_cpu_percent,
                 client_wait_percent,
+                asked_per_sec,
             } => Part::Measured(Shard {
                 requests,
                 errors,
@@ -310,6 +350,7 @@ impl Part {
                     .collect::<Result<_, _>>()?,
                 client_cpu_percent,
                 client_wait_percent,
+                asked_per_sec,
             }),
             Wire::Interrupted => Part::Interrupted,
             Wire::Lost(why) => Part::Lost(why),
@@ -341,6 +382,7 @@ mod tests {
             seconds,
             client_cpu_percent: cpu,
             client_wait_percent: 0.0,
+            asked_per_sec: None,
         }
     }
 
@@ -349,7 +391,7 @@ mod tests {
         let slo: Slo = "p50<=1s".parse().unwrap();
         let a = shard(&[1, 2, 3, 4], 2.0, 30.0);
         let b = shard(&[10, 20, 30, 40, 50, 60], 2.0, 95.0);
-        let (o, extra) = observe(&[a.clone(), b.clone()], &slo, Some(5.0));
+        let (o, extra) = observe(&[a.clone(), b.clone()], &slo, Asked::Rate(5.0));
         assert_eq!(o.requested, 5.0);
         assert_eq!(o.requests, 10);
         assert_eq!(o.errors, 2);
@@ -368,11 +410,11 @@ mod tests {
         assert_eq!(extra.client_cpu_percent, 95.0);
         assert!(extra.send_lag_p99_ns >= 1_999_000 && extra.send_lag_p99_ns <= 2_001_000);
         // One shard alone is itself.
-        let (alone, _) = observe(std::slice::from_ref(&a), &slo, Some(2.0));
+        let (alone, _) = observe(std::slice::from_ref(&a), &slo, Asked::Rate(2.0));
         assert_eq!(alone.requests, 4);
         assert!(!alone.client_saturated);
         // A closed step's rate is what it achieved; it has no trend.
-        let (closed, _) = observe(&[a, b], &slo, None);
+        let (closed, _) = observe(&[a, b], &slo, Asked::Closed);
         assert!((closed.requested - 5.0).abs() < 1e-9);
         assert_eq!(closed.rise, None);
     }
@@ -412,9 +454,9 @@ mod tests {
             s
         };
         let slo: Slo = "p99<=1s".parse().unwrap();
-        let (o, _) = observe(&[rising(10), rising(12)], &slo, Some(1.0));
+        let (o, _) = observe(&[rising(10), rising(12)], &slo, Asked::Rate(1.0));
         assert!(o.rise.is_some());
-        let (closed, _) = observe(&[rising(10), rising(12)], &slo, None);
+        let (closed, _) = observe(&[rising(10), rising(12)], &slo, Asked::Closed);
         assert_eq!(closed.rise, None);
     }
 }

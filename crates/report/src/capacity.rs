@@ -25,6 +25,35 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
             .unwrap_or_default()
     };
     let passes = |max: f64| format!("{} {unit}{}", short_rate(max), with(Some(max)));
+    if cap.over_speed {
+        match a.outcome {
+            CapacityOutcome::Found => {
+                return format!(
+                    "sustains {}× the recorded traffic (bracket {}–{}×) at {}",
+                    r(a.max_rate),
+                    r(a.max_rate),
+                    r(a.above_rate),
+                    cap.slo
+                );
+            }
+            CapacityOutcome::NoneMeets => {
+                return format!(
+                    "no multiple of the recorded traffic meets {}: the lowest tried, {}×, failed{}",
+                    cap.slo,
+                    r(a.lowest_rate),
+                    failed_on(cap)
+                );
+            }
+            CapacityOutcome::Unfinished if a.above_rate.is_none() && a.max_rate.is_some() => {
+                return format!(
+                    "at least {}× the recorded traffic at {}: every step passed before the search ended",
+                    r(a.max_rate),
+                    cap.slo
+                );
+            }
+            _ => {}
+        }
+    }
     match a.outcome {
         CapacityOutcome::Found if sweep => format!(
             "max throughput {} at {}",
@@ -188,11 +217,18 @@ fn failed_on(cap: &CapacityRecord) -> String {
 /// sweep's by their connections and throughput, with its USL fit).
 pub(crate) fn capacity_section(out: &mut String, cap: &CapacityRecord, unit: &str) {
     let _ = writeln!(out, "Capacity    {}", capacity_answer(cap, unit));
-    let steps = format!(
-        "{} steps (+{} warm-up each)",
-        units::duration(cap.step_ns as f64),
-        units::duration(cap.step_warmup_ns as f64),
-    );
+    let steps = if cap.over_speed && cap.step_ns == 0 {
+        format!(
+            "each step the log's window once (+{} warm-up)",
+            units::duration(cap.step_warmup_ns as f64),
+        )
+    } else {
+        format!(
+            "{} steps (+{} warm-up each)",
+            units::duration(cap.step_ns as f64),
+            units::duration(cap.step_warmup_ns as f64),
+        )
+    };
     let budget = units::duration(cap.budget_ns as f64);
     match &cap.sweep {
         Some(sweep) => {
@@ -204,7 +240,9 @@ pub(crate) fn capacity_section(out: &mut String, cap: &CapacityRecord, unit: &st
             usl_line(out, sweep.usl.as_ref(), unit);
         }
         None => {
-            let start = if cap.start_probed {
+            let start = if cap.over_speed {
+                format!("{}× the log's pace", short_rate(cap.start))
+            } else if cap.start_probed {
                 format!(
                     "{} {unit} (half a closed-model probe's rate)",
                     short_rate(cap.start)
@@ -291,11 +329,19 @@ fn step_rows(cap: &CapacityRecord, unit: &str) -> Vec<Vec<String>> {
             ),
         ]
     } else {
-        vec![
-            ("PURPOSE", Box::new(|s| s.purpose.clone())),
-            ("REQUESTED", Box::new(|s| short_rate(s.requested))),
-            ("ACHIEVED", Box::new(|s| short_rate(s.achieved))),
-        ]
+        let mut columns: Vec<(&str, Cell<'_>)> = vec![("PURPOSE", Box::new(|s| s.purpose.clone()))];
+        if cap.over_speed {
+            columns.push((
+                "SPEED",
+                Box::new(|s| {
+                    s.speed
+                        .map_or_else(|| "–".to_owned(), |x| format!("{}×", short_rate(x)))
+                }),
+            ));
+        }
+        columns.push(("REQUESTED", Box::new(|s| short_rate(s.requested))));
+        columns.push(("ACHIEVED", Box::new(|s| short_rate(s.achieved))));
+        columns
     };
     columns.push(("P50", Box::new(move |s| lat(s.p50_ns))));
     columns.push(("P99", Box::new(move |s| lat(s.p99_ns))));
@@ -409,10 +455,12 @@ mod tests {
                 cause: None,
             },
             sweep: None,
+            over_speed: false,
             steps: vec![
                 CapacityStep {
                     purpose: "bracket".into(),
                     connections: None,
+                    speed: None,
                     requested: 20_000.0,
                     achieved: 19_990.0,
                     p50_ns: 150_000,
@@ -434,6 +482,7 @@ mod tests {
                 CapacityStep {
                     purpose: "bracket".into(),
                     connections: None,
+                    speed: None,
                     requested: 40_000.0,
                     achieved: 31_000.0,
                     p50_ns: 900_000_000,

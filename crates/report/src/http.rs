@@ -263,8 +263,19 @@ fn plan_sections(out: &mut String, rec: &HttpRecord) {
         out.push_str("The figures below are the whole run's.\n\n");
     }
     if let Some(cap) = &rec.capacity {
+        let per = if cap.over_speed {
+            "× the log's pace"
+        } else {
+            per
+        };
         crate::capacity::capacity_section(out, cap, per);
-        if cap.sweep.is_some() {
+        if let (true, Some(replay)) = (cap.over_speed, &rec.replay) {
+            let _ = writeln!(
+                out,
+                "The figures below are the step at {}× the log's pace.\n",
+                replay.speed
+            );
+        } else if cap.sweep.is_some() {
             let _ = writeln!(
                 out,
                 "The figures below are the step with {}.\n",

@@ -33,7 +33,7 @@ pub(crate) fn replay_section(out: &mut String, run: &Run, r: &ReplayRecord) {
     };
     let _ = writeln!(
         out,
-        "Replay      {}{format}: {} read, {} sent{passes}{cut}",
+        "Replay      {}{format}: {} read, {} of them to replay{passes}{cut}",
         r.file,
         counted(r.lines, "line"),
         counted(r.requests, "request"),

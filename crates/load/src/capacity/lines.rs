@@ -13,6 +13,10 @@ impl Plan {
     pub fn announcement(&self, what: &str) -> String {
         let searching = match self.axis {
             Axis::Rate { .. } => "searching for the highest rate".to_owned(),
+            Axis::Speed { start, .. } => format!(
+                "searching for the highest multiple of the recorded traffic (from {}×)",
+                short_rate(start)
+            ),
             Axis::Concurrency { from, to } => format!(
                 "sweeping {from}..{to} {what} (closed model, doubling) for the highest throughput"
             ),
@@ -55,6 +59,11 @@ impl<O> Ran<O> {
                 " ({}) {} {unit}: achieved {achieved}",
                 self.purpose.name(),
                 short_rate(rate),
+            ),
+            Level::Speed(speed) => format!(
+                " ({}) {}× the log: achieved {achieved} {unit}",
+                self.purpose.name(),
+                short_rate(speed),
             ),
             Level::Probe => format!(" (probe): {achieved} {unit}"),
         };

@@ -94,6 +94,12 @@ pub enum Axis {
     /// The closed model's concurrency (connections, clients): doubling
     /// from `from` up to `to` ([`Sweep`]).
     Concurrency { from: u32, to: u32 },
+    /// A replay's speed, as a multiple of the recorded traffic's pace:
+    /// searched as a rate is ([`Search`], bracketed from `start`, then
+    /// bisected to within `precision`), each step replaying the log at
+    /// its multiple. Its answer reads "sustains 2.7× the recorded
+    /// traffic".
+    Speed { start: f64, precision: f64 },
 }
 
 /// What the search is asked.
@@ -119,13 +125,18 @@ impl Plan {
     /// The rate search from `start`: it halves no lower than a step of
     /// [`MIN_REQUESTS_PER_STEP`], nor below 1 per second.
     pub fn search(&self, start: f64) -> Search {
-        let precision = match self.axis {
-            Axis::Rate { precision, .. } => precision,
-            Axis::Concurrency { .. } => 0.0,
+        let (precision, floor) = match self.axis {
+            Axis::Rate { precision, .. } => (
+                precision,
+                (start / 1024.0)
+                    .max(MIN_REQUESTS_PER_STEP / self.step.as_secs_f64().max(1e-3))
+                    .max(1.0),
+            ),
+            // A multiple has no least rate: a replay slowed 1024 times
+            // that still fails tells enough.
+            Axis::Speed { precision, .. } => (precision, start / 1024.0),
+            Axis::Concurrency { .. } => (0.0, 1.0),
         };
-        let floor = (start / 1024.0)
-            .max(MIN_REQUESTS_PER_STEP / self.step.as_secs_f64().max(1e-3))
-            .max(1.0);
         Search::new(
             search::Settings {
                 start,
@@ -166,7 +177,7 @@ impl Plan {
                 grace: Duration::ZERO,
                 late_after: None,
             },
-            Level::Rate(_) => Load {
+            Level::Rate(_) | Level::Speed(_) => Load {
                 level,
                 length: self.step,
                 warmup: self.warmup,
@@ -189,6 +200,7 @@ impl Plan {
     pub fn describe(&self, what: &str) -> String {
         match self.axis {
             Axis::Rate { .. } => format!("find-max {}", self.slo_text),
+            Axis::Speed { .. } => format!("find-max {} over the replay's speed", self.slo_text),
             Axis::Concurrency { from, to } => {
                 format!("find-max {} over {from}..{to} {what}", self.slo_text)
             }
@@ -215,14 +227,26 @@ pub enum Level {
     /// The closed model at this many connections (clients), all segments'
     /// together.
     Concurrency(u32),
+    /// A replay at this multiple of the log's pace (an open model whose
+    /// rate is the log's).
+    Speed(f64),
 }
 
 impl Level {
+    /// The rate a step at this level asks for.
+    pub fn asked(self) -> shard::Asked {
+        match self {
+            Level::Rate(rate) => shard::Asked::Rate(rate),
+            Level::Speed(_) => shard::Asked::Log,
+            Level::Probe | Level::Concurrency(_) => shard::Asked::Closed,
+        }
+    }
+
     /// The open model's rate, if this level has one.
     pub fn rate(self) -> Option<f64> {
         match self {
             Level::Rate(rate) => Some(rate),
-            Level::Probe | Level::Concurrency(_) => None,
+            Level::Probe | Level::Concurrency(_) | Level::Speed(_) => None,
         }
     }
 }
@@ -339,7 +363,7 @@ fn step<G: Engine>(
     engine: &mut G,
     load: &Load,
 ) -> Result<Measured<G::Outcome>, G::Error> {
-    let requested = load.level.rate();
+    let requested = load.level.asked();
     let Some(group) = group else {
         return Ok(match engine.run(load, None)? {
             Ended::Measured { outcome, shard } => {
@@ -467,15 +491,30 @@ impl<O> Searched<O> {
 
 /// The state machine of a plan's axis.
 enum Walk {
-    Rates(Search),
+    /// A rate search; `speed`: its rates are a replay's multiples.
+    Rates {
+        search: Search,
+        speed: bool,
+    },
     Concurrency(Sweep),
+}
+
+impl Walk {
+    /// The level a rate search's value stands for.
+    fn level(speed: bool, value: f64) -> Level {
+        if speed {
+            Level::Speed(value)
+        } else {
+            Level::Rate(value)
+        }
+    }
 }
 
 impl Walk {
     fn next(&mut self) -> Option<Level> {
         match self {
-            Walk::Rates(search) => match search.next_step() {
-                Next::Run { rate, .. } => Some(Level::Rate(rate)),
+            Walk::Rates { search, speed } => match search.next_step() {
+                Next::Run { rate, .. } => Some(Walk::level(*speed, rate)),
                 Next::Done(_) => None,
             },
             Walk::Concurrency(sweep) => sweep.next_step().map(|(c, _)| Level::Concurrency(c)),
@@ -486,7 +525,7 @@ impl Walk {
     /// failed.
     fn observe(&mut self, observation: Observation) -> (Purpose, Observation, Vec<Why>) {
         match self {
-            Walk::Rates(search) => {
+            Walk::Rates { search, .. } => {
                 let step = search.observe(observation).clone();
                 (step.purpose, step.observation, step.why)
             }
@@ -499,7 +538,7 @@ impl Walk {
 
     fn answer(&self) -> CapacityAnswer {
         match self {
-            Walk::Rates(search) => answer_record(search.answer()),
+            Walk::Rates { search, .. } => answer_record(search.answer()),
             Walk::Concurrency(sweep) => sweep.answer(),
         }
     }
@@ -512,9 +551,13 @@ impl Walk {
                 .rposition(|s| s.level == level && s.passed() == passed)
         };
         match self {
-            Walk::Rates(_) => (
-                answer.max_rate.and_then(|r| last(Level::Rate(r), true)),
-                answer.above_rate.and_then(|r| last(Level::Rate(r), false)),
+            Walk::Rates { speed, .. } => (
+                answer
+                    .max_rate
+                    .and_then(|r| last(Walk::level(*speed, r), true)),
+                answer
+                    .above_rate
+                    .and_then(|r| last(Walk::level(*speed, r), false)),
             ),
             Walk::Concurrency(sweep) => {
                 let (best, knee) = sweep.best_and_knee();
@@ -528,7 +571,7 @@ impl Walk {
 
     fn usl(&self) -> Option<UslFit> {
         match self {
-            Walk::Rates(_) => None,
+            Walk::Rates { .. } => None,
             Walk::Concurrency(sweep) => sweep.usl(),
         }
     }
@@ -564,7 +607,17 @@ pub fn drive<G: Engine>(
             start: Some(start), ..
         } => {
             searched.start = Some((start, false));
-            Walk::Rates(plan.search(start))
+            Walk::Rates {
+                search: plan.search(start),
+                speed: false,
+            }
+        }
+        Axis::Speed { start, .. } => {
+            searched.start = Some((start, false));
+            Walk::Rates {
+                search: plan.search(start),
+                speed: true,
+            }
         }
         Axis::Rate { start: None, .. } => {
             if searched.interrupted {
@@ -575,7 +628,10 @@ pub fn drive<G: Engine>(
             match start_from_probe(probed, |o| engine.lost(o)) {
                 Ok(Some(start)) => {
                     searched.start = Some((start, true));
-                    Walk::Rates(plan.search(start))
+                    Walk::Rates {
+                        search: plan.search(start),
+                        speed: false,
+                    }
                 }
                 Ok(None) => {
                     searched.interrupted = true;

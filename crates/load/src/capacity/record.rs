@@ -16,7 +16,7 @@ use crate::slo::Slo;
 /// every step it ran.
 pub fn record<O>(searched: &Searched<O>, plan: &Plan) -> CapacityRecord {
     let (start, start_probed, precision, sweep) = match plan.axis {
-        Axis::Rate { precision, .. } => {
+        Axis::Rate { precision, .. } | Axis::Speed { precision, .. } => {
             let (start, probed) = searched.start.unwrap_or_default();
             (start, probed, precision, None)
         }
@@ -50,6 +50,7 @@ pub fn record<O>(searched: &Searched<O>, plan: &Plan) -> CapacityRecord {
         answer: searched.answer.clone(),
         steps: searched.steps.iter().map(step_record).collect(),
         sweep,
+        over_speed: matches!(plan.axis, Axis::Speed { .. }),
     }
 }
 
@@ -266,7 +267,11 @@ fn step_record<O>(ran: &Ran<O>) -> CapacityStep {
         purpose: ran.purpose.name().to_owned(),
         connections: match ran.level {
             Level::Concurrency(c) => Some(u64::from(c)),
-            Level::Probe | Level::Rate(_) => None,
+            Level::Probe | Level::Rate(_) | Level::Speed(_) => None,
+        },
+        speed: match ran.level {
+            Level::Speed(s) => Some(s),
+            Level::Probe | Level::Rate(_) | Level::Concurrency(_) => None,
         },
         requested: o.requested,
         achieved: o.achieved,

@@ -48,6 +48,7 @@ fn shard(per_sec: f64, latency_ms: u64) -> Shard {
         seconds: Vec::new(),
         client_cpu_percent: 10.0,
         client_wait_percent: 0.0,
+        asked_per_sec: None,
     }
 }
 
@@ -87,6 +88,8 @@ fn target(load: &Load) -> Ended<f64> {
         Level::Rate(rate) => (rate, rate),
         Level::Concurrency(c) => (f64::from(c), 100.0 * f64::from(c)),
         Level::Probe => (1.0, 900.0),
+        // A replayed log of 100 requests a second, at its multiple.
+        Level::Speed(speed) => (speed, 100.0 * speed),
     };
     let latency = if per_sec <= 400.0 { 10 } else { 500 };
     Ended::Measured {
@@ -191,6 +194,43 @@ fn a_rate_search_probes_for_its_start_then_runs_what_the_search_asks() {
     );
     let objective = found.objective.unwrap();
     assert_eq!(objective.limit_at(99.0).unwrap().limit_ns, 100_000_000);
+}
+
+/// A replay's search is the rate search over its speed: no probe, from
+/// its start (1×), doubling to a fail and bisecting; a log of 100/s on a
+/// target that holds 400/s is sustained up to 4×, recorded as multiples.
+#[test]
+fn a_speed_search_runs_the_rate_search_over_multiples_of_the_log() {
+    let p = plan(Axis::Speed {
+        start: 1.0,
+        precision: 0.05,
+    });
+    let mut engine = fake(|load, _| target(load));
+    let found = drive_on(&p, &mut engine);
+    assert!(
+        engine
+            .asked
+            .iter()
+            .all(|l| matches!(l.level, Level::Speed(_))),
+        "{:?}",
+        engine.asked
+    );
+    assert_eq!(engine.asked[0].level, Level::Speed(1.0));
+    assert_eq!(engine.asked[1].level, Level::Speed(2.0));
+    assert_eq!(found.answer.outcome, CapacityOutcome::Found);
+    let max = found.answer.max_rate.unwrap();
+    assert!((3.8..=4.0).contains(&max), "{max}");
+    assert_eq!(found.figures().unwrap().level, Level::Speed(max));
+    let record = record(&found, &p);
+    assert!(record.over_speed);
+    assert_eq!(record.start, 1.0);
+    assert_eq!(record.steps[0].speed, Some(1.0));
+    // Late sends are judged as in any open-model step.
+    assert!(p.load(Level::Speed(2.0)).late_after.is_some());
+    assert_eq!(
+        p.describe("connections"),
+        "find-max p99<=100ms over the replay's speed"
+    );
 }
 
 #[test]

@@ -33,6 +33,11 @@ pub struct CapacityRecord {
     /// throughput.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<ConnectionSweep>,
+    /// The search varied a replay's speed (`--replay --find-max`): its
+    /// start, its steps' levels and its answer are multiples of the
+    /// recorded traffic's pace, not rates.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub over_speed: bool,
 }
 
 /// An objective as the search read it: every target must hold.
@@ -148,6 +153,10 @@ pub struct CapacityStep {
     /// The closed-model variant: the step's connections.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connections: Option<u64>,
+    /// A replay's search: the step's multiple of the log's pace (its
+    /// `requested` is then the log's rate at that multiple).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
     pub requested: f64,
     pub achieved: f64,
     /// Corrected latency percentiles, in nanoseconds.
