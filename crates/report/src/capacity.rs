@@ -51,6 +51,13 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
                     cap.slo
                 );
             }
+            CapacityOutcome::Unfinished if a.max_rate.is_none() && a.above_rate.is_some() => {
+                return format!(
+                    "below {}× the recorded traffic: every step failed before the search ended{}",
+                    r(a.above_rate),
+                    failed_on(cap)
+                );
+            }
             _ => {}
         }
     }

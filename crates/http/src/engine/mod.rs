@@ -314,7 +314,7 @@ struct Local {
     replay: Option<Rc<replay::ReplaySchedule>>,
     /// `--replay`: the requests of the tickets handed out and not yet
     /// sent, by their `seq`.
-    replayed: std::collections::HashMap<u64, crate::request::RequestTemplate>,
+    replayed: std::collections::HashMap<u64, Arc<crate::request::RequestTemplate>>,
 }
 
 /// What a thread hands back.

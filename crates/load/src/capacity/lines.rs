@@ -21,10 +21,14 @@ impl Plan {
                 "sweeping {from}..{to} {what} (closed model, doubling) for the highest throughput"
             ),
         };
+        let steps = if self.step.is_zero() {
+            "each step the log's window once".to_owned()
+        } else {
+            format!("{} steps", duration_flag(self.step))
+        };
         format!(
-            "{searching} that meets {} ({} steps, budget {})",
+            "{searching} that meets {} ({steps}, budget {})",
             self.slo,
-            duration_flag(self.step),
             duration_flag(self.budget)
         )
     }
