@@ -39,6 +39,21 @@ fn offsets(lines: &[(f64, String, u16)]) -> Vec<f64> {
     times.iter().map(|t| t - first).collect()
 }
 
+/// A combined-format log of `seconds` whole-second stamps with
+/// `per_second` GETs each, of the paths `path(second, i)`, all logged 200.
+fn steady_log(seconds: u32, per_second: u32, path: impl Fn(u32, u32) -> String) -> String {
+    let mut log = String::new();
+    for second in 0..seconds {
+        for i in 0..per_second {
+            log.push_str(&format!(
+                "10.0.0.1 - - [30/Nov/2026:10:00:{second:02} +0000] \"GET {} HTTP/1.1\" 200 3 \"-\" \"-\"\n",
+                path(second, i)
+            ));
+        }
+    }
+    log
+}
+
 /// nginx with a page, a second page, and nothing under /users (404s).
 fn site() -> Nginx {
     let nginx = Nginx::http1("", TIMED);
@@ -265,13 +280,7 @@ fn replay_sends_safe_methods_counts_bad_lines_and_says_what_it_left_out() {
 fn a_status_mix_unlike_the_logs_is_warned_about() {
     let home = temp();
     let target = site();
-    let mut log = String::new();
-    for i in 0..40 {
-        log.push_str(&format!(
-            "10.0.0.1 - - [30/Nov/2026:10:00:0{} +0000] \"GET /gone/{i} HTTP/1.1\" 200 3 \"-\" \"-\"\n",
-            i / 20
-        ));
-    }
+    let log = steady_log(2, 20, |second, i| format!("/gone/{}", second * 20 + i));
     let path = write_file(home.path(), "log", &log);
     let url = format!("http://127.0.0.1:{}", target.port);
     let (run, _) = http_json_exit(
@@ -329,14 +338,7 @@ fn har_headers_are_sent_but_credentials_are_scrubbed() {
 #[test]
 fn a_window_replays_a_part_and_loop_repeats_it() {
     let home = temp();
-    let mut log = String::new();
-    for second in 0..4 {
-        for _ in 0..5 {
-            log.push_str(&format!(
-                "10.0.0.1 - - [30/Nov/2026:10:00:0{second} +0000] \"GET /index.html?s={second} HTTP/1.1\" 200 3 \"-\" \"-\"\n"
-            ));
-        }
-    }
+    let log = steady_log(4, 5, |second, _| format!("/index.html?s={second}"));
     let path = write_file(home.path(), "log", &log);
     let target = site();
     let url = format!("http://127.0.0.1:{}", target.port);
@@ -486,14 +488,7 @@ fn replay_refuses_bad_input_before_any_load() {
 #[test]
 fn an_interrupted_replay_stops_promptly_with_its_figures() {
     let home = temp();
-    let mut log = String::new();
-    for second in 0..30 {
-        for _ in 0..10 {
-            log.push_str(&format!(
-                "10.0.0.1 - - [30/Nov/2026:10:00:{second:02} +0000] \"GET /index.html HTTP/1.1\" 200 3 \"-\" \"-\"\n"
-            ));
-        }
-    }
+    let log = steady_log(30, 10, |_, _| "/index.html".to_owned());
     let path = write_file(home.path(), "log", &log);
     let target = site();
     let url = format!("http://127.0.0.1:{}", target.port);
@@ -524,14 +519,7 @@ fn an_interrupted_replay_stops_promptly_with_its_figures() {
 fn find_max_over_a_replay_finds_the_multiple_of_the_logs_rate_the_target_sustains() {
     let home = temp();
     let (url, _) = super::segment::one_at_a_time_server(Duration::from_millis(4));
-    let mut log = String::new();
-    for second in 0..4 {
-        for i in 0..40 {
-            log.push_str(&format!(
-                "10.0.0.1 - - [30/Nov/2026:10:00:{second:02} +0000] \"GET /items/{i} HTTP/1.1\" 200 3 \"-\" \"-\"\n"
-            ));
-        }
-    }
+    let log = steady_log(4, 40, |_, i| format!("/items/{i}"));
     let path = write_file(home.path(), "steady.log", &log);
     let url = url.trim_end_matches('/').to_owned();
     let search = |home: &Path| -> Value {

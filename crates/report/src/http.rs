@@ -569,16 +569,7 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
             let at = Some(step.name.as_str());
             let latency = hist(place.get(&flow.name, at, http::STEP_LATENCY));
             let get = |name: &str| place.get(&flow.name, at, name).map_or(0.0, |m| m.value);
-            let classes: Vec<String> = place
-                .all(&flow.name, at, http::STEP_ERRORS_BY_CLASS)
-                .map(|m| {
-                    format!(
-                        "{}: {}",
-                        class_words(m.label(label::CLASS).unwrap_or("?")),
-                        m.value as u64
-                    )
-                })
-                .collect();
+            let classes = class_counts(place.all(&flow.name, at, http::STEP_ERRORS_BY_CLASS));
             let name = format!("{}/{}", flow.name, step.name);
             let _ = writeln!(
                 out,
@@ -594,6 +585,20 @@ fn scenario_section(out: &mut String, run: &Run, scenario: &dyno_model::record::
         }
     }
     out.push('\n');
+}
+
+/// Counts of errors by class (metrics labelled `class`), as the step and
+/// endpoint tables show them: `reset: 3`.
+pub(crate) fn class_counts<'a>(metrics: impl Iterator<Item = &'a Metric>) -> Vec<String> {
+    metrics
+        .map(|m| {
+            format!(
+                "{}: {}",
+                class_words(m.label(label::CLASS).unwrap_or("?")),
+                m.value as u64
+            )
+        })
+        .collect()
 }
 
 /// An error class as the Errors line and the step table both name it.

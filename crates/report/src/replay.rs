@@ -12,7 +12,7 @@ use dyno_stats::hdr;
 use hdrhistogram::Histogram;
 
 use crate::format::counted;
-use crate::http::{DASH, class_words, rate};
+use crate::http::{DASH, class_counts, rate};
 
 /// The log, what of it was sent and left out, and the per-template table.
 pub(crate) fn replay_section(out: &mut String, run: &Run, r: &ReplayRecord) {
@@ -129,19 +129,13 @@ fn endpoint_table(out: &mut String, run: &Run, r: &ReplayRecord) {
             .and_then(|m| m.histogram.as_ref())
             .and_then(|h| hdr::from_model(h).ok());
         let cell = |p: f64| latency.as_ref().map_or(DASH.to_owned(), |h| pct(h, p));
-        let classes: Vec<String> = by
-            .get(endpoint)
-            .into_iter()
-            .flatten()
-            .filter(|m| m.name == http::ENDPOINT_ERRORS_BY_CLASS)
-            .map(|m| {
-                format!(
-                    "{}: {}",
-                    class_words(m.label(label::CLASS).unwrap_or("?")),
-                    m.value as u64
-                )
-            })
-            .collect();
+        let classes = class_counts(
+            by.get(endpoint)
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|m| m.name == http::ENDPOINT_ERRORS_BY_CLASS),
+        );
         let shown: String = if endpoint.chars().count() > width {
             let cut: String = endpoint.chars().take(width - 1).collect();
             format!("{cut}…")
