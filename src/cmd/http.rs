@@ -192,6 +192,12 @@ pub(super) fn resolve(
         builtin_url: server.as_ref().map(|(_, url)| url.clone()),
     };
     let plan = settings::http(args, env, inputs)?;
+    // The replayed log, read up to its first request before any store or
+    // connection: one that cannot be read, or holds nothing to send,
+    // costs nothing.
+    if let Some(replay) = &plan.engine.replay {
+        dyno_http::replay::Feed::probe(replay, &plan.engine.target).map_err(|why| anyhow!(why))?;
+    }
     for notice in &plan.notices {
         eprintln!("{notice}");
     }

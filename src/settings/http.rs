@@ -115,9 +115,6 @@ pub(crate) fn http(args: HttpArgs, env: &Environment, inputs: HttpInputs) -> Res
             ),
             (None, None) => Stop::LogEnds,
         };
-        // Before any store or connection: a log that cannot be read, or
-        // holds nothing to send, costs nothing.
-        dyno_http::replay::Feed::probe(&replay, &settings.target).map_err(|why| anyhow!(why))?;
         settings.replay = Some(replay);
     }
     dyno_http::engine::validate(&settings)?;
