@@ -51,6 +51,14 @@ pub fn capacity_answer(cap: &CapacityRecord, unit: &str) -> String {
                     cap.slo
                 );
             }
+            CapacityOutcome::Unfinished if a.max_rate.is_some() && a.above_rate.is_some() => {
+                return format!(
+                    "not settled: passes at {}× the recorded traffic, fails at {}× ({}; the search ended first)",
+                    r(a.max_rate),
+                    r(a.above_rate),
+                    cap.slo
+                );
+            }
             CapacityOutcome::Unfinished if a.max_rate.is_none() && a.above_rate.is_some() => {
                 return format!(
                     "below {}× the recorded traffic: every step failed before the search ended{}",

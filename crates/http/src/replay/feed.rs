@@ -220,12 +220,6 @@ impl Summary {
     pub fn peak_rate(&self) -> u64 {
         self.per_second.iter().copied().max().unwrap_or(0)
     }
-
-    /// The log's mean rate over its span, at the replay's pace.
-    pub fn mean_rate(&self) -> f64 {
-        let seconds = self.per_second.len().max(1) as f64;
-        self.requests as f64 / seconds
-    }
 }
 
 /// The reader thread and the receiving ends the worker threads take.
@@ -277,7 +271,6 @@ impl Feed {
             encoded: HashMap::new(),
             ready: Some(ready_tx),
             next: 0,
-            kept: 0,
             pass_origin_ns: 0,
         };
         let handle = std::thread::Builder::new()
@@ -351,8 +344,6 @@ struct Work {
     /// The number, among all requests replayed by every segment, of the
     /// next one.
     next: u64,
-    /// This process's requests so far.
-    kept: u64,
     /// Where this pass's offsets start (`--loop`).
     pass_origin_ns: u64,
 }
@@ -369,17 +360,18 @@ impl Work {
     fn run(&mut self, mut reader: Reader) {
         loop {
             self.summary.passes += 1;
-            let kept_before = self.kept;
+            let kept_before = self.summary.requests;
             let (ended, last_ns) = self.pass(reader);
             if matches!(ended, Ended::Run) {
                 self.summary.cut = true;
                 return;
             }
-            if !self.replay.looped || self.kept == kept_before {
+            if !self.replay.looped || self.summary.requests == kept_before {
                 break;
             }
             // The next pass starts one mean gap after this one's last.
-            let gap = last_ns.saturating_sub(self.pass_origin_ns) / self.kept.max(1);
+            let this_pass = self.summary.requests - kept_before;
+            let gap = last_ns.saturating_sub(self.pass_origin_ns) / this_pass.max(1);
             self.pass_origin_ns = last_ns + gap.max(1);
             reader = match Reader::open(&self.replay.path, self.replay.format.clone()) {
                 Ok(r) => r,
@@ -508,8 +500,8 @@ impl Work {
                 self.pass_origin_ns + (in_window_us as f64 * 1e3 / self.replay.speed) as u64;
             last_ns = due_ns;
             self.note(status, bodiless, due_ns, in_window_us);
-            let thread = (self.kept % self.senders.len() as u64) as usize;
-            self.kept += 1;
+            // Request k of this process goes to thread k mod T.
+            let thread = (self.summary.requests % self.senders.len() as u64) as usize;
             self.summary.requests += 1;
             if self
                 .hand(
