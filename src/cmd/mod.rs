@@ -192,7 +192,7 @@ pub(crate) fn merged_group(store: &dyn Store, group: &str) -> Result<Option<Run>
     let mut merged = dyno_stats::merge::merge(group, &runs, &arrived)?;
     // What the engine declared it recomputes from the merged metrics.
     match merged.kind {
-        dyno_model::Kind::Http => dyno_http::recompute_merged(&mut merged),
+        dyno_model::Kind::Http => dyno_http::recompute_merged(&mut merged, &runs),
         dyno_model::Kind::Db => dyno_db::run::recompute_merged(&mut merged),
         _ => {}
     }

@@ -80,11 +80,6 @@ pub(crate) fn http(args: HttpArgs, env: &Environment, inputs: HttpInputs) -> Res
         args.url.as_deref().and_then(url_port),
     )?;
     let mut plan = Plan::from_args(&args.segments, env.hostname.as_deref())?;
-    if plan.is_some() && args.replay.replay.is_some() {
-        bail!(
-            "--replay over segments is not built yet (the log split by line and merged exactly is planned): replay from one machine, with -c and -t as needed"
-        );
-    }
     // A segment runs its share of the connections and threads (and its
     // record says so: the merged run adds them up again).
     let whole_connections = args.connections.to;
@@ -100,7 +95,7 @@ pub(crate) fn http(args: HttpArgs, env: &Environment, inputs: HttpInputs) -> Res
     }
     let mut settings =
         engine_settings(&args, &request, warmup, connections, threads, plan.as_ref());
-    if let Some(replay) = replay(&args, settings.seed)? {
+    if let Some(replay) = replay(&args, replay_seed(&args, settings.seed, plan.as_ref()))? {
         // With --h2, `-m N` is streams; a method is the log's own.
         if let Some(method) = args.method.iter().find(|m| m.parse::<u32>().is_err()) {
             bail!(
@@ -357,6 +352,20 @@ fn engine_settings(
     }
 }
 
+/// The seed of a Poisson spread of the log's stamps. Every segment of a
+/// group spreads the whole log alike and sends its share of it, so the
+/// seed is the group's: `--seed` when given (published, so that segments
+/// given different ones are refused at the barrier), else one drawn from
+/// the group's name, never a segment's own.
+fn replay_seed(args: &HttpArgs, seed: u64, plan: Option<&Plan>) -> u64 {
+    match (args.seed, plan) {
+        (None, Some(plan)) => plan.group.bytes().fold(0xcbf2_9ce4_8422_2325, |h: u64, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        }),
+        _ => seed,
+    }
+}
+
 /// `--replay` and its flags as the engine takes them; `None` without it.
 fn replay(args: &HttpArgs, seed: u64) -> Result<Option<dyno_http::replay::Replay>> {
     let r = &args.replay;
@@ -564,6 +573,10 @@ struct Published {
     scenario: Option<String>,
     /// The URL file's paths (segments may read it from different places).
     url_file: Option<String>,
+    /// `--seed` of a Poisson spread of a replayed log (the group's seed:
+    /// the segments' timetables are one only when it is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replay_seed: Option<u64>,
 }
 
 /// The settings every segment of a group must share, as published at the
@@ -595,6 +608,10 @@ fn fingerprint(
             .url_file
             .is_some()
             .then(|| segment::hash(format!("{:?}", request.paths).as_bytes())),
+        replay_seed: settings.replay.as_ref().and_then(|r| match r.spread {
+            dyno_http::replay::Spread::Poisson { seed } => Some(seed),
+            dyno_http::replay::Spread::Even => None,
+        }),
     });
     s
 }
@@ -705,6 +722,11 @@ mod http_tests {
     /// What segment `index` of 2 of `dyno http FLAGS` publishes at the
     /// barrier.
     fn published(index: u32, flags: &[&str]) -> std::collections::BTreeMap<String, String> {
+        segment_plan(index, flags).segments.unwrap().settings
+    }
+
+    /// Segment `index` of 2 of group `g`, given `flags`, resolved.
+    fn segment_plan(index: u32, flags: &[&str]) -> HttpPlan {
         use clap::Parser as _;
         let segment = format!("{index}/2");
         let argv = ["dyno", "http", "--segment", &segment, "--group", "g"];
@@ -723,8 +745,36 @@ mod http_tests {
             scenario: None,
             builtin_url: None,
         };
-        let plan = http(*args, &env, inputs).unwrap();
-        plan.segments.unwrap().settings
+        http(*args, &env, inputs).unwrap()
+    }
+
+    #[test]
+    fn the_segments_of_a_poisson_replay_spread_the_log_with_the_groups_seed() {
+        let flags = [
+            "http://127.0.0.1:9",
+            "--replay",
+            "access.log",
+            "--spread",
+            "poisson",
+        ];
+        let seed = |plan: &HttpPlan| match plan.engine.replay.as_ref().unwrap().spread {
+            dyno_http::replay::Spread::Poisson { seed } => seed,
+            dyno_http::replay::Spread::Even => panic!("an even spread"),
+        };
+        let (a, b) = (segment_plan(0, &flags), segment_plan(1, &flags));
+        // Each segment's own seed (for anything else drawn) is its own.
+        assert_ne!(a.engine.seed, b.engine.seed);
+        assert_eq!(seed(&a), seed(&b));
+        assert_eq!(a.segments.unwrap().settings, b.segments.unwrap().settings);
+        // --seed is the group's when given, and published: segments given
+        // different ones are told apart at the barrier.
+        let given = |index, s| segment_plan(index, &[&flags[..], &["--seed", s]].concat());
+        assert_eq!(seed(&given(0, "7")), 7);
+        let (a, b) = (
+            published(0, &[&flags[..], &["--seed", "7"]].concat()),
+            published(1, &[&flags[..], &["--seed", "8"]].concat()),
+        );
+        assert_eq!(differ(&a, &b), ["replay_seed"]);
     }
 
     /// The names whose values differ between `a` and `b`, or are in one.

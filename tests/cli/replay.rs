@@ -466,19 +466,6 @@ fn replay_refuses_bad_input_before_any_load() {
                 &["not a method"],
             ),
             (&["http", url, "--speed", "2"], &["--replay"]),
-            (
-                &[
-                    "http",
-                    url,
-                    "--replay",
-                    o,
-                    "--segment",
-                    "0/2",
-                    "--group",
-                    "g1",
-                ],
-                &["segments"],
-            ),
         ],
     );
 }

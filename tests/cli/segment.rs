@@ -1461,3 +1461,134 @@ fn k8s_job_checks_and_ships_a_scenario_and_its_data() {
         assert!(out.stdout.is_empty(), "{file}: printed a manifest");
     }
 }
+
+/// A combined-format log of two whole seconds (120 and 80 GETs) over 60
+/// path templates, more than a run keeps apart, half of them logged 404;
+/// with three bad lines and five POSTs among them.
+fn sixty_template_log() -> String {
+    let mut log = String::new();
+    let mut line = |second: u32, method: &str, path: &str, status: u16| {
+        log.push_str(&format!(
+            "10.0.0.1 - - [30/Nov/2026:10:00:{second:02} +0000] \"{method} {path} HTTP/1.1\" {status} 3 \"-\" \"-\"\n"
+        ));
+    };
+    for (second, n) in [(0, 120), (1, 80)] {
+        for i in 0..n {
+            let e = i % 60;
+            line(
+                second,
+                "GET",
+                &format!("/e{e}/x"),
+                if e % 2 == 0 { 200 } else { 404 },
+            );
+            if i % 50 == 7 {
+                line(second, "POST", "/form", 201);
+            }
+        }
+    }
+    let mut lines: Vec<&str> = log.lines().collect();
+    for (at, bad) in [(3, "not a log line"), (70, "\"GET"), (150, "- - -")] {
+        lines.insert(at, bad);
+    }
+    lines.join("\n") + "\n"
+}
+
+/// The labelled `name` of a run, by its `label`'s value.
+fn by_label(run: &Value, name: &str, label: &str) -> BTreeMap<String, f64> {
+    run["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == name)
+        .filter_map(|m| {
+            Some((
+                m["labels"][label].as_str()?.to_owned(),
+                m["value"].as_f64()?,
+            ))
+        })
+        .collect()
+}
+
+/// A log replayed by two segments (a Poisson spread of the same seed as
+/// the single run's: the group's, not each segment's) makes exactly the
+/// run one machine makes: the same timetable, split; the target's
+/// access log holds the same requests, and the merged record counts what
+/// the single run counts: requests, bad lines (each once, the first few
+/// quoted), methods left out, the log's statuses and seconds, the 60
+/// templates (50 kept apart and `other`, the same ones), each template's
+/// answers, and the log's busiest second.
+#[test]
+fn a_replayed_log_split_over_segments_merges_into_the_single_run() {
+    let home = temp();
+    let store = &shared_db(home.path());
+    let log = write_file(home.path(), "access.log", &sixty_template_log());
+    let args = |nginx: &Nginx| {
+        format!(
+            "http://127.0.0.1:{} --replay {} --spread poisson --seed 11 --expect-status any -c 2",
+            nginx.port,
+            log.display()
+        )
+    };
+    let alone = Nginx::http1("", r#""$request""#);
+    let single = http_json(home.path(), &words(&args(&alone)));
+    let split = Nginx::http1("", r#""$request""#);
+    let segments = run_segments(home.path(), store, "replay", 2, &words(&args(&split)));
+    let requests = |run: &Value| run["settings"]["replay"]["requests"].as_u64().unwrap();
+    assert_eq!(requests(&single), 200);
+    assert_eq!(
+        segments.iter().map(requests).collect::<Vec<_>>(),
+        [100, 100]
+    );
+    let sorted = |text: String| {
+        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(sorted(split.access_log()), sorted(alone.access_log()));
+
+    let merged = merge_json(home.path(), store, "replay");
+    let whole = &single["settings"]["replay"];
+    let record = &merged["settings"]["replay"];
+    for field in [
+        "lines",
+        "requests",
+        "bad_lines",
+        "bad_quoted",
+        "skipped_methods",
+        "outside_window",
+        "other_segments",
+        "without_body",
+        "log_statuses",
+        "log_per_second",
+        "endpoints",
+        "passes",
+    ] {
+        assert_eq!(record[field], whole[field], "{field}");
+    }
+    assert_eq!(whole["bad_lines"], 3);
+    assert_eq!(whole["skipped_methods"]["POST"], 5);
+    // Near 120 and 80: the first request drawn is the clock's zero.
+    let seconds: Vec<u64> = serde_json::from_value(whole["log_per_second"].clone()).unwrap();
+    assert_eq!(seconds.iter().sum::<u64>(), 200, "{seconds:?}");
+    let endpoints = whole["endpoints"].as_array().unwrap();
+    assert_eq!(endpoints.len(), 51);
+    assert_eq!(endpoints[50], "other");
+    for name in [
+        "replay_requests",
+        "replay_bad_lines",
+        "replay_log_peak_requests_per_sec",
+        "log_status_200",
+        "log_status_404",
+        "responses",
+    ] {
+        assert_eq!(metric(&merged, name), metric(&single, name), "{name}");
+    }
+    assert_eq!(
+        metric(&merged, "replay_log_peak_requests_per_sec"),
+        seconds.iter().copied().max().unwrap() as f64
+    );
+    let answers = by_label(&single, "endpoint_responses", "endpoint");
+    assert_eq!(answers.len(), 51);
+    assert_eq!(answers["other"], 30.0, "e50 to e59, three times each");
+    assert_eq!(by_label(&merged, "endpoint_responses", "endpoint"), answers);
+}

@@ -287,16 +287,7 @@ impl Outcome {
         metrics.push(Metric::count(http::REPLAY_REQUESTS, log.requests).context());
         metrics.push(Metric::count(http::REPLAY_BAD_LINES, log.bad).context());
         metrics.push(Metric::count(http::REPLAY_WITHOUT_BODY, log.without_body).context());
-        metrics.push(
-            Metric::new(
-                http::REPLAY_LOG_PEAK_RATE,
-                Unit::RequestsPerSec,
-                Direction::HigherIsBetter,
-                log.peak_rate() as f64,
-            )
-            .context()
-            .merged(Merge::Sum),
-        );
+        metrics.push(log_peak_metric(log.peak_rate()));
         metrics
     }
 
@@ -348,6 +339,20 @@ impl Outcome {
     }
 }
 
+/// The log's busiest second of replay time. Each segment's is of its
+/// share of the log; a merged run's is recomputed from the whole log's
+/// seconds ([`recompute_merged`]).
+fn log_peak_metric(peak: u64) -> Metric {
+    Metric::new(
+        http::REPLAY_LOG_PEAK_RATE,
+        Unit::RequestsPerSec,
+        Direction::HigherIsBetter,
+        peak as f64,
+    )
+    .context()
+    .merged(Merge::Recompute)
+}
+
 /// Recomputes, in a run merged from segments, the metrics this engine
 /// declared [`Merge::Recompute`], from the merged metrics they are made
 /// of: HPACK's savings from the summed header bytes, and the per-second
@@ -355,8 +360,31 @@ impl Outcome {
 /// labelled with its aligned second). A merge of one segment keeps its own
 /// (it has no per-second histograms), so a figure already present is left
 /// as it is.
-pub fn recompute_merged(run: &mut Run) {
+///
+/// `segments` are the group's runs (those merged are found by the ids the
+/// merged record names): a replay's record is theirs put together
+/// ([`crate::record::merged_replay`]).
+pub fn recompute_merged(run: &mut Run, segments: &[Run]) {
     let has = |run: &Run, name: &str| run.metrics.iter().any(|m| m.name == name);
+    if let Ok(mut record) = run.record::<dyno_model::record::HttpRecord>()
+        && record.replay.is_some()
+        && let Some(group) = &record.group
+    {
+        let parts: Vec<dyno_model::record::ReplayRecord> = group
+            .segments
+            .iter()
+            .filter_map(|g| segments.iter().find(|r| r.id.to_string() == g.run_id))
+            .filter_map(|r| r.record::<dyno_model::record::HttpRecord>().ok()?.replay)
+            .collect();
+        if let Some(replay) = crate::record::merged_replay(&parts) {
+            if !has(run, http::REPLAY_LOG_PEAK_RATE) {
+                let peak = replay.log_per_second.iter().copied().max().unwrap_or(0);
+                run.metrics.push(log_peak_metric(peak));
+            }
+            record.replay = Some(replay);
+            run.set_record(&record);
+        }
+    }
     let value = |run: &Run, name: &str| {
         run.metrics
             .iter()

@@ -128,6 +128,92 @@ fn http_record(settings: &Settings, outcome: &Outcome, asked: &Asked) -> HttpRec
     }
 }
 
+/// The replay record of a run merged from its segments' `parts`, exact:
+/// every segment reads the whole log and sends every N-th request, so
+/// what each sent (requests, statuses, bodiless ones, the log's seconds)
+/// adds up, a bad line is counted by one segment (the one its line falls
+/// to), and what every segment sees alike (lines, left out by method or
+/// window, templates) is the same in each (the most of them, should one
+/// have been cut short). `None` without parts.
+pub fn merged_replay(parts: &[record::ReplayRecord]) -> Option<record::ReplayRecord> {
+    let first = parts.first()?;
+    let sum = |f: fn(&record::ReplayRecord) -> u64| parts.iter().map(f).sum::<u64>();
+    let most = |f: fn(&record::ReplayRecord) -> u64| parts.iter().map(f).max().unwrap_or(0);
+    let requests = sum(|p| p.requests);
+    let mut merged = record::ReplayRecord {
+        lines: most(|p| p.lines),
+        requests,
+        bad_lines: sum(|p| p.bad_lines),
+        outside_window: most(|p| p.outside_window),
+        // Those of segments that are missing from the merge.
+        other_segments: most(|p| p.requests + p.other_segments).saturating_sub(requests),
+        without_body: sum(|p| p.without_body),
+        log_span_s: parts.iter().map(|p| p.log_span_s).fold(0.0, f64::max),
+        passes: parts.iter().map(|p| p.passes).max().unwrap_or(0),
+        cut: parts.iter().any(|p| p.cut),
+        ..first.clone()
+    };
+    merged.skipped_methods.clear();
+    merged.log_statuses.clear();
+    merged.log_per_second.clear();
+    merged.endpoints.clear();
+    let mut quoted: Vec<&String> = Vec::new();
+    for p in parts {
+        for (method, &n) in &p.skipped_methods {
+            let kept = merged.skipped_methods.entry(method.clone()).or_default();
+            *kept = (*kept).max(n);
+        }
+        for (&status, &n) in &p.log_statuses {
+            *merged.log_statuses.entry(status).or_default() += n;
+        }
+        // The same timetable in every segment: second i is second i.
+        if merged.log_per_second.len() < p.log_per_second.len() {
+            merged.log_per_second.resize(p.log_per_second.len(), 0);
+        }
+        for (all, n) in merged.log_per_second.iter_mut().zip(&p.log_per_second) {
+            *all += n;
+        }
+        for name in &p.endpoints {
+            if name != crate::replay::OTHER_ENDPOINT && !merged.endpoints.contains(name) {
+                merged.endpoints.push(name.clone());
+            }
+        }
+        quoted.extend(&p.bad_quoted);
+    }
+    if parts.iter().any(|p| {
+        p.endpoints
+            .iter()
+            .any(|n| n == crate::replay::OTHER_ENDPOINT)
+    }) {
+        merged
+            .endpoints
+            .push(crate::replay::OTHER_ENDPOINT.to_owned());
+    }
+    // Each segment quotes its first few bad lines: the whole log's first
+    // few are among them.
+    quoted.sort_by_key(|q| quoted_line(q));
+    merged.bad_quoted = quoted
+        .into_iter()
+        .take(crate::replay::QUOTED_BAD_LINES)
+        .cloned()
+        .collect();
+    Some(merged)
+}
+
+/// The line number a quoted bad line starts with ("line 12: …", "line 12
+/// is …"); the end for one without.
+fn quoted_line(quoted: &str) -> u64 {
+    quoted
+        .strip_prefix("line ")
+        .and_then(|rest| {
+            let digits = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            rest[..digits].parse().ok()
+        })
+        .unwrap_or(u64::MAX)
+}
+
 /// What `--replay` asked, before the log is read.
 fn replay_record(r: &crate::replay::Replay) -> record::ReplayRecord {
     record::ReplayRecord {

@@ -360,17 +360,19 @@ impl Work {
     fn run(&mut self, mut reader: Reader) {
         loop {
             self.summary.passes += 1;
-            let kept_before = self.summary.requests;
+            let numbered_before = self.next;
             let (ended, last_ns) = self.pass(reader);
             if matches!(ended, Ended::Run) {
                 self.summary.cut = true;
                 return;
             }
-            if !self.replay.looped || self.summary.requests == kept_before {
+            if !self.replay.looped || self.next == numbered_before {
                 break;
             }
-            // The next pass starts one mean gap after this one's last.
-            let this_pass = self.summary.requests - kept_before;
+            // The next pass starts one mean gap after this one's last,
+            // both of every segment's requests, so that segments keep one
+            // timetable across passes too.
+            let this_pass = self.next - numbered_before;
             let gap = last_ns.saturating_sub(self.pass_origin_ns) / this_pass.max(1);
             self.pass_origin_ns = last_ns + gap.max(1);
             reader = match Reader::open(&self.replay.path, self.replay.format.clone()) {
@@ -440,7 +442,8 @@ impl Work {
         why
     }
 
-    /// One pass over the log; the last due time handed off.
+    /// One pass over the log; the last due time of the pass's requests
+    /// (every segment's, not only those handed off here).
     fn pass(&mut self, reader: Reader) -> (Ended, u64) {
         let mut last_ns = self.pass_origin_ns;
         // Offsets count from the window's first request, which every
@@ -458,7 +461,11 @@ impl Work {
             let (offset_us, entry) = match item {
                 Ok(x) => x,
                 Err(e) => {
-                    self.bad(e.to_string());
+                    // Every segment reads every line: a bad one is counted
+                    // by the segment its line number falls to, once.
+                    if self.segment.owns(e.line()) {
+                        self.bad(e.to_string());
+                    }
                     continue;
                 }
             };
@@ -483,8 +490,16 @@ impl Work {
             }
             let k = self.next;
             self.next += 1;
+            let due_ns =
+                self.pass_origin_ns + (in_window_us as f64 * 1e3 / self.replay.speed) as u64;
+            last_ns = due_ns;
             if !self.segment.owns(k) {
                 self.summary.other_segments += 1;
+                // Templates are numbered in the order the whole log shows
+                // them, so that every segment keeps the same ones apart.
+                if self.summary.endpoints.len() <= MAX_ENDPOINTS {
+                    self.endpoint(&entry.target);
+                }
                 continue;
             }
             let (line, status) = (entry.line, entry.status);
@@ -496,9 +511,6 @@ impl Work {
                     continue;
                 }
             };
-            let due_ns =
-                self.pass_origin_ns + (in_window_us as f64 * 1e3 / self.replay.speed) as u64;
-            last_ns = due_ns;
             self.note(status, bodiless, due_ns, in_window_us);
             // Request k of this process goes to thread k mod T.
             let thread = (self.summary.requests % self.senders.len() as u64) as usize;

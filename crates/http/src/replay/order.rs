@@ -62,6 +62,16 @@ pub enum ReplayError {
     },
 }
 
+impl ReplayError {
+    /// The line (for HAR, the entry) it is about.
+    pub fn line(&self) -> u64 {
+        match self {
+            ReplayError::Line(e) => e.line,
+            ReplayError::TooFarBack { line, .. } | ReplayError::WindowFull { line, .. } => *line,
+        }
+    }
+}
+
 /// Microseconds as seconds for messages: `5.2 s`, `2 s`, `0.035 s`.
 fn seconds(us: u64) -> String {
     let text = format!("{:.3}", us as f64 / 1e6);
