@@ -113,22 +113,81 @@ fn saved_runs(home: &Path, dir: &Path) -> Vec<String> {
     let file = dir.join("compare.json");
     std::fs::write(&file, fixture.to_string()).unwrap();
     ok(home, &["import", file.to_str().unwrap()]);
-    vec![id(&http), id(&disk), id(&sweep), id(&scale), id(&fixture)]
+    let replay = replay_run(home, dir);
+    vec![
+        id(&http),
+        id(&disk),
+        id(&sweep),
+        id(&scale),
+        id(&fixture),
+        id(&replay),
+    ]
 }
 
-/// Every chart the five runs give, with the series each must have.
-const EXPECTED: [(&str, &str); 10] = [
-    ("http-latency-spectrum", "1"),
-    ("http-answers", "1"),
-    ("http-timeline-rate", "1"),
-    ("http-timeline-p99", "1"),
-    ("disk-panel", "2"),
-    ("disk-latency-read", "2"),
-    ("exec-distribution", "3"),
-    ("exec-sweep", "1"),
-    ("scale-speedup", "4"),
-    ("compare-factors", "1"),
+/// A replay of a log of 8 s with a burst and a gap at 4× against nginx
+/// (2 s): its rate chart draws the log's rate against the replayed one.
+fn replay_run(home: &Path, dir: &Path) -> Value {
+    let mut log = String::new();
+    for (second, n) in [5, 20, 40, 10, 0, 30, 30, 5].into_iter().enumerate() {
+        for i in 0..n {
+            log.push_str(&format!(
+                "10.0.0.1 - - [30/Nov/2026:10:00:{second:02} +0000] \"GET /p{} HTTP/1.1\" 200 3 \"-\" \"-\"\n",
+                i % 3
+            ));
+        }
+    }
+    let path = write_file(dir, "access.log", &log);
+    let nginx = Nginx::http1("", "");
+    // The log's pages, so that the target answers as the log says.
+    for page in ["p0", "p1", "p2"] {
+        write_file(&nginx.dir.path().join("www"), page, "a page\n");
+    }
+    let (run, _) = json_run(
+        home,
+        &[
+            "http",
+            &format!("http://127.0.0.1:{}", nginx.port),
+            "--replay",
+            path.to_str().unwrap(),
+            "--speed",
+            "4",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--expect-status",
+            "any",
+        ],
+        0,
+    );
+    run
+}
+
+/// Every chart the six runs give, with the series of each of its figures,
+/// sorted (the closed-model http run's and the open-model replay's).
+const EXPECTED: [(&str, &[&str]); 10] = [
+    ("http-latency-spectrum", &["1", "2"]),
+    ("http-answers", &["1", "1"]),
+    // The replay's: the log's rate and the replayed one.
+    ("http-timeline-rate", &["1", "2"]),
+    ("http-timeline-p99", &["1", "1"]),
+    ("disk-panel", &["2"]),
+    ("disk-latency-read", &["2"]),
+    ("exec-distribution", &["3"]),
+    ("exec-sweep", &["1"]),
+    ("scale-speedup", &["4"]),
+    ("compare-factors", &["1"]),
 ];
+
+/// The series of each figure of `html` whose data-chart is `id`, sorted.
+fn series_of<'a>(html: &'a str, id: &str) -> Vec<&'a str> {
+    let mut series: Vec<&str> = charts(html, id)
+        .into_iter()
+        .map(|head| attr(head, "data-series"))
+        .collect();
+    series.sort_unstable();
+    series
+}
 
 #[test]
 fn report_of_real_runs_draws_every_chart_and_opens_offline_in_chromium() {
@@ -152,10 +211,12 @@ fn report_of_real_runs_draws_every_chart_and_opens_offline_in_chromium() {
         .stderr(predicate::str::contains("wrote"));
     let html = std::fs::read_to_string(&out).unwrap();
     for (id, series) in EXPECTED {
-        let found = charts(&html, id);
-        assert_eq!(found.len(), 1, "chart {id}");
-        assert_eq!(attr(found[0], "data-series"), series, "series of {id}");
+        assert_eq!(series_of(&html, id), series, "charts {id} and their series");
     }
+    assert!(
+        html.contains("the log at 4×: requests due"),
+        "the replay's rate chart draws the log's"
+    );
     // The sweep of N = 1..3 and its three runs each.
     assert_eq!(attr(charts(&html, "exec-sweep")[0], "data-points"), "3");
     assert_eq!(
@@ -229,9 +290,11 @@ fn chromium_renders(page: &Path, dir: &Path) {
         .collect();
     assert!(from_page.is_empty(), "the page logged: {from_page:#?}");
     for (id, series) in EXPECTED {
-        let found = charts(&dom, id);
-        assert_eq!(found.len(), 1, "chart {id} in the rendered DOM");
-        assert_eq!(attr(found[0], "data-series"), series);
+        assert_eq!(
+            series_of(&dom, id),
+            series,
+            "charts {id} in the rendered DOM"
+        );
     }
     assert!(dom.matches("<svg").count() >= 7, "inline SVG parsed");
 

@@ -45,7 +45,7 @@ pub(super) fn charts(run: &Run, part: Option<&str>) -> Vec<String> {
             "No transaction committed, or the record keeps no latency histogram: no latency to draw.",
         )),
     }
-    out.extend(http::timeline(run, part, &DB, open));
+    out.extend(http::timeline(run, part, &DB, open, None));
     out.extend(super::every_metric(run, part));
     out
 }

@@ -1,15 +1,17 @@
 //! The charts of an HTTP run (and of the HTTP line of a quick run, whose
 //! metrics are of the part `http`): the latency spectrum, corrected and
 //! uncorrected for open-model runs, the answers by status and error, and
-//! req/s and p99 over time from the per-second timeline the run stores.
+//! req/s and p99 over time from the per-second timeline the run stores
+//! (a replay's req/s against the log's own, from its record).
 
 use dyno_model::Run;
 use dyno_model::names::{common, http, label};
+use dyno_model::record::HttpRecord;
 use plotters::prelude::*;
 
 use crate::figures::{HttpFigures, Tally};
 
-use super::chart::{self, Chart, Key, LATENCY, Mark, RATE, WORSE, colour};
+use super::chart::{self, Chart, Key, LATENCY, Mark, NEUTRAL, RATE, WORSE, colour};
 use super::latency::{self, Series};
 use super::markup::{self, Table, esc};
 
@@ -116,7 +118,8 @@ pub(super) fn charts_of(run: &Run, figures: &HttpFigures, part: Option<&str>) ->
     if out.is_empty() {
         out.push(note("No latency histogram or answer counts in this run."));
     }
-    out.extend(timeline(run, part, &HTTP, open));
+    let log = LogPace::of(&figures.record);
+    out.extend(timeline(run, part, &HTTP, open, log.as_ref()));
     out
 }
 
@@ -240,6 +243,108 @@ pub(super) const HTTP: Flow = Flow {
     corrected: "the corrected latency, from each request's due time, as the spectrum's first line",
 };
 
+/// A replay's log (`--replay`), drawn on the rate chart against the rate
+/// replayed, so a reader sees whether the replay kept the log's shape.
+pub(super) struct LogPace<'a> {
+    /// The log's requests due in each second of the run at the replay's
+    /// speed, from the run's start: the warm-up's start, not the
+    /// timeline's (`ReplayRecord::log_per_second`).
+    per_second: &'a [u64],
+    /// The warm-up, in seconds: the timeline starts at its end.
+    warmup_s: f64,
+    /// `--speed`: the multiple of the log's pace, named in the legend.
+    speed: f64,
+    /// The run ended before the log did.
+    cut: bool,
+    /// Times the log was read (more than one with `--loop`).
+    passes: u32,
+}
+
+impl<'a> LogPace<'a> {
+    /// The log of an HTTP run's `record`; `None` unless the run is a replay
+    /// whose record keeps the log's seconds.
+    pub(super) fn of(record: &'a HttpRecord) -> Option<LogPace<'a>> {
+        let r = record.replay.as_ref()?;
+        if r.log_per_second.is_empty() || !(r.speed.is_finite() && r.speed > 0.0) {
+            return None;
+        }
+        Some(LogPace {
+            per_second: &r.log_per_second,
+            warmup_s: record.warmup_ns as f64 / 1e9,
+            speed: r.speed,
+            cut: r.cut,
+            passes: r.passes,
+        })
+    }
+
+    /// The log's requests due in each of the timeline's `seconds`, which
+    /// start at the warm-up's end: the log's seconds are moved back by the
+    /// warm-up, and those before it or past the timeline's end are left
+    /// out. The log keeps whole seconds, so a warm-up of a fraction of one
+    /// shares each log second between the two timeline seconds it
+    /// overlaps, in proportion (its requests taken as even within it);
+    /// with a warm-up of whole seconds, or none, the counts are the log's.
+    fn on_timeline(&self, seconds: usize) -> Vec<f64> {
+        let mut out = vec![0.0; seconds];
+        for (j, &n) in self.per_second.iter().enumerate() {
+            // Log second j is [j, j + 1) of the run: this span of the
+            // timeline.
+            let from = j as f64 - self.warmup_s;
+            let to = from + 1.0;
+            if to <= 0.0 {
+                continue;
+            }
+            let first = from.max(0.0).floor() as usize;
+            if first >= seconds {
+                break;
+            }
+            for (i, slot) in out.iter_mut().enumerate().skip(first) {
+                let (start, end) = (i as f64, i as f64 + 1.0);
+                if start >= to {
+                    break;
+                }
+                *slot += n as f64 * (to.min(end) - from.max(start)).max(0.0);
+            }
+        }
+        out
+    }
+
+    /// The log's line in the legend.
+    fn name(&self) -> String {
+        format!("the log at {}×: requests due", self.speed)
+    }
+
+    /// How to read the log's line, for the rate chart's note.
+    fn note(&self) -> String {
+        let speed = self.speed;
+        let warmup = if self.warmup_s > 0.0 {
+            " (its seconds counted from the warm-up's end, as the timeline's are)"
+        } else {
+            ""
+        };
+        let passes = if self.passes > 1 {
+            format!(
+                " The log was read {} times (--loop), so its shape repeats.",
+                self.passes
+            )
+        } else {
+            String::new()
+        };
+        let cut = if self.cut {
+            " The run ended before the log did: the log's seconds after the run's end are not drawn."
+        } else {
+            ""
+        };
+        format!(
+            " \"{}\" counts the log's requests in each second of the replay (the log's time ÷ {speed}){warmup}; \"{REPLAYED}\" those that ended, answered or failed, in each second of the run. Where the replayed line falls below the log's, the replay fell behind the log's pace: see the send lag.{passes}{cut}",
+            self.name()
+        )
+    }
+}
+
+/// The rate's line in the legend when the log's is drawn against it.
+const REPLAYED: &str = "replayed: requests completed";
+
 /// Most points a timeline chart draws; longer runs are drawn in buckets of
 /// whole seconds.
 const TIMELINE_POINTS: usize = 600;
@@ -283,8 +388,16 @@ fn lost_note(run: &Run) -> String {
 /// any second (no empty charts). `open`: the run is open-model, so its p99
 /// is the corrected latency, and the p99 chart says so. `part`: quick's
 /// part whose timeline it is, as in [`charts`]; what was watched over time
-/// is that part's too.
-pub(super) fn timeline(run: &Run, part: Option<&str>, flow: &Flow, open: bool) -> Vec<String> {
+/// is that part's too. `log`: a replay's log, drawn on the rate chart
+/// against the rate and given a column of the table, bucketed as the rate
+/// is.
+pub(super) fn timeline(
+    run: &Run,
+    part: Option<&str>,
+    flow: &Flow,
+    open: bool,
+    log: Option<&LogPace<'_>>,
+) -> Vec<String> {
     let rates = run.metric_of(part, flow.rate_metric).map(|m| &m.samples);
     let p99s = run
         .metric_of(part, common::TIMELINE_LATENCY_P99)
@@ -321,20 +434,39 @@ pub(super) fn timeline(run: &Run, part: Option<&str>, flow: &Flow, open: bool) -
     };
     let middle = |start: usize| start as f64 + per as f64 / 2.0;
     let rates_drawn: Vec<(f64, f64)> = points.iter().map(|p| (middle(p.0), p.1)).collect();
-    let rate_chart = over_time(
-        (
-            &format!("{}-timeline-rate", flow.id),
-            &format!("{} {} over time", flow.what, flow.rate_words),
-        ),
-        seconds,
-        &rates_drawn,
-        flow.rate_words,
-        RATE,
-    )
-    .note(format!(
-        "From the run's per-second timeline, {how}.{}",
-        lost_note(run)
-    ));
+    // The log's seconds on the timeline's, bucketed as the rate is, so the
+    // two lines' points fall on the same seconds.
+    let log_rates = log.map(|l| l.on_timeline(rates.len()));
+    let id = format!("{}-timeline-rate", flow.id);
+    let title = format!("{} {} over time", flow.what, flow.rate_words);
+    let rate_chart = match log.zip(log_rates.as_deref()) {
+        Some((log, log_rates)) => {
+            let name = log.name();
+            let log_drawn = bucket_means(log_rates, per);
+            // The log first, so the replayed line is drawn over it where
+            // they meet.
+            lines_over_time(
+                (&id, &title),
+                seconds,
+                &[
+                    (Some(name.as_str()), log_drawn.as_slice(), NEUTRAL),
+                    (Some(REPLAYED), rates_drawn.as_slice(), RATE),
+                ],
+                flow.rate_words,
+            )
+            .note(format!(
+                "From the run's per-second timeline and the log's, {how}.{}{}",
+                log.note(),
+                lost_note(run)
+            ))
+        }
+        None => {
+            over_time((&id, &title), seconds, &rates_drawn, flow.rate_words, RATE).note(format!(
+                "From the run's per-second timeline, {how}.{}",
+                lost_note(run)
+            ))
+        }
+    };
     let p99 = points.iter().filter_map(|p| p.2).fold(0.0, f64::max);
     let unit = chart::TimeUnit::for_max_ns(p99);
     let p99s_drawn: Vec<(f64, f64)> = points
@@ -368,18 +500,28 @@ pub(super) fn timeline(run: &Run, part: Option<&str>, flow: &Flow, open: bool) -
     ));
     // The table: at most TIMELINE_ROWS rows, in coarser buckets if need be.
     let per_row = rates.len().div_ceil(TIMELINE_ROWS);
-    let mut table = Table::new([
-        "seconds".to_owned(),
-        format!("{} (mean)", flow.rate_short),
-        "p99 (worst)".to_owned(),
-    ]);
-    for (start, rate, worst) in buckets(rates, p99s, per_row) {
+    let mut header = vec!["seconds".to_owned(), format!("{} (mean)", flow.rate_short)];
+    if let Some(log) = log {
+        header.push(format!(
+            "the log's {} at {}× (mean)",
+            flow.rate_short, log.speed
+        ));
+    }
+    header.push("p99 (worst)".to_owned());
+    let mut table = Table::new(header);
+    let log_rows = log_rates.as_deref().map(|r| bucket_means(r, per_row));
+    for (k, (start, rate, worst)) in buckets(rates, p99s, per_row).into_iter().enumerate() {
         let end = (start + per_row).min(rates.len());
-        table.row([
-            format!("{start}–{end}"),
-            chart::num(rate),
-            worst.map_or_else(|| format!("no {}", flow.done), dyno_model::units::duration),
-        ]);
+        let mut row = vec![format!("{start}–{end}"), chart::num(rate)];
+        if let Some(log_rows) = &log_rows {
+            row.push(
+                log_rows
+                    .get(k)
+                    .map_or_else(String::new, |p| chart::num(p.1)),
+            );
+        }
+        row.push(worst.map_or_else(|| format!("no {}", flow.done), dyno_model::units::duration));
+        table.row(row);
     }
     let mut out = vec![rate_chart.html(), p99_chart.table(table).html()];
     out.extend(watched_over_time(run, part, seconds, per).map(|c| c.html()));
@@ -658,5 +800,36 @@ pub(super) fn shorten(s: &str, max: usize) -> String {
     } else {
         let cut: String = s.chars().take(max - 1).collect();
         format!("{cut}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pace(per_second: &[u64], warmup_s: f64) -> LogPace<'_> {
+        LogPace {
+            per_second,
+            warmup_s,
+            speed: 1.0,
+            cut: false,
+            passes: 1,
+        }
+    }
+
+    #[test]
+    fn the_logs_seconds_are_read_on_the_timelines_clock() {
+        let log = [10, 20, 40, 40, 0, 7];
+        // No warm-up: second for second; past the timeline, left out; a
+        // timeline longer than the log, zeros (the log had nothing due).
+        assert_eq!(pace(&log, 0.0).on_timeline(4), [10.0, 20.0, 40.0, 40.0]);
+        assert_eq!(pace(&log[..2], 0.0).on_timeline(4), [10.0, 20.0, 0.0, 0.0]);
+        // A warm-up of whole seconds: the log's first seconds were sent in
+        // it, not measured.
+        assert_eq!(pace(&log, 2.0).on_timeline(4), [40.0, 40.0, 0.0, 7.0]);
+        // Half a second: each log second shared by the two it overlaps.
+        assert_eq!(pace(&log, 1.5).on_timeline(4), [30.0, 40.0, 20.0, 3.5]);
+        // A warm-up longer than the log: nothing of it is measured.
+        assert_eq!(pace(&log, 9.0).on_timeline(3), [0.0; 3]);
     }
 }

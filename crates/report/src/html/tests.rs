@@ -6,7 +6,7 @@ use dyno_model::{Direction, Kind, Metric, Run, Uncertainty, UncertaintyMethod, U
 use dyno_stats::hdr;
 use serde_json::json;
 
-use super::chart::{LATENCY, PALETTE, RATE, UNCORRECTED, hex};
+use super::chart::{LATENCY, NEUTRAL, PALETTE, RATE, UNCORRECTED, hex};
 use super::{DETAILED_RUNS, html_report, html_trend};
 
 // ---- fixtures ----
@@ -1108,6 +1108,115 @@ fn what_was_watched_is_drawn_over_the_runs_seconds() {
     assert!(fig.contains("10.0.0.2:9100: machine busy"), "{fig}");
     // The table: nginx's mean (64.25) and highest second (99).
     assert!(fig.contains("64.25%") && fig.contains("99.00%"), "{fig}");
+}
+
+// ---- issue 49: a replay's rate against the log's ----
+
+/// A replay at 2× as `dyno http --replay` records it: the log's requests
+/// in each second of the replay (five, one past the run's four: the run
+/// was cut by -d) and the run's own timeline, which fell behind in its
+/// second second.
+fn replay_run() -> Run {
+    let mut run = http_run();
+    run.settings = json!({
+        "model": "open", "warmup_ns": 0,
+        "replay": {
+            "file": "access.log", "format": "combined", "speed": 2.0,
+            "requests": 390, "passes": 1, "cut": true,
+            "log_per_second": [100, 200, 50, 0, 40],
+        },
+    });
+    run.metrics.extend([
+        timeline(RATE_OVER_TIME, 87.5, vec![98.0, 150.0, 92.0, 10.0]),
+        timeline(P99_OVER_TIME, 1e6, vec![1e6, 9e6, 4e6, 1e6]),
+    ]);
+    run
+}
+
+/// A timeline table's first cells: the seconds, the rate replayed and the
+/// log's.
+fn cells((seconds, replayed, log): (&str, &str, &str)) -> String {
+    format!("<td>{seconds}</td><td class=\"n\">{replayed}</td><td class=\"n\">{log}</td>")
+}
+
+/// Issue 49: a replay's rate chart draws the log's rate at the replay's
+/// speed against the rate replayed, a point a second each, with a legend,
+/// and the timeline's table gives the log's rate a column; a run that is
+/// no replay draws its rate alone.
+#[test]
+fn a_replay_draws_its_rate_against_the_logs() {
+    let html = html_report(&[replay_run()]);
+    let fig = figure_of_series(&html, "http-timeline-rate", "2");
+    assert_eq!(attr(fig, "data-points"), "8");
+    assert_eq!(lines(fig, &hex(RATE)), vec![4]);
+    assert_eq!(lines(fig, &hex(NEUTRAL)), vec![4], "the log's line: {fig}");
+    let legend = texts(fig);
+    for name in [
+        "the log at 2×: requests due",
+        "replayed: requests completed",
+    ] {
+        assert!(legend.contains(&name), "{name} not in {legend:?}");
+    }
+    // Drawn on one axis: the log's 200 in second 1 is above the 150
+    // replayed (a smaller y in SVG), its 0 in second 3 below the 10.
+    let (log, replayed) = (line_ys(fig, &hex(NEUTRAL)), line_ys(fig, &hex(RATE)));
+    assert!(
+        log[1] < replayed[1] && log[3] > replayed[3],
+        "{log:?} {replayed:?}"
+    );
+    assert_says(fig, "the log&#39;s time ÷ 2");
+    assert_says(
+        fig,
+        "the log&#39;s seconds after the run&#39;s end are not drawn",
+    );
+    // The table: the log's rate beside the replayed one, second by second;
+    // its fifth second, after the run's end, has no row.
+    let table = figure(&html, "http-timeline-p99");
+    assert_says(table, "<th>the log&#39;s req/s at 2× (mean)</th>");
+    for row in [
+        ("0–1", "98.00", "100.0"),
+        ("1–2", "150.0", "200.0"),
+        ("2–3", "92.00", "50.00"),
+        ("3–4", "10.00", "0"),
+    ] {
+        assert_says(table, &cells(row));
+    }
+    assert_eq!(count(table, "<tr>") - 1, 4);
+
+    // No replay: the rate alone, no legend, no column.
+    let mut plain = replay_run();
+    plain.settings = json!({"model": "open"});
+    let html = html_report(&[plain]);
+    let fig = figure_of_series(&html, "http-timeline-rate", "1");
+    assert_eq!(lines(fig, &hex(NEUTRAL)), Vec::<usize>::new());
+    assert!(!html.contains("the log"), "{fig}");
+    assert_says(
+        figure(&html, "http-timeline-p99"),
+        "<td>0–1</td><td class=\"n\">98.00</td><td class=\"n\">1.000 ms</td>",
+    );
+}
+
+/// A long replay's two lines are bucketed alike: the log's point of each
+/// bucket is the mean of its seconds, as the replayed rate's is.
+#[test]
+fn a_long_replay_buckets_the_logs_rate_as_the_runs() {
+    let mut run = replay_run();
+    let seconds = 1_200;
+    run.settings["replay"]["log_per_second"] = json!(vec![300; seconds]);
+    run.settings["replay"]["cut"] = json!(false);
+    run.metrics.retain(|m| !m.name.starts_with("timeline_"));
+    run.metrics.extend([
+        timeline(RATE_OVER_TIME, 300.0, vec![300.0; seconds]),
+        timeline(P99_OVER_TIME, 1e6, vec![1e6; seconds]),
+    ]);
+    let html = html_report(&[run]);
+    let fig = figure_of_series(&html, "http-timeline-rate", "2");
+    assert_eq!(lines(fig, &hex(RATE)), vec![600]);
+    assert_eq!(lines(fig, &hex(NEUTRAL)), vec![600]);
+    // The same rate: the two lines lie on each other.
+    assert_eq!(line_ys(fig, &hex(NEUTRAL)), line_ys(fig, &hex(RATE)));
+    let table = figure(&html, "http-timeline-p99");
+    assert_says(table, &cells(("0–20", "300.0", "300.0")));
 }
 
 // ---- real-clients 2026-11-d items 11 and 12, newcomer L16 ----
