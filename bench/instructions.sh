@@ -26,8 +26,9 @@
 # the open model, -R RATE, default 500 a second, N and 2N transactions at
 # that rate: the wake-up per due time that the closed model does not
 # have), http (the 92-byte page
-# from one nginx worker, 10 connections, one thread) and h2 (the same
-# page over h2c, 2 connections × 10 streams).
+# from one nginx worker, 10 connections, one thread), http-1m (a 1 MiB
+# body, N/10 and 2N/10 requests: the per-byte work of reading a body)
+# and h2 (the same page over h2c, 2 connections × 10 streams).
 #
 # Usage: bench/instructions.sh OLD NEW [CASES] [N]
 #        (default cases "db http h2", N 10000; RATE=500 for db-rate)
@@ -88,6 +89,7 @@ pair() {
 db_cmd() { echo "$1 db run -b $SCRIPT -M prepared -c 1 -j 1 -t $2 --no-save --json"; }
 db_rate_cmd() { echo "$1 db run -b select-only -M prepared -c 1 -j 1 -t $2 -R ${RATE:-500} --no-save --json"; }
 http_cmd() { echo "$1 http http://127.0.0.1:$PORT/hello.html -t1 -c1 -n $2 --no-save --json"; }
+http_1m_cmd() { echo "$1 http http://127.0.0.1:$PORT/1m.bin -t1 -c1 -n $2 --no-save --json"; }
 h2_cmd() { echo "$1 http http://127.0.0.1:$PORT/hello.html --h2 -t1 -c1 -m1 -n $2 --no-save --json"; }
 
 for case in $CASES; do
@@ -107,12 +109,17 @@ for case in $CASES; do
       pair "http:hello.html" http_cmd
       kill "$(cat "$WORK/nginx.pid")"; rm -f "$WORK/nginx.pid"; sleep 0.5
       ;;
+    http-1m)
+      start_nginx ""
+      N=$((N / 10)) pair "http:1m.bin" http_1m_cmd
+      kill "$(cat "$WORK/nginx.pid")"; rm -f "$WORK/nginx.pid"; sleep 0.5
+      ;;
     h2)
       start_nginx "http2"
       pair "h2:hello.html" h2_cmd
       kill "$(cat "$WORK/nginx.pid")"; rm -f "$WORK/nginx.pid"; sleep 0.5
       ;;
-    *) echo "unknown case '$case': give db, db-rate, http or h2" >&2; exit 2 ;;
+    *) echo "unknown case '$case': give db, db-rate, http, http-1m or h2" >&2; exit 2 ;;
   esac
 done
 
