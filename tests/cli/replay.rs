@@ -379,9 +379,23 @@ fn a_window_replays_a_part_and_loop_repeats_it() {
             "1500ms",
         ],
     );
-    let passes = run["settings"]["replay"]["passes"].as_u64().unwrap();
+    let replay = &run["settings"]["replay"];
+    let passes = replay["passes"].as_u64().unwrap();
     assert!(passes >= 3, "{passes} passes");
     assert!(target.logged() >= 60, "{} requests", target.logged());
+    // Cut by -d: what fell due in the run is what was replayed, not what
+    // the reader had read ahead of it.
+    assert_eq!(replay["cut"], true);
+    let due = [
+        "responses",
+        "errors",
+        "unfinished_requests",
+        "dropped_sends",
+    ]
+    .iter()
+    .map(|name| unlabelled_metric(&run, name))
+    .sum::<f64>();
+    assert_eq!(replay["requests"].as_f64().unwrap(), due, "{replay}");
 }
 
 /// What cannot be replayed is refused before any load, with the reason

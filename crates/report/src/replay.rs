@@ -33,21 +33,30 @@ pub(crate) fn replay_section(out: &mut String, run: &Run, r: &ReplayRecord) {
     };
     let _ = writeln!(
         out,
-        "Replay      {}{format}: {} read, {} of them to replay{passes}{cut}",
+        "Replay      {}{format}: {} read, {} of them replayed{passes}{cut}",
         r.file,
         counted(r.lines, "line"),
         counted(r.requests, "request"),
     );
+    // The log's seconds and span are what the reader went through: the
+    // whole log's, or, in a run cut short, up to where it stopped reading.
     let peak = r.log_per_second.iter().copied().max().unwrap_or(0);
+    let noted: u64 = r.log_per_second.iter().sum();
     let span_ns = r.log_span_s / r.speed * 1e9;
     let mean = if span_ns > 0.0 {
-        rate(r.requests as f64 / span_ns * 1e9)
+        rate(noted as f64 / span_ns * 1e9)
     } else {
         DASH.to_owned()
     };
+    // A span under a second has no busiest second to speak of.
+    let busiest = if span_ns >= 1e9 {
+        format!(", its busiest second {peak} req/s")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "            at {}× the log spans {}: mean {mean} req/s, its busiest second {peak} req/s",
+        "            at {}× the log spans {}: mean {mean} req/s{busiest}",
         r.speed,
         units::duration(span_ns),
     );

@@ -315,6 +315,9 @@ struct Local {
     /// `--replay`: the requests of the tickets handed out and not yet
     /// sent, by their `seq`.
     replayed: std::collections::HashMap<u64, Arc<crate::request::RequestTemplate>>,
+    /// `--replay`: the requests of this thread's share that fell due in
+    /// the run (taken, or dropped at its end), warm-up included.
+    replay_due: u64,
 }
 
 /// What a thread hands back.
@@ -327,6 +330,7 @@ struct Finished {
     last_done: Option<Instant>,
     firsts: Firsts,
     scenario: crate::scenario::Figures,
+    replay_due: u64,
 }
 
 /// What a thread saw first that the report names: the first of each, and
@@ -473,19 +477,29 @@ pub fn run_gated(
         pool::Failure::Setup(why) => EngineError::Setup(why),
         pool::Failure::Panicked => panic!("a worker thread panicked"),
     })?;
-    let log = shared.feed.as_ref().map(crate::replay::Feed::finish);
+    let mut log = shared.feed.as_ref().map(crate::replay::Feed::finish);
     let elapsed = pooled.window(pooled.threads.iter().filter_map(|l| l.last_done).max());
     let mut merged = Stats::default();
     let mut stages = StageFigures::for_plan(shared.settings.schedule.plan.as_ref());
     let mut firsts = Firsts::default();
     let mut scenario = crate::scenario::Figures::default();
     let mut silent = Vec::new();
+    let mut replay_due = 0;
     for local in pooled.threads {
+        replay_due += local.replay_due;
         silent.push(local.silent);
         scenario.add(&local.scenario);
         merged += &local.stats;
         dyno_load::stages::add_all(&mut stages, &local.stages);
         firsts = firsts.or(local.firsts);
+    }
+    // A run cut short (-d, -n, Ctrl-C) replayed what fell due in it, not
+    // what the reader had read ahead (the whole of a short log, perhaps).
+    if let Some(log) = &mut log
+        && replay_due < log.requests
+    {
+        log.requests = replay_due;
+        log.cut = true;
     }
     // A target that never answered is no target lost: the run says so
     // as it is (refused, silent, no responses).
@@ -735,6 +749,7 @@ impl pool::Job for Connections {
                 .and_then(|feed| feed.take(index))
                 .map(|r| Rc::new(replay::ReplaySchedule::new(r))),
             replayed: std::collections::HashMap::new(),
+            replay_due: 0,
         }));
         if index == 0 {
             scenario::setup(shared, &local).await?;
@@ -836,6 +851,7 @@ impl pool::Job for Connections {
             last_done: local.last_done,
             firsts: local.firsts,
             scenario: local.scenario,
+            replay_due: local.replay_due,
         }
     }
 }

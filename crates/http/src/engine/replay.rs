@@ -121,6 +121,7 @@ impl ReplaySchedule {
             }
             *quota -= 1;
         }
+        l.replay_due += 1;
         let threads = shared.settings.threads_used() as u64;
         let seq = l.take_seq(shared, threads);
         l.replayed.insert(seq, item.request);
@@ -180,6 +181,7 @@ impl ReplaySchedule {
             if due >= end {
                 break;
             }
+            local.replay_due += 1;
             if due >= measure_from {
                 local.stats.dropped += 1;
             }

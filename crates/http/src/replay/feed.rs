@@ -182,7 +182,8 @@ pub struct Summary {
     pub format: String,
     /// Lines (HAR: entries) read, blank and bad ones included.
     pub lines: u64,
-    /// Requests handed to the load.
+    /// Requests handed to the load; once the run is over, those that fell
+    /// due in it (a run cut short does not count what was read ahead).
     pub requests: u64,
     /// Lines that could not be read as requests, or could not be sent
     /// (a target HTTP cannot carry), or were too far out of time order.

@@ -111,7 +111,9 @@ pub struct ReplayRecord {
     pub scrub: Vec<String>,
     /// Lines read (HAR: entries), blank and bad ones included.
     pub lines: u64,
-    /// Requests handed to the load (of this segment).
+    /// Requests of this segment that fell due in the run (sent, or
+    /// dropped at its end); a run cut short does not count what the
+    /// reader had read ahead.
     pub requests: u64,
     /// Lines that could not be read or sent, and the first few of them.
     pub bad_lines: u64,
