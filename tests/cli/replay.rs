@@ -598,3 +598,47 @@ fn find_max_over_a_replay_finds_the_multiple_of_the_logs_rate_the_target_sustain
     // The answer is in multiples of the log: found, unfinished or failed.
     assert!(answer.contains("recorded traffic"), "{answer}");
 }
+
+/// A watched search over a replay gives the bottleneck's verdict at its
+/// knee, as a search over a rate does: the server (one worker thread, 5 ms
+/// of CPU a request: at most 200 a second) is watched by its PID, and a
+/// log of a steady 40 requests a second reaches its limit near 5×.
+#[test]
+fn a_watched_replay_search_gives_the_verdict_at_the_knee() {
+    let home = temp();
+    let (mut server, addr) = spawn_serve("127.0.0.1:0", 1);
+    let pid = server.id().to_string();
+    let log = steady_log(2, 40, |_, _| "/cpu/5000".to_owned());
+    let path = write_file(home.path(), "cpu.log", &log);
+    let out = dyno(home.path())
+        .args(["http", &format!("http://{addr}"), "--replay"])
+        .arg(&path)
+        .args(words(
+            "-c 8 -t 1 --find-max --slo p99<=100ms --start 2 --precision 25 --budget 20s",
+        ))
+        .args(["--watch-pid", &pid, "--watch-interval", "100ms"])
+        .args(["--no-save", "--json"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    stop_server(&mut server);
+    let run = stdout_json(&out);
+    assert_eq!(run["settings"]["capacity"]["over_speed"], true);
+    let ns = find_metric(&run, "server_cpu_per_op_ns")["value"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (3e6..=10e6).contains(&ns),
+        "{ns} ns of server CPU a request"
+    );
+    let verdicts: Vec<&str> = warnings(&run)
+        .filter(|w| w["code"] == "server_cpu_bound" || w["code"] == "nothing_saturated")
+        .filter_map(|w| w["message"].as_str())
+        .collect();
+    assert_eq!(verdicts.len(), 1, "{}", run["warnings"]);
+    let steps = run["settings"]["capacity"]["steps"].as_array().unwrap();
+    assert!(
+        steps.iter().all(|s| s["server_cpu_percent"].is_number()),
+        "every step has the server's CPU over its own window: {steps:?}"
+    );
+}
