@@ -602,3 +602,22 @@ impl Drop for Nginx {
         let _ = &self.dir;
     }
 }
+
+/// The one bottleneck verdict of a watched search against `dyno serve`'s
+/// `/cpu/5000` (about 5 ms of server CPU a request, which the run must
+/// have measured).
+pub(crate) fn knee_verdict(run: &Value) -> &str {
+    let ns = find_metric(run, "server_cpu_per_op_ns")["value"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (3e6..=10e6).contains(&ns),
+        "{ns} ns of server CPU a request"
+    );
+    let verdicts: Vec<&str> = warnings(run)
+        .filter(|w| w["code"] == "server_cpu_bound" || w["code"] == "nothing_saturated")
+        .filter_map(|w| w["message"].as_str())
+        .collect();
+    assert_eq!(verdicts.len(), 1, "{}", run["warnings"]);
+    verdicts[0]
+}
