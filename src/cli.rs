@@ -177,7 +177,7 @@ pub(crate) enum K8sCommand {
 /// (`kubectl logs job/dyno-NAME-merge`). Nothing is sent to a cluster:
 /// pipe it to `kubectl apply -f -`. The command is checked here first, as
 /// each segment would check it (its share of -c and -n, its files); the
-/// local files it names (--url-file, --body-file, db run -f) travel in a
+/// local files it names (--url-file, --body-file, --scenario, --replay, db run -f) travel in a
 /// ConfigMap mounted in the pods, and a db run conninfo with a password,
 /// or none (this machine's PG* variables), is refused: see --db-secret.
 #[derive(Debug, Args)]

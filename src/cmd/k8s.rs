@@ -52,8 +52,8 @@ fn job(args: K8sJobArgs) -> Result<ExitStatus> {
 /// The command as the segments would run it ([`settings::segmented`]),
 /// then what needs its files: the whole of a segment's checks (the
 /// scenario and its data, a search's share-out, the flags together) and
-/// the local files (--url-file, --body-file, --scenario and its data, db
-/// -f), read here to travel in a ConfigMap.
+/// the local files (--url-file, --body-file, --scenario and its data,
+/// --replay, db run -f), read here to travel in a ConfigMap.
 fn check_command(
     command: &[String],
     segments: u32,
@@ -159,6 +159,26 @@ mod tests {
         );
         assert_eq!(checked.files[0].key, "f0-urls-list.txt");
         assert_eq!(checked.files[1].data, [0xff, 0, 1]);
+        // A replayed log travels too.
+        let log = dir.path().join("access.log");
+        std::fs::write(
+            &log,
+            "10.0.0.1 - - [30/Nov/2026:10:00:00 +0000] \"GET / HTTP/1.1\" 200 3 \"-\" \"-\"\n",
+        )
+        .unwrap();
+        let command: Vec<String> = [
+            "http",
+            "http://svc",
+            "--replay",
+            log.to_str().unwrap(),
+            "-c",
+            "3",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let checked = check_command(&command, 3, "g", None).unwrap();
+        assert_eq!(checked.args[3], "/etc/dyno/files/f0-access.log");
+        assert_eq!(checked.files[0].data, std::fs::read(&log).unwrap());
         let checked = check_command(
             &[
                 "db".into(),

@@ -31,7 +31,7 @@ impl Segmented {
     /// The flags whose values are the files to carry.
     pub(crate) fn file_flags(&self) -> &'static [&'static str] {
         match self {
-            Segmented::Http { .. } => &["--url-file", "--body-file", "--scenario"],
+            Segmented::Http { .. } => &["--url-file", "--body-file", "--scenario", "--replay"],
             Segmented::Db { .. } => &["-f", "--file"],
         }
     }
@@ -87,11 +87,16 @@ pub(crate) fn segmented(
                 plan.share(http.connections.to, threads, http.requests)
                     .map(|_| ())
             })?;
-            let files = [&http.url_file, &http.body_file, &http.scenario]
-                .into_iter()
-                .flatten()
-                .map(|p| p.display().to_string())
-                .collect();
+            let files = [
+                &http.url_file,
+                &http.body_file,
+                &http.scenario,
+                &http.replay.replay,
+            ]
+            .into_iter()
+            .flatten()
+            .map(|p| p.display().to_string())
+            .collect();
             Ok(Segmented::Http { last: http, files })
         }
         Command::Db(db) => {

@@ -1,5 +1,5 @@
 //! The local files a segmented command names (`--url-file`, `--body-file`,
-//! `--scenario` and its data, `db run -f`), read here to travel to the
+//! `--scenario` and its data, `--replay`, `db run -f`), read here to travel to the
 //! pods in a ConfigMap, and the command with their paths pointed at the
 //! mounted copies.
 
