@@ -4,10 +4,11 @@
 //! lives in `har.rs`. The shared pieces (stamps, request lines, targets,
 //! escapes) are here too.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use super::Entry;
-use super::nginx::{NginxError, NginxFormat};
+use super::nginx::{NginxError, NginxFormat, StampCache};
 
 /// The Apache and nginx default ("combined") format, as an nginx `log_format`.
 const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" $status \
@@ -123,10 +124,20 @@ impl LogFormat {
     /// Reads one line as a request. The entry's `line` is left at 0 for the
     /// caller to set. HAR has no lines, so it always fails here.
     pub fn parse_line(&self, line: &str) -> Result<Entry, String> {
+        self.parse_line_with(line, &mut StampCache::default())
+    }
+
+    /// [`LogFormat::parse_line`] for a reader of many lines, which keeps
+    /// the last stamp read in `stamps`.
+    pub(super) fn parse_line_with(
+        &self,
+        line: &str,
+        stamps: &mut StampCache,
+    ) -> Result<Entry, String> {
         match self {
-            LogFormat::Combined => COMBINED_FORMAT.parse_line(line),
-            LogFormat::Common => COMMON_FORMAT.parse_line(line),
-            LogFormat::Nginx(format) => format.parse_line(line),
+            LogFormat::Combined => COMBINED_FORMAT.parse_line_with(line, stamps),
+            LogFormat::Common => COMMON_FORMAT.parse_line_with(line, stamps),
+            LogFormat::Nginx(format) => format.parse_line_with(line, stamps),
             LogFormat::JsonLines(fields) => fields.parse_line(line),
             LogFormat::Har => Err("a HAR file is one JSON document, not lines".to_owned()),
         }
@@ -230,8 +241,8 @@ impl JsonFields {
             && let Some(request) = lookup_str(&value, &self.request)?
         {
             let (m, t) = split_request(request)?;
-            method.get_or_insert(m);
-            target = Some(t);
+            method.get_or_insert_with(|| m.to_owned());
+            target = Some(t.into_owned());
         }
         let target = target.ok_or_else(|| {
             format!(
@@ -443,8 +454,10 @@ fn parse_offset(zone: &str) -> Option<jiff::tz::Offset> {
     jiff::tz::Offset::from_seconds(sign * (hours * 3600 + minutes * 60)).ok()
 }
 
-/// A request line, `GET /x?y HTTP/1.1`, as its method and target.
-pub(super) fn split_request(request: &str) -> Result<(String, String), String> {
+/// A request line, `GET /x?y HTTP/1.1`, as its method and target, both
+/// borrowed from the line when they can be (the reader's hot path: see
+/// [`target_cow`]).
+pub(super) fn split_request(request: &str) -> Result<(&str, Cow<'_, str>), String> {
     let request = request.trim();
     if request.is_empty() || request == "-" {
         return Err("no request line (the client sent none)".to_owned());
@@ -465,21 +478,27 @@ pub(super) fn split_request(request: &str) -> Result<(String, String), String> {
             "the request '{request}' does not start with a method"
         ));
     }
-    Ok((method.to_owned(), target_of(target)?))
+    Ok((method, target_cow(target)?))
 }
 
 /// A logged target as a path and query: an absolute URL is reduced to its
 /// path and query, a fragment is dropped.
 pub(super) fn target_of(raw: &str) -> Result<String, String> {
+    target_cow(raw).map(Cow::into_owned)
+}
+
+/// [`target_of`], borrowing from `raw` unless a `/` must be added: a log
+/// line's target is then copied once, into its entry, not twice.
+pub(super) fn target_cow(raw: &str) -> Result<Cow<'_, str>, String> {
     let raw = raw.trim();
     let raw = raw.split_once('#').map_or(raw, |(before, _)| before);
     if raw.starts_with('/') {
-        return Ok(raw.to_owned());
+        return Ok(Cow::Borrowed(raw));
     }
-    let lower = raw.get(..8).unwrap_or(raw).to_ascii_lowercase();
-    let after_scheme = if lower.starts_with("http://") {
+    let scheme = raw.get(..8).unwrap_or(raw);
+    let after_scheme = if starts_with_ignore_case(scheme, "http://") {
         &raw[7..]
-    } else if lower.starts_with("https://") {
+    } else if starts_with_ignore_case(scheme, "https://") {
         &raw[8..]
     } else {
         return Err(format!(
@@ -487,19 +506,28 @@ pub(super) fn target_of(raw: &str) -> Result<String, String> {
         ));
     };
     Ok(match after_scheme.find(['/', '?']) {
-        Some(i) if after_scheme[i..].starts_with('?') => format!("/{}", &after_scheme[i..]),
-        Some(i) => after_scheme[i..].to_owned(),
-        None => "/".to_owned(),
+        Some(i) if after_scheme[i..].starts_with('?') => {
+            Cow::Owned(format!("/{}", &after_scheme[i..]))
+        }
+        Some(i) => Cow::Borrowed(&after_scheme[i..]),
+        None => Cow::Borrowed("/"),
     })
+}
+
+/// Whether `text` starts with the ASCII `prefix`, in any case.
+fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
+    text.get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
 }
 
 /// Undoes a log's escapes: nginx's `\xHH` and Apache's `\"`, `\\`, `\n`, `\t`.
 /// Bytes that are not UTF-8 after unescaping become replacement characters.
-pub(super) fn unescape(value: &str) -> String {
+/// Borrows `value` when it has no backslash, as nearly every field has.
+pub(super) fn unescape(value: &str) -> Cow<'_, str> {
     if !value.contains('\\') {
-        return value.to_owned();
+        return Cow::Borrowed(value);
     }
-    String::from_utf8_lossy(&unescape_bytes(value)).into_owned()
+    Cow::Owned(String::from_utf8_lossy(&unescape_bytes(value)).into_owned())
 }
 
 /// [`unescape`], keeping the raw bytes (for bodies).

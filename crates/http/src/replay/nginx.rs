@@ -3,10 +3,12 @@
 //! literal; nginx writes `-` for an empty value and escapes `"`, `\` and
 //! control bytes as `\xHH`, which are undone here.
 
+use std::borrow::Cow;
+
 use super::Entry;
 use super::format::{
-    parse_clf_time, parse_epoch, parse_iso, parse_status, split_request, target_of, unescape,
-    unescape_bytes,
+    parse_clf_time, parse_epoch, parse_iso, parse_status, split_request, target_cow, target_of,
+    unescape, unescape_bytes,
 };
 
 /// A compiled nginx `log_format` string.
@@ -110,6 +112,17 @@ impl NginxFormat {
 
     /// Reads one line in this format; the entry's `line` is left at 0.
     pub fn parse_line(&self, line: &str) -> Result<Entry, String> {
+        self.parse_line_with(line, &mut StampCache::default())
+    }
+
+    /// [`NginxFormat::parse_line`], remembering the last stamp read in
+    /// `stamps`: a log's consecutive lines mostly share their stamp, and
+    /// reading one costs more than the rest of the line (bench/replay-read.sh).
+    pub(super) fn parse_line_with(
+        &self,
+        line: &str,
+        stamps: &mut StampCache,
+    ) -> Result<Entry, String> {
         let mut fields = Fields::default();
         let mut pos = 0;
         for (i, part) in self.parts.iter().enumerate() {
@@ -141,11 +154,48 @@ impl NginxFormat {
                             value
                         }
                     };
-                    fields.set(var, value)?;
+                    fields.set(var, value, stamps)?;
                 }
             }
         }
         fields.into_entry()
+    }
+}
+
+/// The last whole-second stamp read and what it came to, so that the lines
+/// that share it (up to thousands a second in a busy log) read it once.
+#[derive(Debug, Default)]
+pub(super) struct StampCache {
+    /// Which variable the text was read as.
+    var: Option<StampVar>,
+    text: String,
+    stamp: (i64, u64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StampVar {
+    TimeLocal,
+    TimeIso,
+}
+
+impl StampCache {
+    /// `raw` read as `var` by `parse`, or as it was on the last call with
+    /// the same text. Only stamps read without error are remembered.
+    fn read(
+        &mut self,
+        var: StampVar,
+        raw: &str,
+        parse: fn(&str) -> Result<(i64, u64), String>,
+    ) -> Result<(i64, u64), String> {
+        if self.var == Some(var) && self.text == raw {
+            return Ok(self.stamp);
+        }
+        let stamp = parse(raw)?;
+        self.var = Some(var);
+        self.text.clear();
+        self.text.push_str(raw);
+        self.stamp = stamp;
+        Ok(stamp)
     }
 }
 
@@ -169,19 +219,32 @@ fn var_label(var: &Var) -> &'static str {
 
 /// The next occurrence of `needle` at or after `from` that is not preceded
 /// by an odd number of backslashes (Apache writes a quote as `\"`).
+///
+/// Searched byte by byte for the needle's first byte, then compared: the
+/// literals between variables are a few bytes, and `str::find` with a
+/// string needle built a searcher on every call, the parser's largest cost
+/// (callgrind on bench/replay-read.sh's log).
 fn find_unescaped(line: &str, from: usize, needle: &str) -> Option<usize> {
+    let (bytes, pattern) = (line.as_bytes(), needle.as_bytes());
+    let (&first, _) = pattern.split_first()?;
     let mut start = from;
     loop {
-        let at = start + line.get(start..)?.find(needle)?;
-        let backslashes = line[from..at]
-            .bytes()
+        let at = start + bytes.get(start..)?.iter().position(|&b| b == first)?;
+        if !bytes[at..].starts_with(pattern) {
+            start = at + 1;
+            continue;
+        }
+        let backslashes = bytes[from..at]
+            .iter()
             .rev()
-            .take_while(|&b| b == b'\\')
+            .take_while(|&&b| b == b'\\')
             .count();
         if backslashes % 2 == 0 {
             return Some(at);
         }
-        start = at + needle.chars().next().map_or(1, char::len_utf8);
+        // A match begins on a character boundary (both are UTF-8), so the
+        // next one cannot begin inside this one's first byte.
+        start = at + 1;
     }
 }
 
@@ -287,30 +350,48 @@ fn header_name(variable: &str) -> String {
         .join("-")
 }
 
-/// The values of one line, gathered before they become an entry.
+/// The values of one line, gathered before they become an entry: borrowed
+/// from the line where no escape had to be undone, so that a line costs
+/// one copy of each field it keeps, into its [`Entry`].
 #[derive(Default)]
-struct Fields {
+struct Fields<'a> {
     stamp: Option<(i64, u64)>,
-    request: Option<(String, String)>,
-    method: Option<String>,
-    request_uri: Option<String>,
-    uri: Option<String>,
-    args: Option<String>,
+    request: Option<(Cow<'a, str>, Cow<'a, str>)>,
+    method: Option<Cow<'a, str>>,
+    request_uri: Option<Cow<'a, str>>,
+    uri: Option<Cow<'a, str>>,
+    args: Option<Cow<'a, str>>,
     status: Option<u16>,
     request_time_us: Option<i64>,
     headers: Vec<(String, String)>,
     body: Option<Vec<u8>>,
 }
 
-impl Fields {
-    fn set(&mut self, var: &Var, raw: &str) -> Result<(), String> {
+impl<'a> Fields<'a> {
+    fn set(&mut self, var: &Var, raw: &'a str, stamps: &mut StampCache) -> Result<(), String> {
         // nginx writes "-" for an empty value.
         let empty = raw.is_empty() || raw == "-";
         match var {
-            Var::TimeLocal => self.stamp = Some(parse_clf_time(raw)?),
-            Var::TimeIso => self.stamp = Some(parse_iso(raw)?),
+            Var::TimeLocal => {
+                self.stamp = Some(stamps.read(StampVar::TimeLocal, raw, parse_clf_time)?);
+            }
+            Var::TimeIso => self.stamp = Some(stamps.read(StampVar::TimeIso, raw, parse_iso)?),
             Var::Msec => self.stamp = Some(parse_epoch(raw)?),
-            Var::Request => self.request = Some(split_request(&unescape(raw))?),
+            Var::Request => {
+                self.request = Some(match unescape(raw) {
+                    Cow::Borrowed(request) => {
+                        let (method, target) = split_request(request)?;
+                        (Cow::Borrowed(method), target)
+                    }
+                    Cow::Owned(request) => {
+                        let (method, target) = split_request(&request)?;
+                        (
+                            Cow::Owned(method.to_owned()),
+                            Cow::Owned(target.into_owned()),
+                        )
+                    }
+                });
+            }
             Var::Status => self.status = parse_status(raw)?,
             Var::RequestTime if !empty => {
                 let (us, _) = parse_epoch(raw)
@@ -319,11 +400,18 @@ impl Fields {
             }
             _ if empty => {}
             Var::Method => self.method = Some(unescape(raw)),
-            Var::RequestUri => self.request_uri = Some(target_of(&unescape(raw))?),
+            Var::RequestUri => {
+                self.request_uri = Some(match unescape(raw) {
+                    Cow::Borrowed(uri) => target_cow(uri)?,
+                    Cow::Owned(uri) => Cow::Owned(target_of(&uri)?),
+                });
+            }
             Var::Uri => self.uri = Some(unescape(raw)),
             Var::Args => self.args = Some(unescape(raw)),
             Var::Body => self.body = Some(unescape_bytes(raw)),
-            Var::Header(name) => self.headers.push((name.clone(), unescape(raw))),
+            Var::Header(name) => self
+                .headers
+                .push((name.clone(), unescape(raw).into_owned())),
             Var::RequestTime | Var::Ignored => {}
         }
         Ok(())
@@ -342,10 +430,10 @@ impl Fields {
         }
         let (request_method, request_target) = self.request.unzip();
         let target = match (self.request_uri, request_target, self.uri) {
-            (Some(target), _, _) | (None, Some(target), _) => target,
+            (Some(target), _, _) | (None, Some(target), _) => target.into_owned(),
             (None, None, Some(uri)) => match self.args {
-                Some(args) => format!("{}?{args}", target_of(&uri)?),
-                None => target_of(&uri)?,
+                Some(args) => format!("{}?{args}", target_cow(&uri)?),
+                None => target_cow(&uri)?.into_owned(),
             },
             (None, None, None) => return Err("the line has no request path".to_owned()),
         };
@@ -356,7 +444,7 @@ impl Fields {
             method: self
                 .method
                 .or(request_method)
-                .unwrap_or_else(|| "GET".to_owned()),
+                .map_or_else(|| "GET".to_owned(), Cow::into_owned),
             target,
             status: self.status,
             headers: self.headers,
@@ -457,6 +545,71 @@ mod tests {
             NginxFormat::compile("'$msec $request").unwrap_err(),
             NginxError::Unclosed
         );
+    }
+
+    #[test]
+    fn the_stamp_cache_follows_a_change_of_stamp() {
+        let format = NginxFormat::compile("[$time_local] \"$request\"").unwrap();
+        let mut stamps = StampCache::default();
+        let mut at = |line: &str| format.parse_line_with(line, &mut stamps).map(|e| e.at_us);
+        let first = r#"[14/Nov/2023:22:13:20 +0000] "GET /a HTTP/1.1""#;
+        assert_eq!(at(first), Ok(1_700_000_000_000_000));
+        assert_eq!(at(first), Ok(1_700_000_000_000_000));
+        // The next second, then only the offset changes: each is read anew.
+        let next = r#"[14/Nov/2023:22:13:21 +0000] "GET /a HTTP/1.1""#;
+        assert_eq!(at(next), Ok(1_700_000_001_000_000));
+        let east = r#"[14/Nov/2023:22:13:21 +0100] "GET /a HTTP/1.1""#;
+        assert_eq!(at(east), Ok(1_699_996_401_000_000));
+        // A bad stamp is an error every time, and leaves the last good one.
+        let bad = r#"[14/Foo/2023:22:13:21 +0100] "GET /a HTTP/1.1""#;
+        assert!(at(bad).unwrap_err().contains("unknown month"));
+        assert!(at(bad).unwrap_err().contains("unknown month"));
+        assert_eq!(at(east), Ok(1_699_996_401_000_000));
+        // The same text read as another variable is not taken from the cache.
+        let iso = NginxFormat::compile("$time_iso8601 $request_uri").unwrap();
+        assert_eq!(
+            iso.parse_line_with("2023-11-14T22:13:20+00:00 /a", &mut stamps)
+                .map(|e| e.at_us),
+            Ok(1_700_000_000_000_000)
+        );
+    }
+
+    #[test]
+    fn reads_odd_fields_as_before() {
+        let format = NginxFormat::compile(
+            r#"$remote_addr [$time_local] "$request" $status "$http_user_agent" "$request_uri" x"#,
+        )
+        .unwrap();
+        // An escaped request line and URI, an escaped quote before the
+        // closing one, a literal's first byte met early ('"' inside the
+        // agent, '" x' wanted): the values are the unescaped ones.
+        let line = r#"::1 [14/Nov/2023:22:13:20 +0000] "GET /a\x20b?q=\x22 HTTP/1.1" 200 "say \"hi\" x" "HTTPS://h/p\x3Fq" x"#;
+        let e = format.parse_line(line).unwrap();
+        assert_eq!(e.method, "GET");
+        assert_eq!(e.target, "/p?q");
+        assert_eq!(
+            e.headers,
+            vec![("User-Agent".to_owned(), r#"say "hi" x"#.to_owned())]
+        );
+        // A request without $request_uri: the target from the escaped line.
+        let format = NginxFormat::compile(r#"[$time_local] "$request" end"#).unwrap();
+        let e = format
+            .parse_line(r#"[14/Nov/2023:22:13:20 +0000] "post /a\x20b?q=\x22 HTTP/1.1" end"#)
+            .unwrap();
+        assert_eq!(
+            (e.method.as_str(), e.target.as_str()),
+            ("post", r#"/a b?q=""#)
+        );
+        // An absolute URL whose query follows the host gains its '/'.
+        let e = format
+            .parse_line(r#"[14/Nov/2023:22:13:20 +0000] "GET http://h?x=1 HTTP/1.1" end"#)
+            .unwrap();
+        assert_eq!(e.target, "/?x=1");
+        // Non-ASCII text around the literals.
+        let e = format
+            .parse_line("[14/Nov/2023:22:13:20 +0000] \"GET /é HTTP/1.1\" end")
+            .unwrap();
+        assert_eq!(e.target, "/é");
     }
 
     #[test]

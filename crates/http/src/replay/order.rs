@@ -79,11 +79,14 @@ fn seconds(us: u64) -> String {
     format!("{text} s")
 }
 
-/// An entry waiting in the window, ordered by stamp then by arrival.
+/// An entry waiting in the window, ordered by stamp then by arrival; the
+/// entry itself waits in [`Ordered::held`] at `slot`. The heap moves its
+/// items a dozen times per entry, and moving whole entries (over 100 bytes)
+/// was most of the window's cost (callgrind on bench/replay-read.sh's log).
 struct Pending {
     at_us: i64,
     seq: u64,
-    entry: Entry,
+    slot: u32,
 }
 
 impl PartialEq for Pending {
@@ -117,6 +120,10 @@ pub struct Ordered<I> {
     max_back_us: u64,
     max_entries: usize,
     window: BinaryHeap<Pending>,
+    /// The entries the window holds, by slot; `None` for a free slot.
+    held: Vec<Option<Entry>>,
+    /// The free slots of `held`.
+    free: Vec<u32>,
     seq: u64,
     /// The latest stamp seen, and its line.
     latest: Option<(i64, u64)>,
@@ -153,6 +160,8 @@ where
             max_back_us,
             max_entries: max_entries.max(1),
             window: BinaryHeap::new(),
+            held: Vec::new(),
+            free: Vec::new(),
             seq: 0,
             latest: None,
             yielded: None,
@@ -196,10 +205,22 @@ where
             self.latest = Some((entry.at_us, entry.line));
         }
         self.seq += 1;
+        let at_us = entry.at_us;
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.held[slot as usize] = Some(entry);
+                slot
+            }
+            None => {
+                // At most max_entries + 1 are held: a u32 is plenty.
+                self.held.push(Some(entry));
+                (self.held.len() - 1) as u32
+            }
+        };
         self.window.push(Pending {
-            at_us: entry.at_us,
+            at_us,
             seq: self.seq,
-            entry,
+            slot,
         });
         Ok(())
     }
@@ -217,8 +238,10 @@ where
             match self.ready() {
                 Some(true) => {
                     let pending = self.window.pop()?;
-                    self.yielded = Some((pending.at_us, pending.entry.line));
-                    return Some(Ok(pending.entry));
+                    let entry = self.held.get_mut(pending.slot as usize)?.take()?;
+                    self.free.push(pending.slot);
+                    self.yielded = Some((pending.at_us, entry.line));
+                    return Some(Ok(entry));
                 }
                 None if self.done => return None,
                 _ => {}
