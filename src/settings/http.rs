@@ -359,9 +359,12 @@ fn engine_settings(
 /// the group's name, never a segment's own.
 fn replay_seed(args: &HttpArgs, seed: u64, plan: Option<&Plan>) -> u64 {
     match (args.seed, plan) {
-        (None, Some(plan)) => plan.group.bytes().fold(0xcbf2_9ce4_8422_2325, |h: u64, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        }),
+        (None, Some(plan)) => {
+            use std::hash::Hasher as _;
+            let mut h = fnv::FnvHasher::default();
+            h.write(plan.group.as_bytes());
+            h.finish()
+        }
         _ => seed,
     }
 }

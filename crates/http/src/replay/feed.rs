@@ -683,52 +683,12 @@ fn is_upper_case_of(upper: &str, method: &str) -> bool {
             .all(|(u, m)| u == m.to_ascii_uppercase())
 }
 
-/// The hasher of the encoded requests' cache: FxHash (rustc's), a multiply
-/// per 8 bytes. The default SipHash of each line's method, target and
-/// headers was the reader thread's largest cost after parsing (perf on
-/// bench/replay.sh). The keys come from the user's own log and the cache
-/// is bounded ([`ENCODED`]), so resisting crafted collisions buys nothing.
-#[derive(Debug, Default, Clone, Copy)]
-struct FastHasher(u64);
-
-impl FastHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl std::hash::Hasher for FastHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        // The table picks buckets with the low bits and tags with the
-        // high ones: fold the well-mixed high bits down.
-        self.0 ^ (self.0 >> 29)
-    }
-}
-
-type BuildFastHasher = std::hash::BuildHasherDefault<FastHasher>;
+/// The hasher of the encoded requests' cache: foldhash's fast one. The
+/// default SipHash of each line's method, target and headers was the
+/// reader thread's largest cost after parsing (perf on bench/replay.sh).
+/// The keys come from the user's own log and the cache is bounded
+/// ([`ENCODED`]), so resisting crafted collisions buys nothing.
+type BuildFastHasher = foldhash::fast::RandomState;
 
 /// What makes two logged requests the same on the wire.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
