@@ -269,6 +269,12 @@ pub(crate) fn trees_named_from(root: Root<'_>, name: &str) -> Vec<Tree> {
     let pids = pids_named_from(root, name);
     let mut trees: Vec<Tree> = Vec::new();
     for &pid in &pids {
+        // A process that ended since it was listed (a database's backend
+        // for a short session) is of no tree: alone, it would pass for a
+        // second server.
+        if parent_from(root, pid).is_none() {
+            continue;
+        }
         // The highest ancestor of the name, whatever lies between (a
         // shell that started a worker). A chain of parents is short; the
         // bound guards a garbled /proc.
@@ -1956,6 +1962,13 @@ mod tests {
         assert!(descends_from(root, 201, 200));
         assert!(!descends_from(root, 201, 100));
         assert_eq!(trees_named_from(root, "nginx").len(), 1);
+        // A backend that ended between the listing and the reading of its
+        // parent (its comm still there, its stat gone) is no second server.
+        std::fs::remove_dir_all(dir.path().join("proc/200")).unwrap();
+        std::fs::remove_file(dir.path().join("proc/201/stat")).unwrap();
+        let trees = trees_named_from(root, "postgres");
+        assert_eq!(trees.len(), 1, "{trees:?}");
+        assert_eq!(trees[0].pids, [100, 101, 102, 103]);
     }
 
     #[test]
