@@ -444,8 +444,16 @@ pub(crate) struct HttpArgs {
     #[arg(long = "h2")]
     pub h2: bool,
 
-    /// HTTP/2: requests under way at once on each connection (h2load's -m;
-    /// `-m N` says the same with --h2). The server's SETTINGS may lower it.
+    /// Speak HTTP/3 over QUIC to the URL's port on UDP (https:// only:
+    /// QUIC is always TLS 1.3, ALPN h3). -c connections × -m streams as
+    /// with --h2; a server that does not answer QUIC there is refused at
+    /// the first connection, with what it announces (Alt-Svc) named.
+    #[arg(long = "h3", conflicts_with_all = ["h2", "alpn", "pipeline"])]
+    pub h3: bool,
+
+    /// HTTP/2 and HTTP/3: requests under way at once on each connection
+    /// (h2load's -m; `-m N` says the same with --h2 or --h3). The server's
+    /// SETTINGS (HTTP/2) or stream limit (QUIC) may lower it.
     #[arg(long, value_name = "N", value_parser = streams)]
     pub streams: Option<u32>,
 

@@ -254,7 +254,7 @@ fn request(args: &HttpArgs, inputs: HttpInputs) -> Result<Request> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
-    let h2_possible = args.h2 || args.alpn.iter().any(|p| p == "h2");
+    let h2_possible = args.h2 || args.h3 || args.alpn.iter().any(|p| p == "h2");
     let (method, streams) = method_and_streams(args.method.clone(), h2_possible, args.streams)?;
     let url = match (&inputs.builtin_url, &args.url) {
         (Some(builtin), _) => builtin.clone(),
@@ -334,6 +334,7 @@ fn engine_settings(
         threads,
         pipeline: args.pipeline as usize,
         http2: args.h2,
+        http3: args.h3,
         streams: request.streams as usize,
         alpn: args.alpn.clone(),
         keep_alive: !args.no_keepalive,

@@ -55,7 +55,7 @@ fn no_target(outcome: &Outcome) -> Option<String> {
     } else if let Some(why) = &outcome.protocol_failure
         && outcome.stats.responses == 0
     {
-        Some(format!("--h2: {why}"))
+        Some(why.clone())
     } else {
         None
     }

@@ -28,7 +28,7 @@ impl Outcome {
         !(self.refused || self.silent || self.no_answer_in_protocol().is_some())
     }
 
-    /// `--h2`'s failure when no response came in that protocol.
+    /// `--h2`'s or `--h3`'s failure when no response came in that protocol.
     fn no_answer_in_protocol(&self) -> Option<&str> {
         self.protocol_failure
             .as_deref()
@@ -38,7 +38,7 @@ impl Outcome {
     /// How the run ends; `timeout` is the run's `--timeout`.
     pub fn ending(&self, timeout: Duration, asked: &Asked) -> Ending {
         if let Some(why) = self.no_answer_in_protocol() {
-            return Ending::Broken(format!("--h2: {why}; nothing was saved"));
+            return Ending::Broken(format!("{why}; nothing was saved"));
         }
         if self.refused {
             return Ending::Failed(format!(

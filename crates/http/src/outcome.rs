@@ -73,6 +73,9 @@ impl Outcome {
         if settings.http2 || self.stats.h2.plain_header_written > 0 {
             metrics.extend(self.h2_metrics());
         }
+        if settings.http3 {
+            metrics.extend(self.h3_metrics());
+        }
         metrics.extend(self.tally_metrics());
         metrics.extend(self.timeline_metrics(settings));
         if let Some(plan) = &settings.schedule.plan {
@@ -188,6 +191,45 @@ impl Outcome {
                 .merged(Merge::Min);
             m.direction = Direction::HigherIsBetter;
             metrics.push(m);
+        }
+        metrics
+    }
+
+    /// What QUIC did under an HTTP/3 run: handshakes, datagrams and the
+    /// system calls that carried them, losses, congestion, the path's
+    /// round trip, stream-limit stalls and GOAWAY retries.
+    fn h3_metrics(&self) -> Vec<Metric> {
+        let h = &self.stats.h3;
+        let ns = |name: &str, v: u64, merge: Merge| {
+            Metric::new(name, Unit::Ns, Direction::LowerIsBetter, v as f64)
+                .context()
+                .merged(merge)
+        };
+        let mut metrics = vec![
+            Metric::count(http::H3_HANDSHAKES, h.handshakes),
+            ns(http::H3_HANDSHAKE_NS_SUM, h.handshake_ns_sum, Merge::Sum),
+            ns(http::H3_HANDSHAKE_NS_MAX, h.handshake_ns_max, Merge::Max),
+            Metric::count(http::H3_DATAGRAMS_SENT, h.datagrams_sent),
+            Metric::count(http::H3_DATAGRAMS_RECEIVED, h.datagrams_received),
+            Metric::count(http::H3_SEND_CALLS, h.send_calls),
+            Metric::count(http::H3_RECEIVE_CALLS, h.receive_calls),
+            Metric::count(http::H3_PACKETS_SENT, h.packets_sent),
+            Metric::count(http::H3_PACKETS_LOST, h.packets_lost),
+            Metric::new(
+                http::H3_BYTES_LOST,
+                Unit::Bytes,
+                Direction::LowerIsBetter,
+                h.bytes_lost as f64,
+            )
+            .context()
+            .merged(Merge::Sum),
+            Metric::count(http::H3_CONGESTION_EVENTS, h.congestion_events),
+            Metric::count(http::H3_STREAM_LIMIT_STALLS, h.stream_limit_stalls),
+            Metric::count(http::H3_GOAWAY_RETRIED, h.goaway_retried),
+        ];
+        if let Some(min) = h.rtt_ns_min {
+            metrics.push(ns(http::H3_RTT_MIN_NS, min, Merge::Min));
+            metrics.push(ns(http::H3_RTT_MAX_NS, h.rtt_ns_max, Merge::Max));
         }
         metrics
     }

@@ -50,6 +50,7 @@ pub fn settings(url: &str, duration: Duration, threads: usize) -> Result<Setting
         threads,
         pipeline: 1,
         http2: false,
+        http3: false,
         streams: 1,
         alpn: Vec::new(),
         keep_alive: true,

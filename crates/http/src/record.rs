@@ -267,6 +267,7 @@ pub fn asked_record(settings: &Settings, asked: &Asked) -> HttpRecord {
         threads: settings.threads as u64,
         pipeline: settings.pipeline as u64,
         http2: settings.http2,
+        http3: settings.http3,
         streams: settings.streams as u64,
         alpn: settings.alpn.clone(),
         keep_alive: settings.keep_alive,

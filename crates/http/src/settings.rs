@@ -56,6 +56,9 @@ pub struct Settings {
     /// Speak HTTP/2 (h2c with prior knowledge for `http://`, h2 by ALPN
     /// for `https://`) instead of HTTP/1.1.
     pub http2: bool,
+    /// Speak HTTP/3 over QUIC (`https://` only: QUIC is always TLS 1.3,
+    /// ALPN `h3`), to the URL's port over UDP.
+    pub http3: bool,
     /// HTTP/2: requests under way at once on each connection (h2load's
     /// `-m`); 1 for HTTP/1.1.
     pub streams: usize,
@@ -111,7 +114,9 @@ impl Settings {
     /// What ALPN offers: `alpn` when given, else `h2` or `http/1.1`.
     pub fn offered_alpn(&self) -> Vec<Vec<u8>> {
         if self.alpn.is_empty() {
-            vec![if self.http2 {
+            vec![if self.http3 {
+                b"h3".to_vec()
+            } else if self.http2 {
                 b"h2".to_vec()
             } else {
                 b"http/1.1".to_vec()

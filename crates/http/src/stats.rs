@@ -55,6 +55,15 @@ pub enum ErrorClass {
     /// HTTP/2: the server broke the protocol (a malformed or unexpected
     /// frame, a flow-control violation); the connection is closed.
     H2Protocol,
+    /// HTTP/3: the server sent GOAWAY, and the request was not (or no
+    /// longer) going to be answered on that connection.
+    H3GoAway,
+    /// HTTP/3: the server reset the request's stream.
+    H3StreamReset,
+    /// HTTP/3 or QUIC: the server broke the protocol (a malformed frame,
+    /// a QPACK or stream error), or the connection could not become an
+    /// HTTP/3 one; the connection is closed.
+    H3Protocol,
     /// A scenario step's answer failed its check: its status is not one
     /// the step accepts, or its body lacks what the step looks for.
     Check,
@@ -68,7 +77,7 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 22] = [
+    pub const ALL: [ErrorClass; 25] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectOther,
@@ -88,6 +97,9 @@ impl ErrorClass {
         ErrorClass::GoAway,
         ErrorClass::StreamReset,
         ErrorClass::H2Protocol,
+        ErrorClass::H3GoAway,
+        ErrorClass::H3StreamReset,
+        ErrorClass::H3Protocol,
         ErrorClass::Check,
         ErrorClass::Extract,
         ErrorClass::Unsendable,
@@ -131,6 +143,9 @@ impl ErrorClass {
             ErrorClass::GoAway => class::H2_GOAWAY,
             ErrorClass::StreamReset => class::H2_RST_STREAM,
             ErrorClass::H2Protocol => class::H2_PROTOCOL_ERROR,
+            ErrorClass::H3GoAway => class::H3_GOAWAY,
+            ErrorClass::H3StreamReset => class::H3_STREAM_RESET,
+            ErrorClass::H3Protocol => class::H3_PROTOCOL_ERROR,
             ErrorClass::Check => class::CHECK_FAILED,
             ErrorClass::Extract => class::EXTRACT_FAILED,
             ErrorClass::Unsendable => class::VALUE_UNSENDABLE,
@@ -159,6 +174,9 @@ impl ErrorClass {
             ErrorClass::GoAway => "HTTP/2 GOAWAY from the server",
             ErrorClass::StreamReset => "HTTP/2 stream reset by the server (RST_STREAM)",
             ErrorClass::H2Protocol => "HTTP/2 protocol error",
+            ErrorClass::H3GoAway => "HTTP/3 GOAWAY from the server",
+            ErrorClass::H3StreamReset => "HTTP/3 stream reset by the server",
+            ErrorClass::H3Protocol => "HTTP/3 or QUIC protocol error",
             ErrorClass::Check => "check failed",
             ErrorClass::Extract => "extraction found nothing",
             ErrorClass::Unsendable => {
@@ -258,6 +276,8 @@ pub struct Stats {
     pub unfinished: u64,
     /// HTTP/2 only: header compression and the server's stream limit.
     pub h2: H2Stats,
+    /// HTTP/3 only: what QUIC did under the requests.
+    pub h3: H3Stats,
 }
 
 /// What an HTTP/2 run adds: header-block bytes on the wire (HEADERS and
@@ -292,6 +312,114 @@ impl H2Stats {
     }
 }
 
+/// What an HTTP/3 run adds: QUIC's own figures, summed over the run's
+/// connections as each ends (quinn's `Connection::stats`), so that a
+/// report can show beside the latency what the transport did: handshakes,
+/// datagrams and the system calls that carried them (GSO and GRO put
+/// many datagrams in one), packets lost, congestion events, the path's
+/// round trip, and how often the server's stream limit held a request
+/// back (STREAMS_BLOCKED frames the client sent).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct H3Stats {
+    /// QUIC connections whose handshake completed, and their handshake
+    /// times (from the first datagram to the handshake's end), summed and
+    /// the longest.
+    pub handshakes: u64,
+    pub handshake_ns_sum: u64,
+    pub handshake_ns_max: u64,
+    /// Of them, 0-RTT ones (the server took early data).
+    pub handshakes_0rtt: u64,
+    /// UDP datagrams and bytes each way, and the system calls that moved
+    /// them.
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub udp_bytes_sent: u64,
+    pub udp_bytes_received: u64,
+    pub send_calls: u64,
+    pub receive_calls: u64,
+    /// QUIC packets the client sent, and those it declared lost (whose
+    /// frames QUIC sends again in new packets: QUIC retransmits frames,
+    /// not packets).
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    pub bytes_lost: u64,
+    /// Congestion events (the window cut for loss or ECN).
+    pub congestion_events: u64,
+    /// The smoothed round trip each connection ended with, summed, and
+    /// the least and most seen.
+    pub rtt_ns_sum: u64,
+    pub rtt_ns_min: Option<u64>,
+    pub rtt_ns_max: u64,
+    /// STREAMS_BLOCKED frames the client sent: a request waited for the
+    /// server to allow another stream (its stream limit is below -m).
+    pub stream_limit_stalls: u64,
+    /// Requests sent again on a new connection after the server's GOAWAY
+    /// or H3_REQUEST_REJECTED said it had not processed them.
+    pub goaway_retried: u64,
+}
+
+impl H3Stats {
+    /// Adds the figures of one ended connection: what it did after
+    /// `from` (its figures when the measured part began).
+    pub(crate) fn add_connection(
+        &mut self,
+        s: &quinn::ConnectionStats,
+        from: &quinn::ConnectionStats,
+    ) {
+        self.datagrams_sent += s.udp_tx.datagrams - from.udp_tx.datagrams;
+        self.datagrams_received += s.udp_rx.datagrams - from.udp_rx.datagrams;
+        self.udp_bytes_sent += s.udp_tx.bytes - from.udp_tx.bytes;
+        self.udp_bytes_received += s.udp_rx.bytes - from.udp_rx.bytes;
+        self.send_calls += s.udp_tx.ios - from.udp_tx.ios;
+        self.receive_calls += s.udp_rx.ios - from.udp_rx.ios;
+        self.packets_sent += s.path.sent_packets - from.path.sent_packets;
+        self.packets_lost += s.path.lost_packets - from.path.lost_packets;
+        self.bytes_lost += s.path.lost_bytes - from.path.lost_bytes;
+        self.congestion_events += s.path.congestion_events - from.path.congestion_events;
+        let rtt = u64::try_from(s.path.rtt.as_nanos()).unwrap_or(u64::MAX);
+        self.rtt_ns_sum += rtt;
+        self.rtt_ns_min = Some(self.rtt_ns_min.map_or(rtt, |m| m.min(rtt)));
+        self.rtt_ns_max = self.rtt_ns_max.max(rtt);
+        self.stream_limit_stalls +=
+            s.frame_tx.streams_blocked_bidi - from.frame_tx.streams_blocked_bidi;
+    }
+
+    /// A completed handshake that took `took`.
+    pub(crate) fn handshake(&mut self, took: Duration, zero_rtt: bool) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.handshakes += 1;
+        self.handshake_ns_sum += ns;
+        self.handshake_ns_max = self.handshake_ns_max.max(ns);
+        self.handshakes_0rtt += u64::from(zero_rtt);
+    }
+
+    /// Sums another thread's figures.
+    fn add(&mut self, o: &H3Stats) {
+        self.handshakes += o.handshakes;
+        self.handshake_ns_sum += o.handshake_ns_sum;
+        self.handshake_ns_max = self.handshake_ns_max.max(o.handshake_ns_max);
+        self.handshakes_0rtt += o.handshakes_0rtt;
+        self.datagrams_sent += o.datagrams_sent;
+        self.datagrams_received += o.datagrams_received;
+        self.udp_bytes_sent += o.udp_bytes_sent;
+        self.udp_bytes_received += o.udp_bytes_received;
+        self.send_calls += o.send_calls;
+        self.receive_calls += o.receive_calls;
+        self.packets_sent += o.packets_sent;
+        self.packets_lost += o.packets_lost;
+        self.bytes_lost += o.bytes_lost;
+        self.congestion_events += o.congestion_events;
+        self.rtt_ns_sum += o.rtt_ns_sum;
+        self.rtt_ns_min = match (self.rtt_ns_min, o.rtt_ns_min) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.rtt_ns_max = self.rtt_ns_max.max(o.rtt_ns_max);
+        self.stream_limit_stalls += o.stream_limit_stalls;
+        self.goaway_retried += o.goaway_retried;
+    }
+}
+
 /// A send this much behind its due time counts as late.
 pub const LATE_AFTER: Duration = Duration::from_millis(1);
 
@@ -316,6 +444,7 @@ impl Default for Stats {
             dropped: 0,
             unfinished: 0,
             h2: H2Stats::default(),
+            h3: H3Stats::default(),
         }
     }
 }
@@ -419,6 +548,7 @@ impl AddAssign<&Stats> for Stats {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        self.h3.add(&other.h3);
     }
 }
 

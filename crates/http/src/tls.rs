@@ -117,31 +117,49 @@ impl TlsClient {
         settings: &TlsSettings,
         protocols: &[Vec<u8>],
     ) -> Result<TlsClient, TlsSetupError> {
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let server_name = ServerName::try_from(host.to_owned())
-            .map_err(|_| TlsSetupError::ServerName(host.to_owned()))?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
-            .with_safe_default_protocol_versions()?;
-        let mut config = if settings.insecure {
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate {
-                    algorithms: provider.signature_verification_algorithms,
-                }))
-                .with_no_client_auth()
-        } else {
-            let roots = RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-            };
-            builder.with_root_certificates(roots).with_no_client_auth()
-        };
-        config.alpn_protocols = protocols.to_vec();
+        let server_name = server_name(host)?;
+        let config = client_config(settings, protocols, rustls::DEFAULT_VERSIONS)?;
         Ok(TlsClient {
             connector: TlsConnector::from(Arc::new(config)),
             server_name,
         })
     }
+}
+
+/// The name the server's certificate must carry: the URL's host, a DNS
+/// name or an IP address (brackets of an IPv6 literal dropped).
+pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, TlsSetupError> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(host.to_owned()).map_err(|_| TlsSetupError::ServerName(host.to_owned()))
+}
+
+/// The rustls client configuration of a run: `versions` through *ring*,
+/// trusting Mozilla's roots (or, `--insecure`, any certificate), ALPN
+/// offering `protocols`. TCP connections take TLS 1.3 and 1.2; QUIC's
+/// handshake is TLS 1.3 only (RFC 9001 §4.2).
+pub(crate) fn client_config(
+    settings: &TlsSettings,
+    protocols: &[Vec<u8>],
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> Result<ClientConfig, TlsSetupError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(versions)?;
+    let mut config = if settings.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate {
+                algorithms: provider.signature_verification_algorithms,
+            }))
+            .with_no_client_auth()
+    } else {
+        let roots = RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = protocols.to_vec();
+    Ok(config)
 }
 
 /// `--insecure`: takes any certificate chain for any name, but still checks

@@ -79,6 +79,8 @@ pub(crate) struct HttpFigures {
     pub dropped_sends: u64,
     /// HTTP/2's figures, where the run went over HTTP/2.
     pub h2: Option<H2Figures>,
+    /// QUIC's figures, where the run went over HTTP/3.
+    pub h3: Option<H3Figures>,
     /// Answers by status code and failures by error class, in the run's
     /// order.
     pub tallies: Vec<Tally>,
@@ -95,6 +97,25 @@ pub(crate) struct H2Figures {
     /// The concurrent streams the server allows.
     pub server_max_concurrent_streams: Option<f64>,
     /// Requests a GOAWAY refused unprocessed and sent again.
+    pub goaway_retried: f64,
+}
+
+/// What a run over HTTP/3 adds: QUIC's own figures.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct H3Figures {
+    pub handshakes: f64,
+    pub handshake_ns_sum: f64,
+    pub handshake_ns_max: f64,
+    pub datagrams_sent: f64,
+    pub datagrams_received: f64,
+    pub send_calls: f64,
+    pub receive_calls: f64,
+    pub packets_sent: f64,
+    pub packets_lost: f64,
+    pub congestion_events: f64,
+    pub rtt_min_ns: Option<f64>,
+    pub rtt_max_ns: Option<f64>,
+    pub stream_limit_stalls: f64,
     pub goaway_retried: f64,
 }
 
@@ -141,7 +162,24 @@ impl HttpFigures {
                 .map(|m| m.value),
             goaway_retried: value(http::H2_GOAWAY_RETRIED),
         });
+        let h3 = metric(http::H3_HANDSHAKES).map(|handshakes| H3Figures {
+            handshakes: handshakes.value,
+            handshake_ns_sum: value(http::H3_HANDSHAKE_NS_SUM),
+            handshake_ns_max: value(http::H3_HANDSHAKE_NS_MAX),
+            datagrams_sent: value(http::H3_DATAGRAMS_SENT),
+            datagrams_received: value(http::H3_DATAGRAMS_RECEIVED),
+            send_calls: value(http::H3_SEND_CALLS),
+            receive_calls: value(http::H3_RECEIVE_CALLS),
+            packets_sent: value(http::H3_PACKETS_SENT),
+            packets_lost: value(http::H3_PACKETS_LOST),
+            congestion_events: value(http::H3_CONGESTION_EVENTS),
+            rtt_min_ns: metric(http::H3_RTT_MIN_NS).map(|m| m.value),
+            rtt_max_ns: metric(http::H3_RTT_MAX_NS).map(|m| m.value),
+            stream_limit_stalls: value(http::H3_STREAM_LIMIT_STALLS),
+            goaway_retried: value(http::H3_GOAWAY_RETRIED),
+        });
         HttpFigures {
+            h3,
             open,
             latency: histogram(common::LATENCY),
             latency_written: metric(common::LATENCY).is_some(),

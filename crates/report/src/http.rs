@@ -11,7 +11,7 @@ use dyno_model::{Metric, Run};
 use dyno_stats::hdr;
 use hdrhistogram::Histogram;
 
-use crate::figures::HttpFigures;
+use crate::figures::{H3Figures, HttpFigures};
 use crate::format::{counted, format_value};
 use dyno_model::units;
 
@@ -127,6 +127,11 @@ fn settings_words(rec: &HttpRecord) -> String {
     let pipeline = rec.pipeline;
     let pipeline = if pipeline > 1 {
         format!(", pipeline {pipeline}")
+    } else if rec.http3 {
+        format!(
+            ", HTTP/3 over QUIC, {}",
+            counted(rec.streams, "stream") + " a connection"
+        )
     } else if rec.http2 {
         let streams = rec.streams;
         let kind = if rec.tls { "h2" } else { "h2c" };
@@ -196,7 +201,7 @@ fn model_words(rec: &HttpRecord) -> String {
         format!(
             "closed model, HTTP/1.1 pipelining: each connection writes {depth} requests back to back, then sends the next {depth} once all are answered"
         )
-    } else if rec.http2 {
+    } else if rec.http2 || rec.http3 {
         "closed model: each stream of each connection waits for its answer before the next request"
             .into()
     } else {
@@ -348,6 +353,9 @@ fn transfer_lines(out: &mut String, f: &HttpFigures) {
         format_value(f.bytes_written, dyno_model::Unit::Bytes),
         format_value(f.body_bytes, dyno_model::Unit::Bytes),
     );
+    if let Some(h3) = &f.h3 {
+        quic_lines(out, h3);
+    }
     let Some(h2) = &f.h2 else {
         return;
     };
@@ -370,6 +378,60 @@ fn transfer_lines(out: &mut String, f: &HttpFigures) {
             out,
             "            {} sent again on a new connection: the server's GOAWAY said it had not processed them (not errors)",
             counted(retried as u64, "request")
+        );
+    }
+}
+
+/// What QUIC did under an HTTP/3 run: handshakes, the path's round trip,
+/// datagrams per system call (above 1: GSO or GRO batched them), losses,
+/// congestion, stream-limit stalls, and GOAWAY retries.
+fn quic_lines(out: &mut String, h3: &H3Figures) {
+    let ns = |v: f64| units::duration_short(v);
+    let handshakes = if h3.handshakes > 0.0 {
+        format!(
+            "{} (mean {}, max {})",
+            counted(h3.handshakes as u64, "handshake"),
+            ns(h3.handshake_ns_sum / h3.handshakes),
+            ns(h3.handshake_ns_max)
+        )
+    } else {
+        "no handshake in the measured part".to_owned()
+    };
+    let rtt = match (h3.rtt_min_ns, h3.rtt_max_ns) {
+        (Some(min), Some(max)) => format!("; path RTT {}–{}", ns(min), ns(max)),
+        _ => String::new(),
+    };
+    let per_call = |datagrams: f64, calls: f64| {
+        if calls > 0.0 {
+            format!("{:.1}", datagrams / calls)
+        } else {
+            "–".to_owned()
+        }
+    };
+    let _ = writeln!(out, "QUIC        {handshakes}{rtt}");
+    let _ = writeln!(
+        out,
+        "            datagrams sent {} ({} a send call), received {} ({} a receive call)",
+        h3.datagrams_sent,
+        per_call(h3.datagrams_sent, h3.send_calls),
+        h3.datagrams_received,
+        per_call(h3.datagrams_received, h3.receive_calls),
+    );
+    let lost = if h3.packets_sent > 0.0 {
+        100.0 * h3.packets_lost / h3.packets_sent
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        out,
+        "            packets lost {} of {} sent ({lost:.2}%), {} congestion events, {} stream-limit stalls",
+        h3.packets_lost, h3.packets_sent, h3.congestion_events, h3.stream_limit_stalls
+    );
+    if h3.goaway_retried > 0.0 {
+        let _ = writeln!(
+            out,
+            "            {} sent again on a new connection: the server said it had not processed them (not errors)",
+            counted(h3.goaway_retried as u64, "request")
         );
     }
 }

@@ -71,8 +71,8 @@ const MORE_READS: usize = 64;
 
 /// Where a connection's streams take their tickets: requests that a
 /// connection ended before they were sent come first, then the schedule.
-struct Tickets {
-    carried: RefCell<Vec<Ticket>>,
+pub(super) struct Tickets {
+    pub(super) carried: RefCell<Vec<Ticket>>,
     schedule: Schedule,
 }
 
@@ -86,9 +86,35 @@ enum Schedule {
 }
 
 impl Tickets {
+    /// A connection's tickets: its thread's replay share, its own share of
+    /// the open model's timetable, or the closed model's.
+    pub(super) fn new(
+        shared: &Arc<Shared>,
+        local: &Rc<RefCell<Local>>,
+        global_index: usize,
+    ) -> Tickets {
+        let replay = local.borrow().replay.clone();
+        Tickets {
+            carried: RefCell::new(Vec::new()),
+            schedule: match (shared.settings.schedule.rate_per_sec, replay) {
+                (_, Some(replay)) => Schedule::Replay(replay),
+                (Some(rate), None) => {
+                    Schedule::Open(OpenSchedule::start(shared, global_index, rate, local))
+                }
+                (None, None) => Schedule::Closed {
+                    threads: shared.settings.threads_used() as u64,
+                },
+            },
+        }
+    }
+
     /// The next ticket, or `None` when there are no more: a replay's
     /// request not handed over yet is waited for.
-    async fn next_waiting(&self, shared: &Shared, local: &RefCell<Local>) -> Option<Ticket> {
+    pub(super) async fn next_waiting(
+        &self,
+        shared: &Shared,
+        local: &RefCell<Local>,
+    ) -> Option<Ticket> {
         loop {
             match self.poll_next(shared, local) {
                 Next::Ticket(t) => return Some(t),
@@ -137,18 +163,7 @@ pub(super) async fn h2_connection(task: Task, mut stream: Option<Stream>) {
         global: global_index,
     } = task;
     let settings = &shared.settings;
-    let threads = settings.threads_used() as u64;
-    let replay = local.borrow().replay.clone();
-    let tickets = Rc::new(Tickets {
-        carried: RefCell::new(Vec::new()),
-        schedule: match (settings.schedule.rate_per_sec, replay) {
-            (_, Some(replay)) => Schedule::Replay(replay),
-            (Some(rate), None) => {
-                Schedule::Open(OpenSchedule::start(&shared, global_index, rate, &local))
-            }
-            (None, None) => Schedule::Closed { threads },
-        },
-    });
+    let tickets = Rc::new(Tickets::new(&shared, &local, global_index));
     let converted = static_requests(settings);
     // A scenario's virtual users, one per stream, kept across this
     // driver's connections (a lost connection ends a flow, not a user).
@@ -277,7 +292,7 @@ pub(super) async fn h2_connection(task: Task, mut stream: Option<Stream>) {
 
 /// The static templates as HTTP/2 requests, converted once (keyed by the
 /// template's index); `None` for a template converted per request.
-fn static_requests(settings: &Settings) -> Vec<Option<http2::Request>> {
+pub(super) fn static_requests(settings: &Settings) -> Vec<Option<http2::Request>> {
     let scheme = settings.target.scheme.as_str();
     let mut scratch = Vec::new();
     settings
@@ -319,12 +334,14 @@ fn alpn_h2(local: &RefCell<Local>, stream: Stream) -> Result<Stream, (ErrorClass
 /// `how` says what it did instead. Every connection would fail the same
 /// way, so the run stops at the first.
 fn no_h2_by_alpn(how: &str) -> String {
-    format!("the server does not offer h2 by ALPN ({how}); drop --h2 or use --alpn h2,http/1.1")
+    format!(
+        "--h2: the server does not offer h2 by ALPN ({how}); drop --h2 or use --alpn h2,http/1.1"
+    )
 }
 
 fn not_h2(e: &dyn std::fmt::Display) -> String {
     format!(
-        "the HTTP/2 handshake failed ({e}): does the server speak HTTP/2 there (h2c with prior knowledge for http://)?"
+        "--h2: the HTTP/2 handshake failed ({e}): does the server speak HTTP/2 there (h2c with prior knowledge for http://)?"
     )
 }
 
@@ -1045,7 +1062,7 @@ impl Driver<'_> {
 /// not as an error, so `-n` stays exact. Only from a connection that
 /// answered something: one that answers nothing would be retried without
 /// end. The ticket to send it with.
-fn given_back(local: &RefCell<Local>, ticket: Ticket) -> Ticket {
+pub(super) fn given_back(local: &RefCell<Local>, ticket: Ticket) -> Ticket {
     let mut l = local.borrow_mut();
     if ticket.measured {
         l.in_flight -= 1;

@@ -20,6 +20,7 @@
 
 mod exchange;
 mod h2;
+mod h3;
 mod replay;
 mod scenario;
 mod schedule;
@@ -169,6 +170,8 @@ struct Shared {
     endpoint: Endpoint,
     /// `https://`: the one TLS configuration all connections use.
     tls: Option<TlsClient>,
+    /// `--h3`: the one QUIC configuration all connections use.
+    quic: Option<h3::Quic>,
     /// The run's clock (set once every thread is ready: connected, in the
     /// open model) and its stop flags: the worker pool's.
     control: Arc<pool::Control>,
@@ -404,7 +407,12 @@ pub fn run_gated(
             Endpoint::Tcp(addr, settings.source_addr)
         }
     };
+    let quic = settings
+        .http3
+        .then(|| h3::Quic::new(&settings))
+        .transpose()?;
     let tls = match settings.target.scheme {
+        Scheme::Https if settings.http3 => None,
         Scheme::Https => Some(TlsClient::new(
             &settings.target.host,
             &settings.tls,
@@ -445,6 +453,7 @@ pub fn run_gated(
         settings,
         endpoint,
         tls,
+        quic,
         control: Arc::clone(&control),
         connected: AtomicBool::new(false),
         refusals: AtomicU64::new(0),
@@ -619,6 +628,28 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
         if !s.keep_alive {
             return bad("HTTP/2 always reuses its connections: leave keep-alive on with --h2");
         }
+    } else if s.http3 {
+        if s.target.scheme != Scheme::Https {
+            return bad(
+                "HTTP/3 runs over QUIC, which is always TLS 1.3: give the URL as https:// with --h3 (--insecure for a self-signed server)",
+            );
+        }
+        if s.unix_socket.is_some() {
+            return bad("HTTP/3 runs over UDP: --h3 cannot take a Unix socket");
+        }
+        if s.pipeline > 1 {
+            return bad(
+                "--pipeline is HTTP/1.1's; over HTTP/3 requests share a connection as streams: use -m/--streams",
+            );
+        }
+        if !s.keep_alive {
+            return bad("HTTP/3 always reuses its connections: leave keep-alive on with --h3");
+        }
+        if s.scenario.is_some() {
+            return bad(
+                "--scenario does not run over HTTP/3 yet: run the scenario with --h2 or HTTP/1.1, or load plain URLs with --h3",
+            );
+        }
     } else if s.streams > 1 && !s.alpn.iter().any(|p| p == "h2") {
         return bad("streams (-m) are HTTP/2's: add --h2, or use --pipeline for HTTP/1.1");
     }
@@ -755,7 +786,8 @@ impl pool::Job for Connections {
             scenario::setup(shared, &local).await?;
         }
         let mut streams: Vec<Option<Stream>> = Vec::with_capacity(connections);
-        if settings.open_model() {
+        // QUIC connections are made by their drivers (engine/h3.rs).
+        if settings.open_model() && !settings.http3 {
             let mut connecting = Vec::with_capacity(connections);
             for _ in 0..connections {
                 let shared = Arc::clone(shared);
@@ -862,6 +894,12 @@ impl pool::Job for Connections {
 /// between connections).
 async fn driver(task: Task, mut stream: Option<Stream>) {
     let settings = &task.shared.settings;
+    if settings.http3 {
+        // Boxed, as HTTP/2 is: a plain HTTP/1.1 connection's task stays
+        // the size of its own state.
+        Box::pin(h3::h3_connection(task)).await;
+        return;
+    }
     let mut http2 = settings.http2;
     if !settings.alpn.is_empty() {
         if stream.is_none() {

@@ -61,6 +61,7 @@ pub(crate) fn settings(
         seed: 1,
         unix_socket: None,
         http2: false,
+        http3: false,
         streams: 1,
         alpn: Vec::new(),
         tls: dyno_http::TlsSettings::default(),

@@ -70,6 +70,36 @@ pub const H2_GOAWAY_RETRIED: &str = "h2_goaway_retried";
 /// HTTP/2: the concurrent streams the server allows (the fewest, merged).
 pub const H2_SERVER_MAX_CONCURRENT_STREAMS: &str = "h2_server_max_concurrent_streams";
 
+/// HTTP/3: QUIC handshakes completed in the measured part, and the
+/// longest and the summed handshake times (the mean is the sum over the
+/// count; a merge recomputes nothing from it).
+pub const H3_HANDSHAKES: &str = "h3_handshakes";
+pub const H3_HANDSHAKE_NS_SUM: &str = "h3_handshake_ns_sum";
+pub const H3_HANDSHAKE_NS_MAX: &str = "h3_handshake_ns_max";
+/// HTTP/3: UDP datagrams sent and received, and the system calls that
+/// moved them (fewer calls than datagrams: GSO and GRO at work).
+pub const H3_DATAGRAMS_SENT: &str = "h3_datagrams_sent";
+pub const H3_DATAGRAMS_RECEIVED: &str = "h3_datagrams_received";
+pub const H3_SEND_CALLS: &str = "h3_send_calls";
+pub const H3_RECEIVE_CALLS: &str = "h3_receive_calls";
+/// HTTP/3: QUIC packets the client sent, and those it declared lost
+/// (their frames went again in new packets) with their bytes.
+pub const H3_PACKETS_SENT: &str = "h3_packets_sent";
+pub const H3_PACKETS_LOST: &str = "h3_packets_lost";
+pub const H3_BYTES_LOST: &str = "h3_bytes_lost";
+/// HTTP/3: congestion events (the congestion window cut).
+pub const H3_CONGESTION_EVENTS: &str = "h3_congestion_events";
+/// HTTP/3: the smoothed path round trip the connections ended with, the
+/// least and the most.
+pub const H3_RTT_MIN_NS: &str = "h3_rtt_min_ns";
+pub const H3_RTT_MAX_NS: &str = "h3_rtt_max_ns";
+/// HTTP/3: STREAMS_BLOCKED frames the client sent (a request waited for
+/// the server's stream limit).
+pub const H3_STREAM_LIMIT_STALLS: &str = "h3_stream_limit_stalls";
+/// HTTP/3: requests the server refused unprocessed (GOAWAY,
+/// H3_REQUEST_REJECTED) and sent again on a new connection (not errors).
+pub const H3_GOAWAY_RETRIED: &str = "h3_goaway_retried";
+
 /// Failed requests of one class: this prefix and the class
 /// ([`class`]), `errors_reset`.
 pub const ERRORS_PREFIX: &str = "errors_";
@@ -177,6 +207,14 @@ pub mod class {
     pub const H2_RST_STREAM: &str = "h2_rst_stream";
     /// HTTP/2: the server broke the protocol.
     pub const H2_PROTOCOL_ERROR: &str = "h2_protocol_error";
+    /// HTTP/3: the server's GOAWAY left the request unanswered.
+    pub const H3_GOAWAY: &str = "h3_goaway";
+    /// HTTP/3: the server reset the request's stream (RESET_STREAM or
+    /// STOP_SENDING).
+    pub const H3_STREAM_RESET: &str = "h3_stream_reset";
+    /// HTTP/3 or QUIC: the server broke the protocol, or the connection
+    /// could not be set up as HTTP/3.
+    pub const H3_PROTOCOL_ERROR: &str = "h3_protocol_error";
     /// A scenario step's answer failed its checks.
     pub const CHECK_FAILED: &str = "check_failed";
     /// A scenario step's extraction found nothing.

@@ -45,7 +45,11 @@ pub struct HttpRecord {
     /// HTTP/1.1 pipelining depth (1: none).
     pub pipeline: u64,
     pub http2: bool,
-    /// HTTP/2 streams per connection.
+    /// HTTP/3 over QUIC (`--h3`); written only when true, so that the
+    /// records of HTTP/1.1 and HTTP/2 runs read as they were written.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub http3: bool,
+    /// HTTP/2 and HTTP/3 streams per connection.
     pub streams: u64,
     /// The ALPN protocols offered, in order.
     pub alpn: Vec<String>,
@@ -198,6 +202,7 @@ impl Default for HttpRecord {
             threads: 0,
             pipeline: 1,
             http2: false,
+            http3: false,
             streams: 1,
             alpn: Vec::new(),
             keep_alive: true,

@@ -1,0 +1,689 @@
+//! One HTTP/3 connection's driver (`--h3`): QUIC from quinn, HTTP/3
+//! framing and QPACK from the h3 crate. A connection is a QUIC handshake
+//! to the URL's port over UDP, the h3 connection's own task (it reads the
+//! server's control stream: SETTINGS, GOAWAY), and `-m` stream loops, each
+//! taking tickets from the same schedule as HTTP/1.1 and HTTP/2
+//! connections, so `-n`, `-d`, `--rate`, `--replay` and the warm-up mean
+//! the same thing over all three.
+//!
+//! A connection the server ends (CONNECTION_CLOSE, GOAWAY, the idle
+//! timeout) fails the requests it still held, by class, and a new one is
+//! opened while tickets remain. A request refused before it was sent
+//! (after a GOAWAY) goes on the next connection uncounted; one the server
+//! says it did not process (H3_REQUEST_REJECTED, RFC 9114 §8.1) goes again
+//! counted as retried (`h3_goaway_retried`), not as an error, so `-n`
+//! stays exact.
+//!
+//! What QUIC did (datagrams, system calls, losses, congestion events, the
+//! path's round trip, stream-limit stalls) is added to the thread's
+//! figures as each connection ends.
+
+use std::cell::{Cell, RefCell};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes};
+use h3::error::{Code, ConnectionError, StreamError};
+use h3::quic::ConnectionErrorIncoming;
+
+use super::h2::{Tickets, given_back, static_requests};
+use super::schedule::{Ticket, until_due};
+use super::{Local, Shared, Task};
+use crate::conn::Endpoint;
+use crate::http2;
+use crate::settings::Settings;
+use crate::stats::{ErrorClass, Timing};
+use crate::tls::{TlsSetupError, client_config, server_name};
+
+/// What every QUIC connection of a run needs: quinn's client
+/// configuration (TLS 1.3 through the run's rustls settings, ALPN `h3`,
+/// the transport's limits) and the name the certificate must carry.
+#[derive(Clone)]
+pub(crate) struct Quic {
+    config: quinn::ClientConfig,
+    server_name: String,
+}
+
+impl std::fmt::Debug for Quic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Quic")
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Quic {
+    pub(crate) fn new(settings: &Settings) -> Result<Quic, TlsSetupError> {
+        // Checked as TLS checks it; quinn takes the host as text.
+        server_name(&settings.target.host)?;
+        let tls = client_config(&settings.tls, &[b"h3".to_vec()], &[&rustls::version::TLS13])?;
+        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
+            .map_err(|e| TlsSetupError::Config(rustls::Error::General(e.to_string())))?;
+        let mut config = quinn::ClientConfig::new(Arc::new(crypto));
+        let mut transport = quinn::TransportConfig::default();
+        // A connection the server stops answering ends after the run's
+        // timeout, as a TCP read would; QUIC's own default is 30 s.
+        transport.max_idle_timeout(quinn::IdleTimeout::try_from(settings.timeout).ok());
+        config.transport_config(Arc::new(transport));
+        Ok(Quic {
+            config,
+            server_name: settings
+                .target
+                .host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+        })
+    }
+}
+
+/// Why a connection's stream loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// No ticket is left.
+    Done,
+    /// The connection is over; tickets may remain for the next.
+    Over,
+}
+
+/// The driver loop of one HTTP/3 connection (and its successors).
+pub(super) async fn h3_connection(task: Task) {
+    let Task {
+        shared,
+        local,
+        timer,
+        global: global_index,
+        ..
+    } = task;
+    let settings = &shared.settings;
+    let tickets = Rc::new(Tickets::new(&shared, &local, global_index));
+    let converted: Rc<Converted> = Rc::new(
+        static_requests(settings)
+            .iter()
+            .map(|r| {
+                let r = r.as_ref()?;
+                Some((h3_request(r).ok()?, r.body.clone()))
+            })
+            .collect(),
+    );
+    let Some(quic) = shared.quic.clone() else {
+        unreachable!("an --h3 run has its QUIC configuration")
+    };
+    let Endpoint::Tcp(addr, source) = shared.endpoint else {
+        unreachable!("--h3 over a Unix socket is refused by validate")
+    };
+    let endpoint = match quinn::Endpoint::client(bind_address(addr, source)) {
+        Ok(e) => e,
+        Err(e) => {
+            let why = format!("--h3: cannot open a UDP socket for QUIC: {e}");
+            local
+                .borrow_mut()
+                .firsts
+                .protocol_failure
+                .get_or_insert(why);
+            shared.protocol_refused();
+            return;
+        }
+    };
+    let mut backoff = Duration::ZERO;
+    loop {
+        let began = Instant::now();
+        let connected = connect(&shared, &endpoint, &quic).await;
+        let (connection, send) = match connected {
+            Ok(c) => c,
+            Err(failed) => {
+                if failed.class == ErrorClass::Tls
+                    && let Some(why) = &failed.why
+                {
+                    local
+                        .borrow_mut()
+                        .firsts
+                        .tls_failure
+                        .get_or_insert_with(|| why.clone());
+                }
+                // A server that never answered QUIC, or refused h3: every
+                // connection would fail alike, so the run stops at the
+                // first (as --h2 does against a server without HTTP/2).
+                if failed.refuses_h3 {
+                    let why = format!(
+                        "--h3: {}",
+                        failed
+                            .why
+                            .as_deref()
+                            .unwrap_or("the server does not speak HTTP/3 there")
+                    );
+                    local
+                        .borrow_mut()
+                        .firsts
+                        .protocol_failure
+                        .get_or_insert(why);
+                    shared.protocol_refused();
+                }
+                // One ticket pays for the failed attempt.
+                let Some(ticket) = tickets.next_waiting(&shared, &local).await else {
+                    break;
+                };
+                local
+                    .borrow_mut()
+                    .record_error(&shared, &ticket, failed.class, false);
+                backoff = (backoff * 2).clamp(Duration::from_millis(1), Duration::from_millis(100));
+                if !settings.open_model() {
+                    tokio::time::sleep(backoff).await;
+                }
+                continue;
+            }
+        };
+        let handshake = began.elapsed();
+        shared.connect_succeeded();
+        {
+            let mut l = local.borrow_mut();
+            if Instant::now() >= shared.measure_from() {
+                l.stats.connects += 1;
+                l.stats.h3.handshake(handshake, false);
+            }
+        }
+        let state = Rc::new(Conn {
+            connection: connection.clone(),
+            connect_time: Cell::new(Some(handshake)),
+            answered: Cell::new(false),
+            // A connection made in the measured part counts whole.
+            baseline: RefCell::new(
+                (Instant::now() >= shared.measure_from()).then(quinn::ConnectionStats::default),
+            ),
+        });
+        let mut loops = tokio::task::JoinSet::new();
+        for _ in 0..settings.streams {
+            loops.spawn_local(stream_loop(
+                Arc::clone(&shared),
+                Rc::clone(&local),
+                Rc::clone(&tickets),
+                timer.clone(),
+                Rc::clone(&state),
+                send.clone(),
+                Rc::clone(&converted),
+            ));
+        }
+        drop(send);
+        let mut ended = Ended::Done;
+        while let Some(result) = loops.join_next().await {
+            if result.map_or(true, |e| e == Ended::Over) {
+                ended = Ended::Over;
+            }
+        }
+        connection.close(
+            Code::H3_NO_ERROR.value().try_into().unwrap_or_default(),
+            b"",
+        );
+        if let Some(baseline) = state.baseline.borrow().as_ref() {
+            let mut l = local.borrow_mut();
+            let stats = connection.stats();
+            l.stats.bytes_read += stats.udp_rx.bytes - baseline.udp_rx.bytes;
+            l.stats.bytes_written += stats.udp_tx.bytes - baseline.udp_tx.bytes;
+            l.stats.h3.add_connection(&stats, baseline);
+        }
+        if ended == Ended::Done || shared.stopped() {
+            break;
+        }
+    }
+    // The polite end (CONNECTION_CLOSE) goes out before the socket closes;
+    // a server that never answers it is not waited for.
+    let _ = tokio::time::timeout(Duration::from_millis(100), endpoint.wait_idle()).await;
+}
+
+/// The local address QUIC's socket binds: `--source-addr`, or any of the
+/// server's IP version.
+fn bind_address(server: SocketAddr, source: Option<IpAddr>) -> SocketAddr {
+    let ip = source.unwrap_or(match server {
+        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    });
+    SocketAddr::new(ip, 0)
+}
+
+type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+/// The static templates' requests and bodies, converted once (keyed by
+/// the template's index); `None` for a template made per request.
+type Converted = Vec<Option<(http::Request<()>, Option<Bytes>)>>;
+
+/// One QUIC connection, as its stream loops share it.
+struct Conn {
+    connection: quinn::Connection,
+    /// The handshake's time, charged to the connection's first answer.
+    connect_time: Cell<Option<Duration>>,
+    /// Some answer came on this connection.
+    answered: Cell<bool>,
+    /// What QUIC had done when the measured part began (`None` while the
+    /// warm-up lasts): the run counts what it did after.
+    baseline: RefCell<Option<quinn::ConnectionStats>>,
+}
+
+impl Conn {
+    /// Takes the baseline of a connection made during the warm-up, at
+    /// its first answer after the warm-up's end.
+    fn measuring(&self, shared: &Shared, now: Instant) {
+        if now >= shared.measure_from() && self.baseline.borrow().is_none() {
+            *self.baseline.borrow_mut() = Some(self.connection.stats());
+        }
+    }
+}
+
+/// A failed attempt to connect.
+struct NotConnected {
+    class: ErrorClass,
+    /// What the server did, in words.
+    why: Option<String>,
+    /// The server does not speak HTTP/3 there: nothing answered QUIC, or
+    /// its handshake refused h3.
+    refuses_h3: bool,
+}
+
+/// A QUIC handshake and the HTTP/3 connection over it, within
+/// `--connect-timeout`. The h3 connection's own task is spawned here.
+async fn connect(
+    shared: &Shared,
+    endpoint: &quinn::Endpoint,
+    quic: &Quic,
+) -> Result<(quinn::Connection, SendRequest), NotConnected> {
+    let Endpoint::Tcp(addr, _) = shared.endpoint else {
+        unreachable!("--h3 runs over UDP")
+    };
+    let answered_before = shared.connected.load(std::sync::atomic::Ordering::Relaxed);
+    let timeout = shared.settings.connect_timeout;
+    let setup = async {
+        let connecting = endpoint
+            .connect_with(quic.config.clone(), addr, &quic.server_name)
+            .map_err(|e| NotConnected {
+                class: ErrorClass::ConnectOther,
+                why: Some(format!("QUIC cannot connect to {addr}: {e}")),
+                refuses_h3: false,
+            })?;
+        let connection = connecting
+            .await
+            .map_err(|e| handshake_failed(&e, addr, answered_before))?;
+        let (mut driver, send) = h3::client::builder()
+            .build::<_, _, Bytes>(h3_quinn::Connection::new(connection.clone()))
+            .await
+            .map_err(|e| NotConnected {
+                class: ErrorClass::H3Protocol,
+                why: Some(format!("the HTTP/3 connection could not be set up: {e}")),
+                refuses_h3: !answered_before,
+            })?;
+        // The h3 connection reads the server's control stream (SETTINGS,
+        // GOAWAY) in its own task until the connection ends.
+        tokio::task::spawn_local(async move {
+            std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+        });
+        Ok((connection, send))
+    };
+    match tokio::time::timeout(timeout, setup).await {
+        Ok(result) => result,
+        Err(_) => Err(NotConnected {
+            class: ErrorClass::ConnectTimeout,
+            why: Some(format!(
+                "no QUIC answer from {addr} (UDP) within {timeout:?}: does the server speak HTTP/3 on that port? (a server announces it in an alt-svc: h3=\":PORT\" header over HTTPS)"
+            )),
+            refuses_h3: !answered_before,
+        }),
+    }
+}
+
+/// The class of a failed QUIC handshake, and what to tell the user.
+fn handshake_failed(
+    e: &quinn::ConnectionError,
+    addr: SocketAddr,
+    answered_before: bool,
+) -> NotConnected {
+    use quinn::ConnectionError as E;
+    let text = e.to_string();
+    let (class, refuses_h3, why) = match e {
+        E::TimedOut => (
+            ErrorClass::ConnectTimeout,
+            !answered_before,
+            format!(
+                "no QUIC answer from {addr} (UDP): does the server speak HTTP/3 on that port? (a server announces it in an alt-svc: h3=\":PORT\" header over HTTPS)"
+            ),
+        ),
+        E::ConnectionClosed(close) if close.error_code == quinn_proto_alert(120) => (
+            ErrorClass::H3Protocol,
+            true,
+            format!("the server refused ALPN h3 ({text}): it speaks QUIC but not HTTP/3 there"),
+        ),
+        // Crypto errors (RFC 9001 §4.8: 0x100 + a TLS alert), whichever
+        // side found them: a certificate not trusted, no SNI a server
+        // wants, no common parameters.
+        E::ConnectionClosed(close) if is_crypto(close.error_code) => (
+            ErrorClass::Tls,
+            false,
+            format!("the server ended the QUIC handshake: {text}"),
+        ),
+        E::TransportError(t) if is_crypto(t.code) => (
+            ErrorClass::Tls,
+            false,
+            format!("the QUIC handshake failed: {text}"),
+        ),
+        E::ConnectionClosed(_) | E::ApplicationClosed(_) => (
+            ErrorClass::H3Protocol,
+            !answered_before,
+            format!("the server closed the QUIC connection during its handshake: {text}"),
+        ),
+        E::Reset => (
+            ErrorClass::Reset,
+            false,
+            format!("the server reset the QUIC connection: {text}"),
+        ),
+        E::VersionMismatch | E::TransportError(_) => (
+            ErrorClass::H3Protocol,
+            !answered_before,
+            format!("the QUIC handshake failed: {text}"),
+        ),
+        E::LocallyClosed | E::CidsExhausted => (
+            ErrorClass::ConnectOther,
+            false,
+            format!("QUIC could not connect: {text}"),
+        ),
+    };
+    NotConnected {
+        class,
+        why: Some(why),
+        refuses_h3,
+    }
+}
+
+/// The transport error code of TLS alert `alert` (RFC 9001 §4.8).
+fn quinn_proto_alert(alert: u8) -> quinn::TransportErrorCode {
+    quinn::TransportErrorCode::crypto(alert)
+}
+
+fn is_crypto(code: quinn::TransportErrorCode) -> bool {
+    (0x100..0x200).contains(&u64::from(code))
+}
+
+/// One stream's loop: a ticket, its request, its answer, again, while the
+/// connection lasts and tickets remain.
+async fn stream_loop(
+    shared: Arc<Shared>,
+    local: Rc<RefCell<Local>>,
+    tickets: Rc<Tickets>,
+    timer: Option<dyno_load::Timer>,
+    conn: Rc<Conn>,
+    mut send: SendRequest,
+    converted: Rc<Converted>,
+) -> Ended {
+    let mut scratch = Vec::new();
+    loop {
+        let Some(ticket) = tickets.next_waiting(&shared, &local).await else {
+            return Ended::Done;
+        };
+        until_due(&ticket, timer.as_ref()).await;
+        if conn.connection.close_reason().is_some() {
+            // Not sent: the next connection takes it.
+            tickets.carried.borrow_mut().push(ticket);
+            return Ended::Over;
+        }
+        let Some((request, body)) = request_for(&shared, &local, &converted, &ticket, &mut scratch)
+        else {
+            local
+                .borrow_mut()
+                .record_error(&shared, &ticket, ErrorClass::Write, false);
+            continue;
+        };
+        match exchange(&shared, &local, &conn, &mut send, ticket, request, body).await {
+            Step::Next => {}
+            Step::Unsent => {
+                tickets.carried.borrow_mut().push(ticket);
+                return Ended::Over;
+            }
+            Step::Retry => {
+                let ticket = given_back(&local, ticket);
+                local.borrow_mut().stats.h3.goaway_retried += u64::from(ticket.measured);
+                tickets.carried.borrow_mut().push(ticket);
+                return Ended::Over;
+            }
+            Step::Lost => return Ended::Over,
+        }
+    }
+}
+
+/// The request of `ticket` and its body: a static template's converted
+/// once, else made now (a template with slots, a replayed request).
+fn request_for(
+    shared: &Shared,
+    local: &RefCell<Local>,
+    converted: &[Option<(http::Request<()>, Option<Bytes>)>],
+    ticket: &Ticket,
+    scratch: &mut Vec<u8>,
+) -> Option<(http::Request<()>, Option<Bytes>)> {
+    let settings = &shared.settings;
+    let scheme = settings.target.scheme.as_str();
+    let made = if settings.replay.is_some() {
+        let l = local.borrow();
+        let template = l.replayed.get(&ticket.seq)?;
+        template.http2(
+            scheme,
+            ticket.seq,
+            &mut fastrand::Rng::with_seed(0),
+            scratch,
+        )
+    } else {
+        let which = (ticket.seq % settings.requests.len() as u64) as usize;
+        if let Some((request, body)) = &converted[which] {
+            return Some((request.clone(), body.clone()));
+        }
+        settings.requests[which].http2(scheme, ticket.seq, &mut local.borrow_mut().rng, scratch)
+    };
+    let request = made.ok()?;
+    let body = request.body.clone();
+    Some((h3_request(&request).ok()?, body))
+}
+
+/// An HTTP/2 request's fields as an HTTP/3 request (the same fields:
+/// pseudo-fields first, names in lower case), without its body.
+fn h3_request(r: &http2::Request) -> Result<http::Request<()>, String> {
+    let field = |i: usize| r.fields.get(i).map(|(_, v)| &v[..]).unwrap_or_default();
+    let uri = http::Uri::builder()
+        .scheme(field(1))
+        .authority(field(2))
+        .path_and_query(field(3))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut request = http::Request::builder()
+        .method(http::Method::from_bytes(field(0)).map_err(|e| e.to_string())?)
+        .uri(uri)
+        .body(())
+        .map_err(|e| e.to_string())?;
+    let headers = request.headers_mut();
+    for (name, value) in r.fields.iter().skip(4) {
+        headers.append(
+            http::HeaderName::from_bytes(name).map_err(|e| e.to_string())?,
+            http::HeaderValue::from_bytes(value).map_err(|e| e.to_string())?,
+        );
+    }
+    Ok(request)
+}
+
+/// What became of one exchange, for the stream's loop.
+enum Step {
+    /// Answered or failed, and counted: take the next ticket.
+    Next,
+    /// Not sent: the connection cannot take requests any more (GOAWAY, or
+    /// it is closed); the ticket goes on the next connection.
+    Unsent,
+    /// Sent, and the server says it did not process it: again on the next
+    /// connection.
+    Retry,
+    /// Failed with the connection, and counted.
+    Lost,
+}
+
+/// Sends `request` for `ticket` and reads its answer, within the run's
+/// timeout, and records what came.
+async fn exchange(
+    shared: &Shared,
+    local: &RefCell<Local>,
+    conn: &Conn,
+    send: &mut SendRequest,
+    ticket: Ticket,
+    request: http::Request<()>,
+    body: Option<Bytes>,
+) -> Step {
+    let sent = Instant::now();
+    let mut stream = match send.send_request(request).await {
+        Ok(stream) => stream,
+        Err(e) if refused_before_sending(&e) => return Step::Unsent,
+        Err(e) => {
+            let (class, _) = stream_class(&e);
+            local
+                .borrow_mut()
+                .record_error(shared, &ticket, class, false);
+            return Step::Next;
+        }
+    };
+    took_off(local, &ticket, sent);
+    let timeout = shared.settings.timeout;
+    let answer = tokio::time::timeout(timeout, async {
+        if let Some(body) = body {
+            stream.send_data(body).await?;
+        }
+        stream.finish().await?;
+        let response = stream.recv_response().await?;
+        let head = Instant::now();
+        let mut body_bytes = 0u64;
+        while let Some(mut chunk) = stream.recv_data().await? {
+            body_bytes += chunk.remaining() as u64;
+            chunk.advance(chunk.remaining());
+        }
+        Ok::<_, StreamError>((response, head, body_bytes))
+    })
+    .await;
+    let now = Instant::now();
+    match answer {
+        Ok(Ok((response, head, body_bytes))) => {
+            conn.answered.set(true);
+            conn.measuring(shared, now);
+            let status = response.status().as_u16();
+            let mut l = local.borrow_mut();
+            if l.firsts.server.is_none()
+                && let Some(server) = response.headers().get(http::header::SERVER)
+            {
+                l.firsts.server = Some(String::from_utf8_lossy(server.as_bytes()).into());
+            }
+            let length = response
+                .headers()
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+            let timing = Timing {
+                connect: conn.connect_time.take().unwrap_or(Duration::ZERO),
+                waiting: head.saturating_duration_since(sent),
+                processing: now.saturating_duration_since(sent),
+                corrected: ticket.due.map(|due| now.saturating_duration_since(due)),
+            };
+            let error = if length.is_some_and(|n| n != body_bytes)
+                && status != 304
+                && !head_request(shared, &ticket)
+            {
+                Some(ErrorClass::BodyLengthMismatch)
+            } else {
+                (!shared.settings.expect_status.contains(status)).then_some(ErrorClass::Status)
+            };
+            l.record_response(shared, &ticket, now, status, body_bytes, timing, error);
+            Step::Next
+        }
+        Ok(Err(e)) => {
+            let (class, lost) = stream_class(&e);
+            let rejected = matches!(&e, StreamError::RemoteTerminate { code, .. } if *code == Code::H3_REQUEST_REJECTED);
+            if rejected && conn.answered.get() {
+                return Step::Retry;
+            }
+            local
+                .borrow_mut()
+                .record_error(shared, &ticket, class, true);
+            if lost { Step::Lost } else { Step::Next }
+        }
+        Err(_) => {
+            // No answer in time: the stream is given up alone.
+            stream.stop_sending(Code::H3_REQUEST_CANCELLED);
+            stream.stop_stream(Code::H3_REQUEST_CANCELLED);
+            local
+                .borrow_mut()
+                .record_error(shared, &ticket, ErrorClass::ReadTimeout, true);
+            Step::Next
+        }
+    }
+}
+
+/// Whether `ticket`'s request is a HEAD, whose answer announces a length
+/// it does not send.
+fn head_request(shared: &Shared, ticket: &Ticket) -> bool {
+    let requests = &shared.settings.requests;
+    shared.settings.replay.is_none()
+        && !requests.is_empty()
+        && requests[(ticket.seq % requests.len() as u64) as usize].is_head()
+}
+
+/// A measured request is in flight from `sent`: it leaves what is held,
+/// its stage takes off, and in the open model its send lag is counted.
+fn took_off(local: &RefCell<Local>, ticket: &Ticket, sent: Instant) {
+    if !ticket.measured {
+        return;
+    }
+    let mut l = local.borrow_mut();
+    l.in_flight += 1;
+    l.step_flight(ticket, true);
+    l.release(ticket);
+    if let Some(stage) = l.stages.get_mut(ticket.stage) {
+        stage.took_off();
+    }
+    if let Some(due) = ticket.due
+        && !ticket.retried
+    {
+        l.lateness(ticket, sent.saturating_duration_since(due));
+    }
+}
+
+/// The connection takes no new request: the server's GOAWAY came, or the
+/// connection is closed. Nothing was sent.
+fn refused_before_sending(e: &StreamError) -> bool {
+    matches!(
+        e,
+        StreamError::RemoteClosing { .. } | StreamError::ConnectionError { .. }
+    )
+}
+
+/// A failed request's class, and whether the connection went with it.
+fn stream_class(e: &StreamError) -> (ErrorClass, bool) {
+    match e {
+        StreamError::RemoteTerminate { .. } => (ErrorClass::H3StreamReset, false),
+        StreamError::RemoteClosing { .. } => (ErrorClass::H3GoAway, true),
+        StreamError::HeaderTooBig { .. } => (ErrorClass::Write, false),
+        StreamError::ConnectionError { 0: c, .. } => (connection_class(c), true),
+        _ => (ErrorClass::H3Protocol, false),
+    }
+}
+
+/// The class of a request lost with its connection.
+fn connection_class(e: &ConnectionError) -> ErrorClass {
+    match e {
+        // The server closed without error, or went away, while the
+        // request was under way.
+        _ if e.is_h3_no_error() => ErrorClass::H3GoAway,
+        ConnectionError::Timeout { .. }
+        | ConnectionError::Remote {
+            0: ConnectionErrorIncoming::Timeout,
+            ..
+        } => ErrorClass::ReadTimeout,
+        ConnectionError::Remote {
+            0: ConnectionErrorIncoming::Undefined(inner),
+            ..
+        } => match inner.downcast_ref::<quinn::ConnectionError>() {
+            Some(quinn::ConnectionError::TimedOut) => ErrorClass::ReadTimeout,
+            Some(quinn::ConnectionError::Reset) => ErrorClass::Reset,
+            Some(quinn::ConnectionError::ConnectionClosed(_)) => ErrorClass::ClosedEarly,
+            Some(quinn::ConnectionError::LocallyClosed) => ErrorClass::ClosedEarly,
+            _ => ErrorClass::H3Protocol,
+        },
+        _ => ErrorClass::H3Protocol,
+    }
+}
