@@ -30,7 +30,8 @@ use crate::{HANDSHAKE_TIMEOUT, ServeError, Svc};
 /// QUIC socket: 8 MiB. A UDP datagram that arrives while the receive buffer
 /// is full is dropped, and QUIC takes the loss for congestion and slows
 /// down; the kernel default (`net.core.rmem_default`, 208 KiB on Linux)
-/// holds about 150 full-size packets, less than one 1 MiB body. quic-go asks
+/// holds about a hundred full-size packets (each counted with the kernel's
+/// overhead), a small part of one 1 MiB body. quic-go asks
 /// for 7 MiB for the same reason (its advice: `net.core.rmem_max` and
 /// `wmem_max` of 7.5 MB). Linux grants no more than those ceilings, so
 /// `dyno doctor http` checks them.
@@ -94,14 +95,16 @@ pub fn grow_udp_buffers(socket: &std::net::UdpSocket) -> std::io::Result<UdpBuff
 /// Binds a TCP listener and a UDP socket at the same port of `addr`, as
 /// HTTP/3 announced by `alt-svc` wants. For port 0 the TCP listener picks a
 /// free port and the UDP socket takes the same one; should that port be
-/// taken for UDP, another pair is tried (a few times).
+/// taken for UDP, another pair is tried (a few times). The listener is
+/// bound as tokio binds one (`SO_REUSEADDR`, a backlog of 1024, not std's
+/// 128: a load test opens hundreds of connections at once).
 pub fn bind_tcp_udp(
     addr: std::net::SocketAddr,
 ) -> std::io::Result<(std::net::TcpListener, std::net::UdpSocket)> {
     let tries = if addr.port() == 0 { 16 } else { 1 };
     let mut last = None;
     for _ in 0..tries {
-        let tcp = std::net::TcpListener::bind(addr)?;
+        let tcp = listen(addr)?;
         let bound = tcp.local_addr()?;
         match std::net::UdpSocket::bind(bound) {
             Ok(udp) => return Ok((tcp, udp)),
@@ -113,6 +116,18 @@ pub fn bind_tcp_udp(
         err.kind(),
         format!("could not bind UDP at the TCP port of {addr} for HTTP/3: {err}"),
     ))
+}
+
+fn listen(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    // As tokio does on Unix: a restarted server can take its port back
+    // while the old connections are in TIME_WAIT.
+    #[cfg(unix)]
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    Ok(socket.into())
 }
 
 /// The QUIC endpoint on `socket`: TLS 1.3 from `tls`, transport settings
