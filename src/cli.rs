@@ -1483,7 +1483,10 @@ pub(crate) enum PartitionMethodArg {
 
 /// Run the built-in reference HTTP server, the target for load tests.
 ///
-/// HTTP/1.1, and HTTP/2 h2c with prior knowledge on the same port.
+/// HTTP/1.1, and HTTP/2 h2c with prior knowledge on the same port; with
+/// --tls, HTTPS (HTTP/2 or HTTP/1.1 by ALPN); with --h3, HTTPS and HTTP/3
+/// over QUIC on the same port number in UDP, so that one machine compares
+/// h1, h2 and h3 against one server.
 ///
 /// Endpoints: GET /hello (a 92-byte HTML page), /blob/<size> (exactly <size>
 /// bytes: 512, 64k, 1m), /status/<code> (answers with that status),
@@ -1502,7 +1505,7 @@ pub(crate) enum PartitionMethodArg {
 /// is the HTTP-only ceiling to compare the board's rates with.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno serve\n  dyno serve --addr 0.0.0.0:8080 --threads 4\n  dyno serve --addr 127.0.0.1:0    # any free port; the address is printed\n  dyno serve --app bbs --data ./bbs-data --threads 1\n  dyno http 'http://127.0.0.1:8080/showBoardMessage?bname=hello' -n 1000000 -c 100"
+    after_help = "Examples:\n  dyno serve\n  dyno serve --addr 0.0.0.0:8080 --threads 4\n  dyno serve --addr 127.0.0.1:0    # any free port; the address is printed\n  dyno serve --app bbs --data ./bbs-data --threads 1\n  dyno serve --h3 --addr 0.0.0.0:8443    # HTTPS on tcp/8443 and HTTP/3 on udp/8443\n  dyno http https://127.0.0.1:8443/hello --insecure -n 100000 -c 50\n  dyno http 'http://127.0.0.1:8080/showBoardMessage?bname=hello' -n 1000000 -c 100"
 )]
 pub(crate) struct ServeArgs {
     /// Address to listen on, HOST:PORT (127.0.0.1:8080, localhost:8080,
@@ -1531,6 +1534,15 @@ pub(crate) struct ServeArgs {
     /// Clients skip the certificate check (`dyno http --insecure`).
     #[arg(long)]
     pub tls: bool,
+
+    /// Serve HTTP/3 too, over QUIC on UDP at the same port as the TCP
+    /// listener; implies --tls. HTTP/3 is always TLS 1.3 (ALPN h3), with
+    /// the same self-signed certificate: clients skip its check (`dyno http
+    /// --insecure`). TLS answers carry `alt-svc: h3=":PORT"` to announce
+    /// it. QUIC's throughput needs large UDP socket buffers: `dyno doctor
+    /// http` checks the kernel's ceilings.
+    #[arg(long)]
+    pub h3: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,7 +1,8 @@
 //! The reference HTTP target that dyno's load tests and its own tests aim at.
 //!
 //! A small HTTP/1.1 and HTTP/2 server (hyper; keep-alive and pipelining on
-//! for HTTP/1.1, h2c with prior knowledge for HTTP/2) with a few
+//! for HTTP/1.1, h2c with prior knowledge for HTTP/2; over TLS, HTTP/2 or
+//! HTTP/1.1 by ALPN, and HTTP/3 over QUIC beside it) with a few
 //! fixed endpoints whose answers cost next to nothing to produce, so that a
 //! load test measures the client and the network path rather than the server:
 //!
@@ -25,7 +26,10 @@
 //! [`serve`] runs on a listener the caller bound, until a shutdown future
 //! completes; [`spawn`] runs it on its own threads for in-process use (the
 //! default target of `dyno http`, and tests). [`serve_app`] and
-//! [`spawn_app`] do the same for an [`App`].
+//! [`spawn_app`] do the same for an [`App`]; [`serve_tls`] and
+//! [`spawn_tls`] serve over TLS, [`serve_h3`] and [`spawn_h3`] over TLS
+//! and HTTP/3 (QUIC on a UDP socket at the TCP listener's port, which
+//! [`bind_tcp_udp`] binds).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -38,7 +42,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use dyno_tree::Database;
-use hyper::body::{Body as _, Incoming};
+use hyper::body::Incoming;
+use hyper::header::{ALT_SVC, HeaderValue};
 use hyper::service::Service;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -50,9 +55,11 @@ use tokio::time::Sleep;
 
 mod bbs;
 mod body;
+mod h3;
 mod routes;
 mod tls;
 
+pub use h3::{QUIC_SOCKET_BUFFER, UdpBuffers, bind_tcp_udp, grow_udp_buffers};
 pub use tls::{Tls, self_signed_config};
 
 use bbs::{Bbs, Handled};
@@ -104,6 +111,21 @@ pub enum ServeError {
     /// The self-signed certificate could not be made or used.
     #[error("could not set up TLS: {0}")]
     Tls(String),
+    /// The UDP socket could not be used for QUIC.
+    #[error("could not serve HTTP/3 on the UDP socket (is it a bound UDP socket?)")]
+    Quic(#[source] std::io::Error),
+}
+
+/// A request body the server reads: hyper's over TCP, a request stream's
+/// over HTTP/3.
+pub(crate) trait RequestBody:
+    hyper::body::Body<Data = Bytes, Error: std::fmt::Display + Send> + Send + Unpin + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: hyper::body::Body<Data = Bytes, Error: std::fmt::Display + Send> + Send + Unpin + 'static
+{
 }
 
 /// Serves on `listener` until `shutdown` completes, then stops accepting and
@@ -131,7 +153,7 @@ pub async fn serve_app(
     shutdown: impl Future<Output = ()>,
     app: App,
 ) -> Result<(), ServeError> {
-    serve_with_grace(listener, shutdown, GRACE, app, None).await;
+    serve_with_grace(listener, shutdown, GRACE, Svc::new(app, None), None).await;
     Ok(())
 }
 
@@ -143,27 +165,83 @@ pub async fn serve_tls(
     app: App,
     tls: &Tls,
 ) -> Result<(), ServeError> {
-    serve_with_grace(listener, shutdown, GRACE, app, Some(tls.acceptor())).await;
+    serve_with_grace(
+        listener,
+        shutdown,
+        GRACE,
+        Svc::new(app, None),
+        Some(tls.acceptor()),
+    )
+    .await;
     Ok(())
+}
+
+/// [`serve_tls`], and HTTP/3 on `udp`: a bound UDP socket, normally at the
+/// listener's port ([`bind_tcp_udp`]), whose buffers it grows
+/// ([`grow_udp_buffers`]). The TLS side announces HTTP/3 with an
+/// `alt-svc: h3=":PORT"` header. Both stop on `shutdown`: QUIC connections
+/// get a GOAWAY, the same grace period, then a close with `H3_NO_ERROR`.
+pub async fn serve_h3(
+    listener: TcpListener,
+    udp: std::net::UdpSocket,
+    shutdown: impl Future<Output = ()>,
+    app: App,
+    tls: &Tls,
+) -> Result<(), ServeError> {
+    let port = udp.local_addr().map_err(ServeError::Quic)?.port();
+    let endpoint = h3::endpoint(udp, tls)?;
+    let service = Svc::new(app, Some(alt_svc(port)));
+    serve_tcp_and_quic(listener, endpoint, shutdown, GRACE, service, tls.acceptor()).await;
+    Ok(())
+}
+
+/// The `alt-svc` value that sends clients to HTTP/3 on `port` of the same
+/// host, for a day (RFC 7838; browsers and curl take it up from there).
+fn alt_svc(port: u16) -> HeaderValue {
+    HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400"))
+        .expect("a port number makes a valid header value")
+}
+
+/// Serves TLS on `listener` and HTTP/3 on `endpoint` with one `service`
+/// (one BBS, one `/cpu` queue), both until `shutdown` completes.
+async fn serve_tcp_and_quic(
+    listener: TcpListener,
+    endpoint: quinn::Endpoint,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+    service: Svc,
+    acceptor: tokio_rustls::TlsAcceptor,
+) {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut stop: watch::Receiver<bool>| async move {
+        // An error means the sender is gone, which happens only after it
+        // sent true.
+        let _ = stop.wait_for(|stopped| *stopped).await;
+    };
+    tokio::join!(
+        async {
+            shutdown.await;
+            stop_tx.send_replace(true);
+        },
+        serve_with_grace(
+            listener,
+            stopped(stop_rx.clone()),
+            grace,
+            service.clone(),
+            Some(acceptor)
+        ),
+        h3::serve(endpoint, stopped(stop_rx), grace, service),
+    );
 }
 
 async fn serve_with_grace(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
     grace: Duration,
-    app: App,
+    service: Svc,
     tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
     let mut shutdown = pin!(shutdown);
-    let blob = body::blob_buffer();
-    let bbs = match app {
-        App::Plain => None,
-        App::Bbs(db) => Some(Arc::new(Bbs::new(db))),
-    };
-    let index = match bbs {
-        None => Bytes::from_static(routes::INDEX),
-        Some(_) => Bytes::from([routes::INDEX, bbs::INDEX.as_bytes()].concat()),
-    };
     // HTTP/1.1, or HTTP/2 when the client opens with its preface (h2c with
     // prior knowledge).
     let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -186,11 +264,7 @@ async fn serve_with_grace(
         };
         match accepted {
             Ok((stream, _peer)) => {
-                let service = Svc {
-                    blob: blob.clone(),
-                    index: index.clone(),
-                    bbs: bbs.clone(),
-                };
+                let service = service.clone();
                 let stop = stop_rx.clone();
                 // Small responses must not wait for Nagle's algorithm.
                 // Failing to set it only costs latency, so it is not an error.
@@ -420,50 +494,68 @@ fn is_connection_error(err: &std::io::Error) -> bool {
     )
 }
 
-/// The per-connection request handler: routes each request and holds the
-/// shared blob buffer, the index page and the BBS (cloned once per
-/// connection, not per request).
+/// The request handler of every connection, TCP or QUIC: routes each
+/// request and holds the shared blob buffer, the index page and the BBS
+/// (cloned once per connection, not per request).
 #[derive(Debug, Clone)]
 struct Svc {
     blob: Bytes,
     index: Bytes,
     bbs: Option<Arc<Bbs>>,
+    /// The `alt-svc` header of every answer, when HTTP/3 is served too.
+    alt_svc: Option<HeaderValue>,
 }
 
-impl Service<Request<Incoming>> for Svc {
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = Respond;
+impl Svc {
+    fn new(app: App, alt_svc: Option<HeaderValue>) -> Svc {
+        let bbs = match app {
+            App::Plain => None,
+            App::Bbs(db) => Some(Arc::new(Bbs::new(db))),
+        };
+        let index = match bbs {
+            None => Bytes::from_static(routes::INDEX),
+            Some(_) => Bytes::from([routes::INDEX, bbs::INDEX.as_bytes()].concat()),
+        };
+        Svc {
+            blob: body::blob_buffer(),
+            index,
+            bbs,
+            alt_svc,
+        }
+    }
 
-    fn call(&self, request: Request<Incoming>) -> Respond {
+    /// The answer to `request`, over any protocol: hyper's service calls
+    /// it over TCP, the HTTP/3 side with a request stream's body.
+    fn respond<B: RequestBody>(&self, request: Request<B>) -> Respond<B> {
         let path = request.uri().path();
+        let alt_svc = self.alt_svc.clone();
         // A plain server pays one test of None here.
         if let Some(bbs) = &self.bbs
             && bbs::owns(path)
         {
             return match bbs.call(request) {
-                Handled::Now(response, body) => Respond::new(body, None, response),
-                Handled::Later(later) => Respond {
-                    body: None,
-                    delay: None,
-                    response: None,
-                    later: Some(Later(later)),
-                },
+                Handled::Now(response, body) => Respond::new(body, None, response, alt_svc),
+                Handled::Later(later) => Respond::later(later, alt_svc),
             };
         }
         let (delay, response) = match routes::route(path, &self.blob, &self.index) {
             Answer::Now(response) => (None, response),
             Answer::After(delay, response) => (Some(Box::pin(tokio::time::sleep(delay))), response),
             Answer::Serial(work, response) => {
-                return Respond {
-                    body: None,
-                    delay: None,
-                    response: None,
-                    later: Some(Later(Box::pin(serial(work, response)))),
-                };
+                return Respond::later(Box::pin(serial(work, response)), alt_svc);
             }
         };
-        Respond::new(request.into_body(), delay, response)
+        Respond::new(request.into_body(), delay, response, alt_svc)
+    }
+}
+
+impl Service<Request<Incoming>> for Svc {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Respond<Incoming>;
+
+    fn call(&self, request: Request<Incoming>) -> Respond<Incoming> {
+        self.respond(request)
     }
 }
 
@@ -490,11 +582,12 @@ async fn serial(work: Duration, response: Response<Body>) -> Response<Body> {
 /// `async` block would have to be boxed, one allocation per request (the
 /// BBS pays it only for writes and bodies).
 #[derive(Debug)]
-struct Respond {
-    body: Option<Incoming>,
+struct Respond<B> {
+    body: Option<B>,
     delay: Option<Pin<Box<Sleep>>>,
     response: Option<Response<Body>>,
     later: Option<Later>,
+    alt_svc: Option<HeaderValue>,
 }
 
 /// An answer still being made (a BBS write).
@@ -506,24 +599,51 @@ impl std::fmt::Debug for Later {
     }
 }
 
-impl Respond {
-    fn new(body: Incoming, delay: Option<Pin<Box<Sleep>>>, response: Response<Body>) -> Respond {
+impl<B: RequestBody> Respond<B> {
+    fn new(
+        body: B,
+        delay: Option<Pin<Box<Sleep>>>,
+        response: Response<Body>,
+        alt_svc: Option<HeaderValue>,
+    ) -> Respond<B> {
         Respond {
             body: (!body.is_end_stream()).then_some(body),
             delay,
             response: Some(response),
             later: None,
+            alt_svc,
         }
+    }
+
+    fn later(
+        later: Pin<Box<dyn Future<Output = Response<Body>> + Send>>,
+        alt_svc: Option<HeaderValue>,
+    ) -> Respond<B> {
+        Respond {
+            body: None,
+            delay: None,
+            response: None,
+            later: Some(Later(later)),
+            alt_svc,
+        }
+    }
+
+    fn announce(&mut self, mut response: Response<Body>) -> Response<Body> {
+        if let Some(alt_svc) = self.alt_svc.take() {
+            response.headers_mut().insert(ALT_SVC, alt_svc);
+        }
+        response
     }
 }
 
-impl Future for Respond {
+impl<B: RequestBody> Future for Respond<B> {
     type Output = Result<Response<Body>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         if let Some(later) = &mut this.later {
-            return later.0.as_mut().poll(cx).map(Ok);
+            let response = ready!(later.0.as_mut().poll(cx));
+            return Poll::Ready(Ok(this.announce(response)));
         }
         if let Some(body) = &mut this.body {
             // Stops at the end, or at an error: a broken body means a broken
@@ -539,7 +659,7 @@ impl Future for Respond {
             .response
             .take()
             .expect("Respond polled after completion");
-        Poll::Ready(Ok(response))
+        Poll::Ready(Ok(this.announce(response)))
     }
 }
 
@@ -561,7 +681,7 @@ pub fn spawn_app(
     threads: usize,
     app: App,
 ) -> Result<ServerHandle, ServeError> {
-    spawn_with(listener, threads, app, None)
+    spawn_with(listener, threads, app, None, None)
 }
 
 /// [`spawn`] over TLS (HTTP/2 or HTTP/1.1, as ALPN settles).
@@ -570,7 +690,18 @@ pub fn spawn_tls(
     threads: usize,
     tls: Tls,
 ) -> Result<ServerHandle, ServeError> {
-    spawn_with(listener, threads, App::Plain, Some(tls))
+    spawn_with(listener, threads, App::Plain, Some(tls), None)
+}
+
+/// [`spawn_tls`], and HTTP/3 on `udp` as [`serve_h3`] serves it: a bound
+/// UDP socket, normally at the listener's port ([`bind_tcp_udp`]).
+pub fn spawn_h3(
+    listener: std::net::TcpListener,
+    udp: std::net::UdpSocket,
+    threads: usize,
+    tls: Tls,
+) -> Result<ServerHandle, ServeError> {
+    spawn_with(listener, threads, App::Plain, Some(tls), Some(udp))
 }
 
 fn spawn_with(
@@ -578,6 +709,7 @@ fn spawn_with(
     threads: usize,
     app: App,
     tls: Option<Tls>,
+    udp: Option<std::net::UdpSocket>,
 ) -> Result<ServerHandle, ServeError> {
     let local_addr = listener.local_addr().map_err(ServeError::Listener)?;
     listener
@@ -590,9 +722,18 @@ fn spawn_with(
         .enable_time()
         .build()
         .map_err(ServeError::Runtime)?;
-    let listener = {
+    let (listener, quic) = {
         let _guard = runtime.enter();
-        TcpListener::from_std(listener).map_err(ServeError::Listener)?
+        let listener = TcpListener::from_std(listener).map_err(ServeError::Listener)?;
+        // The endpoint starts its socket's driver on the runtime.
+        let quic = match (udp, &tls) {
+            (Some(udp), Some(tls)) => {
+                let port = udp.local_addr().map_err(ServeError::Quic)?.port();
+                Some((h3::endpoint(udp, tls)?, alt_svc(port)))
+            }
+            _ => None,
+        };
+        (listener, quic)
     };
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let thread = thread::Builder::new()
@@ -604,13 +745,22 @@ fn spawn_with(
             };
             // serve cannot fail once started; the runtime is dropped here, on
             // its own thread, never inside the caller's async context.
-            runtime.block_on(serve_with_grace(
-                listener,
-                shutdown,
-                GRACE,
-                app,
-                tls.map(|t| t.acceptor()),
-            ));
+            let acceptor = tls.map(|t| t.acceptor());
+            match (quic, acceptor) {
+                (Some((endpoint, alt_svc)), Some(acceptor)) => {
+                    let service = Svc::new(app, Some(alt_svc));
+                    runtime.block_on(serve_tcp_and_quic(
+                        listener, endpoint, shutdown, GRACE, service, acceptor,
+                    ));
+                }
+                (_, acceptor) => runtime.block_on(serve_with_grace(
+                    listener,
+                    shutdown,
+                    GRACE,
+                    Svc::new(app, None),
+                    acceptor,
+                )),
+            }
         })
         .map_err(ServeError::Thread)?;
     Ok(ServerHandle {
@@ -689,11 +839,7 @@ pub mod fuzz {
 
     impl Server {
         pub fn new() -> Server {
-            Server(Svc {
-                blob: body::blob_buffer(),
-                index: Bytes::from([routes::INDEX, bbs::INDEX.as_bytes()].concat()),
-                bbs: Some(Arc::new(Bbs::new(Arc::new(Database::new())))),
-            })
+            Server(Svc::new(App::Bbs(Arc::new(Database::new())), None))
         }
 
         /// Serves `raw`, the bytes a client sent on one connection before

@@ -375,7 +375,7 @@ async fn grace_period_is_bounded() {
             let _ = stop_rx.await;
         },
         Duration::from_millis(100),
-        App::Plain,
+        Svc::new(App::Plain, None),
         None,
     ));
     // A request that would outlive the grace period by far.

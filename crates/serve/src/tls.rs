@@ -1,7 +1,9 @@
-//! `dyno serve --tls`: a certificate made at start-up for the names the
-//! server answers to, signed by itself, and a rustls configuration that
-//! offers HTTP/2 and HTTP/1.1 by ALPN. Load generators reach it with their
-//! "insecure" switch (`dyno http --insecure`; h2load checks nothing).
+//! `dyno serve --tls` and `--h3`: a certificate made at start-up for the
+//! names the server answers to, signed by itself, and the rustls
+//! configurations that use it: one for TCP that offers HTTP/2 and HTTP/1.1
+//! by ALPN, one for QUIC (TLS 1.3 only, ALPN `h3`). Load generators reach
+//! it with their "insecure" switch (`dyno http --insecure`; h2load checks
+//! nothing).
 
 use std::sync::Arc;
 
@@ -10,10 +12,14 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::ServeError;
 
-/// A server's TLS set-up: its self-signed certificate and configuration.
+/// The ALPN token of HTTP/3 (RFC 9114 3.1).
+pub(crate) const ALPN_H3: &[u8] = b"h3";
+
+/// A server's TLS set-up: its self-signed certificate and configurations.
 #[derive(Clone)]
 pub struct Tls {
     acceptor: TlsAcceptor,
+    quic: Arc<quinn::crypto::rustls::QuicServerConfig>,
 }
 
 impl std::fmt::Debug for Tls {
@@ -24,18 +30,30 @@ impl std::fmt::Debug for Tls {
 
 impl Tls {
     /// A fresh self-signed certificate for `names` (DNS names or IP
-    /// addresses), TLS 1.3 and 1.2 through *ring*, ALPN `h2` then
-    /// `http/1.1`.
+    /// addresses), through *ring*: over TCP, TLS 1.3 and 1.2 with ALPN `h2`
+    /// then `http/1.1`; over QUIC, TLS 1.3 with ALPN `h3`.
     pub fn self_signed(names: &[String]) -> Result<Tls, ServeError> {
-        let mut config = self_signed_config(names)?;
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let (chain, key) = certificate(names)?;
+        let mut tcp = config(chain.clone(), key.clone_key(), rustls::DEFAULT_VERSIONS)?;
+        tcp.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        // QUIC carries TLS 1.3 only (RFC 9001 4.2); 0-RTT stays off, so
+        // a replayed request cannot reach the server.
+        let mut quic = config(chain, key, &[&rustls::version::TLS13])?;
+        quic.alpn_protocols = vec![ALPN_H3.to_vec()];
+        let quic = quinn::crypto::rustls::QuicServerConfig::try_from(quic)
+            .map_err(|e| ServeError::Tls(format!("using the certificate for QUIC: {e}")))?;
         Ok(Tls {
-            acceptor: TlsAcceptor::from(Arc::new(config)),
+            acceptor: TlsAcceptor::from(Arc::new(tcp)),
+            quic: Arc::new(quic),
         })
     }
 
     pub(crate) fn acceptor(&self) -> TlsAcceptor {
         self.acceptor.clone()
+    }
+
+    pub(crate) fn quic(&self) -> Arc<quinn::crypto::rustls::QuicServerConfig> {
+        self.quic.clone()
     }
 }
 
@@ -43,13 +61,27 @@ impl Tls {
 /// `names` (DNS names or IP addresses), TLS 1.3 and 1.2 through *ring*, and
 /// no ALPN (the caller offers what it speaks).
 pub fn self_signed_config(names: &[String]) -> Result<rustls::ServerConfig, ServeError> {
+    let (chain, key) = certificate(names)?;
+    config(chain, key, rustls::DEFAULT_VERSIONS)
+}
+
+type Certificate = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
+
+fn certificate(names: &[String]) -> Result<Certificate, ServeError> {
     let rcgen::CertifiedKey { cert, signing_key } =
         rcgen::generate_simple_self_signed(names.to_vec())
             .map_err(|e| ServeError::Tls(format!("making the certificate: {e}")))?;
-    let chain: Vec<CertificateDer<'static>> = vec![cert.der().clone()];
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(signing_key.serialize_der()));
+    Ok((vec![cert.der().clone()], key))
+}
+
+fn config(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> Result<rustls::ServerConfig, ServeError> {
     rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(versions)
         .map_err(|e| ServeError::Tls(e.to_string()))?
         .with_no_client_auth()
         .with_single_cert(chain, key)

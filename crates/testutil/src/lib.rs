@@ -6,7 +6,7 @@
 //! ([`pg`]), and the Prometheus exporters of the `--watch URL` tests
 //! ([`exporter`]), and httpbin under gunicorn, a real web app
 //! ([`httpbin`]), and the runner of the engines' fault suites
-//! ([`suite`]).
+//! ([`suite`]), and an HTTP/3 client for `dyno serve --h3` ([`h3`]).
 //!
 //! Only tests depend on this crate (`publish = false`); it is never part of
 //! the binary.
@@ -15,6 +15,7 @@
 #![allow(clippy::print_stderr)]
 
 pub mod exporter;
+pub mod h3;
 pub mod httpbin;
 pub mod pg;
 mod process;

@@ -25,11 +25,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use dyno_tree::{Database, TreeError};
-use hyper::body::{Body as _, Incoming};
 use hyper::header::{ALLOW, CONNECTION, CONTENT_TYPE, HeaderValue, LOCATION};
 use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode};
 
+use crate::RequestBody;
 use crate::body::Body;
 
 mod board;
@@ -125,9 +125,9 @@ impl From<BoardError> for Failure {
 
 /// How the BBS answers a request: at once, or after reading a body or
 /// committing.
-pub(crate) enum Handled {
+pub(crate) enum Handled<B> {
     /// The answer, and the request body to read and discard.
-    Now(Response<Body>, Incoming),
+    Now(Response<Body>, B),
     Later(Pin<Box<dyn Future<Output = Response<Body>> + Send>>),
 }
 
@@ -262,7 +262,7 @@ impl Bbs {
     }
 
     /// Answers `request`, whose path [`owns`] said is the BBS's.
-    pub(crate) fn call(self: &Arc<Self>, request: Request<Incoming>) -> Handled {
+    pub(crate) fn call<B: RequestBody>(self: &Arc<Self>, request: Request<B>) -> Handled<B> {
         let (parts, body) = request.into_parts();
         let path = parts.uri.path();
         let front = Front::of(path);
@@ -312,7 +312,7 @@ impl Bbs {
 
     /// A write, or a request with a body: reads the body, then reads or
     /// commits.
-    async fn write(self: Arc<Self>, route: Route, parts: Parts, body: Incoming) -> Answer {
+    async fn write<B: RequestBody>(self: Arc<Self>, route: Route, parts: Parts, body: B) -> Answer {
         let query = parts.uri.query().unwrap_or("");
         let has_body = matches!(parts.method, Method::POST | Method::PUT);
         // A GET's body (there rarely is one) is read too, and ignored, so
@@ -451,7 +451,7 @@ fn new_message(fields: &Fields<'_>) -> Result<NewMessage, Failure> {
 }
 
 /// Reads a request body of at most [`MAX_BODY`] bytes.
-async fn read_body(body: Incoming) -> Result<Vec<u8>, Failure> {
+async fn read_body<B: RequestBody>(body: B) -> Result<Vec<u8>, Failure> {
     let too_large = |len: u64| {
         let mut failure = Failure::new(
             StatusCode::PAYLOAD_TOO_LARGE,
