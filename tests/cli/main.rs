@@ -22,6 +22,8 @@ mod db_script;
 mod disk;
 /// `dyno doctor`: the checklist, on this machine and on fake /proc trees.
 mod doctor;
+/// `dyno http --h3` against Caddy and `dyno serve --h3`.
+mod h3;
 /// `dyno http`'s flags, checks and reports.
 mod http;
 /// `dyno http`'s engine: deadlines, rates, latency logs, connecting.

@@ -185,7 +185,7 @@ pub(super) async fn h3_connection(task: Task) {
             }
         }
         let state = Rc::new(Conn {
-            connection: connection.clone(),
+            connection,
             connect_time: Cell::new(Some(handshake)),
             answered: Cell::new(false),
             // A connection made in the measured part counts whole.
@@ -193,6 +193,12 @@ pub(super) async fn h3_connection(task: Task) {
                 (Instant::now() >= shared.measure_from()).then(quinn::ConnectionStats::default),
             ),
         });
+        // Ends the connection and counts what QUIC did, also when the
+        // run's deadline or an interrupt drops this task mid-request.
+        let ending = Ending {
+            conn: Rc::clone(&state),
+            local: Rc::clone(&local),
+        };
         let mut loops = tokio::task::JoinSet::new();
         for _ in 0..settings.streams {
             loops.spawn_local(stream_loop(
@@ -212,17 +218,7 @@ pub(super) async fn h3_connection(task: Task) {
                 ended = Ended::Over;
             }
         }
-        connection.close(
-            Code::H3_NO_ERROR.value().try_into().unwrap_or_default(),
-            b"",
-        );
-        if let Some(baseline) = state.baseline.borrow().as_ref() {
-            let mut l = local.borrow_mut();
-            let stats = connection.stats();
-            l.stats.bytes_read += stats.udp_rx.bytes - baseline.udp_rx.bytes;
-            l.stats.bytes_written += stats.udp_tx.bytes - baseline.udp_tx.bytes;
-            l.stats.h3.add_connection(&stats, baseline);
-        }
+        drop(ending);
         if ended == Ended::Done || shared.stopped() {
             break;
         }
@@ -266,6 +262,31 @@ impl Conn {
     fn measuring(&self, shared: &Shared, now: Instant) {
         if now >= shared.measure_from() && self.baseline.borrow().is_none() {
             *self.baseline.borrow_mut() = Some(self.connection.stats());
+        }
+    }
+}
+
+/// A connection's end: closed (H3_NO_ERROR), and what QUIC did after the
+/// warm-up added to the thread's figures.
+struct Ending {
+    conn: Rc<Conn>,
+    local: Rc<RefCell<Local>>,
+}
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        let connection = &self.conn.connection;
+        connection.close(
+            Code::H3_NO_ERROR.value().try_into().unwrap_or_default(),
+            b"",
+        );
+        if let Some(baseline) = self.conn.baseline.borrow().as_ref()
+            && let Ok(mut l) = self.local.try_borrow_mut()
+        {
+            let stats = connection.stats();
+            l.stats.bytes_read += stats.udp_rx.bytes - baseline.udp_rx.bytes;
+            l.stats.bytes_written += stats.udp_tx.bytes - baseline.udp_tx.bytes;
+            l.stats.h3.add_connection(&stats, baseline);
         }
     }
 }

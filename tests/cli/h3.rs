@@ -1,0 +1,373 @@
+//! `dyno http --h3` against real HTTP/3 servers on loopback: Caddy
+//! (Debian's `caddy`, which scripts/test installs) and `dyno serve --h3`.
+//! The servers' own logs judge what was sent.
+
+use std::io::Read;
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{
+    fails, find_metric, http_json, http_json_exit, metric, spawn_serve_with, temp,
+};
+
+/// Caddy serving a directory over HTTPS (its own internal CA) and HTTP/3 on
+/// a free loopback port, logging each request as a JSON line; killed when
+/// dropped.
+struct Caddy {
+    child: std::process::Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Caddy {
+    /// Starts Caddy serving `files` (name, content) with `protocols` (`h1
+    /// h2 h3`, or without h3).
+    fn start(files: &[(&str, Vec<u8>)], protocols: &str) -> Caddy {
+        let dir = temp();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("www")).unwrap();
+        for (name, content) in files {
+            std::fs::write(d.join("www").join(name), content).unwrap();
+        }
+        // A port free in TCP and UDP alike.
+        let port = loop {
+            let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = tcp.local_addr().unwrap().port();
+            if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+                break port;
+            }
+        };
+        let p = d.display();
+        // default_sni: a client that connects to an IP address sends no
+        // SNI, and Caddy then finds no certificate (CRYPTO_ERROR 0x150).
+        let conf = format!(
+            "{{
+  admin off
+  auto_https disable_redirects
+  skip_install_trust
+  storage file_system {p}/data
+  default_sni 127.0.0.1
+  servers {{
+    protocols {protocols}
+  }}
+}}
+https://127.0.0.1:{port} {{
+  tls internal
+  root * {p}/www
+  file_server
+  log {{
+    output file {p}/access.log
+    format json
+  }}
+}}
+"
+        );
+        std::fs::write(d.join("Caddyfile"), conf).unwrap();
+        let mut child = StdCommand::new("caddy")
+            .args(["run", "--adapter", "caddyfile", "--config"])
+            .arg(d.join("Caddyfile"))
+            .env("HOME", d)
+            .env("XDG_DATA_HOME", d.join("data"))
+            .env("XDG_CONFIG_HOME", d.join("config"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("this test needs Caddy (Debian's `caddy`; scripts/test installs it)");
+        // Up when it accepts over TCP and has its certificate (made at
+        // start-up by its internal CA); a bounded wait.
+        for _ in 0..200 {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+                panic!("caddy exited ({status}): {err}");
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // Its stderr is not read further: it must not block.
+                drop(child.stderr.take());
+                std::thread::sleep(Duration::from_millis(300));
+                return Caddy { child, port, dir };
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        panic!("caddy did not listen on 127.0.0.1:{port} within 10 s");
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The requests Caddy logged over HTTP/3, and their response sizes.
+    fn h3_requests(&self) -> Vec<u64> {
+        std::fs::read_to_string(self.dir.path().join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["request"]["proto"] == "HTTP/3.0")
+            .map(|v| v["size"].as_u64().unwrap_or(0))
+            .collect()
+    }
+}
+
+impl Drop for Caddy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn bytes(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8).collect()
+}
+
+#[test]
+fn h3_against_caddy_sends_exactly_n_and_reads_every_body_byte() {
+    let home = temp();
+    let caddy = Caddy::start(
+        &[("1k.bin", bytes(1024)), ("1m.bin", bytes(1 << 20))],
+        "h1 h2 h3",
+    );
+    for (path, size, n) in [("/1k.bin", 1024u64, 300u64), ("/1m.bin", 1 << 20, 40)] {
+        let before = caddy.h3_requests().len() as u64;
+        let run = http_json(
+            home.path(),
+            &[
+                &caddy.url(path),
+                "--h3",
+                "--insecure",
+                "-c",
+                "2",
+                "-m",
+                "4",
+                "-n",
+                &n.to_string(),
+            ],
+        );
+        assert_eq!(metric(&run, "responses"), Some(n as f64), "{path}");
+        assert_eq!(metric(&run, "errors"), Some(0.0), "{path}");
+        assert_eq!(
+            metric(&run, "body_bytes"),
+            Some((n * size) as f64),
+            "{path}"
+        );
+        assert_eq!(run["settings"]["http3"], true, "{}", run["settings"]);
+        // QUIC's figures: a handshake per connection, datagrams both ways.
+        assert_eq!(metric(&run, "h3_handshakes"), Some(2.0), "{path}");
+        assert!(metric(&run, "h3_datagrams_received").unwrap() > 0.0);
+        assert!(metric(&run, "h3_rtt_max_ns").unwrap() > 0.0);
+        // Caddy's log is the judge: exactly n requests over HTTP/3, each
+        // answered whole.
+        std::thread::sleep(Duration::from_millis(300));
+        let logged = caddy.h3_requests();
+        assert_eq!(logged.len() as u64 - before, n, "{path}");
+        assert!(
+            logged[before as usize..].iter().all(|&s| s == size),
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn h3_open_model_keeps_its_rate_against_caddy() {
+    let home = temp();
+    let caddy = Caddy::start(&[("1k.bin", bytes(1024))], "h1 h2 h3");
+    let run = http_json(
+        home.path(),
+        &[
+            &caddy.url("/1k.bin"),
+            "--h3",
+            "--insecure",
+            "-c",
+            "4",
+            "--rate",
+            "400",
+            "-d",
+            "3s",
+        ],
+    );
+    let achieved = metric(&run, "requests_per_sec").expect("a run has its rate");
+    assert!(
+        (achieved - 400.0).abs() <= 4.0,
+        "achieved {achieved} req/s of 400"
+    );
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert_eq!(metric(&run, "dropped_sends"), Some(0.0));
+}
+
+#[test]
+fn h3_against_a_server_without_http3_is_refused_at_once() {
+    let home = temp();
+    // Caddy over TCP only: nothing answers QUIC on its port.
+    let caddy = Caddy::start(&[("1k.bin", bytes(1024))], "h1 h2");
+    let started = Instant::now();
+    let err = fails(
+        home.path(),
+        &[
+            "http",
+            &caddy.url("/1k.bin"),
+            "--h3",
+            "--insecure",
+            "-n",
+            "100",
+            "--connect-timeout",
+            "1s",
+            "--no-save",
+        ],
+    );
+    assert!(
+        err.contains("--h3: no QUIC answer from 127.0.0.1") && err.contains("HTTP/3"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "refused promptly"
+    );
+    // An http:// URL cannot be HTTP/3.
+    let err = fails(
+        home.path(),
+        &[
+            "http",
+            "http://127.0.0.1:1/",
+            "--h3",
+            "-n",
+            "1",
+            "--no-save",
+        ],
+    );
+    assert!(
+        err.contains("always TLS 1.3") && err.contains("https://"),
+        "{err}"
+    );
+    // Nor can it be pipelined or offered by ALPN.
+    for flags in [["--pipeline", "4"], ["--alpn", "h2"]] {
+        let err = fails(
+            home.path(),
+            &[
+                "http",
+                &caddy.url("/"),
+                "--h3",
+                flags[0],
+                flags[1],
+                "-n",
+                "1",
+                "--no-save",
+            ],
+        );
+        assert!(err.contains("--h3") && err.contains(flags[0]), "{err}");
+    }
+}
+
+/// A stalled server (stopped with SIGSTOP for half a second) shows in the
+/// open model's corrected latency: the requests due during the stall are
+/// counted from when they were due.
+#[test]
+fn h3_a_server_stall_shows_in_the_corrected_p99() {
+    let home = temp();
+    let (mut server, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--h3"], "https://");
+    let pid = server.id() as libc::pid_t;
+    let stall = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1200));
+        // SAFETY: kill(2) with a valid pid of our own child.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    });
+    let url = format!("https://{addr}/hello");
+    let run = http_json(
+        home.path(),
+        &[
+            &url,
+            "--h3",
+            "--insecure",
+            "-c",
+            "2",
+            "--rate",
+            "200",
+            "-d",
+            "3s",
+        ],
+    );
+    stall.join().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let p99 = |name: &str| {
+        find_metric(&run, name)["histogram"]["percentiles"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["percentile"] == 99.0))
+            .and_then(|p| p["value"].as_f64())
+            .unwrap_or_else(|| panic!("{name} has a p99"))
+    };
+    assert!(
+        p99("latency_ns") >= 300e6,
+        "corrected p99 {} ns: the 500 ms stall is in it",
+        p99("latency_ns")
+    );
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+}
+
+/// A server that goes away mid-run (Ctrl-C: GOAWAY, then
+/// CONNECTION_CLOSE, then nothing answers) is counted, not a hang: the
+/// run ends at its deadline with the answers before and the failed
+/// attempts after.
+#[test]
+fn h3_a_server_that_closes_mid_run_is_counted_and_the_run_ends_on_time() {
+    let home = temp();
+    let (mut server, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--h3"], "https://");
+    let pid = server.id() as libc::pid_t;
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1000));
+        // SAFETY: kill(2) with a valid pid of our own child.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+    });
+    let url = format!("https://{addr}/hello");
+    let started = Instant::now();
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &url,
+            "--h3",
+            "--insecure",
+            "-c",
+            "2",
+            "-m",
+            "2",
+            "-d",
+            "3s",
+            "--connect-timeout",
+            "500ms",
+            "--timeout",
+            "1s",
+        ],
+        1,
+    );
+    stopper.join().unwrap();
+    let _ = server.wait();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "it ended on time"
+    );
+    assert!(metric(&run, "responses").unwrap() > 0.0);
+    let errors = metric(&run, "errors").unwrap();
+    assert!(
+        errors > 0.0,
+        "the attempts after the server left are counted"
+    );
+    let by_class: f64 = [
+        "errors_connect_timeout",
+        "errors_h3_goaway",
+        "errors_closed_early",
+        "errors_read_timeout",
+        "errors_h3_protocol_error",
+    ]
+    .iter()
+    .filter_map(|n| metric(&run, n))
+    .sum();
+    assert_eq!(
+        by_class, errors,
+        "every failure has its class: {:?}",
+        run["metrics"]
+    );
+}
