@@ -213,7 +213,9 @@ fn every_example_runs() {
     let examples_db = pg.url_of(&examples);
     let store_db = pg.url_of(&pg.database());
     let plain = Server::start(&[]);
-    let tls = Server::start(&["--tls"]);
+    // HTTPS over TCP and HTTP/3 over UDP on the same port (`--h3` implies
+    // `--tls`), for the examples of either.
+    let tls = Server::start(&["--h3"]);
     // The exporters `--watch URL` names: the target machine's
     // node_exporter, and a postgres_exporter (port 9187 in the examples)
     // reading the examples' database.
