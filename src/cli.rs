@@ -343,11 +343,11 @@ pub(crate) struct QuickArgs {
     pub watch: WatchArgs,
 }
 
-/// Load-test an HTTP or HTTPS server, HTTP/1.1 or HTTP/2.
+/// Load-test an HTTP or HTTPS server over HTTP/1.1, HTTP/2 or HTTP/3.
 ///
 /// As fast as wrk, honest about latency, and able to print ApacheBench's
-/// report. HTTP/1.1, or HTTP/2 with --h2 (-m N streams per connection, as
-/// h2load's -m).
+/// report. HTTP/1.1, HTTP/2 with --h2, or HTTP/3 with --h3 (-m N streams
+/// per connection, as h2load's -m).
 ///
 /// Closed model (default): each of -c connections sends its next request as
 /// soon as the previous answer is in, for -d DURATION or -n N requests in
@@ -361,7 +361,7 @@ pub(crate) struct QuickArgs {
 /// --expect-status included) exceed --max-error-rate.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server\n  dyno http --h2 -c 10 -m 10 -n 100000 http://127.0.0.1:8080/  # h2c, 10 streams a connection\n  dyno http --scenario examples/bbs.toml http://127.0.0.1:8080 -c 8 -d 30s  # flows: post, then edit that post\n  dyno http http://127.0.0.1:8080/ -c 50 --find-max --slo 'p99<=20ms,errors<=0.1%'  # capacity search\n  dyno http http://127.0.0.1:8080/ -c 50 --rate-plan '1000@30s,0..5000/60s'  # stages and a ramp\n  dyno http http://127.0.0.1:8080/ -c 1..256 --find-max --slo 'p99<=20ms'    # closed-model sweep\n  dyno --store postgres://dyno@db/dyno http http://web/ -n 1000000 -c 300 --segment 0/3 --group g1  # one of 3 machines (dyno merge g1)"
+    after_help = "Examples:\n  dyno http                                   # built-in server, 10 s\n  dyno http http://127.0.0.1:8080/ -c 100 -d 30s\n  dyno http http://127.0.0.1:8080/hello -n 100000 -c 50 --format ab\n  dyno http http://127.0.0.1:8080/ --rate 20000 -d 60s --warmup 5s\n  dyno http 'http://127.0.0.1:8080/item?id={rand:1-100000}' -m GET -c 64\n  dyno http https://localhost:8443/ -n 10000 --insecure      # self-signed test server\n  dyno http --h2 -c 10 -m 10 -n 100000 http://127.0.0.1:8080/  # h2c, 10 streams a connection\n  dyno http --h3 -c 2 -m 8 -n 100000 https://127.0.0.1:8443/ --insecure  # HTTP/3 over QUIC (dyno serve --h3)\n  dyno http --scenario examples/bbs.toml http://127.0.0.1:8080 -c 8 -d 30s  # flows: post, then edit that post\n  dyno http http://127.0.0.1:8080/ -c 50 --find-max --slo 'p99<=20ms,errors<=0.1%'  # capacity search\n  dyno http http://127.0.0.1:8080/ -c 50 --rate-plan '1000@30s,0..5000/60s'  # stages and a ramp\n  dyno http http://127.0.0.1:8080/ -c 1..256 --find-max --slo 'p99<=20ms'    # closed-model sweep\n  dyno --store postgres://dyno@db/dyno http http://web/ -n 1000000 -c 300 --segment 0/3 --group g1  # one of 3 machines (dyno merge g1)"
 )]
 pub(crate) struct HttpArgs {
     /// The URL to load (http:// or https://); may hold {seq} and

@@ -114,7 +114,7 @@ pub(super) async fn h3_connection(task: Task) {
     let Endpoint::Tcp(addr, source) = shared.endpoint else {
         unreachable!("--h3 over a Unix socket is refused by validate")
     };
-    let endpoint = match quinn::Endpoint::client(bind_address(addr, source)) {
+    let endpoint = match quic_endpoint(bind_address(addr, source)) {
         Ok(e) => e,
         Err(e) => {
             let why = format!("--h3: cannot open a UDP socket for QUIC: {e}");
@@ -227,6 +227,28 @@ pub(super) async fn h3_connection(task: Task) {
     // a server that never answers it is not waited for.
     let _ = tokio::time::timeout(Duration::from_millis(100), endpoint.wait_idle()).await;
 }
+
+/// The UDP socket a connection's QUIC endpoint uses, its buffers asked
+/// to be [`SOCKET_BUFFER`] (the kernel caps them at net.core.rmem_max and
+/// wmem_max, which `dyno doctor http` checks): the defaults (about 208
+/// KiB here) drop datagrams a fast server sends while the client is busy.
+fn quic_endpoint(bind: SocketAddr) -> std::io::Result<quinn::Endpoint> {
+    let socket = std::net::UdpSocket::bind(bind)?;
+    let state = quinn::udp::UdpSocketState::new((&socket).into())?;
+    // A smaller size granted is not an error: the kernel's ceiling.
+    let _ = state.set_recv_buffer_size((&socket).into(), SOCKET_BUFFER);
+    let _ = state.set_send_buffer_size((&socket).into(), SOCKET_BUFFER);
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        None,
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )
+}
+
+/// What a QUIC socket's buffers are asked to be: quic-go's advice (7.5
+/// MB), rounded up.
+const SOCKET_BUFFER: usize = 8 << 20;
 
 /// The local address QUIC's socket binds: `--source-addr`, or any of the
 /// server's IP version.
