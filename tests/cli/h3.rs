@@ -194,6 +194,12 @@ fn h3_open_model_keeps_its_rate_against_caddy() {
     );
     assert_eq!(metric(&run, "errors"), Some(0.0));
     assert_eq!(metric(&run, "dropped_sends"), Some(0.0));
+    // Its connections were opened before the clock, as TCP's are: four
+    // handshakes, none of them inside a request's time.
+    assert_eq!(metric(&run, "h3_handshakes"), Some(4.0));
+    assert_eq!(metric(&run, "connections_opened"), Some(4.0));
+    let connect = find_metric(&run, "connect_ns");
+    assert_eq!(connect["histogram"]["max"].as_f64(), Some(0.0), "{connect}");
 }
 
 #[test]
@@ -201,29 +207,33 @@ fn h3_against_a_server_without_http3_is_refused_at_once() {
     let home = temp();
     // Caddy over TCP only: nothing answers QUIC on its port.
     let caddy = Caddy::start(&[("1k.bin", bytes(1024))], "h1 h2");
-    let started = Instant::now();
-    let err = fails(
-        home.path(),
-        &[
-            "http",
-            &caddy.url("/1k.bin"),
-            "--h3",
-            "--insecure",
-            "-n",
-            "100",
-            "--connect-timeout",
-            "1s",
-            "--no-save",
-        ],
-    );
-    assert!(
-        err.contains("--h3: no QUIC answer from 127.0.0.1") && err.contains("HTTP/3"),
-        "{err}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(30),
-        "refused promptly"
-    );
+    // Closed and open model alike (the open model's connections are
+    // opened before its clock starts).
+    for load in [["-n", "100"], ["--rate", "100"]] {
+        let started = Instant::now();
+        let err = fails(
+            home.path(),
+            &[
+                "http",
+                &caddy.url("/1k.bin"),
+                "--h3",
+                "--insecure",
+                load[0],
+                load[1],
+                "--connect-timeout",
+                "1s",
+                "--no-save",
+            ],
+        );
+        assert!(
+            err.contains("--h3: no QUIC answer from 127.0.0.1") && err.contains("HTTP/3"),
+            "{load:?}: {err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{load:?}: refused promptly"
+        );
+    }
     // An http:// URL cannot be HTTP/3.
     let err = fails(
         home.path(),

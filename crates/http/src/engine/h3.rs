@@ -88,8 +88,69 @@ enum Ended {
     Over,
 }
 
-/// The driver loop of one HTTP/3 connection (and its successors).
-pub(super) async fn h3_connection(task: Task) {
+/// An open-model connection opened before the clock starts, as TCP's
+/// are (wrk2's way): no request pays for its handshake.
+pub(super) struct Opened {
+    endpoint: quinn::Endpoint,
+    connection: quinn::Connection,
+    send: SendRequest,
+}
+
+/// Opens one connection for the open model before the clock starts.
+/// `Ok(None)`: it failed, and is tried again when its first request is
+/// due (and counted then, as TCP's are); `Err(why)`: the server does not
+/// speak HTTP/3 there, so the run is not started.
+pub(super) async fn open_early(
+    shared: &Shared,
+    local: &RefCell<Local>,
+) -> Result<Option<Box<Opened>>, String> {
+    let Some(quic) = shared.quic.as_ref() else {
+        unreachable!("an --h3 run has its QUIC configuration")
+    };
+    let endpoint = open_endpoint(shared)?;
+    let began = Instant::now();
+    match connect(shared, &endpoint, quic).await {
+        Ok((connection, send)) => {
+            shared.connect_succeeded();
+            if shared.settings.schedule.warmup.is_zero() {
+                let mut l = local.borrow_mut();
+                l.stats.connects += 1;
+                l.stats.h3.handshake(began.elapsed(), false);
+            }
+            Ok(Some(Box::new(Opened {
+                endpoint,
+                connection,
+                send,
+            })))
+        }
+        Err(failed) if failed.refuses_h3 => Err(refusal(&failed)),
+        Err(_) => Ok(None),
+    }
+}
+
+/// The run's QUIC socket for one connection and its successors.
+fn open_endpoint(shared: &Shared) -> Result<quinn::Endpoint, String> {
+    let Endpoint::Tcp(addr, source) = shared.endpoint else {
+        unreachable!("--h3 over a Unix socket is refused by validate")
+    };
+    quic_endpoint(bind_address(addr, source))
+        .map_err(|e| format!("--h3: cannot open a UDP socket for QUIC: {e}"))
+}
+
+/// What the user is told when the server does not speak HTTP/3.
+fn refusal(failed: &NotConnected) -> String {
+    format!(
+        "--h3: {}",
+        failed
+            .why
+            .as_deref()
+            .unwrap_or("the server does not speak HTTP/3 there")
+    )
+}
+
+/// The driver loop of one HTTP/3 connection (and its successors), from
+/// `opened` when the open model opened it before the clock.
+pub(super) async fn h3_connection(task: Task, opened: Option<Box<Opened>>) {
     let Task {
         shared,
         local,
@@ -111,26 +172,30 @@ pub(super) async fn h3_connection(task: Task) {
     let Some(quic) = shared.quic.clone() else {
         unreachable!("an --h3 run has its QUIC configuration")
     };
-    let Endpoint::Tcp(addr, source) = shared.endpoint else {
-        unreachable!("--h3 over a Unix socket is refused by validate")
-    };
-    let endpoint = match quic_endpoint(bind_address(addr, source)) {
-        Ok(e) => e,
-        Err(e) => {
-            let why = format!("--h3: cannot open a UDP socket for QUIC: {e}");
-            local
-                .borrow_mut()
-                .firsts
-                .protocol_failure
-                .get_or_insert(why);
-            shared.protocol_refused();
-            return;
-        }
+    let (endpoint, mut opened) = match opened {
+        Some(o) => (o.endpoint.clone(), Some(o)),
+        None => match open_endpoint(&shared) {
+            Ok(e) => (e, None),
+            Err(why) => {
+                local
+                    .borrow_mut()
+                    .firsts
+                    .protocol_failure
+                    .get_or_insert(why);
+                shared.protocol_refused();
+                return;
+            }
+        },
     };
     let mut backoff = Duration::ZERO;
     loop {
         let began = Instant::now();
-        let connected = connect(&shared, &endpoint, &quic).await;
+        let early = opened.take();
+        let early_one = early.is_some();
+        let connected = match early {
+            Some(o) => Ok((o.connection, o.send)),
+            None => connect(&shared, &endpoint, &quic).await,
+        };
         let (connection, send) = match connected {
             Ok(c) => c,
             Err(failed) => {
@@ -147,18 +212,11 @@ pub(super) async fn h3_connection(task: Task) {
                 // connection would fail alike, so the run stops at the
                 // first (as --h2 does against a server without HTTP/2).
                 if failed.refuses_h3 {
-                    let why = format!(
-                        "--h3: {}",
-                        failed
-                            .why
-                            .as_deref()
-                            .unwrap_or("the server does not speak HTTP/3 there")
-                    );
                     local
                         .borrow_mut()
                         .firsts
                         .protocol_failure
-                        .get_or_insert(why);
+                        .get_or_insert(refusal(&failed));
                     shared.protocol_refused();
                 }
                 // One ticket pays for the failed attempt.
@@ -175,9 +233,11 @@ pub(super) async fn h3_connection(task: Task) {
                 continue;
             }
         };
-        let handshake = began.elapsed();
-        shared.connect_succeeded();
-        {
+        // One opened before the clock was counted then, and no request
+        // pays for its handshake.
+        let handshake = (!early_one).then(|| began.elapsed());
+        if let Some(handshake) = handshake {
+            shared.connect_succeeded();
             let mut l = local.borrow_mut();
             if Instant::now() >= shared.measure_from() {
                 l.stats.connects += 1;
@@ -186,7 +246,7 @@ pub(super) async fn h3_connection(task: Task) {
         }
         let state = Rc::new(Conn {
             connection,
-            connect_time: Cell::new(Some(handshake)),
+            connect_time: Cell::new(handshake),
             answered: Cell::new(false),
             // A connection made in the measured part counts whole.
             baseline: RefCell::new(

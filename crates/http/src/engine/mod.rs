@@ -718,7 +718,14 @@ struct ThreadState {
     local: Rc<RefCell<Local>>,
     /// The open model's connections, opened before the clock starts, until
     /// the load takes them.
-    streams: RefCell<Vec<Option<Stream>>>,
+    streams: RefCell<Vec<Option<Opened>>>,
+}
+
+/// A connection the open model opened before the clock started.
+enum Opened {
+    Tcp(Stream),
+    /// Boxed: a TCP connection's task stays the size of its own state.
+    Quic(Box<h3::Opened>),
 }
 
 impl pool::Job for Connections {
@@ -785,9 +792,21 @@ impl pool::Job for Connections {
         if index == 0 {
             scenario::setup(shared, &local).await?;
         }
-        let mut streams: Vec<Option<Stream>> = Vec::with_capacity(connections);
-        // QUIC connections are made by their drivers (engine/h3.rs).
-        if settings.open_model() && !settings.http3 {
+        let mut streams: Vec<Option<Opened>> = Vec::with_capacity(connections);
+        if settings.open_model() && settings.http3 {
+            let mut connecting = Vec::with_capacity(connections);
+            for _ in 0..connections {
+                let (shared, local) = (Arc::clone(shared), Rc::clone(&local));
+                connecting.push(tokio::task::spawn_local(async move {
+                    h3::open_early(&shared, &local).await
+                }));
+            }
+            for c in connecting {
+                // A server without HTTP/3 stops the run before it starts.
+                let opened = c.await.ok().transpose()?.flatten();
+                streams.push(opened.map(Opened::Quic));
+            }
+        } else if settings.open_model() {
             let mut connecting = Vec::with_capacity(connections);
             for _ in 0..connections {
                 let shared = Arc::clone(shared);
@@ -807,7 +826,7 @@ impl pool::Job for Connections {
                         l.firsts.tls_session = s.tls_session();
                     }
                 }
-                streams.push(stream);
+                streams.push(stream.map(Opened::Tcp));
             }
         }
         streams.resize_with(connections, || None);
@@ -892,12 +911,20 @@ impl pool::Job for Connections {
 /// with `--alpn`, whichever the server chose on the first connection (its
 /// successors stay with that protocol: a server's choice does not change
 /// between connections).
-async fn driver(task: Task, mut stream: Option<Stream>) {
+async fn driver(task: Task, opened: Option<Opened>) {
     let settings = &task.shared.settings;
+    let mut stream = match opened {
+        Some(Opened::Tcp(stream)) => Some(stream),
+        Some(Opened::Quic(opened)) => {
+            Box::pin(h3::h3_connection(task, Some(opened))).await;
+            return;
+        }
+        None => None,
+    };
     if settings.http3 {
         // Boxed, as HTTP/2 is: a plain HTTP/1.1 connection's task stays
         // the size of its own state.
-        Box::pin(h3::h3_connection(task)).await;
+        Box::pin(h3::h3_connection(task, None)).await;
         return;
     }
     let mut http2 = settings.http2;
