@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    fails, find_metric, http_json, http_json_exit, metric, spawn_serve_with, temp,
+    fails, find_metric, http_json, http_json_exit, metric, metrics, spawn_serve_with, temp,
 };
 
 /// Caddy serving a directory over HTTPS (its own internal CA) and HTTP/3 on
@@ -167,6 +167,77 @@ fn h3_against_caddy_sends_exactly_n_and_reads_every_body_byte() {
             "{path}"
         );
     }
+}
+
+/// A scenario over HTTP/3: its setup step and every flow's steps go over
+/// QUIC (Caddy's log says HTTP/3.0 for each, and nothing came over TCP),
+/// a value one step extracts fills the next step's URL, and -n counts
+/// flows exactly.
+#[test]
+fn h3_runs_a_scenario_with_its_setup_and_extractions_against_caddy() {
+    let home = temp();
+    let caddy = Caddy::start(
+        &[
+            ("board.json", br#"{"id": 7, "name": "lobby"}"#.to_vec()),
+            ("item-7.txt", b"item seven".to_vec()),
+        ],
+        "h1 h2 h3",
+    );
+    let scenario = home.path().join("flows.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+base = "https://127.0.0.1:1"
+
+[[setup]]
+name = "board"
+url = "/board.json"
+check = { status = 200, contains = '"lobby"' }
+
+[[flow]]
+name = "read"
+
+[[flow.step]]
+name = "board"
+url = "/board.json"
+extract = [{ json = "/id", as = "id" }]
+
+[[flow.step]]
+name = "item"
+url = "/item-${id}.txt"
+check = { status = 200, contains = "seven" }
+"#,
+    )
+    .unwrap();
+    let run = http_json(
+        home.path(),
+        &[
+            &caddy.url(""),
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "--h3",
+            "--insecure",
+            "-c",
+            "2",
+            "-m",
+            "3",
+            "-n",
+            "50",
+        ],
+    );
+    assert_eq!(metric(&run, "errors"), Some(0.0));
+    assert_eq!(metric(&run, "responses"), Some(100.0));
+    let completed: f64 = metrics(&run)
+        .filter(|m| m["name"] == "flows_completed")
+        .map(|m| m["value"].as_f64().unwrap())
+        .sum();
+    assert_eq!(completed, 50.0);
+    // Six virtual users: 2 connections × 3 streams, over 2 handshakes.
+    assert_eq!(metric(&run, "h3_handshakes"), Some(2.0));
+    std::thread::sleep(Duration::from_millis(300));
+    let log = std::fs::read_to_string(caddy.dir.path().join("access.log")).unwrap();
+    assert_eq!(log.lines().count(), 101, "the setup step and 100 steps");
+    assert_eq!(caddy.h3_requests().len(), 101, "every one over HTTP/3");
 }
 
 #[test]

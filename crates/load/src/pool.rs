@@ -144,6 +144,11 @@ impl Control {
         self.clock.get().expect("the clock is set before any load")
     }
 
+    /// The run's clock, once it has started.
+    pub fn started_clock(&self) -> Option<&Clock> {
+        self.clock.get()
+    }
+
     /// The run must stop: interrupted, or halted.
     pub fn stopped(&self) -> bool {
         self.interrupted() || self.halted()

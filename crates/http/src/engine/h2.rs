@@ -124,7 +124,7 @@ impl Tickets {
         }
     }
 
-    fn next(&self, shared: &Shared, local: &RefCell<Local>) -> Option<Ticket> {
+    pub(super) fn next(&self, shared: &Shared, local: &RefCell<Local>) -> Option<Ticket> {
         match self.poll_next(shared, local) {
             Next::Ticket(t) => Some(t),
             Next::Done | Next::Later => None,
@@ -906,6 +906,8 @@ impl Driver<'_> {
                         // first in line.
                         Some(request) if unprocessed => {
                             let ticket = given_back(local, stream.ticket);
+                            local.borrow_mut().stats.h2.goaway_retried +=
+                                u64::from(ticket.measured);
                             mailbox.queue.borrow_mut().push_front(Step {
                                 user,
                                 request: *request,
@@ -917,6 +919,7 @@ impl Driver<'_> {
                     }
                 } else if unprocessed {
                     let ticket = given_back(local, stream.ticket);
+                    local.borrow_mut().stats.h2.goaway_retried += u64::from(ticket.measured);
                     tickets.carried.borrow_mut().push(ticket);
                 } else {
                     local
@@ -1070,7 +1073,6 @@ pub(super) fn given_back(local: &RefCell<Local>, ticket: Ticket) -> Ticket {
         if let Some(stage) = l.stages.get_mut(ticket.stage) {
             stage.landed();
         }
-        l.stats.h2.goaway_retried += 1;
     }
     l.hold(&ticket);
     Ticket {

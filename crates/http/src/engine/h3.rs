@@ -28,11 +28,14 @@ use bytes::{Buf, Bytes};
 use h3::error::{Code, ConnectionError, StreamError};
 use h3::quic::ConnectionErrorIncoming;
 
+use super::exchange::Answered;
 use super::h2::{Tickets, given_back, static_requests};
+use super::scenario::{Filling, Sent, User};
 use super::schedule::{Ticket, until_due};
 use super::{Local, Shared, Task};
 use crate::conn::Endpoint;
 use crate::http2;
+use crate::scenario::template::Refused;
 use crate::settings::Settings;
 use crate::stats::{ErrorClass, Timing};
 use crate::tls::{TlsSetupError, client_config, server_name};
@@ -187,6 +190,13 @@ pub(super) async fn h3_connection(task: Task, opened: Option<Box<Opened>>) {
             }
         },
     };
+    if settings.scenario.is_some() {
+        let link = Rc::new(Link::with(&shared, &local, endpoint.clone(), opened));
+        scenario_users(&link, &tickets, timer.as_ref(), global_index).await;
+        drop(link);
+        let _ = tokio::time::timeout(Duration::from_millis(100), endpoint.wait_idle()).await;
+        return;
+    }
     let mut backoff = Duration::ZERO;
     loop {
         let began = Instant::now();
@@ -199,26 +209,10 @@ pub(super) async fn h3_connection(task: Task, opened: Option<Box<Opened>>) {
         let (connection, send) = match connected {
             Ok(c) => c,
             Err(failed) => {
-                if failed.class == ErrorClass::Tls
-                    && let Some(why) = &failed.why
-                {
-                    local
-                        .borrow_mut()
-                        .firsts
-                        .tls_failure
-                        .get_or_insert_with(|| why.clone());
-                }
                 // A server that never answered QUIC, or refused h3: every
                 // connection would fail alike, so the run stops at the
                 // first (as --h2 does against a server without HTTP/2).
-                if failed.refuses_h3 {
-                    local
-                        .borrow_mut()
-                        .firsts
-                        .protocol_failure
-                        .get_or_insert(refusal(&failed));
-                    shared.protocol_refused();
-                }
+                failed.remember(&shared, &local);
                 // One ticket pays for the failed attempt.
                 let Some(ticket) = tickets.next_waiting(&shared, &local).await else {
                     break;
@@ -244,15 +238,7 @@ pub(super) async fn h3_connection(task: Task, opened: Option<Box<Opened>>) {
                 l.stats.h3.handshake(handshake, false);
             }
         }
-        let state = Rc::new(Conn {
-            connection,
-            connect_time: Cell::new(handshake),
-            answered: Cell::new(false),
-            // A connection made in the measured part counts whole.
-            baseline: RefCell::new(
-                (Instant::now() >= shared.measure_from()).then(quinn::ConnectionStats::default),
-            ),
-        });
+        let state = Rc::new(Conn::new(&shared, connection, handshake));
         // Ends the connection and counts what QUIC did, also when the
         // run's deadline or an interrupt drops this task mid-request.
         let ending = Ending {
@@ -339,10 +325,26 @@ struct Conn {
 }
 
 impl Conn {
+    /// A connection made now; `handshake`: its time, which its first
+    /// answer is charged (none for one opened before the clock).
+    fn new(shared: &Shared, connection: quinn::Connection, handshake: Option<Duration>) -> Conn {
+        Conn {
+            connection,
+            connect_time: Cell::new(handshake),
+            answered: Cell::new(false),
+            // A connection made in the measured part counts whole.
+            baseline: RefCell::new(
+                shared
+                    .measures(Instant::now())
+                    .then(quinn::ConnectionStats::default),
+            ),
+        }
+    }
+
     /// Takes the baseline of a connection made during the warm-up, at
     /// its first answer after the warm-up's end.
     fn measuring(&self, shared: &Shared, now: Instant) {
-        if now >= shared.measure_from() && self.baseline.borrow().is_none() {
+        if shared.measures(now) && self.baseline.borrow().is_none() {
             *self.baseline.borrow_mut() = Some(self.connection.stats());
         }
     }
@@ -353,6 +355,15 @@ impl Conn {
 struct Ending {
     conn: Rc<Conn>,
     local: Rc<RefCell<Local>>,
+}
+
+impl Ending {
+    fn new(conn: Conn, local: &Rc<RefCell<Local>>) -> Ending {
+        Ending {
+            conn: Rc::new(conn),
+            local: Rc::clone(local),
+        }
+    }
 }
 
 impl Drop for Ending {
@@ -381,6 +392,31 @@ struct NotConnected {
     /// The server does not speak HTTP/3 there: nothing answered QUIC, or
     /// its handshake refused h3.
     refuses_h3: bool,
+}
+
+impl NotConnected {
+    /// Keeps what the user is told: the first TLS failure's reason, and a
+    /// server that does not speak HTTP/3, which stops the run when no
+    /// connection ever succeeded.
+    fn remember(&self, shared: &Shared, local: &RefCell<Local>) {
+        if self.class == ErrorClass::Tls
+            && let Some(why) = &self.why
+        {
+            local
+                .borrow_mut()
+                .firsts
+                .tls_failure
+                .get_or_insert_with(|| why.clone());
+        }
+        if self.refuses_h3 {
+            local
+                .borrow_mut()
+                .firsts
+                .protocol_failure
+                .get_or_insert(refusal(self));
+            shared.protocol_refused();
+        }
+    }
 }
 
 /// A QUIC handshake and the HTTP/3 connection over it, within
@@ -550,6 +586,258 @@ async fn stream_loop(
     }
 }
 
+/// A scenario's connection over HTTP/3, as its virtual users share it:
+/// the current QUIC connection, made again when it is lost or the server
+/// sends GOAWAY. The users outlive each connection, as over HTTP/2: a
+/// lost connection ends a flow, not a user.
+pub(super) struct Link {
+    shared: Arc<Shared>,
+    local: Rc<RefCell<Local>>,
+    endpoint: quinn::Endpoint,
+    quic: Quic,
+    /// The connection steps go on now; it ends when the last step on it
+    /// does and it is no longer current.
+    current: RefCell<Option<(Rc<Ending>, SendRequest)>>,
+    /// A user is making the next connection; the others wait for it.
+    connecting: Cell<bool>,
+    /// Connection attempts finished, and the class of the last failed one
+    /// with its number: the users that waited for it fail with it.
+    attempts: Cell<u64>,
+    failed: Cell<Option<(u64, ErrorClass)>>,
+    ready: tokio::sync::Notify,
+    /// The closed model's pause after a failed connection, doubling.
+    backoff: Cell<Duration>,
+}
+
+impl Link {
+    /// A link of its own (a scenario's setup steps).
+    pub(super) fn new(
+        shared: &Arc<Shared>,
+        local: &Rc<RefCell<Local>>,
+        opened: Option<Box<Opened>>,
+    ) -> Result<Link, String> {
+        Ok(Link::with(shared, local, open_endpoint(shared)?, opened))
+    }
+
+    /// A link over `endpoint`, starting from `opened` if the open model
+    /// opened its connection before the clock.
+    fn with(
+        shared: &Arc<Shared>,
+        local: &Rc<RefCell<Local>>,
+        endpoint: quinn::Endpoint,
+        opened: Option<Box<Opened>>,
+    ) -> Link {
+        let Some(quic) = shared.quic.clone() else {
+            unreachable!("an --h3 run has its QUIC configuration")
+        };
+        Link {
+            shared: Arc::clone(shared),
+            local: Rc::clone(local),
+            endpoint,
+            quic,
+            current: RefCell::new(opened.map(|o| {
+                let conn = Conn::new(shared, o.connection, None);
+                (Rc::new(Ending::new(conn, local)), o.send)
+            })),
+            connecting: Cell::new(false),
+            attempts: Cell::new(0),
+            failed: Cell::new(None),
+            ready: tokio::sync::Notify::new(),
+            backoff: Cell::new(Duration::ZERO),
+        }
+    }
+
+    /// A scenario step's request, filled as HTTP/3 fields, and its answer.
+    pub(super) async fn send_filling(
+        &self,
+        filling: Filling<'_>,
+        capture: Option<&mut Vec<u8>>,
+        ticket: &Ticket,
+    ) -> Sent {
+        match filling.http2(self.shared.settings.target.scheme.as_str()) {
+            Ok(request) => self.step(&request, capture, ticket).await,
+            Err(Refused::Unsendable(_)) => Sent::Unsendable,
+            Err(Refused::Http2(_)) => Sent::Failed {
+                class: ErrorClass::Write,
+                sent: false,
+            },
+        }
+    }
+
+    /// The live connection, made now if there is none.
+    async fn get(&self) -> Result<(Rc<Ending>, SendRequest), ErrorClass> {
+        let seen = self.attempts.get();
+        loop {
+            if let Some((ending, send)) = self.current.borrow().as_ref()
+                && ending.conn.connection.close_reason().is_none()
+            {
+                return Ok((Rc::clone(ending), send.clone()));
+            }
+            if let Some((attempt, class)) = self.failed.get()
+                && attempt > seen
+            {
+                return Err(class);
+            }
+            if !self.connecting.get() {
+                break;
+            }
+            self.ready.notified().await;
+        }
+        self.connecting.set(true);
+        self.current.borrow_mut().take();
+        let began = Instant::now();
+        let connected = connect(&self.shared, &self.endpoint, &self.quic).await;
+        self.connecting.set(false);
+        self.attempts.set(self.attempts.get() + 1);
+        let result = match connected {
+            Ok((connection, send)) => {
+                let handshake = began.elapsed();
+                self.shared.connect_succeeded();
+                let mut l = self.local.borrow_mut();
+                if self.shared.measures(Instant::now()) {
+                    l.stats.connects += 1;
+                    l.stats.h3.handshake(handshake, false);
+                }
+                drop(l);
+                self.backoff.set(Duration::ZERO);
+                let conn = Conn::new(&self.shared, connection, Some(handshake));
+                let ending = Rc::new(Ending::new(conn, &self.local));
+                *self.current.borrow_mut() = Some((Rc::clone(&ending), send.clone()));
+                Ok((ending, send))
+            }
+            Err(failed) => {
+                failed.remember(&self.shared, &self.local);
+                self.failed.set(Some((self.attempts.get(), failed.class)));
+                self.backoff.set(
+                    (self.backoff.get() * 2)
+                        .clamp(Duration::from_millis(1), Duration::from_millis(100)),
+                );
+                Err(failed.class)
+            }
+        };
+        self.ready.notify_waiters();
+        result
+    }
+
+    /// Retires `ending`'s connection (the server's GOAWAY): the next step
+    /// makes a new one, while those still under way on it finish.
+    fn retire(&self, ending: &Rc<Ending>) {
+        let mut current = self.current.borrow_mut();
+        if current.as_ref().is_some_and(|(c, _)| Rc::ptr_eq(c, ending)) {
+            current.take();
+        }
+    }
+
+    /// A scenario step's exchange: its request on the live connection,
+    /// again on the next when the server did not process it.
+    async fn step(
+        &self,
+        request: &http2::Request,
+        mut capture: Option<&mut Vec<u8>>,
+        ticket: &Ticket,
+    ) -> Sent {
+        let (shared, local) = (&*self.shared, &*self.local);
+        let Ok(converted) = h3_request(request) else {
+            return Sent::Failed {
+                class: ErrorClass::Write,
+                sent: false,
+            };
+        };
+        let mut ticket = *ticket;
+        loop {
+            let (ending, mut send) = match self.get().await {
+                Ok(live) => live,
+                Err(class) => return Sent::Failed { class, sent: false },
+            };
+            let body = request.body.clone();
+            let got = answer(
+                shared,
+                local,
+                &ending.conn,
+                &mut send,
+                &ticket,
+                converted.clone(),
+                body,
+                capture.as_deref_mut(),
+            )
+            .await;
+            return match got {
+                Ok(Got {
+                    length_mismatch: true,
+                    ..
+                }) if &*request.fields[0].1 != b"HEAD" => Sent::Failed {
+                    class: ErrorClass::BodyLengthMismatch,
+                    sent: true,
+                },
+                Ok(got) => Sent::Answered(got.answered),
+                Err(NoAnswer::Unsent) => {
+                    self.retire(&ending);
+                    continue;
+                }
+                Err(NoAnswer::Rejected) => {
+                    self.retire(&ending);
+                    ticket = given_back(local, ticket);
+                    local.borrow_mut().stats.h3.goaway_retried += u64::from(ticket.measured);
+                    continue;
+                }
+                Err(NoAnswer::Failed { class, sent, lost }) => {
+                    if lost {
+                        self.retire(&ending);
+                    }
+                    Sent::Failed { class, sent }
+                }
+            };
+        }
+    }
+}
+
+/// A connection's scenario users, one per stream (`-m`): each takes a
+/// flow's start, makes the flow's steps one after another over the live
+/// connection, repeats; they end when the tickets do.
+async fn scenario_users(
+    link: &Rc<Link>,
+    tickets: &Rc<Tickets>,
+    timer: Option<&dyno_load::Timer>,
+    global_index: usize,
+) {
+    let settings = &link.shared.settings;
+    let Some(scenario) = settings.scenario.as_deref() else {
+        return;
+    };
+    let mut users = tokio::task::JoinSet::new();
+    for i in 0..settings.streams {
+        let vu = settings
+            .segment
+            .global((global_index * settings.streams + i) as u64);
+        let mut user = User::new(scenario, vu, settings.seed);
+        let (link, tickets, timer) = (Rc::clone(link), Rc::clone(tickets), timer.cloned());
+        users.spawn_local(async move {
+            let (shared, local) = (&*link.shared, &*link.local);
+            let mut send = async |filling: Filling<'_>,
+                                  _head: bool,
+                                  capture: Option<&mut Vec<u8>>,
+                                  ticket: &Ticket| {
+                link.send_filling(filling, capture, ticket).await
+            };
+            loop {
+                let Some(start) = tickets.next(shared, local) else {
+                    return;
+                };
+                if !user.think_owed(shared).await {
+                    return;
+                }
+                until_due(&start, timer.as_ref()).await;
+                user.flow(shared, local, start, &mut send).await;
+                let pause = link.backoff.get();
+                if !shared.settings.open_model() && !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        });
+    }
+    while users.join_next().await.is_some() {}
+}
+
 /// The request of `ticket` and its body: a static template's converted
 /// once, else made now (a template with slots, a replayed request).
 fn request_for(
@@ -632,19 +920,91 @@ async fn exchange(
     request: http::Request<()>,
     body: Option<Bytes>,
 ) -> Step {
+    match answer(shared, local, conn, send, &ticket, request, body, None).await {
+        Ok(Got {
+            answered,
+            length_mismatch,
+        }) => {
+            let status = answered.status;
+            let error = if length_mismatch && !head_request(shared, &ticket) {
+                Some(ErrorClass::BodyLengthMismatch)
+            } else {
+                (!shared.settings.expect_status.contains(status)).then_some(ErrorClass::Status)
+            };
+            local.borrow_mut().record_response(
+                shared,
+                &ticket,
+                answered.done,
+                status,
+                answered.body_bytes,
+                answered.timing,
+                error,
+            );
+            Step::Next
+        }
+        Err(NoAnswer::Unsent) => Step::Unsent,
+        Err(NoAnswer::Rejected) => Step::Retry,
+        Err(NoAnswer::Failed { class, sent, lost }) => {
+            local
+                .borrow_mut()
+                .record_error(shared, &ticket, class, sent);
+            if lost { Step::Lost } else { Step::Next }
+        }
+    }
+}
+
+/// An answer, and whether its body's length differs from the length its
+/// head announced (a 304's and a HEAD's aside, which announce one they
+/// do not send).
+struct Got {
+    answered: Answered,
+    length_mismatch: bool,
+}
+
+/// Why a request got no answer.
+enum NoAnswer {
+    /// Not sent: the connection takes no new request (GOAWAY, closed).
+    Unsent,
+    /// Sent on a connection that had answered before, and the server says
+    /// it did not process it (H3_REQUEST_REJECTED): it may go again.
+    Rejected,
+    /// It failed with `class`; `sent`: it was in flight; `lost`: the
+    /// connection went with it.
+    Failed {
+        class: ErrorClass,
+        sent: bool,
+        lost: bool,
+    },
+}
+
+/// Sends `request` for `ticket` and reads its answer within the run's
+/// timeout; with `capture`, the answer's head and body go there as
+/// HTTP/1.1 text (a scenario step's checks and extractions read it).
+#[allow(clippy::too_many_arguments)]
+async fn answer(
+    shared: &Shared,
+    local: &RefCell<Local>,
+    conn: &Conn,
+    send: &mut SendRequest,
+    ticket: &Ticket,
+    request: http::Request<()>,
+    body: Option<Bytes>,
+    mut capture: Option<&mut Vec<u8>>,
+) -> Result<Got, NoAnswer> {
     let sent = Instant::now();
     let mut stream = match send.send_request(request).await {
         Ok(stream) => stream,
-        Err(e) if refused_before_sending(&e) => return Step::Unsent,
+        Err(e) if refused_before_sending(&e) => return Err(NoAnswer::Unsent),
         Err(e) => {
-            let (class, _) = stream_class(&e);
-            local
-                .borrow_mut()
-                .record_error(shared, &ticket, class, false);
-            return Step::Next;
+            let (class, lost) = stream_class(&e);
+            return Err(NoAnswer::Failed {
+                class,
+                sent: false,
+                lost,
+            });
         }
     };
-    took_off(local, &ticket, sent);
+    took_off(local, ticket, sent);
     let timeout = shared.settings.timeout;
     let answer = tokio::time::timeout(timeout, async {
         if let Some(body) = body {
@@ -653,10 +1013,23 @@ async fn exchange(
         stream.finish().await?;
         let response = stream.recv_response().await?;
         let head = Instant::now();
+        if let Some(capture) = capture.as_deref_mut() {
+            capture_head(capture, &response);
+        }
         let mut body_bytes = 0u64;
         while let Some(mut chunk) = stream.recv_data().await? {
             body_bytes += chunk.remaining() as u64;
-            chunk.advance(chunk.remaining());
+            match capture.as_deref_mut() {
+                Some(capture) => {
+                    while chunk.has_remaining() {
+                        let part = chunk.chunk();
+                        capture.extend_from_slice(part);
+                        let n = part.len();
+                        chunk.advance(n);
+                    }
+                }
+                None => chunk.advance(chunk.remaining()),
+            }
         }
         Ok::<_, StreamError>((response, head, body_bytes))
     })
@@ -683,38 +1056,55 @@ async fn exchange(
                 processing: now.saturating_duration_since(sent),
                 corrected: ticket.due.map(|due| now.saturating_duration_since(due)),
             };
-            let error = if length.is_some_and(|n| n != body_bytes)
-                && status != 304
-                && !head_request(shared, &ticket)
-            {
-                Some(ErrorClass::BodyLengthMismatch)
-            } else {
-                (!shared.settings.expect_status.contains(status)).then_some(ErrorClass::Status)
-            };
-            l.record_response(shared, &ticket, now, status, body_bytes, timing, error);
-            Step::Next
+            Ok(Got {
+                answered: Answered {
+                    done: now,
+                    status,
+                    body_bytes,
+                    timing,
+                },
+                length_mismatch: length.is_some_and(|n| n != body_bytes) && status != 304,
+            })
         }
         Ok(Err(e)) => {
-            let (class, lost) = stream_class(&e);
             let rejected = matches!(&e, StreamError::RemoteTerminate { code, .. } if *code == Code::H3_REQUEST_REJECTED);
             if rejected && conn.answered.get() {
-                return Step::Retry;
+                return Err(NoAnswer::Rejected);
             }
-            local
-                .borrow_mut()
-                .record_error(shared, &ticket, class, true);
-            if lost { Step::Lost } else { Step::Next }
+            let (class, lost) = stream_class(&e);
+            Err(NoAnswer::Failed {
+                class,
+                sent: true,
+                lost,
+            })
         }
         Err(_) => {
             // No answer in time: the stream is given up alone.
             stream.stop_sending(Code::H3_REQUEST_CANCELLED);
             stream.stop_stream(Code::H3_REQUEST_CANCELLED);
-            local
-                .borrow_mut()
-                .record_error(shared, &ticket, ErrorClass::ReadTimeout, true);
-            Step::Next
+            Err(NoAnswer::Failed {
+                class: ErrorClass::ReadTimeout,
+                sent: true,
+                lost: false,
+            })
         }
     }
+}
+
+/// An answer's head as HTTP/1.1 text, the form a scenario's checks read
+/// (the reason phrase is not HTTP/3's; a dash stands in).
+fn capture_head(capture: &mut Vec<u8>, response: &http::Response<()>) {
+    capture.clear();
+    capture.extend_from_slice(b"HTTP/1.1 ");
+    capture.extend_from_slice(response.status().as_str().as_bytes());
+    capture.extend_from_slice(b" -\r\n");
+    for (name, value) in response.headers() {
+        capture.extend_from_slice(name.as_str().as_bytes());
+        capture.extend_from_slice(b": ");
+        capture.extend_from_slice(value.as_bytes());
+        capture.extend_from_slice(b"\r\n");
+    }
+    capture.extend_from_slice(b"\r\n");
 }
 
 /// Whether `ticket`'s request is a HEAD, whose answer announces a length

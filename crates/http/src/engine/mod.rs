@@ -216,6 +216,14 @@ impl Shared {
         self.clock().measure_from
     }
 
+    /// Whether `t` is in the measured part: after the warm-up (never
+    /// before the clock starts: a scenario's setup steps).
+    fn measures(&self, t: Instant) -> bool {
+        self.control
+            .started_clock()
+            .is_some_and(|clock| t >= clock.measure_from)
+    }
+
     fn end(&self) -> Option<Instant> {
         self.clock().end
     }
@@ -558,7 +566,7 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
         }
         // A segment's users are numbered in the whole run: its last one
         // needs the data's row of that number.
-        let per_connection = if s.http2 || !s.alpn.is_empty() {
+        let per_connection = if s.http2 || s.http3 || !s.alpn.is_empty() {
             s.streams
         } else {
             1
@@ -644,11 +652,6 @@ pub fn validate(s: &Settings) -> Result<(), EngineError> {
         }
         if !s.keep_alive {
             return bad("HTTP/3 always reuses its connections: leave keep-alive on with --h3");
-        }
-        if s.scenario.is_some() {
-            return bad(
-                "--scenario does not run over HTTP/3 yet: run the scenario with --h2 or HTTP/1.1, or load plain URLs with --h3",
-            );
         }
     } else if s.streams > 1 && !s.alpn.iter().any(|p| p == "h2") {
         return bad("streams (-m) are HTTP/2's: add --h2, or use --pipeline for HTTP/1.1");

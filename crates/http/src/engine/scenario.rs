@@ -14,6 +14,8 @@
 //! and the user goes on with its next flow.
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::exchange::{Answered, Conn, Failure, Outgoing, exchange};
@@ -488,16 +490,67 @@ fn within(shared: &Shared, t: Instant) -> bool {
 }
 
 /// Makes the scenario's setup steps, once, before the clock starts; why
-/// one failed, if one did.
-pub(super) async fn setup(shared: &Shared, local: &RefCell<Local>) -> Result<(), String> {
+/// one failed, if one did. Over HTTP/3 with `--h3`, else over an
+/// HTTP/1.1 connection of its own.
+pub(super) async fn setup(shared: &Arc<Shared>, local: &Rc<RefCell<Local>>) -> Result<(), String> {
     let Some(scenario) = shared.settings.scenario.as_deref() else {
         return Ok(());
     };
     if scenario.setup.is_empty() {
         return Ok(());
     }
+    if shared.settings.http3 {
+        let link = super::h3::Link::new(shared, local, None)?;
+        return setup_steps(
+            shared,
+            scenario,
+            &mut async |filling, _head, capture, ticket| {
+                link.send_filling(filling, capture, ticket).await
+            },
+        )
+        .await;
+    }
     let read_buf = RefCell::new(vec![0u8; super::READ_BUF]);
     let mut conn = Conn::new(None);
+    let (shared, local) = (&**shared, &**local);
+    setup_steps(
+        shared,
+        scenario,
+        &mut async |filling: Filling<'_>,
+                    head: bool,
+                    capture: Option<&mut Vec<u8>>,
+                    ticket: &Ticket| {
+            let Ok(bytes) = filling.http1() else {
+                return Sent::Unsendable;
+            };
+            let outgoing = Outgoing {
+                bytes,
+                head,
+                capture,
+            };
+            let batch = std::slice::from_ref(ticket);
+            match exchange(shared, local, &read_buf, &mut conn, batch, Some(outgoing)).await {
+                Ok(Some(answered)) => Sent::Answered(answered),
+                Ok(None) => Sent::Failed {
+                    class: ErrorClass::ClosedEarly,
+                    sent: true,
+                },
+                Err(Failure::Connect(class) | Failure::Request { class, .. }) => {
+                    Sent::Failed { class, sent: true }
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// The setup steps, each sent with `send`: each must be answered with a
+/// status it expects and hold what it checks for.
+async fn setup_steps(
+    shared: &Shared,
+    scenario: &Scenario,
+    send: &mut impl AsyncFnMut(Filling<'_>, bool, Option<&mut Vec<u8>>, &Ticket) -> Sent,
+) -> Result<(), String> {
     let mut user = User::new(scenario, 0, shared.settings.seed);
     for (i, step) in scenario.setup.iter().enumerate() {
         let ticket = Ticket {
@@ -510,29 +563,15 @@ pub(super) async fn setup(shared: &Shared, local: &RefCell<Local>) -> Result<(),
         };
         let what = format!("setup step {:?} ({} {})", step.name, step.method, step.url);
         let (filling, answer) = user.filling(scenario, step, ticket.seq);
-        let bytes = filling
-            .http1()
-            .map_err(|_| format!("{what}: a value cannot be sent"))?;
-        let outgoing = Outgoing {
-            bytes,
-            head: step.is_head(),
-            capture: Some(answer),
+        let answered = match send(filling, step.is_head(), Some(answer), &ticket).await {
+            Sent::Answered(answered) => answered,
+            Sent::Unsendable => return Err(format!("{what}: a value cannot be sent")),
+            Sent::Failed {
+                class: ErrorClass::ClosedEarly,
+                ..
+            } => return Err(format!("{what}: no answer")),
+            Sent::Failed { class, .. } => return Err(format!("{what}: {}", class.label())),
         };
-        let answered = exchange(
-            shared,
-            local,
-            &read_buf,
-            &mut conn,
-            std::slice::from_ref(&ticket),
-            Some(outgoing),
-        )
-        .await
-        .map_err(|f| match f {
-            Failure::Connect(class) | Failure::Request { class, .. } => {
-                format!("{what}: {}", class.label())
-            }
-        })?
-        .ok_or_else(|| format!("{what}: no answer"))?;
         let statuses = step.statuses.unwrap_or(shared.settings.expect_status);
         if !statuses.contains(answered.status) {
             let body = Answer::read(&user.answer)
