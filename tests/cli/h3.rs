@@ -396,6 +396,21 @@ fn h3_a_server_stall_shows_in_the_corrected_p99() {
 #[test]
 fn h3_a_server_that_closes_mid_run_is_counted_and_the_run_ends_on_time() {
     let home = temp();
+    // Plain requests, and a scenario's users (whose connection link makes
+    // the next connection when a step finds the last one gone).
+    let flows = home.path().join("flows.toml");
+    std::fs::write(
+        &flows,
+        "[[flow]]\nname = \"hello\"\n\n[[flow.step]]\nname = \"hello\"\nurl = \"/hello\"\n",
+    )
+    .unwrap();
+    let scenario = ["--scenario", flows.to_str().unwrap()];
+    for extra in [&[][..], &scenario[..]] {
+        server_leaves_mid_run(home.path(), extra);
+    }
+}
+
+fn server_leaves_mid_run(home: &std::path::Path, extra: &[&str]) {
     let (mut server, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--h3"], "https://");
     let pid = server.id() as libc::pid_t;
     let stopper = std::thread::spawn(move || {
@@ -403,38 +418,40 @@ fn h3_a_server_that_closes_mid_run_is_counted_and_the_run_ends_on_time() {
         // SAFETY: kill(2) with a valid pid of our own child.
         unsafe { libc::kill(pid, libc::SIGINT) };
     });
-    let url = format!("https://{addr}/hello");
+    // A scenario's URL is the server alone; its steps name the path.
+    let url = match extra {
+        [] => format!("https://{addr}/hello"),
+        _ => format!("https://{addr}"),
+    };
     let started = Instant::now();
-    let (run, _) = http_json_exit(
-        home.path(),
-        &[
-            &url,
-            "--h3",
-            "--insecure",
-            "-c",
-            "2",
-            "-m",
-            "2",
-            "-d",
-            "3s",
-            "--connect-timeout",
-            "500ms",
-            "--timeout",
-            "1s",
-        ],
-        1,
-    );
+    let mut args = vec![
+        url.as_str(),
+        "--h3",
+        "--insecure",
+        "-c",
+        "2",
+        "-m",
+        "2",
+        "-d",
+        "3s",
+        "--connect-timeout",
+        "500ms",
+        "--timeout",
+        "1s",
+    ];
+    args.extend_from_slice(extra);
+    let (run, _) = http_json_exit(home, &args, 1);
     stopper.join().unwrap();
     let _ = server.wait();
     assert!(
         started.elapsed() < Duration::from_secs(20),
-        "it ended on time"
+        "{extra:?}: it ended on time"
     );
-    assert!(metric(&run, "responses").unwrap() > 0.0);
+    assert!(metric(&run, "responses").unwrap() > 0.0, "{extra:?}");
     let errors = metric(&run, "errors").unwrap();
     assert!(
         errors > 0.0,
-        "the attempts after the server left are counted"
+        "{extra:?}: the attempts after the server left are counted"
     );
     let by_class: f64 = [
         "errors_connect_timeout",
@@ -448,7 +465,7 @@ fn h3_a_server_that_closes_mid_run_is_counted_and_the_run_ends_on_time() {
     .sum();
     assert_eq!(
         by_class, errors,
-        "every failure has its class: {:?}",
+        "{extra:?}: every failure has its class: {:?}",
         run["metrics"]
     );
 }
