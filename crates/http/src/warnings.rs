@@ -27,7 +27,12 @@ pub enum HttpWarning {
     /// A body without a Content-Type header.
     NoContentType,
     /// The worker threads were busy at least 90% of the time.
-    ClientSaturated { cpu_percent: f64, threads: usize },
+    ClientSaturated {
+        cpu_percent: f64,
+        threads: usize,
+        /// Over HTTP/3: what QUIC asked of the client.
+        quic: Option<QuicLoad>,
+    },
     /// The first connection attempts were all refused.
     ConnectionRefused { endpoint: String },
     /// The server accepted connections and answered nothing.
@@ -135,6 +140,15 @@ impl dyno_model::Judgement for HttpWarning {
     }
 }
 
+/// What QUIC asked of a saturated client: its connections, and the UDP
+/// datagrams each receive call brought (1.0: no GRO batching, a system
+/// call per datagram).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuicLoad {
+    pub connections: usize,
+    pub datagrams_per_receive: Option<f64>,
+}
+
 impl fmt::Display for HttpWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -156,11 +170,43 @@ impl fmt::Display for HttpWarning {
             HttpWarning::ClientSaturated {
                 cpu_percent: cpu,
                 threads,
+                quic: None,
             } => write!(
                 f,
                 "dyno used {cpu:.0}% of its {threads} worker thread{}: the client may be the bottleneck, so the figures are a lower bound for the server; add threads or a second client machine",
                 if *threads == 1 { "" } else { "s" }
             ),
+            HttpWarning::ClientSaturated {
+                cpu_percent: cpu,
+                threads,
+                quic: Some(quic),
+            } => {
+                write!(
+                    f,
+                    "dyno used {cpu:.0}% of its {threads} worker thread{}: the client may be the bottleneck, so the figures are a lower bound for the server. Over HTTP/3 the client does in user space what the kernel does for TCP: it encrypts each packet and",
+                    if *threads == 1 { "" } else { "s" }
+                )?;
+                match quic.datagrams_per_receive {
+                    Some(per) if per < 1.5 => write!(
+                        f,
+                        " makes a system call for each datagram it receives ({per:.1} a call: the server's datagrams come unbatched, so GRO cannot join them)"
+                    )?,
+                    Some(per) => write!(f, " receives {per:.1} datagrams a system call (GRO)")?,
+                    None => f.write_str(" moves each batch of datagrams with a system call")?,
+                }
+                if quic.connections > *threads {
+                    write!(
+                        f,
+                        "; a QUIC connection is one thread's work, so add threads (-t up to -c {}), or a second client machine",
+                        quic.connections
+                    )
+                } else {
+                    write!(
+                        f,
+                        "; a QUIC connection is one thread's work, so add connections and threads together (-c and -t), or a second client machine"
+                    )
+                }
+            }
             HttpWarning::ConnectionRefused { endpoint } => write!(
                 f,
                 "the first {GIVE_UP_AFTER_REFUSALS} connection attempts were all refused and none succeeded: nothing listens at {endpoint}, so the run was stopped",
@@ -424,9 +470,15 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
     let mut warnings = Vec::new();
     let cpu = outcome.client_cpu_percent(settings.threads);
     if dyno_load::judge::client_saturated(cpu, outcome.wall) {
+        let h3 = &outcome.stats.h3;
         warnings.push(HttpWarning::ClientSaturated {
             cpu_percent: cpu,
             threads: settings.threads,
+            quic: settings.http3.then(|| QuicLoad {
+                connections: settings.connections,
+                datagrams_per_receive: (h3.receive_calls > 0)
+                    .then(|| h3.datagrams_received as f64 / h3.receive_calls as f64),
+            }),
         });
     }
     if outcome.refused {
@@ -724,6 +776,35 @@ mod tests {
         assert_eq!(
             w.message,
             "dyno used 95% of its 2 worker threads: the client may be the bottleneck, so the figures are a lower bound for the server; add threads or a second client machine"
+        );
+    }
+
+    #[test]
+    fn a_saturated_http3_client_names_what_quic_costs_and_the_fix() {
+        let mut o = outcome();
+        o.cpu = Duration::from_millis(1900);
+        o.stats.h3.datagrams_received = 5000;
+        o.stats.h3.receive_calls = 5000;
+        let mut s = settings("https://127.0.0.1:8443/");
+        s.http3 = true;
+        let message =
+            |o: &Outcome, s: &Settings| dyno_model::Warning::from(judge(o, s)[0].clone()).message;
+        let m = message(&o, &s);
+        assert!(
+            m.starts_with("dyno used 95% of its 2 worker threads")
+                && m.contains("a system call for each datagram it receives (1.0 a call")
+                && m.contains("add threads (-t up to -c 4)"),
+            "{m}"
+        );
+        // GRO at work, and as many threads as connections: the fix is
+        // more of both.
+        o.stats.h3.receive_calls = 1000;
+        s.connections = 2;
+        let m = message(&o, &s);
+        assert!(
+            m.contains("receives 5.0 datagrams a system call (GRO)")
+                && m.contains("add connections and threads together"),
+            "{m}"
         );
     }
 

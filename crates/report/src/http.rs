@@ -386,21 +386,48 @@ fn transfer_lines(out: &mut String, f: &HttpFigures) {
 /// datagrams per system call (above 1: GSO or GRO batched them), losses,
 /// congestion, stream-limit stalls, and GOAWAY retries.
 fn quic_lines(out: &mut String, h3: &H3Figures) {
+    let facts = quic_facts(h3);
+    for (i, (label, words)) in facts.iter().enumerate() {
+        match (i, *label) {
+            (0, _) => {
+                let rtt = facts
+                    .iter()
+                    .find(|(l, _)| *l == "Path RTT")
+                    .map(|(_, w)| format!("; path RTT {w}"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "QUIC        {words}{rtt}");
+            }
+            (_, "Path RTT") => {}
+            _ => {
+                let _ = writeln!(out, "            {words}");
+            }
+        }
+    }
+}
+
+/// What QUIC did under an HTTP/3 run, in words, each with its label: the
+/// handshakes, the path's round trip, the datagrams and the system calls
+/// that moved them, the packets lost and what held the sender back, and
+/// the requests sent again. The text report's QUIC lines and the HTML
+/// page's table say the same.
+pub(crate) fn quic_facts(h3: &H3Figures) -> Vec<(&'static str, String)> {
     let ns = |v: f64| units::duration_short(v);
-    let handshakes = if h3.handshakes > 0.0 {
-        format!(
-            "{} (mean {}, max {})",
-            counted(h3.handshakes as u64, "handshake"),
-            ns(h3.handshake_ns_sum / h3.handshakes),
-            ns(h3.handshake_ns_max)
-        )
-    } else {
-        "no handshake in the measured part".to_owned()
-    };
-    let rtt = match (h3.rtt_min_ns, h3.rtt_max_ns) {
-        (Some(min), Some(max)) => format!("; path RTT {}–{}", ns(min), ns(max)),
-        _ => String::new(),
-    };
+    let mut facts = vec![(
+        "Handshakes",
+        if h3.handshakes > 0.0 {
+            format!(
+                "{} (mean {}, max {})",
+                counted(h3.handshakes as u64, "handshake"),
+                ns(h3.handshake_ns_sum / h3.handshakes),
+                ns(h3.handshake_ns_max)
+            )
+        } else {
+            "no handshake in the measured part".to_owned()
+        },
+    )];
+    if let (Some(min), Some(max)) = (h3.rtt_min_ns, h3.rtt_max_ns) {
+        facts.push(("Path RTT", format!("{}–{}", ns(min), ns(max))));
+    }
     let per_call = |datagrams: f64, calls: f64| {
         if calls > 0.0 {
             format!("{:.1}", datagrams / calls)
@@ -408,32 +435,38 @@ fn quic_lines(out: &mut String, h3: &H3Figures) {
             "–".to_owned()
         }
     };
-    let _ = writeln!(out, "QUIC        {handshakes}{rtt}");
-    let _ = writeln!(
-        out,
-        "            datagrams sent {} ({} a send call), received {} ({} a receive call)",
-        h3.datagrams_sent,
-        per_call(h3.datagrams_sent, h3.send_calls),
-        h3.datagrams_received,
-        per_call(h3.datagrams_received, h3.receive_calls),
-    );
+    facts.push((
+        "Datagrams",
+        format!(
+            "datagrams sent {} ({} a send call), received {} ({} a receive call)",
+            h3.datagrams_sent,
+            per_call(h3.datagrams_sent, h3.send_calls),
+            h3.datagrams_received,
+            per_call(h3.datagrams_received, h3.receive_calls),
+        ),
+    ));
     let lost = if h3.packets_sent > 0.0 {
         100.0 * h3.packets_lost / h3.packets_sent
     } else {
         0.0
     };
-    let _ = writeln!(
-        out,
-        "            packets lost {} of {} sent ({lost:.2}%), {} congestion events, {} stream-limit stalls",
-        h3.packets_lost, h3.packets_sent, h3.congestion_events, h3.stream_limit_stalls
-    );
+    facts.push((
+        "Packets",
+        format!(
+            "packets lost {} of {} sent ({lost:.2}%), {} congestion events, {} stream-limit stalls",
+            h3.packets_lost, h3.packets_sent, h3.congestion_events, h3.stream_limit_stalls
+        ),
+    ));
     if h3.goaway_retried > 0.0 {
-        let _ = writeln!(
-            out,
-            "            {} sent again on a new connection: the server said it had not processed them (not errors)",
-            counted(h3.goaway_retried as u64, "request")
-        );
+        facts.push((
+            "Sent again",
+            format!(
+                "{} sent again on a new connection: the server said it had not processed them (not errors)",
+                counted(h3.goaway_retried as u64, "request")
+            ),
+        ));
     }
+    facts
 }
 
 /// The latency table: the latency (corrected, in an `open` run) and the

@@ -21,6 +21,12 @@ use super::markup::{self, Table, esc};
 /// then every metric, as a database run's page ends.
 pub(super) fn section(run: &Run, figures: &HttpFigures, charts: Vec<String>) -> Vec<String> {
     let mut out = vec![how_it_ran(figures)];
+    if let Some(h3) = &figures.h3 {
+        out.push(markup::facts(
+            "What QUIC did (HTTP/3)",
+            &crate::http::quic_facts(h3),
+        ));
+    }
     out.extend(server_cost(run));
     out.extend(charts);
     out.extend(super::every_metric(run, None));

@@ -440,6 +440,30 @@ fn an_open_model_http_run_draws_corrected_and_uncorrected_spectra() {
 }
 
 #[test]
+fn an_http3_run_says_what_quic_did_and_others_do_not() {
+    let mut run = http_run();
+    assert!(!html_report(std::slice::from_ref(&run)).contains("What QUIC did"));
+    run.metrics.extend([
+        tally("h3_handshakes", 2.0),
+        tally("h3_handshake_ns_sum", 4_000_000.0),
+        tally("h3_handshake_ns_max", 2_500_000.0),
+        tally("h3_datagrams_sent", 700.0),
+        tally("h3_datagrams_received", 900.0),
+        tally("h3_send_calls", 700.0),
+        tally("h3_receive_calls", 300.0),
+        tally("h3_packets_sent", 702.0),
+        tally("h3_packets_lost", 3.0),
+        tally("h3_rtt_min_ns", 40_000.0),
+        tally("h3_rtt_max_ns", 90_000.0),
+    ]);
+    let html = html_report(&[run]);
+    assert_says(&html, "<caption>What QUIC did (HTTP/3)</caption>");
+    assert_says(&html, "2 handshakes (mean 2.000ms, max 2.500ms)");
+    assert_says(&html, "received 900 (3.0 a receive call)");
+    assert_says(&html, "packets lost 3 of 702 sent (0.43%)");
+}
+
+#[test]
 fn a_closed_model_http_run_draws_one_spectrum() {
     let mut run = http_run();
     run.metrics.retain(|m| m.name != "latency_uncorrected_ns");
