@@ -348,14 +348,13 @@ fn h3_a_server_stall_shows_in_the_corrected_p99() {
     let home = temp();
     let (mut server, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--h3"], "https://");
     let pid = server.id() as libc::pid_t;
-    let stall = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1200));
-        // SAFETY: kill(2) with a valid pid of our own child.
-        unsafe { libc::kill(pid, libc::SIGSTOP) };
-        std::thread::sleep(Duration::from_millis(500));
-        // SAFETY: as above.
-        unsafe { libc::kill(pid, libc::SIGCONT) };
-    });
+    let stall = signals(
+        pid,
+        &[
+            (Duration::from_millis(1200), libc::SIGSTOP),
+            (Duration::from_millis(500), libc::SIGCONT),
+        ],
+    );
     let url = format!("https://{addr}/hello");
     let run = http_json(
         home.path(),
@@ -413,11 +412,7 @@ fn h3_a_server_that_closes_mid_run_is_counted_and_the_run_ends_on_time() {
 fn server_leaves_mid_run(home: &std::path::Path, extra: &[&str]) {
     let (mut server, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--h3"], "https://");
     let pid = server.id() as libc::pid_t;
-    let stopper = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1000));
-        // SAFETY: kill(2) with a valid pid of our own child.
-        unsafe { libc::kill(pid, libc::SIGINT) };
-    });
+    let stopper = signals(pid, &[(Duration::from_millis(1000), libc::SIGINT)]);
     // A scenario's URL is the server alone; its steps name the path.
     let url = match extra {
         [] => format!("https://{addr}/hello"),
@@ -468,4 +463,17 @@ fn server_leaves_mid_run(home: &std::path::Path, extra: &[&str]) {
         "{extra:?}: every failure has its class: {:?}",
         run["metrics"]
     );
+}
+
+/// Sends the server `pid` each signal after its pause, in order, from a
+/// thread of its own.
+fn signals(pid: libc::pid_t, plan: &[(Duration, libc::c_int)]) -> std::thread::JoinHandle<()> {
+    let plan = plan.to_vec();
+    std::thread::spawn(move || {
+        for (pause, signal) in plan {
+            std::thread::sleep(pause);
+            // SAFETY: kill(2) with the pid of our own child.
+            unsafe { libc::kill(pid, signal) };
+        }
+    })
 }
