@@ -39,7 +39,7 @@ use tokio::io::{AsyncWrite, ReadBuf};
 use super::exchange::{Answered, connect, io_class};
 use super::replay::{LOOK_AGAIN, Next, ReplaySchedule};
 use super::scenario::{Filling, Sent, User};
-use super::schedule::{OpenSchedule, Ticket, until, until_due};
+use super::schedule::{OpenSchedule, Ticket, until};
 use super::{Local, Shared, Task};
 use crate::conn::Stream;
 use crate::http2::frame::{CANCEL, NO_ERROR};
@@ -1243,16 +1243,11 @@ async fn scenario_loop(
             Err((class, sent)) => Sent::Failed { class, sent },
         }
     };
-    loop {
-        let Some(start) = tickets.next(shared, local) else {
-            return;
-        };
-        if !user.think_owed(shared).await {
-            return;
-        }
-        until_due(&start, timer.as_ref()).await;
-        user.flow(shared, local, start, &mut send).await;
-    }
+    let next = || tickets.next(shared, local);
+    user.live(shared, local, timer.as_ref(), next, &mut send, || {
+        Duration::ZERO
+    })
+    .await;
 }
 
 /// A virtual user taken from its slot for a loop's life, and put back when

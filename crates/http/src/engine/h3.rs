@@ -819,20 +819,13 @@ async fn scenario_users(
                                   ticket: &Ticket| {
                 link.send_filling(filling, capture, ticket).await
             };
-            loop {
-                let Some(start) = tickets.next(shared, local) else {
-                    return;
-                };
-                if !user.think_owed(shared).await {
-                    return;
-                }
-                until_due(&start, timer.as_ref()).await;
-                user.flow(shared, local, start, &mut send).await;
-                let pause = link.backoff.get();
-                if !shared.settings.open_model() && !pause.is_zero() {
-                    tokio::time::sleep(pause).await;
-                }
-            }
+            let pause = || match shared.settings.open_model() {
+                false => link.backoff.get(),
+                true => Duration::ZERO,
+            };
+            let next = || tickets.next(shared, local);
+            user.live(shared, local, timer.as_ref(), next, &mut send, pause)
+                .await;
         });
     }
     while users.join_next().await.is_some() {}

@@ -319,6 +319,33 @@ impl User {
         self.iter += 1;
     }
 
+    /// A virtual user's life: takes a flow's start from `next` (the
+    /// closed model's quota or the open model's timetable), waits out the
+    /// think it owes and the start's due time, makes the flow with
+    /// `send`, then waits `pause()` (a closed model's back-off after a
+    /// failed connect); until no start is left or the run ends.
+    pub(super) async fn live(
+        &mut self,
+        shared: &Shared,
+        local: &RefCell<Local>,
+        timer: Option<&dyno_load::Timer>,
+        mut next: impl FnMut() -> Option<Ticket>,
+        send: &mut impl AsyncFnMut(Filling<'_>, bool, Option<&mut Vec<u8>>, &Ticket) -> Sent,
+        pause: impl Fn() -> Duration,
+    ) {
+        while let Some(start) = next() {
+            if !self.think_owed(shared).await {
+                return;
+            }
+            until_due(&start, timer).await;
+            self.flow(shared, local, start, send).await;
+            let pause = pause();
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+
     /// Waits out the think owed from the last flow, once the next flow's
     /// ticket is in hand: whether the run still goes on after it (a
     /// duration's end may come while the user thinks).
@@ -430,55 +457,70 @@ pub(super) async fn virtual_user(task: Task, stream: Option<Stream>) {
     let (shared, local) = (&*shared, &*local);
     let mut send =
         async |filling: Filling<'_>, head: bool, capture: Option<&mut Vec<u8>>, ticket: &Ticket| {
-            let Ok(bytes) = filling.http1() else {
-                return Sent::Unsendable;
-            };
-            let outgoing = Outgoing {
-                bytes,
-                head,
-                capture,
-            };
-            let batch = std::slice::from_ref(ticket);
-            match exchange(shared, local, &read_buf, &mut conn, batch, Some(outgoing)).await {
-                Ok(Some(answered)) => {
-                    backoff.set(Duration::ZERO);
-                    Sent::Answered(answered)
-                }
-                Ok(None) => Sent::Failed {
-                    class: ErrorClass::ClosedEarly,
-                    sent: true,
-                },
-                Err(Failure::Connect(class)) => {
-                    if class == ErrorClass::ConnectRefused {
+            let sent = send_http1(
+                shared, local, &read_buf, &mut conn, filling, head, capture, ticket,
+            )
+            .await;
+            match &sent {
+                Sent::Answered(_) => backoff.set(Duration::ZERO),
+                Sent::Failed { class, sent: false } => {
+                    if *class == ErrorClass::ConnectRefused {
                         shared.connect_refused();
                     }
                     backoff.set(
                         (backoff.get() * 2)
                             .clamp(Duration::from_millis(1), Duration::from_millis(100)),
                     );
-                    Sent::Failed { class, sent: false }
                 }
-                Err(Failure::Request { class, .. }) => {
-                    conn.close();
-                    Sent::Failed { class, sent: true }
-                }
+                Sent::Failed { .. } | Sent::Unsendable => {}
             }
+            sent
         };
-    loop {
-        let start = match &open {
-            Some(schedule) => schedule.borrow_mut().ticket(shared, local),
-            None => local.borrow_mut().closed_ticket(shared, threads),
-        };
-        let Some(start) = start else {
-            break;
-        };
-        if !user.think_owed(shared).await {
-            break;
-        }
-        until_due(&start, timer.as_ref()).await;
-        user.flow(shared, local, start, &mut send).await;
-        if open.is_none() && !backoff.get().is_zero() {
-            tokio::time::sleep(backoff.get()).await;
+    let next = || match &open {
+        Some(schedule) => schedule.borrow_mut().ticket(shared, local),
+        None => local.borrow_mut().closed_ticket(shared, threads),
+    };
+    let pause = || match open {
+        None => backoff.get(),
+        Some(_) => Duration::ZERO,
+    };
+    user.live(shared, local, timer.as_ref(), next, &mut send, pause)
+        .await;
+}
+
+/// A step's request over the user's HTTP/1.1 connection (made first if
+/// there is none), and its answer; a request that failed ends the
+/// connection, whose framing is lost.
+#[allow(clippy::too_many_arguments)]
+async fn send_http1(
+    shared: &Shared,
+    local: &RefCell<Local>,
+    read_buf: &RefCell<Vec<u8>>,
+    conn: &mut Conn,
+    filling: Filling<'_>,
+    head: bool,
+    capture: Option<&mut Vec<u8>>,
+    ticket: &Ticket,
+) -> Sent {
+    let Ok(bytes) = filling.http1() else {
+        return Sent::Unsendable;
+    };
+    let outgoing = Outgoing {
+        bytes,
+        head,
+        capture,
+    };
+    let batch = std::slice::from_ref(ticket);
+    match exchange(shared, local, read_buf, conn, batch, Some(outgoing)).await {
+        Ok(Some(answered)) => Sent::Answered(answered),
+        Ok(None) => Sent::Failed {
+            class: ErrorClass::ClosedEarly,
+            sent: true,
+        },
+        Err(Failure::Connect(class)) => Sent::Failed { class, sent: false },
+        Err(Failure::Request { class, .. }) => {
+            conn.close();
+            Sent::Failed { class, sent: true }
         }
     }
 }
@@ -520,25 +562,10 @@ pub(super) async fn setup(shared: &Arc<Shared>, local: &Rc<RefCell<Local>>) -> R
                     head: bool,
                     capture: Option<&mut Vec<u8>>,
                     ticket: &Ticket| {
-            let Ok(bytes) = filling.http1() else {
-                return Sent::Unsendable;
-            };
-            let outgoing = Outgoing {
-                bytes,
-                head,
-                capture,
-            };
-            let batch = std::slice::from_ref(ticket);
-            match exchange(shared, local, &read_buf, &mut conn, batch, Some(outgoing)).await {
-                Ok(Some(answered)) => Sent::Answered(answered),
-                Ok(None) => Sent::Failed {
-                    class: ErrorClass::ClosedEarly,
-                    sent: true,
-                },
-                Err(Failure::Connect(class) | Failure::Request { class, .. }) => {
-                    Sent::Failed { class, sent: true }
-                }
-            }
+            send_http1(
+                shared, local, &read_buf, &mut conn, filling, head, capture, ticket,
+            )
+            .await
         },
     )
     .await
@@ -568,7 +595,7 @@ async fn setup_steps(
             Sent::Unsendable => return Err(format!("{what}: a value cannot be sent")),
             Sent::Failed {
                 class: ErrorClass::ClosedEarly,
-                ..
+                sent: true,
             } => return Err(format!("{what}: no answer")),
             Sent::Failed { class, .. } => return Err(format!("{what}: {}", class.label())),
         };
