@@ -15,7 +15,7 @@ use crate::common::{
 /// Caddy serving a directory over HTTPS (its own internal CA) and HTTP/3 on
 /// a free loopback port, logging each request as a JSON line; killed when
 /// dropped.
-struct Caddy {
+pub(crate) struct Caddy {
     child: std::process::Child,
     port: u16,
     dir: tempfile::TempDir,
@@ -24,7 +24,7 @@ struct Caddy {
 impl Caddy {
     /// Starts Caddy serving `files` (name, content) with `protocols` (`h1
     /// h2 h3`, or without h3).
-    fn start(files: &[(&str, Vec<u8>)], protocols: &str) -> Caddy {
+    pub(crate) fn start(files: &[(&str, Vec<u8>)], protocols: &str) -> Caddy {
         let dir = temp();
         let d = dir.path();
         std::fs::create_dir_all(d.join("www")).unwrap();
@@ -95,8 +95,17 @@ https://127.0.0.1:{port} {{
         panic!("caddy did not listen on 127.0.0.1:{port} within 10 s");
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("https://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Every request Caddy logged, as JSON.
+    pub(crate) fn logged(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.path().join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect()
     }
 
     /// The requests Caddy logged over HTTP/3, and their response sizes.
@@ -118,7 +127,7 @@ impl Drop for Caddy {
     }
 }
 
-fn bytes(n: usize) -> Vec<u8> {
+pub(crate) fn bytes(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i % 251) as u8).collect()
 }
 

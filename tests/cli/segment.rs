@@ -365,6 +365,50 @@ fn three_segments_make_exactly_the_run_and_merge_without_loss() {
 /// The open model split: every N-th due time of one timetable. Under -n
 /// the segments send each request number once; the merged rate is the one
 /// asked for.
+/// Segments over HTTP/3: each from its own source address over QUIC, the
+/// run's `{seq}` values shared out between them, and the merge exact.
+/// Caddy's log is the judge.
+#[test]
+fn segments_over_http3_make_exactly_the_run() {
+    let home = temp();
+    let store = shared_db(home.path());
+    let caddy = crate::h3::Caddy::start(&[("1k.bin", crate::h3::bytes(1024))], "h1 h2 h3");
+    let url = caddy.url("/1k.bin?s={seq}");
+    let args = [
+        url.as_str(),
+        "--h3",
+        "--insecure",
+        "-n",
+        "301",
+        "-c",
+        "4",
+        "-m",
+        "2",
+    ];
+    let segments = run_segments(home.path(), &store, "g3", 2, &args);
+    let counts: Vec<f64> = segments.iter().map(|r| metric(r, "responses")).collect();
+    assert_eq!(counts, [151.0, 150.0]);
+    let merged = merge_json(home.path(), &store, "g3");
+    assert_eq!(metric(&merged, "responses"), 301.0);
+    assert_eq!(metric(&merged, "h3_handshakes"), 4.0);
+    std::thread::sleep(Duration::from_millis(300));
+    let logged = caddy.logged();
+    let mut seqs = BTreeSet::new();
+    let mut peers = BTreeSet::new();
+    for line in &logged {
+        assert_eq!(line["request"]["proto"], "HTTP/3.0", "{line}");
+        let uri = line["request"]["uri"].as_str().unwrap();
+        let seq: u64 = uri.rsplit_once("s=").unwrap().1.parse().unwrap();
+        assert!(seqs.insert(seq), "{{seq}} {seq} twice");
+        peers.insert(line["request"]["remote_ip"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(seqs, (0..301).collect::<BTreeSet<u64>>());
+    assert_eq!(
+        peers.into_iter().collect::<Vec<_>>(),
+        ["127.0.0.2", "127.0.0.3"]
+    );
+}
+
 #[test]
 fn an_open_model_run_splits_its_timetable_and_keeps_the_rate() {
     let home = temp();
