@@ -249,6 +249,48 @@ check = { status = 200, contains = "seven" }
     assert_eq!(caddy.h3_requests().len(), 101, "every one over HTTP/3");
 }
 
+/// A capacity search over HTTP/3: its steps are open-model runs over
+/// QUIC (every request Caddy logged is HTTP/3.0), recorded with the run.
+#[test]
+fn h3_find_max_searches_over_quic() {
+    let home = temp();
+    let caddy = Caddy::start(&[("1k.bin", bytes(1024))], "h1 h2 h3");
+    let url = caddy.url("/1k.bin");
+    let run = http_json(
+        home.path(),
+        &[
+            &url,
+            "--h3",
+            "--insecure",
+            "-c",
+            "4",
+            "--find-max",
+            "--slo",
+            "p99<=1s,errors<=1%",
+            "--start",
+            "50",
+            "--step",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--budget",
+            "1600ms",
+        ],
+    );
+    assert_eq!(run["settings"]["http3"], true, "{}", run["settings"]);
+    let cap = &run["settings"]["capacity"];
+    let steps = cap["steps"].as_array().expect("the search's steps");
+    assert!(!steps.is_empty(), "{cap}");
+    assert_eq!(steps[0]["requested"], 50.0, "{cap}");
+    std::thread::sleep(Duration::from_millis(300));
+    let logged = caddy.logged();
+    assert!(logged.len() >= 15, "the first step's requests at least");
+    assert!(
+        logged.iter().all(|l| l["request"]["proto"] == "HTTP/3.0"),
+        "every request over HTTP/3"
+    );
+}
+
 #[test]
 fn h3_open_model_keeps_its_rate_against_caddy() {
     let home = temp();
