@@ -90,7 +90,7 @@ db_cmd() { echo "$1 db run -b $SCRIPT -M prepared -c 1 -j 1 -t $2 --no-save --js
 db_rate_cmd() { echo "$1 db run -b select-only -M prepared -c 1 -j 1 -t $2 -R ${RATE:-500} --no-save --json"; }
 http_cmd() { echo "$1 http http://127.0.0.1:$PORT/hello.html -t1 -c1 -n $2 --no-save --json"; }
 http_1m_cmd() { echo "$1 http http://127.0.0.1:$PORT/1m.bin -t1 -c1 -n $2 --no-save --json"; }
-h2_cmd() { echo "$1 http http://127.0.0.1:$PORT/hello.html --h2 -t1 -c1 -m1 -n $2 --no-save --json"; }
+h2_cmd() { echo "$1 http http://127.0.0.1:$PORT/hello.html --h2 -t1 -c2 -m10 -n $2 --no-save --json"; }
 
 for case in $CASES; do
   case $case in
