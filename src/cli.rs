@@ -490,8 +490,9 @@ pub(crate) struct HttpArgs {
     /// virtual user making multi-step flows, with values extracted from
     /// answers into later requests, checks, think times, per-user data and
     /// cookies; results per step and per flow. -n counts flows, --rate is
-    /// flows per second. The URL, if given, replaces the file's `base`.
-    /// See the guide's "Scenarios" chapter.
+    /// flows per second. With --h2 or --h3, -m virtual users share each
+    /// connection. The URL, if given, replaces the file's `base`. See
+    /// the guide's "Scenarios" chapter.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["url_file", "body", "body_file"])]
     pub scenario: Option<PathBuf>,
 
