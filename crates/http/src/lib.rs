@@ -19,6 +19,7 @@ mod conn;
 mod ending;
 pub mod engine;
 mod http2;
+mod http3;
 mod outcome;
 pub mod parse;
 pub mod quick;
