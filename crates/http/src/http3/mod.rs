@@ -4,4 +4,5 @@
 //! Not wired into the engine yet: this branch holds its pieces.
 #![allow(dead_code)]
 
+pub(crate) mod frame;
 pub(crate) mod qpack;
