@@ -4,6 +4,7 @@
 //! Not wired into the engine yet: this branch holds its pieces.
 #![allow(dead_code)]
 
+pub(crate) mod client;
 pub(crate) mod frame;
 pub(crate) mod qpack;
 
