@@ -24,9 +24,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes};
-use h3::error::{Code, ConnectionError, StreamError};
-use h3::quic::ConnectionErrorIncoming;
+use bytes::Bytes;
 
 use super::exchange::Answered;
 use super::h2::{Tickets, given_back, static_requests};
@@ -35,6 +33,7 @@ use super::schedule::{Ticket, until_due};
 use super::{Local, Shared, Task};
 use crate::conn::Endpoint;
 use crate::http2;
+use crate::http3::client::{Failed, H3_NO_ERROR, H3_REQUEST_REJECTED};
 use crate::scenario::template::Refused;
 use crate::settings::Settings;
 use crate::stats::{ErrorClass, Timing};
@@ -306,11 +305,11 @@ fn bind_address(server: SocketAddr, source: Option<IpAddr>) -> SocketAddr {
     SocketAddr::new(ip, 0)
 }
 
-type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+type SendRequest = crate::http3::client::Session;
 
 /// The static templates' requests and bodies, converted once (keyed by
 /// the template's index); `None` for a template made per request.
-type Converted = Vec<Option<(http::Request<()>, Option<Bytes>)>>;
+type Converted = Vec<Option<(Bytes, Option<Bytes>)>>;
 
 /// One QUIC connection, as its stream loops share it.
 struct Conn {
@@ -369,10 +368,7 @@ impl Ending {
 impl Drop for Ending {
     fn drop(&mut self) {
         let connection = &self.conn.connection;
-        connection.close(
-            Code::H3_NO_ERROR.value().try_into().unwrap_or_default(),
-            b"",
-        );
+        connection.close(H3_NO_ERROR.into(), b"");
         if let Some(baseline) = self.conn.baseline.borrow().as_ref()
             && let Ok(mut l) = self.local.try_borrow_mut()
         {
@@ -442,19 +438,15 @@ async fn connect(
         let connection = connecting
             .await
             .map_err(|e| handshake_failed(&e, addr, answered_before))?;
-        let (mut driver, send) = h3::client::builder()
-            .build::<_, _, Bytes>(h3_quinn::Connection::new(connection.clone()))
+        // The session reads the server's control stream (GOAWAY) in its
+        // own task until the connection ends.
+        let send = crate::http3::client::Session::open(connection.clone())
             .await
             .map_err(|e| NotConnected {
                 class: ErrorClass::H3Protocol,
                 why: Some(format!("the HTTP/3 connection could not be set up: {e}")),
                 refuses_h3: !answered_before,
             })?;
-        // The h3 connection reads the server's control stream (SETTINGS,
-        // GOAWAY) in its own task until the connection ends.
-        tokio::task::spawn_local(async move {
-            std::future::poll_fn(|cx| driver.poll_close(cx)).await;
-        });
         Ok((connection, send))
     };
     match tokio::time::timeout(timeout, setup).await {
@@ -836,10 +828,10 @@ async fn scenario_users(
 fn request_for(
     shared: &Shared,
     local: &RefCell<Local>,
-    converted: &[Option<(http::Request<()>, Option<Bytes>)>],
+    converted: &[Option<(Bytes, Option<Bytes>)>],
     ticket: &Ticket,
     scratch: &mut Vec<u8>,
-) -> Option<(http::Request<()>, Option<Bytes>)> {
+) -> Option<(Bytes, Option<Bytes>)> {
     let settings = &shared.settings;
     let scheme = settings.target.scheme.as_str();
     let made = if settings.replay.is_some() {
@@ -865,27 +857,9 @@ fn request_for(
 
 /// An HTTP/2 request's fields as an HTTP/3 request (the same fields:
 /// pseudo-fields first, names in lower case), without its body.
-fn h3_request(r: &http2::Request) -> Result<http::Request<()>, String> {
-    let field = |i: usize| r.fields.get(i).map(|(_, v)| &v[..]).unwrap_or_default();
-    let uri = http::Uri::builder()
-        .scheme(field(1))
-        .authority(field(2))
-        .path_and_query(field(3))
-        .build()
-        .map_err(|e| e.to_string())?;
-    let mut request = http::Request::builder()
-        .method(http::Method::from_bytes(field(0)).map_err(|e| e.to_string())?)
-        .uri(uri)
-        .body(())
-        .map_err(|e| e.to_string())?;
-    let headers = request.headers_mut();
-    for (name, value) in r.fields.iter().skip(4) {
-        headers.append(
-            http::HeaderName::from_bytes(name).map_err(|e| e.to_string())?,
-            http::HeaderValue::from_bytes(value).map_err(|e| e.to_string())?,
-        );
-    }
-    Ok(request)
+fn h3_request(r: &http2::Request) -> Result<Bytes, String> {
+    let fields: Vec<(&[u8], &[u8])> = r.fields.iter().map(|(n, v)| (&n[..], &v[..])).collect();
+    Ok(crate::http3::client::headers_frame(&fields))
 }
 
 /// What became of one exchange, for the stream's loop.
@@ -910,7 +884,7 @@ async fn exchange(
     conn: &Conn,
     send: &mut SendRequest,
     ticket: Ticket,
-    request: http::Request<()>,
+    request: Bytes,
     body: Option<Bytes>,
 ) -> Step {
     match answer(shared, local, conn, send, &ticket, request, body, None).await {
@@ -980,124 +954,83 @@ async fn answer(
     conn: &Conn,
     send: &mut SendRequest,
     ticket: &Ticket,
-    request: http::Request<()>,
+    request: Bytes,
     body: Option<Bytes>,
     mut capture: Option<&mut Vec<u8>>,
 ) -> Result<Got, NoAnswer> {
     let sent = Instant::now();
-    let mut stream = match send.send_request(request).await {
-        Ok(stream) => stream,
-        Err(e) if refused_before_sending(&e) => return Err(NoAnswer::Unsent),
-        Err(e) => {
-            let (class, lost) = stream_class(&e);
-            return Err(NoAnswer::Failed {
-                class,
-                sent: false,
-                lost,
-            });
-        }
-    };
-    took_off(local, ticket, sent);
-    let timeout = shared.settings.timeout;
-    let answer = tokio::time::timeout(timeout, async {
-        if let Some(body) = body {
-            stream.send_data(body).await?;
-        }
-        stream.finish().await?;
-        let response = stream.recv_response().await?;
-        let head = Instant::now();
-        if let Some(capture) = capture.as_deref_mut() {
-            capture_head(capture, &response);
-        }
-        let mut body_bytes = 0u64;
-        while let Some(mut chunk) = stream.recv_data().await? {
-            body_bytes += chunk.remaining() as u64;
-            match capture.as_deref_mut() {
-                Some(capture) => {
-                    while chunk.has_remaining() {
-                        let part = chunk.chunk();
-                        capture.extend_from_slice(part);
-                        let n = part.len();
-                        chunk.advance(n);
-                    }
+    let mut server = None;
+    let want_server = local.borrow().firsts.server.is_none();
+    let result = send
+        .exchange(
+            &request,
+            body.as_ref(),
+            shared.settings.timeout,
+            capture.as_deref_mut(),
+            |name, value| {
+                if want_server && name == b"server" {
+                    server = Some(String::from_utf8_lossy(value).into_owned());
                 }
-                None => chunk.advance(chunk.remaining()),
-            }
-        }
-        Ok::<_, StreamError>((response, head, body_bytes))
-    })
-    .await;
+            },
+            || took_off(local, ticket, sent),
+        )
+        .await;
     let now = Instant::now();
-    match answer {
-        Ok(Ok((response, head, body_bytes))) => {
+    match result {
+        Ok(answer) => {
             conn.answered.set(true);
             conn.measuring(shared, now);
-            let status = response.status().as_u16();
-            let mut l = local.borrow_mut();
-            if l.firsts.server.is_none()
-                && let Some(server) = response.headers().get(http::header::SERVER)
-            {
-                l.firsts.server = Some(String::from_utf8_lossy(server.as_bytes()).into());
+            if let Some(server) = server {
+                local
+                    .borrow_mut()
+                    .firsts
+                    .server
+                    .get_or_insert(server.into());
             }
-            let length = response
-                .headers()
-                .get(http::header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
             let timing = Timing {
                 connect: conn.connect_time.take().unwrap_or(Duration::ZERO),
-                waiting: head.saturating_duration_since(sent),
+                waiting: answer.head_at.saturating_duration_since(sent),
                 processing: now.saturating_duration_since(sent),
                 corrected: ticket.due.map(|due| now.saturating_duration_since(due)),
             };
             Ok(Got {
                 answered: Answered {
                     done: now,
-                    status,
-                    body_bytes,
+                    status: answer.status,
+                    body_bytes: answer.body_bytes,
                     timing,
                 },
-                length_mismatch: length.is_some_and(|n| n != body_bytes) && status != 304,
+                length_mismatch: answer
+                    .content_length
+                    .is_some_and(|n| n != answer.body_bytes)
+                    && answer.status != 304,
             })
         }
-        Ok(Err(e)) => {
-            let rejected = matches!(&e, StreamError::RemoteTerminate { code, .. } if *code == Code::H3_REQUEST_REJECTED);
-            if rejected && conn.answered.get() {
-                return Err(NoAnswer::Rejected);
-            }
-            let (class, lost) = stream_class(&e);
-            Err(NoAnswer::Failed {
-                class,
-                sent: true,
-                lost,
-            })
+        Err(Failed::Unsent) => Err(NoAnswer::Unsent),
+        Err(Failed::Reset(code)) if code == H3_REQUEST_REJECTED && conn.answered.get() => {
+            Err(NoAnswer::Rejected)
         }
-        Err(_) => {
-            // No answer in time: the stream is given up alone.
-            stream.stop_sending(Code::H3_REQUEST_CANCELLED);
-            stream.stop_stream(Code::H3_REQUEST_CANCELLED);
-            Err(NoAnswer::Failed {
-                class: ErrorClass::ReadTimeout,
-                sent: true,
-                lost: false,
-            })
-        }
+        Err(Failed::Reset(_)) => Err(NoAnswer::Failed {
+            class: ErrorClass::H3StreamReset,
+            sent: true,
+            lost: false,
+        }),
+        Err(Failed::Lost(e)) => Err(NoAnswer::Failed {
+            class: connection_class(&e),
+            sent: true,
+            lost: true,
+        }),
+        Err(Failed::Timeout) => Err(NoAnswer::Failed {
+            class: ErrorClass::ReadTimeout,
+            sent: true,
+            lost: false,
+        }),
+        Err(Failed::Malformed(_)) => Err(NoAnswer::Failed {
+            class: ErrorClass::H3Protocol,
+            sent: true,
+            lost: false,
+        }),
     }
-}
-
-/// An answer's head as HTTP/1.1 text, the form a scenario's checks read
-/// (the reason phrase is not HTTP/3's; a dash stands in).
-fn capture_head(capture: &mut Vec<u8>, response: &http::Response<()>) {
-    capture.clear();
-    capture.extend_from_slice(b"HTTP/1.1 ");
-    capture.extend_from_slice(response.status().as_str().as_bytes());
-    capture.extend_from_slice(b" -\r\n");
-    for (name, value) in response.headers() {
-        capture.extend_from_slice(name.as_str().as_bytes());
-        capture.extend_from_slice(b": ");
-        capture.extend_from_slice(value.as_bytes());
-        capture.extend_from_slice(b"\r\n");
-    }
-    capture.extend_from_slice(b"\r\n");
 }
 
 /// Whether `ticket`'s request is a HEAD, whose answer announces a length
@@ -1129,47 +1062,18 @@ fn took_off(local: &RefCell<Local>, ticket: &Ticket, sent: Instant) {
     }
 }
 
-/// The connection takes no new request: the server's GOAWAY came, or the
-/// connection is closed. Nothing was sent.
-fn refused_before_sending(e: &StreamError) -> bool {
-    matches!(
-        e,
-        StreamError::RemoteClosing { .. } | StreamError::ConnectionError { .. }
-    )
-}
-
-/// A failed request's class, and whether the connection went with it.
-fn stream_class(e: &StreamError) -> (ErrorClass, bool) {
-    match e {
-        StreamError::RemoteTerminate { .. } => (ErrorClass::H3StreamReset, false),
-        StreamError::RemoteClosing { .. } => (ErrorClass::H3GoAway, true),
-        StreamError::HeaderTooBig { .. } => (ErrorClass::Write, false),
-        StreamError::ConnectionError { 0: c, .. } => (connection_class(c), true),
-        _ => (ErrorClass::H3Protocol, false),
-    }
-}
-
 /// The class of a request lost with its connection.
-fn connection_class(e: &ConnectionError) -> ErrorClass {
+fn connection_class(e: &quinn::ConnectionError) -> ErrorClass {
+    use quinn::ConnectionError as E;
     match e {
         // The server closed without error, or went away, while the
         // request was under way.
-        _ if e.is_h3_no_error() => ErrorClass::H3GoAway,
-        ConnectionError::Timeout { .. }
-        | ConnectionError::Remote {
-            0: ConnectionErrorIncoming::Timeout,
-            ..
-        } => ErrorClass::ReadTimeout,
-        ConnectionError::Remote {
-            0: ConnectionErrorIncoming::Undefined(inner),
-            ..
-        } => match inner.downcast_ref::<quinn::ConnectionError>() {
-            Some(quinn::ConnectionError::TimedOut) => ErrorClass::ReadTimeout,
-            Some(quinn::ConnectionError::Reset) => ErrorClass::Reset,
-            Some(quinn::ConnectionError::ConnectionClosed(_)) => ErrorClass::ClosedEarly,
-            Some(quinn::ConnectionError::LocallyClosed) => ErrorClass::ClosedEarly,
-            _ => ErrorClass::H3Protocol,
-        },
+        E::ApplicationClosed(close) if close.error_code == H3_NO_ERROR.into() => {
+            ErrorClass::H3GoAway
+        }
+        E::TimedOut => ErrorClass::ReadTimeout,
+        E::Reset => ErrorClass::Reset,
+        E::ConnectionClosed(_) | E::LocallyClosed => ErrorClass::ClosedEarly,
         _ => ErrorClass::H3Protocol,
     }
 }

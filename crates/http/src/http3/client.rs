@@ -85,6 +85,9 @@ impl Session {
     /// and reads its answer within `timeout`; with `capture`, the answer's
     /// fields go there as HTTP/1.1 text, its body after them. `fields`
     /// sees each field of the answer's head.
+    /// `opened` is called once the request's stream is open (the server's
+    /// stream limit let it go).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn exchange(
         &self,
         headers: &Bytes,
@@ -92,6 +95,7 @@ impl Session {
         timeout: Duration,
         mut capture: Option<&mut Vec<u8>>,
         mut fields: impl FnMut(&[u8], &[u8]),
+        opened: impl FnOnce(),
     ) -> Result<Answer, Failed> {
         if self.going_away() {
             return Err(Failed::Unsent);
@@ -100,6 +104,7 @@ impl Session {
             Ok(s) => s,
             Err(_) => return Err(Failed::Unsent),
         };
+        opened();
         let deadline = tokio::time::Instant::now() + timeout;
         let answered = tokio::time::timeout_at(deadline, async {
             write_request(&mut send, headers, body).await?;
@@ -386,7 +391,14 @@ mod tests {
             let (endpoint, session) = connect(addr).await;
             let second = Duration::from_secs(5);
             let hello = session
-                .exchange(&get(addr, "GET", "/hello"), None, second, None, |_, _| {})
+                .exchange(
+                    &get(addr, "GET", "/hello"),
+                    None,
+                    second,
+                    None,
+                    |_, _| {},
+                    || {},
+                )
                 .await
                 .unwrap();
             assert_eq!(hello.status, 200);
@@ -399,6 +411,7 @@ mod tests {
                     second,
                     None,
                     |_, _| {},
+                    || {},
                 )
                 .await
                 .unwrap();
@@ -410,6 +423,7 @@ mod tests {
                     second,
                     None,
                     |_, _| {},
+                    || {},
                 )
                 .await
                 .unwrap();
@@ -422,6 +436,7 @@ mod tests {
                     second,
                     None,
                     |_, _| {},
+                    || {},
                 )
                 .await
                 .unwrap();
@@ -450,12 +465,20 @@ mod tests {
                     Duration::from_millis(200),
                     None,
                     |_, _| {},
+                    || {},
                 )
                 .await;
             assert!(matches!(slow, Err(Failed::Timeout)), "{slow:?}");
             // The connection goes on after a stream given up.
             let again = session
-                .exchange(&get(addr, "GET", "/hello"), None, second, None, |_, _| {})
+                .exchange(
+                    &get(addr, "GET", "/hello"),
+                    None,
+                    second,
+                    None,
+                    |_, _| {},
+                    || {},
+                )
                 .await
                 .unwrap();
             assert_eq!(again.status, 200);
