@@ -956,7 +956,7 @@ async fn answer(
     ticket: &Ticket,
     request: Bytes,
     body: Option<Bytes>,
-    mut capture: Option<&mut Vec<u8>>,
+    capture: Option<&mut Vec<u8>>,
 ) -> Result<Got, NoAnswer> {
     let sent = Instant::now();
     let mut server = None;
@@ -966,7 +966,7 @@ async fn answer(
             &request,
             body.as_ref(),
             shared.settings.timeout,
-            capture.as_deref_mut(),
+            capture,
             |name, value| {
                 if want_server && name == b"server" {
                     server = Some(String::from_utf8_lossy(value).into_owned());

@@ -449,6 +449,7 @@ mod tests {
                     second,
                     Some(&mut capture),
                     |_, _| {},
+                    || {},
                 )
                 .await
                 .unwrap();
