@@ -166,6 +166,18 @@ fn h3_against_caddy_sends_exactly_n_and_reads_every_body_byte() {
         assert_eq!(metric(&run, "h3_handshakes"), Some(2.0), "{path}");
         assert!(metric(&run, "h3_datagrams_received").unwrap() > 0.0);
         assert!(metric(&run, "h3_rtt_max_ns").unwrap() > 0.0);
+        // QPACK's figures, as h2load counts HPACK's: quic-go's answers
+        // index the static table, so fewer bytes go on the wire than
+        // their fields hold.
+        let wire = metric(&run, "h3_header_bytes_wire").unwrap();
+        let plain = metric(&run, "h3_header_bytes_plain").unwrap();
+        assert!(0.0 < wire && wire < plain, "{wire} {plain}");
+        let saved = metric(&run, "h3_qpack_savings_percent").unwrap();
+        assert!(
+            (saved - 100.0 * (1.0 - wire / plain)).abs() < 1e-6,
+            "{saved}"
+        );
+        assert!(metric(&run, "h3_request_header_bytes_wire").unwrap() > 0.0);
         // Caddy's log is the judge: exactly n requests over HTTP/3, each
         // answered whole.
         std::thread::sleep(Duration::from_millis(300));

@@ -16,11 +16,17 @@ fn bytes(name: &str, value: u64) -> Metric {
         .merged(Merge::Sum)
 }
 
-/// HPACK's savings, `saved` a fraction of the plain header bytes: a
-/// merge recomputes it from the summed bytes ([`recompute_merged`]).
-fn header_savings(saved: f64) -> Metric {
+/// Header bytes (HPACK- or QPACK-coded, or plain): fewer is better.
+fn header_bytes(name: &str, n: u64) -> Metric {
+    Metric::new(name, Unit::Bytes, Direction::LowerIsBetter, n as f64)
+}
+
+/// HPACK's or QPACK's savings (metric `name`), `saved` a fraction of the
+/// plain header bytes: a merge recomputes it from the summed bytes
+/// ([`recompute_merged`]).
+fn header_savings(name: &str, saved: f64) -> Metric {
     Metric::new(
-        http::H2_HEADER_SAVINGS_PERCENT,
+        name,
         Unit::Percent,
         Direction::HigherIsBetter,
         100.0 * saved,
@@ -170,8 +176,6 @@ impl Outcome {
     /// server's stream limit.
     fn h2_metrics(&self) -> Vec<Metric> {
         let h = &self.stats.h2;
-        let header_bytes =
-            |name: &str, n: u64| Metric::new(name, Unit::Bytes, Direction::LowerIsBetter, n as f64);
         // Received (response) header blocks, as h2load's "headers"
         // and "space savings" count them; what was sent, apart.
         let mut metrics = vec![
@@ -181,7 +185,7 @@ impl Outcome {
             header_bytes(http::H2_REQUEST_HEADER_BYTES_PLAIN, h.plain_header_written),
         ];
         if let Some(saved) = h.header_savings() {
-            metrics.push(header_savings(saved));
+            metrics.push(header_savings(http::H2_HEADER_SAVINGS_PERCENT, saved));
         }
         // Sent, refused unprocessed by a GOAWAY, and sent again on a
         // new connection (RFC 9113 §6.8): not errors.
@@ -226,7 +230,14 @@ impl Outcome {
             Metric::count(http::H3_CONGESTION_EVENTS, h.congestion_events),
             Metric::count(http::H3_STREAM_LIMIT_STALLS, h.stream_limit_stalls),
             Metric::count(http::H3_GOAWAY_RETRIED, h.goaway_retried),
+            header_bytes(http::H3_HEADER_BYTES_WIRE, h.header_block_read),
+            header_bytes(http::H3_HEADER_BYTES_PLAIN, h.plain_header_read),
+            header_bytes(http::H3_REQUEST_HEADER_BYTES_WIRE, h.header_block_written),
+            header_bytes(http::H3_REQUEST_HEADER_BYTES_PLAIN, h.plain_header_written),
         ];
+        if let Some(saved) = h.header_savings() {
+            metrics.push(header_savings(http::H3_QPACK_SAVINGS_PERCENT, saved));
+        }
         if let Some(min) = h.rtt_ns_min {
             metrics.push(ns(http::H3_RTT_MIN_NS, min, Merge::Min));
             metrics.push(ns(http::H3_RTT_MAX_NS, h.rtt_ns_max, Merge::Max));
@@ -433,14 +444,25 @@ pub fn recompute_merged(run: &mut Run, segments: &[Run]) {
             .find(|m| m.name == name && m.labels.is_empty())
             .map(|m| m.value)
     };
-    if !has(run, http::H2_HEADER_SAVINGS_PERCENT)
-        && let (Some(wire), Some(plain)) = (
-            value(run, http::H2_HEADER_BYTES_WIRE),
-            value(run, http::H2_HEADER_BYTES_PLAIN),
-        )
-        && plain > 0.0
-    {
-        run.metrics.push(header_savings(1.0 - wire / plain));
+    for (savings, wire, plain) in [
+        (
+            http::H2_HEADER_SAVINGS_PERCENT,
+            http::H2_HEADER_BYTES_WIRE,
+            http::H2_HEADER_BYTES_PLAIN,
+        ),
+        (
+            http::H3_QPACK_SAVINGS_PERCENT,
+            http::H3_HEADER_BYTES_WIRE,
+            http::H3_HEADER_BYTES_PLAIN,
+        ),
+    ] {
+        if !has(run, savings)
+            && let (Some(wire), Some(plain)) = (value(run, wire), value(run, plain))
+            && plain > 0.0
+        {
+            run.metrics
+                .push(header_savings(savings, 1.0 - wire / plain));
+        }
     }
     // Each stage of a plan: the segments' stages summed.
     if let Ok(mut record) = run.record::<dyno_model::record::HttpRecord>()

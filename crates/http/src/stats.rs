@@ -356,9 +356,23 @@ pub struct H3Stats {
     /// Requests sent again on a new connection after the server's GOAWAY
     /// or H3_REQUEST_REJECTED said it had not processed them.
     pub goaway_retried: u64,
+    /// Field-section bytes on the wire (QPACK-coded) and plain (names and
+    /// values, pseudo-fields included), each way, as [`H2Stats`] counts
+    /// HPACK's.
+    pub header_block_written: u64,
+    pub header_block_read: u64,
+    pub plain_header_written: u64,
+    pub plain_header_read: u64,
 }
 
 impl H3Stats {
+    /// QPACK's savings on the received header bytes, as a fraction, as
+    /// [`H2Stats::header_savings`] reckons HPACK's.
+    pub fn header_savings(&self) -> Option<f64> {
+        let plain = self.plain_header_read;
+        (plain > 0).then(|| 1.0 - self.header_block_read as f64 / plain as f64)
+    }
+
     /// Adds the figures of one ended connection: what it did after
     /// `from` (its figures when the measured part began).
     pub(crate) fn add_connection(
@@ -417,6 +431,10 @@ impl H3Stats {
         self.rtt_ns_max = self.rtt_ns_max.max(o.rtt_ns_max);
         self.stream_limit_stalls += o.stream_limit_stalls;
         self.goaway_retried += o.goaway_retried;
+        self.header_block_written += o.header_block_written;
+        self.header_block_read += o.header_block_read;
+        self.plain_header_written += o.plain_header_written;
+        self.plain_header_read += o.plain_header_read;
     }
 }
 

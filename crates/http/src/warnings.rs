@@ -64,6 +64,9 @@ pub enum HttpWarning {
     },
     /// `--h2`: HTTP/2 connections or requests failed.
     H2HandshakeFailed { failed: u64, first: String },
+    /// Requests failed for an HTTP/3 or QUIC protocol error, with how the
+    /// first malformed answer broke the rules.
+    H3ProtocolErrors { failed: u64, first: String },
     /// No request was answered.
     NoResponses,
     /// A scenario's answers failed their checks, or its extractions found
@@ -131,6 +134,7 @@ impl dyno_model::Judgement for HttpWarning {
             HttpWarning::UnexpectedStatus { .. } => "unexpected_status",
             HttpWarning::TlsHandshakeFailed { .. } => "tls_handshake_failed",
             HttpWarning::H2HandshakeFailed { .. } => "h2_handshake_failed",
+            HttpWarning::H3ProtocolErrors { .. } => "h3_protocol_errors",
             HttpWarning::NoResponses => "no_responses",
             HttpWarning::TargetLost { .. } => "target_lost",
             HttpWarning::ScenarioFailures { .. } => "checks_failed",
@@ -270,6 +274,10 @@ impl fmt::Display for HttpWarning {
             HttpWarning::H2HandshakeFailed { failed, first } => write!(
                 f,
                 "{failed} HTTP/2 connections or requests failed; the first handshake that failed: {first}"
+            ),
+            HttpWarning::H3ProtocolErrors { failed, first } => write!(
+                f,
+                "{failed} HTTP/3 requests failed for a protocol error; the first malformed answer: {first}"
             ),
             HttpWarning::NoResponses => {
                 f.write_str("no request was answered: is the server up and the URL right?")
@@ -594,6 +602,15 @@ pub fn judge(outcome: &Outcome, settings: &Settings) -> Vec<HttpWarning> {
             first: why.clone(),
         });
     }
+    let h3_failures = outcome.stats.errors.of(ErrorClass::H3Protocol);
+    if let Some(first) = &outcome.malformed
+        && h3_failures > 0
+    {
+        warnings.push(HttpWarning::H3ProtocolErrors {
+            failed: h3_failures,
+            first: first.clone(),
+        });
+    }
     if outcome.stats.responses == 0 {
         warnings.push(HttpWarning::NoResponses);
     }
@@ -750,6 +767,7 @@ mod tests {
             started_at: SystemTime::UNIX_EPOCH,
             server: None,
             protocol_failure: None,
+            malformed: None,
         }
     }
 

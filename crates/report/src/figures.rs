@@ -117,6 +117,11 @@ pub(crate) struct H3Figures {
     pub rtt_max_ns: Option<f64>,
     pub stream_limit_stalls: f64,
     pub goaway_retried: f64,
+    /// The received field sections' bytes on the wire and decoded, and
+    /// the share QPACK saved.
+    pub header_bytes_wire: Option<f64>,
+    pub header_bytes_plain: f64,
+    pub qpack_savings_percent: Option<f64>,
 }
 
 /// A count of answers with one status code or of failures of one class.
@@ -177,6 +182,9 @@ impl HttpFigures {
             rtt_max_ns: metric(http::H3_RTT_MAX_NS).map(|m| m.value),
             stream_limit_stalls: value(http::H3_STREAM_LIMIT_STALLS),
             goaway_retried: value(http::H3_GOAWAY_RETRIED),
+            header_bytes_wire: metric(http::H3_HEADER_BYTES_WIRE).map(|m| m.value),
+            header_bytes_plain: value(http::H3_HEADER_BYTES_PLAIN),
+            qpack_savings_percent: metric(http::H3_QPACK_SAVINGS_PERCENT).map(|m| m.value),
         });
         HttpFigures {
             h3,

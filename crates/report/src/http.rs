@@ -384,7 +384,7 @@ fn transfer_lines(out: &mut String, f: &HttpFigures) {
 
 /// What QUIC did under an HTTP/3 run: handshakes, the path's round trip,
 /// datagrams per system call (above 1: GSO or GRO batched them), losses,
-/// congestion, stream-limit stalls, and GOAWAY retries.
+/// congestion, stream-limit stalls, QPACK's savings and GOAWAY retries.
 fn quic_lines(out: &mut String, h3: &H3Figures) {
     let facts = quic_facts(h3);
     for (i, (label, words)) in facts.iter().enumerate() {
@@ -457,6 +457,19 @@ pub(crate) fn quic_facts(h3: &H3Figures) -> Vec<(&'static str, String)> {
             h3.packets_lost, h3.packets_sent, h3.congestion_events, h3.stream_limit_stalls
         ),
     ));
+    if let Some(wire) = h3.header_bytes_wire {
+        let saved = h3
+            .qpack_savings_percent
+            .map_or(String::new(), |v| format!(": {v:.1}% saved by QPACK"));
+        facts.push((
+            "Headers",
+            format!(
+                "response headers {} on the wire for {} plain{saved}",
+                format_value(wire, dyno_model::Unit::Bytes),
+                format_value(h3.header_bytes_plain, dyno_model::Unit::Bytes),
+            ),
+        ));
+    }
     if h3.goaway_retried > 0.0 {
         facts.push((
             "Sent again",

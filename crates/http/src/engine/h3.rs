@@ -24,8 +24,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
 use super::exchange::Answered;
 use super::h2::{Tickets, given_back, static_requests};
 use super::scenario::{Filling, Sent, User};
@@ -33,7 +31,7 @@ use super::schedule::{Ticket, until_due};
 use super::{Local, Shared, Task};
 use crate::conn::Endpoint;
 use crate::http2;
-use crate::http3::client::{Failed, H3_NO_ERROR, H3_REQUEST_REJECTED};
+use crate::http3::client::{Failed, H3_NO_ERROR, H3_REQUEST_REJECTED, Request};
 use crate::scenario::template::Refused;
 use crate::settings::Settings;
 use crate::stats::{ErrorClass, Timing};
@@ -167,7 +165,7 @@ pub(super) async fn h3_connection(task: Task, opened: Option<Box<Opened>>) {
             .iter()
             .map(|r| {
                 let r = r.as_ref()?;
-                Some((h3_request(r).ok()?, r.body.clone()))
+                Some(h3_request(r))
             })
             .collect(),
     );
@@ -309,7 +307,7 @@ type SendRequest = crate::http3::client::Session;
 
 /// The static templates' requests and bodies, converted once (keyed by
 /// the template's index); `None` for a template made per request.
-type Converted = Vec<Option<(Bytes, Option<Bytes>)>>;
+type Converted = Vec<Option<Request>>;
 
 /// One QUIC connection, as its stream loops share it.
 struct Conn {
@@ -554,14 +552,13 @@ async fn stream_loop(
             tickets.carried.borrow_mut().push(ticket);
             return Ended::Over;
         }
-        let Some((request, body)) = request_for(&shared, &local, &converted, &ticket, &mut scratch)
-        else {
+        let Some(request) = request_for(&shared, &local, &converted, &ticket, &mut scratch) else {
             local
                 .borrow_mut()
                 .record_error(&shared, &ticket, ErrorClass::Write, false);
             continue;
         };
-        match exchange(&shared, &local, &conn, &mut send, ticket, request, body).await {
+        match exchange(&shared, &local, &conn, &mut send, ticket, &request).await {
             Step::Next => {}
             Step::Unsent => {
                 tickets.carried.borrow_mut().push(ticket);
@@ -729,27 +726,20 @@ impl Link {
         ticket: &Ticket,
     ) -> Sent {
         let (shared, local) = (&*self.shared, &*self.local);
-        let Ok(converted) = h3_request(request) else {
-            return Sent::Failed {
-                class: ErrorClass::Write,
-                sent: false,
-            };
-        };
+        let converted = h3_request(request);
         let mut ticket = *ticket;
         loop {
             let (ending, mut send) = match self.get().await {
                 Ok(live) => live,
                 Err(class) => return Sent::Failed { class, sent: false },
             };
-            let body = request.body.clone();
             let got = answer(
                 shared,
                 local,
                 &ending.conn,
                 &mut send,
                 &ticket,
-                converted.clone(),
-                body,
+                &converted,
                 capture.as_deref_mut(),
             )
             .await;
@@ -828,10 +818,10 @@ async fn scenario_users(
 fn request_for(
     shared: &Shared,
     local: &RefCell<Local>,
-    converted: &[Option<(Bytes, Option<Bytes>)>],
+    converted: &[Option<Request>],
     ticket: &Ticket,
     scratch: &mut Vec<u8>,
-) -> Option<(Bytes, Option<Bytes>)> {
+) -> Option<Request> {
     let settings = &shared.settings;
     let scheme = settings.target.scheme.as_str();
     let made = if settings.replay.is_some() {
@@ -845,21 +835,19 @@ fn request_for(
         )
     } else {
         let which = (ticket.seq % settings.requests.len() as u64) as usize;
-        if let Some((request, body)) = &converted[which] {
-            return Some((request.clone(), body.clone()));
+        if let Some(request) = &converted[which] {
+            return Some(request.clone());
         }
         settings.requests[which].http2(scheme, ticket.seq, &mut local.borrow_mut().rng, scratch)
     };
-    let request = made.ok()?;
-    let body = request.body.clone();
-    Some((h3_request(&request).ok()?, body))
+    Some(h3_request(&made.ok()?))
 }
 
 /// An HTTP/2 request's fields as an HTTP/3 request (the same fields:
 /// pseudo-fields first, names in lower case), without its body.
-fn h3_request(r: &http2::Request) -> Result<Bytes, String> {
+fn h3_request(r: &http2::Request) -> Request {
     let fields: Vec<(&[u8], &[u8])> = r.fields.iter().map(|(n, v)| (&n[..], &v[..])).collect();
-    Ok(crate::http3::client::headers_frame(&fields))
+    Request::new(&fields, r.body.clone())
 }
 
 /// What became of one exchange, for the stream's loop.
@@ -884,10 +872,9 @@ async fn exchange(
     conn: &Conn,
     send: &mut SendRequest,
     ticket: Ticket,
-    request: Bytes,
-    body: Option<Bytes>,
+    request: &Request,
 ) -> Step {
-    match answer(shared, local, conn, send, &ticket, request, body, None).await {
+    match answer(shared, local, conn, send, &ticket, request, None).await {
         Ok(Got {
             answered,
             length_mismatch,
@@ -947,15 +934,13 @@ enum NoAnswer {
 /// Sends `request` for `ticket` and reads its answer within the run's
 /// timeout; with `capture`, the answer's head and body go there as
 /// HTTP/1.1 text (a scenario step's checks and extractions read it).
-#[allow(clippy::too_many_arguments)]
 async fn answer(
     shared: &Shared,
     local: &RefCell<Local>,
     conn: &Conn,
     send: &mut SendRequest,
     ticket: &Ticket,
-    request: Bytes,
-    body: Option<Bytes>,
+    request: &Request,
     capture: Option<&mut Vec<u8>>,
 ) -> Result<Got, NoAnswer> {
     let sent = Instant::now();
@@ -963,8 +948,7 @@ async fn answer(
     let want_server = local.borrow().firsts.server.is_none();
     let result = send
         .exchange(
-            &request,
-            body.as_ref(),
+            request,
             shared.settings.timeout,
             capture,
             |name, value| {
@@ -980,6 +964,13 @@ async fn answer(
         Ok(answer) => {
             conn.answered.set(true);
             conn.measuring(shared, now);
+            if ticket.measured {
+                let h3 = &mut local.borrow_mut().stats.h3;
+                h3.header_block_written += request.block;
+                h3.plain_header_written += request.plain;
+                h3.header_block_read += answer.block;
+                h3.plain_header_read += answer.plain;
+            }
             if let Some(server) = server {
                 local
                     .borrow_mut()
@@ -1025,11 +1016,14 @@ async fn answer(
             sent: true,
             lost: false,
         }),
-        Err(Failed::Malformed(_)) => Err(NoAnswer::Failed {
-            class: ErrorClass::H3Protocol,
-            sent: true,
-            lost: false,
-        }),
+        Err(Failed::Malformed(why)) => {
+            local.borrow_mut().firsts.malformed.get_or_insert(why);
+            Err(NoAnswer::Failed {
+                class: ErrorClass::H3Protocol,
+                sent: true,
+                lost: false,
+            })
+        }
     }
 }
 

@@ -138,6 +138,9 @@ pub struct Outcome {
     /// failed (a server that does not speak HTTP/2 there); `None` when
     /// none did.
     pub protocol_failure: Option<String>,
+    /// `--h3`: how the first answer that broke HTTP/3's or QPACK's rules
+    /// broke them (all are counted as `h3_protocol_error`).
+    pub malformed: Option<String>,
     /// `--scenario`: the figures of each step and each flow.
     pub scenario: Option<crate::scenario::Figures>,
     /// `--replay`: what the log held, and the figures of each path
@@ -356,6 +359,8 @@ struct Firsts {
     server: Option<Box<str>>,
     /// Why the first failed HTTP/2 handshake failed.
     protocol_failure: Option<String>,
+    /// How the first malformed HTTP/3 answer broke the rules.
+    malformed: Option<String>,
 }
 
 impl Firsts {
@@ -366,6 +371,7 @@ impl Firsts {
             tls_session: self.tls_session.or(other.tls_session),
             server: self.server.or(other.server),
             protocol_failure: self.protocol_failure.or(other.protocol_failure),
+            malformed: self.malformed.or(other.malformed),
         }
     }
 }
@@ -546,6 +552,7 @@ pub fn run_gated(
         tls_session: firsts.tls_session,
         server: firsts.server.map(String::from),
         protocol_failure: firsts.protocol_failure,
+        malformed: firsts.malformed,
         started_at: pooled.started_at,
         replay: log.map(|log| Replayed {
             endpoints: std::mem::take(&mut scenario.steps),

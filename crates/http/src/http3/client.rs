@@ -4,7 +4,7 @@
 //! a dynamic table), and requests as bidirectional streams carrying one
 //! pre-encoded HEADERS frame, a DATA frame for a body, and FIN.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,8 @@ pub(crate) struct Session {
     /// The first request stream id the server's GOAWAY says it will not
     /// process, once one came.
     goaway: Rc<Cell<Option<u64>>>,
+    /// The last answer head decoded.
+    known: Rc<RefCell<Known>>,
     /// The control stream, open as long as the session: closing it is a
     /// connection error.
     _control: Rc<quinn::SendStream>,
@@ -56,6 +58,110 @@ pub(crate) struct Answer {
     pub(crate) body_bytes: u64,
     /// When its HEADERS frame was read whole.
     pub(crate) head_at: Instant,
+    /// Its field section's bytes on the wire (QPACK-coded), and the plain
+    /// size of its fields (names and values, pseudo-fields included).
+    pub(crate) block: u64,
+    pub(crate) plain: u64,
+}
+
+/// A request as it goes on the wire: its HEADERS frame, encoded once, and
+/// its body; with the field section's size coded and plain, for QPACK's
+/// savings.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    pub(crate) headers: Bytes,
+    pub(crate) body: Option<Bytes>,
+    pub(crate) block: u64,
+    pub(crate) plain: u64,
+}
+
+impl Request {
+    /// A request of `fields` (pseudo-fields first, names in lower case)
+    /// and `body`.
+    pub(crate) fn new(fields: &[(&[u8], &[u8])], body: Option<Bytes>) -> Request {
+        let mut block = Vec::new();
+        qpack::encode(fields, &mut block);
+        let mut headers = Vec::with_capacity(block.len() + 8);
+        frame::put_head(&mut headers, HEADERS, block.len() as u64);
+        headers.extend_from_slice(&block);
+        Request {
+            headers: Bytes::from(headers),
+            body,
+            block: block.len() as u64,
+            plain: fields.iter().map(|(n, v)| (n.len() + v.len()) as u64).sum(),
+        }
+    }
+}
+
+/// The last answer head a connection decoded. Without a dynamic table a
+/// QPACK field section is a function of its fields alone, and a server
+/// answering the same resource sends the same section (until its `date`
+/// changes, once a second), so a section the same as the last one is
+/// not decoded again: Huffman decoding was a fifth of the client's
+/// instructions a request (callgrind, the page against `dyno serve
+/// --h3`).
+#[derive(Debug, Default)]
+pub(crate) struct Known {
+    block: Vec<u8>,
+    decoded: Option<Decoded>,
+    fields: Vec<Field>,
+}
+
+/// A decoded field: its name and value.
+type Field = (Box<[u8]>, Box<[u8]>);
+
+/// What the client needs of a decoded head.
+#[derive(Debug, Clone, Copy)]
+struct Decoded {
+    status: u16,
+    length: Option<u64>,
+    plain: u64,
+}
+
+impl Known {
+    /// Decodes `block` unless it is the last one decoded.
+    fn decode(&mut self, block: &[u8]) -> Result<Decoded, Failed> {
+        if let Some(known) = self.decoded
+            && self.block == block
+        {
+            return Ok(known);
+        }
+        self.decoded = None;
+        self.block.clear();
+        self.fields.clear();
+        let mut d = Decoded {
+            status: 0,
+            length: None,
+            plain: 0,
+        };
+        let fields = &mut self.fields;
+        qpack::decode(block, |name, value| {
+            d.plain += (name.len() + value.len()) as u64;
+            match name {
+                b":status" => {
+                    d.status = std::str::from_utf8(value)
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .filter(|s| (100..1000).contains(s))
+                        .unwrap_or(0);
+                }
+                b"content-length" => {
+                    d.length = std::str::from_utf8(value).ok().and_then(|s| s.parse().ok());
+                }
+                _ => {}
+            }
+            fields.push((name.into(), value.into()));
+        })
+        .map_err(|e| Failed::Malformed(format!("a field section QPACK cannot read ({e:?})")))?;
+        if d.status == 0 {
+            return Err(Failed::Malformed(
+                "an answer without a valid :status".into(),
+            ));
+        }
+        self.block.extend_from_slice(block);
+        self.decoded = Some(d);
+        Ok(d)
+    }
 }
 
 impl Session {
@@ -72,6 +178,7 @@ impl Session {
         Ok(Session {
             conn,
             goaway,
+            known: Rc::default(),
             _control: Rc::new(control),
         })
     }
@@ -81,20 +188,17 @@ impl Session {
         self.goaway.get().is_some()
     }
 
-    /// Sends `headers` (a whole HEADERS frame) and `body` as one request
-    /// and reads its answer within `timeout`; with `capture`, the answer's
-    /// fields go there as HTTP/1.1 text, its body after them. `fields`
-    /// sees each field of the answer's head.
+    /// Sends `request` and reads its answer within `timeout`; with
+    /// `capture`, the answer's fields go there as HTTP/1.1 text, its body
+    /// after them. `fields` sees each field of the answer's head.
     /// `opened` is called once the request's stream is open (the server's
     /// stream limit let it go).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn exchange(
         &self,
-        headers: &Bytes,
-        body: Option<&Bytes>,
+        request: &Request,
         timeout: Duration,
-        mut capture: Option<&mut Vec<u8>>,
-        mut fields: impl FnMut(&[u8], &[u8]),
+        capture: Option<&mut Vec<u8>>,
+        fields: impl FnMut(&[u8], &[u8]),
         opened: impl FnOnce(),
     ) -> Result<Answer, Failed> {
         if self.going_away() {
@@ -106,13 +210,25 @@ impl Session {
         };
         opened();
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut reader = Reader::new(&self.known, capture, fields);
         let answered = tokio::time::timeout_at(deadline, async {
-            write_request(&mut send, headers, body).await?;
-            read_answer(&mut recv, capture.as_deref_mut(), &mut fields).await
+            write_request(&mut send, request).await?;
+            loop {
+                match recv.read_chunk(usize::MAX, true).await {
+                    Ok(Some(chunk)) => reader.feed(&chunk.bytes)?,
+                    Ok(None) => return Ok(()),
+                    Err(quinn::ReadError::Reset(code)) => {
+                        return Err(Failed::Reset(code.into_inner()));
+                    }
+                    Err(quinn::ReadError::ConnectionLost(e)) => return Err(Failed::Lost(e)),
+                    Err(e) => return Err(Failed::Malformed(e.to_string())),
+                }
+            }
         })
         .await;
         match answered {
-            Ok(result) => result,
+            Ok(Ok(())) => reader.end(),
+            Ok(Err(failed)) => Err(failed),
             Err(_) => {
                 let _ = recv.stop(H3_REQUEST_CANCELLED.into());
                 let _ = send.reset(H3_REQUEST_CANCELLED.into());
@@ -123,14 +239,10 @@ impl Session {
 }
 
 /// Writes the request's frames and FIN.
-async fn write_request(
-    send: &mut quinn::SendStream,
-    headers: &Bytes,
-    body: Option<&Bytes>,
-) -> Result<(), Failed> {
+async fn write_request(send: &mut quinn::SendStream, request: &Request) -> Result<(), Failed> {
     let written = async {
-        send.write_chunk(headers.clone()).await?;
-        if let Some(body) = body {
+        send.write_chunk(request.headers.clone()).await?;
+        if let Some(body) = &request.body {
             let mut head = Vec::with_capacity(16);
             frame::put_head(&mut head, DATA, body.len() as u64);
             send.write_chunk(Bytes::from(head)).await?;
@@ -148,144 +260,204 @@ async fn write_request(
     send.finish().map_err(|e| Failed::Malformed(e.to_string()))
 }
 
-/// Reads an answer's frames to the stream's end: the first HEADERS frame
-/// is its head (interim 1xx heads are skipped), DATA frames its body,
-/// counted without being kept unless captured; unknown frames are
-/// skipped, as RFC 9114 §9 asks.
-async fn read_answer(
-    recv: &mut quinn::RecvStream,
-    mut capture: Option<&mut Vec<u8>>,
-    fields: &mut impl FnMut(&[u8], &[u8]),
-) -> Result<Answer, Failed> {
-    // Bytes of a frame head or a HEADERS payload not yet whole.
-    let mut pending: Vec<u8> = Vec::new();
-    // What is left of the frame being read, and whether it is DATA.
-    let mut left = 0u64;
-    let mut in_data = false;
-    let mut head: Option<(u16, Option<u64>, Instant)> = None;
-    let mut body_bytes = 0u64;
-    loop {
-        let chunk = match recv.read_chunk(usize::MAX, true).await {
-            Ok(Some(chunk)) => chunk.bytes,
-            Ok(None) => break,
-            Err(quinn::ReadError::Reset(code)) => return Err(Failed::Reset(code.into_inner())),
-            Err(quinn::ReadError::ConnectionLost(e)) => return Err(Failed::Lost(e)),
-            Err(e) => return Err(Failed::Malformed(e.to_string())),
-        };
-        let mut data: &[u8] = &chunk;
-        while !data.is_empty() {
-            if left > 0 && in_data {
-                let n = (left.min(data.len() as u64)) as usize;
-                body_bytes += n as u64;
-                if let Some(capture) = capture.as_deref_mut() {
-                    capture.extend_from_slice(&data[..n]);
-                }
-                left -= n as u64;
-                data = &data[n..];
-                continue;
-            }
-            if left > 0 {
-                // A frame other than DATA: gather its payload.
-                let n = (left.min(data.len() as u64)) as usize;
-                pending.extend_from_slice(&data[..n]);
-                left -= n as u64;
-                data = &data[n..];
-                if left == 0 {
-                    finish_frame(&pending, &mut head, capture.as_deref_mut(), fields)?;
-                    pending.clear();
-                }
-                continue;
-            }
-            // A frame head, maybe split across chunks.
-            pending.push(data[0]);
-            data = &data[1..];
-            if let Some(h) = frame::head(&pending) {
-                pending.clear();
-                left = h.len;
-                in_data = h.kind == DATA;
-                if in_data && head.is_none() {
-                    return Err(Failed::Malformed("DATA before the answer's HEADERS".into()));
-                }
-                // Remember the kind of a non-DATA frame in `pending`'s
-                // first byte slot: HEADERS is decoded, others skipped.
-                if !in_data {
-                    pending.push(u8::from(h.kind == HEADERS));
-                    if left == 0 {
-                        finish_frame(&pending, &mut head, capture.as_deref_mut(), fields)?;
-                        pending.clear();
-                    }
-                }
-            } else if pending.len() > 16 {
-                return Err(Failed::Malformed("a frame head that does not end".into()));
-            }
-        }
-    }
-    let Some((status, content_length, head_at)) = head else {
-        return Err(Failed::Malformed(
-            "the stream ended without an answer".into(),
-        ));
-    };
-    Ok(Answer {
-        status,
-        content_length,
-        body_bytes,
-        head_at,
-    })
+/// The most bytes of a field section the client gathers: a larger one is
+/// a broken answer, not a head.
+const MAX_SECTION: u64 = 1 << 20;
+
+/// Where a [`Reader`] is in the answer's frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// Between frames (`pending` may hold part of a frame head).
+    Head,
+    /// In a DATA frame's payload, with this much left.
+    Data(u64),
+    /// In a HEADERS frame's payload, with this much left (gathered in
+    /// `pending`).
+    Headers(u64),
+    /// In a frame that is not read (unknown types, trailers), with this
+    /// much left.
+    Skip(u64),
 }
 
-/// A whole non-DATA frame: `frame[0]` says whether it is HEADERS, the
-/// rest is its payload. The first final head is the answer's.
-fn finish_frame(
-    frame: &[u8],
-    head: &mut Option<(u16, Option<u64>, Instant)>,
-    capture: Option<&mut Vec<u8>>,
-    fields: &mut impl FnMut(&[u8], &[u8]),
-) -> Result<(), Failed> {
-    if frame.first() != Some(&1) || head.is_some() {
-        // Unknown frames, and trailers, are not read.
-        return Ok(());
-    }
-    let (mut status, mut length) = (0u16, None);
-    let mut lines = Vec::new();
-    qpack::decode(&frame[1..], |name, value| {
-        match name {
-            b":status" => {
-                status = std::str::from_utf8(value)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(0);
-            }
-            b"content-length" => {
-                length = std::str::from_utf8(value).ok().and_then(|s| s.parse().ok());
-            }
-            _ => {}
+/// An answer's frames read as they arrive, in pieces of any size: the
+/// first final HEADERS frame is its head (interim 1xx heads are read
+/// and passed over), DATA frames its body, counted without being kept
+/// unless captured; trailers and unknown frames are skipped, as RFC 9114
+/// §9 asks.
+pub(crate) struct Reader<'a, F> {
+    known: &'a RefCell<Known>,
+    capture: Option<&'a mut Vec<u8>>,
+    fields: F,
+    at: At,
+    /// Part of a frame head, or a HEADERS payload not yet whole.
+    pending: Vec<u8>,
+    head: Option<(Decoded, u64, Instant)>,
+    body_bytes: u64,
+}
+
+impl<'a, F: FnMut(&[u8], &[u8])> Reader<'a, F> {
+    pub(crate) fn new(
+        known: &'a RefCell<Known>,
+        capture: Option<&'a mut Vec<u8>>,
+        fields: F,
+    ) -> Self {
+        Reader {
+            known,
+            capture,
+            fields,
+            at: At::Head,
+            pending: Vec::new(),
+            head: None,
+            body_bytes: 0,
         }
-        if !name.starts_with(b":") {
-            lines.push((name.to_vec(), value.to_vec()));
+    }
+
+    /// Reads the next bytes of the stream.
+    pub(crate) fn feed(&mut self, mut data: &[u8]) -> Result<(), Failed> {
+        while !data.is_empty() {
+            match self.at {
+                At::Data(left) => {
+                    let n = left.min(data.len() as u64) as usize;
+                    self.body_bytes += n as u64;
+                    if let Some(capture) = self.capture.as_deref_mut() {
+                        capture.extend_from_slice(&data[..n]);
+                    }
+                    self.at = next(At::Data, left - n as u64);
+                    data = &data[n..];
+                }
+                At::Skip(left) => {
+                    let n = left.min(data.len() as u64) as usize;
+                    self.at = next(At::Skip, left - n as u64);
+                    data = &data[n..];
+                }
+                At::Headers(left) => {
+                    let n = left.min(data.len() as u64) as usize;
+                    if self.pending.is_empty() && n as u64 == left {
+                        // Whole in this piece: read in place.
+                        self.at = At::Head;
+                        self.headers(&data[..n])?;
+                    } else {
+                        self.pending.extend_from_slice(&data[..n]);
+                        if n as u64 == left {
+                            self.at = At::Head;
+                            let block = std::mem::take(&mut self.pending);
+                            let read = self.headers(&block);
+                            self.pending = block;
+                            self.pending.clear();
+                            read?;
+                        } else {
+                            self.at = At::Headers(left - n as u64);
+                        }
+                    }
+                    data = &data[n..];
+                }
+                At::Head => {
+                    let parsed = if self.pending.is_empty() {
+                        frame::head(data).map(|h| (h, h.size))
+                    } else {
+                        // A head split across pieces: one byte at a time,
+                        // it is a few bytes long.
+                        self.pending.push(data[0]);
+                        frame::head(&self.pending).map(|h| (h, 1))
+                    };
+                    let Some((h, used)) = parsed else {
+                        if self.pending.is_empty() {
+                            self.pending.extend_from_slice(data);
+                            data = &[];
+                        } else {
+                            data = &data[1..];
+                        }
+                        if self.pending.len() > 16 {
+                            return Err(Failed::Malformed("a frame head that does not end".into()));
+                        }
+                        continue;
+                    };
+                    self.pending.clear();
+                    data = &data[used..];
+                    self.start(h)?;
+                }
+            }
         }
-        fields(name, value);
-    })
-    .map_err(|e| Failed::Malformed(e.to_string()))?;
-    if (100..200).contains(&status) {
-        // An interim answer: the final one follows.
-        return Ok(());
+        Ok(())
     }
-    if status == 0 {
-        return Err(Failed::Malformed("an answer without :status".into()));
+
+    /// A frame head was read.
+    fn start(&mut self, h: frame::Head) -> Result<(), Failed> {
+        self.at = match h.kind {
+            DATA if self.head.is_none() => {
+                return Err(Failed::Malformed("DATA before the answer's HEADERS".into()));
+            }
+            DATA => next(At::Data, h.len),
+            HEADERS if self.head.is_none() => {
+                if h.len > MAX_SECTION {
+                    return Err(Failed::Malformed(format!(
+                        "a field section of {} bytes (dyno reads up to {MAX_SECTION})",
+                        h.len
+                    )));
+                }
+                if h.len == 0 {
+                    return Err(Failed::Malformed("an empty HEADERS frame".into()));
+                }
+                At::Headers(h.len)
+            }
+            // Trailers, and frames of types this client does not read.
+            _ => next(At::Skip, h.len),
+        };
+        Ok(())
     }
-    if let Some(capture) = capture {
-        capture.clear();
-        capture.extend_from_slice(format!("HTTP/1.1 {status} -\r\n").as_bytes());
-        for (name, value) in &lines {
-            capture.extend_from_slice(name);
-            capture.extend_from_slice(b": ");
-            capture.extend_from_slice(value);
+
+    /// A whole HEADERS frame before the answer's head: decoded (or known
+    /// from the last answer), handed to `fields`, and the head unless it
+    /// is an interim one.
+    fn headers(&mut self, block: &[u8]) -> Result<(), Failed> {
+        let known = &mut *self.known.borrow_mut();
+        let d = known.decode(block)?;
+        for (name, value) in &known.fields {
+            (self.fields)(name, value);
+        }
+        if d.status < 200 {
+            // An interim answer: the final one follows.
+            return Ok(());
+        }
+        if let Some(capture) = self.capture.as_deref_mut() {
+            capture.clear();
+            capture.extend_from_slice(format!("HTTP/1.1 {} -\r\n", d.status).as_bytes());
+            for (name, value) in known.fields.iter().filter(|(n, _)| !n.starts_with(b":")) {
+                capture.extend_from_slice(name);
+                capture.extend_from_slice(b": ");
+                capture.extend_from_slice(value);
+                capture.extend_from_slice(b"\r\n");
+            }
             capture.extend_from_slice(b"\r\n");
         }
-        capture.extend_from_slice(b"\r\n");
+        self.head = Some((d, block.len() as u64, Instant::now()));
+        Ok(())
     }
-    *head = Some((status, length, Instant::now()));
-    Ok(())
+
+    /// The stream ended: the answer, if it came whole.
+    pub(crate) fn end(self) -> Result<Answer, Failed> {
+        if self.at != At::Head || !self.pending.is_empty() {
+            return Err(Failed::Malformed("the stream ended inside a frame".into()));
+        }
+        let Some((d, block, head_at)) = self.head else {
+            return Err(Failed::Malformed(
+                "the stream ended without an answer".into(),
+            ));
+        };
+        Ok(Answer {
+            status: d.status,
+            content_length: d.length,
+            body_bytes: self.body_bytes,
+            head_at,
+            block,
+            plain: d.plain,
+        })
+    }
+}
+
+/// `at(left)`, or between frames when nothing is left.
+fn next(at: fn(u64) -> At, left: u64) -> At {
+    if left == 0 { At::Head } else { at(left) }
 }
 
 /// Reads the server's unidirectional streams while the connection lasts:
@@ -336,21 +508,155 @@ async fn server_streams(conn: quinn::Connection, goaway: Rc<Cell<Option<u64>>>) 
     }
 }
 
-/// A request's HEADERS frame from its fields (pseudo-fields first).
-pub(crate) fn headers_frame(fields: &[(&[u8], &[u8])]) -> Bytes {
-    let mut block = Vec::new();
-    qpack::encode(fields, &mut block);
-    let mut out = Vec::with_capacity(block.len() + 8);
-    frame::put_head(&mut out, HEADERS, block.len() as u64);
-    out.extend_from_slice(&block);
-    Bytes::from(out)
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
+
+    fn section(fields: &[(&[u8], &[u8])]) -> Vec<u8> {
+        let mut block = Vec::new();
+        qpack::encode(fields, &mut block);
+        block
+    }
+
+    fn put_frame(out: &mut Vec<u8>, kind: u64, payload: &[u8]) {
+        frame::put_head(out, kind, payload.len() as u64);
+        out.extend_from_slice(payload);
+    }
+
+    /// An answer's stream: an interim 103, the head, DATA, a frame of a
+    /// reserved type, DATA, trailers.
+    fn answer_stream() -> Vec<u8> {
+        let mut out = Vec::new();
+        put_frame(
+            &mut out,
+            HEADERS,
+            &section(&[(b":status", b"103"), (b"link", b"</a.css>")]),
+        );
+        put_frame(
+            &mut out,
+            HEADERS,
+            &section(&[
+                (b":status", b"200"),
+                (b"content-length", b"11"),
+                (b"server", b"test"),
+            ]),
+        );
+        put_frame(&mut out, DATA, b"hello ");
+        put_frame(&mut out, 0x21, b"abc");
+        put_frame(&mut out, DATA, b"world");
+        put_frame(&mut out, HEADERS, &section(&[(b"x-checksum", b"1")]));
+        out
+    }
+
+    /// Reads `pieces` as one stream: the answer, the capture, and the
+    /// `server` fields seen.
+    fn read(known: &RefCell<Known>, pieces: &[&[u8]]) -> (Result<Answer, Failed>, Vec<u8>, u32) {
+        let mut capture = Vec::new();
+        let mut servers = 0;
+        let mut reader = Reader::new(known, Some(&mut capture), |name, _| {
+            servers += u32::from(name == b"server");
+        });
+        let mut fed = Ok(());
+        for piece in pieces {
+            fed = fed.and_then(|()| reader.feed(piece));
+        }
+        let answer = fed.and_then(|()| reader.end());
+        (answer, capture, servers)
+    }
+
+    const CAPTURED: &str =
+        "HTTP/1.1 200 -\r\ncontent-length: 11\r\nserver: test\r\n\r\nhello world";
+
+    /// However the stream is cut into pieces (two cuts anywhere, or byte
+    /// by byte), the answer reads the same: the final head, the body's
+    /// bytes whole, trailers and unknown frames passed over.
+    #[test]
+    fn an_answer_reads_the_same_however_its_stream_is_cut() {
+        let stream = answer_stream();
+        let check = |pieces: &[&[u8]]| {
+            let known = RefCell::default();
+            let (answer, capture, servers) = read(&known, pieces);
+            let answer = answer.unwrap_or_else(|e| panic!("{pieces:?}: {e:?}"));
+            assert_eq!(answer.status, 200);
+            assert_eq!(answer.content_length, Some(11));
+            assert_eq!(answer.body_bytes, 11);
+            assert_eq!(String::from_utf8(capture).unwrap(), CAPTURED);
+            assert_eq!(servers, 1);
+            assert_eq!(answer.plain, (7 + 3 + 14 + 2 + 6 + 4) as u64);
+        };
+        for i in 0..=stream.len() {
+            for j in i..=stream.len() {
+                check(&[&stream[..i], &stream[i..j], &stream[j..]]);
+            }
+        }
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        check(&bytes);
+    }
+
+    /// The same section as the last is not decoded again: what the last
+    /// decode kept is what the reader hands on.
+    #[test]
+    fn a_section_the_same_as_the_last_is_taken_from_the_last_decode() {
+        // Without the interim head, which would be the last decoded.
+        let stream = answer_stream();
+        let interim = frame::head(&stream).unwrap();
+        let stream = &stream[interim.size + interim.len as usize..];
+        let known = RefCell::default();
+        let (first, _, _) = read(&known, &[stream]);
+        assert_eq!(first.unwrap().status, 200);
+        // Mark what the last decode kept: a second read hands it on
+        // (decoding the block again would give `test`).
+        for (name, value) in &mut known.borrow_mut().fields {
+            if &**name == b"server" {
+                *value = (*b"kept").into();
+            }
+        }
+        let (second, capture, _) = read(&known, &[stream]);
+        assert_eq!(second.unwrap().body_bytes, 11);
+        assert!(
+            String::from_utf8(capture).unwrap().contains("server: kept"),
+            "decoded again"
+        );
+        // Another section is decoded.
+        let mut other = Vec::new();
+        put_frame(&mut other, HEADERS, &section(&[(b":status", b"404")]));
+        let (third, _, _) = read(&known, &[&other]);
+        assert_eq!(third.unwrap().status, 404);
+    }
+
+    /// Streams that break HTTP/3's rules fail as malformed, never as an
+    /// answer.
+    #[test]
+    fn broken_answers_are_malformed() {
+        let malformed = |stream: &[u8], why: &str| {
+            let known = RefCell::default();
+            match read(&known, &[stream]).0 {
+                Err(Failed::Malformed(e)) => assert!(e.contains(why), "{e}"),
+                other => panic!("{why}: {other:?}"),
+            }
+        };
+        let mut data_first = Vec::new();
+        put_frame(&mut data_first, DATA, b"x");
+        malformed(&data_first, "DATA before");
+        let stream = answer_stream();
+        malformed(&stream[..stream.len() - 2], "inside a frame");
+        malformed(&[], "without an answer");
+        let mut no_status = Vec::new();
+        put_frame(&mut no_status, HEADERS, &section(&[(b"server", b"x")]));
+        malformed(&no_status, ":status");
+        let mut dynamic = Vec::new();
+        put_frame(&mut dynamic, HEADERS, &[0x01, 0x00, 0x80]);
+        malformed(&dynamic, "QPACK");
+        let mut huge = Vec::new();
+        frame::put_head(&mut huge, HEADERS, MAX_SECTION + 1);
+        malformed(&huge, "field section of");
+        // Only the interim head came.
+        let mut interim = Vec::new();
+        put_frame(&mut interim, HEADERS, &section(&[(b":status", b"100")]));
+        malformed(&interim, "without an answer");
+    }
 
     async fn connect(addr: std::net::SocketAddr) -> (quinn::Endpoint, Session) {
         let settings = crate::settings::TlsSettings { insecure: true };
@@ -364,14 +670,26 @@ mod tests {
         (endpoint, Session::open(conn).await.unwrap())
     }
 
-    fn get(addr: std::net::SocketAddr, method: &str, path: &str) -> Bytes {
+    fn get(addr: std::net::SocketAddr, method: &str, path: &str) -> Request {
+        request(addr, method, path, None)
+    }
+
+    fn request(
+        addr: std::net::SocketAddr,
+        method: &str,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Request {
         let authority = addr.to_string();
-        headers_frame(&[
-            (b":method", method.as_bytes()),
-            (b":scheme", b"https"),
-            (b":authority", authority.as_bytes()),
-            (b":path", path.as_bytes()),
-        ])
+        Request::new(
+            &[
+                (b":method", method.as_bytes()),
+                (b":scheme", b"https"),
+                (b":authority", authority.as_bytes()),
+                (b":path", path.as_bytes()),
+            ],
+            body,
+        )
     }
 
     /// Against `dyno serve --h3` (the h3 crate's server): bodies counted
@@ -391,14 +709,7 @@ mod tests {
             let (endpoint, session) = connect(addr).await;
             let second = Duration::from_secs(5);
             let hello = session
-                .exchange(
-                    &get(addr, "GET", "/hello"),
-                    None,
-                    second,
-                    None,
-                    |_, _| {},
-                    || {},
-                )
+                .exchange(&get(addr, "GET", "/hello"), second, None, |_, _| {}, || {})
                 .await
                 .unwrap();
             assert_eq!(hello.status, 200);
@@ -407,7 +718,6 @@ mod tests {
             let big = session
                 .exchange(
                     &get(addr, "GET", "/blob/1048576"),
-                    None,
                     second,
                     None,
                     |_, _| {},
@@ -419,7 +729,6 @@ mod tests {
             let missing = session
                 .exchange(
                     &get(addr, "GET", "/status/404"),
-                    None,
                     second,
                     None,
                     |_, _| {},
@@ -431,8 +740,7 @@ mod tests {
             let body = Bytes::from(vec![b'x'; 100 * 1024]);
             let posted = session
                 .exchange(
-                    &get(addr, "POST", "/hello"),
-                    Some(&body),
+                    &request(addr, "POST", "/hello", Some(body)),
                     second,
                     None,
                     |_, _| {},
@@ -445,7 +753,6 @@ mod tests {
             session
                 .exchange(
                     &get(addr, "GET", "/hello"),
-                    None,
                     second,
                     Some(&mut capture),
                     |_, _| {},
@@ -462,7 +769,6 @@ mod tests {
             let slow = session
                 .exchange(
                     &get(addr, "GET", "/delay/2000"),
-                    None,
                     Duration::from_millis(200),
                     None,
                     |_, _| {},
@@ -472,14 +778,7 @@ mod tests {
             assert!(matches!(slow, Err(Failed::Timeout)), "{slow:?}");
             // The connection goes on after a stream given up.
             let again = session
-                .exchange(
-                    &get(addr, "GET", "/hello"),
-                    None,
-                    second,
-                    None,
-                    |_, _| {},
-                    || {},
-                )
+                .exchange(&get(addr, "GET", "/hello"), second, None, |_, _| {}, || {})
                 .await
                 .unwrap();
             assert_eq!(again.status, 200);

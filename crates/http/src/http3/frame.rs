@@ -10,7 +10,6 @@ pub(crate) const GOAWAY: u64 = 0x07;
 
 /// Unidirectional stream types.
 pub(crate) const CONTROL_STREAM: u64 = 0x00;
-pub(crate) const PUSH_STREAM: u64 = 0x01;
 pub(crate) const QPACK_ENCODER_STREAM: u64 = 0x02;
 pub(crate) const QPACK_DECODER_STREAM: u64 = 0x03;
 

@@ -99,6 +99,19 @@ pub const H3_STREAM_LIMIT_STALLS: &str = "h3_stream_limit_stalls";
 /// HTTP/3: requests the server refused unprocessed (GOAWAY,
 /// H3_REQUEST_REJECTED) and sent again on a new connection (not errors).
 pub const H3_GOAWAY_RETRIED: &str = "h3_goaway_retried";
+/// HTTP/3: the received field sections' bytes on the wire (QPACK-coded,
+/// static table only: dyno gives the server no dynamic table).
+pub const H3_HEADER_BYTES_WIRE: &str = "h3_header_bytes_wire";
+/// HTTP/3: the received field sections' bytes decoded.
+pub const H3_HEADER_BYTES_PLAIN: &str = "h3_header_bytes_plain";
+/// HTTP/3: the sent field sections' bytes on the wire.
+pub const H3_REQUEST_HEADER_BYTES_WIRE: &str = "h3_request_header_bytes_wire";
+/// HTTP/3: the sent field sections' bytes before coding.
+pub const H3_REQUEST_HEADER_BYTES_PLAIN: &str = "h3_request_header_bytes_plain";
+/// HTTP/3: the share of the received header bytes QPACK saved,
+/// recomputed by a merge from [`H3_HEADER_BYTES_WIRE`] and
+/// [`H3_HEADER_BYTES_PLAIN`].
+pub const H3_QPACK_SAVINGS_PERCENT: &str = "h3_qpack_savings_percent";
 
 /// Failed requests of one class: this prefix and the class
 /// ([`class`]), `errors_reset`.
