@@ -1,7 +1,7 @@
 //! One HTTP/3 connection's driver (`--h3`): QUIC from quinn, HTTP/3
-//! framing and QPACK from the h3 crate. A connection is a QUIC handshake
-//! to the URL's port over UDP, the h3 connection's own task (it reads the
-//! server's control stream: SETTINGS, GOAWAY), and `-m` stream loops, each
+//! framing and QPACK in dyno's own [`crate::http3`]. A connection is a
+//! QUIC handshake to the URL's port over UDP, a task reading the server's
+//! streams (its control stream's GOAWAY), and `-m` stream loops, each
 //! taking tickets from the same schedule as HTTP/1.1 and HTTP/2
 //! connections, so `-n`, `-d`, `--rate`, `--replay` and the warm-up mean
 //! the same thing over all three.
@@ -414,7 +414,8 @@ impl NotConnected {
 }
 
 /// A QUIC handshake and the HTTP/3 connection over it, within
-/// `--connect-timeout`. The h3 connection's own task is spawned here.
+/// `--connect-timeout`. The task reading the server's streams is spawned
+/// here.
 async fn connect(
     shared: &Shared,
     endpoint: &quinn::Endpoint,
