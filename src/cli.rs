@@ -451,6 +451,18 @@ pub(crate) struct HttpArgs {
     #[arg(long = "h3", conflicts_with_all = ["h2", "alpn", "pipeline"])]
     pub h3: bool,
 
+    /// With --h3: resume QUIC connections with 0-RTT. Before the clock,
+    /// dyno makes full handshakes to collect the server's session tickets
+    /// (one a connection); each of the run's connections then sends its
+    /// first requests as early data, at once, without waiting for the
+    /// handshake. Any method goes early (a server may answer 425 Too
+    /// Early). A server that rejects early data gets the requests again
+    /// once the handshake ends, uncounted, and the run's later connections
+    /// stop offering it; the report counts 0-RTT handshakes and
+    /// rejections.
+    #[arg(long = "0rtt", requires = "h3")]
+    pub zero_rtt: bool,
+
     /// HTTP/2 and HTTP/3: requests under way at once on each connection
     /// (h2load's -m; `-m N` says the same with --h2 or --h3). The server's
     /// SETTINGS (HTTP/2) or stream limit (QUIC) may lower it.

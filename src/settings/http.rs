@@ -335,6 +335,7 @@ fn engine_settings(
         pipeline: args.pipeline as usize,
         http2: args.h2,
         http3: args.h3,
+        zero_rtt: args.zero_rtt,
         streams: request.streams as usize,
         alpn: args.alpn.clone(),
         keep_alive: !args.no_keepalive,

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    fails, find_metric, http_json, http_json_exit, metric, metrics, spawn_serve_with, temp,
+    assert_valid, dyno, fails, find_metric, http_json, http_json_exit, metric, metrics,
+    spawn_serve_with, stdout_json, temp,
 };
 
 /// Caddy serving a directory over HTTPS (its own internal CA) and HTTP/3 on
@@ -539,4 +540,164 @@ fn signals(pid: libc::pid_t, plan: &[(Duration, libc::c_int)]) -> std::thread::J
             unsafe { libc::kill(pid, signal) };
         }
     })
+}
+
+/// `--0rtt` against Caddy and `dyno serve --h3`, which both take early
+/// data: each connection resumes with a ticket collected before the
+/// clock, and its first requests go before its handshake ends, so none
+/// waits for the handshake; -n stays exact by the server's own log.
+#[test]
+fn h3_0rtt_sends_the_first_requests_before_the_handshake_ends() {
+    let home = temp();
+    let caddy = Caddy::start(&[("1k.bin", bytes(1024))], "h1 h2 h3");
+    let (mut serve, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--h3"], "https://");
+    let served = format!("https://{addr}/blob/1024");
+    for url in [caddy.url("/1k.bin"), served] {
+        let before = caddy.h3_requests().len();
+        let run = http_json(
+            home.path(),
+            &[
+                &url,
+                "--h3",
+                "--0rtt",
+                "--insecure",
+                "-c",
+                "2",
+                "-m",
+                "2",
+                "-n",
+                "200",
+            ],
+        );
+        assert_eq!(metric(&run, "responses"), Some(200.0), "{url}");
+        assert_eq!(metric(&run, "errors"), Some(0.0), "{url}");
+        assert_eq!(metric(&run, "body_bytes"), Some(200.0 * 1024.0), "{url}");
+        assert_eq!(run["settings"]["zero_rtt"], true, "{}", run["settings"]);
+        // The collecting connections are not the run's: two handshakes,
+        // both 0-RTT.
+        assert_eq!(metric(&run, "h3_handshakes"), Some(2.0), "{url}");
+        assert_eq!(metric(&run, "h3_handshakes_0rtt"), Some(2.0), "{url}");
+        assert_eq!(metric(&run, "h3_early_data_rejected"), Some(0.0), "{url}");
+        // The first request on each connection was charged only the
+        // moment it took to open it, not the handshake's round trip.
+        let connect = find_metric(&run, "connect_ns")["histogram"]["max"]
+            .as_f64()
+            .unwrap();
+        let handshake = metric(&run, "h3_handshake_ns_max").unwrap();
+        assert!(
+            connect < handshake,
+            "{url}: connect {connect} ns, handshake {handshake} ns"
+        );
+        if url.contains("1k.bin") {
+            std::thread::sleep(Duration::from_millis(300));
+            assert_eq!(caddy.h3_requests().len() - before, 200, "Caddy's log");
+        }
+    }
+    // Without --0rtt there is no such figure.
+    let run = http_json(
+        home.path(),
+        &[&caddy.url("/1k.bin"), "--h3", "--insecure", "-n", "10"],
+    );
+    assert_eq!(metric(&run, "h3_handshakes_0rtt"), None);
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
+
+/// A server restarted mid-run cannot read the tickets its predecessor
+/// gave, so it rejects the early data of the connections that come back
+/// with them: the requests that went early go again once the handshake
+/// ends (not errors, nothing lost), and the run's later connections stop
+/// offering early data.
+#[test]
+fn h3_0rtt_rejected_by_a_restarted_server_sends_the_requests_again() {
+    let home = temp();
+    let (first, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--h3"], "https://");
+    let restart = {
+        let addr = addr.clone();
+        std::thread::spawn(move || {
+            let mut first = first;
+            std::thread::sleep(Duration::from_millis(1000));
+            // SAFETY: kill(2) with the pid of our own child.
+            unsafe { libc::kill(first.id() as libc::pid_t, libc::SIGINT) };
+            let _ = first.wait();
+            spawn_serve_with(&addr, 1, &["--h3"], "https://").0
+        })
+    };
+    // It exits 1 when requests failed while no server listened, 0 when
+    // the restart was quick enough that none did.
+    let out = dyno(home.path())
+        .args([
+            "http",
+            &format!("https://{addr}/hello"),
+            "--h3",
+            "--0rtt",
+            "--insecure",
+            "-c",
+            "2",
+            "-m",
+            "2",
+            "-d",
+            "3s",
+            "--connect-timeout",
+            "500ms",
+            "--timeout",
+            "1s",
+            "--json",
+            "--no-save",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    let run = stdout_json(&out);
+    assert_valid(&run, None);
+    let mut second = restart.join().unwrap();
+    let _ = second.kill();
+    let _ = second.wait();
+    assert_eq!(
+        metric(&run, "h3_handshakes_0rtt"),
+        Some(2.0),
+        "{:?}",
+        run["metrics"]
+    );
+    let rejected = metric(&run, "h3_early_data_rejected").unwrap();
+    assert!(rejected >= 1.0, "{:?}", run["metrics"]);
+    // Once rejected, no connection offered early data again: at most the
+    // connections that were already offering it were rejected.
+    assert!(rejected <= 2.0, "{rejected}");
+    // Answers came from the second server too (the run went on past the
+    // restart), and no request failed for the rejection itself: every
+    // failure is the restart's (the first server leaving, the port
+    // silent until the second listened).
+    let handshakes = metric(&run, "h3_handshakes").unwrap();
+    assert!(handshakes >= 3.0, "{handshakes}");
+    assert_eq!(
+        metric(&run, "errors_h3_protocol_error"),
+        None,
+        "{:?}",
+        run["metrics"]
+    );
+    let errors = metric(&run, "errors").unwrap();
+    let by_class: f64 = [
+        "errors_connect_timeout",
+        "errors_connect_refused",
+        "errors_h3_goaway",
+        "errors_closed_early",
+        "errors_read_timeout",
+    ]
+    .iter()
+    .filter_map(|n| metric(&run, n))
+    .sum();
+    assert_eq!(by_class, errors, "{:?}", run["metrics"]);
+}
+
+/// `--0rtt` is QUIC's: without --h3 it is refused, naming the flag it needs.
+#[test]
+fn zero_rtt_needs_h3() {
+    let home = temp();
+    let out = fails(
+        home.path(),
+        &["http", "https://127.0.0.1:1/", "--0rtt", "-n", "1"],
+    );
+    assert!(out.contains("--h3"), "{out}");
 }

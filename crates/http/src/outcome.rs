@@ -82,6 +82,14 @@ impl Outcome {
         if settings.http3 {
             metrics.extend(self.h3_metrics());
         }
+        if settings.zero_rtt {
+            let h = &self.stats.h3;
+            metrics.push(Metric::count(http::H3_HANDSHAKES_0RTT, h.handshakes_0rtt));
+            metrics.push(Metric::count(
+                http::H3_EARLY_DATA_REJECTED,
+                h.early_data_rejected,
+            ));
+        }
         metrics.extend(self.tally_metrics());
         metrics.extend(self.timeline_metrics(settings));
         if let Some(plan) = &settings.schedule.plan {

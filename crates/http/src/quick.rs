@@ -51,6 +51,7 @@ pub fn settings(url: &str, duration: Duration, threads: usize) -> Result<Setting
         pipeline: 1,
         http2: false,
         http3: false,
+        zero_rtt: false,
         streams: 1,
         alpn: Vec::new(),
         keep_alive: true,

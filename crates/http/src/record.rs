@@ -268,6 +268,7 @@ pub fn asked_record(settings: &Settings, asked: &Asked) -> HttpRecord {
         pipeline: settings.pipeline as u64,
         http2: settings.http2,
         http3: settings.http3,
+        zero_rtt: settings.zero_rtt,
         streams: settings.streams as u64,
         alpn: settings.alpn.clone(),
         keep_alive: settings.keep_alive,

@@ -59,6 +59,9 @@ pub struct Settings {
     /// Speak HTTP/3 over QUIC (`https://` only: QUIC is always TLS 1.3,
     /// ALPN `h3`), to the URL's port over UDP.
     pub http3: bool,
+    /// `--0rtt`: QUIC connections resume with a ticket of an earlier one
+    /// and send their first requests as 0-RTT early data.
+    pub zero_rtt: bool,
     /// HTTP/2: requests under way at once on each connection (h2load's
     /// `-m`); 1 for HTTP/1.1.
     pub streams: usize,

@@ -327,8 +327,10 @@ pub struct H3Stats {
     pub handshakes: u64,
     pub handshake_ns_sum: u64,
     pub handshake_ns_max: u64,
-    /// Of them, 0-RTT ones (the server took early data).
+    /// Of them, 0-RTT ones (the server took early data), and those whose
+    /// early data the server rejected (`--0rtt`).
     pub handshakes_0rtt: u64,
+    pub early_data_rejected: u64,
     /// UDP datagrams and bytes each way, and the system calls that moved
     /// them.
     pub datagrams_sent: u64,
@@ -413,6 +415,7 @@ impl H3Stats {
         self.handshake_ns_sum += o.handshake_ns_sum;
         self.handshake_ns_max = self.handshake_ns_max.max(o.handshake_ns_max);
         self.handshakes_0rtt += o.handshakes_0rtt;
+        self.early_data_rejected += o.early_data_rejected;
         self.datagrams_sent += o.datagrams_sent;
         self.datagrams_received += o.datagrams_received;
         self.udp_bytes_sent += o.udp_bytes_sent;

@@ -122,6 +122,9 @@ pub(crate) struct H3Figures {
     pub header_bytes_wire: Option<f64>,
     pub header_bytes_plain: f64,
     pub qpack_savings_percent: Option<f64>,
+    /// `--0rtt`: handshakes whose early data the server took, and those
+    /// whose early data it rejected; `None` without `--0rtt`.
+    pub zero_rtt: Option<(f64, f64)>,
 }
 
 /// A count of answers with one status code or of failures of one class.
@@ -185,6 +188,8 @@ impl HttpFigures {
             header_bytes_wire: metric(http::H3_HEADER_BYTES_WIRE).map(|m| m.value),
             header_bytes_plain: value(http::H3_HEADER_BYTES_PLAIN),
             qpack_savings_percent: metric(http::H3_QPACK_SAVINGS_PERCENT).map(|m| m.value),
+            zero_rtt: metric(http::H3_HANDSHAKES_0RTT)
+                .map(|m| (m.value, value(http::H3_EARLY_DATA_REJECTED))),
         });
         HttpFigures {
             h3,

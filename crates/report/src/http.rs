@@ -129,7 +129,8 @@ fn settings_words(rec: &HttpRecord) -> String {
         format!(", pipeline {pipeline}")
     } else if rec.http3 {
         format!(
-            ", HTTP/3 over QUIC, {}",
+            ", HTTP/3 over QUIC{}, {}",
+            if rec.zero_rtt { " with 0-RTT" } else { "" },
             counted(rec.streams, "stream") + " a connection"
         )
     } else if rec.http2 {
@@ -415,8 +416,14 @@ pub(crate) fn quic_facts(h3: &H3Figures) -> Vec<(&'static str, String)> {
     let mut facts = vec![(
         "Handshakes",
         if h3.handshakes > 0.0 {
+            let early = match h3.zero_rtt {
+                Some((taken, rejected)) => {
+                    format!("; 0-RTT: early data taken on {taken}, rejected on {rejected}")
+                }
+                None => String::new(),
+            };
             format!(
-                "{} (mean {}, max {})",
+                "{} (mean {}, max {}){early}",
                 counted(h3.handshakes as u64, "handshake"),
                 ns(h3.handshake_ns_sum / h3.handshakes),
                 ns(h3.handshake_ns_max)

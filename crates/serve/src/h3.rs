@@ -201,8 +201,17 @@ pub(crate) async fn serve(
 async fn connection(incoming: quinn::Incoming, service: Svc, mut stop: watch::Receiver<()>) {
     // A client that gives up on the handshake (an untrusted certificate)
     // only ends its own.
-    let Ok(Ok(quic)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, incoming).await else {
+    let Ok(connecting) = incoming.accept() else {
         return;
+    };
+    // A resuming client's early data (0-RTT) is read at once; quinn
+    // gives a server its connection before the handshake ends.
+    let quic = match connecting.into_0rtt() {
+        Ok((quic, _)) => quic,
+        Err(connecting) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, connecting).await {
+            Ok(Ok(quic)) => quic,
+            _ => return,
+        },
     };
     let builder = ::h3::server::builder();
     let built = builder.build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()));

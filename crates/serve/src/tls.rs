@@ -36,10 +36,13 @@ impl Tls {
         let (chain, key) = certificate(names)?;
         let mut tcp = config(chain.clone(), key.clone_key(), rustls::DEFAULT_VERSIONS)?;
         tcp.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        // QUIC carries TLS 1.3 only (RFC 9001 4.2); 0-RTT stays off, so
-        // a replayed request cannot reach the server.
+        // QUIC carries TLS 1.3 only (RFC 9001 4.2). 0-RTT is taken (QUIC
+        // allows no other size than all or nothing), so `dyno http --h3
+        // --0rtt` can be measured against it: a test server, whose
+        // answers do not change when a request is replayed.
         let mut quic = config(chain, key, &[&rustls::version::TLS13])?;
         quic.alpn_protocols = vec![ALPN_H3.to_vec()];
+        quic.max_early_data_size = u32::MAX;
         let quic = quinn::crypto::rustls::QuicServerConfig::try_from(quic)
             .map_err(|e| ServeError::Tls(format!("using the certificate for QUIC: {e}")))?;
         Ok(Tls {

@@ -32,6 +32,7 @@ use super::{Local, Shared, Task};
 use crate::conn::Endpoint;
 use crate::http2;
 use crate::http3::client::{Failed, H3_NO_ERROR, H3_REQUEST_REJECTED, Request};
+use crate::http3::tickets::{self, Store};
 use crate::scenario::template::Refused;
 use crate::settings::Settings;
 use crate::stats::{ErrorClass, Timing};
@@ -44,6 +45,19 @@ use crate::tls::{TlsSetupError, client_config, server_name};
 pub(crate) struct Quic {
     config: quinn::ClientConfig,
     server_name: String,
+    /// `--0rtt`: the run's tickets and the configurations that use them.
+    early: Option<Early>,
+}
+
+/// What `--0rtt` adds: the run's tickets, a configuration whose
+/// connections offer early data with one (`config`, above, then resumes
+/// without early data once the server has rejected it), and one for the
+/// connections opened before the clock to collect them.
+#[derive(Clone)]
+struct Early {
+    tickets: Arc<tickets::Tickets>,
+    offer: quinn::ClientConfig,
+    collect: quinn::ClientConfig,
 }
 
 impl std::fmt::Debug for Quic {
@@ -58,17 +72,28 @@ impl Quic {
     pub(crate) fn new(settings: &Settings) -> Result<Quic, TlsSetupError> {
         // Checked as TLS checks it; quinn takes the host as text.
         server_name(&settings.target.host)?;
+        // One TLS configuration for all: a ticket is taken only by a
+        // connection whose certificate verifier made it.
         let tls = client_config(&settings.tls, &[b"h3".to_vec()], &[&rustls::version::TLS13])?;
-        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
-            .map_err(|e| TlsSetupError::Config(rustls::Error::General(e.to_string())))?;
-        let mut config = quinn::ClientConfig::new(Arc::new(crypto));
-        let mut transport = quinn::TransportConfig::default();
-        // A connection the server stops answering ends after the run's
-        // timeout, as a TCP read would; QUIC's own default is 30 s.
-        transport.max_idle_timeout(quinn::IdleTimeout::try_from(settings.timeout).ok());
-        config.transport_config(Arc::new(transport));
+        let (config, early) = if settings.zero_rtt {
+            let tickets = Arc::new(tickets::Tickets::default());
+            let giving = Arc::new(Store::giving(Arc::clone(&tickets)));
+            let collecting = Arc::new(Store::collecting(Arc::clone(&tickets)));
+            let early = Early {
+                offer: quinn_config(settings, &tls, Some(giving.clone()), true)?,
+                collect: quinn_config(settings, &tls, Some(collecting), false)?,
+                tickets,
+            };
+            (
+                quinn_config(settings, &tls, Some(giving), false)?,
+                Some(early),
+            )
+        } else {
+            (quinn_config(settings, &tls, None, false)?, None)
+        };
         Ok(Quic {
             config,
+            early,
             server_name: settings
                 .target
                 .host
@@ -77,6 +102,147 @@ impl Quic {
                 .to_owned(),
         })
     }
+}
+
+impl Quic {
+    /// The configuration a connection for `purpose` uses, and whether it
+    /// offers early data: the run's connections do while `--0rtt` holds
+    /// and the server has not rejected it.
+    fn config_for(&self, purpose: Purpose) -> (&quinn::ClientConfig, bool) {
+        match (&self.early, purpose) {
+            (Some(early), Purpose::Collect) => (&early.collect, false),
+            (Some(early), Purpose::Run) if !early.tickets.rejected() => (&early.offer, true),
+            _ => (&self.config, false),
+        }
+    }
+}
+
+/// What a connection is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// The run's requests.
+    Run,
+    /// `--0rtt`, before the clock: collecting the server's tickets.
+    Collect,
+}
+
+/// A connection made: QUIC's and the HTTP/3 session over it; `early`:
+/// it sent its first requests as 0-RTT early data, and this is the
+/// server's verdict on them, to come with the handshake's end.
+struct Connected {
+    connection: quinn::Connection,
+    send: SendRequest,
+    early: Option<quinn::ZeroRttAccepted>,
+}
+
+/// Counts a connection made at `began`, when `counted` (made in the
+/// measured part, or before a clock without warm-up), the one place that
+/// does: the connection, and its handshake with its time. A 0-RTT one's
+/// handshake is counted when the server's verdict on its early data
+/// comes; a rejection is counted, and the run's next connections offer
+/// no early data (the requests it held go again: [`Failed::EarlyRejected`]).
+/// What the first answer on it is charged for connecting.
+fn handshaken(
+    shared: &Arc<Shared>,
+    local: &Rc<RefCell<Local>>,
+    began: Instant,
+    connected: &mut Connected,
+    counted: bool,
+) -> Duration {
+    let took = began.elapsed();
+    shared.connect_succeeded();
+    let mut l = local.borrow_mut();
+    l.stats.connects += u64::from(counted);
+    let Some(verdict) = connected.early.take() else {
+        if counted {
+            l.stats.h3.handshake(took, false);
+        }
+        return took;
+    };
+    drop(l);
+    let (shared, local) = (Arc::clone(shared), Rc::clone(local));
+    let connection = connected.connection.clone();
+    tokio::task::spawn_local(async move {
+        let accepted = verdict.await;
+        if connection.close_reason().is_some() {
+            // Lost before the handshake ended: no verdict.
+            return;
+        }
+        if !accepted && let Some(early) = shared.quic.as_ref().and_then(|q| q.early.as_ref()) {
+            early.tickets.reject();
+        }
+        if counted {
+            let h3 = &mut local.borrow_mut().stats.h3;
+            h3.handshake(began.elapsed(), accepted);
+            h3.early_data_rejected += u64::from(!accepted);
+        }
+    });
+    // The requests went at once: none waited for the handshake.
+    took
+}
+
+/// `--0rtt`, before the clock: opens connections, one after another,
+/// until the run holds a ticket for each of its connections (or this
+/// thread has tried twice its `connections`), and closes them. Threads
+/// collect at once, into the run's one store. A server that gives no ticket
+/// leaves the run's connections to full handshakes, counted as such.
+/// `Err`: the server does not speak HTTP/3 there.
+pub(super) async fn collect_tickets(shared: &Shared, connections: usize) -> Result<(), String> {
+    let Some(quic) = shared.quic.as_ref() else {
+        return Ok(());
+    };
+    let Some(early) = quic.early.as_ref() else {
+        return Ok(());
+    };
+    let endpoint = open_endpoint(shared)?;
+    for _ in 0..connections * 2 {
+        if early.tickets.len() >= shared.settings.connections {
+            break;
+        }
+        let arrived = early.tickets.arrived();
+        let connected = match connect(shared, &endpoint, quic, Purpose::Collect).await {
+            Ok(c) => c,
+            Err(failed) if failed.refuses_h3 => return Err(refusal(&failed)),
+            Err(_) => break,
+        };
+        // The server sends its tickets after the handshake: wait for one,
+        // a while at most.
+        let waited =
+            tokio::time::timeout(Duration::from_secs(1), early.tickets.more_than(arrived)).await;
+        connected.connection.close(H3_NO_ERROR.into(), b"");
+        if waited.is_err() {
+            // This server gives none.
+            break;
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_millis(100), endpoint.wait_idle()).await;
+    Ok(())
+}
+
+/// A QUIC client configuration over `tls`, the run's TLS configuration
+/// (TLS 1.3, ALPN `h3`); `store`: where its tickets come from and go
+/// (rustls's own in-memory store without); `early_data`: its connections
+/// offer 0-RTT.
+fn quinn_config(
+    settings: &Settings,
+    tls: &rustls::ClientConfig,
+    store: Option<Arc<Store>>,
+    early_data: bool,
+) -> Result<quinn::ClientConfig, TlsSetupError> {
+    let mut tls = tls.clone();
+    if let Some(store) = store {
+        tls.resumption = rustls::client::Resumption::store(store);
+    }
+    tls.enable_early_data = early_data;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
+        .map_err(|e| TlsSetupError::Config(rustls::Error::General(e.to_string())))?;
+    let mut config = quinn::ClientConfig::new(Arc::new(crypto));
+    let mut transport = quinn::TransportConfig::default();
+    // A connection the server stops answering ends after the run's
+    // timeout, as a TCP read would; QUIC's own default is 30 s.
+    transport.max_idle_timeout(quinn::IdleTimeout::try_from(settings.timeout).ok());
+    config.transport_config(Arc::new(transport));
+    Ok(config)
 }
 
 /// Why a connection's stream loop ended.
@@ -101,26 +267,22 @@ pub(super) struct Opened {
 /// due (and counted then, as TCP's are); `Err(why)`: the server does not
 /// speak HTTP/3 there, so the run is not started.
 pub(super) async fn open_early(
-    shared: &Shared,
-    local: &RefCell<Local>,
+    shared: &Arc<Shared>,
+    local: &Rc<RefCell<Local>>,
 ) -> Result<Option<Box<Opened>>, String> {
     let Some(quic) = shared.quic.as_ref() else {
         unreachable!("an --h3 run has its QUIC configuration")
     };
     let endpoint = open_endpoint(shared)?;
     let began = Instant::now();
-    match connect(shared, &endpoint, quic).await {
-        Ok((connection, send)) => {
-            shared.connect_succeeded();
-            if shared.settings.schedule.warmup.is_zero() {
-                let mut l = local.borrow_mut();
-                l.stats.connects += 1;
-                l.stats.h3.handshake(began.elapsed(), false);
-            }
+    match connect(shared, &endpoint, quic, Purpose::Run).await {
+        Ok(mut connected) => {
+            let counted = shared.settings.schedule.warmup.is_zero();
+            handshaken(shared, local, began, &mut connected, counted);
             Ok(Some(Box::new(Opened {
                 endpoint,
-                connection,
-                send,
+                connection: connected.connection,
+                send: connected.send,
             })))
         }
         Err(failed) if failed.refuses_h3 => Err(refusal(&failed)),
@@ -200,10 +362,14 @@ pub(super) async fn h3_connection(task: Task, opened: Option<Box<Opened>>) {
         let early = opened.take();
         let early_one = early.is_some();
         let connected = match early {
-            Some(o) => Ok((o.connection, o.send)),
-            None => connect(&shared, &endpoint, &quic).await,
+            Some(o) => Ok(Connected {
+                connection: o.connection,
+                send: o.send,
+                early: None,
+            }),
+            None => connect(&shared, &endpoint, &quic, Purpose::Run).await,
         };
-        let (connection, send) = match connected {
+        let mut connected = match connected {
             Ok(c) => c,
             Err(failed) => {
                 // A server that never answered QUIC, or refused h3: every
@@ -226,15 +392,13 @@ pub(super) async fn h3_connection(task: Task, opened: Option<Box<Opened>>) {
         };
         // One opened before the clock was counted then, and no request
         // pays for its handshake.
-        let handshake = (!early_one).then(|| began.elapsed());
-        if let Some(handshake) = handshake {
-            shared.connect_succeeded();
-            let mut l = local.borrow_mut();
-            if Instant::now() >= shared.measure_from() {
-                l.stats.connects += 1;
-                l.stats.h3.handshake(handshake, false);
-            }
-        }
+        let handshake = (!early_one).then(|| {
+            let counted = Instant::now() >= shared.measure_from();
+            handshaken(&shared, &local, began, &mut connected, counted)
+        });
+        let Connected {
+            connection, send, ..
+        } = connected;
         let state = Rc::new(Conn::new(&shared, connection, handshake));
         // Ends the connection and counts what QUIC did, also when the
         // run's deadline or an interrupt drops this task mid-request.
@@ -420,23 +584,38 @@ async fn connect(
     shared: &Shared,
     endpoint: &quinn::Endpoint,
     quic: &Quic,
-) -> Result<(quinn::Connection, SendRequest), NotConnected> {
+    purpose: Purpose,
+) -> Result<Connected, NotConnected> {
     let Endpoint::Tcp(addr, _) = shared.endpoint else {
         unreachable!("--h3 runs over UDP")
     };
     let answered_before = shared.connected.load(std::sync::atomic::Ordering::Relaxed);
     let timeout = shared.settings.connect_timeout;
+    let (config, offer) = quic.config_for(purpose);
     let setup = async {
         let connecting = endpoint
-            .connect_with(quic.config.clone(), addr, &quic.server_name)
+            .connect_with(config.clone(), addr, &quic.server_name)
             .map_err(|e| NotConnected {
                 class: ErrorClass::ConnectOther,
                 why: Some(format!("QUIC cannot connect to {addr}: {e}")),
                 refuses_h3: false,
             })?;
-        let connection = connecting
-            .await
-            .map_err(|e| handshake_failed(&e, addr, answered_before))?;
+        // With a ticket, the requests go at once as early data, and the
+        // server's verdict on it comes with the handshake's end.
+        let attempt = if offer {
+            connecting.into_0rtt()
+        } else {
+            Err(connecting)
+        };
+        let (connection, early) = match attempt {
+            Ok((connection, verdict)) => (connection, Some(verdict)),
+            Err(connecting) => (
+                connecting
+                    .await
+                    .map_err(|e| handshake_failed(&e, addr, answered_before))?,
+                None,
+            ),
+        };
         // The session reads the server's control stream (GOAWAY) in its
         // own task until the connection ends.
         let send = crate::http3::client::Session::open(connection.clone())
@@ -446,7 +625,11 @@ async fn connect(
                 why: Some(format!("the HTTP/3 connection could not be set up: {e}")),
                 refuses_h3: !answered_before,
             })?;
-        Ok((connection, send))
+        Ok(Connected {
+            connection,
+            send,
+            early,
+        })
     };
     match tokio::time::timeout(timeout, setup).await {
         Ok(result) => result,
@@ -559,8 +742,12 @@ async fn stream_loop(
                 .record_error(&shared, &ticket, ErrorClass::Write, false);
             continue;
         };
-        match exchange(&shared, &local, &conn, &mut send, ticket, &request).await {
-            Step::Next => {}
+        let mut step = exchange(&shared, &local, &conn, &mut send, ticket, &request).await;
+        while let Step::Again(ticket) = step {
+            step = exchange(&shared, &local, &conn, &mut send, ticket, &request).await;
+        }
+        match step {
+            Step::Next | Step::Again(_) => {}
             Step::Unsent => {
                 tickets.carried.borrow_mut().push(ticket);
                 return Ended::Over;
@@ -676,20 +863,18 @@ impl Link {
         self.connecting.set(true);
         self.current.borrow_mut().take();
         let began = Instant::now();
-        let connected = connect(&self.shared, &self.endpoint, &self.quic).await;
+        let connected = connect(&self.shared, &self.endpoint, &self.quic, Purpose::Run).await;
         self.connecting.set(false);
         self.attempts.set(self.attempts.get() + 1);
         let result = match connected {
-            Ok((connection, send)) => {
-                let handshake = began.elapsed();
-                self.shared.connect_succeeded();
-                let mut l = self.local.borrow_mut();
-                if self.shared.measures(Instant::now()) {
-                    l.stats.connects += 1;
-                    l.stats.h3.handshake(handshake, false);
-                }
-                drop(l);
+            Ok(mut connected) => {
+                let counted = self.shared.measures(Instant::now());
+                let handshake =
+                    handshaken(&self.shared, &self.local, began, &mut connected, counted);
                 self.backoff.set(Duration::ZERO);
+                let Connected {
+                    connection, send, ..
+                } = connected;
                 let conn = Conn::new(&self.shared, connection, Some(handshake));
                 let ending = Rc::new(Ending::new(conn, &self.local));
                 *self.current.borrow_mut() = Some((Rc::clone(&ending), send.clone()));
@@ -761,6 +946,10 @@ impl Link {
                     self.retire(&ending);
                     ticket = given_back(local, ticket);
                     local.borrow_mut().stats.h3.goaway_retried += u64::from(ticket.measured);
+                    continue;
+                }
+                Err(NoAnswer::Early) => {
+                    ticket = given_back(local, ticket);
                     continue;
                 }
                 Err(NoAnswer::Failed { class, sent, lost }) => {
@@ -863,6 +1052,9 @@ enum Step {
     Retry,
     /// Failed with the connection, and counted.
     Lost,
+    /// Sent as early data the server rejected: again on this connection,
+    /// with this ticket.
+    Again(Ticket),
 }
 
 /// Sends `request` for `ticket` and reads its answer, within the run's
@@ -899,6 +1091,7 @@ async fn exchange(
         }
         Err(NoAnswer::Unsent) => Step::Unsent,
         Err(NoAnswer::Rejected) => Step::Retry,
+        Err(NoAnswer::Early) => Step::Again(given_back(local, ticket)),
         Err(NoAnswer::Failed { class, sent, lost }) => {
             local
                 .borrow_mut()
@@ -923,6 +1116,9 @@ enum NoAnswer {
     /// Sent on a connection that had answered before, and the server says
     /// it did not process it (H3_REQUEST_REJECTED): it may go again.
     Rejected,
+    /// Sent as early data the server rejected: it goes again on the same
+    /// connection, now past its handshake.
+    Early,
     /// It failed with `class`; `sent`: it was in flight; `lost`: the
     /// connection went with it.
     Failed {
@@ -999,6 +1195,7 @@ async fn answer(
             })
         }
         Err(Failed::Unsent) => Err(NoAnswer::Unsent),
+        Err(Failed::EarlyRejected) => Err(NoAnswer::Early),
         Err(Failed::Reset(code)) if code == H3_REQUEST_REJECTED && conn.answered.get() => {
             Err(NoAnswer::Rejected)
         }

@@ -799,6 +799,10 @@ impl pool::Job for Connections {
             replayed: std::collections::HashMap::new(),
             replay_due: 0,
         }));
+        // --0rtt: tickets for this thread's connections, before the clock.
+        if settings.zero_rtt {
+            h3::collect_tickets(shared, connections).await?;
+        }
         if index == 0 {
             scenario::setup(shared, &local).await?;
         }

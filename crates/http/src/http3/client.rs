@@ -46,6 +46,9 @@ pub(crate) enum Failed {
     Lost(quinn::ConnectionError),
     /// No answer within the timeout; the stream was given up.
     Timeout,
+    /// Sent as 0-RTT early data, which the server rejected: it never saw
+    /// the request, which may go again on the same connection.
+    EarlyRejected,
     /// The answer broke HTTP/3's or QPACK's rules.
     Malformed(String),
 }
@@ -221,6 +224,7 @@ impl Session {
                         return Err(Failed::Reset(code.into_inner()));
                     }
                     Err(quinn::ReadError::ConnectionLost(e)) => return Err(Failed::Lost(e)),
+                    Err(quinn::ReadError::ZeroRttRejected) => return Err(Failed::EarlyRejected),
                     Err(e) => return Err(Failed::Malformed(e.to_string())),
                 }
             }
@@ -255,6 +259,7 @@ async fn write_request(send: &mut quinn::SendStream, request: &Request) -> Resul
         Ok(()) => {}
         Err(quinn::WriteError::Stopped(code)) => return Err(Failed::Reset(code.into_inner())),
         Err(quinn::WriteError::ConnectionLost(e)) => return Err(Failed::Lost(e)),
+        Err(quinn::WriteError::ZeroRttRejected) => return Err(Failed::EarlyRejected),
         Err(e) => return Err(Failed::Malformed(e.to_string())),
     }
     send.finish().map_err(|e| Failed::Malformed(e.to_string()))

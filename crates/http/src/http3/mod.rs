@@ -7,6 +7,7 @@
 pub(crate) mod client;
 pub(crate) mod frame;
 pub(crate) mod qpack;
+pub(crate) mod tickets;
 
 #[cfg(test)]
 mod tests {

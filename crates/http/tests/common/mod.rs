@@ -62,6 +62,7 @@ pub(crate) fn settings(
         unix_socket: None,
         http2: false,
         http3: false,
+        zero_rtt: false,
         streams: 1,
         alpn: Vec::new(),
         tls: dyno_http::TlsSettings::default(),

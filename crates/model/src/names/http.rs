@@ -99,6 +99,11 @@ pub const H3_STREAM_LIMIT_STALLS: &str = "h3_stream_limit_stalls";
 /// HTTP/3: requests the server refused unprocessed (GOAWAY,
 /// H3_REQUEST_REJECTED) and sent again on a new connection (not errors).
 pub const H3_GOAWAY_RETRIED: &str = "h3_goaway_retried";
+/// HTTP/3 with `--0rtt`: handshakes whose early data the server took
+/// (0-RTT), and those whose early data it rejected (their requests went
+/// again after the handshake).
+pub const H3_HANDSHAKES_0RTT: &str = "h3_handshakes_0rtt";
+pub const H3_EARLY_DATA_REJECTED: &str = "h3_early_data_rejected";
 /// HTTP/3: the received field sections' bytes on the wire (QPACK-coded,
 /// static table only: dyno gives the server no dynamic table).
 pub const H3_HEADER_BYTES_WIRE: &str = "h3_header_bytes_wire";

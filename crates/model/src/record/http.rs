@@ -49,6 +49,10 @@ pub struct HttpRecord {
     /// records of HTTP/1.1 and HTTP/2 runs read as they were written.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub http3: bool,
+    /// `--0rtt`: QUIC connections resumed with 0-RTT early data; written
+    /// only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zero_rtt: bool,
     /// HTTP/2 and HTTP/3 streams per connection.
     pub streams: u64,
     /// The ALPN protocols offered, in order.
@@ -203,6 +207,7 @@ impl Default for HttpRecord {
             pipeline: 1,
             http2: false,
             http3: false,
+            zero_rtt: false,
             streams: 1,
             alpn: Vec::new(),
             keep_alive: true,
