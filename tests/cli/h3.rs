@@ -2,7 +2,6 @@
 //! (Debian's `caddy`, which scripts/test installs) and `dyno serve --h3`.
 //! The servers' own logs judge what was sent.
 
-use std::io::Read;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
@@ -66,6 +65,10 @@ https://127.0.0.1:{port} {{
 "
         );
         std::fs::write(d.join("Caddyfile"), conf).unwrap();
+        // Caddy's own log goes to a file: Go ends a program that writes to
+        // a closed pipe on its stderr (SIGPIPE), and Caddy logs for a while
+        // after it listens (its certificates, its HTTP/3 listener).
+        let log = std::fs::File::create(d.join("caddy.log")).unwrap();
         let mut child = StdCommand::new("caddy")
             .args(["run", "--adapter", "caddyfile", "--config"])
             .arg(d.join("Caddyfile"))
@@ -73,20 +76,17 @@ https://127.0.0.1:{port} {{
             .env("XDG_DATA_HOME", d.join("data"))
             .env("XDG_CONFIG_HOME", d.join("config"))
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(log)
             .spawn()
             .expect("this test needs Caddy (Debian's `caddy`; scripts/test installs it)");
         // Up when it accepts over TCP and has its certificate (made at
         // start-up by its internal CA); a bounded wait.
         for _ in 0..200 {
             if let Some(status) = child.try_wait().unwrap() {
-                let mut err = String::new();
-                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+                let err = std::fs::read_to_string(d.join("caddy.log")).unwrap_or_default();
                 panic!("caddy exited ({status}): {err}");
             }
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                // Its stderr is not read further: it must not block.
-                drop(child.stderr.take());
                 std::thread::sleep(Duration::from_millis(300));
                 return Caddy { child, port, dir };
             }
