@@ -161,19 +161,24 @@ fn handshaken(
     };
     drop(l);
     let (shared, local) = (Arc::clone(shared), Rc::clone(local));
-    let connection = connected.connection.clone();
+    let session = connected.send.clone();
     tokio::task::spawn_local(async move {
         let accepted = verdict.await;
-        if connection.close_reason().is_some() {
+        let handshake = began.elapsed();
+        if session.conn.close_reason().is_some() {
             // Lost before the handshake ended: no verdict.
             return;
         }
-        if !accepted && let Some(early) = shared.quic.as_ref().and_then(|q| q.early.as_ref()) {
-            early.tickets.reject();
+        if !accepted {
+            if let Some(early) = shared.quic.as_ref().and_then(|q| q.early.as_ref()) {
+                early.tickets.reject();
+            }
+            // The control stream went in the rejected early data.
+            let _ = session.reopen_control().await;
         }
         if counted {
             let h3 = &mut local.borrow_mut().stats.h3;
-            h3.handshake(began.elapsed(), accepted);
+            h3.handshake(handshake, accepted);
             h3.early_data_rejected += u64::from(!accepted);
         }
     });

@@ -32,7 +32,17 @@ pub(crate) struct Session {
     known: Rc<RefCell<Known>>,
     /// The control stream, open as long as the session: closing it is a
     /// connection error.
-    _control: Rc<quinn::SendStream>,
+    control: Rc<RefCell<quinn::SendStream>>,
+}
+
+/// Opens the client's control stream and writes its opening (SETTINGS).
+async fn open_control(conn: &quinn::Connection) -> Result<quinn::SendStream, String> {
+    let mut control = conn.open_uni().await.map_err(|e| e.to_string())?;
+    control
+        .write_all(&frame::control_stream_opening())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(control)
 }
 
 /// Why a request got no answer.
@@ -171,19 +181,24 @@ impl Session {
     /// Opens the client's control stream on `conn` and starts reading
     /// the server's streams.
     pub(crate) async fn open(conn: quinn::Connection) -> Result<Session, String> {
-        let mut control = conn.open_uni().await.map_err(|e| e.to_string())?;
-        control
-            .write_all(&frame::control_stream_opening())
-            .await
-            .map_err(|e| e.to_string())?;
+        let control = open_control(&conn).await?;
         let goaway = Rc::new(Cell::new(None));
         tokio::task::spawn_local(server_streams(conn.clone(), Rc::clone(&goaway)));
         Ok(Session {
             conn,
             goaway,
             known: Rc::default(),
-            _control: Rc::new(control),
+            control: Rc::new(RefCell::new(control)),
         })
+    }
+
+    /// Opens the control stream again, after the server rejected the
+    /// early data it was opened in: the server never saw that one (RFC
+    /// 9114 §6.2.1 asks for one control stream, and it has none).
+    pub(crate) async fn reopen_control(&self) -> Result<(), String> {
+        let control = open_control(&self.conn).await?;
+        *self.control.borrow_mut() = control;
+        Ok(())
     }
 
     /// The server's GOAWAY came: no new request goes on this connection.
