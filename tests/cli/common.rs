@@ -387,6 +387,12 @@ pub(crate) fn metric(run: &Value, name: &str) -> Option<f64> {
         .and_then(|m| m["value"].as_f64())
 }
 
+/// The sum of the metrics `names` the run has (those it lacks count 0):
+/// e.g. the error classes a test expects, to set beside `errors`.
+pub(crate) fn metric_sum(run: &Value, names: &[&str]) -> f64 {
+    names.iter().filter_map(|n| metric(run, n)).sum()
+}
+
 pub(crate) fn http_json(home: &Path, args: &[&str]) -> Value {
     http_json_exit(home, args, 0).0
 }

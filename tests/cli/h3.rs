@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    assert_valid, dyno, fails, find_metric, http_json, http_json_exit, metric, metrics,
+    assert_valid, dyno, fails, find_metric, http_json, http_json_exit, metric, metric_sum, metrics,
     spawn_serve_with, stdout_json, temp,
 };
 
@@ -512,16 +512,16 @@ fn server_leaves_mid_run(home: &std::path::Path, extra: &[&str]) {
         errors > 0.0,
         "{extra:?}: the attempts after the server left are counted"
     );
-    let by_class: f64 = [
-        "errors_connect_timeout",
-        "errors_h3_goaway",
-        "errors_closed_early",
-        "errors_read_timeout",
-        "errors_h3_protocol_error",
-    ]
-    .iter()
-    .filter_map(|n| metric(&run, n))
-    .sum();
+    let by_class = metric_sum(
+        &run,
+        &[
+            "errors_connect_timeout",
+            "errors_h3_goaway",
+            "errors_closed_early",
+            "errors_read_timeout",
+            "errors_h3_protocol_error",
+        ],
+    );
     assert_eq!(
         by_class, errors,
         "{extra:?}: every failure has its class: {:?}",
@@ -678,16 +678,16 @@ fn h3_0rtt_rejected_by_a_restarted_server_sends_the_requests_again() {
         run["metrics"]
     );
     let errors = metric(&run, "errors").unwrap();
-    let by_class: f64 = [
-        "errors_connect_timeout",
-        "errors_connect_refused",
-        "errors_h3_goaway",
-        "errors_closed_early",
-        "errors_read_timeout",
-    ]
-    .iter()
-    .filter_map(|n| metric(&run, n))
-    .sum();
+    let by_class = metric_sum(
+        &run,
+        &[
+            "errors_connect_timeout",
+            "errors_connect_refused",
+            "errors_h3_goaway",
+            "errors_closed_early",
+            "errors_read_timeout",
+        ],
+    );
     assert_eq!(by_class, errors, "{:?}", run["metrics"]);
 }
 
