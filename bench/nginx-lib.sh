@@ -98,3 +98,40 @@ nginx_ticks() {
   w=$(pgrep -P "$(cat "$WORK/nginx.pid")" | head -1)
   awk '{print $14+$15}' "/proc/$w/stat"
 }
+
+# start_caddy: one Caddy process (Debian's `caddy`, GOMAXPROCS=1, on
+# SERVER_CPU) serving the 92-byte page and a 1 MiB file from $WORK/www
+# over HTTPS (its internal CA) with HTTP/1.1, HTTP/2 and HTTP/3 on $PORT,
+# TCP and UDP alike; its log in $WORK/caddy.log (a file: Go ends a program
+# whose stderr pipe closed). bench_workdir's trap stops it.
+start_caddy() {
+  need_tools caddy caddy caddy
+  mkdir -p "$WORK/www"
+  printf '<html><head><title>dyno</title></head><body><h1>Hello</h1><p>a 92-byte page</p></body>\n</html>\n' | head -c 92 >"$WORK/www/hello.html"
+  head -c 1048576 /dev/urandom >"$WORK/www/1m.bin"
+  PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  cat >"$WORK/Caddyfile" <<EOF
+{
+  admin off
+  auto_https disable_redirects
+  skip_install_trust
+  storage file_system $WORK/data
+  default_sni 127.0.0.1
+  servers {
+    protocols h1 h2 h3
+  }
+}
+https://127.0.0.1:$PORT {
+  tls internal
+  root * $WORK/www
+  file_server
+}
+EOF
+  HOME=$WORK GOMAXPROCS=1 taskset -c "$SERVER_CPU" caddy run --adapter caddyfile --config "$WORK/Caddyfile" >"$WORK/caddy.log" 2>&1 &
+  kill_at_exit $!
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+    sleep 0.1
+  done
+  sleep 0.5
+}
