@@ -331,7 +331,7 @@ pub(crate) fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
 
 /// Starts `dyno serve --addr ADDR --threads N` and reads the address it
 /// printed on its first line.
-pub(crate) fn spawn_serve(addr: &str, threads: u32) -> (std::process::Child, String) {
+pub(crate) fn spawn_serve(addr: &str, threads: u32) -> (Served, String) {
     spawn_serve_with(addr, threads, &[], "http://")
 }
 
@@ -341,7 +341,7 @@ pub(crate) fn spawn_serve_with(
     threads: u32,
     extra: &[&str],
     scheme: &str,
-) -> (std::process::Child, String) {
+) -> (Served, String) {
     spawn_serve_from(
         &assert_cmd::cargo::cargo_bin("dyno"),
         addr,
@@ -359,7 +359,7 @@ pub(crate) fn spawn_serve_from(
     threads: u32,
     extra: &[&str],
     scheme: &str,
-) -> (std::process::Child, String) {
+) -> (Served, String) {
     let mut child = StdCommand::new(bin)
         .args(["serve", "--addr", addr, "--threads", &threads.to_string()])
         .args(extra)
@@ -377,7 +377,31 @@ pub(crate) fn spawn_serve_from(
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no address in {first:?}"))
         .to_owned();
-    (child, addr)
+    (Served(child), addr)
+}
+
+/// A `dyno serve` a test started, killed when dropped: a test that fails
+/// before it stops its server leaves no server behind.
+pub(crate) struct Served(std::process::Child);
+
+impl std::ops::Deref for Served {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Served {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// A metric's value from a Run in JSON.

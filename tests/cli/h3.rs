@@ -452,6 +452,78 @@ fn h3_a_server_stall_shows_in_the_corrected_p99() {
     assert_eq!(metric(&run, "errors"), Some(0.0));
 }
 
+/// A server that falls silent (stopped with SIGSTOP for longer than the
+/// run's timeout, which is also QUIC's idle timeout) sends nothing, not
+/// even a CONNECTION_CLOSE: the requests under way time out, the idle
+/// timeout ends their connections, and once the server answers again the
+/// run opens new ones and goes on.
+#[test]
+fn h3_a_silent_server_ends_connections_by_idle_timeout_and_the_run_goes_on() {
+    let home = temp();
+    let (mut server, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--h3"], "https://");
+    let pid = server.id() as libc::pid_t;
+    let silence = signals(
+        pid,
+        &[
+            (Duration::from_millis(1000), libc::SIGSTOP),
+            (Duration::from_millis(2500), libc::SIGCONT),
+        ],
+    );
+    let url = format!("https://{addr}/hello");
+    let (run, _) = http_json_exit(
+        home.path(),
+        &[
+            &url,
+            "--h3",
+            "--insecure",
+            "-c",
+            "2",
+            "-m",
+            "2",
+            "-d",
+            "6s",
+            "--timeout",
+            "1s",
+            "--connect-timeout",
+            "1s",
+        ],
+        1,
+    );
+    silence.join().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let timeouts = metric(&run, "errors_read_timeout").unwrap_or(0.0);
+    assert!(timeouts >= 1.0, "{:?}", run["metrics"]);
+    // Every failure is the silence's: a timeout, or a connection the idle
+    // timeout ended under a request.
+    let errors = metric(&run, "errors").unwrap();
+    let by_class = metric_sum(
+        &run,
+        &[
+            "errors_read_timeout",
+            "errors_connect_timeout",
+            "errors_closed_early",
+        ],
+    );
+    assert_eq!(by_class, errors, "{:?}", run["metrics"]);
+    // New connections after the silence, and answers on them to the end.
+    let handshakes = metric(&run, "h3_handshakes").unwrap();
+    assert!(handshakes >= 3.0, "{handshakes} handshakes");
+    let timeline = find_metric(&run, "timeline_requests_per_sec")["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect::<Vec<_>>();
+    assert!(timeline.len() >= 5, "{timeline:?}");
+    assert!(
+        timeline[timeline.len() - 2..]
+            .iter()
+            .all(|&rate| rate > 0.0),
+        "answers in the last seconds: {timeline:?}"
+    );
+}
+
 /// A server that goes away mid-run (Ctrl-C: GOAWAY, then
 /// CONNECTION_CLOSE, then nothing answers) is counted, not a hang: the
 /// run ends at its deadline with the answers before and the failed
