@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    assert_valid, dyno, fails, find_metric, http_json, http_json_exit, metric, metric_sum, metrics,
-    spawn_serve_with, stdout_json, temp,
+    Served, assert_valid, dyno, fails, find_metric, http_json, http_json_exit, metric, metric_sum,
+    metrics, spawn_serve_with, stdout_json, temp,
 };
 
 /// Caddy serving a directory over HTTPS (its own internal CA) and HTTP/3 on
@@ -410,15 +410,8 @@ fn h3_against_a_server_without_http3_is_refused_at_once() {
 #[test]
 fn h3_a_server_stall_shows_in_the_corrected_p99() {
     let home = temp();
-    let (mut server, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--h3"], "https://");
-    let pid = server.id() as libc::pid_t;
-    let stall = signals(
-        pid,
-        &[
-            (Duration::from_millis(1200), libc::SIGSTOP),
-            (Duration::from_millis(500), libc::SIGCONT),
-        ],
-    );
+    let (server, addr, stall) =
+        serve_h3_stopped(Duration::from_millis(1200), Duration::from_millis(500));
     let url = format!("https://{addr}/hello");
     let run = http_json(
         home.path(),
@@ -435,8 +428,7 @@ fn h3_a_server_stall_shows_in_the_corrected_p99() {
         ],
     );
     stall.join().unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let p99 = |name: &str| {
         find_metric(&run, name)["histogram"]["percentiles"]
             .as_array()
@@ -460,15 +452,8 @@ fn h3_a_server_stall_shows_in_the_corrected_p99() {
 #[test]
 fn h3_a_silent_server_ends_connections_by_idle_timeout_and_the_run_goes_on() {
     let home = temp();
-    let (mut server, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--h3"], "https://");
-    let pid = server.id() as libc::pid_t;
-    let silence = signals(
-        pid,
-        &[
-            (Duration::from_millis(1000), libc::SIGSTOP),
-            (Duration::from_millis(2500), libc::SIGCONT),
-        ],
-    );
+    let (server, addr, silence) =
+        serve_h3_stopped(Duration::from_millis(1000), Duration::from_millis(2500));
     let url = format!("https://{addr}/hello");
     let (run, _) = http_json_exit(
         home.path(),
@@ -490,8 +475,7 @@ fn h3_a_silent_server_ends_connections_by_idle_timeout_and_the_run_goes_on() {
         1,
     );
     silence.join().unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let timeouts = metric(&run, "errors_read_timeout").unwrap_or(0.0);
     assert!(timeouts >= 1.0, "{:?}", run["metrics"]);
     // Every failure is the silence's: a timeout, or a connection the idle
@@ -599,6 +583,18 @@ fn server_leaves_mid_run(home: &std::path::Path, extra: &[&str]) {
         "{extra:?}: every failure has its class: {:?}",
         run["metrics"]
     );
+}
+
+/// `dyno serve --h3`, stopped (SIGSTOP) `after` its start for `pause`,
+/// from a thread of its own: its address, and that thread.
+fn serve_h3_stopped(
+    after: Duration,
+    pause: Duration,
+) -> (Served, String, std::thread::JoinHandle<()>) {
+    let (server, addr) = spawn_serve_with("127.0.0.1:0", 1, &["--h3"], "https://");
+    let pid = server.id() as libc::pid_t;
+    let stops = signals(pid, &[(after, libc::SIGSTOP), (pause, libc::SIGCONT)]);
+    (server, addr, stops)
 }
 
 /// Sends the server `pid` each signal after its pause, in order, from a
